@@ -1,0 +1,196 @@
+// tracery/tracepoint.hpp — the C++ instrumentation API.
+//
+// Fields are declared with their C++ types; the schema is built at compile
+// time from those types:
+//
+//     enum class Op : uint8_t { read, write };
+//     TRACERY_CXX_ENUM(Op, {"read", 0, 0}, {"write", 1, 1});
+//
+//     TRACERY_CXX_EVENT(db, query,
+//         (id, uint64_t), (table, std::string_view), (op, Op),
+//         (keys, std::span<const int32_t>), (key_bytes, tracery::blob))
+//
+//     TRACERY_CXX_EMIT(db, query, 42, "users", Op::read, keys, {buf, len});
+//
+// Supported types: bool, 8/16/32/64-bit signed and unsigned integers, float,
+// double, enumerations labelled with TRACERY_CXX_ENUM, std::string_view (also
+// takes const char * and std::string; stops at an embedded NUL),
+// std::array<Int, N> (fixed array), std::span<const Int> (sequence) and
+// tracery::blob (bytes). No TRACERY_CREATE_EVENTS define is needed in C++.
+// While the event is disabled, TRACERY_CXX_EMIT costs one byte load and one
+// branch predicted not taken, and does not evaluate its arguments.
+#pragma once
+
+#include <tracery/tracepoint.h>
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+namespace tracery {
+
+// Raw bytes recorded as a blob field.
+struct blob {
+	const void *data;
+	uint32_t size;
+};
+
+// Specialised by TRACERY_CXX_ENUM for each labelled enumeration.
+template <class E>
+struct enum_labels;
+
+namespace detail {
+
+template <class T>
+constexpr uint8_t integer_type()
+{
+	static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+	constexpr bool s = std::is_signed_v<T>;
+	switch (sizeof(T)) {
+	case 1: return s ? TRACERY_TYPE_S8 : TRACERY_TYPE_U8;
+	case 2: return s ? TRACERY_TYPE_S16 : TRACERY_TYPE_U16;
+	case 4: return s ? TRACERY_TYPE_S32 : TRACERY_TYPE_U32;
+	default: return s ? TRACERY_TYPE_S64 : TRACERY_TYPE_U64;
+	}
+}
+
+template <class T>
+concept Integer = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) <= 8;
+
+template <class T>
+concept LabelledEnum = std::is_enum_v<T> && requires { enum_labels<T>::desc; };
+
+} // namespace detail
+
+// field<T>: the descriptor of a field of type T, and how a value becomes an
+// argument of tracery_fire().
+template <class T>
+struct field;
+
+template <detail::Integer T>
+struct field<T> {
+	using param = T;
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, detail::integer_type<T>(), 0, 0, nullptr};
+	}
+	static tracery_arg arg(const T &v) { return {&v, 0}; }
+};
+
+template <>
+struct field<bool> {
+	using param = bool;
+	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_BOOL, 0, 0, nullptr}; }
+	static tracery_arg arg(const bool &v) { return {&v, 0}; }
+};
+
+template <>
+struct field<float> {
+	using param = float;
+	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_FLOAT, 0, 0, nullptr}; }
+	static tracery_arg arg(const float &v) { return {&v, 0}; }
+};
+
+template <>
+struct field<double> {
+	using param = double;
+	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_DOUBLE, 0, 0, nullptr}; }
+	static tracery_arg arg(const double &v) { return {&v, 0}; }
+};
+
+template <detail::LabelledEnum E>
+struct field<E> {
+	using param = E;
+	using U = std::underlying_type_t<E>;
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, TRACERY_TYPE_ENUM, detail::integer_type<U>(), 0, &enum_labels<E>::desc};
+	}
+	// The enumerator's storage has the layout of its underlying type.
+	static tracery_arg arg(const E &v) { return {&v, 0}; }
+};
+
+template <>
+struct field<std::string_view> {
+	using param = std::string_view;
+	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_STRING, 0, 0, nullptr}; }
+	static tracery_arg arg(const std::string_view &v)
+	{
+		return {v.data(), static_cast<uint32_t>(v.size() > UINT32_MAX ? UINT32_MAX : v.size())};
+	}
+};
+
+template <detail::Integer T, std::size_t N>
+struct field<std::array<T, N>> {
+	using param = const std::array<T, N> &;
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, TRACERY_TYPE_ARRAY, detail::integer_type<T>(), static_cast<uint32_t>(N), nullptr};
+	}
+	static tracery_arg arg(const std::array<T, N> &v) { return {v.data(), static_cast<uint32_t>(N)}; }
+};
+
+template <detail::Integer T>
+struct field<std::span<const T>> {
+	using param = std::span<const T>;
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, TRACERY_TYPE_SEQUENCE, detail::integer_type<T>(), 0, nullptr};
+	}
+	static tracery_arg arg(const std::span<const T> &v)
+	{
+		return {v.data(), static_cast<uint32_t>(v.size() > UINT32_MAX ? UINT32_MAX : v.size())};
+	}
+};
+
+template <>
+struct field<blob> {
+	using param = blob;
+	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_BLOB, 0, 0, nullptr}; }
+	static tracery_arg arg(const blob &v) { return {v.data, v.size}; }
+};
+
+} // namespace tracery
+
+// Labels of an enumeration type: TRACERY_CXX_ENUM(Op, {"read", 0, 0}, ...),
+// each entry {label, first value, last value}. At namespace scope.
+#define TRACERY_CXX_ENUM(E, ...)                                                               \
+	template <>                                                                            \
+	struct tracery::enum_labels<E> {                                                       \
+		static constexpr tracery_enum_entry entries[] = {__VA_ARGS__};                 \
+		static constexpr tracery_enum_desc desc = {                                    \
+			#E, entries, sizeof(entries) / sizeof(entries[0])};                    \
+	}
+
+#define TRACERY__CXX_TYPE(spec) TRACERY__CXX_TYPE_ spec
+#define TRACERY__CXX_TYPE_(n, ...) __VA_ARGS__
+#define TRACERY__CXX_NAME(spec) TRACERY__CXX_NAME_ spec
+#define TRACERY__CXX_NAME_(n, ...) n
+#define TRACERY__CXX_FD(spec) tracery::field<TRACERY__CXX_TYPE(spec)>::desc(TRACERY__CXX_STR(TRACERY__CXX_NAME(spec))),
+#define TRACERY__CXX_STR(x) TRACERY__CXX_STR_(x)
+#define TRACERY__CXX_STR_(x) #x
+#define TRACERY__CXX_PARAM(spec) , tracery::field<TRACERY__CXX_TYPE(spec)>::param TRACERY__CXX_NAME(spec)
+#define TRACERY__CXX_ARG(spec) tracery::field<TRACERY__CXX_TYPE(spec)>::arg(TRACERY__CXX_NAME(spec)),
+
+// Declares event prov:name with (field, Type) pairs; usable in headers.
+#define TRACERY_CXX_EVENT(prov, name, ...)                                                          \
+	inline constexpr tracery_field_desc tracery__fields__##prov##__##name[] = {                 \
+		TRACERY__MAP(TRACERY__CXX_FD, __VA_ARGS__)};                                        \
+	inline __attribute__((visibility("hidden"))) tracery_event_desc TRACERY__DESC_NAME(prov, name) = { \
+		#prov, #name, tracery__fields__##prov##__##name,                                    \
+		sizeof(tracery__fields__##prov##__##name) / sizeof(tracery_field_desc), 0, nullptr, nullptr}; \
+	static tracery_event_desc *const tracery__ptr__##prov##__##name TRACERY__SECTION_ATTR =    \
+		&TRACERY__DESC_NAME(prov, name);                                                    \
+	__attribute__((noinline, unused)) static void TRACERY__EMIT_NAME(prov, name)(                \
+		TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__)))                      \
+	{                                                                                            \
+		const tracery_arg args_[] = {TRACERY__MAP(TRACERY__CXX_ARG, __VA_ARGS__)};          \
+		tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                                \
+	}
+
+// Emits prov:name (declared with TRACERY_CXX_EVENT).
+#define TRACERY_CXX_EMIT(prov, name, ...) TRACERY_EMIT(prov, name, __VA_ARGS__)

@@ -1,0 +1,658 @@
+// Trace clock implementation: backend choice, TSC calibration against CLOCK_MONOTONIC,
+// resync (slewing) and the latch-seqlock publication of the parameters read by now().
+//
+// How the TSC clock stays on the CLOCK_MONOTONIC timeline
+//  * Bracketed samples: t1 = rdtscp; m = clock_gettime(MONOTONIC); t2 = rdtscp. With the
+//    kernel on the tsc clocksource, m was computed from a TSC value in [t1, t2], so each
+//    sample bounds CLOCK_MONOTONIC at any TSC value: below by m + s*(t - t2) and above by
+//    m + 1 + s*(t - t1) (s = ns per cycle). The tightest bounds over a burst of samples
+//    give an anchor (their midpoint) good to a few ns; their width is reported.
+//  * init(): least-squares slope over ~2 ms of samples (tens of thousands), then one anchor
+//    burst. The first block is published at the anchor's *upper* bound, so values returned
+//    by the vDSO fallback before init are never ahead of the first TSC-based values.
+//  * resync(): new anchor; TSC rate re-estimated from an anchor >= 0.5 s older (tracks NTP
+//    frequency changes within one resync interval); offset error removed by a slew segment
+//    (rate change of at most 500 ppm, 10% if the clock is more than 1 ms ahead) lasting
+//    half the resync interval, after which the block returns to the plain rate estimate, so
+//    a process that stops resyncing (e.g. a forked child without the background thread)
+//    only drifts by the rate estimate error.
+//
+// Why the clock never steps back across a republication
+//  A new block changes nothing before its switch point t_sw = now + 10 ms: for t < t_sw it
+//  reproduces the old function exactly (same fixed-point value at t_sw, same slope m0).
+//  Readers still holding the old block (they loaded it before the new seq was visible) read
+//  a TSC below t_sw, where both blocks agree, unless the writer was descheduled for more
+//  than 10 ms between choosing t_sw and publishing; the writer detects that afterwards and
+//  counts it in Stats::late_publishes (the possible step back is then at most
+//  |m0 - m1| * overrun, i.e. 0.05 ns per ms late for a 500 ppm slew). Forward corrections
+//  that cannot be slewed in time are applied as forward steps.
+#include "clock/trace_clock.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <string_view>
+
+#if TRACERY_CLOCK_HAVE_TSC
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+namespace tracery::clock {
+
+namespace detail {
+constinit State g_state{};
+}  // namespace detail
+
+namespace {
+
+using detail::g_state;
+using detail::kFracBits;
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
+constexpr double kFracScale = double(uint64_t(1) << kFracBits);
+
+// Tunables.
+constexpr uint64_t kInitCalibrationNs = 2'000'000;  // regression window at init
+constexpr int kBurstSamples = 48;                   // samples per anchor burst (~3 us)
+constexpr double kMaxAnchorUncertaintyNs = 1000;    // a burst wider than this is retried
+constexpr double kSwitchMarginS = 0.010;            // new parameters take effect 10 ms later
+constexpr double kGuardS = 0.001;
+constexpr double kMinBaselineS = 0.5;      // rate estimate from anchors >= 0.5 s apart
+constexpr double kMinUsableBaselineS = 0.05;
+constexpr double kSlewCap = 500e-6;        // max rate change to remove an offset error
+constexpr double kLargeAheadNs = 1e6;      // ahead by more than this: ...
+constexpr double kLargeAheadSlewCap = 0.1;  // ... slew at up to 10%
+constexpr double kRateJumpLimit = 1e-3;    // rate estimate off by > 1000 ppm: discontinuity
+constexpr double kTscMustBeFaster = 0.9;   // auto mode: tsc picked if <= 90% of vdso cost
+constexpr int kAnchorRing = 16;
+
+struct Params {
+  uint64_t t_sw = 0, ns_sw = 0, frac_sw = 0, m0 = 0, m1 = 0;
+  int64_t d_min = 0;
+  uint64_t t_end = 0, ns_end = 0, frac_end = 0, m2 = 0;
+};
+
+struct Anchor {
+  uint64_t tsc = 0;      // TSC value the anchor refers to
+  uint64_t mono = 0;     // CLOCK_MONOTONIC there = mono + off (ns)
+  double off = 0;
+  double upper = 0;      // upper bound, relative to mono
+  double width = 0;      // upper - lower bound (ns)
+};
+
+struct Writer {
+  bool initialized = false;
+  Params cur;
+  double slope = 0;  // ns per TSC cycle (current rate estimate)
+  Anchor ring[kAnchorRing];
+  int ring_n = 0, ring_head = 0;  // ring_head: next slot to write
+  uint64_t last_publish_tsc = 0;
+  Stats st;
+};
+
+std::mutex g_mu;  // serialises init / resync / stats / test hooks (never taken by now())
+Writer g_w;
+std::atomic<bool> g_ready{false};
+std::atomic<uint64_t> g_init_mono{0};  // CLOCK_MONOTONIC at the end of init()
+std::once_flag g_atfork_once;
+
+// ---------------------------------------------------------------------------------------
+// Fixed-point helpers (value = F / 2^40 ns).
+
+u128 fix(uint64_t ns, uint64_t frac) { return (u128(ns) << kFracBits) + frac; }
+
+// ns + off as fixed point; off may be negative or large.
+u128 fix_add(uint64_t ns, double off) {
+  const double fl = std::floor(off);
+  const double fr = off - fl;
+  return fix(ns + uint64_t(int64_t(fl)), uint64_t(fr * kFracScale));
+}
+
+double fix_diff_ns(u128 a, u128 b) {  // a - b in ns (small differences)
+  const i128 d = i128(a - b);
+  return double(d) / kFracScale;
+}
+
+uint64_t to_mult(double ns_per_cycle) { return uint64_t(std::llround(ns_per_cycle * kFracScale)); }
+
+#if TRACERY_CLOCK_HAVE_TSC
+
+u128 eval_fix(const Params& p, uint64_t t) {
+  if (t >= p.t_end) return fix(p.ns_end, p.frac_end) + u128(t - p.t_end) * p.m2;
+  int64_t d = int64_t(t - p.t_sw);
+  uint64_t m = p.m1;
+  if (d < 0) {
+    m = p.m0;
+    if (d < p.d_min) d = p.d_min;
+  }
+  return u128(i128(fix(p.ns_sw, p.frac_sw)) + i128(d) * i128(m));
+}
+
+// Slope (fixed point) of p at TSC t.
+uint64_t slope_at(const Params& p, uint64_t t) {
+  if (t >= p.t_end) return p.m2;
+  return int64_t(t - p.t_sw) < 0 ? p.m0 : p.m1;
+}
+
+uint64_t rdtscp_ordered() {
+  unsigned aux;
+  return __rdtscp(&aux);  // waits for earlier instructions; later ones wait via lfence
+}
+
+// Latch-seqlock publication (see trace_clock.hpp). Both copies hold the same block at rest
+// (seq even): bump seq so readers use copy 1, rewrite copy 0, bump so they use copy 0,
+// rewrite copy 1.
+void store_block(detail::ParamBlock& b, const Params& p) {
+  constexpr auto r = std::memory_order_relaxed;
+  b.t_sw.store(p.t_sw, r);
+  b.ns_sw.store(p.ns_sw, r);
+  b.frac_sw.store(p.frac_sw, r);
+  b.m0.store(p.m0, r);
+  b.m1.store(p.m1, r);
+  b.d_min.store(p.d_min, r);
+  b.t_end.store(p.t_end, r);
+  b.ns_end.store(p.ns_end, r);
+  b.frac_end.store(p.frac_end, r);
+  b.m2.store(p.m2, r);
+}
+
+void publish(const Params& p) {
+  const uint32_t s = g_state.seq.load(std::memory_order_relaxed);  // even (single writer)
+  g_state.seq.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  store_block(g_state.block[0], p);
+  g_state.seq.store(s + 2, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_release);
+  store_block(g_state.block[1], p);
+  g_w.cur = p;
+}
+
+struct Sample {
+  uint64_t t1, t2, mono;
+};
+
+inline Sample take_sample() {
+  Sample s;
+  s.t1 = rdtscp_ordered();
+  s.mono = detail::now_vdso();
+  s.t2 = rdtscp_ordered();
+  return s;
+}
+
+// One burst of bracketed samples -> anchor at the last sample's t2, using slope s.
+bool measure_anchor(double s, Anchor& out) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Sample smp[kBurstSamples];
+    for (auto& x : smp) x = take_sample();
+    const Sample& last = smp[kBurstSamples - 1];
+    const uint64_t ref = last.t2;
+    double up = std::numeric_limits<double>::infinity();
+    double lo = -up;
+    for (const auto& x : smp) {
+      const double dm = double(int64_t(x.mono - last.mono));
+      up = std::min(up, dm + 1.0 + s * double(ref - x.t1));
+      lo = std::max(lo, dm + s * double(ref - x.t2));
+    }
+    const double width = up - lo;
+    if (!(width <= kMaxAnchorUncertaintyNs)) continue;  // every sample disturbed: retry
+    out.tsc = ref;
+    out.mono = last.mono;
+    out.off = 0.5 * (up + lo);
+    out.upper = up;
+    out.width = width;
+    return true;
+  }
+  return false;
+}
+
+uint64_t cycles(double seconds) { return uint64_t(seconds * 1e9 / g_w.slope); }
+
+// Least-squares slope (ns per cycle) of CLOCK_MONOTONIC against the TSC over duration_ns.
+bool calibrate_slope(uint64_t duration_ns, double& slope, uint64_t& samples) {
+  // Find the typical bracket width first so that disturbed samples can be dropped.
+  uint64_t min_w = ~uint64_t(0);
+  for (int i = 0; i < 64; ++i) {
+    const Sample x = take_sample();
+    min_w = std::min(min_w, x.t2 - x.t1);
+  }
+  const Sample first = take_sample();
+  long double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (;;) {
+    const Sample x = take_sample();
+    const uint64_t w = x.t2 - x.t1;
+    if (w < min_w) min_w = w;
+    if (w <= min_w + min_w / 2) {
+      const long double xv = 0.5L * ((long double)(x.t1 - first.t1) + (long double)(x.t2 - first.t1));
+      const long double yv = (long double)(x.mono - first.mono) + 0.5L;
+      n += 1;
+      sx += xv;
+      sy += yv;
+      sxx += xv * xv;
+      sxy += xv * yv;
+    }
+    if (x.mono - first.mono >= duration_ns) break;
+  }
+  samples = uint64_t(n);
+  const long double den = n * sxx - sx * sx;
+  if (n < 100 || !(den > 0)) return false;
+  slope = double((n * sxy - sx * sy) / den);
+  return slope > 1e-3 && slope < 1e3;  // 1 MHz .. 1 THz
+}
+
+#endif  // TRACERY_CLOCK_HAVE_TSC
+
+// ---------------------------------------------------------------------------------------
+// Environment and cost measurement.
+
+std::string read_small_file(const char* path) {
+  std::string out;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+    if (out.size() > (1u << 20)) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+bool has_word(std::string_view line, std::string_view word) {
+  size_t pos = 0;
+  while ((pos = line.find(word, pos)) != std::string_view::npos) {
+    const bool left = pos == 0 || line[pos - 1] == ' ' || line[pos - 1] == '\t';
+    const size_t end = pos + word.size();
+    const bool right = end == line.size() || line[end] == ' ' || line[end] == '\n';
+    if (left && right) return true;
+    pos = end;
+  }
+  return false;
+}
+
+// Whether the TSC backend may be chosen automatically; *note says why (not).
+bool tsc_eligible(const char** note) {
+#if TRACERY_CLOCK_HAVE_TSC
+  std::string cs = read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  while (!cs.empty() && (cs.back() == '\n' || cs.back() == ' ')) cs.pop_back();
+  if (cs != "tsc") {
+    *note = "kernel clocksource is not tsc";
+    return false;
+  }
+  const std::string cpuinfo = read_small_file("/proc/cpuinfo");
+  const size_t p = cpuinfo.find("\nflags");
+  const size_t e = p == std::string::npos ? p : cpuinfo.find('\n', p + 1);
+  const std::string_view flags = p == std::string::npos
+      ? std::string_view()
+      : std::string_view(cpuinfo.data() + p + 1, (e == std::string::npos ? cpuinfo.size() : e) - p - 1);
+  if (!has_word(flags, "constant_tsc") || !has_word(flags, "nonstop_tsc")) {
+    *note = "TSC lacks constant_tsc/nonstop_tsc";
+    return false;
+  }
+  // lfence must be dispatch-serializing for ordered TSC reads: always on Intel, on AMD/Hygon
+  // from family 17h (Zen) on. Older AMD parts depend on an MSR we cannot check from here.
+  unsigned a, b, c, d;
+  __cpuid(0, a, b, c, d);
+  char vendor[13];
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  vendor[12] = 0;
+  __cpuid(1, a, b, c, d);
+  unsigned family = (a >> 8) & 0xf;
+  if (family == 0xf) family += (a >> 20) & 0xff;
+  const std::string_view v(vendor);
+  const bool lfence_ok = v == "GenuineIntel" ||
+                         ((v == "AuthenticAMD" || v == "HygonGenuine") && family >= 0x17);
+  if (!lfence_ok) {
+    *note = "lfence not known to be serializing on this CPU";
+    return false;
+  }
+  *note = "clocksource tsc, constant+nonstop TSC";
+  return true;
+#else
+  *note = "no TSC support in this build";
+  return false;
+#endif
+}
+
+template <class F>
+double median_ns_per_call(F f) {
+  constexpr int kIters = 256, kReps = 31;
+  double v[kReps];
+  for (int r = 0; r < kReps; ++r) {
+    uint64_t acc = 0;
+    const uint64_t a = detail::now_vdso();
+    for (int i = 0; i < kIters; ++i) acc += f();
+    const uint64_t b = detail::now_vdso();
+    asm volatile("" : : "r"(acc));
+    v[r] = double(b - a) / kIters;
+  }
+  std::nth_element(v, v + kReps / 2, v + kReps);
+  return v[kReps / 2];
+}
+
+double cost_vdso() { return median_ns_per_call([] { return detail::now_vdso(); }); }
+#if TRACERY_CLOCK_HAVE_TSC
+double cost_tsc() { return median_ns_per_call([] { return detail::now_tsc(); }); }
+#endif
+
+void atfork_prepare() { g_mu.lock(); }
+void atfork_release() { g_mu.unlock(); }
+
+// ---------------------------------------------------------------------------------------
+
+void init_locked() {
+  Writer& w = g_w;
+  w = Writer{};
+  Stats& st = w.st;
+
+  enum class Want { automatic, tsc, vdso } want = Want::automatic;
+  if (const char* env = std::getenv("TRACERY_CLOCK"); env && *env) {
+    const std::string_view v(env);
+    if (v == "tsc") {
+      want = Want::tsc;
+    } else if (v == "vdso") {
+      want = Want::vdso;
+    } else if (v != "auto") {
+      std::fprintf(stderr,
+                   "tracery: ignoring TRACERY_CLOCK='%s' (expected 'tsc' or 'vdso'); using the "
+                   "automatic clock choice\n",
+                   env);
+    }
+  }
+  st.forced = want != Want::automatic;
+  st.tsc_eligible = tsc_eligible(&st.tsc_note);
+
+  bool use_tsc = false;
+#if TRACERY_CLOCK_HAVE_TSC
+  if (want == Want::tsc || (want == Want::automatic && st.tsc_eligible)) {
+    const uint64_t t0 = detail::now_vdso();
+    double slope = 0;
+    Anchor a;
+    bool ok = calibrate_slope(kInitCalibrationNs, slope, st.calibration_samples);
+    if (ok) {
+      w.slope = slope;
+      ok = measure_anchor(slope, a);
+    }
+    st.calibration_ns = detail::now_vdso() - t0;
+    if (ok) {
+      // First block: a single line through the anchor's upper bound.
+      Params p;
+      const u128 f = fix_add(a.mono, a.upper);
+      p.t_sw = p.t_end = a.tsc;
+      p.ns_sw = p.ns_end = uint64_t(f >> kFracBits);
+      p.frac_sw = p.frac_end = uint64_t(f & ((u128(1) << kFracBits) - 1));
+      p.m0 = p.m1 = p.m2 = to_mult(slope);
+      p.d_min = -int64_t(cycles(kGuardS));
+      publish(p);
+      w.ring[0] = a;
+      w.ring_n = 1;
+      w.ring_head = 1;
+      w.last_publish_tsc = a.tsc;
+      st.anchor_uncertainty_ns = a.width;
+      st.tsc_hz = 1e9 / slope;
+      st.init_cost_vdso_ns = cost_vdso();
+      st.init_cost_tsc_ns = cost_tsc();
+      use_tsc = want == Want::tsc || st.init_cost_tsc_ns <= kTscMustBeFaster * st.init_cost_vdso_ns;
+    } else {
+      std::fprintf(stderr, "tracery: TSC calibration failed; using the vdso clock\n");
+    }
+    if (want == Want::tsc && ok && !st.tsc_eligible)
+      std::fprintf(stderr,
+                   "tracery: TRACERY_CLOCK=tsc forced although the kernel clocksource is not an "
+                   "invariant TSC; timestamps may drift between resyncs\n");
+  }
+#else
+  if (want == Want::tsc)
+    std::fprintf(stderr, "tracery: TRACERY_CLOCK=tsc is not available on this CPU; using the vdso clock\n");
+#endif
+  st.backend = use_tsc ? Backend::tsc : Backend::vdso;
+  st.initialized = true;
+  w.initialized = true;
+  g_state.mode.store(uint32_t(st.backend), std::memory_order_release);
+  g_init_mono.store(detail::now_vdso(), std::memory_order_relaxed);
+}
+
+#if TRACERY_CLOCK_HAVE_TSC
+void resync_locked() {
+  Writer& w = g_w;
+  Stats& st = w.st;
+  const Params old = w.cur;
+
+  Anchor a;
+  if (!measure_anchor(w.slope, a)) {
+    ++st.resyncs_skipped;
+    return;
+  }
+  const uint64_t t_now = detail::read_tsc();
+  const uint64_t margin = cycles(kSwitchMarginS), guard = cycles(kGuardS);
+  // The new block must reproduce the old one on [t_now - guard, t_sw]: only possible where
+  // the old one is a single line there (not across its own switch points).
+  const bool linear_ahead = t_now >= old.t_end + guard ||
+                            (t_now >= old.t_sw + guard && t_now + margin + guard < old.t_end);
+  if (!linear_ahead) {
+    ++st.resyncs_skipped;
+    return;
+  }
+
+  // Error of the current clock at the anchor.
+  const double err_now = fix_diff_ns(eval_fix(old, a.tsc), fix_add(a.mono, a.off));
+  st.last_error_ns = err_now;
+  st.max_abs_error_ns = std::max(st.max_abs_error_ns, std::fabs(err_now));
+  st.anchor_uncertainty_ns = a.width;
+
+  // Rate: from the newest anchor at least kMinBaselineS older (else the oldest one if
+  // usable). A jump of more than 1000 ppm means a discontinuity (suspend, TSC reset):
+  // keep the old rate and restart the baseline.
+  double slope = w.slope;
+  const Anchor* base = nullptr;
+  for (int i = 1; i <= w.ring_n; ++i) {
+    const Anchor& c = w.ring[(w.ring_head - i + kAnchorRing) % kAnchorRing];
+    const double span_s = double(a.tsc - c.tsc) * w.slope * 1e-9;
+    if (span_s >= kMinUsableBaselineS) base = &c;
+    if (span_s >= kMinBaselineS) break;
+  }
+  if (base && a.tsc > base->tsc) {
+    const double dmono = double(int64_t(a.mono - base->mono)) + (a.off - base->off);
+    const double est = dmono / double(a.tsc - base->tsc);
+    if (std::fabs(est / w.slope - 1) <= kRateJumpLimit) {
+      slope = est;
+    } else {
+      w.ring_n = 0;
+    }
+  }
+  w.ring[w.ring_head] = a;
+  w.ring_head = (w.ring_head + 1) % kAnchorRing;
+  w.ring_n = std::min(w.ring_n + 1, kAnchorRing);
+  w.slope = slope;
+  st.tsc_hz = 1e9 / slope;
+
+  // New block.
+  Params p;
+  p.t_sw = t_now + margin;
+  p.m0 = slope_at(old, t_now);
+  p.d_min = -int64_t(margin + guard);
+  p.m2 = to_mult(slope);
+  const u128 f_old = eval_fix(old, p.t_sw);
+  const u128 f_target = fix_add(a.mono, a.off + slope * double(p.t_sw - a.tsc));
+  const double err = fix_diff_ns(f_old, f_target);  // > 0: we are ahead
+  const double interval_s = double(t_now - w.last_publish_tsc) * slope * 1e-9;
+  const double horizon_s = std::clamp(0.5 * interval_s, 0.02, 1.0);
+  const uint64_t horizon = uint64_t(horizon_s * 1e9 / slope);
+  const u128 mask = (u128(1) << kFracBits) - 1;
+  u128 f_sw = f_old;
+  if (err < 0 && -err > kSlewCap * horizon_s * 1e9) {
+    // Behind by more than a slew can recover in time: step forward.
+    f_sw = f_target;
+    p.m1 = p.m2;
+    p.t_end = p.t_sw;
+    ++st.steps_forward;
+  } else {
+    const double cap = err > kLargeAheadNs ? kLargeAheadSlewCap : kSlewCap;
+    const double rel = std::clamp(-err / (horizon_s * 1e9), -cap, cap);
+    p.m1 = to_mult(slope * (1 + rel));
+    p.t_end = p.t_sw + horizon;
+  }
+  const u128 fe = (p.t_end == p.t_sw) ? f_sw : f_sw + u128(p.t_end - p.t_sw) * p.m1;
+  p.ns_sw = uint64_t(f_sw >> kFracBits);
+  p.frac_sw = uint64_t(f_sw & mask);
+  p.ns_end = uint64_t(fe >> kFracBits);
+  p.frac_end = uint64_t(fe & mask);
+
+  publish(p);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (rdtscp_ordered() >= p.t_sw) ++st.late_publishes;
+  w.last_publish_tsc = t_now;
+  ++st.resyncs;
+}
+#endif
+
+}  // namespace
+
+void init() {
+  if (g_ready.load(std::memory_order_acquire)) return;
+  std::call_once(g_atfork_once, [] { pthread_atfork(atfork_prepare, atfork_release, atfork_release); });
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_ready.load(std::memory_order_relaxed)) return;
+  init_locked();
+  g_ready.store(true, std::memory_order_release);
+}
+
+void resync() noexcept {
+#if TRACERY_CLOCK_HAVE_TSC
+  if (!g_ready.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!g_w.initialized || g_w.st.backend != Backend::tsc) return;
+  resync_locked();
+#endif
+}
+
+uint64_t resync_interval_ns() noexcept {
+  constexpr uint64_t kMin = 50'000'000, kMax = 1'000'000'000;
+  if (!g_ready.load(std::memory_order_acquire) || backend() != Backend::tsc) return kMax;
+  const uint64_t age = detail::now_vdso() - g_init_mono.load(std::memory_order_relaxed);
+  return std::clamp(age, kMin, kMax);  // next resync when the age has about doubled
+}
+
+Backend backend() noexcept { return Backend(g_state.mode.load(std::memory_order_acquire)); }
+
+const char* backend_name() noexcept { return backend() == Backend::tsc ? "tsc" : "vdso"; }
+
+int64_t realtime_offset_ns() noexcept {
+  uint64_t best = ~uint64_t(0);
+  int64_t off = 0;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t a = now();
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const uint64_t b = now();
+    const int64_t rt = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    if (b - a < best) {
+      best = b - a;
+      off = rt - int64_t(a + (b - a) / 2);
+    }
+  }
+  return off;
+}
+
+std::vector<BackendCost> measure_backends() {
+  std::vector<BackendCost> out;
+  out.push_back({Backend::vdso, "vdso", true, cost_vdso()});
+#if TRACERY_CLOCK_HAVE_TSC
+  out.push_back({Backend::tsc, "tsc", true, cost_tsc()});
+#else
+  out.push_back({Backend::tsc, "tsc", false, 0});
+#endif
+  return out;
+}
+
+Stats stats() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  Stats s = g_w.st;
+  s.backend = backend();
+  return s;
+}
+
+std::string report() {
+  init();
+  const Stats s = stats();
+  const auto costs = measure_backends();
+  char buf[512];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "tracery clock: backend %s (%s; tsc %s: %s)\n", backend_name(),
+                s.forced ? "forced by TRACERY_CLOCK" : "automatic",
+                s.tsc_eligible ? "eligible" : "not eligible", s.tsc_note);
+  out += buf;
+  for (const auto& c : costs) {
+    if (c.available)
+      std::snprintf(buf, sizeof buf, "  %-5s %6.1f ns per now() (median)\n", c.name, c.ns_per_read);
+    else
+      std::snprintf(buf, sizeof buf, "  %-5s unavailable on this CPU\n", c.name);
+    out += buf;
+  }
+  if (s.tsc_hz > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  tsc %.6f MHz; init calibration %.2f ms, %llu samples; anchor bracket %.1f ns\n"
+                  "  resyncs %llu (skipped %llu, forward steps %llu, late %llu); last error %.1f ns, max %.1f ns\n",
+                  s.tsc_hz * 1e-6, double(s.calibration_ns) * 1e-6,
+                  (unsigned long long)s.calibration_samples, s.anchor_uncertainty_ns,
+                  (unsigned long long)s.resyncs, (unsigned long long)s.resyncs_skipped,
+                  (unsigned long long)s.steps_forward, (unsigned long long)s.late_publishes,
+                  s.last_error_ns, s.max_abs_error_ns);
+    out += buf;
+  }
+  return out;
+}
+
+namespace detail {
+
+void reset_for_testing() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_state.mode.store(uint32_t(Backend::vdso), std::memory_order_release);
+  g_w = Writer{};
+  g_ready.store(false, std::memory_order_release);
+}
+
+bool perturb_for_testing(int64_t ahead_ns) {
+#if TRACERY_CLOCK_HAVE_TSC
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!g_w.initialized || g_w.st.backend != Backend::tsc || ahead_ns < 0) return false;
+  const Params old = g_w.cur;
+  const uint64_t t = detail::read_tsc();
+  const uint64_t guard = cycles(kGuardS);
+  // As in resync(): the old block must be a single line around t (readers still holding
+  // it then never get ahead of the new one, which is the old line plus ahead_ns).
+  const bool linear = t >= old.t_end + guard ||
+                      (t >= old.t_sw + guard && t + guard < old.t_end);
+  if (!linear) return false;
+  const uint64_t m = slope_at(old, t);
+  const u128 f = eval_fix(old, t) + (u128(uint64_t(ahead_ns)) << kFracBits);
+  Params p;
+  p.t_sw = p.t_end = t;
+  p.ns_sw = p.ns_end = uint64_t(f >> kFracBits);
+  p.frac_sw = p.frac_end = uint64_t(f & ((u128(1) << kFracBits) - 1));
+  p.m0 = p.m1 = p.m2 = m;
+  p.d_min = -int64_t(guard);
+  publish(p);
+  return true;
+#else
+  (void)ahead_ns;
+  return false;
+#endif
+}
+
+}  // namespace detail
+
+}  // namespace tracery::clock

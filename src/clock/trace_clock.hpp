@@ -1,0 +1,192 @@
+// Trace clock: the timestamp source of every traced event. now() returns monotonic
+// nanoseconds on the CLOCK_MONOTONIC timeline (the one ftrace's "mono" clock uses), read
+// either from a calibrated TSC (rdtsc scaled by a fixed-point multiplier) or from
+// clock_gettime(CLOCK_MONOTONIC) through the vDSO.
+//
+// Design notes (the details are in trace_clock.cpp):
+//  * The TSC backend evaluates a piecewise-linear function of the TSC published in a
+//    "latch" seqlock: two copies of the parameter block, readers pick the copy selected by
+//    the sequence number and retry only if it changed while they read. A reader that
+//    interrupts the writer (signal handler on the same thread) always finds a stable copy,
+//    so now() never spins on a half-written block: no locks, no syscalls, async-signal-safe.
+//  * resync() (called about once a second by a background thread of the runtime) measures
+//    the offset to CLOCK_MONOTONIC and publishes a new block whose slope change only takes
+//    effect a few milliseconds in the future; up to that point the new block reproduces the
+//    old function exactly, so readers holding either block agree and the clock never
+//    steps back. Errors are removed by slewing (changing the slope), never by stepping back.
+//  * TSC reads are ordered (lfence; rdtsc) so that a timestamp taken after observing another
+//    thread's (or process's) store is never earlier than the timestamp that thread took
+//    before the store. This costs ~10 ns over a bare rdtsc; see read_tsc().
+//  * Before init() (and with the vdso backend) now() is clock_gettime(CLOCK_MONOTONIC).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#define TRACERY_CLOCK_HAVE_TSC 1
+#else
+#define TRACERY_CLOCK_HAVE_TSC 0
+#endif
+
+namespace tracery::clock {
+
+enum class Backend : uint32_t { vdso = 0, tsc = 1 };
+
+// Chooses and calibrates the backend (a few ms the first time). Idempotent and thread-safe.
+// TRACERY_CLOCK=tsc|vdso forces a backend; any other non-empty value prints one line on
+// stderr and keeps the automatic choice. Not async-signal-safe.
+void init();
+
+// Monotonic nanoseconds on the CLOCK_MONOTONIC timeline. Hot path; defined inline below.
+inline uint64_t now() noexcept;
+
+// Re-measures the offset to CLOCK_MONOTONIC and the TSC rate, and republishes the
+// parameters (slewing, never stepping back). Meant to be called about once a second from
+// a background thread. Cheap (a few microseconds). No-op with the vdso backend or before
+// init(). Calls closer than ~11 ms apart may be skipped. Not async-signal-safe.
+void resync() noexcept;
+
+// How long the background thread should wait before its next resync(): grows from 50 ms
+// right after init() (the first TSC rate comes from a 2 ms calibration and is only good to
+// a few 1e-7) to 1 s in steady state. Calling resync() at a plain 1 Hz also works; the
+// clock is then less accurate during the first second (see report()).
+uint64_t resync_interval_ns() noexcept;
+
+Backend backend() noexcept;           // vdso before init()
+const char* backend_name() noexcept;  // "tsc" or "vdso"
+
+// CLOCK_REALTIME - now(), in ns, measured at the time of the call (for the CTF clock offset).
+int64_t realtime_offset_ns() noexcept;
+
+// Cost of one read with each backend (median over repeated timed loops of now()).
+struct BackendCost {
+  Backend backend;
+  const char* name;
+  bool available;      // false: tsc on a non-x86-64 build
+  double ns_per_read;  // 0 when unavailable
+};
+std::vector<BackendCost> measure_backends();
+
+// Human-readable summary: active backend and why, ns per read for each backend,
+// calibration and resync figures. Used by tracery-clock-report and the docs.
+std::string report();
+
+struct Stats {
+  Backend backend = Backend::vdso;
+  bool initialized = false;
+  bool forced = false;               // chosen through TRACERY_CLOCK
+  bool tsc_eligible = false;         // clocksource tsc, constant+nonstop TSC, serializing lfence
+  const char* tsc_note = "";         // why (not) eligible
+  double tsc_hz = 0;                 // current estimate of the TSC rate (CLOCK_MONOTONIC Hz)
+  double init_cost_vdso_ns = 0;      // per-read costs measured at init (0: not measured)
+  double init_cost_tsc_ns = 0;
+  uint64_t calibration_ns = 0;       // duration of the initial calibration
+  uint64_t calibration_samples = 0;  // samples kept for the regression
+  double anchor_uncertainty_ns = 0;  // width of the last CLOCK_MONOTONIC bracket
+  uint64_t resyncs = 0;              // parameter blocks published by resync()
+  uint64_t resyncs_skipped = 0;      // too close to the previous one, or noisy measurement
+  uint64_t steps_forward = 0;        // corrections too large to slew (clock behind)
+  uint64_t late_publishes = 0;       // writer delayed past the switch point (see .cpp)
+  double last_error_ns = 0;          // now() - CLOCK_MONOTONIC measured by the last resync
+  double max_abs_error_ns = 0;       // largest |error| seen by any resync
+};
+Stats stats();
+
+namespace detail {
+
+inline constexpr unsigned kFracBits = 40;  // fixed-point ns per cycle: m = ns/cycle * 2^40
+
+// Piecewise-linear map TSC -> ns (fixed point, value = ns + frac / 2^40):
+//   t <  t_sw : F(t_sw) + max(t - t_sw, d_min) * m0   (continuation of the previous block)
+//   t_sw <= t < t_end : F(t_sw) + (t - t_sw) * m1     (slew segment)
+//   t >= t_end : F(t_end) + (t - t_end) * m2          (steady rate)
+struct ParamBlock {
+  std::atomic<uint64_t> t_sw, ns_sw, frac_sw, m0, m1;
+  std::atomic<int64_t> d_min;
+  std::atomic<uint64_t> t_end, ns_end, frac_end, m2;
+};
+
+struct alignas(64) State {
+  std::atomic<uint32_t> mode;  // Backend; vdso (0) until init() picks tsc
+  std::atomic<uint32_t> seq;   // latch sequence: readers use block[seq & 1]
+  ParamBlock block[2];
+};
+extern State g_state;
+
+inline uint64_t now_vdso() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+#if TRACERY_CLOCK_HAVE_TSC
+// lfence makes rdtsc wait until every earlier instruction (in particular the caller's loads)
+// has completed. Without it the TSC can be sampled before an earlier load returns: a thread
+// that sees another thread's published timestamp could then read an *earlier* time (measured
+// on this machine: inversions of up to ~115 ns in a two-thread handoff). The tsc backend is
+// only chosen automatically on CPUs where lfence is dispatch-serializing (Intel, AMD Zen+).
+inline uint64_t read_tsc() noexcept {
+  __builtin_ia32_lfence();
+  return __builtin_ia32_rdtsc();
+}
+
+// The TSC backend regardless of the active mode (benchmarks; meaningless before init()).
+inline uint64_t now_tsc() noexcept {
+  __extension__ typedef __int128 i128;
+  __extension__ typedef unsigned __int128 u128;
+  State& st = g_state;
+  for (;;) {
+    const uint32_t s1 = st.seq.load(std::memory_order_acquire);
+    const ParamBlock& b = st.block[s1 & 1];
+    const uint64_t t = read_tsc();
+    const uint64_t t_end = b.t_end.load(std::memory_order_relaxed);
+    uint64_t r;
+    if (__builtin_expect(t >= t_end, 1)) {
+      const u128 p = u128(t - t_end) * b.m2.load(std::memory_order_relaxed) +
+                     b.frac_end.load(std::memory_order_relaxed);
+      r = b.ns_end.load(std::memory_order_relaxed) + uint64_t(p >> kFracBits);
+    } else {
+      int64_t d = int64_t(t - b.t_sw.load(std::memory_order_relaxed));
+      uint64_t m;
+      if (d < 0) {
+        m = b.m0.load(std::memory_order_relaxed);
+        const int64_t d_min = b.d_min.load(std::memory_order_relaxed);
+        if (d < d_min) d = d_min;
+      } else {
+        m = b.m1.load(std::memory_order_relaxed);
+      }
+      const i128 p = i128(d) * i128(m) + i128(b.frac_sw.load(std::memory_order_relaxed));
+      r = b.ns_sw.load(std::memory_order_relaxed) + uint64_t(int64_t(p >> kFracBits));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (__builtin_expect(st.seq.load(std::memory_order_relaxed) == s1, 1)) return r;
+  }
+}
+#endif
+
+// Test hooks (not thread-safe against concurrent init/resync callers; tests only).
+// reset_for_testing: back to the uninitialised state (now() falls back to the vDSO);
+// the next init() recalibrates from scratch. The clock may step back across a reset.
+void reset_for_testing();
+// Steps the TSC clock forward by ahead_ns (>= 0), so that it runs ahead of CLOCK_MONOTONIC
+// and later resync() calls must slew it back. Returns false (and does nothing) with the vdso
+// backend or while a previous block's switch point is less than ~1 ms away.
+bool perturb_for_testing(int64_t ahead_ns);
+
+}  // namespace detail
+
+inline uint64_t now() noexcept {
+#if TRACERY_CLOCK_HAVE_TSC
+  if (__builtin_expect(detail::g_state.mode.load(std::memory_order_acquire) ==
+                           uint32_t(Backend::tsc),
+                       1))
+    return detail::now_tsc();
+#endif
+  return detail::now_vdso();
+}
+
+}  // namespace tracery::clock

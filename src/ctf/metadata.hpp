@@ -1,0 +1,69 @@
+// ctf/metadata.hpp — TSDL (CTF 1.8 plain-text metadata) generation.
+//
+// A trace's metadata file is: preamble() once, then stream_class() once per
+// stream class (channel), then event_class() once per (stream class, event)
+// pair, appended at any time later (events appear while a program runs).
+// Every text returned is a whole TSDL block that can be appended on its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ctf/event_context.hpp"
+#include "ctf/uuid.hpp"
+#include "tracery/tracepoint.h"
+
+namespace tracery::ctf {
+
+// Name of the clock that timestamps are mapped to.
+inline constexpr const char *kClockName = "monotonic";
+
+using EnvValue = std::variant<int64_t, std::string>;
+
+struct EnvEntry {
+	std::string key; // a TSDL identifier, not a keyword (else invalid_argument)
+	EnvValue value;
+};
+
+struct TraceInfo {
+	Uuid uuid;       // trace UUID, also in every packet header
+	Uuid clock_uuid; // identity of the clock source (e.g. boot id); nil -> uuid
+	// env.hostname; empty -> gethostname().
+	std::string hostname;
+	// CLOCK_REALTIME - CLOCK_MONOTONIC in ns at trace start: readers add it to
+	// every timestamp to show wall-clock time. May be negative.
+	int64_t clock_offset_ns = 0;
+	uint64_t clock_precision_ns = 1;
+	std::string clock_description = "Monotonic Clock";
+	// Extra env entries (procname, vpid, ...), written in order. Keys must
+	// differ from each other and from hostname, domain, tracer_name,
+	// tracer_major, tracer_minor, tracer_patch.
+	std::vector<EnvEntry> env;
+};
+
+class MetadataWriter {
+public:
+	// Throws std::invalid_argument for a bad env key.
+	explicit MetadataWriter(TraceInfo info);
+
+	const TraceInfo &info() const noexcept { return info_; }
+
+	// "/* CTF 1.8 */", type aliases, trace (with packet.header), env, clock,
+	// the packet context and event header structs shared by stream classes.
+	std::string preamble() const;
+
+	// stream { id; event.header; packet.context; event.context }.
+	static std::string stream_class(uint32_t stream_id, const ContextOptions &context);
+
+	// event { name = "provider:name"; id; stream_id; fields := ... }.
+	// Throws std::invalid_argument if event_desc_error(desc).
+	static std::string event_class(uint32_t stream_id, uint32_t event_id,
+	                               const tracery_event_desc &desc);
+
+private:
+	TraceInfo info_;
+};
+
+} // namespace tracery::ctf

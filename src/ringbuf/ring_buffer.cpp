@@ -1,0 +1,565 @@
+// ring_buffer.cpp — cold parts of the ring buffer: channel creation/attach and validation, sub-buffer switch,
+// flush, consumer get/put/snapshot, futex wakeup and crash recovery. The hot path is inline in ring_buffer.hpp.
+#include "ringbuf/ring_buffer.hpp"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#if defined(__SANITIZE_THREAD__)
+#define TRACERY_RINGBUF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TRACERY_RINGBUF_TSAN 1
+#endif
+#endif
+
+#ifdef TRACERY_RINGBUF_TSAN
+// Copies that race with writers by design (validated afterwards, seqlock style) are hidden from TSan.
+extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
+#endif
+
+namespace tracery::ringbuf {
+
+using detail::BufferCold;
+using detail::BufferHeader;
+using detail::BufferHot;
+using detail::ChannelHeader;
+using detail::load;
+using detail::store;
+using detail::SubbufState;
+using detail::WritePos;
+
+namespace {
+
+// Orders the (racy by design, validated afterwards) reads of a sub-buffer before the re-check of the write
+// position. GCC's TSan does not model fences (-Wtsan); those reads are hidden from it anyway.
+inline void read_validate_fence() {
+#if defined(__GNUC__) && !defined(__clang__) && defined(TRACERY_RINGBUF_TSAN)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);  // the builtin, so that the pragma above applies to it
+#if defined(__GNUC__) && !defined(__clang__) && defined(TRACERY_RINGBUF_TSAN)
+#pragma GCC diagnostic pop
+#endif
+}
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kMaxTotalSize = uint64_t{1} << 40;
+
+bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+uint32_t log2u(uint64_t v) { return static_cast<uint32_t>(63 - __builtin_clzll(v)); }
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct Layout {
+  uint64_t buffer_header_size;
+  uint64_t buffers_offset;
+  uint64_t data_offset;
+  uint64_t total_size;
+};
+
+// Returns an empty string if the config is usable, else what is wrong with it.
+std::string config_error(const Config& c) {
+  auto s = [](uint64_t v) { return std::to_string(v); };
+  if (c.num_cpus < 1 || c.num_cpus > 8192) return "num_cpus = " + s(c.num_cpus) + " must be in 1..8192";
+  if (c.num_subbuf < 2 || c.num_subbuf > 65536 || !is_pow2(c.num_subbuf))
+    return "num_subbuf = " + s(c.num_subbuf) + " must be a power of two in 2..65536";
+  if (c.subbuf_size < 4096 || c.subbuf_size > (1u << 30) || !is_pow2(c.subbuf_size))
+    return "subbuf_size = " + s(c.subbuf_size) + " must be a power of two in 4096..2^30";
+  if (c.mode != Mode::discard && c.mode != Mode::overwrite)
+    return "mode = " + s(static_cast<uint32_t>(c.mode)) + " is neither discard (0) nor overwrite (1)";
+  if (c.compact_header_size < 1 || c.compact_header_size > c.extended_header_size)
+    return "compact_header_size = " + s(c.compact_header_size) + " must be in 1..extended_header_size (" +
+           s(c.extended_header_size) + ")";
+  if (c.extended_header_size > 4096 || c.extended_header_size >= c.subbuf_size)
+    return "extended_header_size = " + s(c.extended_header_size) + " must be <= 4096 and < subbuf_size";
+  if (c.compact_ts_bits > 63) return "compact_ts_bits = " + s(c.compact_ts_bits) + " must be <= 63";
+  const uint64_t buffer = uint64_t{c.num_subbuf} * c.subbuf_size;
+  if (buffer * c.num_cpus > kMaxTotalSize)
+    return "num_cpus x num_subbuf x subbuf_size = " + s(buffer * c.num_cpus) + " bytes exceeds 2^40";
+  return {};
+}
+
+Layout compute_layout(const Config& c) {
+  Layout l;
+  l.buffer_header_size = sizeof(BufferHeader) + uint64_t{c.num_subbuf} * sizeof(SubbufState);
+  l.buffers_offset = round_up(sizeof(ChannelHeader), detail::kCacheLine);
+  l.data_offset = round_up(l.buffers_offset + l.buffer_header_size * c.num_cpus, kPage);
+  l.total_size = l.data_offset + uint64_t{c.num_cpus} * c.num_subbuf * c.subbuf_size;
+  return l;
+}
+
+Config config_of(const ChannelHeader& h) {
+  Config c;
+  c.num_cpus = h.num_cpus;
+  c.num_subbuf = h.num_subbuf;
+  c.subbuf_size = h.subbuf_size;
+  c.mode = static_cast<Mode>(h.mode);
+  c.compact_header_size = h.compact_header_size;
+  c.extended_header_size = h.extended_header_size;
+  c.compact_ts_bits = h.compact_ts_bits;
+  return c;
+}
+
+[[noreturn]] void attach_fail(const std::string& what) {
+  throw std::runtime_error("tracery::ringbuf::Channel::attach: " + what);
+}
+
+struct FdGuard {  // closes the fd unless released
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+long futex(uint32_t* addr, int op, uint32_t val, const timespec* ts) {
+  return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+// Raises `v` to at least `target` (free-running positions only move forward).
+void advance_to(uint64_t& v, uint64_t target) {
+  std::atomic_ref<uint64_t> a(v);
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  while (cur < target && !a.compare_exchange_weak(cur, target, std::memory_order_acq_rel)) {
+  }
+}
+
+}  // namespace
+
+void Channel::validate(const Config& config) {
+  const std::string e = config_error(config);
+  if (!e.empty()) throw std::invalid_argument("tracery::ringbuf: invalid Config: " + e);
+}
+
+std::unique_ptr<Channel> Channel::create(const Config& config, const char* name) {
+  validate(config);
+  const Layout l = compute_layout(config);
+  FdGuard fd{::memfd_create(name && *name ? name : "tracery-ringbuf", MFD_CLOEXEC)};
+  if (fd.fd < 0) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: memfd_create");
+  if (::ftruncate(fd.fd, static_cast<off_t>(l.total_size)) != 0)
+    throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: ftruncate");
+  // MAP_POPULATE: the producer hot path must not take page faults.
+  void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.fd, 0);
+  if (map == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
+
+  auto* h = static_cast<ChannelHeader*>(map);  // the file is zero-filled: every counter starts at 0
+  h->version = detail::kVersion;
+  h->header_size = sizeof(ChannelHeader);
+  h->subbuf_state_size = sizeof(SubbufState);
+  h->buffer_header_size = static_cast<uint32_t>(l.buffer_header_size);
+  h->num_cpus = config.num_cpus;
+  h->num_subbuf = config.num_subbuf;
+  h->subbuf_size = config.subbuf_size;
+  h->mode = static_cast<uint32_t>(config.mode);
+  h->compact_header_size = config.compact_header_size;
+  h->extended_header_size = config.extended_header_size;
+  h->compact_ts_bits = config.compact_ts_bits;
+  h->buffers_offset = l.buffers_offset;
+  h->data_offset = l.data_offset;
+  h->total_size = l.total_size;
+  auto* base = static_cast<uint8_t*>(map);
+  for (uint32_t cpu = 0; cpu < config.num_cpus; ++cpu) {
+    auto* subbufs = reinterpret_cast<SubbufState*>(base + l.buffers_offset + cpu * l.buffer_header_size +
+                                                   sizeof(BufferHeader));
+    for (uint32_t i = 0; i < config.num_subbuf; ++i) subbufs[i].seq = ~uint64_t{0};  // "never opened"
+  }
+  store(h->magic, detail::kMagic, std::memory_order_release);  // last: the header is complete
+  return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size));
+}
+
+std::unique_ptr<Channel> Channel::attach(int fd_in) {
+  FdGuard fd{fd_in};
+  if (fd.fd < 0) attach_fail("invalid file descriptor " + std::to_string(fd_in));
+  struct stat st;
+  if (::fstat(fd.fd, &st) != 0) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: fstat");
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  ChannelHeader h;
+  if (file_size < sizeof h)
+    attach_fail("file is " + std::to_string(file_size) + " bytes, too small for a channel header");
+  if (::pread(fd.fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+    throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: pread of the channel header");
+  if (h.magic != detail::kMagic) attach_fail("bad magic: not a tracery ring buffer (or not initialised yet)");
+  if (h.version != detail::kVersion)
+    attach_fail("unsupported version " + std::to_string(h.version) + " (expected " +
+                std::to_string(detail::kVersion) + ")");
+  if (h.header_size != sizeof(ChannelHeader) || h.subbuf_state_size != sizeof(SubbufState))
+    attach_fail("layout mismatch: header_size " + std::to_string(h.header_size) + "/subbuf_state_size " +
+                std::to_string(h.subbuf_state_size) + " (expected " + std::to_string(sizeof(ChannelHeader)) + "/" +
+                std::to_string(sizeof(SubbufState)) + ")");
+  const Config c = config_of(h);
+  if (const std::string e = config_error(c); !e.empty()) attach_fail("bad config in header: " + e);
+  const Layout l = compute_layout(c);
+  if (h.buffer_header_size != l.buffer_header_size || h.buffers_offset != l.buffers_offset ||
+      h.data_offset != l.data_offset || h.total_size != l.total_size)
+    attach_fail("layout mismatch: buffer_header_size/buffers_offset/data_offset/total_size = " +
+                std::to_string(h.buffer_header_size) + "/" + std::to_string(h.buffers_offset) + "/" +
+                std::to_string(h.data_offset) + "/" + std::to_string(h.total_size) + ", expected " +
+                std::to_string(l.buffer_header_size) + "/" + std::to_string(l.buffers_offset) + "/" +
+                std::to_string(l.data_offset) + "/" + std::to_string(l.total_size));
+  if (file_size < l.total_size)
+    attach_fail("file size " + std::to_string(file_size) + " is smaller than the channel size " +
+                std::to_string(l.total_size));
+  void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  if (map == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
+  return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size));
+}
+
+Channel::Channel(int fd, void* map, std::size_t map_size) : fd_(fd), map_(map), map_size_(map_size) {
+  hdr_ = static_cast<ChannelHeader*>(map);
+  config_ = config_of(*hdr_);
+  auto* base = static_cast<uint8_t*>(map);
+  buffers_ = base + hdr_->buffers_offset;
+  data_base_ = base + hdr_->data_offset;
+  buffer_stride_ = hdr_->buffer_header_size;
+  subbuf_size_ = config_.subbuf_size;
+  subbuf_mask_ = subbuf_size_ - 1;
+  subbuf_index_mask_ = config_.num_subbuf - 1;
+  log2_subbuf_ = log2u(config_.subbuf_size);
+  log2_num_subbuf_ = log2u(config_.num_subbuf);
+  log2_buffer_ = log2_subbuf_ + log2_num_subbuf_;
+  buffer_mask_ = (uint64_t{1} << log2_buffer_) - 1;
+  compact_limit_ = uint64_t{1} << config_.compact_ts_bits;
+  num_cpus_ = config_.num_cpus;
+  compact_hs_ = config_.compact_header_size;
+  extended_hs_ = config_.extended_header_size;
+  mode_ = config_.mode;
+}
+
+Channel::~Channel() {
+  ::munmap(map_, map_size_);
+  ::close(fd_);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Producer slow paths. All async-signal-safe: atomics only, plus FUTEX_WAKE when a consumer waits.
+
+int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t, WritePos& cur,
+                          Reservation& r) noexcept {
+  BufferHot& hot = *hot_(cpu);
+  const uint64_t S = subbuf_size_;
+  const uint64_t sb_off = cur.offset & subbuf_mask_;
+  if (sb_off != 0) {
+    // The record may still fit in the open sub-buffer: exactly filling it (the fast path takes only records that
+    // end strictly inside).
+    const uint32_t hs = (allow_compact && t - cur.last_ts < compact_limit_) ? compact_hs_ : extended_hs_;
+    const uint64_t size = uint64_t{hs} + payload_size;
+    if (sb_off + size <= S) {
+      if (!detail::cas_write_pos(hot.write, cur, WritePos{cur.offset + size, t})) return -1;
+      if (((cur.offset + size) & subbuf_mask_) == 0) close_subbuf(cpu, cur.offset + size, t);  // no padding
+      r = Reservation{data_(cpu) + (cur.offset & buffer_mask_), t, cur.offset, hs, static_cast<uint32_t>(size), cpu};
+      return 1;
+    }
+  }
+  // The record opens the next sub-buffer (closing the open one, if any). Its delta to timestamp_begin is 0.
+  const uint32_t hs = allow_compact ? compact_hs_ : extended_hs_;
+  const uint64_t size = uint64_t{hs} + payload_size;
+  if (size > S) {
+    detail::fetch_add(hot.lost, uint64_t{1}, std::memory_order_relaxed);
+    return 0;
+  }
+  const uint64_t ns = cur.offset - sb_off + (sb_off != 0 ? S : 0);
+  const uint64_t k = ns >> log2_subbuf_;
+  const uint64_t gen = k >> log2_num_subbuf_;
+  SubbufState& s = *subbuf_(cpu, k);
+  bool full;
+  if (mode_ == Mode::discard) {
+    // Never enter a sub-buffer the consumer has not released.
+    full = ns >= load(cold_(cpu)->consumed, std::memory_order_acquire) + (S << log2_num_subbuf_);
+  } else {
+    // Overwrite, but not a sub-buffer whose previous generation is still being written.
+    full = load(s.commit_count, std::memory_order_acquire) < (gen << log2_subbuf_);
+  }
+  if (full) {
+    // Only drop if `cur` was the current position when `full` was observed (else retry: the buffer moved on).
+    if (load(hot.write.offset, std::memory_order_acquire) != cur.offset) {
+      cur = detail::load_write_pos(hot.write);
+      return -1;
+    }
+    detail::fetch_add(hot.lost, uint64_t{1}, std::memory_order_relaxed);
+    return 0;
+  }
+  if (!detail::cas_write_pos(hot.write, cur, WritePos{ns + size, t})) return -1;
+  // We own the switch: close the old sub-buffer, then open the new one.
+  if (sb_off != 0) close_subbuf(cpu, cur.offset, t);
+  store(s.timestamp_begin, t);
+  store(s.lost_before, load(hot.lost));
+  store(s.seq, k, std::memory_order_release);
+  if (size == S) close_subbuf(cpu, ns + S, t);
+  if (mode_ == Mode::overwrite && gen > 0) advance_to(cold_(cpu)->consumed, ns - S * (config_.num_subbuf - 1));
+  if (sb_off != 0) commit_padding(cpu, k - 1, S - sb_off);  // may complete the old sub-buffer
+  r = Reservation{data_(cpu) + (ns & buffer_mask_), t, ns, hs, static_cast<uint32_t>(size), cpu};
+  return 1;
+}
+
+void Channel::close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept {
+  SubbufState& s = *subbuf_(cpu, (content_end - 1) >> log2_subbuf_);
+  store(s.timestamp_end, ts);
+  store(s.content_end, content_end, std::memory_order_release);
+}
+
+void Channel::commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
+  SubbufState& s = *subbuf_(cpu, sb_number);
+  const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
+  const uint64_t c = detail::fetch_add(s.commit_count, bytes, std::memory_order_acq_rel) + bytes - gen_base;
+  if (c == subbuf_size_) on_subbuf_complete();
+}
+
+void Channel::on_subbuf_complete() noexcept {
+  // Dekker handshake with wait_for_data(), made of read-modify-writes on `waiters` (no fence): if this RMW comes
+  // first in the order of `waiters`, the consumer's increment synchronizes with it and the consumer then sees the
+  // completed sub-buffer; otherwise we see the consumer waiting. Only on sub-buffer completion.
+  if (detail::fetch_add(hdr_->waiters, uint32_t{0}, std::memory_order_acq_rel) == 0) return;
+  detail::fetch_add(hdr_->futex_word, uint32_t{1}, std::memory_order_release);
+  const int saved_errno = errno;  // we may run in a signal handler
+  futex(&hdr_->futex_word, FUTEX_WAKE, INT_MAX, nullptr);
+  errno = saved_errno;
+}
+
+void Channel::flush(uint32_t cpu, uint64_t now) noexcept {
+  if (cpu >= num_cpus_) return;
+  BufferHot& hot = *hot_(cpu);
+  WritePos cur = detail::load_write_pos(hot.write);
+  uint64_t sb_off, t;
+  for (;;) {
+    sb_off = cur.offset & subbuf_mask_;
+    if (sb_off == 0) return;  // nothing open
+    t = std::max(now, cur.last_ts);
+    if (detail::cas_write_pos(hot.write, cur, WritePos{cur.offset - sb_off + subbuf_size_, t})) break;
+  }
+  close_subbuf(cpu, cur.offset, t);
+  commit_padding(cpu, cur.offset >> log2_subbuf_, subbuf_size_ - sb_off);
+}
+
+uint64_t Channel::lost(uint32_t cpu) const noexcept {
+  return cpu < num_cpus_ ? load(hot_(cpu)->lost) : 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Consumer.
+
+bool Channel::data_ready(uint32_t cpu) const noexcept {
+  if (cpu >= num_cpus_) return false;
+  const uint64_t c = load(cold_(cpu)->consumed, std::memory_order_acquire);
+  const uint64_t k = c >> log2_subbuf_;
+  const uint64_t cnt = load(subbuf_(cpu, k)->commit_count, std::memory_order_acquire);
+  if (mode_ == Mode::overwrite && load(hot_(cpu)->write.offset) > c + (subbuf_size_ << log2_num_subbuf_))
+    return true;  // get_subbuf will skip forward
+  return cnt >= ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
+}
+
+bool Channel::get_subbuf(uint32_t cpu, SubbufView& out) {
+  if (cpu >= num_cpus_) return false;
+  BufferCold& cold = *cold_(cpu);
+  const uint64_t buffer_size = subbuf_size_ << log2_num_subbuf_;
+  for (;;) {
+    const uint64_t c = load(cold.consumed, std::memory_order_acquire);
+    const uint64_t k = c >> log2_subbuf_;
+    SubbufState& s = *subbuf_(cpu, k);
+    const uint64_t complete_at = ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
+    const uint64_t cnt = load(s.commit_count, std::memory_order_acquire);
+    if (mode_ == Mode::overwrite) {
+      const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
+      if (w > c + buffer_size) {  // writers entered this slot again: skip to the oldest sub-buffer left
+        advance_to(cold.consumed, (((w - 1) >> log2_subbuf_) + 1 - config_.num_subbuf) << log2_subbuf_);
+        continue;
+      }
+    }
+    if (cnt < complete_at) return false;
+    const uint64_t end = load(s.content_end);
+    const bool valid = load(s.seq, std::memory_order_acquire) == k;  // else corrupted, or being overwritten
+    out.data = data_(cpu) + (c & buffer_mask_);
+    out.content_size = valid && end > c && end <= c + subbuf_size_ ? static_cast<uint32_t>(end - c) : 0;
+    out.timestamp_begin = load(s.timestamp_begin);
+    out.timestamp_end = load(s.timestamp_end);
+    out.lost_before = load(s.lost_before);
+    out.seq = k;
+    out.cpu = cpu;
+    if (out.content_size == 0) {  // recovered empty (its only records were never committed) or invalid: skip it
+      uint64_t expected = c;
+      std::atomic_ref<uint64_t>(cold.consumed).compare_exchange_strong(expected, c + subbuf_size_,
+                                                                        std::memory_order_acq_rel);
+      continue;
+    }
+    return true;
+  }
+}
+
+bool Channel::put_subbuf(uint32_t cpu, const SubbufView& v) {
+  if (cpu >= num_cpus_) return false;
+  BufferCold& cold = *cold_(cpu);
+  const uint64_t c = v.seq << log2_subbuf_;
+  bool intact = true;
+  if (mode_ == Mode::overwrite) {
+    read_validate_fence();  // order the caller's reads of the data before this check
+    intact = load(hot_(cpu)->write.offset, std::memory_order_acquire) <= c + (subbuf_size_ << log2_num_subbuf_);
+  }
+  uint64_t expected = c;
+  // release: our reads of the data happen before a writer (which loads `consumed` with acquire) reuses it.
+  if (!std::atomic_ref<uint64_t>(cold.consumed)
+           .compare_exchange_strong(expected, c + subbuf_size_, std::memory_order_acq_rel))
+    return false;  // overwrite mode: writers pushed the position past it; else not the sub-buffer we handed out
+  return intact;
+}
+
+std::vector<Channel::OwnedSubbuf> Channel::snapshot(uint32_t cpu) {
+  std::vector<OwnedSubbuf> out;
+  if (cpu >= num_cpus_) return out;
+  const uint64_t M = config_.num_subbuf;
+  const uint64_t buffer_size = subbuf_size_ * M;
+  const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
+  if (w == 0) return out;
+  const uint64_t last_k = (w - 1) >> log2_subbuf_;
+  uint64_t first_k = load(cold_(cpu)->consumed, std::memory_order_acquire) >> log2_subbuf_;
+  if (last_k + 1 > M) first_k = std::max(first_k, last_k + 1 - M);
+  for (uint64_t k = first_k; k <= last_k; ++k) {
+    SubbufState& s = *subbuf_(cpu, k);
+    const uint64_t sb_start = k << log2_subbuf_;
+    // Exactly complete for its generation: not in progress, and its slot not yet rewritten.
+    if (load(s.commit_count, std::memory_order_acquire) != ((k >> log2_num_subbuf_) + 1) << log2_subbuf_) continue;
+    if (load(s.seq, std::memory_order_acquire) != k) continue;
+    const uint64_t end = load(s.content_end);
+    if (end <= sb_start || end > sb_start + subbuf_size_) continue;
+    OwnedSubbuf o;
+    o.timestamp_begin = load(s.timestamp_begin);
+    o.timestamp_end = load(s.timestamp_end);
+    o.lost_before = load(s.lost_before);
+    o.seq = k;
+    o.cpu = cpu;
+    o.content_size = static_cast<uint32_t>(end - sb_start);
+    o.bytes.resize(o.content_size);
+#ifdef TRACERY_RINGBUF_TSAN
+    AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+#endif
+    std::memcpy(o.bytes.data(), data_(cpu) + (sb_start & buffer_mask_), o.bytes.size());
+#ifdef TRACERY_RINGBUF_TSAN
+    AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+#endif
+    // A writer rewriting this slot first moves W past sb_start + M*S (CAS, a full barrier) and only then writes:
+    // if W is still below, neither the copy nor the metadata read above saw any of its writes.
+    read_validate_fence();
+    if (load(hot_(cpu)->write.offset) > sb_start + buffer_size) continue;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+bool Channel::wait_for_data(int timeout_ms) {
+  auto any_ready = [this] {
+    for (uint32_t cpu = 0; cpu < num_cpus_; ++cpu)
+      if (data_ready(cpu)) return true;
+    return false;
+  };
+  timespec deadline{};
+  if (timeout_ms > 0) {
+    ::clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += static_cast<long>(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+      deadline.tv_sec += 1;
+      deadline.tv_nsec -= 1000000000L;
+    }
+  }
+  detail::fetch_add(hdr_->waiters, uint32_t{1}, std::memory_order_acq_rel);  // pairs with on_subbuf_complete()
+  bool ready = false;
+  for (;;) {
+    const uint32_t seen = load(hdr_->futex_word, std::memory_order_acquire);
+    ready = any_ready();
+    if (ready || timeout_ms == 0) break;
+    timespec rel{}, *prel = nullptr;
+    if (timeout_ms > 0) {
+      timespec now;
+      ::clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t ns = (deadline.tv_sec - now.tv_sec) * 1000000000LL + (deadline.tv_nsec - now.tv_nsec);
+      if (ns <= 0) break;
+      rel.tv_sec = ns / 1000000000LL;
+      rel.tv_nsec = ns % 1000000000LL;
+      prel = &rel;
+    }
+    futex(&hdr_->futex_word, FUTEX_WAIT, seen, prel);  // shared futex: the producer may be another process
+  }
+  std::atomic_ref<uint32_t>(hdr_->waiters).fetch_sub(1, std::memory_order_relaxed);
+  return ready;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Crash recovery (see the header for what is recoverable). No producer is alive: plain atomic stores suffice.
+
+Channel::RecoveryStats Channel::recover_after_producer_death() {
+  RecoveryStats st;
+  const uint64_t S = subbuf_size_;
+  const uint64_t M = config_.num_subbuf;
+  for (uint32_t cpu = 0; cpu < num_cpus_; ++cpu) {
+    BufferHot& hot = *hot_(cpu);
+    BufferCold& cold = *cold_(cpu);
+    WritePos cur = detail::load_write_pos(hot.write);
+    const uint64_t W = cur.offset;
+    const uint64_t L = cur.last_ts;
+    if (W == 0) continue;
+    const uint64_t last_k = (W - 1) >> log2_subbuf_;
+    // At most the last M sub-buffers can hold unread data (also bounds the work if the mapping was scribbled on).
+    uint64_t first_k = load(cold.consumed, std::memory_order_acquire) >> log2_subbuf_;
+    if (last_k + 1 > M) first_k = std::max(first_k, last_k + 1 - M);
+    for (uint64_t k = first_k; k <= last_k; ++k) {
+      SubbufState& s = *subbuf_(cpu, k);
+      const uint64_t sb_start = k << log2_subbuf_;
+      const uint64_t gen_base = (k >> log2_num_subbuf_) << log2_subbuf_;
+      const uint64_t c = load(s.commit_count, std::memory_order_acquire) - gen_base;
+      if (c >= S) continue;  // complete
+      const uint64_t extent = std::min(W - sb_start, S);
+      // Known-committed prefix: everything if nothing is missing, else the last quiescent point seen by commit.
+      uint64_t safe = 0;
+      if (c == extent) {
+        safe = extent;
+      } else {
+        const uint64_t p = load(s.committed_prefix);
+        if (p > sb_start && p <= sb_start + extent) safe = p - sb_start;
+      }
+      const uint64_t ce = load(s.content_end, std::memory_order_acquire);
+      const bool closed = ce > sb_start && ce <= sb_start + S;
+      if (closed) safe = std::min(safe, ce - sb_start);  // never hand out padding
+      const bool opened = load(s.seq, std::memory_order_acquire) == k;
+      if (!opened) safe = 0;  // its opener died before committing its first record
+      uint64_t ts_end = L;     // >= every timestamp in the buffer
+      if (closed) {
+        ts_end = load(s.timestamp_end);
+      } else if (k < last_k && load(subbuf_(cpu, k + 1)->seq) == k + 1) {
+        ts_end = load(subbuf_(cpu, k + 1)->timestamp_begin);  // keeps packets from overlapping
+      }
+      if (!opened) {
+        store(s.timestamp_begin, ts_end);
+        store(s.lost_before, load(hot.lost));
+        store(s.seq, k, std::memory_order_release);
+      }
+      st.uncommitted_bytes += extent - c;
+      st.unreadable_bytes += c > safe ? c - safe : 0;
+      st.subbufs_repaired += 1;
+      store(s.timestamp_end, ts_end);
+      store(s.content_end, sb_start + safe, std::memory_order_release);
+      store(s.commit_count, gen_base + S, std::memory_order_release);
+    }
+    // Close the partial sub-buffer so the buffer is consistent for the consumer.
+    if ((W & subbuf_mask_) != 0) detail::cas_write_pos(hot.write, cur, WritePos{(last_k + 1) << log2_subbuf_, L});
+    if (mode_ == Mode::overwrite) advance_to(cold.consumed, first_k << log2_subbuf_);
+  }
+  // Wake a consumer blocked in wait_for_data().
+  detail::fetch_add(hdr_->futex_word, uint32_t{1}, std::memory_order_release);
+  futex(&hdr_->futex_word, FUTEX_WAKE, INT_MAX, nullptr);
+  return st;
+}
+
+}  // namespace tracery::ringbuf

@@ -1,0 +1,361 @@
+// ring_buffer.hpp — the lock-free per-CPU shared-memory ring buffer of Tracery (namespace tracery::ringbuf).
+//
+// Design, in short (details next to the code):
+//  * A Channel is ONE memfd mapping: a ChannelHeader, then num_cpus BufferHeaders (per-buffer control and
+//    per-sub-buffer metadata), then num_cpus data areas of num_subbuf (M) x subbuf_size (S) bytes. Nothing in
+//    the mapping is a pointer: every process follows offsets, so any process may map it at any address.
+//    The data area holds only records; all per-sub-buffer metadata lives in the BufferHeader.
+//  * Each buffer has a free-running 64-bit write offset W. Sub-buffer number k = offset / S (this is the
+//    SubbufView::seq), slot index = k % M, generation = k / M. W is stored together with the timestamp of the
+//    last reservation L in one 16-byte word that reserve() advances with a single 16-byte compare-and-swap.
+//    The clock is read inside the CAS loop and clamped to L, so timestamps never decrease in buffer order,
+//    and the compact/extended header choice is made against the exact timestamp of the previous record.
+//  * Commit adds the record size to the cumulative commit counter of its slot: the sub-buffer of generation g
+//    is complete when that counter reaches (g + 1) * S. A record that does not fit closes the sub-buffer:
+//    its content end and timestamp_end are recorded and the remainder is committed as padding.
+//  * Common path: reserve = one 16-byte CAS, commit = one atomic add (plus a plain load/store used for crash
+//    recovery). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant.
+//    Switching sub-buffers and waking a waiting consumer are out-of-line cold paths.
+//  * Discard mode: a writer never enters a sub-buffer the consumer has not released (the record is dropped and
+//    counted). Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward,
+//    but drops (and counts) its record if that slot's previous generation is still being written.
+//  * Consumer wakeup: a commit that completes a sub-buffer does FUTEX_WAKE on a shared futex in the mapping,
+//    and only when a consumer announced that it is waiting.
+//  * Crash recovery: see recover_after_producer_death() for exactly what is and is not recoverable.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#if defined(__x86_64__) && !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
+#error "tracery ringbuf needs cmpxchg16b: compile with -mcx16 (the tracery_ringbuf CMake target adds it)"
+#endif
+
+namespace tracery::ringbuf {
+
+enum class Mode : uint32_t { discard = 0, overwrite = 1 };
+
+struct Config {
+  uint32_t num_cpus = 1;     // per-CPU buffers in the channel, 1..8192
+  uint32_t num_subbuf = 4;   // M >= 2, power of two, <= 65536
+  uint32_t subbuf_size = 1u << 16;  // S bytes, power of two, 4096..2^30
+  Mode mode = Mode::discard;
+  // Records start with a header chosen by the buffer: the compact form is allowed only when
+  // timestamp - (timestamp of the previous record in buffer order, or the sub-buffer's timestamp_begin for its
+  // first record) < 2^compact_ts_bits. The first record of a sub-buffer always qualifies (its delta is 0).
+  uint32_t compact_header_size = 4;    // 1..extended_header_size
+  uint32_t extended_header_size = 13;  // compact_header_size..4096
+  uint32_t compact_ts_bits = 27;       // 0..63
+};
+
+namespace detail {
+
+inline constexpr std::size_t kCacheLine = 64;
+inline constexpr uint64_t kMagic = 0x3146554252595254ull;  // "TRYRBUF1" read as little-endian bytes
+inline constexpr uint32_t kVersion = 1;
+
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
+
+// The write position of a buffer: advanced only by 16-byte compare-and-swap, so offset and last_ts always change
+// together. Halves may be read separately with 8-byte atomic loads (a torn read only makes the next CAS fail).
+struct alignas(16) WritePos {
+  uint64_t offset;   // free-running byte offset of the next reservation
+  uint64_t last_ts;  // timestamp of the last reservation (or flush) in buffer order
+};
+
+// Producer-written line: everything a writer touches on every record lives here.
+struct alignas(kCacheLine) BufferHot {
+  WritePos write;
+  uint64_t lost;  // records dropped by reserve(), cumulative
+};
+
+// Consumer-written line, read by writers only when they switch sub-buffers.
+struct alignas(kCacheLine) BufferCold {
+  uint64_t consumed;  // free-running offset (multiple of S) of the oldest sub-buffer not yet released
+};
+
+// Per sub-buffer slot; one cache line each. Free-running absolute values identify the generation they belong
+// to, so stale values of an older generation are recognised instead of misread.
+struct alignas(kCacheLine) SubbufState {
+  uint64_t commit_count;     // bytes committed in this slot over all generations; gen g complete at (g+1)*S
+  uint64_t committed_prefix; // absolute offset P: every byte of [sub-buffer start, P) is committed (crash recovery)
+  uint64_t seq;              // sub-buffer number k, written last (release) by the writer that opened it
+  uint64_t timestamp_begin;  // timestamp of the first record
+  uint64_t lost_before;      // lost counter when the sub-buffer was opened
+  uint64_t content_end;      // absolute offset where the records end, written last (release) by the closer
+  uint64_t timestamp_end;    // >= every record timestamp of the sub-buffer, <= the next sub-buffer's begin
+};
+
+struct BufferHeader {
+  BufferHot hot;
+  BufferCold cold;
+  // followed by SubbufState[num_subbuf]
+};
+
+struct alignas(kCacheLine) ChannelHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t header_size;        // sizeof(ChannelHeader)
+  uint32_t subbuf_state_size;  // sizeof(SubbufState): layout check between builds
+  uint32_t buffer_header_size; // sizeof(BufferHeader) + num_subbuf * sizeof(SubbufState)
+  uint32_t num_cpus;
+  uint32_t num_subbuf;
+  uint32_t subbuf_size;
+  uint32_t mode;
+  uint32_t compact_header_size;
+  uint32_t extended_header_size;
+  uint32_t compact_ts_bits;
+  uint32_t reserved0;
+  uint64_t buffers_offset;  // from the start of the mapping
+  uint64_t data_offset;     // page aligned
+  uint64_t total_size;
+  alignas(kCacheLine) uint32_t futex_word;  // bumped on every wakeup
+  uint32_t waiters;                         // consumers blocked in wait_for_data()
+};
+
+template <class T>
+inline T load(const T& v, std::memory_order mo = std::memory_order_relaxed) noexcept {
+  return std::atomic_ref<T>(const_cast<T&>(v)).load(mo);
+}
+template <class T>
+inline void store(T& v, T x, std::memory_order mo = std::memory_order_relaxed) noexcept {
+  std::atomic_ref<T>(v).store(x, mo);
+}
+template <class T>
+inline T fetch_add(T& v, T x, std::memory_order mo) noexcept {
+  return std::atomic_ref<T>(v).fetch_add(x, mo);
+}
+
+inline WritePos load_write_pos(const WritePos& p) noexcept {
+  return WritePos{load(p.offset), load(p.last_ts)};
+}
+
+// One lock-free 16-byte CAS (lock cmpxchg16b on x86-64), a full barrier. On failure `expected` receives the
+// current value, read atomically.
+inline bool cas_write_pos(WritePos& p, WritePos& expected, const WritePos& desired) noexcept {
+  using u128 = unsigned __int128;
+  const u128 e = (static_cast<u128>(expected.last_ts) << 64) | expected.offset;
+  const u128 d = (static_cast<u128>(desired.last_ts) << 64) | desired.offset;
+  const u128 prev = __sync_val_compare_and_swap(reinterpret_cast<u128*>(&p), e, d);
+  if (prev == e) return true;
+  expected.offset = static_cast<uint64_t>(prev);
+  expected.last_ts = static_cast<uint64_t>(prev >> 64);
+  return false;
+}
+
+}  // namespace detail
+
+// One memfd mapping: header + num_cpus buffers x num_subbuf sub-buffers. Producer operations may be used by any
+// number of threads of any processes mapping the channel; consumer operations (get/put) by one consumer per buffer.
+class Channel {
+ public:
+  struct Reservation {
+    uint8_t* slot;         // where the record goes: header_size header bytes, then the payload
+    uint64_t timestamp;    // the record's timestamp (non-decreasing in buffer order)
+    uint64_t offset;       // free-running offset of the record in its buffer
+    uint32_t header_size;  // compact_header_size or extended_header_size
+    uint32_t size;         // header_size + payload_size
+    uint32_t cpu;          // the buffer
+  };
+
+  struct SubbufView {
+    const uint8_t* data;       // records only; points into the mapping (valid until put_subbuf)
+    uint32_t content_size;     // bytes of records; the rest of the sub-buffer is padding
+    uint64_t timestamp_begin;  // timestamp of the first record (base of its compact header)
+    uint64_t timestamp_end;    // >= every record's timestamp
+    uint64_t lost_before;      // cumulative drops of this buffer before this sub-buffer was opened (a drop
+                               // racing with the opening may be counted in the next sub-buffer's instead)
+    uint64_t seq;              // 0, 1, 2... per buffer (free-running offset / subbuf_size)
+    uint32_t cpu;
+  };
+
+  struct OwnedSubbuf {  // a copied-out sub-buffer (snapshot)
+    std::vector<uint8_t> bytes;  // content_size bytes of records
+    uint32_t content_size;
+    uint64_t timestamp_begin;
+    uint64_t timestamp_end;
+    uint64_t lost_before;
+    uint64_t seq;
+    uint32_t cpu;
+    SubbufView view() const noexcept {
+      return SubbufView{bytes.data(), content_size, timestamp_begin, timestamp_end, lost_before, seq, cpu};
+    }
+  };
+
+  struct RecoveryStats {
+    uint32_t subbufs_repaired = 0;   // incomplete sub-buffers closed by recovery
+    uint64_t uncommitted_bytes = 0;  // reserved but never committed (records in flight at death, unpadded ends)
+    uint64_t unreadable_bytes = 0;   // committed bytes dropped because they follow an uncommitted record
+  };
+
+  // Throws std::invalid_argument naming the bad field, std::system_error if memfd_create/ftruncate/mmap fail.
+  static std::unique_ptr<Channel> create(const Config& config, const char* name);
+  // Maps an existing channel (takes ownership of fd, also when it throws). Throws std::runtime_error naming
+  // what is wrong (magic, version, layout, config, size), std::system_error if fstat/mmap fail.
+  static std::unique_ptr<Channel> attach(int fd);
+  // Throws std::invalid_argument with a clear message if `config` is unusable.
+  static void validate(const Config& config);
+
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  int fd() const noexcept { return fd_; }
+  const Config& config() const noexcept { return config_; }
+  std::size_t mapping_size() const noexcept { return map_size_; }
+
+  // ---- producer: any thread of any process; reentrant and async-signal-safe (a signal handler may
+  // reserve/commit while the interrupted code is between its own reserve and commit on the same buffer).
+  //
+  // Reserves header + payload bytes in buffer `cpu` (the caller chooses it; a thread migrated between reserve and
+  // commit is fine). clock() is called inside the CAS loop and clamped to the buffer's last timestamp.
+  // allow_compact=false forces the extended header. Returns false when the record is dropped: discard mode and no
+  // free sub-buffer; overwrite mode and the sub-buffer to overwrite is still being written; record larger than a
+  // sub-buffer. Every drop is counted exactly once in lost(cpu). Also returns false, without counting, for
+  // cpu >= num_cpus (a caller bug: there is no buffer to count it in).
+  template <class ClockFn>
+  bool reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn&& clock, Reservation& r);
+  // Publishes the record. Every successful reserve must be committed exactly once.
+  void commit(const Reservation& r) noexcept;
+
+  // ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
+  // The oldest complete, unconsumed sub-buffer. In overwrite mode writers may overwrite it while it is held:
+  // then put_subbuf returns false and whatever was read from it must be thrown away.
+  bool get_subbuf(uint32_t cpu, SubbufView& out);
+  // Releases the sub-buffer returned by get_subbuf. False if it was overwritten while held (overwrite mode), or
+  // if `v` is not the sub-buffer get_subbuf returned.
+  bool put_subbuf(uint32_t cpu, const SubbufView& v);
+  // Closes the current partial sub-buffer (no-op if it is empty), with timestamp_end = max(now, last timestamp);
+  // it becomes complete as soon as the records in flight in it are committed. Lock-free, any process.
+  void flush(uint32_t cpu, uint64_t now) noexcept;
+  uint64_t lost(uint32_t cpu) const noexcept;  // cumulative dropped records
+  // Copies out the complete sub-buffers still present, oldest first, skipping any that got overwritten during the
+  // copy. Does not consume. Call flush() first to include the newest partial sub-buffer (it is included once the
+  // records in flight in it are committed).
+  std::vector<OwnedSubbuf> snapshot(uint32_t cpu);
+  // Blocks until some buffer has a sub-buffer ready for get_subbuf (true) or timeout_ms elapses (false);
+  // timeout_ms < 0 waits forever. Returns at once if data is already there.
+  bool wait_for_data(int timeout_ms);
+  // True if get_subbuf(cpu) would return a sub-buffer now (or, in overwrite mode, skip an overwritten one).
+  bool data_ready(uint32_t cpu) const noexcept;
+
+  // ---- crash recovery. Precondition: no producer of this channel is alive any more (e.g. the only producing
+  // process was SIGKILLed); the consumer side (get/put, snapshot) may be used before and after.
+  // Every incomplete sub-buffer still readable is closed and marked complete with content truncated to its
+  // known-committed prefix; the current partial sub-buffer is closed. Afterwards get_subbuf/snapshot return them.
+  //
+  // What is recoverable. A record that was reserved but never committed is garbage, and the consumer cannot parse
+  // past it, so a sub-buffer is kept up to its first uncommitted byte when that position is known:
+  //  * All records committed (only the padding of a sub-buffer switch missing, or nothing in flight): everything.
+  //  * One record in flight in the sub-buffer (a single writing thread per buffer, the normal per-CPU case), or a
+  //    signal handler's nested record in flight on top of it: every committed record before the first uncommitted
+  //    one is kept, and that is every committed record there is, except a nested record committed after the
+  //    interrupted outer record was reserved (it lies behind the outer one's garbage).
+  //  * Several threads mid-record on the same buffer: kept are the records committed before the last moment at
+  //    which the sub-buffer had no reservation in flight (commit tracks that moment cheaply as `committed_prefix`).
+  //    Committed records after that moment are not recoverable; their bytes are reported in unreadable_bytes.
+  //    A sub-buffer opened by a writer that died before committing its first record is recovered empty (skipped).
+  // The timestamps of the lost bytes are unknown, so they are not added to lost(); the stats report them.
+  RecoveryStats recover_after_producer_death();
+
+ private:
+  Channel(int fd, void* map, std::size_t map_size);
+  [[gnu::cold]] int reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t,
+                                 detail::WritePos& cur, Reservation& r) noexcept;
+  [[gnu::cold]] void on_subbuf_complete() noexcept;
+  void commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept;
+  void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
+
+  detail::BufferHot* hot_(uint32_t cpu) const noexcept {
+    return reinterpret_cast<detail::BufferHot*>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_);
+  }
+  detail::BufferCold* cold_(uint32_t cpu) const noexcept {
+    return reinterpret_cast<detail::BufferCold*>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_ +
+                                                 sizeof(detail::BufferHot));
+  }
+  detail::SubbufState* subbuf_(uint32_t cpu, uint64_t sb_number) const noexcept {
+    return reinterpret_cast<detail::SubbufState*>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_ +
+                                                  sizeof(detail::BufferHeader)) +
+           (sb_number & subbuf_index_mask_);
+  }
+  uint8_t* data_(uint32_t cpu) const noexcept { return data_base_ + (static_cast<uint64_t>(cpu) << log2_buffer_); }
+
+  int fd_;
+  void* map_;
+  std::size_t map_size_;
+  Config config_;
+  detail::ChannelHeader* hdr_;
+  uint8_t* buffers_;
+  uint8_t* data_base_;
+  uint64_t buffer_stride_;
+  uint64_t subbuf_size_;        // S
+  uint64_t subbuf_mask_;        // S - 1
+  uint64_t subbuf_index_mask_;  // M - 1
+  uint64_t buffer_mask_;        // M * S - 1
+  uint64_t compact_limit_;      // 2^compact_ts_bits
+  uint32_t log2_subbuf_;
+  uint32_t log2_num_subbuf_;
+  uint32_t log2_buffer_;
+  uint32_t num_cpus_;
+  uint32_t compact_hs_;
+  uint32_t extended_hs_;
+  Mode mode_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hot path.
+
+template <class ClockFn>
+inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn&& clock,
+                             Reservation& r) {
+  if (__builtin_expect(cpu >= num_cpus_, 0)) return false;
+  detail::BufferHot& hot = *hot_(cpu);
+  detail::WritePos cur = detail::load_write_pos(hot.write);
+  for (;;) {
+    uint64_t t = static_cast<uint64_t>(clock());
+    if (__builtin_expect(t < cur.last_ts, 0)) t = cur.last_ts;  // another process' clock may lag by a few ns
+    const uint64_t sb_off = cur.offset & subbuf_mask_;
+    const uint32_t hs = (allow_compact && t - cur.last_ts < compact_limit_) ? compact_hs_ : extended_hs_;
+    const uint64_t size = uint64_t{hs} + payload_size;
+    // Common case: continue the open sub-buffer, strictly inside it. Opening, closing, exact fill and drops are
+    // handled out of line.
+    if (__builtin_expect(sb_off != 0 && sb_off + size < subbuf_size_, 1)) {
+      const detail::WritePos next{cur.offset + size, t};
+      if (__builtin_expect(detail::cas_write_pos(hot.write, cur, next), 1)) {
+        r.slot = data_(cpu) + (cur.offset & buffer_mask_);
+        r.timestamp = t;
+        r.offset = cur.offset;
+        r.header_size = hs;
+        r.size = static_cast<uint32_t>(size);
+        r.cpu = cpu;
+        return true;
+      }
+      continue;  // cur now holds the current position: read the clock again
+    }
+    const int rc = reserve_slow(cpu, payload_size, allow_compact, t, cur, r);
+    if (rc >= 0) return rc != 0;
+  }
+}
+
+inline void Channel::commit(const Reservation& r) noexcept {
+  const uint64_t k = r.offset >> log2_subbuf_;
+  detail::SubbufState& s = *subbuf_(r.cpu, k);
+  const uint64_t sb_start = k << log2_subbuf_;
+  const uint64_t gen_base = (k >> log2_num_subbuf_) << log2_subbuf_;  // generation * S
+  // acq_rel: the records counted in c were reserved before the load of W below (see committed_prefix).
+  const uint64_t c = detail::fetch_add(s.commit_count, uint64_t{r.size}, std::memory_order_acq_rel) + r.size - gen_base;
+  uint64_t extent = detail::load(hot_(r.cpu)->write.offset) - sb_start;
+  if (extent > subbuf_size_) extent = subbuf_size_;
+  if (c == extent) {
+    // Everything reserved in this sub-buffer so far is committed: remember it for crash recovery. A plain store
+    // into the line we own after the add; racing stores can only leave an older (smaller) true value.
+    detail::store(s.committed_prefix, sb_start + c);
+    if (__builtin_expect(c == subbuf_size_, 0)) on_subbuf_complete();
+  }
+}
+
+}  // namespace tracery::ringbuf

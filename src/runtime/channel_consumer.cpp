@@ -1,0 +1,158 @@
+// Channel consumer: sub-buffers to CTF stream files. See channel_consumer.hpp.
+#include "runtime/channel_consumer.hpp"
+
+#include "clock/trace_clock.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tracery::runtime {
+
+ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, ConsumerTarget target)
+	: channel_(channel), target_(std::move(target))
+{
+	const uint32_t n = channel_.config().num_cpus;
+	streams_.resize(n);
+	last_lost_.assign(n, 0);
+	last_ts_.assign(n, 0);
+	next_seq_.assign(n, 0);
+}
+
+ChannelConsumer::~ChannelConsumer()
+{
+	if (thread_running_) {
+		stop_.store(true);
+		pthread_join(thread_, nullptr);
+	}
+}
+
+void ChannelConsumer::start_thread()
+{
+	stop_.store(false);
+	if (pthread_create(&thread_, nullptr, &ChannelConsumer::thread_main, this) == 0)
+		thread_running_ = true;
+}
+
+void *ChannelConsumer::thread_main(void *arg)
+{
+	auto *self = static_cast<ChannelConsumer *>(arg);
+	pthread_setname_np(pthread_self(), "tracery-consume");
+	while (!self->stop_.load(std::memory_order_relaxed)) {
+		self->channel_.wait_for_data(100);
+		self->drain();
+	}
+	return nullptr;
+}
+
+void ChannelConsumer::abandon_after_fork()
+{
+	thread_running_ = false;
+	for (auto &s : streams_)
+		s.reset(); // closes the child's copy of the descriptor, writes nothing
+}
+
+ctf::StreamWriter &ChannelConsumer::stream(uint32_t cpu)
+{
+	if (!streams_[cpu]) {
+		streams_[cpu] = std::make_unique<ctf::StreamWriter>(
+			target_.dir, target_.file_prefix + "_" + std::to_string(cpu), target_.uuid, target_.stream_id,
+			target_.instance_base + cpu);
+	}
+	return *streams_[cpu];
+}
+
+void ChannelConsumer::report_error(const std::exception &e)
+{
+	if (!failed_)
+		fprintf(stderr, "tracery: writing the trace failed, tracing goes on without it: %s\n", e.what());
+	failed_ = true;
+}
+
+void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
+{
+	if (failed_)
+		return;
+	try {
+		ctf::PacketInfo info{};
+		info.timestamp_begin = v.timestamp_begin;
+		info.timestamp_end = v.timestamp_end;
+		info.events_discarded = v.lost_before;
+		info.seq = v.seq;
+		info.cpu_id = v.cpu;
+		stream(v.cpu).write_packet(info, v.data, v.content_size);
+		last_lost_[v.cpu] = v.lost_before;
+		last_ts_[v.cpu] = v.timestamp_end;
+		next_seq_[v.cpu] = v.seq + 1;
+	} catch (const std::exception &e) {
+		report_error(e);
+	}
+}
+
+size_t ChannelConsumer::drain()
+{
+	size_t packets = 0;
+	const uint32_t n = channel_.config().num_cpus;
+	for (uint32_t cpu = 0; cpu < n; cpu++) {
+		ringbuf::Channel::SubbufView v;
+		while (channel_.get_subbuf(cpu, v)) {
+			write(v);
+			channel_.put_subbuf(cpu, v);
+			packets++;
+		}
+	}
+	return packets;
+}
+
+void ChannelConsumer::write_final_lost_packets()
+{
+	const uint32_t n = channel_.config().num_cpus;
+	for (uint32_t cpu = 0; cpu < n; cpu++) {
+		const uint64_t lost = channel_.lost(cpu);
+		if (lost == last_lost_[cpu] || failed_)
+			continue;
+		// Events dropped after the last packet: an empty packet carries the count.
+		ringbuf::Channel::SubbufView v{};
+		v.data = nullptr;
+		v.content_size = 0;
+		v.timestamp_begin = v.timestamp_end = std::max(last_ts_[cpu], clock::now());
+		v.lost_before = lost;
+		v.seq = next_seq_[cpu];
+		v.cpu = cpu;
+		write(v);
+	}
+}
+
+void ChannelConsumer::finish()
+{
+	if (thread_running_) {
+		stop_.store(true);
+		pthread_join(thread_, nullptr);
+		thread_running_ = false;
+	}
+	const uint32_t n = channel_.config().num_cpus;
+	const uint64_t now = clock::now();
+	for (uint32_t cpu = 0; cpu < n; cpu++)
+		channel_.flush(cpu, now);
+	if (channel_.config().mode == ringbuf::Mode::overwrite) {
+		for (uint32_t cpu = 0; cpu < n; cpu++) {
+			for (const auto &sb : channel_.snapshot(cpu)) {
+				ringbuf::Channel::SubbufView v = sb.view();
+				write(v);
+			}
+		}
+	} else {
+		drain();
+	}
+	write_final_lost_packets();
+	for (auto &s : streams_) {
+		if (!s)
+			continue;
+		try {
+			s->close();
+		} catch (const std::exception &e) {
+			report_error(e);
+		}
+	}
+}
+
+} // namespace tracery::runtime

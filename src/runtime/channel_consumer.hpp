@@ -1,0 +1,64 @@
+// Turns the sub-buffers of one channel into CTF packets in stream files, one
+// file per CPU (created when its first packet comes). Discard mode streams
+// complete sub-buffers as they fill, from a thread woken by the ring buffer;
+// overwrite mode keeps the newest data in memory and writes it on finish().
+#pragma once
+
+#include "ctf/stream_writer.hpp"
+#include "ringbuf/ring_buffer.hpp"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tracery::runtime {
+
+struct ConsumerTarget {
+	std::string dir;
+	std::string file_prefix; // files are DIR/PREFIX_CPU
+	uint32_t stream_id;      // stream class in the metadata
+	uint64_t instance_base;  // stream_instance_id = instance_base + cpu
+	ctf::Uuid uuid;
+};
+
+class ChannelConsumer {
+public:
+	ChannelConsumer(ringbuf::Channel &channel, ConsumerTarget target);
+	~ChannelConsumer();
+	ChannelConsumer(const ChannelConsumer &) = delete;
+	ChannelConsumer &operator=(const ChannelConsumer &) = delete;
+
+	void start_thread();
+	// Stops the thread, closes the partial sub-buffers and writes everything
+	// left (discard) or the newest data (overwrite), then a last empty
+	// packet per stream if events were lost after its last packet.
+	void finish();
+	// In a fork child: the thread and the files belong to the parent.
+	void abandon_after_fork();
+
+	// Writes every complete sub-buffer; returns the packets written.
+	size_t drain();
+
+private:
+	static void *thread_main(void *arg);
+	ctf::StreamWriter &stream(uint32_t cpu);
+	void write(const ringbuf::Channel::SubbufView &v);
+	void write_final_lost_packets();
+	void report_error(const std::exception &e);
+
+	ringbuf::Channel &channel_;
+	ConsumerTarget target_;
+	std::vector<std::unique_ptr<ctf::StreamWriter>> streams_;
+	std::vector<uint64_t> last_lost_; // lost count carried by each stream's last packet
+	std::vector<uint64_t> last_ts_;   // timestamp_end of each stream's last packet
+	std::vector<uint64_t> next_seq_;
+	pthread_t thread_{};
+	bool thread_running_ = false;
+	std::atomic<bool> stop_{false};
+	bool failed_ = false;
+};
+
+} // namespace tracery::runtime

@@ -1,0 +1,87 @@
+// Tests of the C++ instrumentation API (include/tracery/tracepoint.hpp): the
+// schema built from C++ types and the arguments handed to probes.
+#include <tracery/tracepoint.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
+
+enum class Mode : int16_t { off = -1, on = 1 };
+TRACERY_CXX_ENUM(Mode, {"off", -1, -1}, {"on", 1, 1});
+
+TRACERY_CXX_EVENT(cxx, all,
+                  (flag, bool), (small, int8_t), (big, uint64_t), (ratio, float), (precise, double),
+                  (mode, Mode), (name, std::string_view), (fixed, std::array<int32_t, 2>),
+                  (values, std::span<const uint16_t>), (raw, tracery::blob))
+
+namespace {
+
+struct Captured {
+	std::vector<tracery_arg> args;
+	std::string name;
+	uint64_t big = 0;
+	int16_t mode = 0;
+};
+
+void capture(void *priv, const tracery_event_desc *, const tracery_arg *args)
+{
+	auto *c = static_cast<Captured *>(priv);
+	c->args.assign(args, args + 10);
+	c->name.assign(static_cast<const char *>(args[6].ptr), args[6].len);
+	c->big = *static_cast<const uint64_t *>(args[2].ptr);
+	c->mode = *static_cast<const int16_t *>(args[5].ptr);
+}
+
+TEST(CxxApi, SchemaComesFromTypes)
+{
+	const tracery_event_desc &d = tracery_event__cxx__all;
+	ASSERT_EQ(d.nr_fields, 10u);
+	EXPECT_STREQ(d.provider, "cxx");
+	EXPECT_STREQ(d.name, "all");
+	const uint8_t want[] = {TRACERY_TYPE_BOOL,   TRACERY_TYPE_S8,     TRACERY_TYPE_U64,   TRACERY_TYPE_FLOAT,
+	                        TRACERY_TYPE_DOUBLE, TRACERY_TYPE_ENUM,   TRACERY_TYPE_STRING, TRACERY_TYPE_ARRAY,
+	                        TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_BLOB};
+	for (uint32_t i = 0; i < d.nr_fields; i++)
+		EXPECT_EQ(d.fields[i].type, want[i]) << d.fields[i].name;
+	EXPECT_STREQ(d.fields[5].name, "mode");
+	EXPECT_EQ(d.fields[5].elem_type, TRACERY_TYPE_S16);
+	ASSERT_NE(d.fields[5].enum_desc, nullptr);
+	EXPECT_EQ(d.fields[5].enum_desc->nr_entries, 2u);
+	EXPECT_STREQ(d.fields[5].enum_desc->entries[0].label, "off");
+	EXPECT_EQ(d.fields[7].elem_type, TRACERY_TYPE_S32);
+	EXPECT_EQ(d.fields[7].length, 2u);
+	EXPECT_EQ(d.fields[8].elem_type, TRACERY_TYPE_U16);
+}
+
+TEST(CxxApi, ArgumentsReachProbes)
+{
+	Captured c;
+	ASSERT_EQ(tracery_probe_attach(&tracery_event__cxx__all, capture, &c), 0);
+	std::string name = "embedded";
+	std::vector<uint16_t> values = {7, 8, 9};
+	const unsigned char raw[2] = {1, 2};
+	TRACERY_CXX_EMIT(cxx, all, true, -5, 1ull << 40, 0.5f, 0.25, Mode::off, name, std::array<int32_t, 2>{3, 4},
+	                 values, tracery::blob{raw, 2});
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__cxx__all, capture, &c), 0);
+	ASSERT_EQ(c.args.size(), 10u);
+	EXPECT_EQ(c.name, "embedded");
+	EXPECT_EQ(c.big, 1ull << 40);
+	EXPECT_EQ(c.mode, -1);
+	EXPECT_EQ(c.args[7].len, 2u);
+	EXPECT_EQ(c.args[8].len, 3u);
+	EXPECT_EQ(c.args[9].len, 2u);
+	EXPECT_EQ(c.args[9].ptr, raw);
+}
+
+TEST(CxxApi, DisabledEmitEvaluatesNothing)
+{
+	int calls = 0;
+	auto count = [&calls] { return ++calls; };
+	TRACERY_CXX_EMIT(cxx, all, true, 0, static_cast<uint64_t>(count()), 0.f, 0., Mode::on, "", {}, {}, {});
+	EXPECT_EQ(calls, 0);
+}
+
+} // namespace

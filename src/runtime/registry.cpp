@@ -1,0 +1,235 @@
+// Event registry and probe lists: the C entry points of tracepoint.h.
+//
+// Objects (the executable, shared libraries, dlopen'd libraries) register the
+// descriptors of their `tracery_events` section from a constructor and
+// unregister them from a destructor. Each descriptor carries an RCU-published
+// probe array (liburcu-bp): tracery_fire() reads it under rcu_read_lock, which
+// never blocks, while attach/detach copy the array, publish the copy and free
+// the old one after a grace period.
+#define _LGPL_SOURCE
+#include "runtime/registry.hpp"
+
+#include <urcu-bp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace tracery::runtime {
+namespace {
+
+struct Probe {
+	tracery_probe_fn fn;
+	void *priv;
+};
+
+struct ProbeArray {
+	uint32_t count;
+	Probe probes[];
+};
+
+// Per-descriptor bookkeeping, hung on desc->runtime.
+struct Registration {
+	uint32_t refs = 0;
+};
+
+std::mutex &registry_mutex()
+{
+	static std::mutex m;
+	return m;
+}
+
+std::vector<tracery_event_desc *> &registered()
+{
+	static std::vector<tracery_event_desc *> v;
+	return v;
+}
+
+std::vector<RegistryListener *> &listeners()
+{
+	static std::vector<RegistryListener *> v;
+	return v;
+}
+
+ProbeArray *make_array(uint32_t count)
+{
+	auto *a = static_cast<ProbeArray *>(calloc(1, sizeof(ProbeArray) + count * sizeof(Probe)));
+	if (!a)
+		throw std::bad_alloc();
+	a->count = count;
+	return a;
+}
+
+// Publishes a new probe array and frees the old one once no reader uses it.
+void publish(tracery_event_desc *desc, ProbeArray *next)
+{
+	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);
+	rcu_assign_pointer(desc->probes, next);
+	__atomic_store_n(&desc->enabled, next && next->count ? 1 : 0, __ATOMIC_RELAXED);
+	if (prev) {
+		urcu_bp_synchronize_rcu();
+		free(prev);
+	}
+}
+
+} // namespace
+
+void add_listener(RegistryListener *l)
+{
+	std::vector<tracery_event_desc *> existing;
+	{
+		std::lock_guard lock(registry_mutex());
+		listeners().push_back(l);
+		existing = registered();
+	}
+	for (auto *d : existing)
+		l->on_event_registered(d);
+}
+
+void remove_listener(RegistryListener *l)
+{
+	std::lock_guard lock(registry_mutex());
+	auto &v = listeners();
+	v.erase(std::remove(v.begin(), v.end(), l), v.end());
+}
+
+std::vector<tracery_event_desc *> registered_events()
+{
+	std::lock_guard lock(registry_mutex());
+	return registered();
+}
+
+void lock_for_fork() { registry_mutex().lock(); }
+void unlock_after_fork() { registry_mutex().unlock(); }
+
+} // namespace tracery::runtime
+
+using namespace tracery::runtime;
+
+extern "C" {
+
+void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
+{
+	urcu_bp_read_lock();
+	auto *a = static_cast<ProbeArray *>(rcu_dereference(desc->probes));
+	if (a) {
+		for (uint32_t i = 0; i < a->count; i++)
+			a->probes[i].fn(a->probes[i].priv, desc, args);
+	}
+	urcu_bp_read_unlock();
+}
+
+void tracery_register_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)
+{
+	if (!begin || !end)
+		return;
+	std::vector<tracery_event_desc *> added;
+	std::vector<RegistryListener *> to_notify;
+	{
+		std::lock_guard lock(registry_mutex());
+		for (auto *it = begin; it < end; ++it) {
+			tracery_event_desc *d = *it;
+			if (!d)
+				continue;
+			auto *reg = static_cast<Registration *>(d->runtime);
+			if (!reg) {
+				reg = new Registration;
+				d->runtime = reg;
+			}
+			if (reg->refs++ == 0) {
+				registered().push_back(d);
+				added.push_back(d);
+			}
+		}
+		to_notify = listeners();
+	}
+	for (auto *d : added)
+		for (auto *l : to_notify)
+			l->on_event_registered(d);
+}
+
+void tracery_unregister_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)
+{
+	if (!begin || !end)
+		return;
+	std::vector<tracery_event_desc *> removed;
+	std::vector<RegistryListener *> to_notify;
+	{
+		std::lock_guard lock(registry_mutex());
+		for (auto *it = begin; it < end; ++it) {
+			tracery_event_desc *d = *it;
+			auto *reg = d ? static_cast<Registration *>(d->runtime) : nullptr;
+			if (!reg || reg->refs == 0)
+				continue;
+			if (--reg->refs == 0) {
+				auto &v = registered();
+				v.erase(std::remove(v.begin(), v.end(), d), v.end());
+				removed.push_back(d);
+			}
+		}
+		to_notify = listeners();
+	}
+	// Listeners detach their probes; the descriptor memory goes away with
+	// the object right after this returns, so nothing may run a probe on it.
+	for (auto *d : removed) {
+		for (auto *l : to_notify)
+			l->on_event_unregistered(d);
+		std::lock_guard lock(registry_mutex());
+		publish(d, nullptr);
+		delete static_cast<Registration *>(d->runtime);
+		d->runtime = nullptr;
+	}
+}
+
+void tracery_list_events(void (*fn)(const tracery_event_desc *, void *), void *arg)
+{
+	for (auto *d : registered_events())
+		fn(d, arg);
+}
+
+int tracery_probe_attach(tracery_event_desc *desc, tracery_probe_fn fn, void *priv)
+{
+	std::lock_guard lock(registry_mutex());
+	if (!desc || !desc->runtime)
+		return -1;
+	auto *cur = static_cast<ProbeArray *>(desc->probes);
+	uint32_t n = cur ? cur->count : 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (cur->probes[i].fn == fn && cur->probes[i].priv == priv)
+			return -1;
+	ProbeArray *next = make_array(n + 1);
+	if (n)
+		memcpy(next->probes, cur->probes, n * sizeof(Probe));
+	next->probes[n] = Probe{fn, priv};
+	publish(desc, next);
+	return 0;
+}
+
+int tracery_probe_detach(tracery_event_desc *desc, tracery_probe_fn fn, void *priv)
+{
+	std::lock_guard lock(registry_mutex());
+	auto *cur = desc ? static_cast<ProbeArray *>(desc->probes) : nullptr;
+	if (!cur)
+		return -1;
+	uint32_t keep = 0;
+	ProbeArray *next = make_array(cur->count);
+	for (uint32_t i = 0; i < cur->count; i++)
+		if (!(cur->probes[i].fn == fn && cur->probes[i].priv == priv))
+			next->probes[keep++] = cur->probes[i];
+	if (keep == cur->count) {
+		free(next);
+		return -1;
+	}
+	next->count = keep;
+	if (keep == 0) {
+		free(next);
+		next = nullptr;
+	}
+	publish(desc, next);
+	return 0;
+}
+
+void tracery_probe_synchronize(void) { urcu_bp_synchronize_rcu(); }
+
+} // extern "C"

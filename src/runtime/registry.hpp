@@ -1,0 +1,30 @@
+// Registry of the events this process knows, as seen by the rest of the
+// runtime: listeners (sessions) learn of events as objects load and unload.
+#pragma once
+
+#include <tracery/tracepoint.h>
+
+#include <vector>
+
+namespace tracery::runtime {
+
+// Told of every event registered or about to be unregistered. Called without
+// the registry lock held, from the thread that loads/unloads the object.
+class RegistryListener {
+public:
+	virtual ~RegistryListener() = default;
+	virtual void on_event_registered(tracery_event_desc *desc) = 0;
+	virtual void on_event_unregistered(tracery_event_desc *desc) = 0;
+};
+
+// Adds a listener and replays the events registered so far to it.
+void add_listener(RegistryListener *listener);
+void remove_listener(RegistryListener *listener);
+
+std::vector<tracery_event_desc *> registered_events();
+
+// Held across fork() so that the child never inherits a locked registry.
+void lock_for_fork();
+void unlock_after_fork();
+
+} // namespace tracery::runtime

@@ -1,0 +1,152 @@
+// Tests of event registration and probe lists (registry.cpp), through the
+// public macros of tracepoint.h.
+#include <tracery/tracepoint.h>
+
+#include "runtime/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+TRACERY_EVENT(regtest, pair, TRACERY_U64(a), TRACERY_S32(b))
+TRACERY_EVENT(regtest, text, TRACERY_STRING(s), TRACERY_SEQUENCE(U16, v))
+
+namespace {
+
+struct Seen {
+	std::atomic<uint64_t> calls{0};
+	std::atomic<uint64_t> sum_a{0};
+};
+
+void count_probe(void *priv, const tracery_event_desc *, const tracery_arg *args)
+{
+	auto *seen = static_cast<Seen *>(priv);
+	seen->calls.fetch_add(1, std::memory_order_relaxed);
+	seen->sum_a.fetch_add(*static_cast<const uint64_t *>(args[0].ptr), std::memory_order_relaxed);
+}
+
+bool is_registered(const tracery_event_desc *d)
+{
+	for (auto *r : tracery::runtime::registered_events())
+		if (r == d)
+			return true;
+	return false;
+}
+
+TEST(Registry, SectionEventsAreRegisteredAndListed)
+{
+	std::vector<std::string> names;
+	tracery_list_events(
+		[](const tracery_event_desc *d, void *arg) {
+			static_cast<std::vector<std::string> *>(arg)->push_back(std::string(d->provider) + ":" + d->name);
+		},
+		&names);
+	EXPECT_NE(std::find(names.begin(), names.end(), "regtest:pair"), names.end());
+	EXPECT_NE(std::find(names.begin(), names.end(), "regtest:text"), names.end());
+	EXPECT_EQ(tracery_event__regtest__pair.nr_fields, 2u);
+	EXPECT_STREQ(tracery_event__regtest__pair.fields[1].name, "b");
+	EXPECT_EQ(tracery_event__regtest__pair.fields[1].type, TRACERY_TYPE_S32);
+	EXPECT_EQ(tracery_event__regtest__text.fields[1].type, TRACERY_TYPE_SEQUENCE);
+	EXPECT_EQ(tracery_event__regtest__text.fields[1].elem_type, TRACERY_TYPE_U16);
+}
+
+TEST(Registry, DisabledEventDoesNotEvaluateArguments)
+{
+	int evaluated = 0;
+	auto arg = [&evaluated]() -> uint64_t { return ++evaluated; };
+	EXPECT_EQ(tracery_event__regtest__pair.enabled, 0);
+	TRACERY_EMIT(regtest, pair, arg(), 1);
+	EXPECT_EQ(evaluated, 0);
+}
+
+TEST(Registry, ProbesAttachWithPrivateDataAndDetach)
+{
+	Seen one, two;
+	ASSERT_EQ(tracery_probe_attach(&tracery_event__regtest__pair, count_probe, &one), 0);
+	EXPECT_EQ(tracery_probe_attach(&tracery_event__regtest__pair, count_probe, &one), -1) << "attached twice";
+	ASSERT_EQ(tracery_probe_attach(&tracery_event__regtest__pair, count_probe, &two), 0);
+	EXPECT_EQ(tracery_event__regtest__pair.enabled, 1);
+	TRACERY_EMIT(regtest, pair, 5, -1);
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__regtest__pair, count_probe, &one), 0);
+	EXPECT_EQ(tracery_event__regtest__pair.enabled, 1);
+	TRACERY_EMIT(regtest, pair, 7, -1);
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__regtest__pair, count_probe, &two), 0);
+	EXPECT_EQ(tracery_event__regtest__pair.enabled, 0);
+	EXPECT_EQ(tracery_probe_detach(&tracery_event__regtest__pair, count_probe, &two), -1);
+	TRACERY_EMIT(regtest, pair, 11, -1);
+	EXPECT_EQ(one.calls.load(), 1u);
+	EXPECT_EQ(one.sum_a.load(), 5u);
+	EXPECT_EQ(two.calls.load(), 2u);
+	EXPECT_EQ(two.sum_a.load(), 12u);
+}
+
+TEST(Registry, StringAndSequenceArguments)
+{
+	struct Capture {
+		std::string s;
+		uint32_t count = 0;
+		uint16_t last = 0;
+	} cap;
+	auto probe = [](void *priv, const tracery_event_desc *, const tracery_arg *args) {
+		auto *c = static_cast<Capture *>(priv);
+		c->s.assign(static_cast<const char *>(args[0].ptr), args[0].len);
+		c->count = args[1].len;
+		c->last = static_cast<const uint16_t *>(args[1].ptr)[args[1].len - 1];
+	};
+	ASSERT_EQ(tracery_probe_attach(&tracery_event__regtest__text, probe, &cap), 0);
+	const uint16_t v[3] = {1, 2, 65535};
+	TRACERY_EMIT(regtest, text, "héllo", v, 3);
+	EXPECT_EQ(cap.s, "héllo");
+	EXPECT_EQ(cap.count, 3u);
+	EXPECT_EQ(cap.last, 65535);
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__regtest__text, probe, &cap), 0);
+}
+
+// Sessions come and go while threads emit at full speed: no call is lost
+// for a probe while it is attached, none happens after detach returns.
+TEST(Registry, AttachDetachWhileEmitting)
+{
+	std::atomic<bool> stop{false};
+	std::vector<std::thread> emitters;
+	for (int t = 0; t < 2; t++)
+		emitters.emplace_back([&stop] {
+			while (!stop.load(std::memory_order_relaxed))
+				TRACERY_EMIT(regtest, pair, 1, 0);
+		});
+	for (int round = 0; round < 200; round++) {
+		Seen s;
+		ASSERT_EQ(tracery_probe_attach(&tracery_event__regtest__pair, count_probe, &s), 0);
+		std::this_thread::yield();
+		ASSERT_EQ(tracery_probe_detach(&tracery_event__regtest__pair, count_probe, &s), 0);
+		const uint64_t after = s.calls.load();
+		std::this_thread::yield();
+		EXPECT_EQ(s.calls.load(), after) << "probe ran after detach returned";
+		EXPECT_EQ(s.sum_a.load(), after);
+	}
+	stop = true;
+	for (auto &t : emitters)
+		t.join();
+}
+
+TEST(Registry, UnregisterRemovesEventsAndProbes)
+{
+	static tracery_field_desc fields[] = {{"x", TRACERY_TYPE_U8, 0, 0, nullptr}};
+	static tracery_event_desc desc = {"dyn", "ev", fields, 1, 0, nullptr, nullptr};
+	tracery_event_desc *const section[] = {&desc, &desc};
+	tracery_register_events(section, section + 2);
+	EXPECT_TRUE(is_registered(&desc));
+	Seen s;
+	ASSERT_EQ(tracery_probe_attach(&desc, count_probe, &s), 0);
+	tracery_unregister_events(section, section + 1);
+	EXPECT_TRUE(is_registered(&desc)) << "still referenced once";
+	tracery_unregister_events(section + 1, section + 2);
+	EXPECT_FALSE(is_registered(&desc));
+	EXPECT_EQ(desc.enabled, 0);
+	EXPECT_EQ(desc.probes, nullptr);
+	EXPECT_EQ(tracery_probe_attach(&desc, count_probe, &s), -1) << "unknown event";
+}
+
+} // namespace

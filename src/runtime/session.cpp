@@ -1,0 +1,131 @@
+// Session: binds matching events to a channel and writes their records.
+#include "runtime/session.hpp"
+
+#include "clock/trace_clock.hpp"
+#include "ctf/event_header.hpp"
+#include "runtime/thread_context.hpp"
+
+#include <fnmatch.h>
+
+#include <cstdio>
+
+namespace tracery::runtime {
+
+bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc)
+{
+	std::string full = std::string(desc.provider) + ":" + desc.name;
+	return fnmatch(pattern.c_str(), full.c_str(), 0) == 0;
+}
+
+Session::Session(std::unique_ptr<ringbuf::Channel> channel, ctf::ContextOptions context,
+                 std::vector<std::string> patterns, EventCatalog &catalog)
+	: channel_(std::move(channel)), context_(context),
+	  context_size_(static_cast<uint32_t>(ctf::context_size(context))),
+	  num_cpus_(channel_->config().num_cpus), patterns_(std::move(patterns)), catalog_(catalog)
+{
+}
+
+Session::~Session() { stop(); }
+
+void Session::start()
+{
+	{
+		std::lock_guard lock(mutex_);
+		if (started_)
+			return;
+		started_ = true;
+	}
+	add_listener(this); // replays the events registered so far
+}
+
+void Session::stop()
+{
+	{
+		std::lock_guard lock(mutex_);
+		if (!started_)
+			return;
+		started_ = false;
+	}
+	remove_listener(this);
+	std::map<tracery_event_desc *, std::unique_ptr<Binding>> old;
+	{
+		std::lock_guard lock(mutex_);
+		old.swap(bindings_);
+	}
+	for (auto &[desc, binding] : old)
+		tracery_probe_detach(desc, &Session::probe, binding.get());
+	tracery_probe_synchronize();
+}
+
+std::unique_ptr<ringbuf::Channel> Session::replace_channel_after_fork(std::unique_ptr<ringbuf::Channel> next)
+{
+	std::swap(channel_, next);
+	num_cpus_ = channel_->config().num_cpus;
+	return next;
+}
+
+void Session::on_event_registered(tracery_event_desc *desc)
+{
+	std::lock_guard lock(mutex_);
+	if (!started_ || bindings_.count(desc))
+		return;
+	for (const auto &p : patterns_) {
+		if (pattern_matches(p, *desc)) {
+			attach(desc);
+			return;
+		}
+	}
+}
+
+void Session::attach(tracery_event_desc *desc)
+{
+	if (const char *why = ctf::event_desc_error(*desc)) {
+		fprintf(stderr, "tracery: event %s:%s is not traced: %s\n", desc->provider, desc->name, why);
+		return;
+	}
+	ctf::EventLayout layout(*desc);
+	int64_t id = catalog_.id_for(*desc);
+	if (!layout.valid() || id < 0)
+		return;
+	auto binding = std::make_unique<Binding>(Binding{this, static_cast<uint32_t>(id), layout});
+	if (tracery_probe_attach(desc, &Session::probe, binding.get()) == 0)
+		bindings_.emplace(desc, std::move(binding));
+}
+
+void Session::on_event_unregistered(tracery_event_desc *desc)
+{
+	std::unique_ptr<Binding> binding;
+	{
+		std::lock_guard lock(mutex_);
+		auto it = bindings_.find(desc);
+		if (it == bindings_.end())
+			return;
+		binding = std::move(it->second);
+		bindings_.erase(it);
+	}
+	tracery_probe_detach(desc, &Session::probe, binding.get()); // waits for a grace period
+}
+
+void Session::probe(void *priv, const tracery_event_desc *, const tracery_arg *args)
+{
+	auto *b = static_cast<Binding *>(priv);
+	Session *s = b->session;
+	ringbuf::Channel &chan = *s->channel_;
+	const uint32_t ctx_size = s->context_size_;
+	const uint32_t size = ctx_size + static_cast<uint32_t>(b->layout.payload_size(args));
+	const uint32_t cpu = current_cpu() % s->num_cpus_;
+	ringbuf::Channel::Reservation r;
+	if (!chan.reserve(cpu, size, b->id <= ctf::kMaxCompactId, clock::now, r)) [[unlikely]]
+		return;
+	ctf::write_event_header(r.slot, b->id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
+	uint8_t *p = r.slot + r.header_size;
+	if (ctx_size) {
+		const ThreadContext &tc = thread_context();
+		ctf::write_context(p, s->context_, process_vpid(), tc.vtid, tc.procname);
+		p += ctx_size;
+	}
+	b->layout.write_payload(p, args);
+	chan.commit(r);
+}
+
+} // namespace tracery::runtime

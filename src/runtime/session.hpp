@@ -1,0 +1,77 @@
+// A tracing session as the traced process sees it: one channel (shared-memory
+// ring buffer) that records the events matching the session's patterns, with
+// the session's context fields. The probe it attaches to each event is the
+// hot path: reserve a slot, write header, context and fields in place, commit.
+#pragma once
+
+#include "ctf/event_context.hpp"
+#include "ctf/event_payload.hpp"
+#include "ringbuf/ring_buffer.hpp"
+#include "runtime/registry.hpp"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tracery::runtime {
+
+// Gives each event its id in the trace (and makes sure the trace's metadata
+// describes it). Called once per event per session, never on the hot path.
+class EventCatalog {
+public:
+	virtual ~EventCatalog() = default;
+	// Returns the event's id, or a negative value if it cannot be traced.
+	virtual int64_t id_for(const tracery_event_desc &desc) = 0;
+};
+
+// Event name patterns as users write them: "provider:name", with '*'
+// wildcards anywhere ("app:*", "*"). Comma-separated lists are split by the
+// caller.
+bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc);
+
+class Session final : public RegistryListener {
+public:
+	Session(std::unique_ptr<ringbuf::Channel> channel, ctf::ContextOptions context,
+	        std::vector<std::string> patterns, EventCatalog &catalog);
+	~Session() override;
+	Session(const Session &) = delete;
+	Session &operator=(const Session &) = delete;
+
+	// Attaches the probe to every registered event that matches, and to
+	// events registered later; stop() detaches them all and waits until no
+	// thread still writes into the channel.
+	void start();
+	void stop();
+
+	ringbuf::Channel &channel() { return *channel_; }
+	// After fork: the child records into its own channel. Only valid while
+	// the calling thread is the only one (the fork child handler).
+	std::unique_ptr<ringbuf::Channel> replace_channel_after_fork(std::unique_ptr<ringbuf::Channel> next);
+
+	void on_event_registered(tracery_event_desc *desc) override;
+	void on_event_unregistered(tracery_event_desc *desc) override;
+
+private:
+	struct Binding {
+		Session *session;
+		uint32_t id;
+		ctf::EventLayout layout;
+	};
+	static void probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args);
+	void attach(tracery_event_desc *desc);
+
+	std::unique_ptr<ringbuf::Channel> channel_;
+	ctf::ContextOptions context_;
+	uint32_t context_size_;
+	uint32_t num_cpus_;
+	std::vector<std::string> patterns_;
+	EventCatalog &catalog_;
+	std::mutex mutex_;
+	bool started_ = false;
+	std::map<tracery_event_desc *, std::unique_ptr<Binding>> bindings_;
+};
+
+} // namespace tracery::runtime

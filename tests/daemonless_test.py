@@ -1,0 +1,125 @@
+"""Daemonless mode end to end: real instrumented programs run with
+TRACERY_OUTPUT, their traces read back with babeltrace2."""
+import collections
+import os
+import subprocess
+import unittest
+
+from tracetest import Trace, TraceDirTestCase, babeltrace2_text, program, run_traced
+
+
+class BenchTrace(TraceDirTestCase):
+    def test_two_threads_every_event_recorded_or_counted(self):
+        n, threads = 1_000_000, 2
+        run_traced([program("bench", "tracery-bench"), str(n), str(threads), "ev"], self.trace_dir,
+                   {"TRACERY_CONTEXT": "vtid"})
+        trace = Trace(self.trace_dir)
+        self.assertEqual(len(trace.events) + trace.discarded, n * threads)
+        per_thread = collections.defaultdict(list)
+        for e in trace.events:
+            self.assertEqual(e["name"], "bench:ev")
+            self.assertEqual(e["payload"]["b"], 42)
+            per_thread[e["context"]["vtid"]].append(e["payload"]["a"])
+        self.assertLessEqual(len(per_thread), threads)
+        for tid, values in per_thread.items():
+            self.assertTrue(all(x < y for x, y in zip(values, values[1:])), f"thread {tid}: a not increasing")
+            self.assertLess(values[-1], n)
+
+    def test_babeltrace2_reads_bench_trace_without_warning(self):
+        n = 200_000
+        run_traced([program("bench", "tracery-bench"), str(n), "2", "ev"], self.trace_dir)
+        code, out, err = babeltrace2_text(self.trace_dir)
+        self.assertEqual(code, 0, err)
+        printed = out.count("bench:ev")
+        discarded = Trace(self.trace_dir).discarded
+        self.assertEqual(printed + discarded, 2 * n)
+        if discarded == 0:
+            self.assertEqual(err, "")
+
+    def test_string_event(self):
+        run_traced([program("bench", "tracery-bench"), "1000", "1", "str"], self.trace_dir)
+        trace = Trace(self.trace_dir)
+        self.assertEqual(len(trace.events), 1000)
+        self.assertTrue(all(e["payload"] == {"s": "hello tracer", "b": 42} for e in trace.events))
+
+    def test_overwrite_mode_keeps_newest_events(self):
+        n = 2_000_000
+        run_traced([program("bench", "tracery-bench"), str(n), "1", "ev"], self.trace_dir,
+                   {"TRACERY_MODE": "overwrite", "TRACERY_SUBBUF_SIZE": "64k", "TRACERY_NUM_SUBBUF": "4"})
+        trace = Trace(self.trace_dir)
+        values = [e["payload"]["a"] for e in trace.events]
+        self.assertGreater(len(values), 1000)
+        self.assertLess(len(values), n, "a 256 KiB flight recorder cannot hold every event")
+        self.assertEqual(values[-1], n - 1, "the newest event is kept")
+        self.assertEqual(values, list(range(values[0], n)), "the kept events are the newest, contiguous")
+
+    def test_event_patterns(self):
+        run_traced([program("bench", "tracery-bench"), "100", "1", "ev"], self.trace_dir,
+                   {"TRACERY_EVENTS": "bench:str"})
+        self.assertEqual(len(Trace(self.trace_dir).events), 0)
+
+
+class Processes(TraceDirTestCase):
+    def test_fork_child_traces_into_own_streams(self):
+        n = 5000
+        proc = run_traced([program("tests", "forker"), str(n)], self.trace_dir, {"TRACERY_CONTEXT": "vpid"})
+        parent, child = (int(x) for x in proc.stdout.split()[1::2])
+        trace = Trace(self.trace_dir)
+        by_pid = collections.defaultdict(lambda: collections.Counter())
+        for e in trace.events:
+            by_pid[e["context"]["vpid"]][e["payload"]["phase"]] += 1
+        self.assertEqual(trace.discarded, 0)
+        self.assertEqual(dict(by_pid[parent]), {0: n, 2: n})
+        self.assertEqual(dict(by_pid[child]), {1: n})
+        files = os.listdir(self.trace_dir)
+        self.assertTrue(any(f"_{child}_" in f for f in files), files)
+        self.assertTrue(any(f"_{parent}_" in f for f in files), files)
+
+    def test_events_of_shared_and_dlopened_libraries(self):
+        plugin = program("tests", "libtracery-test-plugin.so")
+        proc = run_traced([program("tests", "dlopen-host"), plugin], self.trace_dir)
+        listed = proc.stdout.splitlines()
+        self.assertIn("before host:mark", listed)
+        self.assertIn("before shlib:call", listed)
+        self.assertNotIn("before plugin:work", listed)
+        self.assertIn("loaded plugin:work", listed)
+        self.assertNotIn("after plugin:work", listed)
+        self.assertIn("after shlib:call", listed)
+        names = [e["name"] for e in Trace(self.trace_dir).events]
+        self.assertEqual(names, ["host:mark", "shlib:call"] + ["plugin:work"] * 10 + ["host:mark"])
+
+
+class BadSettings(TraceDirTestCase):
+    def run_bench(self, env):
+        return run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], self.trace_dir, env)
+
+    def test_bad_values_print_one_line_and_run_untraced(self):
+        for var, value in [("TRACERY_MODE", "ring"), ("TRACERY_SUBBUF_SIZE", "1000"),
+                           ("TRACERY_NUM_SUBBUF", "x"), ("TRACERY_EVENTS", "nocolon")]:
+            proc = self.run_bench({var: value})
+            self.assertEqual(proc.returncode, 0)
+            lines = proc.stderr.splitlines()
+            self.assertEqual(len(lines), 1, proc.stderr)
+            self.assertIn(f"{var}='{value}'", lines[0])
+            self.assertIn("not traced", lines[0])
+            self.assertIn("TOTAL threads 1 events 10", proc.stdout)
+            self.assertFalse(os.path.exists(self.trace_dir))
+
+    def test_existing_trace_is_never_overwritten(self):
+        self.run_bench({})
+        with open(os.path.join(self.trace_dir, "metadata"), "rb") as f:
+            before = f.read()
+        proc = self.run_bench({})
+        self.assertIn("not empty", proc.stderr)
+        with open(os.path.join(self.trace_dir, "metadata"), "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_unwritable_output(self):
+        proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], "/proc/tracery-no-such-dir", {})
+        self.assertEqual(proc.returncode, 0)
+        self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+        self.assertIn("not traced", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
