@@ -3,10 +3,11 @@
 // CLOCK_MONOTONIC over time and between two independently calibrated processes.
 //
 //   tracery-clock-report                      backend + ns per now() for each backend
-//   tracery-clock-report --seconds N          + error vs CLOCK_MONOTONIC for N s (1 Hz resync)
+//   tracery-clock-report --seconds N          + error vs CLOCK_MONOTONIC for N s, resyncing
 //   tracery-clock-report --seconds N --cross-process
 //                                             + offset between two processes (ping-pong)
 //   --resync-1hz: resync at a plain 1 Hz instead of following resync_interval_ns()
+//   TRACERY_CLOCK_REPORT_VERBOSE=1: print every ping-pong burst
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -21,11 +21,13 @@
 //  A new block changes nothing before its switch point t_sw = now + 10 ms: for t < t_sw it
 //  reproduces the old function exactly (same fixed-point value at t_sw, same slope m0).
 //  Readers still holding the old block (they loaded it before the new seq was visible) read
-//  a TSC below t_sw, where both blocks agree, unless the writer was descheduled for more
-//  than 10 ms between choosing t_sw and publishing; the writer detects that afterwards and
-//  counts it in Stats::late_publishes (the possible step back is then at most
-//  |m0 - m1| * overrun, i.e. 0.05 ns per ms late for a 500 ppm slew). Forward corrections
-//  that cannot be slewed in time are applied as forward steps.
+//  a TSC below t_sw, where both blocks agree. The writer abandons the publication if it
+//  finds itself within 1 ms of t_sw just before the final seq store (it was descheduled),
+//  so only a >1 ms preemption between two adjacent instructions could let a stale reader
+//  pass t_sw; that is detected (Stats::late_publishes) and the step back it allows is at
+//  most |m0 - m1| * overrun: ~4e-8 * overrun for the usual tens-of-ns corrections, 5e-4 *
+//  overrun at the slew cap. Forward corrections that cannot be slewed in time are applied
+//  as forward steps (which never go back).
 #include "clock/trace_clock.hpp"
 
 #include <fcntl.h>
@@ -59,22 +61,7 @@ using detail::kFracBits;
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
 
-constexpr double kFracScale = double(uint64_t(1) << kFracBits);
-
-// Tunables.
-constexpr uint64_t kInitCalibrationNs = 2'000'000;  // regression window at init
-constexpr int kBurstSamples = 48;                   // samples per anchor burst (~3 us)
-constexpr double kMaxAnchorUncertaintyNs = 1000;    // a burst wider than this is retried
-constexpr double kSwitchMarginS = 0.010;            // new parameters take effect 10 ms later
-constexpr double kGuardS = 0.001;
-constexpr double kMinBaselineS = 0.5;      // rate estimate from anchors >= 0.5 s apart
-constexpr double kMinUsableBaselineS = 0.05;
-constexpr double kSlewCap = 500e-6;        // max rate change to remove an offset error
-constexpr double kLargeAheadNs = 1e6;      // ahead by more than this: ...
-constexpr double kLargeAheadSlewCap = 0.1;  // ... slew at up to 10%
-constexpr double kRateJumpLimit = 1e-3;    // rate estimate off by > 1000 ppm: discontinuity
-constexpr double kTscMustBeFaster = 0.9;   // auto mode: tsc picked if <= 90% of vdso cost
-constexpr int kAnchorRing = 16;
+constexpr int kAnchorRing = 16;  // anchors kept for the rate estimate
 
 struct Params {
   uint64_t t_sw = 0, ns_sw = 0, frac_sw = 0, m0 = 0, m1 = 0;
@@ -100,11 +87,29 @@ struct Writer {
   Stats st;
 };
 
-std::mutex g_mu;  // serialises init / resync / stats / test hooks (never taken by now())
-Writer g_w;
-std::atomic<bool> g_ready{false};
-std::atomic<uint64_t> g_init_mono{0};  // CLOCK_MONOTONIC at the end of init()
-std::once_flag g_atfork_once;
+constinit std::mutex g_mu;  // serialises init / resync / stats / test hooks (never taken by now())
+constinit Writer g_w;
+constinit std::atomic<bool> g_ready{false};
+constinit std::atomic<uint64_t> g_init_mono{0};  // CLOCK_MONOTONIC at the end of init()
+constinit std::once_flag g_atfork_once;
+
+#if TRACERY_CLOCK_HAVE_TSC
+
+constexpr double kFracScale = double(uint64_t(1) << kFracBits);
+
+// Tunables.
+constexpr uint64_t kInitCalibrationNs = 2'000'000;  // regression window at init
+constexpr int kBurstSamples = 48;                   // samples per anchor burst (~3 us)
+constexpr double kMaxAnchorUncertaintyNs = 1000;    // a burst wider than this is retried
+constexpr double kSwitchMarginS = 0.010;            // new parameters take effect 10 ms later
+constexpr double kGuardS = 0.001;
+constexpr double kMinBaselineS = 0.5;      // rate estimate from anchors >= 0.5 s apart
+constexpr double kMinUsableBaselineS = 0.05;
+constexpr double kSlewCap = 500e-6;        // max rate change to remove an offset error
+constexpr double kLargeAheadNs = 1e6;      // ahead by more than this: ...
+constexpr double kLargeAheadSlewCap = 0.1;  // ... slew at up to 10%
+constexpr double kRateJumpLimit = 1e-3;    // rate estimate off by > 1000 ppm: discontinuity
+constexpr double kTscMustBeFaster = 0.9;   // auto mode: tsc picked if <= 90% of vdso cost
 
 // ---------------------------------------------------------------------------------------
 // Fixed-point helpers (value = F / 2^40 ns).
@@ -125,8 +130,6 @@ double fix_diff_ns(u128 a, u128 b) {  // a - b in ns (small differences)
 
 uint64_t to_mult(double ns_per_cycle) { return uint64_t(std::llround(ns_per_cycle * kFracScale)); }
 
-#if TRACERY_CLOCK_HAVE_TSC
-
 u128 eval_fix(const Params& p, uint64_t t) {
   if (t >= p.t_end) return fix(p.ns_end, p.frac_end) + u128(t - p.t_end) * p.m2;
   int64_t d = int64_t(t - p.t_sw);
@@ -146,14 +149,15 @@ uint64_t slope_at(const Params& p, uint64_t t) {
 
 uint64_t rdtscp_ordered() {
   unsigned aux;
-  return __rdtscp(&aux);  // waits for earlier instructions; later ones wait via lfence
+  return __rdtscp(&aux);  // executes only after every earlier instruction has completed
 }
 
 // Latch-seqlock publication (see trace_clock.hpp). Both copies hold the same block at rest
 // (seq even): bump seq so readers use copy 1, rewrite copy 0, bump so they use copy 0,
-// rewrite copy 1.
+// rewrite copy 1. The field stores are release stores (plain movs on x86): a reader whose
+// acquire load sees a new value also sees the preceding bump of seq and retries.
 void store_block(detail::ParamBlock& b, const Params& p) {
-  constexpr auto r = std::memory_order_relaxed;
+  constexpr auto r = std::memory_order_release;
   b.t_sw.store(p.t_sw, r);
   b.ns_sw.store(p.ns_sw, r);
   b.frac_sw.store(p.frac_sw, r);
@@ -166,15 +170,23 @@ void store_block(detail::ParamBlock& b, const Params& p) {
   b.m2.store(p.m2, r);
 }
 
-void publish(const Params& p) {
+// Publishes p unless the TSC has reached `deadline` by the time copy 0 is written (the
+// writer was descheduled): then the old block is put back and false is returned. On success
+// *visible is the TSC read just after the new block became visible to every reader.
+bool publish(const Params& p, uint64_t deadline, uint64_t* visible) {
   const uint32_t s = g_state.seq.load(std::memory_order_relaxed);  // even (single writer)
-  g_state.seq.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  g_state.seq.store(s + 1, std::memory_order_release);  // readers: copy 1 (old block)
   store_block(g_state.block[0], p);
-  g_state.seq.store(s + 2, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_release);
+  const bool on_time = rdtscp_ordered() < deadline;
+  if (!on_time) store_block(g_state.block[0], g_w.cur);
+  // seq_cst store: a full barrier on x86 (xchg), so the rdtscp below (which waits for all
+  // earlier instructions) reads the TSC after the switch to copy 0 is globally visible.
+  g_state.seq.store(s + 2, std::memory_order_seq_cst);  // readers: copy 0
+  if (visible) *visible = rdtscp_ordered();
+  if (!on_time) return false;
   store_block(g_state.block[1], p);
   g_w.cur = p;
+  return true;
 }
 
 struct Sample {
@@ -249,7 +261,6 @@ bool calibrate_slope(uint64_t duration_ns, double& slope, uint64_t& samples) {
   return slope > 1e-3 && slope < 1e3;  // 1 MHz .. 1 THz
 }
 
-#endif  // TRACERY_CLOCK_HAVE_TSC
 
 // ---------------------------------------------------------------------------------------
 // Environment and cost measurement.
@@ -280,6 +291,8 @@ bool has_word(std::string_view line, std::string_view word) {
   }
   return false;
 }
+
+#endif  // TRACERY_CLOCK_HAVE_TSC
 
 // Whether the TSC backend may be chosen automatically; *note says why (not).
 bool tsc_eligible(const char** note) {
@@ -396,7 +409,7 @@ void init_locked() {
       p.frac_sw = p.frac_end = uint64_t(f & ((u128(1) << kFracBits) - 1));
       p.m0 = p.m1 = p.m2 = to_mult(slope);
       p.d_min = -int64_t(cycles(kGuardS));
-      publish(p);
+      publish(p, ~uint64_t(0), nullptr);  // mode is still vdso: nobody reads the TSC clock
       w.ring[0] = a;
       w.ring_n = 1;
       w.ring_head = 1;
@@ -511,9 +524,15 @@ void resync_locked() {
   p.ns_end = uint64_t(fe >> kFracBits);
   p.frac_end = uint64_t(fe & mask);
 
-  publish(p);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (rdtscp_ordered() >= p.t_sw) ++st.late_publishes;
+  // Abandon if the writer was held up until 1 ms before the switch point; count it as late
+  // if the block only became visible after the switch point anyway (see top of file).
+  uint64_t visible = 0;
+  if (!publish(p, p.t_sw - guard, &visible)) {
+    ++st.resyncs_skipped;
+    ++st.late_publishes;
+    return;
+  }
+  if (visible >= p.t_sw) ++st.late_publishes;
   w.last_publish_tsc = t_now;
   ++st.resyncs;
 }
@@ -645,7 +664,8 @@ bool perturb_for_testing(int64_t ahead_ns) {
   p.frac_sw = p.frac_end = uint64_t(f & ((u128(1) << kFracBits) - 1));
   p.m0 = p.m1 = p.m2 = m;
   p.d_min = -int64_t(guard);
-  publish(p);
+  // A forward step with the old slope: readers of either block never see it go back.
+  publish(p, ~uint64_t(0), nullptr);
   return true;
 #else
   (void)ahead_ns;

@@ -11,12 +11,12 @@
 //    so now() never spins on a half-written block: no locks, no syscalls, async-signal-safe.
 //  * resync() (called about once a second by a background thread of the runtime) measures
 //    the offset to CLOCK_MONOTONIC and publishes a new block whose slope change only takes
-//    effect a few milliseconds in the future; up to that point the new block reproduces the
+//    effect 10 ms in the future; up to that point the new block reproduces the
 //    old function exactly, so readers holding either block agree and the clock never
 //    steps back. Errors are removed by slewing (changing the slope), never by stepping back.
 //  * TSC reads are ordered (lfence; rdtsc) so that a timestamp taken after observing another
 //    thread's (or process's) store is never earlier than the timestamp that thread took
-//    before the store. This costs ~10 ns over a bare rdtsc; see read_tsc().
+//    before the store. This costs ~7-10 ns over a bare rdtsc; see read_tsc().
 //  * Before init() (and with the vdso backend) now() is clock_gettime(CLOCK_MONOTONIC).
 #pragma once
 
@@ -26,10 +26,12 @@
 #include <string>
 #include <vector>
 
+#ifndef TRACERY_CLOCK_HAVE_TSC  // -DTRACERY_CLOCK_HAVE_TSC=0 builds the vdso-only variant
 #if defined(__x86_64__)
 #define TRACERY_CLOCK_HAVE_TSC 1
 #else
 #define TRACERY_CLOCK_HAVE_TSC 0
+#endif
 #endif
 
 namespace tracery::clock {
@@ -90,7 +92,7 @@ struct Stats {
   uint64_t resyncs = 0;              // parameter blocks published by resync()
   uint64_t resyncs_skipped = 0;      // too close to the previous one, or noisy measurement
   uint64_t steps_forward = 0;        // corrections too large to slew (clock behind)
-  uint64_t late_publishes = 0;       // writer delayed past the switch point (see .cpp)
+  uint64_t late_publishes = 0;       // writer descheduled near the switch point (see .cpp)
   double last_error_ns = 0;          // now() - CLOCK_MONOTONIC measured by the last resync
   double max_abs_error_ns = 0;       // largest |error| seen by any resync
 };
@@ -135,34 +137,37 @@ inline uint64_t read_tsc() noexcept {
 }
 
 // The TSC backend regardless of the active mode (benchmarks; meaningless before init()).
+// Seqlock read without fences: the block is read with acquire loads, so the re-check of seq
+// cannot be performed before them, and each acquire load that sees a value being rewritten
+// synchronises with the writer's release store, which follows its bump of seq (plain movs
+// on x86; also keeps the header usable under -fsanitize=thread, which rejects fences).
 inline uint64_t now_tsc() noexcept {
   __extension__ typedef __int128 i128;
   __extension__ typedef unsigned __int128 u128;
+  constexpr auto acq = std::memory_order_acquire;
   State& st = g_state;
   for (;;) {
-    const uint32_t s1 = st.seq.load(std::memory_order_acquire);
+    const uint32_t s1 = st.seq.load(acq);
     const ParamBlock& b = st.block[s1 & 1];
     const uint64_t t = read_tsc();
-    const uint64_t t_end = b.t_end.load(std::memory_order_relaxed);
+    const uint64_t t_end = b.t_end.load(acq);
     uint64_t r;
     if (__builtin_expect(t >= t_end, 1)) {
-      const u128 p = u128(t - t_end) * b.m2.load(std::memory_order_relaxed) +
-                     b.frac_end.load(std::memory_order_relaxed);
-      r = b.ns_end.load(std::memory_order_relaxed) + uint64_t(p >> kFracBits);
+      const u128 p = u128(t - t_end) * b.m2.load(acq) + b.frac_end.load(acq);
+      r = b.ns_end.load(acq) + uint64_t(p >> kFracBits);
     } else {
-      int64_t d = int64_t(t - b.t_sw.load(std::memory_order_relaxed));
+      int64_t d = int64_t(t - b.t_sw.load(acq));
       uint64_t m;
       if (d < 0) {
-        m = b.m0.load(std::memory_order_relaxed);
-        const int64_t d_min = b.d_min.load(std::memory_order_relaxed);
+        m = b.m0.load(acq);
+        const int64_t d_min = b.d_min.load(acq);
         if (d < d_min) d = d_min;
       } else {
-        m = b.m1.load(std::memory_order_relaxed);
+        m = b.m1.load(acq);
       }
-      const i128 p = i128(d) * i128(m) + i128(b.frac_sw.load(std::memory_order_relaxed));
-      r = b.ns_sw.load(std::memory_order_relaxed) + uint64_t(int64_t(p >> kFracBits));
+      const i128 p = i128(d) * i128(m) + i128(b.frac_sw.load(acq));
+      r = b.ns_sw.load(acq) + uint64_t(int64_t(p >> kFracBits));
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (__builtin_expect(st.seq.load(std::memory_order_relaxed) == s1, 1)) return r;
   }
 }

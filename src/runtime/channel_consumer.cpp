@@ -37,9 +37,16 @@ void *ChannelConsumer::thread_main(void *arg)
 {
 	auto *self = static_cast<ChannelConsumer *>(arg);
 	pthread_setname_np(pthread_self(), "tracery-consume");
+	// This thread also keeps the trace clock on CLOCK_MONOTONIC (slope
+	// corrections; several consumers calling resync() is harmless).
+	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();
 	while (!self->stop_.load(std::memory_order_relaxed)) {
 		self->channel_.wait_for_data(100);
 		self->drain();
+		if (const uint64_t mono = clock::detail::now_vdso(); mono >= next_resync) {
+			clock::resync();
+			next_resync = mono + clock::resync_interval_ns();
+		}
 	}
 	return nullptr;
 }
