@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: builds, runs every unit, integration and
-# interoperability test with CTest, then the concurrency stress tests again
-# under ThreadSanitizer.
+# interoperability test with CTest, then the unit and concurrency stress tests
+# of the ring buffer, clock and runtime again under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 ctest --test-dir build --output-on-failure -j2
 scripts/build.sh build-tsan -DTRACERY_SANITIZE=thread
-ctest --test-dir build-tsan --output-on-failure -L stress
+ctest --test-dir build-tsan --output-on-failure -L tsan

@@ -179,7 +179,7 @@ std::unique_ptr<Channel> Channel::create(const Config& config, const char* name)
     for (uint32_t i = 0; i < config.num_subbuf; ++i) subbufs[i].seq = ~uint64_t{0};  // "never opened"
   }
   store(h->magic, detail::kMagic, std::memory_order_release);  // last: the header is complete
-  return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size));
+  return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, config));
 }
 
 std::unique_ptr<Channel> Channel::attach(int fd_in) {
@@ -216,16 +216,17 @@ std::unique_ptr<Channel> Channel::attach(int fd_in) {
                 std::to_string(l.total_size));
   void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
   if (map == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
-  return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size));
+  return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, c));
 }
 
-Channel::Channel(int fd, void* map, std::size_t map_size) : fd_(fd), map_(map), map_size_(map_size) {
+Channel::Channel(int fd, void* map, std::size_t map_size, const Config& config)
+    : fd_(fd), map_(map), map_size_(map_size), config_(config) {
+  const Layout l = compute_layout(config_);
   hdr_ = static_cast<ChannelHeader*>(map);
-  config_ = config_of(*hdr_);
   auto* base = static_cast<uint8_t*>(map);
-  buffers_ = base + hdr_->buffers_offset;
-  data_base_ = base + hdr_->data_offset;
-  buffer_stride_ = hdr_->buffer_header_size;
+  buffers_ = base + l.buffers_offset;
+  data_base_ = base + l.data_offset;
+  buffer_stride_ = l.buffer_header_size;
   subbuf_size_ = config_.subbuf_size;
   subbuf_mask_ = subbuf_size_ - 1;
   subbuf_index_mask_ = config_.num_subbuf - 1;
@@ -293,11 +294,18 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
     detail::fetch_add(hot.lost, uint64_t{1}, std::memory_order_relaxed);
     return 0;
   }
+  // lost_before is read before our CAS, but after an acquire load of W that saw the previous opener's CAS: the
+  // previous opener's read happens-before ours, so lost_before never decreases from one sub-buffer to the next.
+  if (load(hot.write.offset, std::memory_order_acquire) != cur.offset) {
+    cur = detail::load_write_pos(hot.write);
+    return -1;
+  }
+  const uint64_t lost_before = load(hot.lost, std::memory_order_acquire);
   if (!detail::cas_write_pos(hot.write, cur, WritePos{ns + size, t})) return -1;
   // We own the switch: close the old sub-buffer, then open the new one.
   if (sb_off != 0) close_subbuf(cpu, cur.offset, t);
   store(s.timestamp_begin, t);
-  store(s.lost_before, load(hot.lost));
+  store(s.lost_before, lost_before);
   store(s.seq, k, std::memory_order_release);
   if (size == S) close_subbuf(cpu, ns + S, t);
   if (mode_ == Mode::overwrite && gen > 0) advance_to(cold_(cpu)->consumed, ns - S * (config_.num_subbuf - 1));
@@ -534,15 +542,17 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
       if (closed) safe = std::min(safe, ce - sb_start);  // never hand out padding
       const bool opened = load(s.seq, std::memory_order_acquire) == k;
       if (!opened) safe = 0;  // its opener died before committing its first record
-      uint64_t ts_end = L;     // >= every timestamp in the buffer
+      // The next sub-buffer's opening values bound this one's, keeping timestamps and lost_before monotone.
+      const SubbufState* next = k < last_k && load(subbuf_(cpu, k + 1)->seq) == k + 1 ? subbuf_(cpu, k + 1) : nullptr;
+      uint64_t ts_end = L;  // >= every timestamp in the buffer
       if (closed) {
         ts_end = load(s.timestamp_end);
-      } else if (k < last_k && load(subbuf_(cpu, k + 1)->seq) == k + 1) {
-        ts_end = load(subbuf_(cpu, k + 1)->timestamp_begin);  // keeps packets from overlapping
+      } else if (next) {
+        ts_end = load(next->timestamp_begin);
       }
       if (!opened) {
         store(s.timestamp_begin, ts_end);
-        store(s.lost_before, load(hot.lost));
+        store(s.lost_before, next ? load(next->lost_before) : load(hot.lost));
         store(s.seq, k, std::memory_order_release);
       }
       st.uncommitted_bytes += extent - c;

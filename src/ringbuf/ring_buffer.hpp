@@ -168,7 +168,8 @@ class Channel {
     uint64_t timestamp_begin;  // timestamp of the first record (base of its compact header)
     uint64_t timestamp_end;    // >= every record's timestamp
     uint64_t lost_before;      // cumulative drops of this buffer before this sub-buffer was opened (a drop
-                               // racing with the opening may be counted in the next sub-buffer's instead)
+                               // racing with the opening may be counted in the next sub-buffer's instead);
+                               // never decreases from one sub-buffer to the next
     uint64_t seq;              // 0, 1, 2... per buffer (free-running offset / subbuf_size)
     uint32_t cpu;
   };
@@ -250,20 +251,23 @@ class Channel {
   //
   // What is recoverable. A record that was reserved but never committed is garbage, and the consumer cannot parse
   // past it, so a sub-buffer is kept up to its first uncommitted byte when that position is known:
-  //  * All records committed (only the padding of a sub-buffer switch missing, or nothing in flight): everything.
-  //  * One record in flight in the sub-buffer (a single writing thread per buffer, the normal per-CPU case), or a
-  //    signal handler's nested record in flight on top of it: every committed record before the first uncommitted
-  //    one is kept, and that is every committed record there is, except a nested record committed after the
-  //    interrupted outer record was reserved (it lies behind the outer one's garbage).
+  //  * Nothing in flight: everything.
+  //  * A single thread writing the buffer (the normal per-CPU case), killed anywhere, including in the middle of
+  //    a sub-buffer switch: every committed record is kept. With a signal handler's record nested in the
+  //    interrupted one: also, except a nested record committed while the outer one was still in flight (it lies
+  //    behind the outer record's garbage; reported in unreadable_bytes).
   //  * Several threads mid-record on the same buffer: kept are the records committed before the last moment at
   //    which the sub-buffer had no reservation in flight (commit tracks that moment cheaply as `committed_prefix`).
   //    Committed records after that moment are not recoverable; their bytes are reported in unreadable_bytes.
   //    A sub-buffer opened by a writer that died before committing its first record is recovered empty (skipped).
+  //    The same applies to an older sub-buffer left incomplete by a thread that died while another thread had
+  //    already moved on to the next one.
   // The timestamps of the lost bytes are unknown, so they are not added to lost(); the stats report them.
   RecoveryStats recover_after_producer_death();
 
  private:
-  Channel(int fd, void* map, std::size_t map_size);
+  // `config` was validated; the layout is recomputed from it, never read back from the (shared, writable) mapping.
+  Channel(int fd, void* map, std::size_t map_size, const Config& config);
   [[gnu::cold]] int reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t,
                                  detail::WritePos& cur, Reservation& r) noexcept;
   [[gnu::cold]] void on_subbuf_complete() noexcept;

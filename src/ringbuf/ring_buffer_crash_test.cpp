@@ -19,24 +19,12 @@
 #include "ringbuf/ring_buffer.hpp"
 #include "ringbuf/test_records.hpp"
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define RINGBUF_CRASH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define RINGBUF_CRASH_SANITIZED 1
-#endif
-#endif
-
 namespace tracery::ringbuf {
 namespace {
 
 using namespace testing;
 
-#ifdef RINGBUF_CRASH_SANITIZED
-constexpr int kIterations = 8;
-#else
-constexpr int kIterations = 25;
-#endif
+constexpr int kIterations = 25;  // about 1 s, also under sanitizers
 constexpr uint64_t kNone = ~uint64_t{0};
 
 uint64_t mono_ns() {
@@ -188,9 +176,7 @@ TEST(RingBufferCrash, DiscardModeStreamingConsumerRecoversAfterSigkill) {
   }
   std::printf("discard crash: %d kills, %d with a record in flight, %llu records recovered, %llu lost\n",
               tot.iterations, tot.with_inflight, (unsigned long long)tot.records, (unsigned long long)tot.lost);
-#ifndef RINGBUF_CRASH_SANITIZED
   EXPECT_GT(tot.with_inflight, 0) << "no kill ever hit a reservation in flight: the test did not test much";
-#endif
 }
 
 TEST(RingBufferCrash, OverwriteModeFlightRecorderAfterSigkill) {
@@ -232,9 +218,7 @@ TEST(RingBufferCrash, OverwriteModeFlightRecorderAfterSigkill) {
   }
   std::printf("overwrite crash: %d kills, %d with a record in flight, %llu records in snapshots\n", tot.iterations,
               tot.with_inflight, (unsigned long long)tot.records);
-#ifndef RINGBUF_CRASH_SANITIZED
   EXPECT_GT(tot.with_inflight, 0);
-#endif
 }
 
 }  // namespace

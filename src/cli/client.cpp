@@ -1,0 +1,53 @@
+// One request to the session daemon: see client.hpp.
+#include "cli/client.hpp"
+
+#include "control/paths.hpp"
+#include "control/wire.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+namespace tracery::cli {
+
+using nlohmann::json;
+
+namespace {
+
+control::Fd connect_daemon()
+{
+	std::string denied;
+	for (const auto &dir : control::client_dirs()) {
+		const std::string path = control::socket_path(dir);
+		control::Fd fd = control::connect_unix(path);
+		if (fd)
+			return fd;
+		if (errno == EACCES)
+			denied = path;
+	}
+	if (!denied.empty())
+		throw CliError("permission denied on " + denied +
+		               ": only root and members of group 'tracing' may use the system daemon; run your own with "
+		               "`traceryd --daemonize`");
+	throw CliError("no session daemon: start one with `traceryd --daemonize`");
+}
+
+} // namespace
+
+json request(json req)
+{
+	control::Fd fd = connect_daemon();
+	req["role"] = "cli";
+	if (!control::send_message(fd.get(), req))
+		throw CliError(std::string("cannot talk to the session daemon: ") + strerror(errno) +
+		               "; restart it with `traceryd --daemonize`");
+	control::Message reply;
+	std::string why;
+	if (control::recv_message(fd.get(), reply, &why) != control::RecvStatus::ok)
+		throw CliError("the session daemon closed the connection" + (why.empty() ? std::string() : ": " + why) +
+		               "; see its log, or restart it with `traceryd --daemonize`");
+	if (!reply.body.value("ok", false))
+		throw CliError(reply.body.value("error", "the session daemon refused the request"));
+	return reply.body;
+}
+
+} // namespace tracery::cli

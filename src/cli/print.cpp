@@ -1,0 +1,78 @@
+// Presentation of the daemon's replies: see print.hpp.
+#include "cli/print.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace tracery::cli {
+
+using nlohmann::json;
+
+namespace {
+std::string join(const json &list, const char *empty = "-")
+{
+	std::string out;
+	for (const auto &x : list)
+		out += (out.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
+	return out.empty() ? empty : out;
+}
+} // namespace
+
+void print_sessions(const json &reply)
+{
+	const json &sessions = reply["sessions"];
+	if (sessions.empty()) {
+		printf("No sessions: create one with `tracery create NAME`.\n");
+		return;
+	}
+	printf("Sessions:\n");
+	int i = 1;
+	for (const auto &s : sessions)
+		printf("  %d) %s [%s%s] -> %s\n", i++, s.value("name", "").c_str(), s.value("state", "").c_str(),
+		       s.value("snapshot", false) ? ", snapshot" : "", s.value("output", "").c_str());
+}
+
+void print_lost(const json &lost)
+{
+	for (const auto &c : lost) {
+		const uint64_t n = c.value("lost", uint64_t{0});
+		printf("  channel %s: %llu event%s lost\n", c.value("channel", "").c_str(), static_cast<unsigned long long>(n),
+		       n == 1 ? "" : "s");
+	}
+}
+
+void print_status(const json &s)
+{
+	printf("Session '%s' [%s%s] -> %s\n", s.value("name", "").c_str(), s.value("state", "").c_str(),
+	       s.value("snapshot", false) ? ", snapshot" : "", s.value("output", "").c_str());
+	for (const auto &c : s["channels"]) {
+		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU, context: %s\n", c.value("name", "").c_str(),
+		       c.value("buffers", "").c_str(), c.value("mode", "").c_str(), c.value("num_subbuf", 0u),
+		       c.value("subbuf_size", 0u), join(c["context"], "none").c_str());
+		printf("    enabled: %s; disabled: %s\n", join(c["enabled"]).c_str(), join(c["disabled"]).c_str());
+		std::string events;
+		for (const auto &e : c["events"])
+			events += (events.empty() ? "" : ", ") + e.value("name", "") + " (id " + std::to_string(e.value("id", 0)) + ")";
+		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
+		const uint64_t lost = c.value("lost", uint64_t{0});
+		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(lost), lost == 1 ? "" : "s");
+	}
+	printf("  programs tracing into it: %s\n", join(s.value("programs", json::array()), "none").c_str());
+}
+
+void print_program_events(const json &reply)
+{
+	const json &programs = reply["programs"];
+	if (programs.empty()) {
+		printf("No instrumented program is registered with the session daemon.\n");
+		return;
+	}
+	printf("User space events of running programs:\n");
+	for (const auto &p : programs) {
+		printf("\nPID: %d - Name: %s (uid %u)\n", p.value("pid", 0), p.value("procname", "").c_str(), p.value("uid", 0u));
+		for (const auto &e : p["events"])
+			printf("      %s (%s)\n", e.value("name", "").c_str(), e.value("fields", "").c_str());
+	}
+}
+
+} // namespace tracery::cli

@@ -1,0 +1,14 @@
+// How the tracery command shows the daemon's replies: sessions, a session's
+// status, lost-event counts, the events of running programs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace tracery::cli {
+
+void print_sessions(const nlohmann::json &reply);
+void print_status(const nlohmann::json &status);
+void print_lost(const nlohmann::json &lost); // [{"channel", "lost"}]
+void print_program_events(const nlohmann::json &reply);
+
+} // namespace tracery::cli

@@ -1,0 +1,81 @@
+// Control protocol framing shared by traceryd, the tracery command and
+// libtracery: UNIX stream sockets carrying length-prefixed, versioned JSON
+// messages, with file descriptors (ring buffer memfds) passed as SCM_RIGHTS.
+//
+// Frame: magic "TRCY" (u32 LE), protocol version (u16), reserved (u16),
+// body length (u32), then the JSON body. Descriptors ride on the frame's
+// first byte. Sends never raise SIGPIPE.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tracery::control {
+
+using json = nlohmann::json;
+
+inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint32_t kMaxBody = 64u << 20;
+inline constexpr size_t kMaxFds = 64;
+
+// An owned file descriptor.
+class Fd {
+public:
+	Fd() = default;
+	explicit Fd(int fd) : fd_(fd) {}
+	~Fd() { reset(); }
+	Fd(Fd &&o) noexcept : fd_(o.release()) {}
+	Fd &operator=(Fd &&o) noexcept
+	{
+		if (this != &o)
+			reset(o.release());
+		return *this;
+	}
+	int get() const { return fd_; }
+	int release()
+	{
+		int f = fd_;
+		fd_ = -1;
+		return f;
+	}
+	void reset(int fd = -1);
+	explicit operator bool() const { return fd_ >= 0; }
+
+private:
+	int fd_ = -1;
+};
+
+struct Message {
+	json body;
+	std::vector<Fd> fds;
+};
+
+// Sends one message. False on error (errno set; EPIPE when the peer is gone).
+bool send_message(int sock, const json &body, std::span<const int> fds = {});
+
+enum class RecvStatus { ok, eof, error };
+// Receives one message. error: I/O error, bad framing or bad JSON (*why says which).
+RecvStatus recv_message(int sock, Message &out, std::string *why);
+
+// A connected stream socket (close-on-exec), or an invalid Fd with errno set.
+Fd connect_unix(const std::string &path);
+// Binds PATH (replacing a stale socket file) with MODE and listens. Throws
+// std::system_error naming the path.
+Fd listen_unix(const std::string &path, mode_t mode);
+
+struct PeerCred {
+	pid_t pid = 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
+};
+// SO_PEERCRED of a connected socket: the peer's credentials at connect time.
+bool peer_cred(int sock, PeerCred &out);
+
+} // namespace tracery::control

@@ -1,0 +1,89 @@
+// A session's channel in the daemon: see channel.hpp.
+#include "daemon/channel.hpp"
+
+#include "ctf/event_header.hpp"
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+
+#include <algorithm>
+
+namespace tracery::daemon {
+
+namespace {
+void remove_all(std::vector<std::string> &v, const std::string &p) { v.erase(std::remove(v.begin(), v.end(), p), v.end()); }
+bool any_match(const std::vector<std::string> &patterns, const std::string &name)
+{
+	for (const auto &p : patterns)
+		if (fnmatch(p.c_str(), name.c_str(), 0) == 0)
+			return true;
+	return false;
+}
+} // namespace
+
+uint64_t Buffer::lost() const
+{
+	uint64_t n = 0;
+	for (uint32_t cpu = 0; cpu < ring->config().num_cpus; cpu++)
+		n += ring->lost(cpu);
+	return n;
+}
+
+void Channel::enable(const std::vector<std::string> &patterns)
+{
+	for (const auto &p : patterns) {
+		remove_all(disabled_, p);
+		if (std::find(enabled_.begin(), enabled_.end(), p) == enabled_.end())
+			enabled_.push_back(p);
+	}
+}
+
+void Channel::disable(const std::vector<std::string> &patterns)
+{
+	for (const auto &p : patterns) {
+		if (std::find(enabled_.begin(), enabled_.end(), p) != enabled_.end())
+			remove_all(enabled_, p);
+		else if (std::find(disabled_.begin(), disabled_.end(), p) == disabled_.end())
+			disabled_.push_back(p);
+	}
+}
+
+bool Channel::enabled(const std::string &full_name) const
+{
+	return any_match(enabled_, full_name) && !any_match(disabled_, full_name);
+}
+
+uint32_t Channel::id_for(const std::string &key, bool *is_new)
+{
+	auto [it, inserted] = ids_.try_emplace(key, next_id_);
+	if (inserted)
+		next_id_++;
+	*is_new = inserted;
+	return it->second;
+}
+
+uint64_t Channel::lost() const
+{
+	uint64_t n = lost_done;
+	for (const auto &[owner, b] : buffers)
+		n += b->lost();
+	return n;
+}
+
+std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
+{
+	ringbuf::Config c{};
+	c.num_cpus = static_cast<uint32_t>(get_nprocs_conf());
+	c.num_subbuf = spec_.num_subbuf;
+	c.subbuf_size = spec_.subbuf_size;
+	c.mode = spec_.mode;
+	c.compact_header_size = ctf::kCompactHeaderSize;
+	c.extended_header_size = ctf::kExtendedHeaderSize;
+	c.compact_ts_bits = ctf::kCompactTsBits;
+	auto ring = ringbuf::Channel::create(c, ("tracery-" + spec_.name).c_str());
+	fchmod(ring->fd(), 0600);
+	return ring;
+}
+
+} // namespace tracery::daemon

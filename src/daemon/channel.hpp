@@ -1,0 +1,76 @@
+// A channel of a tracing session as the daemon keeps it: its options, the
+// event patterns enabled and disabled in it, the ids it gave to events (one
+// id space per channel = CTF stream class), and its buffers: one ring buffer
+// per user (per-UID, shared by all that user's programs) or per program
+// (per-PID), each with the consumer that writes it to the trace.
+#pragma once
+
+#include "ctf/event_context.hpp"
+#include "ringbuf/ring_buffer.hpp"
+#include "runtime/channel_consumer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tracery::daemon {
+
+struct ChannelSpec {
+	std::string name = "channel0";
+	uint32_t subbuf_size = 512 * 1024;
+	uint32_t num_subbuf = 4;
+	ringbuf::Mode mode = ringbuf::Mode::discard;
+	bool per_pid = false;
+	ctf::ContextOptions context{};
+};
+
+// One shared-memory ring buffer and the consumer writing it (none in snapshot
+// sessions: their buffers are only copied out by `snapshot record`).
+struct Buffer {
+	std::unique_ptr<ringbuf::Channel> ring;
+	std::unique_ptr<runtime::ChannelConsumer> consumer;
+	bool producer_died = false; // a program writing into it ended: recover before the last drain
+	uint64_t lost() const;
+};
+
+class Channel {
+public:
+	Channel(uint32_t index, ChannelSpec spec) : index_(index), spec_(std::move(spec)) {}
+
+	uint32_t index() const { return index_; }
+	const ChannelSpec &spec() const { return spec_; }
+	ChannelSpec &spec() { return spec_; }
+
+	// "provider:name" patterns with '*' wildcards. Enabling a pattern takes it
+	// off the disabled list; disabling removes it from the enabled list if it
+	// is there, else excludes the events it matches.
+	void enable(const std::vector<std::string> &patterns);
+	void disable(const std::vector<std::string> &patterns);
+	bool enabled(const std::string &full_name) const;
+	const std::vector<std::string> &enabled_patterns() const { return enabled_; }
+	const std::vector<std::string> &disabled_patterns() const { return disabled_; }
+
+	// The id of an event version (schema key) in this channel; *is_new when
+	// it was given now (its metadata must be written).
+	uint32_t id_for(const std::string &key, bool *is_new);
+	const std::map<std::string, uint32_t> &ids() const { return ids_; }
+
+	std::map<std::string, std::unique_ptr<Buffer>> buffers; // "uid1000", "pid4242"
+	uint64_t lost_done = 0; // events lost in buffers already finished
+	uint64_t lost() const;
+
+	// A new ring buffer with this channel's options (owner-only memfd).
+	std::unique_ptr<ringbuf::Channel> make_ring() const;
+
+private:
+	uint32_t index_;
+	ChannelSpec spec_;
+	std::vector<std::string> enabled_, disabled_;
+	std::map<std::string, uint32_t> ids_;
+	uint32_t next_id_ = 0;
+};
+
+} // namespace tracery::daemon

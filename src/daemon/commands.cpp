@@ -1,0 +1,274 @@
+// The requests of the tracery command, as traceryd answers them. Every error
+// is one line naming the problem and the fix; a failed command leaves every
+// session as it was.
+#include "daemon/daemon.hpp"
+
+#include "daemon/log.hpp"
+
+#include "control/event_schema.hpp"
+
+#include <stdexcept>
+
+namespace tracery::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+struct CommandError : std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
+bool valid_session_name(const std::string &n)
+{
+	if (n.empty() || n.size() > 64 || n[0] == '.' || n[0] == '-')
+		return false;
+	for (char c : n)
+		if (!isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+			return false;
+	return true;
+}
+
+std::vector<std::string> patterns_of(const json &req)
+{
+	if (req.value("all", false))
+		return {"*"};
+	std::vector<std::string> out;
+	for (const auto &p : req.value("patterns", json::array())) {
+		std::string s = p.is_string() ? p.get<std::string>() : "";
+		if (s.empty() || (s != "*" && s.find(':') == std::string::npos))
+			throw CommandError("bad event pattern '" + s + "': write PROVIDER:NAME, with * wildcards (e.g. 'app:*')");
+		out.push_back(s);
+	}
+	if (out.empty())
+		throw CommandError("no event given: name events (PROVIDER:NAME, * wildcards) or use -a for all");
+	return out;
+}
+
+} // namespace
+
+json Daemon::handle_command(const json &req, const control::PeerCred &peer)
+{
+	static const std::map<std::string, Handler> handlers = {
+		{"create", &Daemon::cmd_create},           {"destroy", &Daemon::cmd_destroy},
+		{"enable-channel", &Daemon::cmd_enable_channel}, {"enable-event", &Daemon::cmd_enable_event},
+		{"disable-event", &Daemon::cmd_enable_event},    {"add-context", &Daemon::cmd_add_context},
+		{"start", &Daemon::cmd_start},             {"stop", &Daemon::cmd_stop},
+		{"status", &Daemon::cmd_status},           {"list", &Daemon::cmd_list},
+		{"list-events", &Daemon::cmd_list_events}, {"snapshot-record", &Daemon::cmd_snapshot},
+	};
+	const std::string cmd = req.value("cmd", "");
+	auto it = handlers.find(cmd);
+	if (it == handlers.end())
+		return {{"ok", false}, {"error", "unknown request '" + cmd + "': tracery and traceryd are from different releases"}};
+	Lock lock(mutex_);
+	try {
+		json reply = (this->*(it->second))(req, peer, lock);
+		reply["ok"] = true;
+		return reply;
+	} catch (const std::exception &e) {
+		return {{"ok", false}, {"error", e.what()}};
+	}
+}
+
+TraceSession &Daemon::session_for(const json &req, const control::PeerCred &peer)
+{
+	const std::string name = req.value("session", "");
+	auto it = sessions_.find(name);
+	// Another user's session is reported exactly like a missing one.
+	if (it == sessions_.end() || !may_access(*it->second, peer))
+		throw CommandError("no session named '" + name + "': see `tracery list`, or create it with `tracery create " +
+		                   name + "`");
+	if (it->second->state == SessionState::stopping)
+		throw CommandError("session '" + name + "' is being stopped: try again in a moment");
+	return *it->second;
+}
+
+json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
+{
+	const std::string name = req.value("session", "");
+	if (!valid_session_name(name))
+		throw CommandError("bad session name '" + name + "': use letters, digits, '_', '-' and '.' (at most 64)");
+	if (sessions_.count(name))
+		throw CommandError("a session named '" + name + "' already exists: pick another name or `tracery destroy " +
+		                   name + "`");
+	const std::string output = req.value("output", "");
+	if (output.empty() || output[0] != '/')
+		throw CommandError("output directory must be an absolute path, got '" + output + "'");
+	auto s = std::make_unique<TraceSession>(next_session_id_++, name, peer.uid, peer.gid, output,
+	                                        req.value("snapshot", false));
+	log(Level::info, "uid %u created session %s in %s", peer.uid, name.c_str(), output.c_str());
+	json reply = {{"session", name}, {"output", output}, {"snapshot", s->snapshot()}};
+	sessions_[name] = std::move(s);
+	return reply;
+}
+
+json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &lock)
+{
+	std::vector<std::string> names;
+	if (req.value("all", false)) {
+		for (auto &[n, s] : sessions_)
+			if (may_access(*s, peer) && s->state != SessionState::stopping)
+				names.push_back(n);
+	} else {
+		names.push_back(session_for(req, peer).name());
+	}
+	json lost = json::array();
+	for (const auto &n : names) {
+		auto it = sessions_.find(n);
+		if (it == sessions_.end())
+			continue;
+		if (it->second->state == SessionState::started)
+			stop_session(*it->second, lock);
+		sessions_.erase(n); // stop_session may have let another request in: look it up again
+		log(Level::info, "uid %u destroyed session %s", peer.uid, n.c_str());
+	}
+	return {{"destroyed", names}};
+}
+
+json Daemon::cmd_enable_channel(const json &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req, peer);
+	ChannelSpec spec;
+	spec.name = req.value("channel", "channel0");
+	spec.subbuf_size = req.value("subbuf_size", spec.subbuf_size);
+	spec.num_subbuf = req.value("num_subbuf", spec.num_subbuf);
+	spec.mode = req.value("overwrite", false) ? ringbuf::Mode::overwrite : ringbuf::Mode::discard;
+	spec.per_pid = req.value("per_pid", false);
+	ringbuf::Config c{};
+	c.subbuf_size = spec.subbuf_size;
+	c.num_subbuf = spec.num_subbuf;
+	try {
+		ringbuf::Channel::validate(c);
+	} catch (const std::invalid_argument &) {
+		throw CommandError("bad channel size " + std::to_string(spec.num_subbuf) + " x " +
+		                   std::to_string(spec.subbuf_size) +
+		                   ": --subbuf-size is a power of two >= 4096, --num-subbuf a power of two >= 2");
+	}
+	Channel &ch = s.add_channel(spec);
+	return {{"session", s.name()}, {"channel", ch.spec().name}};
+}
+
+json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req, peer);
+	const bool disable = req.value("cmd", "") == "disable-event";
+	const std::vector<std::string> patterns = patterns_of(req);
+	const std::string chname = req.value("channel", "");
+	Channel *ch = disable ? s.find_channel(chname.empty() ? "channel0" : chname) : &s.channel_or_default(chname);
+	if (!ch)
+		throw CommandError("no channel '" + (chname.empty() ? "channel0" : chname) + "' in session '" + s.name() + "'");
+	if (disable)
+		ch->disable(patterns);
+	else
+		ch->enable(patterns);
+	if (s.state == SessionState::started)
+		update_members(s);
+	return {{"session", s.name()}, {"channel", ch->spec().name}, {"patterns", patterns}};
+}
+
+json Daemon::cmd_add_context(const json &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req, peer);
+	if (s.ever_started())
+		throw CommandError("session '" + s.name() + "' has been started: add context before the first `tracery start`");
+	std::vector<Channel *> targets;
+	const std::string chname = req.value("channel", "");
+	if (chname.empty() && !s.channels().empty()) {
+		for (const auto &c : s.channels())
+			targets.push_back(c.get());
+	} else {
+		targets.push_back(&s.channel_or_default(chname));
+	}
+	for (const auto &t : req.value("types", json::array())) {
+		const std::string type = t.is_string() ? t.get<std::string>() : "";
+		for (Channel *c : targets) {
+			ctf::ContextOptions &o = c->spec().context;
+			if (type == "vpid")
+				o.vpid = true;
+			else if (type == "vtid")
+				o.vtid = true;
+			else if (type == "procname")
+				o.procname = true;
+			else
+				throw CommandError("unknown context '" + type + "': use vpid, vtid or procname");
+		}
+	}
+	return {{"session", s.name()}};
+}
+
+json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req, peer);
+	if (s.state == SessionState::started)
+		throw CommandError("session '" + s.name() + "' is already started");
+	s.write_metadata();
+	s.state = SessionState::started;
+	size_t joined = 0;
+	for (auto &[id, app] : apps_) {
+		if (!app->gone && traces(s, *app)) {
+			join(s, *app);
+			joined++;
+		}
+	}
+	log(Level::info, "session %s started with %zu programs", s.name().c_str(), joined);
+	return {{"session", s.name()}, {"programs", joined}};
+}
+
+json Daemon::cmd_stop(const json &req, const control::PeerCred &peer, Lock &lock)
+{
+	TraceSession &s = session_for(req, peer);
+	if (s.state != SessionState::started)
+		throw CommandError("session '" + s.name() + "' is not started");
+	json reply = stop_session(s, lock);
+	log(Level::info, "session %s stopped", s.name().c_str());
+	return reply;
+}
+
+json Daemon::cmd_status(const json &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req, peer);
+	json st = s.status();
+	json pids = json::array();
+	for (uint64_t id : members_[s.id()])
+		if (auto it = apps_.find(id); it != apps_.end())
+			pids.push_back(it->second->cred.pid);
+	st["programs"] = pids;
+	return st;
+}
+
+json Daemon::cmd_list(const json &, const control::PeerCred &peer, Lock &)
+{
+	json out = json::array();
+	for (auto &[n, s] : sessions_)
+		if (may_access(*s, peer))
+			out.push_back({{"name", n}, {"output", s->output()}, {"state", state_name(s->state)},
+			               {"snapshot", s->snapshot()}});
+	return {{"sessions", out}};
+}
+
+json Daemon::cmd_list_events(const json &, const control::PeerCred &peer, Lock &)
+{
+	json out = json::array();
+	for (auto &[id, app] : apps_) {
+		if (app->gone || (peer.uid != 0 && peer.uid != app->cred.uid))
+			continue;
+		json events = json::array();
+		for (const auto &[key, schema] : app->events)
+			events.push_back({{"name", control::full_name(schema)}, {"fields", control::fields_summary(schema)}});
+		out.push_back({{"pid", app->cred.pid}, {"uid", app->cred.uid}, {"procname", app->procname}, {"events", events}});
+	}
+	return {{"programs", out}};
+}
+
+json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req, peer);
+	if (!s.snapshot())
+		throw CommandError("session '" + s.name() + "' is not in snapshot mode: create one with `tracery create NAME --snapshot`");
+	if (!s.ever_started())
+		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
+	return {{"session", s.name()}, {"path", s.snapshot_record()}};
+}
+
+} // namespace tracery::daemon

@@ -1,0 +1,151 @@
+// traceryd state and the conversation with programs: see daemon.hpp.
+// The commands of the tracery command are in commands.cpp.
+#include "daemon/daemon.hpp"
+
+#include "daemon/log.hpp"
+
+#include "control/event_schema.hpp"
+
+#include <chrono>
+
+namespace tracery::daemon {
+
+using nlohmann::json;
+
+bool Daemon::may_access(const TraceSession &s, const control::PeerCred &peer) const
+{
+	return peer.uid == 0 || peer.uid == s.owner();
+}
+
+bool Daemon::traces(const TraceSession &s, const App &app) const
+{
+	return s.owner() == 0 || s.owner() == app.cred.uid;
+}
+
+json Daemon::session_ids(TraceSession &s, App &app)
+{
+	json chans = json::array();
+	for (const auto &ch : s.channels())
+		chans.push_back({{"index", ch->index()}, {"ids", s.ids_for(*ch, app.events)}});
+	return chans;
+}
+
+void Daemon::join(TraceSession &s, App &app)
+{
+	json chans = session_ids(s, app);
+	std::vector<int> fds;
+	for (const auto &ch : s.channels()) {
+		Buffer &b = s.buffer_for(*ch, app.cred.uid, app.cred.pid);
+		const ctf::ContextOptions &c = ch->spec().context;
+		chans[ch->index()]["context"] = {{"vpid", c.vpid}, {"vtid", c.vtid}, {"procname", c.procname}};
+		fds.push_back(b.ring->fd());
+	}
+	if (app.send({{"type", "start_session"}, {"session", s.id()}, {"name", s.name()}, {"channels", chans}}, fds))
+		members_[s.id()].insert(app.id);
+}
+
+void Daemon::update_members(TraceSession &s)
+{
+	for (uint64_t id : members_[s.id()]) {
+		auto it = apps_.find(id);
+		if (it != apps_.end() && !it->second->gone)
+			it->second->send({{"type", "update"}, {"session", s.id()}, {"channels", session_ids(s, *it->second)}});
+	}
+}
+
+void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
+{
+	Lock lock(mutex_);
+	app->procname = hello.value("procname", "");
+	for (const auto &schema : hello.value("events", json::array()))
+		app->events[control::schema_key(schema)] = schema;
+	apps_[app->id] = app;
+	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
+	    app->cred.uid, app->events.size());
+	for (auto &[name, s] : sessions_)
+		if (s->state == SessionState::started && traces(*s, *app))
+			join(*s, *app);
+	app->send({{"type", "ready"}});
+}
+
+void Daemon::app_message(App &app, const control::Message &msg)
+{
+	Lock lock(mutex_);
+	const std::string type = msg.body.value("type", "");
+	if (type == "ack") {
+		app.acked.insert(msg.body.value("seq", uint64_t{0}));
+		acks_.notify_all();
+	} else if (type == "new_events") {
+		for (const auto &schema : msg.body.value("events", json::array()))
+			app.events[control::schema_key(schema)] = schema;
+		json sessions = json::array();
+		for (auto &[name, s] : sessions_)
+			if (s->state == SessionState::started && members_[s->id()].count(app.id))
+				sessions.push_back({{"session", s->id()}, {"channels", session_ids(*s, app)}});
+		app.send({{"type", "ids"}, {"req", msg.body.value("req", uint64_t{0})}, {"sessions", sessions}});
+	} else {
+		log(Level::warn, "program %d: unknown message type '%s'", app.cred.pid, type.c_str());
+	}
+}
+
+void Daemon::app_gone(App &app)
+{
+	Lock lock(mutex_);
+	app.gone = true;
+	for (auto &[name, s] : sessions_) {
+		s->program_ended(app.cred.pid, app.cred.uid);
+		members_[s->id()].erase(app.id);
+	}
+	apps_.erase(app.id);
+	acks_.notify_all();
+	log(Level::info, "program %d (%s) is gone", app.cred.pid, app.procname.c_str());
+}
+
+json Daemon::lost_report(const TraceSession &s) const
+{
+	json lost = json::array();
+	for (const auto &ch : s.channels())
+		lost.push_back({{"channel", ch->spec().name}, {"lost", ch->lost()}});
+	return lost;
+}
+
+json Daemon::stop_session(TraceSession &s, Lock &lock)
+{
+	s.state = SessionState::stopping;
+	const uint64_t seq = next_seq_++;
+	std::set<uint64_t> pending = members_[s.id()];
+	for (uint64_t id : pending)
+		if (auto it = apps_.find(id); it != apps_.end())
+			it->second->send({{"type", "stop_session"}, {"session", s.id()}, {"seq", seq}});
+	auto quiet = [&] {
+		for (uint64_t id : pending) {
+			auto it = apps_.find(id);
+			if (it != apps_.end() && !it->second->gone && !it->second->acked.count(seq))
+				return false;
+		}
+		return true;
+	};
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.quiesce_timeout_ms);
+	const bool all_quiet = acks_.wait_until(lock, deadline, quiet);
+	json late = json::array();
+	for (uint64_t id : pending)
+		if (auto it = apps_.find(id); it != apps_.end() && !it->second->acked.count(seq))
+			late.push_back(it->second->cred.pid);
+	if (!all_quiet)
+		log(Level::warn, "session %s: %zu programs did not detach within %d ms", s.name().c_str(), late.size(),
+		    options_.quiesce_timeout_ms);
+	members_.erase(s.id());
+	s.finish_buffers(all_quiet);
+	s.state = SessionState::stopped;
+	return {{"ok", true}, {"session", s.name()}, {"lost", lost_report(s)}, {"not_detached", late}};
+}
+
+void Daemon::shutdown()
+{
+	Lock lock(mutex_);
+	for (auto &[name, s] : sessions_)
+		if (s->state == SessionState::started)
+			stop_session(*s, lock);
+}
+
+} // namespace tracery::daemon

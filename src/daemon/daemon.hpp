@@ -1,0 +1,81 @@
+// The state of traceryd: sessions and registered programs under one lock,
+// the commands of the tracery command, and the conversation with programs
+// (registration, buffers and enable states sent to them, quiescing them at
+// stop, their end).
+#pragma once
+
+#include "daemon/app.hpp"
+#include "daemon/trace_session.hpp"
+
+#include "control/wire.hpp"
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tracery::daemon {
+
+struct DaemonOptions {
+	std::string rundir;
+	bool system = false;         // root daemon: any user may register programs
+	gid_t group = 0;             // system daemon: members may control it
+	std::string group_name = "tracing";
+	int quiesce_timeout_ms = 3000; // how long stop waits for programs to detach
+};
+
+class Daemon {
+public:
+	explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
+
+	const DaemonOptions &options() const { return options_; }
+
+	// A request of the tracery command from a peer with these credentials;
+	// the reply is {"ok": true, ...} or {"ok": false, "error": "one line"}.
+	nlohmann::json handle_command(const nlohmann::json &request, const control::PeerCred &peer);
+
+	// Programs: registration (hello), later messages, end of connection.
+	void app_registered(const std::shared_ptr<App> &app, const nlohmann::json &hello);
+	void app_message(App &app, const control::Message &msg);
+	void app_gone(App &app);
+
+	// Stops every session (their traces are complete on disk) at exit.
+	void shutdown();
+
+private:
+	using Lock = std::unique_lock<std::mutex>;
+	using Handler = nlohmann::json (Daemon::*)(const nlohmann::json &, const control::PeerCred &, Lock &);
+
+	bool may_access(const TraceSession &s, const control::PeerCred &peer) const;
+	bool traces(const TraceSession &s, const App &app) const;
+	TraceSession &session_for(const nlohmann::json &req, const control::PeerCred &peer);
+	void join(TraceSession &s, App &app);
+	nlohmann::json session_ids(TraceSession &s, App &app);
+	void update_members(TraceSession &s);
+	nlohmann::json stop_session(TraceSession &s, Lock &lock);
+	nlohmann::json lost_report(const TraceSession &s) const;
+
+	nlohmann::json cmd_create(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_destroy(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_enable_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_enable_event(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_add_context(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_start(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_stop(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_status(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_list(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_list_events(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_snapshot(const nlohmann::json &, const control::PeerCred &, Lock &);
+
+	DaemonOptions options_;
+	std::mutex mutex_;
+	std::condition_variable acks_;
+	std::map<std::string, std::unique_ptr<TraceSession>> sessions_;
+	std::map<uint64_t, std::shared_ptr<App>> apps_;
+	std::map<uint64_t, std::set<uint64_t>> members_; // session id -> programs tracing into it
+	uint64_t next_session_id_ = 1;
+	uint64_t next_seq_ = 1;
+};
+
+} // namespace tracery::daemon

@@ -1,0 +1,53 @@
+// traceryd's log: see log.hpp.
+#include "daemon/log.hpp"
+
+#include <cstdarg>
+#include <ctime>
+#include <mutex>
+
+namespace tracery::daemon {
+
+namespace {
+FILE *g_out = stderr;
+Level g_max = Level::info;
+std::mutex g_mutex;
+constexpr const char *kNames[] = {"error", "warn", "info", "debug"};
+} // namespace
+
+bool parse_level(const std::string &s, Level &out)
+{
+	for (int i = 0; i < 4; i++)
+		if (s == kNames[i]) {
+			out = static_cast<Level>(i);
+			return true;
+		}
+	return false;
+}
+
+void log_to(FILE *f, Level max)
+{
+	g_out = f;
+	g_max = max;
+}
+
+void log(Level level, const char *fmt, ...)
+{
+	if (level > g_max)
+		return;
+	char when[32];
+	timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	tm t;
+	localtime_r(&ts.tv_sec, &t);
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &t);
+	std::lock_guard lock(g_mutex);
+	fprintf(g_out, "%s.%03ld traceryd %s: ", when, ts.tv_nsec / 1000000, kNames[static_cast<int>(level)]);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(g_out, fmt, ap);
+	va_end(ap);
+	fputc('\n', g_out);
+	fflush(g_out);
+}
+
+} // namespace tracery::daemon

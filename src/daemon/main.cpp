@@ -1,0 +1,190 @@
+// traceryd: the session daemon. Owns the shared-memory buffers of every
+// tracing session, registers instrumented programs, answers the tracery
+// command and writes traces. See `traceryd --help`.
+#include "daemon/daemon.hpp"
+#include "daemon/lockfile.hpp"
+#include "daemon/log.hpp"
+#include "daemon/server.hpp"
+
+#include "clock/trace_clock.hpp"
+#include "control/paths.hpp"
+#include "ctf/trace_dir.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+using namespace tracery;
+using namespace tracery::daemon;
+
+namespace {
+
+struct Args {
+	bool daemonize = false;
+	std::string rundir;
+	std::string log_file;
+	std::string log_level = "info";
+	std::string group = "tracing";
+	int quiesce_ms = 3000;
+};
+
+// The run directory: created if missing, ours, not writable by others.
+void prepare_rundir(const std::string &dir, bool system)
+{
+	try {
+		ctf::make_directories(dir, system ? 0755 : 0700);
+	} catch (const std::system_error &e) {
+		throw std::runtime_error("cannot create run directory " + dir + ": " + strerror(e.code().value()));
+	}
+	struct stat st;
+	if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+		throw std::runtime_error(dir + " is not a directory");
+	if (st.st_uid != geteuid())
+		throw std::runtime_error("run directory " + dir + " belongs to uid " + std::to_string(st.st_uid) +
+		                         ", not to you: give your own with --rundir");
+	chmod(dir.c_str(), system ? 0755 : 0700);
+}
+
+// --daemonize: the parent exits once the child serves (0) or failed (1,
+// with the child's one-line error), so `traceryd --daemonize && tracery ...` works.
+int ready_fd = -1;
+void daemonize()
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		throw std::runtime_error(std::string("fork: ") + strerror(errno));
+	if (pid > 0) {
+		close(p[1]);
+		std::string msg;
+		char buf[512];
+		ssize_t n;
+		while ((n = read(p[0], buf, sizeof buf)) > 0)
+			msg.append(buf, static_cast<size_t>(n));
+		if (msg == "ok")
+			_exit(0);
+		fprintf(stderr, "traceryd: %s\n", msg.empty() ? "the daemon died while starting" : msg.c_str());
+		_exit(1);
+	}
+	close(p[0]);
+	ready_fd = p[1];
+	setsid();
+	int null = open("/dev/null", O_RDWR);
+	dup2(null, 0);
+	dup2(null, 1);
+	if (null > 2)
+		close(null);
+}
+
+void report(const std::string &msg)
+{
+	if (ready_fd >= 0) {
+		if (write(ready_fd, msg.data(), msg.size()) < 0) {
+		}
+		close(ready_fd);
+		ready_fd = -1;
+	} else if (msg != "ok") {
+		fprintf(stderr, "traceryd: %s\n", msg.c_str());
+	}
+}
+
+int serve(const Args &args)
+{
+	DaemonOptions opt;
+	opt.rundir = args.rundir.empty() ? control::default_daemon_dir() : args.rundir;
+	opt.system = geteuid() == 0;
+	opt.group_name = args.group;
+	opt.quiesce_timeout_ms = args.quiesce_ms;
+	if (group *g = getgrnam(args.group.c_str()))
+		opt.group = g->gr_gid;
+	else if (opt.system && args.group != "tracing")
+		throw std::runtime_error("no group '" + args.group + "': create it (groupadd " + args.group + ") or use another --group");
+	else
+		opt.group = static_cast<gid_t>(-1);
+
+	prepare_rundir(opt.rundir, opt.system);
+	LockFile lock(control::lock_path(opt.rundir));
+	Level level;
+	parse_level(args.log_level, level);
+	std::string log_file = args.log_file;
+	if (log_file.empty() && args.daemonize)
+		log_file = opt.rundir + "/traceryd.log";
+	if (!log_file.empty()) {
+		int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (fd < 0)
+			throw std::runtime_error("cannot open log file " + log_file + ": " + strerror(errno));
+		dup2(fd, 2); // the consumers report write errors on stderr too
+		close(fd);
+	}
+	log_to(stderr, level);
+
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, nullptr); // before any thread: they all inherit it
+	signal(SIGPIPE, SIG_IGN);
+	control::Fd sfd(signalfd(-1, &sigs, SFD_CLOEXEC));
+
+	const std::string sock = control::socket_path(opt.rundir);
+	Daemon daemon(opt);
+	Server server(daemon, control::listen_unix(sock, opt.system ? 0666 : 0600));
+	lock.write_pid();
+	log(Level::info, "serving %s (pid %d, %s daemon)", sock.c_str(), getpid(), opt.system ? "system" : "user");
+	report("ok");
+	server.run(sfd.get());
+	log(Level::info, "stopping: writing the traces of running sessions");
+	unlink(sock.c_str());
+	daemon.shutdown();
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	CLI::App app{"traceryd: the Tracery session daemon. It owns the buffers of every tracing session, registers "
+	             "instrumented programs and writes their traces; control it with the `tracery` command."};
+	Args args;
+	app.add_flag("-d,--daemonize", args.daemonize, "Run in the background (returns once the daemon serves)");
+	app.add_flag("-F,--foreground", "Run in the foreground (the default)");
+	app.add_option("--rundir", args.rundir,
+	               "Directory of the socket and pid file (default: TRACERY_RUNDIR, /run/tracery for root, "
+	               "$XDG_RUNTIME_DIR/tracery or ~/.tracery for other users)");
+	app.add_option("--log-file", args.log_file, "Log here (default: stderr; RUNDIR/traceryd.log when daemonized)");
+	app.add_option("--log-level", args.log_level, "error, warn, info or debug")
+		->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+	app.add_option("--group", args.group, "System daemon: members of this group may control it (default: tracing)");
+	app.add_option("--quiesce-timeout-ms", args.quiesce_ms,
+	               "How long `tracery stop` waits for programs to detach from the buffers")
+		->check(CLI::Range(0, 600000));
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::ParseError &e) {
+		if (e.get_exit_code() == 0)
+			return app.exit(e);
+		fprintf(stderr, "traceryd: %s; see `traceryd --help`\n", e.what());
+		return 2;
+	}
+	try {
+		clock::init();
+		if (args.daemonize)
+			daemonize();
+		return serve(args);
+	} catch (const std::exception &e) {
+		report(e.what());
+		return 1;
+	}
+}

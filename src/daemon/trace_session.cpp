@@ -1,0 +1,357 @@
+// A tracing session in the daemon: see trace_session.hpp.
+#include "daemon/trace_session.hpp"
+
+#include "daemon/log.hpp"
+
+#include "clock/trace_clock.hpp"
+#include "control/event_schema.hpp"
+#include "ctf/trace_dir.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <system_error>
+
+namespace tracery::daemon {
+
+using nlohmann::json;
+
+const char *state_name(SessionState s)
+{
+	switch (s) {
+	case SessionState::created: return "created";
+	case SessionState::started: return "started";
+	case SessionState::stopping: return "stopping";
+	case SessionState::stopped: return "stopped";
+	}
+	return "?";
+}
+
+namespace {
+
+bool is_empty_dir(const std::string &path)
+{
+	DIR *d = opendir(path.c_str());
+	if (!d)
+		return false;
+	bool empty = true;
+	while (dirent *e = readdir(d))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = false;
+	closedir(d);
+	return empty;
+}
+
+std::string host_name()
+{
+	char buf[256] = {};
+	gethostname(buf, sizeof buf - 1);
+	return buf;
+}
+
+void chown_tree(const std::string &path, uid_t uid, gid_t gid)
+{
+	if (lchown(path.c_str(), uid, gid) != 0)
+		return;
+	DIR *d = opendir(path.c_str());
+	if (!d)
+		return;
+	while (dirent *e = readdir(d)) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		std::string child = path + "/" + e->d_name;
+		if (e->d_type == DT_DIR)
+			chown_tree(child, uid, gid);
+		else
+			lchown(child.c_str(), uid, gid);
+	}
+	closedir(d);
+}
+
+std::string now_stamp()
+{
+	time_t t = time(nullptr);
+	tm tm_;
+	localtime_r(&t, &tm_);
+	char buf[32];
+	strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm_);
+	return buf;
+}
+
+json context_names(const ctf::ContextOptions &c)
+{
+	json out = json::array();
+	if (c.vpid)
+		out.push_back("vpid");
+	if (c.vtid)
+		out.push_back("vtid");
+	if (c.procname)
+		out.push_back("procname");
+	return out;
+}
+
+} // namespace
+
+TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output,
+                           bool snapshot)
+	: id_(id), name_(std::move(name)), owner_(owner), owner_gid_(owner_gid), output_(std::move(output)),
+	  snapshot_(snapshot), uuid_(ctf::Uuid::random())
+{
+	struct stat st;
+	if (stat(output_.c_str(), &st) == 0 && (!S_ISDIR(st.st_mode) || !is_empty_dir(output_)))
+		throw std::runtime_error("output directory '" + output_ +
+		                         "' is not empty: give a new or empty directory with --output DIR");
+	try {
+		ctf::make_directories(output_, 0700);
+	} catch (const std::system_error &e) {
+		throw std::runtime_error("cannot create output directory '" + output_ + "': " + strerror(e.code().value()) +
+		                         "; choose a writable directory with --output DIR");
+	}
+	if (access(output_.c_str(), W_OK) != 0)
+		throw std::runtime_error("output directory '" + output_ + "' is not writable: " + strerror(errno) +
+		                         "; choose a writable directory with --output DIR");
+	chmod(output_.c_str(), 0700);
+	chown_output();
+	ctf::TraceInfo info;
+	info.uuid = uuid_;
+	info.hostname = host_name();
+	info.clock_offset_ns = clock::realtime_offset_ns();
+	info.env.push_back({"tracer_session", name_});
+	writer_ = std::make_unique<ctf::MetadataWriter>(info);
+}
+
+void TraceSession::chown_output() const
+{
+	if (owner_ != geteuid())
+		chown_tree(output_, owner_, owner_gid_);
+}
+
+Channel *TraceSession::find_channel(const std::string &name)
+{
+	for (auto &c : channels_)
+		if (c->spec().name == name)
+			return c.get();
+	return nullptr;
+}
+
+Channel &TraceSession::add_channel(ChannelSpec spec)
+{
+	if (find_channel(spec.name))
+		throw std::runtime_error("channel '" + spec.name + "' already exists in session '" + name_ + "'");
+	if (ever_started())
+		throw std::runtime_error("session '" + name_ +
+		                         "' has been started: channels are added before the first `tracery start`");
+	if (snapshot_)
+		spec.mode = ringbuf::Mode::overwrite;
+	channels_.push_back(std::make_unique<Channel>(static_cast<uint32_t>(channels_.size()), std::move(spec)));
+	return *channels_.back();
+}
+
+Channel &TraceSession::channel_or_default(const std::string &name)
+{
+	if (Channel *c = find_channel(name.empty() ? "channel0" : name))
+		return *c;
+	if (!name.empty() && name != "channel0")
+		throw std::runtime_error("no channel '" + name + "' in session '" + name_ +
+		                         "': create it with `tracery enable-channel -u " + name + "`");
+	return add_channel(ChannelSpec{});
+}
+
+void TraceSession::write_metadata()
+{
+	if (metadata_written_)
+		return;
+	std::string text = writer_->preamble();
+	for (const auto &c : channels_)
+		text += ctf::MetadataWriter::stream_class(c->index(), c->spec().context);
+	text += metadata_; // event classes given before (none in practice)
+	if (!snapshot_) {
+		try {
+			ctf::TraceDir(output_).write_metadata(text);
+		} catch (const std::system_error &e) {
+			throw std::runtime_error("cannot write the trace metadata in '" + output_ + "': " +
+			                         strerror(e.code().value()) +
+			                         "; free some space or create the session with another --output");
+		}
+	}
+	metadata_ = text;
+	metadata_written_ = true;
+	chown_output();
+}
+
+json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &events)
+{
+	json ids = json::object();
+	std::string blocks;
+	for (const auto &[key, schema] : events) {
+		if (!ch.enabled(control::full_name(schema)))
+			continue;
+		bool is_new = false;
+		if (!ch.ids().count(key)) {
+			try {
+				control::OwnedEventDesc desc(schema);
+				blocks += ctf::MetadataWriter::event_class(ch.index(), static_cast<uint32_t>(ch.ids().size()),
+				                                           desc.desc());
+			} catch (const std::exception &e) {
+				log(Level::warn, "session %s: event %s is not traced: %s", name_.c_str(), key.c_str(), e.what());
+				continue;
+			}
+		}
+		ids[key] = ch.id_for(key, &is_new);
+		if (is_new)
+			schemas_[key] = schema;
+	}
+	if (!blocks.empty()) {
+		metadata_ += blocks;
+		if (metadata_written_ && !snapshot_) {
+			try {
+				ctf::TraceDir(output_).append_metadata(blocks);
+			} catch (const std::exception &e) {
+				log(Level::error, "session %s: cannot append to the metadata of %s: %s", name_.c_str(),
+				    output_.c_str(), e.what());
+			}
+		}
+	}
+	return ids;
+}
+
+std::string TraceSession::buffer_prefix(const Channel &ch, const std::string &owner)
+{
+	std::string base = ch.spec().name + "_" + owner, p = base;
+	for (int n = 2; used_prefixes_.count(p); n++)
+		p = base + "-" + std::to_string(n);
+	used_prefixes_.insert(p);
+	return p;
+}
+
+Buffer &TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid)
+{
+	const std::string owner = ch.spec().per_pid ? "pid" + std::to_string(pid) : "uid" + std::to_string(uid);
+	auto &slot = ch.buffers[owner];
+	if (slot)
+		return *slot;
+	auto b = std::make_unique<Buffer>();
+	b->ring = ch.make_ring();
+	if (!snapshot_) {
+		runtime::ConsumerTarget target{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_};
+		b->consumer = std::make_unique<runtime::ChannelConsumer>(*b->ring, std::move(target));
+		if (ch.spec().mode == ringbuf::Mode::discard)
+			b->consumer->start_thread();
+	}
+	slot = std::move(b);
+	return *slot;
+}
+
+void TraceSession::finish(Channel &ch, Buffer &b, bool recover)
+{
+	if (recover) {
+		auto st = b.ring->recover_after_producer_death();
+		if (st.subbufs_repaired)
+			log(Level::debug, "session %s channel %s: recovered %u sub-buffers (%llu bytes lost in flight)",
+			    name_.c_str(), ch.spec().name.c_str(), st.subbufs_repaired,
+			    static_cast<unsigned long long>(st.uncommitted_bytes));
+	}
+	if (b.consumer)
+		b.consumer->finish();
+}
+
+void TraceSession::program_ended(pid_t pid, uid_t uid)
+{
+	for (auto &ch : channels_) {
+		if (ch->spec().per_pid) {
+			auto it = ch->buffers.find("pid" + std::to_string(pid));
+			if (it == ch->buffers.end())
+				continue;
+			if (snapshot_) {
+				// Kept for `snapshot record`, under a name a new program of this pid cannot take.
+				it->second->ring->recover_after_producer_death();
+				auto b = std::move(it->second);
+				ch->buffers.erase(it);
+				ch->buffers["ended-pid" + std::to_string(pid) + "-" + std::to_string(next_instance_++)] = std::move(b);
+				continue;
+			}
+			finish(*ch, *it->second, true);
+			ch->lost_done += it->second->lost();
+			ch->buffers.erase(it);
+		} else if (auto it = ch->buffers.find("uid" + std::to_string(uid)); it != ch->buffers.end()) {
+			it->second->producer_died = true;
+		}
+	}
+	chown_output();
+}
+
+void TraceSession::finish_buffers(bool recover)
+{
+	for (auto &ch : channels_) {
+		for (auto it = ch->buffers.begin(); it != ch->buffers.end();) {
+			Buffer &b = *it->second;
+			const bool rec = recover && b.producer_died;
+			if (snapshot_) {
+				if (rec)
+					b.ring->recover_after_producer_death();
+				b.producer_died = false;
+				++it;
+				continue;
+			}
+			finish(*ch, b, rec);
+			ch->lost_done += b.lost();
+			it = ch->buffers.erase(it);
+		}
+	}
+	chown_output();
+}
+
+std::string TraceSession::snapshot_record()
+{
+	const std::string dir = output_ + "/snapshot-" + std::to_string(++snapshots_) + "-" + now_stamp();
+	try {
+		ctf::TraceDir td = ctf::TraceDir::create(dir, 0700);
+		td.write_metadata(metadata_);
+		uint64_t instance = 0;
+		for (auto &ch : channels_) {
+			for (auto &[owner, b] : ch->buffers) {
+				runtime::ConsumerTarget target{dir, ch->spec().name + "_" + owner, ch->index(), instance++ << 16,
+				                               uuid_};
+				runtime::ChannelConsumer copier(*b->ring, std::move(target));
+				copier.finish();
+			}
+		}
+	} catch (const std::system_error &e) {
+		throw std::runtime_error("cannot write snapshot '" + dir + "': " + strerror(e.code().value()) +
+		                         "; free some space or check the output directory");
+	}
+	chown_output();
+	return dir;
+}
+
+json TraceSession::status() const
+{
+	json chans = json::array();
+	for (const auto &c : channels_) {
+		const ChannelSpec &s = c->spec();
+		json events = json::array();
+		for (const auto &[key, id] : c->ids())
+			events.push_back({{"name", key.substr(0, key.find('#'))}, {"id", id}});
+		chans.push_back({{"name", s.name},
+		                 {"subbuf_size", s.subbuf_size},
+		                 {"num_subbuf", s.num_subbuf},
+		                 {"mode", s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard"},
+		                 {"buffers", s.per_pid ? "per-pid" : "per-uid"},
+		                 {"context", context_names(s.context)},
+		                 {"enabled", c->enabled_patterns()},
+		                 {"disabled", c->disabled_patterns()},
+		                 {"events", events},
+		                 {"lost", c->lost()}});
+	}
+	return {{"name", name_},     {"output", output_},       {"state", state_name(state)},
+	        {"owner", owner_},   {"snapshot", snapshot_},   {"channels", chans},
+	        {"snapshots", snapshots_}};
+}
+
+} // namespace tracery::daemon

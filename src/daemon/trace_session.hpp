@@ -1,0 +1,93 @@
+// A tracing session in the daemon: its owner, output directory, channels and
+// state; the trace's metadata (written at the first start, event classes
+// appended as programs bring events); the buffers' lifecycle (made when a
+// program joins, drained and written at stop or when a per-PID program
+// ends); and snapshot records.
+#pragma once
+
+#include "daemon/channel.hpp"
+
+#include "ctf/metadata.hpp"
+#include "ctf/uuid.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tracery::daemon {
+
+enum class SessionState { created, started, stopping, stopped };
+const char *state_name(SessionState s);
+
+class TraceSession {
+public:
+	// Creates (or checks) the output directory: it must be new or empty.
+	// Throws std::runtime_error with a one-line message naming the fix.
+	TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output, bool snapshot);
+
+	uint64_t id() const { return id_; }
+	const std::string &name() const { return name_; }
+	uid_t owner() const { return owner_; }
+	const std::string &output() const { return output_; }
+	bool snapshot() const { return snapshot_; }
+	SessionState state = SessionState::created;
+	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
+
+	Channel *find_channel(const std::string &name);
+	// Throws std::runtime_error if the name is taken or the session has started.
+	Channel &add_channel(ChannelSpec spec);
+	// The channel named, or the default one (made on first use).
+	Channel &channel_or_default(const std::string &name);
+	const std::vector<std::unique_ptr<Channel>> &channels() const { return channels_; }
+
+	// At the first start: the metadata file (preamble, one stream class per
+	// channel, the event classes known so far). Throws std::runtime_error.
+	void write_metadata();
+	// The ids in `ch` of the given events (schema key -> schema) that are
+	// enabled in it, giving ids (and writing metadata) to new ones.
+	nlohmann::json ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
+
+	// The buffer a program of (uid, pid) writes into, made on first use.
+	Buffer &buffer_for(Channel &ch, uid_t uid, pid_t pid);
+	// A per-PID program ended: its buffers are recovered and, unless this is a
+	// snapshot session, written out and dropped. Per-UID buffers are marked
+	// for recovery at the next stop.
+	void program_ended(pid_t pid, uid_t uid);
+	// Stop: flush, drain and close every buffer (snapshot sessions keep them).
+	// recover: no program writes into them any more (all quiesced).
+	void finish_buffers(bool recover);
+	// Copies the newest data of every buffer into OUTPUT/snapshot-N-DATE.
+	// Returns the directory; throws std::runtime_error.
+	std::string snapshot_record();
+
+	nlohmann::json status() const;
+
+private:
+	void finish(Channel &ch, Buffer &b, bool recover);
+	void chown_output() const;
+	std::string buffer_prefix(const Channel &ch, const std::string &owner);
+
+	uint64_t id_;
+	std::string name_;
+	uid_t owner_;
+	gid_t owner_gid_;
+	std::string output_;
+	bool snapshot_;
+	ctf::Uuid uuid_;
+	std::unique_ptr<ctf::MetadataWriter> writer_;
+	std::string metadata_;
+	bool metadata_written_ = false;
+	std::vector<std::unique_ptr<Channel>> channels_;
+	std::set<std::string> used_prefixes_;
+	uint64_t next_instance_ = 0;
+	uint32_t snapshots_ = 0;
+	std::map<std::string, nlohmann::json> schemas_; // key -> schema of every event with an id
+};
+
+} // namespace tracery::daemon
