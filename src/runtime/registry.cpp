@@ -11,6 +11,17 @@
 
 #include <urcu-bp.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define TRACERY_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TRACERY_TSAN 1
+#endif
+#endif
+#ifdef TRACERY_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -18,6 +29,24 @@
 
 namespace tracery::runtime {
 namespace {
+
+// ThreadSanitizer cannot see liburcu's grace periods (membarrier, uninstrumented
+// code): tell it that every read-side section that ended before
+// synchronize_rcu() returned happens before what the writer does next.
+#ifdef TRACERY_TSAN
+char grace_period_token;
+inline void read_section_done() { __tsan_release(&grace_period_token); }
+inline void grace_period_waited() { __tsan_acquire(&grace_period_token); }
+#else
+inline void read_section_done() {}
+inline void grace_period_waited() {}
+#endif
+
+void wait_for_readers()
+{
+	urcu_bp_synchronize_rcu();
+	grace_period_waited();
+}
 
 struct Probe {
 	tracery_probe_fn fn;
@@ -34,22 +63,24 @@ struct Registration {
 	uint32_t refs = 0;
 };
 
+// Never destroyed: objects unregister their events from destructors that
+// run after static destruction has begun (exit, late dlclose).
 std::mutex &registry_mutex()
 {
-	static std::mutex m;
-	return m;
+	static auto *m = new std::mutex;
+	return *m;
 }
 
 std::vector<tracery_event_desc *> &registered()
 {
-	static std::vector<tracery_event_desc *> v;
-	return v;
+	static auto *v = new std::vector<tracery_event_desc *>;
+	return *v;
 }
 
 std::vector<RegistryListener *> &listeners()
 {
-	static std::vector<RegistryListener *> v;
-	return v;
+	static auto *v = new std::vector<RegistryListener *>;
+	return *v;
 }
 
 ProbeArray *make_array(uint32_t count)
@@ -65,10 +96,10 @@ ProbeArray *make_array(uint32_t count)
 void publish(tracery_event_desc *desc, ProbeArray *next)
 {
 	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);
-	rcu_assign_pointer(desc->probes, next);
+	__atomic_store_n(&desc->probes, next, __ATOMIC_RELEASE); // rcu_assign_pointer
 	__atomic_store_n(&desc->enabled, next && next->count ? 1 : 0, __ATOMIC_RELAXED);
 	if (prev) {
-		urcu_bp_synchronize_rcu();
+		wait_for_readers();
 		free(prev);
 	}
 }
@@ -112,11 +143,12 @@ extern "C" {
 void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
 {
 	urcu_bp_read_lock();
-	auto *a = static_cast<ProbeArray *>(rcu_dereference(desc->probes));
+	auto *a = static_cast<ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE)); // rcu_dereference
 	if (a) {
 		for (uint32_t i = 0; i < a->count; i++)
 			a->probes[i].fn(a->probes[i].priv, desc, args);
 	}
+	read_section_done();
 	urcu_bp_read_unlock();
 }
 
@@ -230,6 +262,6 @@ int tracery_probe_detach(tracery_event_desc *desc, tracery_probe_fn fn, void *pr
 	return 0;
 }
 
-void tracery_probe_synchronize(void) { urcu_bp_synchronize_rcu(); }
+void tracery_probe_synchronize(void) { wait_for_readers(); }
 
 } // extern "C"
