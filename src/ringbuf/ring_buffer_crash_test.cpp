@@ -3,6 +3,7 @@
 // from the fd (as another process would), runs recovery and reads everything: every record the child committed is
 // there exactly once, in order, or was counted lost; nothing torn; a single writer thread loses nothing committed.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -188,6 +189,9 @@ TEST(RingBufferCrash, OverwriteModeFlightRecorderAfterSigkill) {
     auto ch = Channel::create(ctf_config(Mode::overwrite, cpus, kM, kS), "crash-overwrite");
     Progress* prog = nullptr;
     const pid_t pid = run_child(*ch, prog, cpus);
+    // A slow start (sanitizers, a loaded machine) must not leave the recorder empty.
+    const uint64_t give_up = mono_ns() + 10'000'000'000ull;
+    while (prog->last_done.load() == kNone && mono_ns() < give_up) sched_yield();
     struct timespec d{0, static_cast<long>((1 + rng() % 20) * 1000000)};
     nanosleep(&d, nullptr);
     kill_child(pid);
