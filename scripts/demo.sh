@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
-# End-to-end demonstration: installs dependencies, builds, traces the sample
-# programs examples/hello.c and examples/hello.cpp and shows their traces as
-# babeltrace2 prints them.
+# End-to-end demonstration: installs dependencies, builds, starts a session
+# daemon (traceryd, in a private run directory so no real daemon is touched),
+# traces the sample programs examples/hello.c and examples/hello.cpp with the
+# tracery command, as lttng would, and prints the trace with babeltrace2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 out=$(mktemp -d /tmp/tracery-demo.XXXXXX)
+export TRACERY_RUNDIR=$out/run
+tracery() { echo "\$ tracery $*"; build/src/cli/tracery "$@"; }
+stop_daemon() { kill "$(cat "$TRACERY_RUNDIR/traceryd.pid" 2>/dev/null)" 2>/dev/null || true; }
+trap stop_daemon EXIT
+
+echo "\$ traceryd --daemonize"
+build/src/daemon/traceryd --daemonize
+tracery create demo --output "$out/trace"
+tracery enable-event -u 'hello:*,shop:*'
+tracery add-context -u -t vtid -t procname
+tracery start
+echo "\$ build/examples/hello-c tracer && build/examples/hello-cxx"
+build/examples/hello-c tracer
+build/examples/hello-cxx
+tracery stop
+tracery view
+tracery destroy
 echo
-echo "== TRACERY_OUTPUT=$out/c build/examples/hello-c tracer"
-TRACERY_OUTPUT=$out/c TRACERY_CONTEXT=vtid,procname build/examples/hello-c tracer
-echo "== TRACERY_OUTPUT=$out/cxx build/examples/hello-cxx"
-TRACERY_OUTPUT=$out/cxx build/examples/hello-cxx
-echo
-echo "== babeltrace2 $out/c"
-babeltrace2 "$out/c"
-echo
-echo "== babeltrace2 $out/cxx"
-babeltrace2 "$out/cxx"
-echo
-echo "Traces are in $out (CTF 1.8: metadata + one stream file per CPU)."
+echo "The trace is in $out/trace (CTF 1.8: metadata + one stream file per channel, user and CPU)."

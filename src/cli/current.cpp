@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
 namespace tracery::cli {
@@ -28,6 +29,9 @@ void set_current_session(const std::string &name)
 	mkdir((control::home_dir() + "/.tracery").c_str(), 0700);
 	std::ofstream out(current_path(), std::ios::trunc);
 	out << name << "\n";
+	if (!out.flush())
+		fprintf(stderr, "tracery: warning: cannot remember the current session in %s; name it with -s %s\n",
+		        current_path().c_str(), name.c_str());
 }
 
 void forget_current_session(const std::string &name)

@@ -1,11 +1,10 @@
 // A session's channel in the daemon: see channel.hpp.
 #include "daemon/channel.hpp"
 
-#include "ctf/event_header.hpp"
+#include "runtime/trace_channel.hpp"
 
 #include <fnmatch.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
 
 #include <algorithm>
 
@@ -73,15 +72,7 @@ uint64_t Channel::lost() const
 
 std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
 {
-	ringbuf::Config c{};
-	c.num_cpus = static_cast<uint32_t>(get_nprocs_conf());
-	c.num_subbuf = spec_.num_subbuf;
-	c.subbuf_size = spec_.subbuf_size;
-	c.mode = spec_.mode;
-	c.compact_header_size = ctf::kCompactHeaderSize;
-	c.extended_header_size = ctf::kExtendedHeaderSize;
-	c.compact_ts_bits = ctf::kCompactTsBits;
-	auto ring = ringbuf::Channel::create(c, ("tracery-" + spec_.name).c_str());
+	auto ring = runtime::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode, "tracery-" + spec_.name);
 	fchmod(ring->fd(), 0600);
 	return ring;
 }

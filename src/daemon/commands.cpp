@@ -79,8 +79,8 @@ TraceSession &Daemon::session_for(const json &req, const control::PeerCred &peer
 	if (it == sessions_.end() || !may_access(*it->second, peer))
 		throw CommandError("no session named '" + name + "': see `tracery list`, or create it with `tracery create " +
 		                   name + "`");
-	if (it->second->state == SessionState::stopping)
-		throw CommandError("session '" + name + "' is being stopped: try again in a moment");
+	if (it->second->state == SessionState::stopping || it->second->busy)
+		throw CommandError("session '" + name + "' is busy (being stopped or updated): try again in a moment");
 	return *it->second;
 }
 
@@ -108,7 +108,7 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 	std::vector<std::string> names;
 	if (req.value("all", false)) {
 		for (auto &[n, s] : sessions_)
-			if (may_access(*s, peer) && s->state != SessionState::stopping)
+			if (may_access(*s, peer) && s->state != SessionState::stopping && !s->busy)
 				names.push_back(n);
 	} else {
 		names.push_back(session_for(req, peer).name());
@@ -149,7 +149,7 @@ json Daemon::cmd_enable_channel(const json &req, const control::PeerCred &peer, 
 	return {{"session", s.name()}, {"channel", ch.spec().name}};
 }
 
-json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lock &)
+json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
 	const bool disable = req.value("cmd", "") == "disable-event";
@@ -162,9 +162,10 @@ json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lo
 		ch->disable(patterns);
 	else
 		ch->enable(patterns);
+	json reply = {{"session", s.name()}, {"channel", ch->spec().name}, {"patterns", patterns}};
 	if (s.state == SessionState::started)
-		update_members(s);
-	return {{"session", s.name()}, {"channel", ch->spec().name}, {"patterns", patterns}};
+		update_members(s, lock); // returns once the programs apply it (bounded)
+	return reply;
 }
 
 json Daemon::cmd_add_context(const json &req, const control::PeerCred &peer, Lock &)
@@ -197,22 +198,25 @@ json Daemon::cmd_add_context(const json &req, const control::PeerCred &peer, Loc
 	return {{"session", s.name()}};
 }
 
-json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &)
+json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
 	if (s.state == SessionState::started)
 		throw CommandError("session '" + s.name() + "' is already started");
 	s.write_metadata();
 	s.state = SessionState::started;
-	size_t joined = 0;
-	for (auto &[id, app] : apps_) {
-		if (!app->gone && traces(s, *app)) {
-			join(s, *app);
-			joined++;
-		}
-	}
-	log(Level::info, "session %s started with %zu programs", s.name().c_str(), joined);
-	return {{"session", s.name()}, {"programs", joined}};
+	std::vector<std::pair<uint64_t, uint64_t>> pending;
+	for (auto &[id, app] : apps_)
+		if (!app->gone && traces(s, *app))
+			if (uint64_t seq = join(s, *app))
+				pending.emplace_back(id, seq);
+	// Programs running now trace from the moment start returns (bounded wait).
+	const std::string name = s.name();
+	s.busy++;
+	json late = wait_acks(pending, lock);
+	s.busy--;
+	log(Level::info, "session %s started with %zu programs", name.c_str(), pending.size());
+	return {{"session", name}, {"programs", pending.size()}, {"not_attached", late}};
 }
 
 json Daemon::cmd_stop(const json &req, const control::PeerCred &peer, Lock &lock)
@@ -231,7 +235,7 @@ json Daemon::cmd_status(const json &req, const control::PeerCred &peer, Lock &)
 	json st = s.status();
 	json pids = json::array();
 	for (uint64_t id : members_[s.id()])
-		if (auto it = apps_.find(id); it != apps_.end())
+		if (auto it = apps_.find(id); it != apps_.end() && it->second->tracing.count(s.id()))
 			pids.push_back(it->second->cred.pid);
 	st["programs"] = pids;
 	return st;

@@ -6,6 +6,9 @@
 
 #include "control/event_schema.hpp"
 
+#include <sys/statvfs.h>
+
+#include <algorithm>
 #include <chrono>
 
 namespace tracery::daemon {
@@ -30,7 +33,7 @@ json Daemon::session_ids(TraceSession &s, App &app)
 	return chans;
 }
 
-void Daemon::join(TraceSession &s, App &app)
+uint64_t Daemon::join(TraceSession &s, App &app)
 {
 	json chans = session_ids(s, app);
 	std::vector<int> fds;
@@ -40,17 +43,43 @@ void Daemon::join(TraceSession &s, App &app)
 		chans[ch->index()]["context"] = {{"vpid", c.vpid}, {"vtid", c.vtid}, {"procname", c.procname}};
 		fds.push_back(b.ring->fd());
 	}
-	if (app.send({{"type", "start_session"}, {"session", s.id()}, {"name", s.name()}, {"channels", chans}}, fds))
-		members_[s.id()].insert(app.id);
+	const uint64_t seq = next_seq_++;
+	if (!app.send({{"type", "start_session"}, {"session", s.id()}, {"name", s.name()}, {"seq", seq}, {"channels", chans}},
+	              fds))
+		return 0;
+	members_[s.id()].insert(app.id);
+	return seq;
 }
 
-void Daemon::update_members(TraceSession &s)
+json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock)
 {
+	auto late = [&] {
+		json pids = json::array();
+		for (auto [id, seq] : pending)
+			if (auto it = apps_.find(id); it != apps_.end() && !it->second->gone && !it->second->acked.count(seq))
+				pids.push_back(it->second->cred.pid);
+		return pids;
+	};
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.quiesce_timeout_ms);
+	acks_.wait_until(lock, deadline, [&] { return late().empty(); });
+	return late();
+}
+
+void Daemon::update_members(TraceSession &s, Lock &lock)
+{
+	std::vector<std::pair<uint64_t, uint64_t>> pending;
 	for (uint64_t id : members_[s.id()]) {
 		auto it = apps_.find(id);
-		if (it != apps_.end() && !it->second->gone)
-			it->second->send({{"type", "update"}, {"session", s.id()}, {"channels", session_ids(s, *it->second)}});
+		if (it == apps_.end() || it->second->gone)
+			continue;
+		const uint64_t seq = next_seq_++;
+		if (it->second->send({{"type", "update"}, {"session", s.id()}, {"seq", seq},
+		                      {"channels", session_ids(s, *it->second)}}))
+			pending.emplace_back(id, seq);
 	}
+	s.busy++;
+	wait_acks(pending, lock);
+	s.busy--;
 }
 
 void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
@@ -74,6 +103,8 @@ void Daemon::app_message(App &app, const control::Message &msg)
 	const std::string type = msg.body.value("type", "");
 	if (type == "ack") {
 		app.acked.insert(msg.body.value("seq", uint64_t{0}));
+		if (msg.body.value("tracing", false))
+			app.tracing.insert(msg.body.value("session", uint64_t{0}));
 		acks_.notify_all();
 	} else if (type == "new_events") {
 		for (const auto &schema : msg.body.value("events", json::array()))
@@ -112,32 +143,34 @@ json Daemon::lost_report(const TraceSession &s) const
 json Daemon::stop_session(TraceSession &s, Lock &lock)
 {
 	s.state = SessionState::stopping;
-	const uint64_t seq = next_seq_++;
-	std::set<uint64_t> pending = members_[s.id()];
-	for (uint64_t id : pending)
-		if (auto it = apps_.find(id); it != apps_.end())
-			it->second->send({{"type", "stop_session"}, {"session", s.id()}, {"seq", seq}});
-	auto quiet = [&] {
-		for (uint64_t id : pending) {
-			auto it = apps_.find(id);
-			if (it != apps_.end() && !it->second->gone && !it->second->acked.count(seq))
-				return false;
-		}
-		return true;
-	};
-	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.quiesce_timeout_ms);
-	const bool all_quiet = acks_.wait_until(lock, deadline, quiet);
-	json late = json::array();
-	for (uint64_t id : pending)
-		if (auto it = apps_.find(id); it != apps_.end() && !it->second->acked.count(seq))
-			late.push_back(it->second->cred.pid);
-	if (!all_quiet)
+	std::vector<std::pair<uint64_t, uint64_t>> pending;
+	for (uint64_t id : members_[s.id()]) {
+		auto it = apps_.find(id);
+		if (it == apps_.end())
+			continue;
+		const uint64_t seq = next_seq_++;
+		it->second->tracing.erase(s.id());
+		if (it->second->send({{"type", "stop_session"}, {"session", s.id()}, {"seq", seq}}))
+			pending.emplace_back(id, seq);
+	}
+	json late = wait_acks(pending, lock);
+	if (!late.empty())
 		log(Level::warn, "session %s: %zu programs did not detach within %d ms", s.name().c_str(), late.size(),
 		    options_.quiesce_timeout_ms);
 	members_.erase(s.id());
-	s.finish_buffers(all_quiet);
+	s.finish_buffers(late.empty());
 	s.state = SessionState::stopped;
-	return {{"ok", true}, {"session", s.name()}, {"lost", lost_report(s)}, {"not_detached", late}};
+	json reply = {{"ok", true}, {"session", s.name()}, {"lost", lost_report(s)}, {"not_detached", late}};
+	// The consumers do not tell us of failed writes (they log them). A disk that
+	// cannot take one more packet (a failed write is truncated away) is full.
+	uint64_t packet = 4096;
+	for (const auto &ch : s.channels())
+		packet = std::max<uint64_t>(packet, ch->spec().subbuf_size + 4096);
+	struct statvfs vfs;
+	if (!s.snapshot() && statvfs(s.output().c_str(), &vfs) == 0 &&
+	    static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < packet)
+		reply["disk_full"] = true;
+	return reply;
 }
 
 void Daemon::shutdown()

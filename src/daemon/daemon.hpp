@@ -50,9 +50,14 @@ private:
 	bool may_access(const TraceSession &s, const control::PeerCred &peer) const;
 	bool traces(const TraceSession &s, const App &app) const;
 	TraceSession &session_for(const nlohmann::json &req, const control::PeerCred &peer);
-	void join(TraceSession &s, App &app);
+	// Sends the session's buffers and ids to a program; returns the sequence
+	// number its ack will carry (0 if the send failed).
+	uint64_t join(TraceSession &s, App &app);
+	// Waits (lock released, at most quiesce_timeout_ms) until every program
+	// acknowledged its sequence number or is gone; returns the pids of late ones.
+	nlohmann::json wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);
 	nlohmann::json session_ids(TraceSession &s, App &app);
-	void update_members(TraceSession &s);
+	void update_members(TraceSession &s, Lock &lock);
 	nlohmann::json stop_session(TraceSession &s, Lock &lock);
 	nlohmann::json lost_report(const TraceSession &s) const;
 

@@ -148,7 +148,9 @@ int serve(const Args &args)
 	log(Level::info, "stopping: writing the traces of running sessions");
 	unlink(sock.c_str());
 	daemon.shutdown();
-	return 0;
+	unlink(control::lock_path(opt.rundir).c_str());
+	log(Level::info, "stopped");
+	_exit(0); // connection threads may still run: no destructors
 }
 
 } // namespace
@@ -159,7 +161,8 @@ int main(int argc, char **argv)
 	             "instrumented programs and writes their traces; control it with the `tracery` command."};
 	Args args;
 	app.add_flag("-d,--daemonize", args.daemonize, "Run in the background (returns once the daemon serves)");
-	app.add_flag("-F,--foreground", "Run in the foreground (the default)");
+	bool foreground = false;
+	app.add_flag("-F,--foreground", foreground, "Run in the foreground (the default)");
 	app.add_option("--rundir", args.rundir,
 	               "Directory of the socket and pid file (default: TRACERY_RUNDIR, /run/tracery for root, "
 	               "$XDG_RUNTIME_DIR/tracery or ~/.tracery for other users)");

@@ -1,6 +1,7 @@
 // A tracing session in the daemon: see trace_session.hpp.
 #include "daemon/trace_session.hpp"
 
+#include "daemon/fs_creds.hpp"
 #include "daemon/log.hpp"
 
 #include "clock/trace_clock.hpp"
@@ -55,25 +56,6 @@ std::string host_name()
 	return buf;
 }
 
-void chown_tree(const std::string &path, uid_t uid, gid_t gid)
-{
-	if (lchown(path.c_str(), uid, gid) != 0)
-		return;
-	DIR *d = opendir(path.c_str());
-	if (!d)
-		return;
-	while (dirent *e = readdir(d)) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		std::string child = path + "/" + e->d_name;
-		if (e->d_type == DT_DIR)
-			chown_tree(child, uid, gid);
-		else
-			lchown(child.c_str(), uid, gid);
-	}
-	closedir(d);
-}
-
 std::string now_stamp()
 {
 	time_t t = time(nullptr);
@@ -103,6 +85,7 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	: id_(id), name_(std::move(name)), owner_(owner), owner_gid_(owner_gid), output_(std::move(output)),
 	  snapshot_(snapshot), uuid_(ctf::Uuid::random())
 {
+	AsOwner as_owner(owner_, owner_gid_);
 	struct stat st;
 	if (stat(output_.c_str(), &st) == 0 && (!S_ISDIR(st.st_mode) || !is_empty_dir(output_)))
 		throw std::runtime_error("output directory '" + output_ +
@@ -113,23 +96,20 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 		throw std::runtime_error("cannot create output directory '" + output_ + "': " + strerror(e.code().value()) +
 		                         "; choose a writable directory with --output DIR");
 	}
-	if (access(output_.c_str(), W_OK) != 0)
+	const std::string probe = output_ + "/.tracery-write-check";
+	int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
 		throw std::runtime_error("output directory '" + output_ + "' is not writable: " + strerror(errno) +
 		                         "; choose a writable directory with --output DIR");
+	close(fd);
+	unlink(probe.c_str());
 	chmod(output_.c_str(), 0700);
-	chown_output();
 	ctf::TraceInfo info;
 	info.uuid = uuid_;
 	info.hostname = host_name();
 	info.clock_offset_ns = clock::realtime_offset_ns();
 	info.env.push_back({"tracer_session", name_});
 	writer_ = std::make_unique<ctf::MetadataWriter>(info);
-}
-
-void TraceSession::chown_output() const
-{
-	if (owner_ != geteuid())
-		chown_tree(output_, owner_, owner_gid_);
 }
 
 Channel *TraceSession::find_channel(const std::string &name)
@@ -172,6 +152,7 @@ void TraceSession::write_metadata()
 		text += ctf::MetadataWriter::stream_class(c->index(), c->spec().context);
 	text += metadata_; // event classes given before (none in practice)
 	if (!snapshot_) {
+		AsOwner as_owner(owner_, owner_gid_);
 		try {
 			ctf::TraceDir(output_).write_metadata(text);
 		} catch (const std::system_error &e) {
@@ -182,7 +163,6 @@ void TraceSession::write_metadata()
 	}
 	metadata_ = text;
 	metadata_written_ = true;
-	chown_output();
 }
 
 json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &events)
@@ -210,6 +190,7 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 	if (!blocks.empty()) {
 		metadata_ += blocks;
 		if (metadata_written_ && !snapshot_) {
+			AsOwner as_owner(owner_, owner_gid_);
 			try {
 				ctf::TraceDir(output_).append_metadata(blocks);
 			} catch (const std::exception &e) {
@@ -239,6 +220,7 @@ Buffer &TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid)
 	auto b = std::make_unique<Buffer>();
 	b->ring = ch.make_ring();
 	if (!snapshot_) {
+		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
 		runtime::ConsumerTarget target{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_};
 		b->consumer = std::make_unique<runtime::ChannelConsumer>(*b->ring, std::move(target));
 		if (ch.spec().mode == ringbuf::Mode::discard)
@@ -257,8 +239,10 @@ void TraceSession::finish(Channel &ch, Buffer &b, bool recover)
 			    name_.c_str(), ch.spec().name.c_str(), st.subbufs_repaired,
 			    static_cast<unsigned long long>(st.uncommitted_bytes));
 	}
-	if (b.consumer)
+	if (b.consumer) {
+		AsOwner as_owner(owner_, owner_gid_);
 		b.consumer->finish();
+	}
 }
 
 void TraceSession::program_ended(pid_t pid, uid_t uid)
@@ -283,7 +267,6 @@ void TraceSession::program_ended(pid_t pid, uid_t uid)
 			it->second->producer_died = true;
 		}
 	}
-	chown_output();
 }
 
 void TraceSession::finish_buffers(bool recover)
@@ -304,12 +287,12 @@ void TraceSession::finish_buffers(bool recover)
 			it = ch->buffers.erase(it);
 		}
 	}
-	chown_output();
 }
 
 std::string TraceSession::snapshot_record()
 {
 	const std::string dir = output_ + "/snapshot-" + std::to_string(++snapshots_) + "-" + now_stamp();
+	AsOwner as_owner(owner_, owner_gid_);
 	try {
 		ctf::TraceDir td = ctf::TraceDir::create(dir, 0700);
 		td.write_metadata(metadata_);
@@ -326,7 +309,6 @@ std::string TraceSession::snapshot_record()
 		throw std::runtime_error("cannot write snapshot '" + dir + "': " + strerror(e.code().value()) +
 		                         "; free some space or check the output directory");
 	}
-	chown_output();
 	return dir;
 }
 

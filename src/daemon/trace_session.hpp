@@ -37,6 +37,7 @@ public:
 	const std::string &output() const { return output_; }
 	bool snapshot() const { return snapshot_; }
 	SessionState state = SessionState::created;
+	int busy = 0; // a command waits for programs (lock released): others keep off
 	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
 
 	Channel *find_channel(const std::string &name);
@@ -70,7 +71,6 @@ public:
 
 private:
 	void finish(Channel &ch, Buffer &b, bool recover);
-	void chown_output() const;
 	std::string buffer_prefix(const Channel &ch, const std::string &owner);
 
 	uint64_t id_;

@@ -2,20 +2,21 @@
 // its events into a CTF trace in DIR, from libtracery's constructor (before the
 // program's own events register) to its destructor at exit. A child made by
 // fork() gets its own channel, consumer thread and stream files in the same
-// trace. See docs/instrumenting.md for the variables.
+// trace. See docs/instrumenting.md for the variables. Without TRACERY_OUTPUT
+// the program is traced on demand through the session daemon (daemon_client).
 #define _LGPL_SOURCE
 #include "runtime/channel_consumer.hpp"
+#include "runtime/daemon_client.hpp"
 #include "runtime/daemonless_config.hpp"
 #include "runtime/local_trace.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/session.hpp"
 #include "runtime/thread_context.hpp"
+#include "runtime/trace_channel.hpp"
 
 #include "clock/trace_clock.hpp"
-#include "ctf/event_header.hpp"
 
 #include <pthread.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 #include <urcu-bp.h>
 
@@ -53,15 +54,7 @@ public:
 private:
 	std::unique_ptr<ringbuf::Channel> make_channel()
 	{
-		ringbuf::Config c{};
-		c.num_cpus = static_cast<uint32_t>(get_nprocs_conf());
-		c.num_subbuf = config_.num_subbuf;
-		c.subbuf_size = config_.subbuf_size;
-		c.mode = config_.mode;
-		c.compact_header_size = ctf::kCompactHeaderSize;
-		c.extended_header_size = ctf::kExtendedHeaderSize;
-		c.compact_ts_bits = ctf::kCompactTsBits;
-		return ringbuf::Channel::create(c, "tracery-channel0");
+		return create_trace_channel(config_.num_subbuf, config_.subbuf_size, config_.mode, "tracery-channel0");
 	}
 
 	void start_consumer()
@@ -84,6 +77,7 @@ DaemonlessTracer *tracer = nullptr;
 
 void before_fork()
 {
+	daemon_client_before_fork();
 	lock_for_fork();
 	urcu_bp_before_fork();
 }
@@ -92,6 +86,7 @@ void after_fork_parent()
 {
 	urcu_bp_after_fork_parent();
 	unlock_after_fork();
+	daemon_client_after_fork_parent();
 }
 
 void after_fork_child()
@@ -99,6 +94,7 @@ void after_fork_child()
 	urcu_bp_after_fork_child();
 	unlock_after_fork();
 	reset_context_after_fork();
+	daemon_client_after_fork_child(); // registers the child with the session daemon, if any
 	if (!tracer)
 		return;
 	try {
@@ -119,6 +115,8 @@ __attribute__((constructor(101))) void daemonless_init()
 	if (!config) {
 		if (!error.empty())
 			fprintf(stderr, "tracery: %s; this run is not traced\n", error.c_str());
+		else
+			daemon_client_start(); // no TRACERY_OUTPUT: traced on demand through traceryd
 		return;
 	}
 	try {
@@ -130,6 +128,7 @@ __attribute__((constructor(101))) void daemonless_init()
 
 __attribute__((destructor(101))) void daemonless_fini()
 {
+	daemon_client_stop();
 	delete tracer;
 	tracer = nullptr;
 }

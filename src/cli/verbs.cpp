@@ -1,0 +1,239 @@
+// The verbs of the tracery command: build the request, show the reply.
+#include "cli/verbs.hpp"
+
+#include "cli/client.hpp"
+#include "cli/current.hpp"
+#include "cli/print.hpp"
+
+#include "control/paths.hpp"
+#include "control/wire.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace tracery::cli {
+
+using nlohmann::json;
+
+namespace {
+
+void need_userspace(const Args &a)
+{
+	if (a.kernel)
+		throw CliError("kernel tracing is not implemented yet: use -u (user space)");
+}
+
+std::string absolute(const std::string &path)
+{
+	if (path.empty() || path[0] == '/')
+		return path;
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd))
+		throw CliError(std::string("cannot resolve '") + path + "': " + strerror(errno));
+	return std::string(cwd) + "/" + path;
+}
+
+std::string default_output(const std::string &name)
+{
+	time_t t = time(nullptr);
+	tm tm_;
+	localtime_r(&t, &tm_);
+	char stamp[32];
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm_);
+	return control::home_dir() + "/tracery-traces/" + name + "-" + stamp;
+}
+
+// "512k", "4M", "65536" -> bytes.
+uint64_t parse_size(const std::string &s, const char *option)
+{
+	char *end = nullptr;
+	errno = 0;
+	unsigned long long v = strtoull(s.c_str(), &end, 10);
+	uint64_t mult = 1;
+	if (end && *end) {
+		if (!strcmp(end, "k") || !strcmp(end, "K"))
+			mult = 1024;
+		else if (!strcmp(end, "M") || !strcmp(end, "m"))
+			mult = 1024 * 1024;
+		else if (!strcmp(end, "G") || !strcmp(end, "g"))
+			mult = 1024ull * 1024 * 1024;
+		else
+			end = nullptr;
+	}
+	if (s.empty() || !end || errno || v == 0 || v * mult > UINT32_MAX)
+		throw CliError(std::string("bad ") + option + " '" + s + "': give a number, optionally with k, M or G");
+	return v * mult;
+}
+
+json session_request(const char *cmd, const Args &a)
+{
+	return {{"cmd", cmd}, {"session", session_or_current(a.session)}};
+}
+
+} // namespace
+
+int verb_create(const Args &a)
+{
+	const std::string out = a.output.empty() ? default_output(a.session) : absolute(a.output);
+	json r = request({{"cmd", "create"}, {"session", a.session}, {"output", out}, {"snapshot", a.snapshot}});
+	set_current_session(a.session);
+	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
+	       r.value("output", "").c_str());
+	return 0;
+}
+
+int verb_destroy(const Args &a)
+{
+	json req = {{"cmd", "destroy"}};
+	if (a.all)
+		req["all"] = true;
+	else
+		req["session"] = session_or_current(a.session);
+	json r = request(req);
+	for (const auto &n : r["destroyed"]) {
+		forget_current_session(n.get<std::string>());
+		printf("Session '%s' destroyed\n", n.get<std::string>().c_str());
+	}
+	if (r["destroyed"].empty())
+		printf("No session to destroy\n");
+	return 0;
+}
+
+int verb_enable_channel(const Args &a)
+{
+	need_userspace(a);
+	if (a.buffers_pid && a.buffers_uid)
+		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
+	json req = session_request("enable-channel", a);
+	req["channel"] = a.channel;
+	if (!a.subbuf_size.empty())
+		req["subbuf_size"] = parse_size(a.subbuf_size, "--subbuf-size");
+	if (!a.num_subbuf.empty())
+		req["num_subbuf"] = parse_size(a.num_subbuf, "--num-subbuf");
+	req["overwrite"] = a.overwrite;
+	req["per_pid"] = a.buffers_pid;
+	json r = request(req);
+	printf("Channel '%s' enabled in session '%s'\n", a.channel.c_str(), r.value("session", "").c_str());
+	return 0;
+}
+
+int verb_enable_event(const Args &a, bool disable)
+{
+	need_userspace(a);
+	if (!a.filter.empty())
+		throw CliError("filters are not implemented yet (issue 5): enable the events without --filter");
+	std::vector<std::string> patterns;
+	for (const auto &p : a.patterns) {
+		size_t start = 0;
+		for (;;) {
+			size_t comma = p.find(',', start);
+			std::string one = p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+			if (!one.empty())
+				patterns.push_back(one);
+			if (comma == std::string::npos)
+				break;
+			start = comma + 1;
+		}
+	}
+	json req = session_request(disable ? "disable-event" : "enable-event", a);
+	req["patterns"] = patterns;
+	req["all"] = a.all;
+	req["channel"] = a.channel;
+	json r = request(req);
+	for (const auto &p : r["patterns"])
+		printf("Event %s %s in channel '%s' of session '%s'\n", p.get<std::string>().c_str(),
+		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(), r.value("session", "").c_str());
+	return 0;
+}
+
+int verb_add_context(const Args &a)
+{
+	need_userspace(a);
+	json req = session_request("add-context", a);
+	req["channel"] = a.channel;
+	req["types"] = a.contexts;
+	json r = request(req);
+	for (const auto &t : a.contexts)
+		printf("Context %s added to session '%s'\n", t.c_str(), r.value("session", "").c_str());
+	return 0;
+}
+
+int verb_start(const Args &a)
+{
+	json r = request(session_request("start", a));
+	printf("Tracing started for session '%s' (%d running programs)\n", r.value("session", "").c_str(),
+	       r.value("programs", 0));
+	return 0;
+}
+
+int verb_stop(const Args &a)
+{
+	json r = request(session_request("stop", a));
+	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
+	print_lost(r["lost"]);
+	for (const auto &pid : r.value("not_detached", json::array()))
+		printf("  warning: program %d did not detach in time; its last events may be incomplete\n", pid.get<int>());
+	if (r.value("disk_full", false)) {
+		fflush(stdout);
+		throw CliError("the disk holding " + request({{"cmd", "status"}, {"session", r.value("session", "")}}).value("output", std::string()) +
+		               " is full: the trace may miss packets; free some space (or use another --output) and trace again");
+	}
+	return 0;
+}
+
+int verb_status(const Args &a)
+{
+	print_status(request(session_request("status", a)));
+	return 0;
+}
+
+int verb_list(const Args &a)
+{
+	if (a.userspace) {
+		print_program_events(request({{"cmd", "list-events"}}));
+		return 0;
+	}
+	if (!a.session.empty()) {
+		print_status(request({{"cmd", "status"}, {"session", a.session}}));
+		return 0;
+	}
+	print_sessions(request({{"cmd", "list"}}));
+	return 0;
+}
+
+int verb_snapshot_record(const Args &a)
+{
+	json r = request(session_request("snapshot-record", a));
+	printf("Snapshot of session '%s' recorded in %s\n", r.value("session", "").c_str(), r.value("path", "").c_str());
+	return 0;
+}
+
+int verb_view(const Args &a)
+{
+	std::string path;
+	struct stat st;
+	if (!a.target.empty() && stat(a.target.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+		path = a.target;
+	else
+		path = request({{"cmd", "status"}, {"session", session_or_current(a.target)}}).value("output", "");
+	fflush(stdout);
+	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
+	if (errno == ENOENT)
+		throw CliError("babeltrace2 is not installed: install it (apt-get install babeltrace2) or read " + path +
+		               " with another CTF reader");
+	throw CliError(std::string("cannot run babeltrace2: ") + strerror(errno));
+}
+
+int verb_version()
+{
+	printf("tracery %s (control protocol %u)\n", TRACERY_VERSION, control::kProtocolVersion);
+	return 0;
+}
+
+} // namespace tracery::cli

@@ -1,0 +1,38 @@
+// The verbs of the tracery command, once their arguments are parsed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tracery::cli {
+
+struct Args {
+	std::string session;          // -s NAME or positional NAME
+	std::string output;           // create --output
+	bool snapshot = false;        // create --snapshot
+	bool all = false;             // destroy --all, enable-event -a
+	bool userspace = false;       // -u (the only domain there is)
+	bool kernel = false;          // -k (not there yet)
+	std::string channel;          // -c / enable-channel NAME
+	std::vector<std::string> patterns;
+	std::string filter;
+	std::string subbuf_size, num_subbuf;
+	bool overwrite = false, buffers_pid = false, buffers_uid = false;
+	std::vector<std::string> contexts;
+	std::string target; // view NAME|DIR
+};
+
+int verb_create(const Args &a);
+int verb_destroy(const Args &a);
+int verb_enable_channel(const Args &a);
+int verb_enable_event(const Args &a, bool disable);
+int verb_add_context(const Args &a);
+int verb_start(const Args &a);
+int verb_stop(const Args &a);
+int verb_status(const Args &a);
+int verb_list(const Args &a);
+int verb_snapshot_record(const Args &a);
+int verb_view(const Args &a);
+int verb_version();
+
+} // namespace tracery::cli

@@ -1,0 +1,53 @@
+// Unit tests of a daemon channel: which events its enabled and disabled
+// patterns select, and its per-channel event ids.
+#include "daemon/channel.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tracery::daemon {
+namespace {
+
+TEST(DaemonChannel, EnableAndDisablePatterns)
+{
+	Channel ch(0, ChannelSpec{});
+	EXPECT_FALSE(ch.enabled("app:a"));
+	ch.enable({"app:*"});
+	EXPECT_TRUE(ch.enabled("app:a"));
+	EXPECT_FALSE(ch.enabled("lib:a"));
+	ch.disable({"app:noisy"}); // not an enabled pattern: excludes what it matches
+	EXPECT_FALSE(ch.enabled("app:noisy"));
+	EXPECT_TRUE(ch.enabled("app:a"));
+	ch.enable({"app:noisy"}); // enabling takes it off the disabled list
+	EXPECT_TRUE(ch.enabled("app:noisy"));
+	ch.disable({"app:*"}); // an enabled pattern: removed
+	EXPECT_FALSE(ch.enabled("app:a"));
+	EXPECT_TRUE(ch.enabled("app:noisy"));
+}
+
+TEST(DaemonChannel, IdsAreGivenOncePerEventVersion)
+{
+	Channel ch(3, ChannelSpec{});
+	bool is_new = false;
+	EXPECT_EQ(ch.id_for("app:a#1", &is_new), 0u);
+	EXPECT_TRUE(is_new);
+	EXPECT_EQ(ch.id_for("app:b#1", &is_new), 1u);
+	EXPECT_EQ(ch.id_for("app:a#1", &is_new), 0u);
+	EXPECT_FALSE(is_new);
+	EXPECT_EQ(ch.id_for("app:a#2", &is_new), 2u);
+}
+
+TEST(DaemonChannel, RingHasTheChannelOptions)
+{
+	ChannelSpec spec;
+	spec.subbuf_size = 8192;
+	spec.num_subbuf = 2;
+	spec.mode = ringbuf::Mode::overwrite;
+	Channel ch(0, spec);
+	auto ring = ch.make_ring();
+	EXPECT_EQ(ring->config().subbuf_size, 8192u);
+	EXPECT_EQ(ring->config().num_subbuf, 2u);
+	EXPECT_EQ(ring->config().mode, ringbuf::Mode::overwrite);
+}
+
+} // namespace
+} // namespace tracery::daemon

@@ -1,0 +1,301 @@
+"""The session daemon end to end: a real traceryd in a private run directory,
+driven by the tracery command, tracing real instrumented programs; traces
+read back with babeltrace2 (bt2)."""
+import collections
+import os
+import re
+import signal
+import subprocess
+import time
+import unittest
+
+from daemontest import DaemonTestCase, read_line
+from tracetest import Trace, babeltrace2_text, program
+
+
+def lost_counts(stop_output):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"channel (\S+): (\d+) events? lost", stop_output)}
+
+
+class Basics(DaemonTestCase):
+    def test_hello_traced_through_the_daemon(self):
+        self.d.start_daemon()
+        path = self.session("s", events=("hello:*",), context=("vpid", "procname"))
+        self.d.tracery("start")
+        self.d.run([program("examples", "hello-c"), "daemon"])
+        stop = self.d.tracery("stop").stdout
+        self.assertEqual(lost_counts(stop), {"channel0": 0})
+        trace = Trace(path)
+        names = [e["name"] for e in trace.events]
+        self.assertEqual(names, ["hello:greeting"] + ["hello:step"] * 8)
+        self.assertEqual(trace.events[0]["payload"], {"who": "daemon", "count": 6})
+        self.assertEqual(trace.events[0]["context"]["procname"], "hello-c")
+        view = self.d.tracery("view")
+        self.assertEqual(view.stdout.count("hello:step"), 8)
+        self.assertEqual(view.stderr, "")
+
+    def test_exact_counts_with_small_buffers(self):
+        n = 200_000
+        self.d.start_daemon()
+        path = self.session("s", channel_args=["--subbuf-size", "16k", "--num-subbuf", "4"])
+        self.d.tracery("start")
+        self.d.run([program("tests", "daemon-emitter"), "count", str(n)])
+        lost = lost_counts(self.d.tracery("stop").stdout)["chan"]
+        trace = Trace(path)
+        self.assertEqual(len(trace.events) + trace.discarded, 2 * n)
+        self.assertEqual(trace.discarded, lost)
+        self.assertEqual(self.d.tracery("status").stdout.count(f"lost: {lost} event"), 1)
+
+    def test_program_started_before_the_daemon(self):
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "1000", "wait"])
+        pid = int(read_line(emitter, "ready")[0])
+        self.d.start_daemon()
+        path = self.session("s")
+        self.d.tracery("start")
+        self.d.wait_registered(pid)
+        # Registered after the daemon appeared: the session reaches it.
+        deadline = time.time() + 10
+        while f"programs tracing into it: {pid}" not in self.d.tracery("status").stdout:
+            self.assertLess(time.time(), deadline)
+            time.sleep(0.05)
+        emitter.stdin.write("go\n")
+        emitter.stdin.flush()
+        self.assertEqual(read_line(emitter, "done"), ["1000"])
+        self.assertEqual(emitter.wait(timeout=30), 0)
+        self.d.tracery("stop")
+        self.assertEqual(len(Trace(path).events), 2000, self.d.log() + emitter.stderr.read())
+
+    def test_list_userspace_events_of_running_programs(self):
+        self.d.start_daemon()
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "1", "wait"])
+        pid = int(read_line(emitter, "ready")[0])
+        self.d.wait_registered(pid)
+        listing = self.d.tracery("list", "-u").stdout
+        self.assertIn(f"PID: {pid} - Name: daemon-emitter", listing)
+        self.assertIn("emit:tick (i u64)", listing)
+        self.assertIn("emit:other (i u64, tag string)", listing)
+
+    def test_no_daemon_means_no_wait(self):
+        start = time.time()
+        self.d.run([program("examples", "hello-c")])
+        self.assertLess(time.time() - start, 2.0)
+
+
+class Processes(DaemonTestCase):
+    def check_fork(self, channel_args):
+        n = 5000
+        self.d.start_daemon()
+        path = self.session("s", events=("fork:*",), channel_args=channel_args, context=("vpid",))
+        self.d.tracery("start")
+        out = self.d.run([program("tests", "forker"), str(n)])
+        parent, child = (int(x) for x in out.split()[1::2])
+        self.d.tracery("stop")
+        trace = Trace(path)
+        by_pid = collections.defaultdict(collections.Counter)
+        for e in trace.events:
+            by_pid[e["context"]["vpid"]][e["payload"]["phase"]] += 1
+        self.assertEqual(trace.discarded, 0)
+        self.assertEqual(dict(by_pid[parent]), {0: n, 2: n})
+        self.assertEqual(dict(by_pid[child]), {1: n})
+
+    def test_fork_per_uid_buffers(self):
+        self.check_fork(["--subbuf-size", "256k"])
+
+    def test_fork_per_pid_buffers(self):
+        self.check_fork(["--buffers-pid"])
+
+    def test_exec_of_a_traced_program(self):
+        self.d.start_daemon()
+        path = self.session("s", events=("emit:*", "hello:*"))
+        self.d.tracery("start")
+        self.d.run([program("tests", "daemon-emitter"), "exec", program("examples", "hello-c")])
+        self.d.tracery("stop")
+        names = collections.Counter(e["name"] for e in Trace(path).events)
+        self.assertEqual(names, {"emit:tick": 1, "hello:greeting": 1, "hello:step": 8})
+
+    def test_events_of_a_dlopened_library(self):
+        self.d.start_daemon()
+        path = self.session("s", events=("*",))
+        self.d.tracery("start")
+        self.d.run([program("tests", "dlopen-host"), program("tests", "libtracery-test-plugin.so")])
+        self.d.tracery("stop")
+        names = [e["name"] for e in Trace(path).events]
+        self.assertEqual(names, ["host:mark", "shlib:call"] + ["plugin:work"] * 10 + ["host:mark"])
+
+    def check_sigkill(self, channel_args):
+        n = 100_000
+        self.d.start_daemon()
+        path = self.session("s", events=("emit:tick",), channel_args=channel_args)
+        self.d.tracery("start")
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "hold", str(n)])
+        self.assertEqual(read_line(emitter, "done"), [str(n)])
+        emitter.send_signal(signal.SIGKILL)
+        emitter.wait(timeout=30)
+        self.d.tracery("stop")
+        trace = Trace(path)
+        values = [e["payload"]["i"] for e in trace.events]
+        self.assertEqual(trace.discarded, 0)
+        self.assertEqual(sorted(values), list(range(n)))
+
+    def test_sigkilled_program_keeps_its_events_per_pid(self):
+        self.check_sigkill(["--buffers-pid"])
+
+    def test_sigkilled_program_keeps_its_events_per_uid(self):
+        self.check_sigkill([])
+
+
+class Sessions(DaemonTestCase):
+    def test_two_sessions_get_exactly_their_events(self):
+        n = 20_000
+        self.d.start_daemon()
+        a = self.session("a", events=("emit:tick",))
+        b = self.session("b", events=("emit:other",), context=("vtid",))
+        self.d.tracery("start", "a")
+        self.d.tracery("start", "b")
+        self.d.run([program("tests", "daemon-emitter"), "count", str(n)])
+        self.d.tracery("stop", "a")
+        self.d.tracery("stop", "b")
+        ta, tb = Trace(a), Trace(b)
+        self.assertEqual(collections.Counter(e["name"] for e in ta.events), {"emit:tick": n})
+        self.assertEqual(collections.Counter(e["name"] for e in tb.events), {"emit:other": n})
+        self.assertEqual([e["payload"]["i"] for e in ta.events], list(range(n)))
+        self.assertEqual([e["payload"]["i"] for e in tb.events], list(range(n)))
+
+    def test_snapshot_holds_the_newest_events(self):
+        n = 500_000
+        self.d.start_daemon()
+        path = self.session("snap", "--snapshot", events=("emit:tick",),
+                            channel_args=["--subbuf-size", "16k", "--num-subbuf", "4"])
+        self.d.tracery("start")
+        # On one CPU: each per-CPU buffer keeps its own newest data, so a thread
+        # that migrates would leave a gap between the CPUs' windows.
+        emitter = self.d.spawn(["taskset", "-c", "0", program("tests", "daemon-emitter"), "hold", str(n)])
+        self.assertEqual(read_line(emitter, "done"), [str(n)])
+        rec = self.d.tracery("snapshot", "record").stdout
+        snap = re.search(r"recorded in (\S+)", rec).group(1)
+        self.assertTrue(snap.startswith(path))
+        values = [e["payload"]["i"] for e in Trace(snap).events]
+        self.assertGreater(len(values), 100)
+        self.assertLess(len(values), n)
+        self.assertEqual(values[-1], n - 1, "the newest event is in the snapshot")
+        self.assertEqual(values, list(range(values[0], n)), "the snapshot holds the newest events, contiguous")
+
+    def test_enable_event_while_running(self):
+        self.d.start_daemon()
+        path = self.session("s", events=("emit:other",))
+        self.d.tracery("start")
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "100", "wait"])
+        pid = int(read_line(emitter, "ready")[0])
+        self.d.wait_registered(pid)
+        self.d.tracery("enable-event", "-u", "emit:tick")
+        self.d.tracery("disable-event", "-u", "emit:other")
+        emitter.stdin.write("go\n")
+        emitter.stdin.flush()
+        self.assertEqual(emitter.wait(timeout=30), 0)
+        self.d.tracery("stop")
+        self.assertEqual(collections.Counter(e["name"] for e in Trace(path).events), {"emit:tick": 100})
+
+
+class DaemonDeath(DaemonTestCase):
+    def test_program_survives_sigkill_of_the_daemon(self):
+        self.d.start_daemon()
+        self.session("s", events=("emit:tick",))
+        self.d.tracery("start")
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "spin", "3"])
+        pid = int(read_line(emitter, "ready")[0])
+        self.d.wait_registered(pid)
+        time.sleep(0.5)
+        self.d.kill_daemon(signal.SIGKILL)
+        count = int(read_line(emitter, "done", timeout=60)[0])
+        self.assertEqual(emitter.wait(timeout=30), 0, emitter.stderr.read())
+        self.assertGreater(count, 0)
+        # A new daemon serves new sessions.
+        self.d.start_daemon()
+        path = self.session("after", events=("hello:*",))
+        self.d.tracery("start")
+        self.d.run([program("examples", "hello-c")])
+        self.d.tracery("stop")
+        self.assertEqual(len(Trace(path).events), 9)
+
+    def test_stuck_daemon_delays_a_program_boundedly(self):
+        pid = self.d.start_daemon()
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        start = time.time()
+        self.d.run([program("examples", "hello-c")], extra_env={"TRACERY_REGISTER_TIMEOUT_MS": "300"})
+        self.assertLess(time.time() - start, 3.0)
+        os.kill(pid, signal.SIGCONT)
+        self.d.tracery("list")
+
+    def test_second_daemon_of_the_same_scope_refuses(self):
+        pid = self.d.start_daemon()
+        proc = subprocess.run([self.d.traceryd], env=self.d.env, capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn(f"another traceryd (pid {pid})", proc.stderr)
+        self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+
+
+class BadInput(DaemonTestCase):
+    def fails(self, *args, expect):
+        proc = self.d.tracery(*args, check=False)
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        lines = proc.stderr.splitlines()
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(expect, lines[0])
+        return lines[0]
+
+    def test_missing_daemon(self):
+        self.fails("list", expect="no session daemon: start one with `traceryd --daemonize`")
+
+    def test_errors_leave_other_sessions_untouched(self):
+        self.d.start_daemon()
+        self.session("good", events=("hello:*",))
+        self.d.tracery("start", "good")
+        self.fails("frobnicate", expect="unknown verb 'frobnicate'")
+        self.fails("create", "x", "--bogus", expect="--bogus")
+        self.fails("start", "nosuch", expect="no session named 'nosuch'")
+        self.fails("create", "bad", "--output", "/proc/no/such/dir", expect="cannot create output directory")
+        os.makedirs(self.out("full"))
+        open(os.path.join(self.out("full"), "x"), "w").close()
+        self.fails("create", "bad2", "--output", self.out("full"), expect="is not empty")
+        self.fails("enable-event", "-u", "emit:*", "--filter", "i > 3", "-s", "good",
+                   expect="filters are not implemented yet (issue 5)")
+        self.fails("enable-event", "-u", "nocolon", "-s", "good", expect="bad event pattern")
+        self.fails("enable-channel", "-u", "c2", "--subbuf-size", "1000", "-s", "good", expect="channel")
+        self.fails("create", "good", "--output", self.out("other"), expect="already exists")
+        self.fails("start", "good", expect="already started")
+        status = self.d.tracery("status", "good").stdout
+        self.assertIn("[started]", status)
+        self.d.run([program("examples", "hello-c")])
+        self.d.tracery("stop", "good")
+        self.assertEqual(len(Trace(self.out("good")).events), 9)
+
+    def test_full_disk(self):
+        tiny = self.out("tiny")
+        os.makedirs(tiny)
+        if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", tiny],
+                                               capture_output=True).returncode != 0:
+            self.skipTest("needs root to mount a tiny tmpfs")
+        self.addCleanup(subprocess.run, ["umount", "-l", tiny], capture_output=True)
+        self.d.start_daemon()
+        self.session("other", events=("hello:*",))
+        self.d.tracery("start", "other")
+        self.d.tracery("create", "full", "--output", os.path.join(tiny, "t"))
+        self.d.tracery("enable-event", "-u", "emit:*", "-s", "full")
+        self.d.tracery("start", "full")
+        self.d.run([program("tests", "daemon-emitter"), "count", "100000"])
+        self.fails("stop", "full", expect="is full")
+        self.assertIn("[started]", self.d.tracery("status", "other").stdout)
+        self.d.run([program("examples", "hello-c")])
+        self.d.tracery("stop", "other")
+        self.assertEqual(len(Trace(self.out("other")).events), 9)
+
+    def test_help_for_every_verb(self):
+        for verb in ["create", "destroy", "enable-channel", "enable-event", "disable-event", "add-context",
+                     "start", "stop", "status", "list", "snapshot", "view", "version"]:
+            proc = self.d.tracery(verb, "--help")
+            self.assertIn("Usage", proc.stdout, verb)
+
+
+if __name__ == "__main__":
+    unittest.main()

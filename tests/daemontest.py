@@ -1,0 +1,158 @@
+"""Helpers for the session daemon tests: a private traceryd (its own run
+directory, HOME and XDG_RUNTIME_DIR in a temporary directory, so a test never
+touches a real daemon), the tracery command, instrumented programs, and
+cleanup of all of them even when a test fails."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from tracetest import program
+
+
+class DaemonEnv:
+    def __init__(self, prefix="tracery-daemon-test-"):
+        self.tmp = tempfile.mkdtemp(prefix=prefix)
+        self.rundir = os.path.join(self.tmp, "run")
+        self.home = os.path.join(self.tmp, "home")
+        os.makedirs(self.home)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TRACERY_")}
+        self.env.update({"TRACERY_RUNDIR": self.rundir, "HOME": self.home,
+                         "XDG_RUNTIME_DIR": os.path.join(self.tmp, "xdg")})
+        self.procs = []
+        self.traceryd = program("src", "daemon", "traceryd")
+        self.cli = program("src", "cli", "tracery")
+
+    # ---- the daemon
+    def start_daemon(self, *extra):
+        proc = subprocess.run([self.traceryd, "--daemonize", "--log-level", "debug", *extra], env=self.env,
+                              capture_output=True, text=True, timeout=30)
+        if proc.returncode != 0:
+            raise AssertionError(f"traceryd failed: {proc.stderr}")
+        return self.daemon_pid()
+
+    def daemon_pid(self):
+        try:
+            with open(os.path.join(self.rundir, "traceryd.pid")) as f:
+                return int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def kill_daemon(self, sig=signal.SIGTERM, timeout=30):
+        pid = self.daemon_pid()
+        if not pid:
+            return
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split()[2] == "Z":
+                    return
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.rundir, "traceryd.log")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    # ---- the tracery command
+    def tracery(self, *args, check=True, env=None, user=None):
+        argv = [self.cli, *args]
+        if user:
+            argv = ["runuser", "-p", "-u", user, "--", *argv]
+        proc = subprocess.run(argv, env=env or self.env, capture_output=True, text=True, timeout=120)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tracery {' '.join(args)} exited {proc.returncode}: {proc.stderr}"
+                                 f"\n--- daemon log ---\n{self.log()}")
+        return proc
+
+    # ---- programs
+    def spawn(self, argv, stdin=subprocess.PIPE, extra_env=None):
+        env = dict(self.env)
+        env.update(extra_env or {})
+        p = subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def run(self, argv, extra_env=None, timeout=300):
+        p = self.spawn(argv, stdin=subprocess.DEVNULL, extra_env=extra_env)
+        out, err = p.communicate(timeout=timeout)
+        if p.returncode != 0:
+            raise AssertionError(f"{argv} exited {p.returncode}: {err}")
+        return out
+
+    def wait_registered(self, pid, timeout=10):
+        """Waits until `tracery list -u` shows the program."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if f"PID: {pid} " in self.tracery("list", "-u").stdout:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"program {pid} never registered\n{self.log()}")
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.communicate(timeout=10)
+            except Exception:
+                pass
+        if self.daemon_pid():
+            self.tracery("destroy", "--all", check=False)
+        self.kill_daemon()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def read_line(proc, prefix, timeout=30):
+    """The next stdout line of proc starting with prefix (its other words)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith(prefix):
+            return line.split()[1:]
+    raise AssertionError(f"no '{prefix}' line from {proc.args}")
+
+
+class DaemonTestCase(unittest.TestCase):
+    def setUp(self):
+        if shutil.which("babeltrace2") is None:
+            self.skipTest("babeltrace2 is not installed")
+        self.d = DaemonEnv()
+        self.addCleanup(self.d.cleanup)
+
+    def out(self, name):
+        return os.path.join(self.d.tmp, name)
+
+    def session(self, name, *create_args, events=("emit:*",), channel_args=None, context=()):
+        """Creates a session writing to TMP/NAME, its channel and events."""
+        path = self.out(name)
+        self.d.tracery("create", name, "--output", path, *create_args)
+        if channel_args is not None:
+            self.d.tracery("enable-channel", "-u", "chan", "-s", name, *channel_args)
+        for ev in events:
+            args = ["enable-event", "-u", ev, "-s", name]
+            if channel_args is not None:
+                args += ["-c", "chan"]
+            self.d.tracery(*args)
+        if context:
+            args = ["add-context", "-u", "-s", name]
+            for c in context:
+                args += ["-t", c]
+            self.d.tracery(*args)
+        return path
