@@ -140,9 +140,7 @@ using namespace tracery::runtime;
 
 extern "C" {
 
-// liburcu-bp 0.13 places its per-thread reader records at addresses below
-// their declared (cache-line) alignment; x86 does not care, UBSan does.
-__attribute__((no_sanitize("alignment"))) void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
+void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
 {
 	urcu_bp_read_lock();
 	auto *a = static_cast<ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE)); // rcu_dereference
