@@ -16,6 +16,14 @@ std::string join(const json &list, const char *empty = "-")
 		out += (out.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
 	return out.empty() ? empty : out;
 }
+// "NAME [state, snapshot] -> OUTPUT", with the name set in name_format.
+std::string session_summary(const json &s, const char *name_format)
+{
+	char name[512];
+	snprintf(name, sizeof name, name_format, s.value("name", "").c_str());
+	return std::string(name) + " [" + s.value("state", "") + (s.value("snapshot", false) ? ", snapshot" : "") +
+	       "] -> " + s.value("output", "");
+}
 } // namespace
 
 void print_sessions(const json &reply)
@@ -28,8 +36,7 @@ void print_sessions(const json &reply)
 	printf("Sessions:\n");
 	int i = 1;
 	for (const auto &s : sessions)
-		printf("  %d) %s [%s%s] -> %s\n", i++, s.value("name", "").c_str(), s.value("state", "").c_str(),
-		       s.value("snapshot", false) ? ", snapshot" : "", s.value("output", "").c_str());
+		printf("  %d) %s\n", i++, session_summary(s, "%s").c_str());
 }
 
 void print_lost(const json &lost)
@@ -43,8 +50,7 @@ void print_lost(const json &lost)
 
 void print_status(const json &s)
 {
-	printf("Session '%s' [%s%s] -> %s\n", s.value("name", "").c_str(), s.value("state", "").c_str(),
-	       s.value("snapshot", false) ? ", snapshot" : "", s.value("output", "").c_str());
+	printf("%s\n", session_summary(s, "Session '%s'").c_str());
 	for (const auto &c : s["channels"]) {
 		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU, context: %s\n", c.value("name", "").c_str(),
 		       c.value("buffers", "").c_str(), c.value("mode", "").c_str(), c.value("num_subbuf", 0u),
