@@ -83,18 +83,30 @@ public:
 		wake();
 	}
 
-	void before_fork() { mutex_.lock(); }
-	void after_fork_parent() { mutex_.unlock(); }
+	// fork() waits until the control thread is idle in poll(), so the child
+	// never inherits a message half handled (or its heap blocks, which
+	// nothing in the child could free).
+	void before_fork()
+	{
+		busy_.lock();
+		mutex_.lock();
+	}
+	void after_fork_parent()
+	{
+		mutex_.unlock();
+		busy_.unlock();
+	}
 	void after_fork_child()
 	{
-		// Alone in the child, holding mutex_: forget the parent's link (its
-		// socket stays open in the parent), detach the parent's sessions,
-		// and register as a program of our own.
+		// Alone in the child, holding both locks: forget the parent's link
+		// (its socket stays open in the parent), detach the parent's
+		// sessions, and register as a program of our own.
 		drop_sessions();
 		sock_.reset();
 		connected_ = false;
 		pending_.clear();
 		mutex_.unlock();
+		busy_.unlock();
 		start();
 	}
 
@@ -151,19 +163,23 @@ private:
 		cv_.notify_all();
 	}
 
+	// The control thread holds busy_ whenever it is not blocked in poll().
 	void run()
 	{
+		std::unique_lock busy(busy_);
 		while (!quitting()) {
 			auto [watch, watching] = watch_run_dirs();
 			if (!connect_and_hello()) {
 				finish_initial(); // no daemon: the program does not wait
 				pollfd p[2] = {{watch.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+				busy.unlock();
 				poll(p, 2, watching ? -1 : 5000);
 				usleep(1000); // let a new daemon finish its setup
+				busy.lock();
 				continue;
 			}
 			watch.reset();
-			serve();
+			serve(busy);
 			if (quitting())
 				return; // exiting: leave everything to the kernel (see stop())
 			drop_daemon();
@@ -179,6 +195,7 @@ private:
 				continue;
 			timeval tv{1, 0}; // a daemon that stops reading never blocks us for long
 			setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+			setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); // nor holds fork() back mid-message
 			std::lock_guard lock(mutex_);
 			if (quit_)
 				return false;
@@ -198,11 +215,14 @@ private:
 		return false;
 	}
 
-	void serve()
+	void serve(std::unique_lock<std::mutex> &busy)
 	{
 		for (;;) {
 			pollfd p[2] = {{sock_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-			if (poll(p, 2, -1) < 0 && errno != EINTR)
+			busy.unlock();
+			const int ready = poll(p, 2, -1);
+			busy.lock();
+			if (ready < 0 && errno != EINTR)
 				return;
 			if (quitting())
 				return;
@@ -287,6 +307,7 @@ private:
 		cv_.notify_all();
 	}
 
+	std::mutex busy_;  // held by the control thread while it works; taken before mutex_
 	std::mutex mutex_; // state and sends on sock_
 	std::condition_variable cv_;
 	pthread_t thread_{};
