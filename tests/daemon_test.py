@@ -258,8 +258,9 @@ class BadInput(DaemonTestCase):
         os.makedirs(self.out("full"))
         open(os.path.join(self.out("full"), "x"), "w").close()
         self.fails("create", "bad2", "--output", self.out("full"), expect="is not empty")
-        self.fails("enable-event", "-u", "emit:*", "--filter", "i > 3", "-s", "good",
-                   expect="filters are not implemented yet (issue 5)")
+        bad_filter = self.d.tracery("enable-event", "-u", "emit:*", "--filter", "i >", "-s", "good", check=False)
+        self.assertNotEqual(bad_filter.returncode, 0)
+        self.assertIn("bad filter: expected an operand here", bad_filter.stderr)  # then the caret lines
         self.fails("enable-event", "-u", "nocolon", "-s", "good", expect="bad event pattern")
         self.fails("enable-channel", "-u", "c2", "--subbuf-size", "1000", "-s", "good", expect="channel")
         self.fails("create", "good", "--output", self.out("other"), expect="already exists")

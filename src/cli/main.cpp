@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		domain_flags(ev, a);
 		session_option(ev, a);
 		if (!disable)
-			ev->add_option("--filter", a.filter, "Filter expression (not implemented yet: issue 5)");
+			ev->add_option("--filter", a.filter, "Record only the events for which EXPR is true, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see docs/filters.md)");
 	}
 
 	auto *ctx = verb("add-context", "Record context fields with every event of a channel", [&] { return verb_add_context(a); });

@@ -7,6 +7,7 @@
 
 #include "control/paths.hpp"
 #include "control/wire.hpp"
+#include "filter/parser.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,11 +124,29 @@ int verb_enable_channel(const Args &a)
 	return 0;
 }
 
+// Programs that refused a filter (its bytecode failed their verifier) do not
+// record the event: a failure of the command.
+void check_refusals(const json &reply)
+{
+	const json refused = reply.value("refused", json::array());
+	if (refused.empty())
+		return;
+	std::string what;
+	for (const auto &r : refused)
+		what += (what.empty() ? "" : "; ") + std::string("program ") + std::to_string(r.value("pid", 0)) +
+		        " refused the filter of " + r.value("event", "") + ": " + r.value("reason", "");
+	fflush(stdout);
+	throw CliError(what + " (those programs do not record the event; report this as a bug)");
+}
+
 int verb_enable_event(const Args &a, bool disable)
 {
 	need_userspace(a);
-	if (!a.filter.empty())
-		throw CliError("filters are not implemented yet (issue 5): enable the events without --filter");
+	if (!a.filter.empty()) {
+		filter::Error e;
+		if (!filter::parse(a.filter, &e))
+			throw CliError("bad filter: " + filter::render_error(a.filter, e));
+	}
 	std::vector<std::string> patterns;
 	for (const auto &p : a.patterns) {
 		size_t start = 0;
@@ -145,10 +164,14 @@ int verb_enable_event(const Args &a, bool disable)
 	req["patterns"] = patterns;
 	req["all"] = a.all;
 	req["channel"] = a.channel;
+	if (!a.filter.empty())
+		req["filter"] = a.filter;
 	json r = request(req);
 	for (const auto &p : r["patterns"])
-		printf("Event %s %s in channel '%s' of session '%s'\n", p.get<std::string>().c_str(),
-		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(), r.value("session", "").c_str());
+		printf("Event %s %s in channel '%s' of session '%s'%s\n", p.get<std::string>().c_str(),
+		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(), r.value("session", "").c_str(),
+		       a.filter.empty() ? "" : (" with filter '" + a.filter + "'").c_str());
+	check_refusals(r);
 	return 0;
 }
 
@@ -169,6 +192,7 @@ int verb_start(const Args &a)
 	json r = request(session_request("start", a));
 	printf("Tracing started for session '%s' (%d running programs)\n", r.value("session", "").c_str(),
 	       r.value("programs", 0));
+	check_refusals(r);
 	return 0;
 }
 

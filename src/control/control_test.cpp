@@ -76,6 +76,18 @@ const tracery_field_desc kFields[] = {
 };
 tracery_event_desc kDesc = {"app", "req", kFields, 5, 0, nullptr, nullptr};
 
+TEST(Wire, HexRoundTrips)
+{
+	const std::string bytes("\x00\x01\x7f\x80\xff TRFB", 9);
+	EXPECT_EQ(control::to_hex(bytes), "00017f80ff20545246");
+	std::string back;
+	ASSERT_TRUE(control::from_hex(control::to_hex(bytes), back));
+	EXPECT_EQ(back, bytes);
+	EXPECT_FALSE(control::from_hex("abc", back));  // odd length
+	EXPECT_FALSE(control::from_hex("0g", back));   // not a digit
+	EXPECT_FALSE(control::from_hex("0A", back));   // uppercase is not what we write
+}
+
 TEST(EventSchema, RoundTripsThroughJson)
 {
 	const nlohmann::json schema = schema_of(kDesc);

@@ -225,4 +225,33 @@ bool peer_cred(int sock, PeerCred &out)
 	return true;
 }
 
+std::string to_hex(std::string_view bytes)
+{
+	static const char digits[] = "0123456789abcdef";
+	std::string out;
+	out.reserve(bytes.size() * 2);
+	for (unsigned char c : bytes) {
+		out += digits[c >> 4];
+		out += digits[c & 15];
+	}
+	return out;
+}
+
+bool from_hex(std::string_view hex, std::string &bytes)
+{
+	auto value = [](char c) {
+		return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+	};
+	if (hex.size() % 2)
+		return false;
+	bytes.clear();
+	for (size_t i = 0; i < hex.size(); i += 2) {
+		const int hi = value(hex[i]), lo = value(hex[i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		bytes += static_cast<char>(hi << 4 | lo);
+	}
+	return true;
+}
+
 } // namespace tracery::control

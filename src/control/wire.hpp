@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tracery::control {
@@ -59,6 +60,11 @@ struct Message {
 
 // Sends one message. False on error (errno set; EPIPE when the peer is gone).
 bool send_message(int sock, const json &body, std::span<const int> fds = {});
+
+// Binary data (filter bytecode) inside JSON bodies travels as lowercase hex.
+std::string to_hex(std::string_view bytes);
+// False on an odd length or a non-hex digit.
+bool from_hex(std::string_view hex, std::string &bytes);
 
 enum class RecvStatus { ok, eof, error };
 // Receives one message. error: I/O error, bad framing or bad JSON (*why says which).

@@ -21,6 +21,7 @@ struct App {
 	// Guarded by the daemon's lock:
 	std::map<std::string, nlohmann::json> events;
 	std::set<uint64_t> acked;
+	std::map<uint64_t, nlohmann::json> refused; // request -> filters it refused
 	std::set<uint64_t> tracing; // sessions whose buffers it confirmed it writes into
 	bool gone = false;
 

@@ -11,13 +11,10 @@
 namespace tracery::daemon {
 
 namespace {
-void remove_all(std::vector<std::string> &v, const std::string &p) { v.erase(std::remove(v.begin(), v.end(), p), v.end()); }
+bool matches(const std::string &pattern, const std::string &name) { return fnmatch(pattern.c_str(), name.c_str(), 0) == 0; }
 bool any_match(const std::vector<std::string> &patterns, const std::string &name)
 {
-	for (const auto &p : patterns)
-		if (fnmatch(p.c_str(), name.c_str(), 0) == 0)
-			return true;
-	return false;
+	return std::any_of(patterns.begin(), patterns.end(), [&](const auto &p) { return matches(p, name); });
 }
 } // namespace
 
@@ -29,28 +26,42 @@ uint64_t Buffer::lost() const
 	return n;
 }
 
-void Channel::enable(const std::vector<std::string> &patterns)
+void Channel::enable(const std::vector<std::string> &patterns, const std::string &filter)
 {
 	for (const auto &p : patterns) {
-		remove_all(disabled_, p);
-		if (std::find(enabled_.begin(), enabled_.end(), p) == enabled_.end())
-			enabled_.push_back(p);
+		std::erase(disabled_, p);
+		if (std::find(enabled_.begin(), enabled_.end(), Rule{p, filter}) == enabled_.end())
+			enabled_.push_back({p, filter});
 	}
 }
 
 void Channel::disable(const std::vector<std::string> &patterns)
 {
 	for (const auto &p : patterns) {
-		if (std::find(enabled_.begin(), enabled_.end(), p) != enabled_.end())
-			remove_all(enabled_, p);
-		else if (std::find(disabled_.begin(), disabled_.end(), p) == disabled_.end())
+		if (std::erase_if(enabled_, [&](const Rule &r) { return r.pattern == p; }) == 0 &&
+		    std::find(disabled_.begin(), disabled_.end(), p) == disabled_.end())
 			disabled_.push_back(p);
 	}
 }
 
 bool Channel::enabled(const std::string &full_name) const
 {
-	return any_match(enabled_, full_name) && !any_match(disabled_, full_name);
+	return std::any_of(enabled_.begin(), enabled_.end(), [&](const Rule &r) { return matches(r.pattern, full_name); }) &&
+	       !any_match(disabled_, full_name);
+}
+
+std::vector<std::string> Channel::filters_of(const std::string &full_name) const
+{
+	std::vector<std::string> filters;
+	for (const auto &r : enabled_) {
+		if (!matches(r.pattern, full_name))
+			continue;
+		if (r.filter.empty())
+			return {};
+		if (std::find(filters.begin(), filters.end(), r.filter) == filters.end())
+			filters.push_back(r.filter);
+	}
+	return filters;
 }
 
 uint32_t Channel::id_for(const std::string &key, bool *is_new)

@@ -44,13 +44,23 @@ public:
 	const ChannelSpec &spec() const { return spec_; }
 	ChannelSpec &spec() { return spec_; }
 
-	// "provider:name" patterns with '*' wildcards. Enabling a pattern takes it
-	// off the disabled list; disabling removes it from the enabled list if it
-	// is there, else excludes the events it matches.
-	void enable(const std::vector<std::string> &patterns);
+	// Event rules: "provider:name" patterns with '*' wildcards, each with a
+	// filter expression or none (""). Enabling a pattern takes it off the
+	// disabled list and adds the rule (one per pattern and filter);
+	// disabling removes every rule of the pattern if there is one, else
+	// excludes the events it matches.
+	struct Rule {
+		std::string pattern;
+		std::string filter;
+		bool operator==(const Rule &) const = default;
+	};
+	void enable(const std::vector<std::string> &patterns, const std::string &filter = "");
 	void disable(const std::vector<std::string> &patterns);
 	bool enabled(const std::string &full_name) const;
-	const std::vector<std::string> &enabled_patterns() const { return enabled_; }
+	// The filters of an enabled event: it is recorded when any accepts it;
+	// none when a rule without filter enables it.
+	std::vector<std::string> filters_of(const std::string &full_name) const;
+	const std::vector<Rule> &rules() const { return enabled_; }
 	const std::vector<std::string> &disabled_patterns() const { return disabled_; }
 
 	// The id of an event version (schema key) in this channel; *is_new when
@@ -68,7 +78,8 @@ public:
 private:
 	uint32_t index_;
 	ChannelSpec spec_;
-	std::vector<std::string> enabled_, disabled_;
+	std::vector<Rule> enabled_;
+	std::vector<std::string> disabled_;
 	std::map<std::string, uint32_t> ids_;
 	uint32_t next_id_ = 0;
 };

@@ -24,6 +24,23 @@ TEST(DaemonChannel, EnableAndDisablePatterns)
 	EXPECT_TRUE(ch.enabled("app:noisy"));
 }
 
+TEST(DaemonChannel, FiltersOfAnEvent)
+{
+	Channel ch(0, ChannelSpec{});
+	ch.enable({"app:*"}, "size > 4096");
+	ch.enable({"app:write"}, "fd == 3");
+	ch.enable({"app:*"}, "size > 4096"); // the same rule again: kept once
+	EXPECT_EQ(ch.rules().size(), 2u);
+	EXPECT_EQ(ch.filters_of("app:read"), std::vector<std::string>{"size > 4096"});
+	EXPECT_EQ(ch.filters_of("app:write"), (std::vector<std::string>{"size > 4096", "fd == 3"}));
+	ch.enable({"app:write"}); // a rule without filter records every app:write
+	EXPECT_TRUE(ch.filters_of("app:write").empty());
+	EXPECT_EQ(ch.filters_of("app:read"), std::vector<std::string>{"size > 4096"});
+	ch.disable({"app:write"}); // removes both rules of app:write
+	EXPECT_EQ(ch.rules().size(), 1u);
+	EXPECT_EQ(ch.filters_of("app:write"), std::vector<std::string>{"size > 4096"});
+}
+
 TEST(DaemonChannel, IdsAreGivenOncePerEventVersion)
 {
 	Channel ch(3, ChannelSpec{});

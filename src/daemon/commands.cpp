@@ -6,7 +6,12 @@
 #include "daemon/log.hpp"
 
 #include "control/event_schema.hpp"
+#include "filter/compiler.hpp"
+#include "filter/parser.hpp"
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 namespace tracery::daemon {
@@ -149,6 +154,42 @@ json Daemon::cmd_enable_channel(const json &req, const control::PeerCred &peer, 
 	return {{"session", s.name()}, {"channel", ch.spec().name}};
 }
 
+// A filter is refused when it does not parse or, checked against the events
+// the patterns match in the programs the user can trace now, names a field
+// none of them has or applies to none of their field types.
+void Daemon::check_filter(const std::string &expression, const std::vector<std::string> &patterns,
+                          const control::PeerCred &peer) const
+{
+	filter::Error error;
+	auto expr = filter::parse(expression, &error);
+	if (!expr)
+		throw CommandError("bad filter: " + filter::render_error(expression, error));
+	std::map<std::string, std::unique_ptr<control::OwnedEventDesc>> known;
+	for (const auto &[id, app] : apps_) {
+		if (app->gone || (peer.uid != 0 && app->cred.uid != peer.uid))
+			continue;
+		for (const auto &[key, schema] : app->events) {
+			const std::string name = control::full_name(schema);
+			if (known.count(key) || std::none_of(patterns.begin(), patterns.end(), [&](const std::string &p) {
+				    return fnmatch(p.c_str(), name.c_str(), 0) == 0;
+			    }))
+				continue;
+			try {
+				known[key] = std::make_unique<control::OwnedEventDesc>(schema);
+			} catch (const std::exception &) {
+				// not traceable anyway
+			}
+		}
+	}
+	if (known.empty())
+		return; // no program has these events yet: each checks it when it comes
+	std::vector<const tracery_event_desc *> descs;
+	for (const auto &[key, d] : known)
+		descs.push_back(&d->desc());
+	if (auto e = filter::check_fields(*expr, descs))
+		throw CommandError("bad filter: " + filter::render_error(expression, *e));
+}
+
 json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
@@ -158,13 +199,16 @@ json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lo
 	Channel *ch = disable ? s.find_channel(chname.empty() ? "channel0" : chname) : &s.channel_or_default(chname);
 	if (!ch)
 		throw CommandError("no channel '" + (chname.empty() ? "channel0" : chname) + "' in session '" + s.name() + "'");
+	const std::string filter = disable ? "" : req.value("filter", "");
+	if (!filter.empty())
+		check_filter(filter, patterns, peer);
 	if (disable)
 		ch->disable(patterns);
 	else
-		ch->enable(patterns);
+		ch->enable(patterns, filter);
 	json reply = {{"session", s.name()}, {"channel", ch->spec().name}, {"patterns", patterns}};
 	if (s.state == SessionState::started)
-		update_members(s, lock); // returns once the programs apply it (bounded)
+		reply["refused"] = update_members(s, lock); // returns once the programs apply it (bounded)
 	return reply;
 }
 
@@ -216,7 +260,7 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	json late = wait_acks(pending, lock);
 	s.busy--;
 	log(Level::info, "session %s started with %zu programs", name.c_str(), pending.size());
-	return {{"session", name}, {"programs", pending.size()}, {"not_attached", late}};
+	return {{"session", name}, {"programs", pending.size()}, {"not_attached", late}, {"refused", refusals(pending)}};
 }
 
 json Daemon::cmd_stop(const json &req, const control::PeerCred &peer, Lock &lock)

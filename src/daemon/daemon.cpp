@@ -29,7 +29,9 @@ json Daemon::session_ids(TraceSession &s, App &app)
 {
 	json chans = json::array();
 	for (const auto &ch : s.channels())
-		chans.push_back({{"index", ch->index()}, {"ids", s.ids_for(*ch, app.events)}});
+		chans.push_back({{"index", ch->index()},
+		                 {"ids", s.ids_for(*ch, app.events)},
+		                 {"filters", s.filters_for(*ch, app.events)}});
 	return chans;
 }
 
@@ -65,7 +67,25 @@ json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending
 	return late();
 }
 
-void Daemon::update_members(TraceSession &s, Lock &lock)
+json Daemon::refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending)
+{
+	json out = json::array();
+	for (auto [id, seq] : pending) {
+		auto it = apps_.find(id);
+		if (it == apps_.end())
+			continue;
+		auto r = it->second->refused.find(seq);
+		if (r == it->second->refused.end())
+			continue;
+		for (const auto &one : r->second)
+			out.push_back({{"pid", it->second->cred.pid}, {"event", one.value("event", "")},
+			               {"reason", one.value("reason", "")}});
+		it->second->refused.erase(r);
+	}
+	return out;
+}
+
+json Daemon::update_members(TraceSession &s, Lock &lock)
 {
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
 	for (uint64_t id : members_[s.id()]) {
@@ -80,6 +100,7 @@ void Daemon::update_members(TraceSession &s, Lock &lock)
 	s.busy++;
 	wait_acks(pending, lock);
 	s.busy--;
+	return refusals(pending);
 }
 
 void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
@@ -103,6 +124,14 @@ void Daemon::app_message(App &app, const control::Message &msg)
 	const std::string type = msg.body.value("type", "");
 	if (type == "ack") {
 		app.acked.insert(msg.body.value("seq", uint64_t{0}));
+		if (const json refused = msg.body.value("refused", json::array()); !refused.empty()) {
+			app.refused[msg.body.value("seq", uint64_t{0})] = refused;
+			if (app.refused.size() > 64) // nobody waits for the oldest any more
+				app.refused.erase(app.refused.begin());
+			for (const auto &r : refused)
+				log(Level::warn, "program %d refused the filter of %s: %s", app.cred.pid,
+				    r.value("event", "").c_str(), r.value("reason", "").c_str());
+		}
 		if (msg.body.value("tracing", false))
 			app.tracing.insert(msg.body.value("session", uint64_t{0}));
 		acks_.notify_all();

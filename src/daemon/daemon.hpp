@@ -57,7 +57,12 @@ private:
 	// acknowledged its sequence number or is gone; returns the pids of late ones.
 	nlohmann::json wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);
 	nlohmann::json session_ids(TraceSession &s, App &app);
-	void update_members(TraceSession &s, Lock &lock);
+	// Sends the session's new event rules to its programs and waits (bounded)
+	// until they apply them. Returns the filters they refused (see refusals).
+	nlohmann::json update_members(TraceSession &s, Lock &lock);
+	// [{"pid", "event", "reason"}]: the filters refused in the acknowledgements
+	// of these requests (taken: each is reported once).
+	nlohmann::json refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending);
 	nlohmann::json stop_session(TraceSession &s, Lock &lock);
 	nlohmann::json lost_report(const TraceSession &s) const;
 
@@ -65,6 +70,8 @@ private:
 	nlohmann::json cmd_destroy(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_enable_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_enable_event(const nlohmann::json &, const control::PeerCred &, Lock &);
+	void check_filter(const std::string &expression, const std::vector<std::string> &patterns,
+	                  const control::PeerCred &peer) const;
 	nlohmann::json cmd_add_context(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_start(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_stop(const nlohmann::json &, const control::PeerCred &, Lock &);

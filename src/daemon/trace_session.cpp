@@ -6,7 +6,10 @@
 
 #include "clock/trace_clock.hpp"
 #include "control/event_schema.hpp"
+#include "control/wire.hpp"
 #include "ctf/trace_dir.hpp"
+#include "filter/compiler.hpp"
+#include "filter/parser.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -202,6 +205,39 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 	return ids;
 }
 
+json TraceSession::filters_for(const Channel &ch, const std::map<std::string, json> &events)
+{
+	json out = json::object();
+	for (const auto &[key, schema] : events) {
+		const std::string name = control::full_name(schema);
+		if (!ch.enabled(name))
+			continue;
+		json programs = json::array();
+		for (const auto &expression : ch.filters_of(name)) {
+			auto [it, is_new] = bytecode_.try_emplace({key, expression});
+			if (is_new) {
+				filter::Program program{{{filter::Op::push_int, 0, 0, 0, 0}, {filter::Op::ret, 0, 0, 0, 0}}, {}};
+				filter::Error error;
+				try {
+					control::OwnedEventDesc desc(schema);
+					if (auto compiled = filter::compile_filter(expression, desc.desc(), &error))
+						program = std::move(compiled->program);
+					else
+						log(Level::warn, "session %s: event %s is not recorded: its filter does not apply: %s",
+						    name_.c_str(), name.c_str(), error.message.c_str());
+				} catch (const std::exception &e) {
+					log(Level::warn, "session %s: event %s: %s", name_.c_str(), key.c_str(), e.what());
+				}
+				it->second = control::to_hex(filter::encode(program));
+			}
+			programs.push_back(it->second);
+		}
+		if (!programs.empty())
+			out[key] = programs;
+	}
+	return out;
+}
+
 std::string TraceSession::buffer_prefix(const Channel &ch, const std::string &owner)
 {
 	std::string base = ch.spec().name + "_" + owner, p = base;
@@ -317,6 +353,9 @@ json TraceSession::status() const
 	json chans = json::array();
 	for (const auto &c : channels_) {
 		const ChannelSpec &s = c->spec();
+		json enabled = json::array();
+		for (const auto &r : c->rules())
+			enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
 		json events = json::array();
 		for (const auto &[key, id] : c->ids())
 			events.push_back({{"name", key.substr(0, key.find('#'))}, {"id", id}});
@@ -326,7 +365,7 @@ json TraceSession::status() const
 		                 {"mode", s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard"},
 		                 {"buffers", s.per_pid ? "per-pid" : "per-uid"},
 		                 {"context", context_names(s.context)},
-		                 {"enabled", c->enabled_patterns()},
+		                 {"enabled", enabled},
 		                 {"disabled", c->disabled_patterns()},
 		                 {"events", events},
 		                 {"lost", c->lost()}});

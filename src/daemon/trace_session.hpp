@@ -53,6 +53,11 @@ public:
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
 	nlohmann::json ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
+	// The filters of those events that `ch` records only when a filter
+	// accepts them, compiled for each event version: schema key -> [hex of
+	// the bytecode]. A filter that does not apply to an event's field types
+	// becomes one that rejects every event (and is logged).
+	nlohmann::json filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events);
 
 	// The buffer a program of (uid, pid) writes into, made on first use.
 	Buffer &buffer_for(Channel &ch, uid_t uid, pid_t pid);
@@ -88,6 +93,7 @@ private:
 	uint64_t next_instance_ = 0;
 	uint32_t snapshots_ = 0;
 	std::map<std::string, nlohmann::json> schemas_; // key -> schema of every event with an id
+	std::map<std::pair<std::string, std::string>, std::string> bytecode_; // (key, filter) -> hex
 };
 
 } // namespace tracery::daemon

@@ -250,20 +250,25 @@ private:
 				fds.push_back(f.release());
 			sessions_.erase(sid);
 			bool tracing = false;
+			json refused = json::array();
 			try {
 				auto s = std::make_unique<DaemonSession>(msg.body["channels"], std::move(fds));
 				s->start();
+				refused = s->take_refusals();
 				sessions_[sid] = std::move(s);
 				tracing = true;
 			} catch (const std::exception &e) {
 				fprintf(stderr, "tracery: session '%s' cannot trace this program: %s\n",
 				        msg.body.value("name", "").c_str(), e.what());
 			}
-			ack(msg.body, tracing);
+			ack(msg.body, tracing, refused);
 		} else if (type == "update") {
-			if (auto it = sessions_.find(sid); it != sessions_.end())
+			json refused = json::array();
+			if (auto it = sessions_.find(sid); it != sessions_.end()) {
 				it->second->update(msg.body["channels"]);
-			ack(msg.body, false);
+				refused = it->second->take_refusals();
+			}
+			ack(msg.body, false, refused);
 		} else if (type == "ids") {
 			for (const auto &s : msg.body.value("sessions", json::array()))
 				if (auto it = sessions_.find(s.value("session", uint64_t{0})); it != sessions_.end())
@@ -280,13 +285,15 @@ private:
 		}
 	}
 
-	// Caller holds mutex_. Tells the daemon a request was carried out.
-	void ack(const json &request, bool tracing)
+	// Caller holds mutex_. Tells the daemon a request was carried out, and
+	// which filters were refused ([{"event", "reason"}]).
+	void ack(const json &request, bool tracing, const json &refused = json::array())
 	{
 		control::send_message(sock_.get(), {{"type", "ack"},
 		                                    {"seq", request.value("seq", uint64_t{0})},
 		                                    {"session", request.value("session", uint64_t{0})},
-		                                    {"tracing", tracing}});
+		                                    {"tracing", tracing},
+		                                    {"refused", refused}});
 	}
 
 	// Caller holds mutex_.

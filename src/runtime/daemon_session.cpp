@@ -20,16 +20,59 @@ int64_t DaemonCatalog::id_for(const tracery_event_desc &desc)
 	return it == ids_.end() ? int64_t{-1} : int64_t{it->second};
 }
 
+std::optional<std::vector<filter::Program>> DaemonCatalog::filters_for(const tracery_event_desc &desc)
+{
+	const std::string key = key_of(desc);
+	std::vector<std::string> encoded;
+	{
+		std::lock_guard lock(mutex_);
+		if (auto it = filters_.find(key); it != filters_.end())
+			encoded = it->second;
+	}
+	std::vector<filter::Program> programs;
+	for (const auto &hex : encoded) {
+		std::string bytes, why;
+		filter::Program program;
+		if (!control::from_hex(hex, bytes))
+			why = "the bytecode is not hex";
+		else if (filter::decode(bytes, program, &why))
+			programs.push_back(std::move(program));
+		if (!why.empty()) {
+			filter_refused(desc, why);
+			return std::nullopt;
+		}
+	}
+	return programs;
+}
+
+void DaemonCatalog::filter_refused(const tracery_event_desc &desc, const std::string &why)
+{
+	EventCatalog::filter_refused(desc, why);
+	std::lock_guard lock(mutex_);
+	refused_.push_back({{"event", std::string(desc.provider) + ":" + desc.name}, {"reason", why}});
+}
+
+json DaemonCatalog::take_refusals()
+{
+	std::lock_guard lock(mutex_);
+	return std::exchange(refused_, json::array());
+}
+
 bool DaemonCatalog::has(const tracery_event_desc &desc) { return id_for(desc) >= 0; }
 
-void DaemonCatalog::set(const json &ids)
+void DaemonCatalog::set(const json &ids, const json &filters)
 {
 	std::map<std::string, uint32_t> next;
 	for (const auto &[key, id] : ids.items())
 		if (id.is_number_unsigned())
 			next[key] = id.get<uint32_t>();
+	std::map<std::string, std::vector<std::string>> next_filters;
+	for (const auto &[key, list] : filters.items())
+		for (const auto &hex : list)
+			next_filters[key].push_back(hex.is_string() ? hex.get<std::string>() : "?");
 	std::lock_guard lock(mutex_);
 	ids_.swap(next);
+	filters_.swap(next_filters);
 }
 
 DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
@@ -45,7 +88,8 @@ DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
 		const json ctx = c.value("context", json::object());
 		ctf::ContextOptions context{ctx.value("vpid", false), ctx.value("vtid", false), ctx.value("procname", false)};
 		auto t = std::make_unique<Tracer>();
-		t->catalog.set(c.value("ids", json::object()));
+		t->filters = c.value("filters", json::object());
+		t->catalog.set(c.value("ids", json::object()), t->filters);
 		auto ring = ringbuf::Channel::attach(owned[i].release());
 		t->session = std::make_unique<Session>(std::move(ring), context, std::vector<std::string>{"*"}, t->catalog);
 		tracers_.push_back(std::move(t));
@@ -73,14 +117,26 @@ void DaemonSession::update(const json &channels)
 		if (index >= tracers_.size())
 			continue;
 		Tracer &t = *tracers_[index];
-		t.catalog.set(c.value("ids", json::object()));
+		const json filters = c.value("filters", json::object());
+		const bool new_filters = filters != t.filters;
+		t.catalog.set(c.value("ids", json::object()), filters);
+		t.filters = filters;
 		for (tracery_event_desc *desc : registered_events()) {
+			if (new_filters || !t.catalog.has(*desc))
+				t.session->on_event_unregistered(desc); // no-op if not attached
 			if (t.catalog.has(*desc))
 				t.session->on_event_registered(desc); // no-op if attached
-			else
-				t.session->on_event_unregistered(desc); // no-op if not attached
 		}
 	}
+}
+
+json DaemonSession::take_refusals()
+{
+	json all = json::array();
+	for (auto &t : tracers_)
+		for (auto &r : t->catalog.take_refusals())
+			all.push_back(std::move(r));
+	return all;
 }
 
 } // namespace tracery::runtime

@@ -16,16 +16,24 @@
 
 namespace tracery::runtime {
 
-// Event ids of one channel, as given by the daemon (schema key -> id).
+// Event ids and filter bytecode of one channel, as given by the daemon
+// (schema key -> id, schema key -> [hex bytecode]). Filters that fail to
+// decode or verify are remembered, for the acknowledgement to the daemon.
 class DaemonCatalog final : public EventCatalog {
 public:
 	int64_t id_for(const tracery_event_desc &desc) override;
+	std::optional<std::vector<filter::Program>> filters_for(const tracery_event_desc &desc) override;
+	void filter_refused(const tracery_event_desc &desc, const std::string &why) override;
 	bool has(const tracery_event_desc &desc);
-	void set(const nlohmann::json &ids);
+	void set(const nlohmann::json &ids, const nlohmann::json &filters);
+	// [{"event", "reason"}] of the filters refused since the last call.
+	nlohmann::json take_refusals();
 
 private:
 	std::mutex mutex_;
 	std::map<std::string, uint32_t> ids_;
+	std::map<std::string, std::vector<std::string>> filters_; // key -> bytecode
+	nlohmann::json refused_ = nlohmann::json::array();
 };
 
 class DaemonSession {
@@ -37,12 +45,16 @@ public:
 	void start();
 	// Detaches every probe and waits until no thread writes into the buffers.
 	void stop();
-	// New ids: attaches the events newly given an id, detaches the others.
+	// New ids and filters: attaches the events newly given an id, detaches
+	// the others; an event whose filters changed is attached again.
 	void update(const nlohmann::json &channels);
+	// The filters this program refused since the last call (see DaemonCatalog).
+	nlohmann::json take_refusals();
 
 private:
 	struct Tracer {
 		DaemonCatalog catalog; // outlives the session that refers to it
+		nlohmann::json filters; // as the daemon last sent them
 		std::unique_ptr<Session> session;
 	};
 	std::vector<std::unique_ptr<Tracer>> tracers_;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -113,10 +114,14 @@ __attribute__((constructor(101))) void daemonless_init()
 	std::string error;
 	auto config = read_daemonless_config(read_env, &error);
 	if (!config) {
-		if (!error.empty())
-			fprintf(stderr, "tracery: %s; this run is not traced\n", error.c_str());
-		else
+		if (!error.empty()) {
+			// The first line says what is wrong (a filter's caret lines follow).
+			const size_t eol = std::min(error.find('\n'), error.size());
+			fprintf(stderr, "tracery: %s; this run is not traced%s\n", error.substr(0, eol).c_str(),
+			        error.substr(eol).c_str());
+		} else {
 			daemon_client_start(); // no TRACERY_OUTPUT: traced on demand through traceryd
+		}
 		return;
 	}
 	try {

@@ -116,6 +116,12 @@ std::optional<DaemonlessConfig> read_daemonless_config(const char *(*getenv_fn)(
 			}
 		}
 	}
+	if (const char *f = getenv_fn("TRACERY_FILTER")) {
+		auto rules = parse_filter_rules(f, error);
+		if (!rules)
+			return std::nullopt;
+		c.filters = std::move(*rules);
+	}
 	return c;
 }
 

@@ -3,6 +3,7 @@
 
 #include "ctf/event_context.hpp"
 #include "ringbuf/ring_buffer.hpp"
+#include "runtime/filter_rules.hpp"
 
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@ struct DaemonlessConfig {
 	uint32_t subbuf_size = 512 * 1024;      // TRACERY_SUBBUF_SIZE (k/M suffixes)
 	uint32_t num_subbuf = 4;                // TRACERY_NUM_SUBBUF
 	ctf::ContextOptions context{};          // TRACERY_CONTEXT=vpid,vtid,procname
+	std::vector<FilterRule> filters;        // TRACERY_FILTER (see filter_rules.hpp)
 };
 
 // Reads the environment through getenv_fn. Returns nothing when

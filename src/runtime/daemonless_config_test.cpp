@@ -87,3 +87,43 @@ TEST(DaemonlessConfig, BadValuesNameVariableValueAndFix)
 }
 
 } // namespace
+
+TEST(DaemonlessConfig, FilterRules)
+{
+	env = {{"TRACERY_OUTPUT", "/tmp/x"},
+	       {"TRACERY_FILTER", "bench:ev=a % 3 == 0 && b == 42; app:*=s == \"x;y\" ;size>=4096"}};
+	std::string err;
+	auto c = read_daemonless_config(fake_getenv, &err);
+	ASSERT_TRUE(c) << err;
+	ASSERT_EQ(c->filters.size(), 3u);
+	EXPECT_EQ(c->filters[0].pattern, "bench:ev");
+	EXPECT_EQ(c->filters[0].expression, "a % 3 == 0 && b == 42");
+	EXPECT_EQ(c->filters[1].pattern, "app:*");
+	EXPECT_EQ(c->filters[1].expression, "s == \"x;y\" ");
+	EXPECT_EQ(c->filters[2].pattern, "*");
+	EXPECT_EQ(c->filters[2].expression, "size>=4096");
+}
+
+TEST(DaemonlessConfig, FilterWithoutPatternAppliesToEveryEvent)
+{
+	env = {{"TRACERY_OUTPUT", "/tmp/x"}, {"TRACERY_FILTER", "b==42"}};
+	std::string err;
+	auto c = read_daemonless_config(fake_getenv, &err);
+	ASSERT_TRUE(c) << err;
+	ASSERT_EQ(c->filters.size(), 1u);
+	EXPECT_EQ(c->filters[0].pattern, "*");
+	EXPECT_EQ(c->filters[0].expression, "b==42");
+}
+
+TEST(DaemonlessConfig, BadFilterShowsTheCaret)
+{
+	env = {{"TRACERY_OUTPUT", "/tmp/x"}, {"TRACERY_FILTER", "bench:ev=(a > 3"}};
+	std::string err;
+	EXPECT_FALSE(read_daemonless_config(fake_getenv, &err));
+	EXPECT_NE(err.find("TRACERY_FILTER"), std::string::npos) << err;
+	EXPECT_NE(err.find("expected ')'"), std::string::npos) << err;
+	// The caret sits under the end of the expression, where ')' is missing.
+	const size_t line = err.rfind('\n');
+	ASSERT_NE(line, std::string::npos);
+	EXPECT_EQ(err.substr(line + 1), std::string(2 + 6, ' ') + "^") << err;
+}

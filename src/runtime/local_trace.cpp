@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -103,7 +104,7 @@ std::string host_name()
 } // namespace
 
 LocalTrace::LocalTrace(const DaemonlessConfig &config)
-	: uuid_(ctf::Uuid::random()), dir_(create_empty_trace_dir(config.output_dir))
+	: filters_(config.filters), uuid_(ctf::Uuid::random()), dir_(create_empty_trace_dir(config.output_dir))
 {
 	ctf::TraceInfo info;
 	info.uuid = uuid_;
@@ -129,6 +130,15 @@ LocalTrace::~LocalTrace()
 {
 	if (page_)
 		munmap(page_, sizeof(SharedCatalogPage));
+}
+
+std::optional<std::vector<filter::Program>> LocalTrace::filters_for(const tracery_event_desc &desc)
+{
+	std::string error;
+	auto programs = compile_filter_rules(filters_, desc, &error);
+	if (!programs)
+		fprintf(stderr, "tracery: %s\n", error.c_str());
+	return programs;
 }
 
 int64_t LocalTrace::id_for(const tracery_event_desc &desc)

@@ -1,12 +1,14 @@
 // The trace directory of daemonless mode (TRACERY_OUTPUT): its metadata and
 // the catalog of event ids. The catalog lives in a shared anonymous mapping so
 // that children made by fork() keep one id space and append to the same
-// metadata file, under a process-shared robust mutex.
+// metadata file, under a process-shared robust mutex. It also compiles each
+// event's TRACERY_FILTER filters.
 #pragma once
 
 #include "ctf/metadata.hpp"
 #include "ctf/trace_dir.hpp"
 #include "runtime/daemonless_config.hpp"
+#include "runtime/filter_rules.hpp"
 #include "runtime/session.hpp"
 
 #include <memory>
@@ -26,6 +28,7 @@ public:
 	LocalTrace &operator=(const LocalTrace &) = delete;
 
 	int64_t id_for(const tracery_event_desc &desc) override;
+	std::optional<std::vector<filter::Program>> filters_for(const tracery_event_desc &desc) override;
 
 	// A number unique to each process of the trace (0 for the first), used
 	// to name its stream files and stream instances.
@@ -35,6 +38,7 @@ public:
 	const ctf::Uuid &uuid() const { return uuid_; }
 
 private:
+	std::vector<FilterRule> filters_;
 	ctf::Uuid uuid_;
 	ctf::TraceDir dir_;
 	SharedCatalogPage *page_ = nullptr;

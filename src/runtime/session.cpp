@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace tracery::runtime {
 
@@ -77,6 +78,12 @@ void Session::on_event_registered(tracery_event_desc *desc)
 	}
 }
 
+void EventCatalog::filter_refused(const tracery_event_desc &desc, const std::string &why)
+{
+	fprintf(stderr, "tracery: event %s:%s is not traced: its filter was refused: %s\n", desc.provider, desc.name,
+	        why.c_str());
+}
+
 void Session::attach(tracery_event_desc *desc)
 {
 	if (const char *why = ctf::event_desc_error(*desc)) {
@@ -84,10 +91,28 @@ void Session::attach(tracery_event_desc *desc)
 		return;
 	}
 	ctf::EventLayout layout(*desc);
-	int64_t id = catalog_.id_for(*desc);
-	if (!layout.valid() || id < 0)
+	if (!layout.valid())
 		return;
-	auto binding = std::make_unique<Binding>(Binding{this, static_cast<uint32_t>(id), layout});
+	auto programs = catalog_.filters_for(*desc);
+	if (!programs)
+		return;
+	auto binding = std::make_unique<Binding>(Binding{this, 0, layout, {}, false});
+	for (const auto &program : *programs) {
+		std::string why;
+		auto f = filter::Filter::load(program, *desc, filter::default_engine(), &why);
+		if (!f) {
+			catalog_.filter_refused(*desc, why);
+			return;
+		}
+		binding->filters_use_context |= f->uses_context();
+		binding->filters.push_back(std::move(f));
+	}
+	if (binding->filters.size() == 1 && !binding->filters_use_context)
+		binding->only_filter = binding->filters[0].get();
+	const int64_t id = catalog_.id_for(*desc);
+	if (id < 0)
+		return;
+	binding->id = static_cast<uint32_t>(id);
 	if (tracery_probe_attach(desc, &Session::probe, binding.get()) == 0)
 		bindings_.emplace(desc, std::move(binding));
 }
@@ -106,9 +131,30 @@ void Session::on_event_unregistered(tracery_event_desc *desc)
 	tracery_probe_detach(desc, &Session::probe, binding.get()); // waits for a grace period
 }
 
+bool Session::filters_accept(const Binding &b, const tracery_arg *args)
+{
+	filter::Context ctx;
+	const filter::Context *context = nullptr;
+	if (b.filters_use_context) {
+		const ThreadContext &tc = thread_context();
+		ctx = {process_vpid(), tc.vtid, current_cpu(), tc.procname, static_cast<uint32_t>(strlen(tc.procname))};
+		context = &ctx;
+	}
+	for (const auto &f : b.filters)
+		if (f->accepts(args, context))
+			return true;
+	return false;
+}
+
 void Session::probe(void *priv, const tracery_event_desc *, const tracery_arg *args)
 {
 	auto *b = static_cast<Binding *>(priv);
+	if (b->only_filter) {
+		if (!b->only_filter->accepts(args, nullptr))
+			return;
+	} else if (!b->filters.empty() && !filters_accept(*b, args)) [[unlikely]] {
+		return;
+	}
 	Session *s = b->session;
 	ringbuf::Channel &chan = *s->channel_;
 	const uint32_t ctx_size = s->context_size_;

@@ -1,11 +1,13 @@
 // A tracing session as the traced process sees it: one channel (shared-memory
 // ring buffer) that records the events matching the session's patterns, with
 // the session's context fields. The probe it attaches to each event is the
-// hot path: reserve a slot, write header, context and fields in place, commit.
+// hot path: run the event's filters (if any), reserve a slot, write header,
+// context and fields in place, commit.
 #pragma once
 
 #include "ctf/event_context.hpp"
 #include "ctf/event_payload.hpp"
+#include "filter/filter.hpp"
 #include "ringbuf/ring_buffer.hpp"
 #include "runtime/registry.hpp"
 
@@ -13,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,12 @@ public:
 	virtual ~EventCatalog() = default;
 	// Returns the event's id, or a negative value if it cannot be traced.
 	virtual int64_t id_for(const tracery_event_desc &desc) = 0;
+	// The event's filters, compiled for it: the event is recorded when any
+	// of them accepts it, or always when there are none. Nothing when the
+	// event must not be recorded (the catalog says why to whom it concerns).
+	virtual std::optional<std::vector<filter::Program>> filters_for(const tracery_event_desc &) { return {{}}; }
+	// A filter of the event failed verification: the event is not recorded.
+	virtual void filter_refused(const tracery_event_desc &desc, const std::string &why);
 };
 
 // Event name patterns as users write them: "provider:name", with '*'
@@ -59,8 +68,12 @@ private:
 		Session *session;
 		uint32_t id;
 		ctf::EventLayout layout;
+		std::vector<std::unique_ptr<filter::Filter>> filters;
+		bool filters_use_context = false;
+		const filter::Filter *only_filter = nullptr; // the common case: one filter, no context
 	};
 	static void probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args);
+	static bool filters_accept(const Binding &b, const tracery_arg *args);
 	void attach(tracery_event_desc *desc);
 
 	std::unique_ptr<ringbuf::Channel> channel_;

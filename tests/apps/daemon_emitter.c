@@ -1,7 +1,8 @@
 /*
  * daemon-emitter: an instrumented program driven by the session daemon tests
  * (tests/daemon_test.py). Every mode prints "ready PID" first.
- *   daemon-emitter count N [wait]   emits N emit:tick and N emit:other (after a
+ *   daemon-emitter count N [wait]   emits N emit:tick and N emit:other (tag "fizz"
+ *                                   when i % 3 == 0, else "buzz"; after a
  *                                   line on stdin if "wait"), prints "done N", exits
  *   daemon-emitter hold N           emits N emit:tick, prints "done N", then
  *                                   sleeps until killed (SIGKILL test)
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < n; i++) {
 		TRACERY_EMIT(emit, tick, i);
 		if (!hold)
-			TRACERY_EMIT(emit, other, i, "other");
+			TRACERY_EMIT(emit, other, i, i % 3 == 0 ? "fizz" : "buzz");
 	}
 	printf("done %llu\n", (unsigned long long)n);
 	fflush(stdout);

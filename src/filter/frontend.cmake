@@ -1,0 +1,23 @@
+# tracery_filter_frontend: filter expressions -> bytecode (lexer/parser,
+# type checker and constant-folding compiler, bytecode wire form). Used by
+# the daemon, the CLI and daemonless programs; see bytecode.hpp.
+add_library(tracery_filter_frontend STATIC bytecode.cpp parser.cpp compiler.cpp)
+target_include_directories(tracery_filter_frontend PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+set_target_properties(tracery_filter_frontend PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+
+if(TRACERY_FUZZ)
+  # Arbitrary bytes as an expression, compiled against an event with every
+  # field kind; checks the compiler's invariants (see the source).
+  target_compile_options(tracery_filter_frontend PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
+  add_executable(fuzz_compile fuzz/fuzz_compile.cpp)
+  target_compile_options(fuzz_compile PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(fuzz_compile PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_compile PRIVATE tracery_filter_frontend tracery_ctf_test_stubs)
+  return()
+endif()
+
+# The tests include tracery/tracepoint.h, which registers events with the
+# runtime: they link its no-op stubs.
+tracery_add_test(filter_frontend_test
+  SOURCES parser_test.cpp compiler_test.cpp bytecode_test.cpp
+  LIBS tracery_filter_frontend tracery_ctf_test_stubs)

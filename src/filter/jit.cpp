@@ -1,0 +1,399 @@
+// filter/jit.cpp — one pass over the verified program emitting asmjit
+// Compiler instructions; slot depth d is register gp(d) or xmm(d).
+#include "filter/jit.hpp"
+
+#include <asmjit/x86.h>
+
+#include <cstddef>
+
+#include "ctf/event_payload.hpp"
+
+namespace tracery::filter {
+
+namespace {
+
+using namespace asmjit;
+
+// Process-wide, never destroyed (code may run until the process exits).
+JitRuntime &runtime()
+{
+	static JitRuntime *rt = new JitRuntime();
+	return *rt;
+}
+
+class ErrorCapture : public ErrorHandler {
+public:
+	void handleError(Error err, const char *message, BaseEmitter *) override
+	{
+		if (error == kErrorOk) {
+			error = err;
+			this->message = message;
+		}
+	}
+
+	Error error = kErrorOk;
+	std::string message;
+};
+
+constexpr int32_t kArgSize = int32_t(sizeof(tracery_arg));
+static_assert(offsetof(tracery_arg, ptr) == 0 && offsetof(tracery_arg, len) == 8);
+
+class Emitter {
+public:
+	Emitter(x86::Compiler &cc, const Program &p, const tracery_event_desc &desc, const VerifiedInfo &info,
+	        const StrMatchSpec *specs)
+		: cc_(cc), p_(p), desc_(desc), specs_(specs), gp_(info.max_stack), xmm_(info.max_stack),
+		  labels_(p.code.size())
+	{
+	}
+
+	void emit();
+
+private:
+	x86::Gp gp(uint32_t d)
+	{
+		if (!gp_[d].isValid())
+			gp_[d] = cc_.newInt64("i%u", d);
+		return gp_[d];
+	}
+	x86::Xmm xmm(uint32_t d)
+	{
+		if (!xmm_[d].isValid())
+			xmm_[d] = cc_.newXmmSd("f%u", d);
+		return xmm_[d];
+	}
+	Label label(uint32_t pc)
+	{
+		if (!labels_[pc].isValid())
+			labels_[pc] = cc_.newLabel();
+		return labels_[pc];
+	}
+	// gp(d) = 0/1 from the low byte a setcc wrote.
+	void zero_extend_flag(const x86::Gp &r) { cc_.movzx(r.r32(), r.r8()); }
+	void load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint32_t d);
+	void load_element(const Insn &in, uint32_t d);
+	void str_match(const StrMatchSpec *spec, uint32_t d);
+	void div_mod(bool mod, uint32_t d);
+	void float_compare(Op op, uint32_t d);
+	// Emits insn; returns the stack depth after it.
+	uint32_t insn(const Insn &in, uint32_t d);
+
+	x86::Compiler &cc_;
+	const Program &p_;
+	const tracery_event_desc &desc_;
+	const StrMatchSpec *specs_;
+	x86::Gp args_, ctx_;
+	Label reject_;
+	std::vector<x86::Gp> gp_;
+	std::vector<x86::Xmm> xmm_;
+	std::vector<Label> labels_; // jump targets
+};
+
+void Emitter::load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint32_t d)
+{
+	switch (type) {
+	case TRACERY_TYPE_U8: cc_.movzx(gp(d).r32(), x86::byte_ptr(base, disp)); break;
+	case TRACERY_TYPE_S8: cc_.movsx(gp(d), x86::byte_ptr(base, disp)); break;
+	case TRACERY_TYPE_U16: cc_.movzx(gp(d).r32(), x86::word_ptr(base, disp)); break;
+	case TRACERY_TYPE_S16: cc_.movsx(gp(d), x86::word_ptr(base, disp)); break;
+	case TRACERY_TYPE_U32: cc_.mov(gp(d).r32(), x86::dword_ptr(base, disp)); break;
+	case TRACERY_TYPE_S32: cc_.movsxd(gp(d), x86::dword_ptr(base, disp)); break;
+	case TRACERY_TYPE_BOOL:
+		cc_.cmp(x86::byte_ptr(base, disp), 0);
+		cc_.setne(gp(d).r8());
+		zero_extend_flag(gp(d));
+		break;
+	case TRACERY_TYPE_FLOAT: cc_.cvtss2sd(xmm(d), x86::dword_ptr(base, disp)); break;
+	case TRACERY_TYPE_DOUBLE: cc_.movsd(xmm(d), x86::qword_ptr(base, disp)); break;
+	default: cc_.mov(gp(d), x86::qword_ptr(base, disp)); break; // U64, S64
+	}
+}
+
+void Emitter::load_element(const Insn &in, uint32_t d)
+{
+	const bool sequence = desc_.fields[in.field].type == TRACERY_TYPE_SEQUENCE;
+	const Label missing = sequence ? reject_ : cc_.newLabel();
+	const x86::Gp base = cc_.newIntPtr("elements");
+	cc_.mov(base, x86::qword_ptr(args_, in.field * kArgSize));
+	cc_.test(base, base);
+	cc_.jz(missing);
+	cc_.cmp(x86::dword_ptr(args_, in.field * kArgSize + 8), Imm(int32_t(in.arg)));
+	cc_.jbe(missing); // len <= arg (unsigned)
+	const uint64_t offset = uint64_t{in.arg} * ctf::scalar_size(in.type);
+	if (offset <= uint64_t(INT32_MAX)) {
+		load_scalar(in.type, base, int32_t(offset), d);
+	} else {
+		const x86::Gp off = cc_.newIntPtr("offset");
+		cc_.mov(off, Imm(int64_t(offset)));
+		cc_.add(base, off);
+		load_scalar(in.type, base, 0, d);
+	}
+	if (sequence)
+		return;
+	const Label done = cc_.newLabel();
+	cc_.jmp(done);
+	cc_.bind(missing);
+	if (is_float_type(in.type))
+		cc_.xorps(xmm(d), xmm(d));
+	else
+		cc_.xor_(gp(d).r32(), gp(d).r32());
+	cc_.bind(done);
+}
+
+void Emitter::str_match(const StrMatchSpec *spec, uint32_t d)
+{
+	const x86::Gp spec_ptr = cc_.newIntPtr("spec");
+	cc_.mov(spec_ptr, Imm(reinterpret_cast<uintptr_t>(spec)));
+	const x86::Gp result = cc_.newInt32("match");
+	InvokeNode *call;
+	cc_.invoke(&call, Imm(reinterpret_cast<uintptr_t>(&tracery_filter_str_match)),
+	           FuncSignatureT<int, const tracery_arg *, const Context *, const StrMatchSpec *>(CallConvId::kHost));
+	call->setArg(0, args_);
+	call->setArg(1, ctx_);
+	call->setArg(2, spec_ptr);
+	call->setRet(0, result);
+	cc_.mov(gp(d).r32(), result);
+}
+
+void Emitter::div_mod(bool mod, uint32_t d)
+{
+	const x86::Gp a = gp(d - 2), b = gp(d - 1);
+	const Label normal = cc_.newLabel(), done = cc_.newLabel();
+	cc_.test(b, b);
+	cc_.jz(reject_);
+	cc_.cmp(b, -1);
+	cc_.jne(normal);
+	// x / -1 = -x (INT64_MIN stays INT64_MIN), x % -1 = 0: idiv would trap.
+	if (mod)
+		cc_.xor_(a.r32(), a.r32());
+	else
+		cc_.neg(a);
+	cc_.jmp(done);
+	cc_.bind(normal);
+	const x86::Gp high = cc_.newInt64("high");
+	cc_.cqo(high, a);
+	cc_.idiv(high, a, b);
+	if (mod)
+		cc_.mov(a, high);
+	cc_.bind(done);
+}
+
+void Emitter::float_compare(Op op, uint32_t d)
+{
+	const x86::Xmm a = xmm(d - 2), b = xmm(d - 1);
+	const x86::Gp r = gp(d - 2);
+	// ucomisd sets ZF, PF and CF on unordered: lt/le compare b to a so
+	// that "above" (CF = 0) is false for NaN.
+	switch (op) {
+	case Op::feq:
+	case Op::fne: {
+		const x86::Gp parity = cc_.newInt32("parity");
+		cc_.ucomisd(a, b);
+		if (op == Op::feq) {
+			cc_.sete(r.r8());
+			cc_.setnp(parity.r8());
+			cc_.and_(r.r8(), parity.r8());
+		} else {
+			cc_.setne(r.r8());
+			cc_.setp(parity.r8());
+			cc_.or_(r.r8(), parity.r8());
+		}
+		break;
+	}
+	case Op::flt: cc_.ucomisd(b, a); cc_.seta(r.r8()); break;
+	case Op::fle: cc_.ucomisd(b, a); cc_.setae(r.r8()); break;
+	case Op::fgt: cc_.ucomisd(a, b); cc_.seta(r.r8()); break;
+	default: cc_.ucomisd(a, b); cc_.setae(r.r8()); break; // fge
+	}
+	zero_extend_flag(r);
+}
+
+uint32_t Emitter::insn(const Insn &in, uint32_t d)
+{
+	switch (in.op) {
+	case Op::push_int:
+		if (in.imm == 0)
+			cc_.xor_(gp(d).r32(), gp(d).r32());
+		else
+			cc_.mov(gp(d), Imm(in.imm));
+		return d + 1;
+	case Op::push_float:
+		if (in.imm == 0) {
+			cc_.xorps(xmm(d), xmm(d));
+		} else {
+			const x86::Gp bits = cc_.newInt64("bits");
+			cc_.mov(bits, Imm(in.imm));
+			cc_.movq(xmm(d), bits);
+		}
+		return d + 1;
+	case Op::load_field: {
+		const x86::Gp ptr = cc_.newIntPtr("field");
+		cc_.mov(ptr, x86::qword_ptr(args_, in.field * kArgSize));
+		load_scalar(in.type, ptr, 0, d);
+		return d + 1;
+	}
+	case Op::load_element:
+		load_element(in, d);
+		return d + 1;
+	case Op::load_context: {
+		static constexpr int32_t offsets[] = {offsetof(Context, vpid), offsetof(Context, vtid),
+		                                      offsetof(Context, cpu_id)};
+		cc_.mov(gp(d), x86::qword_ptr(ctx_, offsets[in.arg]));
+		return d + 1;
+	}
+	case Op::str_match:
+		str_match(specs_++, d);
+		return d + 1;
+	case Op::add: cc_.add(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::sub: cc_.sub(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::mul: cc_.imul(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::div:
+	case Op::mod:
+		div_mod(in.op == Op::mod, d);
+		return d - 1;
+	case Op::shl:
+	case Op::shr:
+		cc_.cmp(gp(d - 1), 63);
+		cc_.ja(reject_); // unsigned: negative counts too
+		if (in.op == Op::shl)
+			cc_.shl(gp(d - 2), gp(d - 1).r8());
+		else
+			cc_.sar(gp(d - 2), gp(d - 1).r8());
+		return d - 1;
+	case Op::band: cc_.and_(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::bor: cc_.or_(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::bxor: cc_.xor_(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::neg: cc_.neg(gp(d - 1)); return d;
+	case Op::bnot: cc_.not_(gp(d - 1)); return d;
+	case Op::lnot:
+	case Op::to_bool:
+		cc_.test(gp(d - 1), gp(d - 1));
+		if (in.op == Op::lnot)
+			cc_.sete(gp(d - 1).r8());
+		else
+			cc_.setne(gp(d - 1).r8());
+		zero_extend_flag(gp(d - 1));
+		return d;
+	case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge: {
+		const x86::Gp a = gp(d - 2);
+		cc_.cmp(a, gp(d - 1));
+		switch (in.op) {
+		case Op::eq: cc_.sete(a.r8()); break;
+		case Op::ne: cc_.setne(a.r8()); break;
+		case Op::lt: cc_.setl(a.r8()); break;
+		case Op::le: cc_.setle(a.r8()); break;
+		case Op::gt: cc_.setg(a.r8()); break;
+		default: cc_.setge(a.r8()); break;
+		}
+		zero_extend_flag(a);
+		return d - 1;
+	}
+	case Op::fadd: cc_.addsd(xmm(d - 2), xmm(d - 1)); return d - 1;
+	case Op::fsub: cc_.subsd(xmm(d - 2), xmm(d - 1)); return d - 1;
+	case Op::fmul: cc_.mulsd(xmm(d - 2), xmm(d - 1)); return d - 1;
+	case Op::fdiv: cc_.divsd(xmm(d - 2), xmm(d - 1)); return d - 1;
+	case Op::fneg: {
+		const x86::Gp sign = cc_.newInt64("sign");
+		const x86::Xmm mask = cc_.newXmmSd("mask");
+		cc_.mov(sign, Imm(INT64_MIN));
+		cc_.movq(mask, sign);
+		cc_.xorpd(xmm(d - 1), mask);
+		return d;
+	}
+	case Op::feq: case Op::fne: case Op::flt: case Op::fle: case Op::fgt: case Op::fge:
+		float_compare(in.op, d);
+		return d - 1;
+	case Op::to_float:
+		cc_.xorps(xmm(d - 1), xmm(d - 1)); // no dependency on the register's old value
+		cc_.cvtsi2sd(xmm(d - 1), gp(d - 1));
+		return d;
+	case Op::float_to_bool: {
+		const x86::Xmm zero = cc_.newXmmSd("zero");
+		const x86::Gp parity = cc_.newInt32("parity");
+		cc_.xorps(zero, zero);
+		cc_.ucomisd(xmm(d - 1), zero);
+		cc_.setne(gp(d - 1).r8());
+		cc_.setp(parity.r8()); // NaN != 0.0
+		cc_.or_(gp(d - 1).r8(), parity.r8());
+		zero_extend_flag(gp(d - 1));
+		return d;
+	}
+	case Op::jump_if_false:
+	case Op::jump_if_true:
+		cc_.test(gp(d - 1), gp(d - 1));
+		if (in.op == Op::jump_if_false)
+			cc_.jz(label(in.arg));
+		else
+			cc_.jnz(label(in.arg));
+		return d - 1;
+	default: { // ret
+		const x86::Gp result = cc_.newInt32("result");
+		cc_.test(gp(0), gp(0));
+		cc_.setne(result.r8());
+		cc_.movzx(result, result.r8());
+		cc_.ret(result);
+		return 0;
+	}
+	}
+}
+
+void Emitter::emit()
+{
+	FuncNode *fn = cc_.addFunc(FuncSignatureT<int, const tracery_arg *, const Context *>(CallConvId::kHost));
+	args_ = cc_.newIntPtr("args");
+	ctx_ = cc_.newIntPtr("ctx");
+	fn->setArg(0, args_);
+	fn->setArg(1, ctx_);
+	reject_ = cc_.newLabel();
+	uint32_t depth = 0;
+	for (size_t pc = 0; pc < p_.code.size(); ++pc) {
+		if (labels_[pc].isValid())
+			cc_.bind(labels_[pc]);
+		depth = insn(p_.code[pc], depth);
+	}
+	cc_.bind(reject_);
+	const x86::Gp zero = cc_.newInt32("zero");
+	cc_.xor_(zero, zero);
+	cc_.ret(zero);
+	cc_.endFunc();
+}
+
+} // namespace
+
+std::unique_ptr<Jit> Jit::compile(const Program &program, const tracery_event_desc &desc, const VerifiedInfo &info,
+                                  std::string *why)
+{
+	std::unique_ptr<Jit> jit(new Jit());
+	jit->strings_ = program.strings;
+	for (const Insn &in : program.code)
+		if (in.op == Op::str_match)
+			jit->specs_.push_back(make_str_match_spec(in, jit->strings_));
+
+	ErrorCapture errors;
+	CodeHolder code;
+	code.init(runtime().environment());
+	code.setErrorHandler(&errors);
+	x86::Compiler cc(&code);
+	Emitter(cc, program, desc, info, jit->specs_.data()).emit();
+	if (errors.error == kErrorOk)
+		cc.finalize();
+	FilterFn fn = nullptr;
+	if (errors.error == kErrorOk)
+		errors.error = runtime().add(&fn, &code);
+	if (errors.error != kErrorOk || !fn) {
+		if (why)
+			*why = std::string("JIT compilation failed: ") +
+			       (errors.message.empty() ? DebugUtils::errorAsString(errors.error) : errors.message);
+		return nullptr;
+	}
+	jit->fn_ = fn;
+	return jit;
+}
+
+Jit::~Jit()
+{
+	if (fn_)
+		runtime().release(fn_);
+}
+
+} // namespace tracery::filter

@@ -1,0 +1,198 @@
+// filter/jit_test.cpp — what only the JIT and the Filter facade have: deep
+// stacks (register spills), the longest programs, many string matches,
+// concurrent compilation, engine selection and fallback.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <thread>
+
+#include "filter/filter.hpp"
+
+namespace tracery::filter {
+namespace {
+
+const tracery_field_desc kFields[] = {
+	{"a", TRACERY_TYPE_S64, 0, 0, nullptr},
+	{"x", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
+	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},
+};
+const tracery_event_desc kEvent = {"test", "jit", kFields, 3, 0, nullptr, nullptr};
+
+Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t imm = 0)
+{
+	return Insn{op, type, field, arg, imm};
+}
+Insn push(int64_t v) { return I(Op::push_int, 0, 0, 0, v); }
+Insn pushf(double v) { return I(Op::push_float, 0, 0, 0, std::bit_cast<int64_t>(v)); }
+
+struct Payload {
+	int64_t a = 0;
+	double x = 0;
+	const char *s = "";
+	tracery_arg args[3] = {{&a, 0}, {&x, 0}, {s, uint32_t(strlen(s))}};
+};
+
+std::unique_ptr<Filter> load(const Program &p, Engine e = Engine::jit)
+{
+	std::string why;
+	std::unique_ptr<Filter> f = Filter::load(p, kEvent, e, &why);
+	EXPECT_TRUE(f) << why;
+	return f;
+}
+
+// Both engines on the same program and payload; returns the JIT's answer.
+bool both(const Program &p, const Payload &payload)
+{
+	const std::unique_ptr<Filter> jit = load(p), interp = load(p, Engine::interpreter);
+	if (!jit || !interp)
+		return false;
+	EXPECT_EQ(jit->engine(), Engine::jit);
+	const bool r = jit->accepts(payload.args, nullptr);
+	EXPECT_EQ(interp->accepts(payload.args, nullptr), r);
+	return r;
+}
+
+TEST(Jit, FullStackOfInts)
+{
+	// a+1, a+2, ... a+64 on the stack (every slot live), then summed.
+	Program p;
+	for (int i = 1; i <= int(kMaxStack); ++i)
+		p.code.insert(p.code.end(), {I(Op::load_field, TRACERY_TYPE_S64, 0), push(i), I(Op::add)});
+	p.code.pop_back();
+	p.code.pop_back();
+	p.code.pop_back();
+	p.code.push_back(I(Op::load_field, TRACERY_TYPE_S64, 0));
+	for (size_t i = 1; i < kMaxStack; ++i)
+		p.code.push_back(I(Op::add));
+	// sum = 64 a + (1 + ... + 63) with the first slot a + 0.
+	p.code.insert(p.code.end(), {push(64 * 1000 + 63 * 64 / 2), I(Op::eq), I(Op::ret)});
+	Payload payload;
+	payload.a = 1000;
+	EXPECT_TRUE(both(p, payload));
+	payload.a = 1001;
+	EXPECT_FALSE(both(p, payload));
+}
+
+TEST(Jit, DeepMixedStack)
+{
+	// x, 0, x, 2, ... x, 62: float and int slots alternating, 64 deep; then
+	// folded from the top: r = x + 62, and for i = 60 ... 0: r = x + i + (r != 0).
+	Program p;
+	for (int64_t i = 0; i < int64_t(kMaxStack); i += 2)
+		p.code.insert(p.code.end(), {I(Op::load_field, TRACERY_TYPE_DOUBLE, 1), push(i)});
+	p.code.insert(p.code.end(), {I(Op::to_float), I(Op::fadd)});
+	for (size_t i = 2; i < kMaxStack; i += 2)
+		p.code.insert(p.code.end(), {I(Op::float_to_bool), I(Op::add), I(Op::to_float), I(Op::fadd)});
+	p.code.insert(p.code.end(), {pushf(1.5), I(Op::feq), I(Op::ret)});
+	std::string why;
+	VerifiedInfo info;
+	ASSERT_TRUE(verify(p, kEvent, &info, &why)) << why;
+	EXPECT_EQ(info.max_stack, kMaxStack);
+	Payload payload;
+	payload.x = 0.5;
+	EXPECT_TRUE(both(p, payload));
+	payload.x = -1;
+	EXPECT_FALSE(both(p, payload));
+}
+
+TEST(Jit, LongestProgram)
+{
+	// a == 0 || a == 1 || ... up to kMaxInsns instructions.
+	Program p;
+	const size_t terms = (kMaxInsns - 1) / 4;
+	for (size_t i = 0; i < terms; ++i) {
+		p.code.insert(p.code.end(), {I(Op::load_field, TRACERY_TYPE_S64, 0), push(int64_t(i * 3)), I(Op::eq)});
+		if (i + 1 < terms)
+			p.code.push_back(I(Op::jump_if_true, 0, 0, uint32_t(terms * 4 - 1)));
+	}
+	p.code.push_back(I(Op::ret));
+	ASSERT_LE(p.code.size(), kMaxInsns);
+	Payload payload;
+	for (int64_t a : {int64_t(0), int64_t(3), int64_t(3 * (terms - 1)), int64_t(1), int64_t(-3)}) {
+		payload.a = a;
+		EXPECT_EQ(both(p, payload), a >= 0 && a % 3 == 0 && a / 3 < int64_t(terms)) << a;
+	}
+}
+
+TEST(Jit, ManyStringMatches)
+{
+	Program p;
+	for (int i = 0; i < 40; ++i) {
+		p.strings.push_back("v" + std::to_string(i) + "*");
+		p.code.push_back(I(Op::str_match, uint8_t(StringKind::field) | uint8_t(StringKind::literal) << 4, 2, i));
+		if (i)
+			p.code.push_back(I(Op::add));
+	}
+	p.code.insert(p.code.end(), {push(2), I(Op::eq), I(Op::ret)});
+	Payload payload;
+	payload.s = "v3";
+	payload.args[2] = {payload.s, 2};
+	EXPECT_FALSE(both(p, payload)); // only v3*
+	payload.s = "v30";
+	payload.args[2] = {payload.s, 3};
+	EXPECT_TRUE(both(p, payload)); // v3* and v30*
+}
+
+TEST(Jit, ConcurrentCompileAndRun)
+{
+	std::vector<std::thread> threads;
+	std::atomic<int> wrong{0};
+	for (int t = 0; t < 4; ++t)
+		threads.emplace_back([t, &wrong] {
+			for (int i = 0; i < 50; ++i) {
+				const Program p{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(t * 1000 + i), I(Op::eq), I(Op::ret)}, {}};
+				const std::unique_ptr<Filter> f = Filter::load(p, kEvent, Engine::jit, nullptr);
+				Payload payload;
+				payload.a = t * 1000 + i;
+				if (!f || f->engine() != Engine::jit || !f->accepts(payload.args, nullptr))
+					++wrong;
+				payload.a = -1;
+				if (f->accepts(payload.args, nullptr))
+					++wrong;
+			}
+		});
+	for (std::thread &t : threads)
+		t.join();
+	EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(Filter, RefusesWhatDoesNotVerify)
+{
+	std::string why;
+	EXPECT_FALSE(Filter::load(Program{{push(1), push(2), I(Op::ret)}, {}}, kEvent, Engine::jit, &why));
+	EXPECT_EQ(why, "insn 2 (ret): needs exactly one int, stack has int, int");
+	EXPECT_FALSE(Filter::load(Program{}, kEvent, Engine::interpreter, &why));
+	EXPECT_EQ(why, "empty program");
+}
+
+TEST(Filter, SaysWhetherItNeedsTheContext)
+{
+	const Program plain{{push(1), I(Op::ret)}, {}};
+	const Program vpid{{I(Op::load_context, 0, 0, uint32_t(ContextField::vpid)), I(Op::ret)}, {}};
+	const Program procname{{I(Op::str_match, uint8_t(StringKind::procname) | uint8_t(StringKind::literal) << 4, 0, 0),
+	                        I(Op::ret)},
+	                       {"a*"}};
+	for (Engine e : {Engine::jit, Engine::interpreter}) {
+		EXPECT_FALSE(load(plain, e)->uses_context());
+		EXPECT_TRUE(load(vpid, e)->uses_context());
+		EXPECT_TRUE(load(procname, e)->uses_context());
+		EXPECT_EQ(load(plain, e)->engine(), e);
+		const Context ctx{7, 8, 9, "abc", 3};
+		EXPECT_TRUE(load(vpid, e)->accepts(nullptr, &ctx));
+		EXPECT_TRUE(load(procname, e)->accepts(nullptr, &ctx));
+		EXPECT_TRUE(load(plain, e)->accepts(nullptr, nullptr));
+	}
+}
+
+TEST(Filter, EngineNames)
+{
+	EXPECT_EQ(parse_engine("jit"), Engine::jit);
+	EXPECT_EQ(parse_engine("interpreter"), Engine::interpreter);
+	EXPECT_EQ(parse_engine("JIT"), std::nullopt);
+	EXPECT_EQ(parse_engine(""), std::nullopt);
+	const char *env = getenv("TRACERY_FILTER_ENGINE");
+	EXPECT_EQ(default_engine(), env ? parse_engine(env).value_or(Engine::jit) : Engine::jit);
+}
+
+} // namespace
+} // namespace tracery::filter
