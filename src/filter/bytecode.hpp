@@ -13,28 +13,35 @@
 //           field of the event descriptor the program was compiled for)
 //   ctx     the context values (Context below); filled in by the caller only
 //           when the verifier says the program uses them
+// and the event descriptor itself (the verifier checks against it; whether
+// load_element reads an ARRAY or a SEQUENCE is the descriptor's to say).
 // Result: accept (record the event) or reject.
 //
 // Instructions (stack effect; "reject" = the whole filter rejects the event):
 //   push_int      imm                          -> int imm
 //   push_float    imm (bit pattern of a double) -> float
-//   load_field    field = index, type = the field's scalar type (U8..S64,
-//                 BOOL -> int; FLOAT, DOUBLE -> float; for an ENUM field its
-//                 elem_type)                    -> value of args[field]
+//   load_field    field = index, type = the field's scalar type (U8..S64 ->
+//                 int; BOOL -> int 0 or 1 (any non-zero byte is 1); FLOAT,
+//                 DOUBLE -> float; for an ENUM field its elem_type)
+//                                               -> value of args[field]
 //   load_element  field = index of an ARRAY or SEQUENCE field, type = its
 //                 elem_type, arg = element index (a constant)
 //                 ARRAY: arg < desc.length (verified); the element, or 0 when
 //                   args[field].ptr is NULL or arg >= args[field].len (the
 //                   value the trace records)
 //                 SEQUENCE: reject when ptr is NULL or arg >= len (count)
+//                 (BOOL elements load as 0 or 1, like BOOL fields)
 //   load_context  arg = ContextField (vpid, vtid, cpu_id) -> int
 //   str_match     type = left kind | right kind << 4 (StringKind), field =
 //                 left index, arg = right index (field index or index into
 //                 Program::strings)         -> int 1 if they match, else 0
 //                 A literal matches as a glob: '*' matches any run of bytes,
-//                 "\*" a literal star, "\\" a backslash; any other pair is
-//                 compared byte for byte. A STRING field's bytes are those
-//                 before the first NUL within args[i].len (NULL ptr -> "").
+//                 "\*" a literal star, "\\" a backslash (any other byte,
+//                 a lone backslash too, matches itself); two non-literals
+//                 are compared byte for byte; two literals match when either,
+//                 as a glob, matches the other's text. A STRING field's
+//                 bytes are those before the first NUL within args[i].len
+//                 (NULL ptr -> ""); procname's likewise within procname_len.
 //   add sub mul   int int -> int (wrapping)
 //   div mod       int int -> int; divisor 0 -> reject; INT64_MIN / -1 ->
 //                 INT64_MIN, INT64_MIN % -1 -> 0; C truncation toward zero
@@ -124,6 +131,8 @@ struct Insn {
 	uint16_t field; // field index (load_*), left string index (str_match)
 	uint32_t arg;   // element index, context field, right string index, jump target
 	int64_t imm;    // push_int value, push_float bit pattern
+
+	bool operator==(const Insn &) const = default;
 };
 static_assert(sizeof(Insn) == 16);
 
@@ -131,7 +140,7 @@ static_assert(sizeof(Insn) == 16);
 inline constexpr size_t kMaxInsns = 4096;
 inline constexpr size_t kMaxStack = 64;
 inline constexpr size_t kMaxStrings = 256;
-inline constexpr size_t kMaxStringBytes = 4096;
+inline constexpr size_t kMaxStringBytes = 4096; // all strings of a program together
 
 struct Program {
 	std::vector<Insn> code;
