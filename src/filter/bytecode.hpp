@@ -35,11 +35,12 @@
 //   str_match     type = left kind | right kind << 4 (StringKind), field =
 //                 left index, arg = right index (field index or index into
 //                 Program::strings)         -> int 1 if they match, else 0
-//                 A literal matches as a glob: '*' matches any run of bytes,
+//                 The left operand is a field or procname, never a literal
+//                 (the compiler folds two literals itself). A literal right
+//                 operand matches as a glob: '*' matches any run of bytes,
 //                 "\*" a literal star, "\\" a backslash (any other byte,
 //                 a lone backslash too, matches itself); two non-literals
-//                 are compared byte for byte; two literals match when either,
-//                 as a glob, matches the other's text. A STRING field's
+//                 are compared byte for byte. A STRING field's
 //                 bytes are those before the first NUL within args[i].len
 //                 (NULL ptr -> ""); procname's likewise within procname_len.
 //   add sub mul   int int -> int (wrapping)

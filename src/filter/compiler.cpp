@@ -12,6 +12,7 @@
 #include <map>
 
 #include "ctf/event_payload.hpp"
+#include "filter/glob.hpp"
 
 namespace tracery::filter {
 
@@ -213,39 +214,6 @@ std::string unescape(std::string_view literal)
 		out += literal[i];
 	}
 	return out;
-}
-
-// The glob rules of str_match (bytecode.hpp), pattern being a literal.
-bool glob_match(std::string_view pattern, std::string_view subject)
-{
-	size_t p = 0, s = 0, star_p = std::string_view::npos, star_s = 0;
-	while (s < subject.size()) {
-		if (p < pattern.size() && pattern[p] == '*') {
-			star_p = ++p;
-			star_s = s;
-			continue;
-		}
-		if (p < pattern.size()) {
-			char c = pattern[p];
-			size_t len = 1;
-			if (c == '\\' && p + 1 < pattern.size() && (pattern[p + 1] == '*' || pattern[p + 1] == '\\')) {
-				c = pattern[p + 1];
-				len = 2;
-			}
-			if (c == subject[s]) {
-				p += len;
-				++s;
-				continue;
-			}
-		}
-		if (star_p == std::string_view::npos)
-			return false;
-		p = star_p;
-		s = ++star_s;
-	}
-	while (p < pattern.size() && pattern[p] == '*')
-		++p;
-	return p == pattern.size();
 }
 
 Error too_complex(const std::string &what, size_t limit)
@@ -586,7 +554,9 @@ private:
 	{
 		const bool negate = e.op == Operator::ne;
 		if (l.state == State::constant && r.state == State::constant) {
-			const bool match = glob_match(r.literal, unescape(l.literal)) || glob_match(l.literal, unescape(r.literal));
+			const std::string l_text = unescape(l.literal), r_text = unescape(r.literal);
+			const bool match = glob_match(r.literal.data(), r.literal.size(), l_text.data(), l_text.size()) ||
+			                   glob_match(l.literal.data(), l.literal.size(), r_text.data(), r_text.size());
 			return int_const(match != negate);
 		}
 		if (l.state == State::constant) // the literal goes right

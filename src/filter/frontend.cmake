@@ -1,7 +1,8 @@
 # tracery_filter_frontend: filter expressions -> bytecode (lexer/parser,
 # type checker and constant-folding compiler, bytecode wire form). Used by
-# the daemon, the CLI and daemonless programs; see bytecode.hpp.
-add_library(tracery_filter_frontend STATIC bytecode.cpp parser.cpp compiler.cpp)
+# the daemon, the CLI and daemonless programs; see bytecode.hpp. Holds the glob
+# matcher too (glob.hpp), which the engines share.
+add_library(tracery_filter_frontend STATIC bytecode.cpp parser.cpp compiler.cpp glob.cpp)
 target_include_directories(tracery_filter_frontend PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 set_target_properties(tracery_filter_frontend PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 

@@ -89,11 +89,7 @@ extern "C" int tracery_filter_str_match(const tracery_arg *args, const Context *
 {
 	const Bytes l = operand(s->left_kind, s->left_index, s->left_literal, s->left_literal_len, args, ctx);
 	const Bytes r = operand(s->right_kind, s->right_index, s->right_literal, s->right_literal_len, args, ctx);
-	if (s->left_kind == StringKind::literal && s->right_kind == StringKind::literal)
-		return glob_match(l.ptr, l.len, r.ptr, r.len) || glob_match(r.ptr, r.len, l.ptr, l.len);
-	if (s->left_kind == StringKind::literal)
-		return glob_match(l.ptr, l.len, r.ptr, r.len);
-	if (s->right_kind == StringKind::literal)
+	if (s->right_kind == StringKind::literal) // never the left one (verified)
 		return glob_match(r.ptr, r.len, l.ptr, l.len);
 	return l.len == r.len && std::memcmp(l.ptr, r.ptr, l.len) == 0;
 }

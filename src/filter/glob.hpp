@@ -1,11 +1,10 @@
 // filter/glob.hpp — str_match: the string comparison shared by the
-// interpreter and the JIT (which calls str_match_operands()).
+// interpreter and the JIT (which calls tracery_filter_str_match()).
 //
-// A literal operand is a glob: '*' matches any run of bytes, "\*" a literal
-// star, "\\" a backslash, any other byte (a lone backslash too) itself. Two
-// non-literal operands (fields, procname) are compared for equality. Two
-// literals (the compiler folds those) match when either one, as a glob,
-// matches the other's bytes, as compiler.hpp defines.
+// A literal operand (always the right one) is a glob: '*' matches any run of
+// bytes, "\*" a literal star, "\\" a backslash, any other byte (a lone
+// backslash too) itself. Two non-literal operands (fields, procname) are
+// compared for equality. glob_match() also serves the compiler's folding.
 #pragma once
 
 #include <cstddef>

@@ -280,6 +280,8 @@ bool Checker::check_insn(const Insn &in)
 		uses_context_ = true;
 		return push(kInt);
 	case Op::str_match:
+		if (StringKind(in.type & 15) == StringKind::literal)
+			return fail("the left operand is a literal (only the right one may be)");
 		if (!check_string(StringKind(in.type & 15), in.field, "left") ||
 		    !check_string(StringKind(in.type >> 4), in.arg, "right"))
 			return false;

@@ -156,6 +156,8 @@ TEST(Verifier, RefusesBadStringMatches)
 	          "insn 0 (str_match): field 9 out of range (event has 8 fields)");
 	EXPECT_EQ(refusal(Program{{I(Op::str_match, kinds(StringKind::procname, StringKind::literal), 1, 0), ret()}, {"a"}}),
 	          "insn 0 (str_match): left procname operand has index 1, not 0");
+	EXPECT_EQ(refusal(Program{{I(Op::str_match, kinds(StringKind::literal, StringKind::field), 0, 5), ret()}, {"a"}}),
+	          "insn 0 (str_match): the left operand is a literal (only the right one may be)");
 	EXPECT_EQ(refusal(Program{{I(Op::str_match, 0x30, 5, 0), ret()}, {"a"}}),
 	          "insn 0 (str_match): right string kind 3 unknown");
 	EXPECT_EQ(refusal(Program{{I(Op::str_match, fl, 5, 0, 7), ret()}, {"a"}}),
