@@ -4,6 +4,8 @@
 //    the arguments, tracery_fire() takes the urcu-bp read lock, dereferences the
 //    probe array and calls the probe: the fixed cost every session pays per event
 //    before it reserves any space;
+//  - the same with a probe that rejects the event on a comparison of one
+//    argument (`b == 0`): the path of an event a session's filter drops;
 //  - the same with a string field (strlen in the emitter), and with two probes;
 //  - attach + detach + grace period, the cost a session pays to enable an event.
 // Run it untraced (TRACERY_OUTPUT unset): a daemonless session would attach its
@@ -29,6 +31,15 @@ std::atomic<uint64_t> probe_hits{0};
 void counting_probe(void *, const tracery_event_desc *, const tracery_arg *)
 {
 	probe_hits.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A filter `b == 0` that rejects every event of the benchmarks (b is 42).
+std::atomic<uint64_t> filter_hits{0};
+void filter_probe(void *, const tracery_event_desc *, const tracery_arg *args)
+{
+	if (__builtin_expect(*static_cast<const uint32_t *>(args[1].ptr) != 0, 1))
+		return;
+	filter_hits.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool untraced(benchmark::State &state, const tracery_event_desc &desc)
@@ -93,13 +104,15 @@ void BM_disabled_enabled_check(benchmark::State &state)  // TRACERY_ENABLED() gu
 }
 BENCHMARK(BM_disabled_enabled_check);
 
-void BM_enabled_noop_probe(benchmark::State &state)
+// One probe attached to ecb:noop from thread 0 for the whole run; the other
+// threads start their timed loop after thread 0 is past setup.
+void enabled_single_probe(benchmark::State &state, tracery_probe_fn probe)
 {
 	static Attached *attached;
 	if (state.thread_index() == 0) {
 		if (!untraced(state, tracery_event__ecb__noop))
 			return;
-		attached = new Attached(&tracery_event__ecb__noop, noop_probe);
+		attached = new Attached(&tracery_event__ecb__noop, probe);
 		if (!attached->ok) {
 			state.SkipWithError("tracery_probe_attach failed");
 			delete attached;
@@ -118,8 +131,19 @@ void BM_enabled_noop_probe(benchmark::State &state)
 		attached = nullptr;
 	}
 }
+
+void BM_enabled_noop_probe(benchmark::State &state) { enabled_single_probe(state, noop_probe); }
 BENCHMARK(BM_enabled_noop_probe);
 BENCHMARK(BM_enabled_noop_probe)->Threads(2);
+
+void BM_enabled_filter_rejects(benchmark::State &state)  // probe = filter `b == 0`, always false
+{
+	enabled_single_probe(state, filter_probe);
+	if (state.thread_index() == 0 && filter_hits.load(std::memory_order_relaxed) != 0)
+		state.SkipWithError("the filter accepted an event");
+}
+BENCHMARK(BM_enabled_filter_rejects);
+BENCHMARK(BM_enabled_filter_rejects)->Threads(2);
 
 void BM_enabled_noop_probe_string(benchmark::State &state)
 {
