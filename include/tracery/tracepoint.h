@@ -95,8 +95,16 @@ struct tracery_arg {
 
 #define TRACERY_API __attribute__((visibility("default")))
 
+/* Calls through the GOT, without the PLT's extra jump (GCC; clang has no
+ * such attribute, only -fno-plt). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TRACERY__NOPLT __attribute__((noplt))
+#else
+#define TRACERY__NOPLT
+#endif
+
 /* Called by the TRACERY_EMIT slow path: runs every attached probe. */
-TRACERY_API void tracery_fire(struct tracery_event_desc *desc, const struct tracery_arg *args);
+TRACERY_API TRACERY__NOPLT void tracery_fire(struct tracery_event_desc *desc, const struct tracery_arg *args);
 
 /* Called by per-object constructors/destructors with the object's
  * tracery_events section; events appear/disappear with their object. */

@@ -155,22 +155,27 @@ void Session::probe(void *priv, const tracery_event_desc *, const tracery_arg *a
 	} else if (!b->filters.empty() && !filters_accept(*b, args)) [[unlikely]] {
 		return;
 	}
-	Session *s = b->session;
+	record(*b, args); // a tail call: a rejected event never pays record()'s stack frame
+}
+
+void Session::record(const Binding &b, const tracery_arg *args)
+{
+	Session *s = b.session;
 	ringbuf::Channel &chan = *s->channel_;
 	const uint32_t ctx_size = s->context_size_;
-	const uint32_t size = ctx_size + static_cast<uint32_t>(b->layout.payload_size(args));
+	const uint32_t size = ctx_size + static_cast<uint32_t>(b.layout.payload_size(args));
 	const uint32_t cpu = current_cpu() % s->num_cpus_;
 	ringbuf::Channel::Reservation r;
-	if (!chan.reserve(cpu, size, b->id <= ctf::kMaxCompactId, clock::now, r)) [[unlikely]]
+	if (!chan.reserve(cpu, size, b.id <= ctf::kMaxCompactId, clock::now, r)) [[unlikely]]
 		return;
-	ctf::write_event_header(r.slot, b->id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
+	ctf::write_event_header(r.slot, b.id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
 	uint8_t *p = r.slot + r.header_size;
 	if (ctx_size) {
 		const ThreadContext &tc = thread_context();
 		ctf::write_context(p, s->context_, process_vpid(), tc.vtid, tc.procname);
 		p += ctx_size;
 	}
-	b->layout.write_payload(p, args);
+	b.layout.write_payload(p, args);
 	chan.commit(r);
 }
 

@@ -74,6 +74,7 @@ private:
 	};
 	static void probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args);
 	static bool filters_accept(const Binding &b, const tracery_arg *args);
+	[[gnu::noinline]] static void record(const Binding &b, const tracery_arg *args);
 	void attach(tracery_event_desc *desc);
 
 	std::unique_ptr<ringbuf::Channel> channel_;
