@@ -2,14 +2,20 @@
 # End-to-end demonstration: installs dependencies, builds, starts a session
 # daemon (traceryd, in a private run directory so no real daemon is touched),
 # traces the sample programs examples/hello.c and examples/hello.cpp with the
-# tracery command, as lttng would, and prints the trace with babeltrace2.
+# tracery command, as lttng would, and prints the trace with babeltrace2; then
+# records hello-c again through a filter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 out=$(mktemp -d /tmp/tracery-demo.XXXXXX)
 export TRACERY_RUNDIR=$out/run
-tracery() { echo "\$ tracery $*"; build/src/cli/tracery "$@"; }
+tracery() {
+  local shown="\$ tracery" arg
+  for arg in "$@"; do [[ $arg == *' '* ]] && shown+=" '$arg'" || shown+=" $arg"; done
+  echo "$shown"
+  build/src/cli/tracery "$@"
+}
 stop_daemon() { kill "$(cat "$TRACERY_RUNDIR/traceryd.pid" 2>/dev/null)" 2>/dev/null || true; }
 trap stop_daemon EXIT
 
@@ -26,4 +32,14 @@ tracery stop
 tracery view
 tracery destroy
 echo
-echo "The trace is in $out/trace (CTF 1.8: metadata + one stream file per channel, user and CPU)."
+echo "# A filter: only the steps it accepts are recorded (docs/filters.md)."
+tracery create filtered --output "$out/filtered"
+tracery enable-event -u hello:step --filter 'value >= 0 && ratio < 0.8'
+tracery start
+echo "\$ build/examples/hello-c tracer"
+build/examples/hello-c tracer
+tracery stop
+tracery view
+tracery destroy
+echo
+echo "The traces are in $out/trace and $out/filtered (CTF 1.8: metadata + one stream file per channel, user and CPU)."
