@@ -328,9 +328,9 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		return d - 1;
 	default: { // ret
 		const x86::Gp result = cc_.newInt32("result");
+		cc_.xor_(result, result); // a full write: setne alone would make the allocator spill result
 		cc_.test(gp(0), gp(0));
 		cc_.setne(result.r8());
-		cc_.movzx(result, result.r8());
 		cc_.ret(result);
 		return 0;
 	}
