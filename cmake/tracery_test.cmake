@@ -5,3 +5,15 @@ function(tracery_add_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main Threads::Threads)
   add_test(NAME ${name} COMMAND ${name})
 endfunction()
+
+# tracery_add_fuzzer(NAME SOURCE LIB [LIBS...]): a libFuzzer target over
+# SOURCE (TRACERY_FUZZ builds, clang), with LIB, the library it exercises,
+# compiled for coverage; LIBS are linked as they are.
+function(tracery_add_fuzzer name source lib)
+  set(sanitizers address,undefined)
+  target_compile_options(${lib} PRIVATE -fsanitize=fuzzer-no-link,${sanitizers})
+  add_executable(${name} ${source})
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer,${sanitizers})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer,${sanitizers})
+  target_link_libraries(${name} PRIVATE ${lib} ${ARGN})
+endfunction()

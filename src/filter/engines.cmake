@@ -11,11 +11,7 @@ set_target_properties(tracery_filter PROPERTIES CXX_VISIBILITY_PRESET hidden VIS
 if(TRACERY_FUZZ)
   # Structured random programs: verified against a fixed event, and every
   # accepted one run by both engines, which must agree (see the source).
-  target_compile_options(tracery_filter PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
-  add_executable(fuzz_verify fuzz/fuzz_verify.cpp)
-  target_compile_options(fuzz_verify PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_options(fuzz_verify PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_verify PRIVATE tracery_filter tracery_ctf_test_stubs)
+  tracery_add_fuzzer(fuzz_verify fuzz/fuzz_verify.cpp tracery_filter tracery_ctf_test_stubs)
   return()
 endif()
 

@@ -9,11 +9,7 @@ set_target_properties(tracery_filter_frontend PROPERTIES CXX_VISIBILITY_PRESET h
 if(TRACERY_FUZZ)
   # Arbitrary bytes as an expression, compiled against an event with every
   # field kind; checks the compiler's invariants (see the source).
-  target_compile_options(tracery_filter_frontend PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
-  add_executable(fuzz_compile fuzz/fuzz_compile.cpp)
-  target_compile_options(fuzz_compile PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_options(fuzz_compile PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_compile PRIVATE tracery_filter_frontend tracery_ctf_test_stubs)
+  tracery_add_fuzzer(fuzz_compile fuzz/fuzz_compile.cpp tracery_filter_frontend tracery_ctf_test_stubs)
   return()
 endif()
 
