@@ -42,7 +42,7 @@ void BM_rdtsc(benchmark::State& state) {
 }
 BENCHMARK(BM_rdtsc);
 
-void BM_lfence_rdtsc(benchmark::State& state) {  // what the tsc backend reads
+void BM_lfence_rdtsc(benchmark::State& state) {  // what the tsc-ordered backend reads
   for (auto _ : state) {
     _mm_lfence();
     benchmark::DoNotOptimize(__rdtsc());
@@ -65,6 +65,15 @@ void BM_now_tsc(benchmark::State& state) {
 }
 BENCHMARK(BM_now_tsc);
 BENCHMARK(BM_now_tsc)->Threads(2);
+
+void BM_now_tsc_ordered(benchmark::State& state) {
+  if (state.thread_index() == 0 && !use_backend("tsc-ordered")) {
+    state.SkipWithError("tsc-ordered backend unavailable");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(tc::now());
+}
+BENCHMARK(BM_now_tsc_ordered);
 #endif
 
 void BM_now_vdso(benchmark::State& state) {

@@ -313,8 +313,19 @@ bool tsc_eligible(const char** note) {
     *note = "TSC lacks constant_tsc/nonstop_tsc";
     return false;
   }
-  // lfence must be dispatch-serializing for ordered TSC reads: always on Intel, on AMD/Hygon
-  // from family 17h (Zen) on. Older AMD parts depend on an MSR we cannot check from here.
+  *note = "clocksource tsc, constant+nonstop TSC";
+  return true;
+#else
+  *note = "no TSC support in this build";
+  return false;
+#endif
+}
+
+// Whether lfence orders rdtsc after every earlier instruction (what tsc-ordered relies on):
+// always on Intel, on AMD/Hygon from family 17h (Zen) on. Older AMD parts depend on an MSR
+// we cannot check from here.
+bool lfence_serializing() {
+#if TRACERY_CLOCK_HAVE_TSC
   unsigned a, b, c, d;
   __cpuid(0, a, b, c, d);
   char vendor[13];
@@ -326,16 +337,8 @@ bool tsc_eligible(const char** note) {
   unsigned family = (a >> 8) & 0xf;
   if (family == 0xf) family += (a >> 20) & 0xff;
   const std::string_view v(vendor);
-  const bool lfence_ok = v == "GenuineIntel" ||
-                         ((v == "AuthenticAMD" || v == "HygonGenuine") && family >= 0x17);
-  if (!lfence_ok) {
-    *note = "lfence not known to be serializing on this CPU";
-    return false;
-  }
-  *note = "clocksource tsc, constant+nonstop TSC";
-  return true;
+  return v == "GenuineIntel" || ((v == "AuthenticAMD" || v == "HygonGenuine") && family >= 0x17);
 #else
-  *note = "no TSC support in this build";
   return false;
 #endif
 }
@@ -358,7 +361,10 @@ double median_ns_per_call(F f) {
 
 double cost_vdso() { return median_ns_per_call([] { return detail::now_vdso(); }); }
 #if TRACERY_CLOCK_HAVE_TSC
-double cost_tsc() { return median_ns_per_call([] { return detail::now_tsc(); }); }
+double cost_tsc(Backend b) {
+  if (b == Backend::tsc_ordered) return median_ns_per_call([] { return detail::now_tsc<true>(); });
+  return median_ns_per_call([] { return detail::now_tsc<false>(); });
+}
 #endif
 
 void atfork_prepare() { g_mu.lock(); }
@@ -371,26 +377,30 @@ void init_locked() {
   w = Writer{};
   Stats& st = w.st;
 
-  enum class Want { automatic, tsc, vdso } want = Want::automatic;
+  enum class Want { automatic, tsc, tsc_ordered, vdso } want = Want::automatic;
   if (const char* env = std::getenv("TRACERY_CLOCK"); env && *env) {
     const std::string_view v(env);
     if (v == "tsc") {
       want = Want::tsc;
+    } else if (v == "tsc-ordered") {
+      want = Want::tsc_ordered;
     } else if (v == "vdso") {
       want = Want::vdso;
     } else if (v != "auto") {
       std::fprintf(stderr,
-                   "tracery: ignoring TRACERY_CLOCK='%s' (expected 'tsc' or 'vdso'); using the "
-                   "automatic clock choice\n",
+                   "tracery: ignoring TRACERY_CLOCK='%s' (expected 'tsc', 'tsc-ordered' or "
+                   "'vdso'); using the automatic clock choice\n",
                    env);
     }
   }
   st.forced = want != Want::automatic;
   st.tsc_eligible = tsc_eligible(&st.tsc_note);
+  const Backend tsc_kind = want == Want::tsc_ordered ? Backend::tsc_ordered : Backend::tsc;
+  const bool forced_tsc = want == Want::tsc || want == Want::tsc_ordered;
 
   bool use_tsc = false;
 #if TRACERY_CLOCK_HAVE_TSC
-  if (want == Want::tsc || (want == Want::automatic && st.tsc_eligible)) {
+  if (forced_tsc || (want == Want::automatic && st.tsc_eligible)) {
     const uint64_t t0 = detail::now_vdso();
     double slope = 0;
     Anchor a;
@@ -417,21 +427,27 @@ void init_locked() {
       st.anchor_uncertainty_ns = a.width;
       st.tsc_hz = 1e9 / slope;
       st.init_cost_vdso_ns = cost_vdso();
-      st.init_cost_tsc_ns = cost_tsc();
-      use_tsc = want == Want::tsc || st.init_cost_tsc_ns <= kTscMustBeFaster * st.init_cost_vdso_ns;
+      st.init_cost_tsc_ns = cost_tsc(tsc_kind);
+      use_tsc = forced_tsc || st.init_cost_tsc_ns <= kTscMustBeFaster * st.init_cost_vdso_ns;
     } else {
       std::fprintf(stderr, "tracery: TSC calibration failed; using the vdso clock\n");
     }
-    if (want == Want::tsc && ok && !st.tsc_eligible)
+    if (forced_tsc && ok && !st.tsc_eligible)
       std::fprintf(stderr,
-                   "tracery: TRACERY_CLOCK=tsc forced although the kernel clocksource is not an "
-                   "invariant TSC; timestamps may drift between resyncs\n");
+                   "tracery: TRACERY_CLOCK=%s forced although the kernel clocksource is not an "
+                   "invariant TSC; timestamps may drift between resyncs\n",
+                   backend_name(tsc_kind));
+    if (want == Want::tsc_ordered && ok && !lfence_serializing())
+      std::fprintf(stderr,
+                   "tracery: TRACERY_CLOCK=tsc-ordered: lfence is not known to be serializing on "
+                   "this CPU, so reads may not be ordered\n");
   }
 #else
-  if (want == Want::tsc)
-    std::fprintf(stderr, "tracery: TRACERY_CLOCK=tsc is not available on this CPU; using the vdso clock\n");
+  if (forced_tsc)
+    std::fprintf(stderr, "tracery: TRACERY_CLOCK=%s is not available on this CPU; using the vdso clock\n",
+                 backend_name(tsc_kind));
 #endif
-  st.backend = use_tsc ? Backend::tsc : Backend::vdso;
+  st.backend = use_tsc ? tsc_kind : Backend::vdso;
   st.initialized = true;
   w.initialized = true;
   g_state.mode.store(uint32_t(st.backend), std::memory_order_release);
@@ -449,7 +465,7 @@ void resync_locked() {
     ++st.resyncs_skipped;
     return;
   }
-  const uint64_t t_now = detail::read_tsc();
+  const uint64_t t_now = detail::read_tsc<true>();
   const uint64_t margin = cycles(kSwitchMarginS), guard = cycles(kGuardS);
   // The new block must reproduce the old one on [t_now - guard, t_sw]: only possible where
   // the old one is a single line there (not across its own switch points).
@@ -553,21 +569,32 @@ void resync() noexcept {
 #if TRACERY_CLOCK_HAVE_TSC
   if (!g_ready.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lk(g_mu);
-  if (!g_w.initialized || g_w.st.backend != Backend::tsc) return;
+  if (!g_w.initialized || !is_tsc(g_w.st.backend)) return;
   resync_locked();
 #endif
 }
 
 uint64_t resync_interval_ns() noexcept {
   constexpr uint64_t kMin = 50'000'000, kMax = 1'000'000'000;
-  if (!g_ready.load(std::memory_order_acquire) || backend() != Backend::tsc) return kMax;
+  if (!g_ready.load(std::memory_order_acquire) || !is_tsc(backend())) return kMax;
   const uint64_t age = detail::now_vdso() - g_init_mono.load(std::memory_order_relaxed);
   return std::clamp(age, kMin, kMax);  // next resync when the age has about doubled
 }
 
 Backend backend() noexcept { return Backend(g_state.mode.load(std::memory_order_acquire)); }
 
-const char* backend_name() noexcept { return backend() == Backend::tsc ? "tsc" : "vdso"; }
+const char* backend_name(Backend b) noexcept {
+  switch (b) {
+    case Backend::tsc:
+      return "tsc";
+    case Backend::tsc_ordered:
+      return "tsc-ordered";
+    default:
+      return "vdso";
+  }
+}
+
+const char* backend_name() noexcept { return backend_name(backend()); }
 
 int64_t realtime_offset_ns() noexcept {
   uint64_t best = ~uint64_t(0);
@@ -589,11 +616,13 @@ int64_t realtime_offset_ns() noexcept {
 std::vector<BackendCost> measure_backends() {
   std::vector<BackendCost> out;
   out.push_back({Backend::vdso, "vdso", true, cost_vdso()});
+  for (Backend b : {Backend::tsc, Backend::tsc_ordered}) {
 #if TRACERY_CLOCK_HAVE_TSC
-  out.push_back({Backend::tsc, "tsc", true, cost_tsc()});
+    out.push_back({b, backend_name(b), true, cost_tsc(b)});
 #else
-  out.push_back({Backend::tsc, "tsc", false, 0});
+    out.push_back({b, backend_name(b), false, 0});
 #endif
+  }
   return out;
 }
 
@@ -616,9 +645,9 @@ std::string report() {
   out += buf;
   for (const auto& c : costs) {
     if (c.available)
-      std::snprintf(buf, sizeof buf, "  %-5s %6.1f ns per now() (median)\n", c.name, c.ns_per_read);
+      std::snprintf(buf, sizeof buf, "  %-11s %6.1f ns per now() (median)\n", c.name, c.ns_per_read);
     else
-      std::snprintf(buf, sizeof buf, "  %-5s unavailable on this CPU\n", c.name);
+      std::snprintf(buf, sizeof buf, "  %-11s unavailable on this CPU\n", c.name);
     out += buf;
   }
   if (s.tsc_hz > 0) {
@@ -647,9 +676,9 @@ void reset_for_testing() {
 bool perturb_for_testing(int64_t ahead_ns) {
 #if TRACERY_CLOCK_HAVE_TSC
   std::lock_guard<std::mutex> lk(g_mu);
-  if (!g_w.initialized || g_w.st.backend != Backend::tsc || ahead_ns < 0) return false;
+  if (!g_w.initialized || !is_tsc(g_w.st.backend) || ahead_ns < 0) return false;
   const Params old = g_w.cur;
-  const uint64_t t = detail::read_tsc();
+  const uint64_t t = detail::read_tsc<true>();
   const uint64_t guard = cycles(kGuardS);
   // As in resync(): the old block must be a single line around t (readers still holding
   // it then never get ahead of the new one, which is the old line plus ahead_ns).

@@ -1,7 +1,12 @@
 // Trace clock: the timestamp source of every traced event. now() returns monotonic
 // nanoseconds on the CLOCK_MONOTONIC timeline (the one ftrace's "mono" clock uses), read
 // either from a calibrated TSC (rdtsc scaled by a fixed-point multiplier) or from
-// clock_gettime(CLOCK_MONOTONIC) through the vDSO.
+// clock_gettime(CLOCK_MONOTONIC) through the vDSO. Three backends:
+//   tsc          bare rdtsc (the default where the TSC is usable): ~10 ns, and it overlaps
+//                with the work around it;
+//   tsc-ordered  lfence; rdtsc: ~7-16 ns more, because the fence waits for every earlier
+//                instruction (in the event path: the previous event's locked instructions);
+//   vdso         clock_gettime(CLOCK_MONOTONIC), ordered like tsc-ordered.
 //
 // Design notes (the details are in trace_clock.cpp):
 //  * The TSC backend evaluates a piecewise-linear function of the TSC published in a
@@ -14,9 +19,14 @@
 //    effect 10 ms in the future; up to that point the new block reproduces the
 //    old function exactly, so readers holding either block agree and the clock never
 //    steps back. Errors are removed by slewing (changing the slope), never by stepping back.
-//  * TSC reads are ordered (lfence; rdtsc) so that a timestamp taken after observing another
-//    thread's (or process's) store is never earlier than the timestamp that thread took
-//    before the store. This costs ~7-10 ns over a bare rdtsc; see read_tsc().
+//  * What ordering buys: with tsc-ordered (and vdso) a timestamp taken after observing
+//    another thread's (or process's) store is never earlier than the timestamp that thread
+//    took before the store. A bare rdtsc may be sampled before an earlier load completes, so
+//    with the tsc backend such a pair can come out inverted by up to ~100 ns (measured here:
+//    about 1 handoff in 1000 in a tight two-thread ping-pong). Per thread, and within one
+//    ring buffer (which clamps to its last timestamp), time never goes back with any
+//    backend; the inversion is only between threads that hand work to each other within
+//    ~100 ns. ftrace's default "local" clock and perf make the same choice.
 //  * Before init() (and with the vdso backend) now() is clock_gettime(CLOCK_MONOTONIC).
 #pragma once
 
@@ -36,11 +46,14 @@
 
 namespace tracery::clock {
 
-enum class Backend : uint32_t { vdso = 0, tsc = 1 };
+enum class Backend : uint32_t { vdso = 0, tsc = 1, tsc_ordered = 2 };
+
+inline constexpr bool is_tsc(Backend b) noexcept { return b != Backend::vdso; }
 
 // Chooses and calibrates the backend (a few ms the first time). Idempotent and thread-safe.
-// TRACERY_CLOCK=tsc|vdso forces a backend; any other non-empty value prints one line on
-// stderr and keeps the automatic choice. Not async-signal-safe.
+// TRACERY_CLOCK=tsc|tsc-ordered|vdso forces a backend; any other non-empty value prints one
+// line on stderr and keeps the automatic choice (tsc where eligible and cheaper than the
+// vDSO, else vdso). Not async-signal-safe.
 void init();
 
 // Monotonic nanoseconds on the CLOCK_MONOTONIC timeline. Hot path; defined inline below.
@@ -59,7 +72,8 @@ void resync() noexcept;
 uint64_t resync_interval_ns() noexcept;
 
 Backend backend() noexcept;           // vdso before init()
-const char* backend_name() noexcept;  // "tsc" or "vdso"
+const char* backend_name() noexcept;  // "tsc", "tsc-ordered" or "vdso"
+const char* backend_name(Backend b) noexcept;
 
 // CLOCK_REALTIME - now(), in ns, measured at the time of the call (for the CTF clock offset).
 int64_t realtime_offset_ns() noexcept;
@@ -68,7 +82,7 @@ int64_t realtime_offset_ns() noexcept;
 struct BackendCost {
   Backend backend;
   const char* name;
-  bool available;      // false: tsc on a non-x86-64 build
+  bool available;      // false: tsc backends on a non-x86-64 build
   double ns_per_read;  // 0 when unavailable
 };
 std::vector<BackendCost> measure_backends();
@@ -85,7 +99,7 @@ struct Stats {
   const char* tsc_note = "";         // why (not) eligible
   double tsc_hz = 0;                 // current estimate of the TSC rate (CLOCK_MONOTONIC Hz)
   double init_cost_vdso_ns = 0;      // per-read costs measured at init (0: not measured)
-  double init_cost_tsc_ns = 0;
+  double init_cost_tsc_ns = 0;       // of the tsc backend init() chose or was asked for
   uint64_t calibration_ns = 0;       // duration of the initial calibration
   uint64_t calibration_samples = 0;  // samples kept for the regression
   double anchor_uncertainty_ns = 0;  // width of the last CLOCK_MONOTONIC bracket
@@ -129,18 +143,20 @@ inline uint64_t now_vdso() noexcept {
 // lfence makes rdtsc wait until every earlier instruction (in particular the caller's loads)
 // has completed. Without it the TSC can be sampled before an earlier load returns: a thread
 // that sees another thread's published timestamp could then read an *earlier* time (measured
-// on this machine: inversions of up to ~115 ns in a two-thread handoff). The tsc backend is
-// only chosen automatically on CPUs where lfence is dispatch-serializing (Intel, AMD Zen+).
+// on this machine: inversions of up to ~115 ns in a two-thread handoff). The tsc-ordered
+// backend is only chosen on CPUs where lfence is dispatch-serializing (Intel, AMD Zen+).
+template <bool kOrdered>
 inline uint64_t read_tsc() noexcept {
-  __builtin_ia32_lfence();
+  if constexpr (kOrdered) __builtin_ia32_lfence();
   return __builtin_ia32_rdtsc();
 }
 
-// The TSC backend regardless of the active mode (benchmarks; meaningless before init()).
+// A TSC backend regardless of the active mode (benchmarks; meaningless before init()).
 // Seqlock read without fences: the block is read with acquire loads, so the re-check of seq
 // cannot be performed before them, and each acquire load that sees a value being rewritten
 // synchronises with the writer's release store, which follows its bump of seq (plain movs
 // on x86; also keeps the header usable under -fsanitize=thread, which rejects fences).
+template <bool kOrdered>
 inline uint64_t now_tsc() noexcept {
   __extension__ typedef __int128 i128;
   __extension__ typedef unsigned __int128 u128;
@@ -149,7 +165,7 @@ inline uint64_t now_tsc() noexcept {
   for (;;) {
     const uint32_t s1 = st.seq.load(acq);
     const ParamBlock& b = st.block[s1 & 1];
-    const uint64_t t = read_tsc();
+    const uint64_t t = read_tsc<kOrdered>();
     const uint64_t t_end = b.t_end.load(acq);
     uint64_t r;
     if (__builtin_expect(t >= t_end, 1)) {
@@ -186,10 +202,9 @@ bool perturb_for_testing(int64_t ahead_ns);
 
 inline uint64_t now() noexcept {
 #if TRACERY_CLOCK_HAVE_TSC
-  if (__builtin_expect(detail::g_state.mode.load(std::memory_order_acquire) ==
-                           uint32_t(Backend::tsc),
-                       1))
-    return detail::now_tsc();
+  const uint32_t mode = detail::g_state.mode.load(std::memory_order_acquire);
+  if (__builtin_expect(mode == uint32_t(Backend::tsc), 1)) return detail::now_tsc<false>();
+  if (mode == uint32_t(Backend::tsc_ordered)) return detail::now_tsc<true>();
 #endif
   return detail::now_vdso();
 }

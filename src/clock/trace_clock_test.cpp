@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -80,7 +81,7 @@ void expect_bracketed(int samples, const char* what) {
 
 std::vector<const char*> backends() {
 #if TRACERY_CLOCK_HAVE_TSC
-  return {"tsc", "vdso"};
+  return {"tsc", "tsc-ordered", "vdso"};
 #else
   return {"vdso"};
 #endif
@@ -239,14 +240,14 @@ TEST(TraceClock, MonotonicWithinEachThreadWhileResyncing) {
           sleep_ms(1);
         }
       }
-      if (tc::backend() == tc::Backend::tsc) {
+      if (tc::is_tsc(tc::backend())) {
         EXPECT_GE(perturbed, 10);
       }
     }
     stop = true;
     for (auto& t : readers) t.join();
     EXPECT_EQ(bad.load(), 0) << "of " << reads.load() << " reads";
-    if (tc::backend() == tc::Backend::tsc) {
+    if (tc::is_tsc(tc::backend())) {
       EXPECT_GT(tc::stats().resyncs, 5u);
     }
   }
@@ -254,9 +255,13 @@ TEST(TraceClock, MonotonicWithinEachThreadWhileResyncing) {
 
 TEST(TraceClock, MonotonicAcrossThreads) {
   // Thread A reads the clock and publishes the value; thread B, after seeing it, reads the
-  // clock: B's value must never be earlier (needs ordered TSC reads: a bare rdtsc can be
-  // sampled before the load of A's value completes).
+  // clock: with an ordered backend B's value is never earlier. The tsc backend's bare rdtsc
+  // can be sampled before the load of A's value completes: there B may be earlier, but only
+  // by the out-of-order window (~100 ns here), which the trace_clock.hpp comment promises to
+  // stay well under a microsecond.
   for (const char* b : backends()) {
+    const bool ordered = std::string_view(b) != "tsc";
+    const int64_t allowed = ordered ? 0 : 1000;
     SCOPED_TRACE(b);
     reinit(b);
     ResyncThread rt(12);
@@ -272,8 +277,8 @@ TEST(TraceClock, MonotonicAcrossThreads) {
         const uint64_t seen = slot.load(std::memory_order_relaxed);
         const uint64_t mine = tc::now();
         if (mine < seen) {
-          ++bad;
           worst = std::max(worst, int64_t(seen - mine));
+          if (int64_t(seen - mine) > allowed) ++bad;
         }
         // And the other direction: A reads after seeing B's value.
         slot.store(tc::now(), std::memory_order_relaxed);
@@ -287,7 +292,7 @@ TEST(TraceClock, MonotonicAcrossThreads) {
       while (turn.load(std::memory_order_acquire) != 2) {
       }
       const uint64_t seen = slot.load(std::memory_order_relaxed);
-      if (tc::now() < seen) ++bad_a;
+      if (const uint64_t mine = tc::now(); mine + allowed < seen) ++bad_a;
     }
     reader.join();
     EXPECT_EQ(bad, 0) << "worst inversion " << worst << " ns";
@@ -337,6 +342,10 @@ TEST(TraceClock, EnvironmentForcesTheBackend) {
 #if TRACERY_CLOCK_HAVE_TSC
   reinit("tsc");
   EXPECT_EQ(tc::backend(), tc::Backend::tsc);
+  EXPECT_TRUE(tc::stats().forced);
+  reinit("tsc-ordered");
+  EXPECT_EQ(tc::backend(), tc::Backend::tsc_ordered);
+  EXPECT_STREQ(tc::backend_name(), "tsc-ordered");
   EXPECT_TRUE(tc::stats().forced);
 #endif
 }
@@ -420,9 +429,10 @@ TEST(TraceClock, RealtimeOffset) {
 TEST(TraceClock, ReportMeasuresEachBackend) {
   reinit(nullptr);
   const auto costs = tc::measure_backends();
-  ASSERT_EQ(costs.size(), 2u);
+  ASSERT_EQ(costs.size(), 3u);
   EXPECT_STREQ(costs[0].name, "vdso");
   EXPECT_STREQ(costs[1].name, "tsc");
+  EXPECT_STREQ(costs[2].name, "tsc-ordered");
   for (const auto& c : costs)
     if (c.available) {
       EXPECT_GT(c.ns_per_read, 0);

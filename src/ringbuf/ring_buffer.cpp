@@ -2,7 +2,9 @@
 // flush, consumer get/put/snapshot, futex wakeup and crash recovery. The hot path is inline in ring_buffer.hpp.
 #include "ringbuf/ring_buffer.hpp"
 
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,8 +13,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -82,6 +86,8 @@ std::string config_error(const Config& c) {
     return "subbuf_size = " + s(c.subbuf_size) + " must be a power of two in 4096..2^30";
   if (c.mode != Mode::discard && c.mode != Mode::overwrite)
     return "mode = " + s(static_cast<uint32_t>(c.mode)) + " is neither discard (0) nor overwrite (1)";
+  if (c.sync != Sync::atomic && c.sync != Sync::rseq)
+    return "sync = " + s(static_cast<uint32_t>(c.sync)) + " is neither atomic (0) nor rseq (1)";
   if (c.compact_header_size < 1 || c.compact_header_size > c.extended_header_size)
     return "compact_header_size = " + s(c.compact_header_size) + " must be in 1..extended_header_size (" +
            s(c.extended_header_size) + ")";
@@ -109,6 +115,7 @@ Config config_of(const ChannelHeader& h) {
   c.num_subbuf = h.num_subbuf;
   c.subbuf_size = h.subbuf_size;
   c.mode = static_cast<Mode>(h.mode);
+  c.sync = static_cast<Sync>(h.sync);
   c.compact_header_size = h.compact_header_size;
   c.extended_header_size = h.extended_header_size;
   c.compact_ts_bits = h.compact_ts_bits;
@@ -129,6 +136,44 @@ struct FdGuard {  // closes the fd unless released
 
 long futex(uint32_t* addr, int op, uint32_t val, const timespec* ts) {
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+// Keeps the calling thread on one CPU for its lifetime, then restores its affinity (Channel::flush, Sync::rseq).
+class RunOnCpu {
+ public:
+  explicit RunOnCpu(uint32_t cpu) noexcept {
+    if (::sched_getaffinity(0, sizeof saved_, &saved_) != 0 || cpu >= CPU_SETSIZE) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (::sched_setaffinity(0, sizeof one, &one) != 0) return;
+    pinned_ = true;
+    // sched_setaffinity moves the caller before it returns; the rseq area confirms it.
+    for (int i = 0; i < 1000 && rseq::current_cpu() != static_cast<int32_t>(cpu); ++i) ::sched_yield();
+    ok_ = rseq::current_cpu() == static_cast<int32_t>(cpu);
+  }
+  ~RunOnCpu() {
+    if (pinned_) ::sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  RunOnCpu(const RunOnCpu&) = delete;
+  RunOnCpu& operator=(const RunOnCpu&) = delete;
+  bool ok() const noexcept { return ok_; }
+
+ private:
+  cpu_set_t saved_;
+  bool pinned_ = false;
+  bool ok_ = false;
+};
+
+bool cpu_online(uint32_t cpu) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%u/online", cpu);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return cpu < static_cast<uint32_t>(::sysconf(_SC_NPROCESSORS_ONLN));  // not hot-pluggable
+  char c = '1';
+  const bool online = ::read(fd, &c, 1) != 1 || c != '0';
+  ::close(fd);
+  return online;
 }
 
 // Raises `v` to at least `target` (free-running positions only move forward).
@@ -166,6 +211,7 @@ std::unique_ptr<Channel> Channel::create(const Config& config, const char* name)
   h->num_subbuf = config.num_subbuf;
   h->subbuf_size = config.subbuf_size;
   h->mode = static_cast<uint32_t>(config.mode);
+  h->sync = static_cast<uint32_t>(config.sync);
   h->compact_header_size = config.compact_header_size;
   h->extended_header_size = config.extended_header_size;
   h->compact_ts_bits = config.compact_ts_bits;
@@ -239,6 +285,7 @@ Channel::Channel(int fd, void* map, std::size_t map_size, const Config& config)
   compact_hs_ = config_.compact_header_size;
   extended_hs_ = config_.extended_header_size;
   mode_ = config_.mode;
+  rseq_ = config_.sync == Sync::rseq;
 }
 
 Channel::~Channel() {
@@ -260,7 +307,7 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
     const uint32_t hs = (allow_compact && t - cur.last_ts < compact_limit_) ? compact_hs_ : extended_hs_;
     const uint64_t size = uint64_t{hs} + payload_size;
     if (sb_off + size <= S) {
-      if (!detail::cas_write_pos(hot.write, cur, WritePos{cur.offset + size, t})) return -1;
+      if (const int rc = update_write_pos(cpu, hot, cur, WritePos{cur.offset + size, t}); rc <= 0) return rc - 1;
       if (((cur.offset + size) & subbuf_mask_) == 0) close_subbuf(cpu, cur.offset + size, t);  // no padding
       r = Reservation{data_(cpu) + (cur.offset & buffer_mask_), t, cur.offset, hs, static_cast<uint32_t>(size), cpu};
       return 1;
@@ -283,7 +330,7 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
     full = ns >= load(cold_(cpu)->consumed, std::memory_order_acquire) + (S << log2_num_subbuf_);
   } else {
     // Overwrite, but not a sub-buffer whose previous generation is still being written.
-    full = load(s.commit_count, std::memory_order_acquire) < (gen << log2_subbuf_);
+    full = detail::committed(s) < (gen << log2_subbuf_);
   }
   if (full) {
     // Only drop if `cur` was the current position when `full` was observed (else retry: the buffer moved on).
@@ -301,7 +348,7 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
     return -1;
   }
   const uint64_t lost_before = load(hot.lost, std::memory_order_acquire);
-  if (!detail::cas_write_pos(hot.write, cur, WritePos{ns + size, t})) return -1;
+  if (const int rc = update_write_pos(cpu, hot, cur, WritePos{ns + size, t}); rc <= 0) return rc - 1;
   // We own the switch: close the old sub-buffer, then open the new one.
   if (sb_off != 0) close_subbuf(cpu, cur.offset, t);
   store(s.timestamp_begin, t);
@@ -323,7 +370,7 @@ void Channel::close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noex
 void Channel::commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
   SubbufState& s = *subbuf_(cpu, sb_number);
   const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
-  const uint64_t c = detail::fetch_add(s.commit_count, bytes, std::memory_order_acq_rel) + bytes - gen_base;
+  const uint64_t c = add_committed(s, cpu, bytes) - gen_base;
   if (c == subbuf_size_) on_subbuf_complete();
 }
 
@@ -338,19 +385,51 @@ void Channel::on_subbuf_complete() noexcept {
   errno = saved_errno;
 }
 
-void Channel::flush(uint32_t cpu, uint64_t now) noexcept {
-  if (cpu >= num_cpus_) return;
+bool Channel::follow_thread(uint32_t& cpu, BufferHot*& hot, WritePos& cur) noexcept {
+  const int32_t now = rseq::current_cpu();
+  if (now < 0 || static_cast<uint32_t>(now) >= num_cpus_) {
+    detail::fetch_add(hot->lost, uint64_t{1}, std::memory_order_relaxed);
+    return false;
+  }
+  cpu = static_cast<uint32_t>(now);
+  hot = hot_(cpu);
+  cur = detail::load_write_pos(hot->write);
+  return true;
+}
+
+bool Channel::flush(uint32_t cpu, uint64_t now) noexcept {
+  if (cpu >= num_cpus_) return true;
   BufferHot& hot = *hot_(cpu);
+  if ((load(hot.write.offset) & subbuf_mask_) == 0) return true;  // nothing open (racy hint; checked again below)
+  // Sync::rseq: W may only change on its CPU. If the CPU is offline nobody can be writing there (a thread in the
+  // middle of a sequence when it went down was moved off, which aborted the sequence): the atomic path is safe.
+  std::optional<RunOnCpu> on_cpu;
+  bool use_rseq = rseq_;
+  if (use_rseq) {
+    on_cpu.emplace(cpu);
+    if (!on_cpu->ok()) {
+      if (cpu_online(cpu)) return false;
+      use_rseq = false;
+    }
+  }
   WritePos cur = detail::load_write_pos(hot.write);
   uint64_t sb_off, t;
   for (;;) {
     sb_off = cur.offset & subbuf_mask_;
-    if (sb_off == 0) return;  // nothing open
+    if (sb_off == 0) return true;  // nothing open
     t = std::max(now, cur.last_ts);
-    if (detail::cas_write_pos(hot.write, cur, WritePos{cur.offset - sb_off + subbuf_size_, t})) break;
+    const WritePos next{cur.offset - sb_off + subbuf_size_, t};
+    if (!use_rseq) {
+      if (detail::cas_write_pos(hot.write, cur, next)) break;
+      continue;
+    }
+    const int rc = update_write_pos(cpu, hot, cur, next);
+    if (rc > 0) break;
+    if (rc < 0) cur = detail::load_write_pos(hot.write);  // preempted: we are still pinned to cpu
   }
   close_subbuf(cpu, cur.offset, t);
   commit_padding(cpu, cur.offset >> log2_subbuf_, subbuf_size_ - sb_off);
+  return true;
 }
 
 uint64_t Channel::lost(uint32_t cpu) const noexcept {
@@ -364,7 +443,7 @@ bool Channel::data_ready(uint32_t cpu) const noexcept {
   if (cpu >= num_cpus_) return false;
   const uint64_t c = load(cold_(cpu)->consumed, std::memory_order_acquire);
   const uint64_t k = c >> log2_subbuf_;
-  const uint64_t cnt = load(subbuf_(cpu, k)->commit_count, std::memory_order_acquire);
+  const uint64_t cnt = detail::committed(*subbuf_(cpu, k));
   if (mode_ == Mode::overwrite && load(hot_(cpu)->write.offset) > c + (subbuf_size_ << log2_num_subbuf_))
     return true;  // get_subbuf will skip forward
   return cnt >= ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
@@ -379,7 +458,7 @@ bool Channel::get_subbuf(uint32_t cpu, SubbufView& out) {
     const uint64_t k = c >> log2_subbuf_;
     SubbufState& s = *subbuf_(cpu, k);
     const uint64_t complete_at = ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
-    const uint64_t cnt = load(s.commit_count, std::memory_order_acquire);
+    const uint64_t cnt = detail::committed(s);
     if (mode_ == Mode::overwrite) {
       const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
       if (w > c + buffer_size) {  // writers entered this slot again: skip to the oldest sub-buffer left
@@ -438,7 +517,7 @@ std::vector<Channel::OwnedSubbuf> Channel::snapshot(uint32_t cpu) {
     SubbufState& s = *subbuf_(cpu, k);
     const uint64_t sb_start = k << log2_subbuf_;
     // Exactly complete for its generation: not in progress, and its slot not yet rewritten.
-    if (load(s.commit_count, std::memory_order_acquire) != ((k >> log2_num_subbuf_) + 1) << log2_subbuf_) continue;
+    if (detail::committed(s) != ((k >> log2_num_subbuf_) + 1) << log2_subbuf_) continue;
     if (load(s.seq, std::memory_order_acquire) != k) continue;
     const uint64_t end = load(s.content_end);
     if (end <= sb_start || end > sb_start + subbuf_size_) continue;
@@ -526,7 +605,7 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
       SubbufState& s = *subbuf_(cpu, k);
       const uint64_t sb_start = k << log2_subbuf_;
       const uint64_t gen_base = (k >> log2_num_subbuf_) << log2_subbuf_;
-      const uint64_t c = load(s.commit_count, std::memory_order_acquire) - gen_base;
+      const uint64_t c = detail::committed(s) - gen_base;
       if (c >= S) continue;  // complete
       const uint64_t extent = std::min(W - sb_start, S);
       // Known-committed prefix: everything if nothing is missing, else the last quiescent point seen by commit.
@@ -560,7 +639,7 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
       st.subbufs_repaired += 1;
       store(s.timestamp_end, ts_end);
       store(s.content_end, sb_start + safe, std::memory_order_release);
-      store(s.commit_count, gen_base + S, std::memory_order_release);
+      store(s.commit_count, gen_base + S - load(s.commit_remote), std::memory_order_release);
     }
     // Close the partial sub-buffer so the buffer is consistent for the consumer.
     if ((W & subbuf_mask_) != 0) detail::cas_write_pos(hot.write, cur, WritePos{(last_k + 1) << log2_subbuf_, L});

@@ -3,10 +3,17 @@
 
 #include "clock/trace_clock.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
 namespace tracery::runtime {
+
+namespace {
+constexpr int kConsumerNice = -10;
+} // namespace
 
 ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, ConsumerTarget target)
 	: channel_(channel), target_(std::move(target))
@@ -37,6 +44,10 @@ void *ChannelConsumer::thread_main(void *arg)
 {
 	auto *self = static_cast<ChannelConsumer *>(arg);
 	pthread_setname_np(pthread_self(), "tracery-consume");
+	// Emitting threads that keep every CPU busy must not starve the thread
+	// that empties their buffers: where allowed (root, CAP_SYS_NICE or
+	// RLIMIT_NICE), run ahead of them. Otherwise it stays at the caller's nice.
+	setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kConsumerNice);
 	// This thread also keeps the trace clock on CLOCK_MONOTONIC (slope
 	// corrections; several consumers calling resync() is harmless).
 	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();

@@ -1,6 +1,8 @@
 // A daemon session in a traced program: see daemon_session.hpp.
 #include "runtime/daemon_session.hpp"
 
+#include <cstdio>
+
 #include "control/event_schema.hpp"
 #include "control/wire.hpp"
 
@@ -91,6 +93,9 @@ DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
 		t->filters = c.value("filters", json::object());
 		t->catalog.set(c.value("ids", json::object()), t->filters);
 		auto ring = ringbuf::Channel::attach(owned[i].release());
+		if (ring->config().sync == ringbuf::Sync::rseq && !ringbuf::Channel::rseq_available())
+			fprintf(stderr, "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
+			                "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
 		t->session = std::make_unique<Session>(std::move(ring), context, std::vector<std::string>{"*"}, t->catalog);
 		tracers_.push_back(std::move(t));
 	}

@@ -164,7 +164,9 @@ void Session::record(const Binding &b, const tracery_arg *args)
 	ringbuf::Channel &chan = *s->channel_;
 	const uint32_t ctx_size = s->context_size_;
 	const uint32_t size = ctx_size + static_cast<uint32_t>(b.layout.payload_size(args));
-	const uint32_t cpu = current_cpu() % s->num_cpus_;
+	uint32_t cpu = current_cpu();
+	if (cpu >= s->num_cpus_) [[unlikely]] // a CPU brought online after the channel was made
+		cpu %= s->num_cpus_;
 	ringbuf::Channel::Reservation r;
 	if (!chan.reserve(cpu, size, b.id <= ctf::kMaxCompactId, clock::now, r)) [[unlikely]]
 		return;

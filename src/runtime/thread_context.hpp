@@ -6,6 +6,8 @@
 #include <sched.h>
 #include <stdint.h>
 
+#include "ringbuf/rseq.hpp"
+
 namespace tracery::runtime {
 
 struct ThreadContext {
@@ -20,10 +22,13 @@ int32_t process_vpid();
 // Forgets the cached values of this thread and process: after fork.
 void reset_context_after_fork();
 
-// The CPU the caller runs on; glibc reads it from rseq, without a system call.
+// The CPU the caller runs on: read from the thread's rseq area, else from
+// sched_getcpu() (which may be a system call).
 inline uint32_t current_cpu()
 {
-	int cpu = sched_getcpu();
+	int cpu = ringbuf::rseq::current_cpu();
+	if (cpu < 0) [[unlikely]]
+		cpu = sched_getcpu();
 	return cpu < 0 ? 0u : static_cast<uint32_t>(cpu);
 }
 

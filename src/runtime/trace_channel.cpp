@@ -18,6 +18,8 @@ std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint
 	c.compact_header_size = ctf::kCompactHeaderSize;
 	c.extended_header_size = ctf::kExtendedHeaderSize;
 	c.compact_ts_bits = ctf::kCompactTsBits;
+	// Without rseq here (valgrind, glibc.pthread.rseq=0), writers fall back to atomic instructions.
+	c.sync = ringbuf::Channel::rseq_available() ? ringbuf::Sync::rseq : ringbuf::Sync::atomic;
 	return ringbuf::Channel::create(c, name.c_str());
 }
 

@@ -1,6 +1,7 @@
 // Creating the ring buffer of a trace channel: one per-CPU buffer per
-// possible CPU, record headers sized for our CTF event header. Used by the
-// daemonless mode and by the session daemon.
+// possible CPU, record headers sized for our CTF event header, written
+// through rseq where the creating process has it. Used by the daemonless mode
+// and by the session daemon.
 #pragma once
 
 #include "ringbuf/ring_buffer.hpp"
