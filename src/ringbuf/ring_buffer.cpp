@@ -65,6 +65,12 @@ inline void read_validate_fence() {
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxTotalSize = uint64_t{1} << 40;
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 uint32_t log2u(uint64_t v) { return static_cast<uint32_t>(63 - __builtin_clzll(v)); }
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -298,6 +304,8 @@ Channel::~Channel() {
 
 int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t, WritePos& cur,
                           Reservation& r) noexcept {
+  // Sync::rseq: the drop decisions below are about this CPU's buffer; a thread already elsewhere retargets first.
+  if (rseq_ && rseq::current_cpu() != static_cast<int32_t>(cpu)) return -2;
   BufferHot& hot = *hot_(cpu);
   const uint64_t S = subbuf_size_;
   const uint64_t sb_off = cur.offset & subbuf_mask_;
@@ -370,8 +378,28 @@ void Channel::close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noex
 void Channel::commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
   SubbufState& s = *subbuf_(cpu, sb_number);
   const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
-  const uint64_t c = add_committed(s, cpu, bytes) - gen_base;
+  const uint64_t c = add_committed(s, cpu, sb_number, bytes) - gen_base;
   if (c == subbuf_size_) on_subbuf_complete();
+}
+
+uint64_t Channel::add_committed_remote(SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
+  uint64_t c = detail::fetch_add(s.commit_remote, bytes, std::memory_order_acq_rel) + bytes +
+               load(s.commit_count, std::memory_order_acquire);
+  // A commit on the buffer's CPU racing with this one may not be visible yet: its plain store can still sit in that
+  // CPU's store buffer while its own load of commit_remote missed our add. Neither side would then see the
+  // sub-buffer complete, and nobody would wake the consumer. So when every byte of the sub-buffer is reserved but
+  // the count falls short, give such a store the short time it takes to drain (this path is rare: a migrated
+  // thread, or a flush or switch from another CPU). A writer that is really still in flight commits later and
+  // then sees our add.
+  const uint64_t sb_start = sb_number << log2_subbuf_;
+  const uint64_t complete_at = ((sb_number >> log2_num_subbuf_) + 1) << log2_subbuf_;
+  if (c < complete_at && load(hot_(cpu)->write.offset, std::memory_order_acquire) >= sb_start + subbuf_size_) {
+    for (int i = 0; i < 1000 && c < complete_at; ++i) {
+      cpu_relax();
+      c = detail::committed(s);
+    }
+  }
+  return c;
 }
 
 void Channel::on_subbuf_complete() noexcept {
@@ -425,7 +453,10 @@ bool Channel::flush(uint32_t cpu, uint64_t now) noexcept {
     }
     const int rc = update_write_pos(cpu, hot, cur, next);
     if (rc > 0) break;
-    if (rc < 0) cur = detail::load_write_pos(hot.write);  // preempted: we are still pinned to cpu
+    if (rc < 0) {
+      if (rseq::current_cpu() != static_cast<int32_t>(cpu)) return false;  // moved off cpu by someone else
+      cur = detail::load_write_pos(hot.write);  // preempted or signalled: try again
+    }
   }
   close_subbuf(cpu, cur.offset, t);
   commit_padding(cpu, cur.offset >> log2_subbuf_, subbuf_size_ - sb_off);

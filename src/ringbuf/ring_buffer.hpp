@@ -310,8 +310,11 @@ class Channel {
   [[gnu::cold]] bool follow_thread(uint32_t& cpu, detail::BufferHot*& hot, detail::WritePos& cur) noexcept;
   [[gnu::cold]] void on_subbuf_complete() noexcept;
   void commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept;
-  // Adds `bytes` to the commit count of slot `s` of buffer `cpu`; returns the count after (both counters).
-  static uint64_t add_committed(detail::SubbufState& s, uint32_t cpu, uint64_t bytes) noexcept;
+  // Adds `bytes` to the commit count of sub-buffer `sb_number` (slot `s`) of buffer `cpu`; returns the count
+  // after (both counters). If this completes the sub-buffer, the result says so (see add_committed_remote).
+  uint64_t add_committed(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept;
+  [[gnu::cold]] uint64_t add_committed_remote(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
+                                              uint64_t bytes) noexcept;
   void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
 
   detail::BufferHot* hot_(uint32_t cpu) const noexcept {
@@ -406,7 +409,7 @@ inline void Channel::commit(const Reservation& r) noexcept {
   const uint64_t gen_base = (k >> log2_num_subbuf_) << log2_subbuf_;  // generation * S
   // The records counted in c were reserved before the load of W below (see committed_prefix): add_committed's
   // loads and read-modify-write come first in program order, and x86 keeps loads in order.
-  const uint64_t c = add_committed(s, r.cpu, r.size) - gen_base;
+  const uint64_t c = add_committed(s, r.cpu, k, r.size) - gen_base;
   uint64_t extent = detail::load(hot_(r.cpu)->write.offset) - sb_start;
   if (extent > subbuf_size_) extent = subbuf_size_;
   if (c == extent) {
@@ -417,12 +420,12 @@ inline void Channel::commit(const Reservation& r) noexcept {
   }
 }
 
-inline uint64_t Channel::add_committed(detail::SubbufState& s, uint32_t cpu, uint64_t bytes) noexcept {
+inline uint64_t Channel::add_committed(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
+                                      uint64_t bytes) noexcept {
   uint64_t local;
   if (__builtin_expect(rseq::add_on_cpu(cpu, s.commit_count, bytes, local), 1))
     return local + detail::load(s.commit_remote, std::memory_order_acquire);
-  return detail::fetch_add(s.commit_remote, bytes, std::memory_order_acq_rel) + bytes +
-         detail::load(s.commit_count, std::memory_order_acquire);
+  return add_committed_remote(s, cpu, sb_number, bytes);
 }
 
 }  // namespace tracery::ringbuf
