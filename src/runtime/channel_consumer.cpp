@@ -8,11 +8,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 namespace tracery::runtime {
 
 namespace {
 constexpr int kConsumerNice = -10;
+constexpr uint64_t kPollAfterDataNs = 20'000'000;
+constexpr long kPollNs = 100'000;
 } // namespace
 
 ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, ConsumerTarget target)
@@ -51,9 +54,24 @@ void *ChannelConsumer::thread_main(void *arg)
 	// This thread also keeps the trace clock on CLOCK_MONOTONIC (slope
 	// corrections; several consumers calling resync() is harmless).
 	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();
+	uint64_t last_data = 0;
 	while (!self->stop_.load(std::memory_order_relaxed)) {
-		self->channel_.wait_for_data(100);
-		self->drain();
+		// While data flows, poll every kPollNs instead of waiting for a
+		// wakeup: waking a thread whose CPU has gone idle can take
+		// milliseconds (a VM's halted vCPU, a deep C-state), and at full
+		// speed a buffer fills in about that time. After kPollAfterDataNs
+		// without data, block.
+		if (clock::detail::now_vdso() - last_data < kPollAfterDataNs) {
+			if (!self->any_data_ready()) {
+				const timespec ts{0, kPollNs};
+				nanosleep(&ts, nullptr);
+				continue;
+			}
+		} else {
+			self->channel_.wait_for_data(100);
+		}
+		if (self->drain() > 0)
+			last_data = clock::detail::now_vdso();
 		if (const uint64_t mono = clock::detail::now_vdso(); mono >= next_resync) {
 			clock::resync();
 			next_resync = mono + clock::resync_interval_ns();
@@ -104,6 +122,15 @@ void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 	} catch (const std::exception &e) {
 		report_error(e);
 	}
+}
+
+bool ChannelConsumer::any_data_ready() const
+{
+	const uint32_t n = channel_.config().num_cpus;
+	for (uint32_t cpu = 0; cpu < n; cpu++)
+		if (channel_.data_ready(cpu))
+			return true;
+	return false;
 }
 
 size_t ChannelConsumer::drain()

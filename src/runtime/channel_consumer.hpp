@@ -44,6 +44,7 @@ public:
 
 private:
 	static void *thread_main(void *arg);
+	bool any_data_ready() const; // some buffer has a complete sub-buffer
 	ctf::StreamWriter &stream(uint32_t cpu);
 	void write(const ringbuf::Channel::SubbufView &v);
 	void write_final_lost_packets();
