@@ -1,6 +1,8 @@
 // ring_buffer_benchmark.cpp — Google Benchmark of the ring buffer hot path: reserve + write + commit, one thread
-// and several, with a free counter clock (buffer cost alone) and with the vDSO CLOCK_MONOTONIC.
+// and several, with a free counter clock (buffer cost alone) and with the vDSO CLOCK_MONOTONIC, for both ways of
+// advancing the write position (Sync::atomic: 16-byte CAS; Sync::rseq: restartable sequence on the caller's CPU).
 #include <benchmark/benchmark.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 
 #include <cstring>
@@ -13,17 +15,23 @@ namespace {
 using tracery::ringbuf::Channel;
 using tracery::ringbuf::Config;
 using tracery::ringbuf::Mode;
+using tracery::ringbuf::Sync;
+namespace rseq = tracery::ringbuf::rseq;
 
-Channel& channel() {
-  static std::unique_ptr<Channel> ch = [] {
-    Config c;
-    c.num_cpus = 4;
-    c.num_subbuf = 8;
-    c.subbuf_size = 1 << 18;
-    c.mode = Mode::overwrite;  // never full: measures the write path, not drops
-    return Channel::create(c, "bench");
-  }();
-  return *ch;
+std::unique_ptr<Channel> make_channel(Sync sync) {
+  Config c;
+  c.num_cpus = static_cast<uint32_t>(get_nprocs_conf());
+  c.num_subbuf = 8;
+  c.subbuf_size = 1 << 18;
+  c.mode = Mode::overwrite;  // never full: measures the write path, not drops
+  c.sync = sync;
+  return Channel::create(c, "bench");
+}
+
+Channel& channel(Sync sync) {
+  static std::unique_ptr<Channel> atomic = make_channel(Sync::atomic);
+  static std::unique_ptr<Channel> rs = Channel::rseq_available() ? make_channel(Sync::rseq) : nullptr;
+  return sync == Sync::rseq ? *rs : *atomic;
 }
 
 struct CounterClock {
@@ -37,17 +45,23 @@ uint64_t mono_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Arg: payload bytes. Thread i writes buffer i (per-CPU use) unless same_buffer.
-template <bool kRealClock, bool kSameBuffer>
+// Arg: payload bytes. Sync::atomic: thread i writes buffer i (per-CPU use) unless kSameBuffer. Sync::rseq: each
+// thread writes the buffer of the CPU it runs on, as the tracer does.
+template <Sync kSync, bool kRealClock, bool kSameBuffer>
 void BM_ReserveCommit(benchmark::State& state) {
-  Channel& ch = channel();
+  if (kSync == Sync::rseq && !Channel::rseq_available()) {
+    state.SkipWithError("no rseq in this thread");
+    return;
+  }
+  Channel& ch = channel(kSync);
   const auto payload = static_cast<uint32_t>(state.range(0));
-  const uint32_t cpu = kSameBuffer ? 0 : static_cast<uint32_t>(state.thread_index()) % ch.config().num_cpus;
+  const uint32_t fixed_cpu = kSameBuffer ? 0 : static_cast<uint32_t>(state.thread_index()) % ch.config().num_cpus;
   uint8_t src[256] = {1, 2, 3};
   CounterClock counter;
   uint64_t dropped = 0;
   for (auto _ : state) {
     Channel::Reservation r;
+    const uint32_t cpu = kSync == Sync::rseq ? static_cast<uint32_t>(rseq::current_cpu()) : fixed_cpu;
     bool ok;
     if constexpr (kRealClock) {
       ok = ch.reserve(cpu, payload, true, mono_ns, r);
@@ -65,9 +79,11 @@ void BM_ReserveCommit(benchmark::State& state) {
   state.counters["dropped"] = static_cast<double>(dropped);
 }
 
-BENCHMARK_TEMPLATE(BM_ReserveCommit, false, false)->Arg(8)->Arg(64)->Threads(1)->Threads(2);
-BENCHMARK_TEMPLATE(BM_ReserveCommit, true, false)->Arg(8)->Threads(1)->Threads(2);
-BENCHMARK_TEMPLATE(BM_ReserveCommit, false, true)->Arg(8)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, Sync::atomic, false, false)->Arg(8)->Arg(64)->Threads(1)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, Sync::atomic, true, false)->Arg(8)->Threads(1)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, Sync::atomic, false, true)->Arg(8)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, Sync::rseq, false, false)->Arg(8)->Arg(64)->Threads(1)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, Sync::rseq, true, false)->Arg(8)->Threads(1)->Threads(2);
 
 // The clock alone, for reference.
 void BM_MonotonicClock(benchmark::State& state) {
