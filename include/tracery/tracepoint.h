@@ -78,7 +78,8 @@ struct tracery_event_desc {
 	uint32_t nr_fields;
 	/* Hot-path byte: non-zero while at least one probe is attached. */
 	uint8_t enabled;
-	/* Owned by the runtime: RCU-published probe array, registration state. */
+	/* Owned by the runtime: RCU-published probe array, registration state
+	 * (which starts with a struct tracery_event_runtime). */
 	void *probes;
 	void *runtime;
 };
@@ -105,6 +106,33 @@ struct tracery_arg {
 
 /* Called by the TRACERY_EMIT slow path: runs every attached probe. */
 TRACERY_API TRACERY__NOPLT void tracery_fire(struct tracery_event_desc *desc, const struct tracery_arg *args);
+
+/* An event's gate: a filter the runtime installs while exactly one session
+ * records the event, through a single filter that reads no context field.
+ * The emitter calls it before tracery_fire(); 0 means that session does not
+ * want this event, so a rejected event costs neither the probe call nor the
+ * RCU read side. Its code is never freed, so an emitter may still be in it
+ * after the session is gone. The second argument is always NULL. */
+typedef int (*tracery_gate_fn)(const struct tracery_arg *args, const void *reserved);
+
+/* The part of desc->runtime that emitters read (set at registration). */
+struct tracery_event_runtime {
+	tracery_gate_fn gate;
+};
+
+/* What an emitter does with its packed arguments: the gate, if any, then
+ * the probes. */
+static inline void tracery__fire_gated(struct tracery_event_desc *desc, const struct tracery_arg *args)
+{
+	const struct tracery_event_runtime *rt =
+		(const struct tracery_event_runtime *)__atomic_load_n(&desc->runtime, __ATOMIC_ACQUIRE);
+	if (rt) {
+		const tracery_gate_fn gate = __atomic_load_n(&rt->gate, __ATOMIC_ACQUIRE);
+		if (gate && !gate(args, 0))
+			return;
+	}
+	tracery_fire(desc, args);
+}
 
 /* Called by per-object constructors/destructors with the object's
  * tracery_events section; events appear/disappear with their object. */
@@ -272,7 +300,7 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 		TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__)))                   \
 	{                                                                                     \
 		const struct tracery_arg args_[] = {TRACERY__MAP(TRACERY__ARG, __VA_ARGS__)}; \
-		tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                         \
+		tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                  \
 	}
 
 /* Declares (and, where this TU defines events, defines) event prov:name. */

@@ -189,7 +189,7 @@ struct field<blob> {
 		TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__)))                      \
 	{                                                                                            \
 		const tracery_arg args_[] = {TRACERY__MAP(TRACERY__CXX_ARG, __VA_ARGS__)};          \
-		tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                                \
+		tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                         \
 	}
 
 // Emits prov:name (declared with TRACERY_CXX_EVENT).

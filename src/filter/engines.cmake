@@ -3,7 +3,7 @@
 # lives in the front end (the compiler folds string literals with it).
 find_package(asmjit CONFIG REQUIRED)
 
-add_library(tracery_filter STATIC verifier.cpp interpreter.cpp jit.cpp filter.cpp)
+add_library(tracery_filter STATIC verifier.cpp interpreter.cpp jit.cpp filter.cpp gate.cpp)
 target_include_directories(tracery_filter PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(tracery_filter PUBLIC tracery_filter_frontend PRIVATE asmjit::asmjit)
 set_target_properties(tracery_filter PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)

@@ -32,6 +32,7 @@
 #endif
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -60,6 +61,7 @@ void wait_for_readers()
 struct Probe {
 	tracery_probe_fn fn;
 	void *priv;
+	tracery_gate_fn gate; // may be installed as the event's gate when alone
 };
 
 struct ProbeArray {
@@ -67,10 +69,13 @@ struct ProbeArray {
 	Probe probes[];
 };
 
-// Per-descriptor bookkeeping, hung on desc->runtime.
+// Per-descriptor bookkeeping, hung on desc->runtime; the emitters read the
+// head (tracepoint.h), so it comes first.
 struct Registration {
+	tracery_event_runtime head{};
 	uint32_t refs = 0;
 };
+static_assert(offsetof(Registration, head) == 0);
 
 // Never destroyed: objects unregister their events from destructors that
 // run after static destruction has begun (exit, late dlclose).
@@ -102,8 +107,14 @@ ProbeArray *make_array(uint32_t count)
 }
 
 // Publishes a new probe array and frees the old one once no reader uses it.
+// The event's gate is its only probe's gate, if any. A gate only ever rejects
+// on behalf of the probes it was installed for: it is removed before a new
+// array is published and installed after.
 void publish(tracery_event_desc *desc, ProbeArray *next)
 {
+	auto &gate = static_cast<Registration *>(desc->runtime)->head.gate;
+	const tracery_gate_fn next_gate = next && next->count == 1 ? next->probes[0].gate : nullptr;
+	__atomic_store_n(&gate, nullptr, __ATOMIC_RELEASE);
 	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);
 	__atomic_store_n(&desc->probes, next, __ATOMIC_RELEASE); // rcu_assign_pointer
 	__atomic_store_n(&desc->enabled, next && next->count ? 1 : 0, __ATOMIC_RELAXED);
@@ -111,6 +122,7 @@ void publish(tracery_event_desc *desc, ProbeArray *next)
 		wait_for_readers();
 		free(prev);
 	}
+	__atomic_store_n(&gate, next_gate, __ATOMIC_RELEASE);
 }
 
 // More than one session on the event: kept out of tracery_fire's fast path.
@@ -149,6 +161,24 @@ std::vector<tracery_event_desc *> registered_events()
 
 void lock_for_fork() { registry_mutex().lock(); }
 void unlock_after_fork() { registry_mutex().unlock(); }
+
+int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate)
+{
+	std::lock_guard lock(registry_mutex());
+	if (!desc || !desc->runtime)
+		return -1;
+	auto *cur = static_cast<ProbeArray *>(desc->probes);
+	uint32_t n = cur ? cur->count : 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (cur->probes[i].fn == fn && cur->probes[i].priv == priv)
+			return -1;
+	ProbeArray *next = make_array(n + 1);
+	if (n)
+		memcpy(next->probes, cur->probes, n * sizeof(Probe));
+	next->probes[n] = Probe{fn, priv, gate};
+	publish(desc, next);
+	return 0;
+}
 
 } // namespace tracery::runtime
 
@@ -238,20 +268,7 @@ void tracery_list_events(void (*fn)(const tracery_event_desc *, void *), void *a
 
 int tracery_probe_attach(tracery_event_desc *desc, tracery_probe_fn fn, void *priv)
 {
-	std::lock_guard lock(registry_mutex());
-	if (!desc || !desc->runtime)
-		return -1;
-	auto *cur = static_cast<ProbeArray *>(desc->probes);
-	uint32_t n = cur ? cur->count : 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (cur->probes[i].fn == fn && cur->probes[i].priv == priv)
-			return -1;
-	ProbeArray *next = make_array(n + 1);
-	if (n)
-		memcpy(next->probes, cur->probes, n * sizeof(Probe));
-	next->probes[n] = Probe{fn, priv};
-	publish(desc, next);
-	return 0;
+	return tracery::runtime::attach_probe(desc, fn, priv, nullptr);
 }
 
 int tracery_probe_detach(tracery_event_desc *desc, tracery_probe_fn fn, void *priv)

@@ -23,6 +23,10 @@ void remove_listener(RegistryListener *listener);
 
 std::vector<tracery_event_desc *> registered_events();
 
+// tracery_probe_attach() with a gate (tracepoint.h) that is installed while
+// this probe is the event's only one. The gate's code must never be freed.
+int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate);
+
 // Held across fork() so that the child never inherits a locked registry.
 void lock_for_fork();
 void unlock_after_fork();

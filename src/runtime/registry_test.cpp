@@ -149,4 +149,47 @@ TEST(Registry, UnregisterRemovesEventsAndProbes)
 	EXPECT_EQ(tracery_probe_attach(&desc, count_probe, &s), -1) << "unknown event";
 }
 
+// A gate that lets through only events with a even.
+int even_a_gate(const tracery_arg *args, const void *)
+{
+	return *static_cast<const uint64_t *>(args[0].ptr) % 2 == 0;
+}
+
+tracery_gate_fn current_gate(const tracery_event_desc &desc)
+{
+	return static_cast<const tracery_event_runtime *>(desc.runtime)->gate;
+}
+
+TEST(Registry, GateRunsBeforeTheProbesOnlyWhileItsProbeIsAlone)
+{
+	auto &desc = tracery_event__regtest__pair;
+	Seen gated, plain;
+	ASSERT_EQ(tracery::runtime::attach_probe(&desc, count_probe, &gated, even_a_gate), 0);
+	EXPECT_EQ(current_gate(desc), &even_a_gate);
+	for (uint64_t a = 0; a < 10; a++)
+		TRACERY_EMIT(regtest, pair, a, 0);
+	EXPECT_EQ(gated.calls.load(), 5u) << "odd a rejected by the gate before the probe";
+	EXPECT_EQ(gated.sum_a.load(), 0u + 2 + 4 + 6 + 8);
+
+	// A second probe: the gate would reject on its behalf, so it is removed.
+	ASSERT_EQ(tracery_probe_attach(&desc, count_probe, &plain), 0);
+	EXPECT_EQ(current_gate(desc), nullptr);
+	for (uint64_t a = 0; a < 10; a++)
+		TRACERY_EMIT(regtest, pair, a, 0);
+	EXPECT_EQ(plain.calls.load(), 10u);
+	EXPECT_EQ(gated.calls.load(), 15u) << "without the gate the gated probe sees every event";
+
+	// Alone again: back.
+	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &plain), 0);
+	EXPECT_EQ(current_gate(desc), &even_a_gate);
+	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &gated), 0);
+	EXPECT_EQ(current_gate(desc), nullptr);
+	EXPECT_EQ(desc.enabled, 0);
+
+	// The plain probe alone: no gate.
+	ASSERT_EQ(tracery_probe_attach(&desc, count_probe, &plain), 0);
+	EXPECT_EQ(current_gate(desc), nullptr);
+	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &plain), 0);
+}
+
 } // namespace

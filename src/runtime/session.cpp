@@ -3,6 +3,7 @@
 
 #include "clock/trace_clock.hpp"
 #include "ctf/event_header.hpp"
+#include "filter/gate.hpp"
 #include "runtime/thread_context.hpp"
 
 #include <fnmatch.h>
@@ -107,13 +108,20 @@ void Session::attach(tracery_event_desc *desc)
 		binding->filters_use_context |= f->uses_context();
 		binding->filters.push_back(std::move(f));
 	}
-	if (binding->filters.size() == 1 && !binding->filters_use_context)
+	// One JIT'd filter without context: the emitter may run it as the
+	// event's gate (tracepoint.h) while this session is the only one
+	// recording the event; the probe then runs it again for accepted events.
+	tracery_gate_fn gate = nullptr;
+	if (binding->filters.size() == 1 && !binding->filters_use_context) {
 		binding->only_filter = binding->filters[0].get();
+		if (binding->only_filter->engine() == filter::Engine::jit)
+			gate = filter::gate_for(programs->front(), *desc);
+	}
 	const int64_t id = catalog_.id_for(*desc);
 	if (id < 0)
 		return;
 	binding->id = static_cast<uint32_t>(id);
-	if (tracery_probe_attach(desc, &Session::probe, binding.get()) == 0)
+	if (attach_probe(desc, &Session::probe, binding.get(), gate) == 0)
 		bindings_.emplace(desc, std::move(binding));
 }
 

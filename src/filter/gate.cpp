@@ -1,0 +1,50 @@
+// filter/gate.cpp — the process-lifetime table of gate code (gate.hpp).
+#include "filter/gate.hpp"
+
+#include "filter/jit.hpp"
+#include "filter/verifier.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tracery::filter {
+
+namespace {
+
+// What the compiled code depends on: the program and the field types (the
+// JIT'd code reads arguments by field index and type, never the descriptor).
+std::string gate_key(const Program &program, const tracery_event_desc &desc)
+{
+	std::string key = encode(program);
+	key.push_back('\0');
+	for (uint32_t i = 0; i < desc.nr_fields; i++) {
+		const tracery_field_desc &f = desc.fields[i];
+		key += std::to_string(f.type) + '.' + std::to_string(f.elem_type) + '.' + std::to_string(f.length) + ';';
+	}
+	return key;
+}
+
+} // namespace
+
+tracery_gate_fn gate_for(const Program &program, const tracery_event_desc &desc)
+{
+	// Never destroyed: emitters may run gates until the process is gone.
+	static auto *mutex = new std::mutex;
+	static auto *gates = new std::map<std::string, std::unique_ptr<Jit>>;
+	VerifiedInfo info;
+	std::string why;
+	if (!verify(program, desc, &info, &why) || info.uses_context || info.uses_procname)
+		return nullptr;
+	std::lock_guard lock(*mutex);
+	auto &jit = (*gates)[gate_key(program, desc)];
+	if (!jit)
+		jit = Jit::compile(program, desc, info, &why);
+	if (!jit)
+		return nullptr;
+	// The JIT'd code takes (args, const Context *): ctx is never read here.
+	return reinterpret_cast<tracery_gate_fn>(jit->fn());
+}
+
+} // namespace tracery::filter
