@@ -258,19 +258,6 @@ void on_sigusr1(int) {
   errno = saved;
 }
 
-// Lets the consumer catch up now and then (absolute deadline: signals interrupt the sleep).
-void calm_phase() {
-  timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += 200'000;
-  if (deadline.tv_nsec >= 1'000'000'000) {
-    deadline.tv_sec += 1;
-    deadline.tv_nsec -= 1'000'000'000;
-  }
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
-  }
-}
-
 // Migrations of the calling thread counted by the scheduler (/proc/thread-self/sched, CONFIG_SCHED_DEBUG); -1 if
 // unavailable.
 int64_t kernel_migrations() {
@@ -366,16 +353,8 @@ class RingBufferRseqStress : public ::testing::Test {
     g_max_end.reset(new std::atomic<uint64_t>[num_cpus_]());
     for (auto& em : g_emitters) em = Emitter{};
     seed_ = std::random_device{}();
-    struct sigaction sa {};
-    sa.sa_handler = on_sigusr1;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    ASSERT_EQ(sigaction(SIGUSR1, &sa, &old_action_), 0);
-    // Only producer threads take SIGUSR1 (each unblocks it for itself); the threads started here inherit the block.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
+    // Only producer threads take SIGUSR1 (each unblocks it for itself).
+    ASSERT_TRUE(install_producer_signal(SIGUSR1, on_sigusr1, &old_action_, &old_mask_));
   }
   void TearDown() override {
     stop_chaos();
@@ -411,7 +390,7 @@ class RingBufferRseqStress : public ::testing::Test {
     for (uint64_t i = 0; i < n; ++i) {
       // Blocks of 4096 records: a burst of 2048 that overflows the buffers (drops), then 2048 in small bursts
       // that the consumer keeps up with; the run lasts long enough for many migrations and signals.
-      if ((i & 4095) >= 2048 && (i & 31) == 31) calm_phase();
+      if ((i & 4095) >= 2048 && (i & 31) == 31) sleep_through_signals(200'000);
       emit(ctx, ctx->producer, true);
     }
     pthread_sigmask(SIG_BLOCK, &set, nullptr);

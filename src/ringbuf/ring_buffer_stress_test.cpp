@@ -116,20 +116,6 @@ void on_timer(int) {
   errno = saved;
 }
 
-// Sleeps 300us against an absolute deadline: a relative sleep restarted after each 50us timer signal (plus timer
-// slack) would never end.
-void calm_phase() {
-  timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += 300'000;
-  if (deadline.tv_nsec >= 1'000'000'000) {
-    deadline.tv_sec += 1;
-    deadline.tv_nsec -= 1'000'000'000;
-  }
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
-  }
-}
-
 void producer_main(ThreadCtx* ctx, uint64_t n, std::atomic<int>* ready) {
   t_ctx = ctx;
   sigset_t set;
@@ -155,7 +141,7 @@ void producer_main(ThreadCtx* ctx, uint64_t n, std::atomic<int>* ready) {
   const uint32_t home = ctx->producer % kCpus;
   for (uint64_t i = 0; i < n; ++i) {
     // Bursts that fill the buffers, then a calm phase in which the consumer catches up.
-    if ((i & 32767) == 32767) calm_phase();
+    if ((i & 32767) == 32767) sleep_through_signals(300'000);
     // Mostly on the home buffer; every 4096 records, 64 on the other one (a migrated thread).
     ctx->cpu = (i & 4095) < 64 ? (home + 1) % kCpus : home;
     const uint64_t seq = em.next_seq;
@@ -239,16 +225,8 @@ class RingBufferStress : public ::testing::Test {
       }
     }
     g_clock_jump.store(0);
-    struct sigaction sa{};
-    sa.sa_handler = on_timer;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    ASSERT_EQ(sigaction(SIGRTMIN, &sa, &old_), 0);
     // Only producer threads take the timer signal (each unblocks it for itself).
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN);
-    pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
+    ASSERT_TRUE(install_producer_signal(SIGRTMIN, on_timer, &old_, &old_mask_));
   }
   void TearDown() override {
     sigaction(SIGRTMIN, &old_, nullptr);

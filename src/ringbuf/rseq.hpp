@@ -41,23 +41,36 @@ namespace tracery::ringbuf::rseq {
 #if TRACERY_HAVE_RSEQ
 
 // struct rseq: cpu_id_start at 0, cpu_id at 4, rseq_cs at 8 (the kernel's ABI, fixed).
+//
+// Layout of each critical section below. Label 3: its descriptor (struct rseq_cs: version, flags, start_ip,
+// post_commit_offset, abort_ip), which the code publishes in rseq->rseq_cs before entering. 1..2: the section; its
+// last instruction is the single store that commits. 4: the abort handler, out of line in __rseq_failure, preceded
+// by the signature the kernel checks (inside a ud1 instruction, as librseq does, so that disassemblers stay in
+// sync). 5: where every path ends.
+#define TRACERY_RSEQ_DESCRIPTOR         \
+  ".pushsection __rseq_cs, \"aw\"\n\t" \
+  ".balign 32\n\t"                     \
+  "3: .long 0x0, 0x0\n\t"              \
+  ".quad 1f, (2f - 1f), 4f\n\t"        \
+  ".popsection\n\t"
+#define TRACERY_RSEQ_ABORT_HANDLER          \
+  ".pushsection __rseq_failure, \"ax\"\n\t" \
+  ".byte 0x0f, 0xb9, 0x3d\n\t"             \
+  ".long 0x53053053\n\t"                   \
+  "4:\n\t"
 static_assert(RSEQ_SIG == 0x53053053, "the abort signature below is glibc's x86-64 RSEQ_SIG");
 
-// True if the calling thread has an rseq area the kernel updates.
-inline bool registered() noexcept {
-  if (__rseq_size == 0) return false;
-  int32_t cpu;
-  asm volatile("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
-  return cpu >= 0;
-}
-
-// The CPU the calling thread runs on, from its rseq area; -1 without one.
+// The CPU the calling thread runs on, from its rseq area; negative without one (glibc leaves a negative cpu_id
+// in the area of a thread whose registration failed).
 inline int32_t current_cpu() noexcept {
   if (__rseq_size == 0) return -1;
   int32_t cpu;
   asm volatile("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
   return cpu;
 }
+
+// True if the calling thread has an rseq area the kernel updates.
+inline bool registered() noexcept { return current_cpu() >= 0; }
 
 // If the calling thread runs on `cpu`: counter += v without a locked instruction, atomically with respect to every
 // thread on that CPU; `after` receives the new value and the result is true. False, with nothing changed, if the
@@ -67,16 +80,8 @@ inline bool add_on_cpu(uint32_t cpu, uint64_t& counter, uint64_t v, uint64_t& af
   const long off = __rseq_offset;
   uint64_t value;
   uint32_t done;
-  // 3: the critical section's descriptor (struct rseq_cs: version, flags, start_ip, post_commit_offset, abort_ip),
-  // published in rseq->rseq_cs before entering. 1..2: the section; the store to the counter is its last
-  // instruction. 4: the abort handler, preceded by the signature the kernel checks (inside a ud1 instruction, as
-  // librseq does, so that disassemblers stay in sync).
   asm volatile(
-      ".pushsection __rseq_cs, \"aw\"\n\t"
-      ".balign 32\n\t"
-      "3: .long 0x0, 0x0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
+      TRACERY_RSEQ_DESCRIPTOR
       "leaq 3b(%%rip), %%rax\n\t"
       "movq %%rax, %%fs:8(%[off])\n\t"
       "1:\n\t"
@@ -88,10 +93,7 @@ inline bool add_on_cpu(uint32_t cpu, uint64_t& counter, uint64_t v, uint64_t& af
       "2:\n\t"
       "movl $1, %[done]\n\t"
       "jmp 5f\n\t"
-      ".pushsection __rseq_failure, \"ax\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
-      "4:\n\t"
+      TRACERY_RSEQ_ABORT_HANDLER
       "movl $0, %[done]\n\t"
       "jmp 5f\n\t"
       ".popsection\n\t"
@@ -112,11 +114,7 @@ inline int cas16_on_cpu(uint32_t cpu, void* p, uint64_t e0, uint64_t e1, uint64_
   const long off = __rseq_offset;
   int rc;
   asm volatile(
-      ".pushsection __rseq_cs, \"aw\"\n\t"
-      ".balign 32\n\t"
-      "3: .long 0x0, 0x0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
+      TRACERY_RSEQ_DESCRIPTOR
       "movq %[n0], %%xmm0\n\t"
       "movq %[n1], %%xmm1\n\t"
       "punpcklqdq %%xmm1, %%xmm0\n\t"
@@ -136,10 +134,7 @@ inline int cas16_on_cpu(uint32_t cpu, void* p, uint64_t e0, uint64_t e1, uint64_
       "6:\n\t"
       "movl $0, %[rc]\n\t"
       "jmp 5f\n\t"
-      ".pushsection __rseq_failure, \"ax\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
-      "4:\n\t"
+      TRACERY_RSEQ_ABORT_HANDLER
       "movl $-1, %[rc]\n\t"
       "jmp 5f\n\t"
       ".popsection\n\t"

@@ -5,6 +5,11 @@
 // mis-timestamped records without knowing anything else.
 #pragma once
 
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -28,6 +33,36 @@ inline Config ctf_config(Mode mode, uint32_t num_cpus, uint32_t num_subbuf, uint
   c.extended_header_size = kExtendedHs;
   c.compact_ts_bits = kTsBits;
   return c;
+}
+
+// Sleeps `ns` (< 1 s) against an absolute deadline, so that signals interrupting the sleep do not restart it: lets
+// a consumer catch up in tests whose producers are signalled continuously.
+inline void sleep_through_signals(long ns) {
+  timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_nsec += ns;
+  if (deadline.tv_nsec >= 1'000'000'000) {
+    deadline.tv_sec += 1;
+    deadline.tv_nsec -= 1'000'000'000;
+  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
+  }
+}
+
+// Installs handler for sig and blocks sig in the calling thread (threads it starts inherit the block; producers
+// unblock it for themselves). The previous action and mask go to *old_action and *old_mask. False if sigaction
+// fails.
+inline bool install_producer_signal(int sig, void (*handler)(int), struct sigaction* old_action, sigset_t* old_mask) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(sig, &sa, old_action) != 0) return false;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, old_mask);
+  return true;
 }
 
 inline uint8_t filler_byte(uint32_t producer, uint64_t seq, uint32_t i) {
