@@ -14,8 +14,9 @@
 //    is complete when that count reaches (g + 1) * S. The count is two counters: a writer still on the buffer's
 //    CPU adds to the local one with a restartable sequence (rseq.hpp: no locked instruction); anyone else (a
 //    thread migrated since its reservation, a flush from another CPU, a process without rseq) adds to the
-//    remote one atomically. Readers add them up; as both only grow, the sum is never more than the true count. A record that does not fit closes the sub-buffer:
-//    its content end and timestamp_end are recorded and the remainder is committed as padding.
+//    remote one atomically. Readers add them up; as both only grow, the sum is never more than the true count.
+//    A record that does not fit closes the sub-buffer: its content end and timestamp_end are recorded and the
+//    remainder is committed as padding.
 //  * Two ways to advance W, chosen per channel (Config::sync):
 //     - atomic: a 16-byte compare-and-swap (lock cmpxchg16b). Any thread may write any buffer.
 //     - rseq: a compare-and-store inside a restartable sequence, on the buffer's own CPU only (rseq.hpp), so no
@@ -23,7 +24,7 @@
 //       through such a sequence, even when flushing (the flushing thread moves itself onto the CPU first). A
 //       thread that finds itself on another CPU than the one it chose retargets to the buffer of the CPU it is
 //       on. A thread without rseq (see rseq.hpp) cannot write an rseq channel: its records are dropped and
-//       counted. About 2x faster per record on the machines measured (docs/performance.md).
+//       counted. Reserve + commit take less than half the time (docs/performance.md).
 //  * Common path: reserve = one CAS or compare-and-store on W, commit = one rseq add (plus a plain load/store
 //    used for crash recovery). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and
 //    reentrant.
