@@ -1,12 +1,13 @@
 // filter/jit_test.cpp — what only the JIT and the Filter facade have: deep
 // stacks (register spills), the longest programs, many string matches,
-// concurrent compilation, engine selection and fallback.
+// concurrent compilation, engine selection and fallback, event gates.
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <thread>
 
 #include "filter/filter.hpp"
+#include "filter/gate.hpp"
 
 namespace tracery::filter {
 namespace {
@@ -182,6 +183,34 @@ TEST(Filter, SaysWhetherItNeedsTheContext)
 		EXPECT_TRUE(load(procname, e)->accepts(nullptr, &ctx));
 		EXPECT_TRUE(load(plain, e)->accepts(nullptr, nullptr));
 	}
+}
+
+TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
+{
+	const Program a_is_3{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(3), I(Op::eq), I(Op::ret)}, {}};
+	const tracery_gate_fn gate = gate_for(a_is_3, kEvent);
+	ASSERT_NE(gate, nullptr);
+	Payload yes, no;
+	yes.a = 3;
+	no.a = 4;
+	EXPECT_NE(gate(yes.args, nullptr), 0);
+	EXPECT_EQ(gate(no.args, nullptr), 0);
+	// Same program, same field types (another descriptor): the same code.
+	const tracery_event_desc twin = {"other", "twin", kFields, 3, 0, nullptr, nullptr};
+	EXPECT_EQ(gate_for(a_is_3, twin), gate);
+	// Another program: other code.
+	const Program a_is_4{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(4), I(Op::eq), I(Op::ret)}, {}};
+	const tracery_gate_fn gate4 = gate_for(a_is_4, kEvent);
+	ASSERT_NE(gate4, nullptr);
+	EXPECT_NE(gate4, gate);
+	EXPECT_NE(gate4(no.args, nullptr), 0);
+	// Other field types: the program no longer verifies (field 0 is not an S64), so no gate.
+	const tracery_field_desc u8_fields[] = {{"a", TRACERY_TYPE_U8, 0, 0, nullptr}};
+	const tracery_event_desc u8_event = {"test", "u8", u8_fields, 1, 0, nullptr, nullptr};
+	EXPECT_EQ(gate_for(a_is_3, u8_event), nullptr);
+	// A filter that reads the context cannot be a gate (the emitter has no context to give).
+	const Program vpid{{I(Op::load_context, 0, 0, uint32_t(ContextField::vpid)), I(Op::ret)}, {}};
+	EXPECT_EQ(gate_for(vpid, kEvent), nullptr);
 }
 
 TEST(Filter, EngineNames)
