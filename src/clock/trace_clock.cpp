@@ -3,9 +3,9 @@
 //
 // How the TSC clock stays on the CLOCK_MONOTONIC timeline
 //  * Bracketed samples: t1 = rdtscp; m = clock_gettime(MONOTONIC); t2 = rdtscp. With the
-//    kernel on the tsc clocksource, m was computed from a TSC value in [t1, t2], so each
-//    sample bounds CLOCK_MONOTONIC at any TSC value: below by m + s*(t - t2) and above by
-//    m + 1 + s*(t - t1) (s = ns per cycle). The tightest bounds over a burst of samples
+//    kernel on a TSC-based clocksource (tsc, kvm-clock, Hyper-V TSC page), m was computed
+//    from a TSC value in [t1, t2], so each sample bounds CLOCK_MONOTONIC at any TSC value:
+//    below by m + s*(t - t2) and above by m + 1 + s*(t - t1) (s = ns per cycle). The tightest bounds over a burst of samples
 //    give an anchor (their midpoint) good to a few ns; their width is reported.
 //  * init(): least-squares slope over ~2 ms of samples (tens of thousands), then one anchor
 //    burst. The first block is published at the anchor's *upper* bound, so values returned
@@ -299,8 +299,12 @@ bool tsc_eligible(const char** note) {
 #if TRACERY_CLOCK_HAVE_TSC
   std::string cs = read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   while (!cs.empty() && (cs.back() == '\n' || cs.back() == ' ')) cs.pop_back();
-  if (cs != "tsc") {
-    *note = "kernel clocksource is not tsc";
+  // kvm-clock and Hyper-V's TSC page are the TSC scaled by the hypervisor: the kernel (and
+  // its vDSO) compute CLOCK_MONOTONIC from an rdtsc, as with the tsc clocksource, so the
+  // bracketed samples of the calibration bound it just as well.
+  const bool tsc_based = cs == "tsc" || cs == "kvm-clock" || cs == "hyperv_clocksource_tsc_page";
+  if (!tsc_based) {
+    *note = "kernel clocksource is not derived from the TSC";
     return false;
   }
   const std::string cpuinfo = read_small_file("/proc/cpuinfo");
@@ -313,7 +317,7 @@ bool tsc_eligible(const char** note) {
     *note = "TSC lacks constant_tsc/nonstop_tsc";
     return false;
   }
-  *note = "clocksource tsc, constant+nonstop TSC";
+  *note = cs == "tsc" ? "clocksource tsc, constant+nonstop TSC" : "TSC-based clocksource, constant+nonstop TSC";
   return true;
 #else
   *note = "no TSC support in this build";
