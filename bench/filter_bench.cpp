@@ -20,7 +20,7 @@ const tracery_field_desc kFields[] = {
 	{"a", TRACERY_TYPE_U64, 0, 0, nullptr},
 	{"b", TRACERY_TYPE_U32, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent = {"bench", "ev", kFields, 2, 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"bench", "ev", kFields, 2, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 std::unique_ptr<tf::Filter> load(const char *expression, tf::Engine engine)
 {

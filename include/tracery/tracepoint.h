@@ -71,6 +71,25 @@ struct tracery_field_desc {
 	const struct tracery_enum_desc *enum_desc; /* ENUM only */
 };
 
+/* How an event's emitter calls its gate (see tracery_gate_fn). */
+enum tracery_gate_call {
+	TRACERY_GATE_ARGS = 0,  /* int gate(const struct tracery_arg *args, const void *reserved) */
+	TRACERY_GATE_PARAMS = 1 /* int gate(<the event's fields as the emitter's own parameters>) */
+};
+
+/* An event's gate: a filter the runtime installs while exactly one session
+ * records the event, through a single filter that reads no context field.
+ * The emitter calls it before tracery_fire(); 0 means that session does not
+ * want this event, so a rejected event costs neither the probe call nor the
+ * RCU read side. It is called in the form desc->gate_call says: events whose
+ * fields are all scalars pass their values in registers, as the emitter
+ * received them (no argument array is built for a rejected event); others
+ * pass the argument array and NULL. Its code is never freed, so an emitter
+ * may still be in it after the session is gone. */
+struct tracery_arg;
+typedef void (*tracery_gate_fn)(void);
+typedef int (*tracery_args_gate_fn)(const struct tracery_arg *args, const void *reserved);
+
 struct tracery_event_desc {
 	const char *provider;
 	const char *name;
@@ -78,10 +97,13 @@ struct tracery_event_desc {
 	uint32_t nr_fields;
 	/* Hot-path byte: non-zero while at least one probe is attached. */
 	uint8_t enabled;
-	/* Owned by the runtime: RCU-published probe array, registration state
-	 * (which starts with a struct tracery_event_runtime). */
+	/* Owned by the runtime: RCU-published probe array, registration state. */
 	void *probes;
 	void *runtime;
+	/* Owned by the runtime: the gate, or NULL. */
+	tracery_gate_fn gate;
+	/* enum tracery_gate_call, fixed by the declaration. */
+	uint8_t gate_call;
 };
 
 /* One emitted value. Scalars: ptr to the value, len unused. STRING: ptr to
@@ -107,30 +129,13 @@ struct tracery_arg {
 /* Called by the TRACERY_EMIT slow path: runs every attached probe. */
 TRACERY_API TRACERY__NOPLT void tracery_fire(struct tracery_event_desc *desc, const struct tracery_arg *args);
 
-/* An event's gate: a filter the runtime installs while exactly one session
- * records the event, through a single filter that reads no context field.
- * The emitter calls it before tracery_fire(); 0 means that session does not
- * want this event, so a rejected event costs neither the probe call nor the
- * RCU read side. Its code is never freed, so an emitter may still be in it
- * after the session is gone. The second argument is always NULL. */
-typedef int (*tracery_gate_fn)(const struct tracery_arg *args, const void *reserved);
-
-/* The part of desc->runtime that emitters read (set at registration). */
-struct tracery_event_runtime {
-	tracery_gate_fn gate;
-};
-
-/* What an emitter does with its packed arguments: the gate, if any, then
- * the probes. */
+/* What an emitter of a TRACERY_GATE_ARGS event does with its packed
+ * arguments: the gate, if any, then the probes. */
 static inline void tracery__fire_gated(struct tracery_event_desc *desc, const struct tracery_arg *args)
 {
-	const struct tracery_event_runtime *rt =
-		(const struct tracery_event_runtime *)__atomic_load_n(&desc->runtime, __ATOMIC_ACQUIRE);
-	if (rt) {
-		const tracery_gate_fn gate = __atomic_load_n(&rt->gate, __ATOMIC_ACQUIRE);
-		if (gate && !gate(args, 0))
-			return;
-	}
+	const tracery_gate_fn gate = __atomic_load_n(&desc->gate, __ATOMIC_ACQUIRE);
+	if (gate && !((tracery_args_gate_fn)gate)(args, 0))
+		return;
 	tracery_fire(desc, args);
 }
 
@@ -161,6 +166,7 @@ TRACERY_API void tracery_probe_synchronize(void);
 #define TRACERY__CAT(a, b) TRACERY__CAT_(a, b)
 #define TRACERY__DESC_NAME(prov, name) tracery_event__##prov##__##name
 #define TRACERY__EMIT_NAME(prov, name) tracery_emit__##prov##__##name
+#define TRACERY__FIRE_NAME(prov, name) tracery_fire__##prov##__##name
 
 /* Field specs are tuples (KIND, args...) dispatched by kind. */
 #define TRACERY_U8(n) (INT, U8, uint8_t, n)
@@ -208,6 +214,29 @@ TRACERY_API void tracery_probe_synchronize(void);
 #define TRACERY__PARAM_ARRAY(t, ct, n, c) , const ct *n
 #define TRACERY__PARAM_SEQUENCE(t, ct, n) , const ct *n, uint32_t n##_count
 #define TRACERY__PARAM_BLOB(n) , const void *n, uint32_t n##_size
+
+/* The parameter names, as arguments of a call (each starts with a comma). */
+#define TRACERY__NAME(spec) TRACERY__NAME_ spec
+#define TRACERY__NAME_(kind, ...) TRACERY__NAME_##kind(__VA_ARGS__)
+#define TRACERY__NAME_INT(t, ct, n) , n
+#define TRACERY__NAME_ENUM(t, ct, n, e) , n
+#define TRACERY__NAME_STRING(n) , n
+#define TRACERY__NAME_ARRAY(t, ct, n, c) , n
+#define TRACERY__NAME_SEQUENCE(t, ct, n) , n, n##_count
+#define TRACERY__NAME_BLOB(n) , n, n##_size
+
+/* 1 if every field is a scalar (integer, float, bool, enum): the event's gate
+ * then takes the emitter's parameters (TRACERY_GATE_PARAMS). */
+#define TRACERY__ALL_SCALAR(...) (1 TRACERY__MAP(TRACERY__SCALAR, __VA_ARGS__))
+#define TRACERY__SCALAR(spec) TRACERY__SCALAR_ spec
+#define TRACERY__SCALAR_(kind, ...) TRACERY__SCALAR_##kind
+#define TRACERY__SCALAR_INT && 1
+#define TRACERY__SCALAR_ENUM && 1
+#define TRACERY__SCALAR_STRING && 0
+#define TRACERY__SCALAR_ARRAY && 0
+#define TRACERY__SCALAR_SEQUENCE && 0
+#define TRACERY__SCALAR_BLOB && 0
+#define TRACERY__GATE_CALL(...) (TRACERY__ALL_SCALAR(__VA_ARGS__) ? TRACERY_GATE_PARAMS : TRACERY_GATE_ARGS)
 
 /* Argument initialisers. */
 #define TRACERY__ARG(spec) TRACERY__ARG_ spec
@@ -288,19 +317,40 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 	struct tracery_event_desc TRACERY__DESC_NAME(prov, name) = {                         \
 		#prov, #name, tracery__fields__##prov##__##name,                             \
 		sizeof(tracery__fields__##prov##__##name) / sizeof(struct tracery_field_desc), \
-		0, 0, 0};                                                                    \
+		0, 0, 0, 0, TRACERY__GATE_CALL(__VA_ARGS__)};                                \
 	static struct tracery_event_desc *const tracery__ptr__##prov##__##name               \
 		TRACERY__SECTION_ATTR = &TRACERY__DESC_NAME(prov, name);
 #define TRACERY__DEFINE_0(prov, name, ...)                                            \
 	extern struct tracery_event_desc TRACERY__DESC_NAME(prov, name)                \
 		__attribute__((visibility("hidden")));
 
-#define TRACERY__EMITTER(prov, name, ...)                                                     \
-	__attribute__((noinline, unused)) static void TRACERY__EMIT_NAME(prov, name)(         \
-		TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__)))                   \
-	{                                                                                     \
-		const struct tracery_arg args_[] = {TRACERY__MAP(TRACERY__ARG, __VA_ARGS__)}; \
-		tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                  \
+/* The emitter: TRACERY__EMIT_NAME, inlined into each TRACERY_EMIT (in its
+ * unlikely branch), calls the gate of a scalar-only event with its own
+ * parameters, so a rejected event is a load, an indirect call and a return at
+ * the call site; then the out-of-line TRACERY__FIRE_NAME packs the arguments
+ * and runs the probes. Other events go straight to TRACERY__FIRE_NAME, which
+ * packs them and passes the array to the gate. */
+#define TRACERY__EMITTER(prov, name, ...)                                                          \
+	__attribute__((noinline, unused)) static void TRACERY__FIRE_NAME(prov, name)(              \
+		TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__)))                        \
+	{                                                                                          \
+		const struct tracery_arg args_[] = {TRACERY__MAP(TRACERY__ARG, __VA_ARGS__)};      \
+		if (TRACERY__ALL_SCALAR(__VA_ARGS__))                                              \
+			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                      \
+		else                                                                               \
+			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);               \
+	}                                                                                          \
+	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(  \
+		TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__)))                        \
+	{                                                                                          \
+		if (TRACERY__ALL_SCALAR(__VA_ARGS__)) {                                            \
+			const tracery_gate_fn gate_ =                                              \
+				__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE); \
+			if (gate_ && !((int (*)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__))))gate_)( \
+				TRACERY__PARAMS(TRACERY__MAP(TRACERY__NAME, __VA_ARGS__))))        \
+				return;                                                            \
+		}                                                                                  \
+		TRACERY__FIRE_NAME(prov, name)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__NAME, __VA_ARGS__))); \
 	}
 
 /* Declares (and, where this TU defines events, defines) event prov:name. */

@@ -182,7 +182,7 @@ struct field<blob> {
 		TRACERY__MAP(TRACERY__CXX_FD, __VA_ARGS__)};                                        \
 	inline __attribute__((visibility("hidden"))) tracery_event_desc TRACERY__DESC_NAME(prov, name) = { \
 		#prov, #name, tracery__fields__##prov##__##name,                                    \
-		sizeof(tracery__fields__##prov##__##name) / sizeof(tracery_field_desc), 0, nullptr, nullptr}; \
+		sizeof(tracery__fields__##prov##__##name) / sizeof(tracery_field_desc), 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS}; \
 	static tracery_event_desc *const tracery__ptr__##prov##__##name TRACERY__SECTION_ATTR =    \
 		&TRACERY__DESC_NAME(prov, name);                                                    \
 	__attribute__((noinline, unused)) static void TRACERY__EMIT_NAME(prov, name)(                \

@@ -74,7 +74,7 @@ const tracery_field_desc kFields[] = {
 	{"seq", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U32, 0, nullptr},
 	{"c", TRACERY_TYPE_ENUM, TRACERY_TYPE_U8, 0, &test_color},
 };
-tracery_event_desc kDesc = {"app", "req", kFields, 5, 0, nullptr, nullptr};
+tracery_event_desc kDesc = {"app", "req", kFields, 5, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 TEST(Wire, HexRoundTrips)
 {

@@ -239,20 +239,20 @@ const tracery_field_desc kIntsFields[] = {
 	{"s8", TRACERY_TYPE_S8, 0, 0, nullptr},   {"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
 	{"s32", TRACERY_TYPE_S32, 0, 0, nullptr}, {"s64", TRACERY_TYPE_S64, 0, 0, nullptr},
 };
-const tracery_event_desc kInts{"rt", "ints", kIntsFields, 8, 0, nullptr, nullptr};
+const tracery_event_desc kInts{"rt", "ints", kIntsFields, 8, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 const tracery_field_desc kRealsFields[] = {
 	{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr},
 	{"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
 	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},
 };
-const tracery_event_desc kReals{"rt", "reals", kRealsFields, 3, 0, nullptr, nullptr};
+const tracery_event_desc kReals{"rt", "reals", kRealsFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 const tracery_field_desc kStringsFields[] = {
 	{"s1", TRACERY_TYPE_STRING, 0, 0, nullptr},
 	{"s2", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };
-const tracery_event_desc kStrings{"rt", "strings", kStringsFields, 2, 0, nullptr, nullptr};
+const tracery_event_desc kStrings{"rt", "strings", kStringsFields, 2, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 const tracery_enum_entry kSignedEntries[] = {
 	{"minus", INT32_MIN, -1}, {"zero", 0, 0}, {"small", 1, 9}, {"odd \"q\" \\ é", 7, 7}, {"", 100, 100},
@@ -274,7 +274,7 @@ const tracery_field_desc kContainersFields[] = {
 	{"dseq", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_DOUBLE, 0, nullptr},
 	{"clip", TRACERY_TYPE_ENUM, TRACERY_TYPE_U8, 0, &kClipEnum},
 };
-const tracery_event_desc kContainers{"rt", "containers", kContainersFields, 8, 0, nullptr, nullptr};
+const tracery_event_desc kContainers{"rt", "containers", kContainersFields, 8, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 // Names that are TSDL keywords, not identifiers, duplicated, or colliding
 // with the generated count field of a sequence.
@@ -286,19 +286,19 @@ const tracery_field_desc kWeirdFields[] = {
 	{"s", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U8, 0, nullptr},
 	{"_s_length", TRACERY_TYPE_U8, 0, 0, nullptr}, {"uint32_t", TRACERY_TYPE_U8, 0, 0, nullptr},
 };
-const tracery_event_desc kWeird{"rt", "weird \"names\"", kWeirdFields, 11, 0, nullptr, nullptr};
+const tracery_event_desc kWeird{"rt", "weird \"names\"", kWeirdFields, 11, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 const tracery_field_desc kExtendedFields[] = {{"v", TRACERY_TYPE_U32, 0, 0, nullptr}};
-const tracery_event_desc kExtendedOnly{"rt", "extended_only", kExtendedFields, 1, 0, nullptr, nullptr};
+const tracery_event_desc kExtendedOnly{"rt", "extended_only", kExtendedFields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
-const tracery_event_desc kNoFields{"rt", "no_fields", nullptr, 0, 0, nullptr, nullptr};
+const tracery_event_desc kNoFields{"rt", "no_fields", nullptr, 0, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 // Stream class 1, appended to the metadata later (as on dlopen).
 const tracery_field_desc kLateFields[] = {{"a", TRACERY_TYPE_U64, 0, 0, nullptr},
                                           {"b", TRACERY_TYPE_U32, 0, 0, nullptr}};
-const tracery_event_desc kLate{"rt", "late", kLateFields, 2, 0, nullptr, nullptr};
+const tracery_event_desc kLate{"rt", "late", kLateFields, 2, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 const tracery_field_desc kLateStrFields[] = {{"msg", TRACERY_TYPE_STRING, 0, 0, nullptr}};
-const tracery_event_desc kLateStr{"rt", "late_str", kLateStrFields, 1, 0, nullptr, nullptr};
+const tracery_event_desc kLateStr{"rt", "late_str", kLateStrFields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 struct Trace {
 	std::string dir;

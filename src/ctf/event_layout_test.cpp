@@ -35,7 +35,7 @@ tracery_field_desc field(const char *name, uint8_t type, uint8_t elem = 0, uint3
 tracery_event_desc event(const std::vector<tracery_field_desc> &fields)
 {
 	return tracery_event_desc{"prov", "ev", fields.data(), static_cast<uint32_t>(fields.size()), 0,
-	                          nullptr, nullptr};
+	                          nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 }
 
 // Encodes with the free functions and with EventLayout; checks they agree.

@@ -31,7 +31,7 @@ TraceInfo test_info()
 
 tracery_event_desc event(const char *prov, const char *name, const tracery_field_desc *f, uint32_t n)
 {
-	return tracery_event_desc{prov, name, f, n, 0, nullptr, nullptr};
+	return tracery_event_desc{prov, name, f, n, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 }
 
 } // namespace

@@ -29,7 +29,7 @@ const tracery_field_desc kFields[] = {
 	{"a.b", TRACERY_TYPE_U8, 0, 0, nullptr},                       // #11
 	{"temp", TRACERY_TYPE_FLOAT, 0, 0, nullptr},                   // #12
 };
-const tracery_event_desc kEvent = {"app", "request", kFields, std::size(kFields), 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"app", "request", kFields, std::size(kFields), 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 // "load_field #0 t3; push_int 4096; gt; ret"
 std::string disassemble(const Program &program)
@@ -415,9 +415,9 @@ TEST(FilterCompiler, CheckFields)
 		{"count", TRACERY_TYPE_U32, 0, 0, nullptr},
 		{"path", TRACERY_TYPE_U32, 0, 0, nullptr},
 	};
-	static const tracery_event_desc a = {"app", "a", a_fields, 2, 0, nullptr, nullptr};
-	static const tracery_event_desc b = {"app", "b", b_fields, 3, 0, nullptr, nullptr};
-	static const tracery_event_desc b_only = {"app", "b", b_fields, 2, 0, nullptr, nullptr};
+	static const tracery_event_desc a = {"app", "a", a_fields, 2, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	static const tracery_event_desc b = {"app", "b", b_fields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	static const tracery_event_desc b_only = {"app", "b", b_fields, 2, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 	const auto check = [](std::string_view expression, const std::vector<const tracery_event_desc *> &events) {
 		const auto expr = parse(expression, nullptr);

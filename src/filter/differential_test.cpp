@@ -1,6 +1,7 @@
 // filter/differential_test.cpp — random filter expressions (text, compiled by
 // the front end) run by the interpreter and the JIT on random payloads: the
-// engines must agree. Each expression is also compiled a second time with
+// engines must agree, and so must the JIT's parameter form (event gates of
+// all-scalar events) wherever the expression reads only scalar fields. Each expression is also compiled a second time with
 // every number literal L written as (u8 * 0 + L), which the compiler cannot
 // fold, so constant folding is checked against the engines too.
 //
@@ -17,6 +18,8 @@
 #include "ctf/event_payload.hpp"
 #include "filter/compiler.hpp"
 #include "filter/filter.hpp"
+#include "filter/jit.hpp"
+#include "filter/verifier.hpp"
 
 namespace tracery::filter {
 namespace {
@@ -45,10 +48,16 @@ const tracery_field_desc kFieldsB[] = {
 };
 #undef TRACERY_DIFF_COMMON_FIELDS
 const tracery_event_desc kEvents[] = {
-	{"diff", "a", kFieldsA, 16, 0, nullptr, nullptr},
-	{"diff", "b", kFieldsB, 16, 0, nullptr, nullptr},
+	{"diff", "a", kFieldsA, 16, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS},
+	{"diff", "b", kFieldsB, 16, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS},
 };
 constexpr uint32_t kArr = 14, kSeq = 15;
+// The 12 scalar fields alone, for the parameter form; the bool travels as
+// the byte it is in the payload (the JIT must test all of its bits).
+const tracery_event_desc kScalarEvent = {"diff", "scalars", kFieldsA, 12, 0, nullptr, nullptr, nullptr,
+                                         TRACERY_GATE_PARAMS};
+using ScalarGate = int (*)(uint8_t, uint16_t, uint32_t, uint64_t, int8_t, int16_t, int32_t, int64_t, float, double,
+                           uint8_t, int32_t);
 
 const char *const kStrings[] = {"hello", "hello world", "", "ab", "a*b", "a\\b", "xyz", "h", "world", "aab"};
 // As written in an expression (so "\\*" is the glob escape of a star).
@@ -352,6 +361,36 @@ std::string Payload::describe(const tracery_event_desc &desc) const
 	return o.str();
 }
 
+// Calls a parameter-form gate of kScalarEvent with the payload's scalars.
+bool call_scalar_gate(FilterFn code, const Payload &p)
+{
+	auto v = [&p]<class T>(uint32_t i, T) {
+		T x;
+		std::memcpy(&x, &p.scalars[i], sizeof x);
+		return x;
+	};
+	return reinterpret_cast<ScalarGate>(reinterpret_cast<tracery_gate_fn>(code))(v(0, uint8_t()), v(1, uint16_t()), v(2, uint32_t()), v(3, uint64_t()),
+	                                          v(4, int8_t()), v(5, int16_t()), v(6, int32_t()), v(7, int64_t()),
+	                                          v(8, float()), v(9, double()), v(10, uint8_t()), v(11, int32_t())) != 0;
+}
+
+// The parameter form of `text` on kScalarEvent; nullptr if the expression
+// reads anything but the scalar fields (then it compiles to other code for
+// kScalarEvent, where the other fields are missing, than for event a).
+std::unique_ptr<Jit> load_params_form(const std::string &text)
+{
+	const std::optional<Compiled> c = compile_filter(text, kScalarEvent, nullptr);
+	const std::optional<Compiled> on_a = compile_filter(text, kEvents[0], nullptr);
+	VerifiedInfo info;
+	std::string why;
+	if (!c || !on_a || encode(c->program) != encode(on_a->program) ||
+	    !verify(c->program, kScalarEvent, &info, &why) || info.uses_context || info.uses_procname)
+		return nullptr;
+	std::unique_ptr<Jit> jit = Jit::compile(c->program, kScalarEvent, info, &why, CallForm::params);
+	EXPECT_TRUE(jit) << "no parameter form for " << text << ": " << why;
+	return jit;
+}
+
 uint64_t env_number(const char *name, uint64_t fallback)
 {
 	const char *v = getenv(name);
@@ -384,7 +423,7 @@ TEST(Differential, InterpreterAndJitAgree)
 		for (size_t i = 0; i < kPool; ++i)
 			pools[e].push_back(random_payload(kEvents[e], gen.rng()));
 
-	uint64_t run = 0, expressions = 0, refused = 0, accepted = 0, mismatches = 0;
+	uint64_t run = 0, expressions = 0, refused = 0, accepted = 0, mismatches = 0, params_form_runs = 0;
 	while (run < cases && mismatches < 10) {
 		const int e = int(expressions++ % 2);
 		const tracery_event_desc &desc = kEvents[e];
@@ -398,28 +437,35 @@ TEST(Differential, InterpreterAndJitAgree)
 			++refused;
 			continue;
 		}
+		// Event a's first 12 fields are kScalarEvent's.
+		const std::unique_ptr<Jit> params_form = e == 0 ? load_params_form(text) : nullptr;
 		for (size_t k = 0; k < kPayloadsPerExpression; ++k, ++run) {
 			const Payload &p = *pools[e][gen.rng()() % kPool];
-			bool r[4];
+			bool r[5];
 			for (int i = 0; i < 4; ++i)
 				r[i] = filters[i]->accepts(p.args, &p.ctx);
+			r[4] = params_form ? call_scalar_gate(params_form->fn(), p) : r[0];
+			params_form_runs += params_form != nullptr;
 			accepted += r[0];
-			if (r[0] == r[1] && r[0] == r[2] && r[0] == r[3])
+			if (r[0] == r[1] && r[0] == r[2] && r[0] == r[3] && r[0] == r[4])
 				continue;
 			++mismatches;
 			ADD_FAILURE() << "engines disagree on " << text << "\n  unfolded: " << wrapped << "\n  payload: "
 			              << p.describe(desc) << "\n  interpreter " << r[0] << ", JIT " << r[1]
-			              << ", unfolded interpreter " << r[2] << ", unfolded JIT " << r[3];
+			              << ", unfolded interpreter " << r[2] << ", unfolded JIT " << r[3]
+			              << ", JIT parameter form " << r[4];
 			break;
 		}
 	}
-	std::printf("%llu cases, %llu expressions (%llu refused by the compiler), %llu accepted\n",
+	std::printf("%llu cases, %llu expressions (%llu refused by the compiler), %llu accepted, %llu also in the "
+	            "parameter form\n",
 	            (unsigned long long)run, (unsigned long long)expressions, (unsigned long long)refused,
-	            (unsigned long long)accepted);
+	            (unsigned long long)accepted, (unsigned long long)params_form_runs);
 	// The generator must mostly produce valid expressions, and both outcomes.
 	EXPECT_LT(refused * 10, expressions);
 	EXPECT_GT(accepted * 20, run);
 	EXPECT_GT((run - accepted) * 20, run);
+	EXPECT_GT(params_form_runs * 20, run) << "too few expressions over the scalar fields alone";
 }
 
 } // namespace

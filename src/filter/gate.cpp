@@ -13,12 +13,14 @@ namespace tracery::filter {
 
 namespace {
 
-// What the compiled code depends on: the program and the field types (the
-// JIT'd code reads arguments by field index and type, never the descriptor).
+// What the compiled code depends on: the program, the call form and the field
+// types (the JIT'd code reads arguments by field index and type, never the
+// descriptor).
 std::string gate_key(const Program &program, const tracery_event_desc &desc)
 {
 	std::string key = encode(program);
 	key.push_back('\0');
+	key += std::to_string(desc.gate_call) + ';';
 	for (uint32_t i = 0; i < desc.nr_fields; i++) {
 		const tracery_field_desc &f = desc.fields[i];
 		key += std::to_string(f.type) + '.' + std::to_string(f.elem_type) + '.' + std::to_string(f.length) + ';';
@@ -33,17 +35,23 @@ tracery_gate_fn gate_for(const Program &program, const tracery_event_desc &desc)
 	// Never destroyed: emitters may run gates until the process is gone.
 	static auto *mutex = new std::mutex;
 	static auto *gates = new std::map<std::string, std::unique_ptr<Jit>>;
+	if (desc.gate_call != TRACERY_GATE_ARGS && desc.gate_call != TRACERY_GATE_PARAMS)
+		return nullptr;
+	const CallForm form = desc.gate_call == TRACERY_GATE_PARAMS ? CallForm::params : CallForm::args;
 	VerifiedInfo info;
 	std::string why;
 	if (!verify(program, desc, &info, &why) || info.uses_context || info.uses_procname)
 		return nullptr;
+	if (form == CallForm::params && !params_form_possible(desc))
+		return nullptr;
 	std::lock_guard lock(*mutex);
 	auto &jit = (*gates)[gate_key(program, desc)];
 	if (!jit)
-		jit = Jit::compile(program, desc, info, &why);
+		jit = Jit::compile(program, desc, info, &why, form);
 	if (!jit)
 		return nullptr;
-	// The JIT'd code takes (args, const Context *): ctx is never read here.
+	// CallForm::args takes (args, const Context *): the emitter passes NULL,
+	// which nothing here reads.
 	return reinterpret_cast<tracery_gate_fn>(jit->fn());
 }
 

@@ -39,7 +39,7 @@ const tracery_field_desc kFields[] = {
 	{"str", TRACERY_TYPE_STRING, 0, 0, nullptr},
 	{"name", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent = {"test", "every", kFields, 16, 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"test", "every", kFields, 16, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 // A second event: float array, bool sequence, u32.
 const tracery_field_desc kFields2[] = {
@@ -48,7 +48,7 @@ const tracery_field_desc kFields2[] = {
 	{"big", TRACERY_TYPE_ARRAY, TRACERY_TYPE_U64, 0x20000000, nullptr},
 	{"blob", TRACERY_TYPE_BLOB, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent2 = {"test", "more", kFields2, 4, 0, nullptr, nullptr};
+const tracery_event_desc kEvent2 = {"test", "more", kFields2, 4, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 struct Payload {
 	uint8_t u8 = 200;

@@ -41,8 +41,8 @@ static_assert(offsetof(tracery_arg, ptr) == 0 && offsetof(tracery_arg, len) == 8
 class Emitter {
 public:
 	Emitter(x86::Compiler &cc, const Program &p, const tracery_event_desc &desc, const VerifiedInfo &info,
-	        const StrMatchSpec *specs)
-		: cc_(cc), p_(p), desc_(desc), specs_(specs), gp_(info.max_stack), xmm_(info.max_stack),
+	        const StrMatchSpec *specs, CallForm form)
+		: cc_(cc), p_(p), desc_(desc), specs_(specs), form_(form), gp_(info.max_stack), xmm_(info.max_stack),
 		  labels_(p.code.size())
 	{
 	}
@@ -71,6 +71,8 @@ private:
 	// gp(d) = 0/1 from the low byte a setcc wrote.
 	void zero_extend_flag(const x86::Gp &r) { cc_.movzx(r.r32(), r.r8()); }
 	void load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint32_t d);
+	void load_param(uint8_t type, uint32_t field, uint32_t d);
+	void add_params(FuncNode *fn);
 	void load_element(const Insn &in, uint32_t d);
 	void str_match(const StrMatchSpec *spec, uint32_t d);
 	void div_mod(bool mod, uint32_t d);
@@ -82,7 +84,9 @@ private:
 	const Program &p_;
 	const tracery_event_desc &desc_;
 	const StrMatchSpec *specs_;
+	const CallForm form_;
 	x86::Gp args_, ctx_;
+	std::vector<x86::Reg> params_; // CallForm::params: field i arrives in params_[i]
 	Label reject_;
 	std::vector<x86::Gp> gp_;
 	std::vector<x86::Xmm> xmm_;
@@ -108,6 +112,57 @@ void Emitter::load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint3
 	default: cc_.mov(gp(d), x86::qword_ptr(base, disp)); break; // U64, S64
 	}
 }
+
+// CallForm::params: the value of `field` from its parameter register. Only the
+// bits of the field's own width are defined (the ABI leaves the rest to the
+// caller), so every load extends from that width.
+void Emitter::load_param(uint8_t type, uint32_t field, uint32_t d)
+{
+	const x86::Reg &reg = params_[field];
+	if (type == TRACERY_TYPE_FLOAT) {
+		cc_.cvtss2sd(xmm(d), reg.as<x86::Xmm>());
+		return;
+	}
+	if (type == TRACERY_TYPE_DOUBLE) {
+		cc_.movsd(xmm(d), reg.as<x86::Xmm>());
+		return;
+	}
+	const x86::Gp param = reg.as<x86::Gp>();
+	switch (type) {
+	case TRACERY_TYPE_U8: cc_.movzx(gp(d).r32(), param.r8()); break;
+	case TRACERY_TYPE_S8: cc_.movsx(gp(d), param.r8()); break;
+	case TRACERY_TYPE_U16: cc_.movzx(gp(d).r32(), param.r16()); break;
+	case TRACERY_TYPE_S16: cc_.movsx(gp(d), param.r16()); break;
+	case TRACERY_TYPE_U32: cc_.mov(gp(d).r32(), param.r32()); break;
+	case TRACERY_TYPE_S32: cc_.movsxd(gp(d), param.r32()); break;
+	case TRACERY_TYPE_BOOL:
+		cc_.test(param.r8(), param.r8());
+		cc_.setne(gp(d).r8());
+		zero_extend_flag(gp(d));
+		break;
+	default: cc_.mov(gp(d), param.r64()); break; // U64, S64
+	}
+}
+
+// The type of field `type` as a C parameter.
+TypeId param_type(uint8_t type)
+{
+	switch (type) {
+	case TRACERY_TYPE_U8: return TypeId::kUInt8;
+	case TRACERY_TYPE_S8: return TypeId::kInt8;
+	case TRACERY_TYPE_U16: return TypeId::kUInt16;
+	case TRACERY_TYPE_S16: return TypeId::kInt16;
+	case TRACERY_TYPE_U32: return TypeId::kUInt32;
+	case TRACERY_TYPE_S32: return TypeId::kInt32;
+	case TRACERY_TYPE_BOOL: return TypeId::kUInt8;
+	case TRACERY_TYPE_FLOAT: return TypeId::kFloat32;
+	case TRACERY_TYPE_DOUBLE: return TypeId::kFloat64;
+	case TRACERY_TYPE_S64: return TypeId::kInt64;
+	default: return TypeId::kUInt64;
+	}
+}
+
+uint8_t scalar_type(const tracery_field_desc &f) { return f.type == TRACERY_TYPE_ENUM ? f.elem_type : f.type; }
 
 void Emitter::load_element(const Insn &in, uint32_t d)
 {
@@ -227,6 +282,10 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		}
 		return d + 1;
 	case Op::load_field: {
+		if (form_ == CallForm::params) {
+			load_param(in.type, in.field, d);
+			return d + 1;
+		}
 		const x86::Gp ptr = cc_.newIntPtr("field");
 		cc_.mov(ptr, x86::qword_ptr(args_, in.field * kArgSize));
 		load_scalar(in.type, ptr, 0, d);
@@ -337,13 +396,39 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 	}
 }
 
+void Emitter::add_params(FuncNode *fn)
+{
+	for (uint32_t i = 0; i < desc_.nr_fields; ++i) {
+		const uint8_t type = scalar_type(desc_.fields[i]);
+		x86::Reg reg;
+		if (type == TRACERY_TYPE_FLOAT)
+			reg = cc_.newXmmSs("p%u", i);
+		else if (type == TRACERY_TYPE_DOUBLE)
+			reg = cc_.newXmmSd("p%u", i);
+		else
+			reg = cc_.newGp(param_type(type), "p%u", i);
+		fn->setArg(i, reg);
+		params_.push_back(reg);
+	}
+}
+
 void Emitter::emit()
 {
-	FuncNode *fn = cc_.addFunc(FuncSignatureT<int, const tracery_arg *, const Context *>(CallConvId::kHost));
-	args_ = cc_.newIntPtr("args");
-	ctx_ = cc_.newIntPtr("ctx");
-	fn->setArg(0, args_);
-	fn->setArg(1, ctx_);
+	FuncNode *fn;
+	if (form_ == CallForm::params) {
+		FuncSignatureBuilder sig(CallConvId::kHost);
+		sig.setRetT<int>();
+		for (uint32_t i = 0; i < desc_.nr_fields; ++i)
+			sig.addArg(param_type(scalar_type(desc_.fields[i])));
+		fn = cc_.addFunc(sig);
+		add_params(fn);
+	} else {
+		fn = cc_.addFunc(FuncSignatureT<int, const tracery_arg *, const Context *>(CallConvId::kHost));
+		args_ = cc_.newIntPtr("args");
+		ctx_ = cc_.newIntPtr("ctx");
+		fn->setArg(0, args_);
+		fn->setArg(1, ctx_);
+	}
 	reject_ = cc_.newLabel();
 	uint32_t depth = 0;
 	for (size_t pc = 0; pc < p_.code.size(); ++pc) {
@@ -360,9 +445,26 @@ void Emitter::emit()
 
 } // namespace
 
-std::unique_ptr<Jit> Jit::compile(const Program &program, const tracery_event_desc &desc, const VerifiedInfo &info,
-                                  std::string *why)
+bool params_form_possible(const tracery_event_desc &desc)
 {
+	if (desc.nr_fields > Globals::kMaxFuncArgs)
+		return false;
+	for (uint32_t i = 0; i < desc.nr_fields; ++i) {
+		const tracery_field_desc &f = desc.fields[i];
+		if (f.type == TRACERY_TYPE_ENUM ? !ctf::is_integer_type(f.elem_type) : ctf::scalar_size(f.type) == 0)
+			return false;
+	}
+	return true;
+}
+
+std::unique_ptr<Jit> Jit::compile(const Program &program, const tracery_event_desc &desc, const VerifiedInfo &info,
+                                  std::string *why, CallForm form)
+{
+	if (form == CallForm::params && (!params_form_possible(desc) || info.uses_context || info.uses_procname)) {
+		if (why)
+			*why = "the parameter form needs an event of scalar fields and a filter without context";
+		return nullptr;
+	}
 	std::unique_ptr<Jit> jit(new Jit());
 	jit->strings_ = program.strings;
 	for (const Insn &in : program.code)
@@ -374,7 +476,7 @@ std::unique_ptr<Jit> Jit::compile(const Program &program, const tracery_event_de
 	code.init(runtime().environment());
 	code.setErrorHandler(&errors);
 	x86::Compiler cc(&code);
-	Emitter(cc, program, desc, info, jit->specs_.data()).emit();
+	Emitter(cc, program, desc, info, jit->specs_.data(), form).emit();
 	if (errors.error == kErrorOk)
 		cc.finalize();
 	FilterFn fn = nullptr;

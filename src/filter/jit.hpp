@@ -19,17 +19,31 @@ namespace tracery::filter {
 // Non-zero: accept. ctx may be null unless the program uses the context.
 using FilterFn = int (*)(const tracery_arg *args, const Context *ctx);
 
+// How the compiled code receives the event's fields.
+enum class CallForm {
+	args,   // FilterFn: the argument array (and the context)
+	params, // int(field values...): one C parameter per field, of the field's own type, as the emitter of an
+	        // all-scalar event (TRACERY_GATE_PARAMS) passes them; the program must not use the context
+};
+
+// True if `desc` can be compiled in CallForm::params: every field a scalar (integer, float, bool, enum).
+bool params_form_possible(const tracery_event_desc &desc);
+
 class Jit {
 public:
 	// nullptr (and the reason in *why) if asmjit fails; the caller then
-	// interprets the program. The program must have passed verify(desc).
+	// interprets the program. The program must have passed verify(desc);
+	// CallForm::params also needs params_form_possible(desc) and a program
+	// that reads no context (else nullptr).
 	static std::unique_ptr<Jit> compile(const Program &program, const tracery_event_desc &desc,
-	                                    const VerifiedInfo &info, std::string *why);
+	                                    const VerifiedInfo &info, std::string *why,
+	                                    CallForm form = CallForm::args);
 
 	Jit(const Jit &) = delete;
 	Jit &operator=(const Jit &) = delete;
 	~Jit(); // releases the code
 
+	// The code, to be called as `form` says (cast it for CallForm::params).
 	FilterFn fn() const { return fn_; }
 
 private:

@@ -17,7 +17,7 @@ const tracery_field_desc kFields[] = {
 	{"x", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
 	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent = {"test", "jit", kFields, 3, 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"test", "jit", kFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t imm = 0)
 {
@@ -188,7 +188,7 @@ TEST(Filter, SaysWhetherItNeedsTheContext)
 TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 {
 	const Program a_is_3{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(3), I(Op::eq), I(Op::ret)}, {}};
-	const tracery_gate_fn gate = gate_for(a_is_3, kEvent);
+	const auto gate = reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_3, kEvent));
 	ASSERT_NE(gate, nullptr);
 	Payload yes, no;
 	yes.a = 3;
@@ -196,21 +196,74 @@ TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 	EXPECT_NE(gate(yes.args, nullptr), 0);
 	EXPECT_EQ(gate(no.args, nullptr), 0);
 	// Same program, same field types (another descriptor): the same code.
-	const tracery_event_desc twin = {"other", "twin", kFields, 3, 0, nullptr, nullptr};
-	EXPECT_EQ(gate_for(a_is_3, twin), gate);
+	const tracery_event_desc twin = {"other", "twin", kFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	EXPECT_EQ(reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_3, twin)), gate);
 	// Another program: other code.
 	const Program a_is_4{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(4), I(Op::eq), I(Op::ret)}, {}};
-	const tracery_gate_fn gate4 = gate_for(a_is_4, kEvent);
+	const auto gate4 = reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_4, kEvent));
 	ASSERT_NE(gate4, nullptr);
 	EXPECT_NE(gate4, gate);
 	EXPECT_NE(gate4(no.args, nullptr), 0);
 	// Other field types: the program no longer verifies (field 0 is not an S64), so no gate.
 	const tracery_field_desc u8_fields[] = {{"a", TRACERY_TYPE_U8, 0, 0, nullptr}};
-	const tracery_event_desc u8_event = {"test", "u8", u8_fields, 1, 0, nullptr, nullptr};
+	const tracery_event_desc u8_event = {"test", "u8", u8_fields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 	EXPECT_EQ(gate_for(a_is_3, u8_event), nullptr);
 	// A filter that reads the context cannot be a gate (the emitter has no context to give).
 	const Program vpid{{I(Op::load_context, 0, 0, uint32_t(ContextField::vpid)), I(Op::ret)}, {}};
 	EXPECT_EQ(gate_for(vpid, kEvent), nullptr);
+}
+
+// An all-scalar event's gate takes the emitter's parameters: each of its
+// types extended from its own width, whatever the caller left above it.
+TEST(Gate, ParameterFormReadsEachTypeFromItsRegister)
+{
+	const tracery_field_desc fields[] = {
+		{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},   {"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
+		{"u32", TRACERY_TYPE_U32, 0, 0, nullptr}, {"s32", TRACERY_TYPE_S32, 0, 0, nullptr},
+		{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr}, {"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},
+		{"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr}, {"s8", TRACERY_TYPE_S8, 0, 0, nullptr},
+		{"u64", TRACERY_TYPE_U64, 0, 0, nullptr}, // the 7th integer: passed on the stack
+	};
+	const tracery_event_desc desc = {"test", "params", fields, 9, 0, nullptr, nullptr, nullptr, TRACERY_GATE_PARAMS};
+	// Each field compared with the value below; the caller passes wider
+	// registers with garbage above the field's width (as the ABI allows).
+	using Wide = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, float, uint64_t, double, uint64_t, uint64_t);
+	const auto program = [](uint16_t field, uint8_t type, int64_t v) {
+		return Program{{I(Op::load_field, type, field), push(v), I(Op::eq), I(Op::ret)}, {}};
+	};
+	const struct {
+		uint16_t field;
+		uint8_t type;
+		int64_t expected;
+	} cases[] = {{0, TRACERY_TYPE_U8, 200}, {1, TRACERY_TYPE_S16, -2}, {2, TRACERY_TYPE_U32, 4000000000},
+	             {3, TRACERY_TYPE_S32, -5}, {5, TRACERY_TYPE_BOOL, 1}, {7, TRACERY_TYPE_S8, -7},
+	             {8, TRACERY_TYPE_U64, 1ll << 40}};
+	for (const auto &c : cases) {
+		const auto gate = reinterpret_cast<Wide>(gate_for(program(c.field, c.type, c.expected), desc));
+		ASSERT_NE(gate, nullptr) << "field " << c.field;
+		const uint64_t high = 0xdead'beef'0000'0000ull;
+		// u8 200, s16 -2, u32 4e9, s32 -5, bool 0x100 | 2 (non-zero low byte), s8 -7, u64 2^40.
+		EXPECT_NE(gate(high | 200, high | 0xfffe, high | 4000000000u, high | 0xfffffffbu, 1.5f, 0x102, 2.5,
+		               high | 0xf9, 1ull << 40),
+		          0)
+			<< "field " << c.field;
+		EXPECT_EQ(gate(high | 201, high | 0xfffd, high | 4000000001u, high | 0xfffffffau, 1.5f, 0x100, 2.5,
+		               high | 0xf8, (1ull << 40) + 1),
+		          0)
+			<< "field " << c.field;
+	}
+	const auto fgate = reinterpret_cast<Wide>(gate_for(
+		Program{{I(Op::load_field, TRACERY_TYPE_FLOAT, 4), I(Op::load_field, TRACERY_TYPE_DOUBLE, 6), I(Op::fadd),
+		         pushf(4.0), I(Op::feq), I(Op::ret)},
+		        {}},
+		desc));
+	ASSERT_NE(fgate, nullptr);
+	EXPECT_NE(fgate(0, 0, 0, 0, 1.5f, 0, 2.5, 0, 0), 0);
+	EXPECT_EQ(fgate(0, 0, 0, 0, 1.5f, 0, 2.25, 0, 0), 0);
+	// A descriptor asking for the parameter form with a non-scalar field gets no gate.
+	const tracery_event_desc with_string = {"test", "jit", kFields, 3, 0, nullptr, nullptr, nullptr,
+	                                        TRACERY_GATE_PARAMS};
+	EXPECT_EQ(gate_for(program(0, TRACERY_TYPE_S64, 3), with_string), nullptr);
 }
 
 TEST(Filter, EngineNames)

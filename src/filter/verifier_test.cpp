@@ -19,7 +19,7 @@ const tracery_field_desc kFields[] = {
 	{"blob", TRACERY_TYPE_BLOB, 0, 0, nullptr},    // 6
 	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},       // 7
 };
-const tracery_event_desc kEvent = {"test", "verify", kFields, 8, 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"test", "verify", kFields, 8, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t imm = 0)
 {

@@ -69,13 +69,10 @@ struct ProbeArray {
 	Probe probes[];
 };
 
-// Per-descriptor bookkeeping, hung on desc->runtime; the emitters read the
-// head (tracepoint.h), so it comes first.
+// Per-descriptor bookkeeping, hung on desc->runtime.
 struct Registration {
-	tracery_event_runtime head{};
 	uint32_t refs = 0;
 };
-static_assert(offsetof(Registration, head) == 0);
 
 // Never destroyed: objects unregister their events from destructors that
 // run after static destruction has begun (exit, late dlclose).
@@ -112,7 +109,7 @@ ProbeArray *make_array(uint32_t count)
 // array is published and installed after.
 void publish(tracery_event_desc *desc, ProbeArray *next)
 {
-	auto &gate = static_cast<Registration *>(desc->runtime)->head.gate;
+	auto &gate = desc->gate;
 	const tracery_gate_fn next_gate = next && next->count == 1 ? next->probes[0].gate : nullptr;
 	__atomic_store_n(&gate, nullptr, __ATOMIC_RELEASE);
 	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);

@@ -134,7 +134,7 @@ TEST(Registry, AttachDetachWhileEmitting)
 TEST(Registry, UnregisterRemovesEventsAndProbes)
 {
 	static tracery_field_desc fields[] = {{"x", TRACERY_TYPE_U8, 0, 0, nullptr}};
-	static tracery_event_desc desc = {"dyn", "ev", fields, 1, 0, nullptr, nullptr};
+	static tracery_event_desc desc = {"dyn", "ev", fields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 	tracery_event_desc *const section[] = {&desc, &desc};
 	tracery_register_events(section, section + 2);
 	EXPECT_TRUE(is_registered(&desc));
@@ -149,23 +149,52 @@ TEST(Registry, UnregisterRemovesEventsAndProbes)
 	EXPECT_EQ(tracery_probe_attach(&desc, count_probe, &s), -1) << "unknown event";
 }
 
-// A gate that lets through only events with a even.
-int even_a_gate(const tracery_arg *args, const void *)
+// regtest:pair has only scalars: its gate takes the emitter's parameters
+// and lets through only events with a even.
+int even_a_gate(uint64_t a, int32_t)
 {
-	return *static_cast<const uint64_t *>(args[0].ptr) % 2 == 0;
+	return a % 2 == 0;
 }
+const auto even_a = reinterpret_cast<tracery_gate_fn>(&even_a_gate);
 
 tracery_gate_fn current_gate(const tracery_event_desc &desc)
 {
-	return static_cast<const tracery_event_runtime *>(desc.runtime)->gate;
+	return desc.gate;
+}
+
+TEST(Registry, GateCallFormFollowsTheFieldKinds)
+{
+	EXPECT_EQ(tracery_event__regtest__pair.gate_call, TRACERY_GATE_PARAMS);
+	EXPECT_EQ(tracery_event__regtest__text.gate_call, TRACERY_GATE_ARGS);
+}
+
+// regtest:text has a string: its gate takes the argument array.
+int not_no_gate(const tracery_arg *args, const void *reserved)
+{
+	EXPECT_EQ(reserved, nullptr);
+	return std::string(static_cast<const char *>(args[0].ptr), args[0].len) != "no";
+}
+
+TEST(Registry, ArgumentArrayGateSeesTheArguments)
+{
+	auto &desc = tracery_event__regtest__text;
+	Seen gated;
+	ASSERT_EQ(tracery::runtime::attach_probe(&desc, count_probe, &gated,
+	                                         reinterpret_cast<tracery_gate_fn>(&not_no_gate)),
+	          0);
+	const uint16_t v[] = {1, 2};
+	for (const char *s : {"yes", "no", "no", "maybe"})
+		TRACERY_EMIT(regtest, text, s, v, 2);
+	EXPECT_EQ(gated.calls.load(), 2u) << "the two \"no\" events rejected by the gate";
+	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &gated), 0);
 }
 
 TEST(Registry, GateRunsBeforeTheProbesOnlyWhileItsProbeIsAlone)
 {
 	auto &desc = tracery_event__regtest__pair;
 	Seen gated, plain;
-	ASSERT_EQ(tracery::runtime::attach_probe(&desc, count_probe, &gated, even_a_gate), 0);
-	EXPECT_EQ(current_gate(desc), &even_a_gate);
+	ASSERT_EQ(tracery::runtime::attach_probe(&desc, count_probe, &gated, even_a), 0);
+	EXPECT_EQ(current_gate(desc), even_a);
 	for (uint64_t a = 0; a < 10; a++)
 		TRACERY_EMIT(regtest, pair, a, 0);
 	EXPECT_EQ(gated.calls.load(), 5u) << "odd a rejected by the gate before the probe";
@@ -181,7 +210,7 @@ TEST(Registry, GateRunsBeforeTheProbesOnlyWhileItsProbeIsAlone)
 
 	// Alone again: back.
 	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &plain), 0);
-	EXPECT_EQ(current_gate(desc), &even_a_gate);
+	EXPECT_EQ(current_gate(desc), even_a);
 	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &gated), 0);
 	EXPECT_EQ(current_gate(desc), nullptr);
 	EXPECT_EQ(desc.enabled, 0);

@@ -27,7 +27,7 @@ const tracery_field_desc kFields[] = {
 	{"q", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U8, 0, nullptr}, {"x", TRACERY_TYPE_BLOB, 0, 0, nullptr},
 	{"n.m", TRACERY_TYPE_S32, 0, 0, nullptr},    {"t", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent = {"fuzz", "all", kFields, std::size(kFields), 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"fuzz", "all", kFields, std::size(kFields), 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 void check(bool ok)
 {

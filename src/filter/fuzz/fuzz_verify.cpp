@@ -47,7 +47,7 @@ const tracery_field_desc kFields[] = {
 	{"blob", TRACERY_TYPE_BLOB, 0, 0, nullptr},
 };
 constexpr uint32_t kNrFields = 15;
-const tracery_event_desc kEvent = {"fuzz", "ev", kFields, kNrFields, 0, nullptr, nullptr};
+const tracery_event_desc kEvent = {"fuzz", "ev", kFields, kNrFields, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 const uint16_t kElementFields[] = {8, 9, 10, 11};
 const uint16_t kStringFields[] = {12, 13};
 
