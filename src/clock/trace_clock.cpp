@@ -52,6 +52,13 @@ namespace tracery::clock {
 
 namespace detail {
 constinit State g_state{};
+
+uint64_t now_other() noexcept {
+#if TRACERY_CLOCK_HAVE_TSC
+  if (g_state.mode.load(std::memory_order_acquire) == uint32_t(Backend::tsc_ordered)) return now_tsc<true>();
+#endif
+  return now_vdso();
+}
 }  // namespace detail
 
 namespace {

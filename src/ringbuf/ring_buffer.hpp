@@ -8,7 +8,8 @@
 //  * Each buffer has a free-running 64-bit write offset W. Sub-buffer number k = offset / S (this is the
 //    SubbufView::seq), slot index = k % M, generation = k / M. W is stored together with the timestamp of the
 //    last reservation L in one 16-byte word that reserve() advances with a single 16-byte compare-and-swap.
-//    The clock is read inside the CAS loop and clamped to L, so timestamps never decrease in buffer order,
+//    The clock is read once, first, and the timestamp clamped to L in the CAS loop, so timestamps never
+//    decrease in buffer order (reading it first lets its latency overlap with the rest of the reservation),
 //    and the compact/extended header choice is made against the exact timestamp of the previous record.
 //  * Commit adds the record size to the cumulative commit count of its slot: the sub-buffer of generation g
 //    is complete when that count reaches (g + 1) * S. The count is two counters: a writer still on the buffer's
@@ -239,7 +240,8 @@ class Channel {
   // reserve/commit while the interrupted code is between its own reserve and commit on the same buffer).
   //
   // Reserves header + payload bytes in buffer `cpu` (the caller chooses it; a thread migrated between reserve and
-  // commit is fine). clock() is called inside the CAS loop and clamped to the buffer's last timestamp.
+  // commit is fine). clock() is called once, before the write position is read; the timestamp is clamped to the
+  // buffer's last timestamp in the CAS loop.
   // Sync::rseq: `cpu` must be the CPU the caller runs on; if the thread is moved meanwhile, the record goes to the
   // buffer of the CPU it is on then (r.cpu says which); if that CPU has no buffer or the thread has no rseq, the
   // record is dropped and counted in lost(cpu).
@@ -250,7 +252,7 @@ class Channel {
   template <class ClockFn>
   bool reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn&& clock, Reservation& r);
   // Publishes the record. Every successful reserve must be committed exactly once.
-  void commit(const Reservation& r) noexcept;
+  [[gnu::always_inline]] void commit(const Reservation& r) noexcept;
 
   // ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
   // The oldest complete, unconsumed sub-buffer. In overwrite mode writers may overwrite it while it is held:
@@ -361,12 +363,14 @@ class Channel {
 template <class ClockFn>
 inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn&& clock,
                              Reservation& r) {
+  const uint64_t now = static_cast<uint64_t>(clock());
   if (__builtin_expect(cpu >= num_cpus_, 0)) return false;
   detail::BufferHot* hot = hot_(cpu);
   detail::WritePos cur = detail::load_write_pos(hot->write);
   for (;;) {
-    uint64_t t = static_cast<uint64_t>(clock());
-    if (__builtin_expect(t < cur.last_ts, 0)) t = cur.last_ts;  // another process' clock may lag by a few ns
+    // Another process' clock may lag by a few ns, and a record reserved meanwhile (another thread, a signal
+    // handler) may carry a later time.
+    const uint64_t t = __builtin_expect(now < cur.last_ts, 0) ? cur.last_ts : now;
     const uint64_t sb_off = cur.offset & subbuf_mask_;
     const uint32_t hs = (allow_compact && t - cur.last_ts < compact_limit_) ? compact_hs_ : extended_hs_;
     const uint64_t size = uint64_t{hs} + payload_size;
@@ -385,7 +389,7 @@ inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_com
         return true;
       }
       if (rc < 0 && !follow_thread(cpu, hot, cur)) return false;
-      continue;  // cur now holds the current position: read the clock again
+      continue;  // cur now holds the current position
     }
     const int rc = reserve_slow(cpu, payload_size, allow_compact, t, cur, r);
     if (rc >= 0) return rc != 0;
@@ -403,7 +407,7 @@ inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot& hot, detai
   return detail::cas_write_pos(hot.write, cur, next) ? 1 : 0;
 }
 
-inline void Channel::commit(const Reservation& r) noexcept {
+[[gnu::always_inline]] inline void Channel::commit(const Reservation& r) noexcept {
   const uint64_t k = r.offset >> log2_subbuf_;
   detail::SubbufState& s = *subbuf_(r.cpu, k);
   const uint64_t sb_start = k << log2_subbuf_;
