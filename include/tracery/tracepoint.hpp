@@ -71,8 +71,11 @@ concept LabelledEnum = std::is_enum_v<T> && requires { enum_labels<T>::desc; };
 template <class T>
 struct field;
 
+// Every field<T> says whether it is a scalar: an event of scalars alone
+// passes its values to its gate as parameters (TRACERY_GATE_PARAMS).
 template <detail::Integer T>
 struct field<T> {
+	static constexpr bool scalar = true;
 	using param = T;
 	static constexpr tracery_field_desc desc(const char *name)
 	{
@@ -83,6 +86,7 @@ struct field<T> {
 
 template <>
 struct field<bool> {
+	static constexpr bool scalar = true;
 	using param = bool;
 	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_BOOL, 0, 0, nullptr}; }
 	static tracery_arg arg(const bool &v) { return {&v, 0}; }
@@ -90,6 +94,7 @@ struct field<bool> {
 
 template <>
 struct field<float> {
+	static constexpr bool scalar = true;
 	using param = float;
 	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_FLOAT, 0, 0, nullptr}; }
 	static tracery_arg arg(const float &v) { return {&v, 0}; }
@@ -97,6 +102,7 @@ struct field<float> {
 
 template <>
 struct field<double> {
+	static constexpr bool scalar = true;
 	using param = double;
 	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_DOUBLE, 0, 0, nullptr}; }
 	static tracery_arg arg(const double &v) { return {&v, 0}; }
@@ -104,6 +110,7 @@ struct field<double> {
 
 template <detail::LabelledEnum E>
 struct field<E> {
+	static constexpr bool scalar = true;
 	using param = E;
 	using U = std::underlying_type_t<E>;
 	static constexpr tracery_field_desc desc(const char *name)
@@ -116,6 +123,7 @@ struct field<E> {
 
 template <>
 struct field<std::string_view> {
+	static constexpr bool scalar = false;
 	using param = std::string_view;
 	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_STRING, 0, 0, nullptr}; }
 	static tracery_arg arg(const std::string_view &v)
@@ -126,6 +134,7 @@ struct field<std::string_view> {
 
 template <detail::Integer T, std::size_t N>
 struct field<std::array<T, N>> {
+	static constexpr bool scalar = false;
 	using param = const std::array<T, N> &;
 	static constexpr tracery_field_desc desc(const char *name)
 	{
@@ -136,6 +145,7 @@ struct field<std::array<T, N>> {
 
 template <detail::Integer T>
 struct field<std::span<const T>> {
+	static constexpr bool scalar = false;
 	using param = std::span<const T>;
 	static constexpr tracery_field_desc desc(const char *name)
 	{
@@ -149,6 +159,7 @@ struct field<std::span<const T>> {
 
 template <>
 struct field<blob> {
+	static constexpr bool scalar = false;
 	using param = blob;
 	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_BLOB, 0, 0, nullptr}; }
 	static tracery_arg arg(const blob &v) { return {v.data, v.size}; }
@@ -175,21 +186,44 @@ struct field<blob> {
 #define TRACERY__CXX_STR_(x) #x
 #define TRACERY__CXX_PARAM(spec) , tracery::field<TRACERY__CXX_TYPE(spec)>::param TRACERY__CXX_NAME(spec)
 #define TRACERY__CXX_ARG(spec) tracery::field<TRACERY__CXX_TYPE(spec)>::arg(TRACERY__CXX_NAME(spec)),
+#define TRACERY__CXX_ARGNAME(spec) , TRACERY__CXX_NAME(spec)
+#define TRACERY__CXX_SCALAR(spec) &&tracery::field<TRACERY__CXX_TYPE(spec)>::scalar
 
-// Declares event prov:name with (field, Type) pairs; usable in headers.
+// Declares event prov:name with (field, Type) pairs; usable in headers. The
+// emitter works as in tracepoint.h: an event of scalars alone calls its gate
+// with its parameters at the call site, others pass the argument array.
 #define TRACERY_CXX_EVENT(prov, name, ...)                                                          \
 	inline constexpr tracery_field_desc tracery__fields__##prov##__##name[] = {                 \
 		TRACERY__MAP(TRACERY__CXX_FD, __VA_ARGS__)};                                        \
+	inline constexpr bool tracery__scalar__##prov##__##name =                                   \
+		true TRACERY__MAP(TRACERY__CXX_SCALAR, __VA_ARGS__);                                \
 	inline __attribute__((visibility("hidden"))) tracery_event_desc TRACERY__DESC_NAME(prov, name) = { \
 		#prov, #name, tracery__fields__##prov##__##name,                                    \
-		sizeof(tracery__fields__##prov##__##name) / sizeof(tracery_field_desc), 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS}; \
+		sizeof(tracery__fields__##prov##__##name) / sizeof(tracery_field_desc), 0, nullptr, nullptr, \
+		nullptr, tracery__scalar__##prov##__##name ? TRACERY_GATE_PARAMS : TRACERY_GATE_ARGS}; \
 	static tracery_event_desc *const tracery__ptr__##prov##__##name TRACERY__SECTION_ATTR =    \
 		&TRACERY__DESC_NAME(prov, name);                                                    \
-	__attribute__((noinline, unused)) static void TRACERY__EMIT_NAME(prov, name)(                \
+	__attribute__((noinline, unused)) static void TRACERY__FIRE_NAME(prov, name)(                \
 		TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__)))                      \
 	{                                                                                            \
 		const tracery_arg args_[] = {TRACERY__MAP(TRACERY__CXX_ARG, __VA_ARGS__)};          \
-		tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                         \
+		if constexpr (tracery__scalar__##prov##__##name)                                     \
+			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                        \
+		else                                                                                 \
+			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                 \
+	}                                                                                            \
+	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
+		TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__)))                      \
+	{                                                                                            \
+		if constexpr (tracery__scalar__##prov##__##name) {                                   \
+			const tracery_gate_fn gate_ =                                                \
+				__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE); \
+			using params_gate_ = int (*)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__))); \
+			if (gate_ && !reinterpret_cast<params_gate_>(gate_)(                        \
+				TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_ARGNAME, __VA_ARGS__))))   \
+				return;                                                              \
+		}                                                                                    \
+		TRACERY__FIRE_NAME(prov, name)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_ARGNAME, __VA_ARGS__))); \
 	}
 
 // Emits prov:name (declared with TRACERY_CXX_EVENT).

@@ -2,6 +2,8 @@
 // schema built from C++ types and the arguments handed to probes.
 #include <tracery/tracepoint.hpp>
 
+#include "runtime/registry.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -16,6 +18,7 @@ TRACERY_CXX_EVENT(cxx, all,
                   (flag, bool), (small, int8_t), (big, uint64_t), (ratio, float), (precise, double),
                   (mode, Mode), (name, std::string_view), (fixed, std::array<int32_t, 2>),
                   (values, std::span<const uint16_t>), (raw, tracery::blob))
+TRACERY_CXX_EVENT(cxx, scalars, (n, int32_t), (mode, Mode), (x, double))
 
 namespace {
 
@@ -74,6 +77,35 @@ TEST(CxxApi, ArgumentsReachProbes)
 	EXPECT_EQ(c.args[8].len, 3u);
 	EXPECT_EQ(c.args[9].len, 2u);
 	EXPECT_EQ(c.args[9].ptr, raw);
+}
+
+// The gate of an all-scalar event takes its parameters (enumerations as
+// their underlying integer).
+int positive_n_gate(int32_t n, Mode mode, double x)
+{
+	return n > 0 && mode == Mode::on && x == 0.5;
+}
+
+void count_n(void *priv, const tracery_event_desc *, const tracery_arg *args)
+{
+	auto *seen = static_cast<std::vector<int32_t> *>(priv);
+	seen->push_back(*static_cast<const int32_t *>(args[0].ptr));
+}
+
+TEST(CxxApi, ScalarEventGateTakesTheParameters)
+{
+	EXPECT_EQ(tracery_event__cxx__scalars.gate_call, TRACERY_GATE_PARAMS);
+	EXPECT_EQ(tracery_event__cxx__all.gate_call, TRACERY_GATE_ARGS);
+	std::vector<int32_t> seen;
+	ASSERT_EQ(tracery::runtime::attach_probe(&tracery_event__cxx__scalars, count_n, &seen,
+	                                         reinterpret_cast<tracery_gate_fn>(&positive_n_gate)),
+	          0);
+	for (int32_t n : {-1, 2, 0, 5})
+		TRACERY_CXX_EMIT(cxx, scalars, n, Mode::on, 0.5);
+	TRACERY_CXX_EMIT(cxx, scalars, 7, Mode::off, 0.5);
+	TRACERY_CXX_EMIT(cxx, scalars, 8, Mode::on, 0.25);
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__cxx__scalars, count_n, &seen), 0);
+	EXPECT_EQ(seen, (std::vector<int32_t>{2, 5})) << "the gate saw every parameter";
 }
 
 TEST(CxxApi, DisabledEmitEvaluatesNothing)
