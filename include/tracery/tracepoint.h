@@ -329,29 +329,34 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
  * parameters, so a rejected event is a load, an indirect call and a return at
  * the call site; then the out-of-line TRACERY__FIRE_NAME packs the arguments
  * and runs the probes. Other events go straight to TRACERY__FIRE_NAME, which
- * packs them and passes the array to the gate. */
-#define TRACERY__EMITTER(prov, name, ...)                                                          \
-	__attribute__((noinline, unused)) static void TRACERY__FIRE_NAME(prov, name)(              \
-		TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__)))                        \
-	{                                                                                          \
-		const struct tracery_arg args_[] = {TRACERY__MAP(TRACERY__ARG, __VA_ARGS__)};      \
-		if (TRACERY__ALL_SCALAR(__VA_ARGS__))                                              \
-			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                      \
-		else                                                                               \
-			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);               \
-	}                                                                                          \
-	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(  \
-		TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__)))                        \
-	{                                                                                          \
-		if (TRACERY__ALL_SCALAR(__VA_ARGS__)) {                                            \
-			const tracery_gate_fn gate_ =                                              \
+ * packs them and passes the array to the gate. PARAM, ARG and NAME map a field
+ * spec to its parameter, tracery_arg initialiser and argument name (the C and
+ * the C++ API have their own). */
+#define TRACERY__EMITTER_WITH(prov, name, all_scalar, PARAM, ARG, NAME, ...)                        \
+	__attribute__((noinline, unused)) static void TRACERY__FIRE_NAME(prov, name)(                \
+		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
+	{                                                                                            \
+		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                 \
+		if (all_scalar)                                                                      \
+			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                        \
+		else                                                                                 \
+			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                 \
+	}                                                                                            \
+	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
+		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
+	{                                                                                            \
+		if (all_scalar) {                                                                    \
+			const tracery_gate_fn gate_ =                                                \
 				__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE); \
-			if (gate_ && !((int (*)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__PARAM, __VA_ARGS__))))gate_)( \
-				TRACERY__PARAMS(TRACERY__MAP(TRACERY__NAME, __VA_ARGS__))))        \
-				return;                                                            \
-		}                                                                                  \
-		TRACERY__FIRE_NAME(prov, name)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__NAME, __VA_ARGS__))); \
+			if (gate_ && !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)( \
+				TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                   \
+				return;                                                              \
+		}                                                                                    \
+		TRACERY__FIRE_NAME(prov, name)(TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__)));    \
 	}
+#define TRACERY__EMITTER(prov, name, ...)                                                           \
+	TRACERY__EMITTER_WITH(prov, name, TRACERY__ALL_SCALAR(__VA_ARGS__), TRACERY__PARAM, TRACERY__ARG, \
+	                      TRACERY__NAME, __VA_ARGS__)
 
 /* Declares (and, where this TU defines events, defines) event prov:name. */
 #define TRACERY_EVENT(prov, name, ...)                                                     \

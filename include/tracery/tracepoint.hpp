@@ -203,28 +203,8 @@ struct field<blob> {
 		nullptr, tracery__scalar__##prov##__##name ? TRACERY_GATE_PARAMS : TRACERY_GATE_ARGS}; \
 	static tracery_event_desc *const tracery__ptr__##prov##__##name TRACERY__SECTION_ATTR =    \
 		&TRACERY__DESC_NAME(prov, name);                                                    \
-	__attribute__((noinline, unused)) static void TRACERY__FIRE_NAME(prov, name)(                \
-		TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__)))                      \
-	{                                                                                            \
-		const tracery_arg args_[] = {TRACERY__MAP(TRACERY__CXX_ARG, __VA_ARGS__)};          \
-		if constexpr (tracery__scalar__##prov##__##name)                                     \
-			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                        \
-		else                                                                                 \
-			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                 \
-	}                                                                                            \
-	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
-		TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__)))                      \
-	{                                                                                            \
-		if constexpr (tracery__scalar__##prov##__##name) {                                   \
-			const tracery_gate_fn gate_ =                                                \
-				__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE); \
-			using params_gate_ = int (*)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_PARAM, __VA_ARGS__))); \
-			if (gate_ && !reinterpret_cast<params_gate_>(gate_)(                        \
-				TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_ARGNAME, __VA_ARGS__))))   \
-				return;                                                              \
-		}                                                                                    \
-		TRACERY__FIRE_NAME(prov, name)(TRACERY__PARAMS(TRACERY__MAP(TRACERY__CXX_ARGNAME, __VA_ARGS__))); \
-	}
+	TRACERY__EMITTER_WITH(prov, name, tracery__scalar__##prov##__##name, TRACERY__CXX_PARAM,    \
+	                      TRACERY__CXX_ARG, TRACERY__CXX_ARGNAME, __VA_ARGS__)
 
 // Emits prov:name (declared with TRACERY_CXX_EVENT).
 #define TRACERY_CXX_EMIT(prov, name, ...) TRACERY_EMIT(prov, name, __VA_ARGS__)
