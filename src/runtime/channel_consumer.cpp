@@ -15,23 +15,14 @@ namespace tracery::runtime {
 namespace {
 constexpr int kConsumerNice = -10;
 constexpr uint64_t kPollAfterDataNs = 20'000'000;
-// While data flows the thread polls at half the recent time between two
-// sub-buffers (all buffers together, so at most half the time one buffer
-// takes to fill one), within these bounds: waking up costs CPU time the
-// emitting threads need (a context switch, in a VM an exit or two).
-constexpr uint64_t kMinPollNs = 100'000;
-constexpr uint64_t kMaxPollNs = 1'000'000;
+} // namespace
 
-// The next poll interval from the last one and a drain of `packets` sub-buffers
-// `elapsed_ns` after the previous drain that found data.
 uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns)
 {
 	const uint64_t half_interval = elapsed_ns / packets / 2;
-	// Follow a faster flow at once, a slower one gradually.
 	const uint64_t next = half_interval < poll_ns ? half_interval : (3 * poll_ns + half_interval) / 4;
 	return std::clamp(next, kMinPollNs, kMaxPollNs);
 }
-} // namespace
 
 ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, ConsumerTarget target)
 	: channel_(channel), target_(std::move(target))
@@ -72,10 +63,8 @@ void *ChannelConsumer::thread_main(void *arg)
 	uint64_t last_data = 0;
 	uint64_t poll_ns = kMinPollNs;
 	while (!self->stop_.load(std::memory_order_relaxed)) {
-		// While data flows, poll instead of waiting for a wakeup: waking a
-		// thread whose CPU has gone idle can take milliseconds (a VM's
-		// halted vCPU, a deep C-state), and at full speed a buffer fills in
-		// about that time. After kPollAfterDataNs without data, block.
+		// While data flows, poll (see next_poll_ns); after
+		// kPollAfterDataNs without data, block.
 		const bool flowing = clock::detail::now_vdso() - last_data < kPollAfterDataNs;
 		if (flowing) {
 			if (!self->any_data_ready()) {

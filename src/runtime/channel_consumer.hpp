@@ -24,6 +24,20 @@ struct ConsumerTarget {
 	ctf::Uuid uuid;
 };
 
+// While data flows, the consumer thread polls instead of waiting to be woken
+// (waking a thread whose CPU has gone idle can take milliseconds: a VM's halted
+// vCPU, a deep C-state; at full speed a buffer fills in about that time). It
+// polls at half the recent time between two sub-buffers (all buffers
+// together, so at most half the time one buffer takes to fill one), within
+// [kMinPollNs, kMaxPollNs]: each wakeup costs CPU time the emitting threads
+// need. next_poll_ns: the interval after a drain that wrote `packets` (> 0)
+// sub-buffers `elapsed_ns` after the previous drain that found data, when the
+// last interval was `poll_ns`. A faster flow is followed at once, a slower one
+// gradually.
+inline constexpr uint64_t kMinPollNs = 100'000;
+inline constexpr uint64_t kMaxPollNs = 1'000'000;
+uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns);
+
 class ChannelConsumer {
 public:
 	ChannelConsumer(ringbuf::Channel &channel, ConsumerTarget target);
