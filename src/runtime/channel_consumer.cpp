@@ -2,6 +2,7 @@
 #include "runtime/channel_consumer.hpp"
 
 #include "clock/trace_clock.hpp"
+#include "runtime/background_thread.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -45,7 +46,7 @@ ChannelConsumer::~ChannelConsumer()
 void ChannelConsumer::start_thread()
 {
 	stop_.store(false);
-	if (pthread_create(&thread_, nullptr, &ChannelConsumer::thread_main, this) == 0)
+	if (start_background_thread(thread_, &ChannelConsumer::thread_main, this) == 0)
 		thread_running_ = true;
 }
 

@@ -1,6 +1,7 @@
 // libtracery's link to the session daemon: see daemon_client.hpp.
 #include "runtime/daemon_client.hpp"
 
+#include "runtime/background_thread.hpp"
 #include "runtime/daemon_session.hpp"
 #include "runtime/registry.hpp"
 
@@ -11,7 +12,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
@@ -66,7 +66,7 @@ public:
 		wake_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		initial_done_ = false;
 		quit_ = false;
-		if (pthread_create(&thread_, nullptr, &DaemonClient::thread_main, this) != 0)
+		if (start_background_thread(thread_, &DaemonClient::thread_main, this) != 0)
 			return;
 		std::unique_lock lock(mutex_);
 		cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_), [this] { return initial_done_; });
@@ -136,9 +136,6 @@ private:
 	static void *thread_main(void *arg)
 	{
 		pthread_setname_np(pthread_self(), "tracery-control");
-		sigset_t all;
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, nullptr); // the program's signals are not ours
 		static_cast<DaemonClient *>(arg)->run();
 		return nullptr;
 	}
