@@ -302,6 +302,33 @@ Channel::~Channel() {
 // ---------------------------------------------------------------------------------------------------------------
 // Producer slow paths. All async-signal-safe: atomics only, plus FUTEX_WAKE when a consumer waits.
 
+bool Channel::reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
+                              Reservation& r) noexcept {
+  if (cpu >= num_cpus_) return false;
+  BufferHot* hot = hot_(cpu);
+  WritePos cur = detail::load_write_pos(hot->write);
+  for (;;) {
+    // Another process' clock may lag by a few ns, and a record reserved meanwhile (another thread, a signal
+    // handler) may carry a later time.
+    const uint64_t t = now < cur.last_ts ? cur.last_ts : now;
+    const uint64_t sb_off = cur.offset & subbuf_mask_;
+    const uint32_t hs = (allow_compact && t - cur.last_ts < compact_limit_) ? compact_hs_ : extended_hs_;
+    const uint64_t size = uint64_t{hs} + payload_size;
+    if (sb_off != 0 && sb_off + size < subbuf_size_) {
+      const int rc = update_write_pos(cpu, *hot, cur, WritePos{cur.offset + size, t});
+      if (rc > 0) {
+        r = Reservation{data_(cpu) + (cur.offset & buffer_mask_), t, cur.offset, hs, static_cast<uint32_t>(size), cpu};
+        return true;
+      }
+      if (rc < 0 && !follow_thread(cpu, hot, cur)) return false;
+      continue;  // cur now holds the current position
+    }
+    const int rc = reserve_slow(cpu, payload_size, allow_compact, t, cur, r);
+    if (rc >= 0) return rc != 0;
+    if (rc == -2 && !follow_thread(cpu, hot, cur)) return false;
+  }
+}
+
 int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t, WritePos& cur,
                           Reservation& r) noexcept {
   // Sync::rseq: the drop decisions below are about this CPU's buffer; a thread already elsewhere retargets first.

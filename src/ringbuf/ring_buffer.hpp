@@ -9,8 +9,11 @@
 //    SubbufView::seq), slot index = k % M, generation = k / M. W is stored together with the timestamp of the
 //    last reservation L in one 16-byte word that reserve() advances with a single 16-byte compare-and-swap.
 //    The clock is read once, first, and the timestamp clamped to L in the CAS loop, so timestamps never
-//    decrease in buffer order (reading it first lets its latency overlap with the rest of the reservation),
-//    and the compact/extended header choice is made against the exact timestamp of the previous record.
+//    decrease in buffer order, and the compact/extended header choice is made against the exact timestamp of
+//    the previous record. Reading it first lets its latency overlap with the rest of the reservation: in the
+//    common case (no clamp, compact header, strictly inside the open sub-buffer) the timestamp reaches the
+//    record's position only through predicted branches, never as data, so the write position, the slot and
+//    the payload stores need not wait for the clock (the time stamp itself is only stored).
 //  * Commit adds the record size to the cumulative commit count of its slot: the sub-buffer of generation g
 //    is complete when that count reaches (g + 1) * S. The count is two counters: a writer still on the buffer's
 //    CPU adds to the local one with a restartable sequence (rseq.hpp: no locked instruction); anyone else (a
@@ -28,8 +31,8 @@
 //       counted. Reserve + commit take less than half the time (docs/performance.md).
 //  * Common path: reserve = one CAS or compare-and-store on W, commit = one rseq add (plus a plain load/store
 //    used for crash recovery). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and
-//    reentrant.
-//    Switching sub-buffers and waking a waiting consumer are out-of-line cold paths.
+//    reentrant. That common case is inlined into the caller; the general loop (clamping, extended headers,
+//    retries, a thread that moved), switching sub-buffers and waking a waiting consumer are out of line.
 //  * Discard mode: a writer never enters a sub-buffer the consumer has not released (the record is dropped and
 //    counted). Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward,
 //    but drops (and counts) its record if that slot's previous generation is still being written.
@@ -301,6 +304,9 @@ class Channel {
  private:
   // `config` was validated; the layout is recomputed from it, never read back from the (shared, writable) mapping.
   Channel(int fd, void* map, std::size_t map_size, const Config& config);
+  // reserve() past its common case: the full loop, with the clock already read.
+  [[gnu::noinline]] bool reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
+                                         Reservation& r) noexcept;
   // reserve_slow: 1 reserved, 0 dropped (counted), -1 try again (cur reloaded), -2 the thread is not on `cpu`.
   [[gnu::cold]] int reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t,
                                  detail::WritePos& cur, Reservation& r) noexcept;
@@ -361,40 +367,30 @@ class Channel {
 // Hot path.
 
 template <class ClockFn>
-inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn&& clock,
-                             Reservation& r) {
+[[gnu::always_inline]] inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact,
+                                                    ClockFn&& clock, Reservation& r) {
   const uint64_t now = static_cast<uint64_t>(clock());
   if (__builtin_expect(cpu >= num_cpus_, 0)) return false;
   detail::BufferHot* hot = hot_(cpu);
   detail::WritePos cur = detail::load_write_pos(hot->write);
-  for (;;) {
-    // Another process' clock may lag by a few ns, and a record reserved meanwhile (another thread, a signal
-    // handler) may carry a later time.
-    const uint64_t t = __builtin_expect(now < cur.last_ts, 0) ? cur.last_ts : now;
-    const uint64_t sb_off = cur.offset & subbuf_mask_;
-    const uint32_t hs = (allow_compact && t - cur.last_ts < compact_limit_) ? compact_hs_ : extended_hs_;
-    const uint64_t size = uint64_t{hs} + payload_size;
-    // Common case: continue the open sub-buffer, strictly inside it. Opening, closing, exact fill and drops are
-    // handled out of line.
-    if (__builtin_expect(sb_off != 0 && sb_off + size < subbuf_size_, 1)) {
-      const detail::WritePos next{cur.offset + size, t};
-      const int rc = update_write_pos(cpu, *hot, cur, next);
-      if (__builtin_expect(rc > 0, 1)) {
-        r.slot = data_(cpu) + (cur.offset & buffer_mask_);
-        r.timestamp = t;
-        r.offset = cur.offset;
-        r.header_size = hs;
-        r.size = static_cast<uint32_t>(size);
-        r.cpu = cpu;
-        return true;
-      }
-      if (rc < 0 && !follow_thread(cpu, hot, cur)) return false;
-      continue;  // cur now holds the current position
+  // The common case as one predicted branch (the header comment says why no data may depend on `now` here);
+  // everything else is reserve_general's.
+  const uint64_t sb_off = cur.offset & subbuf_mask_;
+  const uint64_t size = uint64_t{compact_hs_} + payload_size;
+  if (__builtin_expect(allow_compact & (now >= cur.last_ts) & (now - cur.last_ts < compact_limit_) & (sb_off != 0) &
+                           (sb_off + size < subbuf_size_),
+                       1)) {
+    if (__builtin_expect(update_write_pos(cpu, *hot, cur, detail::WritePos{cur.offset + size, now}) > 0, 1)) {
+      r.slot = data_(cpu) + (cur.offset & buffer_mask_);
+      r.timestamp = now;
+      r.offset = cur.offset;
+      r.header_size = compact_hs_;
+      r.size = static_cast<uint32_t>(size);
+      r.cpu = cpu;
+      return true;
     }
-    const int rc = reserve_slow(cpu, payload_size, allow_compact, t, cur, r);
-    if (rc >= 0) return rc != 0;
-    if (rc == -2 && !follow_thread(cpu, hot, cur)) return false;
   }
+  return reserve_general(cpu, payload_size, allow_compact, now, r);
 }
 
 inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot& hot, detail::WritePos& cur,
