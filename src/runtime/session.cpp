@@ -97,7 +97,7 @@ void Session::attach(tracery_event_desc *desc)
 	auto programs = catalog_.filters_for(*desc);
 	if (!programs)
 		return;
-	auto binding = std::make_unique<Binding>(Binding{this, 0, layout, {}, false});
+	auto binding = std::make_unique<Binding>(Binding{this, 0, layout, payload_writer_for(*desc), {}, false});
 	for (const auto &program : *programs) {
 		std::string why;
 		auto f = filter::Filter::load(program, *desc, filter::default_engine(), &why);
@@ -185,7 +185,10 @@ void Session::record(const Binding &b, const tracery_arg *args)
 		ctf::write_context(p, s->context_, process_vpid(), tc.vtid, tc.procname);
 		p += ctx_size;
 	}
-	b.layout.write_payload(p, args);
+	if (b.writer)
+		b.writer(p, args);
+	else
+		b.layout.write_payload(p, args);
 	chan.commit(r);
 }
 

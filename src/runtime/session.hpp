@@ -9,6 +9,7 @@
 #include "ctf/event_payload.hpp"
 #include "filter/filter.hpp"
 #include "ringbuf/ring_buffer.hpp"
+#include "runtime/payload_writer.hpp"
 #include "runtime/registry.hpp"
 
 #include <atomic>
@@ -68,6 +69,7 @@ private:
 		Session *session;
 		uint32_t id;
 		ctf::EventLayout layout;
+		PayloadWriter writer; // the layout's specialised writer, or nullptr (payload_writer.hpp)
 		std::vector<std::unique_ptr<filter::Filter>> filters;
 		bool filters_use_context = false;
 		const filter::Filter *only_filter = nullptr; // the common case: one filter, no context

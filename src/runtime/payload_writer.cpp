@@ -1,0 +1,121 @@
+// Per-layout payload writers generated with asmjit. See payload_writer.hpp.
+#include "runtime/payload_writer.hpp"
+
+#include "ctf/event_payload.hpp"
+
+#include <asmjit/x86.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace tracery::runtime {
+
+namespace {
+
+using namespace asmjit;
+
+// Bytes of each field's value, 'b' for a bool (normalised to 0 or 1, as
+// detail::write_bool does): the key under which writers are shared. Empty if
+// the layout has a field that is not a scalar.
+std::string shape_of(const tracery_event_desc &desc)
+{
+	if (ctf::event_desc_error(desc) || desc.nr_fields == 0 || desc.nr_fields > kMaxWriterFields)
+		return {};
+	std::string shape;
+	for (uint32_t i = 0; i < desc.nr_fields; ++i) {
+		const tracery_field_desc &f = desc.fields[i];
+		const unsigned type = f.type == TRACERY_TYPE_ENUM ? f.elem_type : f.type;
+		const size_t size = ctf::scalar_size(type);
+		if (size == 0)
+			return {};
+		shape.push_back(type == TRACERY_TYPE_BOOL ? 'b' : static_cast<char>('0' + size));
+	}
+	return shape;
+}
+
+// System V x86-64: rdi = dst, rsi = args. rax holds each argument's pointer,
+// rcx its value; nothing callee-saved is touched, so no frame.
+PayloadWriter generate(JitRuntime &rt, const std::string &shape)
+{
+	static_assert(offsetof(tracery_arg, ptr) == 0);
+	constexpr int32_t kArgSize = int32_t(sizeof(tracery_arg));
+	CodeHolder code;
+	if (code.init(rt.environment()) != kErrorOk)
+		return nullptr;
+	x86::Assembler a(&code);
+	int32_t off = 0;
+	for (size_t i = 0; i < shape.size(); ++i) {
+		a.mov(x86::rax, x86::qword_ptr(x86::rsi, int32_t(i) * kArgSize));
+		switch (shape[i]) {
+		case 'b':
+			a.cmp(x86::byte_ptr(x86::rax), 0);
+			a.setne(x86::cl);
+			a.mov(x86::byte_ptr(x86::rdi, off), x86::cl);
+			off += 1;
+			break;
+		case '1':
+			a.movzx(x86::ecx, x86::byte_ptr(x86::rax));
+			a.mov(x86::byte_ptr(x86::rdi, off), x86::cl);
+			off += 1;
+			break;
+		case '2':
+			a.movzx(x86::ecx, x86::word_ptr(x86::rax));
+			a.mov(x86::word_ptr(x86::rdi, off), x86::cx);
+			off += 2;
+			break;
+		case '4':
+			a.mov(x86::ecx, x86::dword_ptr(x86::rax));
+			a.mov(x86::dword_ptr(x86::rdi, off), x86::ecx);
+			off += 4;
+			break;
+		default: // '8'
+			a.mov(x86::rcx, x86::qword_ptr(x86::rax));
+			a.mov(x86::qword_ptr(x86::rdi, off), x86::rcx);
+			off += 8;
+			break;
+		}
+	}
+	a.ret();
+	PayloadWriter fn = nullptr;
+	if (rt.add(&fn, &code) != kErrorOk)
+		return nullptr;
+	return fn;
+}
+
+bool disabled_by_environment()
+{
+	const char *v = std::getenv("TRACERY_PAYLOAD_JIT");
+	return v && std::strcmp(v, "0") == 0;
+}
+
+} // namespace
+
+PayloadWriter payload_writer_for(const tracery_event_desc &desc)
+{
+#if defined(__x86_64__) && !defined(__BIG_ENDIAN__)
+	static const bool disabled = disabled_by_environment();
+	if (disabled)
+		return nullptr;
+	const std::string shape = shape_of(desc);
+	if (shape.empty())
+		return nullptr;
+	// Never destroyed: writers stay valid until the process exits.
+	static std::mutex *mutex = new std::mutex;
+	static auto *writers = new std::map<std::string, PayloadWriter>;
+	static JitRuntime *rt = new JitRuntime;
+	std::lock_guard lock(*mutex);
+	auto [it, added] = writers->try_emplace(shape, nullptr);
+	if (added)
+		it->second = generate(*rt, shape);
+	return it->second;
+#else
+	(void)desc;
+	return nullptr;
+#endif
+}
+
+} // namespace tracery::runtime
