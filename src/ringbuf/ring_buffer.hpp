@@ -393,8 +393,9 @@ template <class ClockFn>
   return reserve_general(cpu, payload_size, allow_compact, now, r);
 }
 
-inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot& hot, detail::WritePos& cur,
-                                     const detail::WritePos& next) noexcept {
+[[gnu::always_inline]] inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot& hot,
+                                                          detail::WritePos& cur,
+                                                          const detail::WritePos& next) noexcept {
   if (rseq_) {
     const int rc = rseq::cas16_on_cpu(cpu, &hot.write, cur.offset, cur.last_ts, next.offset, next.last_ts);
     if (rc == 0) cur = detail::load_write_pos(hot.write);
@@ -421,8 +422,8 @@ inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot& hot, detai
   }
 }
 
-inline uint64_t Channel::add_committed(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
-                                      uint64_t bytes) noexcept {
+[[gnu::always_inline]] inline uint64_t Channel::add_committed(detail::SubbufState& s, uint32_t cpu,
+                                                              uint64_t sb_number, uint64_t bytes) noexcept {
   uint64_t local;
   if (__builtin_expect(rseq::add_on_cpu(cpu, s.commit_count, bytes, local), 1))
     return local + detail::load(s.commit_remote, std::memory_order_acquire);

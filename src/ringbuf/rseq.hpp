@@ -42,6 +42,11 @@ namespace tracery::ringbuf::rseq {
 
 // struct rseq: cpu_id_start at 0, cpu_id at 4, rseq_cs at 8 (the kernel's ABI, fixed).
 //
+// The functions holding a critical section, and those of ring_buffer.hpp that call them, are always inlined: an
+// out-of-line copy of an inline function lives in a COMDAT section that the linker drops when another object has
+// the same copy, and the section's __rseq_cs descriptor would then point into a dropped section (ld refuses to
+// link; seen under AddressSanitizer, whose larger code GCC inlines less).
+//
 // Layout of each critical section below. Label 3: its descriptor (struct rseq_cs: version, flags, start_ip,
 // post_commit_offset, abort_ip), which the code publishes in rseq->rseq_cs before entering. 1..2: the section; its
 // last instruction is the single store that commits. 4: the abort handler, out of line in __rseq_failure, preceded
@@ -75,7 +80,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 // If the calling thread runs on `cpu`: counter += v without a locked instruction, atomically with respect to every
 // thread on that CPU; `after` receives the new value and the result is true. False, with nothing changed, if the
 // thread is on another CPU or has no rseq area (never true on a CPU other than `cpu`).
-inline bool add_on_cpu(uint32_t cpu, uint64_t& counter, uint64_t v, uint64_t& after) noexcept {
+[[gnu::always_inline]] inline bool add_on_cpu(uint32_t cpu, uint64_t& counter, uint64_t v, uint64_t& after) noexcept {
   if (__rseq_size == 0) return false;
   const long off = __rseq_offset;
   uint64_t value;
@@ -109,7 +114,8 @@ inline bool add_on_cpu(uint32_t cpu, uint64_t& counter, uint64_t v, uint64_t& af
 // replace them with {n0, n1}, atomically with respect to every thread on that CPU. The replacement is a single
 // 16-byte store, so an abort never leaves half of it behind. Returns 1 if replaced, 0 if the bytes differed,
 // -1 if the thread is not on `cpu`, was preempted or interrupted meanwhile, or has no rseq area.
-inline int cas16_on_cpu(uint32_t cpu, void* p, uint64_t e0, uint64_t e1, uint64_t n0, uint64_t n1) noexcept {
+[[gnu::always_inline]] inline int cas16_on_cpu(uint32_t cpu, void* p, uint64_t e0, uint64_t e1, uint64_t n0,
+                                                uint64_t n1) noexcept {
   if (__rseq_size == 0) return -1;
   const long off = __rseq_offset;
   int rc;
