@@ -4,7 +4,6 @@
 #include "clock/trace_clock.hpp"
 #include "runtime/background_thread.hpp"
 
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -51,30 +50,14 @@ void ChannelConsumer::start_thread()
 		thread_running_ = true;
 }
 
-// Emitting threads that keep every CPU busy must not starve the thread that
-// empties their buffers. A higher nice value is not enough: the scheduler
-// (EEVDF) lets a running thread finish its slice before a woken one of any
-// weight, which left this thread off the CPU for 3 to 5 ms in one run of two
-// at full speed (two emitting threads on two CPUs, default buffers: a buffer
-// fills in about 3 ms, and 1 in 2 runs lost events). So where allowed (root,
-// CAP_SYS_NICE or RLIMIT_RTPRIO) it runs SCHED_FIFO at the lowest real-time
-// priority: it preempts ordinary threads when it wakes, yields to any other
-// real-time thread, sleeps between polls, and the kernel's real-time
-// throttling bounds it. Otherwise, where allowed (RLIMIT_NICE), nice -10;
-// otherwise the caller's scheduling.
-void ChannelConsumer::run_ahead_of_emitters()
-{
-	sched_param param{};
-	param.sched_priority = sched_get_priority_min(SCHED_FIFO);
-	if (sched_setscheduler(0, SCHED_FIFO, &param) != 0) // 0: the calling thread
-		setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kConsumerNice);
-}
-
 void *ChannelConsumer::thread_main(void *arg)
 {
 	auto *self = static_cast<ChannelConsumer *>(arg);
 	pthread_setname_np(pthread_self(), "tracery-consume");
-	run_ahead_of_emitters();
+	// Emitting threads that keep every CPU busy must not starve the thread
+	// that empties their buffers: where allowed (root, CAP_SYS_NICE or
+	// RLIMIT_NICE), run ahead of them. Otherwise it stays at the caller's nice.
+	setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kConsumerNice);
 	// This thread also keeps the trace clock on CLOCK_MONOTONIC (slope
 	// corrections; several consumers calling resync() is harmless).
 	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();

@@ -58,7 +58,6 @@ public:
 
 private:
 	static void *thread_main(void *arg);
-	static void run_ahead_of_emitters();
 	bool any_data_ready() const; // some buffer has a complete sub-buffer
 	ctf::StreamWriter &stream(uint32_t cpu);
 	void write(const ringbuf::Channel::SubbufView &v);
