@@ -55,7 +55,7 @@ void Session::stop()
 		old.swap(bindings_);
 	}
 	for (auto &[desc, binding] : old)
-		tracery_probe_detach(desc, &Session::probe, binding.get());
+		tracery_probe_detach(desc, binding->probe_fn(), binding.get());
 	tracery_probe_synchronize();
 }
 
@@ -121,7 +121,7 @@ void Session::attach(tracery_event_desc *desc)
 	if (id < 0)
 		return;
 	binding->id = static_cast<uint32_t>(id);
-	if (attach_probe(desc, &Session::probe, binding.get(), gate) == 0)
+	if (attach_probe(desc, binding->probe_fn(), binding.get(), gate) == 0)
 		bindings_.emplace(desc, std::move(binding));
 }
 
@@ -136,7 +136,7 @@ void Session::on_event_unregistered(tracery_event_desc *desc)
 		binding = std::move(it->second);
 		bindings_.erase(it);
 	}
-	tracery_probe_detach(desc, &Session::probe, binding.get()); // waits for a grace period
+	tracery_probe_detach(desc, binding->probe_fn(), binding.get()); // waits for a grace period
 }
 
 bool Session::filters_accept(const Binding &b, const tracery_arg *args)
@@ -154,7 +154,7 @@ bool Session::filters_accept(const Binding &b, const tracery_arg *args)
 	return false;
 }
 
-void Session::probe(void *priv, const tracery_event_desc *, const tracery_arg *args)
+void Session::probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
 {
 	auto *b = static_cast<Binding *>(priv);
 	if (b->only_filter) {
@@ -163,11 +163,12 @@ void Session::probe(void *priv, const tracery_event_desc *, const tracery_arg *a
 	} else if (!b->filters.empty() && !filters_accept(*b, args)) [[unlikely]] {
 		return;
 	}
-	record(*b, args); // a tail call: a rejected event never pays record()'s stack frame
+	record(priv, desc, args); // a tail call: a rejected event never pays record()'s stack frame
 }
 
-void Session::record(const Binding &b, const tracery_arg *args)
+void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *args)
 {
+	const Binding &b = *static_cast<const Binding *>(priv);
 	Session *s = b.session;
 	ringbuf::Channel &chan = *s->channel_;
 	const uint32_t ctx_size = s->context_size_;

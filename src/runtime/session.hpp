@@ -73,10 +73,13 @@ private:
 		std::vector<std::unique_ptr<filter::Filter>> filters;
 		bool filters_use_context = false;
 		const filter::Filter *only_filter = nullptr; // the common case: one filter, no context
+		// The probe attached to the event: record itself when there is no
+		// filter (one call less per event), else probe.
+		tracery_probe_fn probe_fn() const { return filters.empty() ? &Session::record : &Session::probe; }
 	};
 	static void probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args);
 	static bool filters_accept(const Binding &b, const tracery_arg *args);
-	[[gnu::noinline]] static void record(const Binding &b, const tracery_arg *args);
+	[[gnu::noinline]] static void record(void *priv, const tracery_event_desc *desc, const tracery_arg *args);
 	void attach(tracery_event_desc *desc);
 
 	std::unique_ptr<ringbuf::Channel> channel_;
