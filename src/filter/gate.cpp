@@ -28,12 +28,16 @@ std::string gate_key(const Program &program, const tracery_event_desc &desc)
 	return key;
 }
 
+// CallForm::args takes (args, const Context *): the emitter passes NULL, which
+// nothing here reads.
+tracery_gate_fn as_gate(const Jit &jit) { return reinterpret_cast<tracery_gate_fn>(jit.fn()); }
+
 } // namespace
 
 tracery_gate_fn gate_for(const Program &program, const tracery_event_desc &desc)
 {
 	// Never destroyed: emitters may run gates until the process is gone.
-	static auto *mutex = new std::mutex;
+	// Guarded by codegen_mutex().
 	static auto *gates = new std::map<std::string, std::unique_ptr<Jit>>;
 	if (desc.gate_call != TRACERY_GATE_ARGS && desc.gate_call != TRACERY_GATE_PARAMS)
 		return nullptr;
@@ -44,15 +48,23 @@ tracery_gate_fn gate_for(const Program &program, const tracery_event_desc &desc)
 		return nullptr;
 	if (form == CallForm::params && !params_form_possible(desc))
 		return nullptr;
-	std::lock_guard lock(*mutex);
-	auto &jit = (*gates)[gate_key(program, desc)];
-	if (!jit)
-		jit = Jit::compile(program, desc, info, &why, form);
+	const std::string key = gate_key(program, desc);
+	{
+		std::lock_guard lock(codegen_mutex());
+		if (auto it = gates->find(key); it != gates->end())
+			return as_gate(*it->second);
+	}
+	// Compiled without the lock (compile takes it to install the code). A
+	// thread that compiled the same gate meanwhile wins; ours is released
+	// after the lock is dropped (jit outlives the guard below).
+	std::unique_ptr<Jit> jit = Jit::compile(program, desc, info, &why, form);
 	if (!jit)
 		return nullptr;
-	// CallForm::args takes (args, const Context *): the emitter passes NULL,
-	// which nothing here reads.
-	return reinterpret_cast<tracery_gate_fn>(jit->fn());
+	std::lock_guard lock(codegen_mutex());
+	auto &cached = (*gates)[key];
+	if (!cached)
+		cached = std::move(jit);
+	return as_gate(*cached);
 }
 
 } // namespace tracery::filter

@@ -14,7 +14,8 @@ namespace {
 
 using namespace asmjit;
 
-// Process-wide, never destroyed (code may run until the process exits).
+// Process-wide, never destroyed (code may run until the process exits). Used
+// under codegen_mutex().
 JitRuntime &runtime()
 {
 	static JitRuntime *rt = new JitRuntime();
@@ -480,8 +481,10 @@ std::unique_ptr<Jit> Jit::compile(const Program &program, const tracery_event_de
 	if (errors.error == kErrorOk)
 		cc.finalize();
 	FilterFn fn = nullptr;
-	if (errors.error == kErrorOk)
+	if (errors.error == kErrorOk) {
+		std::lock_guard lock(codegen_mutex());
 		errors.error = runtime().add(&fn, &code);
+	}
 	if (errors.error != kErrorOk || !fn) {
 		if (why)
 			*why = std::string("JIT compilation failed: ") +
@@ -494,8 +497,16 @@ std::unique_ptr<Jit> Jit::compile(const Program &program, const tracery_event_de
 
 Jit::~Jit()
 {
-	if (fn_)
+	if (fn_) {
+		std::lock_guard lock(codegen_mutex());
 		runtime().release(fn_);
+	}
+}
+
+std::mutex &codegen_mutex()
+{
+	static auto *mutex = new std::mutex; // never destroyed: code is released until the process exits
+	return *mutex;
 }
 
 } // namespace tracery::filter

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ enum class CallForm {
 
 // True if `desc` can be compiled in CallForm::params: every field a scalar (integer, float, bool, enum).
 bool params_form_possible(const tracery_event_desc &desc);
+
+// The one lock of all code generation in the process: held around every use of
+// an asmjit runtime (adding and releasing code) and every cache of generated
+// code (gate.cpp, src/runtime/payload_writer.cpp). The fork handlers hold it
+// across fork() (src/runtime/daemonless.cpp), so a child never inherits it,
+// nor asmjit's own allocator lock, taken by a thread that the child lacks.
+// Jit::compile and ~Jit take it themselves: never call them with it held.
+std::mutex &codegen_mutex();
 
 class Jit {
 public:

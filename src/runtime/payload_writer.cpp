@@ -2,6 +2,7 @@
 #include "runtime/payload_writer.hpp"
 
 #include "ctf/event_payload.hpp"
+#include "filter/jit.hpp"
 
 #include <asmjit/x86.h>
 
@@ -103,11 +104,11 @@ PayloadWriter payload_writer_for(const tracery_event_desc &desc)
 	const std::string shape = shape_of(desc);
 	if (shape.empty())
 		return nullptr;
-	// Never destroyed: writers stay valid until the process exits.
-	static std::mutex *mutex = new std::mutex;
+	// Never destroyed: writers stay valid until the process exits. Guarded,
+	// like all code generation, by the filter library's codegen lock.
 	static auto *writers = new std::map<std::string, PayloadWriter>;
 	static JitRuntime *rt = new JitRuntime;
-	std::lock_guard lock(*mutex);
+	std::lock_guard lock(filter::codegen_mutex());
 	auto [it, added] = writers->try_emplace(shape, nullptr);
 	if (added)
 		it->second = generate(*rt, shape);

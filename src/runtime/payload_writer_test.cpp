@@ -1,12 +1,20 @@
 // Unit test of the per-layout payload writers (payload_writer.hpp): the same
-// bytes as ctf::write_payload for random all-scalar layouts and values.
+// bytes as ctf::write_payload for random all-scalar layouts and values, and
+// code generation in a child forked while another thread generates code.
 #include "runtime/payload_writer.hpp"
 
 #include "ctf/event_payload.hpp"
+#include "runtime/registry.hpp"
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace tracery::runtime {
@@ -76,6 +84,63 @@ TEST(PayloadWriter, NoneForOtherLayouts)
 	EXPECT_EQ(payload_writer_for(make_desc(bad_enum)), nullptr) << "an enum without labels is not recordable";
 	EXPECT_EQ(payload_writer_for(make_desc(too_many)), nullptr);
 	EXPECT_EQ(payload_writer_for(make_desc({})), nullptr);
+}
+
+// A layout of its own for each (tag, n): a first field of tag + 1 bytes, then
+// twelve fields whose sizes spell n in base 4.
+std::vector<tracery_field_desc> distinct_layout(int tag, uint64_t n)
+{
+	const uint8_t by_size[] = {TRACERY_TYPE_U8, TRACERY_TYPE_U16, TRACERY_TYPE_U32, TRACERY_TYPE_U64};
+	std::vector<tracery_field_desc> fields = {{"tag", by_size[tag], 0, 0, nullptr}};
+	for (int digit = 0; digit < 12; ++digit, n /= 4)
+		fields.push_back({"f", by_size[n % 4], 0, 0, nullptr});
+	return fields;
+}
+
+// The fork handlers hold the code generation lock across fork()
+// (lock_for_fork): a child forked while another thread generates code must be
+// able to generate code, instead of waiting forever for a lock held by a
+// thread it does not have.
+TEST(PayloadWriter, AChildForkedDuringCodeGenerationCanGenerateCode)
+{
+	std::atomic<bool> stop{false};
+	std::atomic<uint64_t> generated{0};
+	std::thread generator([&] {
+		for (uint64_t n = 0; !stop.load(); ++n) {
+			const auto fields = distinct_layout(0, n);
+			if (payload_writer_for(make_desc(fields)))
+				generated++;
+		}
+	});
+	while (generated.load() == 0)
+		std::this_thread::yield();
+	for (int round = 0; round < 40; ++round) {
+		lock_for_fork();
+		const pid_t child = fork();
+		if (child == 0) {
+			unlock_after_fork();
+			const auto fields = distinct_layout(1, uint64_t(round)); // never made by the parent
+			_exit(payload_writer_for(make_desc(fields)) ? 0 : 1);
+		}
+		unlock_after_fork();
+		ASSERT_GT(child, 0) << "fork failed";
+		int status = 0;
+		pid_t done = 0;
+		for (int ms = 0; ms < 10000 && (done = waitpid(child, &status, WNOHANG)) == 0; ++ms)
+			usleep(1000);
+		if (done == 0) {
+			kill(child, SIGKILL);
+			waitpid(child, &status, 0);
+		}
+		EXPECT_NE(done, 0) << "round " << round << ": the child still waits for the code generation lock after 10 s";
+		EXPECT_TRUE(done == 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			<< "round " << round << ": the child got no writer (status " << status << ")";
+		if (done == 0)
+			break;
+	}
+	stop = true;
+	generator.join();
+	EXPECT_GT(generated.load(), 40u) << "the generating thread should have been busy all along";
 }
 
 } // namespace

@@ -9,6 +9,8 @@
 #define _LGPL_SOURCE
 #include "runtime/registry.hpp"
 
+#include "filter/jit.hpp"
+
 // The read lock and unlock reach liburcu-bp's per-thread reader pointer. Declare
 // it as the C TLS variable it is, in the initial-exec model: an %fs-relative
 // load instead of a __tls_get_addr call and C++'s thread_local wrapper check
@@ -156,8 +158,17 @@ std::vector<tracery_event_desc *> registered_events()
 	return registered();
 }
 
-void lock_for_fork() { registry_mutex().lock(); }
-void unlock_after_fork() { registry_mutex().unlock(); }
+void lock_for_fork()
+{
+	registry_mutex().lock();
+	filter::codegen_mutex().lock();
+}
+
+void unlock_after_fork()
+{
+	filter::codegen_mutex().unlock();
+	registry_mutex().unlock();
+}
 
 int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate)
 {

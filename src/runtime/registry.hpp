@@ -27,7 +27,9 @@ std::vector<tracery_event_desc *> registered_events();
 // this probe is the event's only one. The gate's code must never be freed.
 int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate);
 
-// Held across fork() so that the child never inherits a locked registry.
+// Held across fork() so that the child never inherits them locked: the
+// registry's lock and the code generation lock (filter/jit.hpp), taken in that
+// order (a thread generating code never waits for the registry).
 void lock_for_fork();
 void unlock_after_fork();
 
