@@ -360,9 +360,12 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
   const uint64_t gen = k >> log2_num_subbuf_;
   SubbufState& s = *subbuf_(cpu, k);
   bool full;
+  bool last_free = false;
   if (mode_ == Mode::discard) {
     // Never enter a sub-buffer the consumer has not released.
-    full = ns >= load(cold_(cpu)->consumed, std::memory_order_acquire) + (S << log2_num_subbuf_);
+    const uint64_t end = load(cold_(cpu)->consumed, std::memory_order_acquire) + (S << log2_num_subbuf_);
+    full = ns >= end;
+    last_free = ns + S == end;
   } else {
     // Overwrite, but not a sub-buffer whose previous generation is still being written.
     full = detail::committed(s) < (gen << log2_subbuf_);
@@ -393,6 +396,11 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
   if (mode_ == Mode::overwrite && gen > 0) advance_to(cold_(cpu)->consumed, ns - S * (config_.num_subbuf - 1));
   if (sb_off != 0) commit_padding(cpu, k - 1, S - sb_off);  // may complete the old sub-buffer
   r = Reservation{data_(cpu) + (ns & buffer_mask_), t, ns, hs, static_cast<uint32_t>(size), cpu};
+  // The record took the last free sub-buffer: the next switch would drop. Give the CPU to whatever else may run
+  // here, which is often the consumer: woken, it may otherwise wait for this thread's whole time slice (3-5 ms
+  // measured), longer than an emitter at full speed takes to fill a default buffer (docs/performance.md). Once
+  // per sub-buffer at most, and only while the consumer is behind.
+  if (last_free) sched_yield();
   return 1;
 }
 

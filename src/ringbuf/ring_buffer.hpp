@@ -35,8 +35,9 @@
 //    the caller; the general loop (clamping, extended headers, retries, a thread that moved), switching sub-buffers
 //    and waking a waiting consumer are out of line.
 //  * Discard mode: a writer never enters a sub-buffer the consumer has not released (the record is dropped and
-//    counted). Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward,
-//    but drops (and counts) its record if that slot's previous generation is still being written.
+//    counted); a writer that opens the last free one yields the CPU (sched_yield), often to the consumer.
+//    Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward, but drops
+//    (and counts) its record if that slot's previous generation is still being written.
 //  * Consumer wakeup: a commit that completes a sub-buffer does FUTEX_WAKE on a shared futex in the mapping,
 //    and only when a consumer announced that it is waiting.
 //  * Crash recovery: see recover_after_producer_death() for exactly what is and is not recoverable.

@@ -2,9 +2,12 @@
 // several producer threads (sometimes "migrating" to the other buffer), a per-thread timer signal whose handler
 // also reserves+commits on the buffer the interrupted thread uses, and a concurrent consumer (streaming in
 // discard mode, snapshots in overwrite mode). Every record carries (producer, seq), its full timestamp and a
-// checksum; in the end every record is read exactly once or counted lost, per producer and per buffer.
+// checksum; in the end every record is read exactly once or counted lost, per producer and per buffer. Also: a
+// writer that takes the last free sub-buffer yields its CPU to a consumer waiting for it.
 // Scaled down automatically under sanitizers; RINGBUF_STRESS_RECORDS=<n per producer> overrides.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -401,6 +404,61 @@ TEST_F(RingBufferStress, OverwriteModeSnapshotsAreConsistent) {
   std::printf("overwrite: %llu snapshots, %llu sub-buffers checked, lost %llu/%llu\n",
               (unsigned long long)snapshots, (unsigned long long)snap_subbufs, (unsigned long long)ch->lost(0),
               (unsigned long long)ch->lost(1));
+}
+
+// One CPU for a writer at full speed and a consumer that polls, both ordinary threads: the writer yields when it
+// opens the last free sub-buffer, so the consumer drains in time. Without the yield the consumer only runs when the
+// scheduler ends the writer's time slice (milliseconds, hundreds of times what these 16 KiB hold) and nearly every
+// record is lost.
+TEST(RingBufferYield, WriterTakingTheLastFreeSubbufLetsTheConsumerOnItsCpuRun) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  Config c;
+  c.num_cpus = 1;
+  c.num_subbuf = 4;
+  c.subbuf_size = 4096;
+  c.mode = Mode::discard;
+  auto ch = Channel::create(c, "yield");
+  std::atomic<bool> done{false}, polling{false};
+  uint64_t read_bytes = 0;
+  std::thread consumer([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    polling = true;
+    for (;;) {
+      const bool finished = done.load();
+      Channel::SubbufView v{};
+      bool any = false;
+      while (ch->get_subbuf(0, v)) {
+        read_bytes += v.content_size;
+        ch->put_subbuf(0, v);
+        any = true;
+      }
+      if (finished) break;
+      if (!any) sched_yield();
+    }
+  });
+  cpu_set_t before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+  while (!polling.load()) sched_yield();
+  constexpr uint64_t kRecords = 2'000'000;
+  uint64_t t = 0;
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    Channel::Reservation r{};
+    if (ch->reserve(0, 12, true, [&] { return ++t; }, r)) ch->commit(r);
+  }
+  ch->flush(0, ++t);
+  done = true;
+  consumer.join();
+  pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+  const uint64_t lost = ch->lost(0);
+  EXPECT_EQ(read_bytes, (kRecords - lost) * 16) << "every record kept was read";
+  EXPECT_LT(lost, kRecords / 2) << "the consumer did not get the CPU when the writer took the last free sub-buffer";
 }
 
 }  // namespace
