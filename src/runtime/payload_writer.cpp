@@ -58,26 +58,22 @@ PayloadWriter generate(JitRuntime &rt, const std::string &shape)
 			a.mov(x86::byte_ptr(x86::rdi, off), x86::cl);
 			off += 1;
 			break;
-		case '1':
-			a.movzx(x86::ecx, x86::byte_ptr(x86::rax));
-			a.mov(x86::byte_ptr(x86::rdi, off), x86::cl);
-			off += 1;
+		default: {
+			// '1', '2', '4', '8': that many bytes, loaded zero-extended below 4
+			// so that the load does not depend on rcx's previous value.
+			const uint32_t width = uint32_t(shape[i] - '0');
+			const x86::Gp value = width == 8   ? x86::Gp(x86::rcx)
+			                      : width == 4 ? x86::Gp(x86::ecx)
+			                      : width == 2 ? x86::Gp(x86::cx)
+			                                   : x86::Gp(x86::cl);
+			if (width < 4)
+				a.movzx(x86::ecx, x86::ptr(x86::rax, 0, width));
+			else
+				a.mov(value, x86::ptr(x86::rax, 0, width));
+			a.mov(x86::ptr(x86::rdi, off, width), value);
+			off += int32_t(width);
 			break;
-		case '2':
-			a.movzx(x86::ecx, x86::word_ptr(x86::rax));
-			a.mov(x86::word_ptr(x86::rdi, off), x86::cx);
-			off += 2;
-			break;
-		case '4':
-			a.mov(x86::ecx, x86::dword_ptr(x86::rax));
-			a.mov(x86::dword_ptr(x86::rdi, off), x86::ecx);
-			off += 4;
-			break;
-		default: // '8'
-			a.mov(x86::rcx, x86::qword_ptr(x86::rax));
-			a.mov(x86::qword_ptr(x86::rdi, off), x86::rcx);
-			off += 8;
-			break;
+		}
 		}
 	}
 	a.ret();
