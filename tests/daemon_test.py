@@ -22,12 +22,19 @@ class Basics(DaemonTestCase):
         self.d.start_daemon()
         path = self.session("s", events=("hello:*",), context=("vpid", "procname"))
         self.d.tracery("start")
+        before = time.time_ns()
         self.d.run([program("examples", "hello-c"), "daemon"])
+        after = time.time_ns()
         stop = self.d.tracery("stop").stdout
         self.assertEqual(lost_counts(stop), {"channel0": 0})
         trace = Trace(path)
         names = [e["name"] for e in trace.events]
         self.assertEqual(names, ["hello:greeting"] + ["hello:step"] * 8)
+        # The program timestamps in the unit the daemon's metadata declares
+        # (TSC cycles or ns): readers show when it ran.
+        stamps = [e["ts"] for e in trace.events]
+        self.assertGreaterEqual(stamps[0], before - 50_000)
+        self.assertLessEqual(stamps[-1], after + 50_000)
         self.assertEqual(trace.events[0]["payload"], {"who": "daemon", "count": 6})
         self.assertEqual(trace.events[0]["context"]["procname"], "hello-c")
         view = self.d.tracery("view")

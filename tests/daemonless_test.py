@@ -2,7 +2,9 @@
 TRACERY_OUTPUT, their traces read back with babeltrace2."""
 import collections
 import os
+import re
 import subprocess
+import time
 import unittest
 
 from tracetest import Trace, TraceDirTestCase, babeltrace2_text, program, run_traced
@@ -35,6 +37,29 @@ class BenchTrace(TraceDirTestCase):
         self.assertEqual(printed + discarded, 2 * n)
         if discarded == 0:
             self.assertEqual(err, "")
+
+    def test_timestamps_are_the_time_of_day_with_each_clock(self):
+        # tsc: the trace counts TSC cycles and its metadata gives their rate;
+        # vdso: nanoseconds. Either way readers show when each event happened.
+        for backend, tsc in (("tsc", True), ("vdso", False)):
+            with self.subTest(backend=backend):
+                trace_dir = os.path.join(self.tmp, backend)
+                before = time.time_ns()
+                run_traced([program("bench", "tracery-bench"), "1000", "1", "ev"], trace_dir,
+                           {"TRACERY_CLOCK": backend})
+                after = time.time_ns()
+                with open(os.path.join(trace_dir, "metadata")) as f:
+                    freq = int(re.search(r"freq = (\d+);", f.read()).group(1))
+                if tsc:
+                    self.assertNotEqual(freq, 1_000_000_000)
+                else:
+                    self.assertEqual(freq, 1_000_000_000)
+                stamps = [e["ts"] for e in Trace(trace_dir).events]
+                self.assertEqual(len(stamps), 1000)
+                self.assertEqual(stamps, sorted(stamps))
+                # 50 us of slack for the offset measured at trace start.
+                self.assertGreaterEqual(stamps[0], before - 50_000)
+                self.assertLessEqual(stamps[-1], after + 50_000)
 
     def test_string_event(self):
         run_traced([program("bench", "tracery-bench"), "1000", "1", "str"], self.trace_dir)

@@ -41,6 +41,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string_view>
 
 #if TRACERY_CLOCK_HAVE_TSC
@@ -622,6 +623,70 @@ int64_t realtime_offset_ns() noexcept {
     }
   }
   return off;
+}
+
+TickScale ns_tick_scale(int64_t realtime_offset_ns) noexcept {
+  constexpr int64_t kNs = 1000000000;
+  TickScale s;
+  s.offset_s = realtime_offset_ns / kNs;
+  int64_t rem = realtime_offset_ns % kNs;
+  if (rem < 0) {  // the offset is below zero: a whole second less, and a positive remainder
+    rem += kNs;
+    s.offset_s -= 1;
+  }
+  s.offset_ticks = uint64_t(rem);
+  return s;
+}
+
+TickUnit preferred_tick_unit() noexcept { return is_tsc(backend()) ? TickUnit::tsc : TickUnit::ns; }
+
+TickSource tick_source(TickUnit unit) noexcept {
+#if TRACERY_CLOCK_HAVE_TSC
+  if (unit == TickUnit::tsc) return backend() == Backend::tsc_ordered ? TickSource::tsc_ordered : TickSource::tsc;
+#else
+  (void)unit;
+#endif
+  return TickSource::ns;
+}
+
+const char* tick_unit_name(TickUnit unit) noexcept { return unit == TickUnit::tsc ? "tsc" : "ns"; }
+
+TickScale tick_scale(TickUnit unit) {
+  if (unit == TickUnit::ns) return ns_tick_scale(realtime_offset_ns());
+#if TRACERY_CLOCK_HAVE_TSC
+  const double hz = stats().tsc_hz;
+  if (!(hz > 0)) throw std::logic_error("tracery clock: tick_scale(tsc) in a process whose TSC was never calibrated");
+  TickScale s;
+  s.freq_hz = uint64_t(std::llround(hz));
+  s.description = "TSC cycles (time of day measured at trace start)";
+  // CLOCK_REALTIME at the middle of the narrowest bracket of TSC reads.
+  uint64_t best = ~uint64_t(0), t_mid = 0;
+  int64_t rt_ns = 0;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t a = detail::read_tsc<true>();
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const uint64_t b = detail::read_tsc<true>();
+    if (b - a < best) {
+      best = b - a;
+      t_mid = a + (b - a) / 2;
+      rt_ns = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    }
+  }
+  // CLOCK_REALTIME of tick 0 in ns, then split into whole seconds and ticks.
+  constexpr i128 kNs = 1000000000;
+  const i128 t0 = i128(rt_ns) - i128(t_mid) * kNs / i128(s.freq_hz);
+  i128 sec = t0 / kNs, rem = t0 % kNs;
+  if (rem < 0) {
+    rem += kNs;
+    sec -= 1;
+  }
+  s.offset_s = int64_t(sec);
+  s.offset_ticks = uint64_t(rem * i128(s.freq_hz) / kNs);
+  return s;
+#else
+  throw std::logic_error("tracery clock: tick_scale(tsc) in a build without TSC support");
+#endif
 }
 
 std::vector<BackendCost> measure_backends() {

@@ -28,6 +28,9 @@
 //    backend; the inversion is only between threads that hand work to each other within
 //    ~100 ns. ftrace's default "local" clock and perf make the same choice.
 //  * Before init() (and with the vdso backend) now() is clock_gettime(CLOCK_MONOTONIC).
+//  * Traces need not pay for the scaling: ticks() gives what a trace's timestamps count, TSC
+//    cycles or now()'s nanoseconds, and tick_scale() the rate and offset its metadata declares
+//    (see "Trace ticks" below).
 #pragma once
 
 #include <atomic>
@@ -58,6 +61,46 @@ void init();
 
 // Monotonic nanoseconds on the CLOCK_MONOTONIC timeline. Hot path; defined inline below.
 inline uint64_t now() noexcept;
+
+// ---- Trace ticks: what the timestamps of a trace count.
+// A trace counts either nanoseconds of now() or raw TSC cycles. Cycles skip now()'s scaling,
+// which is most of the cost of a timestamp in the event path (docs/performance.md), and they
+// are the same counter in every process, whatever each process's calibration. The trace's
+// CTF clock then declares the TSC rate and the CLOCK_REALTIME time of cycle 0, measured when
+// the trace starts (tick_scale()), so readers show the same times as with nanoseconds. The
+// unit is chosen once per trace by whoever writes its metadata (the session daemon, or the
+// traced program without one), and every process writing into the trace follows it.
+enum class TickUnit : uint32_t { ns = 0, tsc = 1 };
+
+// How one process reads a unit: tsc_ordered is tsc after an lfence (see Backend).
+enum class TickSource : uint32_t { ns = 0, tsc = 1, tsc_ordered = 2 };
+
+// tsc when this process's backend is a TSC one (after init()), else ns.
+TickUnit preferred_tick_unit() noexcept;
+// How this process reads `unit`. tsc reads the TSC whatever this process's own backend (the
+// trace decided; the TSC is one counter for the whole machine), with the lfence of the
+// tsc-ordered backend when that is this process's backend. A build without TSC support reads
+// ns for both units: its traces are then wrong, which a daemon of the same build never asks.
+TickSource tick_source(TickUnit unit) noexcept;
+const char* tick_unit_name(TickUnit unit) noexcept;  // "ns" or "tsc"
+
+// A timestamp of the trace: now() or the TSC. Hot path; defined inline below.
+inline uint64_t ticks(TickSource source) noexcept;
+
+// How readers turn ticks into time.
+struct TickScale {
+  uint64_t freq_hz = 1000000000;  // ticks per second
+  int64_t offset_s = 0;           // CLOCK_REALTIME of tick 0: offset_s + offset_ticks / freq_hz
+  uint64_t offset_ticks = 0;      // 0 <= offset_ticks < freq_hz
+  const char* description = "Monotonic Clock";  // for readers: what a tick is
+};
+// Measured at the call. tsc: the rate is the current estimate of the TSC rate against
+// CLOCK_MONOTONIC (rounded to whole Hz), the offset comes from the narrowest of several
+// CLOCK_REALTIME reads between two TSC reads. Throws std::logic_error for tsc in a process
+// whose TSC was never calibrated (preferred_tick_unit() was not tsc).
+TickScale tick_scale(TickUnit unit);
+// The ns scale of an offset CLOCK_REALTIME - now() (realtime_offset_ns()).
+TickScale ns_tick_scale(int64_t realtime_offset_ns) noexcept;
 
 // Re-measures the offset to CLOCK_MONOTONIC and the TSC rate, and republishes the
 // parameters (slewing, never stepping back). Meant to be called about once a second from
@@ -212,6 +255,14 @@ inline uint64_t now() noexcept {
   if (__builtin_expect(mode == uint32_t(Backend::tsc), 1)) return detail::now_tsc<false>();
 #endif
   return detail::now_other();
+}
+
+inline uint64_t ticks(TickSource source) noexcept {
+#if TRACERY_CLOCK_HAVE_TSC
+  if (__builtin_expect(source == TickSource::tsc, 1)) return detail::read_tsc<false>();
+  if (source == TickSource::tsc_ordered) return detail::read_tsc<true>();
+#endif
+  return now();
 }
 
 }  // namespace tracery::clock

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -424,6 +425,80 @@ TEST(TraceClock, RealtimeOffset) {
     // Differences: the bracket of either measurement and the clock's model error.
     EXPECT_LE(std::llabs(off - expected), int64_t(int64_t(m1 - m0) + 500 + tolerance_ns()));
   }
+}
+
+TEST(TraceClock, NsTickScaleSplitsTheOffset) {
+  const tc::TickScale neg = tc::ns_tick_scale(-1500000000);  // -1.5 s = -2 s + 0.5 s
+  EXPECT_EQ(neg.freq_hz, 1000000000u);
+  EXPECT_EQ(neg.offset_s, -2);
+  EXPECT_EQ(neg.offset_ticks, 500000000u);
+  const tc::TickScale pos = tc::ns_tick_scale(1700000000123456789);
+  EXPECT_EQ(pos.offset_s, 1700000000);
+  EXPECT_EQ(pos.offset_ticks, 123456789u);
+}
+
+// CLOCK_REALTIME in ns of a tick, as a CTF reader computes it from the scale.
+long double tick_to_realtime_ns(const tc::TickScale& s, uint64_t tick) {
+  return (long double)s.offset_s * 1e9L + ((long double)s.offset_ticks + (long double)tick) * 1e9L / s.freq_hz;
+}
+
+// A trace's ticks read through its scale give the time of day: right after the scale is taken and
+// 50 ms later (a rate wrong by 1e-4 would show), for each backend and each unit it can write.
+TEST(TraceClock, TicksThroughTheirScaleGiveTheTimeOfDay) {
+  for (const char* b : backends()) {
+    SCOPED_TRACE(b);
+    reinit(b);
+    const tc::TickUnit unit = tc::preferred_tick_unit();
+    EXPECT_EQ(unit, tc::is_tsc(tc::backend()) ? tc::TickUnit::tsc : tc::TickUnit::ns);
+    const tc::TickSource source = tc::tick_source(unit);
+    EXPECT_EQ(source, tc::backend() == tc::Backend::tsc_ordered ? tc::TickSource::tsc_ordered
+                      : unit == tc::TickUnit::tsc                ? tc::TickSource::tsc
+                                                                 : tc::TickSource::ns);
+    const tc::TickScale scale = tc::tick_scale(unit);
+    if (unit == tc::TickUnit::tsc) {
+      EXPECT_NEAR(double(scale.freq_hz), tc::stats().tsc_hz, 1.0);
+      EXPECT_STRNE(scale.description, "Monotonic Clock");
+    } else {
+      EXPECT_EQ(scale.freq_hz, 1000000000u);
+    }
+    EXPECT_LT(scale.offset_ticks, scale.freq_hz);
+    for (int round = 0; round < 2; ++round) {
+      if (round) sleep_ms(50);
+      timespec r0, r1;
+      clock_gettime(CLOCK_REALTIME, &r0);
+      const uint64_t t = tc::ticks(source);
+      clock_gettime(CLOCK_REALTIME, &r1);
+      const long double before = (long double)r0.tv_sec * 1e9L + r0.tv_nsec;
+      const long double after = (long double)r1.tv_sec * 1e9L + r1.tv_nsec;
+      const long double at = tick_to_realtime_ns(scale, t);
+      // The scale's own bracket and model error (tolerance_ns), and 1 us for the rate over 50 ms.
+      const long double slack = 2000 + tolerance_ns();
+      EXPECT_GE(at, before - slack) << "round " << round;
+      EXPECT_LE(at, after + slack) << "round " << round;
+    }
+  }
+}
+
+// The unit a trace decided is read in it whatever this process's backend: a program told to write
+// TSC cycles writes them even with the vdso backend.
+TEST(TraceClock, TheTraceUnitDecidesWhatIsRead) {
+  reinit("vdso");
+  EXPECT_EQ(tc::preferred_tick_unit(), tc::TickUnit::ns);
+  EXPECT_EQ(tc::tick_source(tc::TickUnit::ns), tc::TickSource::ns);
+  EXPECT_THROW(tc::tick_scale(tc::TickUnit::tsc), std::logic_error);
+#if TRACERY_CLOCK_HAVE_TSC
+  EXPECT_EQ(tc::tick_source(tc::TickUnit::tsc), tc::TickSource::tsc);
+  const uint64_t a = __builtin_ia32_rdtsc();
+  const uint64_t t = tc::ticks(tc::TickSource::tsc);
+  const uint64_t b = __builtin_ia32_rdtsc();
+  EXPECT_LE(a, t);
+  EXPECT_LE(t, b);
+#endif
+  const uint64_t m0 = mono();
+  const uint64_t n = tc::ticks(tc::TickSource::ns);
+  const uint64_t m1 = mono();
+  EXPECT_LE(m0, n);
+  EXPECT_LE(n, m1);
 }
 
 TEST(TraceClock, ReportMeasuresEachBackend) {

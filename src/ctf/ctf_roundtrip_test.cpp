@@ -506,7 +506,7 @@ protected:
 		TraceInfo info;
 		info.uuid = TraceDir::generate_uuid();
 		info.hostname = "rt-host";
-		info.clock_offset_ns = kClockOffsetNs;
+		info.clock_scale = tracery::clock::ns_tick_scale(kClockOffsetNs);
 		info.env = {{"procname", std::string("roundtrip")},
 		            {"vpid", int64_t{kVpid}},
 		            {"note", std::string("quote \" backslash \\ \xc3\xa9 bad \xff")}};

@@ -184,22 +184,15 @@ std::string MetadataWriter::preamble() const
 	}
 	m += "};\n\n";
 
-	// offset = offset_s * 1e9 + offset (cycles of 1 ns), 0 <= offset < 1e9.
-	int64_t offset_s = info_.clock_offset_ns / 1000000000;
-	int64_t offset = info_.clock_offset_ns % 1000000000;
-	if (offset < 0) {
-		offset += 1000000000;
-		offset_s -= 1;
-	}
 	m += "clock {\n";
 	m += std::string("\tname = \"") + kClockName + "\";\n";
 	m += "\tuuid = \"" + info_.clock_uuid.to_string() + "\";\n";
-	m += "\tdescription = " + tsdl_string_literal(info_.clock_description) + ";\n";
-	m += "\tfreq = 1000000000; /* Frequency, in Hz */\n";
-	m += "\tprecision = " + std::to_string(info_.clock_precision_ns) + ";\n";
+	m += "\tdescription = " + tsdl_string_literal(info_.clock_scale.description) + ";\n";
+	m += "\tfreq = " + std::to_string(info_.clock_scale.freq_hz) + "; /* Frequency, in Hz */\n";
+	m += "\tprecision = " + std::to_string(info_.clock_precision) + ";\n";
 	m += "\t/* clock value offset from the Epoch: offset_s + offset / freq */\n";
-	m += "\toffset_s = " + std::to_string(offset_s) + ";\n";
-	m += "\toffset = " + std::to_string(offset) + ";\n";
+	m += "\toffset_s = " + std::to_string(info_.clock_scale.offset_s) + ";\n";
+	m += "\toffset = " + std::to_string(info_.clock_scale.offset_ticks) + ";\n";
 	m += "\tabsolute = true;\n";
 	m += "};\n\n";
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ctf/event_context.hpp"
+#include "clock/trace_clock.hpp"
 #include "ctf/uuid.hpp"
 #include "tracery/tracepoint.h"
 
@@ -32,11 +33,10 @@ struct TraceInfo {
 	Uuid clock_uuid; // identity of the clock source (e.g. boot id); nil -> uuid
 	// env.hostname; empty -> gethostname().
 	std::string hostname;
-	// CLOCK_REALTIME - CLOCK_MONOTONIC in ns at trace start: readers add it to
-	// every timestamp to show wall-clock time. May be negative.
-	int64_t clock_offset_ns = 0;
-	uint64_t clock_precision_ns = 1;
-	std::string clock_description = "Monotonic Clock";
+	// What the timestamps count: ticks per second and the CLOCK_REALTIME time
+	// of tick 0, which readers add to show wall-clock time.
+	clock::TickScale clock_scale;
+	uint64_t clock_precision = 1; // in ticks
 	// Extra env entries (procname, vpid, ...), written in order. Keys must
 	// differ from each other and from hostname, domain, tracer_name,
 	// tracer_major, tracer_minor, tracer_patch.

@@ -24,7 +24,7 @@ TraceInfo test_info()
 	TraceInfo info;
 	info.uuid = *Uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
 	info.hostname = "host \"one\"";
-	info.clock_offset_ns = 1700000000123456789;
+	info.clock_scale = tracery::clock::ns_tick_scale(1700000000123456789);
 	info.env = {{"procname", std::string("my\\proc")}, {"vpid", int64_t{-12}}};
 	return info;
 }
@@ -135,17 +135,22 @@ TEST(Metadata, Preamble)
 TEST(Metadata, ClockOffsetAndUuid)
 {
 	TraceInfo info = test_info();
-	info.clock_offset_ns = -1500000000; // -1.5 s = -2 s + 0.5 s
+	info.clock_scale = tracery::clock::ns_tick_scale(-1500000000); // -1.5 s = -2 s + 0.5 s
 	info.clock_uuid = *Uuid::parse("ffffffff-0000-0000-0000-000000000001");
-	info.clock_description = "desc \"q\"";
-	info.clock_precision_ns = 30;
+	info.clock_scale.description = "desc \"q\"";
+	info.clock_precision = 30;
 	const std::string m = MetadataWriter(info).preamble();
 	EXPECT_CONTAINS(m, "offset_s = -2;");
 	EXPECT_CONTAINS(m, "offset = 500000000;");
 	EXPECT_CONTAINS(m, "uuid = \"ffffffff-0000-0000-0000-000000000001\";");
 	EXPECT_CONTAINS(m, "description = \"desc \\\"q\\\"\";");
 	EXPECT_CONTAINS(m, "precision = 30;");
-	info.clock_offset_ns = 0;
+	info.clock_scale = {2500000001, 1700000000, 2500000000, "TSC"}; // a TSC's rate, in Hz
+	const std::string t = MetadataWriter(info).preamble();
+	EXPECT_CONTAINS(t, "freq = 2500000001;");
+	EXPECT_CONTAINS(t, "offset_s = 1700000000;");
+	EXPECT_CONTAINS(t, "offset = 2500000000;");
+	info.clock_scale = tracery::clock::ns_tick_scale(0);
 	const std::string z = MetadataWriter(info).preamble();
 	EXPECT_CONTAINS(z, "offset_s = 0;");
 	EXPECT_CONTAINS(z, "offset = 0;");

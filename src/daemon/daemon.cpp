@@ -43,6 +43,7 @@ uint64_t Daemon::join(TraceSession &s, App &app)
 		Buffer &b = s.buffer_for(*ch, app.cred.uid, app.cred.pid);
 		const ctf::ContextOptions &c = ch->spec().context;
 		chans[ch->index()]["context"] = {{"vpid", c.vpid}, {"vtid", c.vtid}, {"procname", c.procname}};
+		chans[ch->index()]["clock"] = clock::tick_unit_name(s.tick_unit());
 		fds.push_back(b.ring->fd());
 	}
 	const uint64_t seq = next_seq_++;

@@ -110,7 +110,7 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	ctf::TraceInfo info;
 	info.uuid = uuid_;
 	info.hostname = host_name();
-	info.clock_offset_ns = clock::realtime_offset_ns();
+	info.clock_scale = clock::tick_scale(tick_unit_);
 	info.env.push_back({"tracer_session", name_});
 	writer_ = std::make_unique<ctf::MetadataWriter>(info);
 }
@@ -257,7 +257,8 @@ Buffer &TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid)
 	b->ring = ch.make_ring();
 	if (!snapshot_) {
 		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
-		runtime::ConsumerTarget target{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_};
+		runtime::ConsumerTarget target{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_,
+		                                 clock::tick_source(tick_unit_)};
 		b->consumer = std::make_unique<runtime::ChannelConsumer>(*b->ring, std::move(target));
 		if (ch.spec().mode == ringbuf::Mode::discard)
 			b->consumer->start_thread();
@@ -336,7 +337,7 @@ std::string TraceSession::snapshot_record()
 		for (auto &ch : channels_) {
 			for (auto &[owner, b] : ch->buffers) {
 				runtime::ConsumerTarget target{dir, ch->spec().name + "_" + owner, ch->index(), instance++ << 16,
-				                               uuid_};
+				                               uuid_, clock::tick_source(tick_unit_)};
 				runtime::ChannelConsumer copier(*b->ring, std::move(target));
 				copier.finish();
 			}

@@ -73,6 +73,9 @@ public:
 	std::string snapshot_record();
 
 	nlohmann::json status() const;
+	// What the trace's timestamps count; every program writing into it is
+	// told (clock/trace_clock.hpp).
+	clock::TickUnit tick_unit() const { return tick_unit_; }
 
 private:
 	void finish(Channel &ch, Buffer &b, bool recover);
@@ -85,6 +88,7 @@ private:
 	std::string output_;
 	bool snapshot_;
 	ctf::Uuid uuid_;
+	clock::TickUnit tick_unit_ = clock::preferred_tick_unit();
 	std::unique_ptr<ctf::MetadataWriter> writer_;
 	std::string metadata_;
 	bool metadata_written_ = false;

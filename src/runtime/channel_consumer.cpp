@@ -168,7 +168,7 @@ void ChannelConsumer::write_final_lost_packets()
 		ringbuf::Channel::SubbufView v{};
 		v.data = nullptr;
 		v.content_size = 0;
-		v.timestamp_begin = v.timestamp_end = std::max(last_ts_[cpu], clock::now());
+		v.timestamp_begin = v.timestamp_end = std::max(last_ts_[cpu], clock::ticks(target_.ticks));
 		v.lost_before = lost;
 		v.seq = next_seq_[cpu];
 		v.cpu = cpu;
@@ -184,7 +184,7 @@ void ChannelConsumer::finish()
 		thread_running_ = false;
 	}
 	const uint32_t n = channel_.config().num_cpus;
-	const uint64_t now = clock::now();
+	const uint64_t now = clock::ticks(target_.ticks);
 	for (uint32_t cpu = 0; cpu < n; cpu++)
 		channel_.flush(cpu, now);
 	if (channel_.config().mode == ringbuf::Mode::overwrite) {

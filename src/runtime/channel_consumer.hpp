@@ -4,6 +4,7 @@
 // overwrite mode keeps the newest data in memory and writes it on finish().
 #pragma once
 
+#include "clock/trace_clock.hpp"
 #include "ctf/stream_writer.hpp"
 #include "ringbuf/ring_buffer.hpp"
 
@@ -22,6 +23,7 @@ struct ConsumerTarget {
 	uint32_t stream_id;      // stream class in the metadata
 	uint64_t instance_base;  // stream_instance_id = instance_base + cpu
 	ctf::Uuid uuid;
+	clock::TickSource ticks; // the trace's timestamps, for the packets the consumer closes
 };
 
 // While data flows, the consumer thread polls instead of waiting to be woken

@@ -96,7 +96,11 @@ DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
 		if (ring->config().sync == ringbuf::Sync::rseq && !ringbuf::Channel::rseq_available())
 			fprintf(stderr, "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
 			                "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
-		t->session = std::make_unique<Session>(std::move(ring), context, std::vector<std::string>{"*"}, t->catalog);
+		// Older daemons send no clock: their traces count ns.
+		const clock::TickUnit unit =
+			c.value("clock", std::string("ns")) == "tsc" ? clock::TickUnit::tsc : clock::TickUnit::ns;
+		t->session = std::make_unique<Session>(std::move(ring), context, clock::tick_source(unit),
+		                                       std::vector<std::string>{"*"}, t->catalog);
 		tracers_.push_back(std::move(t));
 	}
 }

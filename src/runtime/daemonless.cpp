@@ -33,7 +33,8 @@ public:
 	explicit DaemonlessTracer(DaemonlessConfig config)
 		: config_(std::move(config)), trace_(config_)
 	{
-		session_ = std::make_unique<Session>(make_channel(), config_.context, config_.patterns, trace_);
+		session_ = std::make_unique<Session>(make_channel(), config_.context, clock::tick_source(trace_.tick_unit()),
+		                                     config_.patterns, trace_);
 		start_consumer();
 		session_->start();
 	}
@@ -62,7 +63,8 @@ private:
 	{
 		const uint32_t index = trace_.claim_process_index();
 		ConsumerTarget target{trace_.dir(), "channel0_" + std::to_string(getpid()), 0,
-		                      static_cast<uint64_t>(index) << 16, trace_.uuid()};
+		                      static_cast<uint64_t>(index) << 16, trace_.uuid(),
+		                      clock::tick_source(trace_.tick_unit())};
 		consumer_ = std::make_unique<ChannelConsumer>(session_->channel(), std::move(target));
 		if (config_.mode == ringbuf::Mode::discard)
 			consumer_->start_thread();

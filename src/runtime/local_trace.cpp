@@ -109,7 +109,7 @@ LocalTrace::LocalTrace(const DaemonlessConfig &config)
 	ctf::TraceInfo info;
 	info.uuid = uuid_;
 	info.hostname = host_name();
-	info.clock_offset_ns = clock::realtime_offset_ns();
+	info.clock_scale = clock::tick_scale(tick_unit_);
 	ctf::MetadataWriter metadata(info);
 	dir_.write_metadata(metadata.preamble() + ctf::MetadataWriter::stream_class(0, config.context));
 

@@ -36,9 +36,13 @@ public:
 
 	const std::string &dir() const { return dir_.path(); }
 	const ctf::Uuid &uuid() const { return uuid_; }
+	// What the trace's timestamps count (the TSC where this process reads
+	// time from it, else ns): its metadata says so.
+	clock::TickUnit tick_unit() const { return tick_unit_; }
 
 private:
 	std::vector<FilterRule> filters_;
+	clock::TickUnit tick_unit_ = clock::preferred_tick_unit();
 	ctf::Uuid uuid_;
 	ctf::TraceDir dir_;
 	SharedCatalogPage *page_ = nullptr;

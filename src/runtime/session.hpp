@@ -5,6 +5,7 @@
 // context and fields in place, commit.
 #pragma once
 
+#include "clock/trace_clock.hpp"
 #include "ctf/event_context.hpp"
 #include "ctf/event_payload.hpp"
 #include "filter/filter.hpp"
@@ -44,7 +45,9 @@ bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc)
 
 class Session final : public RegistryListener {
 public:
-	Session(std::unique_ptr<ringbuf::Channel> channel, ctf::ContextOptions context,
+	// ticks: how records are timestamped, in the unit of the trace the
+	// channel belongs to (clock/trace_clock.hpp).
+	Session(std::unique_ptr<ringbuf::Channel> channel, ctf::ContextOptions context, clock::TickSource ticks,
 	        std::vector<std::string> patterns, EventCatalog &catalog);
 	~Session() override;
 	Session(const Session &) = delete;
@@ -84,6 +87,7 @@ private:
 
 	std::unique_ptr<ringbuf::Channel> channel_;
 	ctf::ContextOptions context_;
+	clock::TickSource ticks_;
 	uint32_t context_size_;
 	uint32_t num_cpus_;
 	std::vector<std::string> patterns_;
