@@ -228,7 +228,10 @@ std::unique_ptr<Channel> Channel::create(const Config& config, const char* name)
   for (uint32_t cpu = 0; cpu < config.num_cpus; ++cpu) {
     auto* subbufs = reinterpret_cast<SubbufState*>(base + l.buffers_offset + cpu * l.buffer_header_size +
                                                    sizeof(BufferHeader));
-    for (uint32_t i = 0; i < config.num_subbuf; ++i) subbufs[i].seq = ~uint64_t{0};  // "never opened"
+    for (uint32_t i = 0; i < config.num_subbuf; ++i) {
+      subbufs[i].seq = ~uint64_t{0};  // "never opened"
+      subbufs[i].commit_prefix = uint64_t{i} * config.subbuf_size;  // the start of the slot's first sub-buffer
+    }
   }
   store(h->magic, detail::kMagic, std::memory_order_release);  // last: the header is complete
   return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, config));
@@ -368,7 +371,7 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
     last_free = ns + S == end;
   } else {
     // Overwrite, but not a sub-buffer whose previous generation is still being written.
-    full = detail::committed(s) < (gen << log2_subbuf_);
+    full = committed(s, k) < (gen << log2_subbuf_);
   }
   if (full) {
     // Only drop if `cur` was the current position when `full` was observed (else retry: the buffer moved on).
@@ -389,12 +392,13 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
   if (const int rc = update_write_pos(cpu, hot, cur, WritePos{ns + size, t}); rc <= 0) return rc - 1;
   // We own the switch: close the old sub-buffer, then open the new one.
   if (sb_off != 0) close_subbuf(cpu, cur.offset, t);
+  open_commit_prefix(s, k);
   store(s.timestamp_begin, t);
   store(s.lost_before, lost_before);
   store(s.seq, k, std::memory_order_release);
   if (size == S) close_subbuf(cpu, ns + S, t);
   if (mode_ == Mode::overwrite && gen > 0) advance_to(cold_(cpu)->consumed, ns - S * (config_.num_subbuf - 1));
-  if (sb_off != 0) commit_padding(cpu, k - 1, S - sb_off);  // may complete the old sub-buffer
+  if (sb_off != 0) commit_padding(cpu, cur.offset, S - sb_off);  // may complete the old sub-buffer
   r = Reservation{data_(cpu) + (ns & buffer_mask_), t, ns, hs, static_cast<uint32_t>(size), cpu};
   // The record took the last free sub-buffer: the next switch would drop. Give the CPU to whatever else may run
   // here, which is often the consumer: woken, it may otherwise wait for this thread's whole time slice (3-5 ms
@@ -410,31 +414,50 @@ void Channel::close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noex
   store(s.content_end, content_end, std::memory_order_release);
 }
 
-void Channel::commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
-  SubbufState& s = *subbuf_(cpu, sb_number);
-  const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
-  const uint64_t c = add_committed(s, cpu, sb_number, bytes) - gen_base;
-  if (c == subbuf_size_) on_subbuf_complete();
+void Channel::commit_padding(uint32_t cpu, uint64_t offset, uint64_t bytes) noexcept {
+  commit(Reservation{nullptr, 0, offset, 0, static_cast<uint32_t>(bytes), cpu});
 }
 
-uint64_t Channel::add_committed_remote(SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
-  uint64_t c = detail::fetch_add(s.commit_remote, bytes, std::memory_order_acq_rel) + bytes +
-               load(s.commit_count, std::memory_order_acquire);
-  // A commit on the buffer's CPU racing with this one may not be visible yet: its plain store can still sit in that
-  // CPU's store buffer while its own load of commit_remote missed our add. Neither side would then see the
-  // sub-buffer complete, and nobody would wake the consumer. So when every byte of the sub-buffer is reserved but
-  // the count falls short, give such a store the short time it takes to drain (this path is rare: a migrated
-  // thread, or a flush or switch from another CPU). A writer that is really still in flight commits later and
-  // then sees our add.
+void Channel::commit_out_of_order(SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
+  detail::fetch_add(s.commit_ooo, bytes, std::memory_order_acq_rel);
+  uint64_t c = committed(s, sb_number);
+  // A commit that moved P at the same time may not be visible yet: its plain store can still sit in its CPU's
+  // store buffer while its own load of commit_ooo missed our add. Neither side would then see the sub-buffer
+  // complete, and nobody would wake the consumer. So when every byte of the sub-buffer is reserved but the count
+  // falls short, give such a store the short time it takes to drain (this path is rare: a record committed while
+  // an older one is in flight). A writer that is really still in flight commits later and then sees our add.
   const uint64_t sb_start = sb_number << log2_subbuf_;
   const uint64_t complete_at = ((sb_number >> log2_num_subbuf_) + 1) << log2_subbuf_;
   if (c < complete_at && load(hot_(cpu)->write.offset, std::memory_order_acquire) >= sb_start + subbuf_size_) {
     for (int i = 0; i < 1000 && c < complete_at; ++i) {
       cpu_relax();
-      c = detail::committed(s);
+      c = committed(s, sb_number);
     }
   }
-  return c;
+  if (c == complete_at) on_subbuf_complete();
+}
+
+uint64_t Channel::prefix_share(uint64_t p, uint64_t sb_number) const noexcept {
+  // The sub-buffer P belongs to: the one it is inside of, or, on a multiple of S, the one of this slot that
+  // starts or ends there (M >= 2, so only one of the two is in this slot).
+  uint64_t k = p >> log2_subbuf_;
+  if ((p & subbuf_mask_) == 0 && ((k ^ sb_number) & subbuf_index_mask_) != 0) k -= 1;
+  return ((k >> log2_num_subbuf_) << log2_subbuf_) + (p - (k << log2_subbuf_));
+}
+
+uint64_t Channel::committed(const SubbufState& s, uint64_t sb_number) const noexcept {
+  const uint64_t p = load(s.commit_prefix, std::memory_order_acquire);
+  return prefix_share(p, sb_number) + load(s.commit_ooo, std::memory_order_acquire);
+}
+
+void Channel::open_commit_prefix(SubbufState& s, uint64_t sb_number) noexcept {
+  // Every earlier sub-buffer of the slot is complete (its consumer released it, or overwrite mode checked), so
+  // P's share plus the out-of-order counter is at least the generation's base: the counter gives P the part of
+  // it that P did not count, gen_base - share. P first, so that committed() never drops meanwhile.
+  const uint64_t share = prefix_share(load(s.commit_prefix, std::memory_order_acquire), sb_number);
+  const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
+  store(s.commit_prefix, sb_number << log2_subbuf_, std::memory_order_release);
+  if (share != gen_base) detail::fetch_add(s.commit_ooo, share - gen_base, std::memory_order_acq_rel);  // wraps: -
 }
 
 void Channel::on_subbuf_complete() noexcept {
@@ -494,7 +517,7 @@ bool Channel::flush(uint32_t cpu, uint64_t now) noexcept {
     }
   }
   close_subbuf(cpu, cur.offset, t);
-  commit_padding(cpu, cur.offset >> log2_subbuf_, subbuf_size_ - sb_off);
+  commit_padding(cpu, cur.offset, subbuf_size_ - sb_off);
   return true;
 }
 
@@ -509,7 +532,7 @@ bool Channel::data_ready(uint32_t cpu) const noexcept {
   if (cpu >= num_cpus_) return false;
   const uint64_t c = load(cold_(cpu)->consumed, std::memory_order_acquire);
   const uint64_t k = c >> log2_subbuf_;
-  const uint64_t cnt = detail::committed(*subbuf_(cpu, k));
+  const uint64_t cnt = committed(*subbuf_(cpu, k), k);
   if (mode_ == Mode::overwrite && load(hot_(cpu)->write.offset) > c + (subbuf_size_ << log2_num_subbuf_))
     return true;  // get_subbuf will skip forward
   return cnt >= ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
@@ -524,7 +547,7 @@ bool Channel::get_subbuf(uint32_t cpu, SubbufView& out) {
     const uint64_t k = c >> log2_subbuf_;
     SubbufState& s = *subbuf_(cpu, k);
     const uint64_t complete_at = ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
-    const uint64_t cnt = detail::committed(s);
+    const uint64_t cnt = committed(s, k);
     if (mode_ == Mode::overwrite) {
       const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
       if (w > c + buffer_size) {  // writers entered this slot again: skip to the oldest sub-buffer left
@@ -583,7 +606,7 @@ std::vector<Channel::OwnedSubbuf> Channel::snapshot(uint32_t cpu) {
     SubbufState& s = *subbuf_(cpu, k);
     const uint64_t sb_start = k << log2_subbuf_;
     // Exactly complete for its generation: not in progress, and its slot not yet rewritten.
-    if (detail::committed(s) != ((k >> log2_num_subbuf_) + 1) << log2_subbuf_) continue;
+    if (committed(s, k) != ((k >> log2_num_subbuf_) + 1) << log2_subbuf_) continue;
     if (load(s.seq, std::memory_order_acquire) != k) continue;
     const uint64_t end = load(s.content_end);
     if (end <= sb_start || end > sb_start + subbuf_size_) continue;
@@ -671,7 +694,7 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
       SubbufState& s = *subbuf_(cpu, k);
       const uint64_t sb_start = k << log2_subbuf_;
       const uint64_t gen_base = (k >> log2_num_subbuf_) << log2_subbuf_;
-      const uint64_t c = detail::committed(s) - gen_base;
+      const uint64_t c = committed(s, k) - gen_base;
       if (c >= S) continue;  // complete
       const uint64_t extent = std::min(W - sb_start, S);
       // Known-committed prefix: everything if nothing is missing, else the last quiescent point seen by commit.
@@ -679,7 +702,7 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
       if (c == extent) {
         safe = extent;
       } else {
-        const uint64_t p = load(s.committed_prefix);
+        const uint64_t p = load(s.commit_prefix);
         if (p > sb_start && p <= sb_start + extent) safe = p - sb_start;
       }
       const uint64_t ce = load(s.content_end, std::memory_order_acquire);
@@ -705,7 +728,8 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
       st.subbufs_repaired += 1;
       store(s.timestamp_end, ts_end);
       store(s.content_end, sb_start + safe, std::memory_order_release);
-      store(s.commit_count, gen_base + S - load(s.commit_remote), std::memory_order_release);
+      store(s.commit_ooo, uint64_t{0});
+      store(s.commit_prefix, sb_start + S, std::memory_order_release);  // committed(s, k) = (gen + 1) * S
     }
     // Close the partial sub-buffer so the buffer is consistent for the consumer.
     if ((W & subbuf_mask_) != 0) detail::cas_write_pos(hot.write, cur, WritePos{(last_k + 1) << log2_subbuf_, L});

@@ -14,13 +14,17 @@
 //    common case (no clamp, compact header, strictly inside the open sub-buffer) the timestamp reaches the
 //    record's position only through predicted branches, never as data, so the write position, the slot and
 //    the payload stores need not wait for the clock (the time stamp itself is only stored).
-//  * Commit adds the record size to the cumulative commit count of its slot: the sub-buffer of generation g
-//    is complete when that count reaches (g + 1) * S. The count is two counters: a writer still on the buffer's
-//    CPU adds to the local one with a restartable sequence (rseq.hpp: no locked instruction); anyone else (a
-//    thread migrated since its reservation, a flush from another CPU, a process without rseq) adds to the
-//    remote one atomically. Readers add them up; as both only grow, the sum is never more than the true count.
-//    A record that does not fit closes the sub-buffer: its content end and timestamp_end are recorded and the
-//    remainder is committed as padding.
+//  * Commit: each slot keeps a committed prefix P, the absolute offset up to which every byte of its current
+//    sub-buffer is committed. The record that starts at P (the oldest one in flight, in the common case the only
+//    one) commits by storing P = its end: a plain compare and store, no locked instruction and no restartable
+//    sequence, race-free because only the owner of the record at P can move P. A record committed while an older
+//    one is still in flight (a signal handler's, another thread's on the same CPU, a preempted writer's) adds its
+//    size to the slot's out-of-order counter instead, atomically. The two together count every committed byte
+//    once, cumulatively over the slot's generations (committed()): the sub-buffer of generation g is complete
+//    when they reach (g + 1) * S. P is also what crash recovery keeps. The writer that opens a sub-buffer moves
+//    P to its start (and takes from the out-of-order counter what it had counted of the previous generation
+//    beyond P, so the sum stays put). A record that does not fit closes the sub-buffer: its content end and
+//    timestamp_end are recorded and the remainder is committed as padding.
 //  * Two ways to advance W, chosen per channel (Config::sync):
 //     - atomic: a 16-byte compare-and-swap (lock cmpxchg16b). Any thread may write any buffer.
 //     - rseq: a compare-and-store inside a restartable sequence, on the buffer's own CPU only (rseq.hpp), so no
@@ -30,10 +34,10 @@
 //       on. A thread without rseq (see rseq.hpp) cannot write an rseq channel: its records are dropped and
 //       counted. Reserve + commit take less than half the time (docs/performance.md).
 //  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode, a prefetch for write 1 KiB
-//    ahead: kPrefetchAhead), commit = one rseq add (plus a plain load/store used for crash recovery). No syscall,
-//    lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That common case is inlined into
-//    the caller; the general loop (clamping, extended headers, retries, a thread that moved), switching sub-buffers
-//    and waking a waiting consumer are out of line.
+//    ahead: kPrefetchAhead), commit = a plain compare and store of P (and a load to see whether the sub-buffer
+//    is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
+//    common case is inlined into the caller; the general loop (clamping, extended headers, retries, a thread that
+//    moved), switching sub-buffers, out-of-order commits and waking a waiting consumer are out of line.
 //  * Discard mode: a writer never enters a sub-buffer the consumer has not released (the record is dropped and
 //    counted); a writer that opens the last free one yields the CPU (sched_yield), often to the consumer.
 //    Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward, but drops
@@ -78,7 +82,7 @@ namespace detail {
 
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr uint64_t kMagic = 0x3146554252595254ull;  // "TRYRBUF1" read as little-endian bytes
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
 static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
@@ -104,9 +108,9 @@ struct alignas(kCacheLine) BufferCold {
 // Per sub-buffer slot; one cache line each. Free-running absolute values identify the generation they belong
 // to, so stale values of an older generation are recognised instead of misread.
 struct alignas(kCacheLine) SubbufState {
-  uint64_t commit_count;     // bytes committed in this slot over all generations, by writers on the buffer's CPU
-  uint64_t commit_remote;    // the same, by everyone else; gen g complete when the two add up to (g+1)*S
-  uint64_t committed_prefix; // absolute offset P: every byte of [sub-buffer start, P) is committed (crash recovery)
+  uint64_t commit_prefix;    // absolute offset P: every byte of [start of the slot's sub-buffer, P) is committed
+  uint64_t commit_ooo;       // bytes committed out of order (see the header comment); with P, gen g of the slot
+                             // is complete when they add up to (g + 1) * S (Channel::committed)
   uint64_t seq;              // sub-buffer number k, written last (release) by the writer that opened it
   uint64_t timestamp_begin;  // timestamp of the first record
   uint64_t lost_before;      // lost counter when the sub-buffer was opened
@@ -172,11 +176,6 @@ inline constexpr uint64_t kPrefetchAhead = 1024;
 #else
   __builtin_prefetch(p, 1, 3);
 #endif
-}
-
-// Bytes committed in a slot (both counters). Never more than the true count; less only while a commit races.
-inline uint64_t committed(const SubbufState& s) noexcept {
-  return load(s.commit_count, std::memory_order_acquire) + load(s.commit_remote, std::memory_order_acquire);
 }
 
 inline WritePos load_write_pos(const WritePos& p) noexcept {
@@ -314,9 +313,9 @@ class Channel {
   //    a sub-buffer switch: every committed record is kept. With a signal handler's record nested in the
   //    interrupted one: also, except a nested record committed while the outer one was still in flight (it lies
   //    behind the outer record's garbage; reported in unreadable_bytes).
-  //  * Several threads mid-record on the same buffer: kept are the records committed before the last moment at
-  //    which the sub-buffer had no reservation in flight (commit tracks that moment cheaply as `committed_prefix`).
-  //    Committed records after that moment are not recoverable; their bytes are reported in unreadable_bytes.
+  //  * Several threads mid-record on the same buffer: kept are the records before the committed prefix P, which
+  //    stops at the first record that another one was committed ahead of (see commit()). Committed records after
+  //    P are not recoverable; their bytes are reported in unreadable_bytes.
   //    A sub-buffer opened by a writer that died before committing its first record is recovered empty (skipped).
   //    The same applies to an older sub-buffer left incomplete by a thread that died while another thread had
   //    already moved on to the next one.
@@ -340,12 +339,21 @@ class Channel {
   // (the record dropped and counted in lost(cpu)) if that CPU has no buffer or the thread has no rseq.
   [[gnu::cold]] bool follow_thread(uint32_t& cpu, detail::BufferHot*& hot, detail::WritePos& cur) noexcept;
   [[gnu::cold]] void on_subbuf_complete() noexcept;
-  void commit_padding(uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept;
-  // Adds `bytes` to the commit count of sub-buffer `sb_number` (slot `s`) of buffer `cpu`; returns the count
-  // after (both counters). If this completes the sub-buffer, the result says so (see add_committed_remote).
-  uint64_t add_committed(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept;
-  [[gnu::cold]] uint64_t add_committed_remote(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
-                                              uint64_t bytes) noexcept;
+  // Commits [offset, offset + bytes) of buffer `cpu`: commit() out of line, for padding.
+  void commit_padding(uint32_t cpu, uint64_t offset, uint64_t bytes) noexcept;
+  // commit() of a record that is not the oldest in flight: counted out of order; wakes the consumer if this
+  // completes the sub-buffer.
+  [[gnu::cold]] void commit_out_of_order(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
+                                         uint64_t bytes) noexcept;
+  // Bytes committed in slot `s` over all its generations (P's share and the out-of-order counter), read as of
+  // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Never more than the true
+  // count (a reopening moves P first, briefly counting more, which only a snapshot's exact test can see: it then
+  // skips a sub-buffer that is being overwritten anyway); less only while a commit races.
+  uint64_t committed(const detail::SubbufState& s, uint64_t sb_number) const noexcept;
+  // P's share of committed(): the bytes of the slot's generations up to P.
+  uint64_t prefix_share(uint64_t p, uint64_t sb_number) const noexcept;
+  // The opener of sub-buffer `sb_number`: moves P to its start, keeping committed() as it was.
+  void open_commit_prefix(detail::SubbufState& s, uint64_t sb_number) noexcept;
   void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
 
   detail::BufferHot* hot_(uint32_t cpu) const noexcept {
@@ -430,27 +438,18 @@ template <class ClockFn>
 [[gnu::always_inline]] inline void Channel::commit(const Reservation& r) noexcept {
   const uint64_t k = r.offset >> log2_subbuf_;
   detail::SubbufState& s = *subbuf_(r.cpu, k);
-  const uint64_t sb_start = k << log2_subbuf_;
-  const uint64_t gen_base = (k >> log2_num_subbuf_) << log2_subbuf_;  // generation * S
-  // The records counted in c were reserved before the load of W below (see committed_prefix): add_committed's
-  // loads and read-modify-write come first in program order, and x86 keeps loads in order.
-  const uint64_t c = add_committed(s, r.cpu, k, r.size) - gen_base;
-  uint64_t extent = detail::load(hot_(r.cpu)->write.offset) - sb_start;
-  if (extent > subbuf_size_) extent = subbuf_size_;
-  if (c == extent) {
-    // Everything reserved in this sub-buffer so far is committed: remember it for crash recovery. A plain store
-    // into the line we own after the add; racing stores can only leave an older (smaller) true value.
-    detail::store(s.committed_prefix, sb_start + c);
-    if (__builtin_expect(c == subbuf_size_, 0)) on_subbuf_complete();
+  if (__builtin_expect(detail::load(s.commit_prefix, std::memory_order_acquire) == r.offset, 1)) {
+    // The oldest record in flight: nobody else can move P from here. release: the record's bytes first.
+    const uint64_t end = r.offset + r.size;
+    detail::store(s.commit_prefix, end, std::memory_order_release);
+    // P was opened for this sub-buffer (it equalled our offset), so the out-of-order counter holds only this
+    // sub-buffer's bytes now. A race with an out-of-order commit is settled on its side (commit_out_of_order).
+    const uint64_t done = ((end - 1) & subbuf_mask_) + 1;  // bytes from the sub-buffer's start to our end
+    if (__builtin_expect(done + detail::load(s.commit_ooo, std::memory_order_acquire) == subbuf_size_, 0))
+      on_subbuf_complete();
+    return;
   }
-}
-
-[[gnu::always_inline]] inline uint64_t Channel::add_committed(detail::SubbufState& s, uint32_t cpu,
-                                                              uint64_t sb_number, uint64_t bytes) noexcept {
-  uint64_t local;
-  if (__builtin_expect(rseq::add_on_cpu(cpu, s.commit_count, bytes, local), 1))
-    return local + detail::load(s.commit_remote, std::memory_order_acquire);
-  return add_committed_remote(s, cpu, sb_number, bytes);
+  commit_out_of_order(s, r.cpu, k, r.size);
 }
 
 }  // namespace tracery::ringbuf

@@ -2,11 +2,12 @@
 // the buffer's own CPU): (1) discard mode under forced migrations (a "chaos" thread keeps changing the producers'
 // CPU affinity), SIGUSR1 handlers that write records from inside the producers' reserve/commit windows and a
 // consumer that streams and flushes (pinned) concurrently: every record is read intact exactly once or counted
-// lost, lands in the buffer of the CPU it was reserved on, and the per-slot local + remote commit counters add up
-// exactly; (2) overwrite mode under the same load: every snapshot is intact and ordered in time; (3) deterministic
-// checks of the retargeting to the caller's CPU, of commits after a migration (remote counter) and of flush;
-// (4) a stale CPU hint is not dropped because of the hinted buffer's state; (5) when the last two commits of a
-// sub-buffer race (one local, one remote), the completion is still seen and the consumer woken.
+// lost, lands in the buffer of the CPU it was reserved on, and each slot's committed prefix and out-of-order
+// counter add up exactly; (2) overwrite mode under the same load: every snapshot is intact and ordered in time;
+// (3) deterministic checks of the retargeting to the caller's CPU, of commits after a migration and out of order,
+// and of flush; (4) a stale CPU hint is not dropped because of the hinted buffer's state; (5) when the last two
+// commits of a sub-buffer race (one moving the prefix, one out of order), the completion is still seen and the
+// consumer woken.
 // Every test is skipped when the thread cannot use rseq (ThreadSanitizer builds, valgrind, old glibc).
 // RINGBUF_RSEQ_RECORDS=<n per producer> overrides the size of the stress runs.
 #include <gtest/gtest.h>
@@ -134,28 +135,42 @@ class Internals {
   uint64_t write_offset(uint32_t cpu) const {
     return detail::load(reinterpret_cast<const detail::BufferHot*>(buffers_ + cpu * stride_)->write.offset);
   }
-  uint64_t local(uint32_t cpu, uint32_t slot) const { return detail::load(state(cpu, slot).commit_count); }
-  uint64_t remote(uint32_t cpu, uint32_t slot) const { return detail::load(state(cpu, slot).commit_remote); }
+  uint64_t prefix(uint32_t cpu, uint32_t slot) const { return detail::load(state(cpu, slot).commit_prefix); }
+  uint64_t ooo(uint32_t cpu, uint32_t slot) const { return detail::load(state(cpu, slot).commit_ooo); }
+  // Bytes committed of sub-buffer k once it is its slot's current one: the prefix's part and the out-of-order ones.
+  uint64_t committed(uint32_t cpu, uint64_t k, uint64_t S) const {
+    const uint32_t slot = static_cast<uint32_t>(k % num_subbuf_);
+    return prefix(cpu, slot) - k * S + ooo(cpu, slot);
+  }
 
-  // With no writer left and every buffer flushed, every sub-buffer ever opened is complete: the two counters of
-  // slot i add up exactly to (number of sub-buffers that used slot i) * S. A commit counted twice (an rseq add
-  // that took effect but reported failure, then added again remotely) or lost shows here. Returns "" or the
-  // first discrepancy; accumulates the bytes committed through each counter.
-  std::string check_counters(uint32_t num_cpus, uint64_t S, uint64_t& local_bytes, uint64_t& remote_bytes) const {
+  // With no writer left and every buffer flushed, every sub-buffer ever opened is complete: the prefix of slot i
+  // lies in its last sub-buffer and, with the out-of-order counter, counts exactly S of it; a slot never used
+  // still has its initial prefix (the start of its first sub-buffer) and nothing out of order. A commit counted
+  // twice or lost, or a reopening that moved bytes wrongly between the two, shows here. Returns "" or the first
+  // discrepancy; accumulates the last sub-buffers' bytes committed in order and out of order.
+  std::string check_counters(uint32_t num_cpus, uint64_t S, uint64_t& in_order_bytes, uint64_t& ooo_bytes) const {
     for (uint32_t cpu = 0; cpu < num_cpus; ++cpu) {
       const uint64_t w = write_offset(cpu);
       if (w % S != 0) return "cpu " + std::to_string(cpu) + ": write offset " + std::to_string(w) +
                              " is not at a sub-buffer boundary after the final flush";
       const uint64_t opened = w / S;
       for (uint32_t i = 0; i < num_subbuf_; ++i) {
-        const uint64_t uses = i < opened ? (opened - 1 - i) / num_subbuf_ + 1 : 0;
-        const uint64_t l = local(cpu, i), r = remote(cpu, i);
-        if (l + r != uses * S)
-          return "cpu " + std::to_string(cpu) + " slot " + std::to_string(i) + ": local " + std::to_string(l) +
-                 " + remote " + std::to_string(r) + " != " + std::to_string(uses) + " sub-buffers x " +
-                 std::to_string(S);
-        local_bytes += l;
-        remote_bytes += r;
+        const std::string where = "cpu " + std::to_string(cpu) + " slot " + std::to_string(i) + ": ";
+        const uint64_t p = prefix(cpu, i), o = ooo(cpu, i);
+        if (i >= opened) {
+          if (p != i * S || o != 0)
+            return where + "never used, but prefix " + std::to_string(p) + " and " + std::to_string(o) +
+                   " bytes out of order";
+          continue;
+        }
+        const uint64_t last = i + (opened - 1 - i) / num_subbuf_ * num_subbuf_;  // its last sub-buffer
+        if (p < last * S || p > last * S + S)
+          return where + "prefix " + std::to_string(p) + " outside its last sub-buffer " + std::to_string(last);
+        if (p - last * S + o != S)
+          return where + "prefix part " + std::to_string(p - last * S) + " + out of order " + std::to_string(o) +
+                 " != " + std::to_string(S);
+        in_order_bytes += p - last * S;
+        ooo_bytes += o;
       }
     }
     return {};
@@ -497,13 +512,14 @@ class RingBufferRseqStress : public ::testing::Test {
   }
 
   void report(const char* what, const Totals& t, uint64_t read, const char* read_what, uint64_t flushes,
-              uint64_t local_bytes, uint64_t remote_bytes, const char* extra) const {
+              uint64_t in_order_bytes, uint64_t ooo_bytes, const char* extra) const {
     std::printf(
         "%s (seed %u, %u buffers, %zu usable CPUs): %.2f s; %llu records emitted (%llu by signal handlers), %llu "
         "%s, %llu lost; %llu affinity changes, %lld producer migrations, %llu SIGUSR1 sent / %llu handled (%llu "
         "between reserve and commit); reservations moved by a migration: %llu, wrong CPU hints %llu (%llu went to "
         "the current CPU, %llu to the hinted one after a migration there, %llu dropped); on another CPU at commit: "
-        "%llu; commit bytes local %llu / remote %llu; %llu flushes during the run%s\n",
+        "%llu; bytes of the last sub-buffers committed in order %llu / out of order %llu; %llu flushes during the "
+        "run%s\n",
         what, seed_, num_cpus_, allowed_.size(), elapsed_s_, (unsigned long long)t.emitted,
         (unsigned long long)t.signal_records, (unsigned long long)read, read_what, (unsigned long long)t.drops,
         (unsigned long long)affinity_changes_, (long long)t.kernel_migrations, (unsigned long long)signals_sent_,
@@ -511,8 +527,8 @@ class RingBufferRseqStress : public ::testing::Test {
         (unsigned long long)t.interrupted_mid_record, (unsigned long long)t.retargeted,
         (unsigned long long)t.wrong_hint, (unsigned long long)t.wrong_hint_moved,
         (unsigned long long)t.wrong_hint_kept, (unsigned long long)t.wrong_hint_dropped,
-        (unsigned long long)t.moved_before_commit, (unsigned long long)local_bytes,
-        (unsigned long long)remote_bytes, (unsigned long long)flushes, extra);
+        (unsigned long long)t.moved_before_commit, (unsigned long long)in_order_bytes,
+        (unsigned long long)ooo_bytes, (unsigned long long)flushes, extra);
   }
 
   uint32_t num_cpus_ = 1;
@@ -617,16 +633,13 @@ TEST_F(RingBufferRseqStress, DiscardModeMigrationsSignalsAndPinnedFlushes) {
   uint64_t handler_read = 0;
   for (uint32_t id = kProducers; id < kIds; ++id) handler_read += ver.read[id];
   EXPECT_GT(handler_read, 0u) << "no signal handler record was read";
-  uint64_t local_bytes = 0, remote_bytes = 0;
-  EXPECT_EQ(in.check_counters(num_cpus_, kS, local_bytes, remote_bytes), "");
-  EXPECT_GT(local_bytes, 0u);
-  if (allowed_.size() > 1) {
-    EXPECT_GT(remote_bytes, 0u) << "no commit went through the remote counter";
-  }
+  uint64_t in_order_bytes = 0, ooo_bytes = 0;
+  EXPECT_EQ(in.check_counters(num_cpus_, kS, in_order_bytes, ooo_bytes), "");
+  EXPECT_GT(in_order_bytes, 0u);
   char extra[128];
   std::snprintf(extra, sizeof extra, "; %llu sub-buffers read, %llu extended headers",
                 (unsigned long long)ver.subbufs, (unsigned long long)ver.extended);
-  report("rseq discard", t, ver.records, "read", flushes, local_bytes, remote_bytes, extra);
+  report("rseq discard", t, ver.records, "read", flushes, in_order_bytes, ooo_bytes, extra);
 }
 
 TEST_F(RingBufferRseqStress, OverwriteModeSnapshotsUnderMigrations) {
@@ -711,16 +724,14 @@ TEST_F(RingBufferRseqStress, OverwriteModeSnapshotsUnderMigrations) {
     for (const auto& o : snap) ASSERT_TRUE(final_ver.check(o.view(), true)) << final_ver.error;
   }
   EXPECT_GT(written_cpus, 0u);
-  uint64_t local_bytes = 0, remote_bytes = 0;
-  EXPECT_EQ(in.check_counters(num_cpus_, kS, local_bytes, remote_bytes), "");
-  EXPECT_GT(local_bytes, 0u);
-  if (allowed_.size() > 1) {
-    EXPECT_GT(remote_bytes, 0u) << "no commit went through the remote counter";
-  }
+  uint64_t in_order_bytes = 0, ooo_bytes = 0;
+  EXPECT_EQ(in.check_counters(num_cpus_, kS, in_order_bytes, ooo_bytes), "");
+  EXPECT_GT(in_order_bytes, 0u);
   char extra[160];
   std::snprintf(extra, sizeof extra, "; %llu snapshots, %llu sub-buffers / %llu records checked in them",
                 (unsigned long long)snapshots, (unsigned long long)snap_subbufs, (unsigned long long)snap_records);
-  report("rseq overwrite", t, final_ver.records, "in the final snapshots", flushes, local_bytes, remote_bytes, extra);
+  report("rseq overwrite", t, final_ver.records, "in the final snapshots", flushes, in_order_bytes, ooo_bytes,
+         extra);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -772,8 +783,8 @@ TEST(RingBufferRseq, ReservationGoesToTheBufferOfTheCpuTheThreadRunsOn) {
   EXPECT_EQ(w1.r.offset, 0u);
   ch->commit(w1.r);
   EXPECT_EQ(in.write_offset(a), w1.r.size);
-  EXPECT_EQ(in.local(a, 0), w1.r.size) << "a commit on r.cpu goes to the local counter";
-  EXPECT_EQ(in.remote(a, 0), 0u);
+  EXPECT_EQ(in.prefix(a, 0), w1.r.size) << "the only record in flight moves the prefix";
+  EXPECT_EQ(in.ooo(a, 0), 0u);
   if (allowed.size() < 2) GTEST_SKIP() << "the retargeting part needs two usable CPUs";
   const uint32_t b = allowed[1];
 
@@ -785,8 +796,8 @@ TEST(RingBufferRseq, ReservationGoesToTheBufferOfTheCpuTheThreadRunsOn) {
   ch->commit(w2.r);
   EXPECT_EQ(in.write_offset(a), w1.r.size) << "buffer a must be untouched";
   EXPECT_EQ(in.write_offset(b), w2.r.size);
-  EXPECT_EQ(in.local(b, 0), w2.r.size);
-  EXPECT_EQ(in.remote(b, 0), 0u);
+  EXPECT_EQ(in.prefix(b, 0), w2.r.size);
+  EXPECT_EQ(in.ooo(b, 0), 0u);
   EXPECT_EQ(ch->lost(a) + ch->lost(b), 0u);
 
   // Flushed from CPU b: flush(a) must run on a meanwhile and leave the caller pinned to b as before.
@@ -796,8 +807,9 @@ TEST(RingBufferRseq, ReservationGoesToTheBufferOfTheCpuTheThreadRunsOn) {
   EXPECT_EQ(cpus_of(after), std::vector<uint32_t>{b}) << "flush() must restore the caller's affinity";
   EXPECT_EQ(in.write_offset(a), 4096u);
   EXPECT_EQ(in.write_offset(b), 4096u);
-  EXPECT_EQ(in.local(a, 0) + in.remote(a, 0), 4096u);
-  EXPECT_EQ(in.local(b, 0) + in.remote(b, 0), 4096u);
+  EXPECT_EQ(in.prefix(a, 0), 4096u) << "the flush's padding follows the record in order";
+  EXPECT_EQ(in.prefix(b, 0), 4096u);
+  EXPECT_EQ(in.ooo(a, 0) + in.ooo(b, 0), 0u);
   EXPECT_EQ(read_subbuf(*ch, a), (Records{{1, 100}}));
   EXPECT_EQ(read_subbuf(*ch, b), (Records{{2, 200}}));
   EXPECT_TRUE(read_subbuf(*ch, a).empty());
@@ -814,23 +826,25 @@ TEST(RingBufferRseq, CommitAfterMigrationCompletesTheSubbuf) {
   Internals in(*ch);
   ASSERT_TRUE(in.ok());
 
-  // Reserved on a, committed after moving to b: the remote counter.
+  // Reserved on a, committed after moving to b: still the oldest record in flight, so it moves the prefix (a plain
+  // store, whichever CPU makes it).
   ASSERT_TRUE(pin_to(a));
   Written w1;
   ASSERT_TRUE(reserve_and_write(*ch, a, 1, 10, w1));
   ASSERT_EQ(w1.r.cpu, a);
   ASSERT_TRUE(pin_to(b));
   ch->commit(w1.r);
-  EXPECT_EQ(in.remote(a, 0), w1.r.size) << "a commit from another CPU than r.cpu goes to the remote counter";
-  EXPECT_EQ(in.local(a, 0), 0u);
+  EXPECT_EQ(in.prefix(a, 0), w1.r.size);
+  EXPECT_EQ(in.ooo(a, 0), 0u);
   EXPECT_TRUE(ch->flush(a, mono_ns()));
   EXPECT_EQ(cpus_of(my_affinity()), std::vector<uint32_t>{b});
-  EXPECT_EQ(in.local(a, 0) + in.remote(a, 0), 4096u);
+  EXPECT_EQ(in.committed(a, 0, 4096), 4096u);
   uint32_t size = 0;
   EXPECT_EQ(read_subbuf(*ch, a, &size), (Records{{1, 10}})) << "the sub-buffer of a must complete after flush(a)";
   EXPECT_EQ(size, w1.r.size);
 
-  // A record in flight when the flush closes its sub-buffer: complete only once it is committed, remotely.
+  // A record in flight when the flush closes its sub-buffer: complete only once it is committed, from b. The
+  // record after it and the flush's padding commit first, out of order.
   ASSERT_TRUE(pin_to(a));
   Written w2, w3;
   ASSERT_TRUE(reserve_and_write(*ch, a, 1, 11, w2));
@@ -838,14 +852,17 @@ TEST(RingBufferRseq, CommitAfterMigrationCompletesTheSubbuf) {
   ASSERT_EQ(w2.r.cpu, a);
   ASSERT_EQ(w3.r.cpu, a);
   EXPECT_EQ(w2.r.offset, 4096u);
-  ch->commit(w3.r);  // locally
+  ch->commit(w3.r);  // while w2 is in flight
+  EXPECT_EQ(in.prefix(a, 1), 4096u) << "w2, in flight, holds the prefix at its start";
+  EXPECT_EQ(in.ooo(a, 1), w3.r.size);
   ASSERT_TRUE(pin_to(b));
   EXPECT_TRUE(ch->flush(a, mono_ns()));
   EXPECT_FALSE(ch->data_ready(a)) << "a record of the flushed sub-buffer is still in flight";
   EXPECT_TRUE(read_subbuf(*ch, a).empty());
-  ch->commit(w2.r);  // remotely, from b
-  EXPECT_EQ(in.remote(a, 1), w2.r.size);
-  EXPECT_EQ(in.local(a, 1) + in.remote(a, 1), 4096u);
+  EXPECT_EQ(in.committed(a, 1, 4096), 4096u - w2.r.size);
+  ch->commit(w2.r);  // from b
+  EXPECT_EQ(in.prefix(a, 1), 4096u + w2.r.size);
+  EXPECT_EQ(in.committed(a, 1, 4096), 4096u);
   EXPECT_TRUE(ch->data_ready(a));
   EXPECT_EQ(read_subbuf(*ch, a, &size), (Records{{1, 11}, {1, 12}}));
   EXPECT_EQ(size, w2.r.size + w3.r.size);
@@ -886,11 +903,11 @@ TEST(RingBufferRseq, StaleCpuHintIsNotDroppedBecauseThatBufferIsFull) {
   EXPECT_EQ(ch->lost(b), 0u);
 }
 
-// The last two commits of a sub-buffer race: one on its CPU (local counter, a plain store in a restartable
-// sequence), one from another CPU (remote counter, locked add). Whichever comes second must see the sub-buffer
-// complete and wake the consumer. White box: the test announces a waiting consumer in the channel header (as
+// The last two commits of a sub-buffer race: the record that opened it (moving the prefix: a plain store), from
+// another CPU, and the one that fills it (out of order when it comes first: a locked add). Whichever comes second
+// must see the sub-buffer complete and wake the consumer. White box: the test announces a waiting consumer in the channel header (as
 // wait_for_data does) and counts the wakeups in futex_word instead of blocking a thread in the futex.
-TEST(RingBufferRseq, RacingLocalAndRemoteFinalCommitsWakeTheConsumer) {
+TEST(RingBufferRseq, RacingInOrderAndOutOfOrderFinalCommitsWakeTheConsumer) {
   if (!Channel::rseq_available()) GTEST_SKIP() << kNoRseq;
   AffinityGuard guard;
   const std::vector<uint32_t> allowed = cpus_of(guard.saved());
@@ -915,7 +932,7 @@ TEST(RingBufferRseq, RacingLocalAndRemoteFinalCommitsWakeTheConsumer) {
     for (uint64_t i = 0; i < kRounds; ++i) {
       while (go.load(std::memory_order_acquire) != i) {
       }
-      ch->commit(remote_r);  // from b: remote counter
+      ch->commit(remote_r);  // from b: moves the prefix (it is the oldest record)
       done.store(i, std::memory_order_release);
     }
   });
@@ -934,7 +951,7 @@ TEST(RingBufferRseq, RacingLocalAndRemoteFinalCommitsWakeTheConsumer) {
     const uint32_t before = futex_word.load();
     go.store(i, std::memory_order_release);
     for (uint32_t k = static_cast<uint32_t>(i * 2654435761u) % 24; k; --k) __builtin_ia32_pause();
-    if (ok2) ch->commit(r2);  // on a: local counter (unless preempted inside the sequence)
+    if (ok2) ch->commit(r2);  // on a: out of order if r1 is not committed yet, else moves the prefix
     while (done.load(std::memory_order_acquire) != i) {
     }
     if (!error.empty()) break;
@@ -955,13 +972,13 @@ TEST(RingBufferRseq, RacingLocalAndRemoteFinalCommitsWakeTheConsumer) {
   munmap(m, ch->mapping_size());
   ASSERT_TRUE(remote_pinned);
   ASSERT_EQ(error, "");
-  uint64_t local_bytes = 0, remote_bytes = 0;
-  EXPECT_EQ(in.check_counters(config_cpus(), kSize, local_bytes, remote_bytes), "");
-  EXPECT_GT(remote_bytes, 0u);
+  uint64_t in_order_bytes = 0, ooo_bytes = 0;
+  EXPECT_EQ(in.check_counters(config_cpus(), kSize, in_order_bytes, ooo_bytes), "");
+  EXPECT_GT(in_order_bytes, 0u);
   std::printf("%llu rounds: completion seen by neither committer %llu times, by both %llu times\n",
               (unsigned long long)rounds, (unsigned long long)missed, (unsigned long long)seen_twice);
-  EXPECT_EQ(missed, 0u) << "sub-buffers completed without any wakeup: the local add (a plain store) and the "
-                           "remote add each read the other counter before seeing the other's add";
+  EXPECT_EQ(missed, 0u) << "sub-buffers completed without any wakeup: the prefix's store and the out-of-order add "
+                           "each read the other before seeing it";
 }
 
 }  // namespace

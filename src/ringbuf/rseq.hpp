@@ -1,14 +1,14 @@
 // rseq.hpp — per-CPU updates without a locked instruction, through the kernel's restartable sequences (namespace
-// tracery::ringbuf::rseq): an add and a 16-byte compare-and-store, each effective only on a given CPU.
+// tracery::ringbuf::rseq): a 16-byte compare-and-store effective only on a given CPU.
 //
 // glibc (2.35 and later) registers an rseq area for every thread; the kernel keeps its cpu_id current and, if the
 // thread is preempted, migrated or interrupted by a signal while its instruction pointer is inside a registered
 // critical section, restarts it at the section's abort handler. A read-modify-write whose final store is the last
 // instruction of such a section is therefore atomic with respect to every other thread *on the same CPU*, in any
-// process, at the cost of plain loads and stores: ~1.5 ns where a `lock xadd` costs ~6 ns and, worse, stalls the
-// pipeline until earlier stores drain. It is not atomic with respect to other CPUs: a counter updated this way
-// must only ever be updated on its own CPU, by these functions (see ring_buffer.hpp for how the ring buffer keeps
-// to that).
+// process, at the cost of plain loads and stores, where a `lock cmpxchg16b` costs several times more and, worse,
+// stalls the pipeline until earlier stores drain. It is not atomic with respect to other CPUs: a value updated
+// this way must only ever be updated on its own CPU, by these functions (see ring_buffer.hpp for how the ring
+// buffer keeps to that).
 //
 // Nothing here is used where it cannot be checked: without a registered rseq area (glibc without rseq, the
 // glibc.pthread.rseq=0 tunable, valgrind) and under ThreadSanitizer (which cannot see the stores made by the
@@ -77,39 +77,6 @@ inline int32_t current_cpu() noexcept {
 // True if the calling thread has an rseq area the kernel updates.
 inline bool registered() noexcept { return current_cpu() >= 0; }
 
-// If the calling thread runs on `cpu`: counter += v without a locked instruction, atomically with respect to every
-// thread on that CPU; `after` receives the new value and the result is true. False, with nothing changed, if the
-// thread is on another CPU or has no rseq area (never true on a CPU other than `cpu`).
-[[gnu::always_inline]] inline bool add_on_cpu(uint32_t cpu, uint64_t& counter, uint64_t v, uint64_t& after) noexcept {
-  if (__rseq_size == 0) return false;
-  const long off = __rseq_offset;
-  uint64_t value;
-  uint32_t done;
-  asm volatile(
-      TRACERY_RSEQ_DESCRIPTOR
-      "leaq 3b(%%rip), %%rax\n\t"
-      "movq %%rax, %%fs:8(%[off])\n\t"
-      "1:\n\t"
-      "cmpl %[cpu], %%fs:4(%[off])\n\t"
-      "jnz 4f\n\t"
-      "movq %[counter], %[value]\n\t"
-      "addq %[v], %[value]\n\t"
-      "movq %[value], %[counter]\n\t"
-      "2:\n\t"
-      "movl $1, %[done]\n\t"
-      "jmp 5f\n\t"
-      TRACERY_RSEQ_ABORT_HANDLER
-      "movl $0, %[done]\n\t"
-      "jmp 5f\n\t"
-      ".popsection\n\t"
-      "5:\n\t"
-      : [done] "=&r"(done), [value] "=&r"(value), [counter] "+m"(counter)
-      : [cpu] "r"(cpu), [off] "r"(off), [v] "r"(v)
-      : "rax", "memory", "cc");
-  after = value;
-  return done != 0;
-}
-
 // If the calling thread runs on `cpu`: compare the 16 bytes at p (16-byte aligned) with {e0, e1} and, if equal,
 // replace them with {n0, n1}, atomically with respect to every thread on that CPU. The replacement is a single
 // 16-byte store, so an abort never leaves half of it behind. Returns 1 if replaced, 0 if the bytes differed,
@@ -155,7 +122,6 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 
 inline bool registered() noexcept { return false; }
 inline int32_t current_cpu() noexcept { return -1; }
-inline bool add_on_cpu(uint32_t, uint64_t&, uint64_t, uint64_t&) noexcept { return false; }
 inline int cas16_on_cpu(uint32_t, void*, uint64_t, uint64_t, uint64_t, uint64_t) noexcept { return -1; }
 
 #endif
