@@ -457,6 +457,52 @@ TEST(RingBuffer, NestedReservationLikeSignalHandler) {
   EXPECT_EQ(v.data[outer.size], static_cast<uint8_t>(inner.offset));
 }
 
+// Commits out of order in every sub-buffer, over several generations of each slot: a record committed while an
+// older one is in flight goes to the out-of-order counter, and P then waits at it for the rest of the sub-buffer.
+// Each sub-buffer must complete exactly when its last record commits, and the writer that reopens a slot must
+// move P to its start and leave nothing in the counter, so that in-order commits move P again.
+TEST(RingBuffer, OutOfOrderCommitsAcrossGenerationsOfASlot) {
+  constexpr uint32_t kS = 4096;
+  auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, kS), "out-of-order");
+  void* m = mmap(nullptr, ch->mapping_size(), PROT_READ, MAP_SHARED, ch->fd(), 0);
+  ASSERT_NE(m, MAP_FAILED);
+  const auto* hdr = static_cast<const detail::ChannelHeader*>(m);
+  const auto* slots = reinterpret_cast<const detail::SubbufState*>(static_cast<const uint8_t*>(m) +
+                                                                   hdr->buffers_offset + sizeof(detail::BufferHeader));
+  FakeClock clk;
+  SubbufView v{};
+  for (uint64_t k = 0; k < 6; ++k) {
+    SCOPED_TRACE("sub-buffer " + std::to_string(k));
+    const detail::SubbufState& s = slots[k % 2];
+    clk.now += 1;
+    // The record that opens sub-buffer k (it does not fit in what is left of the previous one, which it closes)
+    // commits in order.
+    Reservation first = write_raw(*ch, 0, 1000 - kCompactHs, clk);
+    ASSERT_EQ(first.offset, k * kS);
+    EXPECT_EQ(detail::load(s.commit_prefix), first.offset + first.size);
+    EXPECT_EQ(detail::load(s.commit_ooo), 0u) << "the reopening left bytes of the previous generation counted";
+    if (k > 0) {  // the switch committed the previous sub-buffer's padding: it is complete and readable
+      ASSERT_TRUE(ch->get_subbuf(0, v));
+      EXPECT_EQ(v.seq, k - 1);
+      ASSERT_TRUE(ch->put_subbuf(0, v));
+    }
+    Reservation outer = reserve_raw(*ch, 0, 100, clk);
+    Reservation inner = write_raw(*ch, 0, 40, clk);  // committed ahead of `outer`
+    EXPECT_EQ(detail::load(s.commit_prefix), outer.offset);
+    EXPECT_EQ(detail::load(s.commit_ooo), inner.size);
+    ch->commit(outer);
+    EXPECT_EQ(detail::load(s.commit_prefix), outer.offset + outer.size);
+    uint64_t end = inner.offset + inner.size;
+    while (end + 1000 <= (k + 1) * kS) {  // after the wait at `outer`, the rest commits out of order
+      Reservation r = write_raw(*ch, 0, 1000 - kCompactHs, clk);
+      end = r.offset + r.size;
+    }
+    EXPECT_EQ(detail::load(s.commit_ooo), end - (outer.offset + outer.size));
+    EXPECT_FALSE(ch->get_subbuf(0, v)) << "complete before it is closed";
+  }
+  munmap(m, ch->mapping_size());
+}
+
 TEST(RingBuffer, SeqAndLostBeforeAcrossSubbufs) {
   auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, 4096), "seq");
   FakeClock clk;
