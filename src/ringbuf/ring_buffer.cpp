@@ -446,8 +446,10 @@ uint64_t Channel::prefix_share(uint64_t p, uint64_t sb_number) const noexcept {
 }
 
 uint64_t Channel::committed(const SubbufState& s, uint64_t sb_number) const noexcept {
-  const uint64_t p = load(s.commit_prefix, std::memory_order_acquire);
-  return prefix_share(p, sb_number) + load(s.commit_ooo, std::memory_order_acquire);
+  // The counter first: a reopening moves P before it takes its share from the counter, so a counter already
+  // reduced comes with the moved P, never with the old one (which would count less than was committed).
+  const uint64_t ooo = load(s.commit_ooo, std::memory_order_acquire);
+  return prefix_share(load(s.commit_prefix, std::memory_order_acquire), sb_number) + ooo;
 }
 
 void Channel::open_commit_prefix(SubbufState& s, uint64_t sb_number) noexcept {

@@ -346,9 +346,9 @@ class Channel {
   [[gnu::cold]] void commit_out_of_order(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
                                          uint64_t bytes) noexcept;
   // Bytes committed in slot `s` over all its generations (P's share and the out-of-order counter), read as of
-  // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Never more than the true
-  // count (a reopening moves P first, briefly counting more, which only a snapshot's exact test can see: it then
-  // skips a sub-buffer that is being overwritten anyway); less only while a commit races.
+  // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Less than the true count
+  // only while a commit races; more only while a reopening moves P (which only a snapshot's exact test can see:
+  // it then skips a sub-buffer that is being overwritten anyway).
   uint64_t committed(const detail::SubbufState& s, uint64_t sb_number) const noexcept;
   // P's share of committed(): the bytes of the slot's generations up to P.
   uint64_t prefix_share(uint64_t p, uint64_t sb_number) const noexcept;
