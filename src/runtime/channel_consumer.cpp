@@ -46,13 +46,21 @@ ChannelConsumer::~ChannelConsumer()
 void ChannelConsumer::start_thread()
 {
 	stop_.store(false);
-	if (start_background_thread(thread_, &ChannelConsumer::thread_main, this) == 0)
+	if (start_background_thread(thread_, &ChannelConsumer::thread_main, this) == 0) {
 		thread_running_ = true;
+		started_.acquire();
+	}
 }
+
+void ChannelConsumer::before_fork() { busy_.lock(); }
+
+void ChannelConsumer::after_fork_parent() { busy_.unlock(); }
 
 void *ChannelConsumer::thread_main(void *arg)
 {
 	auto *self = static_cast<ChannelConsumer *>(arg);
+	std::unique_lock busy(self->busy_);
+	self->started_.release();
 	pthread_setname_np(pthread_self(), "tracery-consume");
 	// Emitting threads that keep every CPU busy must not starve the thread
 	// that empties their buffers: where allowed (root, CAP_SYS_NICE or
@@ -70,11 +78,15 @@ void *ChannelConsumer::thread_main(void *arg)
 		if (flowing) {
 			if (!self->any_data_ready()) {
 				const timespec ts{0, static_cast<long>(poll_ns)};
+				busy.unlock();
 				nanosleep(&ts, nullptr);
+				busy.lock();
 				continue;
 			}
 		} else {
+			busy.unlock();
 			self->channel_.wait_for_data(100);
+			busy.lock();
 		}
 		if (const size_t packets = self->drain(); packets > 0) {
 			const uint64_t now = clock::detail::now_vdso();
@@ -91,6 +103,7 @@ void *ChannelConsumer::thread_main(void *arg)
 
 void ChannelConsumer::abandon_after_fork()
 {
+	busy_.unlock(); // taken by before_fork in the parent, before the fork
 	thread_running_ = false;
 	for (auto &s : streams_)
 		s.reset(); // closes the child's copy of the descriptor, writes nothing

@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -47,12 +49,21 @@ public:
 	ChannelConsumer(const ChannelConsumer &) = delete;
 	ChannelConsumer &operator=(const ChannelConsumer &) = delete;
 
+	// Returns once the thread runs (its start-up, the C library's and any
+	// sanitizer's, is over).
 	void start_thread();
 	// Stops the thread, closes the partial sub-buffers and writes everything
 	// left (discard) or the newest data (overwrite), then a last empty
 	// packet per stream if events were lost after its last packet.
 	void finish();
-	// In a fork child: the thread and the files belong to the parent.
+	// Around fork(): before_fork waits until the thread is between two
+	// pieces of work (waiting for data), so that it holds no lock of the C
+	// library or of a sanitizer's allocator that the child would inherit
+	// locked; after_fork_parent lets it go on. In the child (after
+	// before_fork): abandon_after_fork, as the thread and the files belong to
+	// the parent.
+	void before_fork();
+	void after_fork_parent();
 	void abandon_after_fork();
 
 	// Writes every complete sub-buffer; returns the packets written.
@@ -75,6 +86,8 @@ private:
 	pthread_t thread_{};
 	bool thread_running_ = false;
 	std::atomic<bool> stop_{false};
+	std::mutex busy_;                   // held by the thread except while it waits for data
+	std::binary_semaphore started_{0}; // released by the thread once it runs
 	bool failed_ = false;
 };
 

@@ -45,6 +45,9 @@ public:
 		consumer_->finish();
 	}
 
+	void before_fork() { consumer_->before_fork(); }
+	void after_fork_parent() { consumer_->after_fork_parent(); }
+
 	void after_fork_in_child()
 	{
 		consumer_->abandon_after_fork();
@@ -81,6 +84,8 @@ DaemonlessTracer *tracer = nullptr;
 void before_fork()
 {
 	daemon_client_before_fork();
+	if (tracer)
+		tracer->before_fork();
 	lock_for_fork();
 	urcu_bp_before_fork();
 }
@@ -89,6 +94,8 @@ void after_fork_parent()
 {
 	urcu_bp_after_fork_parent();
 	unlock_after_fork();
+	if (tracer)
+		tracer->after_fork_parent();
 	daemon_client_after_fork_parent();
 }
 
