@@ -651,6 +651,16 @@ TickSource tick_source(TickUnit unit) noexcept {
 
 const char* tick_unit_name(TickUnit unit) noexcept { return unit == TickUnit::tsc ? "tsc" : "ns"; }
 
+bool parse_tick_unit(std::string_view name, TickUnit& unit) noexcept {
+  for (TickUnit u : {TickUnit::ns, TickUnit::tsc}) {
+    if (name == tick_unit_name(u)) {
+      unit = u;
+      return true;
+    }
+  }
+  return false;
+}
+
 TickScale tick_scale(TickUnit unit) {
   if (unit == TickUnit::ns) return ns_tick_scale(realtime_offset_ns());
 #if TRACERY_CLOCK_HAVE_TSC

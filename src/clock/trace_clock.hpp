@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #ifndef TRACERY_CLOCK_HAVE_TSC  // -DTRACERY_CLOCK_HAVE_TSC=0 builds the vdso-only variant
@@ -83,6 +84,8 @@ TickUnit preferred_tick_unit() noexcept;
 // ns for both units: its traces are then wrong, which a daemon of the same build never asks.
 TickSource tick_source(TickUnit unit) noexcept;
 const char* tick_unit_name(TickUnit unit) noexcept;  // "ns" or "tsc"
+// The unit tick_unit_name() names; false for any other name.
+bool parse_tick_unit(std::string_view name, TickUnit& unit) noexcept;
 
 // A timestamp of the trace: now() or the TSC. Hot path; defined inline below.
 inline uint64_t ticks(TickSource source) noexcept;

@@ -427,6 +427,17 @@ TEST(TraceClock, RealtimeOffset) {
   }
 }
 
+TEST(TraceClock, TickUnitNamesRoundTrip) {
+  for (tc::TickUnit u : {tc::TickUnit::ns, tc::TickUnit::tsc}) {
+    tc::TickUnit parsed = u == tc::TickUnit::ns ? tc::TickUnit::tsc : tc::TickUnit::ns;
+    EXPECT_TRUE(tc::parse_tick_unit(tc::tick_unit_name(u), parsed));
+    EXPECT_EQ(parsed, u);
+  }
+  tc::TickUnit unchanged = tc::TickUnit::tsc;
+  for (const char* bad : {"", "TSC", "tsc ", "us"}) EXPECT_FALSE(tc::parse_tick_unit(bad, unchanged)) << bad;
+  EXPECT_EQ(unchanged, tc::TickUnit::tsc);
+}
+
 TEST(TraceClock, NsTickScaleSplitsTheOffset) {
   const tc::TickScale neg = tc::ns_tick_scale(-1500000000);  // -1.5 s = -2 s + 0.5 s
   EXPECT_EQ(neg.freq_hz, 1000000000u);

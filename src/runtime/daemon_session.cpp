@@ -97,8 +97,12 @@ DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
 			fprintf(stderr, "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
 			                "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
 		// Older daemons send no clock: their traces count ns.
-		const clock::TickUnit unit =
-			c.value("clock", std::string("ns")) == "tsc" ? clock::TickUnit::tsc : clock::TickUnit::ns;
+		const std::string clock_name = c.value("clock", std::string("ns"));
+		clock::TickUnit unit;
+		if (!clock::parse_tick_unit(clock_name, unit))
+			throw std::runtime_error("the daemon asks for timestamps in '" + clock_name +
+			                         "', a unit this program's libtracery does not know (it knows 'tsc' "
+			                         "and 'ns'): update libtracery");
 		t->session = std::make_unique<Session>(std::move(ring), context, clock::tick_source(unit),
 		                                       std::vector<std::string>{"*"}, t->catalog);
 		tracers_.push_back(std::move(t));

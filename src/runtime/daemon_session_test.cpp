@@ -37,6 +37,24 @@ protected:
 	std::unique_ptr<ringbuf::Channel> ring_ = create_trace_channel(2, 4096, ringbuf::Mode::discard, "dstest");
 };
 
+// The trace's clock comes from the daemon: a unit this program knows is taken,
+// another one refuses the session, naming it, rather than write timestamps in
+// a unit the trace's metadata does not declare.
+TEST_F(DaemonSessionFilters, ClockUnitFromTheDaemon)
+{
+	for (const char *unit : {"tsc", "ns"}) {
+		json channels = json::array({{{"index", 0}, {"ids", json::object()}, {"clock", unit}}});
+		EXPECT_NO_THROW(DaemonSession(channels, std::vector<int>{dup(ring_->fd())})) << unit;
+	}
+	json channels = json::array({{{"index", 0}, {"ids", json::object()}, {"clock", "furlongs"}}});
+	try {
+		DaemonSession session(channels, std::vector<int>{dup(ring_->fd())});
+		ADD_FAILURE() << "a session with an unknown clock unit was accepted";
+	} catch (const std::runtime_error &e) {
+		EXPECT_NE(std::string(e.what()).find("'furlongs'"), std::string::npos) << e.what();
+	}
+}
+
 TEST_F(DaemonSessionFilters, VerifiedFilterIsAttached)
 {
 	filter::Error error;
