@@ -11,8 +11,8 @@
 #include <variant>
 #include <vector>
 
-#include "ctf/event_context.hpp"
 #include "clock/trace_clock.hpp"
+#include "ctf/event_context.hpp"
 #include "ctf/uuid.hpp"
 #include "tracery/tracepoint.h"
 

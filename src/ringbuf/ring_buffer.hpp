@@ -32,7 +32,7 @@
 //       through such a sequence, even when flushing (the flushing thread moves itself onto the CPU first). A
 //       thread that finds itself on another CPU than the one it chose retargets to the buffer of the CPU it is
 //       on. A thread without rseq (see rseq.hpp) cannot write an rseq channel: its records are dropped and
-//       counted. Reserve + commit take less than half the time (docs/performance.md).
+//       counted. Reserve + commit take about 40 % less time (docs/performance.md).
 //  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode, a prefetch for write 1 KiB
 //    ahead: kPrefetchAhead), commit = a plain compare and store of P (and a load to see whether the sub-buffer
 //    is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
