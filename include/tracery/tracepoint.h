@@ -166,7 +166,6 @@ TRACERY_API void tracery_probe_synchronize(void);
 #define TRACERY__CAT(a, b) TRACERY__CAT_(a, b)
 #define TRACERY__DESC_NAME(prov, name) tracery_event__##prov##__##name
 #define TRACERY__EMIT_NAME(prov, name) tracery_emit__##prov##__##name
-#define TRACERY__FIRE_NAME(prov, name) tracery_fire__##prov##__##name
 
 /* Field specs are tuples (KIND, args...) dispatched by kind. */
 #define TRACERY_U8(n) (INT, U8, uint8_t, n)
@@ -325,23 +324,16 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 		__attribute__((visibility("hidden")));
 
 /* The emitter: TRACERY__EMIT_NAME, inlined into each TRACERY_EMIT (in its
- * unlikely branch), calls the gate of a scalar-only event with its own
+ * unlikely branch). It calls the gate of a scalar-only event with its own
  * parameters, so a rejected event is a load, an indirect call and a return at
- * the call site; then the out-of-line TRACERY__FIRE_NAME packs the arguments
- * and runs the probes. Other events go straight to TRACERY__FIRE_NAME, which
- * packs them and passes the array to the gate. PARAM, ARG and NAME map a field
+ * the call site; then it packs the arguments into an array on the stack and
+ * calls tracery_fire(). Other events pass that array to the gate. All of it
+ * is inlined: an out-of-line packing function cost a call and a return per
+ * recorded event (~0.6 ns, docs/performance.md), while a disabled event still
+ * costs only TRACERY_EMIT's load and branch. PARAM, ARG and NAME map a field
  * spec to its parameter, tracery_arg initialiser and argument name (the C and
  * the C++ API have their own). */
 #define TRACERY__EMITTER_WITH(prov, name, all_scalar, PARAM, ARG, NAME, ...)                        \
-	__attribute__((noinline, unused)) static void TRACERY__FIRE_NAME(prov, name)(                \
-		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
-	{                                                                                            \
-		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                 \
-		if (all_scalar)                                                                      \
-			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                        \
-		else                                                                                 \
-			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                 \
-	}                                                                                            \
 	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
 		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
 	{                                                                                            \
@@ -352,7 +344,11 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 				TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                   \
 				return;                                                              \
 		}                                                                                    \
-		TRACERY__FIRE_NAME(prov, name)(TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__)));    \
+		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                 \
+		if (all_scalar)                                                                      \
+			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                        \
+		else                                                                                 \
+			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                 \
 	}
 #define TRACERY__EMITTER(prov, name, ...)                                                           \
 	TRACERY__EMITTER_WITH(prov, name, TRACERY__ALL_SCALAR(__VA_ARGS__), TRACERY__PARAM, TRACERY__ARG, \
