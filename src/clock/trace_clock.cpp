@@ -22,15 +22,13 @@
 //  reproduces the old function exactly (same fixed-point value at t_sw, same slope m0).
 //  Readers still holding the old block (they loaded it before the new seq was visible) read
 //  a TSC below t_sw, where both blocks agree. The writer abandons the publication if it
-//  finds itself within 1 ms of t_sw just before the final seq store (it was descheduled).
-//  Between that check and the store, a writer can still be held up past t_sw: a preemption,
-//  or on a virtual machine the host descheduling the vCPU, which the guest cannot prevent.
-//  Readers then still use the old block (copy 1, seq odd) past t_sw, where it may be ahead
-//  of the new one, by up to |m0 - m1| * overrun. So copy 1 carries, for the duration of the
-//  publication, a limit t_limit = t_sw on the TSC it is evaluated at: those readers see the
-//  clock stand still at F(t_sw) until the new block is visible, and never a step back
-//  (counted in Stats::late_publishes). Forward corrections that cannot be slewed in time are
-//  applied as forward steps (which never go back).
+//  finds itself within 1 ms of t_sw just before the final seq store (it was descheduled),
+//  so only a preemption of ~10 ms between two adjacent instructions (on a virtual machine,
+//  also the host descheduling the vCPU there) could let a stale reader pass t_sw; that is
+//  detected (Stats::late_publishes) and the step back it allows is at
+//  most |m0 - m1| * overrun: ~4e-8 * overrun for the usual tens-of-ns corrections, 5e-4 *
+//  overrun at the slew cap. Forward corrections that cannot be slewed in time are applied
+//  as forward steps (which never go back).
 #include "clock/trace_clock.hpp"
 
 #include <fcntl.h>
@@ -105,13 +103,6 @@ constinit std::atomic<uint64_t> g_init_mono{0};  // CLOCK_MONOTONIC at the end o
 constinit std::once_flag g_atfork_once;
 
 #if TRACERY_CLOCK_HAVE_TSC
-
-constinit std::atomic<uint64_t> g_publication_delay_ns{0};  // delay_publication_for_testing()
-
-void sleep_ns(uint64_t ns) {
-  const timespec ts{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)};
-  nanosleep(&ts, nullptr);
-}
 
 constexpr double kFracScale = double(uint64_t(1) << kFracBits);
 
@@ -192,26 +183,19 @@ void store_block(detail::ParamBlock& b, const Params& p) {
 // writer was descheduled): then the old block is put back and false is returned. On success
 // *visible is the TSC read just after the new block became visible to every reader.
 bool publish(const Params& p, uint64_t deadline, uint64_t* visible) {
-  constexpr uint64_t kNoLimit = ~uint64_t(0);
-  std::atomic<uint64_t>& copy1_limit = g_state.block[1].t_limit;
   const uint32_t s = g_state.seq.load(std::memory_order_relaxed);  // even (single writer)
-  // Copy 1 is read only while seq is odd; until the new block is visible, it stops at t_sw.
-  copy1_limit.store(p.t_sw, std::memory_order_relaxed);
   g_state.seq.store(s + 1, std::memory_order_release);  // readers: copy 1 (old block)
   store_block(g_state.block[0], p);
   const bool on_time = rdtscp_ordered() < deadline;
   if (!on_time) store_block(g_state.block[0], g_w.cur);
-  if (const uint64_t pause = g_publication_delay_ns.load(std::memory_order_relaxed)) sleep_ns(pause);
   // seq_cst store: a full barrier on x86 (xchg), so the rdtscp below (which waits for all
   // earlier instructions) reads the TSC after the switch to copy 0 is globally visible.
   g_state.seq.store(s + 2, std::memory_order_seq_cst);  // readers: copy 0
   if (visible) *visible = rdtscp_ordered();
-  if (on_time) {
-    store_block(g_state.block[1], p);
-    g_w.cur = p;
-  }
-  copy1_limit.store(kNoLimit, std::memory_order_relaxed);
-  return on_time;
+  if (!on_time) return false;
+  store_block(g_state.block[1], p);
+  g_w.cur = p;
+  return true;
 }
 
 struct Sample {
@@ -768,14 +752,6 @@ std::string report() {
 }
 
 namespace detail {
-
-void delay_publication_for_testing(uint64_t ns) {
-#if TRACERY_CLOCK_HAVE_TSC
-  g_publication_delay_ns.store(ns, std::memory_order_relaxed);
-#else
-  (void)ns;
-#endif
-}
 
 void reset_for_testing() {
   std::lock_guard<std::mutex> lk(g_mu);

@@ -33,7 +33,6 @@
 //    (see "Trace ticks" below).
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -153,7 +152,7 @@ struct Stats {
   uint64_t resyncs = 0;              // parameter blocks published by resync()
   uint64_t resyncs_skipped = 0;      // too close to the previous one, or noisy measurement
   uint64_t steps_forward = 0;        // corrections too large to slew (clock behind)
-  uint64_t late_publishes = 0;       // block visible after its switch point: the clock stood still (.cpp)
+  uint64_t late_publishes = 0;       // writer descheduled near the switch point (see .cpp)
   double last_error_ns = 0;          // now() - CLOCK_MONOTONIC measured by the last resync
   double max_abs_error_ns = 0;       // largest |error| seen by any resync
 };
@@ -163,18 +162,14 @@ namespace detail {
 
 inline constexpr unsigned kFracBits = 40;  // fixed-point ns per cycle: m = ns/cycle * 2^40
 
-// Piecewise-linear map TSC -> ns (fixed point, value = ns + frac / 2^40), of t' = min(t, t_limit):
-//   t' <  t_sw : F(t_sw) + max(t' - t_sw, d_min) * m0   (continuation of the previous block)
-//   t_sw <= t' < t_end : F(t_sw) + (t' - t_sw) * m1     (slew segment)
-//   t' >= t_end : F(t_end) + (t' - t_end) * m2          (steady rate)
-// t_limit is the maximum except in block 1 while a new block is being published (seq odd):
-// there it is the new block's switch point, so that a reader of the old block whose
-// publication is late reads a clock standing still rather than one that will step back.
+// Piecewise-linear map TSC -> ns (fixed point, value = ns + frac / 2^40):
+//   t <  t_sw : F(t_sw) + max(t - t_sw, d_min) * m0   (continuation of the previous block)
+//   t_sw <= t < t_end : F(t_sw) + (t - t_sw) * m1     (slew segment)
+//   t >= t_end : F(t_end) + (t - t_end) * m2          (steady rate)
 struct ParamBlock {
   std::atomic<uint64_t> t_sw, ns_sw, frac_sw, m0, m1;
   std::atomic<int64_t> d_min;
   std::atomic<uint64_t> t_end, ns_end, frac_end, m2;
-  std::atomic<uint64_t> t_limit{~uint64_t(0)};
 };
 
 struct alignas(64) State {
@@ -216,7 +211,7 @@ inline uint64_t now_tsc() noexcept {
   for (;;) {
     const uint32_t s1 = st.seq.load(acq);
     const ParamBlock& b = st.block[s1 & 1];
-    const uint64_t t = std::min(read_tsc<kOrdered>(), b.t_limit.load(acq));
+    const uint64_t t = read_tsc<kOrdered>();
     const uint64_t t_end = b.t_end.load(acq);
     uint64_t r;
     if (__builtin_expect(t >= t_end, 1)) {
@@ -248,9 +243,6 @@ void reset_for_testing();
 // and later resync() calls must slew it back. Returns false (and does nothing) with the vdso
 // backend or while a previous block's switch point is less than ~1 ms away.
 bool perturb_for_testing(int64_t ahead_ns);
-// Makes each later publication of a block pause for `ns` between its last on-time check and
-// the store that makes the block visible, as a writer descheduled there would (0: no pause).
-void delay_publication_for_testing(uint64_t ns);
 
 }  // namespace detail
 
