@@ -21,15 +21,19 @@
 //  A new block changes nothing before its switch point t_sw = now + 10 ms: for t < t_sw it
 //  reproduces the old function exactly (same fixed-point value at t_sw, same slope m0).
 //  Readers still holding the old block (they loaded it before the new seq was visible) read
-//  a TSC below t_sw, where both blocks agree. The writer abandons the publication if it
-//  finds itself within 1 ms of t_sw just before the final seq store (it was descheduled),
-//  so only a preemption of ~10 ms between two adjacent instructions (on a virtual machine,
-//  also the host descheduling the vCPU there) could let a stale reader pass t_sw; that is
-//  detected (Stats::late_publishes) and the step back it allows is at
+//  a TSC below t_sw, where both blocks agree. The writer abandons the publication if the TSC
+//  is within 1 ms of t_sw when it makes the new block visible: the check and the seq store
+//  are one restartable sequence (rseq/rseq.hpp), so a preemption, migration or signal between
+//  them makes the check run again. Without rseq (and under ThreadSanitizer) they are two
+//  instructions, and a preemption of ~10 ms between them could let a stale reader pass t_sw.
+//  What no guest can prevent, a hypervisor descheduling the vCPU there, has the same effect.
+//  That is detected (Stats::late_publishes) and the step back it allows is at
 //  most |m0 - m1| * overrun: ~4e-8 * overrun for the usual tens-of-ns corrections, 5e-4 *
 //  overrun at the slew cap. Forward corrections that cannot be slewed in time are applied
 //  as forward steps (which never go back).
 #include "clock/trace_clock.hpp"
+
+#include "rseq/rseq.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -182,15 +186,36 @@ void store_block(detail::ParamBlock& b, const Params& p) {
 // Publishes p unless the TSC has reached `deadline` by the time copy 0 is written (the
 // writer was descheduled): then the old block is put back and false is returned. On success
 // *visible is the TSC read just after the new block became visible to every reader.
+// The store that switches readers to copy 0 if the TSC is below `deadline` then: 1 done, 0 too
+// late (nothing stored). Where the thread has rseq, the check and the store are one restartable
+// sequence, so a preemption of this thread cannot come between them.
+int switch_to_copy0_before(uint32_t next_seq, uint64_t deadline) {
+  // std::atomic<uint32_t> is a plain uint32_t (static_assert below); the store is a plain mov,
+  // a release store on x86, as the seq_cst store of the fallback is more than.
+  auto* seq = reinterpret_cast<uint32_t*>(&g_state.seq);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int rc = rseq::store32_if_tsc_below(seq, next_seq, deadline);
+    if (rc >= 0) return rc;
+    if (!rseq::registered()) break;
+  }
+  if (rdtscp_ordered() >= deadline) return 0;
+  g_state.seq.store(next_seq, std::memory_order_seq_cst);
+  return 1;
+}
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+
 bool publish(const Params& p, uint64_t deadline, uint64_t* visible) {
   const uint32_t s = g_state.seq.load(std::memory_order_relaxed);  // even (single writer)
   g_state.seq.store(s + 1, std::memory_order_release);  // readers: copy 1 (old block)
   store_block(g_state.block[0], p);
-  const bool on_time = rdtscp_ordered() < deadline;
-  if (!on_time) store_block(g_state.block[0], g_w.cur);
-  // seq_cst store: a full barrier on x86 (xchg), so the rdtscp below (which waits for all
+  const bool on_time = switch_to_copy0_before(s + 2, deadline) == 1;
+  if (!on_time) {
+    store_block(g_state.block[0], g_w.cur);
+    g_state.seq.store(s + 2, std::memory_order_seq_cst);  // readers: copy 0, the old block again
+  }
+  // A full barrier (locked instruction on x86), so that the rdtscp below (which waits for all
   // earlier instructions) reads the TSC after the switch to copy 0 is globally visible.
-  g_state.seq.store(s + 2, std::memory_order_seq_cst);  // readers: copy 0
+  g_state.seq.fetch_add(0, std::memory_order_seq_cst);
   if (visible) *visible = rdtscp_ordered();
   if (!on_time) return false;
   store_block(g_state.block[1], p);

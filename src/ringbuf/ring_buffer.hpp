@@ -53,7 +53,7 @@
 #include <memory>
 #include <vector>
 
-#include "ringbuf/rseq.hpp"
+#include "rseq/rseq.hpp"
 
 #if defined(__x86_64__) && !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
 #error "tracery ringbuf needs cmpxchg16b: compile with -mcx16 (the tracery_ringbuf CMake target adds it)"

@@ -16,7 +16,7 @@ using tracery::ringbuf::Channel;
 using tracery::ringbuf::Config;
 using tracery::ringbuf::Mode;
 using tracery::ringbuf::Sync;
-namespace rseq = tracery::ringbuf::rseq;
+namespace rseq = tracery::rseq;
 
 std::unique_ptr<Channel> make_channel(Sync sync) {
   Config c;

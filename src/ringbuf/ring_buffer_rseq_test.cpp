@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "ringbuf/ring_buffer.hpp"
-#include "ringbuf/rseq.hpp"
+#include "rseq/rseq.hpp"
 #include "ringbuf/test_records.hpp"
 
 namespace tracery::ringbuf {

@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "ringbuf/rseq.hpp"
+#include "rseq/rseq.hpp"
 
 namespace tracery::runtime {
 
@@ -26,7 +26,7 @@ void reset_context_after_fork();
 // sched_getcpu() (which may be a system call).
 inline uint32_t current_cpu()
 {
-	int cpu = ringbuf::rseq::current_cpu();
+	int cpu = rseq::current_cpu();
 	if (cpu < 0) [[unlikely]]
 		cpu = sched_getcpu();
 	return cpu < 0 ? 0u : static_cast<uint32_t>(cpu);

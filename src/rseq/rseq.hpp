@@ -1,5 +1,6 @@
-// rseq.hpp — per-CPU updates without a locked instruction, through the kernel's restartable sequences (namespace
-// tracery::ringbuf::rseq): a 16-byte compare-and-store effective only on a given CPU.
+// rseq.hpp — updates that no preemption can split, through the kernel's restartable sequences (namespace
+// tracery::rseq): a 16-byte compare-and-store effective only on a given CPU (the ring buffer's per-CPU write
+// position), and a store made only while the TSC is below a deadline (the trace clock's publication).
 //
 // glibc (2.35 and later) registers an rseq area for every thread; the kernel keeps its cpu_id current and, if the
 // thread is preempted, migrated or interrupted by a signal while its instruction pointer is inside a registered
@@ -36,7 +37,7 @@
 #define TRACERY_HAVE_RSEQ 0
 #endif
 
-namespace tracery::ringbuf::rseq {
+namespace tracery::rseq {
 
 #if TRACERY_HAVE_RSEQ
 
@@ -118,12 +119,51 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
   return rc;
 }
 
+// If the TSC (read after every earlier instruction, lfence) is below `deadline`: store v at *p, with no
+// preemption, migration or signal between that read and the store. Returns 1 if stored, 0 if the TSC had reached
+// the deadline (nothing stored), -1 if the sequence was interrupted (nothing stored: try again) or the thread has
+// no rseq area. A plain store: the caller orders what follows it. Only an interruption the guest kernel does not
+// see, a hypervisor descheduling the vCPU, can still come between the read and the store.
+[[gnu::always_inline]] inline int store32_if_tsc_below(uint32_t* p, uint32_t v, uint64_t deadline) noexcept {
+  if (__rseq_size == 0) return -1;
+  const long off = __rseq_offset;
+  int rc;
+  asm volatile(
+      TRACERY_RSEQ_DESCRIPTOR
+      "leaq 3b(%%rip), %%rax\n\t"
+      "movq %%rax, %%fs:8(%[off])\n\t"
+      "1:\n\t"
+      "lfence\n\t"
+      "rdtsc\n\t"
+      "shlq $32, %%rdx\n\t"
+      "orq %%rdx, %%rax\n\t"
+      "cmpq %[deadline], %%rax\n\t"
+      "jae 6f\n\t"
+      "movl %[v], 0(%[p])\n\t"
+      "2:\n\t"
+      "movl $1, %[rc]\n\t"
+      "jmp 5f\n\t"
+      "6:\n\t"
+      "movl $0, %[rc]\n\t"
+      "jmp 5f\n\t"
+      TRACERY_RSEQ_ABORT_HANDLER
+      "movl $-1, %[rc]\n\t"
+      "jmp 5f\n\t"
+      ".popsection\n\t"
+      "5:\n\t"
+      : [rc] "=&r"(rc)
+      : [off] "r"(off), [p] "r"(p), [v] "r"(v), [deadline] "r"(deadline)
+      : "rax", "rdx", "memory", "cc");
+  return rc;
+}
+
 #else
 
 inline bool registered() noexcept { return false; }
 inline int32_t current_cpu() noexcept { return -1; }
 inline int cas16_on_cpu(uint32_t, void*, uint64_t, uint64_t, uint64_t, uint64_t) noexcept { return -1; }
+inline int store32_if_tsc_below(uint32_t*, uint32_t, uint64_t) noexcept { return -1; }
 
 #endif
 
-}  // namespace tracery::ringbuf::rseq
+}  // namespace tracery::rseq
