@@ -52,7 +52,7 @@ namespace tracery::rseq {
 // post_commit_offset, abort_ip), which the code publishes in rseq->rseq_cs before entering. 1..2: the section; its
 // last instruction is the single store that commits. 4: the abort handler, out of line in __rseq_failure, preceded
 // by the signature the kernel checks (inside a ud1 instruction, as librseq does, so that disassemblers stay in
-// sync). 5: where every path ends.
+// sync). 6: where the section gives up without storing. 5: where every path ends.
 #define TRACERY_RSEQ_DESCRIPTOR         \
   ".pushsection __rseq_cs, \"aw\"\n\t" \
   ".balign 32\n\t"                     \
@@ -64,6 +64,24 @@ namespace tracery::rseq {
   ".byte 0x0f, 0xb9, 0x3d\n\t"             \
   ".long 0x53053053\n\t"                   \
   "4:\n\t"
+// Publishes the descriptor (clobbers rax; needs the operand [off] = __rseq_offset); the section starts after it.
+#define TRACERY_RSEQ_ENTER                 \
+  "leaq 3b(%%rip), %%rax\n\t"              \
+  "movq %%rax, %%fs:8(%[off])\n\t"
+// The section's end (label 2, right after its committing store) and what every path leaves in the operand [rc]:
+// 1 after the store, 0 from label 6 (the section gave up), -1 from the abort handler.
+#define TRACERY_RSEQ_RESULTS      \
+  "2:\n\t"                       \
+  "movl $1, %[rc]\n\t"           \
+  "jmp 5f\n\t"                   \
+  "6:\n\t"                       \
+  "movl $0, %[rc]\n\t"           \
+  "jmp 5f\n\t"                   \
+  TRACERY_RSEQ_ABORT_HANDLER      \
+  "movl $-1, %[rc]\n\t"          \
+  "jmp 5f\n\t"                   \
+  ".popsection\n\t"              \
+  "5:\n\t"
 static_assert(RSEQ_SIG == 0x53053053, "the abort signature below is glibc's x86-64 RSEQ_SIG");
 
 // The CPU the calling thread runs on, from its rseq area; negative without one (glibc leaves a negative cpu_id
@@ -92,8 +110,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
       "movq %[n0], %%xmm0\n\t"
       "movq %[n1], %%xmm1\n\t"
       "punpcklqdq %%xmm1, %%xmm0\n\t"
-      "leaq 3b(%%rip), %%rax\n\t"
-      "movq %%rax, %%fs:8(%[off])\n\t"
+      TRACERY_RSEQ_ENTER
       "1:\n\t"
       "cmpl %[cpu], %%fs:4(%[off])\n\t"
       "jnz 4f\n\t"
@@ -102,17 +119,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
       "cmpq %[e1], 8(%[p])\n\t"
       "jnz 6f\n\t"
       "movdqa %%xmm0, 0(%[p])\n\t"
-      "2:\n\t"
-      "movl $1, %[rc]\n\t"
-      "jmp 5f\n\t"
-      "6:\n\t"
-      "movl $0, %[rc]\n\t"
-      "jmp 5f\n\t"
-      TRACERY_RSEQ_ABORT_HANDLER
-      "movl $-1, %[rc]\n\t"
-      "jmp 5f\n\t"
-      ".popsection\n\t"
-      "5:\n\t"
+      TRACERY_RSEQ_RESULTS
       : [rc] "=&r"(rc)
       : [cpu] "r"(cpu), [off] "r"(off), [p] "r"(p), [e0] "r"(e0), [e1] "r"(e1), [n0] "r"(n0), [n1] "r"(n1)
       : "rax", "xmm0", "xmm1", "memory", "cc");
@@ -130,8 +137,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
   int rc;
   asm volatile(
       TRACERY_RSEQ_DESCRIPTOR
-      "leaq 3b(%%rip), %%rax\n\t"
-      "movq %%rax, %%fs:8(%[off])\n\t"
+      TRACERY_RSEQ_ENTER
       "1:\n\t"
       "lfence\n\t"
       "rdtsc\n\t"
@@ -140,17 +146,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
       "cmpq %[deadline], %%rax\n\t"
       "jae 6f\n\t"
       "movl %[v], 0(%[p])\n\t"
-      "2:\n\t"
-      "movl $1, %[rc]\n\t"
-      "jmp 5f\n\t"
-      "6:\n\t"
-      "movl $0, %[rc]\n\t"
-      "jmp 5f\n\t"
-      TRACERY_RSEQ_ABORT_HANDLER
-      "movl $-1, %[rc]\n\t"
-      "jmp 5f\n\t"
-      ".popsection\n\t"
-      "5:\n\t"
+      TRACERY_RSEQ_RESULTS
       : [rc] "=&r"(rc)
       : [off] "r"(off), [p] "r"(p), [v] "r"(v), [deadline] "r"(deadline)
       : "rax", "rdx", "memory", "cc");
