@@ -183,35 +183,36 @@ void store_block(detail::ParamBlock& b, const Params& p) {
   b.m2.store(p.m2, r);
 }
 
-// Publishes p unless the TSC has reached `deadline` by the time copy 0 is written (the
-// writer was descheduled): then the old block is put back and false is returned. On success
-// *visible is the TSC read just after the new block became visible to every reader.
-// The store that switches readers to copy 0 if the TSC is below `deadline` then: 1 done, 0 too
-// late (nothing stored). Where the thread has rseq, the check and the store are one restartable
-// sequence, so a preemption of this thread cannot come between them.
-int switch_to_copy0_before(uint32_t next_seq, uint64_t deadline) {
-  // std::atomic<uint32_t> is a plain uint32_t (static_assert below); the store is a plain mov,
-  // a release store on x86, as the seq_cst store of the fallback is more than.
+// The store that switches readers to copy 0, made only if the TSC is below `deadline` then
+// (false: too late, nothing stored). Where the thread has rseq, the check and the store are one
+// restartable sequence, so no preemption, migration or signal of this thread comes between them.
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+bool switch_to_copy0_before(uint32_t next_seq, uint64_t deadline) {
+  // The sequence stores with a plain mov, a release store on x86 (std::atomic<uint32_t> is a
+  // plain uint32_t, static_assert above).
   auto* seq = reinterpret_cast<uint32_t*>(&g_state.seq);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int rc = rseq::store32_if_tsc_below(seq, next_seq, deadline);
-    if (rc >= 0) return rc;
+    if (rc >= 0) return rc == 1;
     if (!rseq::registered()) break;
   }
-  if (rdtscp_ordered() >= deadline) return 0;
-  g_state.seq.store(next_seq, std::memory_order_seq_cst);
-  return 1;
+  // No rseq (or interrupted every time): check, then store.
+  if (rdtscp_ordered() >= deadline) return false;
+  g_state.seq.store(next_seq, std::memory_order_release);
+  return true;
 }
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
 
+// Publishes p unless the TSC has reached `deadline` by the time copy 0 is written (the
+// writer was descheduled): then the old block is put back and false is returned. On success
+// *visible is the TSC read just after the new block became visible to every reader.
 bool publish(const Params& p, uint64_t deadline, uint64_t* visible) {
   const uint32_t s = g_state.seq.load(std::memory_order_relaxed);  // even (single writer)
   g_state.seq.store(s + 1, std::memory_order_release);  // readers: copy 1 (old block)
   store_block(g_state.block[0], p);
-  const bool on_time = switch_to_copy0_before(s + 2, deadline) == 1;
+  const bool on_time = switch_to_copy0_before(s + 2, deadline);
   if (!on_time) {
     store_block(g_state.block[0], g_w.cur);
-    g_state.seq.store(s + 2, std::memory_order_seq_cst);  // readers: copy 0, the old block again
+    g_state.seq.store(s + 2, std::memory_order_release);  // readers: copy 0, the old block again
   }
   // A full barrier (locked instruction on x86), so that the rdtscp below (which waits for all
   // earlier instructions) reads the TSC after the switch to copy 0 is globally visible.
