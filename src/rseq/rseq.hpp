@@ -14,7 +14,7 @@
 // Nothing here is used where it cannot be checked: without a registered rseq area (glibc without rseq, the
 // glibc.pthread.rseq=0 tunable, valgrind) and under ThreadSanitizer (which cannot see the stores made by the
 // assembly below, so it would miss the synchronisation they carry), every function returns "not done" and the
-// caller falls back to an atomic instruction.
+// caller falls back: the ring buffer to an atomic instruction, the clock to a check followed by a store.
 #pragma once
 
 #include <cstdint>
