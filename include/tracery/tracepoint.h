@@ -128,16 +128,11 @@ struct tracery_arg {
 
 /* Called by the TRACERY_EMIT slow path: runs every attached probe. */
 TRACERY_API TRACERY__NOPLT void tracery_fire(struct tracery_event_desc *desc, const struct tracery_arg *args);
-
-/* What an emitter of a TRACERY_GATE_ARGS event does with its packed
- * arguments: the gate, if any, then the probes. */
-static inline void tracery__fire_gated(struct tracery_event_desc *desc, const struct tracery_arg *args)
-{
-	const tracery_gate_fn gate = __atomic_load_n(&desc->gate, __ATOMIC_ACQUIRE);
-	if (gate && !((tracery_args_gate_fn)gate)(args, 0))
-		return;
-	tracery_fire(desc, args);
-}
+/* Same, after `gate` (the event's gate, as the emitter loaded it) accepted
+ * the event: a probe whose own filter is that gate records the event without
+ * running its filter a second time. */
+TRACERY_API TRACERY__NOPLT void tracery_fire_gate_passed(struct tracery_event_desc *desc,
+                                                         const struct tracery_arg *args, tracery_gate_fn gate);
 
 /* Called by per-object constructors/destructors with the object's
  * tracery_events section; events appear/disappear with their object. */
@@ -327,28 +322,31 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
  * unlikely branch). It calls the gate of a scalar-only event with its own
  * parameters, so a rejected event is a load, an indirect call and a return at
  * the call site; then it packs the arguments into an array on the stack and
- * calls tracery_fire(). Other events pass that array to the gate. All of it
- * is inlined: an out-of-line packing function cost a call and a return per
- * recorded event (~0.6 ns, docs/performance.md), while a disabled event still
- * costs only TRACERY_EMIT's load and branch. PARAM, ARG and NAME map a field
- * spec to its parameter, tracery_arg initialiser and argument name (the C and
- * the C++ API have their own). */
+ * calls the runtime. Other events pass that array to the gate. An event the
+ * gate accepted goes to tracery_fire_gate_passed, so that its filter does not
+ * run again in the probe. All of it is inlined: an out-of-line packing
+ * function cost a call and a return per recorded event (~0.6 ns,
+ * docs/performance.md), while a disabled event still costs only
+ * TRACERY_EMIT's load and branch. PARAM, ARG and NAME map a field spec to its
+ * parameter, tracery_arg initialiser and argument name (the C and the C++ API
+ * have their own). */
 #define TRACERY__EMITTER_WITH(prov, name, all_scalar, PARAM, ARG, NAME, ...)                        \
 	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
 		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
 	{                                                                                            \
-		if (all_scalar) {                                                                    \
-			const tracery_gate_fn gate_ =                                                \
-				__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE); \
-			if (gate_ && !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)( \
-				TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                   \
-				return;                                                              \
-		}                                                                                    \
+		struct tracery_event_desc *const desc_ = &TRACERY__DESC_NAME(prov, name);            \
+		const tracery_gate_fn gate_ = __atomic_load_n(&desc_->gate, __ATOMIC_ACQUIRE);       \
+		if (all_scalar && gate_ &&                                                           \
+		    !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)(            \
+			    TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                           \
+			return;                                                                      \
 		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                 \
-		if (all_scalar)                                                                      \
-			tracery_fire(&TRACERY__DESC_NAME(prov, name), args_);                        \
+		if (!all_scalar && gate_ && !((tracery_args_gate_fn)gate_)(args_, 0))                \
+			return;                                                                      \
+		if (gate_)                                                                           \
+			tracery_fire_gate_passed(desc_, args_, gate_);                               \
 		else                                                                                 \
-			tracery__fire_gated(&TRACERY__DESC_NAME(prov, name), args_);                 \
+			tracery_fire(desc_, args_);                                                  \
 	}
 #define TRACERY__EMITTER(prov, name, ...)                                                           \
 	TRACERY__EMITTER_WITH(prov, name, TRACERY__ALL_SCALAR(__VA_ARGS__), TRACERY__PARAM, TRACERY__ARG, \

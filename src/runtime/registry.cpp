@@ -63,7 +63,8 @@ void wait_for_readers()
 struct Probe {
 	tracery_probe_fn fn;
 	void *priv;
-	tracery_gate_fn gate; // may be installed as the event's gate when alone
+	tracery_gate_fn gate;           // may be installed as the event's gate when alone
+	tracery_probe_fn gate_passed_fn; // fn for an event `gate` accepted
 };
 
 struct ProbeArray {
@@ -131,6 +132,22 @@ __attribute__((noinline)) void fire_all(const ProbeArray *a, tracery_event_desc 
 		a->probes[i].fn(a->probes[i].priv, desc, args);
 }
 
+// The body of tracery_fire and tracery_fire_gate_passed: call_one(probe)
+// when the event has a single probe (the common case), every probe otherwise.
+template <typename CallOne>
+__attribute__((always_inline)) inline void run_probes(tracery_event_desc *desc, const tracery_arg *args,
+                                                      CallOne call_one)
+{
+	urcu_bp_read_lock();
+	auto *a = static_cast<ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE)); // rcu_dereference
+	if (__builtin_expect(a && a->count == 1, 1))
+		call_one(a->probes[0]);
+	else if (a)
+		fire_all(a, desc, args);
+	read_section_done();
+	urcu_bp_read_unlock();
+}
+
 } // namespace
 
 void add_listener(RegistryListener *l)
@@ -170,7 +187,8 @@ void unlock_after_fork()
 	registry_mutex().unlock();
 }
 
-int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate)
+int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate,
+                 tracery_probe_fn gate_passed_fn)
 {
 	std::lock_guard lock(registry_mutex());
 	if (!desc || !desc->runtime)
@@ -183,7 +201,7 @@ int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, trac
 	ProbeArray *next = make_array(n + 1);
 	if (n)
 		memcpy(next->probes, cur->probes, n * sizeof(Probe));
-	next->probes[n] = Probe{fn, priv, gate};
+	next->probes[n] = Probe{fn, priv, gate, gate_passed_fn ? gate_passed_fn : fn};
 	publish(desc, next);
 	return 0;
 }
@@ -196,14 +214,15 @@ extern "C" {
 
 void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
 {
-	urcu_bp_read_lock();
-	auto *a = static_cast<ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE)); // rcu_dereference
-	if (__builtin_expect(a && a->count == 1, 1))
-		a->probes[0].fn(a->probes[0].priv, desc, args);
-	else if (a)
-		fire_all(a, desc, args);
-	read_section_done();
-	urcu_bp_read_unlock();
+	run_probes(desc, args, [&](const Probe &p) { p.fn(p.priv, desc, args); });
+}
+
+// The emitter loaded `gate` before the probes: if they changed since, the
+// gate that ran is not their only probe's, and the probes filter as usual.
+void tracery_fire_gate_passed(tracery_event_desc *desc, const tracery_arg *args, tracery_gate_fn gate)
+{
+	run_probes(desc, args,
+	           [&](const Probe &p) { (p.gate == gate ? p.gate_passed_fn : p.fn)(p.priv, desc, args); });
 }
 
 void tracery_register_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)

@@ -25,7 +25,10 @@ std::vector<tracery_event_desc *> registered_events();
 
 // tracery_probe_attach() with a gate (tracepoint.h) that is installed while
 // this probe is the event's only one. The gate's code must never be freed.
-int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate);
+// gate_passed_fn, if given, is called instead of fn for an event that gate
+// accepted (tracery_fire_gate_passed): fn without the filter the gate ran.
+int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate,
+                 tracery_probe_fn gate_passed_fn = nullptr);
 
 // Held across fork() so that the child never inherits them locked: the
 // registry's lock and the code generation lock (filter/jit.hpp), taken in that

@@ -226,4 +226,67 @@ TEST(Registry, GateRunsBeforeTheProbesOnlyWhileItsProbeIsAlone)
 	ASSERT_EQ(tracery_probe_detach(&desc, count_probe, &plain), 0);
 }
 
+// A probe that filters (counts as `filtered`) and its gate_passed_fn, which
+// records without filtering (counts as `recorded`).
+struct FilteringProbe {
+	Seen filtered, recorded;
+};
+
+void filtering_probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
+{
+	auto *p = static_cast<FilteringProbe *>(priv);
+	count_probe(&p->filtered, desc, args);
+	if (*static_cast<const uint64_t *>(args[0].ptr) % 2 == 0)
+		count_probe(&p->recorded, desc, args);
+}
+
+void record_probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
+{
+	count_probe(&static_cast<FilteringProbe *>(priv)->recorded, desc, args);
+}
+
+TEST(Registry, EventTheGateAcceptedSkipsTheProbesFilter)
+{
+	auto &desc = tracery_event__regtest__pair;
+	FilteringProbe p;
+	ASSERT_EQ(tracery::runtime::attach_probe(&desc, filtering_probe, &p, even_a, record_probe), 0);
+	for (uint64_t a = 1; a <= 10; a++)
+		TRACERY_EMIT(regtest, pair, a, 0);
+	EXPECT_EQ(p.recorded.calls.load(), 5u);
+	EXPECT_EQ(p.recorded.sum_a.load(), 2u + 4 + 6 + 8 + 10);
+	EXPECT_EQ(p.filtered.calls.load(), 0u) << "the gate ran the filter; the probe must not run it again";
+
+	// An emitter that loaded another gate (the probes changed since): the
+	// probe filters as usual.
+	const uint64_t a = 12;
+	const int32_t b = 0;
+	const tracery_arg args[] = {{&a, 0}, {&b, 0}};
+	tracery_fire_gate_passed(&desc, args, reinterpret_cast<tracery_gate_fn>(&not_no_gate));
+	EXPECT_EQ(p.filtered.calls.load(), 1u);
+	EXPECT_EQ(p.recorded.calls.load(), 6u);
+	ASSERT_EQ(tracery_probe_detach(&desc, filtering_probe, &p), 0);
+}
+
+void collect_text_twice(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
+{
+	collect_text(priv, desc, args);
+	collect_text(priv, desc, args);
+}
+
+TEST(Registry, ArgumentArrayEventTheGateAcceptedSkipsTheProbesFilter)
+{
+	auto &desc = tracery_event__regtest__text;
+	std::vector<std::string> seen;
+	// fn (which would record each event twice) is never called: the gate
+	// accepts or rejects every event.
+	ASSERT_EQ(tracery::runtime::attach_probe(&desc, collect_text_twice, &seen,
+	                                         reinterpret_cast<tracery_gate_fn>(&not_no_gate), collect_text),
+	          0);
+	const uint16_t v[] = {3};
+	for (const char *s : {"no", "yes", "no", "maybe"})
+		TRACERY_EMIT(regtest, text, s, v, 1);
+	ASSERT_EQ(tracery_probe_detach(&desc, collect_text_twice, &seen), 0);
+	EXPECT_EQ(seen, (std::vector<std::string>{"yes", "maybe"}));
+}
+
 } // namespace

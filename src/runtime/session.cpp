@@ -110,7 +110,7 @@ void Session::attach(tracery_event_desc *desc)
 	}
 	// One JIT'd filter without context: the emitter may run it as the
 	// event's gate (tracepoint.h) while this session is the only one
-	// recording the event; the probe then runs it again for accepted events.
+	// recording the event, and an event it accepted goes straight to record().
 	tracery_gate_fn gate = nullptr;
 	if (binding->filters.size() == 1 && !binding->filters_use_context) {
 		binding->only_filter = binding->filters[0].get();
@@ -121,7 +121,7 @@ void Session::attach(tracery_event_desc *desc)
 	if (id < 0)
 		return;
 	binding->id = static_cast<uint32_t>(id);
-	if (attach_probe(desc, binding->probe_fn(), binding.get(), gate) == 0)
+	if (attach_probe(desc, binding->probe_fn(), binding.get(), gate, &Session::record) == 0)
 		bindings_.emplace(desc, std::move(binding));
 }
 
