@@ -64,12 +64,20 @@ void BM_five(benchmark::State &state, tf::Engine engine)
 	run(state, kFive, engine, {{100, 42}, {5, 42}, {100, 41}, {2000000000, 42}, {1000, 7}, {101, 42}, {4242, 42}});
 }
 
+void BM_sample(benchmark::State &state, tf::Engine engine)
+{
+	// One event in 100 by its counter: a constant divisor, no idiv in the JIT.
+	run(state, "a % 100 == 0", engine, {{100, 0}, {101, 0}, {12345, 0}, {7, 0}});
+}
+
 BENCHMARK_CAPTURE(BM_reject_one, interpreter, tf::Engine::interpreter);
 BENCHMARK_CAPTURE(BM_reject_one, jit, tf::Engine::jit);
 BENCHMARK_CAPTURE(BM_accept_one, interpreter, tf::Engine::interpreter);
 BENCHMARK_CAPTURE(BM_accept_one, jit, tf::Engine::jit);
 BENCHMARK_CAPTURE(BM_five, interpreter, tf::Engine::interpreter);
 BENCHMARK_CAPTURE(BM_five, jit, tf::Engine::jit);
+BENCHMARK_CAPTURE(BM_sample, interpreter, tf::Engine::interpreter);
+BENCHMARK_CAPTURE(BM_sample, jit, tf::Engine::jit);
 
 } // namespace
 

@@ -4,6 +4,7 @@
 
 #include <asmjit/x86.h>
 
+#include <bit>
 #include <cstddef>
 
 #include "ctf/event_payload.hpp"
@@ -37,6 +38,12 @@ public:
 };
 
 constexpr int32_t kArgSize = int32_t(sizeof(tracery_arg));
+
+// |v|, also for INT64_MIN.
+uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? 0 - uint64_t(v) : uint64_t(v);
+}
 static_assert(offsetof(tracery_arg, ptr) == 0 && offsetof(tracery_arg, len) == 8);
 
 class Emitter {
@@ -77,6 +84,7 @@ private:
 	void load_element(const Insn &in, uint32_t d);
 	void str_match(const StrMatchSpec *spec, uint32_t d);
 	void div_mod(bool mod, uint32_t d);
+	void div_mod_by_power_of_two(bool mod, int64_t divisor, uint32_t d);
 	void float_compare(Op op, uint32_t d);
 	// Emits insn; returns the stack depth after it.
 	uint32_t insn(const Insn &in, uint32_t d);
@@ -92,6 +100,9 @@ private:
 	std::vector<x86::Gp> gp_;
 	std::vector<x86::Xmm> xmm_;
 	std::vector<Label> labels_; // jump targets
+	// The instruction before the one being emitted when control can only come
+	// from it (no jump lands in between), else null.
+	const Insn *prev_ = nullptr;
 };
 
 void Emitter::load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint32_t d)
@@ -234,6 +245,33 @@ void Emitter::div_mod(bool mod, uint32_t d)
 	cc_.bind(done);
 }
 
+// A divisor the program pushed as a constant, ±2^k: shifts instead of idiv,
+// with div_mod's results. Other constants keep idiv: on this project's
+// benchmark machine (AMD EPYC) a multiplication by the reciprocal measured
+// slower than idiv for `a % 100` (2.56 vs 2.31 ns, bench/filter_bench).
+void Emitter::div_mod_by_power_of_two(bool mod, int64_t divisor, uint32_t d)
+{
+	const x86::Gp a = gp(d - 2);
+	const int k = std::countr_zero(magnitude(divisor));
+	// q = (a + (a < 0 ? 2^k - 1 : 0)) >> k rounds toward zero.
+	const x86::Gp q = cc_.newInt64("q");
+	cc_.mov(q, a);
+	if (k) {
+		cc_.sar(q, 63);
+		cc_.shr(q, 64 - k);
+		cc_.add(q, a);
+		cc_.sar(q, k);
+	}
+	if (mod) { // a % -2^k == a % 2^k
+		cc_.shl(q, k);
+		cc_.sub(a, q);
+	} else {
+		if (divisor < 0)
+			cc_.neg(q);
+		cc_.mov(a, q);
+	}
+}
+
 void Emitter::float_compare(Op op, uint32_t d)
 {
 	const x86::Xmm a = xmm(d - 2), b = xmm(d - 1);
@@ -309,7 +347,10 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 	case Op::mul: cc_.imul(gp(d - 2), gp(d - 1)); return d - 1;
 	case Op::div:
 	case Op::mod:
-		div_mod(in.op == Op::mod, d);
+		if (prev_ && prev_->op == Op::push_int && std::has_single_bit(magnitude(prev_->imm)))
+			div_mod_by_power_of_two(in.op == Op::mod, prev_->imm, d);
+		else
+			div_mod(in.op == Op::mod, d);
 		return d - 1;
 	case Op::shl:
 	case Op::shr:
@@ -435,6 +476,7 @@ void Emitter::emit()
 	for (size_t pc = 0; pc < p_.code.size(); ++pc) {
 		if (labels_[pc].isValid())
 			cc_.bind(labels_[pc]);
+		prev_ = pc && !labels_[pc].isValid() ? &p_.code[pc - 1] : nullptr;
 		depth = insn(p_.code[pc], depth);
 	}
 	cc_.bind(reject_);

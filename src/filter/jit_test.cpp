@@ -1,6 +1,7 @@
 // filter/jit_test.cpp — what only the JIT and the Filter facade have: deep
 // stacks (register spills), the longest programs, many string matches,
-// concurrent compilation, engine selection and fallback, event gates.
+// division by constants, concurrent compilation, engine selection and
+// fallback, event gates.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -94,6 +95,68 @@ TEST(Jit, DeepMixedStack)
 	EXPECT_TRUE(both(p, payload));
 	payload.x = -1;
 	EXPECT_FALSE(both(p, payload));
+}
+
+// a / c and a % c with the divisor c pushed as a constant (±2^k compiled to
+// shifts, others to idiv) against C++'s own operators and the interpreter, over divisors and dividends at every edge: powers of two,
+// their neighbours, the extremes, multiples of the divisor and next to them.
+const tracery_field_desc kPairFields[] = {
+	{"a", TRACERY_TYPE_S64, 0, 0, nullptr},
+	{"e", TRACERY_TYPE_S64, 0, 0, nullptr},
+};
+const tracery_event_desc kPair = {"test", "pair", kPairFields, 2, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+
+TEST(Jit, DivisionByConstantMatchesTheOperators)
+{
+	constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
+	std::vector<int64_t> divisors = {1, 2, 3, 5, 6, 7, 10, 12, 25, 100, 641, 1000, 1 << 20, 1000000007,
+	                                 (int64_t(1) << 32) + 1, int64_t(1) << 40, 6700417, kMax, kMax - 1,
+	                                 kMin, kMin + 1, int64_t(1) << 62, (int64_t(1) << 62) + 1, 0x5555555555555555};
+	for (size_t i = 0, n = divisors.size(); i < n; ++i)
+		if (divisors[i] != kMin)
+			divisors.push_back(-divisors[i]);
+	divisors.insert(divisors.end(), {0, -1});
+	std::vector<int64_t> dividends = {0, 1, -1, 2, -2, 3, -3, 7, -7, 99, -99, 100, -100, 101, kMax, kMin,
+	                                  kMax - 1, kMin + 1, int64_t(1) << 32, -(int64_t(1) << 32),
+	                                  0x123456789abcdef, -0x123456789abcdef};
+	for (int64_t c : divisors)
+		for (int64_t k : {int64_t(-1), int64_t(0), int64_t(1)})
+			if (c != kMin && c != 0 && c != -1 && std::abs(c) < kMax / 3) {
+				dividends.push_back(c * 3 + k);
+				dividends.push_back(-(c * 3 + k));
+			}
+	const auto expect = [](Op op, int64_t a, int64_t c) {
+		if (c == -1)
+			return op == Op::div ? int64_t(0 - uint64_t(a)) : int64_t(0);
+		return op == Op::div ? a / c : a % c;
+	};
+	for (Op op : {Op::div, Op::mod}) {
+		for (int64_t c : divisors) {
+			// (a OP c) == e: accepted when e is the right result, and not for e + 1.
+			Program constant;
+			constant.code = {I(Op::load_field, TRACERY_TYPE_S64, 0), I(Op::push_int, 0, 0, 0, c), I(op),
+			                 I(Op::load_field, TRACERY_TYPE_S64, 1), I(Op::eq), I(Op::ret)};
+			std::string why;
+			const auto jit = Filter::load(constant, kPair, Engine::jit, &why);
+			const auto interp = Filter::load(constant, kPair, Engine::interpreter, &why);
+			ASSERT_TRUE(jit && interp) << why;
+			ASSERT_EQ(jit->engine(), Engine::jit);
+			for (int64_t a : dividends) {
+				int64_t e = c == 0 ? 0 : expect(op, a, c);
+				const tracery_arg args[] = {{&a, 0}, {&e, 0}};
+				const char *what = op == Op::div ? " / " : " % ";
+				if (c == 0) { // division by zero rejects the event
+					EXPECT_FALSE(jit->accepts(args, nullptr)) << a << what << c;
+					EXPECT_FALSE(interp->accepts(args, nullptr)) << a << what << c;
+					continue;
+				}
+				EXPECT_TRUE(jit->accepts(args, nullptr)) << a << what << c << " != " << e;
+				EXPECT_TRUE(interp->accepts(args, nullptr)) << a << what << c << " != " << e;
+				e += 1;
+				EXPECT_FALSE(jit->accepts(args, nullptr)) << a << what << c << " == " << e;
+			}
+		}
+	}
 }
 
 TEST(Jit, LongestProgram)
