@@ -38,13 +38,13 @@ public:
 };
 
 constexpr int32_t kArgSize = int32_t(sizeof(tracery_arg));
+static_assert(offsetof(tracery_arg, ptr) == 0 && offsetof(tracery_arg, len) == 8);
 
 // |v|, also for INT64_MIN.
 uint64_t magnitude(int64_t v)
 {
 	return v < 0 ? 0 - uint64_t(v) : uint64_t(v);
 }
-static_assert(offsetof(tracery_arg, ptr) == 0 && offsetof(tracery_arg, len) == 8);
 
 class Emitter {
 public:

@@ -98,8 +98,9 @@ TEST(Jit, DeepMixedStack)
 }
 
 // a / c and a % c with the divisor c pushed as a constant (±2^k compiled to
-// shifts, others to idiv) against C++'s own operators and the interpreter, over divisors and dividends at every edge: powers of two,
-// their neighbours, the extremes, multiples of the divisor and next to them.
+// shifts, others to idiv) against C++'s own operators and the interpreter,
+// over divisors and dividends at every edge: powers of two, their
+// neighbours, the extremes, multiples of the divisor and next to them.
 const tracery_field_desc kPairFields[] = {
 	{"a", TRACERY_TYPE_S64, 0, 0, nullptr},
 	{"e", TRACERY_TYPE_S64, 0, 0, nullptr},

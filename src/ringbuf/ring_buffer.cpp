@@ -446,20 +446,29 @@ uint64_t Channel::prefix_share(uint64_t p, uint64_t sb_number) const noexcept {
 }
 
 uint64_t Channel::committed(const SubbufState& s, uint64_t sb_number) const noexcept {
-  // The counter first: a reopening moves P before it takes its share from the counter, so a counter already
-  // reduced comes with the moved P, never with the old one (which would count less than was committed).
-  const uint64_t ooo = load(s.commit_ooo, std::memory_order_acquire);
-  return prefix_share(load(s.commit_prefix, std::memory_order_acquire), sb_number) + ooo;
+  // P first, then the counter: P's final store after a reopening comes after the counter gave up the old
+  // generation's share, so a moved P always comes with the reduced counter. An old P read with a counter reduced
+  // since counts less than was committed, which only delays.
+  const uint64_t p = load(s.commit_prefix, std::memory_order_acquire);
+  if (p & kReopening) [[unlikely]]
+    return prefix_share(p & ~kReopening, sb_number);  // none of the generation being opened counted yet
+  return prefix_share(p, sb_number) + load(s.commit_ooo, std::memory_order_acquire);
 }
 
 void Channel::open_commit_prefix(SubbufState& s, uint64_t sb_number) noexcept {
   // Every earlier sub-buffer of the slot is complete (its consumer released it, or overwrite mode checked), so
-  // P's share plus the out-of-order counter is at least the generation's base: the counter gives P the part of
-  // it that P did not count, gen_base - share. P first, so that committed() never drops meanwhile.
+  // P's share plus the out-of-order counter is the generation's base: the counter gives P the part of it that P
+  // did not count, gen_base - share. Until it has, P is marked (kReopening), and committed() counts nothing of
+  // the new generation: P moved with the counter not yet reduced would count the old generation's out-of-order
+  // bytes again, and a consumer could take the sub-buffer being opened for a complete one.
   const uint64_t share = prefix_share(load(s.commit_prefix, std::memory_order_acquire), sb_number);
   const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
-  store(s.commit_prefix, sb_number << log2_subbuf_, std::memory_order_release);
-  if (share != gen_base) detail::fetch_add(s.commit_ooo, share - gen_base, std::memory_order_acq_rel);  // wraps: -
+  const uint64_t start = sb_number << log2_subbuf_;
+  if (share != gen_base) {
+    store(s.commit_prefix, start | kReopening, std::memory_order_release);
+    detail::fetch_add(s.commit_ooo, share - gen_base, std::memory_order_acq_rel);  // wraps: -
+  }
+  store(s.commit_prefix, start, std::memory_order_release);
 }
 
 void Channel::on_subbuf_complete() noexcept {

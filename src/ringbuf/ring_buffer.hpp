@@ -23,7 +23,7 @@
 //    once, cumulatively over the slot's generations (committed()): the sub-buffer of generation g is complete
 //    when they reach (g + 1) * S. P is also what crash recovery keeps. The writer that opens a sub-buffer moves
 //    P to its start (and takes from the out-of-order counter what it had counted of the previous generation
-//    beyond P, so the sum stays put). A record that does not fit closes the sub-buffer: its content end and
+//    beyond P, so the sum stays put; P is marked meanwhile, so that the sum is never read too high). A record that does not fit closes the sub-buffer: its content end and
 //    timestamp_end are recorded and the remainder is committed as padding.
 //  * Two ways to advance W, chosen per channel (Config::sync):
 //     - atomic: a 16-byte compare-and-swap (lock cmpxchg16b). Any thread may write any buffer.
@@ -347,12 +347,14 @@ class Channel {
                                          uint64_t bytes) noexcept;
   // Bytes committed in slot `s` over all its generations (P's share and the out-of-order counter), read as of
   // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Less than the true count
-  // only while a commit races; more only while a reopening moves P (which only a snapshot's exact test can see:
-  // it then skips a sub-buffer that is being overwritten anyway).
+  // while a commit races or a reopening moves P; never more.
   uint64_t committed(const detail::SubbufState& s, uint64_t sb_number) const noexcept;
+  // Set in P while its opener moves the old generation's share out of the out-of-order counter (offsets never
+  // reach 2^63); a commit never finds its own offset in a marked P, so it counts out of order meanwhile.
+  static constexpr uint64_t kReopening = uint64_t{1} << 63;
   // P's share of committed(): the bytes of the slot's generations up to P.
   uint64_t prefix_share(uint64_t p, uint64_t sb_number) const noexcept;
-  // The opener of sub-buffer `sb_number`: moves P to its start, keeping committed() as it was.
+  // The opener of sub-buffer `sb_number`: moves P to its start; committed() never counts more meanwhile.
   void open_commit_prefix(detail::SubbufState& s, uint64_t sb_number) noexcept;
   void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
 
