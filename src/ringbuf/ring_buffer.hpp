@@ -23,8 +23,9 @@
 //    once, cumulatively over the slot's generations (committed()): the sub-buffer of generation g is complete
 //    when they reach (g + 1) * S. P is also what crash recovery keeps. The writer that opens a sub-buffer moves
 //    P to its start (and takes from the out-of-order counter what it had counted of the previous generation
-//    beyond P, so the sum stays put; P is marked meanwhile, so that the sum is never read too high). A record that does not fit closes the sub-buffer: its content end and
-//    timestamp_end are recorded and the remainder is committed as padding.
+//    beyond P, so the sum stays put; P is marked meanwhile, so that the sum is never read too high). A record
+//    that does not fit closes the sub-buffer: its content end and timestamp_end are recorded and the remainder
+//    is committed as padding.
 //  * Two ways to advance W, chosen per channel (Config::sync):
 //     - atomic: a 16-byte compare-and-swap (lock cmpxchg16b). Any thread may write any buffer.
 //     - rseq: a compare-and-store inside a restartable sequence, on the buffer's own CPU only (rseq.hpp), so no
