@@ -418,8 +418,15 @@ void Channel::commit_padding(uint32_t cpu, uint64_t offset, uint64_t bytes) noex
   commit(Reservation{nullptr, 0, offset, 0, static_cast<uint32_t>(bytes), cpu});
 }
 
-void Channel::commit_out_of_order(SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t bytes) noexcept {
-  detail::fetch_add(s.commit_ooo, bytes, std::memory_order_acq_rel);
+void Channel::commit_out_of_order(SubbufState& s, uint32_t cpu, uint64_t offset, uint64_t bytes) noexcept {
+  const uint64_t sb_number = offset >> log2_subbuf_;
+  detail::fetch_add(s.commit_ooo, bytes, std::memory_order_seq_cst);
+  // The record in flight before ours may have committed since we read P, moving P onto our record, after reading
+  // the counter without our add: then only we see that P can move on from here.
+  if (load(s.commit_prefix, std::memory_order_seq_cst) == offset) {
+    settle_prefix(s, cpu, sb_number, offset);
+    return;
+  }
   uint64_t c = committed(s, sb_number);
   // A commit that moved P at the same time may not be visible yet: its plain store can still sit in its CPU's
   // store buffer while its own load of commit_ooo missed our add. Neither side would then see the sub-buffer
@@ -437,6 +444,41 @@ void Channel::commit_out_of_order(SubbufState& s, uint32_t cpu, uint64_t sb_numb
   if (c == complete_at) on_subbuf_complete();
 }
 
+void Channel::settle_prefix(SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t p) noexcept {
+  // P may take in the bytes counted out of order only when they are exactly [p, W): every record before W
+  // committed, W inside the sub-buffer. The counter was read before W, so each record it counts was reserved
+  // before W was read, and lies in [p, W) (the bytes before P are P's); counting W - p bytes there, it counts all
+  // of them. Then the record at p is counted too, so its owner will not move P (only the owner of the record at P
+  // moves P with a plain store, and only when it commits in order).
+  //
+  // The counter gives them up first, by a compare-and-swap from exactly that count to 0, and P moves second:
+  // committed() reads P first, so meanwhile it counts less, never more. Nor can the sub-buffer be complete
+  // meanwhile, or before: it was not when the counter held W - p (W was inside it), and until P moves the count
+  // falls W - p short of what is committed. So no consumer can take it and no writer reopen its slot while P
+  // moves, and P's compare-and-swap fails only if the slot was reopened before the first step (the counter held
+  // the new generation's W - p bytes by chance): then the bytes go back to the counter.
+  const uint64_t sb_start = sb_number << log2_subbuf_;
+  const uint64_t sb_end = sb_start + subbuf_size_;
+  for (;;) {
+    const uint64_t ooo = load(s.commit_ooo, std::memory_order_seq_cst);
+    if (p - sb_start + ooo == subbuf_size_) {
+      on_subbuf_complete();
+      return;
+    }
+    if (ooo == 0) return;
+    const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
+    if (w >= sb_end || w - p != ooo) return;  // a record before W is in flight, or the sub-buffer is closed
+    if (!detail::compare_exchange(s.commit_ooo, ooo, uint64_t{0}, std::memory_order_seq_cst))
+      continue;  // more committed since: look again (at most once per record of the sub-buffer)
+    if (!detail::compare_exchange(s.commit_prefix, p, w, std::memory_order_seq_cst)) {
+      detail::fetch_add(s.commit_ooo, ooo, std::memory_order_seq_cst);
+      on_subbuf_complete();  // a completion counted short meanwhile went unseen (at worst a spurious wakeup)
+      return;
+    }
+    p = w;  // the record at W, if any, commits in order now (or out of order if it read P before: look again)
+  }
+}
+
 uint64_t Channel::prefix_share(uint64_t p, uint64_t sb_number) const noexcept {
   // The sub-buffer P belongs to: the one it is inside of, or, on a multiple of S, the one of this slot that
   // starts or ends there (M >= 2, so only one of the two is in this slot).
@@ -449,10 +491,12 @@ uint64_t Channel::committed(const SubbufState& s, uint64_t sb_number) const noex
   // P first, then the counter: P's final store after a reopening comes after the counter gave up the old
   // generation's share, so a moved P always comes with the reduced counter. An old P read with a counter reduced
   // since counts less than was committed, which only delays.
-  const uint64_t p = load(s.commit_prefix, std::memory_order_acquire);
+  // seq_cst (plain loads on x86, as acquire): an out-of-order commit adds to the counter, then reads P here, while
+  // settle_prefix moves P, then reads the counter; one of them must see the other to notice a completion.
+  const uint64_t p = load(s.commit_prefix, std::memory_order_seq_cst);
   if (p & kReopening) [[unlikely]]
     return prefix_share(p & ~kReopening, sb_number);  // none of the generation being opened counted yet
-  return prefix_share(p, sb_number) + load(s.commit_ooo, std::memory_order_acquire);
+  return prefix_share(p, sb_number) + load(s.commit_ooo, std::memory_order_seq_cst);
 }
 
 void Channel::open_commit_prefix(SubbufState& s, uint64_t sb_number) noexcept {

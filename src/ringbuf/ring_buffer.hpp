@@ -19,7 +19,9 @@
 //    one) commits by storing P = its end: a plain compare and store, no locked instruction and no restartable
 //    sequence, race-free because only the owner of the record at P can move P. A record committed while an older
 //    one is still in flight (a signal handler's, another thread's on the same CPU, a preempted writer's) adds its
-//    size to the slot's out-of-order counter instead, atomically. The two together count every committed byte
+//    size to the slot's out-of-order counter instead, atomically; when the older one commits, P takes in the
+//    records committed ahead of it if nothing before the write position is still in flight (settle_prefix), so
+//    that the records after them commit in order again. The two together count every committed byte
 //    once, cumulatively over the slot's generations (committed()): the sub-buffer of generation g is complete
 //    when they reach (g + 1) * S. P is also what crash recovery keeps. The writer that opens a sub-buffer moves
 //    P to its start (and takes from the out-of-order counter what it had counted of the previous generation
@@ -157,6 +159,10 @@ inline void store(T& v, T x, std::memory_order mo = std::memory_order_relaxed) n
 template <class T>
 inline T fetch_add(T& v, T x, std::memory_order mo) noexcept {
   return std::atomic_ref<T>(v).fetch_add(x, mo);
+}
+template <class T>
+inline bool compare_exchange(T& v, T expected, T desired, std::memory_order mo) noexcept {
+  return std::atomic_ref<T>(v).compare_exchange_strong(expected, desired, mo);
 }
 
 // Discard mode: how far ahead of each reservation the writer asks for the line it will write later. The consumer
@@ -315,8 +321,10 @@ class Channel {
   //    interrupted one: also, except a nested record committed while the outer one was still in flight (it lies
   //    behind the outer record's garbage; reported in unreadable_bytes).
   //  * Several threads mid-record on the same buffer: kept are the records before the committed prefix P, which
-  //    stops at the first record that another one was committed ahead of (see commit()). Committed records after
-  //    P are not recoverable; their bytes are reported in unreadable_bytes.
+  //    stops at the first record still in flight that a later one was committed ahead of (see commit()).
+  //    Committed records after P are not recoverable; their bytes are reported in unreadable_bytes. (A producer
+  //    killed inside settle_prefix, between its two compare-and-swaps, loses the records P was taking in: they
+  //    are reported in uncommitted_bytes.)
   //    A sub-buffer opened by a writer that died before committing its first record is recovered empty (skipped).
   //    The same applies to an older sub-buffer left incomplete by a thread that died while another thread had
   //    already moved on to the next one.
@@ -344,11 +352,15 @@ class Channel {
   void commit_padding(uint32_t cpu, uint64_t offset, uint64_t bytes) noexcept;
   // commit() of a record that is not the oldest in flight: counted out of order; wakes the consumer if this
   // completes the sub-buffer.
-  [[gnu::cold]] void commit_out_of_order(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number,
+  [[gnu::cold]] void commit_out_of_order(detail::SubbufState& s, uint32_t cpu, uint64_t offset,
                                          uint64_t bytes) noexcept;
+  // The caller's commit left P of sub-buffer `sb_number` at p (it moved P there, or found it there after counting
+  // its own record out of order): wakes the consumer if the sub-buffer is complete; else, if the records
+  // committed out of order fill [p, W) exactly, moves P to W (the write position), and so on from there.
+  [[gnu::cold]] void settle_prefix(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t p) noexcept;
   // Bytes committed in slot `s` over all its generations (P's share and the out-of-order counter), read as of
   // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Less than the true count
-  // while a commit races or a reopening moves P; never more.
+  // while a commit races, or a reopening or settle_prefix moves P; never more.
   uint64_t committed(const detail::SubbufState& s, uint64_t sb_number) const noexcept;
   // Set in P while its opener moves the old generation's share out of the out-of-order counter (offsets never
   // reach 2^63); a commit never finds its own offset in a marked P, so it counts out of order meanwhile.
@@ -446,13 +458,15 @@ template <class ClockFn>
     const uint64_t end = r.offset + r.size;
     detail::store(s.commit_prefix, end, std::memory_order_release);
     // P was opened for this sub-buffer (it equalled our offset), so the out-of-order counter holds only this
-    // sub-buffer's bytes now. A race with an out-of-order commit is settled on its side (commit_out_of_order).
+    // sub-buffer's bytes now: none in the common case. Records committed ahead of ours (settle_prefix takes them
+    // into P) and the sub-buffer's last byte are rare. A race with an out-of-order commit is settled on its side
+    // (commit_out_of_order).
     const uint64_t done = ((end - 1) & subbuf_mask_) + 1;  // bytes from the sub-buffer's start to our end
-    if (__builtin_expect(done + detail::load(s.commit_ooo, std::memory_order_acquire) == subbuf_size_, 0))
-      on_subbuf_complete();
+    if (__builtin_expect(detail::load(s.commit_ooo, std::memory_order_acquire) != 0 || done == subbuf_size_, 0))
+      settle_prefix(s, r.cpu, k, end);
     return;
   }
-  commit_out_of_order(s, r.cpu, k, r.size);
+  commit_out_of_order(s, r.cpu, r.offset, r.size);
 }
 
 }  // namespace tracery::ringbuf

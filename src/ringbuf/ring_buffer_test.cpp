@@ -457,50 +457,109 @@ TEST(RingBuffer, NestedReservationLikeSignalHandler) {
   EXPECT_EQ(v.data[outer.size], static_cast<uint8_t>(inner.offset));
 }
 
-// Commits out of order in every sub-buffer, over several generations of each slot: a record committed while an
-// older one is in flight goes to the out-of-order counter, and P then waits at it for the rest of the sub-buffer.
-// Each sub-buffer must complete exactly when its last record commits, and the writer that reopens a slot must
-// move P to its start and leave nothing in the counter, so that in-order commits move P again.
+// White-box, read-only view of buffer 0's slot states through a second mapping of the channel.
+class SlotStates {
+ public:
+  explicit SlotStates(const Channel& ch) : size_(ch.mapping_size()) {
+    void* m = mmap(nullptr, size_, PROT_READ, MAP_SHARED, ch.fd(), 0);
+    if (m == MAP_FAILED) throw std::runtime_error("mmap of the channel failed");
+    map_ = m;
+    const auto* hdr = static_cast<const detail::ChannelHeader*>(m);
+    slots_ = reinterpret_cast<const detail::SubbufState*>(static_cast<const uint8_t*>(m) + hdr->buffers_offset +
+                                                          sizeof(detail::BufferHeader));
+  }
+  ~SlotStates() { munmap(map_, size_); }
+  SlotStates(const SlotStates&) = delete;
+  SlotStates& operator=(const SlotStates&) = delete;
+  uint64_t prefix(uint64_t slot) const { return detail::load(slots_[slot].commit_prefix); }
+  uint64_t ooo(uint64_t slot) const { return detail::load(slots_[slot].commit_ooo); }
+
+ private:
+  std::size_t size_;
+  void* map_;
+  const detail::SubbufState* slots_;
+};
+
+// A record committed while an older one is in flight (a signal handler's, a preempting thread's) goes to the
+// out-of-order counter, and P waits at the older record. When that one commits, P must take in the records
+// committed ahead of it, as far as the first record still in flight, so that the records after them commit in
+// order again (a plain store, no locked add) and crash recovery keeps them.
+TEST(RingBuffer, PrefixCatchesUpWhenTheRecordInFlightCommits) {
+  auto ch = Channel::create(ctf_config(Mode::discard, 1, 4, 4096), "catch-up");
+  SlotStates slots(*ch);
+  FakeClock clk;
+  Reservation a = write_raw(*ch, 0, 100, clk);
+  Reservation outer = reserve_raw(*ch, 0, 100, clk);
+  Reservation inner = write_raw(*ch, 0, 40, clk);  // a signal handler's record, committed ahead of `outer`
+  EXPECT_EQ(slots.prefix(0), outer.offset);
+  EXPECT_EQ(slots.ooo(0), inner.size);
+  ch->commit(outer);
+  EXPECT_EQ(slots.prefix(0), inner.offset + inner.size) << "P stayed at the record committed ahead of `outer`";
+  EXPECT_EQ(slots.ooo(0), 0u);
+  Reservation b = write_raw(*ch, 0, 60, clk);
+  EXPECT_EQ(slots.prefix(0), b.offset + b.size) << "the next record did not commit in order";
+  EXPECT_EQ(slots.ooo(0), 0u);
+
+  // Two in flight and a third committed ahead of both: P moves as far as the first still in flight, no further.
+  Reservation c1 = reserve_raw(*ch, 0, 30, clk);
+  Reservation c2 = reserve_raw(*ch, 0, 50, clk);
+  Reservation c3 = write_raw(*ch, 0, 70, clk);
+  ch->commit(c1);
+  EXPECT_EQ(slots.prefix(0), c2.offset);
+  EXPECT_EQ(slots.ooo(0), c3.size);
+  ch->commit(c2);
+  EXPECT_EQ(slots.prefix(0), c3.offset + c3.size);
+  EXPECT_EQ(slots.ooo(0), 0u);
+
+  ch->flush(0, clk.now);
+  SubbufView v{};
+  ASSERT_TRUE(ch->get_subbuf(0, v));
+  EXPECT_EQ(v.content_size, c3.offset + c3.size);
+  for (const Reservation* r : {&a, &outer, &inner, &b, &c1, &c2, &c3})  // each record's pattern, in place
+    EXPECT_EQ(v.data[r->offset + r->size - 1], static_cast<uint8_t>(r->offset + (r->size - 1) * 7));
+  ASSERT_TRUE(ch->put_subbuf(0, v));
+}
+
+// Commits out of order in every sub-buffer, over several generations of each slot. The record that follows the
+// opening one stays in flight until the next sub-buffer has opened, so the rest of its sub-buffer commits out of
+// order, and P stays at it when the sub-buffer is closed. Each sub-buffer must complete exactly when that record
+// commits, and the writer that reopens a slot must move P to its start and leave nothing of the previous
+// generation in the counter, so that in-order commits move P again.
 TEST(RingBuffer, OutOfOrderCommitsAcrossGenerationsOfASlot) {
   constexpr uint32_t kS = 4096;
   auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, kS), "out-of-order");
-  void* m = mmap(nullptr, ch->mapping_size(), PROT_READ, MAP_SHARED, ch->fd(), 0);
-  ASSERT_NE(m, MAP_FAILED);
-  const auto* hdr = static_cast<const detail::ChannelHeader*>(m);
-  const auto* slots = reinterpret_cast<const detail::SubbufState*>(static_cast<const uint8_t*>(m) +
-                                                                   hdr->buffers_offset + sizeof(detail::BufferHeader));
+  SlotStates slots(*ch);
   FakeClock clk;
   SubbufView v{};
+  Reservation held{};  // the previous sub-buffer's record in flight
   for (uint64_t k = 0; k < 6; ++k) {
     SCOPED_TRACE("sub-buffer " + std::to_string(k));
-    const detail::SubbufState& s = slots[k % 2];
+    const uint64_t slot = k % 2;
     clk.now += 1;
     // The record that opens sub-buffer k (it does not fit in what is left of the previous one, which it closes)
     // commits in order.
     Reservation first = write_raw(*ch, 0, 1000 - kCompactHs, clk);
     ASSERT_EQ(first.offset, k * kS);
-    EXPECT_EQ(detail::load(s.commit_prefix), first.offset + first.size);
-    EXPECT_EQ(detail::load(s.commit_ooo), 0u) << "the reopening left bytes of the previous generation counted";
-    if (k > 0) {  // the switch committed the previous sub-buffer's padding: it is complete and readable
+    EXPECT_EQ(slots.prefix(slot), first.offset + first.size);
+    EXPECT_EQ(slots.ooo(slot), 0u) << "the reopening left bytes of the previous generation counted";
+    if (k > 0) {
+      EXPECT_FALSE(ch->get_subbuf(0, v)) << "complete while one of its records is in flight";
+      ch->commit(held);  // the last of sub-buffer k - 1 to commit
       ASSERT_TRUE(ch->get_subbuf(0, v));
       EXPECT_EQ(v.seq, k - 1);
+      EXPECT_EQ(v.content_size, 4u * 1000);
       ASSERT_TRUE(ch->put_subbuf(0, v));
     }
-    Reservation outer = reserve_raw(*ch, 0, 100, clk);
-    Reservation inner = write_raw(*ch, 0, 40, clk);  // committed ahead of `outer`
-    EXPECT_EQ(detail::load(s.commit_prefix), outer.offset);
-    EXPECT_EQ(detail::load(s.commit_ooo), inner.size);
-    ch->commit(outer);
-    EXPECT_EQ(detail::load(s.commit_prefix), outer.offset + outer.size);
-    uint64_t end = inner.offset + inner.size;
-    while (end + 1000 <= (k + 1) * kS) {  // after the wait at `outer`, the rest commits out of order
+    held = reserve_raw(*ch, 0, 1000 - kCompactHs, clk);
+    uint64_t end = held.offset + held.size;
+    while (end + 1000 <= (k + 1) * kS) {  // the rest commits ahead of `held`
       Reservation r = write_raw(*ch, 0, 1000 - kCompactHs, clk);
       end = r.offset + r.size;
     }
-    EXPECT_EQ(detail::load(s.commit_ooo), end - (outer.offset + outer.size));
+    EXPECT_EQ(slots.prefix(slot), held.offset);
+    EXPECT_EQ(slots.ooo(slot), end - (held.offset + held.size));
     EXPECT_FALSE(ch->get_subbuf(0, v)) << "complete before it is closed";
   }
-  munmap(m, ch->mapping_size());
 }
 
 TEST(RingBuffer, SeqAndLostBeforeAcrossSubbufs) {
@@ -665,6 +724,24 @@ TEST(RingBufferRecovery, NestedCommitBehindInFlightRecordIsReportedUnreadable) {
   SubbufView v{};
   ASSERT_TRUE(ch->get_subbuf(0, v));
   EXPECT_EQ(v.content_size, a.size);
+  ASSERT_TRUE(ch->put_subbuf(0, v));
+}
+
+// The records committed ahead of one in flight are kept once it commits: P takes them in.
+TEST(RingBufferRecovery, RecordsCommittedAheadOfALaterCommitAreKept) {
+  auto ch = Channel::create(ctf_config(Mode::discard, 1, 4, 4096), "rec-catch-up");
+  FakeClock clk;
+  Reservation a = write_raw(*ch, 0, 100, clk);
+  Reservation outer = reserve_raw(*ch, 0, 200, clk);
+  Reservation inner = write_raw(*ch, 0, 50, clk);  // committed ahead of `outer`
+  ch->commit(outer);
+  Reservation c = reserve_raw(*ch, 0, 300, clk);  // the producer dies here
+  const auto st = ch->recover_after_producer_death();
+  EXPECT_EQ(st.uncommitted_bytes, c.size);
+  EXPECT_EQ(st.unreadable_bytes, 0u);
+  SubbufView v{};
+  ASSERT_TRUE(ch->get_subbuf(0, v));
+  EXPECT_EQ(v.content_size, a.size + outer.size + inner.size);
   ASSERT_TRUE(ch->put_subbuf(0, v));
 }
 
