@@ -494,8 +494,8 @@ uint64_t Channel::committed(const SubbufState& s, uint64_t sb_number) const noex
   // seq_cst (plain loads on x86, as acquire): an out-of-order commit adds to the counter, then reads P here, while
   // settle_prefix moves P, then reads the counter; one of them must see the other to notice a completion.
   const uint64_t p = load(s.commit_prefix, std::memory_order_seq_cst);
-  if (p & kReopening) [[unlikely]]
-    return prefix_share(p & ~kReopening, sb_number);  // none of the generation being opened counted yet
+  if (p & detail::kReopening) [[unlikely]]
+    return prefix_share(p & ~detail::kReopening, sb_number);  // none of the generation being opened counted yet
   return prefix_share(p, sb_number) + load(s.commit_ooo, std::memory_order_seq_cst);
 }
 
@@ -509,7 +509,7 @@ void Channel::open_commit_prefix(SubbufState& s, uint64_t sb_number) noexcept {
   const uint64_t gen_base = (sb_number >> log2_num_subbuf_) << log2_subbuf_;
   const uint64_t start = sb_number << log2_subbuf_;
   if (share != gen_base) {
-    store(s.commit_prefix, start | kReopening, std::memory_order_release);
+    store(s.commit_prefix, start | detail::kReopening, std::memory_order_release);
     detail::fetch_add(s.commit_ooo, share - gen_base, std::memory_order_acq_rel);  // wraps: -
   }
   store(s.commit_prefix, start, std::memory_order_release);

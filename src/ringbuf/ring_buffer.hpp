@@ -121,6 +121,11 @@ struct alignas(kCacheLine) SubbufState {
   uint64_t timestamp_end;    // >= every record timestamp of the sub-buffer, <= the next sub-buffer's begin
 };
 
+// Set in commit_prefix while the writer opening a slot's next sub-buffer moves the old generation's share out of
+// the out-of-order counter (offsets never reach 2^63); a commit never finds its own offset in a marked P, so it
+// counts out of order meanwhile.
+inline constexpr uint64_t kReopening = uint64_t{1} << 63;
+
 struct BufferHeader {
   BufferHot hot;
   BufferCold cold;
@@ -362,9 +367,6 @@ class Channel {
   // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Less than the true count
   // while a commit races, or a reopening or settle_prefix moves P; never more.
   uint64_t committed(const detail::SubbufState& s, uint64_t sb_number) const noexcept;
-  // Set in P while its opener moves the old generation's share out of the out-of-order counter (offsets never
-  // reach 2^63); a commit never finds its own offset in a marked P, so it counts out of order meanwhile.
-  static constexpr uint64_t kReopening = uint64_t{1} << 63;
   // P's share of committed(): the bytes of the slot's generations up to P.
   uint64_t prefix_share(uint64_t p, uint64_t sb_number) const noexcept;
   // The opener of sub-buffer `sb_number`: moves P to its start; committed() never counts more meanwhile.

@@ -457,27 +457,31 @@ TEST(RingBuffer, NestedReservationLikeSignalHandler) {
   EXPECT_EQ(v.data[outer.size], static_cast<uint8_t>(inner.offset));
 }
 
-// White-box, read-only view of buffer 0's slot states through a second mapping of the channel.
+// White-box view of buffer 0's slot states through a second mapping of the channel.
 class SlotStates {
  public:
   explicit SlotStates(const Channel& ch) : size_(ch.mapping_size()) {
-    void* m = mmap(nullptr, size_, PROT_READ, MAP_SHARED, ch.fd(), 0);
+    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, ch.fd(), 0);
     if (m == MAP_FAILED) throw std::runtime_error("mmap of the channel failed");
     map_ = m;
     const auto* hdr = static_cast<const detail::ChannelHeader*>(m);
-    slots_ = reinterpret_cast<const detail::SubbufState*>(static_cast<const uint8_t*>(m) + hdr->buffers_offset +
-                                                          sizeof(detail::BufferHeader));
+    slots_ = reinterpret_cast<detail::SubbufState*>(static_cast<uint8_t*>(m) + hdr->buffers_offset +
+                                                    sizeof(detail::BufferHeader));
   }
   ~SlotStates() { munmap(map_, size_); }
   SlotStates(const SlotStates&) = delete;
   SlotStates& operator=(const SlotStates&) = delete;
   uint64_t prefix(uint64_t slot) const { return detail::load(slots_[slot].commit_prefix); }
   uint64_t ooo(uint64_t slot) const { return detail::load(slots_[slot].commit_ooo); }
+  void set(uint64_t slot, uint64_t prefix, uint64_t ooo) {
+    detail::store(slots_[slot].commit_ooo, ooo);
+    detail::store(slots_[slot].commit_prefix, prefix);
+  }
 
  private:
   std::size_t size_;
   void* map_;
-  const detail::SubbufState* slots_;
+  detail::SubbufState* slots_;
 };
 
 // A record committed while an older one is in flight (a signal handler's, a preempting thread's) goes to the
@@ -560,6 +564,62 @@ TEST(RingBuffer, OutOfOrderCommitsAcrossGenerationsOfASlot) {
     EXPECT_EQ(slots.ooo(slot), end - (held.offset + held.size));
     EXPECT_FALSE(ch->get_subbuf(0, v)) << "complete before it is closed";
   }
+}
+
+// The window of a reopening, held open. The writer that opens the next sub-buffer of a slot whose last one was
+// committed nearly all out of order has marked P (kReopening) and not yet taken that generation's bytes out of
+// the counter, which still holds nearly a whole sub-buffer. Meanwhile committed() must count nothing of the new
+// generation: a record committed into it counts out of order, and the consumer must not take the sub-buffer being
+// opened for a complete one (it would find no valid records in it, skip it and release it to the writers: its
+// records lost, and not counted). The opener's steps are a few instructions, which a preempted opener stretches
+// to milliseconds; the test sets the state between them by hand, and then takes the opener's remaining steps.
+TEST(RingBuffer, ReopeningWindowCountsNothingOfTheNewGeneration) {
+  constexpr uint32_t kS = 4096;
+  constexpr uint32_t kRecord = 1000;
+  auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, kS), "reopening-window");
+  SlotStates slots(*ch);
+  FakeClock clk;
+  SubbufView v{};
+  // Sub-buffer 0: its first record stays in flight until sub-buffer 1 has opened, so all the rest of it (three
+  // records and the padding) is counted out of order, and P stays at the end of the first.
+  Reservation held = reserve_raw(*ch, 0, kRecord - kCompactHs, clk);
+  for (int i = 0; i < 3; ++i) write_raw(*ch, 0, kRecord - kCompactHs, clk);
+  Reservation opens1 = write_raw(*ch, 0, kRecord - kCompactHs, clk);
+  ASSERT_EQ(opens1.offset, kS);
+  ch->commit(held);
+  ASSERT_EQ(slots.prefix(0), held.offset + held.size);
+  const uint64_t old_generation_ooo = slots.ooo(0);
+  ASSERT_EQ(old_generation_ooo, kS - kRecord);
+  ASSERT_TRUE(ch->get_subbuf(0, v));
+  ASSERT_EQ(v.seq, 0u);
+  ASSERT_TRUE(ch->put_subbuf(0, v));
+  // Sub-buffer 1 filled; the record that opens sub-buffer 2 (slot 0 again) completes it, and is held in flight.
+  for (int i = 0; i < 3; ++i) write_raw(*ch, 0, kRecord - kCompactHs, clk);
+  Reservation opens2 = reserve_raw(*ch, 0, kRecord - kCompactHs, clk);
+  ASSERT_EQ(opens2.offset, 2 * kS);
+  ASSERT_TRUE(ch->get_subbuf(0, v));
+  ASSERT_EQ(v.seq, 1u);
+  ASSERT_TRUE(ch->put_subbuf(0, v));
+
+  slots.set(0, 2 * kS | detail::kReopening, old_generation_ooo);  // the opener between its two steps
+  Reservation meanwhile = write_raw(*ch, 0, kRecord - kCompactHs, clk);
+  EXPECT_EQ(slots.prefix(0), 2 * kS | detail::kReopening);
+  EXPECT_EQ(slots.ooo(0), old_generation_ooo + meanwhile.size) << "a commit into a marked P counts out of order";
+  EXPECT_FALSE(ch->data_ready(0)) << "the sub-buffer being opened was counted complete";
+  EXPECT_FALSE(ch->get_subbuf(0, v));
+  EXPECT_EQ(ch->lost(0), 0u);
+
+  slots.set(0, 2 * kS, slots.ooo(0) - old_generation_ooo);  // the opener's remaining steps
+  ch->commit(opens2);
+  EXPECT_EQ(slots.prefix(0), meanwhile.offset + meanwhile.size);
+  EXPECT_EQ(slots.ooo(0), 0u);
+  EXPECT_FALSE(ch->get_subbuf(0, v));
+  ch->flush(0, clk.now);
+  ASSERT_TRUE(ch->get_subbuf(0, v));
+  EXPECT_EQ(v.seq, 2u);
+  EXPECT_EQ(v.content_size, opens2.size + meanwhile.size);
+  ASSERT_TRUE(ch->put_subbuf(0, v));
+  EXPECT_EQ(ch->lost(0), 0u);
 }
 
 TEST(RingBuffer, SeqAndLostBeforeAcrossSubbufs) {
