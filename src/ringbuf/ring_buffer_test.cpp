@@ -1,6 +1,7 @@
 // ring_buffer_test.cpp — single-threaded unit tests of the ring buffer: config validation, exact round trip,
-// header choice, sub-buffer switch/padding, discard and overwrite modes, flush, lost/seq bookkeeping, attach,
-// wakeup and crash recovery of in-flight records.
+// header choice, sub-buffer switch/padding, discard and overwrite modes, flush, out-of-order commits and the
+// committed prefix (reopening, catching up), lost/seq bookkeeping, attach, wakeup and crash recovery of
+// in-flight records.
 #include "ringbuf/ring_buffer.hpp"
 
 #include <gtest/gtest.h>
@@ -14,12 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "ringbuf/test_internals.hpp"
 #include "ringbuf/test_records.hpp"
 
 namespace tracery::ringbuf {
 namespace {
 
 using testing::ctf_config;
+using testing::Internals;
 using testing::kCompactHs;
 using testing::kExtendedHs;
 using Reservation = Channel::Reservation;
@@ -457,63 +460,37 @@ TEST(RingBuffer, NestedReservationLikeSignalHandler) {
   EXPECT_EQ(v.data[outer.size], static_cast<uint8_t>(inner.offset));
 }
 
-// White-box view of buffer 0's slot states through a second mapping of the channel.
-class SlotStates {
- public:
-  explicit SlotStates(const Channel& ch) : size_(ch.mapping_size()) {
-    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, ch.fd(), 0);
-    if (m == MAP_FAILED) throw std::runtime_error("mmap of the channel failed");
-    map_ = m;
-    const auto* hdr = static_cast<const detail::ChannelHeader*>(m);
-    slots_ = reinterpret_cast<detail::SubbufState*>(static_cast<uint8_t*>(m) + hdr->buffers_offset +
-                                                    sizeof(detail::BufferHeader));
-  }
-  ~SlotStates() { munmap(map_, size_); }
-  SlotStates(const SlotStates&) = delete;
-  SlotStates& operator=(const SlotStates&) = delete;
-  uint64_t prefix(uint64_t slot) const { return detail::load(slots_[slot].commit_prefix); }
-  uint64_t ooo(uint64_t slot) const { return detail::load(slots_[slot].commit_ooo); }
-  void set(uint64_t slot, uint64_t prefix, uint64_t ooo) {
-    detail::store(slots_[slot].commit_ooo, ooo);
-    detail::store(slots_[slot].commit_prefix, prefix);
-  }
-
- private:
-  std::size_t size_;
-  void* map_;
-  detail::SubbufState* slots_;
-};
-
 // A record committed while an older one is in flight (a signal handler's, a preempting thread's) goes to the
 // out-of-order counter, and P waits at the older record. When that one commits, P must take in the records
 // committed ahead of it, as far as the first record still in flight, so that the records after them commit in
 // order again (a plain store, no locked add) and crash recovery keeps them.
 TEST(RingBuffer, PrefixCatchesUpWhenTheRecordInFlightCommits) {
   auto ch = Channel::create(ctf_config(Mode::discard, 1, 4, 4096), "catch-up");
-  SlotStates slots(*ch);
+  Internals in(*ch);
+  ASSERT_TRUE(in.ok());
   FakeClock clk;
   Reservation a = write_raw(*ch, 0, 100, clk);
   Reservation outer = reserve_raw(*ch, 0, 100, clk);
   Reservation inner = write_raw(*ch, 0, 40, clk);  // a signal handler's record, committed ahead of `outer`
-  EXPECT_EQ(slots.prefix(0), outer.offset);
-  EXPECT_EQ(slots.ooo(0), inner.size);
+  EXPECT_EQ(in.prefix(0, 0), outer.offset);
+  EXPECT_EQ(in.ooo(0, 0), inner.size);
   ch->commit(outer);
-  EXPECT_EQ(slots.prefix(0), inner.offset + inner.size) << "P stayed at the record committed ahead of `outer`";
-  EXPECT_EQ(slots.ooo(0), 0u);
+  EXPECT_EQ(in.prefix(0, 0), inner.offset + inner.size) << "P stayed at the record committed ahead of `outer`";
+  EXPECT_EQ(in.ooo(0, 0), 0u);
   Reservation b = write_raw(*ch, 0, 60, clk);
-  EXPECT_EQ(slots.prefix(0), b.offset + b.size) << "the next record did not commit in order";
-  EXPECT_EQ(slots.ooo(0), 0u);
+  EXPECT_EQ(in.prefix(0, 0), b.offset + b.size) << "the next record did not commit in order";
+  EXPECT_EQ(in.ooo(0, 0), 0u);
 
   // Two in flight and a third committed ahead of both: P moves as far as the first still in flight, no further.
   Reservation c1 = reserve_raw(*ch, 0, 30, clk);
   Reservation c2 = reserve_raw(*ch, 0, 50, clk);
   Reservation c3 = write_raw(*ch, 0, 70, clk);
   ch->commit(c1);
-  EXPECT_EQ(slots.prefix(0), c2.offset);
-  EXPECT_EQ(slots.ooo(0), c3.size);
+  EXPECT_EQ(in.prefix(0, 0), c2.offset);
+  EXPECT_EQ(in.ooo(0, 0), c3.size);
   ch->commit(c2);
-  EXPECT_EQ(slots.prefix(0), c3.offset + c3.size);
-  EXPECT_EQ(slots.ooo(0), 0u);
+  EXPECT_EQ(in.prefix(0, 0), c3.offset + c3.size);
+  EXPECT_EQ(in.ooo(0, 0), 0u);
 
   ch->flush(0, clk.now);
   SubbufView v{};
@@ -532,20 +509,21 @@ TEST(RingBuffer, PrefixCatchesUpWhenTheRecordInFlightCommits) {
 TEST(RingBuffer, OutOfOrderCommitsAcrossGenerationsOfASlot) {
   constexpr uint32_t kS = 4096;
   auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, kS), "out-of-order");
-  SlotStates slots(*ch);
+  Internals in(*ch);
+  ASSERT_TRUE(in.ok());
   FakeClock clk;
   SubbufView v{};
   Reservation held{};  // the previous sub-buffer's record in flight
   for (uint64_t k = 0; k < 6; ++k) {
     SCOPED_TRACE("sub-buffer " + std::to_string(k));
-    const uint64_t slot = k % 2;
+    const uint32_t slot = static_cast<uint32_t>(k % 2);
     clk.now += 1;
     // The record that opens sub-buffer k (it does not fit in what is left of the previous one, which it closes)
     // commits in order.
     Reservation first = write_raw(*ch, 0, 1000 - kCompactHs, clk);
     ASSERT_EQ(first.offset, k * kS);
-    EXPECT_EQ(slots.prefix(slot), first.offset + first.size);
-    EXPECT_EQ(slots.ooo(slot), 0u) << "the reopening left bytes of the previous generation counted";
+    EXPECT_EQ(in.prefix(0, slot), first.offset + first.size);
+    EXPECT_EQ(in.ooo(0, slot), 0u) << "the reopening left bytes of the previous generation counted";
     if (k > 0) {
       EXPECT_FALSE(ch->get_subbuf(0, v)) << "complete while one of its records is in flight";
       ch->commit(held);  // the last of sub-buffer k - 1 to commit
@@ -560,8 +538,8 @@ TEST(RingBuffer, OutOfOrderCommitsAcrossGenerationsOfASlot) {
       Reservation r = write_raw(*ch, 0, 1000 - kCompactHs, clk);
       end = r.offset + r.size;
     }
-    EXPECT_EQ(slots.prefix(slot), held.offset);
-    EXPECT_EQ(slots.ooo(slot), end - (held.offset + held.size));
+    EXPECT_EQ(in.prefix(0, slot), held.offset);
+    EXPECT_EQ(in.ooo(0, slot), end - (held.offset + held.size));
     EXPECT_FALSE(ch->get_subbuf(0, v)) << "complete before it is closed";
   }
 }
@@ -577,7 +555,8 @@ TEST(RingBuffer, ReopeningWindowCountsNothingOfTheNewGeneration) {
   constexpr uint32_t kS = 4096;
   constexpr uint32_t kRecord = 1000;
   auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, kS), "reopening-window");
-  SlotStates slots(*ch);
+  Internals in(*ch);
+  ASSERT_TRUE(in.ok());
   FakeClock clk;
   SubbufView v{};
   // Sub-buffer 0: its first record stays in flight until sub-buffer 1 has opened, so all the rest of it (three
@@ -587,8 +566,8 @@ TEST(RingBuffer, ReopeningWindowCountsNothingOfTheNewGeneration) {
   Reservation opens1 = write_raw(*ch, 0, kRecord - kCompactHs, clk);
   ASSERT_EQ(opens1.offset, kS);
   ch->commit(held);
-  ASSERT_EQ(slots.prefix(0), held.offset + held.size);
-  const uint64_t old_generation_ooo = slots.ooo(0);
+  ASSERT_EQ(in.prefix(0, 0), held.offset + held.size);
+  const uint64_t old_generation_ooo = in.ooo(0, 0);
   ASSERT_EQ(old_generation_ooo, kS - kRecord);
   ASSERT_TRUE(ch->get_subbuf(0, v));
   ASSERT_EQ(v.seq, 0u);
@@ -601,18 +580,18 @@ TEST(RingBuffer, ReopeningWindowCountsNothingOfTheNewGeneration) {
   ASSERT_EQ(v.seq, 1u);
   ASSERT_TRUE(ch->put_subbuf(0, v));
 
-  slots.set(0, 2 * kS | detail::kReopening, old_generation_ooo);  // the opener between its two steps
+  in.set_commit(0, 0, 2 * kS | detail::kReopening, old_generation_ooo);  // the opener between its two steps
   Reservation meanwhile = write_raw(*ch, 0, kRecord - kCompactHs, clk);
-  EXPECT_EQ(slots.prefix(0), 2 * kS | detail::kReopening);
-  EXPECT_EQ(slots.ooo(0), old_generation_ooo + meanwhile.size) << "a commit into a marked P counts out of order";
+  EXPECT_EQ(in.prefix(0, 0), 2 * kS | detail::kReopening);
+  EXPECT_EQ(in.ooo(0, 0), old_generation_ooo + meanwhile.size) << "a commit into a marked P counts out of order";
   EXPECT_FALSE(ch->data_ready(0)) << "the sub-buffer being opened was counted complete";
   EXPECT_FALSE(ch->get_subbuf(0, v));
   EXPECT_EQ(ch->lost(0), 0u);
 
-  slots.set(0, 2 * kS, slots.ooo(0) - old_generation_ooo);  // the opener's remaining steps
+  in.set_commit(0, 0, 2 * kS, in.ooo(0, 0) - old_generation_ooo);  // the opener's remaining steps
   ch->commit(opens2);
-  EXPECT_EQ(slots.prefix(0), meanwhile.offset + meanwhile.size);
-  EXPECT_EQ(slots.ooo(0), 0u);
+  EXPECT_EQ(in.prefix(0, 0), meanwhile.offset + meanwhile.size);
+  EXPECT_EQ(in.ooo(0, 0), 0u);
   EXPECT_FALSE(ch->get_subbuf(0, v));
   ch->flush(0, clk.now);
   ASSERT_TRUE(ch->get_subbuf(0, v));
