@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <tracery/tracepoint.h>
+#include <tracery/internal/probe.h>
 
 #include <atomic>
 #include <cstdint>

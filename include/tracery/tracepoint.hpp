@@ -21,6 +21,14 @@
 // branch predicted not taken, and does not evaluate its arguments.
 #pragma once
 
+// Checked first, so that an older standard gets this message instead of
+// errors from inside the header (concepts and std::span need C++20).
+#if !defined(__cplusplus)
+#error "tracery/tracepoint.hpp is the C++ API: C code includes tracery/tracepoint.h"
+#elif __cplusplus < 202002L
+#error "tracery/tracepoint.hpp needs C++20: compile with -std=c++20 (CMake: target_compile_features(<target> PRIVATE cxx_std_20))"
+#else
+
 #include <tracery/tracepoint.h>
 
 #include <array>
@@ -208,3 +216,5 @@ struct field<blob> {
 
 // Emits prov:name (declared with TRACERY_CXX_EVENT).
 #define TRACERY_CXX_EMIT(prov, name, ...) TRACERY_EMIT(prov, name, __VA_ARGS__)
+
+#endif // C++20

@@ -2,6 +2,7 @@
 #include "cli/client.hpp"
 
 #include "control/paths.hpp"
+#include "control/messages.hpp"
 #include "control/wire.hpp"
 
 #include <cerrno>
@@ -13,12 +14,12 @@ using nlohmann::json;
 
 namespace {
 
-control::Fd connect_daemon()
+base::Fd connect_daemon()
 {
 	std::string denied;
 	for (const auto &dir : control::client_dirs()) {
 		const std::string path = control::socket_path(dir);
-		control::Fd fd = control::connect_unix(path);
+		base::Fd fd = control::connect_unix(path);
 		if (fd)
 			return fd;
 		if (errno == EACCES)
@@ -35,8 +36,8 @@ control::Fd connect_daemon()
 
 json request(json req)
 {
-	control::Fd fd = connect_daemon();
-	req["role"] = "cli";
+	base::Fd fd = connect_daemon();
+	req[control::kRoleKey] = control::role::kCli;
 	if (!control::send_message(fd.get(), req))
 		throw CliError(std::string("cannot talk to the session daemon: ") + strerror(errno) +
 		               "; restart it with `traceryd --daemonize`");

@@ -5,7 +5,9 @@
 #include "cli/current.hpp"
 #include "cli/print.hpp"
 
+#include "base/sizes.hpp"
 #include "control/paths.hpp"
+#include "control/messages.hpp"
 #include "control/wire.hpp"
 #include "filter/parser.hpp"
 
@@ -50,31 +52,19 @@ std::string default_output(const std::string &name)
 	return control::home_dir() + "/tracery-traces/" + name + "-" + stamp;
 }
 
-// "512k", "4M", "65536" -> bytes.
+// "512k", "4M", "1G", "65536" (base::parse_size), at least 1 and at most
+// 2^32 - 1.
 uint64_t parse_size(const std::string &s, const char *option)
 {
-	char *end = nullptr;
-	errno = 0;
-	unsigned long long v = strtoull(s.c_str(), &end, 10);
-	uint64_t mult = 1;
-	if (end && *end) {
-		if (!strcmp(end, "k") || !strcmp(end, "K"))
-			mult = 1024;
-		else if (!strcmp(end, "M") || !strcmp(end, "m"))
-			mult = 1024 * 1024;
-		else if (!strcmp(end, "G") || !strcmp(end, "g"))
-			mult = 1024ull * 1024 * 1024;
-		else
-			end = nullptr;
-	}
-	if (s.empty() || !end || errno || v == 0 || v * mult > UINT32_MAX)
+	const auto v = base::parse_size(s);
+	if (!v || *v == 0 || *v > UINT32_MAX)
 		throw CliError(std::string("bad ") + option + " '" + s + "': give a number, optionally with k, M or G");
-	return v * mult;
+	return *v;
 }
 
 json session_request(const char *cmd, const Args &a)
 {
-	return {{"cmd", cmd}, {"session", session_or_current(a.session)}};
+	return {{control::kCmdKey, cmd}, {"session", session_or_current(a.session)}};
 }
 
 } // namespace
@@ -82,7 +72,7 @@ json session_request(const char *cmd, const Args &a)
 int verb_create(const Args &a)
 {
 	const std::string out = a.output.empty() ? default_output(a.session) : absolute(a.output);
-	json r = request({{"cmd", "create"}, {"session", a.session}, {"output", out}, {"snapshot", a.snapshot}});
+	json r = request({{control::kCmdKey, control::cmd::kCreate}, {"session", a.session}, {"output", out}, {"snapshot", a.snapshot}});
 	set_current_session(a.session);
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
 	       r.value("output", "").c_str());
@@ -91,7 +81,7 @@ int verb_create(const Args &a)
 
 int verb_destroy(const Args &a)
 {
-	json req = {{"cmd", "destroy"}};
+	json req = {{control::kCmdKey, control::cmd::kDestroy}};
 	if (a.all)
 		req["all"] = true;
 	else
@@ -111,7 +101,7 @@ int verb_enable_channel(const Args &a)
 	need_userspace(a);
 	if (a.buffers_pid && a.buffers_uid)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
-	json req = session_request("enable-channel", a);
+	json req = session_request(control::cmd::kEnableChannel, a);
 	req["channel"] = a.channel;
 	if (!a.subbuf_size.empty())
 		req["subbuf_size"] = parse_size(a.subbuf_size, "--subbuf-size");
@@ -160,7 +150,7 @@ int verb_enable_event(const Args &a, bool disable)
 			start = comma + 1;
 		}
 	}
-	json req = session_request(disable ? "disable-event" : "enable-event", a);
+	json req = session_request(disable ? control::cmd::kDisableEvent : control::cmd::kEnableEvent, a);
 	req["patterns"] = patterns;
 	req["all"] = a.all;
 	req["channel"] = a.channel;
@@ -178,7 +168,7 @@ int verb_enable_event(const Args &a, bool disable)
 int verb_add_context(const Args &a)
 {
 	need_userspace(a);
-	json req = session_request("add-context", a);
+	json req = session_request(control::cmd::kAddContext, a);
 	req["channel"] = a.channel;
 	req["types"] = a.contexts;
 	json r = request(req);
@@ -189,7 +179,7 @@ int verb_add_context(const Args &a)
 
 int verb_start(const Args &a)
 {
-	json r = request(session_request("start", a));
+	json r = request(session_request(control::cmd::kStart, a));
 	printf("Tracing started for session '%s' (%d running programs)\n", r.value("session", "").c_str(),
 	       r.value("programs", 0));
 	check_refusals(r);
@@ -198,14 +188,14 @@ int verb_start(const Args &a)
 
 int verb_stop(const Args &a)
 {
-	json r = request(session_request("stop", a));
+	json r = request(session_request(control::cmd::kStop, a));
 	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
 	print_lost(r["lost"]);
 	for (const auto &pid : r.value("not_detached", json::array()))
 		printf("  warning: program %d did not detach in time; its last events may be incomplete\n", pid.get<int>());
 	if (r.value("disk_full", false)) {
 		fflush(stdout);
-		throw CliError("the disk holding " + request({{"cmd", "status"}, {"session", r.value("session", "")}}).value("output", std::string()) +
+		throw CliError("the disk holding " + request({{control::kCmdKey, control::cmd::kStatus}, {"session", r.value("session", "")}}).value("output", std::string()) +
 		               " is full: the trace may miss packets; free some space (or use another --output) and trace again");
 	}
 	return 0;
@@ -213,27 +203,27 @@ int verb_stop(const Args &a)
 
 int verb_status(const Args &a)
 {
-	print_status(request(session_request("status", a)));
+	print_status(request(session_request(control::cmd::kStatus, a)));
 	return 0;
 }
 
 int verb_list(const Args &a)
 {
 	if (a.userspace) {
-		print_program_events(request({{"cmd", "list-events"}}));
+		print_program_events(request({{control::kCmdKey, control::cmd::kListEvents}}));
 		return 0;
 	}
 	if (!a.session.empty()) {
-		print_status(request({{"cmd", "status"}, {"session", a.session}}));
+		print_status(request({{control::kCmdKey, control::cmd::kStatus}, {"session", a.session}}));
 		return 0;
 	}
-	print_sessions(request({{"cmd", "list"}}));
+	print_sessions(request({{control::kCmdKey, control::cmd::kList}}));
 	return 0;
 }
 
 int verb_snapshot_record(const Args &a)
 {
-	json r = request(session_request("snapshot-record", a));
+	json r = request(session_request(control::cmd::kSnapshotRecord, a));
 	printf("Snapshot of session '%s' recorded in %s\n", r.value("session", "").c_str(), r.value("path", "").c_str());
 	return 0;
 }
@@ -245,7 +235,7 @@ int verb_view(const Args &a)
 	if (!a.target.empty() && stat(a.target.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
 		path = a.target;
 	else
-		path = request({{"cmd", "status"}, {"session", session_or_current(a.target)}}).value("output", "");
+		path = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}}).value("output", "");
 	fflush(stdout);
 	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
 	if (errno == ENOENT)

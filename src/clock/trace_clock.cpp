@@ -652,19 +652,6 @@ int64_t realtime_offset_ns() noexcept {
   return off;
 }
 
-TickScale ns_tick_scale(int64_t realtime_offset_ns) noexcept {
-  constexpr int64_t kNs = 1000000000;
-  TickScale s;
-  s.offset_s = realtime_offset_ns / kNs;
-  int64_t rem = realtime_offset_ns % kNs;
-  if (rem < 0) {  // the offset is below zero: a whole second less, and a positive remainder
-    rem += kNs;
-    s.offset_s -= 1;
-  }
-  s.offset_ticks = uint64_t(rem);
-  return s;
-}
-
 TickUnit preferred_tick_unit() noexcept { return is_tsc(backend()) ? TickUnit::tsc : TickUnit::ns; }
 
 TickSource tick_source(TickUnit unit) noexcept {

@@ -40,6 +40,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tick_scale.hpp"
+
 #ifndef TRACERY_CLOCK_HAVE_TSC  // -DTRACERY_CLOCK_HAVE_TSC=0 builds the vdso-only variant
 #if defined(__x86_64__)
 #define TRACERY_CLOCK_HAVE_TSC 1
@@ -90,20 +92,15 @@ bool parse_tick_unit(std::string_view name, TickUnit& unit) noexcept;
 // A timestamp of the trace: now() or the TSC. Hot path; defined inline below.
 inline uint64_t ticks(TickSource source) noexcept;
 
-// How readers turn ticks into time.
-struct TickScale {
-  uint64_t freq_hz = 1000000000;  // ticks per second
-  int64_t offset_s = 0;           // CLOCK_REALTIME of tick 0: offset_s + offset_ticks / freq_hz
-  uint64_t offset_ticks = 0;      // 0 <= offset_ticks < freq_hz
-  const char* description = "Monotonic Clock";  // for readers: what a tick is
-};
+// How readers turn ticks into time (base/tick_scale.hpp).
+using base::TickScale;
 // Measured at the call. tsc: the rate is the current estimate of the TSC rate against
 // CLOCK_MONOTONIC (rounded to whole Hz), the offset comes from the narrowest of several
 // CLOCK_REALTIME reads between two TSC reads. Throws std::logic_error for tsc in a process
 // whose TSC was never calibrated (preferred_tick_unit() was not tsc).
 TickScale tick_scale(TickUnit unit);
 // The ns scale of an offset CLOCK_REALTIME - now() (realtime_offset_ns()).
-TickScale ns_tick_scale(int64_t realtime_offset_ns) noexcept;
+using base::ns_tick_scale;
 
 // Re-measures the offset to CLOCK_MONOTONIC and the TSC rate, and republishes the
 // parameters (slewing, never stepping back). Meant to be called about once a second from

@@ -36,7 +36,7 @@ bool make_address(const std::string &path, sockaddr_un &addr)
 }
 
 // Reads exactly n bytes, collecting any descriptors that come along.
-RecvStatus read_full(int sock, void *buf, size_t n, std::vector<Fd> &fds, bool eof_ok)
+RecvStatus read_full(int sock, void *buf, size_t n, std::vector<base::Fd> &fds, bool eof_ok)
 {
 	size_t done = 0;
 	while (done < n) {
@@ -75,13 +75,6 @@ RecvStatus read_full(int sock, void *buf, size_t n, std::vector<Fd> &fds, bool e
 }
 
 } // namespace
-
-void Fd::reset(int fd)
-{
-	if (fd_ >= 0)
-		::close(fd_);
-	fd_ = fd;
-}
 
 bool send_message(int sock, const json &body, std::span<const int> fds)
 {
@@ -173,27 +166,27 @@ RecvStatus recv_message(int sock, Message &out, std::string *why)
 	return RecvStatus::ok;
 }
 
-Fd connect_unix(const std::string &path)
+base::Fd connect_unix(const std::string &path)
 {
 	sockaddr_un addr;
 	if (!make_address(path, addr))
-		return Fd();
-	Fd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+		return base::Fd();
+	base::Fd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (!s)
 		return s;
 	while (connect(s.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
 		if (errno != EINTR)
-			return Fd();
+			return base::Fd();
 	}
 	return s;
 }
 
-Fd listen_unix(const std::string &path, mode_t mode)
+base::Fd listen_unix(const std::string &path, mode_t mode)
 {
 	sockaddr_un addr;
 	if (!make_address(path, addr))
 		throw std::system_error(errno, std::generic_category(), path);
-	Fd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	base::Fd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (!s)
 		throw std::system_error(errno, std::generic_category(), "socket");
 	// Bind under a temporary name and rename it into place once listening, so

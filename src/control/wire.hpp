@@ -7,6 +7,8 @@
 // first byte. Sends never raise SIGPIPE.
 #pragma once
 
+#include "base/fd.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <sys/types.h>
@@ -26,36 +28,9 @@ inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr uint32_t kMaxBody = 64u << 20;
 inline constexpr size_t kMaxFds = 64;
 
-// An owned file descriptor.
-class Fd {
-public:
-	Fd() = default;
-	explicit Fd(int fd) : fd_(fd) {}
-	~Fd() { reset(); }
-	Fd(Fd &&o) noexcept : fd_(o.release()) {}
-	Fd &operator=(Fd &&o) noexcept
-	{
-		if (this != &o)
-			reset(o.release());
-		return *this;
-	}
-	int get() const { return fd_; }
-	int release()
-	{
-		int f = fd_;
-		fd_ = -1;
-		return f;
-	}
-	void reset(int fd = -1);
-	explicit operator bool() const { return fd_ >= 0; }
-
-private:
-	int fd_ = -1;
-};
-
 struct Message {
 	json body;
-	std::vector<Fd> fds;
+	std::vector<base::Fd> fds;
 };
 
 // Sends one message. False on error (errno set; EPIPE when the peer is gone).
@@ -71,10 +46,10 @@ enum class RecvStatus { ok, eof, error };
 RecvStatus recv_message(int sock, Message &out, std::string *why);
 
 // A connected stream socket (close-on-exec), or an invalid Fd with errno set.
-Fd connect_unix(const std::string &path);
+base::Fd connect_unix(const std::string &path);
 // Binds PATH (replacing a stale socket file) with MODE and listens. Throws
 // std::system_error naming the path.
-Fd listen_unix(const std::string &path, mode_t mode);
+base::Fd listen_unix(const std::string &path, mode_t mode);
 
 struct PeerCred {
 	pid_t pid = 0;

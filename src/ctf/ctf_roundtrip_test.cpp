@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "ctf/event_context.hpp"
+#include "event/context.hpp"
 #include "ctf/event_header.hpp"
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 #include "ctf/metadata.hpp"
 #include "ctf/trace_dir.hpp"
 #include "tracery/tracepoint.h"
@@ -113,7 +113,7 @@ tracery_arg cstr(const char *s) { return tracery_arg{s, s ? static_cast<uint32_t
 // dump script must print for that stream.
 class StreamBuilder {
 public:
-	StreamBuilder(uint32_t stream_class, uint64_t instance, ContextOptions ctx, uint32_t cpu)
+	StreamBuilder(uint32_t stream_class, uint64_t instance, tracery::event::ContextOptions ctx, uint32_t cpu)
 	    : sc_(stream_class), instance_(instance), ctx_(ctx), cpu_(cpu)
 	{
 		expected_.push_back("B " + sid());
@@ -136,20 +136,20 @@ public:
 	void event(uint32_t id, uint64_t ts, const tracery_event_desc &desc, const tracery_arg *args,
 	           const std::string &expected_payload)
 	{
-		const EventLayout layout(desc);
+		const tracery::event::EventLayout layout(desc);
 		ASSERT_TRUE(layout.valid());
 		const bool compact = can_use_compact_header(id, prev_ts_, ts);
 		(compact ? compact_events : extended_events)++;
-		const size_t size = event_header_size(compact) + context_size(ctx_) + layout.payload_size(args);
+		const size_t size = event_header_size(compact) + tracery::event::context_size(ctx_) + layout.payload_size(args);
 		const size_t off = bytes_.size();
 		bytes_.resize(off + size);
 		uint8_t *p = bytes_.data() + off;
 		write_event_header(p, id, ts, compact);
 		p += event_header_size(compact);
-		char procname[kProcnameSize] = {};
+		char procname[tracery::event::kProcnameSize] = {};
 		strncpy(procname, kProcname, sizeof procname - 1);
-		write_context(p, ctx_, kVpid, static_cast<int32_t>(1000 + sc_), procname);
-		p += context_size(ctx_);
+		tracery::event::write_context(p, ctx_, kVpid, static_cast<int32_t>(1000 + sc_), procname);
+		p += tracery::event::context_size(ctx_);
 		p = layout.write_payload(p, args);
 		ASSERT_EQ(p, bytes_.data() + bytes_.size());
 		prev_ts_ = ts;
@@ -204,7 +204,7 @@ public:
 private:
 	uint32_t sc_;
 	uint64_t instance_;
-	ContextOptions ctx_;
+	tracery::event::ContextOptions ctx_;
 	uint32_t cpu_;
 	std::vector<uint8_t> bytes_;
 	PacketInfo info_;
@@ -229,6 +229,11 @@ extern "C" void tracery_fire(struct tracery_event_desc *desc, const struct trace
 {
 	g_fire_stream->event(g_fire_id, g_fire_ts, *desc, args, g_fire_expected);
 }
+
+// This object registers its events (tracepoint.h does so in every C++ file
+// that includes it) with no runtime to register them with.
+extern "C" void tracery_register_events(struct tracery_event_desc *const *, struct tracery_event_desc *const *) {}
+extern "C" void tracery_unregister_events(struct tracery_event_desc *const *, struct tracery_event_desc *const *) {}
 
 // No gate is ever installed here, so TRACERY_EMIT never calls this.
 extern "C" void tracery_fire_gate_passed(struct tracery_event_desc *, const struct tracery_arg *, tracery_gate_fn)
@@ -512,7 +517,7 @@ protected:
 		TraceInfo info;
 		info.uuid = TraceDir::generate_uuid();
 		info.hostname = "rt-host";
-		info.clock_scale = tracery::clock::ns_tick_scale(kClockOffsetNs);
+		info.clock_scale = tracery::base::ns_tick_scale(kClockOffsetNs);
 		info.env = {{"procname", std::string("roundtrip")},
 		            {"vpid", int64_t{kVpid}},
 		            {"note", std::string("quote \" backslash \\ \xc3\xa9 bad \xff")}};

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ctf/byte_order.hpp"
+#include "base/byte_order.hpp"
 
 namespace tracery::ctf {
 
@@ -48,11 +48,11 @@ inline void write_event_header(uint8_t *dst, uint32_t id, uint64_t ts, bool comp
 	if (compact) {
 		assert(id <= kMaxCompactId);
 		const uint32_t word = id | (static_cast<uint32_t>(ts & kCompactTsMask) << 5);
-		store_le<uint32_t>(dst, word);
+		base::store_le<uint32_t>(dst, word);
 	} else {
 		dst[0] = static_cast<uint8_t>(kExtendedHeaderTag);
-		store_le<uint32_t>(dst + 1, id);
-		store_le<uint64_t>(dst + 5, ts);
+		base::store_le<uint32_t>(dst + 1, id);
+		base::store_le<uint64_t>(dst + 5, ts);
 	}
 }
 

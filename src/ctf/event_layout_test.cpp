@@ -6,11 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include "ctf/event_context.hpp"
+#include "event/context.hpp"
 #include "ctf/event_header.hpp"
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 #include "ctf/packet.hpp"
-#include "ctf/utf8.hpp"
+#include "base/utf8.hpp"
 
 using namespace tracery::ctf;
 using Bytes = std::vector<uint8_t>;
@@ -38,20 +38,20 @@ tracery_event_desc event(const std::vector<tracery_field_desc> &fields)
 	                          nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 }
 
-// Encodes with the free functions and with EventLayout; checks they agree.
+// Encodes with the free functions and with tracery::event::EventLayout; checks they agree.
 Bytes encode(const tracery_event_desc &d, const tracery_arg *args)
 {
-	const size_t n = payload_size(d, args);
+	const size_t n = tracery::event::payload_size(d, args);
 	Bytes a(n + 4, 0xAA);
-	write_payload(a.data(), d, args);
+	tracery::event::write_payload(a.data(), d, args);
 	EXPECT_EQ(a[n], 0xAA) << "write_payload wrote past payload_size";
 
-	EventLayout layout(d);
+	tracery::event::EventLayout layout(d);
 	EXPECT_TRUE(layout.valid());
 	EXPECT_EQ(layout.payload_size(args), n);
 	Bytes b(n + 4, 0xAA);
 	EXPECT_EQ(layout.write_payload(b.data(), args), b.data() + n);
-	EXPECT_EQ(a, b) << "EventLayout and write_payload disagree";
+	EXPECT_EQ(a, b) << "tracery::event::EventLayout and write_payload disagree";
 	a.resize(n);
 	return a;
 }
@@ -106,19 +106,19 @@ TEST(EventHeader, CompactChoice)
 
 TEST(EventContext, Sizes)
 {
-	EXPECT_EQ(context_size({}), 0u);
-	EXPECT_EQ(context_size({true, false, false}), 4u);
-	EXPECT_EQ(context_size({false, true, false}), 4u);
-	EXPECT_EQ(context_size({false, false, true}), 17u);
-	EXPECT_EQ(context_size({true, true, true}), 25u);
+	EXPECT_EQ(tracery::event::context_size({}), 0u);
+	EXPECT_EQ(tracery::event::context_size({true, false, false}), 4u);
+	EXPECT_EQ(tracery::event::context_size({false, true, false}), 4u);
+	EXPECT_EQ(tracery::event::context_size({false, false, true}), 17u);
+	EXPECT_EQ(tracery::event::context_size({true, true, true}), 25u);
 }
 
 TEST(EventContext, AllFields)
 {
-	const ContextOptions o{true, true, true};
-	Bytes b(context_size(o) + 2, 0xAA);
+	const tracery::event::ContextOptions o{true, true, true};
+	Bytes b(tracery::event::context_size(o) + 2, 0xAA);
 	const char name[17] = "myproc";
-	write_context(b.data(), o, 0x01020304, -2, name);
+	tracery::event::write_context(b.data(), o, 0x01020304, -2, name);
 	Bytes expect{0x04, 0x03, 0x02, 0x01, 0xFE, 0xFF, 0xFF, 0xFF, 'm', 'y', 'p', 'r', 'o', 'c'};
 	expect.resize(25, 0);
 	expect.push_back(0xAA);
@@ -129,9 +129,9 @@ TEST(EventContext, AllFields)
 TEST(EventContext, Subsets)
 {
 	Bytes b(8, 0xAA);
-	write_context(b.data(), {false, true, false}, 7, 9, nullptr);
+	tracery::event::write_context(b.data(), {false, true, false}, 7, 9, nullptr);
 	EXPECT_EQ(b, (Bytes{9, 0, 0, 0, 0xAA, 0xAA, 0xAA, 0xAA}));
-	write_context(b.data(), {true, false, false}, -1, 9, nullptr);
+	tracery::event::write_context(b.data(), {true, false, false}, -1, 9, nullptr);
 	EXPECT_EQ(b, (Bytes{0xFF, 0xFF, 0xFF, 0xFF, 0xAA, 0xAA, 0xAA, 0xAA}));
 }
 
@@ -141,23 +141,23 @@ TEST(EventContext, Procname)
 	// 16 bytes of name, the 17th byte is always NUL.
 	const char longname[17] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i',
 	                           'j', 'k', 'l', 'm', 'n', 'o', 'p', 'X'};
-	write_context(b.data(), {false, false, true}, 0, 0, longname);
+	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, longname);
 	EXPECT_EQ(std::memcmp(b.data(), "abcdefghijklmnop", 16), 0);
 	EXPECT_EQ(b[16], 0);
 	EXPECT_EQ(b[17], 0xAA);
 	// Bytes after the first NUL are not leaked: NUL padded.
 	const char garbage[17] = {'a', 0, 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z', 'z'};
-	write_context(b.data(), {false, false, true}, 0, 0, garbage);
+	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, garbage);
 	Bytes expect(17, 0);
 	expect[0] = 'a';
 	expect.push_back(0xAA);
 	EXPECT_EQ(b, expect);
 	// NULL: empty string.
-	write_context(b.data(), {false, false, true}, 0, 0, nullptr);
+	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, nullptr);
 	EXPECT_EQ(Bytes(b.begin(), b.begin() + 17), Bytes(17, 0));
 	// Invalid UTF-8 replaced; valid UTF-8 kept.
 	const char bad[17] = "\xff" "a\xc3\xa9";
-	write_context(b.data(), {false, false, true}, 0, 0, bad);
+	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, bad);
 	EXPECT_EQ(Bytes(b.begin(), b.begin() + 5), (Bytes{'?', 'a', 0xC3, 0xA9, 0}));
 }
 
@@ -183,7 +183,7 @@ TEST(EventContext, ProcnameEveryLength)
 				expect[len - 1] = '?';
 			uint8_t got[18];
 			got[17] = 0xAA;
-			write_procname(got, in);
+			tracery::event::write_procname(got, in);
 			EXPECT_EQ(std::memcmp(got, expect, 17), 0) << "len " << len << " variant " << variant;
 			EXPECT_EQ(got[17], 0xAA);
 		}
@@ -197,7 +197,7 @@ TEST(Payload, FixedScalarsAreTight)
 	const uint64_t a = 0x1122334455667788ull;
 	const uint32_t b = 0xAABBCCDD;
 	const tracery_arg args[] = {arg(a), arg(b)};
-	EventLayout l(d);
+	tracery::event::EventLayout l(d);
 	EXPECT_TRUE(l.is_fixed_size());
 	EXPECT_EQ(l.fixed_size(), 12u);
 	EXPECT_EQ(encode(d, args),
@@ -205,7 +205,7 @@ TEST(Payload, FixedScalarsAreTight)
 	// Whole event: compact header 4 + payload 12 = 16 bytes; with
 	// vpid+vtid+procname context: 16 + 25 = 41 bytes.
 	EXPECT_EQ(kCompactHeaderSize + l.fixed_size(), 16u);
-	EXPECT_EQ(kCompactHeaderSize + context_size({true, true, true}) + l.fixed_size(), 41u);
+	EXPECT_EQ(kCompactHeaderSize + tracery::event::context_size({true, true, true}) + l.fixed_size(), 41u);
 }
 
 TEST(Payload, Integers)
@@ -230,7 +230,7 @@ TEST(Payload, Integers)
 	expect.insert(expect.end(), {0x80, 0xFE, 0xFF, 0x00, 0x00, 0x00, 0x80});
 	expect.insert(expect.end(), 8, 0xFF);
 	EXPECT_EQ(encode(d, args), expect);
-	EXPECT_EQ(EventLayout(d).fixed_size(), 30u);
+	EXPECT_EQ(tracery::event::EventLayout(d).fixed_size(), 30u);
 }
 
 TEST(Payload, FloatsAndBool)
@@ -266,7 +266,7 @@ TEST(Payload, Enum)
 	const int32_t v32 = -7;
 	const tracery_arg args[] = {arg(v8), arg(v32)};
 	EXPECT_EQ(encode(d, args), (Bytes{3, 0xF9, 0xFF, 0xFF, 0xFF}));
-	EXPECT_TRUE(EventLayout(d).is_fixed_size());
+	EXPECT_TRUE(tracery::event::EventLayout(d).is_fixed_size());
 }
 
 TEST(Payload, Strings)
@@ -284,8 +284,8 @@ TEST(Payload, Strings)
 	EXPECT_EQ(enc("a\0b", 3), (Bytes{'a', 0}));      // cut at the first NUL
 	EXPECT_EQ(enc("\xc3\xa9", 2), (Bytes{0xC3, 0xA9, 0})); // valid UTF-8 kept
 	EXPECT_EQ(enc("a\xff\xfe", 3), (Bytes{'a', '?', '?', 0}));
-	EXPECT_FALSE(EventLayout(d).is_fixed_size());
-	EXPECT_EQ(EventLayout(d).fixed_size(), 1u);
+	EXPECT_FALSE(tracery::event::EventLayout(d).is_fixed_size());
+	EXPECT_EQ(tracery::event::EventLayout(d).fixed_size(), 1u);
 }
 
 TEST(Payload, ArraysSequencesBlobs)
@@ -310,7 +310,7 @@ TEST(Payload, ArraysSequencesBlobs)
 	// Empty and NULL sequences/blobs record count 0; a NULL array records zeros.
 	const tracery_arg empty[] = {{nullptr, 3}, {seq, 0}, {nullptr, 9}, {nullptr, 4}};
 	EXPECT_EQ(encode(d, empty), (Bytes{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
-	EventLayout l(d);
+	tracery::event::EventLayout l(d);
 	EXPECT_FALSE(l.is_fixed_size());
 	EXPECT_EQ(l.fixed_size(), 6u + 4 + 4 + 4);
 	EXPECT_EQ(l.field_fixed_size(0), 6u);
@@ -325,7 +325,7 @@ TEST(Payload, FixedArrayIsFixedSize)
 	const uint8_t arr[4] = {1, 2, 3, 4};
 	const uint64_t none[1] = {0};
 	const tracery_arg args[] = {{arr, 4}, {none, 0}};
-	EventLayout l(d);
+	tracery::event::EventLayout l(d);
 	EXPECT_TRUE(l.is_fixed_size());
 	EXPECT_EQ(l.fixed_size(), 4u);
 	EXPECT_EQ(encode(d, args), (Bytes{1, 2, 3, 4}));
@@ -340,34 +340,34 @@ TEST(Payload, FixedArrayIsFixedSize)
 TEST(Payload, NoFields)
 {
 	const auto d = event({});
-	EventLayout l(d);
+	tracery::event::EventLayout l(d);
 	EXPECT_TRUE(l.valid());
 	EXPECT_EQ(l.fixed_size(), 0u);
-	EXPECT_EQ(payload_size(d, nullptr), 0u);
+	EXPECT_EQ(tracery::event::payload_size(d, nullptr), 0u);
 }
 
 TEST(Payload, InvalidDescriptors)
 {
 	const std::vector<tracery_field_desc> bad_type{field("x", 99)};
-	EXPECT_NE(event_desc_error(event(bad_type)), nullptr);
-	EXPECT_FALSE(EventLayout(event(bad_type)).valid());
+	EXPECT_NE(tracery::event::event_desc_error(event(bad_type)), nullptr);
+	EXPECT_FALSE(tracery::event::EventLayout(event(bad_type)).valid());
 	const std::vector<tracery_field_desc> enum_no_desc{field("x", TRACERY_TYPE_ENUM, TRACERY_TYPE_U8)};
-	EXPECT_NE(event_desc_error(event(enum_no_desc)), nullptr);
+	EXPECT_NE(tracery::event::event_desc_error(event(enum_no_desc)), nullptr);
 	const std::vector<tracery_field_desc> enum_float{field("x", TRACERY_TYPE_ENUM, TRACERY_TYPE_FLOAT)};
-	EXPECT_NE(event_desc_error(event(enum_float)), nullptr);
+	EXPECT_NE(tracery::event::event_desc_error(event(enum_float)), nullptr);
 	const std::vector<tracery_field_desc> seq_of_string{
 		field("x", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_STRING)};
-	EXPECT_NE(event_desc_error(event(seq_of_string)), nullptr);
+	EXPECT_NE(tracery::event::event_desc_error(event(seq_of_string)), nullptr);
 	const std::vector<tracery_field_desc> no_name{field(nullptr, TRACERY_TYPE_U8)};
-	EXPECT_NE(event_desc_error(event(no_name)), nullptr);
+	EXPECT_NE(tracery::event::event_desc_error(event(no_name)), nullptr);
 	std::vector<tracery_field_desc> many(17, field("x", TRACERY_TYPE_U8));
-	EXPECT_EQ(event_desc_error(event(many)), nullptr);
-	EXPECT_FALSE(EventLayout(event(many)).valid()); // > kMaxFields: use the free functions
+	EXPECT_EQ(tracery::event::event_desc_error(event(many)), nullptr);
+	EXPECT_FALSE(tracery::event::EventLayout(event(many)).valid()); // > kMaxFields: use the free functions
 	std::vector<tracery_arg> args(17);
 	uint8_t v = 1;
 	for (auto &a : args)
 		a = arg(v);
-	EXPECT_EQ(payload_size(event(many), args.data()), 17u);
+	EXPECT_EQ(tracery::event::payload_size(event(many), args.data()), 17u);
 }
 
 TEST(Packet, PrefixLayout)
@@ -386,20 +386,20 @@ TEST(Packet, PrefixLayout)
 	EXPECT_EQ(b[kPacketPrefixSize], 0xAA);
 	EXPECT_EQ(Bytes(b.begin(), b.begin() + 4), (Bytes{0xC1, 0x1F, 0xFC, 0xC1}));
 	EXPECT_EQ(std::memcmp(b.data() + 4, u.bytes.data(), 16), 0);
-	EXPECT_EQ(load_le<uint32_t>(b.data() + 20), 0x11223344u);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 24), 0x5566778899AABBCCull);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 32), info.timestamp_begin);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 40), info.timestamp_end);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 48), (84u + 16u) * 8);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 56), (84u + 16u) * 8);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 64), 9u);
-	EXPECT_EQ(load_le<uint64_t>(b.data() + 72), 3u);
-	EXPECT_EQ(load_le<uint32_t>(b.data() + 80), 0xCAFEu);
+	EXPECT_EQ(tracery::base::load_le<uint32_t>(b.data() + 20), 0x11223344u);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 24), 0x5566778899AABBCCull);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 32), info.timestamp_begin);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 40), info.timestamp_end);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 48), (84u + 16u) * 8);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 56), (84u + 16u) * 8);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 64), 9u);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(b.data() + 72), 3u);
+	EXPECT_EQ(tracery::base::load_le<uint32_t>(b.data() + 80), 0xCAFEu);
 }
 
 TEST(Utf8, Sanitize)
 {
-	auto s = [](std::string in) { return sanitize_utf8(in); };
+	auto s = [](std::string in) { return tracery::base::sanitize_utf8(in); };
 	EXPECT_EQ(s("plain ascii"), "plain ascii");
 	EXPECT_EQ(s("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
 	EXPECT_EQ(s("\x80"), "?");                   // lone continuation byte
@@ -410,6 +410,6 @@ TEST(Utf8, Sanitize)
 	EXPECT_EQ(s("a\xe2\x82"), "a??");            // truncated at the end
 	EXPECT_EQ(s("\xe2\x82" "a"), "??a");
 	EXPECT_EQ(s("\xff\xc3\xa9"), "?\xc3\xa9");
-	EXPECT_TRUE(is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcdefg"), 17));
-	EXPECT_FALSE(is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcde\x80g"), 17));
+	EXPECT_TRUE(tracery::base::is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcdefg"), 17));
+	EXPECT_FALSE(tracery::base::is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcde\x80g"), 17));
 }

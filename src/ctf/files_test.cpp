@@ -231,11 +231,11 @@ TEST(StreamWriter, PacketBytes)
 	EXPECT_EQ(std::memcmp(f.data(), expect, kPacketPrefixSize), 0);
 	EXPECT_EQ(f.substr(kPacketPrefixSize, 16), events);
 	const auto *second = reinterpret_cast<const uint8_t *>(f.data()) + kPacketPrefixSize + 16;
-	EXPECT_EQ(load_le<uint64_t>(second + 48), kPacketPrefixSize * 8); // content_size
-	EXPECT_EQ(load_le<uint64_t>(second + 56), kPacketPrefixSize * 8); // packet_size
-	EXPECT_EQ(load_le<uint64_t>(second + 64), 1u);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(second + 48), kPacketPrefixSize * 8); // content_size
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(second + 56), kPacketPrefixSize * 8); // packet_size
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(second + 64), 1u);
 	const auto *third = second + kPacketPrefixSize;
-	EXPECT_EQ(load_le<uint64_t>(third + 48), (kPacketPrefixSize + 5) * 8);
+	EXPECT_EQ(tracery::base::load_le<uint64_t>(third + 48), (kPacketPrefixSize + 5) * 8);
 	EXPECT_EQ(f.substr(f.size() - 5), "abcde");
 }
 

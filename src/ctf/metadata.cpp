@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "ctf/event_header.hpp"
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 #include "ctf/tsdl.hpp"
 
 #ifndef TRACERY_VERSION_MAJOR
@@ -70,8 +70,8 @@ const char *scalar_tsdl_type(unsigned type)
 // integer type; for U64, int64 values are read as their uint64 bit pattern.
 std::string enum_tsdl_type(const tracery_field_desc &f)
 {
-	const unsigned bits = static_cast<unsigned>(scalar_size(f.elem_type) * 8);
-	const bool is_signed = is_signed_integer_type(f.elem_type);
+	const unsigned bits = static_cast<unsigned>(event::scalar_size(f.elem_type) * 8);
+	const bool is_signed = event::is_signed_integer_type(f.elem_type);
 	std::string body;
 	const tracery_enum_desc &e = *f.enum_desc;
 	for (uint32_t i = 0; i < e.nr_entries; ++i) {
@@ -227,7 +227,7 @@ std::string MetadataWriter::preamble() const
 	return m;
 }
 
-std::string MetadataWriter::stream_class(uint32_t stream_id, const ContextOptions &context)
+std::string MetadataWriter::stream_class(uint32_t stream_id, const event::ContextOptions &context)
 {
 	std::string m = "stream {\n";
 	m += "\tid = " + std::to_string(stream_id) + ";\n";
@@ -241,7 +241,7 @@ std::string MetadataWriter::stream_class(uint32_t stream_id, const ContextOption
 			m += "\t\tint32_t _vtid;\n";
 		if (context.procname)
 			m += "\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } _procname[" +
-			     std::to_string(kProcnameSize) + "];\n";
+			     std::to_string(event::kProcnameSize) + "];\n";
 		m += "\t} align(8);\n";
 	}
 	m += "};\n\n";
@@ -251,7 +251,7 @@ std::string MetadataWriter::stream_class(uint32_t stream_id, const ContextOption
 std::string MetadataWriter::event_class(uint32_t stream_id, uint32_t event_id,
                                         const tracery_event_desc &desc)
 {
-	if (const char *err = event_desc_error(desc))
+	if (const char *err = event::event_desc_error(desc))
 		throw std::invalid_argument(std::string("tracery ctf: bad event descriptor: ") + err);
 
 	// User field names first, so that they keep their natural TSDL names;

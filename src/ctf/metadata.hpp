@@ -11,10 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "clock/trace_clock.hpp"
-#include "ctf/event_context.hpp"
+#include "base/tick_scale.hpp"
+#include "event/context.hpp"
 #include "ctf/uuid.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::ctf {
 
@@ -35,7 +35,7 @@ struct TraceInfo {
 	std::string hostname;
 	// What the timestamps count: ticks per second and the CLOCK_REALTIME time
 	// of tick 0, which readers add to show wall-clock time.
-	clock::TickScale clock_scale;
+	base::TickScale clock_scale;
 	uint64_t clock_precision = 1; // in ticks
 	// Extra env entries (procname, vpid, ...), written in order. Keys must
 	// differ from each other and from hostname, domain, tracer_name,
@@ -55,7 +55,7 @@ public:
 	std::string preamble() const;
 
 	// stream { id; event.header; packet.context; event.context }.
-	static std::string stream_class(uint32_t stream_id, const ContextOptions &context);
+	static std::string stream_class(uint32_t stream_id, const event::ContextOptions &context);
 
 	// event { name = "provider:name"; id; stream_id; fields := ... }.
 	// Throws std::invalid_argument if event_desc_error(desc).

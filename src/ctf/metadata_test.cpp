@@ -24,7 +24,7 @@ TraceInfo test_info()
 	TraceInfo info;
 	info.uuid = *Uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
 	info.hostname = "host \"one\"";
-	info.clock_scale = tracery::clock::ns_tick_scale(1700000000123456789);
+	info.clock_scale = tracery::base::ns_tick_scale(1700000000123456789);
 	info.env = {{"procname", std::string("my\\proc")}, {"vpid", int64_t{-12}}};
 	return info;
 }
@@ -135,7 +135,7 @@ TEST(Metadata, Preamble)
 TEST(Metadata, ClockOffsetAndUuid)
 {
 	TraceInfo info = test_info();
-	info.clock_scale = tracery::clock::ns_tick_scale(-1500000000); // -1.5 s = -2 s + 0.5 s
+	info.clock_scale = tracery::base::ns_tick_scale(-1500000000); // -1.5 s = -2 s + 0.5 s
 	info.clock_uuid = *Uuid::parse("ffffffff-0000-0000-0000-000000000001");
 	info.clock_scale.description = "desc \"q\"";
 	info.clock_precision = 30;
@@ -150,7 +150,7 @@ TEST(Metadata, ClockOffsetAndUuid)
 	EXPECT_CONTAINS(t, "freq = 2500000001;");
 	EXPECT_CONTAINS(t, "offset_s = 1700000000;");
 	EXPECT_CONTAINS(t, "offset = 2500000000;");
-	info.clock_scale = tracery::clock::ns_tick_scale(0);
+	info.clock_scale = tracery::base::ns_tick_scale(0);
 	const std::string z = MetadataWriter(info).preamble();
 	EXPECT_CONTAINS(z, "offset_s = 0;");
 	EXPECT_CONTAINS(z, "offset = 0;");

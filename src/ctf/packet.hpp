@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ctf/byte_order.hpp"
+#include "base/byte_order.hpp"
 #include "ctf/uuid.hpp"
 
 namespace tracery::ctf {
@@ -54,18 +54,18 @@ inline void write_packet_prefix(uint8_t *dst, const Uuid &trace_uuid, uint32_t s
                                 uint64_t event_bytes) noexcept
 {
 	const uint64_t bits = (kPacketPrefixSize + event_bytes) * 8;
-	store_le<uint32_t>(dst + 0, kPacketMagic);
+	base::store_le<uint32_t>(dst + 0, kPacketMagic);
 	for (size_t i = 0; i < 16; ++i)
 		dst[4 + i] = trace_uuid.bytes[i];
-	store_le<uint32_t>(dst + 20, stream_id);
-	store_le<uint64_t>(dst + 24, stream_instance_id);
-	store_le<uint64_t>(dst + 32, info.timestamp_begin);
-	store_le<uint64_t>(dst + 40, info.timestamp_end);
-	store_le<uint64_t>(dst + 48, bits);
-	store_le<uint64_t>(dst + 56, bits);
-	store_le<uint64_t>(dst + 64, info.seq);
-	store_le<uint64_t>(dst + 72, info.events_discarded);
-	store_le<uint32_t>(dst + 80, info.cpu_id);
+	base::store_le<uint32_t>(dst + 20, stream_id);
+	base::store_le<uint64_t>(dst + 24, stream_instance_id);
+	base::store_le<uint64_t>(dst + 32, info.timestamp_begin);
+	base::store_le<uint64_t>(dst + 40, info.timestamp_end);
+	base::store_le<uint64_t>(dst + 48, bits);
+	base::store_le<uint64_t>(dst + 56, bits);
+	base::store_le<uint64_t>(dst + 64, info.seq);
+	base::store_le<uint64_t>(dst + 72, info.events_discarded);
+	base::store_le<uint32_t>(dst + 80, info.cpu_id);
 }
 
 } // namespace tracery::ctf

@@ -1,6 +1,8 @@
 // ctf/trace_dir.cpp — mkdir -p and atomic metadata publication (temp + rename).
 #include "ctf/trace_dir.hpp"
 
+#include "base/fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,15 +34,6 @@ struct TempFile {
 			::close(fd);
 		if (!keep && !path.empty())
 			::unlink(path.c_str());
-	}
-};
-
-struct Fd {
-	int fd = -1;
-	~Fd()
-	{
-		if (fd >= 0)
-			::close(fd);
 	}
 };
 
@@ -134,10 +127,10 @@ void publish(const std::string &dir, const std::string &target, int old_fd, std:
 		throw_errno(errno, "rename " + tmp.path + " to " + target);
 	tmp.keep = true;
 	if (durable) {
-		Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-		if (d.fd < 0)
+		const base::Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+		if (!d)
 			throw_errno(errno, "open " + dir);
-		fsync_or_throw(d.fd, dir);
+		fsync_or_throw(d.get(), dir);
 	}
 }
 
@@ -187,13 +180,13 @@ void TraceDir::write_metadata(std::string_view text, mode_t mode, bool durable) 
 void TraceDir::append_metadata(std::string_view blocks, bool durable) const
 {
 	const std::string target = metadata_path();
-	Fd old{::open(target.c_str(), O_RDONLY | O_CLOEXEC)};
-	if (old.fd < 0)
+	const base::Fd old(::open(target.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!old)
 		throw_errno(errno, "open " + target);
 	struct stat st;
-	if (::fstat(old.fd, &st) < 0)
+	if (::fstat(old.get(), &st) < 0)
 		throw_errno(errno, "stat " + target);
-	publish(path_, target, old.fd, blocks, st.st_mode & 07777, durable);
+	publish(path_, target, old.get(), blocks, st.st_mode & 07777, durable);
 }
 
 } // namespace tracery::ctf

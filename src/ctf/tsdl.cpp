@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "ctf/utf8.hpp"
+#include "base/utf8.hpp"
 
 namespace tracery::ctf {
 
@@ -18,7 +18,7 @@ bool is_ident_char(unsigned char c) noexcept
 
 std::string tsdl_string_literal(std::string_view raw)
 {
-	const std::string s = sanitize_utf8(raw);
+	const std::string s = base::sanitize_utf8(raw);
 	std::string out;
 	out.reserve(s.size() + 2);
 	out += '"';

@@ -1,6 +1,7 @@
 // A registered program: see app.hpp.
 #include "daemon/app.hpp"
 
+#include "control/messages.hpp"
 #include "daemon/log.hpp"
 
 #include <sys/socket.h>
@@ -16,7 +17,7 @@ bool App::send(const nlohmann::json &msg, std::span<const int> fds)
 	if (control::send_message(sock.get(), msg, fds))
 		return true;
 	log(Level::warn, "program %d (%s): cannot send %s: %s; dropping it", cred.pid, procname.c_str(),
-	    msg.value("type", "?").c_str(), strerror(errno));
+	    msg.value(control::kTypeKey, "?").c_str(), strerror(errno));
 	shutdown(sock.get(), SHUT_RDWR); // its connection thread sees EOF and cleans up
 	return false;
 }

@@ -17,7 +17,7 @@ struct App {
 	uint64_t id = 0;
 	control::PeerCred cred;
 	std::string procname;
-	control::Fd sock;
+	base::Fd sock;
 	// Guarded by the daemon's lock:
 	std::map<std::string, nlohmann::json> events;
 	std::set<uint64_t> acked;

@@ -1,7 +1,7 @@
 // A session's channel in the daemon: see channel.hpp.
 #include "daemon/channel.hpp"
 
-#include "runtime/trace_channel.hpp"
+#include "consumer/trace_channel.hpp"
 
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -83,7 +83,7 @@ uint64_t Channel::lost() const
 
 std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
 {
-	auto ring = runtime::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode, "tracery-" + spec_.name);
+	auto ring = consumer::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode, "tracery-" + spec_.name);
 	fchmod(ring->fd(), 0600);
 	return ring;
 }

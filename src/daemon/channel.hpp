@@ -5,9 +5,10 @@
 // (per-PID), each with the consumer that writes it to the trace.
 #pragma once
 
-#include "ctf/event_context.hpp"
+#include "base/sizes.hpp"
+#include "consumer/channel_consumer.hpp"
+#include "event/context.hpp"
 #include "ringbuf/ring_buffer.hpp"
-#include "runtime/channel_consumer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -20,18 +21,18 @@ namespace tracery::daemon {
 
 struct ChannelSpec {
 	std::string name = "channel0";
-	uint32_t subbuf_size = 512 * 1024;
-	uint32_t num_subbuf = 4;
+	uint32_t subbuf_size = base::kDefaultSubbufSize;
+	uint32_t num_subbuf = base::kDefaultNumSubbuf;
 	ringbuf::Mode mode = ringbuf::Mode::discard;
 	bool per_pid = false;
-	ctf::ContextOptions context{};
+	event::ContextOptions context{};
 };
 
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
 	std::unique_ptr<ringbuf::Channel> ring;
-	std::unique_ptr<runtime::ChannelConsumer> consumer;
+	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain
 	uint64_t lost() const;
 };

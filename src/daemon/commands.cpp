@@ -3,9 +3,10 @@
 // session as it was.
 #include "daemon/daemon.hpp"
 
+#include "control/messages.hpp"
 #include "daemon/log.hpp"
 
-#include "control/event_schema.hpp"
+#include "event/schema.hpp"
 #include "filter/compiler.hpp"
 #include "filter/parser.hpp"
 
@@ -55,14 +56,20 @@ std::vector<std::string> patterns_of(const json &req)
 json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 {
 	static const std::map<std::string, Handler> handlers = {
-		{"create", &Daemon::cmd_create},           {"destroy", &Daemon::cmd_destroy},
-		{"enable-channel", &Daemon::cmd_enable_channel}, {"enable-event", &Daemon::cmd_enable_event},
-		{"disable-event", &Daemon::cmd_enable_event},    {"add-context", &Daemon::cmd_add_context},
-		{"start", &Daemon::cmd_start},             {"stop", &Daemon::cmd_stop},
-		{"status", &Daemon::cmd_status},           {"list", &Daemon::cmd_list},
-		{"list-events", &Daemon::cmd_list_events}, {"snapshot-record", &Daemon::cmd_snapshot},
+		{control::cmd::kCreate, &Daemon::cmd_create},
+		{control::cmd::kDestroy, &Daemon::cmd_destroy},
+		{control::cmd::kEnableChannel, &Daemon::cmd_enable_channel},
+		{control::cmd::kEnableEvent, &Daemon::cmd_enable_event},
+		{control::cmd::kDisableEvent, &Daemon::cmd_enable_event},
+		{control::cmd::kAddContext, &Daemon::cmd_add_context},
+		{control::cmd::kStart, &Daemon::cmd_start},
+		{control::cmd::kStop, &Daemon::cmd_stop},
+		{control::cmd::kStatus, &Daemon::cmd_status},
+		{control::cmd::kList, &Daemon::cmd_list},
+		{control::cmd::kListEvents, &Daemon::cmd_list_events},
+		{control::cmd::kSnapshotRecord, &Daemon::cmd_snapshot},
 	};
-	const std::string cmd = req.value("cmd", "");
+	const std::string cmd = req.value(control::kCmdKey, "");
 	auto it = handlers.find(cmd);
 	if (it == handlers.end())
 		return {{"ok", false}, {"error", "unknown request '" + cmd + "': tracery and traceryd are from different releases"}};
@@ -164,18 +171,18 @@ void Daemon::check_filter(const std::string &expression, const std::vector<std::
 	auto expr = filter::parse(expression, &error);
 	if (!expr)
 		throw CommandError("bad filter: " + filter::render_error(expression, error));
-	std::map<std::string, std::unique_ptr<control::OwnedEventDesc>> known;
+	std::map<std::string, std::unique_ptr<event::OwnedEventDesc>> known;
 	for (const auto &[id, app] : apps_) {
 		if (app->gone || (peer.uid != 0 && app->cred.uid != peer.uid))
 			continue;
 		for (const auto &[key, schema] : app->events) {
-			const std::string name = control::full_name(schema);
+			const std::string name = event::full_name(schema);
 			if (known.count(key) || std::none_of(patterns.begin(), patterns.end(), [&](const std::string &p) {
 				    return fnmatch(p.c_str(), name.c_str(), 0) == 0;
 			    }))
 				continue;
 			try {
-				known[key] = std::make_unique<control::OwnedEventDesc>(schema);
+				known[key] = std::make_unique<event::OwnedEventDesc>(schema);
 			} catch (const std::exception &) {
 				// not traceable anyway
 			}
@@ -193,7 +200,7 @@ void Daemon::check_filter(const std::string &expression, const std::vector<std::
 json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
-	const bool disable = req.value("cmd", "") == "disable-event";
+	const bool disable = req.value(control::kCmdKey, "") == control::cmd::kDisableEvent;
 	const std::vector<std::string> patterns = patterns_of(req);
 	const std::string chname = req.value("channel", "");
 	Channel *ch = disable ? s.find_channel(chname.empty() ? "channel0" : chname) : &s.channel_or_default(chname);
@@ -228,7 +235,7 @@ json Daemon::cmd_add_context(const json &req, const control::PeerCred &peer, Loc
 	for (const auto &t : req.value("types", json::array())) {
 		const std::string type = t.is_string() ? t.get<std::string>() : "";
 		for (Channel *c : targets) {
-			ctf::ContextOptions &o = c->spec().context;
+			event::ContextOptions &o = c->spec().context;
 			if (type == "vpid")
 				o.vpid = true;
 			else if (type == "vtid")
@@ -303,7 +310,7 @@ json Daemon::cmd_list_events(const json &, const control::PeerCred &peer, Lock &
 			continue;
 		json events = json::array();
 		for (const auto &[key, schema] : app->events)
-			events.push_back({{"name", control::full_name(schema)}, {"fields", control::fields_summary(schema)}});
+			events.push_back({{"name", event::full_name(schema)}, {"fields", event::fields_summary(schema)}});
 		out.push_back({{"pid", app->cred.pid}, {"uid", app->cred.uid}, {"procname", app->procname}, {"events", events}});
 	}
 	return {{"programs", out}};

@@ -2,9 +2,10 @@
 // The commands of the tracery command are in commands.cpp.
 #include "daemon/daemon.hpp"
 
+#include "control/messages.hpp"
 #include "daemon/log.hpp"
 
-#include "control/event_schema.hpp"
+#include "event/schema.hpp"
 
 #include <sys/statvfs.h>
 
@@ -41,13 +42,13 @@ uint64_t Daemon::join(TraceSession &s, App &app)
 	std::vector<int> fds;
 	for (const auto &ch : s.channels()) {
 		Buffer &b = s.buffer_for(*ch, app.cred.uid, app.cred.pid);
-		const ctf::ContextOptions &c = ch->spec().context;
+		const event::ContextOptions &c = ch->spec().context;
 		chans[ch->index()]["context"] = {{"vpid", c.vpid}, {"vtid", c.vtid}, {"procname", c.procname}};
 		chans[ch->index()]["clock"] = clock::tick_unit_name(s.tick_unit());
 		fds.push_back(b.ring->fd());
 	}
 	const uint64_t seq = next_seq_++;
-	if (!app.send({{"type", "start_session"}, {"session", s.id()}, {"name", s.name()}, {"seq", seq}, {"channels", chans}},
+	if (!app.send({{control::kTypeKey, control::msg::kStartSession}, {"session", s.id()}, {"name", s.name()}, {"seq", seq}, {"channels", chans}},
 	              fds))
 		return 0;
 	members_[s.id()].insert(app.id);
@@ -94,7 +95,7 @@ json Daemon::update_members(TraceSession &s, Lock &lock)
 		if (it == apps_.end() || it->second->gone)
 			continue;
 		const uint64_t seq = next_seq_++;
-		if (it->second->send({{"type", "update"}, {"session", s.id()}, {"seq", seq},
+		if (it->second->send({{control::kTypeKey, control::msg::kUpdate}, {"session", s.id()}, {"seq", seq},
 		                      {"channels", session_ids(s, *it->second)}}))
 			pending.emplace_back(id, seq);
 	}
@@ -109,21 +110,21 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
 	Lock lock(mutex_);
 	app->procname = hello.value("procname", "");
 	for (const auto &schema : hello.value("events", json::array()))
-		app->events[control::schema_key(schema)] = schema;
+		app->events[event::schema_key(schema)] = schema;
 	apps_[app->id] = app;
 	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
 	    app->cred.uid, app->events.size());
 	for (auto &[name, s] : sessions_)
 		if (s->state == SessionState::started && traces(*s, *app))
 			join(*s, *app);
-	app->send({{"type", "ready"}});
+	app->send({{control::kTypeKey, control::msg::kReady}});
 }
 
 void Daemon::app_message(App &app, const control::Message &msg)
 {
 	Lock lock(mutex_);
-	const std::string type = msg.body.value("type", "");
-	if (type == "ack") {
+	const std::string type = msg.body.value(control::kTypeKey, "");
+	if (type == control::msg::kAck) {
 		app.acked.insert(msg.body.value("seq", uint64_t{0}));
 		if (const json refused = msg.body.value("refused", json::array()); !refused.empty()) {
 			app.refused[msg.body.value("seq", uint64_t{0})] = refused;
@@ -136,14 +137,14 @@ void Daemon::app_message(App &app, const control::Message &msg)
 		if (msg.body.value("tracing", false))
 			app.tracing.insert(msg.body.value("session", uint64_t{0}));
 		acks_.notify_all();
-	} else if (type == "new_events") {
+	} else if (type == control::msg::kNewEvents) {
 		for (const auto &schema : msg.body.value("events", json::array()))
-			app.events[control::schema_key(schema)] = schema;
+			app.events[event::schema_key(schema)] = schema;
 		json sessions = json::array();
 		for (auto &[name, s] : sessions_)
 			if (s->state == SessionState::started && members_[s->id()].count(app.id))
 				sessions.push_back({{"session", s->id()}, {"channels", session_ids(*s, app)}});
-		app.send({{"type", "ids"}, {"req", msg.body.value("req", uint64_t{0})}, {"sessions", sessions}});
+		app.send({{control::kTypeKey, control::msg::kIds}, {"req", msg.body.value("req", uint64_t{0})}, {"sessions", sessions}});
 	} else {
 		log(Level::warn, "program %d: unknown message type '%s'", app.cred.pid, type.c_str());
 	}
@@ -180,7 +181,7 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 			continue;
 		const uint64_t seq = next_seq_++;
 		it->second->tracing.erase(s.id());
-		if (it->second->send({{"type", "stop_session"}, {"session", s.id()}, {"seq", seq}}))
+		if (it->second->send({{control::kTypeKey, control::msg::kStopSession}, {"session", s.id()}, {"seq", seq}}))
 			pending.emplace_back(id, seq);
 	}
 	json late = wait_acks(pending, lock);

@@ -20,7 +20,7 @@ public:
 
 private:
 	std::string path_;
-	control::Fd fd_;
+	base::Fd fd_;
 };
 
 } // namespace tracery::daemon

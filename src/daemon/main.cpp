@@ -136,7 +136,7 @@ int serve(const Args &args)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, nullptr); // before any thread: they all inherit it
 	signal(SIGPIPE, SIG_IGN);
-	control::Fd sfd(signalfd(-1, &sigs, SFD_CLOEXEC));
+	base::Fd sfd(signalfd(-1, &sigs, SFD_CLOEXEC));
 
 	const std::string sock = control::socket_path(opt.rundir);
 	Daemon daemon(opt);

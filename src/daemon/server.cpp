@@ -1,6 +1,7 @@
 // traceryd's socket and connections: see server.hpp.
 #include "daemon/server.hpp"
 
+#include "control/messages.hpp"
 #include "daemon/log.hpp"
 
 #include <grp.h>
@@ -69,7 +70,7 @@ void Server::run(int stop_fd)
 		if (fds[1].revents)
 			return;
 		if (fds[0].revents & POLLIN) {
-			control::Fd conn(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+			base::Fd conn(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
 			if (!conn)
 				continue;
 			std::thread([this, c = std::move(conn)]() mutable { serve(std::move(c)); }).detach();
@@ -77,7 +78,7 @@ void Server::run(int stop_fd)
 	}
 }
 
-void Server::serve(control::Fd conn)
+void Server::serve(base::Fd conn)
 {
 	control::PeerCred peer;
 	if (!control::peer_cred(conn.get(), peer))
@@ -93,7 +94,7 @@ void Server::serve(control::Fd conn)
 		}
 		return;
 	}
-	if (msg.body.value("role", "") == "app") {
+	if (msg.body.value(control::kRoleKey, "") == control::role::kApp) {
 		serve_app(std::move(conn), peer, msg.body);
 		return;
 	}
@@ -112,7 +113,7 @@ void Server::serve(control::Fd conn)
 	control::send_message(conn.get(), reply);
 }
 
-void Server::serve_app(control::Fd conn, const control::PeerCred &peer, const json &hello)
+void Server::serve_app(base::Fd conn, const control::PeerCred &peer, const json &hello)
 {
 	if (!daemon_.options().system && peer.uid != geteuid()) {
 		log(Level::warn, "refused program %d of uid %u: this daemon traces uid %u only", peer.pid, peer.uid,

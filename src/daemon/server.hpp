@@ -11,17 +11,17 @@ namespace tracery::daemon {
 
 class Server {
 public:
-	Server(Daemon &daemon, control::Fd listener) : daemon_(daemon), listener_(std::move(listener)) {}
+	Server(Daemon &daemon, base::Fd listener) : daemon_(daemon), listener_(std::move(listener)) {}
 	// Accepts until stop_fd becomes readable.
 	void run(int stop_fd);
 
 private:
-	void serve(control::Fd conn);
-	void serve_app(control::Fd conn, const control::PeerCred &peer, const nlohmann::json &hello);
+	void serve(base::Fd conn);
+	void serve_app(base::Fd conn, const control::PeerCred &peer, const nlohmann::json &hello);
 	bool may_control(const control::PeerCred &peer) const;
 
 	Daemon &daemon_;
-	control::Fd listener_;
+	base::Fd listener_;
 	uint64_t next_app_id_ = 1;
 };
 

@@ -5,8 +5,9 @@
 #include "daemon/log.hpp"
 
 #include "clock/trace_clock.hpp"
-#include "control/event_schema.hpp"
+#include "event/schema.hpp"
 #include "control/wire.hpp"
+#include "consumer/file_sink.hpp"
 #include "ctf/trace_dir.hpp"
 #include "filter/compiler.hpp"
 #include "filter/parser.hpp"
@@ -69,7 +70,7 @@ std::string now_stamp()
 	return buf;
 }
 
-json context_names(const ctf::ContextOptions &c)
+json context_names(const event::ContextOptions &c)
 {
 	json out = json::array();
 	if (c.vpid)
@@ -173,12 +174,12 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 	json ids = json::object();
 	std::string blocks;
 	for (const auto &[key, schema] : events) {
-		if (!ch.enabled(control::full_name(schema)))
+		if (!ch.enabled(event::full_name(schema)))
 			continue;
 		bool is_new = false;
 		if (!ch.ids().count(key)) {
 			try {
-				control::OwnedEventDesc desc(schema);
+				event::OwnedEventDesc desc(schema);
 				blocks += ctf::MetadataWriter::event_class(ch.index(), static_cast<uint32_t>(ch.ids().size()),
 				                                           desc.desc());
 			} catch (const std::exception &e) {
@@ -209,7 +210,7 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 {
 	json out = json::object();
 	for (const auto &[key, schema] : events) {
-		const std::string name = control::full_name(schema);
+		const std::string name = event::full_name(schema);
 		if (!ch.enabled(name))
 			continue;
 		json programs = json::array();
@@ -219,7 +220,7 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 				filter::Program program{{{filter::Op::push_int, 0, 0, 0, 0}, {filter::Op::ret, 0, 0, 0, 0}}, {}};
 				filter::Error error;
 				try {
-					control::OwnedEventDesc desc(schema);
+					event::OwnedEventDesc desc(schema);
 					if (auto compiled = filter::compile_filter(expression, desc.desc(), &error))
 						program = std::move(compiled->program);
 					else
@@ -257,9 +258,11 @@ Buffer &TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid)
 	b->ring = ch.make_ring();
 	if (!snapshot_) {
 		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
-		runtime::ConsumerTarget target{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_,
-		                                 clock::tick_source(tick_unit_)};
-		b->consumer = std::make_unique<runtime::ChannelConsumer>(*b->ring, std::move(target));
+		auto sink = std::make_unique<consumer::FileSink>(
+			consumer::StreamFiles{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_},
+			b->ring->config().num_cpus);
+		b->consumer = std::make_unique<consumer::ChannelConsumer>(*b->ring, std::move(sink),
+		                                                          clock::tick_source(tick_unit_));
 		if (ch.spec().mode == ringbuf::Mode::discard)
 			b->consumer->start_thread();
 	}
@@ -336,9 +339,10 @@ std::string TraceSession::snapshot_record()
 		uint64_t instance = 0;
 		for (auto &ch : channels_) {
 			for (auto &[owner, b] : ch->buffers) {
-				runtime::ConsumerTarget target{dir, ch->spec().name + "_" + owner, ch->index(), instance++ << 16,
-				                               uuid_, clock::tick_source(tick_unit_)};
-				runtime::ChannelConsumer copier(*b->ring, std::move(target));
+				auto sink = std::make_unique<consumer::FileSink>(
+					consumer::StreamFiles{dir, ch->spec().name + "_" + owner, ch->index(), instance++ << 16, uuid_},
+					b->ring->config().num_cpus);
+				consumer::ChannelConsumer copier(*b->ring, std::move(sink), clock::tick_source(tick_unit_));
 				copier.finish();
 			}
 		}

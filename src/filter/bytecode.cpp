@@ -2,14 +2,14 @@
 // opcode names; see bytecode.hpp for the format.
 #include "filter/bytecode.hpp"
 
-#include "ctf/byte_order.hpp"
+#include "base/byte_order.hpp"
 
 namespace tracery::filter {
 
 namespace {
 
-using ctf::load_le;
-using ctf::store_le;
+using base::load_le;
+using base::store_le;
 
 constexpr char kMagic[4] = {'T', 'R', 'F', 'B'};
 constexpr uint16_t kVersion = 1;

@@ -11,14 +11,14 @@
 #include <bit>
 #include <map>
 
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 #include "filter/glob.hpp"
 
 namespace tracery::filter {
 
 namespace {
 
-using ctf::is_integer_type;
+using event::is_integer_type;
 
 enum class Kind : uint8_t { integer, floating, string, unknown /* depends on a missing field */ };
 enum class State : uint8_t { constant, fault, code };
@@ -426,7 +426,7 @@ private:
 		const tracery_field_desc &f = desc_.fields[i];
 		if (f.type != TRACERY_TYPE_ARRAY && f.type != TRACERY_TYPE_SEQUENCE)
 			throw type_error(e, "is not an array or a sequence");
-		if (ctf::scalar_size(f.elem_type) == 0)
+		if (event::scalar_size(f.elem_type) == 0)
 			throw type_error(e, "has an invalid descriptor (elements of a non-scalar type)");
 		if (i > UINT16_MAX)
 			throw too_complex("field index " + std::to_string(i), UINT16_MAX);

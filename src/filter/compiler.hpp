@@ -24,7 +24,7 @@
 #include "filter/ast.hpp"
 #include "filter/bytecode.hpp"
 #include "filter/parser.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::filter {
 

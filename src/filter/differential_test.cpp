@@ -15,7 +15,7 @@
 #include <random>
 #include <sstream>
 
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 #include "filter/compiler.hpp"
 #include "filter/filter.hpp"
 #include "filter/jit.hpp"
@@ -301,7 +301,7 @@ std::unique_ptr<Payload> random_payload(const tracery_event_desc &desc, std::mt1
 		p.args[i] = {s, len};
 	}
 	const tracery_field_desc &arr = desc.fields[kArr], &seq = desc.fields[kSeq];
-	const size_t arr_size = ctf::scalar_size(arr.elem_type), seq_size = ctf::scalar_size(seq.elem_type);
+	const size_t arr_size = event::scalar_size(arr.elem_type), seq_size = event::scalar_size(seq.elem_type);
 	for (uint32_t i = 0; i < arr.length; ++i)
 		random_scalar(arr.elem_type, p.arr + i * arr_size, rng);
 	for (uint32_t i = 0; i < 5; ++i)
@@ -350,7 +350,7 @@ std::string Payload::describe(const tracery_event_desc &desc) const
 			const uint32_t n = f.type == TRACERY_TYPE_ARRAY ? f.length : 5;
 			for (uint32_t k = 0; k < n; ++k)
 				o << (k ? " " : "")
-				  << scalar_text(f.elem_type, (f.type == TRACERY_TYPE_ARRAY ? arr : seq) + k * ctf::scalar_size(f.elem_type));
+				  << scalar_text(f.elem_type, (f.type == TRACERY_TYPE_ARRAY ? arr : seq) + k * event::scalar_size(f.elem_type));
 			o << "]";
 		} else {
 			o << scalar_text(f.type == TRACERY_TYPE_ENUM ? f.elem_type : f.type, args[i].ptr);

@@ -11,18 +11,18 @@ set_target_properties(tracery_filter PROPERTIES CXX_VISIBILITY_PRESET hidden VIS
 if(TRACERY_FUZZ)
   # Structured random programs: verified against a fixed event, and every
   # accepted one run by both engines, which must agree (see the source).
-  tracery_add_fuzzer(fuzz_verify fuzz/fuzz_verify.cpp tracery_filter tracery_ctf_test_stubs)
+  tracery_add_fuzzer(fuzz_verify fuzz/fuzz_verify.cpp tracery_filter)
   return()
 endif()
 
 # Engine tests: unit cases through both engines, then the differential test
 # (random expressions and payloads, interpreter vs JIT), fewer cases under
 # sanitizers. Labelled tsan: scripts/test.sh reruns them under ThreadSanitizer.
-tracery_add_test(filter_verifier_test SOURCES verifier_test.cpp LIBS tracery_filter tracery_ctf_test_stubs)
+tracery_add_test(filter_verifier_test SOURCES verifier_test.cpp LIBS tracery_filter)
 tracery_add_test(filter_engine_test
   SOURCES interpreter_test.cpp jit_test.cpp
-  LIBS tracery_filter tracery_ctf_test_stubs)
-tracery_add_test(filter_differential_test SOURCES differential_test.cpp LIBS tracery_filter tracery_ctf_test_stubs)
+  LIBS tracery_filter)
+tracery_add_test(filter_differential_test SOURCES differential_test.cpp LIBS tracery_filter)
 if(TRACERY_SANITIZE)
   set(filter_diff_cases 500000)
 else()

@@ -11,7 +11,7 @@
 #include "filter/interpreter.hpp"
 #include "filter/jit.hpp"
 #include "filter/verifier.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::filter {
 

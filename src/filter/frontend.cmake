@@ -4,17 +4,16 @@
 # matcher too (glob.hpp), which the engines share.
 add_library(tracery_filter_frontend STATIC bytecode.cpp parser.cpp compiler.cpp glob.cpp)
 target_include_directories(tracery_filter_frontend PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(tracery_filter_frontend PUBLIC tracery_event)
 set_target_properties(tracery_filter_frontend PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 
 if(TRACERY_FUZZ)
   # Arbitrary bytes as an expression, compiled against an event with every
   # field kind; checks the compiler's invariants (see the source).
-  tracery_add_fuzzer(fuzz_compile fuzz/fuzz_compile.cpp tracery_filter_frontend tracery_ctf_test_stubs)
+  tracery_add_fuzzer(fuzz_compile fuzz/fuzz_compile.cpp tracery_filter_frontend)
   return()
 endif()
 
-# The tests include tracery/tracepoint.h, which registers events with the
-# runtime: they link its no-op stubs.
 tracery_add_test(filter_frontend_test
   SOURCES parser_test.cpp compiler_test.cpp bytecode_test.cpp
-  LIBS tracery_filter_frontend tracery_ctf_test_stubs)
+  LIBS tracery_filter_frontend)

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "filter/bytecode.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::filter {
 

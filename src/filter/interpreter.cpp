@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstring>
 
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 #include "filter/glob.hpp"
 
 namespace tracery::filter {
@@ -66,7 +66,7 @@ bool interpret(const Program &program, const tracery_event_desc &desc, const tra
 				*sp++ = 0; // what the trace records; 0 is also 0.0
 				break;
 			}
-			const size_t offset = size_t{in->arg} * ctf::scalar_size(in->type);
+			const size_t offset = size_t{in->arg} * event::scalar_size(in->type);
 			*sp++ = load_slot(in->type, static_cast<const char *>(arg.ptr) + offset);
 			break;
 		}

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "filter/bytecode.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::filter {
 

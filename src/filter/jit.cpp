@@ -7,7 +7,7 @@
 #include <bit>
 #include <cstddef>
 
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 
 namespace tracery::filter {
 
@@ -186,7 +186,7 @@ void Emitter::load_element(const Insn &in, uint32_t d)
 	cc_.jz(missing);
 	cc_.cmp(x86::dword_ptr(args_, in.field * kArgSize + 8), Imm(int32_t(in.arg)));
 	cc_.jbe(missing); // len <= arg (unsigned)
-	const uint64_t offset = uint64_t{in.arg} * ctf::scalar_size(in.type);
+	const uint64_t offset = uint64_t{in.arg} * event::scalar_size(in.type);
 	if (offset <= uint64_t(INT32_MAX)) {
 		load_scalar(in.type, base, int32_t(offset), d);
 	} else {
@@ -494,7 +494,7 @@ bool params_form_possible(const tracery_event_desc &desc)
 		return false;
 	for (uint32_t i = 0; i < desc.nr_fields; ++i) {
 		const tracery_field_desc &f = desc.fields[i];
-		if (f.type == TRACERY_TYPE_ENUM ? !ctf::is_integer_type(f.elem_type) : ctf::scalar_size(f.type) == 0)
+		if (f.type == TRACERY_TYPE_ENUM ? !event::is_integer_type(f.elem_type) : event::scalar_size(f.type) == 0)
 			return false;
 	}
 	return true;

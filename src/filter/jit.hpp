@@ -13,7 +13,7 @@
 #include "filter/bytecode.hpp"
 #include "filter/glob.hpp"
 #include "filter/verifier.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::filter {
 

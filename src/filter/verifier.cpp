@@ -8,15 +8,15 @@
 #include <optional>
 #include <vector>
 
-#include "ctf/event_payload.hpp"
+#include "event/payload.hpp"
 
 namespace tracery::filter {
 
 int load_field_type(const tracery_field_desc &f)
 {
 	if (f.type == TRACERY_TYPE_ENUM)
-		return ctf::is_integer_type(f.elem_type) ? f.elem_type : -1;
-	return ctf::scalar_size(f.type) ? f.type : -1;
+		return event::is_integer_type(f.elem_type) ? f.elem_type : -1;
+	return event::scalar_size(f.type) ? f.type : -1;
 }
 
 namespace {
@@ -212,7 +212,7 @@ bool Checker::check_load(const Insn &in)
 	} else {
 		if (f->type != TRACERY_TYPE_ARRAY && f->type != TRACERY_TYPE_SEQUENCE)
 			return fail("field " + std::to_string(in.field) + " is not an array or sequence");
-		if (!ctf::scalar_size(f->elem_type))
+		if (!event::scalar_size(f->elem_type))
 			return fail("field " + std::to_string(in.field) + " has no scalar element type");
 		if (f->type == TRACERY_TYPE_ARRAY && in.arg >= f->length)
 			return fail("element " + std::to_string(in.arg) + " out of range (array of " +

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "filter/bytecode.hpp"
-#include "tracery/tracepoint.h"
+#include "tracery/internal/event_desc.h"
 
 namespace tracery::filter {
 

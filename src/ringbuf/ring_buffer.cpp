@@ -2,12 +2,14 @@
 // flush, consumer get/put/snapshot, futex wakeup and crash recovery. The hot path is inline in ring_buffer.hpp.
 #include "ringbuf/ring_buffer.hpp"
 
+#include "base/cpu.hpp"
+#include "base/fd.hpp"
+#include "base/futex.hpp"
+
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,12 +66,6 @@ inline void read_validate_fence() {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxTotalSize = uint64_t{1} << 40;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 uint32_t log2u(uint64_t v) { return static_cast<uint32_t>(63 - __builtin_clzll(v)); }
@@ -132,18 +128,6 @@ Config config_of(const ChannelHeader& h) {
   throw std::runtime_error("tracery::ringbuf::Channel::attach: " + what);
 }
 
-struct FdGuard {  // closes the fd unless released
-  int fd;
-  ~FdGuard() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
-
-long futex(uint32_t* addr, int op, uint32_t val, const timespec* ts) {
-  return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
-}
-
 // Keeps the calling thread on one CPU for its lifetime, then restores its affinity (Channel::flush, Sync::rseq).
 class RunOnCpu {
  public:
@@ -171,17 +155,6 @@ class RunOnCpu {
   bool ok_ = false;
 };
 
-bool cpu_online(uint32_t cpu) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%u/online", cpu);
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return cpu < static_cast<uint32_t>(::sysconf(_SC_NPROCESSORS_ONLN));  // not hot-pluggable
-  char c = '1';
-  const bool online = ::read(fd, &c, 1) != 1 || c != '0';
-  ::close(fd);
-  return online;
-}
-
 // Raises `v` to at least `target` (free-running positions only move forward).
 void advance_to(uint64_t& v, uint64_t target) {
   std::atomic_ref<uint64_t> a(v);
@@ -200,12 +173,12 @@ void Channel::validate(const Config& config) {
 std::unique_ptr<Channel> Channel::create(const Config& config, const char* name) {
   validate(config);
   const Layout l = compute_layout(config);
-  FdGuard fd{::memfd_create(name && *name ? name : "tracery-ringbuf", MFD_CLOEXEC)};
-  if (fd.fd < 0) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: memfd_create");
-  if (::ftruncate(fd.fd, static_cast<off_t>(l.total_size)) != 0)
+  base::Fd fd{::memfd_create(name && *name ? name : "tracery-ringbuf", MFD_CLOEXEC)};
+  if (!fd) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: memfd_create");
+  if (::ftruncate(fd.get(), static_cast<off_t>(l.total_size)) != 0)
     throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: ftruncate");
   // MAP_POPULATE: the producer hot path must not take page faults.
-  void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.fd, 0);
+  void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (map == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
 
   auto* h = static_cast<ChannelHeader*>(map);  // the file is zero-filled: every counter starts at 0
@@ -238,15 +211,15 @@ std::unique_ptr<Channel> Channel::create(const Config& config, const char* name)
 }
 
 std::unique_ptr<Channel> Channel::attach(int fd_in) {
-  FdGuard fd{fd_in};
-  if (fd.fd < 0) attach_fail("invalid file descriptor " + std::to_string(fd_in));
+  base::Fd fd{fd_in};
+  if (!fd) attach_fail("invalid file descriptor " + std::to_string(fd_in));
   struct stat st;
-  if (::fstat(fd.fd, &st) != 0) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: fstat");
+  if (::fstat(fd.get(), &st) != 0) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: fstat");
   const auto file_size = static_cast<uint64_t>(st.st_size);
   ChannelHeader h;
   if (file_size < sizeof h)
     attach_fail("file is " + std::to_string(file_size) + " bytes, too small for a channel header");
-  if (::pread(fd.fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+  if (::pread(fd.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
     throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: pread of the channel header");
   if (h.magic != detail::kMagic) attach_fail("bad magic: not a tracery ring buffer (or not initialised yet)");
   if (h.version != detail::kVersion)
@@ -269,7 +242,7 @@ std::unique_ptr<Channel> Channel::attach(int fd_in) {
   if (file_size < l.total_size)
     attach_fail("file size " + std::to_string(file_size) + " is smaller than the channel size " +
                 std::to_string(l.total_size));
-  void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  void* map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (map == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
   return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, c));
 }
@@ -437,7 +410,7 @@ void Channel::commit_out_of_order(SubbufState& s, uint32_t cpu, uint64_t offset,
   const uint64_t complete_at = ((sb_number >> log2_num_subbuf_) + 1) << log2_subbuf_;
   if (c < complete_at && load(hot_(cpu)->write.offset, std::memory_order_acquire) >= sb_start + subbuf_size_) {
     for (int i = 0; i < 1000 && c < complete_at; ++i) {
-      cpu_relax();
+      base::cpu_relax();
       c = committed(s, sb_number);
     }
   }
@@ -522,7 +495,7 @@ void Channel::on_subbuf_complete() noexcept {
   if (detail::fetch_add(hdr_->waiters, uint32_t{0}, std::memory_order_acq_rel) == 0) return;
   detail::fetch_add(hdr_->futex_word, uint32_t{1}, std::memory_order_release);
   const int saved_errno = errno;  // we may run in a signal handler
-  futex(&hdr_->futex_word, FUTEX_WAKE, INT_MAX, nullptr);
+  base::futex_wake_all(&hdr_->futex_word);
   errno = saved_errno;
 }
 
@@ -549,7 +522,7 @@ bool Channel::flush(uint32_t cpu, uint64_t now) noexcept {
   if (use_rseq) {
     on_cpu.emplace(cpu);
     if (!on_cpu->ok()) {
-      if (cpu_online(cpu)) return false;
+      if (base::cpu_online(cpu)) return false;
       use_rseq = false;
     }
   }
@@ -721,7 +694,7 @@ bool Channel::wait_for_data(int timeout_ms) {
       rel.tv_nsec = ns % 1000000000LL;
       prel = &rel;
     }
-    futex(&hdr_->futex_word, FUTEX_WAIT, seen, prel);  // shared futex: the producer may be another process
+    base::futex_wait(&hdr_->futex_word, seen, prel);  // shared futex: the producer may be another process
   }
   std::atomic_ref<uint32_t>(hdr_->waiters).fetch_sub(1, std::memory_order_relaxed);
   return ready;
@@ -792,7 +765,7 @@ Channel::RecoveryStats Channel::recover_after_producer_death() {
   }
   // Wake a consumer blocked in wait_for_data().
   detail::fetch_add(hdr_->futex_word, uint32_t{1}, std::memory_order_release);
-  futex(&hdr_->futex_word, FUTEX_WAKE, INT_MAX, nullptr);
+  base::futex_wake_all(&hdr_->futex_word);
   return st;
 }
 

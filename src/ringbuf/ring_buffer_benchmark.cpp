@@ -2,12 +2,12 @@
 // and several, with a free counter clock (buffer cost alone) and with the vDSO CLOCK_MONOTONIC, for both ways of
 // advancing the write position (Sync::atomic: 16-byte CAS; Sync::rseq: restartable sequence on the caller's CPU).
 #include <benchmark/benchmark.h>
-#include <sys/sysinfo.h>
 #include <time.h>
 
 #include <cstring>
 #include <memory>
 
+#include "base/cpu.hpp"
 #include "ringbuf/ring_buffer.hpp"
 
 namespace {
@@ -20,7 +20,7 @@ namespace rseq = tracery::rseq;
 
 std::unique_ptr<Channel> make_channel(Sync sync) {
   Config c;
-  c.num_cpus = static_cast<uint32_t>(get_nprocs_conf());
+  c.num_cpus = tracery::base::possible_cpus();
   c.num_subbuf = 8;
   c.subbuf_size = 1 << 18;
   c.mode = Mode::overwrite;  // never full: measures the write path, not drops

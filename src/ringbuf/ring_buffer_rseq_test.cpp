@@ -17,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu.hpp"
 #include "ringbuf/ring_buffer.hpp"
 #include "rseq/rseq.hpp"
 #include "ringbuf/test_internals.hpp"
@@ -71,7 +71,7 @@ uint64_t mono_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-uint32_t config_cpus() { return static_cast<uint32_t>(get_nprocs_conf()); }
+uint32_t config_cpus() { return base::possible_cpus(); }
 
 Config rseq_config(Mode mode, uint32_t num_cpus, uint32_t num_subbuf, uint32_t subbuf_size) {
   Config c = ctf_config(mode, num_cpus, num_subbuf, subbuf_size);

@@ -6,6 +6,7 @@
  */
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
+#include <tracery/internal/probe.h>
 
 #include <dlfcn.h>
 #include <stdio.h>

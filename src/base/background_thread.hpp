@@ -1,0 +1,16 @@
+// The runtime's own threads (consumer, daemon client) live inside the traced
+// program: none of them may run the program's signal handlers, or a handler
+// would fire on a thread the program never made (and that thread's sleeps
+// would end early). start_background_thread creates a thread with every
+// signal blocked from its first instruction on.
+#pragma once
+
+#include <pthread.h>
+
+namespace tracery::base {
+
+// pthread_create with all signals blocked in the new thread; the caller's
+// mask is unchanged on return. Returns pthread_create's result.
+int start_background_thread(pthread_t &thread, void *(*body)(void *), void *arg);
+
+} // namespace tracery::base

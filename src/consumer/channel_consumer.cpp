@@ -1,0 +1,210 @@
+// consumer/channel_consumer.cpp — sub-buffers to CTF packets. See channel_consumer.hpp.
+#include "consumer/channel_consumer.hpp"
+
+#include "clock/trace_clock.hpp"
+#include "base/background_thread.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+namespace tracery::consumer {
+
+namespace {
+constexpr int kConsumerNice = -10;
+constexpr uint64_t kPollAfterDataNs = 20'000'000;
+} // namespace
+
+uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns)
+{
+	const uint64_t half_interval = elapsed_ns / packets / 2;
+	const uint64_t next = half_interval < poll_ns ? half_interval : (3 * poll_ns + half_interval) / 4;
+	return std::clamp(next, kMinPollNs, kMaxPollNs);
+}
+
+ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink,
+                                 clock::TickSource ticks)
+	: channel_(channel), sink_(std::move(sink)), ticks_(ticks)
+{
+	const uint32_t n = channel_.config().num_cpus;
+	last_lost_.assign(n, 0);
+	last_ts_.assign(n, 0);
+	next_seq_.assign(n, 0);
+}
+
+ChannelConsumer::~ChannelConsumer()
+{
+	if (thread_running_) {
+		stop_.store(true);
+		pthread_join(thread_, nullptr);
+	}
+}
+
+void ChannelConsumer::start_thread()
+{
+	stop_.store(false);
+	if (base::start_background_thread(thread_, &ChannelConsumer::thread_main, this) == 0) {
+		thread_running_ = true;
+		started_.acquire();
+	}
+}
+
+void ChannelConsumer::before_fork() { busy_.lock(); }
+
+void ChannelConsumer::after_fork_parent() { busy_.unlock(); }
+
+void *ChannelConsumer::thread_main(void *arg)
+{
+	auto *self = static_cast<ChannelConsumer *>(arg);
+	std::unique_lock busy(self->busy_);
+	self->started_.release();
+	pthread_setname_np(pthread_self(), "tracery-consume");
+	// Emitting threads that keep every CPU busy must not starve the thread
+	// that empties their buffers: where allowed (root, CAP_SYS_NICE or
+	// RLIMIT_NICE), run ahead of them. Otherwise it stays at the caller's nice.
+	setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kConsumerNice);
+	// This thread also keeps the trace clock on CLOCK_MONOTONIC (slope
+	// corrections; several consumers calling resync() is harmless).
+	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();
+	uint64_t last_data = 0;
+	uint64_t poll_ns = kMinPollNs;
+	while (!self->stop_.load(std::memory_order_relaxed)) {
+		// While data flows, poll (see next_poll_ns); after
+		// kPollAfterDataNs without data, block.
+		const bool flowing = clock::detail::now_vdso() - last_data < kPollAfterDataNs;
+		if (flowing) {
+			if (!self->any_data_ready()) {
+				const timespec ts{0, static_cast<long>(poll_ns)};
+				busy.unlock();
+				nanosleep(&ts, nullptr);
+				busy.lock();
+				continue;
+			}
+		} else {
+			busy.unlock();
+			self->channel_.wait_for_data(100);
+			busy.lock();
+		}
+		if (const size_t packets = self->drain(); packets > 0) {
+			const uint64_t now = clock::detail::now_vdso();
+			poll_ns = flowing ? next_poll_ns(poll_ns, packets, now - last_data) : kMinPollNs;
+			last_data = now;
+		}
+		if (const uint64_t mono = clock::detail::now_vdso(); mono >= next_resync) {
+			clock::resync();
+			next_resync = mono + clock::resync_interval_ns();
+		}
+	}
+	return nullptr;
+}
+
+void ChannelConsumer::abandon_after_fork()
+{
+	busy_.unlock(); // taken by before_fork in the parent, before the fork
+	thread_running_ = false;
+	sink_->abandon_after_fork();
+}
+
+void ChannelConsumer::report_error(const std::exception &e)
+{
+	if (!failed_)
+		fprintf(stderr, "tracery: writing the trace failed, tracing goes on without it: %s\n", e.what());
+	failed_ = true;
+}
+
+void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
+{
+	if (failed_)
+		return;
+	try {
+		ctf::PacketInfo info{};
+		info.timestamp_begin = v.timestamp_begin;
+		info.timestamp_end = v.timestamp_end;
+		info.events_discarded = v.lost_before;
+		info.seq = v.seq;
+		info.cpu_id = v.cpu;
+		sink_->write_packet(v.cpu, info, v.data, v.content_size);
+		last_lost_[v.cpu] = v.lost_before;
+		last_ts_[v.cpu] = v.timestamp_end;
+		next_seq_[v.cpu] = v.seq + 1;
+	} catch (const std::exception &e) {
+		report_error(e);
+	}
+}
+
+bool ChannelConsumer::any_data_ready() const
+{
+	const uint32_t n = channel_.config().num_cpus;
+	for (uint32_t cpu = 0; cpu < n; cpu++)
+		if (channel_.data_ready(cpu))
+			return true;
+	return false;
+}
+
+size_t ChannelConsumer::drain()
+{
+	size_t packets = 0;
+	const uint32_t n = channel_.config().num_cpus;
+	for (uint32_t cpu = 0; cpu < n; cpu++) {
+		ringbuf::Channel::SubbufView v;
+		while (channel_.get_subbuf(cpu, v)) {
+			write(v);
+			channel_.put_subbuf(cpu, v);
+			packets++;
+		}
+	}
+	return packets;
+}
+
+void ChannelConsumer::write_final_lost_packets()
+{
+	const uint32_t n = channel_.config().num_cpus;
+	for (uint32_t cpu = 0; cpu < n; cpu++) {
+		const uint64_t lost = channel_.lost(cpu);
+		if (lost == last_lost_[cpu] || failed_)
+			continue;
+		// Events dropped after the last packet: an empty packet carries the count.
+		ringbuf::Channel::SubbufView v{};
+		v.data = nullptr;
+		v.content_size = 0;
+		v.timestamp_begin = v.timestamp_end = std::max(last_ts_[cpu], clock::ticks(ticks_));
+		v.lost_before = lost;
+		v.seq = next_seq_[cpu];
+		v.cpu = cpu;
+		write(v);
+	}
+}
+
+void ChannelConsumer::finish()
+{
+	if (thread_running_) {
+		stop_.store(true);
+		pthread_join(thread_, nullptr);
+		thread_running_ = false;
+	}
+	const uint32_t n = channel_.config().num_cpus;
+	const uint64_t now = clock::ticks(ticks_);
+	for (uint32_t cpu = 0; cpu < n; cpu++)
+		channel_.flush(cpu, now);
+	if (channel_.config().mode == ringbuf::Mode::overwrite) {
+		for (uint32_t cpu = 0; cpu < n; cpu++) {
+			for (const auto &sb : channel_.snapshot(cpu)) {
+				ringbuf::Channel::SubbufView v = sb.view();
+				write(v);
+			}
+		}
+	} else {
+		drain();
+	}
+	write_final_lost_packets();
+	try {
+		sink_->close();
+	} catch (const std::exception &e) {
+		report_error(e);
+	}
+}
+
+} // namespace tracery::consumer

@@ -1,0 +1,86 @@
+// consumer/channel_consumer.hpp — turns the sub-buffers of one channel into
+// CTF packets and hands them to a sink (sink.hpp: stream files today).
+// Discard mode streams complete sub-buffers as they fill, from a thread woken
+// by the ring buffer; overwrite mode keeps the newest data in memory and
+// writes it on finish().
+#pragma once
+
+#include "clock/trace_clock.hpp"
+#include "consumer/sink.hpp"
+#include "ringbuf/ring_buffer.hpp"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+#include <vector>
+
+namespace tracery::consumer {
+
+// While data flows, the consumer thread polls instead of waiting to be woken
+// (waking a thread whose CPU has gone idle can take milliseconds: a VM's halted
+// vCPU, a deep C-state; at full speed a buffer fills in about that time). It
+// polls at half the recent time between two sub-buffers (all buffers
+// together, so at most half the time one buffer takes to fill one), within
+// [kMinPollNs, kMaxPollNs]: each wakeup costs CPU time the emitting threads
+// need. next_poll_ns: the interval after a drain that wrote `packets` (> 0)
+// sub-buffers `elapsed_ns` after the previous drain that found data, when the
+// last interval was `poll_ns`. A faster flow is followed at once, a slower one
+// gradually.
+inline constexpr uint64_t kMinPollNs = 100'000;
+inline constexpr uint64_t kMaxPollNs = 1'000'000;
+uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns);
+
+class ChannelConsumer {
+public:
+	// ticks: what the trace's timestamps count, for the packets the
+	// consumer closes itself (flush at the end, lost-events packets).
+	ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks);
+	~ChannelConsumer();
+	ChannelConsumer(const ChannelConsumer &) = delete;
+	ChannelConsumer &operator=(const ChannelConsumer &) = delete;
+
+	// Returns once the thread runs (its start-up, the C library's and any
+	// sanitizer's, is over).
+	void start_thread();
+	// Stops the thread, closes the partial sub-buffers and writes everything
+	// left (discard) or the newest data (overwrite), then a last empty
+	// packet per stream if events were lost after its last packet.
+	void finish();
+	// Around fork(): before_fork waits until the thread is between two
+	// pieces of work (waiting for data), so that it holds no lock of the C
+	// library or of a sanitizer's allocator that the child would inherit
+	// locked; after_fork_parent lets it go on. In the child (after
+	// before_fork): abandon_after_fork, as the thread and the files belong to
+	// the parent.
+	void before_fork();
+	void after_fork_parent();
+	void abandon_after_fork();
+
+	// Writes every complete sub-buffer; returns the packets written.
+	size_t drain();
+
+private:
+	static void *thread_main(void *arg);
+	bool any_data_ready() const; // some buffer has a complete sub-buffer
+	void write(const ringbuf::Channel::SubbufView &v);
+	void write_final_lost_packets();
+	void report_error(const std::exception &e);
+
+	ringbuf::Channel &channel_;
+	std::unique_ptr<PacketSink> sink_;
+	clock::TickSource ticks_;
+	std::vector<uint64_t> last_lost_; // lost count carried by each stream's last packet
+	std::vector<uint64_t> last_ts_;   // timestamp_end of each stream's last packet
+	std::vector<uint64_t> next_seq_;
+	pthread_t thread_{};
+	bool thread_running_ = false;
+	std::atomic<bool> stop_{false};
+	std::mutex busy_;                   // held by the thread except while it waits for data
+	std::binary_semaphore started_{0}; // released by the thread once it runs
+	bool failed_ = false;
+};
+
+} // namespace tracery::consumer

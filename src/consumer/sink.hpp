@@ -1,0 +1,36 @@
+// consumer/sink.hpp — where a channel consumer's packets go.
+//
+// A consumer turns each complete sub-buffer of a channel into one CTF packet
+// and hands it to its sink: the packet's header and context fields
+// (ctf::PacketInfo) and the event bytes, which are still in the shared
+// mapping and must be consumed before write_packet returns. A sink owns the
+// streams of one channel, one per CPU buffer. FileSink (file_sink.hpp) writes
+// stream files; a relay sink and a live index come next.
+#pragma once
+
+#include "ctf/packet.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tracery::consumer {
+
+class PacketSink {
+public:
+	virtual ~PacketSink() = default;
+
+	// One packet of the stream of CPU buffer `cpu`: `size` bytes of whole
+	// records at `events` (nullptr when size is 0: a packet that only carries
+	// a lost-events count). Throws std::exception on failure; the sink must
+	// stay usable for later packets.
+	virtual void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) = 0;
+	// Ends every stream: what was written is complete and durable as far as
+	// the sink can tell. Throws std::exception (after ending them all) on a
+	// deferred error.
+	virtual void close() = 0;
+	// In a child made by fork(): lets go of the parent's streams without
+	// writing or ending anything.
+	virtual void abandon_after_fork() = 0;
+};
+
+} // namespace tracery::consumer

@@ -1,0 +1,25 @@
+// consumer/trace_channel.cpp — see trace_channel.hpp.
+#include "consumer/trace_channel.hpp"
+
+#include "base/cpu.hpp"
+#include "ctf/event_header.hpp"
+
+namespace tracery::consumer {
+
+std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size,
+                                                       ringbuf::Mode mode, const std::string &name)
+{
+	ringbuf::Config c{};
+	c.num_cpus = base::possible_cpus();
+	c.num_subbuf = num_subbuf;
+	c.subbuf_size = subbuf_size;
+	c.mode = mode;
+	c.compact_header_size = ctf::kCompactHeaderSize;
+	c.extended_header_size = ctf::kExtendedHeaderSize;
+	c.compact_ts_bits = ctf::kCompactTsBits;
+	// Without rseq here (valgrind, glibc.pthread.rseq=0), writers fall back to atomic instructions.
+	c.sync = ringbuf::Channel::rseq_available() ? ringbuf::Sync::rseq : ringbuf::Sync::atomic;
+	return ringbuf::Channel::create(c, name.c_str());
+}
+
+} // namespace tracery::consumer

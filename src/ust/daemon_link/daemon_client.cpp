@@ -1,0 +1,370 @@
+// libtracery's link to the session daemon: see daemon_client.hpp.
+#include "ust/daemon_link/daemon_client.hpp"
+
+#include "base/background_thread.hpp"
+#include "ust/daemon_link/daemon_session.hpp"
+#include "ust/registry.hpp"
+
+#include "event/schema.hpp"
+#include "control/paths.hpp"
+#include "control/messages.hpp"
+#include "control/wire.hpp"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace tracery::ust {
+
+using nlohmann::json;
+
+namespace {
+
+int register_timeout_ms()
+{
+	const char *v = getenv("TRACERY_REGISTER_TIMEOUT_MS");
+	if (!v || !*v)
+		return 3000;
+	char *end = nullptr;
+	long ms = strtol(v, &end, 10);
+	return (*end || ms < 0) ? 3000 : static_cast<int>(ms);
+}
+
+// Watches the run directories (and their parents, for directories that do
+// not exist yet) so the control thread wakes when a daemon's socket appears.
+// Returns the inotify descriptor and whether any watch could be set.
+std::pair<base::Fd, bool> watch_run_dirs()
+{
+	base::Fd in(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+	bool any = false;
+	if (!in)
+		return {std::move(in), false};
+	for (const auto &dir : control::client_dirs()) {
+		any |= inotify_add_watch(in.get(), dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_ATTRIB) >= 0;
+		const std::string parent = dir.substr(0, dir.find_last_of('/'));
+		any |= inotify_add_watch(in.get(), parent.empty() ? "/" : parent.c_str(), IN_CREATE | IN_MOVED_TO) >= 0;
+	}
+	return {std::move(in), any};
+}
+
+class DaemonClient final : public RegistryListener {
+public:
+	void start()
+	{
+		timeout_ms_ = register_timeout_ms();
+		wake_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		initial_done_ = false;
+		quit_ = false;
+		if (base::start_background_thread(thread_, &DaemonClient::thread_main, this) != 0)
+			return;
+		std::unique_lock lock(mutex_);
+		cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_), [this] { return initial_done_; });
+	}
+
+	// At exit: the probes stay attached and the socket open, so threads still
+	// emitting keep writing whole records; the kernel closes the socket once
+	// the process is gone, and only then does the daemon drain the buffers.
+	// (The registry's statics are already destroyed here: no Session::stop.)
+	void stop()
+	{
+		std::lock_guard lock(mutex_);
+		quit_ = true;
+		wake();
+	}
+
+	// fork() waits until the control thread is idle in poll(), so the child
+	// never inherits a message half handled (or its heap blocks, which
+	// nothing in the child could free).
+	void before_fork()
+	{
+		busy_.lock();
+		mutex_.lock();
+	}
+	void after_fork_parent()
+	{
+		mutex_.unlock();
+		busy_.unlock();
+	}
+	void after_fork_child()
+	{
+		// Alone in the child, holding both locks: forget the parent's link
+		// (its socket stays open in the parent), detach the parent's
+		// sessions, and register as a program of our own.
+		drop_sessions();
+		sock_.reset();
+		connected_ = false;
+		pending_.clear();
+		mutex_.unlock();
+		busy_.unlock();
+		start();
+	}
+
+	void on_event_registered(tracery_event_desc *desc) override
+	{
+		if (pthread_equal(pthread_self(), thread_))
+			return;
+		std::unique_lock lock(mutex_);
+		if (!connected_)
+			return; // announced in the hello, or no daemon
+		const uint64_t req = next_req_++;
+		json msg = {{control::kTypeKey, control::msg::kNewEvents}, {"req", req}, {"events", json::array({event::schema_of(*desc)})}};
+		if (!control::send_message(sock_.get(), msg))
+			return;
+		if (slow_)
+			return; // a daemon that did not answer in time is not waited for again until it answers
+		pending_.insert(req);
+		const uint64_t link = link_serial_;
+		if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_),
+		                  [&] { return !pending_.count(req) || link != link_serial_ || !connected_; }))
+			slow_ = true;
+		pending_.erase(req);
+	}
+	void on_event_unregistered(tracery_event_desc *) override {}
+
+private:
+	static void *thread_main(void *arg)
+	{
+		pthread_setname_np(pthread_self(), "tracery-control");
+		static_cast<DaemonClient *>(arg)->run();
+		return nullptr;
+	}
+
+	void wake()
+	{
+		uint64_t one = 1;
+		if (write(wake_.get(), &one, sizeof one) < 0) {
+		}
+	}
+
+	bool quitting()
+	{
+		std::lock_guard lock(mutex_);
+		return quit_;
+	}
+
+	void finish_initial()
+	{
+		std::lock_guard lock(mutex_);
+		initial_done_ = true;
+		cv_.notify_all();
+	}
+
+	// The control thread holds busy_ whenever it is not blocked in poll().
+	void run()
+	{
+		std::unique_lock busy(busy_);
+		while (!quitting()) {
+			auto [watch, watching] = watch_run_dirs();
+			if (!connect_and_hello()) {
+				finish_initial(); // no daemon: the program does not wait
+				pollfd p[2] = {{watch.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+				busy.unlock();
+				poll(p, 2, watching ? -1 : 5000);
+				usleep(1000); // let a new daemon finish its setup
+				busy.lock();
+				continue;
+			}
+			watch.reset();
+			serve(busy);
+			if (quitting())
+				return; // exiting: leave everything to the kernel (see stop())
+			drop_daemon();
+			finish_initial();
+		}
+	}
+
+	bool connect_and_hello()
+	{
+		for (const auto &dir : control::client_dirs()) {
+			base::Fd s = control::connect_unix(control::socket_path(dir));
+			if (!s)
+				continue;
+			timeval tv{1, 0}; // a daemon that stops reading never blocks us for long
+			setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+			setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); // nor holds fork() back mid-message
+			std::lock_guard lock(mutex_);
+			if (quit_)
+				return false;
+			json events = json::array();
+			for (auto *d : registered_events())
+				events.push_back(event::schema_of(*d));
+			json hello = {{control::kTypeKey, control::msg::kHello}, {control::kRoleKey, control::role::kApp}, {"procname", program_invocation_short_name},
+			              {"events", events}};
+			if (!control::send_message(s.get(), hello))
+				continue;
+			sock_ = std::move(s);
+			connected_ = true;
+			slow_ = false;
+			link_serial_++;
+			return true;
+		}
+		return false;
+	}
+
+	void serve(std::unique_lock<std::mutex> &busy)
+	{
+		for (;;) {
+			pollfd p[2] = {{sock_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+			busy.unlock();
+			const int ready = poll(p, 2, -1);
+			busy.lock();
+			if (ready < 0 && errno != EINTR)
+				return;
+			if (quitting())
+				return;
+			if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			control::Message msg;
+			std::string why;
+			if (control::recv_message(sock_.get(), msg, &why) != control::RecvStatus::ok) {
+				if (!why.empty() && why != "Connection reset by peer")
+					fprintf(stderr, "tracery: session daemon link: %s\n", why.c_str());
+				return;
+			}
+			handle(msg);
+		}
+	}
+
+	void handle(control::Message &msg)
+	{
+		const std::string type = msg.body.value(control::kTypeKey, "");
+		const uint64_t sid = msg.body.value("session", uint64_t{0});
+		std::lock_guard lock(mutex_);
+		if (type == control::msg::kStartSession) {
+			std::vector<int> fds;
+			for (auto &f : msg.fds)
+				fds.push_back(f.release());
+			sessions_.erase(sid);
+			bool tracing = false;
+			json refused = json::array();
+			try {
+				auto s = std::make_unique<DaemonSession>(msg.body["channels"], std::move(fds));
+				s->start();
+				refused = s->take_refusals();
+				sessions_[sid] = std::move(s);
+				tracing = true;
+			} catch (const std::exception &e) {
+				fprintf(stderr, "tracery: session '%s' cannot trace this program: %s\n",
+				        msg.body.value("name", "").c_str(), e.what());
+			}
+			ack(msg.body, tracing, refused);
+		} else if (type == control::msg::kUpdate) {
+			json refused = json::array();
+			if (auto it = sessions_.find(sid); it != sessions_.end()) {
+				it->second->update(msg.body["channels"]);
+				refused = it->second->take_refusals();
+			}
+			ack(msg.body, false, refused);
+		} else if (type == control::msg::kIds) {
+			for (const auto &s : msg.body.value("sessions", json::array()))
+				if (auto it = sessions_.find(s.value("session", uint64_t{0})); it != sessions_.end())
+					it->second->update(s["channels"]);
+			pending_.erase(msg.body.value("req", uint64_t{0}));
+			slow_ = false;
+			cv_.notify_all();
+		} else if (type == control::msg::kStopSession) {
+			sessions_.erase(sid); // detaches and waits for writers first
+			ack(msg.body, false);
+		} else if (type == control::msg::kReady) {
+			initial_done_ = true;
+			cv_.notify_all();
+		}
+	}
+
+	// Caller holds mutex_. Tells the daemon a request was carried out, and
+	// which filters were refused ([{"event", "reason"}]).
+	void ack(const json &request, bool tracing, const json &refused = json::array())
+	{
+		control::send_message(sock_.get(), {{control::kTypeKey, control::msg::kAck},
+		                                    {"seq", request.value("seq", uint64_t{0})},
+		                                    {"session", request.value("session", uint64_t{0})},
+		                                    {"tracing", tracing},
+		                                    {"refused", refused}});
+	}
+
+	// Caller holds mutex_.
+	void drop_sessions()
+	{
+		for (auto &[id, s] : sessions_)
+			s->stop();
+		sessions_.clear();
+	}
+
+	void drop_daemon()
+	{
+		std::lock_guard lock(mutex_);
+		drop_sessions();
+		sock_.reset();
+		connected_ = false;
+		pending_.clear();
+		cv_.notify_all();
+	}
+
+	std::mutex busy_;  // held by the control thread while it works; taken before mutex_
+	std::mutex mutex_; // state and sends on sock_
+	std::condition_variable cv_;
+	pthread_t thread_{};
+	base::Fd wake_;
+	base::Fd sock_;
+	bool connected_ = false;
+	bool initial_done_ = false;
+	bool quit_ = false;
+	bool slow_ = false; // the daemon let a request time out
+	int timeout_ms_ = 3000;
+	uint64_t next_req_ = 1;
+	uint64_t link_serial_ = 0;
+	std::set<uint64_t> pending_;
+	std::map<uint64_t, std::unique_ptr<DaemonSession>> sessions_;
+};
+
+// Never deleted: the control thread may still run while the process exits.
+DaemonClient *client = nullptr;
+
+} // namespace
+
+void daemon_client_start()
+{
+	if (client)
+		return;
+	client = new DaemonClient;
+	add_listener(client); // first listener: announces new events before sessions attach them
+	client->start();
+}
+
+void daemon_client_stop()
+{
+	if (client)
+		client->stop();
+}
+
+void daemon_client_before_fork()
+{
+	if (client)
+		client->before_fork();
+}
+
+void daemon_client_after_fork_parent()
+{
+	if (client)
+		client->after_fork_parent();
+}
+
+void daemon_client_after_fork_child()
+{
+	if (client)
+		client->after_fork_child();
+}
+
+} // namespace tracery::ust

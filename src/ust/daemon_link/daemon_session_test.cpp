@@ -1,0 +1,104 @@
+// Tests of a daemon session in a traced program (daemon_session.cpp): filter
+// bytecode from the daemon is verified before the event is attached, and
+// bytecode that fails is refused with its reason, leaving the event off.
+#include <tracery/tracepoint.h>
+
+#include "event/schema.hpp"
+#include "control/wire.hpp"
+#include "filter/compiler.hpp"
+#include "ust/daemon_link/daemon_session.hpp"
+#include "consumer/trace_channel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+TRACERY_EVENT(dstest, ev, TRACERY_U64(a), TRACERY_U32(b))
+
+namespace tracery::ust {
+namespace {
+
+using nlohmann::json;
+
+// One channel holding dstest:ev with the given filter bytecode (hex).
+class DaemonSessionFilters : public ::testing::Test {
+protected:
+	std::unique_ptr<DaemonSession> start_with(const json &filters)
+	{
+		const std::string key = event::schema_key(event::schema_of(tracery_event__dstest__ev));
+		json channels = json::array({{{"index", 0}, {"ids", {{key, 0u}}}, {"filters", {{key, filters}}}}});
+		auto session = std::make_unique<DaemonSession>(channels, std::vector<int>{dup(ring_->fd())});
+		session->start();
+		return session;
+	}
+
+	std::string hex_of(const filter::Program &p) { return control::to_hex(filter::encode(p)); }
+
+	std::unique_ptr<ringbuf::Channel> ring_ = consumer::create_trace_channel(2, 4096, ringbuf::Mode::discard, "dstest");
+};
+
+// The trace's clock comes from the daemon: a unit this program knows is taken,
+// another one refuses the session, naming it, rather than write timestamps in
+// a unit the trace's metadata does not declare.
+TEST_F(DaemonSessionFilters, ClockUnitFromTheDaemon)
+{
+	for (const char *unit : {"tsc", "ns"}) {
+		json channels = json::array({{{"index", 0}, {"ids", json::object()}, {"clock", unit}}});
+		EXPECT_NO_THROW(DaemonSession(channels, std::vector<int>{dup(ring_->fd())})) << unit;
+	}
+	json channels = json::array({{{"index", 0}, {"ids", json::object()}, {"clock", "furlongs"}}});
+	try {
+		DaemonSession session(channels, std::vector<int>{dup(ring_->fd())});
+		ADD_FAILURE() << "a session with an unknown clock unit was accepted";
+	} catch (const std::runtime_error &e) {
+		EXPECT_NE(std::string(e.what()).find("'furlongs'"), std::string::npos) << e.what();
+	}
+}
+
+TEST_F(DaemonSessionFilters, VerifiedFilterIsAttached)
+{
+	filter::Error error;
+	auto compiled = filter::compile_filter("a % 3 == 0", tracery_event__dstest__ev, &error);
+	ASSERT_TRUE(compiled) << error.message;
+	auto session = start_with(json::array({hex_of(compiled->program)}));
+	EXPECT_EQ(session->take_refusals(), json::array());
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 1);
+	session->stop();
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
+}
+
+TEST_F(DaemonSessionFilters, BytecodeThatFailsVerificationIsRefused)
+{
+	// Loads field 7 of an event with two fields.
+	filter::Program bad{{{filter::Op::load_field, TRACERY_TYPE_U64, 7, 0, 0}, {filter::Op::ret, 0, 0, 0, 0}}, {}};
+	auto session = start_with(json::array({hex_of(bad)}));
+	const json refused = session->take_refusals();
+	ASSERT_EQ(refused.size(), 1u) << refused.dump();
+	EXPECT_EQ(refused[0]["event"], "dstest:ev");
+	EXPECT_NE(refused[0]["reason"].get<std::string>().find("insn 0"), std::string::npos) << refused.dump();
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0); // not recorded unfiltered either
+	EXPECT_EQ(session->take_refusals(), json::array()); // reported once
+}
+
+TEST_F(DaemonSessionFilters, GarbageIsRefused)
+{
+	auto session = start_with(json::array({"54524642zz"}));
+	const json refused = session->take_refusals();
+	ASSERT_EQ(refused.size(), 1u);
+	EXPECT_EQ(refused[0]["reason"], "the bytecode is not hex");
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
+}
+
+TEST_F(DaemonSessionFilters, NewFiltersReattachTheEvent)
+{
+	auto session = start_with(json::array());
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 1);
+	const std::string key = event::schema_key(event::schema_of(tracery_event__dstest__ev));
+	filter::Program bad{{{filter::Op::ret, 0, 0, 0, 0}}, {}}; // ret with an empty stack
+	session->update(json::array({{{"index", 0}, {"ids", {{key, 0u}}}, {"filters", {{key, {hex_of(bad)}}}}}}));
+	EXPECT_EQ(session->take_refusals().size(), 1u);
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
+}
+
+} // namespace
+} // namespace tracery::ust

@@ -1,0 +1,98 @@
+// ust/lib/library.cpp — libtracery's entry points: its constructor, which
+// chooses how this process is traced, its destructor, and the fork handlers.
+//
+// Run with TRACERY_OUTPUT=DIR, the program records its events into a CTF trace
+// in DIR by itself (daemonless mode, ust/local/), from this constructor
+// (before the program's own events register) to the destructor at exit.
+// Without it, the program is traced on demand through the session daemon
+// (ust/daemon_link/). This is the one place that knows both.
+#define _LGPL_SOURCE
+#include "ust/daemon_link/daemon_client.hpp"
+#include "ust/local/daemonless_config.hpp"
+#include "ust/local/local_tracer.hpp"
+#include "ust/registry.hpp"
+#include "ust/thread_context.hpp"
+
+#include "clock/trace_clock.hpp"
+
+#include <pthread.h>
+#include <unistd.h>
+#include <urcu-bp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tracery::ust {
+namespace {
+
+LocalTracer *tracer = nullptr;
+
+void before_fork()
+{
+	daemon_client_before_fork();
+	if (tracer)
+		tracer->before_fork();
+	lock_for_fork();
+	urcu_bp_before_fork();
+}
+
+void after_fork_parent()
+{
+	urcu_bp_after_fork_parent();
+	unlock_after_fork();
+	if (tracer)
+		tracer->after_fork_parent();
+	daemon_client_after_fork_parent();
+}
+
+void after_fork_child()
+{
+	urcu_bp_after_fork_child();
+	unlock_after_fork();
+	reset_context_after_fork();
+	daemon_client_after_fork_child(); // registers the child with the session daemon, if any
+	if (!tracer)
+		return;
+	try {
+		tracer->after_fork_in_child();
+	} catch (const std::exception &e) {
+		fprintf(stderr, "tracery: the forked process %d is not traced: %s\n", getpid(), e.what());
+	}
+}
+
+const char *read_env(const char *name) { return getenv(name); }
+
+__attribute__((constructor(101))) void daemonless_init()
+{
+	clock::init();
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	std::string error;
+	auto config = read_daemonless_config(read_env, &error);
+	if (!config) {
+		if (!error.empty()) {
+			// The first line says what is wrong (a filter's caret lines follow).
+			const size_t eol = std::min(error.find('\n'), error.size());
+			fprintf(stderr, "tracery: %s; this run is not traced%s\n", error.substr(0, eol).c_str(),
+			        error.substr(eol).c_str());
+		} else {
+			daemon_client_start(); // no TRACERY_OUTPUT: traced on demand through traceryd
+		}
+		return;
+	}
+	try {
+		tracer = new LocalTracer(std::move(*config));
+	} catch (const std::exception &e) {
+		fprintf(stderr, "tracery: %s; this run is not traced\n", e.what());
+	}
+}
+
+__attribute__((destructor(101))) void daemonless_fini()
+{
+	daemon_client_stop();
+	delete tracer;
+	tracer = nullptr;
+}
+
+} // namespace
+} // namespace tracery::ust

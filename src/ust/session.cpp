@@ -1,0 +1,199 @@
+// Session: binds matching events to a channel and writes their records.
+#include "ust/session.hpp"
+
+#include "clock/trace_clock.hpp"
+#include "ctf/event_header.hpp"
+#include "filter/gate.hpp"
+#include "ust/thread_context.hpp"
+
+#include <tracery/internal/probe.h>
+
+#include <fnmatch.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace tracery::ust {
+
+bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc)
+{
+	std::string full = std::string(desc.provider) + ":" + desc.name;
+	return fnmatch(pattern.c_str(), full.c_str(), 0) == 0;
+}
+
+Session::Session(std::unique_ptr<ringbuf::Channel> channel, event::ContextOptions context, clock::TickSource ticks,
+                 std::vector<std::string> patterns, EventCatalog &catalog)
+	: channel_(std::move(channel)), context_(context), ticks_(ticks),
+	  context_size_(static_cast<uint32_t>(event::context_size(context))),
+	  num_cpus_(channel_->config().num_cpus), patterns_(std::move(patterns)), catalog_(catalog)
+{
+}
+
+Session::~Session() { stop(); }
+
+void Session::start()
+{
+	{
+		std::lock_guard lock(mutex_);
+		if (started_)
+			return;
+		started_ = true;
+	}
+	add_listener(this); // replays the events registered so far
+}
+
+void Session::stop()
+{
+	{
+		std::lock_guard lock(mutex_);
+		if (!started_)
+			return;
+		started_ = false;
+	}
+	remove_listener(this);
+	std::map<tracery_event_desc *, std::unique_ptr<Binding>> old;
+	{
+		std::lock_guard lock(mutex_);
+		old.swap(bindings_);
+	}
+	for (auto &[desc, binding] : old)
+		tracery_probe_detach(desc, binding->probe_fn(), binding.get());
+	tracery_probe_synchronize();
+}
+
+std::unique_ptr<ringbuf::Channel> Session::replace_channel_after_fork(std::unique_ptr<ringbuf::Channel> next)
+{
+	std::swap(channel_, next);
+	num_cpus_ = channel_->config().num_cpus;
+	return next;
+}
+
+void Session::on_event_registered(tracery_event_desc *desc)
+{
+	std::lock_guard lock(mutex_);
+	if (!started_ || bindings_.count(desc))
+		return;
+	for (const auto &p : patterns_) {
+		if (pattern_matches(p, *desc)) {
+			attach(desc);
+			return;
+		}
+	}
+}
+
+void EventCatalog::filter_refused(const tracery_event_desc &desc, const std::string &why)
+{
+	fprintf(stderr, "tracery: event %s:%s is not traced: its filter was refused: %s\n", desc.provider, desc.name,
+	        why.c_str());
+}
+
+void Session::attach(tracery_event_desc *desc)
+{
+	if (const char *why = event::event_desc_error(*desc)) {
+		fprintf(stderr, "tracery: event %s:%s is not traced: %s\n", desc->provider, desc->name, why);
+		return;
+	}
+	event::EventLayout layout(*desc);
+	if (!layout.valid())
+		return;
+	auto programs = catalog_.filters_for(*desc);
+	if (!programs)
+		return;
+	auto binding = std::make_unique<Binding>(Binding{this, 0, layout, payload_writer_for(*desc), {}, false});
+	for (const auto &program : *programs) {
+		std::string why;
+		auto f = filter::Filter::load(program, *desc, filter::default_engine(), &why);
+		if (!f) {
+			catalog_.filter_refused(*desc, why);
+			return;
+		}
+		binding->filters_use_context |= f->uses_context();
+		binding->filters.push_back(std::move(f));
+	}
+	// One JIT'd filter without context: the emitter may run it as the
+	// event's gate (tracepoint.h) while this session is the only one
+	// recording the event, and an event it accepted goes straight to record().
+	tracery_gate_fn gate = nullptr;
+	if (binding->filters.size() == 1 && !binding->filters_use_context) {
+		binding->only_filter = binding->filters[0].get();
+		if (binding->only_filter->engine() == filter::Engine::jit)
+			gate = filter::gate_for(programs->front(), *desc);
+	}
+	const int64_t id = catalog_.id_for(*desc);
+	if (id < 0)
+		return;
+	binding->id = static_cast<uint32_t>(id);
+	if (attach_probe(desc, binding->probe_fn(), binding.get(), gate, &Session::record) == 0)
+		bindings_.emplace(desc, std::move(binding));
+}
+
+void Session::on_event_unregistered(tracery_event_desc *desc)
+{
+	std::unique_ptr<Binding> binding;
+	{
+		std::lock_guard lock(mutex_);
+		auto it = bindings_.find(desc);
+		if (it == bindings_.end())
+			return;
+		binding = std::move(it->second);
+		bindings_.erase(it);
+	}
+	tracery_probe_detach(desc, binding->probe_fn(), binding.get()); // waits for a grace period
+}
+
+bool Session::filters_accept(const Binding &b, const tracery_arg *args)
+{
+	filter::Context ctx;
+	const filter::Context *context = nullptr;
+	if (b.filters_use_context) {
+		const ThreadContext &tc = thread_context();
+		ctx = {process_vpid(), tc.vtid, current_cpu(), tc.procname, static_cast<uint32_t>(strlen(tc.procname))};
+		context = &ctx;
+	}
+	for (const auto &f : b.filters)
+		if (f->accepts(args, context))
+			return true;
+	return false;
+}
+
+void Session::probe(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
+{
+	auto *b = static_cast<Binding *>(priv);
+	if (b->only_filter) {
+		if (!b->only_filter->accepts(args, nullptr))
+			return;
+	} else if (!b->filters.empty() && !filters_accept(*b, args)) [[unlikely]] {
+		return;
+	}
+	record(priv, desc, args); // a tail call: a rejected event never pays record()'s stack frame
+}
+
+void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *args)
+{
+	const Binding &b = *static_cast<const Binding *>(priv);
+	Session *s = b.session;
+	ringbuf::Channel &chan = *s->channel_;
+	const uint32_t ctx_size = s->context_size_;
+	const uint32_t size = ctx_size + static_cast<uint32_t>(b.layout.payload_size(args));
+	uint32_t cpu = current_cpu();
+	if (cpu >= s->num_cpus_) [[unlikely]] // a CPU brought online after the channel was made
+		cpu %= s->num_cpus_;
+	ringbuf::Channel::Reservation r;
+	const clock::TickSource ticks = s->ticks_;
+	if (!chan.reserve(cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); }, r)) [[unlikely]]
+		return;
+	ctf::write_event_header(r.slot, b.id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
+	uint8_t *p = r.slot + r.header_size;
+	if (ctx_size) {
+		const ThreadContext &tc = thread_context();
+		event::write_context(p, s->context_, process_vpid(), tc.vtid, tc.procname);
+		p += ctx_size;
+	}
+	if (b.writer)
+		b.writer(p, args);
+	else
+		b.layout.write_payload(p, args);
+	chan.commit(r);
+}
+
+} // namespace tracery::ust
