@@ -227,6 +227,6 @@ int main(int argc, char** argv) {
   std::fputs(tc::report().c_str(), stdout);
   if (seconds > 0) agreement(seconds);
   if (seconds > 0 && cross) cross_process(seconds);
-  if (seconds > 0) std::fputs(("\n" + tc::report()).c_str(), stdout);
+  if (seconds > 0) std::fputs(('\n' + tc::report()).c_str(), stdout);
   return 0;
 }
