@@ -88,7 +88,7 @@ std::string fields_summary(const json &schema)
 			out += ", ";
 		out += f.value("name", "") + " " + f.value("type", "");
 		if (f.contains("elem"))
-			out += "<" + f.value("elem", "") + ">";
+			out += '<' + f.value("elem", "") + ">";
 	}
 	return out;
 }

@@ -49,7 +49,7 @@ TEST(EventSchema, RejectsBadSchemas)
 	EXPECT_THROW(OwnedEventDesc{nlohmann::json::object()}, std::invalid_argument);
 	nlohmann::json many = schema_of(kDesc);
 	for (int i = 0; i < 20; i++)
-		many["fields"].push_back({{"name", "f" + std::to_string(i)}, {"type", "u8"}});
+		many["fields"].push_back({{"name", 'f' + std::to_string(i)}, {"type", "u8"}});
 	EXPECT_THROW(OwnedEventDesc{many}, std::invalid_argument);
 }
 
