@@ -84,7 +84,7 @@ public:
 	{
 		std::string s = "[";
 		for (size_t i = 0; i < v.size(); ++i)
-			s += (i ? "," : "") + std::to_string(v[i]);
+			s.append(i ? "," : "").append(std::to_string(v[i]));
 		return add(name, s + "]");
 	}
 	Fields &raw(const char *name, std::string v) { return add(name, std::move(v)); }
