@@ -93,7 +93,7 @@ private:
 		case 0:
 			return "(-" + literal("9223372036854775807") + " - " + literal("1") + ")"; // INT64_MIN
 		case 1:
-			return "-" + literal("1");
+			return '-' + literal("1");
 		case 2:
 			return literal(std::to_string(pick(100)));
 		default:
@@ -193,11 +193,11 @@ private:
 		static const char *const kCompare[] = {" < ", " <= ", " > ", " >= ", " == ", " != "};
 		switch (pick(6)) {
 		case 0:
-			return "(" + string_operand() + (pick(2) ? " == " : " != ") + string_operand() + ")";
+			return '(' + string_operand() + (pick(2) ? " == " : " != ") + string_operand() + ")";
 		case 1:
-			return "(" + number(pick(2), depth - 1) + (pick(2) ? " && " : " || ") + number(pick(2), depth - 1) + ")";
+			return '(' + number(pick(2), depth - 1) + (pick(2) ? " && " : " || ") + number(pick(2), depth - 1) + ")";
 		default:
-			return "(" + number(pick(2), depth - 1) + kCompare[pick(6)] + number(pick(2), depth - 1) + ")";
+			return '(' + number(pick(2), depth - 1) + kCompare[pick(6)] + number(pick(2), depth - 1) + ")";
 		}
 	}
 

@@ -183,7 +183,7 @@ TEST(Jit, ManyStringMatches)
 {
 	Program p;
 	for (int i = 0; i < 40; ++i) {
-		p.strings.push_back("v" + std::to_string(i) + "*");
+		p.strings.push_back('v' + std::to_string(i) + "*");
 		p.code.push_back(I(Op::str_match, uint8_t(StringKind::field) | uint8_t(StringKind::literal) << 4, 2, i));
 		if (i)
 			p.code.push_back(I(Op::add));

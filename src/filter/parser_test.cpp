@@ -31,9 +31,9 @@ std::string show(const Expr &e)
 		return std::string("$ctx.") + kNames[static_cast<int>(e.context)];
 	}
 	case ExprKind::unary:
-		return "(" + std::string(spelling(e.op)) + show(*e.lhs) + ")";
+		return '(' + std::string(spelling(e.op)) + show(*e.lhs) + ")";
 	case ExprKind::binary:
-		return "(" + show(*e.lhs) + " " + spelling(e.op) + " " + show(*e.rhs) + ")";
+		return '(' + show(*e.lhs) + " " + spelling(e.op) + " " + show(*e.rhs) + ")";
 	}
 	return "?";
 }
@@ -212,7 +212,7 @@ TEST(FilterParser, Limits)
 	chain += "+a";
 	EXPECT_EQ(p(chain), "error@1999: expression too long: over 1000 nested operations");
 
-	const std::string longest = "a" + std::string(kMaxExpressionLength - 1, ' ');
+	const std::string longest = 'a' + std::string(kMaxExpressionLength - 1, ' ');
 	EXPECT_EQ(p(longest), "a");
 	EXPECT_EQ(p(longest + " "), "error@65536: expression too long (65537 bytes, limit 65536)");
 	// The worst inputs within the limits parse quickly and without a deep
@@ -224,7 +224,7 @@ TEST(FilterParser, Limits)
 	std::string climb;
 	for (size_t i = 0; i < kMaxNesting; ++i)
 		climb += "a || b && c | d ^ e & f == g < h << i + j * (";
-	climb += "a" + std::string(kMaxNesting, ')');
+	climb += 'a' + std::string(kMaxNesting, ')');
 	const std::string climbed = p(climb);
 	EXPECT_EQ(climbed.substr(climbed.find(':')), ": expression too long: over 1000 nested operations");
 }
