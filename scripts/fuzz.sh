@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON >/dev/null
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON -DTRACERY_WERROR=ON >/dev/null
 targets=(fuzz_compile fuzz_verify)
 ninja -C build-fuzz "${targets[@]}"
 for t in "${targets[@]}"; do
