@@ -18,16 +18,18 @@ endif()
 # Engine tests: unit cases through both engines, then the differential test
 # (random expressions and payloads, interpreter vs JIT), fewer cases under
 # sanitizers. Labelled tsan: scripts/test.sh reruns them under ThreadSanitizer.
-tracery_add_test(filter_verifier_test SOURCES verifier_test.cpp LIBS tracery_filter)
-tracery_add_test(filter_engine_test
-  SOURCES interpreter_test.cpp jit_test.cpp
-  LIBS tracery_filter)
-tracery_add_test(filter_differential_test SOURCES differential_test.cpp LIBS tracery_filter)
-if(TRACERY_SANITIZE)
-  set(filter_diff_cases 500000)
-else()
-  set(filter_diff_cases 3000000)
+if(TRACERY_TESTS)
+  tracery_add_test(filter_verifier_test SOURCES verifier_test.cpp LIBS tracery_filter)
+  tracery_add_test(filter_engine_test
+    SOURCES interpreter_test.cpp jit_test.cpp
+    LIBS tracery_filter)
+  tracery_add_test(filter_differential_test SOURCES differential_test.cpp LIBS tracery_filter)
+  if(TRACERY_SANITIZE)
+    set(filter_diff_cases 500000)
+  else()
+    set(filter_diff_cases 3000000)
+  endif()
+  set_tests_properties(filter_differential_test PROPERTIES ENVIRONMENT "TRACERY_DIFF_CASES=${filter_diff_cases}")
+  set_tests_properties(filter_verifier_test filter_engine_test filter_differential_test
+    PROPERTIES LABELS "filter;tsan" TIMEOUT 120)
 endif()
-set_tests_properties(filter_differential_test PROPERTIES ENVIRONMENT "TRACERY_DIFF_CASES=${filter_diff_cases}")
-set_tests_properties(filter_verifier_test filter_engine_test filter_differential_test
-  PROPERTIES LABELS "filter;tsan" TIMEOUT 120)

@@ -14,6 +14,8 @@ if(TRACERY_FUZZ)
   return()
 endif()
 
-tracery_add_test(filter_frontend_test
-  SOURCES parser_test.cpp compiler_test.cpp bytecode_test.cpp
-  LIBS tracery_filter_frontend)
+if(TRACERY_TESTS)
+  tracery_add_test(filter_frontend_test
+    SOURCES parser_test.cpp compiler_test.cpp bytecode_test.cpp
+    LIBS tracery_filter_frontend)
+endif()
