@@ -1,0 +1,199 @@
+"""The installed package, from outside the source tree: installs this build
+into a fresh prefix with `cmake --install`, checks what is there, runs the
+installed traceryd and tracery, builds the two consumer projects beside this
+file against the prefix (find_package/ through find_package(Tracery),
+pkg_config/ through pkg-config alone), runs them traced without a daemon and
+checks their events with babeltrace2.
+
+CTest sets the environment (tests/CMakeLists.txt): TRACERY_BUILD_DIR and the
+build's install layout, generator, compilers and sanitizers.
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENV = os.environ
+BUILD_DIR = ENV["TRACERY_BUILD_DIR"]
+VERSION = ENV["TRACERY_VERSION"]
+CMAKE = ENV.get("TRACERY_CMAKE_COMMAND", "cmake")
+# GNUInstallDirs' directories, relative to the prefix (lib, or lib/<multiarch>
+# on Debian when the build's prefix is /usr).
+LIBDIR = ENV["TRACERY_INSTALL_LIBDIR"]
+BINDIR = ENV["TRACERY_INSTALL_BINDIR"]
+INCLUDEDIR = ENV["TRACERY_INSTALL_INCLUDEDIR"]
+LIBEXECDIR = ENV["TRACERY_INSTALL_LIBEXECDIR"]
+BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
+SANITIZE = ENV.get("TRACERY_SANITIZE", "")
+
+
+def run(argv, env=None, cwd=None, timeout=300):
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"{argv} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def clean_env():
+    """The environment without Tracery's variables (the test may run under a session's)."""
+    return {k: v for k, v in ENV.items() if not k.startswith("TRACERY_") and k != "LD_LIBRARY_PATH"}
+
+
+# babeltrace2's text form of an event: [time] (delta) host provider:name: { cpu_id = N }, { payload }
+EVENT_LINE = re.compile(r"^\[[^\]]+\] \([^)]+\) \S+ (?P<name>\w+:\w+): \{ cpu_id = \d+ \}, \{ (?P<payload>.*) \}$")
+
+
+class InstalledPackage(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tracery-install-test-")
+        cls.prefix = os.path.join(cls.tmp, "prefix")
+        try:
+            run([CMAKE, "--install", BUILD_DIR, "--prefix", cls.prefix])
+        except BaseException:
+            shutil.rmtree(cls.tmp)
+            raise
+        cls.libdir = os.path.join(cls.prefix, LIBDIR)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def installed_files(self):
+        found = set()
+        for root, _, files in os.walk(self.prefix):
+            for f in files:
+                found.add(os.path.relpath(os.path.join(root, f), self.prefix))
+        return found
+
+    def traced(self, program, trace_name):
+        """Runs program with TRACERY_OUTPUT=<new dir> against the installed
+        libtracery; returns babeltrace2's events as sorted (name, payload) pairs."""
+        trace_dir = os.path.join(self.tmp, trace_name)
+        env = clean_env()
+        env["TRACERY_OUTPUT"] = trace_dir
+        env["LD_LIBRARY_PATH"] = self.libdir
+        ldd = run(["ldd", program], env=env).stdout
+        self.assertRegex(ldd, r"libtracery\.so\.0 => " + re.escape(os.path.join(self.libdir, "libtracery.so.0")),
+                         "the program must run with the installed libtracery")
+        run([program], env=env)
+        bt = run(["babeltrace2", trace_dir])
+        self.assertEqual(bt.stderr, "", "babeltrace2 warned")
+        events = []
+        for line in bt.stdout.splitlines():
+            m = EVENT_LINE.match(line)
+            self.assertIsNotNone(m, f"unexpected babeltrace2 line: {line}")
+            events.append((m["name"], m["payload"]))
+        return sorted(events)
+
+    def test_installs_the_headers_library_package_files_and_programs_only(self):
+        expected = {os.path.join(INCLUDEDIR, "tracery", f) for f in (
+            "README.md", "tracepoint.h", "tracepoint.hpp", "internal/event_desc.h", "internal/entry.h",
+            "internal/probe.h", "internal/emitter.h")}
+        expected |= {os.path.join(LIBDIR, f) for f in (
+            f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
+            "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
+            "cmake/Tracery/TraceryTargets.cmake")}
+        expected |= {os.path.join(BINDIR, p) for p in ("traceryd", "tracery", "tracery-clock-report")}
+        if BENCHMARKS:
+            expected.add(os.path.join(BINDIR, "tracery-bench"))
+            expected |= {os.path.join(LIBEXECDIR, "tracery", p)
+                         for p in ("clock_bench", "filter_bench", "enable_check_bench", "ringbuf_benchmark")}
+        found = self.installed_files()
+        # Per-configuration part of the exported targets, and lttng-bench where liblttng-ust is installed.
+        optional = {f for f in found if re.fullmatch(re.escape(LIBDIR) + r"/cmake/Tracery/TraceryTargets-\w+\.cmake", f)}
+        optional.add(os.path.join(LIBEXECDIR, "tracery", "lttng-bench"))
+        self.assertEqual(expected - found, set(), "missing")
+        self.assertEqual(found - expected - optional, set(), "installed but not expected")
+        lib = os.path.join(self.libdir, "libtracery.so")
+        self.assertEqual(os.readlink(lib), "libtracery.so.0")
+        self.assertEqual(os.readlink(lib + ".0"), f"libtracery.so.{VERSION}")
+
+    def test_installed_files_do_not_point_into_the_build_tree(self):
+        build = os.path.realpath(BUILD_DIR)
+        for rel in sorted(self.installed_files()):
+            path = os.path.join(self.prefix, rel)
+            with open(path, "rb") as f:
+                is_elf = f.read(4) == b"\x7fELF"
+            if is_elf:
+                dyn = run(["readelf", "-d", path]).stdout
+                self.assertNotIn(build, dyn, f"{rel}: RPATH/RUNPATH into the build tree")
+            elif rel.endswith((".cmake", ".pc")):
+                with open(path) as f:
+                    self.assertNotIn(build, f.read(), rel)
+
+    def test_installed_programs_run(self):
+        env = clean_env()
+        version = run([os.path.join(self.prefix, BINDIR, "tracery"), "version"], env=env).stdout
+        self.assertRegex(version, rf"^tracery {re.escape(VERSION)} \(control protocol \d+\)\n$")
+        helptext = run([os.path.join(self.prefix, BINDIR, "traceryd"), "--help"], env=env).stdout
+        self.assertIn("session daemon", helptext)
+        self.assertIn("Usage:", helptext)
+
+    def test_pc_file_has_the_install_prefix(self):
+        env = clean_env()
+        env["PKG_CONFIG_PATH"] = os.path.join(self.libdir, "pkgconfig")
+        self.assertEqual(run(["pkg-config", "--modversion", "tracery"], env=env).stdout.strip(), VERSION)
+        cflags = run(["pkg-config", "--cflags", "tracery"], env=env).stdout.split()
+        libs = run(["pkg-config", "--libs", "tracery"], env=env).stdout.split()
+        self.assertEqual(cflags, ["-I" + os.path.join(self.prefix, INCLUDEDIR)])
+        self.assertEqual(libs, ["-L" + self.libdir, "-ltracery"])
+
+    def test_find_package_consumer(self):
+        build = os.path.join(self.tmp, "find_package-build")
+        flags = f"-fsanitize={SANITIZE}" if SANITIZE else ""
+        configure = [CMAKE, "-S", os.path.join(HERE, "find_package"), "-B", build,
+                     f"-DCMAKE_PREFIX_PATH={self.prefix}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                     f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}"]
+        if ENV.get("TRACERY_CMAKE_GENERATOR"):
+            configure.append("-G" + ENV["TRACERY_CMAKE_GENERATOR"])
+        for lang in ("C", "CXX"):
+            if ENV.get(f"TRACERY_{lang}_COMPILER"):
+                configure.append(f"-DCMAKE_{lang}_COMPILER={ENV[f'TRACERY_{lang}_COMPILER']}")
+        run(configure, env=clean_env())
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            self.assertIn(f"Tracery_DIR:PATH={os.path.join(self.libdir, 'cmake', 'Tracery')}\n", f.read())
+        run([CMAKE, "--build", build], env=clean_env())
+        events = self.traced(os.path.join(build, "app"), "find_package-trace")
+        self.assertEqual(events, sorted([
+            # C++ events (tracepoint.hpp), app.cpp
+            ("fp_cxx:query", 'id = 40, table = "users", op = ( "read" : container = 0 ), '
+                             "dims = [ [0] = 1, [1] = 640 ], _keys_length = 1, keys = [ [0] = 7 ]"),
+            ("fp_cxx:query", 'id = 41, table = "orders", op = ( "write" : container = 1 ), '
+                             "dims = [ [0] = 2, [1] = 640 ], _keys_length = 3, keys = [ [0] = 7, [1] = -8, [2] = 9 ]"),
+            # C events (tracepoint.h), c_events.c
+            ("fp_c:tick", "count = 0, ratio = 0, last = 0, _history_length = 1, history = [ [0] = 0 ]"),
+            ("fp_c:tick", "count = 1000, ratio = 0.25, last = 0, _history_length = 2, history = [ [0] = 0, [1] = -1 ]"),
+            ("fp_c:tick", "count = 2000, ratio = 0.5, last = 0, _history_length = 3, "
+                          "history = [ [0] = 0, [1] = -1, [2] = -4 ]"),
+            ("fp_c:tick", "count = 3000, ratio = 0.75, last = 1, _history_length = 4, "
+                          "history = [ [0] = 0, [1] = -1, [2] = -4, [3] = -9 ]"),
+        ]))
+
+    def test_pkg_config_consumer(self):
+        build = os.path.join(self.tmp, "pkg_config-build")
+        os.mkdir(build)
+        env = clean_env()
+        env["PKG_CONFIG_PATH"] = os.path.join(self.libdir, "pkgconfig")
+        make = ["make", "-f", os.path.join(HERE, "pkg_config", "Makefile")]
+        if ENV.get("TRACERY_C_COMPILER"):
+            make.append(f"CC={ENV['TRACERY_C_COMPILER']}")
+        if SANITIZE:
+            make += [f"CFLAGS=-O2 -g -fsanitize={SANITIZE}", f"LDFLAGS=-fsanitize={SANITIZE}"]
+        run(make, env=env, cwd=build)
+        events = self.traced(os.path.join(build, "app"), "pkg_config-trace")
+        self.assertEqual(events, [
+            ("pkgconfig_app:sample", 'index = 0, offset = 0, label = "first", level = ( "low" : container = 0 ), '
+                                     "bytes = [ [0] = 0, [1] = 10, [2] = 20 ]"),
+            ("pkgconfig_app:sample", 'index = 1, offset = -100, label = "second", level = ( "low" : container = 0 ), '
+                                     "bytes = [ [0] = 1, [1] = 11, [2] = 21 ]"),
+            ("pkgconfig_app:sample", 'index = 2, offset = -200, label = "third", level = ( "high" : container = 1 ), '
+                                     "bytes = [ [0] = 2, [1] = 12, [2] = 22 ]"),
+        ])
+
+
+if __name__ == "__main__":
+    unittest.main()
