@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: builds, runs every unit, integration and
 # interoperability test with CTest, then the unit and concurrency stress tests
-# of the ring buffer, clock and runtime again under ThreadSanitizer.
+# of the ring buffer, clock, consumer and libtracery again under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

@@ -1,7 +1,25 @@
-// Unit test of the consumer thread's poll interval (channel_consumer.hpp).
+// Unit tests of the consumer (channel_consumer.hpp): the poll interval of its
+// thread, what it hands to its sink (sink.hpp) for a real channel, and the
+// stream files of FileSink (file_sink.hpp).
 #include "consumer/channel_consumer.hpp"
 
+#include "consumer/file_sink.hpp"
+#include "ctf/event_header.hpp"
+#include "ctf/packet.hpp"
+
 #include <gtest/gtest.h>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace tracery::consumer {
 namespace {
@@ -21,6 +39,165 @@ TEST(ConsumerPoll, HalfTheTimeBetweenSubBuffersWithinBounds)
 	for (int i = 0; i < 100; i++)
 		poll = next_poll_ns(poll, 1, 1'000'000);
 	EXPECT_NEAR(double(poll), 500'000.0, 1'000.0);
+}
+
+// The consumer side of the sink interface, kept for inspection.
+class RecordingSink final : public PacketSink {
+public:
+	struct Packet {
+		uint32_t cpu;
+		ctf::PacketInfo info;
+		std::vector<uint8_t> events;
+	};
+
+	explicit RecordingSink(std::vector<Packet> &packets, int &closed) : packets_(packets), closed_(closed) {}
+
+	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override
+	{
+		const auto *p = static_cast<const uint8_t *>(events);
+		packets_.push_back({cpu, info, size ? std::vector<uint8_t>(p, p + size) : std::vector<uint8_t>{}});
+	}
+	void close() override { ++closed_; }
+	void abandon_after_fork() override {}
+
+private:
+	std::vector<Packet> &packets_;
+	int &closed_;
+};
+
+std::unique_ptr<ringbuf::Channel> small_channel()
+{
+	ringbuf::Config c;
+	c.num_cpus = 1;
+	c.num_subbuf = 4;
+	c.subbuf_size = 4096;
+	c.mode = ringbuf::Mode::discard;
+	c.sync = ringbuf::Sync::atomic;
+	c.compact_header_size = ctf::kCompactHeaderSize;
+	c.extended_header_size = ctf::kExtendedHeaderSize;
+	c.compact_ts_bits = ctf::kCompactTsBits;
+	return ringbuf::Channel::create(c, "consumer-test");
+}
+
+// Writes a record of `payload` bytes, each equal to `fill`, at timestamp ts; false if dropped.
+bool write_record(ringbuf::Channel &ch, uint64_t ts, uint32_t payload, uint8_t fill)
+{
+	ringbuf::Channel::Reservation r;
+	if (!ch.reserve(0, payload, true, [ts] { return ts; }, r))
+		return false;
+	std::memset(r.slot, 0xEE, r.header_size);
+	std::memset(r.slot + r.header_size, fill, payload);
+	ch.commit(r);
+	return true;
+}
+
+TEST(ChannelConsumer, HandsEachCompleteSubBufferToItsSinkAndTheRestOnFinish)
+{
+	auto ch = small_channel();
+	std::vector<RecordingSink::Packet> packets;
+	int closed = 0;
+	ChannelConsumer consumer(*ch, std::make_unique<RecordingSink>(packets, closed), clock::TickSource::ns);
+
+	// 100 records of 4 + 96 bytes: 40 fill a 4096-byte sub-buffer (4000 bytes, the rest padding).
+	for (uint32_t i = 0; i < 100; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, static_cast<uint8_t>(i)));
+	EXPECT_EQ(consumer.drain(), 2u);
+	ASSERT_EQ(packets.size(), 2u);
+	for (uint64_t k = 0; k < 2; k++) {
+		const auto &p = packets[k];
+		EXPECT_EQ(p.cpu, 0u);
+		EXPECT_EQ(p.info.seq, k);
+		EXPECT_EQ(p.info.cpu_id, 0u);
+		EXPECT_EQ(p.info.events_discarded, 0u);
+		EXPECT_EQ(p.info.timestamp_begin, 1000 + 40 * k);
+		ASSERT_EQ(p.events.size(), 4000u);
+		for (uint32_t i = 0; i < 40; i++) // each record's payload, where it was written
+			EXPECT_EQ(p.events[i * 100 + 4], static_cast<uint8_t>(40 * k + i)) << "record " << i;
+	}
+	EXPECT_EQ(closed, 0);
+
+	consumer.finish(); // the partial third sub-buffer: 20 records
+	ASSERT_EQ(packets.size(), 3u);
+	EXPECT_EQ(packets[2].info.seq, 2u);
+	EXPECT_EQ(packets[2].events.size(), 2000u);
+	EXPECT_EQ(packets[2].events[19 * 100 + 4], 99);
+	EXPECT_GE(packets[2].info.timestamp_end, 1099u);
+	EXPECT_EQ(closed, 1);
+}
+
+TEST(ChannelConsumer, EventsLostAfterTheLastPacketGoInAnEmptyOne)
+{
+	auto ch = small_channel();
+	std::vector<RecordingSink::Packet> packets;
+	int closed = 0;
+	ChannelConsumer consumer(*ch, std::make_unique<RecordingSink>(packets, closed), clock::TickSource::ns);
+
+	// Nothing drains: 4 sub-buffers of 40 records fill the buffer, the next 10 are dropped.
+	uint32_t written = 0, dropped = 0;
+	for (uint32_t i = 0; i < 170; i++)
+		(write_record(*ch, 5000 + i, 96, 1) ? written : dropped)++;
+	ASSERT_EQ(dropped, 10u);
+	EXPECT_EQ(ch->lost(0), 10u);
+
+	consumer.finish();
+	// The four full sub-buffers, then an empty packet carrying the count.
+	ASSERT_EQ(packets.size(), 5u);
+	uint64_t bytes = 0;
+	for (size_t k = 0; k < 4; k++) {
+		EXPECT_EQ(packets[k].info.seq, k);
+		bytes += packets[k].events.size();
+	}
+	EXPECT_EQ(bytes, uint64_t{written} * 100);
+	EXPECT_TRUE(packets[4].events.empty());
+	EXPECT_EQ(packets[4].info.events_discarded, 10u);
+	EXPECT_EQ(packets[4].info.seq, 4u);
+	EXPECT_EQ(closed, 1);
+}
+
+struct TempDir {
+	std::string path;
+	TempDir()
+	{
+		char tmpl[] = "/tmp/tracery-consumer-test-XXXXXX";
+		if (!mkdtemp(tmpl))
+			throw std::runtime_error("mkdtemp failed");
+		path = tmpl;
+	}
+	~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::vector<uint8_t> read_file(const std::string &path)
+{
+	std::ifstream in(path, std::ios::binary);
+	return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)
+{
+	TempDir dir;
+	const ctf::Uuid uuid = *ctf::Uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
+	FileSink sink(StreamFiles{dir.path, "chan_42", 3, 7u << 16, uuid}, 4);
+
+	const uint8_t events[5] = {1, 2, 3, 4, 5};
+	ctf::PacketInfo info{};
+	info.timestamp_begin = 10;
+	info.timestamp_end = 20;
+	info.seq = 0;
+	info.cpu_id = 2;
+	sink.write_packet(2, info, events, sizeof events);
+	sink.write_packet(2, info, nullptr, 0);
+	sink.close();
+
+	EXPECT_FALSE(std::filesystem::exists(dir.path + "/chan_42_0")); // no packet, no file
+	const std::vector<uint8_t> file = read_file(dir.path + "/chan_42_2");
+	ASSERT_EQ(file.size(), 2 * ctf::kPacketPrefixSize + sizeof events);
+	EXPECT_EQ(base::load_le<uint32_t>(file.data()), ctf::kPacketMagic);
+	EXPECT_EQ(base::load_le<uint32_t>(file.data() + 20), 3u);                 // stream_id
+	EXPECT_EQ(base::load_le<uint64_t>(file.data() + 24), (7u << 16) + 2);     // stream_instance_id
+	EXPECT_EQ(base::load_le<uint64_t>(file.data() + 48), (84u + 5u) * 8);     // content_size, bits
+	EXPECT_EQ(std::memcmp(file.data() + ctf::kPacketPrefixSize, events, sizeof events), 0);
+
+	EXPECT_THROW(sink.write_packet(4, info, events, 1), std::out_of_range); // no such CPU
 }
 
 } // namespace

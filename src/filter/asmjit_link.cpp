@@ -6,7 +6,7 @@
 // three DebugUtils functions below, so libtracery.so defines them itself and
 // the linker never takes globals.cpp.o from the archive. (The rest of the
 // archive links into a shared object once its symbols are made local with
-// --exclude-libs, see src/runtime/CMakeLists.txt.)
+// --exclude-libs, see src/ust/CMakeLists.txt.)
 #include <asmjit/core.h>
 
 #include <cstdio>

@@ -32,8 +32,8 @@ bool params_form_possible(const tracery_event_desc &desc);
 
 // The one lock of all code generation in the process: held around every use of
 // an asmjit runtime (adding and releasing code) and every cache of generated
-// code (gate.cpp, src/runtime/payload_writer.cpp). The fork handlers hold it
-// across fork() (lock_for_fork, src/runtime/registry.cpp), so a child never
+// code (gate.cpp, src/ust/payload_writer.cpp). The fork handlers hold it
+// across fork() (lock_for_fork, src/ust/registry.cpp), so a child never
 // inherits it, nor asmjit's own allocator lock, taken by a thread it lacks.
 // Jit::compile and ~Jit take it themselves: never call them with it held.
 std::mutex &codegen_mutex();
