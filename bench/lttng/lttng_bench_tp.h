@@ -1,3 +1,4 @@
+/* clang-format off */
 /*
  * LTTng-UST tracepoint provider of lttng-bench (bench/lttng/lttng_bench.c):
  * the twins of bench/bench_events.h,
@@ -33,3 +34,4 @@ LTTNG_UST_TRACEPOINT_EVENT(bench, str,
 #endif /* TRACERY_LTTNG_BENCH_TP_H */
 
 #include <lttng/tracepoint-event.h>
+/* clang-format on */

@@ -37,9 +37,11 @@
 #include <stdint.h>
 #include <string.h>
 
+/* clang-format off */
 #include <tracery/internal/event_desc.h>
 #include <tracery/internal/entry.h>
 #include <tracery/internal/emitter.h>
+/* clang-format on */
 
 /* ---- Field kinds ---- */
 
@@ -64,6 +66,7 @@
 /* ---- Declaring and emitting events ---- */
 
 /* Declares (and, where this TU defines events, defines) event prov:name. */
+/* clang-format off */
 #define TRACERY_EVENT(prov, name, ...)                                                     \
 	TRACERY__CAT(TRACERY__DEFINE_, TRACERY__DEFINE_DESC)(prov, name, __VA_ARGS__)       \
 	TRACERY__EMITTER(prov, name, __VA_ARGS__)
@@ -86,6 +89,7 @@
 	TRACERY__LINKAGE const struct tracery_enum_desc ename = {                                    \
 		#ename, tracery__enum_entries__##ename,                                    \
 		sizeof(tracery__enum_entries__##ename) / sizeof(struct tracery_enum_entry)}
+/* clang-format on */
 
 /* Every TU that defines descriptors registers its object's section. */
 #if defined(__cplusplus) || defined(TRACERY_CREATE_EVENTS)

@@ -58,19 +58,23 @@ constexpr uint8_t integer_type()
 {
 	static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
 	constexpr bool s = std::is_signed_v<T>;
+	// clang-format off
 	switch (sizeof(T)) {
 	case 1: return s ? TRACERY_TYPE_S8 : TRACERY_TYPE_U8;
 	case 2: return s ? TRACERY_TYPE_S16 : TRACERY_TYPE_U16;
 	case 4: return s ? TRACERY_TYPE_S32 : TRACERY_TYPE_U32;
 	default: return s ? TRACERY_TYPE_S64 : TRACERY_TYPE_U64;
 	}
+	// clang-format on
 }
 
 template <class T>
 concept Integer = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) <= 8;
 
 template <class T>
+// clang-format off
 concept LabelledEnum = std::is_enum_v<T> && requires { enum_labels<T>::desc; };
+// clang-format on
 
 } // namespace detail
 
@@ -177,6 +181,7 @@ struct field<blob> {
 
 // Labels of an enumeration type: TRACERY_CXX_ENUM(Op, {"read", 0, 0}, ...),
 // each entry {label, first value, last value}. At namespace scope.
+// clang-format off
 #define TRACERY_CXX_ENUM(E, ...)                                                               \
 	template <>                                                                            \
 	struct tracery::enum_labels<E> {                                                       \
@@ -216,5 +221,6 @@ struct field<blob> {
 
 // Emits prov:name (declared with TRACERY_CXX_EVENT).
 #define TRACERY_CXX_EMIT(prov, name, ...) TRACERY_EMIT(prov, name, __VA_ARGS__)
+// clang-format on
 
 #endif // C++20

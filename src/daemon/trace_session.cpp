@@ -29,12 +29,14 @@ using nlohmann::json;
 
 const char *state_name(SessionState s)
 {
+	// clang-format off
 	switch (s) {
 	case SessionState::created: return "created";
 	case SessionState::started: return "started";
 	case SessionState::stopping: return "stopping";
 	case SessionState::stopped: return "stopped";
 	}
+	// clang-format on
 	return "?";
 }
 

@@ -168,6 +168,7 @@ Value fold_float(Operator op, double a, double b)
 
 Op int_op(Operator op)
 {
+	// clang-format off
 	switch (op) {
 	case Operator::mul: return Op::mul;
 	case Operator::div: return Op::div;
@@ -186,10 +187,12 @@ Op int_op(Operator op)
 	case Operator::bxor: return Op::bxor;
 	default: return Op::bor;
 	}
+	// clang-format on
 }
 
 Op float_op(Operator op)
 {
+	// clang-format off
 	switch (op) {
 	case Operator::mul: return Op::fmul;
 	case Operator::div: return Op::fdiv;
@@ -202,6 +205,7 @@ Op float_op(Operator op)
 	case Operator::eq: return Op::feq;
 	default: return Op::fne;
 	}
+	// clang-format on
 }
 
 // A literal's bytes: "\*" is '*', "\\" is '\'.

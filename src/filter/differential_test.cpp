@@ -28,6 +28,7 @@ namespace {
 // element types. Literal markers: '\1' before and '\2' after each number.
 const tracery_enum_entry kEntries[] = {{"a", 0, 0}, {"b", 1, 1}};
 const tracery_enum_desc kEnum = {"e", kEntries, 2};
+// clang-format off
 #define TRACERY_DIFF_COMMON_FIELDS                                                                   \
 	{"u8", TRACERY_TYPE_U8, 0, 0, nullptr}, {"u16", TRACERY_TYPE_U16, 0, 0, nullptr},            \
 	{"u32", TRACERY_TYPE_U32, 0, 0, nullptr}, {"u64", TRACERY_TYPE_U64, 0, 0, nullptr},          \
@@ -36,6 +37,7 @@ const tracery_enum_desc kEnum = {"e", kEntries, 2};
 	{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr}, {"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},         \
 	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr}, {"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S32, 0, &kEnum}, \
 	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr}, {"t", TRACERY_TYPE_STRING, 0, 0, nullptr}
+// clang-format on
 const tracery_field_desc kFieldsA[] = {
 	TRACERY_DIFF_COMMON_FIELDS,
 	{"arr", TRACERY_TYPE_ARRAY, TRACERY_TYPE_S16, 3, nullptr},
@@ -146,12 +148,14 @@ private:
 
 	std::string string_operand()
 	{
+		// clang-format off
 		switch (pick(5)) {
 		case 0: return "s";
 		case 1: return "t";
 		case 2: return "$ctx.procname";
 		default: return kLiterals[pick(std::size(kLiterals))];
 		}
+		// clang-format on
 	}
 
 	// An int (is_int) or float expression.
@@ -161,12 +165,14 @@ private:
 			return is_int ? int_leaf() : float_leaf();
 		if (!is_int) {
 			static const char *const kOps[] = {" + ", " - ", " * ", " / "};
+			// clang-format off
 			switch (pick(6)) {
 			case 0: return "-(" + number(false, depth - 1) + ")";
 			case 1: return "+" + float_leaf();
 			case 2: return "(" + number(pick(2), depth - 1) + kOps[pick(4)] + number(false, depth - 1) + ")";
 			default: return "(" + number(false, depth - 1) + kOps[pick(4)] + number(pick(2), depth - 1) + ")";
 			}
+			// clang-format on
 		}
 		static const char *const kIntOps[] = {" + ", " - ", " * ", " / ", " % ", " & ", " | ", " ^ "};
 		static const char *const kShifts[] = {" << ", " >> "};
@@ -242,6 +248,7 @@ template <typename T>
 T edge(std::mt19937_64 &rng)
 {
 	static_assert(std::is_integral_v<T>);
+	// clang-format off
 	switch (rng() % 8) {
 	case 0: return 0;
 	case 1: return T(1);
@@ -251,6 +258,7 @@ T edge(std::mt19937_64 &rng)
 	case 5: return T(rng() % 70);
 	default: return T(rng());
 	}
+	// clang-format on
 }
 
 double float_edge(std::mt19937_64 &rng)
@@ -266,6 +274,7 @@ double float_edge(std::mt19937_64 &rng)
 // A random value of a scalar type, stored at p.
 void random_scalar(uint8_t type, void *p, std::mt19937_64 &rng)
 {
+	// clang-format off
 	switch (type) {
 	case TRACERY_TYPE_U8: { uint8_t v = edge<uint8_t>(rng); std::memcpy(p, &v, 1); break; }
 	case TRACERY_TYPE_U16: { uint16_t v = edge<uint16_t>(rng); std::memcpy(p, &v, 2); break; }
@@ -279,6 +288,7 @@ void random_scalar(uint8_t type, void *p, std::mt19937_64 &rng)
 	case TRACERY_TYPE_DOUBLE: { double v = float_edge(rng); std::memcpy(p, &v, 8); break; }
 	case TRACERY_TYPE_BOOL: { static const uint8_t kBools[] = {0, 1, 2, 255}; std::memcpy(p, &kBools[rng() % 4], 1); break; }
 	}
+	// clang-format on
 }
 
 std::unique_ptr<Payload> random_payload(const tracery_event_desc &desc, std::mt19937_64 &rng)
@@ -293,11 +303,13 @@ std::unique_ptr<Payload> random_payload(const tracery_event_desc &desc, std::mt1
 	for (uint32_t i = 12; i < 14; ++i) {
 		const char *s = kStrings[rng() % std::size(kStrings)];
 		uint32_t len = uint32_t(strlen(s));
+		// clang-format off
 		switch (rng() % 10) {
 		case 0: s = nullptr; break;
 		case 1: s = "hello\0world"; len = 11; break; // bytes after a NUL do not count
 		case 2: len = len ? uint32_t(rng() % len) : 0; break;
 		}
+		// clang-format on
 		p.args[i] = {s, len};
 	}
 	const tracery_field_desc &arr = desc.fields[kArr], &seq = desc.fields[kSeq];
@@ -318,6 +330,7 @@ std::unique_ptr<Payload> random_payload(const tracery_event_desc &desc, std::mt1
 std::string scalar_text(uint8_t type, const void *ptr)
 {
 	int64_t i = 0;
+	// clang-format off
 	switch (type) {
 	case TRACERY_TYPE_FLOAT: { float v; std::memcpy(&v, ptr, 4); std::ostringstream o; o << v << "f"; return o.str(); }
 	case TRACERY_TYPE_DOUBLE: { double v; std::memcpy(&v, ptr, 8); std::ostringstream o; o.precision(17); o << v; return o.str(); }
@@ -330,6 +343,7 @@ std::string scalar_text(uint8_t type, const void *ptr)
 	case TRACERY_TYPE_S32: { int32_t v; std::memcpy(&v, ptr, 4); i = v; break; }
 	default: std::memcpy(&i, ptr, 8); break;
 	}
+	// clang-format on
 	return std::to_string(i);
 }
 

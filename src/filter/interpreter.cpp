@@ -23,6 +23,7 @@ T load(const void *p) noexcept
 // The value of a scalar of `type` at p, as a stack slot.
 uint64_t load_slot(uint8_t type, const void *p) noexcept
 {
+	// clang-format off
 	switch (type) {
 	case TRACERY_TYPE_U8: return load<uint8_t>(p);
 	case TRACERY_TYPE_U16: return load<uint16_t>(p);
@@ -34,6 +35,7 @@ uint64_t load_slot(uint8_t type, const void *p) noexcept
 	case TRACERY_TYPE_BOOL: return load<uint8_t>(p) != 0;
 	default: return load<uint64_t>(p); // U64, S64, DOUBLE
 	}
+	// clang-format on
 }
 
 double f(uint64_t v) noexcept { return std::bit_cast<double>(v); }
@@ -50,6 +52,7 @@ bool interpret(const Program &program, const tracery_event_desc &desc, const tra
 	const Insn *code = program.code.data();
 	for (const Insn *in = code;; ++in) {
 		uint64_t &a = sp[-2], &b = sp[-1]; // operands of binary ops (a is also the result)
+		// clang-format off
 		switch (in->op) {
 		case Op::push_int:
 		case Op::push_float:
@@ -70,6 +73,7 @@ bool interpret(const Program &program, const tracery_event_desc &desc, const tra
 			*sp++ = load_slot(in->type, static_cast<const char *>(arg.ptr) + offset);
 			break;
 		}
+		// clang-format on
 		case Op::load_context:
 			*sp++ = uint64_t(in->arg == uint32_t(ContextField::vpid)   ? ctx->vpid
 			                 : in->arg == uint32_t(ContextField::vtid) ? ctx->vtid

@@ -107,6 +107,7 @@ private:
 
 void Emitter::load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint32_t d)
 {
+	// clang-format off
 	switch (type) {
 	case TRACERY_TYPE_U8: cc_.movzx(gp(d).r32(), x86::byte_ptr(base, disp)); break;
 	case TRACERY_TYPE_S8: cc_.movsx(gp(d), x86::byte_ptr(base, disp)); break;
@@ -123,6 +124,7 @@ void Emitter::load_scalar(uint8_t type, const x86::Gp &base, int32_t disp, uint3
 	case TRACERY_TYPE_DOUBLE: cc_.movsd(xmm(d), x86::qword_ptr(base, disp)); break;
 	default: cc_.mov(gp(d), x86::qword_ptr(base, disp)); break; // U64, S64
 	}
+	// clang-format on
 }
 
 // CallForm::params: the value of `field` from its parameter register. Only the
@@ -140,6 +142,7 @@ void Emitter::load_param(uint8_t type, uint32_t field, uint32_t d)
 		return;
 	}
 	const x86::Gp param = reg.as<x86::Gp>();
+	// clang-format off
 	switch (type) {
 	case TRACERY_TYPE_U8: cc_.movzx(gp(d).r32(), param.r8()); break;
 	case TRACERY_TYPE_S8: cc_.movsx(gp(d), param.r8()); break;
@@ -154,11 +157,13 @@ void Emitter::load_param(uint8_t type, uint32_t field, uint32_t d)
 		break;
 	default: cc_.mov(gp(d), param.r64()); break; // U64, S64
 	}
+	// clang-format on
 }
 
 // The type of field `type` as a C parameter.
 TypeId param_type(uint8_t type)
 {
+	// clang-format off
 	switch (type) {
 	case TRACERY_TYPE_U8: return TypeId::kUInt8;
 	case TRACERY_TYPE_S8: return TypeId::kInt8;
@@ -172,6 +177,7 @@ TypeId param_type(uint8_t type)
 	case TRACERY_TYPE_S64: return TypeId::kInt64;
 	default: return TypeId::kUInt64;
 	}
+	// clang-format on
 }
 
 uint8_t scalar_type(const tracery_field_desc &f) { return f.type == TRACERY_TYPE_ENUM ? f.elem_type : f.type; }
@@ -278,6 +284,7 @@ void Emitter::float_compare(Op op, uint32_t d)
 	const x86::Gp r = gp(d - 2);
 	// ucomisd sets ZF, PF and CF on unordered: lt/le compare b to a so
 	// that "above" (CF = 0) is false for NaN.
+	// clang-format off
 	switch (op) {
 	case Op::feq:
 	case Op::fne: {
@@ -294,6 +301,7 @@ void Emitter::float_compare(Op op, uint32_t d)
 		}
 		break;
 	}
+	// clang-format on
 	case Op::flt: cc_.ucomisd(b, a); cc_.seta(r.r8()); break;
 	case Op::fle: cc_.ucomisd(b, a); cc_.setae(r.r8()); break;
 	case Op::fgt: cc_.ucomisd(a, b); cc_.seta(r.r8()); break;
@@ -304,6 +312,7 @@ void Emitter::float_compare(Op op, uint32_t d)
 
 uint32_t Emitter::insn(const Insn &in, uint32_t d)
 {
+	// clang-format off
 	switch (in.op) {
 	case Op::push_int:
 		if (in.imm == 0)
@@ -330,6 +339,7 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		load_scalar(in.type, ptr, 0, d);
 		return d + 1;
 	}
+	// clang-format on
 	case Op::load_element:
 		load_element(in, d);
 		return d + 1;
@@ -378,6 +388,7 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 	case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge: {
 		const x86::Gp a = gp(d - 2);
 		cc_.cmp(a, gp(d - 1));
+		// clang-format off
 		switch (in.op) {
 		case Op::eq: cc_.sete(a.r8()); break;
 		case Op::ne: cc_.setne(a.r8()); break;
@@ -386,6 +397,7 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		case Op::gt: cc_.setg(a.r8()); break;
 		default: cc_.setge(a.r8()); break;
 		}
+		// clang-format on
 		zero_extend_flag(a);
 		return d - 1;
 	}

@@ -53,6 +53,7 @@ namespace tracery::rseq {
 // last instruction is the single store that commits. 4: the abort handler, out of line in __rseq_failure, preceded
 // by the signature the kernel checks (inside a ud1 instruction, as librseq does, so that disassemblers stay in
 // sync). 6: where the section gives up without storing. 5: where every path ends.
+// clang-format off
 #define TRACERY_RSEQ_DESCRIPTOR         \
   ".pushsection __rseq_cs, \"aw\"\n\t" \
   ".balign 32\n\t"                     \
@@ -82,6 +83,7 @@ namespace tracery::rseq {
   "jmp 5f\n\t"                   \
   ".popsection\n\t"              \
   "5:\n\t"
+// clang-format on
 static_assert(RSEQ_SIG == 0x53053053, "the abort signature below is glibc's x86-64 RSEQ_SIG");
 
 // The CPU the calling thread runs on, from its rseq area; negative without one (glibc leaves a negative cpu_id
@@ -105,6 +107,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
   if (__rseq_size == 0) return -1;
   const long off = __rseq_offset;
   int rc;
+  // clang-format off
   asm volatile(
       TRACERY_RSEQ_DESCRIPTOR
       "movq %[n0], %%xmm0\n\t"
@@ -123,6 +126,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
       : [rc] "=&r"(rc)
       : [cpu] "r"(cpu), [off] "r"(off), [p] "r"(p), [e0] "r"(e0), [e1] "r"(e1), [n0] "r"(n0), [n1] "r"(n1)
       : "rax", "xmm0", "xmm1", "memory", "cc");
+  // clang-format on
   return rc;
 }
 
@@ -135,6 +139,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
   if (__rseq_size == 0) return -1;
   const long off = __rseq_offset;
   int rc;
+  // clang-format off
   asm volatile(
       TRACERY_RSEQ_DESCRIPTOR
       TRACERY_RSEQ_ENTER
@@ -150,6 +155,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
       : [rc] "=&r"(rc)
       : [off] "r"(off), [p] "r"(p), [v] "r"(v), [deadline] "r"(deadline)
       : "rax", "rdx", "memory", "cc");
+  // clang-format on
   return rc;
 }
 

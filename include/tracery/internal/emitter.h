@@ -21,6 +21,7 @@
 extern "C" {
 #endif
 
+/* clang-format off */
 #define TRACERY__CAT_(a, b) a##b
 #define TRACERY__CAT(a, b) TRACERY__CAT_(a, b)
 #define TRACERY__DESC_NAME(prov, name) tracery_event__##prov##__##name
@@ -200,6 +201,7 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 #define TRACERY__EMITTER(prov, name, ...)                                                           \
 	TRACERY__EMITTER_WITH(prov, name, TRACERY__ALL_SCALAR(__VA_ARGS__), TRACERY__PARAM, TRACERY__ARG, \
 	                      TRACERY__NAME, __VA_ARGS__)
+/* clang-format on */
 
 #ifdef __cplusplus
 }

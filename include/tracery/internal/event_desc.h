@@ -18,6 +18,7 @@
 extern "C" {
 #endif
 
+/* clang-format off */
 enum tracery_field_type {
 	TRACERY_TYPE_U8, TRACERY_TYPE_U16, TRACERY_TYPE_U32, TRACERY_TYPE_U64,
 	TRACERY_TYPE_S8, TRACERY_TYPE_S16, TRACERY_TYPE_S32, TRACERY_TYPE_S64,
@@ -28,6 +29,7 @@ enum tracery_field_type {
 	TRACERY_TYPE_SEQUENCE, /* uint32 count then count elements of elem_type */
 	TRACERY_TYPE_BLOB      /* uint32 count then count bytes */
 };
+/* clang-format on */
 
 struct tracery_enum_entry {
 	const char *label;

@@ -107,11 +107,13 @@ void init_payloads()
 // A plausible str_match operand index for a kind.
 uint32_t string_index(StringKind kind, uint8_t b, size_t nr_strings)
 {
+	// clang-format off
 	switch (kind) {
 	case StringKind::field: return kStringFields[b % 2];
 	case StringKind::procname: return 0;
 	default: return nr_strings ? b % nr_strings : 0;
 	}
+	// clang-format on
 }
 
 void make_plausible(Insn &in, size_t pc, size_t nr_strings)
