@@ -142,8 +142,8 @@ static int bench_main(const char *prog, int argc, char **argv)
 	printf("TOTAL threads %llu events %llu wall_ns %llu ns_per_event_mean %.2f ns_per_event_max %.2f "
 	       "events_per_s %.0f maxrss_kb %ld\n",
 	       (unsigned long long)threads, (unsigned long long)total, (unsigned long long)wall,
-	       sum_ns_per_event / (double)threads, max_ns_per_event,
-	       wall ? (double)total * 1e9 / (double)wall : 0.0, ru.ru_maxrss);
+	       sum_ns_per_event / (double)threads, max_ns_per_event, wall ? (double)total * 1e9 / (double)wall : 0.0,
+	       ru.ru_maxrss);
 	free(w);
 	pthread_barrier_destroy(&barrier);
 	return 0;

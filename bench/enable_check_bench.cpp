@@ -12,8 +12,8 @@
 // own probes to these events.
 #include <benchmark/benchmark.h>
 
-#include <tracery/tracepoint.h>
 #include <tracery/internal/probe.h>
+#include <tracery/tracepoint.h>
 
 #include <atomic>
 #include <cstdint>
@@ -58,7 +58,10 @@ struct Attached {
 	tracery_event_desc *desc;
 	tracery_probe_fn fn;
 	bool ok;
-	Attached(tracery_event_desc *d, tracery_probe_fn f) : desc(d), fn(f), ok(tracery_probe_attach(d, f, nullptr) == 0) {}
+	Attached(tracery_event_desc *d, tracery_probe_fn f)
+		: desc(d), fn(f), ok(tracery_probe_attach(d, f, nullptr) == 0)
+	{
+	}
 	~Attached()
 	{
 		if (ok) {
@@ -92,7 +95,7 @@ void BM_disabled_emit(benchmark::State &state)
 BENCHMARK(BM_disabled_emit);
 BENCHMARK(BM_disabled_emit)->Threads(2);
 
-void BM_disabled_enabled_check(benchmark::State &state)  // TRACERY_ENABLED() guard alone
+void BM_disabled_enabled_check(benchmark::State &state) // TRACERY_ENABLED() guard alone
 {
 	if (!untraced(state, tracery_event__ecb__disabled))
 		return;
@@ -137,7 +140,7 @@ void BM_enabled_noop_probe(benchmark::State &state) { enabled_single_probe(state
 BENCHMARK(BM_enabled_noop_probe);
 BENCHMARK(BM_enabled_noop_probe)->Threads(2);
 
-void BM_enabled_filter_rejects(benchmark::State &state)  // probe = filter `b == 0`, always false
+void BM_enabled_filter_rejects(benchmark::State &state) // probe = filter `b == 0`, always false
 {
 	enabled_single_probe(state, filter_probe);
 	if (state.thread_index() == 0 && filter_hits.load(std::memory_order_relaxed) != 0)
@@ -160,7 +163,7 @@ void BM_enabled_noop_probe_string(benchmark::State &state)
 }
 BENCHMARK(BM_enabled_noop_probe_string);
 
-void BM_enabled_two_probes(benchmark::State &state)  // two sessions enabling one event
+void BM_enabled_two_probes(benchmark::State &state) // two sessions enabling one event
 {
 	if (!untraced(state, tracery_event__ecb__noop))
 		return;
@@ -180,7 +183,7 @@ void BM_enabled_two_probes(benchmark::State &state)  // two sessions enabling on
 }
 BENCHMARK(BM_enabled_two_probes);
 
-void BM_attach_detach(benchmark::State &state)  // enable then disable one event, grace period included
+void BM_attach_detach(benchmark::State &state) // enable then disable one event, grace period included
 {
 	if (!untraced(state, tracery_event__ecb__toggled))
 		return;
@@ -195,6 +198,6 @@ void BM_attach_detach(benchmark::State &state)  // enable then disable one event
 }
 BENCHMARK(BM_attach_detach)->Unit(benchmark::kMicrosecond);
 
-}  // namespace
+} // namespace
 
 BENCHMARK_MAIN();

@@ -29,7 +29,8 @@ std::unique_ptr<tf::Filter> load(const char *expression, tf::Engine engine)
 	std::string why;
 	std::unique_ptr<tf::Filter> f = c ? tf::Filter::load(c->program, kEvent, engine, &why) : nullptr;
 	if (!f || f->engine() != engine) {
-		std::fprintf(stderr, "filter_bench: cannot load %s: %s%s\n", expression, error.message.c_str(), why.c_str());
+		std::fprintf(stderr, "filter_bench: cannot load %s: %s%s\n", expression, error.message.c_str(),
+		             why.c_str());
 		std::exit(1);
 	}
 	return f;

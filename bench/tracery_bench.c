@@ -24,7 +24,4 @@ static inline __attribute__((always_inline)) void bench_loop(enum bench_kind kin
 	}
 }
 
-int main(int argc, char **argv)
-{
-	return bench_main("tracery-bench", argc, argv);
-}
+int main(int argc, char **argv) { return bench_main("tracery-bench", argc, argv); }

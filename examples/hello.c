@@ -11,8 +11,8 @@
 TRACERY_ENUM_LABELS(hello_state, {"idle", 0, 0}, {"busy", 1, 1}, {"done", 2, 2});
 
 TRACERY_EVENT(hello, greeting, TRACERY_STRING(who), TRACERY_U32(count))
-TRACERY_EVENT(hello, step, TRACERY_S64(value), TRACERY_DOUBLE(ratio),
-              TRACERY_ENUM(hello_state, U8, state), TRACERY_SEQUENCE(S32, history))
+TRACERY_EVENT(hello, step, TRACERY_S64(value), TRACERY_DOUBLE(ratio), TRACERY_ENUM(hello_state, U8, state),
+              TRACERY_SEQUENCE(S32, history))
 
 int main(int argc, char **argv)
 {

@@ -12,8 +12,7 @@
 enum class Op : uint8_t { read, write };
 TRACERY_CXX_ENUM(Op, {"read", 0, 0}, {"write", 1, 1});
 
-TRACERY_CXX_EVENT(shop, order,
-                  (id, uint64_t), (item, std::string_view), (op, Op), (urgent, bool),
+TRACERY_CXX_EVENT(shop, order, (id, uint64_t), (item, std::string_view), (op, Op), (urgent, bool),
                   (dims, std::array<uint16_t, 3>), (prices, std::span<const int32_t>))
 
 int main()

@@ -116,7 +116,10 @@ template <>
 struct field<double> {
 	static constexpr bool scalar = true;
 	using param = double;
-	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_DOUBLE, 0, 0, nullptr}; }
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, TRACERY_TYPE_DOUBLE, 0, 0, nullptr};
+	}
 	static tracery_arg arg(const double &v) { return {&v, 0}; }
 };
 
@@ -137,7 +140,10 @@ template <>
 struct field<std::string_view> {
 	static constexpr bool scalar = false;
 	using param = std::string_view;
-	static constexpr tracery_field_desc desc(const char *name) { return {name, TRACERY_TYPE_STRING, 0, 0, nullptr}; }
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, TRACERY_TYPE_STRING, 0, 0, nullptr};
+	}
 	static tracery_arg arg(const std::string_view &v)
 	{
 		return {v.data(), static_cast<uint32_t>(v.size() > UINT32_MAX ? UINT32_MAX : v.size())};

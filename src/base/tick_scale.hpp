@@ -9,9 +9,9 @@
 namespace tracery::base {
 
 struct TickScale {
-	uint64_t freq_hz = 1000000000; // ticks per second
-	int64_t offset_s = 0;          // CLOCK_REALTIME of tick 0: offset_s + offset_ticks / freq_hz
-	uint64_t offset_ticks = 0;     // 0 <= offset_ticks < freq_hz
+	uint64_t freq_hz = 1000000000;               // ticks per second
+	int64_t offset_s = 0;                        // CLOCK_REALTIME of tick 0: offset_s + offset_ticks / freq_hz
+	uint64_t offset_ticks = 0;                   // 0 <= offset_ticks < freq_hz
 	const char *description = "Monotonic Clock"; // for readers: what a tick is
 };
 

@@ -12,9 +12,7 @@ size_t well_formed_length(const uint8_t *p, size_t n) noexcept
 	const uint8_t b0 = p[0];
 	if (b0 < 0x80)
 		return 1;
-	auto cont = [&](size_t i, uint8_t lo = 0x80, uint8_t hi = 0xBF) {
-		return i < n && p[i] >= lo && p[i] <= hi;
-	};
+	auto cont = [&](size_t i, uint8_t lo = 0x80, uint8_t hi = 0xBF) { return i < n && p[i] >= lo && p[i] <= hi; };
 	if (b0 >= 0xC2 && b0 <= 0xDF)
 		return cont(1) ? 2 : 0;
 	if (b0 == 0xE0)

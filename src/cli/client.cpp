@@ -1,8 +1,8 @@
 // One request to the session daemon: see client.hpp.
 #include "cli/client.hpp"
 
-#include "control/paths.hpp"
 #include "control/messages.hpp"
+#include "control/paths.hpp"
 #include "control/wire.hpp"
 
 #include <cerrno>
@@ -26,9 +26,10 @@ base::Fd connect_daemon()
 			denied = path;
 	}
 	if (!denied.empty())
-		throw CliError("permission denied on " + denied +
-		               ": only root and members of group 'tracing' may use the system daemon; run your own with "
-		               "`traceryd --daemonize`");
+		throw CliError(
+			"permission denied on " + denied +
+			": only root and members of group 'tracing' may use the system daemon; run your own with "
+			"`traceryd --daemonize`");
 	throw CliError("no session daemon: start one with `traceryd --daemonize`");
 }
 

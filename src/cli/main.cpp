@@ -14,7 +14,10 @@ using namespace tracery::cli;
 namespace {
 
 // -s NAME: the session a verb acts on (default: the current one).
-void session_option(CLI::App *c, Args &a) { c->add_option("-s,--session", a.session, "Session (default: the current one)"); }
+void session_option(CLI::App *c, Args &a)
+{
+	c->add_option("-s,--session", a.session, "Session (default: the current one)");
+}
 void domain_flags(CLI::App *c, Args &a)
 {
 	c->add_flag("-u,--userspace", a.userspace, "User space domain (the default and only one yet)");
@@ -36,28 +39,35 @@ int main(int argc, char **argv)
 		return c;
 	};
 
-	auto *create = verb("create", "Create a tracing session and make it the current one", [&] { return verb_create(a); });
+	auto *create =
+		verb("create", "Create a tracing session and make it the current one", [&] { return verb_create(a); });
 	create->add_option("NAME", a.session, "Session name")->required();
 	create->add_option("-o,--output", a.output, "Trace directory (default: ~/tracery-traces/NAME-DATE)");
-	create->add_flag("--snapshot", a.snapshot, "Snapshot mode: buffers are only written by `tracery snapshot record`");
+	create->add_flag("--snapshot", a.snapshot,
+	                 "Snapshot mode: buffers are only written by `tracery snapshot record`");
 
-	auto *destroy = verb("destroy", "Stop and destroy a session (its trace stays on disk)", [&] { return verb_destroy(a); });
+	auto *destroy = verb("destroy", "Stop and destroy a session (its trace stays on disk)",
+	                     [&] { return verb_destroy(a); });
 	destroy->add_option("NAME", a.session, "Session (default: the current one)");
 	destroy->add_flag("-a,--all", a.all, "Destroy all your sessions");
 
-	auto *chan = verb("enable-channel", "Add a channel to a session (before it starts)", [&] { return verb_enable_channel(a); });
+	auto *chan = verb("enable-channel", "Add a channel to a session (before it starts)",
+	                  [&] { return verb_enable_channel(a); });
 	chan->add_option("NAME", a.channel, "Channel name")->required();
 	domain_flags(chan, a);
 	session_option(chan, a);
-	chan->add_option("--subbuf-size", a.subbuf_size, "Sub-buffer size, a power of two >= 4096 (k/M suffixes; default 512k)");
+	chan->add_option("--subbuf-size", a.subbuf_size,
+	                 "Sub-buffer size, a power of two >= 4096 (k/M suffixes; default 512k)");
 	chan->add_option("--num-subbuf", a.num_subbuf, "Sub-buffers per CPU, a power of two >= 2 (default 4)");
-	chan->add_flag("--overwrite", a.overwrite, "Overwrite the oldest data when full (flight recorder) instead of discarding new events");
+	chan->add_flag("--overwrite", a.overwrite,
+	               "Overwrite the oldest data when full (flight recorder) instead of discarding new events");
 	chan->add_flag("--buffers-pid", a.buffers_pid, "One buffer per program instead of one per user");
 	chan->add_flag("--buffers-uid", a.buffers_uid, "One buffer per user, shared by its programs (the default)");
 
 	for (bool disable : {false, true}) {
 		auto *ev = verb(disable ? "disable-event" : "enable-event",
-		                disable ? "Disable events in a channel" : "Enable events (PROVIDER:NAME, * wildcards) in a channel",
+		                disable ? "Disable events in a channel"
+		                        : "Enable events (PROVIDER:NAME, * wildcards) in a channel",
 		                [&a, disable] { return verb_enable_event(a, disable); });
 		ev->add_option("PATTERN", a.patterns, "Event patterns, comma-separated (e.g. 'app:*,hello:greeting')");
 		ev->add_flag("-a,--all", a.all, "All events");
@@ -65,33 +75,40 @@ int main(int argc, char **argv)
 		domain_flags(ev, a);
 		session_option(ev, a);
 		if (!disable)
-			ev->add_option("--filter", a.filter, "Record only the events for which EXPR is true, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see docs/filters.md)");
+			ev->add_option(
+				"--filter", a.filter,
+				"Record only the events for which EXPR is true, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see docs/filters.md)");
 	}
 
-	auto *ctx = verb("add-context", "Record context fields with every event of a channel", [&] { return verb_add_context(a); });
+	auto *ctx = verb("add-context", "Record context fields with every event of a channel",
+	                 [&] { return verb_add_context(a); });
 	ctx->add_option("-t,--type", a.contexts, "vpid, vtid or procname (repeatable)")->required();
 	ctx->add_option("-c,--channel", a.channel, "Channel (default: every channel)");
 	domain_flags(ctx, a);
 	session_option(ctx, a);
 
-	for (auto [name, help, fn] : {std::tuple{"start", "Start tracing", &verb_start},
-	                              std::tuple{"stop", "Stop tracing; the trace is complete on disk", &verb_stop},
-	                              std::tuple{"status", "Show a session: channels, events, lost events", &verb_status}}) {
+	for (auto [name, help, fn] :
+	     {std::tuple{"start", "Start tracing", &verb_start},
+	      std::tuple{"stop", "Stop tracing; the trace is complete on disk", &verb_stop},
+	      std::tuple{"status", "Show a session: channels, events, lost events", &verb_status}}) {
 		auto *c = verb(name, help, [&a, f = fn] { return f(a); });
 		c->add_option("NAME", a.session, "Session (default: the current one)");
 	}
 
-	auto *list = verb("list", "List sessions, a session's details, or (-u) the events of running programs", [&] { return verb_list(a); });
+	auto *list = verb("list", "List sessions, a session's details, or (-u) the events of running programs",
+	                  [&] { return verb_list(a); });
 	list->add_option("NAME", a.session, "Show this session");
 	list->add_flag("-u,--userspace", a.userspace, "Events of the running instrumented programs, with their pids");
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);
-	auto *rec = snap->add_subcommand("record", "Write the newest data of a snapshot session's buffers to its output");
+	auto *rec =
+		snap->add_subcommand("record", "Write the newest data of a snapshot session's buffers to its output");
 	rec->callback([&] { run = [&] { return verb_snapshot_record(a); }; });
 	session_option(rec, a);
 
-	auto *view = verb("view", "Print a session's trace (or a trace directory) with babeltrace2", [&] { return verb_view(a); });
+	auto *view = verb("view", "Print a session's trace (or a trace directory) with babeltrace2",
+	                  [&] { return verb_view(a); });
 	view->add_option("TARGET", a.target, "Session name or trace directory (default: the current session)");
 
 	verb("version", "Print the version", [] { return verb_version(); });

@@ -43,8 +43,8 @@ void print_lost(const json &lost)
 {
 	for (const auto &c : lost) {
 		const uint64_t n = c.value("lost", uint64_t{0});
-		printf("  channel %s: %llu event%s lost\n", c.value("channel", "").c_str(), static_cast<unsigned long long>(n),
-		       n == 1 ? "" : "s");
+		printf("  channel %s: %llu event%s lost\n", c.value("channel", "").c_str(),
+		       static_cast<unsigned long long>(n), n == 1 ? "" : "s");
 	}
 }
 
@@ -52,13 +52,14 @@ void print_status(const json &s)
 {
 	printf("%s\n", session_summary(s, "Session '%s'").c_str());
 	for (const auto &c : s["channels"]) {
-		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU, context: %s\n", c.value("name", "").c_str(),
-		       c.value("buffers", "").c_str(), c.value("mode", "").c_str(), c.value("num_subbuf", 0u),
-		       c.value("subbuf_size", 0u), join(c["context"], "none").c_str());
+		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU, context: %s\n",
+		       c.value("name", "").c_str(), c.value("buffers", "").c_str(), c.value("mode", "").c_str(),
+		       c.value("num_subbuf", 0u), c.value("subbuf_size", 0u), join(c["context"], "none").c_str());
 		printf("    enabled: %s; disabled: %s\n", join(c["enabled"]).c_str(), join(c["disabled"]).c_str());
 		std::string events;
 		for (const auto &e : c["events"])
-			events += (events.empty() ? "" : ", ") + e.value("name", "") + " (id " + std::to_string(e.value("id", 0)) + ")";
+			events += (events.empty() ? "" : ", ") + e.value("name", "") + " (id " +
+			          std::to_string(e.value("id", 0)) + ")";
 		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
 		const uint64_t lost = c.value("lost", uint64_t{0});
 		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(lost), lost == 1 ? "" : "s");
@@ -75,7 +76,8 @@ void print_program_events(const json &reply)
 	}
 	printf("User space events of running programs:\n");
 	for (const auto &p : programs) {
-		printf("\nPID: %d - Name: %s (uid %u)\n", p.value("pid", 0), p.value("procname", "").c_str(), p.value("uid", 0u));
+		printf("\nPID: %d - Name: %s (uid %u)\n", p.value("pid", 0), p.value("procname", "").c_str(),
+		       p.value("uid", 0u));
 		for (const auto &e : p["events"])
 			printf("      %s (%s)\n", e.value("name", "").c_str(), e.value("fields", "").c_str());
 	}

@@ -6,8 +6,8 @@
 #include "cli/print.hpp"
 
 #include "base/sizes.hpp"
-#include "control/paths.hpp"
 #include "control/messages.hpp"
+#include "control/paths.hpp"
 #include "control/wire.hpp"
 #include "filter/parser.hpp"
 
@@ -72,7 +72,10 @@ json session_request(const char *cmd, const Args &a)
 int verb_create(const Args &a)
 {
 	const std::string out = a.output.empty() ? default_output(a.session) : absolute(a.output);
-	json r = request({{control::kCmdKey, control::cmd::kCreate}, {"session", a.session}, {"output", out}, {"snapshot", a.snapshot}});
+	json r = request({{control::kCmdKey, control::cmd::kCreate},
+	                  {"session", a.session},
+	                  {"output", out},
+	                  {"snapshot", a.snapshot}});
 	set_current_session(a.session);
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
 	       r.value("output", "").c_str());
@@ -142,7 +145,8 @@ int verb_enable_event(const Args &a, bool disable)
 		size_t start = 0;
 		for (;;) {
 			size_t comma = p.find(',', start);
-			std::string one = p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+			std::string one =
+				p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
 			if (!one.empty())
 				patterns.push_back(one);
 			if (comma == std::string::npos)
@@ -192,11 +196,15 @@ int verb_stop(const Args &a)
 	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
 	print_lost(r["lost"]);
 	for (const auto &pid : r.value("not_detached", json::array()))
-		printf("  warning: program %d did not detach in time; its last events may be incomplete\n", pid.get<int>());
+		printf("  warning: program %d did not detach in time; its last events may be incomplete\n",
+		       pid.get<int>());
 	if (r.value("disk_full", false)) {
 		fflush(stdout);
-		throw CliError("the disk holding " + request({{control::kCmdKey, control::cmd::kStatus}, {"session", r.value("session", "")}}).value("output", std::string()) +
-		               " is full: the trace may miss packets; free some space (or use another --output) and trace again");
+		throw CliError(
+			"the disk holding " +
+			request({{control::kCmdKey, control::cmd::kStatus}, {"session", r.value("session", "")}})
+				.value("output", std::string()) +
+			" is full: the trace may miss packets; free some space (or use another --output) and trace again");
 	}
 	return 0;
 }
@@ -224,7 +232,8 @@ int verb_list(const Args &a)
 int verb_snapshot_record(const Args &a)
 {
 	json r = request(session_request(control::cmd::kSnapshotRecord, a));
-	printf("Snapshot of session '%s' recorded in %s\n", r.value("session", "").c_str(), r.value("path", "").c_str());
+	printf("Snapshot of session '%s' recorded in %s\n", r.value("session", "").c_str(),
+	       r.value("path", "").c_str());
 	return 0;
 }
 
@@ -235,12 +244,13 @@ int verb_view(const Args &a)
 	if (!a.target.empty() && stat(a.target.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
 		path = a.target;
 	else
-		path = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}}).value("output", "");
+		path = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}})
+		               .value("output", "");
 	fflush(stdout);
 	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
 	if (errno == ENOENT)
-		throw CliError("babeltrace2 is not installed: install it (apt-get install babeltrace2) or read " + path +
-		               " with another CTF reader");
+		throw CliError("babeltrace2 is not installed: install it (apt-get install babeltrace2) or read " +
+		               path + " with another CTF reader");
 	throw CliError(std::string("cannot run babeltrace2: ") + strerror(errno));
 }
 

@@ -7,13 +7,13 @@
 namespace tracery::cli {
 
 struct Args {
-	std::string session;          // -s NAME or positional NAME
-	std::string output;           // create --output
-	bool snapshot = false;        // create --snapshot
-	bool all = false;             // destroy --all, enable-event -a
-	bool userspace = false;       // -u (the only domain there is)
-	bool kernel = false;          // -k (not there yet)
-	std::string channel;          // -c / enable-channel NAME
+	std::string session;    // -s NAME or positional NAME
+	std::string output;     // create --output
+	bool snapshot = false;  // create --snapshot
+	bool all = false;       // destroy --all, enable-event -a
+	bool userspace = false; // -u (the only domain there is)
+	bool kernel = false;    // -k (not there yet)
+	std::string channel;    // -c / enable-channel NAME
 	std::vector<std::string> patterns;
 	std::string filter;
 	std::string subbuf_size, num_subbuf;

@@ -42,7 +42,7 @@
 
 #include "base/tick_scale.hpp"
 
-#ifndef TRACERY_CLOCK_HAVE_TSC  // -DTRACERY_CLOCK_HAVE_TSC=0 builds the vdso-only variant
+#ifndef TRACERY_CLOCK_HAVE_TSC // -DTRACERY_CLOCK_HAVE_TSC=0 builds the vdso-only variant
 #if defined(__x86_64__)
 #define TRACERY_CLOCK_HAVE_TSC 1
 #else
@@ -85,9 +85,9 @@ TickUnit preferred_tick_unit() noexcept;
 // tsc-ordered backend when that is this process's backend. A build without TSC support reads
 // ns for both units: its traces are then wrong, which a daemon of the same build never asks.
 TickSource tick_source(TickUnit unit) noexcept;
-const char* tick_unit_name(TickUnit unit) noexcept;  // "ns" or "tsc"
+const char *tick_unit_name(TickUnit unit) noexcept; // "ns" or "tsc"
 // The unit tick_unit_name() names; false for any other name.
-bool parse_tick_unit(std::string_view name, TickUnit& unit) noexcept;
+bool parse_tick_unit(std::string_view name, TickUnit &unit) noexcept;
 
 // A timestamp of the trace: now() or the TSC. Hot path; defined inline below.
 inline uint64_t ticks(TickSource source) noexcept;
@@ -114,19 +114,19 @@ void resync() noexcept;
 // clock is then less accurate during the first second (see report()).
 uint64_t resync_interval_ns() noexcept;
 
-Backend backend() noexcept;           // vdso before init()
-const char* backend_name() noexcept;  // "tsc", "tsc-ordered" or "vdso"
-const char* backend_name(Backend b) noexcept;
+Backend backend() noexcept;          // vdso before init()
+const char *backend_name() noexcept; // "tsc", "tsc-ordered" or "vdso"
+const char *backend_name(Backend b) noexcept;
 
 // CLOCK_REALTIME - now(), in ns, measured at the time of the call (for the CTF clock offset).
 int64_t realtime_offset_ns() noexcept;
 
 // Cost of one read with each backend (median over repeated timed loops of now()).
 struct BackendCost {
-  Backend backend;
-  const char* name;
-  bool available;      // false: tsc backends on a non-x86-64 build
-  double ns_per_read;  // 0 when unavailable
+	Backend backend;
+	const char *name;
+	bool available;     // false: tsc backends on a non-x86-64 build
+	double ns_per_read; // 0 when unavailable
 };
 std::vector<BackendCost> measure_backends();
 
@@ -135,51 +135,52 @@ std::vector<BackendCost> measure_backends();
 std::string report();
 
 struct Stats {
-  Backend backend = Backend::vdso;
-  bool initialized = false;
-  bool forced = false;               // chosen through TRACERY_CLOCK
-  bool tsc_eligible = false;         // clocksource tsc, constant+nonstop TSC, serializing lfence
-  const char* tsc_note = "";         // why (not) eligible
-  double tsc_hz = 0;                 // current estimate of the TSC rate (CLOCK_MONOTONIC Hz)
-  double init_cost_vdso_ns = 0;      // per-read costs measured at init (0: not measured)
-  double init_cost_tsc_ns = 0;       // of the tsc backend init() chose or was asked for
-  uint64_t calibration_ns = 0;       // duration of the initial calibration
-  uint64_t calibration_samples = 0;  // samples kept for the regression
-  double anchor_uncertainty_ns = 0;  // width of the last CLOCK_MONOTONIC bracket
-  uint64_t resyncs = 0;              // parameter blocks published by resync()
-  uint64_t resyncs_skipped = 0;      // too close to the previous one, or noisy measurement
-  uint64_t steps_forward = 0;        // corrections too large to slew (clock behind)
-  uint64_t late_publishes = 0;       // writer descheduled near the switch point (see .cpp)
-  double last_error_ns = 0;          // now() - CLOCK_MONOTONIC measured by the last resync
-  double max_abs_error_ns = 0;       // largest |error| seen by any resync
+	Backend backend = Backend::vdso;
+	bool initialized = false;
+	bool forced = false;              // chosen through TRACERY_CLOCK
+	bool tsc_eligible = false;        // clocksource tsc, constant+nonstop TSC, serializing lfence
+	const char *tsc_note = "";        // why (not) eligible
+	double tsc_hz = 0;                // current estimate of the TSC rate (CLOCK_MONOTONIC Hz)
+	double init_cost_vdso_ns = 0;     // per-read costs measured at init (0: not measured)
+	double init_cost_tsc_ns = 0;      // of the tsc backend init() chose or was asked for
+	uint64_t calibration_ns = 0;      // duration of the initial calibration
+	uint64_t calibration_samples = 0; // samples kept for the regression
+	double anchor_uncertainty_ns = 0; // width of the last CLOCK_MONOTONIC bracket
+	uint64_t resyncs = 0;             // parameter blocks published by resync()
+	uint64_t resyncs_skipped = 0;     // too close to the previous one, or noisy measurement
+	uint64_t steps_forward = 0;       // corrections too large to slew (clock behind)
+	uint64_t late_publishes = 0;      // writer descheduled near the switch point (see .cpp)
+	double last_error_ns = 0;         // now() - CLOCK_MONOTONIC measured by the last resync
+	double max_abs_error_ns = 0;      // largest |error| seen by any resync
 };
 Stats stats();
 
 namespace detail {
 
-inline constexpr unsigned kFracBits = 40;  // fixed-point ns per cycle: m = ns/cycle * 2^40
+inline constexpr unsigned kFracBits = 40; // fixed-point ns per cycle: m = ns/cycle * 2^40
 
 // Piecewise-linear map TSC -> ns (fixed point, value = ns + frac / 2^40):
 //   t <  t_sw : F(t_sw) + max(t - t_sw, d_min) * m0   (continuation of the previous block)
 //   t_sw <= t < t_end : F(t_sw) + (t - t_sw) * m1     (slew segment)
 //   t >= t_end : F(t_end) + (t - t_end) * m2          (steady rate)
 struct ParamBlock {
-  std::atomic<uint64_t> t_sw, ns_sw, frac_sw, m0, m1;
-  std::atomic<int64_t> d_min;
-  std::atomic<uint64_t> t_end, ns_end, frac_end, m2;
+	std::atomic<uint64_t> t_sw, ns_sw, frac_sw, m0, m1;
+	std::atomic<int64_t> d_min;
+	std::atomic<uint64_t> t_end, ns_end, frac_end, m2;
 };
 
 struct alignas(64) State {
-  std::atomic<uint32_t> mode;  // Backend; vdso (0) until init() picks tsc
-  std::atomic<uint32_t> seq;   // latch sequence: readers use block[seq & 1]
-  ParamBlock block[2];
+	std::atomic<uint32_t> mode; // Backend; vdso (0) until init() picks tsc
+	std::atomic<uint32_t> seq;  // latch sequence: readers use block[seq & 1]
+	ParamBlock block[2];
 };
 extern State g_state;
 
-inline uint64_t now_vdso() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+inline uint64_t now_vdso() noexcept
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
 #if TRACERY_CLOCK_HAVE_TSC
@@ -189,9 +190,11 @@ inline uint64_t now_vdso() noexcept {
 // on this machine: inversions of up to ~115 ns in a two-thread handoff). The tsc-ordered
 // backend is only chosen on CPUs where lfence is dispatch-serializing (Intel, AMD Zen+).
 template <bool kOrdered>
-inline uint64_t read_tsc() noexcept {
-  if constexpr (kOrdered) __builtin_ia32_lfence();
-  return __builtin_ia32_rdtsc();
+inline uint64_t read_tsc() noexcept
+{
+	if constexpr (kOrdered)
+		__builtin_ia32_lfence();
+	return __builtin_ia32_rdtsc();
 }
 
 // A TSC backend regardless of the active mode (benchmarks; meaningless before init()).
@@ -200,35 +203,38 @@ inline uint64_t read_tsc() noexcept {
 // synchronises with the writer's release store, which follows its bump of seq (plain movs
 // on x86; also keeps the header usable under -fsanitize=thread, which rejects fences).
 template <bool kOrdered>
-inline uint64_t now_tsc() noexcept {
-  __extension__ typedef __int128 i128;
-  __extension__ typedef unsigned __int128 u128;
-  constexpr auto acq = std::memory_order_acquire;
-  State& st = g_state;
-  for (;;) {
-    const uint32_t s1 = st.seq.load(acq);
-    const ParamBlock& b = st.block[s1 & 1];
-    const uint64_t t = read_tsc<kOrdered>();
-    const uint64_t t_end = b.t_end.load(acq);
-    uint64_t r;
-    if (__builtin_expect(t >= t_end, 1)) {
-      const u128 p = u128(t - t_end) * b.m2.load(acq) + b.frac_end.load(acq);
-      r = b.ns_end.load(acq) + uint64_t(p >> kFracBits);
-    } else {
-      int64_t d = int64_t(t - b.t_sw.load(acq));
-      uint64_t m;
-      if (d < 0) {
-        m = b.m0.load(acq);
-        const int64_t d_min = b.d_min.load(acq);
-        if (d < d_min) d = d_min;
-      } else {
-        m = b.m1.load(acq);
-      }
-      const i128 p = i128(d) * i128(m) + i128(b.frac_sw.load(acq));
-      r = b.ns_sw.load(acq) + uint64_t(int64_t(p >> kFracBits));
-    }
-    if (__builtin_expect(st.seq.load(std::memory_order_relaxed) == s1, 1)) return r;
-  }
+inline uint64_t now_tsc() noexcept
+{
+	__extension__ typedef __int128 i128;
+	__extension__ typedef unsigned __int128 u128;
+	constexpr auto acq = std::memory_order_acquire;
+	State &st = g_state;
+	for (;;) {
+		const uint32_t s1 = st.seq.load(acq);
+		const ParamBlock &b = st.block[s1 & 1];
+		const uint64_t t = read_tsc<kOrdered>();
+		const uint64_t t_end = b.t_end.load(acq);
+		uint64_t r;
+		if (__builtin_expect(t >= t_end, 1)) {
+			const u128 p = u128(t - t_end) * b.m2.load(acq) + b.frac_end.load(acq);
+			r = b.ns_end.load(acq) + uint64_t(p >> kFracBits);
+		} else {
+			int64_t d = int64_t(t - b.t_sw.load(acq));
+			uint64_t m;
+			if (d < 0) {
+				m = b.m0.load(acq);
+				const int64_t d_min = b.d_min.load(acq);
+				if (d < d_min)
+					d = d_min;
+			} else {
+				m = b.m1.load(acq);
+			}
+			const i128 p = i128(d) * i128(m) + i128(b.frac_sw.load(acq));
+			r = b.ns_sw.load(acq) + uint64_t(int64_t(p >> kFracBits));
+		}
+		if (__builtin_expect(st.seq.load(std::memory_order_relaxed) == s1, 1))
+			return r;
+	}
 }
 #endif
 
@@ -241,28 +247,33 @@ void reset_for_testing();
 // backend or while a previous block's switch point is less than ~1 ms away.
 bool perturb_for_testing(int64_t ahead_ns);
 
-}  // namespace detail
+} // namespace detail
 
 namespace detail {
 // now() with any backend but tsc: out of line, so that the common case inlines to rdtsc and the
 // scaling alone (no call, no stack frame of its own in the caller).
 [[gnu::noinline]] uint64_t now_other() noexcept;
-}  // namespace detail
+} // namespace detail
 
-inline uint64_t now() noexcept {
+inline uint64_t now() noexcept
+{
 #if TRACERY_CLOCK_HAVE_TSC
-  const uint32_t mode = detail::g_state.mode.load(std::memory_order_acquire);
-  if (__builtin_expect(mode == uint32_t(Backend::tsc), 1)) return detail::now_tsc<false>();
+	const uint32_t mode = detail::g_state.mode.load(std::memory_order_acquire);
+	if (__builtin_expect(mode == uint32_t(Backend::tsc), 1))
+		return detail::now_tsc<false>();
 #endif
-  return detail::now_other();
+	return detail::now_other();
 }
 
-inline uint64_t ticks(TickSource source) noexcept {
+inline uint64_t ticks(TickSource source) noexcept
+{
 #if TRACERY_CLOCK_HAVE_TSC
-  if (__builtin_expect(source == TickSource::tsc, 1)) return detail::read_tsc<false>();
-  if (source == TickSource::tsc_ordered) return detail::read_tsc<true>();
+	if (__builtin_expect(source == TickSource::tsc, 1))
+		return detail::read_tsc<false>();
+	if (source == TickSource::tsc_ordered)
+		return detail::read_tsc<true>();
 #endif
-  return now();
+	return now();
 }
 
-}  // namespace tracery::clock
+} // namespace tracery::clock

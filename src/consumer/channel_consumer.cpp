@@ -1,8 +1,8 @@
 // consumer/channel_consumer.cpp — sub-buffers to CTF packets. See channel_consumer.hpp.
 #include "consumer/channel_consumer.hpp"
 
-#include "clock/trace_clock.hpp"
 #include "base/background_thread.hpp"
+#include "clock/trace_clock.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -25,8 +25,7 @@ uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns)
 	return std::clamp(next, kMinPollNs, kMaxPollNs);
 }
 
-ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink,
-                                 clock::TickSource ticks)
+ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks)
 	: channel_(channel), sink_(std::move(sink)), ticks_(ticks)
 {
 	const uint32_t n = channel_.config().num_cpus;

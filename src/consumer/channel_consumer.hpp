@@ -78,7 +78,7 @@ private:
 	pthread_t thread_{};
 	bool thread_running_ = false;
 	std::atomic<bool> stop_{false};
-	std::mutex busy_;                   // held by the thread except while it waits for data
+	std::mutex busy_;                  // held by the thread except while it waits for data
 	std::binary_semaphore started_{0}; // released by the thread once it runs
 	bool failed_ = false;
 };

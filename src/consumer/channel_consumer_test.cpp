@@ -83,7 +83,8 @@ std::unique_ptr<ringbuf::Channel> small_channel()
 bool write_record(ringbuf::Channel &ch, uint64_t ts, uint32_t payload, uint8_t fill)
 {
 	ringbuf::Channel::Reservation r;
-	if (!ch.reserve(0, payload, true, [ts] { return ts; }, r))
+	if (!ch.reserve(
+		    0, payload, true, [ts] { return ts; }, r))
 		return false;
 	std::memset(r.slot, 0xEE, r.header_size);
 	std::memset(r.slot + r.header_size, fill, payload);
@@ -192,9 +193,9 @@ TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)
 	const std::vector<uint8_t> file = read_file(dir.path + "/chan_42_2");
 	ASSERT_EQ(file.size(), 2 * ctf::kPacketPrefixSize + sizeof events);
 	EXPECT_EQ(base::load_le<uint32_t>(file.data()), ctf::kPacketMagic);
-	EXPECT_EQ(base::load_le<uint32_t>(file.data() + 20), 3u);                 // stream_id
-	EXPECT_EQ(base::load_le<uint64_t>(file.data() + 24), (7u << 16) + 2);     // stream_instance_id
-	EXPECT_EQ(base::load_le<uint64_t>(file.data() + 48), (84u + 5u) * 8);     // content_size, bits
+	EXPECT_EQ(base::load_le<uint32_t>(file.data() + 20), 3u);             // stream_id
+	EXPECT_EQ(base::load_le<uint64_t>(file.data() + 24), (7u << 16) + 2); // stream_instance_id
+	EXPECT_EQ(base::load_le<uint64_t>(file.data() + 48), (84u + 5u) * 8); // content_size, bits
 	EXPECT_EQ(std::memcmp(file.data() + ctf::kPacketPrefixSize, events, sizeof events), 0);
 
 	EXPECT_THROW(sink.write_packet(4, info, events, 1), std::out_of_range); // no such CPU

@@ -14,9 +14,9 @@ ctf::StreamWriter &FileSink::stream(uint32_t cpu)
 		throw std::out_of_range("stream of CPU " + std::to_string(cpu) + " in a channel of " +
 		                        std::to_string(streams_.size()) + " CPUs");
 	if (!streams_[cpu]) {
-		streams_[cpu] = std::make_unique<ctf::StreamWriter>(
-			files_.dir, files_.file_prefix + "_" + std::to_string(cpu), files_.uuid, files_.stream_id,
-			files_.instance_base + cpu);
+		streams_[cpu] =
+			std::make_unique<ctf::StreamWriter>(files_.dir, files_.file_prefix + "_" + std::to_string(cpu),
+		                                            files_.uuid, files_.stream_id, files_.instance_base + cpu);
 	}
 	return *streams_[cpu];
 }

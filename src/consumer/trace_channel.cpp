@@ -6,8 +6,8 @@
 
 namespace tracery::consumer {
 
-std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size,
-                                                       ringbuf::Mode mode, const std::string &name)
+std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
+                                                       const std::string &name)
 {
 	ringbuf::Config c{};
 	c.num_cpus = base::possible_cpus();

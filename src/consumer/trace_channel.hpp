@@ -11,7 +11,7 @@
 
 namespace tracery::consumer {
 
-std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size,
-                                                       ringbuf::Mode mode, const std::string &name);
+std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
+                                                       const std::string &name);
 
 } // namespace tracery::consumer

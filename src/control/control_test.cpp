@@ -72,9 +72,9 @@ TEST(Wire, HexRoundTrips)
 	std::string back;
 	ASSERT_TRUE(control::from_hex(control::to_hex(bytes), back));
 	EXPECT_EQ(back, bytes);
-	EXPECT_FALSE(control::from_hex("abc", back));  // odd length
-	EXPECT_FALSE(control::from_hex("0g", back));   // not a digit
-	EXPECT_FALSE(control::from_hex("0A", back));   // uppercase is not what we write
+	EXPECT_FALSE(control::from_hex("abc", back)); // odd length
+	EXPECT_FALSE(control::from_hex("0g", back));  // not a digit
+	EXPECT_FALSE(control::from_hex("0A", back));  // uppercase is not what we write
 }
 
 } // namespace

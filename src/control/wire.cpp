@@ -232,9 +232,7 @@ std::string to_hex(std::string_view bytes)
 
 bool from_hex(std::string_view hex, std::string &bytes)
 {
-	auto value = [](char c) {
-		return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-	};
+	auto value = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
 	if (hex.size() % 2)
 		return false;
 	bytes.clear();

@@ -16,26 +16,26 @@
 #include <string>
 #include <vector>
 
-#include "event/context.hpp"
 #include "ctf/event_header.hpp"
-#include "event/payload.hpp"
 #include "ctf/metadata.hpp"
 #include "ctf/trace_dir.hpp"
+#include "event/context.hpp"
+#include "event/payload.hpp"
 #include "tracery/tracepoint.h"
 
 // An event declared with the public macros: its descriptor is what the
 // runtime would hand to the writer.
 TRACERY_ENUM_LABELS(rt_color, {"red", 0, 0}, {"green", 1, 1}, {"blue \"b\"", 2, 2});
 TRACERY_EVENT(rt, macro_event, TRACERY_U64(id), TRACERY_STRING(path), TRACERY_SEQUENCE(S32, values),
-              TRACERY_ENUM(rt_color, U8, color), TRACERY_BLOB(data), TRACERY_ARRAY(U16, arr, 3),
-              TRACERY_BOOL(flag), TRACERY_DOUBLE(ratio))
+              TRACERY_ENUM(rt_color, U8, color), TRACERY_BLOB(data), TRACERY_ARRAY(U16, arr, 3), TRACERY_BOOL(flag),
+              TRACERY_DOUBLE(ratio))
 
 using namespace tracery::ctf;
 
 namespace {
 
 constexpr int64_t kClockOffsetNs = 1700000000123456789; // 2023-11-14T22:13:20.123456789Z
-constexpr const char *kProcname = "rt-proc\xff";           // invalid UTF-8: recorded as "rt-proc?"
+constexpr const char *kProcname = "rt-proc\xff";        // invalid UTF-8: recorded as "rt-proc?"
 constexpr int32_t kVpid = 4242;
 
 std::string hex(std::string_view s)
@@ -114,7 +114,7 @@ tracery_arg cstr(const char *s) { return tracery_arg{s, s ? static_cast<uint32_t
 class StreamBuilder {
 public:
 	StreamBuilder(uint32_t stream_class, uint64_t instance, tracery::event::ContextOptions ctx, uint32_t cpu)
-	    : sc_(stream_class), instance_(instance), ctx_(ctx), cpu_(cpu)
+		: sc_(stream_class), instance_(instance), ctx_(ctx), cpu_(cpu)
 	{
 		expected_.push_back("B " + sid());
 	}
@@ -128,8 +128,8 @@ public:
 		info_.seq = seq_;
 		prev_ts_ = ts_begin;
 		packet_lines_.clear();
-		packet_lines_.push_back("P " + sid() + " " + std::to_string(ts_begin) + " {cpu_id=" +
-		                        std::to_string(cpu_) + "}");
+		packet_lines_.push_back("P " + sid() + " " + std::to_string(ts_begin) +
+		                        " {cpu_id=" + std::to_string(cpu_) + "}");
 	}
 
 	// Appends one event; the header is compact when a reader can decode it.
@@ -140,7 +140,8 @@ public:
 		ASSERT_TRUE(layout.valid());
 		const bool compact = can_use_compact_header(id, prev_ts_, ts);
 		(compact ? compact_events : extended_events)++;
-		const size_t size = event_header_size(compact) + tracery::event::context_size(ctx_) + layout.payload_size(args);
+		const size_t size =
+			event_header_size(compact) + tracery::event::context_size(ctx_) + layout.payload_size(args);
 		const size_t off = bytes_.size();
 		bytes_.resize(off + size);
 		uint8_t *p = bytes_.data() + off;
@@ -285,22 +286,32 @@ const tracery_field_desc kContainersFields[] = {
 	{"dseq", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_DOUBLE, 0, nullptr},
 	{"clip", TRACERY_TYPE_ENUM, TRACERY_TYPE_U8, 0, &kClipEnum},
 };
-const tracery_event_desc kContainers{"rt", "containers", kContainersFields, 8, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+const tracery_event_desc kContainers{"rt",    "containers", kContainersFields, 8, 0, nullptr,
+                                     nullptr, nullptr,      TRACERY_GATE_ARGS};
 
 // Names that are TSDL keywords, not identifiers, duplicated, or colliding
 // with the generated count field of a sequence.
 const tracery_field_desc kWeirdFields[] = {
-	{"struct", TRACERY_TYPE_U8, 0, 0, nullptr},    {"Bool", TRACERY_TYPE_U8, 0, 0, nullptr},
-	{"my-field", TRACERY_TYPE_U8, 0, 0, nullptr},  {"1st", TRACERY_TYPE_U8, 0, 0, nullptr},
-	{"", TRACERY_TYPE_U8, 0, 0, nullptr},          {"x", TRACERY_TYPE_U8, 0, 0, nullptr},
-	{"x", TRACERY_TYPE_U8, 0, 0, nullptr},         {"gr\xc3\xb6\xc3\x9f" "e", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"struct", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"Bool", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"my-field", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"1st", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"x", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"x", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"gr\xc3\xb6\xc3\x9f"
+         "e",
+         TRACERY_TYPE_U8, 0, 0, nullptr},
 	{"s", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U8, 0, nullptr},
-	{"_s_length", TRACERY_TYPE_U8, 0, 0, nullptr}, {"uint32_t", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"_s_length", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"uint32_t", TRACERY_TYPE_U8, 0, 0, nullptr},
 };
-const tracery_event_desc kWeird{"rt", "weird \"names\"", kWeirdFields, 11, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+const tracery_event_desc kWeird{"rt",    "weird \"names\"", kWeirdFields,     11, 0, nullptr,
+                                nullptr, nullptr,           TRACERY_GATE_ARGS};
 
 const tracery_field_desc kExtendedFields[] = {{"v", TRACERY_TYPE_U32, 0, 0, nullptr}};
-const tracery_event_desc kExtendedOnly{"rt", "extended_only", kExtendedFields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+const tracery_event_desc kExtendedOnly{"rt",    "extended_only", kExtendedFields,  1, 0, nullptr,
+                                       nullptr, nullptr,         TRACERY_GATE_ARGS};
 
 const tracery_event_desc kNoFields{"rt", "no_fields", nullptr, 0, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
@@ -320,20 +331,27 @@ struct Trace {
 };
 
 // Event ids in stream class 0 (0..30 can use compact headers).
-constexpr uint32_t kIdInts = 0, kIdReals = 1, kIdStrings = 2, kIdContainers = 3, kIdMacro = 4,
-                   kIdWeird = 30, kIdExtendedOnly = 31, kIdNoFields = 1000;
+constexpr uint32_t kIdInts = 0, kIdReals = 1, kIdStrings = 2, kIdContainers = 3, kIdMacro = 4, kIdWeird = 30,
+		   kIdExtendedOnly = 31, kIdNoFields = 1000;
 // Event ids in stream class 1.
 constexpr uint32_t kIdLate = 0, kIdLateStr = 1;
 
 constexpr uint64_t kT0 = 5'000'000'000; // first timestamp of stream 0 (ns on the clock)
 
-void ints_event(StreamBuilder &s, uint64_t ts, uint8_t u8, uint16_t u16, uint32_t u32, uint64_t u64,
-                int8_t s8, int16_t s16, int32_t s32, int64_t s64)
+void ints_event(StreamBuilder &s, uint64_t ts, uint8_t u8, uint16_t u16, uint32_t u32, uint64_t u64, int8_t s8,
+                int16_t s16, int32_t s32, int64_t s64)
 {
 	const tracery_arg a[] = {val(u8), val(u16), val(u32), val(u64), val(s8), val(s16), val(s32), val(s64)};
 	s.event(kIdInts, ts, kInts, a,
-	        Fields().num("u8", u8).num("u16", u16).num("u32", u32).num("u64", u64).num("s8", s8)
-	                .num("s16", s16).num("s32", s32).num("s64", s64).text());
+	        Fields().num("u8", u8)
+	                .num("u16", u16)
+	                .num("u32", u32)
+	                .num("u64", u64)
+	                .num("s8", s8)
+	                .num("s16", s16)
+	                .num("s32", s32)
+	                .num("s64", s64)
+	                .text());
 }
 
 void reals_event(StreamBuilder &s, uint64_t ts, float f, double d, bool b)
@@ -369,7 +387,9 @@ void emit_stream0(StreamBuilder &s, StreamWriter &w)
 	reals_event(s, T + 70, 1.5f, -2.25, false);
 	strings_event(s, T + 80, cstr(""), cstr(nullptr), "", "");
 	strings_event(s, T + 90, cstr("h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80"),
-	              cstr("\xff\xfe" "ab\xc3"), "h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80", "??ab?");
+	              cstr("\xff\xfe"
+	                   "ab\xc3"),
+	              "h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80", "??ab?");
 	strings_event(s, T + 100, cstr("quote \" backslash \\ tab\tnewline\n"), tracery_arg{"abc\0def", 7},
 	              "quote \" backslash \\ tab\tnewline\n", "abc");
 	strings_event(s, T + 110, tracery_arg{"truncated", 5}, cstr("\x01\x1f\x7f"), "trunc", "\x01\x1f\x7f");
@@ -385,15 +405,20 @@ void emit_stream0(StreamBuilder &s, StreamWriter &w)
 		const uint64_t eu = UINT64_MAX;
 		const double dseq[2] = {0.5, -inf};
 		const uint8_t clip = 255;
-		const tracery_arg a[] = {{arr, 3}, {seq16, 4}, {seq64, 2}, {blob, 5}, val(es), val(eu), {dseq, 2}, val(clip)};
+		const tracery_arg a[] = {{arr, 3}, {seq16, 4}, {seq64, 2}, {blob, 5},
+		                         val(es),  val(eu),    {dseq, 2},  val(clip)};
 		s.event(kIdContainers, T2, kContainers, a,
 		        Fields().arr("arr", std::vector<int64_t>{-1, 0, INT32_MAX})
-		                .num("_seq16_length", 4).arr("seq16", std::vector<int>{0, 1, 65535, 7})
-		                .num("_seq64_length", 2).arr("seq64", std::vector<int64_t>{INT64_MIN, -5})
-		                .num("_blob_length", 5).arr("blob", std::vector<int>{0, 255, 16, 171, 127})
+		                .num("_seq16_length", 4)
+		                .arr("seq16", std::vector<int>{0, 1, 65535, 7})
+		                .num("_seq64_length", 2)
+		                .arr("seq64", std::vector<int64_t>{INT64_MIN, -5})
+		                .num("_blob_length", 5)
+		                .arr("blob", std::vector<int>{0, 255, 16, 171, 127})
 		                .enm("es", "7", {"odd \"q\" \\ \xc3\xa9", "small"})
 		                .enm("eu", std::to_string(UINT64_MAX), {"max"})
-		                .num("_dseq_length", 2).raw("dseq", "[" + real_value(0.5) + "," + real_value(-inf) + "]")
+		                .num("_dseq_length", 2)
+		                .raw("dseq", "[" + real_value(0.5) + "," + real_value(-inf) + "]")
 		                .enm("clip", "255", {"big"})
 		                .text());
 	}
@@ -403,14 +428,20 @@ void emit_stream0(StreamBuilder &s, StreamWriter &w)
 		const uint64_t eu = 11;
 		const uint16_t none = 0;
 		const uint8_t clip = 3;
-		const tracery_arg a[] = {{nullptr, 3}, {&none, 0}, {nullptr, 5}, {nullptr, 0}, val(es), val(eu), {nullptr, 0}, val(clip)};
+		const tracery_arg a[] = {{nullptr, 3}, {&none, 0}, {nullptr, 5}, {nullptr, 0},
+		                         val(es),      val(eu),    {nullptr, 0}, val(clip)};
 		s.event(kIdContainers, T2 + 1, kContainers, a,
 		        Fields().arr("arr", std::vector<int>{0, 0, 0})
-		                .num("_seq16_length", 0).raw("seq16", "[]")
-		                .num("_seq64_length", 0).raw("seq64", "[]")
-		                .num("_blob_length", 0).raw("blob", "[]")
-		                .enm("es", "100", {""}).enm("eu", "11", {})
-		                .num("_dseq_length", 0).raw("dseq", "[]")
+		                .num("_seq16_length", 0)
+		                .raw("seq16", "[]")
+		                .num("_seq64_length", 0)
+		                .raw("seq64", "[]")
+		                .num("_blob_length", 0)
+		                .raw("blob", "[]")
+		                .enm("es", "100", {""})
+		                .enm("eu", "11", {})
+		                .num("_dseq_length", 0)
+		                .raw("dseq", "[]")
 		                .enm("clip", "3", {"ok"})
 		                .text());
 	}
@@ -423,12 +454,17 @@ void emit_stream0(StreamBuilder &s, StreamWriter &w)
 		g_fire_stream = &s;
 		g_fire_id = kIdMacro;
 		g_fire_ts = T2 + 2;
-		g_fire_expected = Fields().num("id", 77).str("path", "/index.html")
-		                          .num("_values_length", 3).arr("values", std::vector<int>{-3, 0, 3})
+		g_fire_expected = Fields().num("id", 77)
+		                          .str("path", "/index.html")
+		                          .num("_values_length", 3)
+		                          .arr("values", std::vector<int>{-3, 0, 3})
 		                          .enm("color", "2", {"blue \"b\""})
-		                          .num("_data_length", 2).arr("data", std::vector<int>{1, 254})
+		                          .num("_data_length", 2)
+		                          .arr("data", std::vector<int>{1, 254})
 		                          .arr("arr", std::vector<int>{1, 2, 65535})
-		                          .num("flag", 1).real("ratio", 0.25).text();
+		                          .num("flag", 1)
+		                          .real("ratio", 0.25)
+		                          .text();
 		TRACERY_EMIT(rt, macro_event, 77, "/index.html", values, 3, 2, data, 2, arr, true, 0.25);
 		g_fire_stream = nullptr;
 	}
@@ -442,9 +478,19 @@ void emit_stream0(StreamBuilder &s, StreamWriter &w)
 			a[i] = val(v[i]);
 		a[8] = {seq, 2};
 		s.event(kIdWeird, T2 + 3, kWeird, a,
-		        Fields().num("struct", 1).num("Bool_", 2).num("my_field", 3).num("1st", 4).num("field", 5)
-		                .num("x", 6).num("x_2", 7).num("gr____e", 8).num("_s_length_2", 2)
-		                .arr("s", std::vector<int>{42, 43}).num("_s_length", 10).num("uint32_t", 11).text());
+		        Fields().num("struct", 1)
+		                .num("Bool_", 2)
+		                .num("my_field", 3)
+		                .num("1st", 4)
+		                .num("field", 5)
+		                .num("x", 6)
+		                .num("x_2", 7)
+		                .num("gr____e", 8)
+		                .num("_s_length_2", 2)
+		                .arr("s", std::vector<int>{42, 43})
+		                .num("_s_length", 10)
+		                .num("uint32_t", 11)
+		                .text());
 	}
 	{
 		const uint32_t v = 31;
@@ -526,9 +572,14 @@ protected:
 
 		std::string text = mw.preamble() + MetadataWriter::stream_class(0, {true, true, true});
 		for (auto [id, desc] : std::initializer_list<std::pair<uint32_t, const tracery_event_desc *>>{
-			     {kIdInts, &kInts}, {kIdReals, &kReals}, {kIdStrings, &kStrings},
-			     {kIdContainers, &kContainers}, {kIdMacro, &tracery_event__rt__macro_event},
-			     {kIdWeird, &kWeird}, {kIdExtendedOnly, &kExtendedOnly}, {kIdNoFields, &kNoFields}})
+			     {kIdInts, &kInts},
+			     {kIdReals, &kReals},
+			     {kIdStrings, &kStrings},
+			     {kIdContainers, &kContainers},
+			     {kIdMacro, &tracery_event__rt__macro_event},
+			     {kIdWeird, &kWeird},
+			     {kIdExtendedOnly, &kExtendedOnly},
+			     {kIdNoFields, &kNoFields}})
 			text += MetadataWriter::event_class(0, id, *desc);
 		text += MetadataWriter::stream_class(1, {});
 		dir.write_metadata(text);
@@ -650,8 +701,8 @@ TEST_F(CtfRoundtrip, Bt2ExactValues)
 	if (system("/usr/bin/python3 -c 'import bt2' >/dev/null 2>&1") != 0)
 		GTEST_SKIP() << "/usr/bin/python3 has no bt2 module (python3-bt2): cannot check exact values";
 	std::string out, err;
-	const int rc = run(std::string("/usr/bin/python3 '") + TRACERY_CTF_DUMP_SCRIPT + "' '" + trace_.dir + "'",
-	                   &out, &err);
+	const int rc =
+		run(std::string("/usr/bin/python3 '") + TRACERY_CTF_DUMP_SCRIPT + "' '" + trace_.dir + "'", &out, &err);
 	ASSERT_EQ(rc, 0) << err;
 	EXPECT_EQ(err, "");
 

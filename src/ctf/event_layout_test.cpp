@@ -6,11 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include "event/context.hpp"
-#include "ctf/event_header.hpp"
-#include "event/payload.hpp"
-#include "ctf/packet.hpp"
 #include "base/utf8.hpp"
+#include "ctf/event_header.hpp"
+#include "ctf/packet.hpp"
+#include "event/context.hpp"
+#include "event/payload.hpp"
 
 using namespace tracery::ctf;
 using Bytes = std::vector<uint8_t>;
@@ -34,8 +34,8 @@ tracery_field_desc field(const char *name, uint8_t type, uint8_t elem = 0, uint3
 
 tracery_event_desc event(const std::vector<tracery_field_desc> &fields)
 {
-	return tracery_event_desc{"prov", "ev", fields.data(), static_cast<uint32_t>(fields.size()), 0,
-	                          nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	return tracery_event_desc{"prov",  "ev",    fields.data(),    static_cast<uint32_t>(fields.size()), 0, nullptr,
+	                          nullptr, nullptr, TRACERY_GATE_ARGS};
 }
 
 // Encodes with the free functions and with tracery::event::EventLayout; checks they agree.
@@ -89,8 +89,7 @@ TEST(EventHeader, ExtendedLayout)
 	          (Bytes{0x1F, 0x78, 0x56, 0x34, 0x12, 0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01}));
 	EXPECT_EQ(header(2, UINT64_MAX, false),
 	          (Bytes{0x1F, 2, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}));
-	EXPECT_EQ(header(UINT32_MAX, 0, false),
-	          (Bytes{0x1F, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0}));
+	EXPECT_EQ(header(UINT32_MAX, 0, false), (Bytes{0x1F, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0}));
 }
 
 TEST(EventHeader, CompactChoice)
@@ -139,8 +138,7 @@ TEST(EventContext, Procname)
 {
 	Bytes b(18, 0xAA);
 	// 16 bytes of name, the 17th byte is always NUL.
-	const char longname[17] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i',
-	                           'j', 'k', 'l', 'm', 'n', 'o', 'p', 'X'};
+	const char longname[17] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'X'};
 	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, longname);
 	EXPECT_EQ(std::memcmp(b.data(), "abcdefghijklmnop", 16), 0);
 	EXPECT_EQ(b[16], 0);
@@ -156,7 +154,8 @@ TEST(EventContext, Procname)
 	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, nullptr);
 	EXPECT_EQ(Bytes(b.begin(), b.begin() + 17), Bytes(17, 0));
 	// Invalid UTF-8 replaced; valid UTF-8 kept.
-	const char bad[17] = "\xff" "a\xc3\xa9";
+	const char bad[17] = "\xff"
+			     "a\xc3\xa9";
 	tracery::event::write_context(b.data(), {false, false, true}, 0, 0, bad);
 	EXPECT_EQ(Bytes(b.begin(), b.begin() + 5), (Bytes{'?', 'a', 0xC3, 0xA9, 0}));
 }
@@ -200,8 +199,7 @@ TEST(Payload, FixedScalarsAreTight)
 	tracery::event::EventLayout l(d);
 	EXPECT_TRUE(l.is_fixed_size());
 	EXPECT_EQ(l.fixed_size(), 12u);
-	EXPECT_EQ(encode(d, args),
-	          (Bytes{0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0xDD, 0xCC, 0xBB, 0xAA}));
+	EXPECT_EQ(encode(d, args), (Bytes{0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0xDD, 0xCC, 0xBB, 0xAA}));
 	// Whole event: compact header 4 + payload 12 = 16 bytes; with
 	// vpid+vtid+procname context: 16 + 25 = 41 bytes.
 	EXPECT_EQ(kCompactHeaderSize + l.fixed_size(), 16u);
@@ -238,12 +236,11 @@ TEST(Payload, FloatsAndBool)
 	const std::vector<tracery_field_desc> f{field("f", TRACERY_TYPE_FLOAT), field("d", TRACERY_TYPE_DOUBLE),
 	                                        field("b", TRACERY_TYPE_BOOL), field("b2", TRACERY_TYPE_BOOL)};
 	const auto d = event(f);
-	const float fv = 1.5f;                                 // 0x3FC00000
+	const float fv = 1.5f;                                      // 0x3FC00000
 	const double dv = -std::numeric_limits<double>::infinity(); // 0xFFF0000000000000
 	const bool t = true, fa = false;
 	const tracery_arg args[] = {arg(fv), arg(dv), arg(t), arg(fa)};
-	EXPECT_EQ(encode(d, args),
-	          (Bytes{0x00, 0x00, 0xC0, 0x3F, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 1, 0}));
+	EXPECT_EQ(encode(d, args), (Bytes{0x00, 0x00, 0xC0, 0x3F, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 1, 0}));
 	// NaN payload bits are kept.
 	uint64_t nan_bits = 0x7FF8000000000123ull;
 	double nan;
@@ -279,9 +276,9 @@ TEST(Payload, Strings)
 	};
 	EXPECT_EQ(enc("hi", 2), (Bytes{'h', 'i', 0}));
 	EXPECT_EQ(enc("", 0), (Bytes{0}));
-	EXPECT_EQ(enc(nullptr, 5), (Bytes{0}));          // NULL -> ""
+	EXPECT_EQ(enc(nullptr, 5), (Bytes{0}));                // NULL -> ""
 	EXPECT_EQ(enc("hello", 3), (Bytes{'h', 'e', 'l', 0})); // cut at len
-	EXPECT_EQ(enc("a\0b", 3), (Bytes{'a', 0}));      // cut at the first NUL
+	EXPECT_EQ(enc("a\0b", 3), (Bytes{'a', 0}));            // cut at the first NUL
 	EXPECT_EQ(enc("\xc3\xa9", 2), (Bytes{0xC3, 0xA9, 0})); // valid UTF-8 kept
 	EXPECT_EQ(enc("a\xff\xfe", 3), (Bytes{'a', '?', '?', 0}));
 	EXPECT_FALSE(tracery::event::EventLayout(d).is_fixed_size());
@@ -302,11 +299,10 @@ TEST(Payload, ArraysSequencesBlobs)
 	const uint8_t blob[3] = {0xDE, 0xAD, 0x00};
 	const double dseq[1] = {2.0}; // 0x4000000000000000
 	const tracery_arg args[] = {{arr, 3}, {seq, 2}, {blob, 3}, {dseq, 1}};
-	EXPECT_EQ(encode(d, args),
-	          (Bytes{0xFF, 0xFF, 2, 0, 4, 3,                    // arr
-	                 2, 0, 0, 0, 4, 3, 2, 1, 5, 0, 0, 0,        // seq
-	                 3, 0, 0, 0, 0xDE, 0xAD, 0,                 // blob
-	                 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40}));  // dseq
+	EXPECT_EQ(encode(d, args), (Bytes{0xFF, 0xFF, 2, 0, 4,    3,                            // arr
+	                                  2,    0,    0, 0, 4,    3,    2, 1, 5, 0, 0, 0,       // seq
+	                                  3,    0,    0, 0, 0xDE, 0xAD, 0,                      // blob
+	                                  1,    0,    0, 0, 0,    0,    0, 0, 0, 0, 0, 0x40})); // dseq
 	// Empty and NULL sequences/blobs record count 0; a NULL array records zeros.
 	const tracery_arg empty[] = {{nullptr, 3}, {seq, 0}, {nullptr, 9}, {nullptr, 4}};
 	EXPECT_EQ(encode(d, empty), (Bytes{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
@@ -355,8 +351,7 @@ TEST(Payload, InvalidDescriptors)
 	EXPECT_NE(tracery::event::event_desc_error(event(enum_no_desc)), nullptr);
 	const std::vector<tracery_field_desc> enum_float{field("x", TRACERY_TYPE_ENUM, TRACERY_TYPE_FLOAT)};
 	EXPECT_NE(tracery::event::event_desc_error(event(enum_float)), nullptr);
-	const std::vector<tracery_field_desc> seq_of_string{
-		field("x", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_STRING)};
+	const std::vector<tracery_field_desc> seq_of_string{field("x", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_STRING)};
 	EXPECT_NE(tracery::event::event_desc_error(event(seq_of_string)), nullptr);
 	const std::vector<tracery_field_desc> no_name{field(nullptr, TRACERY_TYPE_U8)};
 	EXPECT_NE(tracery::event::event_desc_error(event(no_name)), nullptr);
@@ -402,13 +397,15 @@ TEST(Utf8, Sanitize)
 	auto s = [](std::string in) { return tracery::base::sanitize_utf8(in); };
 	EXPECT_EQ(s("plain ascii"), "plain ascii");
 	EXPECT_EQ(s("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
-	EXPECT_EQ(s("\x80"), "?");                   // lone continuation byte
-	EXPECT_EQ(s("\xc0\xaf"), "??");              // overlong
-	EXPECT_EQ(s("\xed\xa0\x80"), "???");         // surrogate
-	EXPECT_EQ(s("\xf4\x90\x80\x80"), "????");    // above U+10FFFF
+	EXPECT_EQ(s("\x80"), "?");                // lone continuation byte
+	EXPECT_EQ(s("\xc0\xaf"), "??");           // overlong
+	EXPECT_EQ(s("\xed\xa0\x80"), "???");      // surrogate
+	EXPECT_EQ(s("\xf4\x90\x80\x80"), "????"); // above U+10FFFF
 	EXPECT_EQ(s("\xf5"), "?");
-	EXPECT_EQ(s("a\xe2\x82"), "a??");            // truncated at the end
-	EXPECT_EQ(s("\xe2\x82" "a"), "??a");
+	EXPECT_EQ(s("a\xe2\x82"), "a??"); // truncated at the end
+	EXPECT_EQ(s("\xe2\x82"
+	            "a"),
+	          "??a");
 	EXPECT_EQ(s("\xff\xc3\xa9"), "?\xc3\xa9");
 	EXPECT_TRUE(tracery::base::is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcdefg"), 17));
 	EXPECT_FALSE(tracery::base::is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcde\x80g"), 17));

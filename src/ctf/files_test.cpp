@@ -81,8 +81,8 @@ TEST(Uuid, RandomFormatParse)
 	const Uuid a = Uuid::random(), b = Uuid::random();
 	EXPECT_NE(a, b);
 	EXPECT_FALSE(a.is_nil());
-	EXPECT_EQ(a.bytes[6] >> 4, 4);          // version 4
-	EXPECT_EQ(a.bytes[8] & 0xC0, 0x80);     // RFC 4122 variant
+	EXPECT_EQ(a.bytes[6] >> 4, 4);      // version 4
+	EXPECT_EQ(a.bytes[8] & 0xC0, 0x80); // RFC 4122 variant
 	const std::string s = a.to_string();
 	ASSERT_EQ(s.size(), 36u);
 	EXPECT_EQ(s[8], '-');

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "ctf/event_header.hpp"
-#include "event/payload.hpp"
 #include "ctf/tsdl.hpp"
+#include "event/payload.hpp"
 
 #ifndef TRACERY_VERSION_MAJOR
 #define TRACERY_VERSION_MAJOR 0
@@ -157,7 +157,9 @@ std::string MetadataWriter::preamble() const
 	m += "trace {\n"
 	     "\tmajor = 1;\n"
 	     "\tminor = 8;\n"
-	     "\tuuid = \"" + info_.uuid.to_string() + "\";\n"
+	     "\tuuid = \"" +
+	     info_.uuid.to_string() +
+	     "\";\n"
 	     "\tbyte_order = le;\n"
 	     "\tpacket.header := struct {\n"
 	     "\t\tuint32_t magic;\n"
@@ -212,8 +214,9 @@ std::string MetadataWriter::preamble() const
 	     "} align(8);\n\n";
 
 	m += "struct event_header_compact {\n"
-	     "\tenum : uint5_t { compact = 0 ... " + std::to_string(kMaxCompactId) +
-	     ", extended = " + std::to_string(kExtendedHeaderTag) + " } id;\n"
+	     "\tenum : uint5_t { compact = 0 ... " +
+	     std::to_string(kMaxCompactId) + ", extended = " + std::to_string(kExtendedHeaderTag) +
+	     " } id;\n"
 	     "\tvariant <id> {\n"
 	     "\t\tstruct {\n"
 	     "\t\t\tuint27_clock_monotonic_t timestamp;\n"
@@ -248,8 +251,7 @@ std::string MetadataWriter::stream_class(uint32_t stream_id, const event::Contex
 	return m;
 }
 
-std::string MetadataWriter::event_class(uint32_t stream_id, uint32_t event_id,
-                                        const tracery_event_desc &desc)
+std::string MetadataWriter::event_class(uint32_t stream_id, uint32_t event_id, const tracery_event_desc &desc)
 {
 	if (const char *err = event::event_desc_error(desc))
 		throw std::invalid_argument(std::string("tracery ctf: bad event descriptor: ") + err);
@@ -283,13 +285,12 @@ std::string MetadataWriter::event_class(uint32_t stream_id, uint32_t event_id,
 			m += "string " + name + ";\n";
 			break;
 		case TRACERY_TYPE_ARRAY:
-			m += std::string(scalar_tsdl_type(f.elem_type)) + " " + name + "[" +
-			     std::to_string(f.length) + "];\n";
+			m += std::string(scalar_tsdl_type(f.elem_type)) + " " + name + "[" + std::to_string(f.length) +
+			     "];\n";
 			break;
 		case TRACERY_TYPE_SEQUENCE:
 			m += "uint32_t " + length_names[i] + ";\n\t\t";
-			m += std::string(scalar_tsdl_type(f.elem_type)) + " " + name + "[" + length_names[i] +
-			     "];\n";
+			m += std::string(scalar_tsdl_type(f.elem_type)) + " " + name + "[" + length_names[i] + "];\n";
 			break;
 		case TRACERY_TYPE_BLOB:
 			m += "uint32_t " + length_names[i] + ";\n\t\t";

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/tick_scale.hpp"
-#include "event/context.hpp"
 #include "ctf/uuid.hpp"
+#include "event/context.hpp"
 #include "tracery/internal/event_desc.h"
 
 namespace tracery::ctf {
@@ -59,8 +59,7 @@ public:
 
 	// event { name = "provider:name"; id; stream_id; fields := ... }.
 	// Throws std::invalid_argument if event_desc_error(desc).
-	static std::string event_class(uint32_t stream_id, uint32_t event_id,
-	                               const tracery_event_desc &desc);
+	static std::string event_class(uint32_t stream_id, uint32_t event_id, const tracery_event_desc &desc);
 
 private:
 	TraceInfo info_;

@@ -11,13 +11,12 @@ using namespace tracery::ctf;
 
 namespace {
 
-bool contains(const std::string &text, const std::string &needle)
-{
-	return text.find(needle) != std::string::npos;
-}
+bool contains(const std::string &text, const std::string &needle) { return text.find(needle) != std::string::npos; }
 
-#define EXPECT_CONTAINS(text, needle) EXPECT_TRUE(contains(text, needle)) << "missing: " << (needle) << "\nin:\n" << (text)
-#define EXPECT_NOT_CONTAINS(text, needle) EXPECT_FALSE(contains(text, needle)) << "unexpected: " << (needle) << "\nin:\n" << (text)
+#define EXPECT_CONTAINS(text, needle) \
+	EXPECT_TRUE(contains(text, needle)) << "missing: " << (needle) << "\nin:\n" << (text)
+#define EXPECT_NOT_CONTAINS(text, needle) \
+	EXPECT_FALSE(contains(text, needle)) << "unexpected: " << (needle) << "\nin:\n" << (text)
 
 TraceInfo test_info()
 {
@@ -59,7 +58,9 @@ TEST(Tsdl, FieldNames)
 	EXPECT_EQ(tsdl_field_name("my-field.x"), "_my_field_x");
 	EXPECT_EQ(tsdl_field_name("1st"), "_1st");
 	EXPECT_EQ(tsdl_field_name(""), "_field");
-	EXPECT_EQ(tsdl_field_name("gr\xc3\xb6\xc3\x9f" "e"), "_gr____e");
+	EXPECT_EQ(tsdl_field_name("gr\xc3\xb6\xc3\x9f"
+	                          "e"),
+	          "_gr____e");
 	EXPECT_EQ(tsdl_field_name("uint32_t"), "_uint32_t");
 	FieldNameSet names;
 	EXPECT_EQ(names.unique("_x"), "_x");
@@ -75,8 +76,8 @@ TEST(Tsdl, Identifiers)
 	EXPECT_FALSE(is_tsdl_identifier("1abc"));
 	EXPECT_FALSE(is_tsdl_identifier(""));
 	EXPECT_FALSE(is_tsdl_identifier("a-b"));
-	for (const char *k : {"event", "stream", "trace", "clock", "env", "string", "integer", "enum",
-	                      "struct", "variant", "typealias", "align", "_Bool", "_Imaginary"})
+	for (const char *k : {"event", "stream", "trace", "clock", "env", "string", "integer", "enum", "struct",
+	                      "variant", "typealias", "align", "_Bool", "_Imaginary"})
 		EXPECT_TRUE(is_tsdl_keyword(k)) << k;
 	EXPECT_FALSE(is_tsdl_keyword("events"));
 }
@@ -167,8 +168,8 @@ TEST(Metadata, DefaultHostname)
 
 TEST(Metadata, BadEnvKeys)
 {
-	for (const char *key : {"", "1x", "a-b", "event", "stream", "uint32_t", "hostname", "domain",
-	                        "tracer_name", "tracer_major"}) {
+	for (const char *key :
+	     {"", "1x", "a-b", "event", "stream", "uint32_t", "hostname", "domain", "tracer_name", "tracer_major"}) {
 		TraceInfo info = test_info();
 		info.env.push_back({key, int64_t{1}});
 		EXPECT_THROW(MetadataWriter{info}, std::invalid_argument) << key;
@@ -203,13 +204,20 @@ TEST(Metadata, EventClassAllTypes)
 	static const tracery_enum_entry entries[] = {{"a \"quoted\"", 0, 0}, {"range", 1, 10}, {"neg", -3, -1}};
 	static const tracery_enum_desc e{"e", entries, 3};
 	const tracery_field_desc f[] = {
-		{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},       {"u16", TRACERY_TYPE_U16, 0, 0, nullptr},
-		{"u32", TRACERY_TYPE_U32, 0, 0, nullptr},     {"u64", TRACERY_TYPE_U64, 0, 0, nullptr},
-		{"s8", TRACERY_TYPE_S8, 0, 0, nullptr},       {"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
-		{"s32", TRACERY_TYPE_S32, 0, 0, nullptr},     {"s64", TRACERY_TYPE_S64, 0, 0, nullptr},
-		{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr},     {"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
-		{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},      {"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S16, 0, &e},
-		{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},    {"arr", TRACERY_TYPE_ARRAY, TRACERY_TYPE_U16, 4, nullptr},
+		{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},
+		{"u16", TRACERY_TYPE_U16, 0, 0, nullptr},
+		{"u32", TRACERY_TYPE_U32, 0, 0, nullptr},
+		{"u64", TRACERY_TYPE_U64, 0, 0, nullptr},
+		{"s8", TRACERY_TYPE_S8, 0, 0, nullptr},
+		{"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
+		{"s32", TRACERY_TYPE_S32, 0, 0, nullptr},
+		{"s64", TRACERY_TYPE_S64, 0, 0, nullptr},
+		{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr},
+		{"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
+		{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},
+		{"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S16, 0, &e},
+		{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},
+		{"arr", TRACERY_TYPE_ARRAY, TRACERY_TYPE_U16, 4, nullptr},
 		{"seq", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_S64, 0, nullptr},
 		{"blob", TRACERY_TYPE_BLOB, 0, 0, nullptr},
 	};

@@ -49,9 +49,8 @@ struct PacketInfo {
 
 // Writes the 84-byte header + context of a packet carrying event_bytes bytes
 // of events.
-inline void write_packet_prefix(uint8_t *dst, const Uuid &trace_uuid, uint32_t stream_id,
-                                uint64_t stream_instance_id, const PacketInfo &info,
-                                uint64_t event_bytes) noexcept
+inline void write_packet_prefix(uint8_t *dst, const Uuid &trace_uuid, uint32_t stream_id, uint64_t stream_instance_id,
+                                const PacketInfo &info, uint64_t event_bytes) noexcept
 {
 	const uint64_t bits = (kPacketPrefixSize + event_bytes) * 8;
 	base::store_le<uint32_t>(dst + 0, kPacketMagic);

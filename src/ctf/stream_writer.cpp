@@ -13,10 +13,10 @@
 
 namespace tracery::ctf {
 
-StreamWriter::StreamWriter(const std::string &dir, const std::string &name, const Uuid &trace_uuid,
-                           uint32_t stream_id, uint64_t stream_instance_id, mode_t mode)
-    : path_(dir.empty() ? name : dir + "/" + name), uuid_(trace_uuid), stream_id_(stream_id),
-      stream_instance_id_(stream_instance_id)
+StreamWriter::StreamWriter(const std::string &dir, const std::string &name, const Uuid &trace_uuid, uint32_t stream_id,
+                           uint64_t stream_instance_id, mode_t mode)
+	: path_(dir.empty() ? name : dir + "/" + name), uuid_(trace_uuid), stream_id_(stream_id),
+	  stream_instance_id_(stream_instance_id)
 {
 	do {
 		fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -32,8 +32,8 @@ StreamWriter::~StreamWriter()
 }
 
 StreamWriter::StreamWriter(StreamWriter &&o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)), uuid_(o.uuid_),
-      stream_id_(o.stream_id_), stream_instance_id_(o.stream_instance_id_), size_(o.size_)
+	: fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)), uuid_(o.uuid_), stream_id_(o.stream_id_),
+	  stream_instance_id_(o.stream_instance_id_), size_(o.size_)
 {
 }
 
@@ -54,8 +54,7 @@ StreamWriter &StreamWriter::operator=(StreamWriter &&o) noexcept
 
 void StreamWriter::fail(int err, const char *what)
 {
-	throw std::system_error(err, std::generic_category(),
-	                        std::string("tracery ctf: ") + what + " " + path_);
+	throw std::system_error(err, std::generic_category(), std::string("tracery ctf: ") + what + " " + path_);
 }
 
 void StreamWriter::write_packet(const PacketInfo &info, const void *events, size_t size)

@@ -25,8 +25,8 @@ public:
 	// Creates dir/name, which must not exist (O_CREAT|O_EXCL: a stream file
 	// is never overwritten or appended to), with `mode` (umask applies).
 	// Throws std::system_error (message names the path).
-	StreamWriter(const std::string &dir, const std::string &name, const Uuid &trace_uuid,
-	             uint32_t stream_id, uint64_t stream_instance_id, mode_t mode = 0600);
+	StreamWriter(const std::string &dir, const std::string &name, const Uuid &trace_uuid, uint32_t stream_id,
+	             uint64_t stream_instance_id, mode_t mode = 0600);
 	~StreamWriter(); // closes, ignoring errors: call close() to see them
 
 	StreamWriter(StreamWriter &&other) noexcept;

@@ -96,14 +96,14 @@ void fsync_or_throw(int fd, const std::string &path)
 
 // Writes [old contents of old_fd] + text to a hidden temporary file in dir,
 // then renames it to dir/metadata.
-void publish(const std::string &dir, const std::string &target, int old_fd, std::string_view text,
-             mode_t mode, bool durable)
+void publish(const std::string &dir, const std::string &target, int old_fd, std::string_view text, mode_t mode,
+             bool durable)
 {
 	static std::atomic<uint64_t> counter{0};
 	const Uuid nonce = Uuid::random();
 	TempFile tmp;
-	tmp.path = dir + "/.metadata." + std::to_string(::getpid()) + "." +
-	           std::to_string(counter.fetch_add(1)) + "." + nonce.to_string().substr(0, 8) + ".tmp";
+	tmp.path = dir + "/.metadata." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + "." +
+	           nonce.to_string().substr(0, 8) + ".tmp";
 	do {
 		tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	} while (tmp.fd < 0 && errno == EINTR);

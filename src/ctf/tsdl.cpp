@@ -67,11 +67,10 @@ bool is_tsdl_identifier(std::string_view s) noexcept
 bool is_tsdl_keyword(std::string_view s) noexcept
 {
 	static constexpr std::array<std::string_view, 27> kKeywords = {
-		"align",    "callsite", "char",     "clock",    "const",          "double",
-		"enum",     "env",      "event",    "float",    "floating_point", "int",
-		"integer",  "long",     "short",    "signed",   "stream",         "string",
-		"struct",   "trace",    "typealias", "typedef", "unsigned",       "variant",
-		"void",     "_Bool",    "_Complex",
+		"align",   "callsite", "char",    "clock",          "const",  "double",   "enum",
+		"env",     "event",    "float",   "floating_point", "int",    "integer",  "long",
+		"short",   "signed",   "stream",  "string",         "struct", "trace",    "typealias",
+		"typedef", "unsigned", "variant", "void",           "_Bool",  "_Complex",
 	};
 	if (s == "_Imaginary")
 		return true;
@@ -84,8 +83,17 @@ bool is_tsdl_keyword(std::string_view s) noexcept
 bool is_preamble_type_name(std::string_view s) noexcept
 {
 	static constexpr std::array<std::string_view, 11> kTypes = {
-		"uint5_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t",
-		"int16_t", "int32_t", "int64_t",  "uint27_clock_monotonic_t", "uint64_clock_monotonic_t",
+		"uint5_t",
+		"uint8_t",
+		"uint16_t",
+		"uint32_t",
+		"uint64_t",
+		"int8_t",
+		"int16_t",
+		"int32_t",
+		"int64_t",
+		"uint27_clock_monotonic_t",
+		"uint64_clock_monotonic_t",
 	};
 	for (std::string_view t : kTypes)
 		if (s == t)

@@ -22,7 +22,7 @@ struct App {
 	std::map<std::string, nlohmann::json> events;
 	std::set<uint64_t> acked;
 	std::map<uint64_t, nlohmann::json> refused; // request -> filters it refused
-	std::set<uint64_t> tracing; // sessions whose buffers it confirmed it writes into
+	std::set<uint64_t> tracing;                 // sessions whose buffers it confirmed it writes into
 	bool gone = false;
 
 	// Sends without blocking for long (the socket has a send timeout): a

@@ -11,7 +11,10 @@
 namespace tracery::daemon {
 
 namespace {
-bool matches(const std::string &pattern, const std::string &name) { return fnmatch(pattern.c_str(), name.c_str(), 0) == 0; }
+bool matches(const std::string &pattern, const std::string &name)
+{
+	return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
 bool any_match(const std::vector<std::string> &patterns, const std::string &name)
 {
 	return std::any_of(patterns.begin(), patterns.end(), [&](const auto &p) { return matches(p, name); });
@@ -46,7 +49,8 @@ void Channel::disable(const std::vector<std::string> &patterns)
 
 bool Channel::enabled(const std::string &full_name) const
 {
-	return std::any_of(enabled_.begin(), enabled_.end(), [&](const Rule &r) { return matches(r.pattern, full_name); }) &&
+	return std::any_of(enabled_.begin(), enabled_.end(),
+	                   [&](const Rule &r) { return matches(r.pattern, full_name); }) &&
 	       !any_match(disabled_, full_name);
 }
 
@@ -83,7 +87,8 @@ uint64_t Channel::lost() const
 
 std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
 {
-	auto ring = consumer::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode, "tracery-" + spec_.name);
+	auto ring = consumer::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode,
+	                                           "tracery-" + spec_.name);
 	fchmod(ring->fd(), 0600);
 	return ring;
 }

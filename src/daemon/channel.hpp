@@ -70,7 +70,7 @@ public:
 	const std::map<std::string, uint32_t> &ids() const { return ids_; }
 
 	std::map<std::string, std::unique_ptr<Buffer>> buffers; // "uid1000", "pid4242"
-	uint64_t lost_done = 0; // events lost in buffers already finished
+	uint64_t lost_done = 0;                                 // events lost in buffers already finished
 	uint64_t lost() const;
 
 	// A new ring buffer with this channel's options (owner-only memfd).

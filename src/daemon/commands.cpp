@@ -43,7 +43,8 @@ std::vector<std::string> patterns_of(const json &req)
 	for (const auto &p : req.value("patterns", json::array())) {
 		std::string s = p.is_string() ? p.get<std::string>() : "";
 		if (s.empty() || (s != "*" && s.find(':') == std::string::npos))
-			throw CommandError("bad event pattern '" + s + "': write PROVIDER:NAME, with * wildcards (e.g. 'app:*')");
+			throw CommandError("bad event pattern '" + s +
+			                   "': write PROVIDER:NAME, with * wildcards (e.g. 'app:*')");
 		out.push_back(s);
 	}
 	if (out.empty())
@@ -72,7 +73,8 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 	const std::string cmd = req.value(control::kCmdKey, "");
 	auto it = handlers.find(cmd);
 	if (it == handlers.end())
-		return {{"ok", false}, {"error", "unknown request '" + cmd + "': tracery and traceryd are from different releases"}};
+		return {{"ok", false},
+		        {"error", "unknown request '" + cmd + "': tracery and traceryd are from different releases"}};
 	Lock lock(mutex_);
 	try {
 		json reply = (this->*(it->second))(req, peer, lock);
@@ -89,8 +91,8 @@ TraceSession &Daemon::session_for(const json &req, const control::PeerCred &peer
 	auto it = sessions_.find(name);
 	// Another user's session is reported exactly like a missing one.
 	if (it == sessions_.end() || !may_access(*it->second, peer))
-		throw CommandError("no session named '" + name + "': see `tracery list`, or create it with `tracery create " +
-		                   name + "`");
+		throw CommandError("no session named '" + name +
+		                   "': see `tracery list`, or create it with `tracery create " + name + "`");
 	if (it->second->state == SessionState::stopping || it->second->busy)
 		throw CommandError("session '" + name + "' is busy (being stopped or updated): try again in a moment");
 	return *it->second;
@@ -100,10 +102,11 @@ json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
 {
 	const std::string name = req.value("session", "");
 	if (!valid_session_name(name))
-		throw CommandError("bad session name '" + name + "': use letters, digits, '_', '-' and '.' (at most 64)");
+		throw CommandError("bad session name '" + name +
+		                   "': use letters, digits, '_', '-' and '.' (at most 64)");
 	if (sessions_.count(name))
-		throw CommandError("a session named '" + name + "' already exists: pick another name or `tracery destroy " +
-		                   name + "`");
+		throw CommandError("a session named '" + name +
+		                   "' already exists: pick another name or `tracery destroy " + name + "`");
 	const std::string output = req.value("output", "");
 	if (output.empty() || output[0] != '/')
 		throw CommandError("output directory must be an absolute path, got '" + output + "'");
@@ -177,7 +180,8 @@ void Daemon::check_filter(const std::string &expression, const std::vector<std::
 			continue;
 		for (const auto &[key, schema] : app->events) {
 			const std::string name = event::full_name(schema);
-			if (known.count(key) || std::none_of(patterns.begin(), patterns.end(), [&](const std::string &p) {
+			if (known.count(key) ||
+			    std::none_of(patterns.begin(), patterns.end(), [&](const std::string &p) {
 				    return fnmatch(p.c_str(), name.c_str(), 0) == 0;
 			    }))
 				continue;
@@ -205,7 +209,8 @@ json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lo
 	const std::string chname = req.value("channel", "");
 	Channel *ch = disable ? s.find_channel(chname.empty() ? "channel0" : chname) : &s.channel_or_default(chname);
 	if (!ch)
-		throw CommandError("no channel '" + (chname.empty() ? "channel0" : chname) + "' in session '" + s.name() + "'");
+		throw CommandError("no channel '" + (chname.empty() ? "channel0" : chname) + "' in session '" +
+		                   s.name() + "'");
 	const std::string filter = disable ? "" : req.value("filter", "");
 	if (!filter.empty())
 		check_filter(filter, patterns, peer);
@@ -223,7 +228,8 @@ json Daemon::cmd_add_context(const json &req, const control::PeerCred &peer, Loc
 {
 	TraceSession &s = session_for(req, peer);
 	if (s.ever_started())
-		throw CommandError("session '" + s.name() + "' has been started: add context before the first `tracery start`");
+		throw CommandError("session '" + s.name() +
+		                   "' has been started: add context before the first `tracery start`");
 	std::vector<Channel *> targets;
 	const std::string chname = req.value("channel", "");
 	if (chname.empty() && !s.channels().empty()) {
@@ -267,7 +273,10 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	json late = wait_acks(pending, lock);
 	s.busy--;
 	log(Level::info, "session %s started with %zu programs", name.c_str(), pending.size());
-	return {{"session", name}, {"programs", pending.size()}, {"not_attached", late}, {"refused", refusals(pending)}};
+	return {{"session", name},
+	        {"programs", pending.size()},
+	        {"not_attached", late},
+	        {"refused", refusals(pending)}};
 }
 
 json Daemon::cmd_stop(const json &req, const control::PeerCred &peer, Lock &lock)
@@ -297,7 +306,9 @@ json Daemon::cmd_list(const json &, const control::PeerCred &peer, Lock &)
 	json out = json::array();
 	for (auto &[n, s] : sessions_)
 		if (may_access(*s, peer))
-			out.push_back({{"name", n}, {"output", s->output()}, {"state", state_name(s->state)},
+			out.push_back({{"name", n},
+			               {"output", s->output()},
+			               {"state", state_name(s->state)},
 			               {"snapshot", s->snapshot()}});
 	return {{"sessions", out}};
 }
@@ -310,8 +321,12 @@ json Daemon::cmd_list_events(const json &, const control::PeerCred &peer, Lock &
 			continue;
 		json events = json::array();
 		for (const auto &[key, schema] : app->events)
-			events.push_back({{"name", event::full_name(schema)}, {"fields", event::fields_summary(schema)}});
-		out.push_back({{"pid", app->cred.pid}, {"uid", app->cred.uid}, {"procname", app->procname}, {"events", events}});
+			events.push_back(
+				{{"name", event::full_name(schema)}, {"fields", event::fields_summary(schema)}});
+		out.push_back({{"pid", app->cred.pid},
+		               {"uid", app->cred.uid},
+		               {"procname", app->procname},
+		               {"events", events}});
 	}
 	return {{"programs", out}};
 }
@@ -320,7 +335,8 @@ json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &
 {
 	TraceSession &s = session_for(req, peer);
 	if (!s.snapshot())
-		throw CommandError("session '" + s.name() + "' is not in snapshot mode: create one with `tracery create NAME --snapshot`");
+		throw CommandError("session '" + s.name() +
+		                   "' is not in snapshot mode: create one with `tracery create NAME --snapshot`");
 	if (!s.ever_started())
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
 	return {{"session", s.name()}, {"path", s.snapshot_record()}};

@@ -21,10 +21,7 @@ bool Daemon::may_access(const TraceSession &s, const control::PeerCred &peer) co
 	return peer.uid == 0 || peer.uid == s.owner();
 }
 
-bool Daemon::traces(const TraceSession &s, const App &app) const
-{
-	return s.owner() == 0 || s.owner() == app.cred.uid;
-}
+bool Daemon::traces(const TraceSession &s, const App &app) const { return s.owner() == 0 || s.owner() == app.cred.uid; }
 
 json Daemon::session_ids(TraceSession &s, App &app)
 {
@@ -48,7 +45,11 @@ uint64_t Daemon::join(TraceSession &s, App &app)
 		fds.push_back(b.ring->fd());
 	}
 	const uint64_t seq = next_seq_++;
-	if (!app.send({{control::kTypeKey, control::msg::kStartSession}, {"session", s.id()}, {"name", s.name()}, {"seq", seq}, {"channels", chans}},
+	if (!app.send({{control::kTypeKey, control::msg::kStartSession},
+	               {"session", s.id()},
+	               {"name", s.name()},
+	               {"seq", seq},
+	               {"channels", chans}},
 	              fds))
 		return 0;
 	members_[s.id()].insert(app.id);
@@ -60,7 +61,8 @@ json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending
 	auto late = [&] {
 		json pids = json::array();
 		for (auto [id, seq] : pending)
-			if (auto it = apps_.find(id); it != apps_.end() && !it->second->gone && !it->second->acked.count(seq))
+			if (auto it = apps_.find(id);
+			    it != apps_.end() && !it->second->gone && !it->second->acked.count(seq))
 				pids.push_back(it->second->cred.pid);
 		return pids;
 	};
@@ -80,7 +82,8 @@ json Daemon::refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending)
 		if (r == it->second->refused.end())
 			continue;
 		for (const auto &one : r->second)
-			out.push_back({{"pid", it->second->cred.pid}, {"event", one.value("event", "")},
+			out.push_back({{"pid", it->second->cred.pid},
+			               {"event", one.value("event", "")},
 			               {"reason", one.value("reason", "")}});
 		it->second->refused.erase(r);
 	}
@@ -95,7 +98,9 @@ json Daemon::update_members(TraceSession &s, Lock &lock)
 		if (it == apps_.end() || it->second->gone)
 			continue;
 		const uint64_t seq = next_seq_++;
-		if (it->second->send({{control::kTypeKey, control::msg::kUpdate}, {"session", s.id()}, {"seq", seq},
+		if (it->second->send({{control::kTypeKey, control::msg::kUpdate},
+		                      {"session", s.id()},
+		                      {"seq", seq},
 		                      {"channels", session_ids(s, *it->second)}}))
 			pending.emplace_back(id, seq);
 	}
@@ -144,7 +149,9 @@ void Daemon::app_message(App &app, const control::Message &msg)
 		for (auto &[name, s] : sessions_)
 			if (s->state == SessionState::started && members_[s->id()].count(app.id))
 				sessions.push_back({{"session", s->id()}, {"channels", session_ids(*s, app)}});
-		app.send({{control::kTypeKey, control::msg::kIds}, {"req", msg.body.value("req", uint64_t{0})}, {"sessions", sessions}});
+		app.send({{control::kTypeKey, control::msg::kIds},
+		          {"req", msg.body.value("req", uint64_t{0})},
+		          {"sessions", sessions}});
 	} else {
 		log(Level::warn, "program %d: unknown message type '%s'", app.cred.pid, type.c_str());
 	}
@@ -181,7 +188,8 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 			continue;
 		const uint64_t seq = next_seq_++;
 		it->second->tracing.erase(s.id());
-		if (it->second->send({{control::kTypeKey, control::msg::kStopSession}, {"session", s.id()}, {"seq", seq}}))
+		if (it->second->send(
+			    {{control::kTypeKey, control::msg::kStopSession}, {"session", s.id()}, {"seq", seq}}))
 			pending.emplace_back(id, seq);
 	}
 	json late = wait_acks(pending, lock);

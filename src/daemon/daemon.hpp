@@ -19,8 +19,8 @@ namespace tracery::daemon {
 
 struct DaemonOptions {
 	std::string rundir;
-	bool system = false;         // root daemon: any user may register programs
-	gid_t group = 0;             // system daemon: members may control it
+	bool system = false; // root daemon: any user may register programs
+	gid_t group = 0;     // system daemon: members may control it
 	std::string group_name = "tracing";
 	int quiesce_timeout_ms = 3000; // how long stop waits for programs to detach
 };

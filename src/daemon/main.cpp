@@ -109,7 +109,8 @@ int serve(const Args &args)
 	if (group *g = getgrnam(args.group.c_str()))
 		opt.group = g->gr_gid;
 	else if (opt.system && args.group != "tracing")
-		throw std::runtime_error("no group '" + args.group + "': create it (groupadd " + args.group + ") or use another --group");
+		throw std::runtime_error("no group '" + args.group + "': create it (groupadd " + args.group +
+		                         ") or use another --group");
 	else
 		opt.group = static_cast<gid_t>(-1);
 

@@ -101,10 +101,12 @@ void Server::serve(base::Fd conn)
 	json reply;
 	if (!may_control(peer)) {
 		reply = {{"ok", false},
-		         {"error", "permission denied: only root" +
-		                       (daemon_.options().system ? " and members of group '" + daemon_.options().group_name + "'"
-		                                                 : std::string(" and its owner")) +
-		                       " may control this session daemon; run your own with `traceryd --daemonize`"}};
+		         {"error",
+		          "permission denied: only root" +
+		                  (daemon_.options().system
+		                           ? " and members of group '" + daemon_.options().group_name + "'"
+		                           : std::string(" and its owner")) +
+		                  " may control this session daemon; run your own with `traceryd --daemonize`"}};
 		log(Level::warn, "refused a command from uid %u (pid %d)", peer.uid, peer.pid);
 	} else {
 		set_timeout(conn.get(), SO_SNDTIMEO, 10000);

@@ -5,10 +5,10 @@
 #include "daemon/log.hpp"
 
 #include "clock/trace_clock.hpp"
-#include "event/schema.hpp"
-#include "control/wire.hpp"
 #include "consumer/file_sink.hpp"
+#include "control/wire.hpp"
 #include "ctf/trace_dir.hpp"
+#include "event/schema.hpp"
 #include "filter/compiler.hpp"
 #include "filter/parser.hpp"
 
@@ -99,7 +99,8 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	try {
 		ctf::make_directories(output_, 0700);
 	} catch (const std::system_error &e) {
-		throw std::runtime_error("cannot create output directory '" + output_ + "': " + strerror(e.code().value()) +
+		throw std::runtime_error("cannot create output directory '" + output_ +
+		                         "': " + strerror(e.code().value()) +
 		                         "; choose a writable directory with --output DIR");
 	}
 	const std::string probe = output_ + "/.tracery-write-check";
@@ -162,8 +163,8 @@ void TraceSession::write_metadata()
 		try {
 			ctf::TraceDir(output_).write_metadata(text);
 		} catch (const std::system_error &e) {
-			throw std::runtime_error("cannot write the trace metadata in '" + output_ + "': " +
-			                         strerror(e.code().value()) +
+			throw std::runtime_error("cannot write the trace metadata in '" + output_ +
+			                         "': " + strerror(e.code().value()) +
 			                         "; free some space or create the session with another --output");
 		}
 	}
@@ -182,10 +183,11 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 		if (!ch.ids().count(key)) {
 			try {
 				event::OwnedEventDesc desc(schema);
-				blocks += ctf::MetadataWriter::event_class(ch.index(), static_cast<uint32_t>(ch.ids().size()),
-				                                           desc.desc());
+				blocks += ctf::MetadataWriter::event_class(
+					ch.index(), static_cast<uint32_t>(ch.ids().size()), desc.desc());
 			} catch (const std::exception &e) {
-				log(Level::warn, "session %s: event %s is not traced: %s", name_.c_str(), key.c_str(), e.what());
+				log(Level::warn, "session %s: event %s is not traced: %s", name_.c_str(), key.c_str(),
+				    e.what());
 				continue;
 			}
 		}
@@ -219,17 +221,20 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 		for (const auto &expression : ch.filters_of(name)) {
 			auto [it, is_new] = bytecode_.try_emplace({key, expression});
 			if (is_new) {
-				filter::Program program{{{filter::Op::push_int, 0, 0, 0, 0}, {filter::Op::ret, 0, 0, 0, 0}}, {}};
+				filter::Program program{
+					{{filter::Op::push_int, 0, 0, 0, 0}, {filter::Op::ret, 0, 0, 0, 0}}, {}};
 				filter::Error error;
 				try {
 					event::OwnedEventDesc desc(schema);
 					if (auto compiled = filter::compile_filter(expression, desc.desc(), &error))
 						program = std::move(compiled->program);
 					else
-						log(Level::warn, "session %s: event %s is not recorded: its filter does not apply: %s",
+						log(Level::warn,
+						    "session %s: event %s is not recorded: its filter does not apply: %s",
 						    name_.c_str(), name.c_str(), error.message.c_str());
 				} catch (const std::exception &e) {
-					log(Level::warn, "session %s: event %s: %s", name_.c_str(), key.c_str(), e.what());
+					log(Level::warn, "session %s: event %s: %s", name_.c_str(), key.c_str(),
+					    e.what());
 				}
 				it->second = control::to_hex(filter::encode(program));
 			}
@@ -261,7 +266,8 @@ Buffer &TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid)
 	if (!snapshot_) {
 		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
 		auto sink = std::make_unique<consumer::FileSink>(
-			consumer::StreamFiles{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16, uuid_},
+			consumer::StreamFiles{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16,
+		                              uuid_},
 			b->ring->config().num_cpus);
 		b->consumer = std::make_unique<consumer::ChannelConsumer>(*b->ring, std::move(sink),
 		                                                          clock::tick_source(tick_unit_));
@@ -299,7 +305,8 @@ void TraceSession::program_ended(pid_t pid, uid_t uid)
 				it->second->ring->recover_after_producer_death();
 				auto b = std::move(it->second);
 				ch->buffers.erase(it);
-				ch->buffers["ended-pid" + std::to_string(pid) + "-" + std::to_string(next_instance_++)] = std::move(b);
+				ch->buffers["ended-pid" + std::to_string(pid) + "-" +
+				            std::to_string(next_instance_++)] = std::move(b);
 				continue;
 			}
 			finish(*ch, *it->second, true);
@@ -342,9 +349,11 @@ std::string TraceSession::snapshot_record()
 		for (auto &ch : channels_) {
 			for (auto &[owner, b] : ch->buffers) {
 				auto sink = std::make_unique<consumer::FileSink>(
-					consumer::StreamFiles{dir, ch->spec().name + "_" + owner, ch->index(), instance++ << 16, uuid_},
+					consumer::StreamFiles{dir, ch->spec().name + "_" + owner, ch->index(),
+				                              instance++ << 16, uuid_},
 					b->ring->config().num_cpus);
-				consumer::ChannelConsumer copier(*b->ring, std::move(sink), clock::tick_source(tick_unit_));
+				consumer::ChannelConsumer copier(*b->ring, std::move(sink),
+				                                 clock::tick_source(tick_unit_));
 				copier.finish();
 			}
 		}
@@ -377,9 +386,8 @@ json TraceSession::status() const
 		                 {"events", events},
 		                 {"lost", c->lost()}});
 	}
-	return {{"name", name_},     {"output", output_},       {"state", state_name(state)},
-	        {"owner", owner_},   {"snapshot", snapshot_},   {"channels", chans},
-	        {"snapshots", snapshots_}};
+	return {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
+	        {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};
 }
 
 } // namespace tracery::daemon

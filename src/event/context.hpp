@@ -51,7 +51,8 @@ inline void write_procname(uint8_t *dst, const char *name) noexcept
 		for (int i = 0; i < 2; ++i) {
 			const uint64_t zero = (w[i] - kOnes) & ~w[i] & kHighs;
 			if (zero) {
-				const unsigned keep = static_cast<unsigned>(__builtin_ctzll(zero)) / 8; // bytes before NUL
+				const unsigned keep =
+					static_cast<unsigned>(__builtin_ctzll(zero)) / 8; // bytes before NUL
 				w[i] &= keep ? ~uint64_t{0} >> (64 - 8 * keep) : 0;
 				if (i == 0)
 					w[1] = 0;

@@ -75,8 +75,7 @@ inline size_t string_arg_length(const tracery_arg &a) noexcept
 	if (!a.ptr || a.len == 0)
 		return 0;
 	const void *nul = std::memchr(a.ptr, 0, a.len);
-	return nul ? static_cast<size_t>(static_cast<const char *>(nul) - static_cast<const char *>(a.ptr))
-	           : a.len;
+	return nul ? static_cast<size_t>(static_cast<const char *>(nul) - static_cast<const char *>(a.ptr)) : a.len;
 }
 
 namespace detail {

@@ -11,9 +11,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char *kTypeNames[] = {"u8",    "u16",    "u32",  "u64",    "s8",    "s16",
-                                      "s32",   "s64",    "float", "double", "bool", "enum",
-                                      "string", "array", "sequence", "blob"};
+constexpr const char *kTypeNames[] = {"u8",    "u16",    "u32",  "u64",  "s8",     "s16",   "s32",      "s64",
+                                      "float", "double", "bool", "enum", "string", "array", "sequence", "blob"};
 constexpr int kNumTypes = sizeof kTypeNames / sizeof kTypeNames[0];
 
 const char *type_name(uint8_t t) { return t < kNumTypes ? kTypeNames[t] : "?"; }
@@ -27,10 +26,7 @@ uint8_t type_code(const json &j, const char *what)
 	throw std::invalid_argument(std::string("bad ") + what + " type " + j.dump());
 }
 
-bool has_elem(uint8_t t)
-{
-	return t == TRACERY_TYPE_ENUM || t == TRACERY_TYPE_ARRAY || t == TRACERY_TYPE_SEQUENCE;
-}
+bool has_elem(uint8_t t) { return t == TRACERY_TYPE_ENUM || t == TRACERY_TYPE_ARRAY || t == TRACERY_TYPE_SEQUENCE; }
 
 uint64_t fnv1a(const std::string &s)
 {
@@ -67,10 +63,7 @@ json schema_of(const tracery_event_desc &d)
 	return {{"provider", d.provider ? d.provider : ""}, {"name", d.name ? d.name : ""}, {"fields", fields}};
 }
 
-std::string full_name(const json &schema)
-{
-	return schema.value("provider", "") + ":" + schema.value("name", "");
-}
+std::string full_name(const json &schema) { return schema.value("provider", "") + ":" + schema.value("name", ""); }
 
 std::string schema_key(const json &schema)
 {
@@ -117,12 +110,14 @@ OwnedEventDesc::OwnedEventDesc(const json &schema)
 			const json &e = f.value("enum", json::object());
 			auto &entries = entries_.emplace_back();
 			for (const auto &en : e.value("entries", json::array())) {
-				if (!en.is_array() || en.size() != 3 || !en[0].is_string() || !en[1].is_number_integer() ||
-				    !en[2].is_number_integer())
+				if (!en.is_array() || en.size() != 3 || !en[0].is_string() ||
+				    !en[1].is_number_integer() || !en[2].is_number_integer())
 					throw std::invalid_argument("bad enum entry " + en.dump());
-				entries.push_back({keep(en[0].get<std::string>()), en[1].get<int64_t>(), en[2].get<int64_t>()});
+				entries.push_back(
+					{keep(en[0].get<std::string>()), en[1].get<int64_t>(), en[2].get<int64_t>()});
 			}
-			enums_.push_back({keep(e.value("name", "")), entries.data(), static_cast<uint32_t>(entries.size())});
+			enums_.push_back(
+				{keep(e.value("name", "")), entries.data(), static_cast<uint32_t>(entries.size())});
 			fd.enum_desc = &enums_.back();
 		}
 		fields_.push_back(fd);

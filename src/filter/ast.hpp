@@ -23,16 +23,36 @@ enum class ExprKind : uint8_t {
 
 enum class Operator : uint8_t {
 	// unary
-	lnot, neg, bnot, plus,
+	lnot,
+	neg,
+	bnot,
+	plus,
 	// binary
-	mul, div, mod, add, sub, shl, shr, lt, le, gt, ge, eq, ne, band, bxor, bor, land, lor,
+	mul,
+	div,
+	mod,
+	add,
+	sub,
+	shl,
+	shr,
+	lt,
+	le,
+	gt,
+	ge,
+	eq,
+	ne,
+	band,
+	bxor,
+	bor,
+	land,
+	lor,
 };
 
 enum class ContextName : uint8_t { vpid, vtid, procname, cpu_id };
 
 struct Expr {
 	ExprKind kind;
-	size_t position; // of the operand's first byte, or of the operator
+	size_t position;   // of the operand's first byte, or of the operator
 	size_t height = 1; // nodes on the longest path to a leaf (parse() bounds it)
 	Operator op = Operator::lnot;
 	ContextName context = ContextName::vpid;
@@ -46,8 +66,8 @@ struct Expr {
 inline const char *spelling(Operator op)
 {
 	static constexpr const char *kSpellings[] = {
-		"!", "-", "~", "+",
-		"*", "/", "%", "+", "-", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "^", "|", "&&", "||",
+		"!", "-",  "~", "+",  "*",  "/",  "%", "+", "-", "<<", ">>",
+		"<", "<=", ">", ">=", "==", "!=", "&", "^", "|", "&&", "||",
 	};
 	return kSpellings[static_cast<size_t>(op)];
 }

@@ -14,12 +14,9 @@ Program sample()
 {
 	Program p;
 	p.code = {
-		{Op::load_field, 3, 1, 0, 0},
-		{Op::push_float, 0, 0, 0, std::bit_cast<int64_t>(-2.5)},
-		{Op::str_match, 0x20, 5, 1, 0},
-		{Op::jump_if_false, 0, 0, 0x01020304, 0},
-		{Op::push_int, 0, 0, 0, -2},
-		{Op::ret, 0, 0, 0, 0},
+		{Op::load_field, 3, 1, 0, 0},   {Op::push_float, 0, 0, 0, std::bit_cast<int64_t>(-2.5)},
+		{Op::str_match, 0x20, 5, 1, 0}, {Op::jump_if_false, 0, 0, 0x01020304, 0},
+		{Op::push_int, 0, 0, 0, -2},    {Op::ret, 0, 0, 0, 0},
 	};
 	p.strings = {"/usr/*", std::string("a\0b", 3)};
 	return p;
@@ -57,7 +54,9 @@ TEST(FilterBytecode, EncodesLittleEndian)
 	                             std::string("\x00\x11\x33\x22\x77\x66\x55\x44"
 	                                         "\x08\x07\x06\x05\x04\x03\x02\x01",
 	                                         16) +
-	                             std::string("\x02\x00\x00\x00" "ab", 6);
+	                             std::string("\x02\x00\x00\x00"
+	                                         "ab",
+	                                         6);
 	EXPECT_EQ(encode(p), expected);
 }
 

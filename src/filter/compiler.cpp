@@ -26,9 +26,9 @@ enum class State : uint8_t { constant, fault, code };
 struct Value {
 	Kind kind = Kind::unknown;
 	State state = State::code;
-	int64_t i = 0;          // integer constant
-	double f = 0;           // floating constant
-	std::string literal;    // string constant, as Program::strings holds it
+	int64_t i = 0;                              // integer constant
+	double f = 0;                               // floating constant
+	std::string literal;                        // string constant, as Program::strings holds it
 	StringKind string_kind = StringKind::field; // string operand
 	uint16_t string_index = 0;
 	std::vector<Insn> code; // numbers in State::code
@@ -437,11 +437,13 @@ private:
 		const bool sequence = f.type == TRACERY_TYPE_SEQUENCE;
 		if ((!sequence && index.i >= f.length) || index.i > UINT32_MAX)
 			return missing(e.text + "[" + std::to_string(index.i) + "]");
-		const Kind kind = f.elem_type == TRACERY_TYPE_FLOAT || f.elem_type == TRACERY_TYPE_DOUBLE ? Kind::floating
-		                                                                                            : Kind::integer;
-		return code_value(kind,
-		                  {insn(Op::load_element, f.elem_type, static_cast<uint16_t>(i), static_cast<uint32_t>(index.i))},
-		                  false, sequence);
+		const Kind kind = f.elem_type == TRACERY_TYPE_FLOAT || f.elem_type == TRACERY_TYPE_DOUBLE
+		                          ? Kind::floating
+		                          : Kind::integer;
+		return code_value(
+			kind,
+			{insn(Op::load_element, f.elem_type, static_cast<uint16_t>(i), static_cast<uint32_t>(index.i))},
+			false, sequence);
 	}
 
 	static Value context(const Expr &e)
@@ -463,7 +465,8 @@ private:
 			field = ContextField::cpu_id;
 			break;
 		}
-		return code_value(Kind::integer, {insn(Op::load_context, 0, 0, static_cast<uint32_t>(field))}, false, false);
+		return code_value(Kind::integer, {insn(Op::load_context, 0, 0, static_cast<uint32_t>(field))}, false,
+		                  false);
 	}
 
 	static Error operator_error(const Expr &e, const char *message)
@@ -488,7 +491,8 @@ private:
 			case Operator::lnot:
 				return int_const(!truthy(v));
 			case Operator::neg:
-				return is_float ? float_const(-v.f) : int_const(static_cast<int64_t>(0 - static_cast<uint64_t>(v.i)));
+				return is_float ? float_const(-v.f)
+				                : int_const(static_cast<int64_t>(0 - static_cast<uint64_t>(v.i)));
 			default: // bnot
 				return int_const(~v.i);
 			}
@@ -543,7 +547,9 @@ private:
 		if (l.state == State::constant && r.state == State::constant) {
 			if (!is_float)
 				return int_const(*fold_int(e.op, l.i, r.i));
-			const auto as_double = [](const Value &v) { return v.kind == Kind::floating ? v.f : static_cast<double>(v.i); };
+			const auto as_double = [](const Value &v) {
+				return v.kind == Kind::floating ? v.f : static_cast<double>(v.i);
+			};
 			return fold_float(e.op, as_double(l), as_double(r));
 		}
 		std::vector<Insn> code;
@@ -559,8 +565,9 @@ private:
 		const bool negate = e.op == Operator::ne;
 		if (l.state == State::constant && r.state == State::constant) {
 			const std::string l_text = unescape(l.literal), r_text = unescape(r.literal);
-			const bool match = glob_match(r.literal.data(), r.literal.size(), l_text.data(), l_text.size()) ||
-			                   glob_match(l.literal.data(), l.literal.size(), r_text.data(), r_text.size());
+			const bool match =
+				glob_match(r.literal.data(), r.literal.size(), l_text.data(), l_text.size()) ||
+				glob_match(l.literal.data(), l.literal.size(), r_text.data(), r_text.size());
 			return int_const(match != negate);
 		}
 		if (l.state == State::constant) // the literal goes right
@@ -753,7 +760,8 @@ std::optional<Error> check_fields(const Expr &expr, const std::vector<const trac
 				best_distance = d;
 			}
 		}
-		return Error{"unknown field '" + name + "'" + (best.empty() ? "" : "; did you mean '" + std::string(best) + "'?"),
+		return Error{"unknown field '" + name + "'" +
+		                     (best.empty() ? "" : "; did you mean '" + std::string(best) + "'?"),
 		             ref->position};
 	}
 

@@ -56,16 +56,16 @@ const tracery_event_desc kEvents[] = {
 constexpr uint32_t kArr = 14, kSeq = 15;
 // The 12 scalar fields alone, for the parameter form; the bool travels as
 // the byte it is in the payload (the JIT must test all of its bits).
-const tracery_event_desc kScalarEvent = {"diff", "scalars", kFieldsA, 12, 0, nullptr, nullptr, nullptr,
-                                         TRACERY_GATE_PARAMS};
+const tracery_event_desc kScalarEvent = {"diff",  "scalars", kFieldsA,           12, 0, nullptr,
+                                         nullptr, nullptr,   TRACERY_GATE_PARAMS};
 using ScalarGate = int (*)(uint8_t, uint16_t, uint32_t, uint64_t, int8_t, int16_t, int32_t, int64_t, float, double,
                            uint8_t, int32_t);
 
 const char *const kStrings[] = {"hello", "hello world", "", "ab", "a*b", "a\\b", "xyz", "h", "world", "aab"};
 // As written in an expression (so "\\*" is the glob escape of a star).
-const char *const kLiterals[] = {"\"hello\"", "\"hello*\"", "\"*\"",  "\"\"",   "\"*world\"", "\"h*o*\"",
-                                 "\"a\\\\*b\"", "\"a*b\"",  "\"ab\"", "\"x*\"", "\"\\\\\\\\\"", "\"a\\\\b\"",
-                                 "\"*a*b\""};
+const char *const kLiterals[] = {"\"hello\"",    "\"hello*\"",  "\"*\"",   "\"\"",   "\"*world\"",
+                                 "\"h*o*\"",     "\"a\\\\*b\"", "\"a*b\"", "\"ab\"", "\"x*\"",
+                                 "\"\\\\\\\\\"", "\"a\\\\b\"",  "\"*a*b\""};
 
 class Generator {
 public:
@@ -88,9 +88,25 @@ private:
 
 	std::string int_literal()
 	{
-		static const char *const kValues[] = {"0", "1", "2", "3", "7", "42", "63", "64", "65", "255", "256",
-		                                      "65535", "2147483647", "4294967295", "9223372036854775807",
-		                                      "0x7fffffffffffffff", "0xff", "017", "1000000007"};
+		static const char *const kValues[] = {"0",
+		                                      "1",
+		                                      "2",
+		                                      "3",
+		                                      "7",
+		                                      "42",
+		                                      "63",
+		                                      "64",
+		                                      "65",
+		                                      "255",
+		                                      "256",
+		                                      "65535",
+		                                      "2147483647",
+		                                      "4294967295",
+		                                      "9223372036854775807",
+		                                      "0x7fffffffffffffff",
+		                                      "0xff",
+		                                      "017",
+		                                      "1000000007"};
 		switch (pick(8)) {
 		case 0:
 			return "(-" + literal("9223372036854775807") + " - " + literal("1") + ")"; // INT64_MIN
@@ -105,8 +121,8 @@ private:
 
 	std::string float_literal()
 	{
-		static const char *const kValues[] = {"0.0", "1.5", "0.5", ".5", "1e308", "1e-300", "2.0", "3.25", "1e3",
-		                                      "0.1", "4294967296.0", "9.3e18"};
+		static const char *const kValues[] = {"0.0", "1.5",  "0.5", ".5",  "1e308",        "1e-300",
+		                                      "2.0", "3.25", "1e3", "0.1", "4294967296.0", "9.3e18"};
 		return literal(kValues[pick(std::size(kValues))]);
 	}
 
@@ -115,15 +131,21 @@ private:
 		static const char *const kFields[] = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "b", "e"};
 		static const char *const kContext[] = {"$ctx.vpid", "$ctx.vtid", "$ctx.cpu_id"};
 		switch (pick(10)) {
-		case 0: case 1: case 2: case 3:
+		case 0:
+		case 1:
+		case 2:
+		case 3:
 			return int_literal();
-		case 4: case 5: case 6:
+		case 4:
+		case 5:
+		case 6:
 			return kFields[pick(std::size(kFields))];
 		case 7:
 			return kContext[pick(3)];
 		case 8:
 			if (!float_elements(kArr))
-				return "arr[" + std::to_string(pick(desc_->fields[kArr].length + (pick(50) == 0))) + "]";
+				return "arr[" + std::to_string(pick(desc_->fields[kArr].length + (pick(50) == 0))) +
+				       "]";
 			return int_literal();
 		default:
 			return "seq[" + std::to_string(pick(5)) + "]";
@@ -133,7 +155,9 @@ private:
 	std::string float_leaf()
 	{
 		switch (pick(6)) {
-		case 0: case 1: case 2:
+		case 0:
+		case 1:
+		case 2:
 			return float_literal();
 		case 3:
 			return "f";
@@ -182,7 +206,9 @@ private:
 			const uint32_t u = pick(4);
 			return std::string(kUnary[u]) + "(" + number(u == 0 ? pick(2) : true, depth - 1) + ")";
 		}
-		case 1: case 2: case 3:
+		case 1:
+		case 2:
+		case 3:
 			return "(" + number(true, depth - 1) + kIntOps[pick(8)] + number(true, depth - 1) + ")";
 		case 4:
 			// Shift counts near the edges.
@@ -201,7 +227,8 @@ private:
 		case 0:
 			return '(' + string_operand() + (pick(2) ? " == " : " != ") + string_operand() + ")";
 		case 1:
-			return '(' + number(pick(2), depth - 1) + (pick(2) ? " && " : " || ") + number(pick(2), depth - 1) + ")";
+			return '(' + number(pick(2), depth - 1) + (pick(2) ? " && " : " || ") +
+			       number(pick(2), depth - 1) + ")";
 		default:
 			return '(' + number(pick(2), depth - 1) + kCompare[pick(6)] + number(pick(2), depth - 1) + ")";
 		}
@@ -263,9 +290,17 @@ T edge(std::mt19937_64 &rng)
 
 double float_edge(std::mt19937_64 &rng)
 {
-	static const double kValues[] = {0.0, -0.0, 1.5, -2.5, std::numeric_limits<double>::quiet_NaN(),
-	                                 std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
-	                                 1e300, 42.0, 63.0, 9.3e18};
+	static const double kValues[] = {0.0,
+	                                 -0.0,
+	                                 1.5,
+	                                 -2.5,
+	                                 std::numeric_limits<double>::quiet_NaN(),
+	                                 std::numeric_limits<double>::infinity(),
+	                                 -std::numeric_limits<double>::infinity(),
+	                                 1e300,
+	                                 42.0,
+	                                 63.0,
+	                                 9.3e18};
 	if (rng() % 4 == 0)
 		return std::ldexp(double(int64_t(rng())), -int(rng() % 80));
 	return kValues[rng() % std::size(kValues)];
@@ -357,21 +392,23 @@ std::string Payload::describe(const tracery_event_desc &desc) const
 			if (!args[i].ptr)
 				o << "NULL";
 			else
-				o << '"' << std::string(static_cast<const char *>(args[i].ptr), args[i].len) << "\" (len "
-				  << args[i].len << ")";
+				o << '"' << std::string(static_cast<const char *>(args[i].ptr), args[i].len)
+				  << "\" (len " << args[i].len << ")";
 		} else if (f.type == TRACERY_TYPE_ARRAY || f.type == TRACERY_TYPE_SEQUENCE) {
 			o << (args[i].ptr ? "" : "NULL ") << "len " << args[i].len << " [";
 			const uint32_t n = f.type == TRACERY_TYPE_ARRAY ? f.length : 5;
 			for (uint32_t k = 0; k < n; ++k)
 				o << (k ? " " : "")
-				  << scalar_text(f.elem_type, (f.type == TRACERY_TYPE_ARRAY ? arr : seq) + k * event::scalar_size(f.elem_type));
+				  << scalar_text(f.elem_type, (f.type == TRACERY_TYPE_ARRAY ? arr : seq) +
+				                                      k * event::scalar_size(f.elem_type));
 			o << "]";
 		} else {
 			o << scalar_text(f.type == TRACERY_TYPE_ENUM ? f.elem_type : f.type, args[i].ptr);
 		}
 		o << "  ";
 	}
-	o << "vpid=" << ctx.vpid << " vtid=" << ctx.vtid << " cpu_id=" << ctx.cpu_id << " procname=\"" << ctx.procname << '"';
+	o << "vpid=" << ctx.vpid << " vtid=" << ctx.vtid << " cpu_id=" << ctx.cpu_id << " procname=\"" << ctx.procname
+	  << '"';
 	return o.str();
 }
 
@@ -383,9 +420,10 @@ bool call_scalar_gate(FilterFn code, const Payload &p)
 		std::memcpy(&x, &p.scalars[i], sizeof x);
 		return x;
 	};
-	return reinterpret_cast<ScalarGate>(reinterpret_cast<tracery_gate_fn>(code))(v(0, uint8_t()), v(1, uint16_t()), v(2, uint32_t()), v(3, uint64_t()),
-	                                          v(4, int8_t()), v(5, int16_t()), v(6, int32_t()), v(7, int64_t()),
-	                                          v(8, float()), v(9, double()), v(10, uint8_t()), v(11, int32_t())) != 0;
+	return reinterpret_cast<ScalarGate>(reinterpret_cast<tracery_gate_fn>(code))(
+		       v(0, uint8_t()), v(1, uint16_t()), v(2, uint32_t()), v(3, uint64_t()), v(4, int8_t()),
+		       v(5, int16_t()), v(6, int32_t()), v(7, int64_t()), v(8, float()), v(9, double()),
+		       v(10, uint8_t()), v(11, int32_t())) != 0;
 }
 
 // The parameter form of `text` on kScalarEvent; nullptr if the expression
@@ -443,11 +481,12 @@ TEST(Differential, InterpreterAndJitAgree)
 		const tracery_event_desc &desc = kEvents[e];
 		const std::string marked = gen.expression(desc);
 		const std::string text = plain(marked), wrapped = unfolded(marked);
-		const std::unique_ptr<Filter> filters[] = {load(text, desc, Engine::interpreter), load(text, desc, Engine::jit),
-		                                           load(wrapped, desc, Engine::interpreter),
-		                                           load(wrapped, desc, Engine::jit)};
+		const std::unique_ptr<Filter> filters[] = {
+			load(text, desc, Engine::interpreter), load(text, desc, Engine::jit),
+			load(wrapped, desc, Engine::interpreter), load(wrapped, desc, Engine::jit)};
 		if (!filters[0] || !filters[1] || !filters[2] || !filters[3]) {
-			EXPECT_EQ(!filters[0], !filters[2]) << "only one of these compiles:\n  " << text << "\n  " << wrapped;
+			EXPECT_EQ(!filters[0], !filters[2])
+				<< "only one of these compiles:\n  " << text << "\n  " << wrapped;
 			++refused;
 			continue;
 		}
@@ -464,10 +503,10 @@ TEST(Differential, InterpreterAndJitAgree)
 			if (r[0] == r[1] && r[0] == r[2] && r[0] == r[3] && r[0] == r[4])
 				continue;
 			++mismatches;
-			ADD_FAILURE() << "engines disagree on " << text << "\n  unfolded: " << wrapped << "\n  payload: "
-			              << p.describe(desc) << "\n  interpreter " << r[0] << ", JIT " << r[1]
-			              << ", unfolded interpreter " << r[2] << ", unfolded JIT " << r[3]
-			              << ", JIT parameter form " << r[4];
+			ADD_FAILURE() << "engines disagree on " << text << "\n  unfolded: " << wrapped
+				      << "\n  payload: " << p.describe(desc) << "\n  interpreter " << r[0] << ", JIT "
+				      << r[1] << ", unfolded interpreter " << r[2] << ", unfolded JIT " << r[3]
+				      << ", JIT parameter form " << r[4];
 			break;
 		}
 	}

@@ -23,7 +23,8 @@ std::string gate_key(const Program &program, const tracery_event_desc &desc)
 	key += std::to_string(desc.gate_call) + ';';
 	for (uint32_t i = 0; i < desc.nr_fields; i++) {
 		const tracery_field_desc &f = desc.fields[i];
-		key += std::to_string(f.type) + '.' + std::to_string(f.elem_type) + '.' + std::to_string(f.length) + ';';
+		key += std::to_string(f.type) + '.' + std::to_string(f.elem_type) + '.' + std::to_string(f.length) +
+		       ';';
 	}
 	return key;
 }

@@ -84,9 +84,18 @@ bool interpret(const Program &program, const tracery_event_desc &desc, const tra
 			*sp++ = uint64_t(tracery_filter_str_match(args, ctx, &spec));
 			break;
 		}
-		case Op::add: a += b; --sp; break;
-		case Op::sub: a -= b; --sp; break;
-		case Op::mul: a *= b; --sp; break;
+		case Op::add:
+			a += b;
+			--sp;
+			break;
+		case Op::sub:
+			a -= b;
+			--sp;
+			break;
+		case Op::mul:
+			a *= b;
+			--sp;
+			break;
 		case Op::div:
 			if (b == 0)
 				return false;
@@ -111,32 +120,103 @@ bool interpret(const Program &program, const tracery_event_desc &desc, const tra
 			a = uint64_t(s(a) >> b);
 			--sp;
 			break;
-		case Op::band: a &= b; --sp; break;
-		case Op::bor: a |= b; --sp; break;
-		case Op::bxor: a ^= b; --sp; break;
-		case Op::neg: b = 0 - b; break;
-		case Op::bnot: b = ~b; break;
-		case Op::lnot: b = b == 0; break;
-		case Op::eq: a = a == b; --sp; break;
-		case Op::ne: a = a != b; --sp; break;
-		case Op::lt: a = s(a) < s(b); --sp; break;
-		case Op::le: a = s(a) <= s(b); --sp; break;
-		case Op::gt: a = s(a) > s(b); --sp; break;
-		case Op::ge: a = s(a) >= s(b); --sp; break;
-		case Op::fadd: a = from_f(f(a) + f(b)); --sp; break;
-		case Op::fsub: a = from_f(f(a) - f(b)); --sp; break;
-		case Op::fmul: a = from_f(f(a) * f(b)); --sp; break;
-		case Op::fdiv: a = from_f(f(a) / f(b)); --sp; break;
-		case Op::fneg: b = from_f(-f(b)); break;
-		case Op::feq: a = f(a) == f(b); --sp; break;
-		case Op::fne: a = f(a) != f(b); --sp; break;
-		case Op::flt: a = f(a) < f(b); --sp; break;
-		case Op::fle: a = f(a) <= f(b); --sp; break;
-		case Op::fgt: a = f(a) > f(b); --sp; break;
-		case Op::fge: a = f(a) >= f(b); --sp; break;
-		case Op::to_float: b = from_f(double(s(b))); break;
-		case Op::to_bool: b = b != 0; break;
-		case Op::float_to_bool: b = f(b) != 0.0; break;
+		case Op::band:
+			a &= b;
+			--sp;
+			break;
+		case Op::bor:
+			a |= b;
+			--sp;
+			break;
+		case Op::bxor:
+			a ^= b;
+			--sp;
+			break;
+		case Op::neg:
+			b = 0 - b;
+			break;
+		case Op::bnot:
+			b = ~b;
+			break;
+		case Op::lnot:
+			b = b == 0;
+			break;
+		case Op::eq:
+			a = a == b;
+			--sp;
+			break;
+		case Op::ne:
+			a = a != b;
+			--sp;
+			break;
+		case Op::lt:
+			a = s(a) < s(b);
+			--sp;
+			break;
+		case Op::le:
+			a = s(a) <= s(b);
+			--sp;
+			break;
+		case Op::gt:
+			a = s(a) > s(b);
+			--sp;
+			break;
+		case Op::ge:
+			a = s(a) >= s(b);
+			--sp;
+			break;
+		case Op::fadd:
+			a = from_f(f(a) + f(b));
+			--sp;
+			break;
+		case Op::fsub:
+			a = from_f(f(a) - f(b));
+			--sp;
+			break;
+		case Op::fmul:
+			a = from_f(f(a) * f(b));
+			--sp;
+			break;
+		case Op::fdiv:
+			a = from_f(f(a) / f(b));
+			--sp;
+			break;
+		case Op::fneg:
+			b = from_f(-f(b));
+			break;
+		case Op::feq:
+			a = f(a) == f(b);
+			--sp;
+			break;
+		case Op::fne:
+			a = f(a) != f(b);
+			--sp;
+			break;
+		case Op::flt:
+			a = f(a) < f(b);
+			--sp;
+			break;
+		case Op::fle:
+			a = f(a) <= f(b);
+			--sp;
+			break;
+		case Op::fgt:
+			a = f(a) > f(b);
+			--sp;
+			break;
+		case Op::fge:
+			a = f(a) >= f(b);
+			--sp;
+			break;
+		case Op::to_float:
+			b = from_f(double(s(b)));
+			break;
+		case Op::to_bool:
+			b = b != 0;
+			break;
+		case Op::float_to_bool:
+			b = f(b) != 0.0;
+			break;
 		case Op::jump_if_false:
 			if (b == 0)
 				in = code + in->arg - 1;

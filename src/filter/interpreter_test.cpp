@@ -76,9 +76,9 @@ struct Payload {
 
 	std::vector<tracery_arg> args() const
 	{
-		return {{&u8, 0}, {&u16, 0}, {&u32, 0}, {&u64, 0}, {&s8, 0}, {&s16, 0}, {&s32, 0}, {&s64, 0},
-		        {&f, 0}, {&d, 0}, {&b, 0}, {&e, 0}, {arr_ptr, arr_len}, {seq_ptr, seq_len},
-		        {str, str_len}, {name, name_len}};
+		return {{&u8, 0},           {&u16, 0},          {&u32, 0},      {&u64, 0},       {&s8, 0}, {&s16, 0},
+		        {&s32, 0},          {&s64, 0},          {&f, 0},        {&d, 0},         {&b, 0},  {&e, 0},
+		        {arr_ptr, arr_len}, {seq_ptr, seq_len}, {str, str_len}, {name, name_len}};
 	}
 };
 
@@ -88,9 +88,15 @@ Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t im
 }
 Insn push(int64_t v) { return I(Op::push_int, 0, 0, 0, v); }
 Insn pushf(double v) { return I(Op::push_float, 0, 0, 0, std::bit_cast<int64_t>(v)); }
-Insn load(const tracery_event_desc &d, uint16_t f) { return I(Op::load_field, uint8_t(load_field_type(d.fields[f])), f); }
+Insn load(const tracery_event_desc &d, uint16_t f)
+{
+	return I(Op::load_field, uint8_t(load_field_type(d.fields[f])), f);
+}
 Insn load(uint16_t f) { return load(kEvent, f); }
-Insn elem(const tracery_event_desc &d, uint16_t f, uint32_t i) { return I(Op::load_element, d.fields[f].elem_type, f, i); }
+Insn elem(const tracery_event_desc &d, uint16_t f, uint32_t i)
+{
+	return I(Op::load_element, d.fields[f].elem_type, f, i);
+}
 Insn elem(uint16_t f, uint32_t i) { return elem(kEvent, f, i); }
 Insn match(StringKind l, uint16_t li, StringKind r, uint32_t ri)
 {
@@ -351,8 +357,10 @@ TEST_P(Engines, SequenceOutOfRangeRejects)
 	EXPECT_FALSE(run({elem(SEQ, 0), I(Op::float_to_bool), I(Op::lnot)}, p));
 	// A reject in a branch not taken does not count.
 	p.seq_len = 1;
-	EXPECT_TRUE(run({push(1), I(Op::jump_if_true, 0, 0, 5), elem(SEQ, 5), I(Op::float_to_bool), I(Op::to_bool)}, p));
-	EXPECT_FALSE(run({push(0), I(Op::jump_if_true, 0, 0, 5), elem(SEQ, 5), I(Op::float_to_bool), I(Op::to_bool)}, p));
+	EXPECT_TRUE(
+		run({push(1), I(Op::jump_if_true, 0, 0, 5), elem(SEQ, 5), I(Op::float_to_bool), I(Op::to_bool)}, p));
+	EXPECT_FALSE(
+		run({push(0), I(Op::jump_if_true, 0, 0, 5), elem(SEQ, 5), I(Op::float_to_bool), I(Op::to_bool)}, p));
 }
 
 TEST_P(Engines, ContextFields)
@@ -383,7 +391,9 @@ TEST_P(Engines, JumpsShortCircuit)
 		}
 	// Jumps with more on the stack below.
 	int_is(Code{push(10)} + land({push(1)}, {push(3)}, 1) + Code{I(Op::add)}, 11);
-	int_is(Code{pushf(1)} + land({push(0)}, {push(3)}, 1) + Code{I(Op::to_float), I(Op::fadd), pushf(1), I(Op::feq)}, 1);
+	int_is(Code{pushf(1)} + land({push(0)}, {push(3)}, 1) +
+	               Code{I(Op::to_float), I(Op::fadd), pushf(1), I(Op::feq)},
+	       1);
 }
 
 TEST_P(Engines, StringMatch)
@@ -391,9 +401,7 @@ TEST_P(Engines, StringMatch)
 	using K = StringKind;
 	Payload p;
 	const std::vector<std::string> strings = {"hello*", "*world", "hello world", "h*o*d", "x*", "", "*", "myproc"};
-	const auto matches = [&](Insn m, const Payload &payload) {
-		return run({m}, payload, strings);
-	};
+	const auto matches = [&](Insn m, const Payload &payload) { return run({m}, payload, strings); };
 	EXPECT_TRUE(matches(match(K::field, STR, K::literal, 0), p));
 	EXPECT_TRUE(matches(match(K::field, STR, K::literal, 2), p));
 	EXPECT_TRUE(matches(match(K::field, STR, K::literal, 3), p));

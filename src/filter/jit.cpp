@@ -41,10 +41,7 @@ constexpr int32_t kArgSize = int32_t(sizeof(tracery_arg));
 static_assert(offsetof(tracery_arg, ptr) == 0 && offsetof(tracery_arg, len) == 8);
 
 // |v|, also for INT64_MIN.
-uint64_t magnitude(int64_t v)
-{
-	return v < 0 ? 0 - uint64_t(v) : uint64_t(v);
-}
+uint64_t magnitude(int64_t v) { return v < 0 ? 0 - uint64_t(v) : uint64_t(v); }
 
 class Emitter {
 public:
@@ -302,10 +299,22 @@ void Emitter::float_compare(Op op, uint32_t d)
 		break;
 	}
 	// clang-format on
-	case Op::flt: cc_.ucomisd(b, a); cc_.seta(r.r8()); break;
-	case Op::fle: cc_.ucomisd(b, a); cc_.setae(r.r8()); break;
-	case Op::fgt: cc_.ucomisd(a, b); cc_.seta(r.r8()); break;
-	default: cc_.ucomisd(a, b); cc_.setae(r.r8()); break; // fge
+	case Op::flt:
+		cc_.ucomisd(b, a);
+		cc_.seta(r.r8());
+		break;
+	case Op::fle:
+		cc_.ucomisd(b, a);
+		cc_.setae(r.r8());
+		break;
+	case Op::fgt:
+		cc_.ucomisd(a, b);
+		cc_.seta(r.r8());
+		break;
+	default:
+		cc_.ucomisd(a, b);
+		cc_.setae(r.r8());
+		break; // fge
 	}
 	zero_extend_flag(r);
 }
@@ -352,9 +361,15 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 	case Op::str_match:
 		str_match(specs_++, d);
 		return d + 1;
-	case Op::add: cc_.add(gp(d - 2), gp(d - 1)); return d - 1;
-	case Op::sub: cc_.sub(gp(d - 2), gp(d - 1)); return d - 1;
-	case Op::mul: cc_.imul(gp(d - 2), gp(d - 1)); return d - 1;
+	case Op::add:
+		cc_.add(gp(d - 2), gp(d - 1));
+		return d - 1;
+	case Op::sub:
+		cc_.sub(gp(d - 2), gp(d - 1));
+		return d - 1;
+	case Op::mul:
+		cc_.imul(gp(d - 2), gp(d - 1));
+		return d - 1;
 	case Op::div:
 	case Op::mod:
 		if (prev_ && prev_->op == Op::push_int && std::has_single_bit(magnitude(prev_->imm)))
@@ -371,11 +386,21 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		else
 			cc_.sar(gp(d - 2), gp(d - 1).r8());
 		return d - 1;
-	case Op::band: cc_.and_(gp(d - 2), gp(d - 1)); return d - 1;
-	case Op::bor: cc_.or_(gp(d - 2), gp(d - 1)); return d - 1;
-	case Op::bxor: cc_.xor_(gp(d - 2), gp(d - 1)); return d - 1;
-	case Op::neg: cc_.neg(gp(d - 1)); return d;
-	case Op::bnot: cc_.not_(gp(d - 1)); return d;
+	case Op::band:
+		cc_.and_(gp(d - 2), gp(d - 1));
+		return d - 1;
+	case Op::bor:
+		cc_.or_(gp(d - 2), gp(d - 1));
+		return d - 1;
+	case Op::bxor:
+		cc_.xor_(gp(d - 2), gp(d - 1));
+		return d - 1;
+	case Op::neg:
+		cc_.neg(gp(d - 1));
+		return d;
+	case Op::bnot:
+		cc_.not_(gp(d - 1));
+		return d;
 	case Op::lnot:
 	case Op::to_bool:
 		cc_.test(gp(d - 1), gp(d - 1));
@@ -385,7 +410,12 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 			cc_.setne(gp(d - 1).r8());
 		zero_extend_flag(gp(d - 1));
 		return d;
-	case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge: {
+	case Op::eq:
+	case Op::ne:
+	case Op::lt:
+	case Op::le:
+	case Op::gt:
+	case Op::ge: {
 		const x86::Gp a = gp(d - 2);
 		cc_.cmp(a, gp(d - 1));
 		// clang-format off
@@ -401,10 +431,18 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		zero_extend_flag(a);
 		return d - 1;
 	}
-	case Op::fadd: cc_.addsd(xmm(d - 2), xmm(d - 1)); return d - 1;
-	case Op::fsub: cc_.subsd(xmm(d - 2), xmm(d - 1)); return d - 1;
-	case Op::fmul: cc_.mulsd(xmm(d - 2), xmm(d - 1)); return d - 1;
-	case Op::fdiv: cc_.divsd(xmm(d - 2), xmm(d - 1)); return d - 1;
+	case Op::fadd:
+		cc_.addsd(xmm(d - 2), xmm(d - 1));
+		return d - 1;
+	case Op::fsub:
+		cc_.subsd(xmm(d - 2), xmm(d - 1));
+		return d - 1;
+	case Op::fmul:
+		cc_.mulsd(xmm(d - 2), xmm(d - 1));
+		return d - 1;
+	case Op::fdiv:
+		cc_.divsd(xmm(d - 2), xmm(d - 1));
+		return d - 1;
 	case Op::fneg: {
 		const x86::Gp sign = cc_.newInt64("sign");
 		const x86::Xmm mask = cc_.newXmmSd("mask");
@@ -413,7 +451,12 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 		cc_.xorpd(xmm(d - 1), mask);
 		return d;
 	}
-	case Op::feq: case Op::fne: case Op::flt: case Op::fle: case Op::fgt: case Op::fge:
+	case Op::feq:
+	case Op::fne:
+	case Op::flt:
+	case Op::fle:
+	case Op::fgt:
+	case Op::fge:
 		float_compare(in.op, d);
 		return d - 1;
 	case Op::to_float:
@@ -506,7 +549,8 @@ bool params_form_possible(const tracery_event_desc &desc)
 		return false;
 	for (uint32_t i = 0; i < desc.nr_fields; ++i) {
 		const tracery_field_desc &f = desc.fields[i];
-		if (f.type == TRACERY_TYPE_ENUM ? !event::is_integer_type(f.elem_type) : event::scalar_size(f.type) == 0)
+		if (f.type == TRACERY_TYPE_ENUM ? !event::is_integer_type(f.elem_type)
+		                                : event::scalar_size(f.type) == 0)
 			return false;
 	}
 	return true;

@@ -24,7 +24,7 @@ using FilterFn = int (*)(const tracery_arg *args, const Context *ctx);
 enum class CallForm {
 	args,   // FilterFn: the argument array (and the context)
 	params, // int(field values...): one C parameter per field, of the field's own type, as the emitter of an
-	        // all-scalar event (TRACERY_GATE_PARAMS) passes them; the program must not use the context
+		// all-scalar event (TRACERY_GATE_PARAMS) passes them; the program must not use the context
 };
 
 // True if `desc` can be compiled in CallForm::params: every field a scalar (integer, float, bool, enum).
@@ -45,8 +45,7 @@ public:
 	// CallForm::params also needs params_form_possible(desc) and a program
 	// that reads no context (else nullptr).
 	static std::unique_ptr<Jit> compile(const Program &program, const tracery_event_desc &desc,
-	                                    const VerifiedInfo &info, std::string *why,
-	                                    CallForm form = CallForm::args);
+	                                    const VerifiedInfo &info, std::string *why, CallForm form = CallForm::args);
 
 	Jit(const Jit &) = delete;
 	Jit &operator=(const Jit &) = delete;
@@ -59,8 +58,8 @@ private:
 	Jit() = default;
 
 	FilterFn fn_ = nullptr;
-	std::vector<std::string> strings_;    // the literals specs_ point into
-	std::vector<StrMatchSpec> specs_;     // one per str_match; the code points at them
+	std::vector<std::string> strings_; // the literals specs_ point into
+	std::vector<StrMatchSpec> specs_;  // one per str_match; the code points at them
 };
 
 } // namespace tracery::filter

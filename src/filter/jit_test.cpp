@@ -110,16 +110,56 @@ const tracery_event_desc kPair = {"test", "pair", kPairFields, 2, 0, nullptr, nu
 TEST(Jit, DivisionByConstantMatchesTheOperators)
 {
 	constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
-	std::vector<int64_t> divisors = {1, 2, 3, 5, 6, 7, 10, 12, 25, 100, 641, 1000, 1 << 20, 1000000007,
-	                                 (int64_t(1) << 32) + 1, int64_t(1) << 40, 6700417, kMax, kMax - 1,
-	                                 kMin, kMin + 1, int64_t(1) << 62, (int64_t(1) << 62) + 1, 0x5555555555555555};
+	std::vector<int64_t> divisors = {1,
+	                                 2,
+	                                 3,
+	                                 5,
+	                                 6,
+	                                 7,
+	                                 10,
+	                                 12,
+	                                 25,
+	                                 100,
+	                                 641,
+	                                 1000,
+	                                 1 << 20,
+	                                 1000000007,
+	                                 (int64_t(1) << 32) + 1,
+	                                 int64_t(1) << 40,
+	                                 6700417,
+	                                 kMax,
+	                                 kMax - 1,
+	                                 kMin,
+	                                 kMin + 1,
+	                                 int64_t(1) << 62,
+	                                 (int64_t(1) << 62) + 1,
+	                                 0x5555555555555555};
 	for (size_t i = 0, n = divisors.size(); i < n; ++i)
 		if (divisors[i] != kMin)
 			divisors.push_back(-divisors[i]);
 	divisors.insert(divisors.end(), {0, -1});
-	std::vector<int64_t> dividends = {0, 1, -1, 2, -2, 3, -3, 7, -7, 99, -99, 100, -100, 101, kMax, kMin,
-	                                  kMax - 1, kMin + 1, int64_t(1) << 32, -(int64_t(1) << 32),
-	                                  0x123456789abcdef, -0x123456789abcdef};
+	std::vector<int64_t> dividends = {0,
+	                                  1,
+	                                  -1,
+	                                  2,
+	                                  -2,
+	                                  3,
+	                                  -3,
+	                                  7,
+	                                  -7,
+	                                  99,
+	                                  -99,
+	                                  100,
+	                                  -100,
+	                                  101,
+	                                  kMax,
+	                                  kMin,
+	                                  kMax - 1,
+	                                  kMin + 1,
+	                                  int64_t(1) << 32,
+	                                  -(int64_t(1) << 32),
+	                                  0x123456789abcdef,
+	                                  -0x123456789abcdef};
 	for (int64_t c : divisors)
 		for (int64_t k : {int64_t(-1), int64_t(0), int64_t(1)})
 			if (c != kMin && c != 0 && c != -1 && std::abs(c) < kMax / 3) {
@@ -135,8 +175,12 @@ TEST(Jit, DivisionByConstantMatchesTheOperators)
 		for (int64_t c : divisors) {
 			// (a OP c) == e: accepted when e is the right result, and not for e + 1.
 			Program constant;
-			constant.code = {I(Op::load_field, TRACERY_TYPE_S64, 0), I(Op::push_int, 0, 0, 0, c), I(op),
-			                 I(Op::load_field, TRACERY_TYPE_S64, 1), I(Op::eq), I(Op::ret)};
+			constant.code = {I(Op::load_field, TRACERY_TYPE_S64, 0),
+			                 I(Op::push_int, 0, 0, 0, c),
+			                 I(op),
+			                 I(Op::load_field, TRACERY_TYPE_S64, 1),
+			                 I(Op::eq),
+			                 I(Op::ret)};
 			std::string why;
 			const auto jit = Filter::load(constant, kPair, Engine::jit, &why);
 			const auto interp = Filter::load(constant, kPair, Engine::interpreter, &why);
@@ -184,7 +228,8 @@ TEST(Jit, ManyStringMatches)
 	Program p;
 	for (int i = 0; i < 40; ++i) {
 		p.strings.push_back('v' + std::to_string(i) + "*");
-		p.code.push_back(I(Op::str_match, uint8_t(StringKind::field) | uint8_t(StringKind::literal) << 4, 2, i));
+		p.code.push_back(
+			I(Op::str_match, uint8_t(StringKind::field) | uint8_t(StringKind::literal) << 4, 2, i));
 		if (i)
 			p.code.push_back(I(Op::add));
 	}
@@ -205,7 +250,9 @@ TEST(Jit, ConcurrentCompileAndRun)
 	for (int t = 0; t < 4; ++t)
 		threads.emplace_back([t, &wrong] {
 			for (int i = 0; i < 50; ++i) {
-				const Program p{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(t * 1000 + i), I(Op::eq), I(Op::ret)}, {}};
+				const Program p{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(t * 1000 + i), I(Op::eq),
+				                 I(Op::ret)},
+				                {}};
 				const std::unique_ptr<Filter> f = Filter::load(p, kEvent, Engine::jit, nullptr);
 				Payload payload;
 				payload.a = t * 1000 + i;
@@ -234,9 +281,9 @@ TEST(Filter, SaysWhetherItNeedsTheContext)
 {
 	const Program plain{{push(1), I(Op::ret)}, {}};
 	const Program vpid{{I(Op::load_context, 0, 0, uint32_t(ContextField::vpid)), I(Op::ret)}, {}};
-	const Program procname{{I(Op::str_match, uint8_t(StringKind::procname) | uint8_t(StringKind::literal) << 4, 0, 0),
-	                        I(Op::ret)},
-	                       {"a*"}};
+	const Program procname{
+		{I(Op::str_match, uint8_t(StringKind::procname) | uint8_t(StringKind::literal) << 4, 0, 0), I(Op::ret)},
+		{"a*"}};
 	for (Engine e : {Engine::jit, Engine::interpreter}) {
 		EXPECT_FALSE(load(plain, e)->uses_context());
 		EXPECT_TRUE(load(vpid, e)->uses_context());
@@ -270,7 +317,8 @@ TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 	EXPECT_NE(gate4(no.args, nullptr), 0);
 	// Other field types: the program no longer verifies (field 0 is not an S64), so no gate.
 	const tracery_field_desc u8_fields[] = {{"a", TRACERY_TYPE_U8, 0, 0, nullptr}};
-	const tracery_event_desc u8_event = {"test", "u8", u8_fields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	const tracery_event_desc u8_event = {"test",  "u8",    u8_fields,        1, 0, nullptr,
+	                                     nullptr, nullptr, TRACERY_GATE_ARGS};
 	EXPECT_EQ(gate_for(a_is_3, u8_event), nullptr);
 	// A filter that reads the context cannot be a gate (the emitter has no context to give).
 	const Program vpid{{I(Op::load_context, 0, 0, uint32_t(ContextField::vpid)), I(Op::ret)}, {}};
@@ -282,13 +330,14 @@ TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 TEST(Gate, ParameterFormReadsEachTypeFromItsRegister)
 {
 	const tracery_field_desc fields[] = {
-		{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},   {"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
-		{"u32", TRACERY_TYPE_U32, 0, 0, nullptr}, {"s32", TRACERY_TYPE_S32, 0, 0, nullptr},
-		{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr}, {"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},
+		{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},    {"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
+		{"u32", TRACERY_TYPE_U32, 0, 0, nullptr},  {"s32", TRACERY_TYPE_S32, 0, 0, nullptr},
+		{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr},  {"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},
 		{"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr}, {"s8", TRACERY_TYPE_S8, 0, 0, nullptr},
 		{"u64", TRACERY_TYPE_U64, 0, 0, nullptr}, // the 7th integer: passed on the stack
 	};
-	const tracery_event_desc desc = {"test", "params", fields, 9, 0, nullptr, nullptr, nullptr, TRACERY_GATE_PARAMS};
+	const tracery_event_desc desc = {"test",  "params",           fields, 9, 0, nullptr, nullptr,
+	                                 nullptr, TRACERY_GATE_PARAMS};
 	// Each field compared with the value below; the caller passes wider
 	// registers with garbage above the field's width (as the ABI allows).
 	using Wide = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, float, uint64_t, double, uint64_t, uint64_t);
@@ -299,8 +348,8 @@ TEST(Gate, ParameterFormReadsEachTypeFromItsRegister)
 		uint16_t field;
 		uint8_t type;
 		int64_t expected;
-	} cases[] = {{0, TRACERY_TYPE_U8, 200}, {1, TRACERY_TYPE_S16, -2}, {2, TRACERY_TYPE_U32, 4000000000},
-	             {3, TRACERY_TYPE_S32, -5}, {5, TRACERY_TYPE_BOOL, 1}, {7, TRACERY_TYPE_S8, -7},
+	} cases[] = {{0, TRACERY_TYPE_U8, 200},       {1, TRACERY_TYPE_S16, -2}, {2, TRACERY_TYPE_U32, 4000000000},
+	             {3, TRACERY_TYPE_S32, -5},       {5, TRACERY_TYPE_BOOL, 1}, {7, TRACERY_TYPE_S8, -7},
 	             {8, TRACERY_TYPE_U64, 1ll << 40}};
 	for (const auto &c : cases) {
 		const auto gate = reinterpret_cast<Wide>(gate_for(program(c.field, c.type, c.expected), desc));
@@ -316,17 +365,17 @@ TEST(Gate, ParameterFormReadsEachTypeFromItsRegister)
 		          0)
 			<< "field " << c.field;
 	}
-	const auto fgate = reinterpret_cast<Wide>(gate_for(
-		Program{{I(Op::load_field, TRACERY_TYPE_FLOAT, 4), I(Op::load_field, TRACERY_TYPE_DOUBLE, 6), I(Op::fadd),
-		         pushf(4.0), I(Op::feq), I(Op::ret)},
-		        {}},
-		desc));
+	const auto fgate = reinterpret_cast<Wide>(
+		gate_for(Program{{I(Op::load_field, TRACERY_TYPE_FLOAT, 4), I(Op::load_field, TRACERY_TYPE_DOUBLE, 6),
+	                          I(Op::fadd), pushf(4.0), I(Op::feq), I(Op::ret)},
+	                         {}},
+	                 desc));
 	ASSERT_NE(fgate, nullptr);
 	EXPECT_NE(fgate(0, 0, 0, 0, 1.5f, 0, 2.5, 0, 0), 0);
 	EXPECT_EQ(fgate(0, 0, 0, 0, 1.5f, 0, 2.25, 0, 0), 0);
 	// A descriptor asking for the parameter form with a non-scalar field gets no gate.
-	const tracery_event_desc with_string = {"test", "jit", kFields, 3, 0, nullptr, nullptr, nullptr,
-	                                        TRACERY_GATE_PARAMS};
+	const tracery_event_desc with_string = {
+		"test", "jit", kFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_PARAMS};
 	EXPECT_EQ(gate_for(program(0, TRACERY_TYPE_S64, 3), with_string), nullptr);
 }
 

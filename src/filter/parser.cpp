@@ -50,8 +50,8 @@ std::string quote_char(char c)
 
 // Longest first, so that "<<" is not read as "<" "<".
 constexpr std::string_view kPuncts[] = {
-	"&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "+", "-", "*", "/", "%",
-	"<", ">", "&", "|", "^", "!", "~", "(", ")", "[", "]",
+	"&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "+", "-", "*", "/",
+	"%",  "<",  ">",  "&",  "|",  "^",  "!",  "~",  "(", ")", "[", "]",
 };
 
 struct BinaryInfo {
@@ -61,16 +61,18 @@ struct BinaryInfo {
 };
 
 constexpr BinaryInfo kBinary[] = {
-	{"||", Operator::lor, 1}, {"&&", Operator::land, 2}, {"|", Operator::bor, 3},
-	{"^", Operator::bxor, 4}, {"&", Operator::band, 5}, {"==", Operator::eq, 6},
-	{"!=", Operator::ne, 6}, {"<", Operator::lt, 7}, {"<=", Operator::le, 7},
-	{">", Operator::gt, 7}, {">=", Operator::ge, 7}, {"<<", Operator::shl, 8},
-	{">>", Operator::shr, 8}, {"+", Operator::add, 9}, {"-", Operator::sub, 9},
-	{"*", Operator::mul, 10}, {"/", Operator::div, 10}, {"%", Operator::mod, 10},
+	{"||", Operator::lor, 1}, {"&&", Operator::land, 2}, {"|", Operator::bor, 3}, {"^", Operator::bxor, 4},
+	{"&", Operator::band, 5}, {"==", Operator::eq, 6},   {"!=", Operator::ne, 6}, {"<", Operator::lt, 7},
+	{"<=", Operator::le, 7},  {">", Operator::gt, 7},    {">=", Operator::ge, 7}, {"<<", Operator::shl, 8},
+	{">>", Operator::shr, 8}, {"+", Operator::add, 9},   {"-", Operator::sub, 9}, {"*", Operator::mul, 10},
+	{"/", Operator::div, 10}, {"%", Operator::mod, 10},
 };
 
 constexpr std::pair<std::string_view, Operator> kUnary[] = {
-	{"!", Operator::lnot}, {"-", Operator::neg}, {"~", Operator::bnot}, {"+", Operator::plus},
+	{"!", Operator::lnot},
+	{"-", Operator::neg},
+	{"~", Operator::bnot},
+	{"+", Operator::plus},
 };
 
 constexpr std::pair<std::string_view, ContextName> kContext[] = {
@@ -92,8 +94,8 @@ public:
 		auto e = parse_binary(0);
 		if (tok_.kind != Tok::end) {
 			const std::string_view shown = tok_.text.substr(0, 32);
-			throw Error{"unexpected '" + std::string(shown) + (shown.size() < tok_.text.size() ? "...'" : "'") +
-			                    " after the expression",
+			throw Error{"unexpected '" + std::string(shown) +
+			                    (shown.size() < tok_.text.size() ? "...'" : "'") + " after the expression",
 			            tok_.position};
 		}
 		return e;
@@ -380,7 +382,8 @@ private:
 				return name;
 			known += (known.empty() ? "" : ", ") + std::string(text);
 		}
-		throw Error{"unknown context field '" + std::string(tok_.text) + "' (known: " + known + ")", tok_.position};
+		throw Error{"unknown context field '" + std::string(tok_.text) + "' (known: " + known + ")",
+		            tok_.position};
 	}
 
 	// name, or name[index]

@@ -85,8 +85,8 @@ TEST(FilterParser, Associativity)
 
 TEST(FilterParser, EveryOperator)
 {
-	for (const char *op : {"*", "/", "%", "+", "-", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "^", "|",
-	                       "&&", "||"})
+	for (const char *op :
+	     {"*", "/", "%", "+", "-", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "^", "|", "&&", "||"})
 		EXPECT_EQ(p(std::string("x") + op + "y"), std::string("(x ") + op + " y)");
 	for (const char *op : {"!", "-", "~", "+"})
 		EXPECT_EQ(p(std::string(op) + "x"), std::string("(") + op + "x)");
@@ -176,8 +176,9 @@ TEST(FilterParser, Errors)
 	EXPECT_EQ(p("a == \xc3\xa9"), "error@5: unexpected character '\\xc3'");
 	EXPECT_EQ(p("$"), "error@0: unexpected character '$'");
 	EXPECT_EQ(p("a = 1"), "error@2: '=' is not an operator; did you mean '=='?");
-	EXPECT_EQ(p("$ctx.foo == 1"),
-	          "error@0: unknown context field '$ctx.foo' (known: $ctx.vpid, $ctx.vtid, $ctx.procname, $ctx.cpu_id)");
+	EXPECT_EQ(
+		p("$ctx.foo == 1"),
+		"error@0: unknown context field '$ctx.foo' (known: $ctx.vpid, $ctx.vtid, $ctx.procname, $ctx.cpu_id)");
 	EXPECT_EQ(p("1 + $app.x"),
 	          "error@4: unknown context field '$app.x' (known: $ctx.vpid, $ctx.vtid, $ctx.procname, $ctx.cpu_id)");
 	EXPECT_EQ(p("a xyz"), "error@2: unexpected 'xyz' after the expression");

@@ -57,17 +57,41 @@ struct Effect {
 std::optional<Effect> simple_effect(Op op)
 {
 	switch (op) {
-	case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::mod:
-	case Op::shl: case Op::shr: case Op::band: case Op::bor: case Op::bxor:
-	case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge:
+	case Op::add:
+	case Op::sub:
+	case Op::mul:
+	case Op::div:
+	case Op::mod:
+	case Op::shl:
+	case Op::shr:
+	case Op::band:
+	case Op::bor:
+	case Op::bxor:
+	case Op::eq:
+	case Op::ne:
+	case Op::lt:
+	case Op::le:
+	case Op::gt:
+	case Op::ge:
 		return Effect{2, kInt, kInt};
-	case Op::neg: case Op::bnot: case Op::lnot: case Op::to_bool:
+	case Op::neg:
+	case Op::bnot:
+	case Op::lnot:
+	case Op::to_bool:
 		return Effect{1, kInt, kInt};
-	case Op::fadd: case Op::fsub: case Op::fmul: case Op::fdiv:
+	case Op::fadd:
+	case Op::fsub:
+	case Op::fmul:
+	case Op::fdiv:
 		return Effect{2, kFloat, kFloat};
 	case Op::fneg:
 		return Effect{1, kFloat, kFloat};
-	case Op::feq: case Op::fne: case Op::flt: case Op::fle: case Op::fgt: case Op::fge:
+	case Op::feq:
+	case Op::fne:
+	case Op::flt:
+	case Op::fle:
+	case Op::fgt:
+	case Op::fge:
 		return Effect{2, kFloat, kInt};
 	case Op::to_float:
 		return Effect{1, kInt, kFloat};
@@ -143,8 +167,8 @@ bool Checker::need(uint32_t n, Kind k)
 	if (ok)
 		return true;
 	static const char *const counts[] = {"", "one", "two"};
-	return fail(std::string("needs ") + counts[n] + " " + kind_name(k) + (n > 1 ? "s" : "") +
-	            ", stack " + (s_.depth ? "has " : "is ") + describe(s_, n));
+	return fail(std::string("needs ") + counts[n] + " " + kind_name(k) + (n > 1 ? "s" : "") + ", stack " +
+	            (s_.depth ? "has " : "is ") + describe(s_, n));
 }
 
 void Checker::pop(uint32_t n)
@@ -187,7 +211,8 @@ bool Checker::check_string(StringKind kind, uint32_t index, const char *side)
 	case StringKind::procname:
 		uses_procname_ = true;
 		if (index != 0)
-			return fail(std::string(side) + " procname operand has index " + std::to_string(index) + ", not 0");
+			return fail(std::string(side) + " procname operand has index " + std::to_string(index) +
+			            ", not 0");
 		return true;
 	case StringKind::literal:
 		if (index >= p_.strings.size())
@@ -257,8 +282,8 @@ bool Checker::check_insn(const Insn &in)
 		return fail("unused operand imm is " + std::to_string(in.imm));
 
 	if (const std::optional<State> &in_state = incoming_[pc_]; in_state && *in_state != s_)
-		return fail("stack " + describe(s_, s_.depth) + " on fall-through, " + describe(*in_state, in_state->depth) +
-		            " from a jump");
+		return fail("stack " + describe(s_, s_.depth) + " on fall-through, " +
+		            describe(*in_state, in_state->depth) + " from a jump");
 
 	if (const std::optional<Effect> e = simple_effect(in.op)) {
 		if (!need(e->pops, e->operand))

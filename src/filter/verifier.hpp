@@ -12,9 +12,9 @@
 namespace tracery::filter {
 
 struct VerifiedInfo {
-	uint32_t max_stack;  // deepest stack the program reaches
-	bool uses_context;   // has a load_context
-	bool uses_procname;  // has a str_match on the process name
+	uint32_t max_stack; // deepest stack the program reaches
+	bool uses_context;  // has a load_context
+	bool uses_procname; // has a str_match on the process name
 };
 
 // True if `program` is well formed for `desc` (see bytecode.hpp); fills

@@ -10,14 +10,14 @@ namespace {
 const tracery_enum_entry kEntries[] = {{"zero", 0, 0}};
 const tracery_enum_desc kEnum = {"e", kEntries, 1};
 const tracery_field_desc kFields[] = {
-	{"n", TRACERY_TYPE_U32, 0, 0, nullptr},        // 0
-	{"x", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},     // 1
-	{"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S16, 0, &kEnum}, // 2
-	{"arr", TRACERY_TYPE_ARRAY, TRACERY_TYPE_U8, 4, nullptr}, // 3
+	{"n", TRACERY_TYPE_U32, 0, 0, nullptr},                         // 0
+	{"x", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},                      // 1
+	{"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S16, 0, &kEnum},          // 2
+	{"arr", TRACERY_TYPE_ARRAY, TRACERY_TYPE_U8, 4, nullptr},       // 3
 	{"seq", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_FLOAT, 0, nullptr}, // 4
-	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},     // 5
-	{"blob", TRACERY_TYPE_BLOB, 0, 0, nullptr},    // 6
-	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},       // 7
+	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},                      // 5
+	{"blob", TRACERY_TYPE_BLOB, 0, 0, nullptr},                     // 6
+	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},                        // 7
 };
 const tracery_event_desc kEvent = {"test", "verify", kFields, 8, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
@@ -41,24 +41,25 @@ std::string refusal(const Program &p)
 TEST(Verifier, AcceptsWellFormedPrograms)
 {
 	const Program p{{
-		I(Op::load_field, TRACERY_TYPE_U32, 0),       // 0
-		push(3),                                      // 1
-		I(Op::gt),                                    // 2
-		I(Op::jump_if_false, 0, 0, 16),               // 3
-		I(Op::load_field, TRACERY_TYPE_DOUBLE, 1),    // 4
-		I(Op::load_element, TRACERY_TYPE_FLOAT, 4, 9),// 5
-		I(Op::fadd),                                  // 6
-		I(Op::float_to_bool),                         // 7
-		I(Op::jump_if_true, 0, 0, 16),                // 8
-		I(Op::load_field, TRACERY_TYPE_S16, 2),       // 9
-		I(Op::load_element, TRACERY_TYPE_U8, 3, 3),   // 10
-		I(Op::add),                                   // 11
-		I(Op::load_context, 0, 0, uint32_t(ContextField::cpu_id)), // 12
-		I(Op::str_match, kinds(StringKind::field, StringKind::literal), 5, 0), // 13
-		I(Op::bor),                                   // 14
-		I(Op::bor),                                   // 15
-		ret(),                                        // 16
-	}, {"a*"}};
+				I(Op::load_field, TRACERY_TYPE_U32, 0),                                // 0
+				push(3),                                                               // 1
+				I(Op::gt),                                                             // 2
+				I(Op::jump_if_false, 0, 0, 16),                                        // 3
+				I(Op::load_field, TRACERY_TYPE_DOUBLE, 1),                             // 4
+				I(Op::load_element, TRACERY_TYPE_FLOAT, 4, 9),                         // 5
+				I(Op::fadd),                                                           // 6
+				I(Op::float_to_bool),                                                  // 7
+				I(Op::jump_if_true, 0, 0, 16),                                         // 8
+				I(Op::load_field, TRACERY_TYPE_S16, 2),                                // 9
+				I(Op::load_element, TRACERY_TYPE_U8, 3, 3),                            // 10
+				I(Op::add),                                                            // 11
+				I(Op::load_context, 0, 0, uint32_t(ContextField::cpu_id)),             // 12
+				I(Op::str_match, kinds(StringKind::field, StringKind::literal), 5, 0), // 13
+				I(Op::bor),                                                            // 14
+				I(Op::bor),                                                            // 15
+				ret(),                                                                 // 16
+			},
+	                {"a*"}};
 	VerifiedInfo info{};
 	std::string why;
 	ASSERT_TRUE(verify(p, kEvent, &info, &why)) << why;
@@ -105,10 +106,12 @@ TEST(Verifier, RefusesUnknownOpcodesAndStrayOperands)
 {
 	EXPECT_EQ(refusal(Program{{push(1), I(Op(200)), ret()}, {}}), "insn 1 (?): unknown opcode 200");
 	EXPECT_EQ(refusal(Program{{push(1), I(Op::count_), ret()}, {}}), "insn 1 (?): unknown opcode 42");
-	EXPECT_EQ(refusal(Program{{I(Op::push_int, 1, 0, 0, 5), ret()}, {}}), "insn 0 (push_int): unused operand type is 1");
+	EXPECT_EQ(refusal(Program{{I(Op::push_int, 1, 0, 0, 5), ret()}, {}}),
+	          "insn 0 (push_int): unused operand type is 1");
 	EXPECT_EQ(refusal(Program{{push(1), I(Op::neg, 0, 2), ret()}, {}}), "insn 1 (neg): unused operand field is 2");
 	EXPECT_EQ(refusal(Program{{push(1), I(Op::neg, 0, 0, 3), ret()}, {}}), "insn 1 (neg): unused operand arg is 3");
-	EXPECT_EQ(refusal(Program{{push(1), I(Op::neg, 0, 0, 0, -1), ret()}, {}}), "insn 1 (neg): unused operand imm is -1");
+	EXPECT_EQ(refusal(Program{{push(1), I(Op::neg, 0, 0, 0, -1), ret()}, {}}),
+	          "insn 1 (neg): unused operand imm is -1");
 	EXPECT_EQ(refusal(Program{{I(Op::load_field, TRACERY_TYPE_U32, 0, 1), ret()}, {}}),
 	          "insn 0 (load_field): unused operand arg is 1");
 	EXPECT_EQ(refusal(Program{{I(Op::load_context, 0, 0, 0, 1), ret()}, {}}),
@@ -154,10 +157,12 @@ TEST(Verifier, RefusesBadStringMatches)
 	          "insn 0 (str_match): left field 0 is not a string");
 	EXPECT_EQ(refusal(Program{{I(Op::str_match, fl, 9, 0), ret()}, {"a"}}),
 	          "insn 0 (str_match): field 9 out of range (event has 8 fields)");
-	EXPECT_EQ(refusal(Program{{I(Op::str_match, kinds(StringKind::procname, StringKind::literal), 1, 0), ret()}, {"a"}}),
+	EXPECT_EQ(refusal(Program{{I(Op::str_match, kinds(StringKind::procname, StringKind::literal), 1, 0), ret()},
+	                          {"a"}}),
 	          "insn 0 (str_match): left procname operand has index 1, not 0");
-	EXPECT_EQ(refusal(Program{{I(Op::str_match, kinds(StringKind::literal, StringKind::field), 0, 5), ret()}, {"a"}}),
-	          "insn 0 (str_match): the left operand is a literal (only the right one may be)");
+	EXPECT_EQ(
+		refusal(Program{{I(Op::str_match, kinds(StringKind::literal, StringKind::field), 0, 5), ret()}, {"a"}}),
+		"insn 0 (str_match): the left operand is a literal (only the right one may be)");
 	EXPECT_EQ(refusal(Program{{I(Op::str_match, 0x30, 5, 0), ret()}, {"a"}}),
 	          "insn 0 (str_match): right string kind 3 unknown");
 	EXPECT_EQ(refusal(Program{{I(Op::str_match, fl, 5, 0, 7), ret()}, {"a"}}),
@@ -172,7 +177,8 @@ TEST(Verifier, RefusesBadStacks)
 	EXPECT_EQ(refusal(Program{{I(Op::neg), ret()}, {}}), "insn 0 (neg): needs one int, stack is empty");
 	EXPECT_EQ(refusal(Program{{pushf(), push(1), I(Op::fadd), ret()}, {}}),
 	          "insn 2 (fadd): needs two floats, stack has float, int");
-	EXPECT_EQ(refusal(Program{{pushf(), I(Op::to_float), ret()}, {}}), "insn 1 (to_float): needs one int, stack has float");
+	EXPECT_EQ(refusal(Program{{pushf(), I(Op::to_float), ret()}, {}}),
+	          "insn 1 (to_float): needs one int, stack has float");
 	EXPECT_EQ(refusal(Program{{push(1), I(Op::float_to_bool), ret()}, {}}),
 	          "insn 1 (float_to_bool): needs one float, stack has int");
 	EXPECT_EQ(refusal(Program{{pushf(), pushf(), I(Op::feq), I(Op::fneg), ret()}, {}}),
@@ -212,8 +218,10 @@ TEST(Verifier, RefusesBadJumps)
 TEST(Verifier, RefusesBadReturns)
 {
 	EXPECT_EQ(refusal(Program{{push(1)}, {}}), "insn 0 (push_int): the last instruction must be ret");
-	EXPECT_EQ(refusal(Program{{push(1), ret(), push(1), ret()}, {}}), "insn 1 (ret): ret before the last instruction");
-	EXPECT_EQ(refusal(Program{{push(1), push(1), ret()}, {}}), "insn 2 (ret): needs exactly one int, stack has int, int");
+	EXPECT_EQ(refusal(Program{{push(1), ret(), push(1), ret()}, {}}),
+	          "insn 1 (ret): ret before the last instruction");
+	EXPECT_EQ(refusal(Program{{push(1), push(1), ret()}, {}}),
+	          "insn 2 (ret): needs exactly one int, stack has int, int");
 	EXPECT_EQ(refusal(Program{{ret()}, {}}), "insn 0 (ret): needs exactly one int, stack has empty");
 	EXPECT_EQ(refusal(Program{{pushf(), ret()}, {}}), "insn 1 (ret): needs one int, stack has float");
 }

@@ -42,7 +42,7 @@
 namespace tracery::ringbuf::detail {
 
 inline constexpr std::size_t kCacheLine = 64;
-inline constexpr uint64_t kMagic = 0x3146554252595254ull;  // "TRYRBUF1" read as little-endian bytes
+inline constexpr uint64_t kMagic = 0x3146554252595254ull; // "TRYRBUF1" read as little-endian bytes
 inline constexpr uint32_t kVersion = 3;
 
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
@@ -51,32 +51,32 @@ static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
 // The write position of a buffer: advanced only by 16-byte compare-and-swap, so offset and last_ts always change
 // together. Halves may be read separately with 8-byte atomic loads (a torn read only makes the next CAS fail).
 struct alignas(16) WritePos {
-  uint64_t offset;   // free-running byte offset of the next reservation
-  uint64_t last_ts;  // timestamp of the last reservation (or flush) in buffer order
+	uint64_t offset;  // free-running byte offset of the next reservation
+	uint64_t last_ts; // timestamp of the last reservation (or flush) in buffer order
 };
 
 // Producer-written line: everything a writer touches on every record lives here.
 struct alignas(kCacheLine) BufferHot {
-  WritePos write;
-  uint64_t lost;  // records dropped by reserve(), cumulative
+	WritePos write;
+	uint64_t lost; // records dropped by reserve(), cumulative
 };
 
 // Consumer-written line, read by writers only when they switch sub-buffers.
 struct alignas(kCacheLine) BufferCold {
-  uint64_t consumed;  // free-running offset (multiple of S) of the oldest sub-buffer not yet released
+	uint64_t consumed; // free-running offset (multiple of S) of the oldest sub-buffer not yet released
 };
 
 // Per sub-buffer slot; one cache line each. Free-running absolute values identify the generation they belong
 // to, so stale values of an older generation are recognised instead of misread.
 struct alignas(kCacheLine) SubbufState {
-  uint64_t commit_prefix;    // absolute offset P: every byte of [start of the slot's sub-buffer, P) is committed
-  uint64_t commit_ooo;       // bytes committed out of order (see the header comment); with P, gen g of the slot
-                             // is complete when they add up to (g + 1) * S (Channel::committed)
-  uint64_t seq;              // sub-buffer number k, written last (release) by the writer that opened it
-  uint64_t timestamp_begin;  // timestamp of the first record
-  uint64_t lost_before;      // lost counter when the sub-buffer was opened
-  uint64_t content_end;      // absolute offset where the records end, written last (release) by the closer
-  uint64_t timestamp_end;    // >= every record timestamp of the sub-buffer, <= the next sub-buffer's begin
+	uint64_t commit_prefix;   // absolute offset P: every byte of [start of the slot's sub-buffer, P) is committed
+	uint64_t commit_ooo;      // bytes committed out of order (see the header comment); with P, gen g of the slot
+				  // is complete when they add up to (g + 1) * S (Channel::committed)
+	uint64_t seq;             // sub-buffer number k, written last (release) by the writer that opened it
+	uint64_t timestamp_begin; // timestamp of the first record
+	uint64_t lost_before;     // lost counter when the sub-buffer was opened
+	uint64_t content_end;     // absolute offset where the records end, written last (release) by the closer
+	uint64_t timestamp_end;   // >= every record timestamp of the sub-buffer, <= the next sub-buffer's begin
 };
 
 // Set in commit_prefix while the writer opening a slot's next sub-buffer moves the old generation's share out of
@@ -85,30 +85,30 @@ struct alignas(kCacheLine) SubbufState {
 inline constexpr uint64_t kReopening = uint64_t{1} << 63;
 
 struct BufferHeader {
-  BufferHot hot;
-  BufferCold cold;
-  // followed by SubbufState[num_subbuf]
+	BufferHot hot;
+	BufferCold cold;
+	// followed by SubbufState[num_subbuf]
 };
 
 struct alignas(kCacheLine) ChannelHeader {
-  uint64_t magic;
-  uint32_t version;
-  uint32_t header_size;        // sizeof(ChannelHeader)
-  uint32_t subbuf_state_size;  // sizeof(SubbufState): layout check between builds
-  uint32_t buffer_header_size; // sizeof(BufferHeader) + num_subbuf * sizeof(SubbufState)
-  uint32_t num_cpus;
-  uint32_t num_subbuf;
-  uint32_t subbuf_size;
-  uint32_t mode;
-  uint32_t compact_header_size;
-  uint32_t extended_header_size;
-  uint32_t compact_ts_bits;
-  uint32_t sync;
-  uint64_t buffers_offset;  // from the start of the mapping
-  uint64_t data_offset;     // page aligned
-  uint64_t total_size;
-  alignas(kCacheLine) uint32_t futex_word;  // bumped on every wakeup
-  uint32_t waiters;                         // consumers blocked in wait_for_data()
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;        // sizeof(ChannelHeader)
+	uint32_t subbuf_state_size;  // sizeof(SubbufState): layout check between builds
+	uint32_t buffer_header_size; // sizeof(BufferHeader) + num_subbuf * sizeof(SubbufState)
+	uint32_t num_cpus;
+	uint32_t num_subbuf;
+	uint32_t subbuf_size;
+	uint32_t mode;
+	uint32_t compact_header_size;
+	uint32_t extended_header_size;
+	uint32_t compact_ts_bits;
+	uint32_t sync;
+	uint64_t buffers_offset; // from the start of the mapping
+	uint64_t data_offset;    // page aligned
+	uint64_t total_size;
+	alignas(kCacheLine) uint32_t futex_word; // bumped on every wakeup
+	uint32_t waiters;                        // consumers blocked in wait_for_data()
 };
 
 static_assert(sizeof(WritePos) == 16);

@@ -68,39 +68,43 @@
 namespace tracery::ringbuf {
 
 enum class Mode : uint32_t { discard = 0, overwrite = 1 };
-enum class Sync : uint32_t { atomic = 0, rseq = 1 };  // how writers advance a buffer's write position (see above)
+enum class Sync : uint32_t { atomic = 0, rseq = 1 }; // how writers advance a buffer's write position (see above)
 
 struct Config {
-  uint32_t num_cpus = 1;     // per-CPU buffers in the channel, 1..8192
-  uint32_t num_subbuf = base::kDefaultNumSubbuf;    // M >= 2, power of two, <= 65536
-  uint32_t subbuf_size = base::kDefaultSubbufSize;  // S bytes, power of two, 4096..2^30
-  Mode mode = Mode::discard;
-  Sync sync = Sync::atomic;  // rseq needs rseq_available()
-  // Records start with a header chosen by the buffer: the compact form is allowed only when
-  // timestamp - (timestamp of the previous record in buffer order, or the sub-buffer's timestamp_begin for its
-  // first record) < 2^compact_ts_bits. The first record of a sub-buffer always qualifies (its delta is 0).
-  uint32_t compact_header_size = 4;    // 1..extended_header_size
-  uint32_t extended_header_size = 13;  // compact_header_size..4096
-  uint32_t compact_ts_bits = 27;       // 0..63
+	uint32_t num_cpus = 1;                           // per-CPU buffers in the channel, 1..8192
+	uint32_t num_subbuf = base::kDefaultNumSubbuf;   // M >= 2, power of two, <= 65536
+	uint32_t subbuf_size = base::kDefaultSubbufSize; // S bytes, power of two, 4096..2^30
+	Mode mode = Mode::discard;
+	Sync sync = Sync::atomic; // rseq needs rseq_available()
+	// Records start with a header chosen by the buffer: the compact form is allowed only when
+	// timestamp - (timestamp of the previous record in buffer order, or the sub-buffer's timestamp_begin for its
+	// first record) < 2^compact_ts_bits. The first record of a sub-buffer always qualifies (its delta is 0).
+	uint32_t compact_header_size = 4;   // 1..extended_header_size
+	uint32_t extended_header_size = 13; // compact_header_size..4096
+	uint32_t compact_ts_bits = 27;      // 0..63
 };
 
 namespace detail {
 
 template <class T>
-inline T load(const T& v, std::memory_order mo = std::memory_order_relaxed) noexcept {
-  return std::atomic_ref<T>(const_cast<T&>(v)).load(mo);
+inline T load(const T &v, std::memory_order mo = std::memory_order_relaxed) noexcept
+{
+	return std::atomic_ref<T>(const_cast<T &>(v)).load(mo);
 }
 template <class T>
-inline void store(T& v, T x, std::memory_order mo = std::memory_order_relaxed) noexcept {
-  std::atomic_ref<T>(v).store(x, mo);
+inline void store(T &v, T x, std::memory_order mo = std::memory_order_relaxed) noexcept
+{
+	std::atomic_ref<T>(v).store(x, mo);
 }
 template <class T>
-inline T fetch_add(T& v, T x, std::memory_order mo) noexcept {
-  return std::atomic_ref<T>(v).fetch_add(x, mo);
+inline T fetch_add(T &v, T x, std::memory_order mo) noexcept
+{
+	return std::atomic_ref<T>(v).fetch_add(x, mo);
 }
 template <class T>
-inline bool compare_exchange(T& v, T expected, T desired, std::memory_order mo) noexcept {
-  return std::atomic_ref<T>(v).compare_exchange_strong(expected, desired, mo);
+inline bool compare_exchange(T &v, T expected, T desired, std::memory_order mo) noexcept
+{
+	return std::atomic_ref<T>(v).compare_exchange_strong(expected, desired, mo);
 }
 
 // Discard mode: how far ahead of each reservation the writer asks for the line it will write later. The consumer
@@ -115,232 +119,242 @@ inline constexpr uint64_t kPrefetchAhead = 1024;
 
 // A hint, never a fault: asks for the line holding p in the exclusive state (prefetchw; x86-64 CPUs without the
 // PRFCHW feature execute it as a no-op).
-[[gnu::always_inline]] inline void prefetch_for_write(const void* p) noexcept {
+[[gnu::always_inline]] inline void prefetch_for_write(const void *p) noexcept
+{
 #if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+	asm volatile("prefetchw %0" : : "m"(*static_cast<const char *>(p)));
 #else
-  __builtin_prefetch(p, 1, 3);
+	__builtin_prefetch(p, 1, 3);
 #endif
 }
 
-inline WritePos load_write_pos(const WritePos& p) noexcept {
-  return WritePos{load(p.offset), load(p.last_ts)};
-}
+inline WritePos load_write_pos(const WritePos &p) noexcept { return WritePos{load(p.offset), load(p.last_ts)}; }
 
 // One lock-free 16-byte CAS (lock cmpxchg16b on x86-64), a full barrier. On failure `expected` receives the
 // current value, read atomically.
-inline bool cas_write_pos(WritePos& p, WritePos& expected, const WritePos& desired) noexcept {
-  using u128 = unsigned __int128;
-  const u128 e = (static_cast<u128>(expected.last_ts) << 64) | expected.offset;
-  const u128 d = (static_cast<u128>(desired.last_ts) << 64) | desired.offset;
-  const u128 prev = __sync_val_compare_and_swap(reinterpret_cast<u128*>(&p), e, d);
-  if (prev == e) return true;
-  expected.offset = static_cast<uint64_t>(prev);
-  expected.last_ts = static_cast<uint64_t>(prev >> 64);
-  return false;
+inline bool cas_write_pos(WritePos &p, WritePos &expected, const WritePos &desired) noexcept
+{
+	using u128 = unsigned __int128;
+	const u128 e = (static_cast<u128>(expected.last_ts) << 64) | expected.offset;
+	const u128 d = (static_cast<u128>(desired.last_ts) << 64) | desired.offset;
+	const u128 prev = __sync_val_compare_and_swap(reinterpret_cast<u128 *>(&p), e, d);
+	if (prev == e)
+		return true;
+	expected.offset = static_cast<uint64_t>(prev);
+	expected.last_ts = static_cast<uint64_t>(prev >> 64);
+	return false;
 }
 
-}  // namespace detail
+} // namespace detail
 
 // One memfd mapping: header + num_cpus buffers x num_subbuf sub-buffers. Producer operations may be used by any
 // number of threads of any processes mapping the channel; consumer operations (get/put) by one consumer per buffer.
 class Channel {
- public:
-  struct Reservation {
-    uint8_t* slot;         // where the record goes: header_size header bytes, then the payload
-    uint64_t timestamp;    // the record's timestamp (non-decreasing in buffer order)
-    uint64_t offset;       // free-running offset of the record in its buffer
-    uint32_t header_size;  // compact_header_size or extended_header_size
-    uint32_t size;         // header_size + payload_size
-    uint32_t cpu;          // the buffer
-  };
+public:
+	struct Reservation {
+		uint8_t *slot;        // where the record goes: header_size header bytes, then the payload
+		uint64_t timestamp;   // the record's timestamp (non-decreasing in buffer order)
+		uint64_t offset;      // free-running offset of the record in its buffer
+		uint32_t header_size; // compact_header_size or extended_header_size
+		uint32_t size;        // header_size + payload_size
+		uint32_t cpu;         // the buffer
+	};
 
-  struct SubbufView {
-    const uint8_t* data;       // records only; points into the mapping (valid until put_subbuf)
-    uint32_t content_size;     // bytes of records; the rest of the sub-buffer is padding
-    uint64_t timestamp_begin;  // timestamp of the first record (base of its compact header)
-    uint64_t timestamp_end;    // >= every record's timestamp
-    uint64_t lost_before;      // cumulative drops of this buffer before this sub-buffer was opened (a drop
-                               // racing with the opening may be counted in the next sub-buffer's instead);
-                               // never decreases from one sub-buffer to the next
-    uint64_t seq;              // 0, 1, 2... per buffer (free-running offset / subbuf_size)
-    uint32_t cpu;
-  };
+	struct SubbufView {
+		const uint8_t *data;      // records only; points into the mapping (valid until put_subbuf)
+		uint32_t content_size;    // bytes of records; the rest of the sub-buffer is padding
+		uint64_t timestamp_begin; // timestamp of the first record (base of its compact header)
+		uint64_t timestamp_end;   // >= every record's timestamp
+		uint64_t lost_before;     // cumulative drops of this buffer before this sub-buffer was opened (a drop
+					  // racing with the opening may be counted in the next sub-buffer's instead);
+					  // never decreases from one sub-buffer to the next
+		uint64_t seq;             // 0, 1, 2... per buffer (free-running offset / subbuf_size)
+		uint32_t cpu;
+	};
 
-  struct OwnedSubbuf {  // a copied-out sub-buffer (snapshot)
-    std::vector<uint8_t> bytes;  // content_size bytes of records
-    uint32_t content_size;
-    uint64_t timestamp_begin;
-    uint64_t timestamp_end;
-    uint64_t lost_before;
-    uint64_t seq;
-    uint32_t cpu;
-    SubbufView view() const noexcept {
-      return SubbufView{bytes.data(), content_size, timestamp_begin, timestamp_end, lost_before, seq, cpu};
-    }
-  };
+	struct OwnedSubbuf {                // a copied-out sub-buffer (snapshot)
+		std::vector<uint8_t> bytes; // content_size bytes of records
+		uint32_t content_size;
+		uint64_t timestamp_begin;
+		uint64_t timestamp_end;
+		uint64_t lost_before;
+		uint64_t seq;
+		uint32_t cpu;
+		SubbufView view() const noexcept
+		{
+			return SubbufView{bytes.data(), content_size, timestamp_begin, timestamp_end, lost_before,
+			                  seq,          cpu};
+		}
+	};
 
-  struct RecoveryStats {
-    uint32_t subbufs_repaired = 0;   // incomplete sub-buffers closed by recovery
-    uint64_t uncommitted_bytes = 0;  // reserved but never committed (records in flight at death, unpadded ends)
-    uint64_t unreadable_bytes = 0;   // committed bytes dropped because they follow an uncommitted record
-  };
+	struct RecoveryStats {
+		uint32_t subbufs_repaired = 0; // incomplete sub-buffers closed by recovery
+		uint64_t uncommitted_bytes =
+			0; // reserved but never committed (records in flight at death, unpadded ends)
+		uint64_t unreadable_bytes = 0; // committed bytes dropped because they follow an uncommitted record
+	};
 
-  // Throws std::invalid_argument naming the bad field, std::system_error if memfd_create/ftruncate/mmap fail.
-  static std::unique_ptr<Channel> create(const Config& config, const char* name);
-  // Maps an existing channel (takes ownership of fd, also when it throws). Throws std::runtime_error naming
-  // what is wrong (magic, version, layout, config, size), std::system_error if fstat/mmap fail.
-  static std::unique_ptr<Channel> attach(int fd);
-  // Throws std::invalid_argument with a clear message if `config` is unusable.
-  static void validate(const Config& config);
-  // Whether Sync::rseq channels can be written by this build and thread (x86-64, the kernel's rseq registered by
-  // glibc, not under ThreadSanitizer).
-  static bool rseq_available() noexcept { return rseq::registered(); }
+	// Throws std::invalid_argument naming the bad field, std::system_error if memfd_create/ftruncate/mmap fail.
+	static std::unique_ptr<Channel> create(const Config &config, const char *name);
+	// Maps an existing channel (takes ownership of fd, also when it throws). Throws std::runtime_error naming
+	// what is wrong (magic, version, layout, config, size), std::system_error if fstat/mmap fail.
+	static std::unique_ptr<Channel> attach(int fd);
+	// Throws std::invalid_argument with a clear message if `config` is unusable.
+	static void validate(const Config &config);
+	// Whether Sync::rseq channels can be written by this build and thread (x86-64, the kernel's rseq registered by
+	// glibc, not under ThreadSanitizer).
+	static bool rseq_available() noexcept { return rseq::registered(); }
 
-  ~Channel();
-  Channel(const Channel&) = delete;
-  Channel& operator=(const Channel&) = delete;
+	~Channel();
+	Channel(const Channel &) = delete;
+	Channel &operator=(const Channel &) = delete;
 
-  int fd() const noexcept { return fd_; }
-  const Config& config() const noexcept { return config_; }
-  std::size_t mapping_size() const noexcept { return map_size_; }
+	int fd() const noexcept { return fd_; }
+	const Config &config() const noexcept { return config_; }
+	std::size_t mapping_size() const noexcept { return map_size_; }
 
-  // ---- producer: any thread of any process; reentrant and async-signal-safe (a signal handler may
-  // reserve/commit while the interrupted code is between its own reserve and commit on the same buffer).
-  //
-  // Reserves header + payload bytes in buffer `cpu` (the caller chooses it; a thread migrated between reserve and
-  // commit is fine). clock() is called once, before the write position is read; the timestamp is clamped to the
-  // buffer's last timestamp in the CAS loop.
-  // Sync::rseq: `cpu` must be the CPU the caller runs on; if the thread is moved meanwhile, the record goes to the
-  // buffer of the CPU it is on then (r.cpu says which); if that CPU has no buffer or the thread has no rseq, the
-  // record is dropped and counted in lost(cpu).
-  // allow_compact=false forces the extended header. Returns false when the record is dropped: discard mode and no
-  // free sub-buffer; overwrite mode and the sub-buffer to overwrite is still being written; record larger than a
-  // sub-buffer. Every drop is counted exactly once in lost(cpu). Also returns false, without counting, for
-  // cpu >= num_cpus (a caller bug: there is no buffer to count it in).
-  template <class ClockFn>
-  bool reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn&& clock, Reservation& r);
-  // Publishes the record. Every successful reserve must be committed exactly once.
-  [[gnu::always_inline]] void commit(const Reservation& r) noexcept;
+	// ---- producer: any thread of any process; reentrant and async-signal-safe (a signal handler may
+	// reserve/commit while the interrupted code is between its own reserve and commit on the same buffer).
+	//
+	// Reserves header + payload bytes in buffer `cpu` (the caller chooses it; a thread migrated between reserve and
+	// commit is fine). clock() is called once, before the write position is read; the timestamp is clamped to the
+	// buffer's last timestamp in the CAS loop.
+	// Sync::rseq: `cpu` must be the CPU the caller runs on; if the thread is moved meanwhile, the record goes to the
+	// buffer of the CPU it is on then (r.cpu says which); if that CPU has no buffer or the thread has no rseq, the
+	// record is dropped and counted in lost(cpu).
+	// allow_compact=false forces the extended header. Returns false when the record is dropped: discard mode and no
+	// free sub-buffer; overwrite mode and the sub-buffer to overwrite is still being written; record larger than a
+	// sub-buffer. Every drop is counted exactly once in lost(cpu). Also returns false, without counting, for
+	// cpu >= num_cpus (a caller bug: there is no buffer to count it in).
+	template <class ClockFn>
+	bool reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn &&clock, Reservation &r);
+	// Publishes the record. Every successful reserve must be committed exactly once.
+	[[gnu::always_inline]] void commit(const Reservation &r) noexcept;
 
-  // ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
-  // The oldest complete, unconsumed sub-buffer. In overwrite mode writers may overwrite it while it is held:
-  // then put_subbuf returns false and whatever was read from it must be thrown away.
-  bool get_subbuf(uint32_t cpu, SubbufView& out);
-  // Releases the sub-buffer returned by get_subbuf. False if it was overwritten while held (overwrite mode), or
-  // if `v` is not the sub-buffer get_subbuf returned.
-  bool put_subbuf(uint32_t cpu, const SubbufView& v);
-  // Closes the current partial sub-buffer (no-op if it is empty), with timestamp_end = max(now, last timestamp);
-  // it becomes complete as soon as the records in flight in it are committed. Lock-free, any process.
-  // Sync::rseq: the calling thread runs on `cpu` meanwhile (it is moved there and back, ~tens of microseconds);
-  // if it may not run there (cpuset), an online CPU's buffer is left open and flush returns false.
-  bool flush(uint32_t cpu, uint64_t now) noexcept;
-  uint64_t lost(uint32_t cpu) const noexcept;  // cumulative dropped records
-  // Copies out the complete sub-buffers still present, oldest first, skipping any that got overwritten during the
-  // copy. Does not consume. Call flush() first to include the newest partial sub-buffer (it is included once the
-  // records in flight in it are committed).
-  std::vector<OwnedSubbuf> snapshot(uint32_t cpu);
-  // Blocks until some buffer has a sub-buffer ready for get_subbuf (true) or timeout_ms elapses (false);
-  // timeout_ms < 0 waits forever. Returns at once if data is already there.
-  bool wait_for_data(int timeout_ms);
-  // True if get_subbuf(cpu) would return a sub-buffer now (or, in overwrite mode, skip an overwritten one).
-  bool data_ready(uint32_t cpu) const noexcept;
+	// ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
+	// The oldest complete, unconsumed sub-buffer. In overwrite mode writers may overwrite it while it is held:
+	// then put_subbuf returns false and whatever was read from it must be thrown away.
+	bool get_subbuf(uint32_t cpu, SubbufView &out);
+	// Releases the sub-buffer returned by get_subbuf. False if it was overwritten while held (overwrite mode), or
+	// if `v` is not the sub-buffer get_subbuf returned.
+	bool put_subbuf(uint32_t cpu, const SubbufView &v);
+	// Closes the current partial sub-buffer (no-op if it is empty), with timestamp_end = max(now, last timestamp);
+	// it becomes complete as soon as the records in flight in it are committed. Lock-free, any process.
+	// Sync::rseq: the calling thread runs on `cpu` meanwhile (it is moved there and back, ~tens of microseconds);
+	// if it may not run there (cpuset), an online CPU's buffer is left open and flush returns false.
+	bool flush(uint32_t cpu, uint64_t now) noexcept;
+	uint64_t lost(uint32_t cpu) const noexcept; // cumulative dropped records
+	// Copies out the complete sub-buffers still present, oldest first, skipping any that got overwritten during the
+	// copy. Does not consume. Call flush() first to include the newest partial sub-buffer (it is included once the
+	// records in flight in it are committed).
+	std::vector<OwnedSubbuf> snapshot(uint32_t cpu);
+	// Blocks until some buffer has a sub-buffer ready for get_subbuf (true) or timeout_ms elapses (false);
+	// timeout_ms < 0 waits forever. Returns at once if data is already there.
+	bool wait_for_data(int timeout_ms);
+	// True if get_subbuf(cpu) would return a sub-buffer now (or, in overwrite mode, skip an overwritten one).
+	bool data_ready(uint32_t cpu) const noexcept;
 
-  // ---- crash recovery. Precondition: no producer of this channel is alive any more (e.g. the only producing
-  // process was SIGKILLed); the consumer side (get/put, snapshot) may be used before and after.
-  // Every incomplete sub-buffer still readable is closed and marked complete with content truncated to its
-  // known-committed prefix; the current partial sub-buffer is closed. Afterwards get_subbuf/snapshot return them.
-  //
-  // What is recoverable. A record that was reserved but never committed is garbage, and the consumer cannot parse
-  // past it, so a sub-buffer is kept up to its first uncommitted byte when that position is known:
-  //  * Nothing in flight: everything.
-  //  * A single thread writing the buffer (the normal per-CPU case), killed anywhere, including in the middle of
-  //    a sub-buffer switch: every committed record is kept. With a signal handler's record nested in the
-  //    interrupted one: also, except a nested record committed while the outer one was still in flight (it lies
-  //    behind the outer record's garbage; reported in unreadable_bytes).
-  //  * Several threads mid-record on the same buffer: kept are the records before the committed prefix P, which
-  //    stops at the first record still in flight that a later one was committed ahead of (see commit()).
-  //    Committed records after P are not recoverable; their bytes are reported in unreadable_bytes. (A producer
-  //    killed inside settle_prefix, between its two compare-and-swaps, loses the records P was taking in: they
-  //    are reported in uncommitted_bytes.)
-  //    A sub-buffer opened by a writer that died before committing its first record is recovered empty (skipped).
-  //    The same applies to an older sub-buffer left incomplete by a thread that died while another thread had
-  //    already moved on to the next one.
-  // The timestamps of the lost bytes are unknown, so they are not added to lost(); the stats report them.
-  RecoveryStats recover_after_producer_death();
+	// ---- crash recovery. Precondition: no producer of this channel is alive any more (e.g. the only producing
+	// process was SIGKILLed); the consumer side (get/put, snapshot) may be used before and after.
+	// Every incomplete sub-buffer still readable is closed and marked complete with content truncated to its
+	// known-committed prefix; the current partial sub-buffer is closed. Afterwards get_subbuf/snapshot return them.
+	//
+	// What is recoverable. A record that was reserved but never committed is garbage, and the consumer cannot parse
+	// past it, so a sub-buffer is kept up to its first uncommitted byte when that position is known:
+	//  * Nothing in flight: everything.
+	//  * A single thread writing the buffer (the normal per-CPU case), killed anywhere, including in the middle of
+	//    a sub-buffer switch: every committed record is kept. With a signal handler's record nested in the
+	//    interrupted one: also, except a nested record committed while the outer one was still in flight (it lies
+	//    behind the outer record's garbage; reported in unreadable_bytes).
+	//  * Several threads mid-record on the same buffer: kept are the records before the committed prefix P, which
+	//    stops at the first record still in flight that a later one was committed ahead of (see commit()).
+	//    Committed records after P are not recoverable; their bytes are reported in unreadable_bytes. (A producer
+	//    killed inside settle_prefix, between its two compare-and-swaps, loses the records P was taking in: they
+	//    are reported in uncommitted_bytes.)
+	//    A sub-buffer opened by a writer that died before committing its first record is recovered empty (skipped).
+	//    The same applies to an older sub-buffer left incomplete by a thread that died while another thread had
+	//    already moved on to the next one.
+	// The timestamps of the lost bytes are unknown, so they are not added to lost(); the stats report them.
+	RecoveryStats recover_after_producer_death();
 
- private:
-  // `config` was validated; the layout is recomputed from it, never read back from the (shared, writable) mapping.
-  Channel(int fd, void* map, std::size_t map_size, const Config& config);
-  // reserve() past its common case: the full loop, with the clock already read.
-  [[gnu::noinline]] bool reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
-                                         Reservation& r) noexcept;
-  // reserve_slow: 1 reserved, 0 dropped (counted), -1 try again (cur reloaded), -2 the thread is not on `cpu`.
-  [[gnu::cold]] int reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t,
-                                 detail::WritePos& cur, Reservation& r) noexcept;
-  // Advances W of buffer `cpu` from cur to next: 1 done, 0 W had changed (cur reloaded), -1 (Sync::rseq) the
-  // thread is not on `cpu` or was interrupted.
-  int update_write_pos(uint32_t cpu, detail::BufferHot& hot, detail::WritePos& cur,
-                       const detail::WritePos& next) noexcept;
-  // Sync::rseq, after update_write_pos returned -1: retargets cpu/hot/cur to the CPU the thread is on now. False
-  // (the record dropped and counted in lost(cpu)) if that CPU has no buffer or the thread has no rseq.
-  [[gnu::cold]] bool follow_thread(uint32_t& cpu, detail::BufferHot*& hot, detail::WritePos& cur) noexcept;
-  [[gnu::cold]] void on_subbuf_complete() noexcept;
-  // Commits [offset, offset + bytes) of buffer `cpu`: commit() out of line, for padding.
-  void commit_padding(uint32_t cpu, uint64_t offset, uint64_t bytes) noexcept;
-  // commit() of a record that is not the oldest in flight: counted out of order; wakes the consumer if this
-  // completes the sub-buffer.
-  [[gnu::cold]] void commit_out_of_order(detail::SubbufState& s, uint32_t cpu, uint64_t offset,
-                                         uint64_t bytes) noexcept;
-  // The caller's commit left P of sub-buffer `sb_number` at p (it moved P there, or found it there after counting
-  // its own record out of order): wakes the consumer if the sub-buffer is complete; else, if the records
-  // committed out of order fill [p, W) exactly, moves P to W (the write position), and so on from there.
-  [[gnu::cold]] void settle_prefix(detail::SubbufState& s, uint32_t cpu, uint64_t sb_number, uint64_t p) noexcept;
-  // Bytes committed in slot `s` over all its generations (P's share and the out-of-order counter), read as of
-  // sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Less than the true count
-  // while a commit races, or a reopening or settle_prefix moves P; never more.
-  uint64_t committed(const detail::SubbufState& s, uint64_t sb_number) const noexcept;
-  // P's share of committed(): the bytes of the slot's generations up to P.
-  uint64_t prefix_share(uint64_t p, uint64_t sb_number) const noexcept;
-  // The opener of sub-buffer `sb_number`: moves P to its start; committed() never counts more meanwhile.
-  void open_commit_prefix(detail::SubbufState& s, uint64_t sb_number) noexcept;
-  void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
+private:
+	// `config` was validated; the layout is recomputed from it, never read back from the (shared, writable) mapping.
+	Channel(int fd, void *map, std::size_t map_size, const Config &config);
+	// reserve() past its common case: the full loop, with the clock already read.
+	[[gnu::noinline]] bool reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
+	                                       Reservation &r) noexcept;
+	// reserve_slow: 1 reserved, 0 dropped (counted), -1 try again (cur reloaded), -2 the thread is not on `cpu`.
+	[[gnu::cold]] int reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t,
+	                               detail::WritePos &cur, Reservation &r) noexcept;
+	// Advances W of buffer `cpu` from cur to next: 1 done, 0 W had changed (cur reloaded), -1 (Sync::rseq) the
+	// thread is not on `cpu` or was interrupted.
+	int update_write_pos(uint32_t cpu, detail::BufferHot &hot, detail::WritePos &cur,
+	                     const detail::WritePos &next) noexcept;
+	// Sync::rseq, after update_write_pos returned -1: retargets cpu/hot/cur to the CPU the thread is on now. False
+	// (the record dropped and counted in lost(cpu)) if that CPU has no buffer or the thread has no rseq.
+	[[gnu::cold]] bool follow_thread(uint32_t &cpu, detail::BufferHot *&hot, detail::WritePos &cur) noexcept;
+	[[gnu::cold]] void on_subbuf_complete() noexcept;
+	// Commits [offset, offset + bytes) of buffer `cpu`: commit() out of line, for padding.
+	void commit_padding(uint32_t cpu, uint64_t offset, uint64_t bytes) noexcept;
+	// commit() of a record that is not the oldest in flight: counted out of order; wakes the consumer if this
+	// completes the sub-buffer.
+	[[gnu::cold]] void commit_out_of_order(detail::SubbufState &s, uint32_t cpu, uint64_t offset,
+	                                       uint64_t bytes) noexcept;
+	// The caller's commit left P of sub-buffer `sb_number` at p (it moved P there, or found it there after counting
+	// its own record out of order): wakes the consumer if the sub-buffer is complete; else, if the records
+	// committed out of order fill [p, W) exactly, moves P to W (the write position), and so on from there.
+	[[gnu::cold]] void settle_prefix(detail::SubbufState &s, uint32_t cpu, uint64_t sb_number, uint64_t p) noexcept;
+	// Bytes committed in slot `s` over all its generations (P's share and the out-of-order counter), read as of
+	// sub-buffer `sb_number` of that slot: gen g is complete when this reaches (g + 1) * S. Less than the true count
+	// while a commit races, or a reopening or settle_prefix moves P; never more.
+	uint64_t committed(const detail::SubbufState &s, uint64_t sb_number) const noexcept;
+	// P's share of committed(): the bytes of the slot's generations up to P.
+	uint64_t prefix_share(uint64_t p, uint64_t sb_number) const noexcept;
+	// The opener of sub-buffer `sb_number`: moves P to its start; committed() never counts more meanwhile.
+	void open_commit_prefix(detail::SubbufState &s, uint64_t sb_number) noexcept;
+	void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
 
-  detail::BufferHot* hot_(uint32_t cpu) const noexcept {
-    return reinterpret_cast<detail::BufferHot*>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_);
-  }
-  detail::BufferCold* cold_(uint32_t cpu) const noexcept {
-    return reinterpret_cast<detail::BufferCold*>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_ +
-                                                 sizeof(detail::BufferHot));
-  }
-  detail::SubbufState* subbuf_(uint32_t cpu, uint64_t sb_number) const noexcept {
-    return reinterpret_cast<detail::SubbufState*>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_ +
-                                                  sizeof(detail::BufferHeader)) +
-           (sb_number & subbuf_index_mask_);
-  }
-  uint8_t* data_(uint32_t cpu) const noexcept { return data_base_ + (static_cast<uint64_t>(cpu) << log2_buffer_); }
+	detail::BufferHot *hot_(uint32_t cpu) const noexcept
+	{
+		return reinterpret_cast<detail::BufferHot *>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_);
+	}
+	detail::BufferCold *cold_(uint32_t cpu) const noexcept
+	{
+		return reinterpret_cast<detail::BufferCold *>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_ +
+		                                              sizeof(detail::BufferHot));
+	}
+	detail::SubbufState *subbuf_(uint32_t cpu, uint64_t sb_number) const noexcept
+	{
+		return reinterpret_cast<detail::SubbufState *>(buffers_ + static_cast<uint64_t>(cpu) * buffer_stride_ +
+		                                               sizeof(detail::BufferHeader)) +
+		       (sb_number & subbuf_index_mask_);
+	}
+	uint8_t *data_(uint32_t cpu) const noexcept
+	{
+		return data_base_ + (static_cast<uint64_t>(cpu) << log2_buffer_);
+	}
 
-  int fd_;
-  void* map_;
-  std::size_t map_size_;
-  Config config_;
-  detail::ChannelHeader* hdr_;
-  uint8_t* buffers_;
-  uint8_t* data_base_;
-  uint64_t buffer_stride_;
-  uint64_t subbuf_size_;        // S
-  uint64_t subbuf_mask_;        // S - 1
-  uint64_t subbuf_index_mask_;  // M - 1
-  uint64_t buffer_mask_;        // M * S - 1
-  uint64_t compact_limit_;      // 2^compact_ts_bits
-  uint32_t log2_subbuf_;
-  uint32_t log2_num_subbuf_;
-  uint32_t log2_buffer_;
-  uint32_t num_cpus_;
-  uint32_t compact_hs_;
-  uint32_t extended_hs_;
-  Mode mode_;
-  bool rseq_;  // config_.sync == Sync::rseq
+	int fd_;
+	void *map_;
+	std::size_t map_size_;
+	Config config_;
+	detail::ChannelHeader *hdr_;
+	uint8_t *buffers_;
+	uint8_t *data_base_;
+	uint64_t buffer_stride_;
+	uint64_t subbuf_size_;       // S
+	uint64_t subbuf_mask_;       // S - 1
+	uint64_t subbuf_index_mask_; // M - 1
+	uint64_t buffer_mask_;       // M * S - 1
+	uint64_t compact_limit_;     // 2^compact_ts_bits
+	uint32_t log2_subbuf_;
+	uint32_t log2_num_subbuf_;
+	uint32_t log2_buffer_;
+	uint32_t num_cpus_;
+	uint32_t compact_hs_;
+	uint32_t extended_hs_;
+	Mode mode_;
+	bool rseq_; // config_.sync == Sync::rseq
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -348,60 +362,67 @@ class Channel {
 
 template <class ClockFn>
 [[gnu::always_inline]] inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact,
-                                                    ClockFn&& clock, Reservation& r) {
-  const uint64_t now = static_cast<uint64_t>(clock());
-  if (__builtin_expect(cpu >= num_cpus_, 0)) return false;
-  detail::BufferHot* hot = hot_(cpu);
-  detail::WritePos cur = detail::load_write_pos(hot->write);
-  // The common case as one predicted branch (the header comment says why no data may depend on `now` here);
-  // everything else is reserve_general's.
-  const uint64_t sb_off = cur.offset & subbuf_mask_;
-  const uint64_t size = uint64_t{compact_hs_} + payload_size;
-  if (__builtin_expect(allow_compact & (now >= cur.last_ts) & (now - cur.last_ts < compact_limit_) & (sb_off != 0) &
-                           (sb_off + size < subbuf_size_),
-                       1)) {
-    if (__builtin_expect(update_write_pos(cpu, *hot, cur, detail::WritePos{cur.offset + size, now}) > 0, 1)) {
-      r.slot = data_(cpu) + (cur.offset & buffer_mask_);
-      if (mode_ == Mode::discard) detail::prefetch_for_write(r.slot + detail::kPrefetchAhead);
-      r.timestamp = now;
-      r.offset = cur.offset;
-      r.header_size = compact_hs_;
-      r.size = static_cast<uint32_t>(size);
-      r.cpu = cpu;
-      return true;
-    }
-  }
-  return reserve_general(cpu, payload_size, allow_compact, now, r);
+                                                    ClockFn &&clock, Reservation &r)
+{
+	const uint64_t now = static_cast<uint64_t>(clock());
+	if (__builtin_expect(cpu >= num_cpus_, 0))
+		return false;
+	detail::BufferHot *hot = hot_(cpu);
+	detail::WritePos cur = detail::load_write_pos(hot->write);
+	// The common case as one predicted branch (the header comment says why no data may depend on `now` here);
+	// everything else is reserve_general's.
+	const uint64_t sb_off = cur.offset & subbuf_mask_;
+	const uint64_t size = uint64_t{compact_hs_} + payload_size;
+	if (__builtin_expect(allow_compact & (now >= cur.last_ts) & (now - cur.last_ts < compact_limit_) &
+	                             (sb_off != 0) & (sb_off + size < subbuf_size_),
+	                     1)) {
+		if (__builtin_expect(update_write_pos(cpu, *hot, cur, detail::WritePos{cur.offset + size, now}) > 0,
+		                     1)) {
+			r.slot = data_(cpu) + (cur.offset & buffer_mask_);
+			if (mode_ == Mode::discard)
+				detail::prefetch_for_write(r.slot + detail::kPrefetchAhead);
+			r.timestamp = now;
+			r.offset = cur.offset;
+			r.header_size = compact_hs_;
+			r.size = static_cast<uint32_t>(size);
+			r.cpu = cpu;
+			return true;
+		}
+	}
+	return reserve_general(cpu, payload_size, allow_compact, now, r);
 }
 
-[[gnu::always_inline]] inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot& hot,
-                                                          detail::WritePos& cur,
-                                                          const detail::WritePos& next) noexcept {
-  if (rseq_) {
-    const int rc = rseq::cas16_on_cpu(cpu, &hot.write, cur.offset, cur.last_ts, next.offset, next.last_ts);
-    if (rc == 0) cur = detail::load_write_pos(hot.write);
-    return rc;
-  }
-  return detail::cas_write_pos(hot.write, cur, next) ? 1 : 0;
+[[gnu::always_inline]] inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot &hot, detail::WritePos &cur,
+                                                            const detail::WritePos &next) noexcept
+{
+	if (rseq_) {
+		const int rc = rseq::cas16_on_cpu(cpu, &hot.write, cur.offset, cur.last_ts, next.offset, next.last_ts);
+		if (rc == 0)
+			cur = detail::load_write_pos(hot.write);
+		return rc;
+	}
+	return detail::cas_write_pos(hot.write, cur, next) ? 1 : 0;
 }
 
-[[gnu::always_inline]] inline void Channel::commit(const Reservation& r) noexcept {
-  const uint64_t k = r.offset >> log2_subbuf_;
-  detail::SubbufState& s = *subbuf_(r.cpu, k);
-  if (__builtin_expect(detail::load(s.commit_prefix, std::memory_order_acquire) == r.offset, 1)) {
-    // The oldest record in flight: nobody else can move P from here. release: the record's bytes first.
-    const uint64_t end = r.offset + r.size;
-    detail::store(s.commit_prefix, end, std::memory_order_release);
-    // P was opened for this sub-buffer (it equalled our offset), so the out-of-order counter holds only this
-    // sub-buffer's bytes now: none in the common case. Records committed ahead of ours (settle_prefix takes them
-    // into P) and the sub-buffer's last byte are rare. A race with an out-of-order commit is settled on its side
-    // (commit_out_of_order).
-    const uint64_t done = ((end - 1) & subbuf_mask_) + 1;  // bytes from the sub-buffer's start to our end
-    if (__builtin_expect(detail::load(s.commit_ooo, std::memory_order_acquire) != 0 || done == subbuf_size_, 0))
-      settle_prefix(s, r.cpu, k, end);
-    return;
-  }
-  commit_out_of_order(s, r.cpu, r.offset, r.size);
+[[gnu::always_inline]] inline void Channel::commit(const Reservation &r) noexcept
+{
+	const uint64_t k = r.offset >> log2_subbuf_;
+	detail::SubbufState &s = *subbuf_(r.cpu, k);
+	if (__builtin_expect(detail::load(s.commit_prefix, std::memory_order_acquire) == r.offset, 1)) {
+		// The oldest record in flight: nobody else can move P from here. release: the record's bytes first.
+		const uint64_t end = r.offset + r.size;
+		detail::store(s.commit_prefix, end, std::memory_order_release);
+		// P was opened for this sub-buffer (it equalled our offset), so the out-of-order counter holds only this
+		// sub-buffer's bytes now: none in the common case. Records committed ahead of ours (settle_prefix takes them
+		// into P) and the sub-buffer's last byte are rare. A race with an out-of-order commit is settled on its side
+		// (commit_out_of_order).
+		const uint64_t done = ((end - 1) & subbuf_mask_) + 1; // bytes from the sub-buffer's start to our end
+		if (__builtin_expect(detail::load(s.commit_ooo, std::memory_order_acquire) != 0 || done == subbuf_size_,
+		                     0))
+			settle_prefix(s, r.cpu, k, end);
+		return;
+	}
+	commit_out_of_order(s, r.cpu, r.offset, r.size);
 }
 
-}  // namespace tracery::ringbuf
+} // namespace tracery::ringbuf

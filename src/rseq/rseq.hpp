@@ -54,45 +54,47 @@ namespace tracery::rseq {
 // by the signature the kernel checks (inside a ud1 instruction, as librseq does, so that disassemblers stay in
 // sync). 6: where the section gives up without storing. 5: where every path ends.
 // clang-format off
-#define TRACERY_RSEQ_DESCRIPTOR         \
-  ".pushsection __rseq_cs, \"aw\"\n\t" \
-  ".balign 32\n\t"                     \
-  "3: .long 0x0, 0x0\n\t"              \
-  ".quad 1f, (2f - 1f), 4f\n\t"        \
-  ".popsection\n\t"
-#define TRACERY_RSEQ_ABORT_HANDLER          \
-  ".pushsection __rseq_failure, \"ax\"\n\t" \
-  ".byte 0x0f, 0xb9, 0x3d\n\t"             \
-  ".long 0x53053053\n\t"                   \
-  "4:\n\t"
+#define TRACERY_RSEQ_DESCRIPTOR              \
+	".pushsection __rseq_cs, \"aw\"\n\t" \
+	".balign 32\n\t"                     \
+	"3: .long 0x0, 0x0\n\t"              \
+	".quad 1f, (2f - 1f), 4f\n\t"        \
+	".popsection\n\t"
+#define TRACERY_RSEQ_ABORT_HANDLER                \
+	".pushsection __rseq_failure, \"ax\"\n\t" \
+	".byte 0x0f, 0xb9, 0x3d\n\t"              \
+	".long 0x53053053\n\t"                    \
+	"4:\n\t"
 // Publishes the descriptor (clobbers rax; needs the operand [off] = __rseq_offset); the section starts after it.
-#define TRACERY_RSEQ_ENTER                 \
-  "leaq 3b(%%rip), %%rax\n\t"              \
-  "movq %%rax, %%fs:8(%[off])\n\t"
+#define TRACERY_RSEQ_ENTER          \
+	"leaq 3b(%%rip), %%rax\n\t" \
+	"movq %%rax, %%fs:8(%[off])\n\t"
 // The section's end (label 2, right after its committing store) and what every path leaves in the operand [rc]:
 // 1 after the store, 0 from label 6 (the section gave up), -1 from the abort handler.
-#define TRACERY_RSEQ_RESULTS      \
-  "2:\n\t"                       \
-  "movl $1, %[rc]\n\t"           \
-  "jmp 5f\n\t"                   \
-  "6:\n\t"                       \
-  "movl $0, %[rc]\n\t"           \
-  "jmp 5f\n\t"                   \
-  TRACERY_RSEQ_ABORT_HANDLER      \
-  "movl $-1, %[rc]\n\t"          \
-  "jmp 5f\n\t"                   \
-  ".popsection\n\t"              \
-  "5:\n\t"
+#define TRACERY_RSEQ_RESULTS       \
+	"2:\n\t"                   \
+	"movl $1, %[rc]\n\t"       \
+	"jmp 5f\n\t"               \
+	"6:\n\t"                   \
+	"movl $0, %[rc]\n\t"       \
+	"jmp 5f\n\t"               \
+	TRACERY_RSEQ_ABORT_HANDLER \
+	"movl $-1, %[rc]\n\t"      \
+	"jmp 5f\n\t"               \
+	".popsection\n\t"          \
+	"5:\n\t"
 // clang-format on
 static_assert(RSEQ_SIG == 0x53053053, "the abort signature below is glibc's x86-64 RSEQ_SIG");
 
 // The CPU the calling thread runs on, from its rseq area; negative without one (glibc leaves a negative cpu_id
 // in the area of a thread whose registration failed).
-inline int32_t current_cpu() noexcept {
-  if (__rseq_size == 0) return -1;
-  int32_t cpu;
-  asm volatile("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
-  return cpu;
+inline int32_t current_cpu() noexcept
+{
+	if (__rseq_size == 0)
+		return -1;
+	int32_t cpu;
+	asm volatile("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
+	return cpu;
 }
 
 // True if the calling thread has an rseq area the kernel updates.
@@ -102,32 +104,34 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 // replace them with {n0, n1}, atomically with respect to every thread on that CPU. The replacement is a single
 // 16-byte store, so an abort never leaves half of it behind. Returns 1 if replaced, 0 if the bytes differed,
 // -1 if the thread is not on `cpu`, was preempted or interrupted meanwhile, or has no rseq area.
-[[gnu::always_inline]] inline int cas16_on_cpu(uint32_t cpu, void* p, uint64_t e0, uint64_t e1, uint64_t n0,
-                                                uint64_t n1) noexcept {
-  if (__rseq_size == 0) return -1;
-  const long off = __rseq_offset;
-  int rc;
-  // clang-format off
-  asm volatile(
-      TRACERY_RSEQ_DESCRIPTOR
-      "movq %[n0], %%xmm0\n\t"
-      "movq %[n1], %%xmm1\n\t"
-      "punpcklqdq %%xmm1, %%xmm0\n\t"
-      TRACERY_RSEQ_ENTER
-      "1:\n\t"
-      "cmpl %[cpu], %%fs:4(%[off])\n\t"
-      "jnz 4f\n\t"
-      "cmpq %[e0], 0(%[p])\n\t"
-      "jnz 6f\n\t"
-      "cmpq %[e1], 8(%[p])\n\t"
-      "jnz 6f\n\t"
-      "movdqa %%xmm0, 0(%[p])\n\t"
-      TRACERY_RSEQ_RESULTS
-      : [rc] "=&r"(rc)
-      : [cpu] "r"(cpu), [off] "r"(off), [p] "r"(p), [e0] "r"(e0), [e1] "r"(e1), [n0] "r"(n0), [n1] "r"(n1)
-      : "rax", "xmm0", "xmm1", "memory", "cc");
-  // clang-format on
-  return rc;
+[[gnu::always_inline]] inline int cas16_on_cpu(uint32_t cpu, void *p, uint64_t e0, uint64_t e1, uint64_t n0,
+                                               uint64_t n1) noexcept
+{
+	if (__rseq_size == 0)
+		return -1;
+	const long off = __rseq_offset;
+	int rc;
+	// clang-format off
+	asm volatile(
+		TRACERY_RSEQ_DESCRIPTOR
+		"movq %[n0], %%xmm0\n\t"
+		"movq %[n1], %%xmm1\n\t"
+		"punpcklqdq %%xmm1, %%xmm0\n\t"
+		TRACERY_RSEQ_ENTER
+		"1:\n\t"
+		"cmpl %[cpu], %%fs:4(%[off])\n\t"
+		"jnz 4f\n\t"
+		"cmpq %[e0], 0(%[p])\n\t"
+		"jnz 6f\n\t"
+		"cmpq %[e1], 8(%[p])\n\t"
+		"jnz 6f\n\t"
+		"movdqa %%xmm0, 0(%[p])\n\t"
+		TRACERY_RSEQ_RESULTS
+		: [rc] "=&r"(rc)
+		: [cpu] "r"(cpu), [off] "r"(off), [p] "r"(p), [e0] "r"(e0), [e1] "r"(e1), [n0] "r"(n0), [n1] "r"(n1)
+		: "rax", "xmm0", "xmm1", "memory", "cc");
+	// clang-format on
+	return rc;
 }
 
 // If the TSC (read after every earlier instruction, lfence) is below `deadline`: store v at *p, with no
@@ -135,37 +139,39 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 // the deadline (nothing stored), -1 if the sequence was interrupted (nothing stored: try again) or the thread has
 // no rseq area. A plain store: the caller orders what follows it. Only an interruption the guest kernel does not
 // see, a hypervisor descheduling the vCPU, can still come between the read and the store.
-[[gnu::always_inline]] inline int store32_if_tsc_below(uint32_t* p, uint32_t v, uint64_t deadline) noexcept {
-  if (__rseq_size == 0) return -1;
-  const long off = __rseq_offset;
-  int rc;
-  // clang-format off
-  asm volatile(
-      TRACERY_RSEQ_DESCRIPTOR
-      TRACERY_RSEQ_ENTER
-      "1:\n\t"
-      "lfence\n\t"
-      "rdtsc\n\t"
-      "shlq $32, %%rdx\n\t"
-      "orq %%rdx, %%rax\n\t"
-      "cmpq %[deadline], %%rax\n\t"
-      "jae 6f\n\t"
-      "movl %[v], 0(%[p])\n\t"
-      TRACERY_RSEQ_RESULTS
-      : [rc] "=&r"(rc)
-      : [off] "r"(off), [p] "r"(p), [v] "r"(v), [deadline] "r"(deadline)
-      : "rax", "rdx", "memory", "cc");
-  // clang-format on
-  return rc;
+[[gnu::always_inline]] inline int store32_if_tsc_below(uint32_t *p, uint32_t v, uint64_t deadline) noexcept
+{
+	if (__rseq_size == 0)
+		return -1;
+	const long off = __rseq_offset;
+	int rc;
+	// clang-format off
+	asm volatile(
+		TRACERY_RSEQ_DESCRIPTOR
+		TRACERY_RSEQ_ENTER
+		"1:\n\t"
+		"lfence\n\t"
+		"rdtsc\n\t"
+		"shlq $32, %%rdx\n\t"
+		"orq %%rdx, %%rax\n\t"
+		"cmpq %[deadline], %%rax\n\t"
+		"jae 6f\n\t"
+		"movl %[v], 0(%[p])\n\t"
+		TRACERY_RSEQ_RESULTS
+		: [rc] "=&r"(rc)
+		: [off] "r"(off), [p] "r"(p), [v] "r"(v), [deadline] "r"(deadline)
+		: "rax", "rdx", "memory", "cc");
+	// clang-format on
+	return rc;
 }
 
 #else
 
 inline bool registered() noexcept { return false; }
 inline int32_t current_cpu() noexcept { return -1; }
-inline int cas16_on_cpu(uint32_t, void*, uint64_t, uint64_t, uint64_t, uint64_t) noexcept { return -1; }
-inline int store32_if_tsc_below(uint32_t*, uint32_t, uint64_t) noexcept { return -1; }
+inline int cas16_on_cpu(uint32_t, void *, uint64_t, uint64_t, uint64_t, uint64_t) noexcept { return -1; }
+inline int store32_if_tsc_below(uint32_t *, uint32_t, uint64_t) noexcept { return -1; }
 
 #endif
 
-}  // namespace tracery::rseq
+} // namespace tracery::rseq

@@ -1,7 +1,7 @@
 // Tests of the C++ instrumentation API (include/tracery/tracepoint.hpp): the
 // schema built from C++ types and the arguments handed to probes.
-#include <tracery/tracepoint.hpp>
 #include <tracery/internal/probe.h>
+#include <tracery/tracepoint.hpp>
 
 #include "ust/registry.hpp"
 
@@ -15,8 +15,7 @@
 enum class Mode : int16_t { off = -1, on = 1 };
 TRACERY_CXX_ENUM(Mode, {"off", -1, -1}, {"on", 1, 1});
 
-TRACERY_CXX_EVENT(cxx, all,
-                  (flag, bool), (small, int8_t), (big, uint64_t), (ratio, float), (precise, double),
+TRACERY_CXX_EVENT(cxx, all, (flag, bool), (small, int8_t), (big, uint64_t), (ratio, float), (precise, double),
                   (mode, Mode), (name, std::string_view), (fixed, std::array<int32_t, 2>),
                   (values, std::span<const uint16_t>), (raw, tracery::blob))
 TRACERY_CXX_EVENT(cxx, scalars, (n, int32_t), (mode, Mode), (x, double))
@@ -45,8 +44,8 @@ TEST(CxxApi, SchemaComesFromTypes)
 	ASSERT_EQ(d.nr_fields, 10u);
 	EXPECT_STREQ(d.provider, "cxx");
 	EXPECT_STREQ(d.name, "all");
-	const uint8_t want[] = {TRACERY_TYPE_BOOL,   TRACERY_TYPE_S8,     TRACERY_TYPE_U64,   TRACERY_TYPE_FLOAT,
-	                        TRACERY_TYPE_DOUBLE, TRACERY_TYPE_ENUM,   TRACERY_TYPE_STRING, TRACERY_TYPE_ARRAY,
+	const uint8_t want[] = {TRACERY_TYPE_BOOL,     TRACERY_TYPE_S8,   TRACERY_TYPE_U64,    TRACERY_TYPE_FLOAT,
+	                        TRACERY_TYPE_DOUBLE,   TRACERY_TYPE_ENUM, TRACERY_TYPE_STRING, TRACERY_TYPE_ARRAY,
 	                        TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_BLOB};
 	for (uint32_t i = 0; i < d.nr_fields; i++)
 		EXPECT_EQ(d.fields[i].type, want[i]) << d.fields[i].name;
@@ -82,10 +81,7 @@ TEST(CxxApi, ArgumentsReachProbes)
 
 // The gate of an all-scalar event takes its parameters (enumerations as
 // their underlying integer).
-int positive_n_gate(int32_t n, Mode mode, double x)
-{
-	return n > 0 && mode == Mode::on && x == 0.5;
-}
+int positive_n_gate(int32_t n, Mode mode, double x) { return n > 0 && mode == Mode::on && x == 0.5; }
 
 void count_n(void *priv, const tracery_event_desc *, const tracery_arg *args)
 {
@@ -99,7 +95,7 @@ TEST(CxxApi, ScalarEventGateTakesTheParameters)
 	EXPECT_EQ(tracery_event__cxx__all.gate_call, TRACERY_GATE_ARGS);
 	std::vector<int32_t> seen;
 	ASSERT_EQ(tracery::ust::attach_probe(&tracery_event__cxx__scalars, count_n, &seen,
-	                                         reinterpret_cast<tracery_gate_fn>(&positive_n_gate)),
+	                                     reinterpret_cast<tracery_gate_fn>(&positive_n_gate)),
 	          0);
 	for (int32_t n : {-1, 2, 0, 5})
 		TRACERY_CXX_EMIT(cxx, scalars, n, Mode::on, 0.5);

@@ -25,15 +25,15 @@ const tracery_enum_desc kEnum = {"e", kEntries, 1};
 
 tracery_event_desc make_desc(const std::vector<tracery_field_desc> &fields)
 {
-	return tracery_event_desc{"t", "ev", fields.data(), uint32_t(fields.size()), 0, nullptr, nullptr, nullptr,
-	                          TRACERY_GATE_ARGS};
+	return tracery_event_desc{"t",     "ev",    fields.data(), uint32_t(fields.size()), 0,
+	                          nullptr, nullptr, nullptr,       TRACERY_GATE_ARGS};
 }
 
 TEST(PayloadWriter, SameBytesAsTheGenericWriterForRandomScalarLayouts)
 {
 	std::mt19937_64 rng(20261123);
-	const uint8_t scalar_types[] = {TRACERY_TYPE_U8,  TRACERY_TYPE_U16,   TRACERY_TYPE_U32,    TRACERY_TYPE_U64,
-	                                TRACERY_TYPE_S8,  TRACERY_TYPE_S16,   TRACERY_TYPE_S32,    TRACERY_TYPE_S64,
+	const uint8_t scalar_types[] = {TRACERY_TYPE_U8,    TRACERY_TYPE_U16,    TRACERY_TYPE_U32,  TRACERY_TYPE_U64,
+	                                TRACERY_TYPE_S8,    TRACERY_TYPE_S16,    TRACERY_TYPE_S32,  TRACERY_TYPE_S64,
 	                                TRACERY_TYPE_FLOAT, TRACERY_TYPE_DOUBLE, TRACERY_TYPE_BOOL, TRACERY_TYPE_ENUM};
 	for (int round = 0; round < 2000; ++round) {
 		const uint32_t n = 1 + uint32_t(rng() % (round < 1000 ? 8 : kMaxWriterFields));
@@ -57,15 +57,19 @@ TEST(PayloadWriter, SameBytesAsTheGenericWriterForRandomScalarLayouts)
 		std::vector<uint8_t> expected(size + 16, 0xAA), got(size + 16, 0xAA);
 		event::write_payload(expected.data(), desc, args.data());
 		writer(got.data(), args.data());
-		ASSERT_EQ(got, expected) << "round " << round << ", " << n << " fields (the 16 bytes after stay untouched)";
+		ASSERT_EQ(got, expected) << "round " << round << ", " << n
+					 << " fields (the 16 bytes after stay untouched)";
 	}
 }
 
 TEST(PayloadWriter, SharedByLayoutsOfTheSameShape)
 {
-	const std::vector<tracery_field_desc> a = {{"x", TRACERY_TYPE_U32, 0, 0, nullptr}, {"y", TRACERY_TYPE_S64, 0, 0, nullptr}};
-	const std::vector<tracery_field_desc> b = {{"p", TRACERY_TYPE_FLOAT, 0, 0, nullptr}, {"q", TRACERY_TYPE_DOUBLE, 0, 0, nullptr}};
-	const std::vector<tracery_field_desc> c = {{"p", TRACERY_TYPE_U64, 0, 0, nullptr}, {"q", TRACERY_TYPE_U32, 0, 0, nullptr}};
+	const std::vector<tracery_field_desc> a = {{"x", TRACERY_TYPE_U32, 0, 0, nullptr},
+	                                           {"y", TRACERY_TYPE_S64, 0, 0, nullptr}};
+	const std::vector<tracery_field_desc> b = {{"p", TRACERY_TYPE_FLOAT, 0, 0, nullptr},
+	                                           {"q", TRACERY_TYPE_DOUBLE, 0, 0, nullptr}};
+	const std::vector<tracery_field_desc> c = {{"p", TRACERY_TYPE_U64, 0, 0, nullptr},
+	                                           {"q", TRACERY_TYPE_U32, 0, 0, nullptr}};
 	const PayloadWriter wa = payload_writer_for(make_desc(a));
 	ASSERT_NE(wa, nullptr);
 	EXPECT_EQ(payload_writer_for(make_desc(b)), wa) << "4 then 8 bytes in both";
@@ -135,7 +139,8 @@ TEST(PayloadWriter, AChildForkedDuringCodeGenerationCanGenerateCode)
 			kill(child, SIGKILL);
 			waitpid(child, &status, 0);
 		}
-		EXPECT_NE(done, 0) << "round " << round << ": the child still waits for the code generation lock after 10 s";
+		EXPECT_NE(done, 0) << "round " << round
+				   << ": the child still waits for the code generation lock after 10 s";
 		EXPECT_TRUE(done == 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
 			<< "round " << round << ": the child got no writer (status " << status << ")";
 		if (done == 0)

@@ -65,7 +65,7 @@ void wait_for_readers()
 struct Probe {
 	tracery_probe_fn fn;
 	void *priv;
-	tracery_gate_fn gate;           // may be installed as the event's gate when alone
+	tracery_gate_fn gate;            // may be installed as the event's gate when alone
 	tracery_probe_fn gate_passed_fn; // fn for an event `gate` accepted
 };
 
@@ -223,8 +223,7 @@ void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
 // gate that ran is not their only probe's, and the probes filter as usual.
 void tracery_fire_gate_passed(tracery_event_desc *desc, const tracery_arg *args, tracery_gate_fn gate)
 {
-	run_probes(desc, args,
-	           [&](const Probe &p) { (p.gate == gate ? p.gate_passed_fn : p.fn)(p.priv, desc, args); });
+	run_probes(desc, args, [&](const Probe &p) { (p.gate == gate ? p.gate_passed_fn : p.fn)(p.priv, desc, args); });
 }
 
 void tracery_register_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)

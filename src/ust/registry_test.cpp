@@ -1,7 +1,7 @@
 // Tests of event registration and probe lists (registry.cpp), through the
 // public macros of tracepoint.h.
-#include <tracery/tracepoint.h>
 #include <tracery/internal/probe.h>
+#include <tracery/tracepoint.h>
 
 #include "ust/registry.hpp"
 
@@ -42,7 +42,8 @@ TEST(Registry, SectionEventsAreRegisteredAndListed)
 	std::vector<std::string> names;
 	tracery_list_events(
 		[](const tracery_event_desc *d, void *arg) {
-			static_cast<std::vector<std::string> *>(arg)->push_back(std::string(d->provider) + ":" + d->name);
+			static_cast<std::vector<std::string> *>(arg)->push_back(std::string(d->provider) + ":" +
+		                                                                d->name);
 		},
 		&names);
 	EXPECT_NE(std::find(names.begin(), names.end(), "regtest:pair"), names.end());
@@ -152,16 +153,10 @@ TEST(Registry, UnregisterRemovesEventsAndProbes)
 
 // regtest:pair has only scalars: its gate takes the emitter's parameters
 // and lets through only events with a even.
-int even_a_gate(uint64_t a, int32_t)
-{
-	return a % 2 == 0;
-}
+int even_a_gate(uint64_t a, int32_t) { return a % 2 == 0; }
 const auto even_a = reinterpret_cast<tracery_gate_fn>(&even_a_gate);
 
-tracery_gate_fn current_gate(const tracery_event_desc &desc)
-{
-	return desc.gate;
-}
+tracery_gate_fn current_gate(const tracery_event_desc &desc) { return desc.gate; }
 
 TEST(Registry, GateCallFormFollowsTheFieldKinds)
 {
@@ -178,16 +173,17 @@ int not_no_gate(const tracery_arg *args, const void *reserved)
 
 void collect_text(void *priv, const tracery_event_desc *, const tracery_arg *args)
 {
-	static_cast<std::vector<std::string> *>(priv)->emplace_back(static_cast<const char *>(args[0].ptr), args[0].len);
+	static_cast<std::vector<std::string> *>(priv)->emplace_back(static_cast<const char *>(args[0].ptr),
+	                                                            args[0].len);
 }
 
 TEST(Registry, ArgumentArrayGateSeesTheArguments)
 {
 	auto &desc = tracery_event__regtest__text;
 	std::vector<std::string> seen;
-	ASSERT_EQ(tracery::ust::attach_probe(&desc, collect_text, &seen,
-	                                         reinterpret_cast<tracery_gate_fn>(&not_no_gate)),
-	          0);
+	ASSERT_EQ(
+		tracery::ust::attach_probe(&desc, collect_text, &seen, reinterpret_cast<tracery_gate_fn>(&not_no_gate)),
+		0);
 	const uint16_t v[] = {1, 2};
 	for (const char *s : {"yes", "no", "no", "maybe"})
 		TRACERY_EMIT(regtest, text, s, v, 2);
@@ -281,7 +277,7 @@ TEST(Registry, ArgumentArrayEventTheGateAcceptedSkipsTheProbesFilter)
 	// fn (which would record each event twice) is never called: the gate
 	// accepts or rejects every event.
 	ASSERT_EQ(tracery::ust::attach_probe(&desc, collect_text_twice, &seen,
-	                                         reinterpret_cast<tracery_gate_fn>(&not_no_gate), collect_text),
+	                                     reinterpret_cast<tracery_gate_fn>(&not_no_gate), collect_text),
 	          0);
 	const uint16_t v[] = {3};
 	for (const char *s : {"no", "yes", "no", "maybe"})

@@ -24,8 +24,8 @@ bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc)
 Session::Session(std::unique_ptr<ringbuf::Channel> channel, event::ContextOptions context, clock::TickSource ticks,
                  std::vector<std::string> patterns, EventCatalog &catalog)
 	: channel_(std::move(channel)), context_(context), ticks_(ticks),
-	  context_size_(static_cast<uint32_t>(event::context_size(context))),
-	  num_cpus_(channel_->config().num_cpus), patterns_(std::move(patterns)), catalog_(catalog)
+	  context_size_(static_cast<uint32_t>(event::context_size(context))), num_cpus_(channel_->config().num_cpus),
+	  patterns_(std::move(patterns)), catalog_(catalog)
 {
 }
 
@@ -180,7 +180,8 @@ void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *
 		cpu %= s->num_cpus_;
 	ringbuf::Channel::Reservation r;
 	const clock::TickSource ticks = s->ticks_;
-	if (!chan.reserve(cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); }, r)) [[unlikely]]
+	if (!chan.reserve(
+		    cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); }, r)) [[unlikely]]
 		return;
 	ctf::write_event_header(r.slot, b.id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
 	uint8_t *p = r.slot + r.header_size;

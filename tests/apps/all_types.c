@@ -6,14 +6,14 @@
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
 
-#include <math.h>
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 
 TRACERY_ENUM_LABELS(rt_color, {"red", 0, 0}, {"green", 1, 1}, {"many", 2, 200});
 
-TRACERY_EVENT(rt, ints, TRACERY_S8(s8), TRACERY_S16(s16), TRACERY_S32(s32), TRACERY_S64(s64),
-              TRACERY_U8(u8), TRACERY_U16(u16), TRACERY_U32(u32), TRACERY_U64(u64))
+TRACERY_EVENT(rt, ints, TRACERY_S8(s8), TRACERY_S16(s16), TRACERY_S32(s32), TRACERY_S64(s64), TRACERY_U8(u8),
+              TRACERY_U16(u16), TRACERY_U32(u32), TRACERY_U64(u64))
 TRACERY_EVENT(rt, floats, TRACERY_FLOAT(f), TRACERY_DOUBLE(d))
 TRACERY_EVENT(rt, text, TRACERY_STRING(s), TRACERY_BOOL(flag))
 TRACERY_EVENT(rt, lists, TRACERY_ARRAY(S16, arr, 3), TRACERY_SEQUENCE(U32, seq), TRACERY_BLOB(bytes))
@@ -22,7 +22,8 @@ TRACERY_EVENT(rt, color, TRACERY_ENUM(rt_color, U8, c), TRACERY_ENUM(rt_color, S
 int main(void)
 {
 	TRACERY_EMIT(rt, ints, INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN, 0, 0, 0, 0);
-	TRACERY_EMIT(rt, ints, INT8_MAX, INT16_MAX, INT32_MAX, INT64_MAX, UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX);
+	TRACERY_EMIT(rt, ints, INT8_MAX, INT16_MAX, INT32_MAX, INT64_MAX, UINT8_MAX, UINT16_MAX, UINT32_MAX,
+	             UINT64_MAX);
 	TRACERY_EMIT(rt, ints, -1, -2, -3, -4, 1, 2, 3, 4);
 
 	TRACERY_EMIT(rt, floats, NAN, NAN);

@@ -5,8 +5,8 @@
  * Usage: dlopen-host PATH_TO_PLUGIN
  */
 #define TRACERY_CREATE_EVENTS
-#include <tracery/tracepoint.h>
 #include <tracery/internal/probe.h>
+#include <tracery/tracepoint.h>
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -4,7 +4,4 @@
 
 TRACERY_EVENT(shlib, call, TRACERY_STRING(what))
 
-__attribute__((visibility("default"))) void shlib_call(const char *what)
-{
-	TRACERY_EMIT(shlib, call, what);
-}
+__attribute__((visibility("default"))) void shlib_call(const char *what) { TRACERY_EMIT(shlib, call, what); }

@@ -37,9 +37,9 @@ TRACERY_API TRACERY__NOPLT void tracery_fire_gate_passed(struct tracery_event_de
 /* Called by per-object constructors/destructors with the object's
  * tracery_events section; events appear/disappear with their object. */
 TRACERY_API void tracery_register_events(struct tracery_event_desc *const *begin,
-                             struct tracery_event_desc *const *end);
+                                         struct tracery_event_desc *const *end);
 TRACERY_API void tracery_unregister_events(struct tracery_event_desc *const *begin,
-                               struct tracery_event_desc *const *end);
+                                           struct tracery_event_desc *const *end);
 
 #ifdef __cplusplus
 }

@@ -45,9 +45,9 @@ struct tracery_enum_desc {
 
 struct tracery_field_desc {
 	const char *name;
-	uint8_t type;      /* enum tracery_field_type */
-	uint8_t elem_type; /* ENUM, ARRAY, SEQUENCE: an integer type U8..S64 */
-	uint32_t length;   /* ARRAY: element count */
+	uint8_t type;                              /* enum tracery_field_type */
+	uint8_t elem_type;                         /* ENUM, ARRAY, SEQUENCE: an integer type U8..S64 */
+	uint32_t length;                           /* ARRAY: element count */
 	const struct tracery_enum_desc *enum_desc; /* ENUM only */
 };
 

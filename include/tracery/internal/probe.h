@@ -24,8 +24,7 @@ TRACERY_API void tracery_list_events(void (*fn)(const struct tracery_event_desc 
  * tracery_fire() with its private data; attach and detach never block a
  * thread that emits the event. Returns 0, or -1 if the event is unknown or
  * the probe is already (not) attached. */
-typedef void (*tracery_probe_fn)(void *priv, const struct tracery_event_desc *desc,
-                                 const struct tracery_arg *args);
+typedef void (*tracery_probe_fn)(void *priv, const struct tracery_event_desc *desc, const struct tracery_arg *args);
 TRACERY_API int tracery_probe_attach(struct tracery_event_desc *desc, tracery_probe_fn fn, void *priv);
 TRACERY_API int tracery_probe_detach(struct tracery_event_desc *desc, tracery_probe_fn fn, void *priv);
 /* Waits until no thread still runs a probe detached before this call. */

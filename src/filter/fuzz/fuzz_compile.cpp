@@ -17,17 +17,27 @@ const tracery_enum_entry kEntries[] = {{"a", 0, 0}};
 const tracery_enum_desc kEnum = {"e", kEntries, 1};
 
 const tracery_field_desc kFields[] = {
-	{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},      {"u16", TRACERY_TYPE_U16, 0, 0, nullptr},
-	{"u32", TRACERY_TYPE_U32, 0, 0, nullptr},    {"u64", TRACERY_TYPE_U64, 0, 0, nullptr},
-	{"s8", TRACERY_TYPE_S8, 0, 0, nullptr},      {"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
-	{"s32", TRACERY_TYPE_S32, 0, 0, nullptr},    {"s64", TRACERY_TYPE_S64, 0, 0, nullptr},
-	{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr},    {"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
-	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},     {"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S16, 0, &kEnum},
-	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},   {"a", TRACERY_TYPE_ARRAY, TRACERY_TYPE_DOUBLE, 3, nullptr},
-	{"q", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U8, 0, nullptr}, {"x", TRACERY_TYPE_BLOB, 0, 0, nullptr},
-	{"n.m", TRACERY_TYPE_S32, 0, 0, nullptr},    {"t", TRACERY_TYPE_STRING, 0, 0, nullptr},
+	{"u8", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"u16", TRACERY_TYPE_U16, 0, 0, nullptr},
+	{"u32", TRACERY_TYPE_U32, 0, 0, nullptr},
+	{"u64", TRACERY_TYPE_U64, 0, 0, nullptr},
+	{"s8", TRACERY_TYPE_S8, 0, 0, nullptr},
+	{"s16", TRACERY_TYPE_S16, 0, 0, nullptr},
+	{"s32", TRACERY_TYPE_S32, 0, 0, nullptr},
+	{"s64", TRACERY_TYPE_S64, 0, 0, nullptr},
+	{"f", TRACERY_TYPE_FLOAT, 0, 0, nullptr},
+	{"d", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
+	{"b", TRACERY_TYPE_BOOL, 0, 0, nullptr},
+	{"e", TRACERY_TYPE_ENUM, TRACERY_TYPE_S16, 0, &kEnum},
+	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},
+	{"a", TRACERY_TYPE_ARRAY, TRACERY_TYPE_DOUBLE, 3, nullptr},
+	{"q", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U8, 0, nullptr},
+	{"x", TRACERY_TYPE_BLOB, 0, 0, nullptr},
+	{"n.m", TRACERY_TYPE_S32, 0, 0, nullptr},
+	{"t", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent = {"fuzz", "all", kFields, std::size(kFields), 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+const tracery_event_desc kEvent = {"fuzz",  "all",   kFields, std::size(kFields), 0,
+                                   nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 void check(bool ok)
 {
@@ -89,7 +99,8 @@ void check_program(const Program &p)
 			break;
 		}
 		case Op::load_context:
-			check(i.type == 0 && i.field == 0 && i.imm == 0 && i.arg < static_cast<uint32_t>(ContextField::count_));
+			check(i.type == 0 && i.field == 0 && i.imm == 0 &&
+			      i.arg < static_cast<uint32_t>(ContextField::count_));
 			stack.push_back(I);
 			break;
 		case Op::str_match: {
@@ -124,8 +135,9 @@ void check_program(const Program &p)
 			break;
 		default: {
 			check(operands_zero && i.op < Op::count_);
-			const bool unary = i.op == Op::neg || i.op == Op::bnot || i.op == Op::lnot || i.op == Op::fneg ||
-			                   i.op == Op::to_float || i.op == Op::to_bool || i.op == Op::float_to_bool;
+			const bool unary = i.op == Op::neg || i.op == Op::bnot || i.op == Op::lnot ||
+			                   i.op == Op::fneg || i.op == Op::to_float || i.op == Op::to_bool ||
+			                   i.op == Op::float_to_bool;
 			const bool float_in = (i.op >= Op::fadd && i.op <= Op::fge) || i.op == Op::float_to_bool;
 			const bool float_out = (i.op >= Op::fadd && i.op <= Op::fneg) || i.op == Op::to_float;
 			pop(stack, float_in ? F : I);

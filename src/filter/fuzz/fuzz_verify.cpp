@@ -51,8 +51,19 @@ const tracery_event_desc kEvent = {"fuzz", "ev", kFields, kNrFields, 0, nullptr,
 const uint16_t kElementFields[] = {8, 9, 10, 11};
 const uint16_t kStringFields[] = {12, 13};
 
-const int64_t kImms[] = {0, 1, -1, 2, 63, 64, 65, -64, INT64_MIN, INT64_MAX, 0x3ff0000000000000, // 1.0
-                         0x7ff8000000000000 /* NaN */, static_cast<int64_t>(0x8000000000000000) /* -0.0 */,
+const int64_t kImms[] = {0,
+                         1,
+                         -1,
+                         2,
+                         63,
+                         64,
+                         65,
+                         -64,
+                         INT64_MIN,
+                         INT64_MAX,
+                         0x3ff0000000000000, // 1.0
+                         0x7ff8000000000000 /* NaN */,
+                         static_cast<int64_t>(0x8000000000000000) /* -0.0 */,
                          0x7ff0000000000000 /* inf */};
 
 // Storage for the fixed payloads.
@@ -93,12 +104,21 @@ void init_payloads()
 		p.ss[0] = -1, p.ss[1] = 64, p.ss[2] = INT32_MIN, p.ss[3] = i;
 		p.sf[0] = 2.5f, p.sf[1] = -0.0f;
 		static const char *const strings[] = {"hello", "", "a*b", "hello\0world"};
-		const tracery_arg args[kNrFields] = {
-			{&p.u8, 0}, {&p.s16, 0}, {&p.u32, 0}, {&p.s64, 0}, {&p.f, 0}, {&p.d, 0}, {&p.b, 0}, {&p.e, 0},
-			{i == 1 ? nullptr : p.au, uint32_t(3 - i % 3)}, {p.ad, uint32_t(i % 3)},
-			{i == 2 ? nullptr : p.ss, uint32_t(4 - i)}, {p.sf, uint32_t(i % 3)},
-			{strings[i], i == 3 ? 11u : uint32_t(strlen(strings[i]))}, {i == 0 ? nullptr : strings[3 - i], 1},
-			{blob, 2}};
+		const tracery_arg args[kNrFields] = {{&p.u8, 0},
+		                                     {&p.s16, 0},
+		                                     {&p.u32, 0},
+		                                     {&p.s64, 0},
+		                                     {&p.f, 0},
+		                                     {&p.d, 0},
+		                                     {&p.b, 0},
+		                                     {&p.e, 0},
+		                                     {i == 1 ? nullptr : p.au, uint32_t(3 - i % 3)},
+		                                     {p.ad, uint32_t(i % 3)},
+		                                     {i == 2 ? nullptr : p.ss, uint32_t(4 - i)},
+		                                     {p.sf, uint32_t(i % 3)},
+		                                     {strings[i], i == 3 ? 11u : uint32_t(strlen(strings[i]))},
+		                                     {i == 0 ? nullptr : strings[3 - i], 1},
+		                                     {blob, 2}};
 		std::memcpy(p.args, args, sizeof args);
 		p.ctx = {i * 1000, -i, i, i % 2 ? "hello" : "x", i % 2 ? 5u : 1u};
 	}

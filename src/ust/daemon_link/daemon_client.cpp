@@ -5,10 +5,10 @@
 #include "ust/daemon_link/daemon_session.hpp"
 #include "ust/registry.hpp"
 
-#include "event/schema.hpp"
-#include "control/paths.hpp"
 #include "control/messages.hpp"
+#include "control/paths.hpp"
 #include "control/wire.hpp"
+#include "event/schema.hpp"
 
 #include <errno.h>
 #include <poll.h>
@@ -119,7 +119,9 @@ public:
 		if (!connected_)
 			return; // announced in the hello, or no daemon
 		const uint64_t req = next_req_++;
-		json msg = {{control::kTypeKey, control::msg::kNewEvents}, {"req", req}, {"events", json::array({event::schema_of(*desc)})}};
+		json msg = {{control::kTypeKey, control::msg::kNewEvents},
+		            {"req", req},
+		            {"events", json::array({event::schema_of(*desc)})}};
 		if (!control::send_message(sock_.get(), msg))
 			return;
 		if (slow_)
@@ -193,14 +195,17 @@ private:
 				continue;
 			timeval tv{1, 0}; // a daemon that stops reading never blocks us for long
 			setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-			setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); // nor holds fork() back mid-message
+			setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv,
+			           sizeof tv); // nor holds fork() back mid-message
 			std::lock_guard lock(mutex_);
 			if (quit_)
 				return false;
 			json events = json::array();
 			for (auto *d : registered_events())
 				events.push_back(event::schema_of(*d));
-			json hello = {{control::kTypeKey, control::msg::kHello}, {control::kRoleKey, control::role::kApp}, {"procname", program_invocation_short_name},
+			json hello = {{control::kTypeKey, control::msg::kHello},
+			              {control::kRoleKey, control::role::kApp},
+			              {"procname", program_invocation_short_name},
 			              {"events", events}};
 			if (!control::send_message(s.get(), hello))
 				continue;

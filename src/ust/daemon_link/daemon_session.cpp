@@ -3,8 +3,8 @@
 
 #include <cstdio>
 
-#include "event/schema.hpp"
 #include "control/wire.hpp"
+#include "event/schema.hpp"
 
 namespace tracery::ust {
 
@@ -88,14 +88,16 @@ DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
 	for (size_t i = 0; i < owned.size(); i++) {
 		const json &c = channels[i];
 		const json ctx = c.value("context", json::object());
-		event::ContextOptions context{ctx.value("vpid", false), ctx.value("vtid", false), ctx.value("procname", false)};
+		event::ContextOptions context{ctx.value("vpid", false), ctx.value("vtid", false),
+		                              ctx.value("procname", false)};
 		auto t = std::make_unique<Tracer>();
 		t->filters = c.value("filters", json::object());
 		t->catalog.set(c.value("ids", json::object()), t->filters);
 		auto ring = ringbuf::Channel::attach(owned[i].release());
 		if (ring->config().sync == ringbuf::Sync::rseq && !ringbuf::Channel::rseq_available())
-			fprintf(stderr, "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
-			                "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
+			fprintf(stderr,
+			        "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
+			        "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
 		// Older daemons send no clock: their traces count ns.
 		const std::string clock_name = c.value("clock", std::string("ns"));
 		clock::TickUnit unit;

@@ -53,7 +53,7 @@ public:
 
 private:
 	struct Tracer {
-		DaemonCatalog catalog; // outlives the session that refers to it
+		DaemonCatalog catalog;  // outlives the session that refers to it
 		nlohmann::json filters; // as the daemon last sent them
 		std::unique_ptr<Session> session;
 	};

@@ -3,11 +3,11 @@
 // bytecode that fails is refused with its reason, leaving the event off.
 #include <tracery/tracepoint.h>
 
-#include "event/schema.hpp"
+#include "consumer/trace_channel.hpp"
 #include "control/wire.hpp"
+#include "event/schema.hpp"
 #include "filter/compiler.hpp"
 #include "ust/daemon_link/daemon_session.hpp"
-#include "consumer/trace_channel.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,7 +34,8 @@ protected:
 
 	std::string hex_of(const filter::Program &p) { return control::to_hex(filter::encode(p)); }
 
-	std::unique_ptr<ringbuf::Channel> ring_ = consumer::create_trace_channel(2, 4096, ringbuf::Mode::discard, "dstest");
+	std::unique_ptr<ringbuf::Channel> ring_ =
+		consumer::create_trace_channel(2, 4096, ringbuf::Mode::discard, "dstest");
 };
 
 // The trace's clock comes from the daemon: a unit this program knows is taken,
@@ -76,7 +77,7 @@ TEST_F(DaemonSessionFilters, BytecodeThatFailsVerificationIsRefused)
 	ASSERT_EQ(refused.size(), 1u) << refused.dump();
 	EXPECT_EQ(refused[0]["event"], "dstest:ev");
 	EXPECT_NE(refused[0]["reason"].get<std::string>().find("insn 0"), std::string::npos) << refused.dump();
-	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0); // not recorded unfiltered either
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);    // not recorded unfiltered either
 	EXPECT_EQ(session->take_refusals(), json::array()); // reported once
 }
 

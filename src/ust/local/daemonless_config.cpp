@@ -24,8 +24,7 @@ std::string bad(const char *var, const std::string &value, const char *fix)
 
 } // namespace
 
-std::optional<DaemonlessConfig> read_daemonless_config(const char *(*getenv_fn)(const char *),
-                                                       std::string *error)
+std::optional<DaemonlessConfig> read_daemonless_config(const char *(*getenv_fn)(const char *), std::string *error)
 {
 	const char *out = getenv_fn("TRACERY_OUTPUT");
 	if (!out)
@@ -40,8 +39,9 @@ std::optional<DaemonlessConfig> read_daemonless_config(const char *(*getenv_fn)(
 		c.patterns = split_list(ev);
 		for (const auto &p : c.patterns) {
 			if (p.find(':') == std::string::npos && p != "*") {
-				*error = bad("TRACERY_EVENTS", ev,
-				             "list patterns as provider:name, with * wildcards (e.g. 'app:*,lib:open')");
+				*error =
+					bad("TRACERY_EVENTS", ev,
+				            "list patterns as provider:name, with * wildcards (e.g. 'app:*,lib:open')");
 				return std::nullopt;
 			}
 		}

@@ -27,9 +27,9 @@ TEST(DaemonlessConfig, OffWithoutOutput)
 
 TEST(DaemonlessConfig, ReadsEveryVariable)
 {
-	env = {{"TRACERY_OUTPUT", "/tmp/x"},      {"TRACERY_EVENTS", "app:*,lib:open"},
-	       {"TRACERY_MODE", "overwrite"},     {"TRACERY_SUBBUF_SIZE", "64k"},
-	       {"TRACERY_NUM_SUBBUF", "8"},       {"TRACERY_CONTEXT", "vtid,procname"}};
+	env = {{"TRACERY_OUTPUT", "/tmp/x"},  {"TRACERY_EVENTS", "app:*,lib:open"},
+	       {"TRACERY_MODE", "overwrite"}, {"TRACERY_SUBBUF_SIZE", "64k"},
+	       {"TRACERY_NUM_SUBBUF", "8"},   {"TRACERY_CONTEXT", "vtid,procname"}};
 	std::string err;
 	auto c = read_daemonless_config(fake_getenv, &err);
 	ASSERT_TRUE(c) << err;
@@ -64,16 +64,11 @@ struct BadCase {
 TEST(DaemonlessConfig, BadValuesNameVariableValueAndFix)
 {
 	const BadCase cases[] = {
-		{"TRACERY_MODE", "ring", "use discard or overwrite"},
-		{"TRACERY_SUBBUF_SIZE", "3000", "power of two"},
-		{"TRACERY_SUBBUF_SIZE", "1k", "power of two"},
-		{"TRACERY_SUBBUF_SIZE", "12q", "power of two"},
-		{"TRACERY_SUBBUF_SIZE", "", "power of two"},
-		{"TRACERY_NUM_SUBBUF", "3", "power of two"},
-		{"TRACERY_NUM_SUBBUF", "1", "power of two"},
-		{"TRACERY_NUM_SUBBUF", "-4", "power of two"},
-		{"TRACERY_EVENTS", "justaname", "provider:name"},
-		{"TRACERY_EVENTS", ",", "at least one"},
+		{"TRACERY_MODE", "ring", "use discard or overwrite"},  {"TRACERY_SUBBUF_SIZE", "3000", "power of two"},
+		{"TRACERY_SUBBUF_SIZE", "1k", "power of two"},         {"TRACERY_SUBBUF_SIZE", "12q", "power of two"},
+		{"TRACERY_SUBBUF_SIZE", "", "power of two"},           {"TRACERY_NUM_SUBBUF", "3", "power of two"},
+		{"TRACERY_NUM_SUBBUF", "1", "power of two"},           {"TRACERY_NUM_SUBBUF", "-4", "power of two"},
+		{"TRACERY_EVENTS", "justaname", "provider:name"},      {"TRACERY_EVENTS", ",", "at least one"},
 		{"TRACERY_CONTEXT", "vpid,cpu", "vpid,vtid,procname"},
 	};
 	for (const auto &bc : cases) {

@@ -56,8 +56,8 @@ std::optional<std::vector<FilterRule>> parse_filter_rules(const std::string &val
 		FilterRule rule = split_rule(text);
 		filter::Error e;
 		if (!filter::parse(rule.expression, &e)) {
-			*error = "TRACERY_FILTER: bad filter for '" + rule.pattern + "': " +
-			         filter::render_error(rule.expression, e);
+			*error = "TRACERY_FILTER: bad filter for '" + rule.pattern +
+			         "': " + filter::render_error(rule.expression, e);
 			return std::nullopt;
 		}
 		rules.push_back(std::move(rule));
@@ -75,8 +75,8 @@ std::optional<std::vector<filter::Program>> compile_filter_rules(const std::vect
 		filter::Error e;
 		auto compiled = filter::compile_filter(rule.expression, desc, &e);
 		if (!compiled) {
-			*error = "filter of " + rule.pattern + " does not apply to event " + desc.provider + ":" + desc.name +
-			         ": " + filter::render_error(rule.expression, e);
+			*error = "filter of " + rule.pattern + " does not apply to event " + desc.provider + ":" +
+			         desc.name + ": " + filter::render_error(rule.expression, e);
 			return std::nullopt;
 		}
 		programs.push_back(std::move(compiled->program));

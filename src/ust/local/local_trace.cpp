@@ -62,7 +62,8 @@ public:
 	explicit PageLock(pthread_mutex_t *m) : m_(m)
 	{
 		if (pthread_mutex_lock(m_) == EOWNERDEAD)
-			pthread_mutex_consistent(m_); // a process died holding it: the table is append-only, still valid
+			pthread_mutex_consistent(
+				m_); // a process died holding it: the table is append-only, still valid
 	}
 	~PageLock() { pthread_mutex_unlock(m_); }
 
@@ -89,8 +90,9 @@ bool directory_is_empty_or_missing(const std::string &dir)
 ctf::TraceDir create_empty_trace_dir(const std::string &path)
 {
 	if (!directory_is_empty_or_missing(path))
-		throw std::runtime_error("TRACERY_OUTPUT='" + path +
-		                         "' is not empty: give a new or empty directory so that no trace is overwritten");
+		throw std::runtime_error(
+			"TRACERY_OUTPUT='" + path +
+			"' is not empty: give a new or empty directory so that no trace is overwritten");
 	return ctf::TraceDir::create(path);
 }
 
@@ -113,8 +115,7 @@ LocalTrace::LocalTrace(const DaemonlessConfig &config)
 	ctf::MetadataWriter metadata(info);
 	dir_.write_metadata(metadata.preamble() + ctf::MetadataWriter::stream_class(0, config.context));
 
-	void *mem = mmap(nullptr, sizeof(SharedCatalogPage), PROT_READ | PROT_WRITE,
-	                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *mem = mmap(nullptr, sizeof(SharedCatalogPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		throw std::runtime_error(std::string("cannot map the event catalog: ") + strerror(errno));
 	page_ = static_cast<SharedCatalogPage *>(mem);

@@ -12,9 +12,8 @@
 enum class Op : uint8_t { read, write };
 TRACERY_CXX_ENUM(Op, {"read", 0, 0}, {"write", 1, 1});
 
-TRACERY_CXX_EVENT(fp_cxx, query,
-    (id, uint64_t), (table, std::string_view), (op, Op), (dims, std::array<uint16_t, 2>),
-    (keys, std::span<const int32_t>))
+TRACERY_CXX_EVENT(fp_cxx, query, (id, uint64_t), (table, std::string_view), (op, Op), (dims, std::array<uint16_t, 2>),
+                  (keys, std::span<const int32_t>))
 
 extern "C" void emit_c_events(void);
 

@@ -2,8 +2,7 @@
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
 
-TRACERY_EVENT(fp_c, tick, TRACERY_U64(count), TRACERY_DOUBLE(ratio), TRACERY_BOOL(last),
-              TRACERY_SEQUENCE(S32, history))
+TRACERY_EVENT(fp_c, tick, TRACERY_U64(count), TRACERY_DOUBLE(ratio), TRACERY_BOOL(last), TRACERY_SEQUENCE(S32, history))
 
 void emit_c_events(void);
 

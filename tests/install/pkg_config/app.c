@@ -9,8 +9,7 @@
 
 TRACERY_ENUM_LABELS(pc_level, {"low", 0, 0}, {"high", 1, 1});
 
-TRACERY_EVENT(pkgconfig_app, sample,
-              TRACERY_U32(index), TRACERY_S16(offset), TRACERY_STRING(label),
+TRACERY_EVENT(pkgconfig_app, sample, TRACERY_U32(index), TRACERY_S16(offset), TRACERY_STRING(label),
               TRACERY_ENUM(pc_level, U8, level), TRACERY_ARRAY(U8, bytes, 3))
 
 int main(void)
