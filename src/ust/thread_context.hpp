@@ -1,6 +1,7 @@
-// Per-thread values recorded as context fields (vpid, vtid, procname) and the
-// current CPU. Cached so the hot path makes no system call; reset on fork and
-// when a thread renames itself through tracery_context_refresh().
+// ust/thread_context.hpp — per-thread values recorded as context fields (vpid,
+// vtid, procname) and the current CPU. Cached so the hot path makes no system
+// call; reset on fork. A thread that renames itself after its first event
+// keeps recording the name it had then.
 #pragma once
 
 #include <sched.h>
