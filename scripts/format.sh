@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
-# Formats tracked C/C++ files in place (clang-format -i) as .clang-format says:
-# every *.c *.h *.cpp *.hpp file git ls-files lists, the same set
-# scripts/check-format.sh checks, or only the files named.
-#
-#   scripts/format.sh [FILE...]
-#
-# CLANG_FORMAT names the binary (default: clang-format-14, else clang-format).
+# Formats tracked C/C++ files as .clang-format says, with clang-format 14:
+# every *.c *.h *.cpp *.hpp file git ls-files lists, or only the files named.
 # Regions laid out by hand stay as written between `// clang-format off` and
 # `// clang-format on`.
+#
+#   scripts/format.sh [FILE...]             format in place (clang-format -i)
+#   scripts/format.sh --check [-v] [FILE...]
+#       change nothing; exit 0 when every file is formatted, 1 naming those
+#       that are not (-v: and where they differ), 2 when clang-format fails.
+#       scripts/check-format.sh is this mode (CI runs it).
+#
+# CLANG_FORMAT names the binary (default: clang-format-14, else clang-format).
+# Other major versions format some constructs differently: both modes warn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+check=0
+verbose=0
+[[ ${1:-} == --check ]] && { check=1; shift; }
+[[ $check == 1 && ${1:-} == -v ]] && { verbose=1; shift; }
+name=$([[ $check == 1 ]] && echo check-format || echo format)
 
 cf=${CLANG_FORMAT:-}
 if [[ -z $cf ]]; then
 	if command -v clang-format-14 >/dev/null; then cf=clang-format-14; else cf=clang-format; fi
 fi
 if ! command -v "$cf" >/dev/null; then
-	echo "format: $cf not found (apt-get install clang-format-14, or set CLANG_FORMAT)" >&2
+	echo "$name: $cf not found (apt-get install clang-format-14, or set CLANG_FORMAT)" >&2
 	exit 2
 fi
 version=$("$cf" --version)
 if [[ ! $version =~ version\ 14\. ]]; then
-	echo "format: warning: .clang-format is written for clang-format 14, this is: $version" >&2
+	echo "$name: warning: .clang-format is written for clang-format 14, this is: $version" >&2
 fi
 
 files=()
@@ -34,5 +44,29 @@ else
 fi
 ((${#files[@]})) || exit 0
 
-printf '%s\0' "${files[@]}" | xargs -0 -n 50 "$cf" --style=file -i
-echo "format: ${#files[@]} files formatted"
+if ((!check)); then
+	printf '%s\0' "${files[@]}" | xargs -0 -n 50 "$cf" --style=file -i
+	echo "format: ${#files[@]} files formatted"
+	exit 0
+fi
+
+bad=()
+for f in "${files[@]}"; do
+	status=0
+	out=$("$cf" --style=file --dry-run -Werror "$f" 2>&1) || status=$?
+	((status == 0)) && continue
+	if [[ $out != *"code should be clang-formatted"* ]]; then
+		echo "check-format: clang-format failed on $f:" >&2
+		echo "$out" >&2
+		exit 2
+	fi
+	bad+=("$f")
+	((verbose)) && echo "$out"
+done
+if ((${#bad[@]})); then
+	echo "check-format: ${#bad[@]} of ${#files[@]} files need formatting:"
+	printf '  %s\n' "${bad[@]}"
+	echo "Fix them with: scripts/format.sh (or scripts/format.sh FILE...)"
+	exit 1
+fi
+echo "check-format: ${#files[@]} file(s) formatted as .clang-format says"
