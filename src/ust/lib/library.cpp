@@ -63,7 +63,7 @@ void after_fork_child()
 
 const char *read_env(const char *name) { return getenv(name); }
 
-__attribute__((constructor(101))) void daemonless_init()
+__attribute__((constructor(101))) void library_init()
 {
 	clock::init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
@@ -87,7 +87,7 @@ __attribute__((constructor(101))) void daemonless_init()
 	}
 }
 
-__attribute__((destructor(101))) void daemonless_fini()
+__attribute__((destructor(101))) void library_fini()
 {
 	daemon_client_stop();
 	delete tracer;
