@@ -242,6 +242,56 @@ class DaemonDeath(DaemonTestCase):
         self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
 
 
+class View(DaemonTestCase):
+    """tracery view: what it says before babeltrace2's output."""
+
+    def daemonless_trace(self, n):
+        """A trace of n bench:ev events in 4 KiB packets (room for all of them)."""
+        path = self.out("t")
+        env = {k: v for k, v in self.d.env.items() if not k.startswith("TRACERY_")}
+        env.update({"TRACERY_OUTPUT": path, "TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"})
+        subprocess.run([program("bench", "tracery-bench"), str(n), "1", "ev"], env=env, check=True,
+                       capture_output=True, timeout=120)
+        return path
+
+    def test_empty_and_cut_stream_files_are_named_with_the_fix(self):
+        path = self.daemonless_trace(3000)
+        streams = [os.path.join(path, f) for f in os.listdir(path) if f != "metadata"]
+        view = self.d.tracery("view", path)
+        self.assertEqual(view.stderr, "")
+        self.assertEqual(view.stdout.count("bench:ev"), 3000)
+
+        empty = os.path.join(path, "channel0_1_0")
+        open(empty, "w").close()
+        view = self.d.tracery("view", path)
+        self.assertEqual(view.stderr.splitlines(),
+                         [f"tracery: warning: {empty} is empty (0 bytes): none of its events reached the disk; "
+                          "the trace is shown without them"])
+        self.assertEqual(view.stdout.count("bench:ev"), 3000)
+        os.unlink(empty)
+
+        # A packet cut short, as a writer killed in the middle of it leaves it.
+        cut = max(streams, key=os.path.getsize)
+        size = os.path.getsize(cut)
+        os.truncate(cut, size - 1)
+        view = self.d.tracery("view", path, check=False)
+        lines = view.stderr.splitlines()
+        self.assertTrue(lines, view.stderr)
+        m = re.match(rf"tracery: warning: {re.escape(cut)}: at offset (\d+), the packet there declares (\d+) bytes "
+                     r"but only (\d+) remain: readers may reject the whole trace; `truncate -s (\d+) (\S+)` keeps",
+                     lines[0])
+        self.assertIsNotNone(m, lines[0])
+        offset, declared, left = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        self.assertEqual(offset + declared, size)
+        self.assertEqual(offset + left, size - 1)
+        self.assertEqual((int(m.group(4)), m.group(5)), (offset, cut))
+        self.assertGreater(offset, 0, "packets before the cut one")
+        # The fix it names works: babeltrace2 reads the whole packets.
+        subprocess.run(["truncate", "-s", str(offset), cut], check=True)
+        view = self.d.tracery("view", path)
+        self.assertEqual(view.stderr, "")
+
+
 class BadInput(DaemonTestCase):
     def fails(self, *args, expect):
         proc = self.d.tracery(*args, check=False)

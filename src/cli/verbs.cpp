@@ -5,6 +5,8 @@
 #include "cli/current.hpp"
 #include "cli/print.hpp"
 
+#include "analysis/trace_scan.hpp"
+
 #include "base/sizes.hpp"
 #include "control/messages.hpp"
 #include "control/paths.hpp"
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 
 namespace tracery::cli {
 
@@ -246,6 +249,14 @@ int verb_view(const Args &a)
 	else
 		path = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}})
 		               .value("output", "");
+	// babeltrace2 skips an empty stream file without a word and refuses a
+	// whole trace for one packet cut short: say which files first.
+	try {
+		for (const auto &w : analysis::scan_traces(path).warnings)
+			fprintf(stderr, "tracery: warning: %s\n", w.c_str());
+	} catch (const std::system_error &) {
+		// unreadable: babeltrace2 says why
+	}
 	fflush(stdout);
 	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
 	if (errno == ENOENT)

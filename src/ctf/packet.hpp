@@ -30,6 +30,9 @@ inline constexpr uint32_t kPacketMagic = 0xC1FC1FC1;
 inline constexpr size_t kPacketHeaderSize = 32;
 inline constexpr size_t kPacketContextSize = 52;
 inline constexpr size_t kPacketPrefixSize = kPacketHeaderSize + kPacketContextSize;
+// Where the two sizes (in bits) sit in the prefix.
+inline constexpr size_t kContentSizeOffset = 48;
+inline constexpr size_t kPacketSizeOffset = 56;
 
 struct PacketInfo {
 	// Clock values (ns) of the packet's first and last instants: every event
@@ -60,8 +63,8 @@ inline void write_packet_prefix(uint8_t *dst, const Uuid &trace_uuid, uint32_t s
 	base::store_le<uint64_t>(dst + 24, stream_instance_id);
 	base::store_le<uint64_t>(dst + 32, info.timestamp_begin);
 	base::store_le<uint64_t>(dst + 40, info.timestamp_end);
-	base::store_le<uint64_t>(dst + 48, bits);
-	base::store_le<uint64_t>(dst + 56, bits);
+	base::store_le<uint64_t>(dst + kContentSizeOffset, bits);
+	base::store_le<uint64_t>(dst + kPacketSizeOffset, bits);
 	base::store_le<uint64_t>(dst + 64, info.seq);
 	base::store_le<uint64_t>(dst + 72, info.events_discarded);
 	base::store_le<uint32_t>(dst + 80, info.cpu_id);

@@ -1,0 +1,108 @@
+// ctf/stream_check.cpp — walks the packet headers of a stream file.
+#include "ctf/stream_check.hpp"
+
+#include "base/byte_order.hpp"
+#include "base/fd.hpp"
+#include "ctf/packet.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <system_error>
+
+namespace tracery::ctf {
+
+namespace {
+
+[[noreturn]] void fail(const char *what, const std::string &path)
+{
+	throw std::system_error(errno, std::generic_category(), std::string("cannot ") + what + " " + path);
+}
+
+// Reads exactly n bytes at offset (the caller knows they are in the file).
+void read_at(int fd, uint8_t *dst, size_t n, uint64_t offset, const std::string &path)
+{
+	size_t done = 0;
+	while (done < n) {
+		const ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO; // shrank while we read it
+			fail("read", path);
+		}
+		done += static_cast<size_t>(r);
+	}
+}
+
+std::string hex32(uint32_t v)
+{
+	char s[16];
+	std::snprintf(s, sizeof s, "0x%08x", v);
+	return s;
+}
+
+} // namespace
+
+StreamCheck check_stream_file(const std::string &path)
+{
+	base::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd)
+		fail("open", path);
+	struct stat st;
+	if (::fstat(fd.get(), &st) < 0)
+		fail("stat", path);
+	StreamCheck c;
+	c.size = static_cast<uint64_t>(st.st_size);
+	if (c.size == 0) {
+		c.problem = "it is empty (0 bytes)";
+		return c;
+	}
+	// Every turn moves past a packet of at least kPacketPrefixSize bytes or
+	// stops: at most size / 84 turns.
+	while (c.whole < c.size) {
+		const uint64_t left = c.size - c.whole;
+		if (left < kPacketPrefixSize) {
+			c.problem = "only " + std::to_string(left) +
+			            " bytes remain there, less than a packet header (" +
+			            std::to_string(kPacketPrefixSize) + ")";
+			return c;
+		}
+		uint8_t prefix[kPacketSizeOffset + 8];
+		read_at(fd.get(), prefix, sizeof prefix, c.whole, path);
+		const uint32_t magic = base::load_le<uint32_t>(prefix);
+		if (magic != kPacketMagic) {
+			c.problem =
+				"no packet starts there (magic " + hex32(magic) + ", not " + hex32(kPacketMagic) + ")";
+			return c;
+		}
+		const uint64_t content_bits = base::load_le<uint64_t>(prefix + kContentSizeOffset);
+		const uint64_t packet_bits = base::load_le<uint64_t>(prefix + kPacketSizeOffset);
+		if (packet_bits % 8 != 0 || packet_bits / 8 < kPacketPrefixSize || content_bits > packet_bits) {
+			c.problem = "the packet there declares an impossible size (packet_size " +
+			            std::to_string(packet_bits) + " bits, content_size " +
+			            std::to_string(content_bits) + " bits)";
+			return c;
+		}
+		const uint64_t bytes = packet_bits / 8;
+		if (bytes > left) {
+			c.problem = "the packet there declares " + std::to_string(bytes) + " bytes but only " +
+			            std::to_string(left) + " remain";
+			return c;
+		}
+		c.whole += bytes;
+		++c.packets;
+	}
+	return c;
+}
+
+bool written_by_tracery(std::string_view metadata)
+{
+	return metadata.find("tracer_name = \"tracery\";") != std::string_view::npos;
+}
+
+} // namespace tracery::ctf
