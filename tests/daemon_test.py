@@ -328,6 +328,20 @@ class BadInput(DaemonTestCase):
         self.d.tracery("stop", "good")
         self.assertEqual(len(Trace(self.out("good")).events), 9)
 
+    def test_bad_payload_jit_under_the_daemon_is_named_and_traced(self):
+        self.d.start_daemon()
+        path = self.session("s")
+        self.d.tracery("start")
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "100"], stdin=subprocess.DEVNULL,
+                               extra_env={"TRACERY_PAYLOAD_JIT": "maybe"})
+        _, err = emitter.communicate(timeout=60)
+        self.assertEqual(emitter.returncode, 0, err)
+        self.assertEqual(err.splitlines(), ["tracery: TRACERY_PAYLOAD_JIT='maybe' is not valid: use 0 (the generic "
+                                            "loop) or 1 (code generated per layout, the default); using the generated "
+                                            "code"])
+        self.d.tracery("stop")
+        self.assertEqual(len(Trace(path).events), 200)
+
     def test_full_disk(self):
         tiny = self.out("tiny")
         os.makedirs(tiny)

@@ -131,7 +131,8 @@ class BadSettings(TraceDirTestCase):
 
     def test_bad_values_print_one_line_and_run_untraced(self):
         for var, value in [("TRACERY_MODE", "ring"), ("TRACERY_SUBBUF_SIZE", "1000"),
-                           ("TRACERY_NUM_SUBBUF", "x"), ("TRACERY_EVENTS", "nocolon")]:
+                           ("TRACERY_NUM_SUBBUF", "x"), ("TRACERY_EVENTS", "nocolon"),
+                           ("TRACERY_PAYLOAD_JIT", "maybe")]:
             proc = self.run_bench({var: value})
             self.assertEqual(proc.returncode, 0)
             lines = proc.stderr.splitlines()
@@ -140,6 +141,18 @@ class BadSettings(TraceDirTestCase):
             self.assertIn("not traced", lines[0])
             self.assertIn("TOTAL threads 1 events 10", proc.stdout)
             self.assertFalse(os.path.exists(self.trace_dir))
+
+    def test_payload_jit_names_its_accepted_values(self):
+        proc = self.run_bench({"TRACERY_PAYLOAD_JIT": "maybe"})
+        self.assertIn("TRACERY_PAYLOAD_JIT='maybe' is not valid: use 0 (the generic loop) or 1", proc.stderr)
+        self.assertFalse(os.path.exists(self.trace_dir))
+        for value in ("0", "1"):
+            with self.subTest(value=value):
+                trace_dir = os.path.join(self.tmp, value)
+                proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], trace_dir,
+                                  {"TRACERY_PAYLOAD_JIT": value})
+                self.assertEqual(proc.stderr, "")
+                self.assertEqual(len(Trace(trace_dir).events), 10)
 
     def test_existing_trace_is_never_overwritten(self):
         self.run_bench({})

@@ -7,8 +7,8 @@
 #include <asmjit/x86.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -86,10 +86,25 @@ PayloadWriter generate(JitRuntime &rt, const std::string &shape)
 bool disabled_by_environment()
 {
 	const char *v = std::getenv("TRACERY_PAYLOAD_JIT");
-	return v && std::strcmp(v, "0") == 0;
+	if (!v)
+		return false;
+	const std::optional<bool> on = parse_payload_jit(v);
+	if (!on)
+		std::fprintf(stderr, "tracery: TRACERY_PAYLOAD_JIT='%s' is not valid: %s; using the generated code\n",
+		             v, kPayloadJitValues);
+	return on && !*on;
 }
 
 } // namespace
+
+std::optional<bool> parse_payload_jit(std::string_view value)
+{
+	if (value == "1")
+		return true;
+	if (value == "0")
+		return false;
+	return std::nullopt;
+}
 
 PayloadWriter payload_writer_for(const tracery_event_desc &desc)
 {

@@ -1,6 +1,8 @@
 // Parsing of the TRACERY_* environment variables: see daemonless_config.hpp.
 #include "ust/local/daemonless_config.hpp"
 
+#include "ust/payload_writer.hpp"
+
 #include <sstream>
 
 namespace tracery::ust {
@@ -90,6 +92,12 @@ std::optional<DaemonlessConfig> read_daemonless_config(const char *(*getenv_fn)(
 				return std::nullopt;
 			}
 		}
+	}
+	// Read by payload_writer_for(); checked here so that a bad value leaves
+	// the run untraced, as the others do.
+	if (const char *j = getenv_fn("TRACERY_PAYLOAD_JIT"); j && !parse_payload_jit(j)) {
+		*error = bad("TRACERY_PAYLOAD_JIT", j, kPayloadJitValues);
+		return std::nullopt;
 	}
 	if (const char *f = getenv_fn("TRACERY_FILTER")) {
 		auto rules = parse_filter_rules(f, error);

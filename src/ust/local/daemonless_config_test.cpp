@@ -55,6 +55,15 @@ TEST(DaemonlessConfig, DefaultsRecordEverythingInDiscardMode)
 	EXPECT_EQ(c->subbuf_size, 512u * 1024);
 }
 
+TEST(DaemonlessConfig, PayloadJitTakesZeroOrOne)
+{
+	for (const char *v : {"0", "1"}) {
+		env = {{"TRACERY_OUTPUT", "d"}, {"TRACERY_PAYLOAD_JIT", v}};
+		std::string err;
+		EXPECT_TRUE(read_daemonless_config(fake_getenv, &err)) << v << ": " << err;
+	}
+}
+
 struct BadCase {
 	const char *var;
 	const char *value;
@@ -64,12 +73,19 @@ struct BadCase {
 TEST(DaemonlessConfig, BadValuesNameVariableValueAndFix)
 {
 	const BadCase cases[] = {
-		{"TRACERY_MODE", "ring", "use discard or overwrite"},  {"TRACERY_SUBBUF_SIZE", "3000", "power of two"},
-		{"TRACERY_SUBBUF_SIZE", "1k", "power of two"},         {"TRACERY_SUBBUF_SIZE", "12q", "power of two"},
-		{"TRACERY_SUBBUF_SIZE", "", "power of two"},           {"TRACERY_NUM_SUBBUF", "3", "power of two"},
-		{"TRACERY_NUM_SUBBUF", "1", "power of two"},           {"TRACERY_NUM_SUBBUF", "-4", "power of two"},
-		{"TRACERY_EVENTS", "justaname", "provider:name"},      {"TRACERY_EVENTS", ",", "at least one"},
+		{"TRACERY_MODE", "ring", "use discard or overwrite"},
+		{"TRACERY_SUBBUF_SIZE", "3000", "power of two"},
+		{"TRACERY_SUBBUF_SIZE", "1k", "power of two"},
+		{"TRACERY_SUBBUF_SIZE", "12q", "power of two"},
+		{"TRACERY_SUBBUF_SIZE", "", "power of two"},
+		{"TRACERY_NUM_SUBBUF", "3", "power of two"},
+		{"TRACERY_NUM_SUBBUF", "1", "power of two"},
+		{"TRACERY_NUM_SUBBUF", "-4", "power of two"},
+		{"TRACERY_EVENTS", "justaname", "provider:name"},
+		{"TRACERY_EVENTS", ",", "at least one"},
 		{"TRACERY_CONTEXT", "vpid,cpu", "vpid,vtid,procname"},
+		{"TRACERY_PAYLOAD_JIT", "maybe", "use 0 (the generic loop) or 1"},
+		{"TRACERY_PAYLOAD_JIT", "", "use 0 (the generic loop) or 1"},
 	};
 	for (const auto &bc : cases) {
 		env = {{"TRACERY_OUTPUT", "d"}, {bc.var, bc.value}};
