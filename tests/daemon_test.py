@@ -292,6 +292,32 @@ class View(DaemonTestCase):
         self.assertEqual(view.stderr, "")
 
 
+    def test_a_path_that_is_not_a_trace_is_named_as_such(self):
+        self.d.start_daemon()  # so that a name would find sessions
+
+        def fails(target, expect):
+            proc = self.d.tracery("view", target, check=False)
+            self.assertNotEqual(proc.returncode, 0, proc.stdout)
+            self.assertEqual(proc.stderr.splitlines(), [f"tracery: {expect}"])
+
+        for target in ("/nonexistent/dir", "no/such/dir"):
+            fails(target, f"no trace directory '{target}': it does not exist; give the directory of a trace, or a "
+                          "session name (see `tracery list`)")
+        os.makedirs(self.out("empty/sub"))
+        fails(self.out("empty"), f"'{self.out('empty')}' is not a trace: neither it nor a directory below it has a "
+                                 "metadata file; give the directory of a trace")
+        open(self.out("file"), "w").close()
+        fails(self.out("file"), f"'{self.out('file')}' is not a directory: give the directory of a trace (the one "
+                                "holding its metadata file), or a session name")
+        fails("nosuch", "no session named 'nosuch': see `tracery list`, or create it with `tracery create nosuch`")
+        self.d.tracery("create", "s", "--output", self.out("s"))
+        fails("s", f"session 's' has no trace in {self.out('s')} yet (no metadata file): `tracery start s` it first")
+        self.d.tracery("create", "snap", "--output", self.out("snap"), "--snapshot")
+        self.d.tracery("start", "snap")
+        fails("snap", f"session 'snap' has no snapshot in {self.out('snap')} yet: record one with "
+                      "`tracery snapshot record -s snap`")
+
+
 class BadInput(DaemonTestCase):
     def fails(self, *args, expect):
         proc = self.d.tracery(*args, check=False)

@@ -240,23 +240,54 @@ int verb_snapshot_record(const Args &a)
 	return 0;
 }
 
+// TARGET is a trace directory when it looks like a path (it has a '/', or
+// a directory of that name exists), else a session name.
 int verb_view(const Args &a)
 {
 	std::string path;
+	json session = json::object(); // the session's status, when TARGET names one
 	struct stat st;
-	if (!a.target.empty() && stat(a.target.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+	const bool exists = !a.target.empty() && stat(a.target.c_str(), &st) == 0;
+	if (a.target.find('/') != std::string::npos || (exists && S_ISDIR(st.st_mode))) {
+		if (!exists)
+			throw CliError(
+				"no trace directory '" + a.target +
+				(errno == ENOENT ? "': it does not exist" : "': " + std::string(strerror(errno))) +
+				"; give the directory of a trace, or a session name (see `tracery list`)");
+		if (!S_ISDIR(st.st_mode))
+			throw CliError(
+				"'" + a.target +
+				"' is not a directory: give the directory of a trace (the one holding its metadata "
+				"file), or a session name");
 		path = a.target;
-	else
-		path = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}})
-		               .value("output", "");
+	} else {
+		session =
+			request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}});
+		path = session.value("output", "");
+	}
+	analysis::TraceScan scan;
+	try {
+		scan = analysis::scan_traces(path);
+	} catch (const std::system_error &e) {
+		throw CliError(std::string(e.what()) + ": view the trace as a user who may read it");
+	}
+	if (scan.traces.empty()) {
+		const std::string name = session.value("name", "");
+		if (name.empty())
+			throw CliError(
+				"'" + path +
+				"' is not a trace: neither it nor a directory below it has a metadata file; give the "
+				"directory of a trace");
+		if (session.value("snapshot", false))
+			throw CliError("session '" + name + "' has no snapshot in " + path +
+			               " yet: record one with `tracery snapshot record -s " + name + "`");
+		throw CliError("session '" + name + "' has no trace in " + path +
+		               " yet (no metadata file): `tracery start " + name + "` it first");
+	}
 	// babeltrace2 skips an empty stream file without a word and refuses a
 	// whole trace for one packet cut short: say which files first.
-	try {
-		for (const auto &w : analysis::scan_traces(path).warnings)
-			fprintf(stderr, "tracery: warning: %s\n", w.c_str());
-	} catch (const std::system_error &) {
-		// unreadable: babeltrace2 says why
-	}
+	for (const auto &w : scan.warnings)
+		fprintf(stderr, "tracery: warning: %s\n", w.c_str());
 	fflush(stdout);
 	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
 	if (errno == ENOENT)
