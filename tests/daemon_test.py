@@ -318,6 +318,31 @@ class View(DaemonTestCase):
                       "`tracery snapshot record -s snap`")
 
 
+    def test_a_running_session_is_shown_with_a_warning(self):
+        self.d.start_daemon()
+        self.session("s")
+        self.d.tracery("start")
+        self.d.run([program("tests", "daemon-emitter"), "count", "10"])
+        view = self.d.tracery("view")  # what is on disk: here nothing, the sub-buffer is not full
+        self.assertEqual(view.stderr.splitlines(),
+                         ["tracery: warning: session 's' is still running: its newest events are still in its buffers "
+                          "and are not shown; run `tracery stop s` first to see them all"])
+        self.d.tracery("stop")
+        view = self.d.tracery("view")
+        self.assertEqual(view.stderr, "")
+        self.assertEqual(view.stdout.count("emit:"), 20)
+
+        self.session("snap", "--snapshot")
+        self.d.tracery("start", "snap")
+        self.d.run([program("tests", "daemon-emitter"), "count", "10"])
+        self.d.tracery("snapshot", "record", "-s", "snap")
+        view = self.d.tracery("view", "snap")
+        self.assertEqual(view.stderr.splitlines(),
+                         ["tracery: warning: session 'snap' is still running: its snapshots hold the events up to "
+                          "when they were recorded; `tracery snapshot record -s snap` for the newest"])
+        self.assertEqual(view.stdout.count("emit:"), 20)
+
+
 class BadInput(DaemonTestCase):
     def fails(self, *args, expect):
         proc = self.d.tracery(*args, check=False)

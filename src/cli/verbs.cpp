@@ -284,10 +284,26 @@ int verb_view(const Args &a)
 		throw CliError("session '" + name + "' has no trace in " + path +
 		               " yet (no metadata file): `tracery start " + name + "` it first");
 	}
-	// babeltrace2 skips an empty stream file without a word and refuses a
-	// whole trace for one packet cut short: say which files first.
-	for (const auto &w : scan.warnings)
-		fprintf(stderr, "tracery: warning: %s\n", w.c_str());
+	if (session.value("state", "") == "started") {
+		// Its consumers write a sub-buffer once it is full: what is on disk
+		// is the older part, stream files still growing (not checked).
+		const std::string name = session.value("name", "");
+		if (session.value("snapshot", false))
+			fprintf(stderr,
+			        "tracery: warning: session '%s' is still running: its snapshots hold the events up to "
+			        "when they were recorded; `tracery snapshot record -s %s` for the newest\n",
+			        name.c_str(), name.c_str());
+		else
+			fprintf(stderr,
+			        "tracery: warning: session '%s' is still running: its newest events are still in its "
+			        "buffers and are not shown; run `tracery stop %s` first to see them all\n",
+			        name.c_str(), name.c_str());
+	} else {
+		// babeltrace2 skips an empty stream file without a word and refuses
+		// a whole trace for one packet cut short: say which files first.
+		for (const auto &w : scan.warnings)
+			fprintf(stderr, "tracery: warning: %s\n", w.c_str());
+	}
 	fflush(stdout);
 	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
 	if (errno == ENOENT)
