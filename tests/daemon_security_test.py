@@ -56,12 +56,15 @@ class OtherUser(DaemonTestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertNotIn("secret", proc.stdout)
         self.assertNotIn(f"PID: {pid}", self.as_user("list", "-u").stdout)
-        for args in (["status", "secret"], ["stop", "secret"], ["destroy", "secret"],
-                     ["enable-event", "-u", "x:y", "-s", "secret"], ["snapshot", "record", "-s", "secret"],
+        for args in (["status", "secret"], ["list", "secret"], ["start", "secret"], ["stop", "secret"],
+                     ["destroy", "secret"], ["enable-event", "-u", "x:y", "-s", "secret"],
+                     ["disable-event", "-u", "x:y", "-s", "secret"], ["enable-channel", "-u", "c", "-s", "secret"],
+                     ["add-context", "-u", "-t", "vpid", "-s", "secret"], ["snapshot", "record", "-s", "secret"],
                      ["view", "secret"]):
             proc = self.as_user(*args)
             self.assertNotEqual(proc.returncode, 0, args)
             self.assertIn("no session named 'secret'", proc.stderr, args)
+            self.assertNotIn(path, proc.stdout + proc.stderr, args)
         proc = self.as_user("destroy", "--all")
         self.assertEqual(proc.returncode, 0, proc.stderr)
 
@@ -84,6 +87,79 @@ class OtherUser(DaemonTestCase):
         self.assertIn("[started]", self.d.tracery("status", "secret").stdout)
         self.d.tracery("stop", "secret")
         self.assertEqual(len(Trace(path).events), 20)
+
+    def add_user(self, tag):
+        user = f"trcu{tag}{uuid.uuid4().hex[:6]}"
+        run("useradd", "-M", "-N", "-G", self.group, "-s", "/usr/sbin/nologin", user)
+        self.addCleanup(subprocess.run, ["userdel", user], capture_output=True)
+        home = os.path.join(self.d.tmp, f"home-{user}")
+        os.makedirs(home)
+        shutil.chown(home, user)
+        return user, home, int(subprocess.check_output(["id", "-u", user]))
+
+    def test_users_name_their_sessions_independently(self):
+        self.d.start_daemon("--group", self.group)
+        root_path = self.session("shared", events=("emit:*",))
+        self.d.tracery("start", "shared")
+        run("usermod", "-a", "-G", self.group, self.user)
+        uid = int(subprocess.check_output(["id", "-u", self.user]))
+
+        # The name root uses is free for the user, and says nothing of root's.
+        mine = os.path.join(self.user_home, "shared")
+        proc = self.as_user("create", "shared", "--output", mine)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for args in (["enable-event", "-u", "emit:*"], ["start"]):
+            proc = self.as_user(*args)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc = self.as_user("list")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"shared [started] -> {mine}", proc.stdout)
+        self.assertNotIn(root_path, proc.stdout)
+        self.assertNotIn("(uid", proc.stdout)
+        status = self.as_user("status", "shared")
+        self.assertIn(f"-> {mine}", status.stdout)
+
+        # Each acts on its own session of that name.
+        proc = subprocess.run(["runuser", "-p", "-u", self.user, "--", program("tests", "daemon-emitter"), "count",
+                               "10"], env=self.user_env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc = self.as_user("stop", "shared")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(len(Trace(mine).events), 20)
+        self.assertIn("[started]", self.d.tracery("status", "shared").stdout, "root's session still runs")
+        view = self.as_user("view", "shared")
+        self.assertEqual(view.returncode, 0, view.stderr)
+        self.assertEqual(view.stdout.count("emit:"), 20)
+
+        # Root sees both, the user's marked as such, and its own name is its own session.
+        listing = self.d.tracery("list").stdout
+        self.assertIn(f"shared [started] -> {root_path}", listing)
+        self.assertIn(f"shared (uid {uid}) [stopped] -> {mine}", listing)
+        self.assertIn(f"-> {root_path}", self.d.tracery("status", "shared").stdout)
+
+        # Destroying is per owner too.
+        proc = self.as_user("destroy", "shared")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"-> {root_path}", self.d.tracery("status", "shared").stdout)
+        self.assertNotIn(mine, self.d.tracery("list").stdout)
+
+        # With no session of its own of that name, root reaches a user's if
+        # only one user has one; of two users', neither.
+        self.d.tracery("destroy", "shared")
+        other, other_home, other_uid = self.add_user("b")
+        for user, home in ((self.user, self.user_home), (other, other_home)):
+            proc = self.d.tracery("create", "shared", "--output", os.path.join(home, "again"), check=False,
+                                  env=dict(self.d.env, HOME=home), user=user)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            if user == self.user:
+                self.assertIn(f"-> {os.path.join(home, 'again')}", self.d.tracery("status", "shared").stdout)
+        proc = self.d.tracery("status", "shared", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertEqual(proc.stderr.splitlines(),
+                         [f"tracery: users {min(uid, other_uid)}, {max(uid, other_uid)} each have a session named "
+                          "'shared' and root has none: run the command as its owner (runuser -u USER -- tracery ...)"])
+        self.assertEqual(sorted(self.d.tracery("destroy", "--all").stdout.splitlines()),
+                         ["Session 'shared' destroyed"] * 2)
 
     def test_per_user_daemon(self):
         xdg = os.path.join(self.d.tmp, "userxdg")

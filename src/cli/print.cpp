@@ -1,6 +1,8 @@
 // Presentation of the daemon's replies: see print.hpp.
 #include "cli/print.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -35,8 +37,13 @@ void print_sessions(const json &reply)
 	}
 	printf("Sessions:\n");
 	int i = 1;
-	for (const auto &s : sessions)
-		printf("  %d) %s\n", i++, session_summary(s, "%s").c_str());
+	// Root sees every user's sessions, each user naming its own: say whose.
+	const std::string mine = std::to_string(getuid());
+	for (const auto &s : sessions) {
+		const std::string owner = s.contains("owner") ? s["owner"].dump() : mine;
+		printf("  %d) %s\n", i++,
+		       session_summary(s, owner == mine ? "%s" : ("%s (uid " + owner + ")").c_str()).c_str());
+	}
 }
 
 void print_lost(const json &lost)

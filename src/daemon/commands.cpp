@@ -88,14 +88,32 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 TraceSession &Daemon::session_for(const json &req, const control::PeerCred &peer)
 {
 	const std::string name = req.value("session", "");
-	auto it = sessions_.find(name);
-	// Another user's session is reported exactly like a missing one.
-	if (it == sessions_.end() || !may_access(*it->second, peer))
+	TraceSession *s = nullptr;
+	if (auto it = sessions_.find({peer.uid, name}); it != sessions_.end()) {
+		s = it->second.get();
+	} else if (peer.uid == 0) {
+		// Root may act on every session: another user's, when the name is
+		// not ambiguous.
+		std::string owners;
+		int found = 0;
+		for (auto &[key, t] : sessions_) {
+			if (key.second == name) {
+				owners += (found++ ? ", " : "") + std::to_string(key.first);
+				s = t.get();
+			}
+		}
+		if (found > 1)
+			throw CommandError(
+				"users " + owners + " each have a session named '" + name +
+				"' and root has none: run the command as its owner (runuser -u USER -- tracery ...)");
+	}
+	// Other users' sessions are not there for a user: no name tells of them.
+	if (!s)
 		throw CommandError("no session named '" + name +
 		                   "': see `tracery list`, or create it with `tracery create " + name + "`");
-	if (it->second->state == SessionState::stopping || it->second->busy)
+	if (s->state == SessionState::stopping || s->busy)
 		throw CommandError("session '" + name + "' is busy (being stopped or updated): try again in a moment");
-	return *it->second;
+	return *s;
 }
 
 json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
@@ -104,7 +122,8 @@ json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
 	if (!valid_session_name(name))
 		throw CommandError("bad session name '" + name +
 		                   "': use letters, digits, '_', '-' and '.' (at most 64)");
-	if (sessions_.count(name))
+	// Only the user's own sessions take names from it (see daemon.hpp).
+	if (sessions_.count({peer.uid, name}))
 		throw CommandError("a session named '" + name +
 		                   "' already exists: pick another name or `tracery destroy " + name + "`");
 	const std::string output = req.value("output", "");
@@ -114,29 +133,31 @@ json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
 	                                        req.value("snapshot", false));
 	log(Level::info, "uid %u created session %s in %s", peer.uid, name.c_str(), output.c_str());
 	json reply = {{"session", name}, {"output", output}, {"snapshot", s->snapshot()}};
-	sessions_[name] = std::move(s);
+	sessions_[{peer.uid, name}] = std::move(s);
 	return reply;
 }
 
 json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &lock)
 {
-	std::vector<std::string> names;
+	std::vector<SessionKey> keys;
 	if (req.value("all", false)) {
-		for (auto &[n, s] : sessions_)
+		for (auto &[key, s] : sessions_)
 			if (may_access(*s, peer) && s->state != SessionState::stopping && !s->busy)
-				names.push_back(n);
+				keys.push_back(key);
 	} else {
-		names.push_back(session_for(req, peer).name());
+		const TraceSession &s = session_for(req, peer);
+		keys.emplace_back(s.owner(), s.name());
 	}
-	json lost = json::array();
-	for (const auto &n : names) {
-		auto it = sessions_.find(n);
+	json names = json::array();
+	for (const auto &key : keys) {
+		names.push_back(key.second);
+		auto it = sessions_.find(key);
 		if (it == sessions_.end())
 			continue;
 		if (it->second->state == SessionState::started)
 			stop_session(*it->second, lock);
-		sessions_.erase(n); // stop_session may have let another request in: look it up again
-		log(Level::info, "uid %u destroyed session %s", peer.uid, n.c_str());
+		sessions_.erase(key); // stop_session may have let another request in: look it up again
+		log(Level::info, "uid %u destroyed session %s of uid %u", peer.uid, key.second.c_str(), key.first);
 	}
 	return {{"destroyed", names}};
 }
@@ -304,9 +325,10 @@ json Daemon::cmd_status(const json &req, const control::PeerCred &peer, Lock &)
 json Daemon::cmd_list(const json &, const control::PeerCred &peer, Lock &)
 {
 	json out = json::array();
-	for (auto &[n, s] : sessions_)
+	for (auto &[key, s] : sessions_)
 		if (may_access(*s, peer))
-			out.push_back({{"name", n},
+			out.push_back({{"name", s->name()},
+			               {"owner", s->owner()},
 			               {"output", s->output()},
 			               {"state", state_name(s->state)},
 			               {"snapshot", s->snapshot()}});

@@ -49,6 +49,9 @@ private:
 
 	bool may_access(const TraceSession &s, const control::PeerCred &peer) const;
 	bool traces(const TraceSession &s, const App &app) const;
+	// The session a request names: the peer's own of that name; for root,
+	// failing that, another user's if only one user has one of that name.
+	// Throws (one line) if there is none the peer may see, or it is busy.
 	TraceSession &session_for(const nlohmann::json &req, const control::PeerCred &peer);
 	// Sends the session's buffers and ids to a program; returns the sequence
 	// number its ack will carry (0 if the send failed).
@@ -83,7 +86,11 @@ private:
 	DaemonOptions options_;
 	std::mutex mutex_;
 	std::condition_variable acks_;
-	std::map<std::string, std::unique_ptr<TraceSession>> sessions_;
+	// Sessions by (owner, name): each user names its sessions in a space of
+	// its own, so a name says nothing of other users' sessions. session_for()
+	// is how a request's name finds one.
+	using SessionKey = std::pair<uid_t, std::string>;
+	std::map<SessionKey, std::unique_ptr<TraceSession>> sessions_;
 	std::map<uint64_t, std::shared_ptr<App>> apps_;
 	std::map<uint64_t, std::set<uint64_t>> members_; // session id -> programs tracing into it
 	uint64_t next_session_id_ = 1;
