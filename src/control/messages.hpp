@@ -19,6 +19,10 @@
 // Event schemas are event/schema.hpp's JSON form.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <string>
+
 namespace tracery::control {
 
 // Keys that say what a message is.
@@ -59,5 +63,14 @@ inline constexpr char kUpdate[] = "update";
 inline constexpr char kIds[] = "ids";
 inline constexpr char kStopSession[] = "stop_session";
 } // namespace msg
+
+// The string at `key` of a message body, or "" if there is none or it is not
+// a string: what says which message a body is, read without throwing
+// (json::value() throws when the field has another JSON type).
+inline std::string string_field(const nlohmann::json &body, const char *key)
+{
+	const auto it = body.find(key);
+	return it != body.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
 
 } // namespace tracery::control

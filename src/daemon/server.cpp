@@ -94,7 +94,7 @@ void Server::serve(base::Fd conn)
 		}
 		return;
 	}
-	if (msg.body.value(control::kRoleKey, "") == control::role::kApp) {
+	if (control::string_field(msg.body, control::kRoleKey) == control::role::kApp) {
 		serve_app(std::move(conn), peer, msg.body);
 		return;
 	}
@@ -110,7 +110,14 @@ void Server::serve(base::Fd conn)
 		log(Level::warn, "refused a command from uid %u (pid %d)", peer.uid, peer.pid);
 	} else {
 		set_timeout(conn.get(), SO_SNDTIMEO, 10000);
-		reply = daemon_.handle_command(msg.body, peer);
+		try {
+			reply = daemon_.handle_command(msg.body, peer);
+		} catch (const std::exception &e) {
+			// A field of the wrong JSON type (nlohmann's type_error) outside the
+			// handlers' own error handling: the request is refused, nothing else.
+			log(Level::warn, "malformed request from pid %d: %s", peer.pid, e.what());
+			reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
+		}
 	}
 	control::send_message(conn.get(), reply);
 }
@@ -131,17 +138,24 @@ void Server::serve_app(base::Fd conn, const control::PeerCred &peer, const json 
 		std::lock_guard lock(id_mutex);
 		app->id = next_app_id_++;
 	}
-	daemon_.app_registered(app, hello);
-	for (;;) {
-		control::Message msg;
-		std::string why;
-		control::RecvStatus st = control::recv_message(app->sock.get(), msg, &why);
-		if (st != control::RecvStatus::ok) {
-			if (st == control::RecvStatus::error && !why.empty())
-				log(Level::debug, "program %d: %s", peer.pid, why.c_str());
-			break;
+	// Whatever the program sends is input: a message the daemon cannot take
+	// (a field of the wrong JSON type, say) ends this program's connection,
+	// as its exit would, and nothing else.
+	try {
+		daemon_.app_registered(app, hello);
+		for (;;) {
+			control::Message msg;
+			std::string why;
+			control::RecvStatus st = control::recv_message(app->sock.get(), msg, &why);
+			if (st != control::RecvStatus::ok) {
+				if (st == control::RecvStatus::error && !why.empty())
+					log(Level::debug, "program %d: %s", peer.pid, why.c_str());
+				break;
+			}
+			daemon_.app_message(*app, msg);
 		}
-		daemon_.app_message(*app, msg);
+	} catch (const std::exception &e) {
+		log(Level::warn, "program %d sent a malformed message and is disconnected: %s", peer.pid, e.what());
 	}
 	daemon_.app_gone(*app);
 }

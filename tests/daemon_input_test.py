@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Control messages whose fields have the wrong JSON type (issue 16): a
+client of the daemon's socket, or a traced program, sends well-framed
+messages whose bodies are valid JSON but not what the protocol says
+(src/control/messages.hpp): a number where a string belongs, an object where
+an array does. Each must cost the sender its request or its connection, with
+a reason, and never the daemon: after each one, `tracery list` answers within
+a second and the daemon's pid is the same."""
+import json
+import os
+import socket
+import struct
+import time
+import unittest
+
+from daemontest import DaemonTestCase
+
+MAGIC = 0x59435254  # "TRCY", src/control/wire.hpp
+VERSION = 1
+
+
+def frame(body):
+    data = json.dumps(body).encode()
+    return struct.pack("<IHHI", MAGIC, VERSION, 0, len(data)) + data
+
+
+def read_frames(sock):
+    """The bodies of the frames the peer sends until it closes (or 3 s pass)."""
+    data = b""
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        data += chunk
+    bodies = []
+    while len(data) >= 12:
+        magic, _, _, length = struct.unpack("<IHHI", data[:12])
+        if magic != MAGIC or len(data) < 12 + length:
+            break
+        bodies.append(json.loads(data[12:12 + length]))
+        data = data[12 + length:]
+    return bodies
+
+
+class WrongTypes(DaemonTestCase):
+    def setUp(self):
+        super().setUp()
+        self.pid = self.d.start_daemon()
+        self.path = os.path.join(self.d.rundir, "traceryd.sock")
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(1)
+        s.connect(self.path)
+        return s
+
+    def assert_daemon_serves(self, after):
+        start = time.monotonic()
+        proc = self.d.tracery("list", check=False)
+        took = time.monotonic() - start
+        self.assertEqual(proc.returncode, 0, f"after {after}: tracery list failed: {proc.stderr}\n{self.d.log()}")
+        self.assertLess(took, 1.0, f"after {after}: tracery list took {took:.2f} s")
+        self.assertEqual(self.d.daemon_pid(), self.pid)
+        os.kill(self.pid, 0)  # still there
+
+    def test_commands_with_fields_of_the_wrong_type_are_refused(self):
+        bodies = [
+            {"role": 1},
+            {"role": "cli", "cmd": 7},
+            {"role": "cli", "cmd": None},
+            {"role": "cli", "cmd": "create", "session": 5},
+            {"role": "cli", "cmd": "enable-event", "session": {"a": 1}, "patterns": "x"},
+            {"role": "cli", "cmd": "destroy", "all": "yes"},
+        ]
+        for body in bodies:
+            with self.connect() as s:
+                s.sendall(frame(body))
+                replies = read_frames(s)
+            self.assert_daemon_serves(body)
+            # a command gets its reply: refused, with a reason
+            self.assertEqual(len(replies), 1, f"{body} -> {replies}")
+            self.assertIs(replies[0].get("ok"), False, f"{body} -> {replies}")
+            self.assertTrue(replies[0].get("error"), f"{body} -> {replies}")
+        # A role that is not "app" is a command's: this one is carried out.
+        with self.connect() as s:
+            s.sendall(frame({"role": ["cli"], "cmd": "list"}))
+            self.assertEqual(read_frames(s), [{"ok": True, "sessions": []}])
+
+    def test_a_program_sending_fields_of_the_wrong_type_is_dropped(self):
+        hellos = [
+            {"type": "hello", "role": "app", "procname": 3, "events": []},
+            {"type": "hello", "role": "app", "procname": "p", "events": {"a": 1}},
+            {"type": "hello", "role": "app", "procname": "p", "events": [5, "x", {"provider": 1}]},
+        ]
+        for hello in hellos:
+            with self.connect() as s:
+                s.sendall(frame(hello))
+                read_frames(s)
+            self.assert_daemon_serves(hello)
+        messages = [
+            {"type": 3},
+            {"type": "ack", "seq": "x", "session": [], "tracing": "no", "refused": 1},
+            {"type": "ack", "seq": 1, "refused": [1, {"event": 2, "reason": None}]},
+            {"type": "new_events", "req": "x", "events": 5},
+            {"type": "new_events", "req": 1, "events": [{"provider": "p", "name": 2, "fields": "f"}]},
+        ]
+        for message in messages:
+            with self.connect() as s:
+                s.sendall(frame({"type": "hello", "role": "app", "procname": "p", "events": []}))
+                s.sendall(frame(message))
+                read_frames(s)
+            self.assert_daemon_serves(message)
+        self.assertIn("sent a malformed message and is disconnected", self.d.log())
+
+
+if __name__ == "__main__":
+    unittest.main()
