@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang into build-fuzz/ and runs each for
-# SECONDS (default 60): the filter parser+compiler and the bytecode verifier
-# (with both engines on what it accepts). Corpora grow in build-fuzz/corpus/;
-# a failing input is saved in the current directory.
+# SECONDS (default 60): the filter parser+compiler, the bytecode verifier
+# (with both engines on what it accepts), the control socket's framing and
+# bodies, the event schemas programs send, and the stream-file walk of the
+# trace reader. Corpora grow in build-fuzz/corpus/; a failing input is saved
+# in the current directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON -DTRACERY_WERROR=ON >/dev/null
-targets=(fuzz_compile fuzz_verify)
+# target -> the directory of build-fuzz/src/ it is built in
+declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control [fuzz_schema]=event
+  [fuzz_stream_check]=ctf)
+targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_schema fuzz_stream_check)
 ninja -C build-fuzz "${targets[@]}"
 for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t"
+  # Seeds kept in the tree (well-formed inputs to start from), read only.
+  seeds=()
+  [[ -d src/${dirs[$t]}/fuzz/seeds ]] && seeds=("src/${dirs[$t]}/fuzz/seeds")
   echo "fuzz: $t for ${seconds}s"
-  if ! "build-fuzz/src/filter/$t" -max_total_time="$seconds" -print_final_stats=1 "build-fuzz/corpus/$t" \
-      >"build-fuzz/$t.log" 2>&1; then
+  if ! "build-fuzz/src/${dirs[$t]}/$t" -max_total_time="$seconds" -print_final_stats=1 "build-fuzz/corpus/$t" \
+      "${seeds[@]}" >"build-fuzz/$t.log" 2>&1; then
     cat "build-fuzz/$t.log"
     echo "fuzz: $t found a failure (the input is saved as crash-*/leak-*/timeout-* in $PWD)" >&2
     exit 1

@@ -1,0 +1,44 @@
+// ctf/fuzz/fuzz_stream_check.cpp — libFuzzer target: arbitrary bytes as a
+// stream file (a trace left by a crash, or a hostile one), walked by
+// check_stream_file() (stream_check.hpp). Checks that the walk ends, that the
+// whole packets it counts lie inside the file, each at least a packet header
+// long, and that it calls the file sound exactly when the whole packets
+// cover it all.
+#include "ctf/packet.hpp"
+#include "ctf/stream_check.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace tracery::ctf;
+
+namespace {
+
+void check(bool ok, const char *what)
+{
+	if (!ok) {
+		std::fprintf(stderr, "fuzz_stream_check: %s\n", what);
+		std::abort();
+	}
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const int fd = ::memfd_create("fuzz-stream", MFD_CLOEXEC);
+	check(fd >= 0, "memfd_create");
+	check(::write(fd, data, size) == static_cast<ssize_t>(size), "write");
+	const StreamCheck c = check_stream_file("/proc/self/fd/" + std::to_string(fd));
+	::close(fd);
+	check(c.size == size, "the size read is not the file's");
+	check(c.whole <= c.size, "whole packets beyond the end of the file");
+	check(c.packets * kPacketPrefixSize <= c.whole, "a packet shorter than its header");
+	check(c.ok() == (c.size > 0 && c.whole == c.size), "sound exactly when whole packets cover the file");
+	check(c.ok() || !c.problem.empty(), "a problem without words");
+	return 0;
+}
