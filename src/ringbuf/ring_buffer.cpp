@@ -79,33 +79,6 @@ struct Layout {
 	uint64_t total_size;
 };
 
-// Returns an empty string if the config is usable, else what is wrong with it.
-std::string config_error(const Config &c)
-{
-	auto s = [](uint64_t v) { return std::to_string(v); };
-	if (c.num_cpus < 1 || c.num_cpus > 8192)
-		return "num_cpus = " + s(c.num_cpus) + " must be in 1..8192";
-	if (c.num_subbuf < 2 || c.num_subbuf > 65536 || !is_pow2(c.num_subbuf))
-		return "num_subbuf = " + s(c.num_subbuf) + " must be a power of two in 2..65536";
-	if (c.subbuf_size < 4096 || c.subbuf_size > (1u << 30) || !is_pow2(c.subbuf_size))
-		return "subbuf_size = " + s(c.subbuf_size) + " must be a power of two in 4096..2^30";
-	if (c.mode != Mode::discard && c.mode != Mode::overwrite)
-		return "mode = " + s(static_cast<uint32_t>(c.mode)) + " is neither discard (0) nor overwrite (1)";
-	if (c.sync != Sync::atomic && c.sync != Sync::rseq)
-		return "sync = " + s(static_cast<uint32_t>(c.sync)) + " is neither atomic (0) nor rseq (1)";
-	if (c.compact_header_size < 1 || c.compact_header_size > c.extended_header_size)
-		return "compact_header_size = " + s(c.compact_header_size) + " must be in 1..extended_header_size (" +
-		       s(c.extended_header_size) + ")";
-	if (c.extended_header_size > 4096 || c.extended_header_size >= c.subbuf_size)
-		return "extended_header_size = " + s(c.extended_header_size) + " must be <= 4096 and < subbuf_size";
-	if (c.compact_ts_bits > 63)
-		return "compact_ts_bits = " + s(c.compact_ts_bits) + " must be <= 63";
-	const uint64_t buffer = uint64_t{c.num_subbuf} * c.subbuf_size;
-	if (buffer * c.num_cpus > kMaxTotalSize)
-		return "num_cpus x num_subbuf x subbuf_size = " + s(buffer * c.num_cpus) + " bytes exceeds 2^40";
-	return {};
-}
-
 Layout compute_layout(const Config &c)
 {
 	Layout l;
@@ -178,6 +151,34 @@ void advance_to(uint64_t &v, uint64_t target)
 }
 
 } // namespace
+
+std::string Channel::config_error(const Config &c)
+{
+	auto s = [](uint64_t v) { return std::to_string(v); };
+	if (c.num_cpus < 1 || c.num_cpus > 8192)
+		return "num_cpus = " + s(c.num_cpus) + " must be in 1..8192";
+	if (c.num_subbuf < 2 || c.num_subbuf > 65536 || !is_pow2(c.num_subbuf))
+		return "num_subbuf = " + s(c.num_subbuf) + " must be a power of two in 2..65536";
+	if (c.subbuf_size < 4096 || c.subbuf_size > (1u << 30) || !is_pow2(c.subbuf_size))
+		return "subbuf_size = " + s(c.subbuf_size) + " must be a power of two in 4096..2^30";
+	if (c.mode != Mode::discard && c.mode != Mode::overwrite)
+		return "mode = " + s(static_cast<uint32_t>(c.mode)) + " is neither discard (0) nor overwrite (1)";
+	if (c.sync != Sync::atomic && c.sync != Sync::rseq)
+		return "sync = " + s(static_cast<uint32_t>(c.sync)) + " is neither atomic (0) nor rseq (1)";
+	if (c.compact_header_size < 1 || c.compact_header_size > c.extended_header_size)
+		return "compact_header_size = " + s(c.compact_header_size) + " must be in 1..extended_header_size (" +
+		       s(c.extended_header_size) + ")";
+	if (c.extended_header_size > 4096 || c.extended_header_size >= c.subbuf_size)
+		return "extended_header_size = " + s(c.extended_header_size) + " must be <= 4096 and < subbuf_size";
+	if (c.compact_ts_bits > 63)
+		return "compact_ts_bits = " + s(c.compact_ts_bits) + " must be <= 63";
+	const uint64_t buffer = uint64_t{c.num_subbuf} * c.subbuf_size;
+	if (buffer * c.num_cpus > kMaxTotalSize)
+		return "num_cpus x num_subbuf x subbuf_size = " + s(buffer * c.num_cpus) + " bytes exceeds 2^40";
+	return {};
+}
+
+uint64_t Channel::mapping_size_for(const Config &config) { return compute_layout(config).total_size; }
 
 void Channel::validate(const Config &config)
 {

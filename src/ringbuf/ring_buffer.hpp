@@ -55,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/sizes.hpp"
@@ -201,6 +202,11 @@ public:
 	static std::unique_ptr<Channel> attach(int fd);
 	// Throws std::invalid_argument with a clear message if `config` is unusable.
 	static void validate(const Config &config);
+	// What validate() finds wrong with `config`: one phrase that starts with the field's name (for the total size:
+	// "num_cpus x num_subbuf x subbuf_size") and gives its value and the limit it breaks; "" if `config` is usable.
+	static std::string config_error(const Config &config);
+	// The bytes create() maps for a usable `config` (headers and data): what a channel costs in shared memory.
+	static uint64_t mapping_size_for(const Config &config);
 	// Whether Sync::rseq channels can be written by this build and thread (x86-64, the kernel's rseq registered by
 	// glibc, not under ThreadSanitizer).
 	static bool rseq_available() noexcept { return rseq::registered(); }

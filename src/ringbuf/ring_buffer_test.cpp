@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -60,7 +61,11 @@ void expect_invalid(Config c, const char *field)
 		ADD_FAILURE() << "config accepted, expected complaint about " << field;
 	} catch (const std::invalid_argument &e) {
 		EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+		// config_error is validate()'s phrase, and starts with the field it names.
+		EXPECT_NE(std::string(e.what()).find(Channel::config_error(c)), std::string::npos) << e.what();
 	}
+	EXPECT_EQ(Channel::config_error(c).rfind(field == std::string("2^40") ? "num_cpus x" : field, 0), 0u)
+		<< Channel::config_error(c);
 	EXPECT_THROW(Channel::create(c, "bad"), std::invalid_argument);
 }
 
@@ -102,11 +107,26 @@ TEST(RingBufferConfig, Validation)
 	c.subbuf_size = 1u << 20;
 	expect_invalid(c, "2^40");
 
+	EXPECT_EQ(Channel::config_error(ok), "");
 	auto ch = Channel::create(ok, "valid");
 	EXPECT_EQ(ch->config().num_cpus, 2u);
 	EXPECT_EQ(ch->config().subbuf_size, 4096u);
 	EXPECT_GE(ch->mapping_size(), 2u * 4 * 4096);
 	EXPECT_GE(ch->fd(), 0);
+}
+
+// What a channel costs is known before it is made (the daemon's quota): the size of the mapping create() makes.
+TEST(RingBufferConfig, MappingSizeBeforeCreation)
+{
+	for (const Config &c : {ctf_config(Mode::discard, 1, 2, 4096), ctf_config(Mode::overwrite, 3, 8, 16384),
+	                        ctf_config(Mode::discard, 2, 64, 4096)}) {
+		auto ch = Channel::create(c, "sized");
+		EXPECT_EQ(Channel::mapping_size_for(c), ch->mapping_size());
+		EXPECT_GT(Channel::mapping_size_for(c), uint64_t{c.num_cpus} * c.num_subbuf * c.subbuf_size);
+		struct stat st;
+		ASSERT_EQ(fstat(ch->fd(), &st), 0);
+		EXPECT_EQ(static_cast<uint64_t>(st.st_size), Channel::mapping_size_for(c));
+	}
 }
 
 TEST(RingBuffer, RoundTripExactBytes)
