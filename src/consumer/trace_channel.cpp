@@ -6,8 +6,7 @@
 
 namespace tracery::consumer {
 
-std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
-                                                       const std::string &name)
+ringbuf::Config trace_channel_config(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode)
 {
 	ringbuf::Config c{};
 	c.num_cpus = base::possible_cpus();
@@ -19,7 +18,13 @@ std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint
 	c.compact_ts_bits = ctf::kCompactTsBits;
 	// Without rseq here (valgrind, glibc.pthread.rseq=0), writers fall back to atomic instructions.
 	c.sync = ringbuf::Channel::rseq_available() ? ringbuf::Sync::rseq : ringbuf::Sync::atomic;
-	return ringbuf::Channel::create(c, name.c_str());
+	return c;
+}
+
+std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
+                                                       const std::string &name)
+{
+	return ringbuf::Channel::create(trace_channel_config(num_subbuf, subbuf_size, mode), name.c_str());
 }
 
 } // namespace tracery::consumer

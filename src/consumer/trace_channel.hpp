@@ -11,6 +11,9 @@
 
 namespace tracery::consumer {
 
+// The Config create_trace_channel uses: what to validate, and to size, before making one.
+ringbuf::Config trace_channel_config(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode);
+
 std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
                                                        const std::string &name);
 
