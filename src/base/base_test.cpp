@@ -34,6 +34,17 @@ TEST(ParseSize, RejectsAnythingElse)
 		EXPECT_FALSE(parse_size(bad).has_value()) << '"' << bad << '"';
 }
 
+TEST(FormatSize, WholeUnitsOrTwoDecimals)
+{
+	EXPECT_EQ(format_size(1), "1 byte");
+	EXPECT_EQ(format_size(512), "512 bytes");
+	EXPECT_EQ(format_size(4096), "4 KiB");
+	EXPECT_EQ(format_size((uint64_t{1} << 30)), "1 GiB");
+	EXPECT_EQ(format_size(3 * (uint64_t{1} << 20) + (uint64_t{1} << 20) / 2), "3.50 MiB");
+	EXPECT_EQ(format_size(uint64_t{1} << 40), "1 TiB");
+	EXPECT_EQ(format_size(uint64_t{3} << 50), "3072 TiB");
+}
+
 TEST(ChannelDefaults, ArePowersOfTwo)
 {
 	EXPECT_TRUE(is_power_of_two(kDefaultSubbufSize));

@@ -1,6 +1,8 @@
 // base/sizes.cpp — see sizes.hpp.
 #include "base/sizes.hpp"
 
+#include <cstdio>
+
 namespace tracery::base {
 
 std::optional<uint64_t> parse_size(std::string_view text) noexcept
@@ -28,6 +30,22 @@ std::optional<uint64_t> parse_size(std::string_view text) noexcept
 	if (shift && value > (UINT64_MAX >> shift))
 		return std::nullopt;
 	return value << shift;
+}
+
+std::string format_size(uint64_t bytes)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	int u = -1;
+	for (uint64_t scale = 1024; u < 3 && bytes >= scale; scale <<= 10)
+		u++;
+	if (u < 0)
+		return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+	const uint64_t scale = uint64_t{1} << (10 * (u + 1));
+	if (bytes % scale == 0)
+		return std::to_string(bytes / scale) + " " + units[u];
+	char buf[64];
+	snprintf(buf, sizeof buf, "%.2f %s", static_cast<double>(bytes) / static_cast<double>(scale), units[u]);
+	return buf;
 }
 
 } // namespace tracery::base
