@@ -13,6 +13,8 @@
 //                      ack         {seq, session, tracing, refused: [{event, reason}]}
 //   daemon -> program  ready       {}                            (registration complete)
 //                      start_session {session, name, seq, channels: [...]} + the buffers' memfds
+//                                    (one per channel, in order, but for a channel marked
+//                                    "buffer": false: it does not trace this program)
 //                      update      {session, seq, channels}      (ids and filters changed)
 //                      ids         {req, sessions: [{session, channels}]}  (answers new_events)
 //                      stop_session {session, seq}

@@ -1,6 +1,7 @@
 // A daemon session in a traced program: see daemon_session.hpp.
 #include "ust/daemon_link/daemon_session.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "control/wire.hpp"
@@ -82,18 +83,27 @@ DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
 	std::vector<base::Fd> owned;
 	for (int fd : fds)
 		owned.emplace_back(fd);
-	if (!channels.is_array() || channels.size() != owned.size())
+	// A channel with "buffer": false does not trace this program (no buffer
+	// fits its user's quota): it has no tracer and takes no fd.
+	const auto has_buffer = [](const json &c) { return !c.is_object() || c.value("buffer", true); };
+	if (!channels.is_array() ||
+	    static_cast<size_t>(std::count_if(channels.begin(), channels.end(), has_buffer)) != owned.size())
 		throw std::runtime_error("the daemon sent " + std::to_string(owned.size()) + " buffers for " +
 		                         std::to_string(channels.size()) + " channels");
-	for (size_t i = 0; i < owned.size(); i++) {
+	size_t next_fd = 0;
+	for (size_t i = 0; i < channels.size(); i++) {
 		const json &c = channels[i];
+		if (!has_buffer(c)) {
+			tracers_.push_back(nullptr);
+			continue;
+		}
 		const json ctx = c.value("context", json::object());
 		event::ContextOptions context{ctx.value("vpid", false), ctx.value("vtid", false),
 		                              ctx.value("procname", false)};
 		auto t = std::make_unique<Tracer>();
 		t->filters = c.value("filters", json::object());
 		t->catalog.set(c.value("ids", json::object()), t->filters);
-		auto ring = ringbuf::Channel::attach(owned[i].release());
+		auto ring = ringbuf::Channel::attach(owned[next_fd++].release());
 		if (ring->config().sync == ringbuf::Sync::rseq && !ringbuf::Channel::rseq_available())
 			fprintf(stderr,
 			        "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
@@ -116,20 +126,22 @@ DaemonSession::~DaemonSession() { stop(); }
 void DaemonSession::start()
 {
 	for (auto &t : tracers_)
-		t->session->start();
+		if (t)
+			t->session->start();
 }
 
 void DaemonSession::stop()
 {
 	for (auto &t : tracers_)
-		t->session->stop();
+		if (t)
+			t->session->stop();
 }
 
 void DaemonSession::update(const json &channels)
 {
 	for (const auto &c : channels) {
 		const size_t index = c.value("index", size_t{0});
-		if (index >= tracers_.size())
+		if (index >= tracers_.size() || !tracers_[index])
 			continue;
 		Tracer &t = *tracers_[index];
 		const json filters = c.value("filters", json::object());
@@ -149,7 +161,7 @@ json DaemonSession::take_refusals()
 {
 	json all = json::array();
 	for (auto &t : tracers_)
-		for (auto &r : t->catalog.take_refusals())
+		for (auto &r : t ? t->catalog.take_refusals() : json::array())
 			all.push_back(std::move(r));
 	return all;
 }

@@ -39,7 +39,9 @@ private:
 class DaemonSession {
 public:
 	// channels: [{"index", "ids", "context"}], fds: one buffer per channel
-	// (taken). Throws if a buffer cannot be mapped.
+	// (taken), except the channels marked "buffer": false, which do not
+	// trace this program (over its user's buffer quota in the daemon).
+	// Throws if a buffer cannot be mapped.
 	DaemonSession(const nlohmann::json &channels, std::vector<int> fds);
 	~DaemonSession(); // stops
 	void start();
@@ -57,7 +59,7 @@ private:
 		nlohmann::json filters; // as the daemon last sent them
 		std::unique_ptr<Session> session;
 	};
-	std::vector<std::unique_ptr<Tracer>> tracers_;
+	std::vector<std::unique_ptr<Tracer>> tracers_; // by channel index; null: no buffer
 };
 
 } // namespace tracery::ust

@@ -101,5 +101,38 @@ TEST_F(DaemonSessionFilters, NewFiltersReattachTheEvent)
 	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
 }
 
+// A channel the daemon sends with "buffer": false (over the buffer quota of
+// the program's user) has no buffer and traces nothing; the others trace.
+TEST_F(DaemonSessionFilters, ChannelWithoutBufferTracesNothing)
+{
+	const std::string key = event::schema_key(event::schema_of(tracery_event__dstest__ev));
+	{
+		json none = json::array({{{"index", 0}, {"buffer", false}, {"ids", {{key, 0u}}}}});
+		DaemonSession session(none, {});
+		session.start();
+		EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
+		session.update(json::array({{{"index", 0}, {"ids", {{key, 0u}}}}})); // ignored, no crash
+		EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
+		EXPECT_EQ(session.take_refusals(), json::array());
+	}
+	json second = json::array(
+		{{{"index", 0}, {"buffer", false}, {"ids", {{key, 0u}}}}, {{"index", 1}, {"ids", {{key, 0u}}}}});
+	{
+		DaemonSession session(second, std::vector<int>{dup(ring_->fd())}); // the fd is channel 1's
+		session.start();
+		EXPECT_EQ(tracery_event__dstest__ev.enabled, 1);
+		session.stop();
+		EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
+	}
+	// Buffers and channels that do not match: refused, naming both counts.
+	second[0].erase("buffer");
+	try {
+		DaemonSession session(second, std::vector<int>{dup(ring_->fd())});
+		ADD_FAILURE() << "one buffer for two channels was accepted";
+	} catch (const std::runtime_error &e) {
+		EXPECT_STREQ(e.what(), "the daemon sent 1 buffers for 2 channels");
+	}
+}
+
 } // namespace
 } // namespace tracery::ust
