@@ -85,12 +85,31 @@ uint64_t Channel::lost() const
 	return n;
 }
 
+ringbuf::Config Channel::ring_config() const
+{
+	return consumer::trace_channel_config(spec_.num_subbuf, spec_.subbuf_size, spec_.mode);
+}
+
 std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
 {
 	auto ring = consumer::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode,
 	                                           "tracery-" + spec_.name);
 	fchmod(ring->fd(), 0600);
 	return ring;
+}
+
+void Channel::note_not_traced(NotTraced n)
+{
+	not_traced_.push_back(std::move(n));
+	if (not_traced_.size() > kNotTracedKept)
+		not_traced_.pop_front();
+	not_traced_total_++;
+}
+
+void Channel::clear_not_traced()
+{
+	not_traced_.clear();
+	not_traced_total_ = 0;
 }
 
 } // namespace tracery::daemon

@@ -5,6 +5,8 @@
 // (per-PID), each with the consumer that writes it to the trace.
 #pragma once
 
+#include "daemon/quota.hpp"
+
 #include "base/sizes.hpp"
 #include "consumer/channel_consumer.hpp"
 #include "event/context.hpp"
@@ -12,6 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/types.h>
+
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +36,7 @@ struct ChannelSpec {
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
+	BufferQuota::Charge charge; // given back last, once the mapping is gone
 	std::unique_ptr<ringbuf::Channel> ring;
 	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain
@@ -69,12 +75,31 @@ public:
 	uint32_t id_for(const std::string &key, bool *is_new);
 	const std::map<std::string, uint32_t> &ids() const { return ids_; }
 
-	std::map<std::string, std::unique_ptr<Buffer>> buffers; // "uid1000", "pid4242"
-	uint64_t lost_done = 0;                                 // events lost in buffers already finished
+	// "uid1000", "pid4242": never an empty slot (a buffer goes in once made).
+	std::map<std::string, std::unique_ptr<Buffer>> buffers;
+	uint64_t lost_done = 0; // events lost in buffers already finished
 	uint64_t lost() const;
 
+	// The ring buffers of this channel: their config, and what each one takes.
+	ringbuf::Config ring_config() const;
+	uint64_t buffer_bytes() const { return ringbuf::Channel::mapping_size_for(ring_config()); }
 	// A new ring buffer with this channel's options (owner-only memfd).
+	// Throws std::runtime_error or std::system_error.
 	std::unique_ptr<ringbuf::Channel> make_ring() const;
+
+	// The programs this channel does not trace since the session last
+	// started (over their user's buffer quota, or their buffer could not be
+	// made): how many, and the newest kNotTracedKept of them.
+	struct NotTraced {
+		pid_t pid;
+		uid_t uid;
+		std::string reason;
+	};
+	static constexpr size_t kNotTracedKept = 16;
+	void note_not_traced(NotTraced n);
+	void clear_not_traced();
+	const std::deque<NotTraced> &not_traced() const { return not_traced_; }
+	uint64_t not_traced_total() const { return not_traced_total_; }
 
 private:
 	uint32_t index_;
@@ -83,6 +108,8 @@ private:
 	std::vector<std::string> disabled_;
 	std::map<std::string, uint32_t> ids_;
 	uint32_t next_id_ = 0;
+	std::deque<NotTraced> not_traced_;
+	uint64_t not_traced_total_ = 0;
 };
 
 } // namespace tracery::daemon

@@ -52,6 +52,19 @@ std::vector<std::string> patterns_of(const json &req)
 	return out;
 }
 
+// A size of the request: a number below 2^32 (the command sends what
+// base::parse_size read), else the default.
+uint32_t size_argument(const json &req, const char *key, const char *option, uint32_t fallback)
+{
+	auto it = req.find(key);
+	if (it == req.end())
+		return fallback;
+	if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX)
+		throw CommandError(std::string("bad ") + option + " '" + it->dump() +
+		                   "': give a power of two, optionally with k, M or G");
+	return static_cast<uint32_t>(it->get<uint64_t>());
+}
+
 } // namespace
 
 json Daemon::handle_command(const json &req, const control::PeerCred &peer)
@@ -130,7 +143,7 @@ json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
 	if (output.empty() || output[0] != '/')
 		throw CommandError("output directory must be an absolute path, got '" + output + "'");
 	auto s = std::make_unique<TraceSession>(next_session_id_++, name, peer.uid, peer.gid, output,
-	                                        req.value("snapshot", false));
+	                                        req.value("snapshot", false), quota_);
 	log(Level::info, "uid %u created session %s in %s", peer.uid, name.c_str(), output.c_str());
 	json reply = {{"session", name}, {"output", output}, {"snapshot", s->snapshot()}};
 	sessions_[{peer.uid, name}] = std::move(s);
@@ -167,22 +180,14 @@ json Daemon::cmd_enable_channel(const json &req, const control::PeerCred &peer, 
 	TraceSession &s = session_for(req, peer);
 	ChannelSpec spec;
 	spec.name = req.value("channel", "channel0");
-	spec.subbuf_size = req.value("subbuf_size", spec.subbuf_size);
-	spec.num_subbuf = req.value("num_subbuf", spec.num_subbuf);
+	spec.subbuf_size = size_argument(req, "subbuf_size", "--subbuf-size", spec.subbuf_size);
+	spec.num_subbuf = size_argument(req, "num_subbuf", "--num-subbuf", spec.num_subbuf);
 	spec.mode = req.value("overwrite", false) ? ringbuf::Mode::overwrite : ringbuf::Mode::discard;
 	spec.per_pid = req.value("per_pid", false);
-	ringbuf::Config c{};
-	c.subbuf_size = spec.subbuf_size;
-	c.num_subbuf = spec.num_subbuf;
-	try {
-		ringbuf::Channel::validate(c);
-	} catch (const std::invalid_argument &) {
-		throw CommandError("bad channel size " + std::to_string(spec.num_subbuf) + " x " +
-		                   std::to_string(spec.subbuf_size) +
-		                   ": --subbuf-size is a power of two >= 4096, --num-subbuf a power of two >= 2");
-	}
+	// Sizes the ring buffer refuses on this machine, or beyond the buffer
+	// quota, are refused here, naming the limit (TraceSession::add_channel).
 	Channel &ch = s.add_channel(spec);
-	return {{"session", s.name()}, {"channel", ch.spec().name}};
+	return {{"session", s.name()}, {"channel", ch.spec().name}, {"buffer_bytes", ch.buffer_bytes()}};
 }
 
 // A filter is refused when it does not parse or, checked against the events
@@ -281,22 +286,44 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	TraceSession &s = session_for(req, peer);
 	if (s.state == SessionState::started)
 		throw CommandError("session '" + s.name() + "' is already started");
-	s.write_metadata();
+	// What can fail comes first (the buffers of the running programs, the
+	// metadata), and is undone if it does: a failed start leaves the session
+	// as it was. Channels over a user's quota only leave programs untraced.
+	std::vector<std::pair<App *, std::vector<Buffer *>>> joining;
+	std::vector<Refusal> refused;
+	std::vector<TraceSession::NewBuffer> made;
+	try {
+		for (auto &[id, app] : apps_)
+			if (!app->gone && traces(s, *app))
+				joining.emplace_back(app.get(), buffers_for(s, *app, &refused, &made));
+		s.write_metadata();
+	} catch (const std::exception &e) {
+		s.drop_new_buffers(made);
+		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
+		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
+	}
 	s.state = SessionState::started;
+	for (const auto &ch : s.channels())
+		ch->clear_not_traced();
+	note(s, refused);
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
-	for (auto &[id, app] : apps_)
-		if (!app->gone && traces(s, *app))
-			if (uint64_t seq = join(s, *app))
-				pending.emplace_back(id, seq);
+	for (auto &[app, buffers] : joining)
+		if (uint64_t seq = join(s, *app, buffers))
+			pending.emplace_back(app->id, seq);
 	// Programs running now trace from the moment start returns (bounded wait).
 	const std::string name = s.name();
 	s.busy++;
 	json late = wait_acks(pending, lock);
 	s.busy--;
 	log(Level::info, "session %s started with %zu programs", name.c_str(), pending.size());
+	json not_traced = json::array();
+	for (const auto &r : refused)
+		not_traced.push_back(
+			{{"pid", r.what.pid}, {"channel", r.channel->spec().name}, {"reason", r.what.reason}});
 	return {{"session", name},
 	        {"programs", pending.size()},
 	        {"not_attached", late},
+	        {"not_traced", not_traced},
 	        {"refused", refusals(pending)}};
 }
 
@@ -319,6 +346,7 @@ json Daemon::cmd_status(const json &req, const control::PeerCred &peer, Lock &)
 		if (auto it = apps_.find(id); it != apps_.end() && it->second->tracing.count(s.id()))
 			pids.push_back(it->second->cred.pid);
 	st["programs"] = pids;
+	st["buffer_quota"] = {{"uid", s.owner()}, {"limit", quota_.limit()}, {"used", quota_.used(s.owner())}};
 	return st;
 }
 

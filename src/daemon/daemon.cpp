@@ -33,16 +33,55 @@ json Daemon::session_ids(TraceSession &s, App &app)
 	return chans;
 }
 
-uint64_t Daemon::join(TraceSession &s, App &app)
+std::vector<Buffer *> Daemon::buffers_for(TraceSession &s, App &app, std::vector<Refusal> *refused,
+                                          std::vector<TraceSession::NewBuffer> *made)
 {
+	std::vector<Buffer *> buffers;
+	for (const auto &ch : s.channels()) {
+		std::string why;
+		Buffer *b = nullptr;
+		try {
+			b = s.buffer_for(*ch, app.cred.uid, app.cred.pid, &why, made);
+			if (!b)
+				why += "; stop a session of that user, or give traceryd a larger --buffer-quota";
+		} catch (const std::exception &e) {
+			if (made)
+				throw;
+			why = e.what();
+		}
+		if (!b)
+			refused->push_back({ch.get(), {app.cred.pid, app.cred.uid, why}});
+		buffers.push_back(b);
+	}
+	return buffers;
+}
+
+void Daemon::note(TraceSession &s, const std::vector<Refusal> &refused)
+{
+	for (const auto &r : refused) {
+		log(Level::warn, "session %s: channel %s does not trace program %d (uid %u): %s", s.name().c_str(),
+		    r.channel->spec().name.c_str(), r.what.pid, r.what.uid, r.what.reason.c_str());
+		r.channel->note_not_traced(r.what);
+	}
+}
+
+uint64_t Daemon::join(TraceSession &s, App &app, const std::vector<Buffer *> &buffers)
+{
+	if (std::none_of(buffers.begin(), buffers.end(), [](const Buffer *b) { return b != nullptr; }))
+		return 0;
 	json chans = session_ids(s, app);
 	std::vector<int> fds;
 	for (const auto &ch : s.channels()) {
-		Buffer &b = s.buffer_for(*ch, app.cred.uid, app.cred.pid);
-		const event::ContextOptions &c = ch->spec().context;
-		chans[ch->index()]["context"] = {{"vpid", c.vpid}, {"vtid", c.vtid}, {"procname", c.procname}};
-		chans[ch->index()]["clock"] = clock::tick_unit_name(s.tick_unit());
-		fds.push_back(b.ring->fd());
+		json &c = chans[ch->index()];
+		Buffer *b = buffers[ch->index()];
+		if (!b) {
+			c["buffer"] = false; // this channel does not trace the program
+			continue;
+		}
+		const event::ContextOptions &ctx = ch->spec().context;
+		c["context"] = {{"vpid", ctx.vpid}, {"vtid", ctx.vtid}, {"procname", ctx.procname}};
+		c["clock"] = clock::tick_unit_name(s.tick_unit());
+		fds.push_back(b->ring->fd());
 	}
 	const uint64_t seq = next_seq_++;
 	if (!app.send({{control::kTypeKey, control::msg::kStartSession},
@@ -119,9 +158,16 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
 	apps_[app->id] = app;
 	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
 	    app->cred.uid, app->events.size());
-	for (auto &[name, s] : sessions_)
-		if (s->state == SessionState::started && traces(*s, *app))
-			join(*s, *app);
+	for (auto &[name, s] : sessions_) {
+		if (s->state != SessionState::started || !traces(*s, *app))
+			continue;
+		// A channel whose buffer does not fit or cannot be made does not
+		// trace this program; the others do. Nothing here throws.
+		std::vector<Refusal> refused;
+		std::vector<Buffer *> buffers = buffers_for(*s, *app, &refused);
+		note(*s, refused);
+		join(*s, *app, buffers);
+	}
 	app->send({{control::kTypeKey, control::msg::kReady}});
 }
 

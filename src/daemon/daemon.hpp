@@ -23,11 +23,12 @@ struct DaemonOptions {
 	gid_t group = 0;     // system daemon: members may control it
 	std::string group_name = "tracing";
 	int quiesce_timeout_ms = 3000; // how long stop waits for programs to detach
+	uint64_t buffer_quota = 0;     // bytes of buffers per user (quota.hpp); main sets the default
 };
 
 class Daemon {
 public:
-	explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
+	explicit Daemon(DaemonOptions options) : options_(std::move(options)), quota_(options_.buffer_quota) {}
 
 	const DaemonOptions &options() const { return options_; }
 
@@ -53,9 +54,23 @@ private:
 	// failing that, another user's if only one user has one of that name.
 	// Throws (one line) if there is none the peer may see, or it is busy.
 	TraceSession &session_for(const nlohmann::json &req, const control::PeerCred &peer);
-	// Sends the session's buffers and ids to a program; returns the sequence
-	// number its ack will carry (0 if the send failed).
-	uint64_t join(TraceSession &s, App &app);
+	// The buffer `app` writes into in each channel of `s`, made where
+	// missing; nullptr for a channel that does not trace it (over its user's
+	// buffer quota, or a buffer that could not be made), with the reason
+	// added to *refused. With `made` (start), a buffer that cannot be made
+	// throws instead, and `made` lists the buffers made, to undo them.
+	struct Refusal {
+		Channel *channel;
+		Channel::NotTraced what;
+	};
+	std::vector<Buffer *> buffers_for(TraceSession &s, App &app, std::vector<Refusal> *refused,
+	                                  std::vector<TraceSession::NewBuffer> *made = nullptr);
+	// Logs each refusal and keeps it for `tracery status`.
+	void note(TraceSession &s, const std::vector<Refusal> &refused);
+	// Sends the session's buffers (one per channel, or none where nullptr)
+	// and ids to a program; returns the sequence number its ack will carry
+	// (0 if nothing was sent: no buffer at all, or the send failed).
+	uint64_t join(TraceSession &s, App &app, const std::vector<Buffer *> &buffers);
 	// Waits (lock released, at most quiesce_timeout_ms) until every program
 	// acknowledged its sequence number or is gone; returns the pids of late ones.
 	nlohmann::json wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);
@@ -84,6 +99,7 @@ private:
 	nlohmann::json cmd_snapshot(const nlohmann::json &, const control::PeerCred &, Lock &);
 
 	DaemonOptions options_;
+	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
 	std::mutex mutex_;
 	std::condition_variable acks_;
 	// Sessions by (owner, name): each user names its sessions in a space of

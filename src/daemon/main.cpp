@@ -4,7 +4,10 @@
 #include "daemon/daemon.hpp"
 #include "daemon/lockfile.hpp"
 #include "daemon/log.hpp"
+#include "daemon/quota.hpp"
 #include "daemon/server.hpp"
+
+#include "base/sizes.hpp"
 
 #include "clock/trace_clock.hpp"
 #include "control/paths.hpp"
@@ -35,7 +38,23 @@ struct Args {
 	std::string log_level = "info";
 	std::string group = "tracing";
 	int quiesce_ms = 3000;
+	std::string buffer_quota; // empty: default_buffer_quota(machine_memory())
 };
+
+// --buffer-quota SIZE, or a quarter of the machine's memory (quota.cpp says why).
+uint64_t buffer_quota(const std::string &arg)
+{
+	if (arg.empty()) {
+		if (const uint64_t q = default_buffer_quota(machine_memory()))
+			return q;
+		return uint64_t{1} << 30; // the kernel did not say how much memory there is
+	}
+	const auto v = base::parse_size(arg);
+	if (!v || *v == 0)
+		throw std::runtime_error("bad --buffer-quota '" + arg +
+		                         "': give a size in bytes, optionally with k, M or G (e.g. 512M or 8G)");
+	return *v;
+}
 
 // The run directory: created if missing, ours, not writable by others.
 void prepare_rundir(const std::string &dir, bool system)
@@ -106,6 +125,7 @@ int serve(const Args &args)
 	opt.system = geteuid() == 0;
 	opt.group_name = args.group;
 	opt.quiesce_timeout_ms = args.quiesce_ms;
+	opt.buffer_quota = buffer_quota(args.buffer_quota);
 	if (group *g = getgrnam(args.group.c_str()))
 		opt.group = g->gr_gid;
 	else if (opt.system && args.group != "tracing")
@@ -143,7 +163,8 @@ int serve(const Args &args)
 	Daemon daemon(opt);
 	Server server(daemon, control::listen_unix(sock, opt.system ? 0666 : 0600));
 	lock.write_pid();
-	log(Level::info, "serving %s (pid %d, %s daemon)", sock.c_str(), getpid(), opt.system ? "system" : "user");
+	log(Level::info, "serving %s (pid %d, %s daemon, buffer quota %s per user)", sock.c_str(), getpid(),
+	    opt.system ? "system" : "user", base::format_size(opt.buffer_quota).c_str());
 	report("ok");
 	server.run(sfd.get());
 	log(Level::info, "stopping: writing the traces of running sessions");
@@ -174,6 +195,9 @@ int main(int argc, char **argv)
 	app.add_option("--quiesce-timeout-ms", args.quiesce_ms,
 	               "How long `tracery stop` waits for programs to detach from the buffers")
 		->check(CLI::Range(0, 600000));
+	app.add_option("--buffer-quota", args.buffer_quota,
+	               "Buffer memory each user's sessions and programs may take (k, M, G suffixes; default: a "
+	               "quarter of the machine's memory). Root is subject to it too");
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {

@@ -6,6 +6,7 @@
 
 #include "clock/trace_clock.hpp"
 #include "consumer/file_sink.hpp"
+#include "consumer/trace_channel.hpp"
 #include "control/wire.hpp"
 #include "ctf/trace_dir.hpp"
 #include "event/schema.hpp"
@@ -87,9 +88,9 @@ json context_names(const event::ContextOptions &c)
 } // namespace
 
 TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output,
-                           bool snapshot)
-	: id_(id), name_(std::move(name)), owner_(owner), owner_gid_(owner_gid), output_(std::move(output)),
-	  snapshot_(snapshot), uuid_(ctf::Uuid::random())
+                           bool snapshot, BufferQuota &quota)
+	: quota_(quota), id_(id), name_(std::move(name)), owner_(owner), owner_gid_(owner_gid),
+	  output_(std::move(output)), snapshot_(snapshot), uuid_(ctf::Uuid::random())
 {
 	AsOwner as_owner(owner_, owner_gid_);
 	struct stat st;
@@ -136,6 +137,12 @@ Channel &TraceSession::add_channel(ChannelSpec spec)
 		                         "' has been started: channels are added before the first `tracery start`");
 	if (snapshot_)
 		spec.mode = ringbuf::Mode::overwrite;
+	uint64_t others = 0;
+	for (const auto &c : channels_)
+		others += c->buffer_bytes();
+	const ringbuf::Config config = consumer::trace_channel_config(spec.num_subbuf, spec.subbuf_size, spec.mode);
+	if (const std::string refusal = channel_refusal(spec.name, config, others, quota_.limit()); !refusal.empty())
+		throw std::runtime_error(refusal);
 	channels_.push_back(std::make_unique<Channel>(static_cast<uint32_t>(channels_.size()), std::move(spec)));
 	return *channels_.back();
 }
@@ -246,36 +253,59 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 	return out;
 }
 
-std::string TraceSession::buffer_prefix(const Channel &ch, const std::string &owner)
+std::string TraceSession::buffer_prefix(const Channel &ch, const std::string &owner) const
 {
 	std::string base = ch.spec().name + "_" + owner, p = base;
 	for (int n = 2; used_prefixes_.count(p); n++)
 		p = base + "-" + std::to_string(n);
-	used_prefixes_.insert(p);
 	return p;
 }
 
-Buffer &TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid)
+Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string *refused, std::vector<NewBuffer> *made)
 {
 	const std::string owner = ch.spec().per_pid ? "pid" + std::to_string(pid) : "uid" + std::to_string(uid);
-	auto &slot = ch.buffers[owner];
-	if (slot)
-		return *slot;
+	if (auto it = ch.buffers.find(owner); it != ch.buffers.end())
+		return it->second.get();
+	auto charge = quota_.try_charge(uid, ch.buffer_bytes(), refused);
+	if (!charge)
+		return nullptr;
 	auto b = std::make_unique<Buffer>();
-	b->ring = ch.make_ring();
+	b->charge = std::move(*charge);
+	try {
+		b->ring = ch.make_ring();
+	} catch (const std::exception &e) {
+		const ringbuf::Config c = ch.ring_config();
+		throw std::runtime_error("cannot make the " + base::format_size(ch.buffer_bytes()) +
+		                         " buffer of channel '" + ch.spec().name + "' (" + std::to_string(c.num_cpus) +
+		                         " CPUs x " + std::to_string(c.num_subbuf) + " x " +
+		                         base::format_size(c.subbuf_size) + ") for " + owner + ": " + e.what() +
+		                         "; free some memory or define the channel with smaller sizes");
+	}
+	const std::string prefix = buffer_prefix(ch, owner);
 	if (!snapshot_) {
 		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
 		auto sink = std::make_unique<consumer::FileSink>(
-			consumer::StreamFiles{output_, buffer_prefix(ch, owner), ch.index(), next_instance_++ << 16,
-		                              uuid_},
+			consumer::StreamFiles{output_, prefix, ch.index(), next_instance_++ << 16, uuid_},
 			b->ring->config().num_cpus);
 		b->consumer = std::make_unique<consumer::ChannelConsumer>(*b->ring, std::move(sink),
 		                                                          clock::tick_source(tick_unit_));
 		if (ch.spec().mode == ringbuf::Mode::discard)
 			b->consumer->start_thread();
 	}
-	slot = std::move(b);
-	return *slot;
+	used_prefixes_.insert(prefix);
+	if (made)
+		made->push_back({&ch, owner, prefix});
+	Buffer *out = b.get();
+	ch.buffers.emplace(owner, std::move(b));
+	return out;
+}
+
+void TraceSession::drop_new_buffers(const std::vector<NewBuffer> &made)
+{
+	for (const NewBuffer &n : made) {
+		n.channel->buffers.erase(n.owner); // its consumer stops without writing: no file is made
+		used_prefixes_.erase(n.prefix);
+	}
 }
 
 void TraceSession::finish(Channel &ch, Buffer &b, bool recover)
@@ -375,6 +405,9 @@ json TraceSession::status() const
 		json events = json::array();
 		for (const auto &[key, id] : c->ids())
 			events.push_back({{"name", key.substr(0, key.find('#'))}, {"id", id}});
+		json not_traced = json::array();
+		for (const auto &n : c->not_traced())
+			not_traced.push_back({{"pid", n.pid}, {"uid", n.uid}, {"reason", n.reason}});
 		chans.push_back({{"name", s.name},
 		                 {"subbuf_size", s.subbuf_size},
 		                 {"num_subbuf", s.num_subbuf},
@@ -384,7 +417,10 @@ json TraceSession::status() const
 		                 {"enabled", enabled},
 		                 {"disabled", c->disabled_patterns()},
 		                 {"events", events},
-		                 {"lost", c->lost()}});
+		                 {"lost", c->lost()},
+		                 {"buffer_bytes", c->buffer_bytes()},
+		                 {"not_traced", not_traced},
+		                 {"not_traced_total", c->not_traced_total()}});
 	}
 	return {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
 	        {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};

@@ -29,7 +29,9 @@ class TraceSession {
 public:
 	// Creates (or checks) the output directory: it must be new or empty.
 	// Throws std::runtime_error with a one-line message naming the fix.
-	TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output, bool snapshot);
+	// Its buffers are charged to `quota` (which outlives the session).
+	TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output, bool snapshot,
+	             BufferQuota &quota);
 
 	uint64_t id() const { return id_; }
 	const std::string &name() const { return name_; }
@@ -41,7 +43,10 @@ public:
 	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
 
 	Channel *find_channel(const std::string &name);
-	// Throws std::runtime_error if the name is taken or the session has started.
+	// Throws std::runtime_error if the name is taken, the session has
+	// started, or the channel's buffers could never be made: sizes the ring
+	// buffer refuses on this machine, or more than the buffer quota for one
+	// program with the session's other channels (channel_refusal).
 	Channel &add_channel(ChannelSpec spec);
 	// The channel named, or the default one (made on first use).
 	Channel &channel_or_default(const std::string &name);
@@ -59,8 +64,21 @@ public:
 	// becomes one that rejects every event (and is logged).
 	nlohmann::json filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events);
 
-	// The buffer a program of (uid, pid) writes into, made on first use.
-	Buffer &buffer_for(Channel &ch, uid_t uid, pid_t pid);
+	// The buffer a program of (uid, pid) writes into, made on first use and
+	// charged to uid's buffer quota. nullptr if it does not fit in that quota
+	// (*refused says why, in one line). Throws std::runtime_error, naming the
+	// channel and the fix, if it cannot be made; nothing changes then. The
+	// buffers it makes are added to *made, if given.
+	struct NewBuffer {
+		Channel *channel;
+		std::string owner;  // its key in channel->buffers
+		std::string prefix; // of its stream files
+	};
+	Buffer *buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string *refused,
+	                   std::vector<NewBuffer> *made = nullptr);
+	// Undoes buffer_for: drops the buffers it made (nothing was written to
+	// them: no program has them) and frees their file names.
+	void drop_new_buffers(const std::vector<NewBuffer> &made);
 	// A per-PID program ended: its buffers are recovered and, unless this is a
 	// snapshot session, written out and dropped. Per-UID buffers are marked
 	// for recovery at the next stop.
@@ -79,8 +97,10 @@ public:
 
 private:
 	void finish(Channel &ch, Buffer &b, bool recover);
-	std::string buffer_prefix(const Channel &ch, const std::string &owner);
+	// A prefix of stream files no buffer of this session used yet (not reserved).
+	std::string buffer_prefix(const Channel &ch, const std::string &owner) const;
 
+	BufferQuota &quota_;
 	uint64_t id_;
 	std::string name_;
 	uid_t owner_;
