@@ -1,6 +1,8 @@
 // Presentation of the daemon's replies: see print.hpp.
 #include "cli/print.hpp"
 
+#include "base/sizes.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -59,9 +61,11 @@ void print_status(const json &s)
 {
 	printf("%s\n", session_summary(s, "Session '%s'").c_str());
 	for (const auto &c : s["channels"]) {
-		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU, context: %s\n",
+		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU (%s a buffer), context: %s\n",
 		       c.value("name", "").c_str(), c.value("buffers", "").c_str(), c.value("mode", "").c_str(),
-		       c.value("num_subbuf", 0u), c.value("subbuf_size", 0u), join(c["context"], "none").c_str());
+		       c.value("num_subbuf", 0u), c.value("subbuf_size", 0u),
+		       base::format_size(c.value("buffer_bytes", uint64_t{0})).c_str(),
+		       join(c["context"], "none").c_str());
 		printf("    enabled: %s; disabled: %s\n", join(c["enabled"]).c_str(), join(c["disabled"]).c_str());
 		std::string events;
 		for (const auto &e : c["events"])
@@ -70,6 +74,21 @@ void print_status(const json &s)
 		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
 		const uint64_t lost = c.value("lost", uint64_t{0});
 		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(lost), lost == 1 ? "" : "s");
+		// Programs this channel does not trace (over their user's buffer quota, or no buffer could be made).
+		if (const uint64_t n = c.value("not_traced_total", uint64_t{0}); n > 0) {
+			const json shown = c.value("not_traced", json::array());
+			printf("    not traced: %llu program%s%s\n", static_cast<unsigned long long>(n),
+			       n == 1 ? "" : "s", shown.size() < n ? " (the newest below)" : "");
+			for (const auto &p : shown)
+				printf("      pid %d (uid %u): %s\n", p.value("pid", 0), p.value("uid", 0u),
+				       p.value("reason", "").c_str());
+		}
+	}
+	if (s.contains("buffer_quota")) {
+		const json &q = s["buffer_quota"];
+		printf("  buffer quota of uid %u: %s of %s in use\n", q.value("uid", 0u),
+		       base::format_size(q.value("used", uint64_t{0})).c_str(),
+		       base::format_size(q.value("limit", uint64_t{0})).c_str());
 	}
 	printf("  programs tracing into it: %s\n", join(s.value("programs", json::array()), "none").c_str());
 }

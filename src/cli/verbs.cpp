@@ -189,6 +189,9 @@ int verb_start(const Args &a)
 	json r = request(session_request(control::cmd::kStart, a));
 	printf("Tracing started for session '%s' (%d running programs)\n", r.value("session", "").c_str(),
 	       r.value("programs", 0));
+	for (const auto &n : r.value("not_traced", json::array()))
+		printf("  warning: channel %s does not trace program %d: %s\n", n.value("channel", "").c_str(),
+		       n.value("pid", 0), n.value("reason", "").c_str());
 	check_refusals(r);
 	return 0;
 }
