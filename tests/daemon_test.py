@@ -342,6 +342,193 @@ class View(DaemonTestCase):
                           "when they were recorded; `tracery snapshot record -s snap` for the newest"])
         self.assertEqual(view.stdout.count("emit:"), 20)
 
+def possible_cpus():
+    """The CPUs the daemon makes a per-CPU buffer for (/sys/devices/system/cpu/possible)."""
+    with open("/sys/devices/system/cpu/possible") as f:
+        n = 0
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+        return n
+
+
+def vm_size(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmSize for {pid}")
+
+
+class Quotas(DaemonTestCase):
+    """Channel sizes and the per-user buffer quota (issue 16): refused with
+    the limit in the message, and a failed command changes nothing."""
+
+    def fails(self, *args, expect):
+        proc = self.d.tracery(*args, check=False)
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        lines = proc.stderr.splitlines()
+        self.assertEqual(len(lines), 1, proc.stderr)
+        for e in [expect] if isinstance(expect, str) else expect:
+            self.assertIn(e, lines[0])
+        return lines[0]
+
+    def alive(self, pid):
+        os.kill(pid, 0)  # raises if the daemon is gone
+        with open(f"/proc/{pid}/stat") as f:
+            self.assertNotEqual(f.read().split()[2], "Z", "the daemon died\n" + self.d.log())
+
+    def status(self, *args):
+        return self.d.tracery("status", *args).stdout
+
+    def test_oversized_channels_are_refused_and_the_session_still_works(self):
+        pid = self.d.start_daemon()
+        path = self.session("s", events=())
+        # 1024 x 1 GiB per CPU: beyond the 2^40 bytes a ring buffer may hold (issue 16: aborted the daemon).
+        self.fails("enable-channel", "-u", "big", "--subbuf-size", "1G", "--num-subbuf", "1024",
+                   expect=["cannot enable channel 'big'", "exceeds 2^40", f"({possible_cpus()} CPU",
+                           "use a smaller --subbuf-size or --num-subbuf"])
+        # 512 x 1 GiB per CPU fits a ring buffer, not the default quota (a quarter of the memory; issue 16: OOM).
+        self.fails("enable-channel", "-u", "big", "--subbuf-size", "1G", "--num-subbuf", "512",
+                   expect=["cannot enable channel 'big'", "more than the buffer quota of", "per user",
+                           "--buffer-quota"])
+        self.fails("enable-channel", "-u", "big", "--num-subbuf", "3",
+                   expect="num_subbuf = 3 must be a power of two in 2..65536; change --num-subbuf")
+        self.alive(pid)
+        self.assertNotIn("channel big", self.status())
+        self.d.tracery("enable-event", "-u", "hello:*")
+        self.d.tracery("start")
+        self.d.run([program("examples", "hello-c")])
+        self.d.tracery("stop")
+        self.assertEqual(len(Trace(path).events), 9)
+
+    def test_bad_buffer_quota_option(self):
+        proc = subprocess.run([self.d.traceryd, "--buffer-quota", "12x"], env=self.d.env, capture_output=True,
+                              text=True, timeout=30)
+        self.assertEqual(proc.returncode, 1)
+        self.assertEqual(proc.stderr.splitlines(),
+                         ["traceryd: bad --buffer-quota '12x': give a size in bytes, optionally with k, M or G "
+                          "(e.g. 512M or 8G)"])
+
+    def test_channels_over_a_small_quota_are_refused(self):
+        self.d.start_daemon("--buffer-quota", "1M")
+        self.d.tracery("create", "s", "--output", self.out("s"))
+        # Every possible CPU gets 4 x 256 KiB: over 1 MiB.
+        self.fails("enable-channel", "-u", "c", "--subbuf-size", "256k", "--num-subbuf", "4",
+                   expect=["cannot enable channel 'c': its buffers take", f"({possible_cpus()} CPU",
+                           "more than the buffer quota of 1 MiB per user"])
+        # The default channel (4 x 512 KiB), made by enable-event, is checked too.
+        self.fails("enable-event", "-u", "emit:*", expect="cannot enable channel 'channel0'")
+        # A small channel fits.
+        self.d.tracery("enable-channel", "-u", "small", "--subbuf-size", "4k", "--num-subbuf", "4")
+        status = self.status()
+        self.assertIn("channel small", status)
+        self.assertNotIn("channel c:", status)
+        self.assertNotIn("channel channel0", status)
+        self.assertIn("buffer quota of uid 0: 0 bytes of 1 MiB in use", status)
+
+    def test_a_program_over_its_users_quota_is_not_traced(self):
+        # Per-PID buffers: "chan" 4 x 64 KiB per CPU, "small" 4 x 16 KiB. The
+        # quota holds both for one program, and only "small" for a second.
+        n = possible_cpus()
+        pid = self.d.start_daemon("--buffer-quota", str(n * 448 * 1024))
+        path = self.out("s")
+        self.d.tracery("create", "s", "--output", path)
+        self.d.tracery("enable-channel", "-u", "chan", "--subbuf-size", "64k", "--num-subbuf", "4", "--buffers-pid")
+        self.d.tracery("enable-channel", "-u", "small", "--subbuf-size", "16k", "--num-subbuf", "4", "--buffers-pid")
+        self.d.tracery("enable-event", "-u", "emit:tick", "-c", "chan")
+        self.d.tracery("enable-event", "-u", "emit:other", "-c", "small")
+        self.d.tracery("add-context", "-u", "-t", "vpid")
+        self.d.tracery("start")
+        first = self.d.spawn([program("tests", "daemon-emitter"), "count", "1000", "wait"])
+        first_pid = int(read_line(first, "ready")[0])
+        second = self.d.spawn([program("tests", "daemon-emitter"), "count", "1000", "wait"])
+        second_pid = int(read_line(second, "ready")[0])  # registered: not held up by the refusal
+        self.alive(pid)
+        status = self.status()
+        chan, small = status.split("channel small:")
+        self.assertIn("not traced: 1 program\n", chan)
+        self.assertIn(f"pid {second_pid} (uid 0): the buffer quota of uid 0 is", chan)
+        self.assertNotIn(f"pid {first_pid} (uid 0)", chan)
+        self.assertNotIn("not traced", small)
+        self.assertIn(f"channel chan does not trace program {second_pid} (uid 0)", self.d.log())
+        for p in (first, second):
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            self.assertEqual(p.wait(timeout=30), 0)
+        # Their buffers went with them: a third program fits in both channels.
+        deadline = time.time() + 10
+        while "buffer quota of uid 0: 0 bytes" not in self.status():
+            self.assertLess(time.time(), deadline, self.status())
+            time.sleep(0.05)
+        out = self.d.run([program("tests", "daemon-emitter"), "count", "500"])
+        third_pid = int(out.split()[1])
+        self.d.tracery("stop")
+        self.alive(pid)
+        events = Trace(path).events
+        ticks = collections.Counter(e["context"]["vpid"] for e in events if e["name"] == "emit:tick")
+        others = collections.Counter(e["context"]["vpid"] for e in events if e["name"] == "emit:other")
+        self.assertEqual(ticks, {first_pid: 1000, third_pid: 500})
+        self.assertEqual(others, {first_pid: 1000, second_pid: 1000, third_pid: 500})
+        self.assertIn("not traced: 1 program\n", self.status())  # reported until the next start
+
+    def limit_address_space(self, pid, headroom):
+        """Lowers the daemon's RLIMIT_AS to what it maps now + headroom: a larger mmap fails (ENOMEM)."""
+        import resource
+        old = resource.prlimit(pid, resource.RLIMIT_AS)
+        resource.prlimit(pid, resource.RLIMIT_AS, (vm_size(pid) + headroom, old[1]))
+        return lambda: resource.prlimit(pid, resource.RLIMIT_AS, old)
+
+    def test_a_start_that_fails_leaves_the_session_as_it_was(self):
+        pid = self.d.start_daemon("--buffer-quota", "8G")
+        # 4 x 32 MiB per CPU: more than the address space left to the daemon below.
+        path = self.session("s", events=("emit:tick",), channel_args=["--subbuf-size", "32M", "--num-subbuf", "4"])
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "100", "wait"])
+        emitter_pid = int(read_line(emitter, "ready")[0])
+        restore = self.limit_address_space(pid, 64 << 20)
+        self.addCleanup(restore)
+        self.fails("start", expect=["cannot start session 's': cannot make the", "buffer of channel 'chan'",
+                                    "Cannot allocate memory", "free some memory"])
+        # Issue 16: the session stayed "started" with an empty buffer slot, and status crashed the daemon.
+        self.alive(pid)
+        status = self.status()
+        self.assertIn("[created]", status)
+        self.assertIn("buffer quota of uid 0: 0 bytes of 8 GiB in use", status)
+        self.assertIn("programs tracing into it: none", status)
+        self.fails("stop", expect="session 's' is not started")
+        restore()
+        # Nothing was left behind: channels may still be added, and the next start traces the program.
+        self.d.tracery("enable-channel", "-u", "later", "-s", "s")
+        self.d.tracery("start")
+        self.assertIn(f"programs tracing into it: {emitter_pid}", self.status())
+        emitter.stdin.write("go\n")
+        emitter.stdin.flush()
+        self.assertEqual(emitter.wait(timeout=30), 0)
+        self.d.tracery("stop")
+        self.assertEqual(len(Trace(path).events), 100)
+        self.d.tracery("destroy")
+        self.alive(pid)
+
+    def test_a_buffer_that_cannot_be_made_for_a_registering_program(self):
+        pid = self.d.start_daemon("--buffer-quota", "8G")
+        path = self.session("s", events=("emit:tick",), channel_args=["--subbuf-size", "32M", "--num-subbuf", "4",
+                                                                      "--buffers-pid"])
+        self.d.tracery("start")
+        restore = self.limit_address_space(pid, 64 << 20)
+        self.addCleanup(restore)
+        # Issue 16: an uncaught exception here aborted the daemon.
+        out = self.d.run([program("tests", "daemon-emitter"), "count", "100"])
+        untraced = int(out.split()[1])
+        restore()
+        self.alive(pid)
+        status = self.status()
+        self.assertIn("not traced: 1 program\n", status)
+        self.assertIn(f"pid {untraced} (uid 0): cannot make the", status)
+        self.assertIn("Cannot allocate memory", status)
+        self.d.run([program("tests", "daemon-emitter"), "count", "100"])
+        self.d.tracery("stop")
+        self.assertEqual(len(Trace(path).events), 100)
+
 
 class BadInput(DaemonTestCase):
     def fails(self, *args, expect):
