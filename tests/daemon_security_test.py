@@ -161,6 +161,40 @@ class OtherUser(DaemonTestCase):
         self.assertEqual(sorted(self.d.tracery("destroy", "--all").stdout.splitlines()),
                          ["Session 'shared' destroyed"] * 2)
 
+    def test_buffer_quota_is_per_user(self):
+        """In root's per-PID session, each program's buffer counts against
+        its own user's quota: another user's programs filling theirs leave
+        root's programs traced, and theirs are reported."""
+        with open("/sys/devices/system/cpu/possible") as f:
+            cpus = sum(int(b or a) - int(a) + 1 for a, _, b in (r.partition("-") for r in f.read().strip().split(",")))
+        one = cpus * 4 * 64 * 1024  # a buffer of 4 x 64 KiB per CPU, headers aside
+        self.d.start_daemon("--buffer-quota", str(one + one // 2))
+        path = self.session("s", events=("emit:tick",), context=("vpid",),
+                            channel_args=["--subbuf-size", "64k", "--num-subbuf", "4", "--buffers-pid"])
+        self.d.tracery("start")
+        uid = int(subprocess.check_output(["id", "-u", self.user]))
+        emitter = [program("tests", "daemon-emitter"), "count", "100", "wait"]
+        theirs, their_pids = [], []
+        for _ in range(2):  # one after the other: the first one registered takes the user's quota
+            theirs.append(self.d.spawn(["runuser", "-p", "-u", self.user, "--", *emitter],
+                                       extra_env={"HOME": self.user_home}))
+            their_pids.append(int(read_line(theirs[-1], "ready")[0]))
+        mine = self.d.spawn(emitter)
+        my_pid = int(read_line(mine, "ready")[0])
+        status = self.d.tracery("status").stdout
+        self.assertIn("not traced: 1 program\n", status)
+        self.assertIn(f"pid {their_pids[1]} (uid {uid}): the buffer quota of uid {uid} is", status)
+        self.assertIn("buffer quota of uid 0:", status)
+        for p in theirs + [mine]:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            self.assertEqual(p.wait(timeout=30), 0)
+        self.d.tracery("stop")
+        by_pid = {}
+        for e in Trace(path).events:
+            by_pid[e["context"]["vpid"]] = by_pid.get(e["context"]["vpid"], 0) + 1
+        self.assertEqual(by_pid, {their_pids[0]: 100, my_pid: 100})
+
     def test_per_user_daemon(self):
         xdg = os.path.join(self.d.tmp, "userxdg")
         os.makedirs(xdg, mode=0o700)
