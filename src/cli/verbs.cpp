@@ -116,7 +116,8 @@ int verb_enable_channel(const Args &a)
 	req["overwrite"] = a.overwrite;
 	req["per_pid"] = a.buffers_pid;
 	json r = request(req);
-	printf("Channel '%s' enabled in session '%s'\n", a.channel.c_str(), r.value("session", "").c_str());
+	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(),
+	       r.value("session", "").c_str(), base::format_size(r.value("buffer_bytes", uint64_t{0})).c_str());
 	return 0;
 }
 
