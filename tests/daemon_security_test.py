@@ -165,9 +165,7 @@ class OtherUser(DaemonTestCase):
         """In root's per-PID session, each program's buffer counts against
         its own user's quota: another user's programs filling theirs leave
         root's programs traced, and theirs are reported."""
-        with open("/sys/devices/system/cpu/possible") as f:
-            cpus = sum(int(b or a) - int(a) + 1 for a, _, b in (r.partition("-") for r in f.read().strip().split(",")))
-        one = cpus * 4 * 64 * 1024  # a buffer of 4 x 64 KiB per CPU, headers aside
+        one = os.sysconf("SC_NPROCESSORS_CONF") * 4 * 64 * 1024  # a buffer of 4 x 64 KiB per CPU, headers aside
         self.d.start_daemon("--buffer-quota", str(one + one // 2))
         path = self.session("s", events=("emit:tick",), context=("vpid",),
                             channel_args=["--subbuf-size", "64k", "--num-subbuf", "4", "--buffers-pid"])

@@ -343,13 +343,8 @@ class View(DaemonTestCase):
         self.assertEqual(view.stdout.count("emit:"), 20)
 
 def possible_cpus():
-    """The CPUs the daemon makes a per-CPU buffer for (/sys/devices/system/cpu/possible)."""
-    with open("/sys/devices/system/cpu/possible") as f:
-        n = 0
-        for part in f.read().strip().split(","):
-            lo, _, hi = part.partition("-")
-            n += int(hi or lo) - int(lo) + 1
-        return n
+    """The CPUs the daemon makes a per-CPU buffer for: the same count as base::possible_cpus()."""
+    return os.sysconf("SC_NPROCESSORS_CONF")
 
 
 def vm_size(pid):
@@ -471,6 +466,28 @@ class Quotas(DaemonTestCase):
         self.assertEqual(ticks, {first_pid: 1000, third_pid: 500})
         self.assertEqual(others, {first_pid: 1000, second_pid: 1000, third_pid: 500})
         self.assertIn("not traced: 1 program\n", self.status())  # reported until the next start
+
+    def test_start_reports_the_running_programs_over_quota(self):
+        one = possible_cpus() * 4 * 64 * 1024  # a per-PID buffer, headers aside
+        self.d.start_daemon("--buffer-quota", str(one + one // 2))
+        path = self.session("s", events=("emit:tick",), context=("vpid",),
+                            channel_args=["--subbuf-size", "64k", "--num-subbuf", "4", "--buffers-pid"])
+        emitters, pids = [], []
+        for _ in range(2):
+            emitters.append(self.d.spawn([program("tests", "daemon-emitter"), "count", "100", "wait"]))
+            pids.append(int(read_line(emitters[-1], "ready")[0]))
+            self.d.wait_registered(pids[-1])
+        # The programs are joined in the order they registered: the second one finds the quota used.
+        out = self.d.tracery("start").stdout
+        self.assertIn("(1 running programs)", out)
+        self.assertIn(f"warning: channel chan does not trace program {pids[1]}: the buffer quota of uid 0 is", out)
+        self.assertNotIn(f"program {pids[0]}", out)
+        for p in emitters:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            self.assertEqual(p.wait(timeout=30), 0)
+        self.d.tracery("stop")
+        self.assertEqual(collections.Counter(e["context"]["vpid"] for e in Trace(path).events), {pids[0]: 100})
 
     def limit_address_space(self, pid, headroom):
         """Lowers the daemon's RLIMIT_AS to what it maps now + headroom: a larger mmap fails (ENOMEM)."""
