@@ -2,6 +2,7 @@
 // which directories are traces, and the warnings for empty stream files and
 // files that are not whole packets.
 #include "analysis/trace_scan.hpp"
+#include "base/test_temp_dir.hpp"
 
 #include "ctf/metadata.hpp"
 #include "ctf/stream_writer.hpp"
@@ -22,14 +23,6 @@ namespace {
 
 class TraceScanTest : public ::testing::Test {
 protected:
-	void SetUp() override
-	{
-		char tmpl[] = "/tmp/tracery-trace-scan-XXXXXX";
-		ASSERT_NE(mkdtemp(tmpl), nullptr);
-		dir_ = tmpl;
-	}
-	void TearDown() override { fs::remove_all(dir_); }
-
 	// A trace directory: Tracery's metadata (or another tracer's) and a
 	// stream file of two packets per name.
 	std::string make_trace(const std::string &rel, const std::vector<std::string> &streams, bool ours = true)
@@ -50,7 +43,8 @@ protected:
 		return path;
 	}
 
-	std::string dir_;
+	const base::TestTempDir tmp_{"tracery-trace-scan"};
+	const std::string &dir_ = tmp_.path();
 };
 
 TEST_F(TraceScanTest, SoundTraceHasNoWarning)

@@ -2,6 +2,7 @@
 // thread, what it hands to its sink (sink.hpp) for a real channel, and the
 // stream files of FileSink (file_sink.hpp).
 #include "consumer/channel_consumer.hpp"
+#include "base/test_temp_dir.hpp"
 
 #include "consumer/file_sink.hpp"
 #include "ctf/event_header.hpp"
@@ -155,18 +156,6 @@ TEST(ChannelConsumer, EventsLostAfterTheLastPacketGoInAnEmptyOne)
 	EXPECT_EQ(closed, 1);
 }
 
-struct TempDir {
-	std::string path;
-	TempDir()
-	{
-		char tmpl[] = "/tmp/tracery-consumer-test-XXXXXX";
-		if (!mkdtemp(tmpl))
-			throw std::runtime_error("mkdtemp failed");
-		path = tmpl;
-	}
-	~TempDir() { std::filesystem::remove_all(path); }
-};
-
 std::vector<uint8_t> read_file(const std::string &path)
 {
 	std::ifstream in(path, std::ios::binary);
@@ -175,9 +164,9 @@ std::vector<uint8_t> read_file(const std::string &path)
 
 TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)
 {
-	TempDir dir;
+	const base::TestTempDir dir("tracery-consumer-test");
 	const ctf::Uuid uuid = *ctf::Uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
-	FileSink sink(StreamFiles{dir.path, "chan_42", 3, 7u << 16, uuid}, 4);
+	FileSink sink(StreamFiles{dir.path(), "chan_42", 3, 7u << 16, uuid}, 4);
 
 	const uint8_t events[5] = {1, 2, 3, 4, 5};
 	ctf::PacketInfo info{};
@@ -189,8 +178,8 @@ TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)
 	sink.write_packet(2, info, nullptr, 0);
 	sink.close();
 
-	EXPECT_FALSE(std::filesystem::exists(dir.path + "/chan_42_0")); // no packet, no file
-	const std::vector<uint8_t> file = read_file(dir.path + "/chan_42_2");
+	EXPECT_FALSE(std::filesystem::exists(dir.path() + "/chan_42_0")); // no packet, no file
+	const std::vector<uint8_t> file = read_file(dir.path() + "/chan_42_2");
 	ASSERT_EQ(file.size(), 2 * ctf::kPacketPrefixSize + sizeof events);
 	EXPECT_EQ(base::load_le<uint32_t>(file.data()), ctf::kPacketMagic);
 	EXPECT_EQ(base::load_le<uint32_t>(file.data() + 20), 3u);             // stream_id

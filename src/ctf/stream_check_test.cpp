@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/byte_order.hpp"
+#include "base/test_temp_dir.hpp"
 #include "ctf/metadata.hpp"
 #include "ctf/packet.hpp"
 #include "ctf/stream_check.hpp"
@@ -23,14 +24,6 @@ namespace {
 
 class StreamCheckTest : public ::testing::Test {
 protected:
-	void SetUp() override
-	{
-		char tmpl[] = "/tmp/tracery-stream-check-XXXXXX";
-		ASSERT_NE(mkdtemp(tmpl), nullptr);
-		dir_ = tmpl;
-	}
-	void TearDown() override { fs::remove_all(dir_); }
-
 	// A stream file of packets carrying these many event bytes each.
 	std::string write_stream(const std::vector<size_t> &event_bytes)
 	{
@@ -45,7 +38,8 @@ protected:
 		return dir_ + "/chan_0";
 	}
 
-	std::string dir_;
+	const tracery::base::TestTempDir tmp_{"tracery-stream-check"};
+	const std::string &dir_ = tmp_.path();
 };
 
 void patch_u64(const std::string &path, uint64_t offset, uint64_t value)

@@ -1,6 +1,7 @@
 // Unit tests of the buffer quota: the accounting per uid, the default, the
 // messages refusing a channel, and how a session charges its buffers.
 #include "daemon/quota.hpp"
+#include "base/test_temp_dir.hpp"
 #include "daemon/trace_session.hpp"
 
 #include "consumer/trace_channel.hpp"
@@ -129,18 +130,12 @@ TEST(ChannelRefusal, MoreThanTheQuotaForOneProgram)
 // into it, and gives it back when the buffer goes.
 class SessionQuota : public ::testing::Test {
 protected:
-	void SetUp() override
-	{
-		char tmpl[] = "/tmp/tracery-quota-test-XXXXXX";
-		ASSERT_NE(mkdtemp(tmpl), nullptr);
-		dir_ = tmpl;
-	}
-	void TearDown() override { std::filesystem::remove_all(dir_); }
 	std::unique_ptr<TraceSession> session(BufferQuota &q)
 	{
 		return std::make_unique<TraceSession>(1, "s", getuid(), getgid(), dir_ + "/out", false, q);
 	}
-	std::string dir_;
+	const base::TestTempDir tmp_{"tracery-quota-test"};
+	const std::string &dir_ = tmp_.path();
 };
 
 TEST_F(SessionQuota, ChannelsAreCheckedAgainstTheQuota)
