@@ -8,6 +8,7 @@
 // (event/schema.hpp, rebuilt by the daemon) either build a descriptor that
 // passes event_desc_error() and round-trips, or are refused with an
 // exception.
+#include "base/fuzz_check.hpp"
 #include "control/messages.hpp"
 #include "control/wire.hpp"
 #include "event/payload.hpp"
@@ -24,13 +25,7 @@ using namespace tracery;
 
 namespace {
 
-void check(bool ok, const char *what)
-{
-	if (!ok) {
-		std::fprintf(stderr, "fuzz_wire: %s\n", what);
-		std::abort();
-	}
-}
+void check(bool ok, const char *what) { tracery::base::fuzz_check(ok, "fuzz_wire", what); }
 
 void check_schemas(const nlohmann::json &body)
 {

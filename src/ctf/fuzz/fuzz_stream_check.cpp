@@ -4,6 +4,7 @@
 // whole packets it counts lie inside the file, each at least a packet header
 // long, and that it calls the file sound exactly when the whole packets
 // cover it all.
+#include "base/fuzz_check.hpp"
 #include "ctf/packet.hpp"
 #include "ctf/stream_check.hpp"
 
@@ -18,13 +19,7 @@ using namespace tracery::ctf;
 
 namespace {
 
-void check(bool ok, const char *what)
-{
-	if (!ok) {
-		std::fprintf(stderr, "fuzz_stream_check: %s\n", what);
-		std::abort();
-	}
-}
+void check(bool ok, const char *what) { tracery::base::fuzz_check(ok, "fuzz_stream_check", what); }
 
 } // namespace
 

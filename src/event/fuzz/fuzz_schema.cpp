@@ -4,6 +4,7 @@
 // either refuses it with std::invalid_argument or nlohmann's exceptions, or
 // builds a descriptor that passes event_desc_error(), whose EventLayout is
 // valid, and whose own schema rebuilds the same descriptor (round trip).
+#include "base/fuzz_check.hpp"
 #include "event/payload.hpp"
 #include "event/schema.hpp"
 
@@ -16,13 +17,7 @@ using namespace tracery::event;
 
 namespace {
 
-void check(bool ok, const char *what)
-{
-	if (!ok) {
-		std::fprintf(stderr, "fuzz_schema: %s\n", what);
-		std::abort();
-	}
-}
+void check(bool ok, const char *what) { tracery::base::fuzz_check(ok, "fuzz_schema", what); }
 
 } // namespace
 
