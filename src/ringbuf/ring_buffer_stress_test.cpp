@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -460,14 +461,9 @@ TEST_F(RingBufferStress, OverwriteModeSnapshotsAreConsistent)
 // One CPU for a writer at full speed and a consumer that polls, both ordinary threads: the writer yields when it
 // opens the last free sub-buffer, so the consumer drains in time. Without the yield the consumer only runs when the
 // scheduler ends the writer's time slice (milliseconds, hundreds of times what these 16 KiB hold) and nearly every
-// record is lost.
-TEST(RingBufferYield, WriterTakingTheLastFreeSubbufLetsTheConsumerOnItsCpuRun)
+// record is lost. Returns the number of records lost out of `records`.
+uint64_t run_writer_and_consumer_on_one_cpu(int cpu, uint64_t records)
 {
-	cpu_set_t allowed;
-	ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
-	int cpu = 0;
-	while (!CPU_ISSET(cpu, &allowed))
-		++cpu;
 	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
@@ -498,13 +494,12 @@ TEST(RingBufferYield, WriterTakingTheLastFreeSubbufLetsTheConsumerOnItsCpuRun)
 		}
 	});
 	cpu_set_t before;
-	ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
-	ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+	EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+	EXPECT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
 	while (!polling.load())
 		sched_yield();
-	constexpr uint64_t kRecords = 2'000'000;
 	uint64_t t = 0;
-	for (uint64_t i = 0; i < kRecords; ++i) {
+	for (uint64_t i = 0; i < records; ++i) {
 		Channel::Reservation r{};
 		if (ch->reserve(
 			    0, 12, true, [&] { return ++t; }, r))
@@ -515,8 +510,32 @@ TEST(RingBufferYield, WriterTakingTheLastFreeSubbufLetsTheConsumerOnItsCpuRun)
 	consumer.join();
 	pthread_setaffinity_np(pthread_self(), sizeof before, &before);
 	const uint64_t lost = ch->lost(0);
-	EXPECT_EQ(read_bytes, (kRecords - lost) * 16) << "every record kept was read";
-	EXPECT_LT(lost, kRecords / 2)
+	EXPECT_EQ(read_bytes, (records - lost) * 16) << "every record kept was read";
+	return lost;
+}
+
+// A yield only offers the CPU: another busy process on it (a parallel test, a sanitizer's thread) can take the turn
+// instead of the consumer, and one such run lost 57% under AddressSanitizer in CI. So the test runs alone
+// (RUN_SERIAL in CMakeLists.txt) and takes the best of three runs; without the yield every run loses nearly all.
+TEST(RingBufferYield, WriterTakingTheLastFreeSubbufLetsTheConsumerOnItsCpuRun)
+{
+	cpu_set_t allowed;
+	ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+	int cpu = 0;
+	while (!CPU_ISSET(cpu, &allowed))
+		++cpu;
+	constexpr uint64_t kRecords = 2'000'000;
+	std::vector<uint64_t> losses;
+	for (int attempt = 0; attempt < 3; ++attempt) {
+		losses.push_back(run_writer_and_consumer_on_one_cpu(cpu, kRecords));
+		if (losses.back() < kRecords / 2)
+			break;
+	}
+	std::printf("yield: records lost per run of %llu:", (unsigned long long)kRecords);
+	for (uint64_t l : losses)
+		std::printf(" %llu", (unsigned long long)l);
+	std::printf("\n");
+	EXPECT_LT(*std::min_element(losses.begin(), losses.end()), kRecords / 2)
 		<< "the consumer did not get the CPU when the writer took the last free sub-buffer";
 }
 
