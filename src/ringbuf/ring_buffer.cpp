@@ -492,7 +492,10 @@ void Channel::settle_prefix(SubbufState &s, uint32_t cpu, uint64_t sb_number, ui
 	// the new generation's W - p bytes by chance): then the bytes go back to the counter.
 	const uint64_t sb_start = sb_number << log2_subbuf_;
 	const uint64_t sb_end = sb_start + subbuf_size_;
-	for (;;) {
+	// Each turn follows at least one more record of the sub-buffer: more turns than it holds records only happen
+	// when something else writes the counters (a program scribbling on its mapping, with the daemon flushing).
+	const uint64_t max_turns = subbuf_size_ / compact_hs_ + 2;
+	for (uint64_t turn = 0; turn < max_turns; ++turn) {
 		const uint64_t ooo = load(s.commit_ooo, std::memory_order_seq_cst);
 		if (p - sb_start + ooo == subbuf_size_) {
 			on_subbuf_complete();
@@ -583,7 +586,7 @@ bool Channel::follow_thread(uint32_t &cpu, BufferHot *&hot, WritePos &cur) noexc
 
 bool Channel::flush(uint32_t cpu, uint64_t now) noexcept
 {
-	if (cpu >= num_cpus_)
+	if (cpu >= num_cpus_ || quarantined())
 		return true;
 	BufferHot &hot = *hot_(cpu);
 	if ((load(hot.write.offset) & subbuf_mask_) == 0)
@@ -602,7 +605,12 @@ bool Channel::flush(uint32_t cpu, uint64_t now) noexcept
 	}
 	WritePos cur = detail::load_write_pos(hot.write);
 	uint64_t sb_off, t;
-	for (;;) {
+	// Each failed turn means a writer reserved meanwhile; so many in a row mean that something keeps rewriting W
+	// (the buffer then stays open: the consumer gets what was complete).
+	constexpr int kMaxTurns = 1 << 16;
+	for (int turn = 0;; ++turn) {
+		if (turn == kMaxTurns)
+			return false;
 		sb_off = cur.offset & subbuf_mask_;
 		if (sb_off == 0)
 			return true; // nothing open
@@ -634,7 +642,7 @@ uint64_t Channel::lost(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? l
 
 bool Channel::data_ready(uint32_t cpu) const noexcept
 {
-	if (cpu >= num_cpus_)
+	if (cpu >= num_cpus_ || quarantined())
 		return false;
 	const uint64_t c = load(cold_(cpu)->consumed, std::memory_order_acquire);
 	const uint64_t k = c >> log2_subbuf_;
@@ -644,40 +652,88 @@ bool Channel::data_ready(uint32_t cpu) const noexcept
 	return cnt >= ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
 }
 
+void Channel::quarantine(const std::string &what)
+{
+	std::lock_guard lock(fault_mutex_);
+	if (quarantined_.load(std::memory_order_relaxed))
+		return;
+	fault_ = what;
+	quarantined_.store(true, std::memory_order_release);
+}
+
+std::string Channel::fault() const
+{
+	if (!quarantined())
+		return {};
+	std::lock_guard lock(fault_mutex_);
+	return fault_;
+}
+
+bool Channel::fault_in(uint32_t cpu, const std::string &what)
+{
+	quarantine("cpu " + std::to_string(cpu) + ": " + what);
+	return false;
+}
+
 bool Channel::get_subbuf(uint32_t cpu, SubbufView &out)
 {
-	if (cpu >= num_cpus_)
+	if (cpu >= num_cpus_ || quarantined())
 		return false;
 	BufferCold &cold = *cold_(cpu);
 	const uint64_t buffer_size = subbuf_size_ << log2_num_subbuf_;
-	for (;;) {
+	// Each turn skips a sub-buffer recovered empty, or (overwrite mode) moves to the oldest one left: a buffer
+	// holds M sub-buffers, so more turns than that only happen to a mapping something else writes.
+	for (uint32_t turn = 0; turn <= config_.num_subbuf + 1; ++turn) {
+		// The consumer position first: W only grows, so the W read after it is at least the one it was taken under.
 		const uint64_t c = load(cold.consumed, std::memory_order_acquire);
+		const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
+		if ((c & subbuf_mask_) != 0)
+			return fault_in(cpu,
+			                "consumed position " + std::to_string(c) + " is not on a sub-buffer boundary");
+		if (c > w)
+			return fault_in(cpu, "consumed position " + std::to_string(c) + " is past the write position " +
+			                             std::to_string(w));
 		const uint64_t k = c >> log2_subbuf_;
 		SubbufState &s = *subbuf_(cpu, k);
 		const uint64_t complete_at = ((k >> log2_num_subbuf_) + 1) << log2_subbuf_;
 		const uint64_t cnt = committed(s, k);
 		if (mode_ == Mode::overwrite) {
-			const uint64_t w = load(hot_(cpu)->write.offset, std::memory_order_acquire);
 			if (w >
 			    c + buffer_size) { // writers entered this slot again: skip to the oldest sub-buffer left
 				advance_to(cold.consumed, (((w - 1) >> log2_subbuf_) + 1 - config_.num_subbuf)
 				                                  << log2_subbuf_);
 				continue;
 			}
+		} else if (w - c > buffer_size) {
+			// A writer never enters a sub-buffer the consumer has not released.
+			return fault_in(cpu, "write position " + std::to_string(w) +
+			                             " is more than a buffer past the " + "consumed position " +
+			                             std::to_string(c));
 		}
 		if (cnt < complete_at)
 			return false;
 		const uint64_t end = load(s.content_end);
-		const bool valid = load(s.seq, std::memory_order_acquire) == k; // else corrupted, or being overwritten
+		const bool opened = load(s.seq, std::memory_order_acquire) == k; // else corrupted, or being overwritten
+		if (mode_ == Mode::discard) {
+			// Nothing can reopen the slot before we release it, so these are final: its opener stored seq before
+			// committing its first record, its closer the content end before the last commit, recovery both.
+			if (cnt != complete_at || !opened || end < c || end > c + subbuf_size_)
+				return fault_in(cpu, "complete sub-buffer " + std::to_string(k) +
+				                             " has sequence number " + std::to_string(load(s.seq)) +
+				                             ", content end " + std::to_string(end) + " and " +
+				                             std::to_string(cnt) +
+				                             " bytes committed in its slot (expected " +
+				                             std::to_string(complete_at) + ")");
+		}
 		out.data = data_(cpu) + (c & buffer_mask_);
-		out.content_size = valid && end > c && end <= c + subbuf_size_ ? static_cast<uint32_t>(end - c) : 0;
+		out.content_size = opened && end > c && end <= c + subbuf_size_ ? static_cast<uint32_t>(end - c) : 0;
 		out.timestamp_begin = load(s.timestamp_begin);
 		out.timestamp_end = load(s.timestamp_end);
 		out.lost_before = load(s.lost_before);
 		out.seq = k;
 		out.cpu = cpu;
 		if (out.content_size ==
-		    0) { // recovered empty (its only records were never committed) or invalid: skip it
+		    0) { // recovered empty (its only records were never committed) or being overwritten: skip it
 			uint64_t expected = c;
 			std::atomic_ref<uint64_t>(cold.consumed)
 				.compare_exchange_strong(expected, c + subbuf_size_, std::memory_order_acq_rel);
@@ -685,6 +741,9 @@ bool Channel::get_subbuf(uint32_t cpu, SubbufView &out)
 		}
 		return true;
 	}
+	if (mode_ == Mode::discard)
+		return fault_in(cpu, "more sub-buffers skipped in a row than the buffer holds");
+	return false; // overwrite mode: writers keep overtaking; the consumer tries again later
 }
 
 bool Channel::put_subbuf(uint32_t cpu, const SubbufView &v)
@@ -710,7 +769,7 @@ bool Channel::put_subbuf(uint32_t cpu, const SubbufView &v)
 std::vector<Channel::OwnedSubbuf> Channel::snapshot(uint32_t cpu)
 {
 	std::vector<OwnedSubbuf> out;
-	if (cpu >= num_cpus_)
+	if (cpu >= num_cpus_ || quarantined())
 		return out;
 	const uint64_t M = config_.num_subbuf;
 	const uint64_t buffer_size = subbuf_size_ * M;
@@ -805,6 +864,8 @@ bool Channel::wait_for_data(int timeout_ms)
 Channel::RecoveryStats Channel::recover_after_producer_death()
 {
 	RecoveryStats st;
+	if (quarantined())
+		return st;
 	const uint64_t S = subbuf_size_;
 	const uint64_t M = config_.num_subbuf;
 	for (uint32_t cpu = 0; cpu < num_cpus_; ++cpu) {

@@ -55,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -238,6 +239,12 @@ public:
 	[[gnu::always_inline]] void commit(const Reservation &r) noexcept;
 
 	// ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
+	// The producers may be hostile or broken programs that write anything into the mapping, so nothing the consumer
+	// side reads there is trusted: every loop over it is bounded, and a buffer found in a state that no writer
+	// following this protocol leaves (a consumed position off a sub-buffer boundary or past the write position, in
+	// discard mode a write position more than a buffer ahead of it, or a complete sub-buffer that was not opened as
+	// its number or whose content ends outside it) quarantines the whole channel: from then on get_subbuf, data_ready
+	// and snapshot find nothing, flush and recovery leave the mapping alone, and fault() says what was found.
 	// The oldest complete, unconsumed sub-buffer. In overwrite mode writers may overwrite it while it is held:
 	// then put_subbuf returns false and whatever was read from it must be thrown away.
 	bool get_subbuf(uint32_t cpu, SubbufView &out);
@@ -259,9 +266,16 @@ public:
 	bool wait_for_data(int timeout_ms);
 	// True if get_subbuf(cpu) would return a sub-buffer now (or, in overwrite mode, skip an overwritten one).
 	bool data_ready(uint32_t cpu) const noexcept;
+	// Quarantines the channel (see above) for what a reader found wrong across sub-buffers (timestamps running
+	// backwards, say). The first fault stays: later calls change nothing. Any thread.
+	void quarantine(const std::string &what);
+	bool quarantined() const noexcept { return quarantined_.load(std::memory_order_acquire); }
+	// What quarantined the channel: "cpu N: ..." in one line; "" while it is not.
+	std::string fault() const;
 
 	// ---- crash recovery. Precondition: no producer of this channel is alive any more (e.g. the only producing
-	// process was SIGKILLed); the consumer side (get/put, snapshot) may be used before and after.
+	// process was SIGKILLed); the consumer side (get/put, snapshot) may be used before and after. Does nothing to
+	// a quarantined channel.
 	// Every incomplete sub-buffer still readable is closed and marked complete with content truncated to its
 	// known-committed prefix; the current partial sub-buffer is closed. Afterwards get_subbuf/snapshot return them.
 	//
@@ -319,6 +333,8 @@ private:
 	// The opener of sub-buffer `sb_number`: moves P to its start; committed() never counts more meanwhile.
 	void open_commit_prefix(detail::SubbufState &s, uint64_t sb_number) noexcept;
 	void close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept;
+	// quarantine("cpu N: " + what); returns false, for get_subbuf to return.
+	bool fault_in(uint32_t cpu, const std::string &what);
 
 	detail::BufferHot *hot_(uint32_t cpu) const noexcept
 	{
@@ -361,6 +377,9 @@ private:
 	uint32_t extended_hs_;
 	Mode mode_;
 	bool rseq_; // config_.sync == Sync::rseq
+	std::atomic<bool> quarantined_{false};
+	mutable std::mutex fault_mutex_;
+	std::string fault_; // set once, before quarantined_
 };
 
 // ---------------------------------------------------------------------------------------------------------------

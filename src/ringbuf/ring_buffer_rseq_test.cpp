@@ -633,6 +633,7 @@ TEST_F(RingBufferRseqStress, DiscardModeMigrationsSignalsAndPinnedFlushes)
 	for (uint32_t c = 0; c < num_cpus_; ++c)
 		lost += ch->lost(c);
 	EXPECT_EQ(ver.records + lost, t.emitted) << "records read + sum of lost(cpu) must be every record emitted";
+	EXPECT_FALSE(ch->quarantined()) << "an honest buffer was found inconsistent: " << ch->fault();
 	EXPECT_EQ(g_emitters[0].next_seq, n);
 	EXPECT_GT(ver.records, t.emitted / 10) << "the consumer read almost nothing: the checks above are weak";
 	uint64_t handler_read = 0;
@@ -718,6 +719,7 @@ TEST_F(RingBufferRseqStress, OverwriteModeSnapshotsUnderMigrations)
 	release_producers();
 	ASSERT_EQ(error, "");
 	EXPECT_EQ(flush_failures, 0u);
+	EXPECT_FALSE(ch->quarantined()) << "an honest buffer was found inconsistent: " << ch->fault();
 	EXPECT_GT(snap_subbufs, 0u);
 
 	const Totals t = totals();

@@ -378,6 +378,7 @@ TEST_F(RingBufferStress, DiscardModeEveryRecordReadOnceOrCountedLost)
 		EXPECT_EQ(ch->lost(c), drops) << "lost counter of cpu " << c << " must count every drop exactly";
 	}
 	EXPECT_EQ(emitted_total, ver.records + lost_total);
+	EXPECT_FALSE(ch->quarantined()) << "an honest buffer was found inconsistent: " << ch->fault();
 	EXPECT_EQ(g_emitters[0].next_seq, n);
 	EXPECT_GT(ver.extended, 0u);
 	EXPECT_GT(ver.compact, 0u);
@@ -432,6 +433,7 @@ TEST_F(RingBufferStress, OverwriteModeSnapshotsAreConsistent)
 	done.store(true, std::memory_order_release);
 	reader.join();
 	ASSERT_EQ(error, "");
+	EXPECT_FALSE(ch->quarantined()) << "an honest buffer was found inconsistent: " << ch->fault();
 	EXPECT_GT(snap_subbufs, 0u);
 	for (uint32_t c = 0; c < kCpus; ++c) {
 		uint64_t drops = 0, max_end = 0;

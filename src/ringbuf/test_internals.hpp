@@ -4,7 +4,10 @@
 
 #include <sys/mman.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "ringbuf/ring_buffer.hpp"
@@ -47,6 +50,22 @@ public:
 		detail::store(state(cpu, slot).commit_ooo, ooo);
 		detail::store(state(cpu, slot).commit_prefix, prefix);
 	}
+	// What a program scribbling on its mapping can change: a buffer's consumed position and write position, a
+	// slot's sequence number; and the raw bytes of the whole mapping (header, control words and data).
+	// (Plain copies: only for a channel no other thread uses meanwhile.)
+	void set_consumed(uint32_t cpu, uint64_t v)
+	{
+		put(cpu * stride_ + sizeof(detail::BufferHot) + offsetof(detail::BufferCold, consumed), v);
+	}
+	void set_write_offset(uint32_t cpu, uint64_t v) { put(cpu * stride_ + offsetof(detail::BufferHot, write), v); }
+	void set_seq(uint32_t cpu, uint32_t slot, uint64_t v)
+	{
+		put(cpu * stride_ + sizeof(detail::BufferHeader) + slot * sizeof(detail::SubbufState) +
+		            offsetof(detail::SubbufState, seq),
+		    v);
+	}
+	uint8_t *raw() const { return map_; }
+	std::size_t raw_size() const { return size_; }
 	// Bytes committed of sub-buffer k once it is its slot's current one: the prefix's part and the out-of-order ones.
 	uint64_t committed(uint32_t cpu, uint64_t k, uint64_t S) const
 	{
@@ -93,6 +112,13 @@ public:
 	}
 
 private:
+	// Stores v at `offset` from the first buffer header.
+	void put(uint64_t offset, uint64_t v)
+	{
+		if (!buffers_)
+			std::abort(); // the constructor's mapping failed: ok() said so
+		std::memcpy(buffers_ + offset, &v, sizeof v);
+	}
 	detail::SubbufState &state(uint32_t cpu, uint32_t slot) const
 	{
 		return reinterpret_cast<detail::SubbufState *>(buffers_ + cpu * stride_ +
