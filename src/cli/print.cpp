@@ -57,6 +57,16 @@ void print_lost(const json &lost)
 	}
 }
 
+void print_quarantined(const json &quarantined, const char *indent)
+{
+	for (const auto &q : quarantined) {
+		const std::string channel = q.contains("channel") ? "channel " + q.value("channel", "") + " " : "";
+		printf("%swarning: %sbuffer %s was written over by its program (%s): its events from then on are lost, "
+		       "how many is unknown\n",
+		       indent, channel.c_str(), q.value("buffer", "").c_str(), q.value("fault", "").c_str());
+	}
+}
+
 void print_status(const json &s)
 {
 	printf("%s\n", session_summary(s, "Session '%s'").c_str());
@@ -74,6 +84,7 @@ void print_status(const json &s)
 		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
 		const uint64_t lost = c.value("lost", uint64_t{0});
 		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(lost), lost == 1 ? "" : "s");
+		print_quarantined(c.value("quarantined", json::array()), "    ");
 		// Programs this channel does not trace (over their user's buffer quota, or no buffer could be made).
 		if (const uint64_t n = c.value("not_traced_total", uint64_t{0}); n > 0) {
 			const json shown = c.value("not_traced", json::array());

@@ -9,6 +9,8 @@ namespace tracery::cli {
 void print_sessions(const nlohmann::json &reply);
 void print_status(const nlohmann::json &status);
 void print_lost(const nlohmann::json &lost); // [{"channel", "lost"}]
+// [{"buffer", "fault"[, "channel"]}]: buffers a program wrote over, one warning line each.
+void print_quarantined(const nlohmann::json &quarantined, const char *indent);
 void print_program_events(const nlohmann::json &reply);
 
 } // namespace tracery::cli

@@ -202,6 +202,7 @@ int verb_stop(const Args &a)
 	json r = request(session_request(control::cmd::kStop, a));
 	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
 	print_lost(r["lost"]);
+	print_quarantined(r.value("quarantined", json::array()), "  ");
 	for (const auto &pid : r.value("not_detached", json::array()))
 		printf("  warning: program %d did not detach in time; its last events may be incomplete\n",
 		       pid.get<int>());

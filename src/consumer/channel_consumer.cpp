@@ -25,8 +25,9 @@ uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns)
 	return std::clamp(next, kMinPollNs, kMaxPollNs);
 }
 
-ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks)
-	: channel_(channel), sink_(std::move(sink)), ticks_(ticks)
+ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks,
+                                 ProblemReport report)
+	: channel_(channel), sink_(std::move(sink)), ticks_(ticks), report_(std::move(report))
 {
 	const uint32_t n = channel_.config().num_cpus;
 	last_lost_.assign(n, 0);
@@ -70,7 +71,7 @@ void *ChannelConsumer::thread_main(void *arg)
 	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();
 	uint64_t last_data = 0;
 	uint64_t poll_ns = kMinPollNs;
-	while (!self->stop_.load(std::memory_order_relaxed)) {
+	while (!self->stop_.load(std::memory_order_relaxed) && !self->channel_.quarantined()) {
 		// While data flows, poll (see next_poll_ns); after
 		// kPollAfterDataNs without data, block.
 		const bool flowing = clock::detail::now_vdso() - last_data < kPollAfterDataNs;
@@ -107,17 +108,59 @@ void ChannelConsumer::abandon_after_fork()
 	sink_->abandon_after_fork();
 }
 
+void ChannelConsumer::report(const std::string &line)
+{
+	if (report_)
+		report_(line);
+	else
+		fprintf(stderr, "tracery: %s\n", line.c_str());
+}
+
 void ChannelConsumer::report_error(const std::exception &e)
 {
 	if (!failed_)
-		fprintf(stderr, "tracery: writing the trace failed, tracing goes on without it: %s\n", e.what());
+		report(std::string("writing the trace failed, tracing goes on without it: ") + e.what());
 	failed_ = true;
+}
+
+void ChannelConsumer::report_quarantine()
+{
+	if (quarantine_reported_ || !channel_.quarantined())
+		return;
+	quarantine_reported_ = true;
+	report("the ring buffer is inconsistent (" + channel_.fault() +
+	       "): its program wrote over it; nothing more of it is read, and the events still in it or written to "
+	       "it later are lost");
+}
+
+std::string ChannelConsumer::out_of_order(const ringbuf::Channel::SubbufView &v) const
+{
+	const auto n = [](uint64_t x) { return std::to_string(x); };
+	if (v.timestamp_begin > v.timestamp_end)
+		return "sub-buffer " + n(v.seq) + " begins at " + n(v.timestamp_begin) + " after its end " +
+		       n(v.timestamp_end);
+	if (v.timestamp_begin < last_ts_[v.cpu])
+		return "sub-buffer " + n(v.seq) + " begins at " + n(v.timestamp_begin) +
+		       ", before the end of the previous one " + n(last_ts_[v.cpu]);
+	if (v.lost_before < last_lost_[v.cpu])
+		return "sub-buffer " + n(v.seq) + " counts " + n(v.lost_before) + " events lost, fewer than " +
+		       n(last_lost_[v.cpu]) + " before it";
+	if (v.seq < next_seq_[v.cpu])
+		return "sub-buffer " + n(v.seq) + " comes after sub-buffer " + n(next_seq_[v.cpu] - 1);
+	return {};
 }
 
 void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 {
-	if (failed_)
+	if (failed_ || channel_.quarantined())
 		return;
+	// The stream's packets must follow each other (CTF readers refuse a
+	// stream whose clock runs backwards): a program that wrote over its
+	// buffer must not cost the reader the rest of the trace.
+	if (const std::string why = out_of_order(v); !why.empty()) {
+		channel_.quarantine("cpu " + std::to_string(v.cpu) + ": " + why);
+		return;
+	}
 	try {
 		ctf::PacketInfo info{};
 		info.timestamp_begin = v.timestamp_begin;
@@ -147,14 +190,16 @@ size_t ChannelConsumer::drain()
 {
 	size_t packets = 0;
 	const uint32_t n = channel_.config().num_cpus;
+	const uint32_t per_cpu = channel_.config().num_subbuf;
 	for (uint32_t cpu = 0; cpu < n; cpu++) {
 		ringbuf::Channel::SubbufView v;
-		while (channel_.get_subbuf(cpu, v)) {
+		for (uint32_t taken = 0; taken < per_cpu && channel_.get_subbuf(cpu, v); taken++) {
 			write(v);
 			channel_.put_subbuf(cpu, v);
 			packets++;
 		}
 	}
+	report_quarantine();
 	return packets;
 }
 
@@ -163,7 +208,7 @@ void ChannelConsumer::write_final_lost_packets()
 	const uint32_t n = channel_.config().num_cpus;
 	for (uint32_t cpu = 0; cpu < n; cpu++) {
 		const uint64_t lost = channel_.lost(cpu);
-		if (lost == last_lost_[cpu] || failed_)
+		if (lost <= last_lost_[cpu] || failed_ || channel_.quarantined())
 			continue;
 		// Events dropped after the last packet: an empty packet carries the count.
 		ringbuf::Channel::SubbufView v{};
@@ -199,6 +244,7 @@ void ChannelConsumer::finish()
 		drain();
 	}
 	write_final_lost_packets();
+	report_quarantine();
 	try {
 		sink_->close();
 	} catch (const std::exception &e) {

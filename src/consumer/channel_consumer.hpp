@@ -3,6 +3,13 @@
 // Discard mode streams complete sub-buffers as they fill, from a thread woken
 // by the ring buffer; overwrite mode keeps the newest data in memory and
 // writes it on finish().
+//
+// The ring buffer may be written by a hostile or broken program: the ring
+// buffer quarantines a channel it finds inconsistent, and the consumer adds
+// what only a reader of successive sub-buffers sees (a stream's timestamps,
+// lost counts or sequence numbers running backwards, a sub-buffer ending
+// before it begins): then it writes nothing more of the channel, its thread
+// ends, and the problem is reported once.
 #pragma once
 
 #include "clock/trace_clock.hpp"
@@ -12,9 +19,11 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <semaphore>
+#include <string>
 #include <vector>
 
 namespace tracery::consumer {
@@ -35,9 +44,15 @@ uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns);
 
 class ChannelConsumer {
 public:
+	// Told, once each, that writing the trace failed or that the channel is
+	// quarantined (one line, without a trailing newline). Called from the
+	// consumer thread or from finish().
+	using ProblemReport = std::function<void(const std::string &)>;
 	// ticks: what the trace's timestamps count, for the packets the
 	// consumer closes itself (flush at the end, lost-events packets).
-	ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks);
+	// Problems go to `report`; by default to stderr, as "tracery: ...".
+	ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks,
+	                ProblemReport report = {});
 	~ChannelConsumer();
 	ChannelConsumer(const ChannelConsumer &) = delete;
 	ChannelConsumer &operator=(const ChannelConsumer &) = delete;
@@ -59,19 +74,27 @@ public:
 	void after_fork_parent();
 	void abandon_after_fork();
 
-	// Writes every complete sub-buffer; returns the packets written.
+	// Writes the complete sub-buffers, at most one buffer's worth per CPU
+	// (so that a program filling its buffer as fast as it is written cannot
+	// keep a caller here); returns the packets written.
 	size_t drain();
 
 private:
 	static void *thread_main(void *arg);
 	bool any_data_ready() const; // some buffer has a complete sub-buffer
 	void write(const ringbuf::Channel::SubbufView &v);
+	// What makes `v` unfit to follow the stream's last packet; "" if nothing.
+	std::string out_of_order(const ringbuf::Channel::SubbufView &v) const;
+	void report_quarantine();
 	void write_final_lost_packets();
 	void report_error(const std::exception &e);
+	void report(const std::string &line);
 
 	ringbuf::Channel &channel_;
 	std::unique_ptr<PacketSink> sink_;
 	clock::TickSource ticks_;
+	ProblemReport report_;
+	bool quarantine_reported_ = false;
 	std::vector<uint64_t> last_lost_; // lost count carried by each stream's last packet
 	std::vector<uint64_t> last_ts_;   // timestamp_end of each stream's last packet
 	std::vector<uint64_t> next_seq_;

@@ -23,10 +23,30 @@ bool any_match(const std::vector<std::string> &patterns, const std::string &name
 
 uint64_t Buffer::lost() const
 {
+	if (ring->quarantined())
+		return 0;
 	uint64_t n = 0;
 	for (uint32_t cpu = 0; cpu < ring->config().num_cpus; cpu++)
 		n += ring->lost(cpu);
 	return n;
+}
+
+void Channel::note_quarantined(const std::string &owner, const std::string &fault)
+{
+	quarantined_done_.emplace_back(owner, fault);
+	if (quarantined_done_.size() > kQuarantinedKept)
+		quarantined_done_.pop_front();
+}
+
+nlohmann::json Channel::quarantined() const
+{
+	nlohmann::json out = nlohmann::json::array();
+	for (const auto &[owner, fault] : quarantined_done_)
+		out.push_back({{"buffer", owner}, {"fault", fault}});
+	for (const auto &[owner, b] : buffers)
+		if (b->ring->quarantined())
+			out.push_back({{"buffer", owner}, {"fault", b->ring->fault()}});
+	return out;
 }
 
 void Channel::enable(const std::vector<std::string> &patterns, const std::string &filter)

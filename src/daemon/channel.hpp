@@ -40,6 +40,9 @@ struct Buffer {
 	std::unique_ptr<ringbuf::Channel> ring;
 	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain
+	// Events lost, as its programs counted them; 0 once the ring buffer is
+	// quarantined (ringbuf::Channel::fault): its counters are not believed
+	// then, and the buffer is reported apart.
 	uint64_t lost() const;
 };
 
@@ -79,6 +82,12 @@ public:
 	std::map<std::string, std::unique_ptr<Buffer>> buffers;
 	uint64_t lost_done = 0; // events lost in buffers already finished
 	uint64_t lost() const;
+	// The buffers found inconsistent (their programs wrote over them), live
+	// or finished: [{"buffer": "uid1001", "fault": "cpu 0: ..."}], at most
+	// kQuarantinedKept of the finished ones.
+	static constexpr size_t kQuarantinedKept = 16;
+	void note_quarantined(const std::string &owner, const std::string &fault);
+	nlohmann::json quarantined() const;
 
 	// The ring buffers of this channel: their config, and what each one takes.
 	ringbuf::Config ring_config() const;
@@ -110,6 +119,7 @@ private:
 	uint32_t next_id_ = 0;
 	std::deque<NotTraced> not_traced_;
 	uint64_t not_traced_total_ = 0;
+	std::deque<std::pair<std::string, std::string>> quarantined_done_; // (owner, fault) of finished buffers
 };
 
 } // namespace tracery::daemon

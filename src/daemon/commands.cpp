@@ -163,13 +163,15 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 	}
 	json names = json::array();
 	for (const auto &key : keys) {
-		names.push_back(key.second);
 		auto it = sessions_.find(key);
-		if (it == sessions_.end())
+		// stop_session below lets other requests in: one of them may have
+		// taken a session of the list meanwhile.
+		if (it == sessions_.end() || it->second->state == SessionState::stopping || it->second->busy)
 			continue;
 		if (it->second->state == SessionState::started)
 			stop_session(*it->second, lock);
 		sessions_.erase(key); // stop_session may have let another request in: look it up again
+		names.push_back(key.second);
 		log(Level::info, "uid %u destroyed session %s of uid %u", peer.uid, key.second.c_str(), key.first);
 	}
 	return {{"destroyed", names}};

@@ -207,13 +207,33 @@ void Daemon::app_gone(App &app)
 {
 	Lock lock(mutex_);
 	app.gone = true;
+	std::vector<std::pair<TraceSession *, TraceSession::Retired>> work;
 	for (auto &[name, s] : sessions_) {
-		s->program_ended(app.cred.pid, app.cred.uid);
+		for (auto &r : s->program_ended(app.cred.pid, app.cred.uid))
+			work.emplace_back(s.get(), std::move(r));
 		members_[s->id()].erase(app.id);
 	}
 	apps_.erase(app.id);
 	acks_.notify_all();
 	log(Level::info, "program %d (%s) is gone", app.cred.pid, app.procname.c_str());
+	finish_unlocked(std::move(work), lock);
+}
+
+void Daemon::finish_unlocked(std::vector<std::pair<TraceSession *, TraceSession::Retired>> work, Lock &lock)
+{
+	if (work.empty())
+		return;
+	for (auto &[s, r] : work)
+		s->finishing++;
+	lock.unlock();
+	for (auto &[s, r] : work)
+		s->finish(r);
+	lock.lock();
+	for (auto &[s, r] : work) {
+		s->account(r);
+		s->finishing--;
+	}
+	finished_.notify_all();
 }
 
 json Daemon::lost_report(const TraceSession &s) const
@@ -243,9 +263,25 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 		log(Level::warn, "session %s: %zu programs did not detach within %d ms", s.name().c_str(), late.size(),
 		    options_.quiesce_timeout_ms);
 	members_.erase(s.id());
-	s.finish_buffers(late.empty());
+	// Buffers of programs that ended meanwhile are being finished by other
+	// threads: the trace is whole once they are too.
+	finished_.wait(lock, [&] { return s.finishing == 0; });
+	std::vector<std::pair<TraceSession *, TraceSession::Retired>> work;
+	for (auto &r : s.retire_buffers(late.empty()))
+		work.emplace_back(&s, std::move(r));
+	finish_unlocked(std::move(work), lock);
 	s.state = SessionState::stopped;
-	json reply = {{"ok", true}, {"session", s.name()}, {"lost", lost_report(s)}, {"not_detached", late}};
+	json quarantined = json::array();
+	for (const auto &ch : s.channels())
+		for (auto q : ch->quarantined()) {
+			q["channel"] = ch->spec().name;
+			quarantined.push_back(std::move(q));
+		}
+	json reply = {{"ok", true},
+	              {"session", s.name()},
+	              {"lost", lost_report(s)},
+	              {"not_detached", late},
+	              {"quarantined", quarantined}};
 	// The consumers do not tell us of failed writes (they log them). A disk that
 	// cannot take one more packet (a failed write is truncated away) is full.
 	uint64_t packet = 4096;
@@ -261,9 +297,13 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 void Daemon::shutdown()
 {
 	Lock lock(mutex_);
-	for (auto &[name, s] : sessions_)
+	std::vector<SessionKey> started;
+	for (auto &[key, s] : sessions_)
 		if (s->state == SessionState::started)
-			stop_session(*s, lock);
+			started.push_back(key);
+	for (const auto &key : started) // stop_session lets other requests in: look each up again
+		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->state == SessionState::started)
+			stop_session(*it->second, lock);
 }
 
 } // namespace tracery::daemon

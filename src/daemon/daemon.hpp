@@ -81,7 +81,13 @@ private:
 	// [{"pid", "event", "reason"}]: the filters refused in the acknowledgements
 	// of these requests (taken: each is reported once).
 	nlohmann::json refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending);
+	// Stops a started session: quiesces its programs, waits for the buffers
+	// being finished elsewhere, finishes the rest (lock released) and
+	// returns the reply of `stop`. `s` stays valid: it is `stopping`
+	// meanwhile, which keeps every other command off it.
 	nlohmann::json stop_session(TraceSession &s, Lock &lock);
+	// Finishes retired buffers with the lock released (TraceSession::Retired).
+	void finish_unlocked(std::vector<std::pair<TraceSession *, TraceSession::Retired>> work, Lock &lock);
 	nlohmann::json lost_report(const TraceSession &s) const;
 
 	nlohmann::json cmd_create(const nlohmann::json &, const control::PeerCred &, Lock &);
@@ -102,6 +108,7 @@ private:
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
 	std::mutex mutex_;
 	std::condition_variable acks_;
+	std::condition_variable finished_; // a session's `finishing` fell
 	// Sessions by (owner, name): each user names its sessions in a space of
 	// its own, so a name says nothing of other users' sessions. session_for()
 	// is how a request's name finds one.

@@ -199,7 +199,12 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	EXPECT_EQ(q.used(2000), 0u);
 	// A program that ends gives its per-PID buffer back; the end of the session gives back all.
 	ASSERT_NE(s->buffer_for(ch, 1000, 12, &why), nullptr);
-	s->program_ended(12, 1000);
+	auto retired = s->program_ended(12, 1000);
+	ASSERT_EQ(retired.size(), 1u);
+	EXPECT_EQ(retired[0].owner, "pid12");
+	EXPECT_EQ(q.used(1000), one) << "charged until finished and accounted";
+	s->finish(retired[0]);
+	s->account(retired[0]);
 	EXPECT_EQ(q.used(1000), 0u);
 	ASSERT_NE(s->buffer_for(ch, 1000, 13, &why), nullptr);
 	EXPECT_EQ(q.used(1000), one);

@@ -253,6 +253,12 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 	return out;
 }
 
+consumer::ChannelConsumer::ProblemReport TraceSession::problem_log(const Channel &ch, const std::string &owner) const
+{
+	return [where = "session " + name_ + " channel " + ch.spec().name + " buffer " +
+	                owner](const std::string &what) { log(Level::warn, "%s: %s", where.c_str(), what.c_str()); };
+}
+
 std::string TraceSession::buffer_prefix(const Channel &ch, const std::string &owner) const
 {
 	std::string base = ch.spec().name + "_" + owner, p = base;
@@ -287,8 +293,8 @@ Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string 
 		auto sink = std::make_unique<consumer::FileSink>(
 			consumer::StreamFiles{output_, prefix, ch.index(), next_instance_++ << 16, uuid_},
 			b->ring->config().num_cpus);
-		b->consumer = std::make_unique<consumer::ChannelConsumer>(*b->ring, std::move(sink),
-		                                                          clock::tick_source(tick_unit_));
+		b->consumer = std::make_unique<consumer::ChannelConsumer>(
+			*b->ring, std::move(sink), clock::tick_source(tick_unit_), problem_log(ch, owner));
 		if (ch.spec().mode == ringbuf::Mode::discard)
 			b->consumer->start_thread();
 	}
@@ -308,13 +314,14 @@ void TraceSession::drop_new_buffers(const std::vector<NewBuffer> &made)
 	}
 }
 
-void TraceSession::finish(Channel &ch, Buffer &b, bool recover)
+void TraceSession::finish(Retired &r) const
 {
-	if (recover) {
+	Buffer &b = *r.buffer;
+	if (r.recover) {
 		auto st = b.ring->recover_after_producer_death();
 		if (st.subbufs_repaired)
 			log(Level::debug, "session %s channel %s: recovered %u sub-buffers (%llu bytes lost in flight)",
-			    name_.c_str(), ch.spec().name.c_str(), st.subbufs_repaired,
+			    name_.c_str(), r.channel->spec().name.c_str(), st.subbufs_repaired,
 			    static_cast<unsigned long long>(st.uncommitted_bytes));
 	}
 	if (b.consumer) {
@@ -323,8 +330,17 @@ void TraceSession::finish(Channel &ch, Buffer &b, bool recover)
 	}
 }
 
-void TraceSession::program_ended(pid_t pid, uid_t uid)
+void TraceSession::account(Retired &r)
 {
+	if (r.buffer->ring->quarantined())
+		r.channel->note_quarantined(r.owner, r.buffer->ring->fault());
+	r.channel->lost_done += r.buffer->lost();
+	r.buffer.reset(); // gives its quota charge back
+}
+
+std::vector<TraceSession::Retired> TraceSession::program_ended(pid_t pid, uid_t uid)
+{
+	std::vector<Retired> retired;
 	for (auto &ch : channels_) {
 		if (ch->spec().per_pid) {
 			auto it = ch->buffers.find("pid" + std::to_string(pid));
@@ -339,17 +355,18 @@ void TraceSession::program_ended(pid_t pid, uid_t uid)
 				            std::to_string(next_instance_++)] = std::move(b);
 				continue;
 			}
-			finish(*ch, *it->second, true);
-			ch->lost_done += it->second->lost();
+			retired.push_back({ch.get(), it->first, std::move(it->second), true});
 			ch->buffers.erase(it);
 		} else if (auto it = ch->buffers.find("uid" + std::to_string(uid)); it != ch->buffers.end()) {
 			it->second->producer_died = true;
 		}
 	}
+	return retired;
 }
 
-void TraceSession::finish_buffers(bool recover)
+std::vector<TraceSession::Retired> TraceSession::retire_buffers(bool recover)
 {
+	std::vector<Retired> retired;
 	for (auto &ch : channels_) {
 		for (auto it = ch->buffers.begin(); it != ch->buffers.end();) {
 			Buffer &b = *it->second;
@@ -361,11 +378,11 @@ void TraceSession::finish_buffers(bool recover)
 				++it;
 				continue;
 			}
-			finish(*ch, b, rec);
-			ch->lost_done += b.lost();
+			retired.push_back({ch.get(), it->first, std::move(it->second), rec});
 			it = ch->buffers.erase(it);
 		}
 	}
+	return retired;
 }
 
 std::string TraceSession::snapshot_record()
@@ -383,7 +400,8 @@ std::string TraceSession::snapshot_record()
 				                              instance++ << 16, uuid_},
 					b->ring->config().num_cpus);
 				consumer::ChannelConsumer copier(*b->ring, std::move(sink),
-				                                 clock::tick_source(tick_unit_));
+				                                 clock::tick_source(tick_unit_),
+				                                 problem_log(*ch, owner));
 				copier.finish();
 			}
 		}
@@ -420,7 +438,8 @@ json TraceSession::status() const
 		                 {"lost", c->lost()},
 		                 {"buffer_bytes", c->buffer_bytes()},
 		                 {"not_traced", not_traced},
-		                 {"not_traced_total", c->not_traced_total()}});
+		                 {"not_traced_total", c->not_traced_total()},
+		                 {"quarantined", c->quarantined()}});
 	}
 	return {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
 	        {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};

@@ -39,7 +39,8 @@ public:
 	const std::string &output() const { return output_; }
 	bool snapshot() const { return snapshot_; }
 	SessionState state = SessionState::created;
-	int busy = 0; // a command waits for programs (lock released): others keep off
+	int busy = 0;      // a command waits for programs (lock released): others keep off
+	int finishing = 0; // buffers taken out of it being finished without the daemon's lock: stop waits for them
 	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
 
 	Channel *find_channel(const std::string &name);
@@ -79,13 +80,30 @@ public:
 	// Undoes buffer_for: drops the buffers it made (nothing was written to
 	// them: no program has them) and frees their file names.
 	void drop_new_buffers(const std::vector<NewBuffer> &made);
-	// A per-PID program ended: its buffers are recovered and, unless this is a
-	// snapshot session, written out and dropped. Per-UID buffers are marked
-	// for recovery at the next stop.
-	void program_ended(pid_t pid, uid_t uid);
-	// Stop: flush, drain and close every buffer (snapshot sessions keep them).
+	// Finishing a buffer (recovery, the consumer's last drain, closing its
+	// files) waits for the consumer thread and writes up to a whole buffer
+	// to disk: the daemon does it without its lock. So buffers are first
+	// taken out of their channel (retired, lock held), then finished (lock
+	// released; the session's `finishing` counts them meanwhile, and stop
+	// and destroy wait for it to fall to 0, so `channel` stays valid), then
+	// accounted (lock held: their lost events and faults go to the channel).
+	struct Retired {
+		Channel *channel;
+		std::string owner; // its key in channel->buffers
+		std::unique_ptr<Buffer> buffer;
+		bool recover; // no program writes into it any more
+	};
+	// A per-PID program ended: its buffers are retired (in a snapshot
+	// session: recovered and kept, under another name). Per-UID buffers are
+	// marked for recovery at the next stop.
+	std::vector<Retired> program_ended(pid_t pid, uid_t uid);
+	// Stop: every buffer is retired (snapshot sessions keep theirs).
 	// recover: no program writes into them any more (all quiesced).
-	void finish_buffers(bool recover);
+	std::vector<Retired> retire_buffers(bool recover);
+	// Any thread, without the daemon's lock: flush, drain and close.
+	void finish(Retired &r) const;
+	// Lock held, after finish().
+	void account(Retired &r);
 	// Copies the newest data of every buffer into OUTPUT/snapshot-N-DATE.
 	// Returns the directory; throws std::runtime_error.
 	std::string snapshot_record();
@@ -96,7 +114,8 @@ public:
 	clock::TickUnit tick_unit() const { return tick_unit_; }
 
 private:
-	void finish(Channel &ch, Buffer &b, bool recover);
+	// Logs what the consumer of `owner`'s buffer in `ch` reports, naming both.
+	consumer::ChannelConsumer::ProblemReport problem_log(const Channel &ch, const std::string &owner) const;
 	// A prefix of stream files no buffer of this session used yet (not reserved).
 	std::string buffer_prefix(const Channel &ch, const std::string &owner) const;
 
