@@ -9,10 +9,20 @@
  *   daemon-emitter spin SECONDS     emits emit:tick at full speed for SECONDS,
  *                                   prints "done COUNT", exits 0
  *   daemon-emitter exec PROG ARGS   emits one emit:tick, then execs PROG
+ *   daemon-emitter scribble SEED SECONDS
+ *                                   a hostile program: emits emit:tick at full
+ *                                   speed from a thread while the main thread
+ *                                   writes random bytes (xorshift, SEED) over
+ *                                   its ring buffer mappings for SECONDS, half
+ *                                   of them into the first 8 KiB (headers and
+ *                                   control words); prints "scribbling
+ *                                   MAPPINGS" when it starts, "done SCRIBBLES"
  */
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +39,82 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static volatile int g_stop;
+
+static void *emit_until_stopped(void *arg)
+{
+	(void)arg;
+	uint64_t n = 0;
+	while (!g_stop)
+		TRACERY_EMIT(emit, tick, n++);
+	return NULL;
+}
+
+struct region {
+	uint8_t *lo;
+	size_t size;
+};
+
+/* The writable mappings of the ring buffers the daemon sent (memfds named "tracery-CHANNEL"). */
+static int find_buffers(struct region *out, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return 0;
+	char line[512];
+	int n = 0;
+	while (n < max && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[1] == 'w' &&
+		    strstr(line, "memfd:tracery-")) {
+			out[n].lo = (uint8_t *)lo;
+			out[n].size = hi - lo;
+			n++;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static int scribble(uint64_t seed, double seconds)
+{
+	pthread_t emitter;
+	if (pthread_create(&emitter, NULL, emit_until_stopped, NULL) != 0)
+		return 1;
+	struct region regions[16];
+	int n = 0;
+	for (double give_up = now_s() + 10; n == 0 && now_s() < give_up; usleep(10000))
+		n = find_buffers(regions, 16);
+	printf("scribbling %d\n", n);
+	fflush(stdout);
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1, scribbles = 0;
+	for (double end = now_s() + seconds; n > 0 && now_s() < end; usleep(50)) {
+		for (int r = 0; r < n; r++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			const size_t span = (x & 1) || regions[r].size < 8192 ? regions[r].size : 8192;
+			const size_t at = (x >> 8) % span;
+			size_t len = 1 + (x >> 40) % 16;
+			if (len > regions[r].size - at)
+				len = regions[r].size - at;
+			for (size_t b = 0; b < len; b++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				regions[r].lo[at + b] = (uint8_t)x;
+			}
+			scribbles++;
+		}
+	}
+	g_stop = 1;
+	pthread_join(emitter, NULL);
+	printf("done %llu\n", (unsigned long long)scribbles);
+	return n > 0 ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: daemon-emitter count N [wait] | hold N | spin SECONDS | exec PROG ARGS...\n");
+		fprintf(stderr,
+		        "usage: daemon-emitter count N [wait] | hold N | spin SECONDS | exec PROG ARGS... | scribble SEED SECONDS\n");
 		return 2;
 	}
 	printf("ready %d\n", getpid());
@@ -44,6 +126,8 @@ int main(int argc, char **argv)
 		perror("execv");
 		return 1;
 	}
+	if (!strcmp(mode, "scribble"))
+		return argc > 3 ? scribble(strtoull(argv[2], NULL, 10), atof(argv[3])) : 2;
 	if (!strcmp(mode, "spin")) {
 		double end = now_s() + atof(argv[2]);
 		uint64_t n = 0;
