@@ -383,7 +383,7 @@ json Daemon::cmd_list_events(const json &, const control::PeerCred &peer, Lock &
 	return {{"programs", out}};
 }
 
-json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &)
+json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
 	if (!s.snapshot())
@@ -391,7 +391,22 @@ json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &
 		                   "' is not in snapshot mode: create one with `tracery create NAME --snapshot`");
 	if (!s.ever_started())
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
-	return {{"session", s.name()}, {"path", s.snapshot_record()}};
+	// Copying and writing whole buffers takes a while: not with the lock.
+	const TraceSession::SnapshotPlan plan = s.plan_snapshot();
+	s.busy++;
+	lock.unlock();
+	std::string path;
+	std::exception_ptr failed;
+	try {
+		path = s.write_snapshot(plan);
+	} catch (...) {
+		failed = std::current_exception();
+	}
+	lock.lock();
+	s.busy--;
+	if (failed)
+		std::rethrow_exception(failed);
+	return {{"session", s.name()}, {"path", path}};
 }
 
 } // namespace tracery::daemon

@@ -385,31 +385,37 @@ std::vector<TraceSession::Retired> TraceSession::retire_buffers(bool recover)
 	return retired;
 }
 
-std::string TraceSession::snapshot_record()
+TraceSession::SnapshotPlan TraceSession::plan_snapshot()
 {
-	const std::string dir = output_ + "/snapshot-" + std::to_string(++snapshots_) + "-" + now_stamp();
+	SnapshotPlan plan{output_ + "/snapshot-" + std::to_string(++snapshots_) + "-" + now_stamp(), metadata_, {}};
+	for (auto &ch : channels_)
+		for (auto &[owner, b] : ch->buffers)
+			plan.parts.push_back({ch.get(), owner, b.get()});
+	return plan;
+}
+
+std::string TraceSession::write_snapshot(const SnapshotPlan &plan) const
+{
 	AsOwner as_owner(owner_, owner_gid_);
 	try {
-		ctf::TraceDir td = ctf::TraceDir::create(dir, 0700);
-		td.write_metadata(metadata_);
+		ctf::TraceDir td = ctf::TraceDir::create(plan.dir, 0700);
+		td.write_metadata(plan.metadata);
 		uint64_t instance = 0;
-		for (auto &ch : channels_) {
-			for (auto &[owner, b] : ch->buffers) {
-				auto sink = std::make_unique<consumer::FileSink>(
-					consumer::StreamFiles{dir, ch->spec().name + "_" + owner, ch->index(),
-				                              instance++ << 16, uuid_},
-					b->ring->config().num_cpus);
-				consumer::ChannelConsumer copier(*b->ring, std::move(sink),
-				                                 clock::tick_source(tick_unit_),
-				                                 problem_log(*ch, owner));
-				copier.finish();
-			}
+		for (const auto &part : plan.parts) {
+			const Channel &ch = *part.channel;
+			auto sink = std::make_unique<consumer::FileSink>(
+				consumer::StreamFiles{plan.dir, ch.spec().name + "_" + part.owner, ch.index(),
+			                              instance++ << 16, uuid_},
+				part.buffer->ring->config().num_cpus);
+			consumer::ChannelConsumer copier(*part.buffer->ring, std::move(sink),
+			                                 clock::tick_source(tick_unit_), problem_log(ch, part.owner));
+			copier.finish();
 		}
 	} catch (const std::system_error &e) {
-		throw std::runtime_error("cannot write snapshot '" + dir + "': " + strerror(e.code().value()) +
+		throw std::runtime_error("cannot write snapshot '" + plan.dir + "': " + strerror(e.code().value()) +
 		                         "; free some space or check the output directory");
 	}
-	return dir;
+	return plan.dir;
 }
 
 json TraceSession::status() const

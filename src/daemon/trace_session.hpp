@@ -104,9 +104,23 @@ public:
 	void finish(Retired &r) const;
 	// Lock held, after finish().
 	void account(Retired &r);
-	// Copies the newest data of every buffer into OUTPUT/snapshot-N-DATE.
+	// `snapshot record` copies the newest data of every buffer into
+	// OUTPUT/snapshot-N-DATE: planned with the daemon's lock held, written
+	// without it while the session is busy (so its buffers stay: only
+	// destroy and a failed start drop a snapshot session's buffers).
+	struct SnapshotPlan {
+		std::string dir;
+		std::string metadata;
+		struct Part {
+			const Channel *channel;
+			std::string owner;
+			Buffer *buffer;
+		};
+		std::vector<Part> parts;
+	};
+	SnapshotPlan plan_snapshot();
 	// Returns the directory; throws std::runtime_error.
-	std::string snapshot_record();
+	std::string write_snapshot(const SnapshotPlan &plan) const;
 
 	nlohmann::json status() const;
 	// What the trace's timestamps count; every program writing into it is
