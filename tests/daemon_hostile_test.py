@@ -30,6 +30,10 @@ def run(*argv):
     subprocess.run(argv, check=True, capture_output=True, timeout=60)
 
 
+def user_group(user):
+    return int(subprocess.check_output(["id", "-g", user]))
+
+
 def proc_status(pid):
     """Threads and resident KiB of a process."""
     fields = {}
@@ -41,10 +45,13 @@ def proc_status(pid):
 
 
 class CommandClock:
-    """Runs `tracery list` as root and as the group user in a loop and keeps the slowest answer of each."""
+    """Runs `tracery list` as root and as the group user in a loop and keeps the slowest answer of each. The
+    user's command runs with its credentials set by the child itself (no runuser and its PAM session, whose own
+    time is not the daemon's)."""
 
     def __init__(self, test, user, user_env):
-        self.test, self.user, self.user_env = test, user, user_env
+        self.test, self.user_env = test, user_env
+        self.creds = {"user": user, "group": user_group(user), "extra_groups": [test.group]}
         self.slowest = {"root": 0.0, "group user": 0.0}
         self.failures = []
         self.stop = threading.Event()
@@ -53,10 +60,9 @@ class CommandClock:
     def loop(self, who):
         while not self.stop.is_set():
             start = time.monotonic()
-            if who == "root":
-                proc = self.test.d.tracery("list", check=False)
-            else:
-                proc = self.test.d.tracery("list", check=False, env=self.user_env, user=self.user)
+            creds = {} if who == "root" else self.creds
+            proc = subprocess.run([self.test.d.cli, "list"], env=self.test.d.env if who == "root" else self.user_env,
+                                  capture_output=True, text=True, timeout=60, **creds)
             took = time.monotonic() - start
             self.slowest[who] = max(self.slowest[who], took)
             if proc.returncode != 0:
@@ -98,6 +104,17 @@ class HostileProgram(DaemonTestCase):
         shutil.chown(home, user)
         return user, dict(self.d.env, HOME=home), int(subprocess.check_output(["id", "-u", user]))
 
+    def part_of(self, path, prefix):
+        """A trace of the metadata and the stream files starting with prefix."""
+        part = self.out(f"{os.path.basename(path)}-{prefix}")
+        os.makedirs(part)
+        shutil.copy(os.path.join(path, "metadata"), part)
+        files = [f for f in os.listdir(path) if f.startswith(prefix)]
+        self.assertTrue(files, f"no stream file {prefix}* in {sorted(os.listdir(path))}")
+        for f in files:
+            shutil.copy(os.path.join(path, f), part)
+        return part
+
     def test_program_writing_over_its_buffers(self):
         daemon = self.d.start_daemon("--group", self.group)
         threads_before, _ = proc_status(daemon)
@@ -135,6 +152,11 @@ class HostileProgram(DaemonTestCase):
                 self.assertEqual(p.returncode, 0, err)
                 self.assertIn(f"done {EVENTS_EACH}", out)
             bad_out, bad_err = bad.communicate(timeout=10)
+            # A later program of that user gets a buffer of its own, and is traced.
+            later = subprocess.run(["runuser", "-p", "-u", self.hostile, "--", program("tests", "daemon-emitter"),
+                                    "count", "100"], env=dict(self.d.env, HOME="/"), capture_output=True,
+                                   text=True, timeout=60)
+            self.assertEqual(later.returncode, 0, later.stderr)
             start = time.monotonic()
             stop = self.d.tracery("stop", name)
             stop_took = time.monotonic() - start
@@ -160,18 +182,15 @@ class HostileProgram(DaemonTestCase):
         status = self.d.tracery("status", name).stdout
         self.assertIn(f"buffer uid{self.hostile_uid} was written over", status)
 
-        # Root's programs: every event is in the trace or counted lost. Their stream files and the metadata
-        # make a trace of their own (the hostile program's files hold whatever it wrote before it was caught).
-        mine = self.out(f"{name}-root")
-        os.makedirs(mine)
-        shutil.copy(os.path.join(path, "metadata"), mine)
-        for f in os.listdir(path):
-            if f.startswith("channel0_uid0_"):
-                shutil.copy(os.path.join(path, f), mine)
-        trace = Trace(mine)
+        # Root's programs, and the hostile user's later one: every event is in the trace or counted lost.
+        # Their stream files and the metadata make traces of their own (the hostile program's files hold
+        # whatever it wrote before it was caught).
+        trace = Trace(self.part_of(path, "channel0_uid0_"))
         emitted = WELL_BEHAVED * EVENTS_EACH * 2
         self.assertGreater(len(trace.events), 0)
         self.assertEqual(len(trace.events) + trace.discarded, emitted)
+        later = Trace(self.part_of(path, f"channel0_uid{self.hostile_uid}-2_"))
+        self.assertEqual(len(later.events) + later.discarded, 200)
         self.assertNotIn(f"PID: {bad_pid} ", self.d.tracery("list", "-u").stdout)
 
 

@@ -43,9 +43,9 @@ nlohmann::json Channel::quarantined() const
 	nlohmann::json out = nlohmann::json::array();
 	for (const auto &[owner, fault] : quarantined_done_)
 		out.push_back({{"buffer", owner}, {"fault", fault}});
-	for (const auto &[owner, b] : buffers)
+	for (const auto &[key, b] : buffers)
 		if (b->ring->quarantined())
-			out.push_back({{"buffer", owner}, {"fault", b->ring->fault()}});
+			out.push_back({{"buffer", b->owner}, {"fault", b->ring->fault()}});
 	return out;
 }
 

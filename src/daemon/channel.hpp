@@ -37,6 +37,7 @@ struct ChannelSpec {
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
 	BufferQuota::Charge charge; // given back last, once the mapping is gone
+	std::string owner;          // whose programs write into it: "uid1000", "pid4242"
 	std::unique_ptr<ringbuf::Channel> ring;
 	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain

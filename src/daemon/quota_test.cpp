@@ -201,7 +201,7 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	ASSERT_NE(s->buffer_for(ch, 1000, 12, &why), nullptr);
 	auto retired = s->program_ended(12, 1000);
 	ASSERT_EQ(retired.size(), 1u);
-	EXPECT_EQ(retired[0].owner, "pid12");
+	EXPECT_EQ(retired[0].buffer->owner, "pid12");
 	EXPECT_EQ(q.used(1000), one) << "charged until finished and accounted";
 	s->finish(retired[0]);
 	s->account(retired[0]);

@@ -270,13 +270,21 @@ std::string TraceSession::buffer_prefix(const Channel &ch, const std::string &ow
 Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string *refused, std::vector<NewBuffer> *made)
 {
 	const std::string owner = ch.spec().per_pid ? "pid" + std::to_string(pid) : "uid" + std::to_string(uid);
-	if (auto it = ch.buffers.find(owner); it != ch.buffers.end())
-		return it->second.get();
+	if (auto it = ch.buffers.find(owner); it != ch.buffers.end()) {
+		if (!it->second->ring->quarantined())
+			return it->second.get();
+		// Its programs wrote over it (ringbuf::Channel::fault): the owner's
+		// later programs get a new one; this one is finished at stop.
+		auto old = std::move(it->second);
+		ch.buffers.erase(it);
+		ch.buffers["quarantined-" + owner + "-" + std::to_string(next_instance_++)] = std::move(old);
+	}
 	auto charge = quota_.try_charge(uid, ch.buffer_bytes(), refused);
 	if (!charge)
 		return nullptr;
 	auto b = std::make_unique<Buffer>();
 	b->charge = std::move(*charge);
+	b->owner = owner;
 	try {
 		b->ring = ch.make_ring();
 	} catch (const std::exception &e) {
@@ -333,7 +341,7 @@ void TraceSession::finish(Retired &r) const
 void TraceSession::account(Retired &r)
 {
 	if (r.buffer->ring->quarantined())
-		r.channel->note_quarantined(r.owner, r.buffer->ring->fault());
+		r.channel->note_quarantined(r.buffer->owner, r.buffer->ring->fault());
 	r.channel->lost_done += r.buffer->lost();
 	r.buffer.reset(); // gives its quota charge back
 }
@@ -355,7 +363,7 @@ std::vector<TraceSession::Retired> TraceSession::program_ended(pid_t pid, uid_t 
 				            std::to_string(next_instance_++)] = std::move(b);
 				continue;
 			}
-			retired.push_back({ch.get(), it->first, std::move(it->second), true});
+			retired.push_back({ch.get(), std::move(it->second), true});
 			ch->buffers.erase(it);
 		} else if (auto it = ch->buffers.find("uid" + std::to_string(uid)); it != ch->buffers.end()) {
 			it->second->producer_died = true;
@@ -378,7 +386,7 @@ std::vector<TraceSession::Retired> TraceSession::retire_buffers(bool recover)
 				++it;
 				continue;
 			}
-			retired.push_back({ch.get(), it->first, std::move(it->second), rec});
+			retired.push_back({ch.get(), std::move(it->second), rec});
 			it = ch->buffers.erase(it);
 		}
 	}

@@ -65,8 +65,8 @@ public:
 	// becomes one that rejects every event (and is logged).
 	nlohmann::json filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events);
 
-	// The buffer a program of (uid, pid) writes into, made on first use and
-	// charged to uid's buffer quota. nullptr if it does not fit in that quota
+	// The buffer a program of (uid, pid) writes into, made on first use (or
+	// when the one there is quarantined) and charged to uid's buffer quota. nullptr if it does not fit in that quota
 	// (*refused says why, in one line). Throws std::runtime_error, naming the
 	// channel and the fix, if it cannot be made; nothing changes then. The
 	// buffers it makes are added to *made, if given.
@@ -89,7 +89,6 @@ public:
 	// accounted (lock held: their lost events and faults go to the channel).
 	struct Retired {
 		Channel *channel;
-		std::string owner; // its key in channel->buffers
 		std::unique_ptr<Buffer> buffer;
 		bool recover; // no program writes into it any more
 	};
