@@ -39,6 +39,21 @@ void read_at(int fd, uint8_t *dst, size_t n, uint64_t offset, const std::string 
 	}
 }
 
+// Whether the `left` (< a packet header) bytes at offset begin with as much
+// of the packet magic as they hold.
+bool begins_with_magic(int fd, uint64_t offset, uint64_t left, const std::string &path)
+{
+	uint8_t magic[4];
+	base::store_le<uint32_t>(magic, kPacketMagic);
+	uint8_t have[4];
+	const size_t n = left < sizeof have ? static_cast<size_t>(left) : sizeof have;
+	read_at(fd, have, n, offset, path);
+	for (size_t i = 0; i < n; ++i)
+		if (have[i] != magic[i])
+			return false;
+	return true;
+}
+
 std::string hex32(uint32_t v)
 {
 	char s[16];
@@ -53,8 +68,13 @@ StreamCheck check_stream_file(const std::string &path)
 	base::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
 	if (!fd)
 		fail("open", path);
+	return check_stream_fd(fd.get(), path);
+}
+
+StreamCheck check_stream_fd(int fd, const std::string &path)
+{
 	struct stat st;
-	if (::fstat(fd.get(), &st) < 0)
+	if (::fstat(fd, &st) < 0)
 		fail("stat", path);
 	StreamCheck c;
 	c.size = static_cast<uint64_t>(st.st_size);
@@ -70,10 +90,11 @@ StreamCheck check_stream_file(const std::string &path)
 			c.problem = "only " + std::to_string(left) +
 			            " bytes remain there, less than a packet header (" +
 			            std::to_string(kPacketPrefixSize) + ")";
+			c.cut = begins_with_magic(fd, c.whole, left, path);
 			return c;
 		}
 		uint8_t prefix[kPacketSizeOffset + 8];
-		read_at(fd.get(), prefix, sizeof prefix, c.whole, path);
+		read_at(fd, prefix, sizeof prefix, c.whole, path);
 		const uint32_t magic = base::load_le<uint32_t>(prefix);
 		if (magic != kPacketMagic) {
 			c.problem =
@@ -92,6 +113,7 @@ StreamCheck check_stream_file(const std::string &path)
 		if (bytes > left) {
 			c.problem = "the packet there declares " + std::to_string(bytes) + " bytes but only " +
 			            std::to_string(left) + " remain";
+			c.cut = true;
 			return c;
 		}
 		c.whole += bytes;

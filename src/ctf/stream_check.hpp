@@ -29,12 +29,23 @@ struct StreamCheck {
 	// phrase saying what is found at offset `whole`, e.g. "the packet there
 	// declares 4096 bytes but only 100 remain".
 	std::string problem;
+	// The problem is the last packet cut short, as a writer killed in the
+	// middle of a packet leaves it (a write of a regular file stops between
+	// two pages when its writer gets SIGKILL): the bytes after `whole` begin
+	// like a packet (its magic, as far as they go) and are fewer than a
+	// packet header or than the size that header declares. Truncating the
+	// file at `whole` repairs it. False for other problems (not a packet
+	// there, impossible sizes): those are not what a crash of ours leaves.
+	bool cut = false;
 	bool ok() const { return problem.empty(); }
 };
 
 // Walks the stream file at path. Throws std::system_error (naming the path)
 // if it cannot be opened or read.
 StreamCheck check_stream_file(const std::string &path);
+// Same on a descriptor open for reading (from offset 0, by pread: the file
+// position is not used); path only names the file in errors.
+StreamCheck check_stream_fd(int fd, const std::string &path);
 
 // Whether a trace's metadata text is Tracery's (its env block names the
 // tracer), so that its stream files have the layout of packet.hpp.

@@ -2,6 +2,7 @@
 // StreamWriter, then emptied, cut short, extended or damaged.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/byte_order.hpp"
+#include "base/fd.hpp"
 #include "base/test_temp_dir.hpp"
 #include "ctf/metadata.hpp"
 #include "ctf/packet.hpp"
@@ -69,6 +71,7 @@ TEST_F(StreamCheckTest, EmptyFileIsAProblem)
 	EXPECT_EQ(c.size, 0u);
 	EXPECT_EQ(c.whole, 0u);
 	EXPECT_NE(c.problem.find("empty (0 bytes)"), std::string::npos) << c.problem;
+	EXPECT_FALSE(c.cut); // nothing to truncate
 }
 
 TEST_F(StreamCheckTest, LastPacketCutShort)
@@ -83,6 +86,22 @@ TEST_F(StreamCheckTest, LastPacketCutShort)
 	                         std::to_string(kPacketPrefixSize + 990) + " remain"),
 	          std::string::npos)
 		<< c.problem;
+	EXPECT_TRUE(c.cut);
+}
+
+TEST_F(StreamCheckTest, HeaderCutShortIsACutPacket)
+{
+	// A writer killed within the next packet's header: 1 to 83 bytes of it
+	// remain, beginning with (part of) the magic.
+	for (uint64_t keep : {uint64_t{1}, uint64_t{3}, uint64_t{4}, uint64_t{60}, kPacketPrefixSize - 1}) {
+		const std::string path = write_stream({100, 1000});
+		fs::resize_file(path, kPacketPrefixSize + 100 + keep);
+		const StreamCheck c = check_stream_fd(tracery::base::Fd(::open(path.c_str(), O_RDONLY)).get(), path);
+		EXPECT_EQ(c.whole, kPacketPrefixSize + 100) << keep;
+		EXPECT_EQ(c.packets, 1u) << keep;
+		EXPECT_TRUE(c.cut) << keep << ": " << c.problem;
+		fs::remove(path);
+	}
 }
 
 TEST_F(StreamCheckTest, TrailingBytesShorterThanAHeader)
@@ -96,6 +115,7 @@ TEST_F(StreamCheckTest, TrailingBytesShorterThanAHeader)
 	EXPECT_FALSE(c.ok());
 	EXPECT_EQ(c.whole, kPacketPrefixSize + 100);
 	EXPECT_NE(c.problem.find("only 7 bytes remain"), std::string::npos) << c.problem;
+	EXPECT_FALSE(c.cut); // "partial" is no packet magic: not what a crash leaves
 }
 
 TEST_F(StreamCheckTest, BadMagic)
@@ -106,6 +126,7 @@ TEST_F(StreamCheckTest, BadMagic)
 	EXPECT_FALSE(c.ok());
 	EXPECT_EQ(c.packets, 1u);
 	EXPECT_NE(c.problem.find("no packet starts there"), std::string::npos) << c.problem;
+	EXPECT_FALSE(c.cut);
 }
 
 TEST_F(StreamCheckTest, ImpossibleSizesStopTheWalk)
@@ -119,6 +140,7 @@ TEST_F(StreamCheckTest, ImpossibleSizesStopTheWalk)
 		EXPECT_FALSE(c.ok()) << bits;
 		EXPECT_EQ(c.whole, kPacketPrefixSize + 100) << bits;
 		EXPECT_NE(c.problem.find("impossible size"), std::string::npos) << c.problem;
+		EXPECT_FALSE(c.cut) << bits;
 		fs::remove(path);
 	}
 	const std::string path = write_stream({100});
