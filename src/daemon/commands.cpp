@@ -174,6 +174,7 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 		names.push_back(key.second);
 		log(Level::info, "uid %u destroyed session %s of uid %u", peer.uid, key.second.c_str(), key.first);
 	}
+	note_open_traces();
 	return {{"destroyed", names}};
 }
 
@@ -305,6 +306,7 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 	}
 	s.state = SessionState::started;
+	note_open_traces(); // before its first packet: a crash from here on is repaired at the next start
 	for (const auto &ch : s.channels())
 		ch->clear_not_traced();
 	note(s, refused);

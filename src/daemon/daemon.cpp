@@ -3,11 +3,15 @@
 #include "daemon/daemon.hpp"
 
 #include "control/messages.hpp"
+#include "daemon/fs_creds.hpp"
 #include "daemon/log.hpp"
 
 #include "event/schema.hpp"
 
 #include <sys/statvfs.h>
+
+#include <climits>
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -294,6 +298,32 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	return reply;
 }
 
+void Daemon::note_open_traces()
+{
+	std::vector<JournalEntry> entries;
+	for (const auto &[key, s] : sessions_) {
+		if (!s->ever_started())
+			continue;
+		// Canonical, resolved as the owner: the repair follows no symbolic link.
+		std::string dir = s->output();
+		{
+			AsOwner as_owner(s->owner(), s->owner_gid());
+			char real[PATH_MAX];
+			if (realpath(dir.c_str(), real))
+				dir = real;
+		}
+		entries.push_back({s->owner(), s->owner_gid(), std::move(dir)});
+	}
+	if (entries == journaled_)
+		return;
+	try {
+		journal_.write(entries);
+		journaled_ = std::move(entries);
+	} catch (const std::exception &e) {
+		log(Level::error, "%s: traces cut by a crash would not be repaired at the next start", e.what());
+	}
+}
+
 void Daemon::shutdown()
 {
 	Lock lock(mutex_);
@@ -304,6 +334,11 @@ void Daemon::shutdown()
 	for (const auto &key : started) // stop_session lets other requests in: look each up again
 		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->state == SessionState::started)
 			stop_session(*it->second, lock);
+	try {
+		journal_.write({});
+	} catch (const std::exception &e) {
+		log(Level::error, "%s", e.what());
+	}
 }
 
 } // namespace tracery::daemon

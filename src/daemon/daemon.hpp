@@ -5,6 +5,7 @@
 #pragma once
 
 #include "daemon/app.hpp"
+#include "daemon/trace_journal.hpp"
 #include "daemon/trace_session.hpp"
 
 #include "control/wire.hpp"
@@ -28,7 +29,10 @@ struct DaemonOptions {
 
 class Daemon {
 public:
-	explicit Daemon(DaemonOptions options) : options_(std::move(options)), quota_(options_.buffer_quota) {}
+	explicit Daemon(DaemonOptions options)
+		: options_(std::move(options)), quota_(options_.buffer_quota), journal_(options_.rundir)
+	{
+	}
 
 	const DaemonOptions &options() const { return options_; }
 
@@ -41,7 +45,8 @@ public:
 	void app_message(App &app, const control::Message &msg);
 	void app_gone(App &app);
 
-	// Stops every session (their traces are complete on disk) at exit.
+	// Stops every session (their traces are complete on disk) at exit, and
+	// removes the journal of open traces: nothing is left to repair.
 	void shutdown();
 
 private:
@@ -89,6 +94,10 @@ private:
 	// Finishes retired buffers with the lock released (TraceSession::Retired).
 	void finish_unlocked(std::vector<std::pair<TraceSession *, TraceSession::Retired>> work, Lock &lock);
 	nlohmann::json lost_report(const TraceSession &s) const;
+	// Rewrites the journal of open traces (trace_journal.hpp) if the set of
+	// sessions that have been started and not destroyed changed: call it
+	// before a session's first packet is written and after one is destroyed.
+	void note_open_traces();
 
 	nlohmann::json cmd_create(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_destroy(const nlohmann::json &, const control::PeerCred &, Lock &);
@@ -106,6 +115,8 @@ private:
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
+	TraceJournal journal_;
+	std::vector<JournalEntry> journaled_; // what journal_ holds
 	std::mutex mutex_;
 	std::condition_variable acks_;
 	std::condition_variable finished_; // a session's `finishing` fell

@@ -6,6 +6,7 @@
 #include "daemon/log.hpp"
 #include "daemon/quota.hpp"
 #include "daemon/server.hpp"
+#include "daemon/trace_repair.hpp"
 
 #include "base/sizes.hpp"
 
@@ -149,6 +150,8 @@ int serve(const Args &args)
 		close(fd);
 	}
 	log_to(stderr, level);
+	// Before serving: the traces a killed predecessor left (trace_repair.hpp).
+	repair_journaled_traces(TraceJournal(opt.rundir));
 
 	sigset_t sigs;
 	sigemptyset(&sigs);

@@ -36,6 +36,7 @@ public:
 	uint64_t id() const { return id_; }
 	const std::string &name() const { return name_; }
 	uid_t owner() const { return owner_; }
+	gid_t owner_gid() const { return owner_gid_; }
 	const std::string &output() const { return output_; }
 	bool snapshot() const { return snapshot_; }
 	SessionState state = SessionState::created;
