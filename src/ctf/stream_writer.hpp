@@ -4,6 +4,11 @@
 // context (packet.hpp), then the caller's event bytes, in one pwritev()
 // straight from the caller's buffers (shared memory): the event bytes are
 // never copied. packet_size == content_size: nothing is padded on disk.
+// That pwritev() is not atomic against SIGKILL of the writer: the kernel
+// stops a buffered write between two pages on a fatal signal, so a writer
+// killed mid-packet leaves the start of it at the end of the file.
+// stream_check.hpp finds it (StreamCheck::cut); traceryd truncates it at its
+// next start (daemon/trace_repair.hpp).
 #pragma once
 
 #include <sys/types.h>
