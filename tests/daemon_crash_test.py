@@ -126,9 +126,15 @@ class CrashTest(DaemonTestCase):
         self.d.tracery("enable-channel", "-u", "chan", "-s", name, "--subbuf-size", "4M", "--num-subbuf", "4")
         self.d.tracery("enable-event", "-u", "emit:tick", "-s", name, "-c", "chan")
         self.d.tracery("start", name)
-        emitter = self.d.spawn([program("tests", "daemon-emitter"), "spin", "0.3"])
+        emitter = self.d.spawn([program("tests", "daemon-emitter"), "spin", "10"])  # killed below
         read_line(emitter, "ready")
-        time.sleep(rng.uniform(0.05, 0.2))
+        # Once packets flow (a stream file is made with its first packet),
+        # at a random moment.
+        deadline = time.time() + 30
+        while not any(f != "metadata" for f in os.listdir(path)):
+            self.assertLess(time.time(), deadline, f"run {run}: no packet written\n{self.d.log()}")
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.15))
         self.d.kill_daemon(signal.SIGKILL)
         emitter.kill()
         emitter.communicate(timeout=30)
@@ -151,7 +157,6 @@ class CrashTest(DaemonTestCase):
             else:
                 self.assertEqual(said, [])
             self.assertEqual(os.path.getsize(file), whole, file)
-        self.assertTrue(any(p for p, _, _, _ in found.values()), f"run {run}: no packet was written")
         self.assertEqual(babeltrace2_counts(path),
                          (sum(p for p, _, _, _ in found.values()), sum(e for _, e, _, _ in found.values())))
         return cut
