@@ -16,7 +16,7 @@ import time
 import unittest
 import uuid
 
-from daemontest import DaemonTestCase, read_line
+from daemontest import DaemonTestCase, read_line, run_admin
 from tracetest import Trace, program
 
 SEEDS = (1, 2, 3)
@@ -25,9 +25,6 @@ EVENTS_EACH = 25_000      # emit:tick and emit:other each, per well-behaved prog
 SCRIBBLE_SECONDS = 3
 COMMAND_BOUND_S = 1.0
 
-
-def run(*argv):
-    subprocess.run(argv, check=True, capture_output=True, timeout=60)
 
 
 def user_group(user):
@@ -89,16 +86,16 @@ class HostileProgram(DaemonTestCase):
         super().setUp()
         tag = uuid.uuid4().hex[:6]
         self.group = f"trcg{tag}"
-        run("groupadd", self.group)
-        self.addCleanup(subprocess.run, ["groupdel", self.group], capture_output=True)
+        run_admin("groupadd", self.group)
+        self.addCleanup(run_admin, "groupdel", self.group)
         os.chmod(self.d.tmp, 0o755)  # the run directory inside must be reachable
         self.hostile, self.hostile_env, self.hostile_uid = self.add_user(f"h{tag}", [])
         self.member, self.member_env, _ = self.add_user(f"m{tag}", ["-G", self.group])
 
     def add_user(self, name, groups):
         user = f"trc{name}"
-        run("useradd", "-M", "-N", *groups, "-s", "/usr/sbin/nologin", user)
-        self.addCleanup(subprocess.run, ["userdel", user], capture_output=True)
+        run_admin("useradd", "-M", "-N", *groups, "-s", "/usr/sbin/nologin", user)
+        self.addCleanup(run_admin, "userdel", user)
         home = os.path.join(self.d.tmp, f"home-{user}")
         os.makedirs(home)
         shutil.chown(home, user)

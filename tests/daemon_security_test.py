@@ -7,12 +7,9 @@ import subprocess
 import unittest
 import uuid
 
-from daemontest import DaemonTestCase, read_line
+from daemontest import DaemonTestCase, read_line, run_admin
 from tracetest import Trace, program
 
-
-def run(*argv):
-    subprocess.run(argv, check=True, capture_output=True, timeout=60)
 
 
 class OtherUser(DaemonTestCase):
@@ -24,10 +21,10 @@ class OtherUser(DaemonTestCase):
         super().setUp()
         tag = uuid.uuid4().hex[:8]
         self.user, self.group = f"trcu{tag}", f"trcg{tag}"
-        run("groupadd", self.group)
-        self.addCleanup(subprocess.run, ["groupdel", self.group], capture_output=True)
-        run("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", self.user)
-        self.addCleanup(subprocess.run, ["userdel", self.user], capture_output=True)
+        run_admin("groupadd", self.group)
+        self.addCleanup(run_admin, "groupdel", self.group)
+        run_admin("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", self.user)
+        self.addCleanup(run_admin, "userdel", self.user)
         os.chmod(self.d.tmp, 0o755)  # the run directory inside must be reachable
         self.user_home = os.path.join(self.d.tmp, "userhome")
         os.makedirs(self.user_home)
@@ -51,7 +48,7 @@ class OtherUser(DaemonTestCase):
         self.assertIn("permission denied", proc.stderr)
 
         # In the group: may talk to the daemon, but sees none of root's things.
-        run("usermod", "-a", "-G", self.group, self.user)
+        run_admin("usermod", "-a", "-G", self.group, self.user)
         proc = self.as_user("list")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertNotIn("secret", proc.stdout)
@@ -90,8 +87,8 @@ class OtherUser(DaemonTestCase):
 
     def add_user(self, tag):
         user = f"trcu{tag}{uuid.uuid4().hex[:6]}"
-        run("useradd", "-M", "-N", "-G", self.group, "-s", "/usr/sbin/nologin", user)
-        self.addCleanup(subprocess.run, ["userdel", user], capture_output=True)
+        run_admin("useradd", "-M", "-N", "-G", self.group, "-s", "/usr/sbin/nologin", user)
+        self.addCleanup(run_admin, "userdel", user)
         home = os.path.join(self.d.tmp, f"home-{user}")
         os.makedirs(home)
         shutil.chown(home, user)
@@ -101,7 +98,7 @@ class OtherUser(DaemonTestCase):
         self.d.start_daemon("--group", self.group)
         root_path = self.session("shared", events=("emit:*",))
         self.d.tracery("start", "shared")
-        run("usermod", "-a", "-G", self.group, self.user)
+        run_admin("usermod", "-a", "-G", self.group, self.user)
         uid = int(subprocess.check_output(["id", "-u", self.user]))
 
         # The name root uses is free for the user, and says nothing of root's.

@@ -117,6 +117,19 @@ class DaemonEnv:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def run_admin(*argv):
+    """Runs a user or group administration command (useradd, groupadd, usermod), again while another test
+    holds the lock of /etc/passwd or /etc/group (exit status 10)."""
+    deadline = time.time() + 30
+    while True:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if proc.returncode == 0:
+            return
+        if proc.returncode != 10 or time.time() > deadline:
+            raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
+        time.sleep(0.1)
+
+
 def read_line(proc, prefix, timeout=30):
     """The next stdout line of proc starting with prefix (its other words)."""
     deadline = time.time() + timeout
