@@ -55,9 +55,16 @@ class DaemonEnv:
                 os.kill(pid, 0)
             except ProcessLookupError:
                 return
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split()[2] == "Z":
-                    return
+            # A zombie is dead once its last thread is: a killed daemon's main thread can be a zombie while
+            # another thread still finishes a write, holding the daemon's lock file.
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    zombie = f.read().split()[2] == "Z"
+                tasks = len(os.listdir(f"/proc/{pid}/task"))
+            except FileNotFoundError:
+                return
+            if zombie and tasks <= 1:
+                return
             time.sleep(0.02)
         os.kill(pid, signal.SIGKILL)
 
