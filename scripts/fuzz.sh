@@ -2,9 +2,9 @@
 # Builds the libFuzzer targets with clang into build-fuzz/ and runs each for
 # SECONDS (default 60): the filter parser+compiler, the bytecode verifier
 # (with both engines on what it accepts), the control socket's framing and
-# bodies, the event schemas programs send, and the stream-file walk of the
-# trace reader. Corpora grow in build-fuzz/corpus/; a failing input is saved
-# in the current directory.
+# bodies, the event schemas programs send, the stream-file walk of the
+# trace reader, and the kernel's tracefs format files. Corpora grow in
+# build-fuzz/corpus/; a failing input is saved in the current directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -12,14 +12,19 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON -DTRACERY_WERROR=ON >/dev/null
 # target -> the directory of build-fuzz/src/ it is built in
 declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control [fuzz_schema]=event
-  [fuzz_stream_check]=ctf)
-targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_schema fuzz_stream_check)
+  [fuzz_stream_check]=ctf [fuzz_format]=kernel)
+targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_schema fuzz_stream_check fuzz_format)
 ninja -C build-fuzz "${targets[@]}"
 for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t"
-  # Seeds kept in the tree (well-formed inputs to start from), read only.
+  # Seeds kept in the tree (well-formed inputs to start from), read only:
+  # fuzz/seeds/TARGET where a component has several targets, else fuzz/seeds.
   seeds=()
-  [[ -d src/${dirs[$t]}/fuzz/seeds ]] && seeds=("src/${dirs[$t]}/fuzz/seeds")
+  if [[ -d src/${dirs[$t]}/fuzz/seeds/$t ]]; then
+    seeds=("src/${dirs[$t]}/fuzz/seeds/$t")
+  elif [[ -d src/${dirs[$t]}/fuzz/seeds ]]; then
+    seeds=("src/${dirs[$t]}/fuzz/seeds")
+  fi
   echo "fuzz: $t for ${seconds}s"
   if ! "build-fuzz/src/${dirs[$t]}/$t" -max_total_time="$seconds" -print_final_stats=1 "build-fuzz/corpus/$t" \
       "${seeds[@]}" >"build-fuzz/$t.log" 2>&1; then
