@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   liburcu-dev libcli11-dev nlohmann-json3-dev libasmjit-dev
   babeltrace2 python3-bt2
+  libtraceevent-dev libtracefs-dev
 )
 missing=()
 for p in "${packages[@]}"; do
