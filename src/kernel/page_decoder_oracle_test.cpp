@@ -60,7 +60,11 @@ public:
 		kbuf_ = tep_kbuffer(tep_);
 		layout_ = make_page_layout(parse_header_page(header_page), parse_header_event(header_event));
 	}
-	~Readers() { tep_free(tep_); } // frees kbuf_ too
+	~Readers()
+	{
+		kbuffer_free(kbuf_); // tep_kbuffer() made it for us
+		tep_free(tep_);
+	}
 	Readers(const Readers &) = delete;
 	Readers &operator=(const Readers &) = delete;
 
