@@ -16,12 +16,13 @@ import unittest
 from daemontest import DaemonTestCase
 
 MAGIC = 0x59435254  # "TRCY", src/control/wire.hpp
-VERSION = 1
+VERSION = 2
+COMMAND, PROGRAM = 1, 2  # control::Kind
 
 
-def frame(body):
+def frame(body, kind=COMMAND):
     data = json.dumps(body).encode()
-    return struct.pack("<IHHI", MAGIC, VERSION, 0, len(data)) + data
+    return struct.pack("<IHHI", MAGIC, VERSION, kind, len(data)) + data
 
 
 def read_frames(sock):
@@ -69,12 +70,11 @@ class WrongTypes(DaemonTestCase):
 
     def test_commands_with_fields_of_the_wrong_type_are_refused(self):
         bodies = [
-            {"role": 1},
-            {"role": "cli", "cmd": 7},
-            {"role": "cli", "cmd": None},
-            {"role": "cli", "cmd": "create", "session": 5},
-            {"role": "cli", "cmd": "enable-event", "session": {"a": 1}, "patterns": "x"},
-            {"role": "cli", "cmd": "destroy", "all": "yes"},
+            {"cmd": 7},
+            {"cmd": None},
+            {"cmd": "create", "session": 5},
+            {"cmd": "enable-event", "session": {"a": 1}, "patterns": "x"},
+            {"cmd": "destroy", "all": "yes"},
         ]
         for body in bodies:
             with self.connect() as s:
@@ -85,20 +85,20 @@ class WrongTypes(DaemonTestCase):
             self.assertEqual(len(replies), 1, f"{body} -> {replies}")
             self.assertIs(replies[0].get("ok"), False, f"{body} -> {replies}")
             self.assertTrue(replies[0].get("error"), f"{body} -> {replies}")
-        # A role that is not "app" is a command's: this one is carried out.
+        # The frame's kind says who speaks, not the body: this one is carried out.
         with self.connect() as s:
-            s.sendall(frame({"role": ["cli"], "cmd": "list"}))
+            s.sendall(frame({"role": ["app"], "type": "hello", "cmd": "list"}))
             self.assertEqual(read_frames(s), [{"ok": True, "sessions": []}])
 
     def test_a_program_sending_fields_of_the_wrong_type_is_dropped(self):
         hellos = [
-            {"type": "hello", "role": "app", "procname": 3, "events": []},
-            {"type": "hello", "role": "app", "procname": "p", "events": {"a": 1}},
-            {"type": "hello", "role": "app", "procname": "p", "events": [5, "x", {"provider": 1}]},
+            {"type": "hello", "procname": 3, "events": []},
+            {"type": "hello", "procname": "p", "events": {"a": 1}},
+            {"type": "hello", "procname": "p", "events": [5, "x", {"provider": 1}]},
         ]
         for hello in hellos:
             with self.connect() as s:
-                s.sendall(frame(hello))
+                s.sendall(frame(hello, PROGRAM))
                 read_frames(s)
             self.assert_daemon_serves(hello)
         messages = [
@@ -110,8 +110,8 @@ class WrongTypes(DaemonTestCase):
         ]
         for message in messages:
             with self.connect() as s:
-                s.sendall(frame({"type": "hello", "role": "app", "procname": "p", "events": []}))
-                s.sendall(frame(message))
+                s.sendall(frame({"type": "hello", "procname": "p", "events": []}, PROGRAM))
+                s.sendall(frame(message, PROGRAM))
                 read_frames(s)
             self.assert_daemon_serves(message)
         self.assertIn("sent a malformed message and is disconnected", self.d.log())

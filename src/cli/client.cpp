@@ -35,18 +35,27 @@ base::Fd connect_daemon()
 
 } // namespace
 
-json request(json req)
+json request(const json &req)
 {
+	if (const size_t size = req.dump().size(); size > control::kDaemonLimits.command)
+		throw CliError("the request is " + std::to_string(size) +
+		               " bytes, over the session daemon's limit of " +
+		               std::to_string(control::kDaemonLimits.command) +
+		               " bytes for a command: give fewer or shorter event names or a shorter filter");
 	base::Fd fd = connect_daemon();
-	req[control::kRoleKey] = control::role::kCli;
-	if (!control::send_message(fd.get(), req))
-		throw CliError(std::string("cannot talk to the session daemon: ") + strerror(errno) +
-		               "; restart it with `traceryd --daemonize`");
+	// A daemon that refuses the request from its header alone (permission)
+	// may close before the body is all sent: its reply is still there to read.
+	const bool sent = control::send_message(fd.get(), control::Kind::command, req);
+	const int send_errno = errno;
 	control::Message reply;
 	std::string why;
-	if (control::recv_message(fd.get(), reply, &why) != control::RecvStatus::ok)
+	if (control::recv_message(fd.get(), control::Kind::command, reply, &why) != control::RecvStatus::ok) {
+		if (!sent)
+			throw CliError(std::string("cannot talk to the session daemon: ") + strerror(send_errno) +
+			               "; restart it with `traceryd --daemonize`");
 		throw CliError("the session daemon closed the connection" + (why.empty() ? std::string() : ": " + why) +
 		               "; see its log, or restart it with `traceryd --daemonize`");
+	}
 	if (!reply.body.value("ok", false))
 		throw CliError(reply.body.value("error", "the session daemon refused the request"));
 	return reply.body;

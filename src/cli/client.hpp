@@ -14,8 +14,8 @@ struct CliError : std::runtime_error {
 	using std::runtime_error::runtime_error;
 };
 
-// Sends {"role": "cli", ...request} and returns the reply (ok == true),
+// Sends the request (a command frame) and returns the reply (ok == true),
 // or throws CliError with the daemon's error.
-nlohmann::json request(nlohmann::json req);
+nlohmann::json request(const nlohmann::json &req);
 
 } // namespace tracery::cli

@@ -1,14 +1,15 @@
 // control/messages.hpp — every message of the control protocol, named once.
 //
-// Two conversations run over the daemon's socket (framing: wire.hpp):
+// Two conversations run over the daemon's socket (framing: wire.hpp); the
+// kind in every frame's header says which (control::Kind).
 //
 // The tracery command's: one request, one reply, then the connection closes.
-//   request  {"role": "cli", "cmd": <a Command below>, ...its arguments}
+//   request  {"cmd": <a Command below>, ...its arguments}
 //   reply    {"ok": true, ...results} or {"ok": false, "error": "<one line naming the fix>"}
 //
 // A traced program's: it opens with a hello and keeps the connection for as
 // long as it runs; each side sends messages whose "type" is one below.
-//   program -> daemon  hello       {"role": "app", procname, pid, uid, events: [schema...]}
+//   program -> daemon  hello       {procname, events: [schema...]}
 //                      new_events  {req, events: [schema...]}   (a library loaded later)
 //                      ack         {seq, session, tracing, refused: [{event, reason}]}
 //   daemon -> program  ready       {}                            (registration complete)
@@ -28,15 +29,8 @@
 namespace tracery::control {
 
 // Keys that say what a message is.
-inline constexpr char kRoleKey[] = "role"; // the first message of a connection: who speaks
 inline constexpr char kCmdKey[] = "cmd";   // a command request
 inline constexpr char kTypeKey[] = "type"; // a message between the daemon and a program
-
-// Values of "role".
-namespace role {
-inline constexpr char kCli[] = "cli";
-inline constexpr char kApp[] = "app";
-} // namespace role
 
 // Values of "cmd": the tracery command's requests.
 namespace cmd {

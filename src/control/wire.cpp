@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -18,10 +19,10 @@ namespace {
 struct Header {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t reserved;
+	uint16_t kind;
 	uint32_t length;
 };
-static_assert(sizeof(Header) == 12);
+static_assert(sizeof(Header) == kHeaderSize);
 
 bool make_address(const std::string &path, sockaddr_un &addr)
 {
@@ -35,60 +36,29 @@ bool make_address(const std::string &path, sockaddr_un &addr)
 	return true;
 }
 
-// Reads exactly n bytes, collecting any descriptors that come along.
-RecvStatus read_full(int sock, void *buf, size_t n, std::vector<base::Fd> &fds, bool eof_ok)
-{
-	size_t done = 0;
-	while (done < n) {
-		iovec iov{static_cast<char *>(buf) + done, n - done};
-		alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
-		msghdr msg{};
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = control;
-		msg.msg_controllen = sizeof control;
-		ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return RecvStatus::error;
-		}
-		for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < count; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-				fds.emplace_back(fd);
-			}
-		}
-		if (r == 0) {
-			if (done == 0 && eof_ok)
-				return RecvStatus::eof;
-			errno = ECONNRESET;
-			return RecvStatus::error;
-		}
-		done += static_cast<size_t>(r);
-	}
-	return RecvStatus::ok;
-}
-
 } // namespace
 
-bool send_message(int sock, const json &body, std::span<const int> fds)
+const char *kind_name(Kind kind) { return kind == Kind::command ? "command" : "program"; }
+
+std::string encode_frame(Kind kind, std::string_view body)
 {
-	const std::string text = body.dump();
-	if (text.size() > kMaxBody || fds.size() > kMaxFds) {
+	const Header h{kMagic, kProtocolVersion, static_cast<uint16_t>(kind), static_cast<uint32_t>(body.size())};
+	std::string frame(reinterpret_cast<const char *>(&h), sizeof h);
+	frame += body;
+	return frame;
+}
+
+ssize_t send_some(int sock, std::string_view bytes, std::span<const int> fds, int flags)
+{
+	if (fds.size() > kMaxFds) {
 		errno = EMSGSIZE;
-		return false;
+		return -1;
 	}
-	Header h{kMagic, kProtocolVersion, 0, static_cast<uint32_t>(text.size())};
-	iovec iov[2] = {{&h, sizeof h}, {const_cast<char *>(text.data()), text.size()}};
+	iovec iov{const_cast<char *>(bytes.data()), bytes.size()};
 	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
 	msghdr msg{};
-	msg.msg_iov = iov;
-	msg.msg_iovlen = 2;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
 	if (!fds.empty()) {
 		msg.msg_control = control;
 		msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
@@ -98,72 +68,209 @@ bool send_message(int sock, const json &body, std::span<const int> fds)
 		c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
 		memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
 	}
-	size_t total = sizeof h + text.size(), sent = 0;
-	while (sent < total) {
-		ssize_t r = sendmsg(sock, &msg, MSG_NOSIGNAL);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
+	ssize_t r;
+	do
+		r = sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+bool send_message(int sock, Kind kind, const json &body, std::span<const int> fds)
+{
+	const std::string text = body.dump();
+	if (text.size() > kPeerLimits.max_body(kind)) {
+		errno = EMSGSIZE;
+		return false;
+	}
+	const std::string frame = encode_frame(kind, text);
+	for (size_t sent = 0; sent < frame.size();) {
+		// Descriptors go with the first bytes.
+		const ssize_t r =
+			send_some(sock, std::string_view(frame).substr(sent), sent ? std::span<const int>() : fds);
+		if (r < 0)
 			return false;
-		}
 		sent += static_cast<size_t>(r);
-		// Descriptors went with the first bytes; advance the iovecs.
-		msg.msg_control = nullptr;
-		msg.msg_controllen = 0;
-		size_t skip = static_cast<size_t>(r);
-		while (msg.msg_iovlen && skip >= msg.msg_iov->iov_len) {
-			skip -= msg.msg_iov->iov_len;
-			msg.msg_iov++;
-			msg.msg_iovlen--;
-		}
-		if (msg.msg_iovlen) {
-			msg.msg_iov->iov_base = static_cast<char *>(msg.msg_iov->iov_base) + skip;
-			msg.msg_iov->iov_len -= skip;
-		}
 	}
 	return true;
 }
 
-RecvStatus recv_message(int sock, Message &out, std::string *why)
+void FrameDecoder::expect(Kind kind)
 {
-	out.fds.clear();
-	Header h{};
-	RecvStatus st = read_full(sock, &h, sizeof h, out.fds, true);
-	if (st != RecvStatus::ok) {
-		if (st == RecvStatus::error && why)
-			*why = strerror(errno);
-		return st;
-	}
+	expect_set_ = true;
+	expected_ = kind;
+}
+
+FrameDecoder::State FrameDecoder::fail(std::string why)
+{
+	error_ = std::move(why);
+	state_ = State::error;
+	body_ = std::string();
+	fds_.clear();
+	return state_;
+}
+
+std::span<char> FrameDecoder::space()
+{
+	if (state_ == State::header)
+		return {header_.data() + got_, kHeaderSize - got_};
+	if (state_ != State::body)
+		return {};
+	// Grow with what arrives (at most doubling it), not with what the
+	// header claims: a peer that claims 16 MiB and sends nothing costs 64 KiB.
+	if (got_ == body_.size())
+		body_.resize(std::min<size_t>(length_, std::max<size_t>(got_ * 2, 64 * 1024)));
+	return {body_.data() + got_, body_.size() - got_};
+}
+
+void FrameDecoder::check_header()
+{
+	Header h;
+	memcpy(&h, header_.data(), sizeof h);
 	if (h.magic != kMagic) {
-		if (why)
-			*why = "not a tracery control message (bad magic)";
-		return RecvStatus::error;
+		fail("not a tracery control message (bad magic)");
+		return;
 	}
 	if (h.version != kProtocolVersion) {
-		if (why)
-			*why = "protocol version " + std::to_string(h.version) + ", expected " +
-			       std::to_string(kProtocolVersion) +
-			       ": traceryd, tracery and libtracery must come from the same release";
-		return RecvStatus::error;
+		fail("protocol version " + std::to_string(h.version) + ", expected " +
+		     std::to_string(kProtocolVersion) +
+		     ": traceryd, tracery and libtracery must come from the same release");
+		return;
 	}
-	if (h.length > kMaxBody) {
-		if (why)
-			*why = "message of " + std::to_string(h.length) + " bytes is too large";
-		return RecvStatus::error;
+	if (h.kind != static_cast<uint16_t>(Kind::command) && h.kind != static_cast<uint16_t>(Kind::program)) {
+		fail("unknown connection kind " + std::to_string(h.kind) + " (1: a command, 2: a program)");
+		return;
 	}
-	std::string text(h.length, '\0');
-	if (read_full(sock, text.data(), text.size(), out.fds, false) != RecvStatus::ok) {
-		if (why)
-			*why = std::string("truncated message: ") + strerror(errno);
-		return RecvStatus::error;
+	kind_ = static_cast<Kind>(h.kind);
+	if (expect_set_ && kind_ != expected_) {
+		fail(std::string("a ") + kind_name(kind_) + " message on a " + kind_name(expected_) + " connection");
+		return;
 	}
-	out.body = json::parse(text, nullptr, false);
+	if (h.length > limits_.max_body(kind_)) {
+		fail(std::string("a ") + kind_name(kind_) + " message of " + std::to_string(h.length) +
+		     " bytes is over the limit of " + std::to_string(limits_.max_body(kind_)) + " bytes");
+		return;
+	}
+	length_ = h.length;
+	got_ = 0;
+	state_ = length_ ? State::body : State::complete;
+}
+
+FrameDecoder::State FrameDecoder::received(size_t n, std::vector<base::Fd> fds, bool fds_truncated)
+{
+	if (state_ != State::header && state_ != State::body)
+		return state_;
+	if (!fds.empty() || fds_truncated) {
+		if (!at_boundary())
+			return fail("descriptors in the middle of a message");
+		if (fds.size() > limits_.fds || fds_truncated)
+			return fail(limits_.fds
+			                    ? "more than " + std::to_string(limits_.fds) + " descriptors with a message"
+			                    : std::string("descriptors are not accepted here"));
+		fds_ = std::move(fds);
+	}
+	got_ += n;
+	if (state_ == State::header) {
+		if (got_ == kHeaderSize)
+			check_header();
+	} else if (got_ == length_) {
+		state_ = State::complete;
+	}
+	return state_;
+}
+
+bool FrameDecoder::ended()
+{
+	if (at_boundary())
+		return false;
+	if (state_ == State::header || state_ == State::body)
+		fail(state_ == State::header ? "the connection closed in the middle of a message header"
+		                             : "the connection closed after " + std::to_string(got_) + " of the " +
+		                                       std::to_string(length_) + " bytes of a message");
+	return true;
+}
+
+Frame FrameDecoder::take()
+{
+	Frame out{kind_, std::move(body_), std::move(fds_)};
+	body_ = std::string();
+	fds_.clear();
+	got_ = 0;
+	length_ = 0;
+	state_ = State::header;
+	return out;
+}
+
+bool parse_frame(Frame &&frame, Message &out, std::string *why)
+{
+	out.body = json::parse(frame.body, nullptr, false);
+	frame.body = std::string();
 	if (out.body.is_discarded() || !out.body.is_object()) {
 		if (why)
-			*why = "malformed message body";
+			*why = "malformed message body (not a JSON object)";
+		return false;
+	}
+	out.fds = std::move(frame.fds);
+	return true;
+}
+
+ssize_t receive(int sock, FrameDecoder &decoder, int flags)
+{
+	const std::span<char> space = decoder.space();
+	iovec iov{space.data(), space.size()};
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+	msghdr msg{};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (decoder.max_fds()) { // else the kernel discards descriptors sent along (MSG_CTRUNC)
+		msg.msg_control = control;
+		msg.msg_controllen = sizeof control;
+	}
+	ssize_t r;
+	do
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return r;
+	std::vector<base::Fd> fds;
+	for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < count; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			fds.emplace_back(fd);
+		}
+	}
+	if (r > 0 || !fds.empty() || (msg.msg_flags & MSG_CTRUNC))
+		decoder.received(static_cast<size_t>(r), std::move(fds), msg.msg_flags & MSG_CTRUNC);
+	return r;
+}
+
+RecvStatus recv_message(int sock, Kind kind, Message &out, std::string *why)
+{
+	out.fds.clear();
+	FrameDecoder decoder(kPeerLimits);
+	decoder.expect(kind);
+	while (decoder.state() == FrameDecoder::State::header || decoder.state() == FrameDecoder::State::body) {
+		const ssize_t r = receive(sock, decoder);
+		if (r < 0) {
+			if (why)
+				*why = strerror(errno);
+			return RecvStatus::error;
+		}
+		if (r == 0 && decoder.state() != FrameDecoder::State::error) {
+			if (!decoder.ended())
+				return RecvStatus::eof;
+			break;
+		}
+	}
+	if (decoder.state() != FrameDecoder::State::complete) {
+		if (why)
+			*why = decoder.error();
 		return RecvStatus::error;
 	}
-	return RecvStatus::ok;
+	return parse_frame(decoder.take(), out, why) ? RecvStatus::ok : RecvStatus::error;
 }
 
 base::Fd connect_unix(const std::string &path)
@@ -198,7 +305,8 @@ base::Fd listen_unix(const std::string &path, mode_t mode)
 	unlink(tmp.c_str());
 	if (bind(s.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0)
 		throw std::system_error(errno, std::generic_category(), "bind " + tmp);
-	if (chmod(tmp.c_str(), mode) != 0 || listen(s.get(), 128) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+	if (chmod(tmp.c_str(), mode) != 0 || listen(s.get(), SOMAXCONN) != 0 ||
+	    rename(tmp.c_str(), path.c_str()) != 0) {
 		int err = errno;
 		unlink(tmp.c_str());
 		throw std::system_error(err, std::generic_category(), "listen on " + path);

@@ -4,6 +4,7 @@
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -11,15 +12,80 @@
 
 namespace tracery::daemon {
 
+bool App::drop(const char *what)
+{
+	log(Level::warn, "program %d (%s): cannot send %s: %s; dropping it", cred.pid, procname.c_str(), what,
+	    strerror(errno));
+	queue_.clear();
+	queued_ = 0;
+	shutdown_link();
+	return false;
+}
+
+void App::shutdown_link() { shutdown(sock.get(), SHUT_RDWR); }
+
 bool App::send(const nlohmann::json &msg, std::span<const int> fds)
 {
+	const std::string type = control::string_field(msg, control::kTypeKey);
 	std::lock_guard lock(send_mutex_);
-	if (control::send_message(sock.get(), msg, fds))
-		return true;
-	log(Level::warn, "program %d (%s): cannot send %s: %s; dropping it", cred.pid, procname.c_str(),
-	    msg.value(control::kTypeKey, "?").c_str(), strerror(errno));
-	shutdown(sock.get(), SHUT_RDWR); // its connection thread sees EOF and cleans up
-	return false;
+	const std::string text = msg.dump();
+	if (text.size() > control::kPeerLimits.program) {
+		errno = EMSGSIZE;
+		return drop(type.c_str());
+	}
+	Out out{control::encode_frame(control::Kind::program, text), {}, 0};
+	if (queue_.empty()) {
+		const ssize_t r = control::send_some(sock.get(), out.frame, fds, MSG_DONTWAIT);
+		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return drop(type.c_str());
+		if (r > 0 && static_cast<size_t>(r) == out.frame.size())
+			return true;
+		out.sent = r > 0 ? static_cast<size_t>(r) : 0;
+	}
+	if (out.sent == 0) // the descriptors still have to go: keep them open until then
+		for (int fd : fds) {
+			base::Fd copy(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+			if (!copy)
+				return drop(type.c_str());
+			out.fds.push_back(std::move(copy));
+		}
+	queued_ += out.frame.size() - out.sent;
+	queue_.push_back(std::move(out));
+	if (queued_ > kMaxQueued) {
+		errno = ENOBUFS;
+		return drop(type.c_str());
+	}
+	if (on_blocked)
+		on_blocked();
+	return true;
+}
+
+bool App::flush()
+{
+	std::lock_guard lock(send_mutex_);
+	while (!queue_.empty()) {
+		Out &out = queue_.front();
+		std::vector<int> fds;
+		if (out.sent == 0)
+			for (const auto &fd : out.fds)
+				fds.push_back(fd.get());
+		const ssize_t r =
+			control::send_some(sock.get(), std::string_view(out.frame).substr(out.sent), fds, MSG_DONTWAIT);
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? true : drop("a queued message");
+		out.sent += static_cast<size_t>(r);
+		queued_ -= static_cast<size_t>(r);
+		if (out.sent < out.frame.size())
+			return true;
+		queue_.pop_front();
+	}
+	return true;
+}
+
+bool App::wants_write()
+{
+	std::lock_guard lock(send_mutex_);
+	return !queue_.empty();
 }
 
 } // namespace tracery::daemon

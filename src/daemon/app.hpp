@@ -5,6 +5,8 @@
 
 #include "control/wire.hpp"
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -25,12 +27,31 @@ struct App {
 	std::set<uint64_t> tracing;                 // sessions whose buffers it confirmed it writes into
 	bool gone = false;
 
-	// Sends without blocking for long (the socket has a send timeout): a
-	// program that stops reading is treated as gone.
+	// Sends without ever blocking (the daemon's lock may be held): what the
+	// socket does not take now waits here, and on_blocked asks the server
+	// to flush() when the socket can take more. A program that lets more
+	// than kMaxQueued bytes wait does not read its socket, and is
+	// disconnected (as when the send fails). False then.
 	bool send(const nlohmann::json &msg, std::span<const int> fds = {});
+	// Sends what waits, as far as the socket takes it; false if the program is gone.
+	bool flush();
+	bool wants_write();
+	// Ends the connection; the server sees its end and drops the program.
+	void shutdown_link();
+	std::function<void()> on_blocked;
+
+	static constexpr size_t kMaxQueued = 64u << 20;
 
 private:
+	struct Out {
+		std::string frame;
+		std::vector<base::Fd> fds; // copies, sent with the first byte
+		size_t sent = 0;
+	};
+	bool drop(const char *what);
 	std::mutex send_mutex_;
+	std::deque<Out> queue_;
+	size_t queued_ = 0;
 };
 
 } // namespace tracery::daemon

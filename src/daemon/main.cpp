@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -162,6 +163,13 @@ int serve(const Args &args)
 	signal(SIGPIPE, SIG_IGN);
 	base::Fd sfd(signalfd(-1, &sigs, SFD_CLOEXEC));
 
+	// Every connection is a descriptor: take all the kernel allows us (the
+	// server gives connections half of them, and limits each user's share).
+	rlimit files{};
+	if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+		files.rlim_cur = files.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &files);
+	}
 	const std::string sock = control::socket_path(opt.rundir);
 	Daemon daemon(opt);
 	Server server(daemon, control::listen_unix(sock, opt.system ? 0666 : 0600));
@@ -175,7 +183,7 @@ int serve(const Args &args)
 	daemon.shutdown();
 	unlink(control::lock_path(opt.rundir).c_str());
 	log(Level::info, "stopped");
-	_exit(0); // connection threads may still run: no destructors
+	_exit(0); // the command workers may still be in a command: no destructors
 }
 
 } // namespace

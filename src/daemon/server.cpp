@@ -4,22 +4,33 @@
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
+#include <malloc.h>
 #include <pwd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
-#include <vector>
 
 namespace tracery::daemon {
 
 using nlohmann::json;
 
 namespace {
+
+constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kStopId = UINT64_MAX;
+constexpr uint64_t kWakeId = UINT64_MAX - 1;
+constexpr unsigned kAcceptBatch = 64;      // then the loop serves the connections it has
+constexpr size_t kReadBudget = 256u << 10; // bytes read from one connection per turn
+constexpr int kTickMs = 250;               // how often deadlines are checked
+constexpr int kAcceptPauseMs = 100;        // out of descriptors: accept again after this
 
 bool in_group(uid_t uid, gid_t primary, gid_t group)
 {
@@ -42,13 +53,50 @@ bool in_group(uid_t uid, gid_t primary, gid_t group)
 	return false;
 }
 
-void set_timeout(int fd, int opt, int ms)
+std::string error_frame(control::Kind kind, const std::string &why)
 {
-	timeval tv{ms / 1000, (ms % 1000) * 1000};
-	setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+	return control::encode_frame(kind, json{{"ok", false}, {"error", why}}.dump());
+}
+
+void add(int epoll, int fd, uint64_t id, uint32_t events)
+{
+	epoll_event ev{};
+	ev.events = events;
+	ev.data.u64 = id;
+	epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev);
 }
 
 } // namespace
+
+Server::Server(Daemon &daemon, base::Fd listener, ServerLimits limits)
+	: daemon_(daemon), listener_(std::move(listener)), limits_(limits), commands_(limits.commands_per_user),
+	  programs_(1)
+{
+	if (!limits_.max_connections) {
+		rlimit r{};
+		getrlimit(RLIMIT_NOFILE, &r);
+		limits_.max_connections = static_cast<unsigned>(std::min<rlim_t>(r.rlim_cur / 2, 1u << 20));
+	}
+	if (!limits_.programs_per_user)
+		limits_.programs_per_user = std::max(1u, limits_.max_connections / 4);
+	// accept_all() takes what is there and returns: the listener never blocks.
+	fcntl(listener_.get(), F_SETFL, fcntl(listener_.get(), F_GETFL) | O_NONBLOCK);
+	epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+	wake_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (!epoll_ || !wake_)
+		throw std::system_error(errno, std::generic_category(), "epoll");
+	for (unsigned i = 0; i < limits_.command_workers; i++)
+		threads_.emplace_back([this] { command_worker(); });
+	threads_.emplace_back([this] { program_worker(); });
+}
+
+Server::~Server()
+{
+	commands_.close();
+	programs_.close();
+	for (std::thread &t : threads_)
+		t.join();
+}
 
 bool Server::may_control(const control::PeerCred &peer) const
 {
@@ -57,107 +105,447 @@ bool Server::may_control(const control::PeerCred &peer) const
 	return daemon_.options().system && in_group(peer.uid, peer.gid, daemon_.options().group);
 }
 
+std::string Server::permission_denied() const
+{
+	return "permission denied: only root" +
+	       (daemon_.options().system ? " and members of group '" + daemon_.options().group_name + "'"
+	                                 : std::string(" and its owner")) +
+	       " may control this session daemon; run your own with `traceryd --daemonize`";
+}
+
 void Server::run(int stop_fd)
 {
-	pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+	add(epoll_.get(), listener_.get(), kListenerId, EPOLLIN);
+	add(epoll_.get(), stop_fd, kStopId, EPOLLIN);
+	add(epoll_.get(), wake_.get(), kWakeId, EPOLLIN);
+	auto next_sweep = Clock::now();
+	epoll_event events[256];
 	for (;;) {
-		if (poll(fds, 2, -1) < 0) {
+		const int n = epoll_wait(epoll_.get(), events, 256, kTickMs);
+		if (n < 0 && errno != EINTR) {
+			log(Level::error, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			const uint64_t id = events[i].data.u64;
+			if (id == kStopId) {
+				commands_.close();
+				programs_.close();
+				return;
+			}
+			if (id == kWakeId) {
+				uint64_t count;
+				if (read(wake_.get(), &count, sizeof count) < 0) {
+				}
+				take_completions();
+			} else if (id == kListenerId) {
+				accept_all();
+			} else if (auto it = conns_.find(id); it != conns_.end()) {
+				on_events(it->second, events[i].events);
+			}
+		}
+		if (Clock::now() >= next_sweep) {
+			sweep();
+			next_sweep = Clock::now() + std::chrono::milliseconds(kTickMs);
+		}
+	}
+}
+
+void Server::accept_all()
+{
+	for (unsigned i = 0; i < kAcceptBatch; i++) {
+		base::Fd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+		if (!fd) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				// Out of descriptors: the listener stays readable, so stop
+				// watching it for a while rather than spin on it.
+				log(Level::warn, "accept: %s; accepting again in %d ms (%zu connections)",
+				    strerror(errno), kAcceptPauseMs, conns_.size());
+				epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_.get(), nullptr);
+				accepting_ = false;
+				accept_again_ = Clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
+			}
+			return;
+		}
+		control::PeerCred peer;
+		if (!control::peer_cred(fd.get(), peer))
+			continue;
+		if (conns_.size() >= limits_.max_connections) {
+			refuse_at_accept(std::move(fd), peer,
+			                 "the session daemon has " + std::to_string(conns_.size()) +
+			                         " connections, its limit: try again later");
+			continue;
+		}
+		const auto known = users_.find(peer.uid);
+		if (known != users_.end() && known->second.pending >= limits_.pending_per_user) {
+			refuse_at_accept(std::move(fd), peer,
+			                 "uid " + std::to_string(peer.uid) + " has " +
+			                         std::to_string(known->second.pending) +
+			                         " connections waiting or in a request, the most a user may have: "
+			                         "try again when they are answered");
+			continue;
+		}
+		users_[peer.uid].pending++;
+		const uint64_t id = next_conn_++;
+		Conn &c = conns_[id];
+		c.id = id;
+		c.peer = peer;
+		c.fd = std::move(fd);
+		c.deadline = Clock::now() + std::chrono::milliseconds(limits_.request_timeout_ms);
+		add(epoll_.get(), c.sock(), id, EPOLLIN);
+		c.events = EPOLLIN;
+		read_from(c); // its first bytes are often there already
+	}
+}
+
+void Server::refuse_at_accept(base::Fd fd, const control::PeerCred &peer, const std::string &why)
+{
+	log(Level::debug, "refused a connection of pid %d (uid %u): %s", peer.pid, peer.uid, why.c_str());
+	// Best effort, never blocking: the peer may read why before the close.
+	const std::string frame = error_frame(control::Kind::command, why);
+	if (send(fd.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	}
+}
+
+void Server::on_events(Conn &c, uint32_t events)
+{
+	if (events & (EPOLLHUP | EPOLLERR) && c.busy) {
+		// Hung up while a message of it is being handled (no reading then).
+		if (c.stage == Stage::running) { // nobody to answer
+			close(c);
+			return;
+		}
+		epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.sock(), nullptr);
+		c.events = 0;
+		c.ended = true; // its program is gone once the message is handled
+		return;
+	}
+	if (events & EPOLLOUT) {
+		if (c.stage == Stage::replying) {
+			write_out(c);
+			return;
+		}
+		if (c.app)
+			c.app->flush(); // a program found gone is shut down: the end of its connection follows
+		set_interest(c);
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		if (c.stage == Stage::replying) { // a refused peer that keeps talking, or hung up
+			if (events & (EPOLLHUP | EPOLLERR))
+				close(c);
+			return;
+		}
+		read_from(c);
+	}
+}
+
+void Server::read_from(Conn &c)
+{
+	size_t taken = 0;
+	while (!c.busy && c.stage != Stage::replying && taken < kReadBudget) {
+		const ssize_t r = control::receive(c.sock(), c.decoder, MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (r <= 0) {
+			if (r == 0 && c.decoder.state() != control::FrameDecoder::State::error && c.decoder.ended())
+				log(Level::debug, "pid %d: %s", c.peer.pid, c.decoder.error().c_str());
+			else if (r < 0)
+				log(Level::debug, "pid %d: %s", c.peer.pid, strerror(errno));
+			close(c);
+			return;
+		}
+		taken += static_cast<size_t>(r);
+		recharge(c);
+		if (users_[c.peer.uid].buffered > limits_.buffered_per_user) {
+			refuse(c, "uid " + std::to_string(c.peer.uid) + " has " +
+			                  std::to_string(users_[c.peer.uid].buffered) +
+			                  " bytes of unfinished messages, over the limit of " +
+			                  std::to_string(limits_.buffered_per_user) + " per user");
+			return;
+		}
+		const auto state = c.decoder.state();
+		if (state == control::FrameDecoder::State::error) {
+			refuse(c, c.decoder.error());
+			return;
+		}
+		if (c.stage == Stage::fresh && state != control::FrameDecoder::State::header) {
+			judge(c);
+			if (c.stage == Stage::replying)
+				return;
+		}
+		if (c.decoder.state() == control::FrameDecoder::State::complete)
+			message_complete(c);
+	}
+}
+
+// The first header is whole: who speaks, and may it?
+void Server::judge(Conn &c)
+{
+	UserCount &u = users_[c.peer.uid];
+	if (c.decoder.kind() == control::Kind::command) {
+		if (!may_control(c.peer)) {
+			log(Level::warn, "refused a command from uid %u (pid %d)", c.peer.uid, c.peer.pid);
+			refuse(c, permission_denied());
+			return;
+		}
+		c.stage = Stage::request;
+		return;
+	}
+	if (!daemon_.options().system && c.peer.uid != geteuid()) {
+		log(Level::warn, "refused program %d of uid %u: this daemon traces uid %u only", c.peer.pid, c.peer.uid,
+		    geteuid());
+		refuse(c, "this session daemon traces the programs of uid " + std::to_string(geteuid()) + " only");
+		return;
+	}
+	if (u.programs >= limits_.programs_per_user) {
+		log(Level::warn, "refused program %d of uid %u: it has %u registered programs, the limit", c.peer.pid,
+		    c.peer.uid, u.programs);
+		refuse(c, "uid " + std::to_string(c.peer.uid) + " has " + std::to_string(u.programs) +
+		                  " programs registered, the most a user may have");
+		return;
+	}
+	u.pending--;
+	u.programs++;
+	c.program = true;
+	c.decoder.expect(control::Kind::program);
+	c.stage = Stage::hello;
+}
+
+void Server::message_complete(Conn &c)
+{
+	control::Frame frame = c.decoder.take();
+	c.busy = true;
+	c.in_hand = frame.body.size();
+	recharge(c);
+	set_interest(c);
+	if (c.stage == Stage::request) {
+		c.stage = Stage::running;
+		c.deadline = Clock::time_point::max(); // the daemon's turn: bounded by its own waits
+		commands_.push(c.peer.uid, {c.id, c.peer, std::move(frame)});
+		return;
+	}
+	if (c.stage == Stage::hello) {
+		c.app = std::make_shared<App>();
+		c.app->id = next_app_id_++;
+		c.app->cred = c.peer;
+		c.app->sock = std::move(c.fd);
+		c.app->on_blocked = [this, id = c.id] { post({Completion::writable, id, {}}); };
+		c.stage = Stage::program;
+		c.deadline = Clock::time_point::max(); // programs may be silent for ever
+		programs_.push(c.peer.uid, {ProgramJob::hello, c.id, c.app, std::move(frame)});
+		return;
+	}
+	programs_.push(c.peer.uid, {ProgramJob::message, c.id, c.app, std::move(frame)});
+}
+
+// Answers with an error and closes once it is written (or times out).
+void Server::refuse(Conn &c, const std::string &why)
+{
+	if (c.stage == Stage::program) {
+		log(Level::warn, "program %d: %s; disconnecting it", c.peer.pid, why.c_str());
+		close(c);
+		return;
+	}
+	start_reply(c, error_frame(c.stage == Stage::hello ? control::Kind::program : control::Kind::command, why));
+}
+
+void Server::start_reply(Conn &c, std::string frame)
+{
+	c.stage = Stage::replying;
+	c.busy = false;
+	c.in_hand = 0;
+	c.decoder = control::FrameDecoder(control::kDaemonLimits); // what it still sends is not read
+	recharge(c);
+	c.out = std::move(frame);
+	c.out_sent = 0;
+	c.deadline = Clock::now() + std::chrono::milliseconds(limits_.request_timeout_ms);
+	write_out(c);
+}
+
+void Server::write_out(Conn &c)
+{
+	while (c.out_sent < c.out.size()) {
+		const ssize_t r = send(c.sock(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
+		                       MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				set_interest(c);
+				return;
+			}
 			if (errno == EINTR)
 				continue;
-			log(Level::error, "poll: %s", strerror(errno));
-			return;
+			break; // the peer is gone
 		}
-		if (fds[1].revents)
-			return;
-		if (fds[0].revents & POLLIN) {
-			base::Fd conn(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-			if (!conn)
-				continue;
-			std::thread([this, c = std::move(conn)]() mutable { serve(std::move(c)); }).detach();
-		}
+		c.out_sent += static_cast<size_t>(r);
 	}
+	close(c);
 }
 
-void Server::serve(base::Fd conn)
+void Server::set_interest(Conn &c)
 {
-	control::PeerCred peer;
-	if (!control::peer_cred(conn.get(), peer))
+	uint32_t events = EPOLLOUT; // replying: writing only
+	if (c.stage != Stage::replying)
+		events = (c.busy ? 0u : uint32_t{EPOLLIN}) | (c.app && c.app->wants_write() ? uint32_t{EPOLLOUT} : 0u);
+	if (c.events == events)
 		return;
-	set_timeout(conn.get(), SO_RCVTIMEO, 10000); // a silent peer does not hold a thread for ever
-	set_timeout(conn.get(), SO_SNDTIMEO, 1000);
-	control::Message msg;
-	std::string why;
-	if (control::recv_message(conn.get(), msg, &why) != control::RecvStatus::ok) {
-		if (!why.empty()) {
-			log(Level::warn, "pid %d: %s", peer.pid, why.c_str());
-			control::send_message(conn.get(), {{"ok", false}, {"error", why}});
-		}
-		return;
-	}
-	if (control::string_field(msg.body, control::kRoleKey) == control::role::kApp) {
-		serve_app(std::move(conn), peer, msg.body);
-		return;
-	}
-	json reply;
-	if (!may_control(peer)) {
-		reply = {{"ok", false},
-		         {"error",
-		          "permission denied: only root" +
-		                  (daemon_.options().system
-		                           ? " and members of group '" + daemon_.options().group_name + "'"
-		                           : std::string(" and its owner")) +
-		                  " may control this session daemon; run your own with `traceryd --daemonize`"}};
-		log(Level::warn, "refused a command from uid %u (pid %d)", peer.uid, peer.pid);
-	} else {
-		set_timeout(conn.get(), SO_SNDTIMEO, 10000);
-		try {
-			reply = daemon_.handle_command(msg.body, peer);
-		} catch (const std::exception &e) {
-			// A field of the wrong JSON type (nlohmann's type_error) outside the
-			// handlers' own error handling: the request is refused, nothing else.
-			log(Level::warn, "malformed request from pid %d: %s", peer.pid, e.what());
-			reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
-		}
-	}
-	control::send_message(conn.get(), reply);
+	epoll_event ev{};
+	ev.events = events;
+	ev.data.u64 = c.id;
+	epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.sock(), &ev);
+	c.events = events;
 }
 
-void Server::serve_app(base::Fd conn, const control::PeerCred &peer, const json &hello)
+// What the connection holds counts against its user.
+void Server::recharge(Conn &c)
 {
-	if (!daemon_.options().system && peer.uid != geteuid()) {
-		log(Level::warn, "refused program %d of uid %u: this daemon traces uid %u only", peer.pid, peer.uid,
-		    geteuid());
-		return;
+	const size_t now = (c.stage == Stage::replying ? c.out.size() : c.decoder.buffered()) + c.in_hand;
+	UserCount &u = users_[c.peer.uid];
+	u.buffered = u.buffered - c.charged + now;
+	c.charged = now;
+}
+
+void Server::close(Conn &c)
+{
+	UserCount &u = users_[c.peer.uid];
+	u.buffered -= c.charged;
+	if (c.program)
+		u.programs--;
+	else
+		u.pending--;
+	if (c.app) {
+		// Registered (or registering): the program thread ends it, after
+		// the message it may be handling. Its socket closes with the App.
+		epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.sock(), nullptr);
+		programs_.push(c.peer.uid, {ProgramJob::gone, c.id, std::move(c.app), {}});
 	}
-	set_timeout(conn.get(), SO_RCVTIMEO, 0); // programs may stay silent for ever
-	auto app = std::make_shared<App>();
-	app->cred = peer;
-	app->sock = std::move(conn);
+	if (!u.pending && !u.programs && !u.buffered)
+		users_.erase(c.peer.uid);
+	conns_.erase(c.id); // closes an unregistered connection's socket (epoll forgets it)
+}
+
+void Server::post(Completion done)
+{
 	{
-		static std::mutex id_mutex;
-		std::lock_guard lock(id_mutex);
-		app->id = next_app_id_++;
+		std::lock_guard lock(done_mutex_);
+		done_.push_back(std::move(done));
 	}
-	// Whatever the program sends is input: a message the daemon cannot take
-	// (a field of the wrong JSON type, say) ends this program's connection,
-	// as its exit would, and nothing else.
-	try {
-		daemon_.app_registered(app, hello);
-		for (;;) {
-			control::Message msg;
-			std::string why;
-			control::RecvStatus st = control::recv_message(app->sock.get(), msg, &why);
-			if (st != control::RecvStatus::ok) {
-				if (st == control::RecvStatus::error && !why.empty())
-					log(Level::debug, "program %d: %s", peer.pid, why.c_str());
-				break;
+	const uint64_t one = 1;
+	if (write(wake_.get(), &one, sizeof one) < 0) {
+	}
+}
+
+void Server::take_completions()
+{
+	std::vector<Completion> done;
+	{
+		std::lock_guard lock(done_mutex_);
+		done.swap(done_);
+	}
+	for (Completion &d : done) {
+		auto it = conns_.find(d.conn);
+		if (it == conns_.end())
+			continue; // closed meanwhile
+		Conn &c = it->second;
+		if (d.what == Completion::reply) {
+			start_reply(c, std::move(d.frame));
+		} else if (d.what == Completion::resume) {
+			c.busy = false;
+			c.in_hand = 0;
+			recharge(c);
+			if (c.ended) {
+				close(c);
+				continue;
 			}
-			daemon_.app_message(*app, msg);
+			set_interest(c);
+		} else if (!c.ended) {
+			set_interest(c);
 		}
-	} catch (const std::exception &e) {
-		log(Level::warn, "program %d sent a malformed message and is disconnected: %s", peer.pid, e.what());
 	}
-	daemon_.app_gone(*app);
+}
+
+void Server::sweep()
+{
+	const auto now = Clock::now();
+	if (!accepting_ && now >= accept_again_) {
+		add(epoll_.get(), listener_.get(), kListenerId, EPOLLIN);
+		accepting_ = true;
+	}
+	std::vector<uint64_t> late;
+	for (const auto &[id, c] : conns_)
+		if (c.deadline <= now)
+			late.push_back(id);
+	for (uint64_t id : late) {
+		Conn &c = conns_.at(id);
+		log(Level::debug, "pid %d (uid %u): no whole %s within %d ms; closing its connection", c.peer.pid,
+		    c.peer.uid, c.stage == Stage::replying ? "read of the reply" : "message",
+		    limits_.request_timeout_ms);
+		close(c);
+	}
+	if (conns_.empty() && !late.empty())
+		malloc_trim(0); // a flood of unfinished messages ended: give its memory back
+}
+
+void Server::command_worker()
+{
+	while (auto job = commands_.pop()) {
+		auto &[uid, j] = *job;
+		json reply;
+		control::Message msg;
+		std::string why;
+		if (!control::parse_frame(std::move(j.frame), msg, &why)) {
+			reply = {{"ok", false}, {"error", why}};
+		} else {
+			try {
+				reply = daemon_.handle_command(msg.body, j.peer);
+			} catch (const std::exception &e) {
+				// A field of the wrong JSON type (nlohmann's type_error) outside the
+				// handlers' own error handling: the request is refused, nothing else.
+				log(Level::warn, "malformed request from pid %d: %s", j.peer.pid, e.what());
+				reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
+			}
+		}
+		std::string text = reply.dump();
+		if (text.size() > control::kPeerLimits.command)
+			text = json{{"ok", false},
+			            {"error", "the reply of " + std::to_string(text.size()) +
+			                              " bytes is over the limit of " +
+			                              std::to_string(control::kPeerLimits.command)}}
+			               .dump();
+		post({Completion::reply, j.conn, control::encode_frame(control::Kind::command, text)});
+		commands_.done(uid);
+	}
+}
+
+void Server::program_worker()
+{
+	while (auto job = programs_.pop()) {
+		auto &[uid, j] = *job;
+		// Whatever the program sends is input: a message the daemon cannot
+		// take (not JSON, a field of the wrong JSON type) ends this
+		// program's connection, as its exit would, and nothing else.
+		try {
+			if (j.what == ProgramJob::gone) {
+				daemon_.app_gone(*j.app);
+			} else {
+				control::Message msg;
+				std::string why;
+				if (!control::parse_frame(std::move(j.frame), msg, &why))
+					throw std::runtime_error(why);
+				if (j.what == ProgramJob::hello)
+					daemon_.app_registered(j.app, msg.body);
+				else
+					daemon_.app_message(*j.app, msg);
+			}
+		} catch (const std::exception &e) {
+			log(Level::warn, "program %d sent a malformed message and is disconnected: %s", j.app->cred.pid,
+			    e.what());
+			j.app->shutdown_link();
+		}
+		if (j.what != ProgramJob::gone)
+			post({Completion::resume, j.conn, {}});
+		j.app.reset(); // the last reference of a gone program closes its socket here
+		programs_.done(uid);
+	}
 }
 
 } // namespace tracery::daemon

@@ -1,28 +1,144 @@
-// traceryd's socket: accepts connections, checks each peer's credentials
-// (SO_PEERCRED) and gives every connection a thread: a program's for as long
-// as it lives, the tracery command's for one request.
+// traceryd's socket: one event loop (epoll, non-blocking I/O) accepts every
+// connection, takes its peer's credentials (SO_PEERCRED) at accept, reads
+// frames incrementally (control::FrameDecoder) and judges each connection
+// from its first frame's 12-byte header (a command from a peer that may not
+// control the daemon is refused before its body is read). Whole messages go
+// to bounded thread pools served round-robin per user (FairQueue): commands
+// to a few workers (Daemon::handle_command may wait for programs' acks),
+// programs' messages, in order, to one thread. Per-user limits bound what a
+// user's connections hold; docs/architecture.md (threat model) states them
+// and the delay one user's flood can cause another's command.
 #pragma once
 
 #include "daemon/daemon.hpp"
+#include "daemon/fair_queue.hpp"
 
 #include "control/wire.hpp"
 
+#include <chrono>
+#include <cstddef>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
 namespace tracery::daemon {
+
+struct ServerLimits {
+	// A connection's first message must be whole within this; a command's
+	// reply read within it too. A program may be silent for ever after its hello.
+	int request_timeout_ms = 10000;
+	// Connections of one user that are not registered programs: not yet
+	// judged, or commands waiting, running or being answered.
+	unsigned pending_per_user = 64;
+	// Registered programs of one user (0: a quarter of max_connections).
+	unsigned programs_per_user = 0;
+	// Every connection (0: half the descriptors the daemon may open).
+	unsigned max_connections = 0;
+	// Bytes of one user's messages the daemon holds before handling them.
+	size_t buffered_per_user = 64u << 20;
+	unsigned command_workers = 4;
+	unsigned commands_per_user = 2; // of those workers, at most this many busy with one user's commands
+};
 
 class Server {
 public:
-	Server(Daemon &daemon, base::Fd listener) : daemon_(daemon), listener_(std::move(listener)) {}
-	// Accepts until stop_fd becomes readable.
+	Server(Daemon &daemon, base::Fd listener, ServerLimits limits = {});
+	~Server();
+	Server(const Server &) = delete;
+	Server &operator=(const Server &) = delete;
+	// Serves until stop_fd becomes readable.
 	void run(int stop_fd);
 
 private:
-	void serve(base::Fd conn);
-	void serve_app(base::Fd conn, const control::PeerCred &peer, const nlohmann::json &hello);
+	using Clock = std::chrono::steady_clock;
+	enum class Stage {
+		fresh,    // nothing judged yet
+		request,  // a command: reading its request
+		running,  // a command: its request is with a worker
+		replying, // writing a reply (or a refusal), then closing
+		hello,    // a program: reading its hello
+		program,  // a registered program: reading its messages
+	};
+	struct Conn {
+		uint64_t id = 0;
+		control::PeerCred peer;
+		base::Fd fd; // until a program registers: then app->sock
+		std::shared_ptr<App> app;
+		control::FrameDecoder decoder{control::kDaemonLimits};
+		Stage stage = Stage::fresh;
+		bool program = false; // counted in its user's programs (from its first header on)
+		bool busy = false;    // a message of it is being handled: not reading
+		bool ended = false;   // the peer hung up while busy
+		Clock::time_point deadline = Clock::time_point::max();
+		std::string out; // the reply being written
+		size_t out_sent = 0;
+		size_t charged = 0;  // bytes counted in its user's buffered
+		size_t in_hand = 0;  // of them, the message being handled
+		uint32_t events = 0; // epoll interest
+		int sock() const { return app ? app->sock.get() : fd.get(); }
+	};
+	struct UserCount {
+		unsigned pending = 0;
+		unsigned programs = 0;
+		size_t buffered = 0;
+	};
+	// What the pools hand back to the loop.
+	struct Completion {
+		enum What { reply, resume, writable } what;
+		uint64_t conn;
+		std::string frame; // reply
+	};
+	struct CommandJob {
+		uint64_t conn;
+		control::PeerCred peer;
+		control::Frame frame;
+	};
+	struct ProgramJob {
+		enum What { hello, message, gone } what;
+		uint64_t conn;
+		std::shared_ptr<App> app;
+		control::Frame frame;
+	};
+
 	bool may_control(const control::PeerCred &peer) const;
+	std::string permission_denied() const;
+	void accept_all();
+	void refuse_at_accept(base::Fd fd, const control::PeerCred &peer, const std::string &why);
+	void on_events(Conn &c, uint32_t events);
+	void read_from(Conn &c);
+	void judge(Conn &c);
+	void message_complete(Conn &c);
+	void refuse(Conn &c, const std::string &why);
+	void start_reply(Conn &c, std::string frame);
+	void write_out(Conn &c);
+	// Watches for reading unless a message is being handled (or a reply
+	// written), for writing while something waits to be sent.
+	void set_interest(Conn &c);
+	void recharge(Conn &c);
+	void close(Conn &c);
+	void complete(Completion done);
+	void take_completions();
+	void sweep();
+	void command_worker();
+	void program_worker();
+	void post(Completion done);
 
 	Daemon &daemon_;
 	base::Fd listener_;
+	ServerLimits limits_;
+	base::Fd epoll_;
+	base::Fd wake_; // eventfd: completions are waiting
+	bool accepting_ = true;
+	Clock::time_point accept_again_{};
+	std::unordered_map<uint64_t, Conn> conns_;
+	std::unordered_map<uid_t, UserCount> users_;
+	uint64_t next_conn_ = 1;
 	uint64_t next_app_id_ = 1;
+	FairQueue<CommandJob> commands_;
+	FairQueue<ProgramJob> programs_;
+	std::mutex done_mutex_;
+	std::vector<Completion> done_;
+	std::vector<std::thread> threads_;
 };
 
 } // namespace tracery::daemon

@@ -122,7 +122,7 @@ public:
 		json msg = {{control::kTypeKey, control::msg::kNewEvents},
 		            {"req", req},
 		            {"events", json::array({event::schema_of(*desc)})}};
-		if (!control::send_message(sock_.get(), msg))
+		if (!control::send_message(sock_.get(), control::Kind::program, msg))
 			return;
 		if (slow_)
 			return; // a daemon that did not answer in time is not waited for again until it answers
@@ -182,8 +182,14 @@ private:
 			serve(busy);
 			if (quitting())
 				return; // exiting: leave everything to the kernel (see stop())
-			drop_daemon();
+			const bool was_ready = drop_daemon();
 			finish_initial();
+			if (!was_ready) { // refused: retry in a while, not in a loop that floods the daemon
+				pollfd p{wake_.get(), POLLIN, 0};
+				busy.unlock();
+				poll(&p, 1, 1000);
+				busy.lock();
+			}
 		}
 	}
 
@@ -204,13 +210,22 @@ private:
 			for (auto *d : registered_events())
 				events.push_back(event::schema_of(*d));
 			json hello = {{control::kTypeKey, control::msg::kHello},
-			              {control::kRoleKey, control::role::kApp},
 			              {"procname", program_invocation_short_name},
 			              {"events", events}};
-			if (!control::send_message(s.get(), hello))
+			if (const size_t size = hello.dump().size(); size > control::kDaemonLimits.program) {
+				if (!too_large_) // said once: the program's events do not change while it waits
+					fprintf(stderr,
+					        "tracery: this program's %zu events take %zu bytes, over the session daemon's "
+					        "limit of %u for a program: it is not traced by the session daemon\n",
+					        events.size(), size, control::kDaemonLimits.program);
+				too_large_ = true;
+				return false;
+			}
+			if (!control::send_message(s.get(), control::Kind::program, hello))
 				continue;
 			sock_ = std::move(s);
 			connected_ = true;
+			ready_ = false;
 			slow_ = false;
 			link_serial_++;
 			return true;
@@ -233,7 +248,8 @@ private:
 				continue;
 			control::Message msg;
 			std::string why;
-			if (control::recv_message(sock_.get(), msg, &why) != control::RecvStatus::ok) {
+			if (control::recv_message(sock_.get(), control::Kind::program, msg, &why) !=
+			    control::RecvStatus::ok) {
 				if (!why.empty() && why != "Connection reset by peer")
 					fprintf(stderr, "tracery: session daemon link: %s\n", why.c_str());
 				return;
@@ -284,7 +300,11 @@ private:
 			ack(msg.body, false);
 		} else if (type == control::msg::kReady) {
 			initial_done_ = true;
+			ready_ = true;
 			cv_.notify_all();
+		} else if (msg.body.contains("error")) { // refused (a limit of the daemon's), then closed
+			fprintf(stderr, "tracery: the session daemon refused this program: %s\n",
+			        control::string_field(msg.body, "error").c_str());
 		}
 	}
 
@@ -292,11 +312,12 @@ private:
 	// which filters were refused ([{"event", "reason"}]).
 	void ack(const json &request, bool tracing, const json &refused = json::array())
 	{
-		control::send_message(sock_.get(), {{control::kTypeKey, control::msg::kAck},
-		                                    {"seq", request.value("seq", uint64_t{0})},
-		                                    {"session", request.value("session", uint64_t{0})},
-		                                    {"tracing", tracing},
-		                                    {"refused", refused}});
+		control::send_message(sock_.get(), control::Kind::program,
+		                      {{control::kTypeKey, control::msg::kAck},
+		                       {"seq", request.value("seq", uint64_t{0})},
+		                       {"session", request.value("session", uint64_t{0})},
+		                       {"tracing", tracing},
+		                       {"refused", refused}});
 	}
 
 	// Caller holds mutex_.
@@ -307,7 +328,8 @@ private:
 		sessions_.clear();
 	}
 
-	void drop_daemon()
+	// Returns whether the daemon had registered the program (ready).
+	bool drop_daemon()
 	{
 		std::lock_guard lock(mutex_);
 		drop_sessions();
@@ -315,6 +337,7 @@ private:
 		connected_ = false;
 		pending_.clear();
 		cv_.notify_all();
+		return ready_;
 	}
 
 	std::mutex busy_;  // held by the control thread while it works; taken before mutex_
@@ -326,7 +349,9 @@ private:
 	bool connected_ = false;
 	bool initial_done_ = false;
 	bool quit_ = false;
-	bool slow_ = false; // the daemon let a request time out
+	bool slow_ = false;      // the daemon let a request time out
+	bool ready_ = false;     // the daemon registered the program on this link
+	bool too_large_ = false; // the hello is over the daemon's limit (said once)
 	int timeout_ms_ = 3000;
 	uint64_t next_req_ = 1;
 	uint64_t link_serial_ = 0;
