@@ -177,10 +177,11 @@ int serve(const Args &args)
 	log(Level::info, "serving %s (pid %d, %s daemon, buffer quota %s per user)", sock.c_str(), getpid(),
 	    opt.system ? "system" : "user", base::format_size(opt.buffer_quota).c_str());
 	report("ok");
-	server.run(sfd.get());
-	log(Level::info, "stopping: writing the traces of running sessions");
-	unlink(sock.c_str());
-	daemon.shutdown();
+	server.run(sfd.get(), [&] {
+		log(Level::info, "stopping: writing the traces of running sessions");
+		unlink(sock.c_str());
+		daemon.shutdown();
+	});
 	unlink(control::lock_path(opt.rundir).c_str());
 	log(Level::info, "stopped");
 	_exit(0); // the command workers may still be in a command: no destructors

@@ -31,6 +31,7 @@ constexpr unsigned kAcceptBatch = 64;      // then the loop serves the connectio
 constexpr size_t kReadBudget = 256u << 10; // bytes read from one connection per turn
 constexpr int kTickMs = 250;               // how often deadlines are checked
 constexpr int kAcceptPauseMs = 100;        // out of descriptors: accept again after this
+constexpr size_t kTrimAfter = 4u << 20;    // messages held at once that make memory worth trimming after
 
 bool in_group(uid_t uid, gid_t primary, gid_t group)
 {
@@ -113,14 +114,15 @@ std::string Server::permission_denied() const
 	       " may control this session daemon; run your own with `traceryd --daemonize`";
 }
 
-void Server::run(int stop_fd)
+void Server::run(int stop_fd, const std::function<void()> &at_stop)
 {
+	std::thread stopper;
 	add(epoll_.get(), listener_.get(), kListenerId, EPOLLIN);
 	add(epoll_.get(), stop_fd, kStopId, EPOLLIN);
 	add(epoll_.get(), wake_.get(), kWakeId, EPOLLIN);
 	auto next_sweep = Clock::now();
 	epoll_event events[256];
-	for (;;) {
+	while (!stopped_) {
 		const int n = epoll_wait(epoll_.get(), events, 256, kTickMs);
 		if (n < 0 && errno != EINTR) {
 			log(Level::error, "epoll_wait: %s", strerror(errno));
@@ -129,9 +131,17 @@ void Server::run(int stop_fd)
 		for (int i = 0; i < n; i++) {
 			const uint64_t id = events[i].data.u64;
 			if (id == kStopId) {
-				commands_.close();
-				programs_.close();
-				return;
+				// No new connections; the ones there are served on while
+				// at_stop runs (stopping sessions waits for programs' acks).
+				epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, stop_fd, nullptr);
+				if (accepting_)
+					epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_.get(), nullptr);
+				accepting_ = stopping_ = true;
+				stopper = std::thread([this, &at_stop] {
+					at_stop();
+					stopped_ = true;
+					post({Completion::resume, 0, {}}); // wakes the loop (no connection has id 0)
+				});
 			}
 			if (id == kWakeId) {
 				uint64_t count;
@@ -149,6 +159,8 @@ void Server::run(int stop_fd)
 			next_sweep = Clock::now() + std::chrono::milliseconds(kTickMs);
 		}
 	}
+	if (stopper.joinable())
+		stopper.join();
 }
 
 void Server::accept_all()
@@ -401,6 +413,8 @@ void Server::recharge(Conn &c)
 	const size_t now = (c.stage == Stage::replying ? c.out.size() : c.decoder.buffered()) + c.in_hand;
 	UserCount &u = users_[c.peer.uid];
 	u.buffered = u.buffered - c.charged + now;
+	buffered_ = buffered_ - c.charged + now;
+	buffered_peak_ = std::max(buffered_peak_, buffered_);
 	c.charged = now;
 }
 
@@ -408,6 +422,7 @@ void Server::close(Conn &c)
 {
 	UserCount &u = users_[c.peer.uid];
 	u.buffered -= c.charged;
+	buffered_ -= c.charged;
 	if (c.program)
 		u.programs--;
 	else
@@ -466,7 +481,7 @@ void Server::take_completions()
 void Server::sweep()
 {
 	const auto now = Clock::now();
-	if (!accepting_ && now >= accept_again_) {
+	if (!accepting_ && !stopping_ && now >= accept_again_) {
 		add(epoll_.get(), listener_.get(), kListenerId, EPOLLIN);
 		accepting_ = true;
 	}
@@ -481,8 +496,12 @@ void Server::sweep()
 		    limits_.request_timeout_ms);
 		close(c);
 	}
-	if (conns_.empty() && !late.empty())
-		malloc_trim(0); // a flood of unfinished messages ended: give its memory back
+	if (!buffered_ && buffered_peak_ > kTrimAfter) {
+		// Large messages, or a flood of unfinished ones, came and went: give
+		// the memory they took back to the system (malloc keeps it otherwise).
+		malloc_trim(0);
+		buffered_peak_ = 0;
+	}
 }
 
 void Server::command_worker()

@@ -15,8 +15,10 @@
 
 #include "control/wire.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -46,8 +48,11 @@ public:
 	~Server();
 	Server(const Server &) = delete;
 	Server &operator=(const Server &) = delete;
-	// Serves until stop_fd becomes readable.
-	void run(int stop_fd);
+	// Serves until stop_fd becomes readable, then stops accepting and runs
+	// at_stop on another thread while it serves the connections it has
+	// (programs acknowledge their sessions' stop through them); returns
+	// once at_stop has returned.
+	void run(int stop_fd, const std::function<void()> &at_stop);
 
 private:
 	using Clock = std::chrono::steady_clock;
@@ -129,9 +134,13 @@ private:
 	base::Fd epoll_;
 	base::Fd wake_; // eventfd: completions are waiting
 	bool accepting_ = true;
+	bool stopping_ = false;
+	std::atomic<bool> stopped_ = false;
 	Clock::time_point accept_again_{};
 	std::unordered_map<uint64_t, Conn> conns_;
 	std::unordered_map<uid_t, UserCount> users_;
+	size_t buffered_ = 0; // over all users
+	size_t buffered_peak_ = 0;
 	uint64_t next_conn_ = 1;
 	uint64_t next_app_id_ = 1;
 	FairQueue<CommandJob> commands_;
