@@ -294,7 +294,8 @@ void Server::read_from(Conn &c)
 void Server::judge(Conn &c)
 {
 	UserCount &u = users_[c.peer.uid];
-	if (c.decoder.kind() == control::Kind::command) {
+	c.kind = c.decoder.kind();
+	if (c.kind == control::Kind::command) {
 		if (!may_control(c.peer)) {
 			log(Level::warn, "refused a command from uid %u (pid %d)", c.peer.uid, c.peer.pid);
 			refuse(c, permission_denied());
@@ -358,7 +359,7 @@ void Server::refuse(Conn &c, const std::string &why)
 		close(c);
 		return;
 	}
-	start_reply(c, error_frame(c.stage == Stage::hello ? control::Kind::program : control::Kind::command, why));
+	start_reply(c, error_frame(c.kind, why));
 }
 
 void Server::start_reply(Conn &c, std::string frame)

@@ -71,6 +71,7 @@ private:
 		std::shared_ptr<App> app;
 		control::FrameDecoder decoder{control::kDaemonLimits};
 		Stage stage = Stage::fresh;
+		control::Kind kind = control::Kind::command; // from its first header on; refusals are sent in it
 		bool program = false; // counted in its user's programs (from its first header on)
 		bool busy = false;    // a message of it is being handled: not reading
 		bool ended = false;   // the peer hung up while busy
