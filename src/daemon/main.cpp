@@ -18,6 +18,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -219,6 +220,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	try {
+		// One malloc arena for all threads: they allocate little, and each
+		// further arena would reserve 64 MiB of address space and keep
+		// memory that malloc_trim gives back from the one arena.
+		mallopt(M_ARENA_MAX, 1);
 		clock::init();
 		if (args.daemonize)
 			daemonize();

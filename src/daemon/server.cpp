@@ -142,16 +142,25 @@ void Server::run(int stop_fd, const std::function<void()> &at_stop)
 					stopped_ = true;
 					post({Completion::resume, 0, {}}); // wakes the loop (no connection has id 0)
 				});
+				continue;
 			}
-			if (id == kWakeId) {
-				uint64_t count;
-				if (read(wake_.get(), &count, sizeof count) < 0) {
+			// Out of memory while serving one connection costs that
+			// connection, not the daemon.
+			try {
+				if (id == kWakeId) {
+					uint64_t count;
+					if (read(wake_.get(), &count, sizeof count) < 0) {
+					}
+					take_completions();
+				} else if (id == kListenerId) {
+					accept_all();
+				} else if (auto it = conns_.find(id); it != conns_.end()) {
+					on_events(it->second, events[i].events);
 				}
-				take_completions();
-			} else if (id == kListenerId) {
-				accept_all();
-			} else if (auto it = conns_.find(id); it != conns_.end()) {
-				on_events(it->second, events[i].events);
+			} catch (const std::exception &e) {
+				log(Level::error, "serving a connection: %s", e.what());
+				if (auto it = conns_.find(id); it != conns_.end())
+					close(it->second);
 			}
 		}
 		if (Clock::now() >= next_sweep) {
@@ -212,11 +221,22 @@ void Server::accept_all()
 
 void Server::refuse_at_accept(base::Fd fd, const control::PeerCred &peer, const std::string &why)
 {
-	log(Level::debug, "refused a connection of pid %d (uid %u): %s", peer.pid, peer.uid, why.c_str());
+	note_refusal(peer, why);
 	// Best effort, never blocking: the peer may read why before the close.
 	const std::string frame = error_frame(control::Kind::command, why);
 	if (send(fd.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 	}
+}
+
+// One line per user per second at most: a flood of refusals does not fill
+// the log (the run directory of the system daemon is in memory).
+void Server::note_refusal(const control::PeerCred &peer, const std::string &why)
+{
+	auto [it, fresh] = said_.try_emplace(peer.uid, Said{Clock::now(), 0});
+	if (fresh)
+		log(Level::warn, "refused pid %d (uid %u): %s", peer.pid, peer.uid, why.c_str());
+	else
+		it->second.unsaid++;
 }
 
 void Server::on_events(Conn &c, uint32_t events)
@@ -297,7 +317,6 @@ void Server::judge(Conn &c)
 	c.kind = c.decoder.kind();
 	if (c.kind == control::Kind::command) {
 		if (!may_control(c.peer)) {
-			log(Level::warn, "refused a command from uid %u (pid %d)", c.peer.uid, c.peer.pid);
 			refuse(c, permission_denied());
 			return;
 		}
@@ -305,14 +324,10 @@ void Server::judge(Conn &c)
 		return;
 	}
 	if (!daemon_.options().system && c.peer.uid != geteuid()) {
-		log(Level::warn, "refused program %d of uid %u: this daemon traces uid %u only", c.peer.pid, c.peer.uid,
-		    geteuid());
 		refuse(c, "this session daemon traces the programs of uid " + std::to_string(geteuid()) + " only");
 		return;
 	}
 	if (u.programs >= limits_.programs_per_user) {
-		log(Level::warn, "refused program %d of uid %u: it has %u registered programs, the limit", c.peer.pid,
-		    c.peer.uid, u.programs);
 		refuse(c, "uid " + std::to_string(c.peer.uid) + " has " + std::to_string(u.programs) +
 		                  " programs registered, the most a user may have");
 		return;
@@ -354,8 +369,8 @@ void Server::message_complete(Conn &c)
 // Answers with an error and closes once it is written (or times out).
 void Server::refuse(Conn &c, const std::string &why)
 {
-	if (c.stage == Stage::program) {
-		log(Level::warn, "program %d: %s; disconnecting it", c.peer.pid, why.c_str());
+	note_refusal(c.peer, why);
+	if (c.stage == Stage::program) { // registered: it is disconnected
 		close(c);
 		return;
 	}
@@ -486,6 +501,16 @@ void Server::sweep()
 		add(epoll_.get(), listener_.get(), kListenerId, EPOLLIN);
 		accepting_ = true;
 	}
+	for (auto it = said_.begin(); it != said_.end();) {
+		if (now - it->second.at < std::chrono::seconds(1)) {
+			++it;
+			continue;
+		}
+		if (it->second.unsaid)
+			log(Level::warn, "refused %u more connections of uid %u (one line per user per second)",
+			    it->second.unsaid, it->first);
+		it = said_.erase(it);
+	}
 	std::vector<uint64_t> late;
 	for (const auto &[id, c] : conns_)
 		if (c.deadline <= now)
@@ -505,33 +530,41 @@ void Server::sweep()
 	}
 }
 
+std::string Server::answer(CommandJob &job)
+{
+	json reply;
+	control::Message msg;
+	std::string why;
+	if (!control::parse_frame(std::move(job.frame), msg, &why)) {
+		reply = {{"ok", false}, {"error", why}};
+	} else {
+		try {
+			reply = daemon_.handle_command(msg.body, job.peer);
+		} catch (const std::exception &e) {
+			// A field of the wrong JSON type (nlohmann's type_error) outside the
+			// handlers' own error handling: the request is refused, nothing else.
+			log(Level::warn, "malformed request from pid %d: %s", job.peer.pid, e.what());
+			reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
+		}
+	}
+	std::string text = reply.dump();
+	if (text.size() > control::kPeerLimits.command)
+		text = json{{"ok", false},
+		            {"error", "the reply of " + std::to_string(text.size()) + " bytes is over the limit of " +
+		                              std::to_string(control::kPeerLimits.command)}}
+		               .dump();
+	return control::encode_frame(control::Kind::command, text);
+}
+
 void Server::command_worker()
 {
 	while (auto job = commands_.pop()) {
 		auto &[uid, j] = *job;
-		json reply;
-		control::Message msg;
-		std::string why;
-		if (!control::parse_frame(std::move(j.frame), msg, &why)) {
-			reply = {{"ok", false}, {"error", why}};
-		} else {
-			try {
-				reply = daemon_.handle_command(msg.body, j.peer);
-			} catch (const std::exception &e) {
-				// A field of the wrong JSON type (nlohmann's type_error) outside the
-				// handlers' own error handling: the request is refused, nothing else.
-				log(Level::warn, "malformed request from pid %d: %s", j.peer.pid, e.what());
-				reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
-			}
+		try {
+			post({Completion::reply, j.conn, answer(j)});
+		} catch (const std::exception &e) { // out of memory: unanswered (its peer's hang-up closes it)
+			log(Level::error, "answering pid %d: %s", j.peer.pid, e.what());
 		}
-		std::string text = reply.dump();
-		if (text.size() > control::kPeerLimits.command)
-			text = json{{"ok", false},
-			            {"error", "the reply of " + std::to_string(text.size()) +
-			                              " bytes is over the limit of " +
-			                              std::to_string(control::kPeerLimits.command)}}
-			               .dump();
-		post({Completion::reply, j.conn, control::encode_frame(control::Kind::command, text)});
 		commands_.done(uid);
 	}
 }

@@ -109,6 +109,7 @@ private:
 	bool may_control(const control::PeerCred &peer) const;
 	std::string permission_denied() const;
 	void accept_all();
+	void note_refusal(const control::PeerCred &peer, const std::string &why);
 	void refuse_at_accept(base::Fd fd, const control::PeerCred &peer, const std::string &why);
 	void on_events(Conn &c, uint32_t events);
 	void read_from(Conn &c);
@@ -125,6 +126,8 @@ private:
 	void complete(Completion done);
 	void take_completions();
 	void sweep();
+	// The reply frame to a command.
+	std::string answer(CommandJob &job);
 	void command_worker();
 	void program_worker();
 	void post(Completion done);
@@ -142,6 +145,11 @@ private:
 	std::unordered_map<uid_t, UserCount> users_;
 	size_t buffered_ = 0; // over all users
 	size_t buffered_peak_ = 0;
+	struct Said {
+		Clock::time_point at; // the last refusal of a user logged
+		unsigned unsaid;      // refusals since, not logged
+	};
+	std::unordered_map<uid_t, Said> said_;
 	uint64_t next_conn_ = 1;
 	uint64_t next_app_id_ = 1;
 	FairQueue<CommandJob> commands_;
