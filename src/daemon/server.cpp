@@ -301,42 +301,42 @@ void Server::read_from(Conn &c)
 			return;
 		}
 		if (c.stage == Stage::fresh && state != control::FrameDecoder::State::header) {
-			judge(c);
-			if (c.stage == Stage::replying)
-				return;
+			if (!judge(c))
+				return; // refused: the connection may be gone already
 		}
 		if (c.decoder.state() == control::FrameDecoder::State::complete)
 			message_complete(c);
 	}
 }
 
-// The first header is whole: who speaks, and may it?
-void Server::judge(Conn &c)
+// The first header is whole: who speaks, and may it? False if refused.
+bool Server::judge(Conn &c)
 {
 	UserCount &u = users_[c.peer.uid];
 	c.kind = c.decoder.kind();
 	if (c.kind == control::Kind::command) {
 		if (!may_control(c.peer)) {
 			refuse(c, permission_denied());
-			return;
+			return false;
 		}
 		c.stage = Stage::request;
-		return;
+		return true;
 	}
 	if (!daemon_.options().system && c.peer.uid != geteuid()) {
 		refuse(c, "this session daemon traces the programs of uid " + std::to_string(geteuid()) + " only");
-		return;
+		return false;
 	}
 	if (u.programs >= limits_.programs_per_user) {
 		refuse(c, "uid " + std::to_string(c.peer.uid) + " has " + std::to_string(u.programs) +
 		                  " programs registered, the most a user may have");
-		return;
+		return false;
 	}
 	u.pending--;
 	u.programs++;
 	c.program = true;
 	c.decoder.expect(control::Kind::program);
 	c.stage = Stage::hello;
+	return true;
 }
 
 void Server::message_complete(Conn &c)

@@ -113,7 +113,7 @@ private:
 	void refuse_at_accept(base::Fd fd, const control::PeerCred &peer, const std::string &why);
 	void on_events(Conn &c, uint32_t events);
 	void read_from(Conn &c);
-	void judge(Conn &c);
+	bool judge(Conn &c);
 	void message_complete(Conn &c);
 	void refuse(Conn &c, const std::string &why);
 	void start_reply(Conn &c, std::string frame);
