@@ -145,6 +145,7 @@ TEST(FrameDecoder, RefusesBadHeadersFromTheirTwelveBytes)
 	struct Case {
 		std::string bytes;
 		std::string error;
+		std::optional<Kind> kind; // a header of this version naming a kind
 	};
 	auto header = [](uint32_t magic, uint16_t version, uint16_t kind, uint32_t length) {
 		std::string h(kHeaderSize, '\0');
@@ -155,16 +156,18 @@ TEST(FrameDecoder, RefusesBadHeadersFromTheirTwelveBytes)
 		return h;
 	};
 	const Case cases[] = {
-		{header(0x1234, 2, 1, 2), "not a tracery control message (bad magic)"},
+		{header(0x1234, 2, 1, 2), "not a tracery control message (bad magic)", std::nullopt},
 		{header(kMagic, 3, 1, 2),
-	         "protocol version 3, expected 2: traceryd, tracery and libtracery must come from the same release"},
-		{header(kMagic, 2, 0, 2), "unknown connection kind 0 (1: a command, 2: a program)"},
+	         "protocol version 3, expected 2: traceryd, tracery and libtracery must come from the same release",
+	         std::nullopt},
+		{header(kMagic, 2, 0, 2), "unknown connection kind 0 (1: a command, 2: a program)", std::nullopt},
 		{header(kMagic, 2, 1, (1u << 20) + 1),
-	         "a command message of 1048577 bytes is over the limit of 1048576 bytes"},
+	         "a command message of 1048577 bytes is over the limit of 1048576 bytes", Kind::command},
 		{header(kMagic, 2, 2, (16u << 20) + 1),
-	         "a program message of 16777217 bytes is over the limit of 16777216 bytes"},
+	         "a program message of 16777217 bytes is over the limit of 16777216 bytes", Kind::program},
 	};
 	for (const Case &c : cases) {
+		EXPECT_EQ(header_kind(c.bytes.data()), c.kind) << c.error; // what a refusal at accept answers in
 		FrameDecoder d(kDaemonLimits);
 		const Fed fed = feed(d, c.bytes + std::string(64, 'x'), {3}); // the body is never asked for
 		EXPECT_EQ(fed.state, FrameDecoder::State::error);

@@ -122,6 +122,16 @@ std::span<char> FrameDecoder::space()
 	return {body_.data() + got_, body_.size() - got_};
 }
 
+std::optional<Kind> header_kind(const char *header)
+{
+	Header h;
+	memcpy(&h, header, sizeof h);
+	if (h.magic != kMagic || h.version != kProtocolVersion ||
+	    (h.kind != static_cast<uint16_t>(Kind::command) && h.kind != static_cast<uint16_t>(Kind::program)))
+		return std::nullopt;
+	return static_cast<Kind>(h.kind);
+}
+
 void FrameDecoder::check_header()
 {
 	Header h;

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -79,6 +80,10 @@ std::string encode_frame(Kind kind, std::string_view body);
 // One sendmsg() of bytes with these descriptors (flags: MSG_DONTWAIT for a
 // non-blocking send; never SIGPIPE): the bytes sent, or -1 with errno set.
 ssize_t send_some(int sock, std::string_view bytes, std::span<const int> fds, int flags = 0);
+
+// The kind a header of kHeaderSize bytes names, if it is one of this
+// protocol version.
+std::optional<Kind> header_kind(const char *header);
 
 // Binary data (filter bytecode) inside JSON bodies travels as lowercase hex.
 std::string to_hex(std::string_view bytes);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace tracery::daemon {
 
@@ -222,8 +223,14 @@ void Server::accept_all()
 void Server::refuse_at_accept(base::Fd fd, const control::PeerCred &peer, const std::string &why)
 {
 	note_refusal(peer, why);
-	// Best effort, never blocking: the peer may read why before the close.
-	const std::string frame = error_frame(control::Kind::command, why);
+	// Best effort, never blocking: the peer may read why before the close,
+	// in the kind of its header if that is there already (a program sends
+	// its hello at once; its reader takes no command frame).
+	char header[control::kHeaderSize];
+	std::optional<control::Kind> kind;
+	if (recv(fd.get(), header, sizeof header, MSG_PEEK | MSG_DONTWAIT) == sizeof header)
+		kind = control::header_kind(header);
+	const std::string frame = error_frame(kind.value_or(control::Kind::command), why);
 	if (send(fd.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 	}
 }
