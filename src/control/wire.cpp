@@ -201,7 +201,7 @@ bool FrameDecoder::ended()
 
 Frame FrameDecoder::take()
 {
-	Frame out{kind_, std::move(body_), std::move(fds_)};
+	Frame out{std::move(body_), std::move(fds_)};
 	body_ = std::string();
 	fds_.clear();
 	got_ = 0;

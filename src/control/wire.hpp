@@ -63,9 +63,9 @@ struct Message {
 	std::vector<base::Fd> fds;
 };
 
-// A whole frame as it came, its body not yet parsed.
+// A whole frame as it came, its body not yet parsed (its kind is the
+// connection's: FrameDecoder::kind()).
 struct Frame {
-	Kind kind = Kind::command;
 	std::string body;
 	std::vector<base::Fd> fds;
 };
