@@ -576,6 +576,60 @@ void Server::command_worker()
 	}
 }
 
+std::string Server::take_schemas(uid_t uid, uint64_t app, size_t bytes)
+{
+	size_t &user = schema_bytes_[uid];
+	if (user + bytes > limits_.schemas_per_user) {
+		const std::string why = "the event schemas of the programs of uid " + std::to_string(uid) +
+		                        " would take " + std::to_string(user + bytes) + " bytes, over the limit of " +
+		                        std::to_string(limits_.schemas_per_user);
+		if (!user)
+			schema_bytes_.erase(uid);
+		return why;
+	}
+	user += bytes;
+	app_schema_bytes_[app] += bytes;
+	return {};
+}
+
+void Server::forget_schemas(uid_t uid, uint64_t app)
+{
+	const auto it = app_schema_bytes_.find(app);
+	if (it == app_schema_bytes_.end())
+		return;
+	if ((schema_bytes_[uid] -= it->second) == 0)
+		schema_bytes_.erase(uid);
+	app_schema_bytes_.erase(it);
+}
+
+void Server::handle_program(uid_t uid, ProgramJob &job)
+{
+	if (job.what == ProgramJob::gone) {
+		daemon_.app_gone(*job.app);
+		forget_schemas(uid, job.app->id);
+		return;
+	}
+	const size_t size = job.frame.body.size();
+	control::Message msg;
+	std::string why;
+	if (!control::parse_frame(std::move(job.frame), msg, &why))
+		throw std::runtime_error(why);
+	// What the daemon keeps of a program is its events' schemas: bounded per user.
+	if (job.what == ProgramJob::hello ||
+	    control::string_field(msg.body, control::kTypeKey) == control::msg::kNewEvents) {
+		if (const std::string over = take_schemas(uid, job.app->id, size); !over.empty()) {
+			log(Level::warn, "program %d is disconnected: %s", job.app->cred.pid, over.c_str());
+			job.app->send({{"ok", false}, {"error", over}}); // libtracery prints it
+			job.app->shutdown_link();
+			return;
+		}
+	}
+	if (job.what == ProgramJob::hello)
+		daemon_.app_registered(job.app, msg.body);
+	else
+		daemon_.app_message(*job.app, msg);
+}
+
 void Server::program_worker()
 {
 	while (auto job = programs_.pop()) {
@@ -584,18 +638,7 @@ void Server::program_worker()
 		// take (not JSON, a field of the wrong JSON type) ends this
 		// program's connection, as its exit would, and nothing else.
 		try {
-			if (j.what == ProgramJob::gone) {
-				daemon_.app_gone(*j.app);
-			} else {
-				control::Message msg;
-				std::string why;
-				if (!control::parse_frame(std::move(j.frame), msg, &why))
-					throw std::runtime_error(why);
-				if (j.what == ProgramJob::hello)
-					daemon_.app_registered(j.app, msg.body);
-				else
-					daemon_.app_message(*j.app, msg);
-			}
+			handle_program(uid, j);
 		} catch (const std::exception &e) {
 			log(Level::warn, "program %d sent a malformed message and is disconnected: %s", j.app->cred.pid,
 			    e.what());

@@ -38,6 +38,9 @@ struct ServerLimits {
 	unsigned max_connections = 0;
 	// Bytes of one user's messages the daemon holds before handling them.
 	size_t buffered_per_user = 64u << 20;
+	// Bytes of the hello and new_events messages (the event schemas the
+	// daemon keeps) of one user's registered programs.
+	size_t schemas_per_user = 128u << 20;
 	unsigned command_workers = 4;
 	unsigned commands_per_user = 2; // of those workers, at most this many busy with one user's commands
 };
@@ -130,6 +133,11 @@ private:
 	std::string answer(CommandJob &job);
 	void command_worker();
 	void program_worker();
+	// The programs' thread: one message of a program (its hello first), or its end.
+	void handle_program(uid_t uid, ProgramJob &job);
+	// Counts a program's schema message against its user; why not, if over the limit.
+	std::string take_schemas(uid_t uid, uint64_t app, size_t bytes);
+	void forget_schemas(uid_t uid, uint64_t app);
 	void post(Completion done);
 
 	Daemon &daemon_;
@@ -156,6 +164,9 @@ private:
 	FairQueue<ProgramJob> programs_;
 	std::mutex done_mutex_;
 	std::vector<Completion> done_;
+	// The programs' thread's: schema bytes by user, and by program.
+	std::unordered_map<uid_t, size_t> schema_bytes_;
+	std::unordered_map<uint64_t, size_t> app_schema_bytes_;
 	std::vector<std::thread> threads_;
 };
 

@@ -164,5 +164,33 @@ TEST(Server, ProgramsOfAUserAreBounded)
 	EXPECT_EQ(r.command(kList)["ok"], true); // programs do not count against commands
 }
 
+TEST(Server, TheEventSchemasOfAUsersProgramsAreBounded)
+{
+	ServerLimits limits;
+	limits.schemas_per_user = 1000;
+	Running r(limits);
+	const json hello = {{control::kTypeKey, control::msg::kHello},
+	                    {"procname", std::string(500, 'p')},
+	                    {"events", json::array()}};
+	auto registered = [&](const base::Fd &fd) {
+		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::program, hello));
+		return Running::reply(fd.get(), control::Kind::program);
+	};
+	base::Fd first = r.connect();
+	EXPECT_EQ(registered(first)[control::kTypeKey], control::msg::kReady);
+	base::Fd second = r.connect(); // two hellos of 542 bytes: over
+	EXPECT_EQ(registered(second)["error"], "the event schemas of the programs of uid " + std::to_string(geteuid()) +
+	                                               " would take " + std::to_string(2 * hello.dump().size()) +
+	                                               " bytes, over the limit of 1000");
+	first.reset(); // its schemas are given back once it is gone
+	json reply;
+	for (int i = 0; i < 100 && reply[control::kTypeKey] != control::msg::kReady; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		base::Fd third = r.connect();
+		reply = registered(third);
+	}
+	EXPECT_EQ(reply[control::kTypeKey], control::msg::kReady);
+}
+
 } // namespace
 } // namespace tracery::daemon
