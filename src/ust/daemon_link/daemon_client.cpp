@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 
 namespace tracery::ust {
 
@@ -184,11 +186,16 @@ private:
 				return; // exiting: leave everything to the kernel (see stop())
 			const bool was_ready = drop_daemon();
 			finish_initial();
-			if (!was_ready) { // refused: retry in a while, not in a loop that floods the daemon
+			// Refused: retry in a while (1 s, doubling up to a minute while
+			// refused), not in a loop that floods the daemon.
+			if (was_ready) {
+				retry_ms_ = 1000;
+			} else {
 				pollfd p{wake_.get(), POLLIN, 0};
 				busy.unlock();
-				poll(&p, 1, 1000);
+				poll(&p, 1, retry_ms_);
 				busy.lock();
+				retry_ms_ = std::min(retry_ms_ * 2, 60000);
 			}
 		}
 	}
@@ -303,8 +310,12 @@ private:
 			ready_ = true;
 			cv_.notify_all();
 		} else if (msg.body.contains("error")) { // refused (a limit of the daemon's), then closed
-			fprintf(stderr, "tracery: the session daemon refused this program: %s\n",
-			        control::string_field(msg.body, "error").c_str());
+			// Said once: a retry is likely refused alike.
+			if (const std::string error = control::string_field(msg.body, "error"); error != refusal_) {
+				fprintf(stderr, "tracery: the session daemon refused this program: %s\n",
+				        error.c_str());
+				refusal_ = error;
+			}
 		}
 	}
 
@@ -352,6 +363,8 @@ private:
 	bool slow_ = false;      // the daemon let a request time out
 	bool ready_ = false;     // the daemon registered the program on this link
 	bool too_large_ = false; // the hello is over the daemon's limit (said once)
+	std::string refusal_;    // the daemon's last refusal (said once)
+	int retry_ms_ = 1000;    // the wait before connecting again after a refusal
 	int timeout_ms_ = 3000;
 	uint64_t next_req_ = 1;
 	uint64_t link_serial_ = 0;
