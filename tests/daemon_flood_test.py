@@ -13,6 +13,7 @@ descriptors and memory are back where they were (memory only without a
 sanitizer: AddressSanitizer keeps freed memory in its quarantine)."""
 import json
 import os
+import pwd
 import shutil
 import statistics
 import subprocess
@@ -203,9 +204,12 @@ class Flood(DaemonTestCase):
         time.sleep(0.5)
         before = usage(pid)
 
-        flood = subprocess.Popen(["runuser", "-u", self.flooder, "--", sys.executable, "-c", FLOOD, sock,
-                                  str(FLOOD_SECONDS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        who = pwd.getpwnam(self.flooder)
+        flood = subprocess.Popen([sys.executable, "-c", FLOOD, sock, str(FLOOD_SECONDS)], user=who.pw_uid,
+                                 group=who.pw_gid, extra_groups=[], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
         self.d.procs.append(flood)
+        self.addCleanup(flood.kill)  # before its user is removed, should the test fail midway
         read_line(flood, "flooding", timeout=60)
         during, peak, paths, n = [], dict(before), [], 0
         while flood.poll() is None:
