@@ -14,15 +14,13 @@ sanitizer: AddressSanitizer keeps freed memory in its quarantine)."""
 import json
 import os
 import pwd
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 import unittest
-import uuid
 
-from daemontest import DaemonTestCase, read_line
+from daemontest import UsersTestCase, read_line
 from tracetest import Trace, program
 
 FLOOD_SECONDS = 16  # the daemon closes the first idle connections after 10 s
@@ -130,10 +128,6 @@ print(json.dumps(counts), flush=True)
 '''
 
 
-def run(*argv):
-    subprocess.run(argv, check=True, capture_output=True, timeout=60)
-
-
 def usage(pid):
     """The daemon's resident memory (KiB), thread count and open descriptors."""
     with open(f"/proc/{pid}/status") as f:
@@ -142,28 +136,11 @@ def usage(pid):
             "fds": len(os.listdir(f"/proc/{pid}/fd"))}
 
 
-class Flood(DaemonTestCase):
+class Flood(UsersTestCase):
     def setUp(self):
-        if os.geteuid() != 0:
-            self.skipTest("needs root: a system daemon, and users made with useradd")
-        if not shutil.which("useradd") or not shutil.which("runuser"):
-            self.skipTest("needs useradd and runuser")
         super().setUp()
-        tag = uuid.uuid4().hex[:8]
-        self.group = f"trcg{tag}"
-        run("groupadd", self.group)
-        self.addCleanup(subprocess.run, ["groupdel", self.group], capture_output=True)
-        os.chmod(self.d.tmp, 0o755)  # the run directory inside must be reachable
-        self.flooder, _ = self.add_user(f"trcf{tag}", [])
-        self.member, self.member_home = self.add_user(f"trcm{tag}", ["-G", self.group])
-
-    def add_user(self, name, extra):
-        run("useradd", "-M", "-N", *extra, "-s", "/usr/sbin/nologin", name)
-        self.addCleanup(subprocess.run, ["userdel", name], capture_output=True)
-        home = os.path.join(self.d.tmp, f"home-{name}")
-        os.makedirs(home)
-        shutil.chown(home, name)
-        return name, home
+        self.flooder, _, _ = self.add_user("f")
+        self.member, self.member_home, _ = self.add_user("m", in_group=True)
 
     def as_user(self, user):
         if user == "root":

@@ -14,9 +14,8 @@ import subprocess
 import threading
 import time
 import unittest
-import uuid
 
-from daemontest import DaemonTestCase, read_line, run_admin
+from daemontest import UsersTestCase, read_line
 from tracetest import Trace, program
 
 SEEDS = (1, 2, 3)
@@ -77,29 +76,13 @@ class CommandClock:
             t.join()
 
 
-class HostileProgram(DaemonTestCase):
+class HostileProgram(UsersTestCase):
     def setUp(self):
-        if os.geteuid() != 0:
-            self.skipTest("needs root to create users and run a system daemon")
-        if not shutil.which("useradd") or not shutil.which("runuser"):
-            self.skipTest("needs useradd and runuser")
         super().setUp()
-        tag = uuid.uuid4().hex[:6]
-        self.group = f"trcg{tag}"
-        run_admin("groupadd", self.group)
-        self.addCleanup(run_admin, "groupdel", self.group)
-        os.chmod(self.d.tmp, 0o755)  # the run directory inside must be reachable
-        self.hostile, self.hostile_env, self.hostile_uid = self.add_user(f"h{tag}", [])
-        self.member, self.member_env, _ = self.add_user(f"m{tag}", ["-G", self.group])
-
-    def add_user(self, name, groups):
-        user = f"trc{name}"
-        run_admin("useradd", "-M", "-N", *groups, "-s", "/usr/sbin/nologin", user)
-        self.addCleanup(run_admin, "userdel", user)
-        home = os.path.join(self.d.tmp, f"home-{user}")
-        os.makedirs(home)
-        shutil.chown(home, user)
-        return user, dict(self.d.env, HOME=home), int(subprocess.check_output(["id", "-u", user]))
+        self.hostile, home, self.hostile_uid = self.add_user("h")
+        self.hostile_env = dict(self.d.env, HOME=home)
+        self.member, home, _ = self.add_user("m", in_group=True)
+        self.member_env = dict(self.d.env, HOME=home)
 
     def part_of(self, path, prefix):
         """A trace of the metadata and the stream files starting with prefix."""

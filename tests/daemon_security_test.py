@@ -5,30 +5,16 @@ import os
 import shutil
 import subprocess
 import unittest
-import uuid
 
-from daemontest import DaemonTestCase, read_line, run_admin
+from daemontest import UsersTestCase, read_line, run_admin
 from tracetest import Trace, program
 
 
 
-class OtherUser(DaemonTestCase):
+class OtherUser(UsersTestCase):
     def setUp(self):
-        if os.geteuid() != 0:
-            self.skipTest("needs root to create a user")
-        if not shutil.which("useradd") or not shutil.which("runuser"):
-            self.skipTest("needs useradd and runuser")
         super().setUp()
-        tag = uuid.uuid4().hex[:8]
-        self.user, self.group = f"trcu{tag}", f"trcg{tag}"
-        run_admin("groupadd", self.group)
-        self.addCleanup(run_admin, "groupdel", self.group)
-        run_admin("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", self.user)
-        self.addCleanup(run_admin, "userdel", self.user)
-        os.chmod(self.d.tmp, 0o755)  # the run directory inside must be reachable
-        self.user_home = os.path.join(self.d.tmp, "userhome")
-        os.makedirs(self.user_home)
-        shutil.chown(self.user_home, self.user)
+        self.user, self.user_home, _ = self.add_user("u")
         self.user_env = dict(self.d.env, HOME=self.user_home)
 
     def as_user(self, *args):
@@ -85,15 +71,6 @@ class OtherUser(DaemonTestCase):
         self.d.tracery("stop", "secret")
         self.assertEqual(len(Trace(path).events), 20)
 
-    def add_user(self, tag):
-        user = f"trcu{tag}{uuid.uuid4().hex[:6]}"
-        run_admin("useradd", "-M", "-N", "-G", self.group, "-s", "/usr/sbin/nologin", user)
-        self.addCleanup(run_admin, "userdel", user)
-        home = os.path.join(self.d.tmp, f"home-{user}")
-        os.makedirs(home)
-        shutil.chown(home, user)
-        return user, home, int(subprocess.check_output(["id", "-u", user]))
-
     def test_users_name_their_sessions_independently(self):
         self.d.start_daemon("--group", self.group)
         root_path = self.session("shared", events=("emit:*",))
@@ -143,7 +120,7 @@ class OtherUser(DaemonTestCase):
         # With no session of its own of that name, root reaches a user's if
         # only one user has one; of two users', neither.
         self.d.tracery("destroy", "shared")
-        other, other_home, other_uid = self.add_user("b")
+        other, other_home, other_uid = self.add_user("b", in_group=True)
         for user, home in ((self.user, self.user_home), (other, other_home)):
             proc = self.d.tracery("create", "shared", "--output", os.path.join(home, "again"), check=False,
                                   env=dict(self.d.env, HOME=home), user=user)

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import uuid
 
 from tracetest import program
 
@@ -176,3 +177,30 @@ class DaemonTestCase(unittest.TestCase):
                 args += ["-t", c]
             self.d.tracery(*args)
         return path
+
+
+class UsersTestCase(DaemonTestCase):
+    """A daemon test that makes users of its own (useradd; removed afterwards) and a `tracing` group for a
+    system daemon (self.group): needs root, skipped otherwise."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root: a system daemon, and users made with useradd")
+        if not shutil.which("useradd") or not shutil.which("runuser"):
+            self.skipTest("needs useradd and runuser")
+        super().setUp()
+        self.group = f"trcg{uuid.uuid4().hex[:8]}"
+        run_admin("groupadd", self.group)
+        self.addCleanup(run_admin, "groupdel", self.group)
+        os.chmod(self.d.tmp, 0o755)  # the run directory inside must be reachable
+
+    def add_user(self, tag, in_group=False):
+        """A new user (its name starts with trc + tag), in self.group if asked, with a home of its own:
+        (name, home, uid)."""
+        user = f"trc{tag}{uuid.uuid4().hex[:6]}"
+        run_admin("useradd", "-M", "-N", *(["-G", self.group] if in_group else []), "-s", "/usr/sbin/nologin", user)
+        self.addCleanup(run_admin, "userdel", user)
+        home = os.path.join(self.d.tmp, f"home-{user}")
+        os.makedirs(home)
+        shutil.chown(home, user)
+        return user, home, int(subprocess.check_output(["id", "-u", user]))

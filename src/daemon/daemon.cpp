@@ -211,7 +211,7 @@ void Daemon::app_gone(App &app)
 {
 	Lock lock(mutex_);
 	app.gone = true;
-	std::vector<std::pair<TraceSession *, TraceSession::Retired>> work;
+	RetiredWork work;
 	for (auto &[name, s] : sessions_) {
 		for (auto &r : s->program_ended(app.cred.pid, app.cred.uid))
 			work.emplace_back(s.get(), std::move(r));
@@ -220,15 +220,48 @@ void Daemon::app_gone(App &app)
 	apps_.erase(app.id);
 	acks_.notify_all();
 	log(Level::info, "program %d (%s) is gone", app.cred.pid, app.procname.c_str());
-	finish_unlocked(std::move(work), lock);
-}
-
-void Daemon::finish_unlocked(std::vector<std::pair<TraceSession *, TraceSession::Retired>> work, Lock &lock)
-{
 	if (work.empty())
 		return;
 	for (auto &[s, r] : work)
 		s->finishing++;
+	to_finish_.push_back(std::move(work));
+	retired_.notify_one();
+}
+
+Daemon::Daemon(DaemonOptions options)
+	: options_(std::move(options)), quota_(options_.buffer_quota), journal_(options_.rundir)
+{
+	finisher_ = std::thread([this] { finisher(); });
+}
+
+Daemon::~Daemon()
+{
+	{
+		Lock lock(mutex_);
+		closing_ = true;
+	}
+	retired_.notify_one();
+	finisher_.join();
+}
+
+void Daemon::finisher()
+{
+	pthread_setname_np(pthread_self(), "finish-buffers");
+	Lock lock(mutex_);
+	for (;;) {
+		retired_.wait(lock, [&] { return closing_ || !to_finish_.empty(); });
+		if (to_finish_.empty())
+			return;
+		RetiredWork work = std::move(to_finish_.front());
+		to_finish_.pop_front();
+		finish_unlocked(std::move(work), lock);
+	}
+}
+
+void Daemon::finish_unlocked(RetiredWork work, Lock &lock)
+{
+	if (work.empty())
+		return;
 	lock.unlock();
 	for (auto &[s, r] : work)
 		s->finish(r);
@@ -270,9 +303,11 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	// Buffers of programs that ended meanwhile are being finished by other
 	// threads: the trace is whole once they are too.
 	finished_.wait(lock, [&] { return s.finishing == 0; });
-	std::vector<std::pair<TraceSession *, TraceSession::Retired>> work;
-	for (auto &r : s.retire_buffers(late.empty()))
+	RetiredWork work;
+	for (auto &r : s.retire_buffers(late.empty())) {
+		s.finishing++;
 		work.emplace_back(&s, std::move(r));
+	}
 	finish_unlocked(std::move(work), lock);
 	s.state = SessionState::stopped;
 	json quarantined = json::array();

@@ -11,10 +11,12 @@
 #include "control/wire.hpp"
 
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace tracery::daemon {
 
@@ -29,10 +31,11 @@ struct DaemonOptions {
 
 class Daemon {
 public:
-	explicit Daemon(DaemonOptions options)
-		: options_(std::move(options)), quota_(options_.buffer_quota), journal_(options_.rundir)
-	{
-	}
+	explicit Daemon(DaemonOptions options);
+	// Finishes the buffers of programs that ended, then returns.
+	~Daemon();
+	Daemon(const Daemon &) = delete;
+	Daemon &operator=(const Daemon &) = delete;
 
 	const DaemonOptions &options() const { return options_; }
 
@@ -92,7 +95,13 @@ private:
 	// meanwhile, which keeps every other command off it.
 	nlohmann::json stop_session(TraceSession &s, Lock &lock);
 	// Finishes retired buffers with the lock released (TraceSession::Retired).
-	void finish_unlocked(std::vector<std::pair<TraceSession *, TraceSession::Retired>> work, Lock &lock);
+	// Their sessions' `finishing` counts them until they are accounted.
+	using RetiredWork = std::vector<std::pair<TraceSession *, TraceSession::Retired>>;
+	void finish_unlocked(RetiredWork work, Lock &lock);
+	// The thread that finishes the buffers of programs that ended
+	// (app_gone), so that a program's end holds up no other program's
+	// messages.
+	void finisher();
 	nlohmann::json lost_report(const TraceSession &s) const;
 	// Rewrites the journal of open traces (trace_journal.hpp) if the set of
 	// sessions that have been started and not destroyed changed: call it
@@ -120,6 +129,10 @@ private:
 	std::mutex mutex_;
 	std::condition_variable acks_;
 	std::condition_variable finished_; // a session's `finishing` fell
+	std::condition_variable retired_;  // work for finisher()
+	std::deque<RetiredWork> to_finish_;
+	bool closing_ = false; // the finisher ends once to_finish_ is empty
+	std::thread finisher_;
 	// Sessions by (owner, name): each user names its sessions in a space of
 	// its own, so a name says nothing of other users' sessions. session_for()
 	// is how a request's name finds one.
