@@ -23,10 +23,6 @@ namespace tracery::ctf {
 
 namespace {
 
-constexpr std::string_view kReservedEnvKeys[] = {
-	"hostname", "domain", "tracer_name", "tracer_major", "tracer_minor", "tracer_patch",
-};
-
 std::string local_hostname()
 {
 	char buf[HOST_NAME_MAX + 1] = {};
@@ -118,21 +114,44 @@ void check_env_key(const std::string &key)
 {
 	if (!is_tsdl_identifier(key) || is_tsdl_keyword(key) || is_preamble_type_name(key))
 		throw std::invalid_argument("tracery ctf: env key is not a usable TSDL identifier: " + key);
-	for (std::string_view r : kReservedEnvKeys)
-		if (key == r)
-			throw std::invalid_argument("tracery ctf: env key is reserved: " + key);
+	if (key == "hostname")
+		throw std::invalid_argument("tracery ctf: env key is reserved: " + key);
+}
+
+void append_env(std::string &m, const std::vector<EnvEntry> &entries)
+{
+	for (const EnvEntry &e : entries) {
+		m += "\t" + e.key + " = ";
+		if (const auto *i = std::get_if<int64_t>(&e.value))
+			m += std::to_string(*i);
+		else
+			m += tsdl_string_literal(std::get<std::string>(e.value));
+		m += ";\n";
+	}
 }
 
 } // namespace
 
+std::vector<EnvEntry> tracery_identity()
+{
+	return {
+		{"domain", std::string("ust")},
+		{"tracer_name", std::string("tracery")},
+		{"tracer_major", int64_t{TRACERY_VERSION_MAJOR}},
+		{"tracer_minor", int64_t{TRACERY_VERSION_MINOR}},
+		{"tracer_patch", int64_t{TRACERY_VERSION_PATCH}},
+	};
+}
+
 MetadataWriter::MetadataWriter(TraceInfo info) : info_(std::move(info))
 {
 	std::set<std::string, std::less<>> seen;
-	for (const EnvEntry &e : info_.env) {
-		check_env_key(e.key);
-		if (!seen.insert(e.key).second)
-			throw std::invalid_argument("tracery ctf: duplicate env key: " + e.key);
-	}
+	for (const auto *list : {&info_.identity, &info_.env})
+		for (const EnvEntry &e : *list) {
+			check_env_key(e.key);
+			if (!seen.insert(e.key).second)
+				throw std::invalid_argument("tracery ctf: duplicate env key: " + e.key);
+		}
 	if (info_.hostname.empty())
 		info_.hostname = local_hostname();
 	if (info_.clock_uuid.is_nil())
@@ -171,19 +190,8 @@ std::string MetadataWriter::preamble() const
 
 	m += "env {\n";
 	m += "\thostname = " + tsdl_string_literal(info_.hostname) + ";\n";
-	m += "\tdomain = \"ust\";\n";
-	m += "\ttracer_name = \"tracery\";\n";
-	m += "\ttracer_major = " + std::to_string(TRACERY_VERSION_MAJOR) + ";\n";
-	m += "\ttracer_minor = " + std::to_string(TRACERY_VERSION_MINOR) + ";\n";
-	m += "\ttracer_patch = " + std::to_string(TRACERY_VERSION_PATCH) + ";\n";
-	for (const EnvEntry &e : info_.env) {
-		m += "\t" + e.key + " = ";
-		if (const auto *i = std::get_if<int64_t>(&e.value))
-			m += std::to_string(*i);
-		else
-			m += tsdl_string_literal(std::get<std::string>(e.value));
-		m += ";\n";
-	}
+	append_env(m, info_.identity);
+	append_env(m, info_.env);
 	m += "};\n\n";
 
 	m += "clock {\n";

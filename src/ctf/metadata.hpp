@@ -28,6 +28,13 @@ struct EnvEntry {
 	EnvValue value;
 };
 
+// The env entries that say what made the trace and which domain it is of
+// (what readers such as Trace Compass and lttng-analyses look at): written
+// right after env.hostname. A user trace: domain "ust", tracer_name
+// "tracery", tracer_major/minor/patch of this build (tracery_identity()); a
+// kernel trace: the LTTng kernel identity (kernel/kernel_events.hpp).
+std::vector<EnvEntry> tracery_identity();
+
 struct TraceInfo {
 	Uuid uuid;       // trace UUID, also in every packet header
 	Uuid clock_uuid; // identity of the clock source (e.g. boot id); nil -> uuid
@@ -37,15 +44,16 @@ struct TraceInfo {
 	// of tick 0, which readers add to show wall-clock time.
 	base::TickScale clock_scale;
 	uint64_t clock_precision = 1; // in ticks
-	// Extra env entries (procname, vpid, ...), written in order. Keys must
-	// differ from each other and from hostname, domain, tracer_name,
-	// tracer_major, tracer_minor, tracer_patch.
+	// The identity entries, then extra env entries (procname, vpid, ...),
+	// each list written in order. Keys must be TSDL identifiers, differ from
+	// each other (across both lists) and from hostname.
+	std::vector<EnvEntry> identity = tracery_identity();
 	std::vector<EnvEntry> env;
 };
 
 class MetadataWriter {
 public:
-	// Throws std::invalid_argument for a bad env key.
+	// Throws std::invalid_argument for a bad or repeated env key.
 	explicit MetadataWriter(TraceInfo info);
 
 	const TraceInfo &info() const noexcept { return info_; }

@@ -179,6 +179,22 @@ TEST(Metadata, BadEnvKeys)
 	EXPECT_THROW(MetadataWriter{dup}, std::invalid_argument);
 }
 
+TEST(Metadata, IdentityIsAParameter)
+{
+	TraceInfo info = test_info();
+	info.identity = {{"domain", std::string("kernel")}, {"tracer_patchlevel", int64_t{3}}};
+	const std::string m = MetadataWriter(info).preamble();
+	EXPECT_CONTAINS(m, "\tdomain = \"kernel\";\n\ttracer_patchlevel = 3;\n\tprocname = ");
+	EXPECT_EQ(m.find("tracery"), std::string::npos);
+	EXPECT_EQ(m.find("\"ust\""), std::string::npos);
+	// An env entry may not repeat an identity key, nor an identity key hostname.
+	info.env.push_back({"tracer_patchlevel", int64_t{4}});
+	EXPECT_THROW(MetadataWriter{info}, std::invalid_argument);
+	info = test_info();
+	info.identity.push_back({"hostname", std::string("x")});
+	EXPECT_THROW(MetadataWriter{info}, std::invalid_argument);
+}
+
 TEST(Metadata, StreamClass)
 {
 	const std::string none = MetadataWriter::stream_class(3, {});

@@ -330,6 +330,34 @@ void Instance::add_notrace_pids(std::span<const pid_t> tids) const
 
 void Instance::set_tracing_on(bool on) const { write_control(file("tracing_on"), on ? "1" : "0"); }
 
+void Instance::set_overwrite(bool overwrite) const { write_control(file("options/overwrite"), overwrite ? "1" : "0"); }
+
+std::vector<uint32_t> Instance::cpus() const
+{
+	const std::string dir = file("per_cpu");
+	DIR *d = ::opendir(dir.c_str());
+	if (!d)
+		fail("open " + dir, errno);
+	std::vector<uint32_t> out;
+	while (const dirent *e = ::readdir(d)) {
+		const std::string_view name(e->d_name);
+		uint32_t cpu = 0;
+		if (!name.starts_with("cpu"))
+			continue;
+		const auto [end, ec] = std::from_chars(name.data() + 3, name.data() + name.size(), cpu);
+		if (ec == std::errc() && end == name.data() + name.size() && name.size() > 3)
+			out.push_back(cpu);
+	}
+	::closedir(d);
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+std::string Instance::cpu_stats(uint32_t cpu) const
+{
+	return read_control(file("per_cpu/cpu" + std::to_string(cpu) + "/stats"));
+}
+
 base::Fd Instance::open_cpu_pipe(uint32_t cpu) const
 {
 	const std::string path = file("per_cpu/cpu" + std::to_string(cpu) + "/trace_pipe_raw");

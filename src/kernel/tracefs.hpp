@@ -125,6 +125,13 @@ public:
 	// keeping those excluded already.
 	void add_notrace_pids(std::span<const pid_t> tids) const;
 	void set_tracing_on(bool on) const;
+	// options/overwrite: a full buffer overwrites its oldest page (true) or
+	// drops new events (false).
+	void set_overwrite(bool overwrite) const;
+	// The CPUs of per_cpu/ (cpuN), sorted.
+	std::vector<uint32_t> cpus() const;
+	// per_cpu/cpuN/stats.
+	std::string cpu_stats(uint32_t cpu) const;
 	// ROOT/instances/NAME/per_cpu/cpuN/trace_pipe_raw, O_RDONLY|O_NONBLOCK.
 	base::Fd open_cpu_pipe(uint32_t cpu) const;
 

@@ -1,0 +1,350 @@
+// kernel/kernel_events.cpp — see kernel_events.hpp.
+#include "kernel/kernel_events.hpp"
+
+#include <sys/utsname.h>
+
+#include <cstring>
+#include <fstream>
+#include <string_view>
+
+#include "base/utf8.hpp"
+#include "ctf/tsdl.hpp"
+#include "kernel/fields.hpp"
+
+#ifndef TRACERY_VERSION_STRING
+#define TRACERY_VERSION_STRING "0.0.0"
+#endif
+
+namespace tracery::kernel {
+
+namespace {
+
+constexpr int64_t kMaxRtPrio = 100; // LTTng records prio - MAX_RT_PRIO
+
+// An LTTng field: its name, the tracefs field it comes from, and how.
+struct Renamed {
+	const char *name;
+	const char *from;
+	int64_t bias = 0;
+	bool tgid = false;
+	bool optional = false; // absent from some kernels' format: left out then
+};
+
+struct LttngEvent {
+	const char *tracepoint; // sched:NAME
+	std::vector<Renamed> fields;
+};
+
+// lttng-modules include/instrumentation/events/sched.h, as ftrace's
+// sched events carry them.
+const std::vector<LttngEvent> &lttng_sched_events()
+{
+	static const std::vector<LttngEvent> events = [] {
+		const std::vector<Renamed> wakeup = {
+			{"comm", "comm"}, {"tid", "pid"}, {"prio", "prio", -kMaxRtPrio}, {"target_cpu", "target_cpu"}};
+		const std::vector<Renamed> process = {{"comm", "comm"}, {"tid", "pid"}, {"prio", "prio", -kMaxRtPrio}};
+		std::vector<LttngEvent> v = {
+			{"sched_switch",
+		         {{"prev_comm", "prev_comm"},
+		          {"prev_tid", "prev_pid"},
+		          {"prev_prio", "prev_prio", -kMaxRtPrio},
+		          {"prev_state", "prev_state"},
+		          {"next_comm", "next_comm"},
+		          {"next_tid", "next_pid"},
+		          {"next_prio", "next_prio", -kMaxRtPrio}}},
+			{"sched_process_fork",
+		         {{"parent_comm", "parent_comm"},
+		          {"parent_tid", "parent_pid"},
+		          {"parent_pid", "parent_pid", 0, true},
+		          {"child_comm", "child_comm"},
+		          {"child_tid", "child_pid"},
+		          {"child_pid", "child_pid", 0, true}}},
+			{"sched_process_exec", {{"filename", "filename"}, {"tid", "pid"}, {"old_tid", "old_pid"}}},
+			{"sched_process_exit",
+		         {{"comm", "comm"},
+		          {"tid", "pid"},
+		          {"prio", "prio", -kMaxRtPrio},
+		          {"group_dead", "group_dead", 0, false, true}}},
+			{"sched_process_free", process},
+			{"sched_process_wait", process},
+			{"sched_wait_task", process},
+			{"sched_waking", wakeup},
+			{"sched_wakeup", wakeup},
+			{"sched_wakeup_new", wakeup},
+			{"sched_migrate_task",
+		         {{"comm", "comm"},
+		          {"tid", "pid"},
+		          {"prio", "prio", -kMaxRtPrio},
+		          {"orig_cpu", "orig_cpu"},
+		          {"dest_cpu", "dest_cpu"}}},
+			{"sched_pi_setprio",
+		         {{"comm", "comm"},
+		          {"tid", "pid"},
+		          {"oldprio", "oldprio", -kMaxRtPrio},
+		          {"newprio", "newprio", -kMaxRtPrio}}},
+			{"sched_kthread_stop", {{"comm", "comm"}, {"tid", "pid"}}},
+			{"sched_stat_runtime",
+		         {{"comm", "comm"},
+		          {"tid", "pid"},
+		          {"runtime", "runtime"},
+		          {"vruntime", "vruntime", 0, false, true}}},
+		};
+		for (const char *stat :
+		     {"sched_stat_wait", "sched_stat_sleep", "sched_stat_iowait", "sched_stat_blocked"})
+			v.push_back({stat, {{"comm", "comm"}, {"tid", "pid"}, {"delay", "delay"}}});
+		return v;
+	}();
+	return events;
+}
+
+// The CTF field of a tracefs field, keeping its name and type.
+CtfField ctf_field(const FieldFormat &f, std::string name)
+{
+	CtfField c;
+	c.name = std::move(name);
+	c.is_signed = f.is_signed;
+	const auto integer_size = [](uint32_t s) { return s == 1 || s == 2 || s == 4 || s == 8; };
+	switch (f.kind) {
+	case FieldKind::scalar:
+		if (integer_size(f.size)) {
+			c.type = CtfField::Type::integer;
+			c.size = static_cast<uint8_t>(f.size);
+			return c;
+		}
+		break;
+	case FieldKind::array:
+		if (f.is_char) {
+			c.type = CtfField::Type::string;
+			return c;
+		}
+		if (integer_size(f.elem_size)) {
+			c.type = CtfField::Type::array;
+			c.size = static_cast<uint8_t>(f.elem_size);
+			c.length = f.array_length;
+			return c;
+		}
+		break;
+	case FieldKind::data_loc:
+	case FieldKind::rel_loc:
+	case FieldKind::trailing:
+		if (f.is_char) {
+			c.type = CtfField::Type::string;
+			return c;
+		}
+		if (integer_size(f.elem_size)) {
+			c.type = CtfField::Type::sequence;
+			c.size = static_cast<uint8_t>(f.elem_size);
+			return c;
+		}
+		break;
+	}
+	// Anything else: its bytes.
+	c.type = CtfField::Type::sequence;
+	c.size = 1;
+	c.is_signed = false;
+	c.hex = true;
+	return c;
+}
+
+const char *integer_type(uint8_t size, bool is_signed)
+{
+	switch (size) {
+	case 1:
+		return is_signed ? "int8_t" : "uint8_t";
+	case 2:
+		return is_signed ? "int16_t" : "uint16_t";
+	case 4:
+		return is_signed ? "int32_t" : "uint32_t";
+	default:
+		return is_signed ? "int64_t" : "uint64_t";
+	}
+}
+
+std::string tsdl_integer(const CtfField &f)
+{
+	if (!f.hex)
+		return integer_type(f.size, f.is_signed);
+	return "integer { size = " + std::to_string(f.size * 8) +
+	       "; align = 8; signed = " + (f.is_signed ? "true" : "false") + "; base = 16; }";
+}
+
+} // namespace
+
+std::vector<ctf::EnvEntry> lttng_kernel_identity()
+{
+	struct utsname u {};
+	::uname(&u);
+	return {
+		{"domain", std::string("kernel")},
+		{"sysname", std::string(u.sysname)},
+		{"kernel_release", std::string(u.release)},
+		{"kernel_version", std::string(u.version)},
+		{"tracer_name", std::string("lttng-modules")},
+		{"tracer_major", kLttngModulesMajor},
+		{"tracer_minor", kLttngModulesMinor},
+		{"tracer_patchlevel", kLttngModulesPatchlevel},
+		{"trace_buffering_scheme", std::string("global")},
+		{"tracery_version", std::string(TRACERY_VERSION_STRING)},
+	};
+}
+
+std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stream_id, std::span<const CtfField> fields)
+{
+	ctf::FieldNameSet names;
+	std::vector<std::string> field_names;
+	for (const CtfField &f : fields)
+		field_names.push_back(names.unique(ctf::tsdl_field_name(f.name)));
+	std::string m = "event {\n";
+	m += "\tname = " + ctf::tsdl_string_literal(name) + ";\n";
+	m += "\tid = " + std::to_string(id) + ";\n";
+	m += "\tstream_id = " + std::to_string(stream_id) + ";\n";
+	m += "\tfields := struct {\n";
+	for (size_t i = 0; i < fields.size(); ++i) {
+		const CtfField &f = fields[i];
+		const std::string &n = field_names[i];
+		switch (f.type) {
+		case CtfField::Type::integer:
+			m += "\t\t" + tsdl_integer(f) + " " + n + ";\n";
+			break;
+		case CtfField::Type::string:
+			m += "\t\tstring " + n + ";\n";
+			break;
+		case CtfField::Type::array:
+			m += "\t\t" + tsdl_integer(f) + " " + n + "[" + std::to_string(f.length) + "];\n";
+			break;
+		case CtfField::Type::sequence: {
+			const std::string length = names.unique(n + "_length");
+			m += "\t\tuint32_t " + length + ";\n";
+			m += "\t\t" + tsdl_integer(f) + " " + n + "[" + length + "];\n";
+			break;
+		}
+		}
+	}
+	m += "\t};\n};\n\n";
+	return m;
+}
+
+KernelEventClass make_event_class(const EventFormat &format, uint32_t id)
+{
+	if (format.id > 0xffff)
+		throw FormatError("event " + format.system + ":" + format.name + ": ID " + std::to_string(format.id) +
+		                  " does not fit common_type");
+	KernelEventClass c;
+	c.id = id;
+	c.type = static_cast<uint16_t>(format.id);
+	c.fixed_size = format.fixed_size();
+	const auto add = [&](const FieldFormat &f, std::string name, int64_t bias, bool tgid) {
+		CtfField field = ctf_field(f, std::move(name));
+		if (tgid) { // a pid_t written as the thread group id
+			field.type = CtfField::Type::integer;
+			field.size = 4;
+			field.is_signed = true;
+		}
+		c.fields.push_back(field);
+		c.sources.push_back({f, bias, tgid});
+	};
+	constexpr std::string_view kEnter = "sys_enter_", kExit = "sys_exit_";
+	if (format.system == "syscalls" && (format.name.starts_with(kEnter) || format.name.starts_with(kExit))) {
+		const bool entry = format.name.starts_with(kEnter);
+		c.name = std::string(entry ? "syscall_entry_" : "syscall_exit_") +
+		         format.name.substr((entry ? kEnter : kExit).size());
+		for (const FieldFormat &f : format.fields)
+			if (f.name != "__syscall_nr")
+				add(f, f.name, 0, false);
+		return c;
+	}
+	if (format.system == "sched")
+		for (const LttngEvent &e : lttng_sched_events()) {
+			if (format.name != e.tracepoint)
+				continue;
+			bool complete = true;
+			for (const Renamed &r : e.fields)
+				complete = complete && (r.optional || format.field(r.from) != nullptr);
+			if (!complete)
+				break; // not the fields LTTng's event has: kept as it is
+			c.name = format.name;
+			for (const Renamed &r : e.fields)
+				if (const FieldFormat *f = format.field(r.from))
+					add(*f, r.name, r.bias, r.tgid);
+			return c;
+		}
+	c.name = format.name;
+	for (const FieldFormat &f : format.fields)
+		add(f, f.name, 0, false);
+	return c;
+}
+
+int32_t proc_tgid(int32_t tid)
+{
+	std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+	std::string line;
+	while (std::getline(status, line))
+		if (line.starts_with("Tgid:")) {
+			try {
+				return static_cast<int32_t>(std::stol(line.substr(5)));
+			} catch (const std::exception &) {
+				break;
+			}
+		}
+	return tid;
+}
+
+void put_integer(std::vector<uint8_t> &out, uint64_t value, unsigned size)
+{
+	for (unsigned i = 0; i < size; ++i)
+		out.push_back(static_cast<uint8_t>(value >> (8 * i)));
+}
+
+void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n)
+{
+	const size_t len = p ? ::strnlen(reinterpret_cast<const char *>(p), n) : 0;
+	const size_t at = out.size();
+	out.insert(out.end(), p, p + len);
+	base::sanitize_utf8_in_place(out.data() + at, len);
+	out.push_back(0);
+}
+
+void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
+                    std::vector<uint8_t> &out)
+{
+	for (size_t i = 0; i < c.fields.size(); ++i) {
+		const CtfField &f = c.fields[i];
+		const FieldSource &s = c.sources[i];
+		switch (f.type) {
+		case CtfField::Type::integer: {
+			uint64_t v = 0;
+			if (read_integer(s.format, payload, v)) {
+				if (s.tgid)
+					v = static_cast<uint64_t>(
+						static_cast<int64_t>(tgid_of(static_cast<int32_t>(v))));
+				v += static_cast<uint64_t>(s.bias);
+			}
+			put_integer(out, v, f.size);
+			break;
+		}
+		case CtfField::Type::string: {
+			const std::span<const uint8_t> b = field_bytes(s.format, payload);
+			put_string(out, b.data(), b.size());
+			break;
+		}
+		case CtfField::Type::array: {
+			const std::span<const uint8_t> b = field_bytes(s.format, payload);
+			const size_t bytes = size_t{f.length} * f.size;
+			if (b.size() >= bytes)
+				out.insert(out.end(), b.begin(), b.begin() + static_cast<ptrdiff_t>(bytes));
+			else
+				out.resize(out.size() + bytes, 0);
+			break;
+		}
+		case CtfField::Type::sequence: {
+			const std::span<const uint8_t> b = field_bytes(s.format, payload);
+			const size_t count = b.size() / f.size;
+			put_integer(out, count, 4); // elements are little-endian already
+			out.insert(out.end(), b.begin(), b.begin() + static_cast<ptrdiff_t>(count * f.size));
+			break;
+		}
+		}
+	}
+}
+
+} // namespace tracery::kernel

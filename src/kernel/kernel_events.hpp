@@ -1,0 +1,97 @@
+// kernel/kernel_events.hpp — the CTF event classes of a kernel trace, made
+// from the tracefs format of each enabled tracepoint with LTTng's kernel
+// trace conventions, and the encoding of one tracefs payload as a CTF event.
+//
+// Conventions (facts from lttng-modules' include/instrumentation/events/,
+// see README.md): syscalls:sys_enter_NAME becomes syscall_entry_NAME (its
+// arguments), syscalls:sys_exit_NAME syscall_exit_NAME (ret); the sched
+// events LTTng records take LTTng's names and field lists (tid for ftrace's
+// pid, prio - 100, parent_pid/child_pid the thread group ids); any other
+// tracepoint keeps its tracefs name and fields: integers by size and
+// signedness, char arrays and __data_loc char[] as strings, other arrays as
+// arrays (fixed) or sequences (variable), what fits none as bytes.
+//
+// The payload comes from a ring-buffer page: untrusted. A field outside the
+// payload is written as 0, an empty string or an empty sequence, never read
+// out of bounds; strings are cut at their NUL or their bound and made valid
+// UTF-8.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ctf/metadata.hpp"
+#include "kernel/format.hpp"
+
+namespace tracery::kernel {
+
+// The env entries that make readers treat a trace as an LTTng kernel trace
+// (README.md says which reader looks at which): domain "kernel",
+// tracer_name "lttng-modules" with the version whose event layout we
+// follow, tracer_patchlevel, the kernel's uname, and tracery_version, the
+// build that really wrote it.
+std::vector<ctf::EnvEntry> lttng_kernel_identity();
+
+// The version of lttng-modules whose conventions the trace follows.
+inline constexpr int64_t kLttngModulesMajor = 2;
+inline constexpr int64_t kLttngModulesMinor = 13;
+inline constexpr int64_t kLttngModulesPatchlevel = 0;
+
+// One field of a CTF event class.
+struct CtfField {
+	enum class Type : uint8_t { integer, string, array, sequence };
+	std::string name; // without the TSDL '_' prefix
+	Type type = Type::integer;
+	uint8_t size = 4;       // bytes of the integer, or of each element
+	bool is_signed = false; // of the integer or of the elements
+	bool hex = false;       // displayed in base 16
+	uint32_t length = 0;    // array: elements
+};
+
+// "event { name; id; stream_id; fields := struct { ... }; };" Sequences get
+// a uint32_t count field "_NAME_length" before them.
+std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stream_id,
+                             std::span<const CtfField> fields);
+
+// Where a field's value comes from in a tracefs payload.
+struct FieldSource {
+	FieldFormat format; // the tracefs field
+	int64_t bias = 0;   // added to an integer (prio: -100)
+	bool tgid = false;  // the value is a tid: write its thread group id
+};
+
+struct KernelEventClass {
+	std::string name;        // CTF name
+	uint32_t id = 0;         // CTF id in the kernel stream class
+	uint16_t type = 0;       // tracefs ID (common_type)
+	uint32_t fixed_size = 0; // a shorter payload is malformed
+	std::vector<CtfField> fields;
+	std::vector<FieldSource> sources; // one per field
+
+	std::string tsdl(uint32_t stream_id) const { return event_class_tsdl(name, id, stream_id, fields); }
+};
+
+// The class of a tracepoint with the conventions above. Throws FormatError
+// if the format's ID does not fit common_type (16 bits).
+KernelEventClass make_event_class(const EventFormat &format, uint32_t id);
+
+// The thread group id of a thread (/proc/TID/status), or the tid itself if
+// it is gone.
+using TgidOf = std::function<int32_t(int32_t tid)>;
+int32_t proc_tgid(int32_t tid);
+
+// Appends the CTF payload of one event of class `c` to `out`.
+void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
+                    std::vector<uint8_t> &out);
+
+// Little-endian appends, shared with the state dump.
+void put_integer(std::vector<uint8_t> &out, uint64_t value, unsigned size);
+// The bytes up to the first NUL (at most n), made valid UTF-8, and a NUL.
+void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n);
+
+} // namespace tracery::kernel

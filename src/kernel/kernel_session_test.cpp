@@ -1,0 +1,319 @@
+// kernel/kernel_session_test.cpp — a KernelSession tracing a real program
+// (root with tracefs and babeltrace2; skipped with a message otherwise).
+// kernel-workload (tests/apps) records a daemonless user trace in
+// OUTPUT/ust, the kernel session its kernel trace in OUTPUT/kernel (LTTng's
+// layout: babeltrace2 takes a directory holding a metadata file for one
+// trace and does not look into its subdirectories, so a user trace written
+// in OUTPUT itself would hide OUTPUT/kernel); it scopes to the program's pid. Checked: every getpid
+// is a syscall_entry_getpid / syscall_exit_getpid pair returning its pid,
+// each after the user event emitted just before it in the merged timeline;
+// sched_switch names its two threads with LTTng's prio; the state dump
+// holds it; nothing lost; babeltrace2 reads OUTPUT/kernel and OUTPUT without
+// a warning; both clock classes are the same text; the instance is gone and
+// the global tracefs settings are unchanged. Plus the unit parts: the
+// LTTng event classes of this kernel's formats and the stats parser.
+#include "kernel/kernel_session.hpp"
+#include "kernel/kernel_events.hpp"
+#include "kernel/kernel_trace.hpp"
+#include "kernel/tracefs_testing.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace tracery;
+using namespace tracery::kernel;
+
+namespace {
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream in(path);
+	std::stringstream s;
+	s << in.rdbuf();
+	return s.str();
+}
+
+EventFormat testdata_format(const std::string &system, const std::string &name)
+{
+	return parse_event_format(
+		read_file(std::string(TRACERY_KERNEL_TESTDATA) + "/events/" + system + "/" + name + "/format"), system);
+}
+
+// Runs a shell command; its exit status, stdout and stderr.
+int run(const std::string &cmd, std::string &out, std::string &err)
+{
+	const std::string err_file = ::testing::TempDir() + "/kernel_session_stderr";
+	FILE *p = ::popen((cmd + " 2>'" + err_file + "'").c_str(), "r");
+	if (!p)
+		return -1;
+	char buf[65536];
+	size_t n;
+	out.clear();
+	while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+		out.append(buf, n);
+	const int status = ::pclose(p);
+	err = read_file(err_file);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The "clock { ... };" block of a metadata text.
+std::string clock_block(const std::string &metadata)
+{
+	const size_t begin = metadata.find("clock {");
+	const size_t end = metadata.find("};", begin);
+	return begin == std::string::npos || end == std::string::npos ? "" : metadata.substr(begin, end + 2 - begin);
+}
+
+std::string clock_value(const std::string &block, const std::string &key)
+{
+	const size_t at = block.find("\t" + key + " = ");
+	if (at == std::string::npos)
+		return "";
+	const size_t begin = at + key.size() + 4;
+	std::string v = block.substr(begin, block.find(';', begin) - begin);
+	if (v.size() >= 2 && v.front() == '"')
+		v = v.substr(1, v.size() - 2);
+	return v;
+}
+
+} // namespace
+
+TEST(KernelEvents, SyscallsAndSchedFollowLttng)
+{
+	const KernelEventClass enter = make_event_class(testdata_format("syscalls", "sys_enter_openat"), 3);
+	EXPECT_EQ(enter.name, "syscall_entry_openat");
+	EXPECT_EQ(enter.id, 3u);
+	ASSERT_EQ(enter.fields.size(), 4u); // __syscall_nr dropped
+	EXPECT_EQ(enter.fields[0].name, "dfd");
+	EXPECT_EQ(enter.fields[1].name, "filename");
+	const KernelEventClass exit = make_event_class(testdata_format("syscalls", "sys_exit_getpid"), 4);
+	EXPECT_EQ(exit.name, "syscall_exit_getpid");
+	ASSERT_EQ(exit.fields.size(), 1u);
+	EXPECT_EQ(exit.fields[0].name, "ret");
+	EXPECT_TRUE(exit.fields[0].is_signed);
+	EXPECT_EQ(exit.fields[0].size, 8);
+
+	const KernelEventClass sw = make_event_class(testdata_format("sched", "sched_switch"), 0);
+	std::vector<std::string> names;
+	for (const CtfField &f : sw.fields)
+		names.push_back(f.name);
+	EXPECT_EQ(names, (std::vector<std::string>{"prev_comm", "prev_tid", "prev_prio", "prev_state", "next_comm",
+	                                           "next_tid", "next_prio"}));
+	EXPECT_EQ(sw.fields[0].type, CtfField::Type::string);
+	EXPECT_EQ(sw.sources[2].bias, -100);
+
+	// A payload: prev "a\xff" (invalid UTF-8 made '?'), tid 7, prio 120,
+	// state 1, next "b", tid 9, prio 98.
+	const EventFormat f = testdata_format("sched", "sched_switch");
+	std::vector<uint8_t> payload(f.fixed_size(), 0);
+	const auto put = [&](const char *field, uint64_t v) {
+		const FieldFormat *ff = f.field(field);
+		for (uint32_t i = 0; i < ff->size; ++i)
+			payload[ff->offset + i] = static_cast<uint8_t>(v >> (8 * i));
+	};
+	payload[f.field("prev_comm")->offset] = 'a';
+	payload[f.field("prev_comm")->offset + 1] = 0xff;
+	payload[f.field("next_comm")->offset] = 'b';
+	put("prev_pid", 7);
+	put("prev_prio", 120);
+	put("prev_state", 1);
+	put("next_pid", 9);
+	put("next_prio", 98);
+	std::vector<uint8_t> out;
+	encode_payload(
+		sw, payload, [](int32_t tid) { return tid; }, out);
+	const std::vector<uint8_t> expected = {'a',  '?',  0,   7, 0, 0, 0,   20, 0, 0, 0, 1, 0,
+	                                       0,    0,    0,   0, 0, 0, 'b', 0,  9, 0, 0, 0, static_cast<uint8_t>(-2),
+	                                       0xff, 0xff, 0xff};
+	EXPECT_EQ(out, expected);
+	// Cut short: fields outside the payload are 0 / empty, nothing read beyond.
+	out.clear();
+	encode_payload(
+		sw, std::span<const uint8_t>(payload.data(), 10), [](int32_t tid) { return tid; }, out);
+	EXPECT_EQ(out, std::vector<uint8_t>(1 + 4 + 4 + 8 + 1 + 4 + 4, 0));
+
+	const KernelEventClass fork = make_event_class(testdata_format("sched", "sched_process_fork"), 1);
+	names.clear();
+	for (const CtfField &c : fork.fields)
+		names.push_back(c.name);
+	EXPECT_EQ(names, (std::vector<std::string>{"parent_comm", "parent_tid", "parent_pid", "child_comm", "child_tid",
+	                                           "child_pid"}));
+	EXPECT_TRUE(fork.sources[2].tgid);
+	EXPECT_FALSE(fork.sources[1].tgid);
+}
+
+TEST(KernelEvents, LostTotalIsOverrunsPlusDropped)
+{
+	EXPECT_EQ(parse_lost_total("entries: 3\noverrun: 5\ncommit overrun: 1\nbytes: 9\ndropped events: 7\n"), 13u);
+	EXPECT_THROW(parse_lost_total("entries: 3\n"), FormatError);
+	EXPECT_THROW(parse_lost_total("overrun: x\n"), FormatError);
+}
+
+TEST(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
+{
+	std::string why;
+	const std::string root = test_support::tracefs_for_tests(why);
+	if (root.empty())
+		GTEST_SKIP() << why;
+	if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+		GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
+	const auto before = test_support::global_settings(root);
+	char tmpl[] = "/tmp/tracery-kernel-session-XXXXXX";
+	ASSERT_NE(::mkdtemp(tmpl), nullptr);
+	const std::string output = std::string(tmpl) + "/out";
+	constexpr int kCalls = 2000, kRounds = 300;
+
+	int to_child[2], from_child[2];
+	ASSERT_EQ(::pipe(to_child), 0);
+	ASSERT_EQ(::pipe(from_child), 0);
+	const pid_t child = ::fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		::dup2(to_child[0], 0);
+		::dup2(from_child[1], 1);
+		::setenv("TRACERY_OUTPUT", (output + "/ust").c_str(), 1);
+		::execl(TRACERY_KERNEL_WORKLOAD, TRACERY_KERNEL_WORKLOAD, std::to_string(kCalls).c_str(),
+		        std::to_string(kRounds).c_str(), nullptr);
+		::_exit(127);
+	}
+	::close(to_child[0]);
+	::close(from_child[1]);
+	FILE *child_out = ::fdopen(from_child[0], "r");
+	char line[64] = {};
+	ASSERT_NE(std::fgets(line, sizeof line, child_out), nullptr);
+	ASSERT_EQ(std::string(line), "ready " + std::to_string(child) + "\n");
+	const std::string user_clock = clock_block(read_file(output + "/ust/metadata"));
+	ASSERT_FALSE(user_clock.empty()) << "no user trace in " << output;
+
+	KernelSessionConfig config;
+	config.session_name = "session-test";
+	config.output = output;
+	config.tracepoints = {"sched:sched_switch"};
+	config.syscalls = {"getpid"};
+	config.pids = {child};
+	config.trace_uuid = ctf::Uuid::random();
+	const std::optional<ctf::Uuid> clock_uuid = ctf::Uuid::parse(clock_value(user_clock, "uuid"));
+	ASSERT_TRUE(clock_uuid.has_value());
+	config.clock_uuid = *clock_uuid;
+	config.clock_scale.freq_hz = std::stoull(clock_value(user_clock, "freq"));
+	config.clock_scale.offset_s = std::stoll(clock_value(user_clock, "offset_s"));
+	config.clock_scale.offset_ticks = std::stoull(clock_value(user_clock, "offset"));
+	const std::string description = clock_value(user_clock, "description");
+	config.clock_scale.description = description.c_str();
+	config.tick_unit = description == "Monotonic Clock" ? clock::TickUnit::ns : clock::TickUnit::tsc;
+	std::string instance;
+	KernelTraceCounts counts;
+	{
+		KernelSession session(root, config);
+		session.start();
+		instance = session.instance_path();
+		EXPECT_EQ(read_file(instance + "/trace_clock")
+		                          .find(std::string("[") + trace_clock_for(config.tick_unit) + "]") !=
+		                  std::string::npos,
+		          true);
+		ASSERT_EQ(::write(to_child[1], "go\n", 3), 3);
+		ASSERT_NE(std::fgets(line, sizeof line, child_out), nullptr);
+		EXPECT_EQ(std::string(line), "done\n");
+		int status = 0;
+		ASSERT_EQ(::waitpid(child, &status, 0), child);
+		EXPECT_EQ(status, 0);
+		session.stop();
+		counts = session.counts();
+		session.destroy();
+	}
+	std::fclose(child_out);
+	::close(to_child[1]);
+	struct stat st;
+	EXPECT_NE(::stat(instance.c_str(), &st), 0) << instance << " is still there";
+	EXPECT_EQ(test_support::global_settings(root), before);
+	EXPECT_EQ(counts.discarded, 0u);
+	EXPECT_EQ(counts.unknown, 0u);
+	EXPECT_EQ(counts.malformed, 0u);
+	EXPECT_EQ(counts.bad_pages, 0u);
+	EXPECT_GT(counts.statedump, 0u);
+
+	const std::string kernel_metadata = read_file(output + "/kernel/metadata");
+	EXPECT_EQ(clock_block(kernel_metadata), user_clock);
+	EXPECT_NE(kernel_metadata.find("domain = \"kernel\";"), std::string::npos);
+	EXPECT_NE(kernel_metadata.find("tracer_name = \"lttng-modules\";"), std::string::npos);
+
+	std::string out, err;
+	for (const std::string &dir : {output + "/kernel", output}) {
+		EXPECT_EQ(run("babeltrace2 '" + dir + "' >/dev/null", out, err), 0) << dir;
+		EXPECT_EQ(err, "") << dir;
+	}
+	ASSERT_EQ(run(std::string("/usr/bin/python3 '") + TRACERY_KERNEL_DUMP + "' '" + output + "'", out, err), 0)
+		<< err;
+	EXPECT_EQ(err, "");
+
+	std::istringstream lines(out);
+	int64_t last_t = INT64_MIN;
+	int entries = 0, exits = 0, user_events = 0, discarded = 0;
+	bool open_call = false, user_before = false, statedump_child = false;
+	std::map<std::string, int> switched_out; // prev_comm -> count
+	int prio_checked = 0;
+	for (std::string l; std::getline(lines, l);) {
+		const nlohmann::json j = nlohmann::json::parse(l);
+		if (j.contains("discarded")) {
+			++discarded;
+			continue;
+		}
+		const int64_t t = j["t"];
+		EXPECT_GE(t, last_t) << l;
+		last_t = t;
+		const std::string name = j["e"], domain = j["d"];
+		if (name == "kw:before_getpid") {
+			EXPECT_EQ(domain, "ust");
+			EXPECT_EQ(j["f"]["i"], user_events);
+			++user_events;
+			user_before = true;
+		} else if (name == "syscall_entry_getpid") {
+			EXPECT_EQ(domain, "kernel");
+			EXPECT_FALSE(open_call) << "entry " << entries << " follows an entry";
+			EXPECT_TRUE(user_before) << "entry " << entries << " without its user event before it";
+			open_call = true;
+			user_before = false;
+			++entries;
+		} else if (name == "syscall_exit_getpid") {
+			EXPECT_TRUE(open_call) << "exit " << exits << " without an entry";
+			EXPECT_EQ(j["f"]["ret"], child);
+			open_call = false;
+			++exits;
+		} else if (name == "sched_switch") {
+			EXPECT_GE(j["cpu"], 0);
+			const std::string prev = j["f"]["prev_comm"];
+			++switched_out[prev];
+			if (prev == "kw-ping" || prev == "kw-pong") {
+				EXPECT_EQ(j["f"]["prev_prio"], 20) << l; // nice 0: 120 - 100
+				++prio_checked;
+			}
+		} else if (name == "lttng_statedump_process_state" && j["f"]["tid"] == child) {
+			EXPECT_EQ(j["f"]["pid"], child);
+			EXPECT_EQ(j["f"]["name"], "kernel-workload");
+			statedump_child = true;
+		}
+	}
+	EXPECT_EQ(user_events, kCalls);
+	EXPECT_EQ(entries, kCalls);
+	EXPECT_EQ(exits, kCalls);
+	EXPECT_EQ(discarded, 0);
+	EXPECT_GT(switched_out["kw-ping"], 0);
+	EXPECT_GT(switched_out["kw-pong"], 0);
+	EXPECT_GT(prio_checked, 0);
+	EXPECT_TRUE(statedump_child);
+	if (!std::getenv("TRACERY_KEEP_TRACE"))
+		std::filesystem::remove_all(tmpl);
+	else
+		std::printf("trace kept in %s\n", tmpl);
+}

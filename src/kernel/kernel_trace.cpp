@@ -1,0 +1,309 @@
+// kernel/kernel_trace.cpp — see kernel_trace.hpp.
+#include "kernel/kernel_trace.hpp"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "ctf/event_header.hpp"
+
+namespace tracery::kernel {
+
+namespace {
+
+constexpr auto kStatsInterval = std::chrono::milliseconds(100);
+constexpr uint32_t kStreamClass = 0;
+constexpr const char *kStreamPrefix = "channel0";
+
+// lttng-modules' state dump values (src/lttng-statedump-impl.c).
+constexpr int32_t kUserThread = 0, kKernelThread = 1;
+constexpr int32_t kModeUnknown = 5, kSubmodeNone = 0;
+constexpr int32_t kStatusUnnamed = 0, kStatusWaitCpu = 2, kStatusZombie = 4, kStatusWait = 5, kStatusDead = 7;
+constexpr uint64_t kPfKthread = 0x00200000; // PF_KTHREAD, in /proc/PID/stat's flags
+
+const std::vector<CtfField> &process_state_fields()
+{
+	using T = CtfField::Type;
+	static const std::vector<CtfField> fields = {
+		{"tid", T::integer, 4, true},     {"pid", T::integer, 4, true},
+		{"ppid", T::integer, 4, true},    {"name", T::string},
+		{"type", T::integer, 4, true},    {"mode", T::integer, 4, true},
+		{"submode", T::integer, 4, true}, {"status", T::integer, 4, true},
+		{"cpu", T::integer, 4, false},    {"file_table_address", T::integer, 8, false, true},
+	};
+	return fields;
+}
+
+std::vector<int32_t> numeric_entries(const std::string &dir)
+{
+	std::vector<int32_t> out;
+	DIR *d = ::opendir(dir.c_str());
+	if (!d)
+		return out;
+	while (const dirent *e = ::readdir(d)) {
+		int32_t n = 0;
+		const char *end = e->d_name + std::strlen(e->d_name);
+		if (auto [p, ec] = std::from_chars(e->d_name, end, n); ec == std::errc() && p == end && n > 0)
+			out.push_back(n);
+	}
+	::closedir(d);
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+// One thread as /proc/PID/task/TID/stat describes it.
+struct ThreadState {
+	std::string comm;
+	char state = '?';
+	int32_t ppid = 0;
+	uint64_t flags = 0;
+	uint32_t cpu = 0;
+};
+
+bool read_thread(int32_t pid, int32_t tid, ThreadState &t)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+	std::string text;
+	if (!std::getline(in, text))
+		return false;
+	// "TID (COMM) S PPID ..." where COMM may hold spaces and parentheses.
+	const size_t open = text.find('('), close = text.rfind(')');
+	if (open == std::string::npos || close == std::string::npos || close < open)
+		return false;
+	t.comm = text.substr(open + 1, close - open - 1);
+	std::istringstream rest(text.substr(close + 1));
+	std::vector<std::string> f; // f[0] is field 3 (state)
+	for (std::string w; rest >> w;)
+		f.push_back(w);
+	if (f.size() < 37)
+		return false;
+	t.state = f[0].empty() ? '?' : f[0][0];
+	t.ppid = static_cast<int32_t>(std::strtol(f[1].c_str(), nullptr, 10));
+	t.flags = std::strtoull(f[6].c_str(), nullptr, 10);
+	t.cpu = static_cast<uint32_t>(std::strtoul(f[36].c_str(), nullptr, 10));
+	return true;
+}
+
+int32_t lttng_status(char state)
+{
+	switch (state) {
+	case 'R':
+		return kStatusWaitCpu;
+	case 'S':
+	case 'D':
+		return kStatusWait;
+	case 'Z':
+		return kStatusZombie;
+	case 'X':
+		return kStatusDead;
+	default:
+		return kStatusUnnamed;
+	}
+}
+
+void put_header(std::vector<uint8_t> &out, uint32_t id, uint64_t prev, uint64_t ts)
+{
+	const bool compact = ctf::can_use_compact_header(id, prev, ts);
+	const size_t at = out.size();
+	out.resize(at + ctf::event_header_size(compact));
+	ctf::write_event_header(out.data() + at, id, ts, compact);
+}
+
+} // namespace
+
+uint64_t parse_lost_total(std::string_view stats)
+{
+	uint64_t total = 0;
+	bool found = false;
+	size_t pos = 0;
+	while (pos < stats.size()) {
+		size_t end = stats.find('\n', pos);
+		if (end == std::string_view::npos)
+			end = stats.size();
+		const std::string_view line = stats.substr(pos, end - pos);
+		pos = end + 1;
+		for (const std::string_view key : {"overrun:", "commit overrun:", "dropped events:"}) {
+			if (!line.starts_with(key))
+				continue;
+			std::string_view v = line.substr(key.size());
+			while (!v.empty() && v.front() == ' ')
+				v.remove_prefix(1);
+			uint64_t n = 0;
+			if (std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc())
+				throw FormatError("per-CPU stats: unreadable line '" + std::string(line) + "'");
+			total += n;
+			found = true;
+		}
+	}
+	if (!found)
+		throw FormatError("per-CPU stats: no overrun or dropped events line");
+	return total;
+}
+
+KernelTrace::KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const EventFormat> formats, uint32_t num_cpus,
+                         const PageLayout &layout, LostTotal lost_total, TgidOf tgid_of)
+	: dir_(ctf::TraceDir::create(std::move(dir))), uuid_(info.uuid), decoder_(layout),
+	  lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
+	  sink_(consumer::StreamFiles{dir_.path(), kStreamPrefix, kStreamClass, 0, info.uuid}, num_cpus),
+	  cpus_(num_cpus), num_cpus_(num_cpus)
+{
+	info.identity = lttng_kernel_identity();
+	const ctf::MetadataWriter writer(std::move(info));
+	std::string text = writer.preamble() + ctf::MetadataWriter::stream_class(kStreamClass, {});
+	uint16_t max_type = 0;
+	for (const EventFormat &f : formats) {
+		classes_.push_back(make_event_class(f, static_cast<uint32_t>(classes_.size())));
+		max_type = std::max(max_type, classes_.back().type);
+		text += classes_.back().tsdl(kStreamClass);
+	}
+	by_type_.assign(size_t{max_type} + 1, nullptr);
+	for (const KernelEventClass &c : classes_)
+		by_type_[c.type] = &c;
+	statedump_id_ = static_cast<uint32_t>(classes_.size());
+	text += event_class_tsdl("lttng_statedump_start", statedump_id_, kStreamClass, {});
+	text += event_class_tsdl("lttng_statedump_process_state", statedump_id_ + 1, kStreamClass,
+	                         process_state_fields());
+	text += event_class_tsdl("lttng_statedump_end", statedump_id_ + 2, kStreamClass, {});
+	dir_.write_metadata(text);
+}
+
+void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
+{
+	Cpu &c = cpus_.at(cpu);
+	c.events.clear();
+	uint64_t begin = 0, prev = 0;
+	bool first = true;
+	KernelTraceCounts n;
+	const PageResult r = decoder_.decode(page, [&](const RawEvent &e) {
+		const std::span<const uint8_t> payload(e.payload, e.size);
+		const uint16_t type = e.size >= 2 ? base::load_le<uint16_t>(e.payload) : 0;
+		const KernelEventClass *k = type < by_type_.size() ? by_type_[type] : nullptr;
+		if (!k) {
+			++n.unknown;
+			return;
+		}
+		if (e.size < k->fixed_size) {
+			++n.malformed;
+			return;
+		}
+		const uint64_t ts = std::max(e.timestamp, c.last_ts);
+		if (first) {
+			begin = prev = ts;
+			first = false;
+		}
+		put_header(c.events, k->id, prev, ts);
+		encode_payload(*k, payload, tgid_of_, c.events);
+		prev = c.last_ts = ts;
+		++n.events;
+	});
+	n.bad_pages = r.error != nullptr;
+	if (r.lost_count_known)
+		c.lost_in_pages += r.lost;
+	const auto now = std::chrono::steady_clock::now();
+	if ((r.events_lost && !r.lost_count_known) || now - c.last_stats >= kStatsInterval) {
+		c.lost_kernel = lost_total_(cpu);
+		c.last_stats = now;
+	}
+	if (first) // no event: the packet spans the page's time
+		begin = prev = std::max(r.page_timestamp, c.last_ts);
+	c.last_ts = prev;
+	write_packet(cpu, c, begin, prev);
+	const std::lock_guard lock(counts_mutex_);
+	c.counts.events += n.events;
+	c.counts.unknown += n.unknown;
+	c.counts.malformed += n.malformed;
+	c.counts.bad_pages += n.bad_pages;
+}
+
+void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end)
+{
+	ctf::PacketInfo info;
+	info.timestamp_begin = begin;
+	info.timestamp_end = end;
+	info.events_discarded = std::max(c.lost_in_pages, c.lost_kernel);
+	info.seq = c.seq;
+	info.cpu_id = cpu;
+	sink_.write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
+	++c.seq;
+	const std::lock_guard lock(counts_mutex_);
+	c.counts.discarded = info.events_discarded;
+	++c.counts.packets;
+}
+
+void KernelTrace::finish_cpu(uint32_t cpu)
+{
+	Cpu &c = cpus_.at(cpu);
+	const uint64_t before = std::max(c.lost_in_pages, c.lost_kernel);
+	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
+	if (std::max(c.lost_in_pages, c.lost_kernel) == before && c.seq > 0)
+		return;
+	c.events.clear();
+	write_packet(cpu, c, c.last_ts, c.last_ts);
+}
+
+void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
+{
+	std::vector<uint8_t> events;
+	const uint64_t begin = now();
+	uint64_t prev = begin;
+	const auto header = [&](uint32_t id) {
+		const uint64_t ts = std::max(now(), prev);
+		put_header(events, id, prev, ts);
+		prev = ts;
+	};
+	header(statedump_id_);
+	for (const int32_t pid : numeric_entries("/proc")) {
+		for (const int32_t tid : numeric_entries("/proc/" + std::to_string(pid) + "/task")) {
+			ThreadState t;
+			if (!read_thread(pid, tid, t))
+				continue; // gone meanwhile
+			header(statedump_id_ + 1);
+			put_integer(events, static_cast<uint32_t>(tid), 4);
+			put_integer(events, static_cast<uint32_t>(pid), 4);
+			put_integer(events, static_cast<uint32_t>(t.ppid), 4);
+			put_string(events, reinterpret_cast<const uint8_t *>(t.comm.data()), t.comm.size());
+			put_integer(events, static_cast<uint32_t>((t.flags & kPfKthread) ? kKernelThread : kUserThread),
+			            4);
+			put_integer(events, static_cast<uint32_t>(kModeUnknown), 4);
+			put_integer(events, static_cast<uint32_t>(kSubmodeNone), 4);
+			put_integer(events, static_cast<uint32_t>(lttng_status(t.state)), 4);
+			put_integer(events, t.cpu, 4);
+			put_integer(events, 0, 8); // the files_struct address: not visible from userspace
+			++statedump_events_;
+		}
+	}
+	header(statedump_id_ + 2);
+	statedump_ = dir_.create_stream("statedump_0", uuid_, kStreamClass, num_cpus_);
+	ctf::PacketInfo info;
+	info.timestamp_begin = begin;
+	info.timestamp_end = prev;
+	statedump_.write_packet(info, events.data(), events.size());
+}
+
+void KernelTrace::close()
+{
+	if (statedump_.is_open())
+		statedump_.close();
+	sink_.close();
+}
+
+KernelTraceCounts KernelTrace::counts() const
+{
+	const std::lock_guard lock(counts_mutex_);
+	KernelTraceCounts total;
+	for (const Cpu &c : cpus_) {
+		total.events += c.counts.events;
+		total.discarded += c.counts.discarded;
+		total.unknown += c.counts.unknown;
+		total.malformed += c.counts.malformed;
+		total.bad_pages += c.counts.bad_pages;
+		total.packets += c.counts.packets;
+	}
+	total.statedump = statedump_events_;
+	return total;
+}
+
+} // namespace tracery::kernel

@@ -1,0 +1,107 @@
+// kernel/kernel_trace.hpp — the CTF trace of a kernel session, OUTPUT/kernel:
+// its metadata (LTTng kernel identity, the user trace's clock class, one
+// stream class, the event classes of kernel_events.hpp), one stream file per
+// CPU (channel0_CPU) into which each page the readers deliver becomes one
+// packet, and the state dump's stream (statedump_0).
+//
+// Packets: cpu_id is the CPU, packet_seq_num counts the CPU's packets from
+// 0, events_discarded is the CPU's running total of lost events: the larger
+// of the sum of the pages' lost counts and the kernel's own count
+// (per_cpu/cpuN/stats: "overrun" in overwrite mode, "dropped events" and
+// "commit overrun" in discard mode, which pages never report), read when a
+// page says events were lost without their number, at most every 100 ms
+// otherwise, and at the end: the last packet's count is the kernel's exact
+// total (an empty packet carries it if it grew after the last page).
+// Timestamps are the trace clock's values as they are (the instance's
+// clock was chosen to be the user trace's), never going back within a
+// stream: an earlier one (a damaged page) is raised to the one before.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "consumer/file_sink.hpp"
+#include "ctf/metadata.hpp"
+#include "ctf/trace_dir.hpp"
+#include "kernel/kernel_events.hpp"
+#include "kernel/page_decoder.hpp"
+
+namespace tracery::kernel {
+
+// The kernel's count of events lost on one CPU so far.
+using LostTotal = std::function<uint64_t(uint32_t cpu)>;
+
+// per_cpu/cpuN/stats text: overrun + commit overrun + dropped events.
+// Throws FormatError if none of them is there.
+uint64_t parse_lost_total(std::string_view stats);
+
+struct KernelTraceCounts {
+	uint64_t events = 0;    // written
+	uint64_t discarded = 0; // lost in the kernel (sum over CPUs)
+	uint64_t unknown = 0;   // of a type with no class (skipped)
+	uint64_t malformed = 0; // shorter than their format (skipped)
+	uint64_t bad_pages = 0; // pages whose decoding stopped at an error
+	uint64_t packets = 0;
+	uint64_t statedump = 0; // lttng_statedump_process_state events
+};
+
+class KernelTrace {
+public:
+	// Creates `dir` and writes the metadata. `info.identity` is replaced by
+	// lttng_kernel_identity(). Throws std::system_error, FormatError.
+	KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const EventFormat> formats, uint32_t num_cpus,
+	            const PageLayout &layout, LostTotal lost_total, TgidOf tgid_of = proc_tgid);
+
+	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
+	// different CPUs may run concurrently; for one CPU, in order.
+	void write_page(uint32_t cpu, std::span<const uint8_t> page);
+	// After the last page of `cpu`: its exact lost total.
+	void finish_cpu(uint32_t cpu);
+
+	// The state dump: lttng_statedump_start, one lttng_statedump_process_state
+	// per thread in /proc, lttng_statedump_end, timestamped by `now`.
+	void write_statedump(const std::function<uint64_t()> &now);
+
+	// Closes every stream. Throws std::system_error.
+	void close();
+
+	KernelTraceCounts counts() const;
+	const std::string &dir() const noexcept { return dir_.path(); }
+	const std::vector<KernelEventClass> &classes() const noexcept { return classes_; }
+
+private:
+	struct Cpu {
+		uint64_t seq = 0;
+		uint64_t last_ts = 0;
+		uint64_t lost_in_pages = 0;
+		uint64_t lost_kernel = 0;
+		std::chrono::steady_clock::time_point last_stats{};
+		KernelTraceCounts counts;
+		std::vector<uint8_t> events; // the packet being built
+	};
+	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end);
+
+	ctf::TraceDir dir_;
+	ctf::Uuid uuid_;
+	PageDecoder decoder_;
+	LostTotal lost_total_;
+	TgidOf tgid_of_;
+	std::vector<KernelEventClass> classes_;
+	std::vector<const KernelEventClass *> by_type_; // tracefs ID -> class
+	uint32_t statedump_id_ = 0;                     // start; process_state +1, end +2
+	consumer::FileSink sink_;
+	std::vector<Cpu> cpus_;
+	uint32_t num_cpus_;
+	ctf::StreamWriter statedump_;
+	uint64_t statedump_events_ = 0;
+	mutable std::mutex counts_mutex_;
+};
+
+} // namespace tracery::kernel
