@@ -317,3 +317,83 @@ TEST(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
 	else
 		std::printf("trace kept in %s\n", tmpl);
 }
+
+// With a 4 KiB buffer per CPU a program's 100,000 getpid calls overflow it:
+// in discard mode (lost events only in per_cpu stats' "dropped events") and
+// in overwrite mode (pages' lost counts, stats' "overrun"), the events
+// written plus events_discarded are exactly the calls made.
+class KernelSessionLost : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KernelSessionLost, WrittenPlusDiscardedIsEveryEvent)
+{
+	std::string why;
+	const std::string root = test_support::tracefs_for_tests(why);
+	if (root.empty())
+		GTEST_SKIP() << why;
+	const auto before = test_support::global_settings(root);
+	char tmpl[] = "/tmp/tracery-kernel-lost-XXXXXX";
+	ASSERT_NE(::mkdtemp(tmpl), nullptr);
+	constexpr int kCalls = 100000;
+	int go[2];
+	ASSERT_EQ(::pipe(go), 0);
+	const pid_t child = ::fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		char c;
+		if (::read(go[0], &c, 1) != 1)
+			::_exit(1);
+		for (int i = 0; i < kCalls; ++i)
+			::getpid();
+		::_exit(0);
+	}
+	KernelSessionConfig config;
+	config.session_name = GetParam() ? "lost-overwrite" : "lost-discard";
+	config.output = std::string(tmpl) + "/out";
+	config.syscalls = {"getpid"};
+	config.pids = {child};
+	config.subbuf_size = 4096;
+	config.num_subbuf = 1;
+	config.overwrite = GetParam();
+	config.trace_uuid = ctf::Uuid::random();
+	KernelTraceCounts counts;
+	{
+		KernelSession session(root, config);
+		session.start();
+		ASSERT_EQ(::write(go[1], "g", 1), 1);
+		int status = 0;
+		ASSERT_EQ(::waitpid(child, &status, 0), child);
+		session.stop();
+		counts = session.counts();
+	}
+	::close(go[0]);
+	::close(go[1]);
+	EXPECT_GT(counts.discarded, 0u) << "the buffer did not overflow: the test shows nothing";
+	EXPECT_EQ(counts.events + counts.discarded, 2u * kCalls);
+	EXPECT_EQ(counts.bad_pages, 0u);
+	std::string out, err;
+	if (std::system("command -v babeltrace2 >/dev/null 2>&1") == 0) {
+		// babeltrace2 reports the same total as discarded events.
+		ASSERT_EQ(run(std::string("/usr/bin/python3 '") + TRACERY_KERNEL_DUMP + "' '" + config.output +
+		                      "/kernel'",
+		              out, err),
+		          0)
+			<< err;
+		std::istringstream lines(out);
+		uint64_t discarded = 0, events = 0;
+		for (std::string l; std::getline(lines, l);) {
+			const nlohmann::json j = nlohmann::json::parse(l);
+			if (j.contains("discarded"))
+				discarded += j["discarded"].get<uint64_t>();
+			else if (j["e"] == "syscall_entry_getpid" || j["e"] == "syscall_exit_getpid")
+				++events;
+		}
+		EXPECT_EQ(discarded, counts.discarded);
+		EXPECT_EQ(events, counts.events);
+	}
+	EXPECT_EQ(test_support::global_settings(root), before);
+	if (!std::getenv("TRACERY_KEEP_TRACE"))
+		std::filesystem::remove_all(tmpl);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, KernelSessionLost, ::testing::Values(false, true),
+                         [](const auto &info) { return info.param ? "overwrite" : "discard"; });

@@ -223,11 +223,14 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	ctf::PacketInfo info;
 	info.timestamp_begin = begin;
 	info.timestamp_end = end;
-	info.events_discarded = std::max(c.lost_in_pages, c.lost_kernel);
+	// Readers give no count for a stream's first packet (nothing before it
+	// to subtract): it says 0, the next packet carries what was lost.
+	info.events_discarded = c.seq == 0 ? 0 : std::max(c.lost_in_pages, c.lost_kernel);
 	info.seq = c.seq;
 	info.cpu_id = cpu;
 	sink_.write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
 	++c.seq;
+	c.written_discarded = info.events_discarded;
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.discarded = info.events_discarded;
 	++c.counts.packets;
@@ -236,12 +239,12 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 void KernelTrace::finish_cpu(uint32_t cpu)
 {
 	Cpu &c = cpus_.at(cpu);
-	const uint64_t before = std::max(c.lost_in_pages, c.lost_kernel);
 	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
-	if (std::max(c.lost_in_pages, c.lost_kernel) == before && c.seq > 0)
-		return;
 	c.events.clear();
-	write_packet(cpu, c, c.last_ts, c.last_ts);
+	if (c.seq == 0) // every CPU has its stream, starting at 0 lost
+		write_packet(cpu, c, c.last_ts, c.last_ts);
+	if (std::max(c.lost_in_pages, c.lost_kernel) != c.written_discarded)
+		write_packet(cpu, c, c.last_ts, c.last_ts);
 }
 
 void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
@@ -255,6 +258,7 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 		prev = ts;
 	};
 	header(statedump_id_);
+	uint64_t threads = 0;
 	for (const int32_t pid : numeric_entries("/proc")) {
 		for (const int32_t tid : numeric_entries("/proc/" + std::to_string(pid) + "/task")) {
 			ThreadState t;
@@ -272,7 +276,7 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 			put_integer(events, static_cast<uint32_t>(lttng_status(t.state)), 4);
 			put_integer(events, t.cpu, 4);
 			put_integer(events, 0, 8); // the files_struct address: not visible from userspace
-			++statedump_events_;
+			++threads;
 		}
 	}
 	header(statedump_id_ + 2);
@@ -281,6 +285,8 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 	info.timestamp_begin = begin;
 	info.timestamp_end = prev;
 	statedump_.write_packet(info, events.data(), events.size());
+	const std::lock_guard lock(counts_mutex_);
+	statedump_events_ = threads;
 }
 
 void KernelTrace::close()

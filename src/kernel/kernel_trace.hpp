@@ -11,7 +11,9 @@
 // "commit overrun" in discard mode, which pages never report), read when a
 // page says events were lost without their number, at most every 100 ms
 // otherwise, and at the end: the last packet's count is the kernel's exact
-// total (an empty packet carries it if it grew after the last page).
+// total (an empty packet carries it if it grew after the last page). A
+// stream's first packet says 0 (readers report no count for what a first
+// packet claims); the next one carries what was lost before it.
 // Timestamps are the trace clock's values as they are (the instance's
 // clock was chosen to be the user trace's), never going back within a
 // stream: an earlier one (a damaged page) is raised to the one before.
@@ -82,6 +84,7 @@ private:
 		uint64_t last_ts = 0;
 		uint64_t lost_in_pages = 0;
 		uint64_t lost_kernel = 0;
+		uint64_t written_discarded = 0; // in the last packet
 		std::chrono::steady_clock::time_point last_stats{};
 		KernelTraceCounts counts;
 		std::vector<uint8_t> events; // the packet being built
