@@ -7,6 +7,7 @@
 #include "base/byte_order.hpp"
 #include "kernel/page_decoder.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -39,10 +40,12 @@ public:
 	// A payload whose first bytes are the common fields.
 	static std::vector<uint8_t> payload(uint16_t type, int32_t pid, std::vector<uint8_t> rest = {})
 	{
-		std::vector<uint8_t> p(8, 0);
+		// Sized once and filled in place: GCC 12 at -O3 warns (-Warray-bounds, a false positive) on an insert
+		// into an 8-byte vector.
+		std::vector<uint8_t> p(8 + rest.size(), 0);
 		base::store_le<uint16_t>(p.data(), type);
 		base::store_le<int32_t>(p.data() + 4, pid);
-		p.insert(p.end(), rest.begin(), rest.end());
+		std::copy(rest.begin(), rest.end(), p.begin() + 8);
 		return p;
 	}
 	PageBuilder &time_extend(uint64_t delta)
