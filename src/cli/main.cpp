@@ -20,8 +20,8 @@ void session_option(CLI::App *c, Args &a)
 }
 void domain_flags(CLI::App *c, Args &a)
 {
-	c->add_flag("-u,--userspace", a.userspace, "User space domain (the default and only one yet)");
-	c->add_flag("-k,--kernel", a.kernel, "Kernel domain (not implemented yet)");
+	c->add_flag("-u,--userspace", a.userspace, "User space domain (the default)");
+	c->add_flag("-k,--kernel", a.kernel, "Kernel domain (tracefs; needs root or the daemon's tracing group)");
 }
 
 } // namespace
@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 	domain_flags(chan, a);
 	session_option(chan, a);
 	chan->add_option("--subbuf-size", a.subbuf_size,
-	                 "Sub-buffer size, a power of two >= 4096 (k/M suffixes; default 512k)");
+	                 "Sub-buffer size, a power of two >= 4096 (k/M suffixes; default 512k); with -k, the kernel "
+	                 "buffer of each CPU is --subbuf-size x --num-subbuf (default: the kernel's)");
 	chan->add_option("--num-subbuf", a.num_subbuf, "Sub-buffers per CPU, a power of two >= 2 (default 4)");
 	chan->add_flag("--overwrite", a.overwrite,
 	               "Overwrite the oldest data when full (flight recorder) instead of discarding new events");
@@ -69,8 +70,11 @@ int main(int argc, char **argv)
 		                disable ? "Disable events in a channel"
 		                        : "Enable events (PROVIDER:NAME, * wildcards) in a channel",
 		                [&a, disable] { return verb_enable_event(a, disable); });
-		ev->add_option("PATTERN", a.patterns, "Event patterns, comma-separated (e.g. 'app:*,hello:greeting')");
-		ev->add_flag("-a,--all", a.all, "All events");
+		ev->add_option("PATTERN", a.patterns,
+		               "Event patterns, comma-separated (e.g. 'app:*,hello:greeting'); with -k, tracepoints "
+		               "(sched_switch, 'sched_*', 'irq:*') or, with --syscall, system calls");
+		ev->add_flag("-a,--all", a.all, "All events (with -k, only with --syscall: every system call)");
+		ev->add_flag("--syscall", a.syscall, "With -k: the names are system calls (entry and exit)");
 		ev->add_option("-c,--channel", a.channel, "Channel (default: channel0)");
 		domain_flags(ev, a);
 		session_option(ev, a);
@@ -99,6 +103,21 @@ int main(int argc, char **argv)
 	                  [&] { return verb_list(a); });
 	list->add_option("NAME", a.session, "Show this session");
 	list->add_flag("-u,--userspace", a.userspace, "Events of the running instrumented programs, with their pids");
+	list->add_flag("-k,--kernel", a.kernel, "The kernel's tracepoints and system calls");
+	list->add_flag("--syscall", a.syscall, "With -k: only the system calls");
+
+	for (bool untrack : {false, true}) {
+		auto *t = verb(untrack ? "untrack" : "track",
+		               untrack ? "Stop scoping a session's kernel events to these processes"
+		                       : "Scope a session's kernel events to these processes (before it starts)",
+		               [&a, untrack] { return verb_track(a, untrack); });
+		domain_flags(t, a);
+		session_option(t, a);
+		t->add_option("-p,--pid", a.pids, "Process ids, comma-separated")->required();
+		if (!untrack)
+			t->add_flag("--follow-children,!--no-follow-children", a.follow_children,
+			            "Their descendants too (the default), or only them");
+	}
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);

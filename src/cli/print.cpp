@@ -95,6 +95,26 @@ void print_status(const json &s)
 				       p.value("reason", "").c_str());
 		}
 	}
+	if (s.contains("kernel")) {
+		const json &k = s["kernel"];
+		const uint64_t bytes = k.value("subbuf_size", uint64_t{0}) * k.value("num_subbuf", uint64_t{0});
+		printf("  kernel channel %s: %s mode, %s per CPU\n", k.value("channel", "").c_str(),
+		       k.value("mode", "").c_str(),
+		       bytes ? base::format_size(bytes).c_str() : "the kernel's default size");
+		printf("    tracepoints: %s; system calls: %s\n", join(k["tracepoints"], "none").c_str(),
+		       join(k["syscalls"], "none").c_str());
+		printf("    processes: %s%s\n", join(k["pids"], "all").c_str(),
+		       k["pids"].empty() ? ""
+		                         : (k.value("follow_children", true) ? " and their descendants" : " only"));
+		if (k.contains("events")) {
+			const uint64_t lost = k.value("lost", uint64_t{0});
+			printf("    %zu kernel events enabled; %llu written to %s, %llu lost\n", k["events"].size(),
+			       static_cast<unsigned long long>(k.value("written", uint64_t{0})),
+			       k.value("trace", "").c_str(), static_cast<unsigned long long>(lost));
+		}
+	}
+	if (s.contains("user_trace"))
+		printf("  user space trace: %s\n", s.value("user_trace", "").c_str());
 	if (s.contains("buffer_quota")) {
 		const json &q = s["buffer_quota"];
 		printf("  buffer quota of uid %u: %s of %s in use\n", q.value("uid", 0u),

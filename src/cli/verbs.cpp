@@ -29,10 +29,31 @@ using nlohmann::json;
 
 namespace {
 
-void need_userspace(const Args &a)
+// -u and -k exclude each other (as in lttng).
+void one_domain(const Args &a)
 {
-	if (a.kernel)
-		throw CliError("kernel tracing is not implemented yet: use -u (user space)");
+	if (a.kernel && a.userspace)
+		throw CliError("-u and -k exclude each other: give one domain per command");
+}
+
+// "a,b" "c" -> a, b, c (empty parts dropped).
+std::vector<std::string> split_commas(const std::vector<std::string> &args)
+{
+	std::vector<std::string> out;
+	for (const auto &p : args) {
+		size_t start = 0;
+		for (;;) {
+			size_t comma = p.find(',', start);
+			std::string one =
+				p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+			if (!one.empty())
+				out.push_back(one);
+			if (comma == std::string::npos)
+				break;
+			start = comma + 1;
+		}
+	}
+	return out;
 }
 
 std::string absolute(const std::string &path)
@@ -104,20 +125,30 @@ int verb_destroy(const Args &a)
 
 int verb_enable_channel(const Args &a)
 {
-	need_userspace(a);
+	one_domain(a);
+	if (a.kernel && (a.buffers_pid || a.buffers_uid))
+		throw CliError("--buffers-pid and --buffers-uid are for user space channels: drop them with -k (the "
+		               "kernel has one buffer per CPU)");
 	if (a.buffers_pid && a.buffers_uid)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
-	json req = session_request(control::cmd::kEnableChannel, a);
+	json req = session_request(a.kernel ? control::cmd::kKernelEnableChannel : control::cmd::kEnableChannel, a);
 	req["channel"] = a.channel;
 	if (!a.subbuf_size.empty())
 		req["subbuf_size"] = parse_size(a.subbuf_size, "--subbuf-size");
 	if (!a.num_subbuf.empty())
 		req["num_subbuf"] = parse_size(a.num_subbuf, "--num-subbuf");
 	req["overwrite"] = a.overwrite;
-	req["per_pid"] = a.buffers_pid;
+	if (!a.kernel)
+		req["per_pid"] = a.buffers_pid;
 	json r = request(req);
-	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(),
-	       r.value("session", "").c_str(), base::format_size(r.value("buffer_bytes", uint64_t{0})).c_str());
+	const uint64_t bytes = r.value("buffer_bytes", uint64_t{0});
+	if (a.kernel)
+		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
+		       r.value("session", "").c_str(),
+		       bytes ? base::format_size(bytes).c_str() : "the kernel's default buffer size");
+	else
+		printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(),
+		       r.value("session", "").c_str(), base::format_size(bytes).c_str());
 	return 0;
 }
 
@@ -136,28 +167,44 @@ void check_refusals(const json &reply)
 	throw CliError(what + " (those programs do not record the event; report this as a bug)");
 }
 
+// enable-event -k / disable-event -k: tracepoints, or with --syscall system calls.
+int kernel_event(const Args &a, bool disable)
+{
+	if (!a.filter.empty())
+		throw CliError("--filter is for user space events: drop it with -k");
+	const std::vector<std::string> names = split_commas(a.patterns);
+	if (a.all && !a.syscall)
+		throw CliError("-k -a needs --syscall (every system call): name tracepoints instead, e.g. 'sched_*'");
+	if (a.all && !names.empty())
+		throw CliError("-a and event names exclude each other: give one or the other");
+	if (!a.all && names.empty())
+		throw CliError(std::string("no kernel event given: name tracepoints (e.g. sched_switch, 'irq:*') or ") +
+		               "system calls with --syscall NAME[,NAME...] or --syscall -a");
+	json req = session_request(disable ? control::cmd::kKernelDisableEvent : control::cmd::kKernelEnableEvent, a);
+	req[a.syscall ? "syscalls" : "tracepoints"] = names;
+	req["all_syscalls"] = a.all;
+	req["channel"] = a.channel;
+	json r = request(req);
+	for (const auto &e : r["events"])
+		printf("Kernel event %s %s in channel '%s' of session '%s'\n", e.get<std::string>().c_str(),
+		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(),
+		       r.value("session", "").c_str());
+	return 0;
+}
+
 int verb_enable_event(const Args &a, bool disable)
 {
-	need_userspace(a);
+	one_domain(a);
+	if (a.kernel)
+		return kernel_event(a, disable);
+	if (a.syscall)
+		throw CliError("--syscall is for kernel events: add -k");
 	if (!a.filter.empty()) {
 		filter::Error e;
 		if (!filter::parse(a.filter, &e))
 			throw CliError("bad filter: " + filter::render_error(a.filter, e));
 	}
-	std::vector<std::string> patterns;
-	for (const auto &p : a.patterns) {
-		size_t start = 0;
-		for (;;) {
-			size_t comma = p.find(',', start);
-			std::string one =
-				p.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-			if (!one.empty())
-				patterns.push_back(one);
-			if (comma == std::string::npos)
-				break;
-			start = comma + 1;
-		}
-	}
+	const std::vector<std::string> patterns = split_commas(a.patterns);
 	json req = session_request(disable ? control::cmd::kDisableEvent : control::cmd::kEnableEvent, a);
 	req["patterns"] = patterns;
 	req["all"] = a.all;
@@ -175,7 +222,10 @@ int verb_enable_event(const Args &a, bool disable)
 
 int verb_add_context(const Args &a)
 {
-	need_userspace(a);
+	one_domain(a);
+	if (a.kernel)
+		throw CliError("add-context has no kernel domain: drop -k (kernel events carry their cpu_id, and "
+		               "their own fields)");
 	json req = session_request(control::cmd::kAddContext, a);
 	req["channel"] = a.channel;
 	req["types"] = a.contexts;
@@ -203,6 +253,8 @@ int verb_stop(const Args &a)
 	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
 	print_lost(r["lost"]);
 	print_quarantined(r.value("quarantined", json::array()), "  ");
+	if (r.contains("kernel_error"))
+		printf("  warning: the kernel trace may be incomplete: %s\n", r.value("kernel_error", "").c_str());
 	for (const auto &pid : r.value("not_detached", json::array()))
 		printf("  warning: program %d did not detach in time; its last events may be incomplete\n",
 		       pid.get<int>());
@@ -225,6 +277,22 @@ int verb_status(const Args &a)
 
 int verb_list(const Args &a)
 {
+	one_domain(a);
+	if (a.syscall && !a.kernel)
+		throw CliError("--syscall lists the kernel's system calls: add -k");
+	if (a.kernel) {
+		json r = request({{control::kCmdKey, control::cmd::kKernelList}});
+		if (!a.syscall) {
+			printf("Kernel tracepoints (%zu):\n", r["tracepoints"].size());
+			for (const auto &t : r["tracepoints"])
+				printf("      %s\n", t.get<std::string>().c_str());
+		}
+		printf("%sKernel system calls (%zu; enable-event -k --syscall NAME):\n", a.syscall ? "" : "\n",
+		       r["syscalls"].size());
+		for (const auto &c : r["syscalls"])
+			printf("      %s\n", c.get<std::string>().c_str());
+		return 0;
+	}
 	if (a.userspace) {
 		print_program_events(request({{control::kCmdKey, control::cmd::kListEvents}}));
 		return 0;
@@ -234,6 +302,38 @@ int verb_list(const Args &a)
 		return 0;
 	}
 	print_sessions(request({{control::kCmdKey, control::cmd::kList}}));
+	return 0;
+}
+
+int verb_track(const Args &a, bool untrack)
+{
+	one_domain(a);
+	if (!a.kernel)
+		throw CliError(std::string(untrack ? "untrack" : "track") +
+		               " scopes kernel events to processes: add -k (user space events come from the programs "
+		               "that register)");
+	json pids = json::array();
+	for (const std::string &p : split_commas(a.pids)) {
+		char *end = nullptr;
+		errno = 0;
+		const unsigned long v = strtoul(p.c_str(), &end, 10);
+		if (p.empty() || !isdigit(static_cast<unsigned char>(p[0])) || *end || errno || v == 0 || v > INT32_MAX)
+			throw CliError("bad --pid '" + p + "': give process ids (e.g. --pid 1234,5678)");
+		pids.push_back(v);
+	}
+	if (pids.empty())
+		throw CliError("no pid given: --pid PID[,PID...]");
+	json req = session_request(untrack ? control::cmd::kKernelUntrack : control::cmd::kKernelTrack, a);
+	req["pids"] = pids;
+	if (!untrack)
+		req["follow_children"] = a.follow_children;
+	json r = request(req);
+	std::string tracked;
+	for (const auto &p : r["pids"])
+		tracked += (tracked.empty() ? "" : ",") + std::to_string(p.get<int>());
+	printf("Session '%s' traces the kernel events of %s%s\n", r.value("session", "").c_str(),
+	       tracked.empty() ? "every process" : ("pids " + tracked).c_str(),
+	       !tracked.empty() && r.value("follow_children", true) ? " and their descendants" : "");
 	return 0;
 }
 

@@ -11,15 +11,18 @@ struct Args {
 	std::string output;     // create --output
 	bool snapshot = false;  // create --snapshot
 	bool all = false;       // destroy --all, enable-event -a
-	bool userspace = false; // -u (the only domain there is)
-	bool kernel = false;    // -k (not there yet)
+	bool userspace = false; // -u (the default domain)
+	bool kernel = false;    // -k
+	bool syscall = false;   // enable-event -k --syscall, list -k --syscall
 	std::string channel;    // -c / enable-channel NAME
 	std::vector<std::string> patterns;
 	std::string filter;
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
 	std::vector<std::string> contexts;
-	std::string target; // view NAME|DIR
+	std::string target;            // view NAME|DIR
+	std::vector<std::string> pids; // track/untrack --pid
+	bool follow_children = true;   // track --follow-children / --no-follow-children
 };
 
 int verb_create(const Args &a);
@@ -32,6 +35,7 @@ int verb_stop(const Args &a);
 int verb_status(const Args &a);
 int verb_list(const Args &a);
 int verb_snapshot_record(const Args &a);
+int verb_track(const Args &a, bool untrack);
 int verb_view(const Args &a);
 int verb_version();
 

@@ -46,6 +46,14 @@ inline constexpr char kStatus[] = "status";
 inline constexpr char kList[] = "list";
 inline constexpr char kListEvents[] = "list-events";
 inline constexpr char kSnapshotRecord[] = "snapshot-record";
+// The kernel domain (-k): its own requests, which a daemon without it
+// refuses as unknown instead of taking them for user space ones.
+inline constexpr char kKernelEnableEvent[] = "kernel-enable-event";
+inline constexpr char kKernelDisableEvent[] = "kernel-disable-event";
+inline constexpr char kKernelEnableChannel[] = "kernel-enable-channel";
+inline constexpr char kKernelTrack[] = "kernel-track";
+inline constexpr char kKernelUntrack[] = "kernel-untrack";
+inline constexpr char kKernelList[] = "kernel-list";
 } // namespace cmd
 
 // Values of "type": the messages between the daemon and a traced program.

@@ -124,7 +124,10 @@ StreamCheck check_stream_fd(int fd, const std::string &path)
 
 bool written_by_tracery(std::string_view metadata)
 {
-	return metadata.find("tracer_name = \"tracery\";") != std::string_view::npos;
+	// A kernel trace names lttng-modules, whose conventions it follows, and
+	// the build that wrote it (kernel/kernel_events.hpp).
+	return metadata.find("tracer_name = \"tracery\";") != std::string_view::npos ||
+	       metadata.find("tracery_version = \"") != std::string_view::npos;
 }
 
 } // namespace tracery::ctf

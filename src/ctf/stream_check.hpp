@@ -48,7 +48,8 @@ StreamCheck check_stream_file(const std::string &path);
 StreamCheck check_stream_fd(int fd, const std::string &path);
 
 // Whether a trace's metadata text is Tracery's (its env block names the
-// tracer), so that its stream files have the layout of packet.hpp.
+// tracer, or, in a kernel trace, Tracery's version), so that its stream
+// files have the layout of packet.hpp.
 bool written_by_tracery(std::string_view metadata);
 
 } // namespace tracery::ctf

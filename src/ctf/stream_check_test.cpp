@@ -165,6 +165,9 @@ TEST(WrittenByTracery, RecognizesItsOwnMetadataOnly)
 	MetadataWriter m(info);
 	EXPECT_TRUE(written_by_tracery(m.preamble()));
 	EXPECT_FALSE(written_by_tracery("env {\n\ttracer_name = \"lttng-ust\";\n};\n"));
+	EXPECT_TRUE(
+		written_by_tracery("env {\n\ttracer_name = \"lttng-modules\";\n\ttracery_version = \"0.1\";\n};\n"));
+	EXPECT_FALSE(written_by_tracery("env {\n\ttracer_name = \"lttng-modules\";\n};\n"));
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include "event/schema.hpp"
 #include "filter/compiler.hpp"
 #include "filter/parser.hpp"
+#include "kernel/tracefs.hpp"
 
 #include <fnmatch.h>
 
@@ -82,6 +83,12 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		{control::cmd::kList, &Daemon::cmd_list},
 		{control::cmd::kListEvents, &Daemon::cmd_list_events},
 		{control::cmd::kSnapshotRecord, &Daemon::cmd_snapshot},
+		{control::cmd::kKernelEnableEvent, &Daemon::cmd_kernel_event},
+		{control::cmd::kKernelDisableEvent, &Daemon::cmd_kernel_event},
+		{control::cmd::kKernelEnableChannel, &Daemon::cmd_kernel_channel},
+		{control::cmd::kKernelTrack, &Daemon::cmd_kernel_track},
+		{control::cmd::kKernelUntrack, &Daemon::cmd_kernel_track},
+		{control::cmd::kKernelList, &Daemon::cmd_kernel_list},
 	};
 	const std::string cmd = req.value(control::kCmdKey, "");
 	auto it = handlers.find(cmd);
@@ -170,7 +177,11 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 			continue;
 		if (it->second->state == SessionState::started)
 			stop_session(*it->second, lock);
-		sessions_.erase(key); // stop_session may have let another request in: look it up again
+		it = sessions_.find(key); // stop_session may have let another request in: look it up again
+		if (it == sessions_.end())
+			continue;
+		it->second->destroy_kernel(); // its tracefs instance (logged if it stays)
+		sessions_.erase(it);
 		names.push_back(key.second);
 		log(Level::info, "uid %u destroyed session %s of uid %u", peer.uid, key.second.c_str(), key.first);
 	}
@@ -289,9 +300,34 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	TraceSession &s = session_for(req, peer);
 	if (s.state == SessionState::started)
 		throw CommandError("session '" + s.name() + "' is already started");
-	// What can fail comes first (the buffers of the running programs, the
-	// metadata), and is undone if it does: a failed start leaves the session
-	// as it was. Channels over a user's quota only leave programs untraced.
+	// What can fail comes first (the kernel's tracing, the buffers of the
+	// running programs, the metadata), and is undone if it does: a failed
+	// start leaves the session as it was. Channels over a user's quota only
+	// leave programs untraced.
+	s.fix_layout();
+	if (s.kernel.any_events()) {
+		check_kernel_access(peer); // a member may have left the group since
+		// The kernel starts without the lock (the state dump reads /proc):
+		// `busy` keeps other commands off the session meanwhile.
+		std::exception_ptr failed;
+		s.busy++;
+		lock.unlock();
+		try {
+			s.start_kernel(kernel::open_tracefs(true).root);
+		} catch (...) {
+			failed = std::current_exception();
+		}
+		lock.lock();
+		s.busy--;
+		if (failed) {
+			try {
+				std::rethrow_exception(failed);
+			} catch (const std::exception &e) {
+				log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
+				throw CommandError("cannot start session '" + s.name() + "': " + e.what());
+			}
+		}
+	}
 	std::vector<std::pair<App *, std::vector<Buffer *>>> joining;
 	std::vector<Refusal> refused;
 	std::vector<TraceSession::NewBuffer> made;
@@ -302,6 +338,8 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 		s.write_metadata();
 	} catch (const std::exception &e) {
 		s.drop_new_buffers(made);
+		s.stop_kernel();
+		s.destroy_kernel();
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 	}

@@ -8,6 +8,8 @@
 
 #include "event/schema.hpp"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/statvfs.h>
 
 #include <climits>
@@ -19,6 +21,27 @@
 namespace tracery::daemon {
 
 using nlohmann::json;
+
+bool in_group(uid_t uid, gid_t primary, gid_t group)
+{
+	if (primary == group)
+		return true;
+	passwd pw, *res = nullptr;
+	std::vector<char> buf(16384);
+	if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) != 0 || !res)
+		return false;
+	int n = 64;
+	std::vector<gid_t> groups(static_cast<size_t>(n));
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) {
+		groups.resize(static_cast<size_t>(n));
+		if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0)
+			return false;
+	}
+	for (int i = 0; i < n; i++)
+		if (groups[static_cast<size_t>(i)] == group)
+			return true;
+	return false;
+}
 
 bool Daemon::may_access(const TraceSession &s, const control::PeerCred &peer) const
 {
@@ -278,6 +301,9 @@ json Daemon::lost_report(const TraceSession &s) const
 	json lost = json::array();
 	for (const auto &ch : s.channels())
 		lost.push_back({{"channel", ch->spec().name}, {"lost", ch->lost()}});
+	if (const json st = s.status(); st.contains("kernel"))
+		lost.push_back({{"channel", st["kernel"].value("channel", "") + " (kernel)"},
+		                {"lost", st["kernel"].value("lost", uint64_t{0})}});
 	return lost;
 }
 
@@ -309,6 +335,11 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 		work.emplace_back(&s, std::move(r));
 	}
 	finish_unlocked(std::move(work), lock);
+	// The kernel trace too: every page drained, the streams closed, without
+	// the lock (`stopping` keeps other commands off the session).
+	lock.unlock();
+	const std::string kernel_error = s.stop_kernel();
+	lock.lock();
 	s.state = SessionState::stopped;
 	json quarantined = json::array();
 	for (const auto &ch : s.channels())
@@ -321,6 +352,8 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	              {"lost", lost_report(s)},
 	              {"not_detached", late},
 	              {"quarantined", quarantined}};
+	if (!kernel_error.empty())
+		reply["kernel_error"] = kernel_error;
 	// The consumers do not tell us of failed writes (they log them). A disk that
 	// cannot take one more packet (a failed write is truncated away) is full.
 	uint64_t packet = 4096;

@@ -29,6 +29,10 @@ struct DaemonOptions {
 	uint64_t buffer_quota = 0;     // bytes of buffers per user (quota.hpp); main sets the default
 };
 
+// Whether uid (primary group `primary`) is a member of `group`, its
+// supplementary groups included.
+bool in_group(uid_t uid, gid_t primary, gid_t group);
+
 class Daemon {
 public:
 	explicit Daemon(DaemonOptions options);
@@ -121,6 +125,17 @@ private:
 	nlohmann::json cmd_list(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_list_events(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_snapshot(const nlohmann::json &, const control::PeerCred &, Lock &);
+	// The kernel domain (kernel_commands.cpp).
+	// Throws (one line) unless the peer may trace the kernel: root, or a
+	// member of the daemon's group.
+	void check_kernel_access(const control::PeerCred &peer) const;
+	// The session a kernel request names, if its kernel domain may still
+	// change (before its first start, not a snapshot session).
+	TraceSession &kernel_session_for(const nlohmann::json &req, const control::PeerCred &peer);
+	nlohmann::json cmd_kernel_event(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_kernel_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_kernel_track(const nlohmann::json &, const control::PeerCred &, Lock &);
+	nlohmann::json cmd_kernel_list(const nlohmann::json &, const control::PeerCred &, Lock &);
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it

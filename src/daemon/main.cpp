@@ -13,6 +13,7 @@
 #include "clock/trace_clock.hpp"
 #include "control/paths.hpp"
 #include "ctf/trace_dir.hpp"
+#include "kernel/tracefs.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -109,6 +110,38 @@ void daemonize()
 		close(null);
 }
 
+// The tracefs instances of kernel sessions whose daemon was killed
+// (tracery-PID-SESSION, PID gone: they hold kernel memory and may still
+// trace), removed before serving, each logged. Only root sees tracefs; a
+// system without it has none (it is not mounted for this).
+void remove_stale_instances()
+{
+	if (geteuid() != 0)
+		return;
+	std::string root;
+	try {
+		root = kernel::open_tracefs(false).root;
+	} catch (const kernel::TracefsError &) {
+		return;
+	}
+	try {
+		for (const std::string &name : kernel::stale_instances(root)) {
+			try {
+				kernel::remove_instance(root, name);
+				log(Level::info,
+				    "removed tracefs instance %s/instances/%s left by a session daemon that "
+				    "did not stop cleanly",
+				    root.c_str(), name.c_str());
+			} catch (const kernel::TracefsError &e) {
+				log(Level::error, "cannot remove the stale tracefs instance %s: %s", name.c_str(),
+				    e.what());
+			}
+		}
+	} catch (const kernel::TracefsError &e) {
+		log(Level::error, "cannot look for stale tracefs instances: %s", e.what());
+	}
+}
+
 void report(const std::string &msg)
 {
 	if (ready_fd >= 0) {
@@ -154,6 +187,7 @@ int serve(const Args &args)
 	log_to(stderr, level);
 	// Before serving: the traces a killed predecessor left (trace_repair.hpp).
 	repair_journaled_traces(TraceJournal(opt.rundir));
+	remove_stale_instances();
 
 	sigset_t sigs;
 	sigemptyset(&sigs);

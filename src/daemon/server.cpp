@@ -5,9 +5,7 @@
 #include "daemon/log.hpp"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <malloc.h>
-#include <pwd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -33,27 +31,6 @@ constexpr size_t kReadBudget = 256u << 10; // bytes read from one connection per
 constexpr int kTickMs = 250;               // how often deadlines are checked
 constexpr int kAcceptPauseMs = 100;        // out of descriptors: accept again after this
 constexpr size_t kTrimAfter = 4u << 20;    // messages held at once that make memory worth trimming after
-
-bool in_group(uid_t uid, gid_t primary, gid_t group)
-{
-	if (primary == group)
-		return true;
-	passwd pw, *res = nullptr;
-	std::vector<char> buf(16384);
-	if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) != 0 || !res)
-		return false;
-	int n = 64;
-	std::vector<gid_t> groups(static_cast<size_t>(n));
-	if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) {
-		groups.resize(static_cast<size_t>(n));
-		if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0)
-			return false;
-	}
-	for (int i = 0; i < n; i++)
-		if (groups[static_cast<size_t>(i)] == group)
-			return true;
-	return false;
-}
 
 std::string error_frame(control::Kind kind, const std::string &why)
 {

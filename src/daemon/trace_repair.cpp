@@ -26,6 +26,9 @@ namespace {
 constexpr size_t kMaxEntries = 1u << 16;     // names read in one directory
 constexpr size_t kMetadataProbe = 64u << 10; // Tracery's env block is in the first few hundred bytes
 constexpr const char *kSnapshotPrefix = "snapshot-";
+// A session with kernel events: its user and kernel traces (TraceSession::user_dir(), KernelSession::trace_dir()).
+constexpr const char *kUserTraceDir = "ust";
+constexpr const char *kKernelTraceDir = "kernel";
 
 class Repair {
 public:
@@ -153,7 +156,8 @@ void Repair::dir(int dfd, const std::string &shown, bool top)
 		if (::fstatat(dfd, name.c_str(), &es, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; // gone since the listing
 		if (S_ISDIR(es.st_mode)) {
-			if (!top || name.rfind(kSnapshotPrefix, 0) != 0)
+			if (!top ||
+			    (name.rfind(kSnapshotPrefix, 0) != 0 && name != kUserTraceDir && name != kKernelTraceDir))
 				continue; // not a trace of this session
 			const base::Fd sub(
 				::openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

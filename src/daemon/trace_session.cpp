@@ -90,7 +90,8 @@ json context_names(const event::ContextOptions &c)
 TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output,
                            bool snapshot, BufferQuota &quota)
 	: quota_(quota), id_(id), name_(std::move(name)), owner_(owner), owner_gid_(owner_gid),
-	  output_(std::move(output)), snapshot_(snapshot), uuid_(ctf::Uuid::random())
+	  output_(std::move(output)), snapshot_(snapshot), uuid_(ctf::Uuid::random()),
+	  clock_scale_(clock::tick_scale(tick_unit_))
 {
 	AsOwner as_owner(owner_, owner_gid_);
 	struct stat st;
@@ -115,7 +116,7 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	ctf::TraceInfo info;
 	info.uuid = uuid_;
 	info.hostname = host_name();
-	info.clock_scale = clock::tick_scale(tick_unit_);
+	info.clock_scale = clock_scale_;
 	info.env.push_back({"tracer_session", name_});
 	writer_ = std::make_unique<ctf::MetadataWriter>(info);
 }
@@ -168,7 +169,9 @@ void TraceSession::write_metadata()
 	if (!snapshot_) {
 		AsOwner as_owner(owner_, owner_gid_);
 		try {
-			ctf::TraceDir(output_).write_metadata(text);
+			if (kernel_domain_)
+				ctf::make_directories(user_dir(), 0700);
+			ctf::TraceDir(user_dir()).write_metadata(text);
 		} catch (const std::system_error &e) {
 			throw std::runtime_error("cannot write the trace metadata in '" + output_ +
 			                         "': " + strerror(e.code().value()) +
@@ -207,7 +210,7 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 		if (metadata_written_ && !snapshot_) {
 			AsOwner as_owner(owner_, owner_gid_);
 			try {
-				ctf::TraceDir(output_).append_metadata(blocks);
+				ctf::TraceDir(user_dir()).append_metadata(blocks);
 			} catch (const std::exception &e) {
 				log(Level::error, "session %s: cannot append to the metadata of %s: %s", name_.c_str(),
 				    output_.c_str(), e.what());
@@ -251,6 +254,78 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 			out[key] = programs;
 	}
 	return out;
+}
+
+void TraceSession::fix_layout()
+{
+	if (!ever_started())
+		kernel_domain_ = kernel.any_events();
+}
+
+void TraceSession::start_kernel(const std::string &tracefs_root)
+{
+	if (!kernel.any_events())
+		return;
+	if (kernel_session_)
+		throw std::runtime_error("session '" + name_ + "' traced the kernel before: its kernel trace in " +
+		                         output_ +
+		                         "/kernel is complete; create a new session to trace the kernel again");
+	kernel::KernelSessionConfig c;
+	c.session_name = name_;
+	c.output = output_;
+	c.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
+	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
+	c.all_syscalls = kernel.all_syscalls;
+	c.pids.assign(kernel.pids.begin(), kernel.pids.end());
+	c.follow_children = kernel.follow_children;
+	c.subbuf_size = kernel.subbuf_size;
+	c.num_subbuf = kernel.num_subbuf;
+	c.overwrite = kernel.overwrite;
+	c.trace_uuid = ctf::Uuid::random();
+	c.clock_uuid = uuid_; // the user trace's clock has no uuid of its own: the trace's
+	c.tick_unit = tick_unit_;
+	c.clock_scale = clock_scale_;
+	if (owner_ != geteuid()) {
+		c.file_uid = owner_;
+		c.file_gid = owner_gid_;
+	}
+	try {
+		auto k = std::make_unique<kernel::KernelSession>(tracefs_root, std::move(c));
+		k->start();
+		kernel_session_ = std::move(k);
+	} catch (const std::exception &e) {
+		throw std::runtime_error(std::string("kernel: ") + e.what());
+	}
+	log(Level::info, "session %s: kernel tracing in %s (%zu tracepoints)", name_.c_str(),
+	    kernel_session_->instance_path().c_str(), kernel_session_->events().size());
+}
+
+std::string TraceSession::stop_kernel()
+{
+	if (!kernel_session_)
+		return "";
+	try {
+		kernel_session_->stop();
+	} catch (const std::exception &e) {
+		log(Level::error, "session %s: %s", name_.c_str(), e.what());
+		return e.what();
+	}
+	return "";
+}
+
+std::string TraceSession::destroy_kernel()
+{
+	if (!kernel_session_)
+		return "";
+	std::string error;
+	try {
+		kernel_session_->destroy();
+	} catch (const std::exception &e) {
+		log(Level::error, "session %s: kernel instance not removed: %s", name_.c_str(), e.what());
+		error = e.what();
+	}
+	kernel_session_.reset(); // a later start (of a session whose first one failed) makes a new one
+	return error;
 }
 
 consumer::ChannelConsumer::ProblemReport TraceSession::problem_log(const Channel &ch, const std::string &owner) const
@@ -299,7 +374,7 @@ Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string 
 	if (!snapshot_) {
 		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
 		auto sink = std::make_unique<consumer::FileSink>(
-			consumer::StreamFiles{output_, prefix, ch.index(), next_instance_++ << 16, uuid_},
+			consumer::StreamFiles{user_dir(), prefix, ch.index(), next_instance_++ << 16, uuid_},
 			b->ring->config().num_cpus);
 		b->consumer = std::make_unique<consumer::ChannelConsumer>(
 			*b->ring, std::move(sink), clock::tick_source(tick_unit_), problem_log(ch, owner));
@@ -455,8 +530,32 @@ json TraceSession::status() const
 		                 {"not_traced_total", c->not_traced_total()},
 		                 {"quarantined", c->quarantined()}});
 	}
-	return {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
-	        {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};
+	json out = {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
+	            {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};
+	if (kernel.any_events() || kernel_session_) {
+		json k = {{"tracepoints", kernel.tracepoints},
+		          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
+		          {"channel", kernel.channel.empty() ? "channel0" : kernel.channel},
+		          {"subbuf_size", kernel.subbuf_size},
+		          {"num_subbuf", kernel.num_subbuf},
+		          {"mode", kernel.overwrite ? "overwrite" : "discard"},
+		          {"pids", kernel.pids},
+		          {"follow_children", kernel.follow_children}};
+		if (kernel_session_) {
+			json events = json::array();
+			for (const kernel::Tracepoint &tp : kernel_session_->events())
+				events.push_back(tp.full_name());
+			const kernel::KernelTraceCounts n = kernel_session_->counts();
+			k["events"] = events;
+			k["written"] = n.events;
+			k["lost"] = n.discarded;
+			k["trace"] = kernel_session_->trace_dir();
+		}
+		out["kernel"] = std::move(k);
+	}
+	if (kernel_domain_)
+		out["user_trace"] = user_dir();
+	return out;
 }
 
 } // namespace tracery::daemon

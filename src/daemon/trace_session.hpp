@@ -7,6 +7,8 @@
 
 #include "daemon/channel.hpp"
 
+#include "kernel/kernel_session.hpp"
+
 #include "ctf/metadata.hpp"
 #include "ctf/uuid.hpp"
 
@@ -24,6 +26,21 @@ namespace tracery::daemon {
 
 enum class SessionState { created, started, stopping, stopped };
 const char *state_name(SessionState s);
+
+// What `enable-event -k`, `enable-channel -k` and `track -k` asked of a
+// session's kernel domain (kernel/kernel_session.hpp does it at start).
+struct KernelSpec {
+	std::set<std::string> tracepoints; // patterns of kernel::match_tracepoints()
+	std::set<std::string> syscalls;
+	bool all_syscalls = false;
+	std::string channel;                      // enable-channel -k NAME ("": the default, channel0)
+	uint64_t subbuf_size = 0, num_subbuf = 0; // 0: the kernel's default buffer size
+	bool overwrite = false;
+	std::set<pid_t> pids; // empty: every process
+	bool follow_children = true;
+
+	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty(); }
+};
 
 class TraceSession {
 public:
@@ -43,6 +60,29 @@ public:
 	int busy = 0;      // a command waits for programs (lock released): others keep off
 	int finishing = 0; // buffers taken out of it being finished without the daemon's lock: stop waits for them
 	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
+
+	// The kernel domain. Set before the first start: a session with kernel
+	// events then writes its user trace to OUTPUT/ust and its kernel trace
+	// to OUTPUT/kernel (one trace per directory, so that babeltrace2 OUTPUT
+	// merges both); a session without keeps its user trace in OUTPUT.
+	KernelSpec kernel;
+	bool kernel_domain() const { return kernel_domain_; }
+	// Where the user trace is (OUTPUT or OUTPUT/ust).
+	std::string user_dir() const { return kernel_domain_ ? output_ + "/ust" : output_; }
+	// At each start, before anything is written: fixes the layout at the
+	// first one; then, with kernel events, checks them against this kernel
+	// and starts tracing them (without the daemon's lock: reads /proc for
+	// the state dump). Throws std::runtime_error (one line) with nothing
+	// left running.
+	void start_kernel(const std::string &tracefs_root);
+	// Stop: drains every page and closes the kernel trace (without the
+	// daemon's lock). Returns "" or the one-line error of a failed reader.
+	std::string stop_kernel();
+	// Destroy (and a failed start): removes the tracefs instance. Returns ""
+	// or why it could not.
+	std::string destroy_kernel();
+	// Decides the layout (first start only): see kernel_domain().
+	void fix_layout();
 
 	Channel *find_channel(const std::string &name);
 	// Throws std::runtime_error if the name is taken, the session has
@@ -142,6 +182,9 @@ private:
 	bool snapshot_;
 	ctf::Uuid uuid_;
 	clock::TickUnit tick_unit_ = clock::preferred_tick_unit();
+	base::TickScale clock_scale_; // the user trace's, written identically in the kernel trace's metadata
+	bool kernel_domain_ = false;
+	std::unique_ptr<kernel::KernelSession> kernel_session_;
 	std::unique_ptr<ctf::MetadataWriter> writer_;
 	std::string metadata_;
 	bool metadata_written_ = false;

@@ -1,6 +1,7 @@
 // kernel/kernel_session.cpp — see kernel_session.hpp.
 #include "kernel/kernel_session.hpp"
 
+#include <sys/fsuid.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,33 @@ std::string host_name()
 	::gethostname(buf, sizeof buf - 1);
 	return buf;
 }
+
+// Filesystem credentials of this thread while it lives, restored after.
+// uid (uid_t)-1 changes nothing.
+class FsCreds {
+public:
+	FsCreds(uid_t uid, gid_t gid) : active_(uid != static_cast<uid_t>(-1))
+	{
+		if (active_) {
+			gid_ = static_cast<gid_t>(::setfsgid(gid));
+			uid_ = static_cast<uid_t>(::setfsuid(uid));
+		}
+	}
+	~FsCreds()
+	{
+		if (active_) {
+			::setfsuid(uid_);
+			::setfsgid(gid_);
+		}
+	}
+	FsCreds(const FsCreds &) = delete;
+	FsCreds &operator=(const FsCreds &) = delete;
+
+private:
+	bool active_;
+	uid_t uid_ = 0;
+	gid_t gid_ = 0;
+};
 
 } // namespace
 
@@ -88,14 +116,29 @@ void KernelSession::start()
 		info.hostname = host_name();
 		info.clock_scale = config_.clock_scale;
 		info.env.push_back({"trace_name", config_.session_name});
-		trace_ = std::make_unique<KernelTrace>(
-			trace_dir(), std::move(info), formats, cpus_.back() + 1, layout,
-			[this](uint32_t cpu) { return parse_lost_total(instance_->cpu_stats(cpu)); });
+		{
+			FsCreds as_writer(config_.file_uid, config_.file_gid);
+			trace_ = std::make_unique<KernelTrace>(
+				trace_dir(), std::move(info), formats, cpus_.back() + 1, layout, [this](uint32_t cpu) {
+					FsCreds as_process(::geteuid(), ::getegid()); // stats are tracefs's
+					return parse_lost_total(instance_->cpu_stats(cpu));
+				});
+		}
 		readers_ = std::make_unique<CpuReaders>(
-			inst, cpus_, layout,
-			[this](uint32_t cpu, std::span<const uint8_t> page) { trace_->write_page(cpu, page); });
+			inst, cpus_, layout, [this](uint32_t cpu, std::span<const uint8_t> page) {
+				// A reader thread writes nothing but the trace: its
+				// credentials are the writer's from its first page on.
+				thread_local bool as_writer = false;
+				if (!as_writer && config_.file_uid != static_cast<uid_t>(-1)) {
+					::setfsgid(config_.file_gid);
+					::setfsuid(config_.file_uid);
+				}
+				as_writer = true;
+				trace_->write_page(cpu, page);
+			});
 		inst.set_tracing_on(true);
 		const clock::TickSource source = clock::tick_source(config_.tick_unit);
+		FsCreds as_writer(config_.file_uid, config_.file_gid);
 		trace_->write_statedump([source] { return clock::ticks(source); });
 	} catch (...) {
 		readers_.reset();
@@ -113,6 +156,7 @@ void KernelSession::stop()
 	readers_->stop();
 	const std::string error = readers_->error();
 	std::exception_ptr failure;
+	FsCreds as_writer(config_.file_uid, config_.file_gid);
 	try {
 		for (const uint32_t cpu : cpus_)
 			trace_->finish_cpu(cpu);

@@ -43,6 +43,13 @@ struct KernelSessionConfig {
 	uint64_t subbuf_size = 0;
 	uint64_t num_subbuf = 0;
 	bool overwrite = false; // snapshot sessions: the newest pages are kept
+	// The trace's files (OUTPUT/kernel and everything in it) are made and
+	// written with these filesystem credentials (setfsuid/setfsgid: a root
+	// daemon writes a user's trace as that user, following no link the user
+	// could not); tracefs is read and written with the process's own.
+	// (uid_t)-1: the process's own for both.
+	uid_t file_uid = static_cast<uid_t>(-1);
+	gid_t file_gid = static_cast<gid_t>(-1);
 	// The kernel trace's own UUID (another than the user trace's: readers
 	// merge traces of one UUID), and the clock class of the user trace,
 	// written identically: its identity (the user trace's UUID or its
