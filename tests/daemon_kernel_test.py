@@ -1,0 +1,238 @@
+"""traceryd's kernel domain (issue 17): `tracery enable-event -k` (tracepoints, --syscall), `track -k` and
+user events in one session, written as OUTPUT/ust + OUTPUT/kernel and read back merged by babeltrace2; the
+one-line refusal of -k for a user neither root nor in the daemon's group; a daemon killed with SIGKILL leaves
+its tracefs instance, which the next daemon removes and logs. tracefs's global settings are the same after
+each test as before. Needs root and a mounted tracefs (skipped with a message otherwise)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from daemontest import DaemonTestCase, UsersTestCase, read_line
+from tracetest import program
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DUMP = os.path.join(HERE, "..", "src", "kernel", "kernel_session_dump.py")
+# The global files a kernel session must never write: the list of kernel/tracefs_testing.hpp's
+# global_settings().
+GLOBAL_SETTINGS = ("trace_clock", "buffer_size_kb", "tracing_on", "set_event", "set_event_pid",
+                   "set_event_notrace_pid", "current_tracer", "options/event-fork", "tracing_cpumask")
+GETPIDS = 500
+ROUNDS = 200
+
+
+def tracefs_root():
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.isdir(os.path.join(root, "instances")):
+            return root
+    return None
+
+
+def global_settings(root):
+    out = {}
+    for name in GLOBAL_SETTINGS:
+        with open(os.path.join(root, name)) as f:
+            out[name] = f.read()
+    return out
+
+
+def our_instances(root, daemon_pid):
+    return sorted(n for n in os.listdir(os.path.join(root, "instances")) if n.startswith(f"tracery-{daemon_pid}-"))
+
+
+class KernelMixin:
+    """Skips without root or tracefs; compares tracefs's global settings before and after the test."""
+
+    def check_kernel_prerequisites(self):
+        if os.geteuid() != 0:
+            self.skipTest("kernel tracing tests need root (tracefs instances); skipped")
+        self.root = tracefs_root()
+        if self.root is None:
+            self.skipTest("no tracefs mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing; skipped")
+        before = global_settings(self.root)
+        self.addCleanup(lambda: self.assertEqual(global_settings(self.root), before,
+                                                 "a global tracefs setting changed"))
+
+
+class KernelSessionTest(KernelMixin, DaemonTestCase):
+    def setUp(self):
+        self.check_kernel_prerequisites()
+        super().setUp()
+
+    def test_merged_user_and_kernel_trace(self):
+        workload = program("tests", "kernel-workload")
+        daemon = self.d.start_daemon()
+        path = self.out("k")
+        t = self.d.tracery
+        t("create", "k", "--output", path)
+        t("enable-event", "-u", "kw:*", "-s", "k")
+        t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
+        t("enable-event", "-k", "sched_switch", "-s", "k")
+        p = self.d.spawn([workload, str(GETPIDS), str(ROUNDS)])
+        pid = int(read_line(p, "ready")[0])
+        self.d.wait_registered(pid)
+        out = t("track", "-k", "--pid", str(pid), "-s", "k").stdout
+        self.assertIn(f"pids {pid} and their descendants", out)
+        t("start", "k")
+        instances = our_instances(self.root, daemon)
+        self.assertEqual(instances, ["tracery-%d-k" % daemon])
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        read_line(p, "done")
+        p.wait(timeout=30)
+        stop = t("stop", "k").stdout
+        self.assertIn("channel0 (kernel): 0 events lost", stop)
+        status = t("status", "k").stdout
+        self.assertIn("tracepoints: sched_switch; system calls: getpid", status)
+        self.assertIn(f"processes: {pid} and their descendants", status)
+        self.assertIn(", 0 lost", status)
+        self.assertTrue(os.path.isfile(os.path.join(path, "ust", "metadata")))
+        self.assertTrue(os.path.isfile(os.path.join(path, "kernel", "metadata")))
+        self.assertFalse(os.path.exists(os.path.join(path, "metadata")))
+
+        dump = subprocess.run([sys.executable, DUMP, path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(dump.returncode, 0, dump.stderr)
+        msgs = [json.loads(line) for line in dump.stdout.splitlines()]
+        self.assertEqual([m for m in msgs if "discarded" in m], [])
+        events = [m for m in msgs if "e" in m]
+        # Every getpid: its user event, then its entry, then its exit returning the pid, in the merged timeline.
+        seq = [m["e"] for m in events if m["e"] in ("kw:before_getpid", "syscall_entry_getpid",
+                                                      "syscall_exit_getpid")]
+        self.assertEqual(seq, ["kw:before_getpid", "syscall_entry_getpid", "syscall_exit_getpid"] * GETPIDS)
+        rets = [m["f"]["ret"] for m in events if m["e"] == "syscall_exit_getpid"]
+        self.assertEqual(rets, [pid] * GETPIDS)
+        self.assertEqual({m["d"] for m in events if m["e"].startswith("syscall_")}, {"kernel"})
+        switches = [m["f"] for m in events if m["e"] == "sched_switch"]
+        names = {s["prev_comm"] for s in switches if s["prev_tid"] != 0} | \
+                {s["next_comm"] for s in switches if s["next_tid"] != 0}
+        self.assertLessEqual({"kw-ping", "kw-pong"}, names)
+        # The two threads switch to each other ROUNDS times at least: each round trip blocks both.
+        self.assertGreaterEqual(sum(1 for s in switches if s["prev_comm"] in ("kw-ping", "kw-pong")), ROUNDS)
+
+        bt = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(bt.returncode, 0, bt.stderr)
+        self.assertEqual(bt.stderr, "")
+        self.assertEqual(bt.stdout.count("syscall_exit_getpid:"), GETPIDS)
+        self.assertEqual(bt.stdout.count("kw:before_getpid:"), GETPIDS)
+        view = t("view", "k")
+        self.assertEqual(view.stdout, bt.stdout)
+
+        t("destroy", "k")
+        self.assertEqual(our_instances(self.root, daemon), [])
+
+    def test_kernel_refused_after_first_start_of_a_user_session(self):
+        self.d.start_daemon()
+        self.session("u")
+        self.d.tracery("start", "u")
+        self.d.tracery("stop", "u")
+        r = self.d.tracery("enable-event", "-k", "sched_switch", "-s", "u", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("session 'u' has been started", r.stderr)
+        # A user trace in OUTPUT itself, as before the kernel domain.
+        self.assertTrue(os.path.isfile(os.path.join(self.out("u"), "metadata")))
+
+    def test_bad_kernel_requests(self):
+        self.d.start_daemon()
+        self.d.tracery("create", "b", "--output", self.out("b"))
+        for args, message in (
+                (["enable-event", "-k", "no_such_tracepoint_xyz"], "no kernel tracepoint matches 'no_such_tracepoint_xyz'"),
+                (["enable-event", "-k", "--syscall", "no_such_call"], "no system call 'no_such_call'"),
+                (["enable-event", "-k", "sched/../x"], "bad kernel event pattern 'sched/../x'"),
+                (["enable-event", "-k", "-u", "sched_switch"], "-u and -k exclude each other"),
+                (["enable-event", "-k", "-a"], "-k -a needs --syscall"),
+                (["enable-event", "-k", "sched_switch", "--filter", "x == 1"], "--filter is for user space"),
+                (["enable-channel", "-k", "kc", "--subbuf-size", "64k"], "give both --subbuf-size and --num-subbuf"),
+                (["track", "-k", "--pid", "0"], "bad --pid '0'"),
+                (["track", "--pid", "5"], "add -k"),
+                (["untrack", "-k", "--pid", "5"], "pid 5 is not tracked"),
+                (["disable-event", "-k", "sched_switch"], "kernel event 'sched_switch' is not enabled")):
+            r = self.d.tracery(*args, "-s", "b", check=False)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+            self.assertIn(message, r.stderr)
+        listing = self.d.tracery("list", "-k").stdout
+        self.assertIn("      sched:sched_switch\n", listing)
+        self.assertIn("      getpid\n", listing)
+
+    def test_sigkill_leaves_an_instance_the_next_daemon_removes(self):
+        daemon = self.d.start_daemon()
+        self.d.tracery("create", "s", "--output", self.out("s"))
+        self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s")
+        self.d.tracery("start", "s")
+        name = f"tracery-{daemon}-s"
+        self.assertEqual(our_instances(self.root, daemon), [name])
+        self.d.kill_daemon(signal.SIGKILL)
+        # Until its parent reaps it, a killed daemon is a zombie, a process still there for kill(pid, 0).
+        deadline = time.time() + 30
+        while os.path.exists(f"/proc/{daemon}") and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(our_instances(self.root, daemon), [name])
+        self.d.start_daemon()
+        self.assertEqual(our_instances(self.root, daemon), [])
+        self.assertIn(f"removed tracefs instance {self.root}/instances/{name} left by a session daemon",
+                      self.d.log())
+
+
+class KernelAccessTest(KernelMixin, UsersTestCase):
+    def setUp(self):
+        self.check_kernel_prerequisites()
+        super().setUp()
+
+    def test_only_root_and_the_group_trace_the_kernel(self):
+        """The system daemon lets only root and its group in at all, and its group may trace the kernel; a
+        user's own daemon (not root) refuses -k in one line naming the way."""
+        self.d.start_daemon("--group", self.group)
+        member, home, uid = self.add_user("kin", in_group=True)
+        env = dict(self.d.env, HOME=home)
+        out = os.path.join(home, "t")
+        self.d.tracery("create", "s", "--output", out, env=env, user=member)
+        r = self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s", env=env, user=member)
+        self.assertIn("Kernel event sched_switch enabled in channel 'channel0' of session 's'", r.stdout)
+        self.d.tracery("start", "s", env=env, user=member)
+        time.sleep(0.2)
+        self.d.tracery("stop", "s", env=env, user=member)
+        # The root daemon wrote the member's kernel trace as the member.
+        files = [os.path.join(out, "kernel")] + \
+                [os.path.join(out, "kernel", f) for f in os.listdir(os.path.join(out, "kernel"))]
+        self.assertIn(os.path.join(out, "kernel", "metadata"), files)
+        self.assertEqual({os.stat(f).st_uid for f in files}, {uid})
+        bt = subprocess.run(["runuser", "-u", member, "--", "babeltrace2", out], capture_output=True, text=True,
+                            timeout=300)
+        self.assertEqual((bt.returncode, bt.stderr), (0, ""))
+        self.assertIn("sched_switch:", bt.stdout)
+        self.d.tracery("destroy", "s", env=env, user=member)
+
+        other, home, _ = self.add_user("kout")
+        r = self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s", env=dict(self.d.env, HOME=home),
+                           user=other, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, f"tracery: permission denied: only root and members of group '{self.group}' "
+                                   f"may control this session daemon; run your own with `traceryd --daemonize`\n")
+        own = dict(self.d.env, HOME=home, TRACERY_RUNDIR=os.path.join(home, "run"),
+                   XDG_RUNTIME_DIR=os.path.join(home, "xdg"))
+        subprocess.run(["runuser", "-p", "-u", other, "--", self.d.traceryd, "--daemonize"], env=own, check=True,
+                       capture_output=True, timeout=30)
+        self.addCleanup(self.stop_own_daemon, os.path.join(home, "run", "traceryd.pid"))
+        self.d.tracery("create", "s", "--output", os.path.join(home, "t"), env=own, user=other)
+        r = self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s", env=own, user=other, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "tracery: kernel tracing (-k) needs root or membership in group 'tracing' of "
+                                   "the system session daemon: ask an administrator to add you to it, or trace "
+                                   "user space only (-u)\n")
+
+    @staticmethod
+    def stop_own_daemon(pidfile):
+        with open(pidfile) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.time() + 30
+        while os.path.exists(f"/proc/{pid}") and time.time() < deadline:
+            time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    unittest.main()
