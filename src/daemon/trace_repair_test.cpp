@@ -2,7 +2,8 @@
 // a cut final packet is truncated; a garbage tail, a symbolic link (as a
 // stream file or in the path), a hard link, a file of another user, another
 // tracer's trace are left alone and reported; the owner's credentials are
-// used; the journal's traces are repaired and the journal removed.
+// used; the journal's traces are repaired and the journal removed; a
+// session with kernel events has its two traces in ust/ and kernel/.
 #include "daemon/trace_repair.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -10,6 +11,7 @@
 #include "ctf/stream_check.hpp"
 #include "ctf/stream_writer.hpp"
 #include "ctf/trace_dir.hpp"
+#include "kernel/kernel_events.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,11 +33,15 @@ class TraceRepairTest : public ::testing::Test {
 protected:
 	// A Tracery trace in dir: metadata and stream files of packets carrying
 	// these many event bytes each.
-	static void make_trace(const std::string &dir, const std::vector<std::vector<size_t>> &streams)
+	// With `kernel`, the env of a kernel trace (LTTng's kernel identity).
+	static void make_trace(const std::string &dir, const std::vector<std::vector<size_t>> &streams,
+	                       bool kernel = false)
 	{
 		const ctf::TraceDir td = ctf::TraceDir::create(dir);
 		ctf::TraceInfo info;
 		info.uuid = ctf::Uuid::random();
+		if (kernel)
+			info.identity = kernel::lttng_kernel_identity();
 		td.write_metadata(ctf::MetadataWriter(info).preamble());
 		std::vector<uint8_t> events(8192, 0x5A);
 		for (size_t s = 0; s < streams.size(); ++s) {
@@ -202,6 +208,22 @@ TEST_F(TraceRepairTest, SnapshotDirectoriesAreTracesToo)
 	ASSERT_EQ(notes.size(), 1u);
 	EXPECT_TRUE(notes[0].repaired) << notes[0].text;
 	EXPECT_EQ(fs::file_size(snap + "/chan_uid0_0"), packet(100));
+}
+
+TEST_F(TraceRepairTest, UserAndKernelTracesOfAKernelSessionAreRepaired)
+{
+	fs::create_directories(trace_);
+	make_trace(trace_ + "/ust", {{100, 1000}});
+	make_trace(trace_ + "/kernel", {{200, 2000}}, true);
+	make_trace(trace_ + "/other", {{300, 3000}}); // not a directory a session writes
+	for (const char *sub : {"/ust", "/kernel", "/other"})
+		fs::resize_file(trace_ + sub + "/chan_uid0_0", fs::file_size(trace_ + sub + "/chan_uid0_0") - 100);
+	const auto notes = repair_trace(entry(trace_));
+	ASSERT_EQ(notes.size(), 2u);
+	EXPECT_TRUE(notes[0].repaired && notes[1].repaired) << notes[0].text << "\n" << notes[1].text;
+	EXPECT_EQ(fs::file_size(trace_ + "/ust/chan_uid0_0"), packet(100));
+	EXPECT_EQ(fs::file_size(trace_ + "/kernel/chan_uid0_0"), packet(200));
+	EXPECT_EQ(fs::file_size(trace_ + "/other/chan_uid0_0"), packet(300) + packet(3000) - 100);
 }
 
 TEST_F(TraceRepairTest, RemovedTraceIsNothingToDo) { EXPECT_TRUE(repair_trace(entry(trace_ + "/gone")).empty()); }
