@@ -309,8 +309,11 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 		check_kernel_access(peer); // a member may have left the group since
 		// The kernel starts without the lock (the state dump reads /proc):
 		// `busy` keeps other commands off the session meanwhile.
+		// The journal lists it before its first kernel packet is written.
 		std::exception_ptr failed;
 		s.busy++;
+		s.starting_kernel = true;
+		note_open_traces();
 		lock.unlock();
 		try {
 			s.start_kernel(kernel::open_tracefs(true).root);
@@ -318,8 +321,10 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 			failed = std::current_exception();
 		}
 		lock.lock();
+		s.starting_kernel = false;
 		s.busy--;
 		if (failed) {
+			note_open_traces();
 			try {
 				std::rethrow_exception(failed);
 			} catch (const std::exception &e) {
@@ -338,8 +343,14 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 		s.write_metadata();
 	} catch (const std::exception &e) {
 		s.drop_new_buffers(made);
-		s.stop_kernel();
-		s.destroy_kernel();
+		if (s.kernel_domain()) { // its kernel trace ends here, drained without the lock
+			s.busy++;
+			lock.unlock();
+			s.stop_kernel();
+			lock.lock();
+			s.busy--;
+			s.destroy_kernel();
+		}
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 	}

@@ -370,7 +370,7 @@ void Daemon::note_open_traces()
 {
 	std::vector<JournalEntry> entries;
 	for (const auto &[key, s] : sessions_) {
-		if (!s->ever_started())
+		if (!s->may_have_trace())
 			continue;
 		// Canonical, resolved as the owner: the repair follows no symbolic link.
 		std::string dir = s->output();

@@ -60,6 +60,12 @@ public:
 	int busy = 0;      // a command waits for programs (lock released): others keep off
 	int finishing = 0; // buffers taken out of it being finished without the daemon's lock: stop waits for them
 	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
+	// A start is starting the kernel trace (lock released): its files are
+	// being written before the session is `started`.
+	bool starting_kernel = false;
+	// Whether the output may hold stream files: the journal of open traces
+	// (trace_journal.hpp) lists the session.
+	bool may_have_trace() const { return ever_started() || starting_kernel || kernel_session_ != nullptr; }
 
 	// The kernel domain. Set before the first start: a session with kernel
 	// events then writes its user trace to OUTPUT/ust and its kernel trace
