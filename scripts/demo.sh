@@ -3,7 +3,8 @@
 # daemon (traceryd, in a private run directory so no real daemon is touched),
 # traces the sample programs examples/hello.c and examples/hello.cpp with the
 # tracery command, as lttng would, and prints the trace with babeltrace2; then
-# records hello-c again through a filter.
+# records hello-c again through a filter; as root with tracefs, records it
+# with its system calls and context switches in one kernel + user trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -41,5 +42,23 @@ build/examples/hello-c tracer
 tracery stop
 tracery view
 tracery destroy
+traces="$out/trace and $out/filtered"
+if [ "$(id -u)" = 0 ] && { [ -d /sys/kernel/tracing/instances ] || [ -d /sys/kernel/debug/tracing/instances ]; }; then
+  echo
+  echo "# Kernel and user space in one trace (root, tracefs): hello-c's events among its write system calls"
+  echo "# and context switches, on one clock; only this script and what it runs ($$ and its descendants)."
+  tracery create combined --output "$out/combined"
+  tracery enable-event -u 'hello:*'
+  tracery enable-event -k --syscall write
+  tracery enable-event -k sched_switch
+  tracery track -k --pid $$
+  tracery start
+  echo "\$ build/examples/hello-c tracer"
+  build/examples/hello-c tracer
+  tracery stop
+  tracery view
+  tracery destroy
+  traces="$out/trace, $out/filtered and $out/combined (its ust/ and kernel/ traces)"
+fi
 echo
-echo "The traces are in $out/trace and $out/filtered (CTF 1.8: metadata + one stream file per channel, user and CPU)."
+echo "The traces are in $traces (CTF 1.8: metadata + one stream file per channel, user and CPU)."
