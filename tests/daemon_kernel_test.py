@@ -78,7 +78,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.assertIn(f"pids {pid} and their descendants", out)
         t("start", "k")
         instances = our_instances(self.root, daemon)
-        self.assertEqual(instances, ["tracery-%d-k" % daemon])
+        self.assertEqual(instances, [f"tracery-{daemon}-u0-k"])
         p.stdin.write("go\n")
         p.stdin.flush()
         read_line(p, "done")
@@ -163,7 +163,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.d.tracery("create", "s", "--output", self.out("s"))
         self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s")
         self.d.tracery("start", "s")
-        name = f"tracery-{daemon}-s"
+        name = f"tracery-{daemon}-u0-s"
         self.assertEqual(our_instances(self.root, daemon), [name])
         self.d.kill_daemon(signal.SIGKILL)
         # Until its parent reaps it, a killed daemon is a zombie, a process still there for kill(pid, 0).
@@ -192,9 +192,16 @@ class KernelAccessTest(KernelMixin, UsersTestCase):
         self.d.tracery("create", "s", "--output", out, env=env, user=member)
         r = self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s", env=env, user=member)
         self.assertIn("Kernel event sched_switch enabled in channel 'channel0' of session 's'", r.stdout)
+        # Root's session of the same name traces the kernel meanwhile, in an instance of its own.
+        self.d.tracery("create", "s", "--output", self.out("root-s"))
+        self.d.tracery("enable-event", "-k", "sched_switch", "-s", "s")
+        self.d.tracery("start", "s")
         self.d.tracery("start", "s", env=env, user=member)
+        daemon = self.d.daemon_pid()
+        self.assertEqual(our_instances(self.root, daemon), [f"tracery-{daemon}-u0-s", f"tracery-{daemon}-u{uid}-s"])
         time.sleep(0.2)
         self.d.tracery("stop", "s", env=env, user=member)
+        self.d.tracery("destroy", "s")
         # The root daemon wrote the member's kernel trace as the member.
         files = [os.path.join(out, "kernel")] + \
                 [os.path.join(out, "kernel", f) for f in os.listdir(os.path.join(out, "kernel"))]

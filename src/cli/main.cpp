@@ -99,8 +99,10 @@ int main(int argc, char **argv)
 		c->add_option("NAME", a.session, "Session (default: the current one)");
 	}
 
-	auto *list = verb("list", "List sessions, a session's details, or (-u) the events of running programs",
-	                  [&] { return verb_list(a); });
+	auto *list = verb(
+		"list",
+		"List sessions, a session's details, (-u) the events of running programs, or (-k) the kernel's tracepoints and system calls",
+		[&] { return verb_list(a); });
 	list->add_option("NAME", a.session, "Show this session");
 	list->add_flag("-u,--userspace", a.userspace, "Events of the running instrumented programs, with their pids");
 	list->add_flag("-k,--kernel", a.kernel, "The kernel's tracepoints and system calls");

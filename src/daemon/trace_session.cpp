@@ -272,6 +272,7 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 		                         "/kernel is complete; create a new session to trace the kernel again");
 	kernel::KernelSessionConfig c;
 	c.session_name = name_;
+	c.instance_label = "u" + std::to_string(owner_) + "-" + name_; // users' session names may be the same
 	c.output = output_;
 	c.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
 	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());

@@ -87,7 +87,8 @@ void KernelSession::start()
 {
 	if (instance_)
 		throw std::logic_error("kernel session '" + config_.session_name + "' already started");
-	instance_.emplace(root_, instance_name(::getpid(), config_.session_name));
+	instance_.emplace(root_, instance_name(::getpid(), config_.instance_label.empty() ? config_.session_name
+	                                                                                  : config_.instance_label));
 	try {
 		const Instance &inst = *instance_;
 		inst.set_tracing_on(false);

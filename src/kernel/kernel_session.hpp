@@ -31,7 +31,11 @@
 namespace tracery::kernel {
 
 struct KernelSessionConfig {
-	std::string session_name;             // names the instance, env.trace_name
+	std::string session_name; // env.trace_name; names the instance unless instance_label does
+	// The instance is tracery-PID-LABEL (instance_name()); "": the session
+	// name (a daemon whose users name their sessions independently makes
+	// it unique with the owner).
+	std::string instance_label;
 	std::string output;                   // the session's OUTPUT: the trace goes to OUTPUT/kernel
 	std::vector<std::string> tracepoints; // patterns of match_tracepoints() ("sched_switch", "irq:*")
 	std::vector<std::string> syscalls;    // NAME of syscalls:sys_enter_NAME / sys_exit_NAME
