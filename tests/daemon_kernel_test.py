@@ -154,6 +154,9 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
             self.assertEqual(r.returncode, 1, (args, r.stderr))
             self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
             self.assertIn(message, r.stderr)
+        out = self.d.tracery("track", "-k", "--pid", "1", "--no-follow-children", "-s", "b").stdout
+        self.assertEqual(out, "Session 'b' traces the kernel events of pids 1\n")
+        self.assertIn("    processes: 1 only\n", self.d.tracery("status", "b").stdout)
         listing = self.d.tracery("list", "-k").stdout
         self.assertIn("      sched:sched_switch\n", listing)
         self.assertIn("      getpid\n", listing)

@@ -533,7 +533,7 @@ json TraceSession::status() const
 	}
 	json out = {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
 	            {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};
-	if (kernel.any_events() || kernel_session_) {
+	if (kernel.any_events() || !kernel.pids.empty() || !kernel.channel.empty() || kernel_session_) {
 		json k = {{"tracepoints", kernel.tracepoints},
 		          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
 		          {"channel", kernel.channel.empty() ? "channel0" : kernel.channel},
