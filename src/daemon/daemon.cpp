@@ -301,9 +301,8 @@ json Daemon::lost_report(const TraceSession &s) const
 	json lost = json::array();
 	for (const auto &ch : s.channels())
 		lost.push_back({{"channel", ch->spec().name}, {"lost", ch->lost()}});
-	if (const json st = s.status(); st.contains("kernel"))
-		lost.push_back({{"channel", st["kernel"].value("channel", "") + " (kernel)"},
-		                {"lost", st["kernel"].value("lost", uint64_t{0})}});
+	if (const kernel::KernelSession *k = s.kernel_session())
+		lost.push_back({{"channel", s.kernel.channel_name() + " (kernel)"}, {"lost", k->counts().discarded}});
 	return lost;
 }
 

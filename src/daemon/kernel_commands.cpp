@@ -133,7 +133,7 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 		throw KernelError("no kernel event given: name tracepoints (e.g. sched_switch, 'irq:*'), or system "
 		                  "calls with --syscall NAME[,NAME...] or --syscall -a");
 	const std::string channel = req.value("channel", "");
-	const std::string kchannel = s.kernel.channel.empty() ? "channel0" : s.kernel.channel;
+	const std::string kchannel = s.kernel.channel_name();
 	if (!channel.empty() && channel != kchannel)
 		throw KernelError("no kernel channel '" + channel + "' in session '" + s.name() + "' (it has '" +
 		                  kchannel + "'): create it with `tracery enable-channel -k " + channel +

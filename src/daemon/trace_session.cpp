@@ -536,7 +536,7 @@ json TraceSession::status() const
 	if (kernel.any_events() || !kernel.pids.empty() || !kernel.channel.empty() || kernel_session_) {
 		json k = {{"tracepoints", kernel.tracepoints},
 		          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
-		          {"channel", kernel.channel.empty() ? "channel0" : kernel.channel},
+		          {"channel", kernel.channel_name()},
 		          {"subbuf_size", kernel.subbuf_size},
 		          {"num_subbuf", kernel.num_subbuf},
 		          {"mode", kernel.overwrite ? "overwrite" : "discard"},

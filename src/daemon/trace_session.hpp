@@ -40,6 +40,7 @@ struct KernelSpec {
 	bool follow_children = true;
 
 	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty(); }
+	std::string channel_name() const { return channel.empty() ? "channel0" : channel; }
 };
 
 class TraceSession {
@@ -89,6 +90,8 @@ public:
 	std::string destroy_kernel();
 	// Decides the layout (first start only): see kernel_domain().
 	void fix_layout();
+	// The kernel trace of the last start, if any (counts).
+	const kernel::KernelSession *kernel_session() const { return kernel_session_.get(); }
 
 	Channel *find_channel(const std::string &name);
 	// Throws std::runtime_error if the name is taken, the session has
