@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import unittest
 
-from daemontest import UsersTestCase, read_line, run_admin
+from daemontest import UsersTestCase, end_process, read_line, run_admin
 from tracetest import Trace, program
 
 
@@ -175,10 +175,10 @@ class OtherUser(UsersTestCase):
         env["XDG_RUNTIME_DIR"] = xdg
         pidfile = os.path.join(xdg, "tracery", "traceryd.pid")
 
-        def kill_user_daemon():
+        def kill_user_daemon():  # and wait for it: userdel refuses a user with a process left
             try:
                 with open(pidfile) as f:
-                    os.kill(int(f.read()), 15)
+                    end_process(int(f.read()))
             except (OSError, ValueError):
                 pass
         self.addCleanup(kill_user_daemon)

@@ -44,30 +44,8 @@ class DaemonEnv:
 
     def kill_daemon(self, sig=signal.SIGTERM, timeout=30):
         pid = self.daemon_pid()
-        if not pid:
-            return
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            # A zombie is dead once its last thread is: a killed daemon's main thread can be a zombie while
-            # another thread still finishes a write, holding the daemon's lock file.
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    zombie = f.read().split()[2] == "Z"
-                tasks = len(os.listdir(f"/proc/{pid}/task"))
-            except FileNotFoundError:
-                return
-            if zombie and tasks <= 1:
-                return
-            time.sleep(0.02)
-        os.kill(pid, signal.SIGKILL)
+        if pid:
+            end_process(pid, sig, timeout)
 
     def log(self):
         try:
@@ -123,6 +101,28 @@ class DaemonEnv:
             self.tracery("destroy", "--all", check=False)
         self.kill_daemon()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def end_process(pid, sig=signal.SIGTERM, timeout=30):
+    """Sends sig to pid and waits until it is gone (SIGKILL after timeout seconds)."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        # A zombie is dead once its last thread is: a killed daemon's main thread can be a zombie while
+        # another thread still finishes a write, holding the daemon's lock file.
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().split()[2] == "Z"
+            tasks = len(os.listdir(f"/proc/{pid}/task"))
+        except FileNotFoundError:
+            return
+        if zombie and tasks <= 1:
+            return
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
 
 
 def run_admin(*argv):
