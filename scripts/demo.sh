@@ -17,6 +17,14 @@ tracery() {
   echo "$shown"
   build/src/cli/tracery "$@"
 }
+# Runs hello-c in the current session, then stops it, prints the trace and destroys the session.
+trace_hello_c() {
+  echo "\$ build/examples/hello-c tracer"
+  build/examples/hello-c tracer
+  tracery stop
+  tracery view
+  tracery destroy
+}
 stop_daemon() { kill "$(cat "$TRACERY_RUNDIR/traceryd.pid" 2>/dev/null)" 2>/dev/null || true; }
 trap stop_daemon EXIT
 
@@ -37,11 +45,7 @@ echo "# A filter: only the steps it accepts are recorded (docs/filters.md)."
 tracery create filtered --output "$out/filtered"
 tracery enable-event -u hello:step --filter 'value >= 0 && ratio < 0.8'
 tracery start
-echo "\$ build/examples/hello-c tracer"
-build/examples/hello-c tracer
-tracery stop
-tracery view
-tracery destroy
+trace_hello_c
 traces="$out/trace and $out/filtered"
 if [ "$(id -u)" = 0 ] && { [ -d /sys/kernel/tracing/instances ] || [ -d /sys/kernel/debug/tracing/instances ]; }; then
   echo
@@ -53,11 +57,7 @@ if [ "$(id -u)" = 0 ] && { [ -d /sys/kernel/tracing/instances ] || [ -d /sys/ker
   tracery enable-event -k sched_switch
   tracery track -k --pid $$
   tracery start
-  echo "\$ build/examples/hello-c tracer"
-  build/examples/hello-c tracer
-  tracery stop
-  tracery view
-  tracery destroy
+  trace_hello_c
   traces="$out/trace, $out/filtered and $out/combined (its ust/ and kernel/ traces)"
 fi
 echo

@@ -9,21 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 using namespace tracery::kernel;
 
-namespace {
+using tracery::kernel::test_support::fixture;
 
-std::string fixture(const std::string &relative)
-{
-	std::ifstream in(std::string(TRACERY_KERNEL_TESTDATA) + "/events/" + relative);
-	EXPECT_TRUE(in) << relative;
-	std::stringstream ss;
-	ss << in.rdbuf();
-	return ss.str();
-}
+namespace {
 
 const char *kGood = "name: ev\nID: 7\nformat:\n"
 		    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"

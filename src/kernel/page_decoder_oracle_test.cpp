@@ -28,23 +28,14 @@ extern "C" { // kbuffer.h has no extern "C" of its own
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 using namespace tracery::kernel;
 using tracery::kernel::test_support::PageBuilder;
 
-namespace {
+using tracery::kernel::test_support::fixture;
 
-std::string fixture(const std::string &relative)
-{
-	std::ifstream in(std::string(TRACERY_KERNEL_TESTDATA) + "/events/" + relative);
-	EXPECT_TRUE(in) << relative;
-	std::stringstream ss;
-	ss << in.rdbuf();
-	return ss.str();
-}
+namespace {
 
 // Both readers, loaded with the same header_page, header_event and formats.
 class Readers {

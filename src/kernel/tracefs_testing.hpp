@@ -1,13 +1,17 @@
 // kernel/tracefs_testing.hpp — for the kernel component's tests: tracefs
 // when the test may use it (root, tracefs present or mountable), else why
 // not (the test skips with that line); and the global tracefs settings, read
-// before and after a test to show it changed none of them.
+// before and after a test to show it changed none of them; and the copies of
+// this kernel's tracefs files kept as fixtures (testdata/events/).
 #pragma once
 
 #include "kernel/tracefs.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,18 @@ inline std::string tracefs_for_tests(std::string &why)
 		return "";
 	}
 }
+
+#ifdef TRACERY_KERNEL_TESTDATA // the tests that read fixtures define it (CMakeLists.txt)
+// The fixture testdata/events/RELATIVE ("header_page", "sched/sched_switch/format"...).
+inline std::string fixture(const std::string &relative)
+{
+	std::ifstream in(std::string(TRACERY_KERNEL_TESTDATA) + "/events/" + relative);
+	EXPECT_TRUE(in) << relative;
+	std::stringstream ss;
+	ss << in.rdbuf();
+	return ss.str();
+}
+#endif
 
 // The global files a kernel session must never write, with their contents.
 inline std::vector<std::pair<std::string, std::string>> global_settings(const std::string &root)
