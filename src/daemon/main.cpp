@@ -127,7 +127,8 @@ void remove_stale_instances()
 	try {
 		for (const std::string &name : kernel::stale_instances(root)) {
 			try {
-				kernel::remove_instance(root, name);
+				if (!kernel::remove_instance(root, name))
+					continue; // another daemon removed it meanwhile
 				log(Level::info,
 				    "removed tracefs instance %s/instances/%s left by a session daemon that "
 				    "did not stop cleanly",

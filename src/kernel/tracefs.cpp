@@ -201,15 +201,25 @@ std::vector<std::string> stale_instances(const std::string &root)
 	return out;
 }
 
-void remove_instance(const std::string &root, const std::string &name)
+bool remove_instance(const std::string &root, const std::string &name)
 {
 	const std::string path = root + "/instances/" + name;
-	write_control(path + "/tracing_on", "0");
+	// ENOENT: gone; ENODEV: its files outlive an rmdir under way elsewhere.
+	const auto gone = [](int err) { return err == ENOENT || err == ENODEV; };
+	try {
+		write_control(path + "/tracing_on", "0");
+	} catch (const TracefsError &e) {
+		if (gone(e.error()))
+			return false;
+		throw;
+	}
 	// rmdir fails with EBUSY while a file of the instance is open (a reader
 	// thread closing its trace_pipe_raw): give it a moment.
 	for (int attempt = 0;; ++attempt) {
 		if (::rmdir(path.c_str()) == 0)
-			return;
+			return true;
+		if (gone(errno))
+			return false;
 		if (errno != EBUSY || attempt == 50)
 			fail("remove instance " + path, errno);
 		const timespec pause{0, 10'000'000};

@@ -83,8 +83,10 @@ std::string instance_name(pid_t owner, std::string_view session);
 // The instances named by instance_name() whose owner is no longer running
 // (an owner killed with SIGKILL leaves its instance behind), sorted.
 std::vector<std::string> stale_instances(const std::string &root);
-// Stops tracing in ROOT/instances/NAME, then removes it. Throws TracefsError.
-void remove_instance(const std::string &root, const std::string &name);
+// Stops tracing in ROOT/instances/NAME, then removes it: true. False when
+// the instance was already gone or went while this ran (another daemon
+// removing the same stale instance). Throws TracefsError.
+bool remove_instance(const std::string &root, const std::string &name);
 
 // A private tracefs instance: its own ring buffer, trace clock, enabled
 // events and pid filters. Created by mkdir, removed by rmdir.

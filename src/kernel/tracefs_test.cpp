@@ -161,6 +161,7 @@ TEST(TracefsRoot, InstanceOfAGoneOwnerIsStale)
 	ASSERT_TRUE(exists(root + "/instances/" + name));
 	const auto stale = stale_instances(root);
 	EXPECT_NE(std::find(stale.begin(), stale.end(), name), stale.end());
-	remove_instance(root, name);
+	EXPECT_TRUE(remove_instance(root, name));
 	EXPECT_FALSE(exists(root + "/instances/" + name));
+	EXPECT_FALSE(remove_instance(root, name)) << "a second removal finds it gone";
 }
