@@ -2,15 +2,24 @@
 // tracefs instance, the events it enables, its per-CPU readers and its CTF
 // trace in OUTPUT/kernel.
 //
-// start(): creates the instance (tracery-PID-SESSION), sets its trace clock
-// to the user traces' (x86-tsc when they count TSC cycles, mono for
-// nanoseconds), its buffer size and overwrite mode, its pid scoping, enables
-// the tracepoints and system calls, writes the metadata, starts the readers
-// (their tids excluded), turns tracing on and writes the state dump.
+// start(), the first time: creates the instance (tracery-PID-SESSION), sets
+// its trace clock to the user traces' (x86-tsc when they count TSC cycles,
+// mono for nanoseconds), its buffer size and overwrite mode, and writes the
+// metadata. Every start then brings the instance's events and pid scoping
+// to the configuration's (reconfigure() may have changed them since the
+// last stop: new event classes are appended to the metadata), starts the
+// readers (their tids excluded), turns tracing on and writes a state dump.
 // stop(): tracing off, every page drained, each CPU's exact lost total
-// written, the streams closed. destroy(): the instance removed (also done
-// by the destructor, ignoring errors). Every tracefs write is inside the
-// instance.
+// written; the streams stay open for the next start, which continues them.
+// destroy(): the streams closed, the instance removed (also done by the
+// destructor, ignoring errors). Every tracefs write is inside the instance.
+//
+// Snapshot sessions (config.snapshot, with overwrite): nothing is read while tracing; the
+// kernel buffer keeps its newest pages, and snapshot() reads them out into
+// DIR/kernel, a trace of its own. Reading a tracefs buffer consumes it, and
+// this kernel has no tracefs snapshot buffer (CONFIG_TRACER_SNAPSHOT): a
+// kernel snapshot holds the newest events the buffer kept since the
+// previous snapshot (or since the start).
 #pragma once
 
 #include <sys/types.h>
@@ -46,7 +55,10 @@ struct KernelSessionConfig {
 	// default size).
 	uint64_t subbuf_size = 0;
 	uint64_t num_subbuf = 0;
-	bool overwrite = false; // snapshot sessions: the newest pages are kept
+	bool overwrite = false; // a full buffer overwrites its oldest page (instead of dropping events)
+	// Nothing read while tracing: snapshot() reads the newest pages (with
+	// overwrite, the kernel buffer is a flight recorder).
+	bool snapshot = false;
 	// The trace's files (OUTPUT/kernel and everything in it) are made and
 	// written with these filesystem credentials (setfsuid/setfsgid: a root
 	// daemon writes a user's trace as that user, following no link the user
@@ -78,15 +90,28 @@ public:
 	KernelSession(const KernelSession &) = delete;
 	KernelSession &operator=(const KernelSession &) = delete;
 
-	// Throws TracefsError, FormatError, std::system_error; the instance is
-	// removed again on failure.
+	// Throws TracefsError, FormatError, std::system_error; a failed first
+	// start removes the instance again, a failed restart leaves tracing off.
 	void start();
 	// Throws std::runtime_error if a reader failed (its message), after
-	// closing everything. Idempotent.
+	// draining the others. Idempotent.
 	void stop();
-	// Removes the instance. Throws TracefsError. Idempotent.
+	// The events and tracked pids of the next start (while stopped): the
+	// tracepoints, syscalls, all_syscalls, pids and follow_children of
+	// `next`; its other fields are ignored (the buffer and clock are set
+	// once). Throws std::invalid_argument as the constructor, changing
+	// nothing; std::logic_error while started.
+	void reconfigure(const KernelSessionConfig &next);
+	// Snapshot sessions, while started or stopped: the newest pages of every
+	// CPU into DIR/kernel (a new trace, state dump included). Throws
+	// std::runtime_error, TracefsError, std::system_error;
+	// std::logic_error if not a snapshot session or never started.
+	void snapshot(const std::string &dir);
+	// Closes the streams and removes the instance. Throws TracefsError.
+	// Idempotent.
 	void destroy();
 
+	bool started() const noexcept { return started_; }
 	const std::vector<Tracepoint> &events() const noexcept { return events_; }
 	std::string trace_dir() const { return config_.output + "/kernel"; }
 	std::string instance_path() const { return instance_ ? instance_->path() : ""; }
@@ -94,13 +119,32 @@ public:
 	KernelTraceCounts counts() const;
 
 private:
+	void create_instance();
+	// Brings the instance's enabled events to events_ (formats_ gains the
+	// new ones; returns them).
+	std::vector<EventFormat> apply_events();
+	// A trace in `dir` with every event class of formats_, written with the
+	// configuration's file credentials; `baseline`: the kernel's lost counts
+	// not to report.
+	std::unique_ptr<KernelTrace> new_trace(const std::string &dir, std::vector<uint64_t> baseline) const;
+	// Readers writing every page into `trace`.
+	std::unique_ptr<CpuReaders> start_readers(KernelTrace &trace);
+	// Stops `readers` (tracing off before) and ends every CPU's stream.
+	void drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trace);
+	void write_statedump(KernelTrace &trace) const;
+
 	std::string root_;
 	KernelSessionConfig config_;
-	std::vector<Tracepoint> events_;
+	std::vector<Tracepoint> events_;    // of the configuration
+	std::vector<Tracepoint> enabled_;   // in the instance, sorted
+	std::vector<EventFormat> formats_;  // of every event enabled since the first start
+	std::vector<Tracepoint> formatted_; // their tracepoints, sorted
 	std::optional<Instance> instance_;
-	std::unique_ptr<KernelTrace> trace_;
-	std::unique_ptr<CpuReaders> readers_;
+	PageLayout layout_{};
 	std::vector<uint32_t> cpus_;
+	std::unique_ptr<KernelTrace> trace_; // OUTPUT/kernel (not in snapshot sessions)
+	std::unique_ptr<CpuReaders> readers_;
+	bool started_ = false;
 };
 
 } // namespace tracery::kernel

@@ -10,7 +10,9 @@
 // sched_switch names its two threads with LTTng's prio; the state dump
 // holds it; nothing lost; babeltrace2 reads OUTPUT/kernel and OUTPUT without
 // a warning; both clock classes are the same text; the instance is gone and
-// the global tracefs settings are unchanged. Plus the unit parts: the
+// the global tracefs settings are unchanged. A session started again
+// continues its streams with the events it was given meanwhile; snapshots
+// hold the newest events since the previous one. Plus the unit parts: the
 // LTTng event classes of this kernel's formats and the stats parser.
 #include "kernel/kernel_session.hpp"
 #include "kernel/kernel_events.hpp"
@@ -403,3 +405,215 @@ TEST_P(KernelSessionLost, WrittenPlusDiscardedIsEveryEvent)
 
 INSTANTIATE_TEST_SUITE_P(Modes, KernelSessionLost, ::testing::Values(false, true),
                          [](const auto &info) { return info.param ? "overwrite" : "discard"; });
+
+namespace {
+
+// A child that, per request, calls close(FIRST + i) for i < COUNT (each an
+// EBADF: a syscall entry whose fd field numbers the call), then answers.
+class CloseCaller {
+public:
+	CloseCaller()
+	{
+		int to[2], from[2];
+		if (::pipe(to) != 0 || ::pipe(from) != 0)
+			std::abort();
+		pid_ = ::fork();
+		if (pid_ == 0) {
+			::close(to[1]);
+			::close(from[0]);
+			int64_t req[2];
+			while (::read(to[0], req, sizeof req) == sizeof req) {
+				for (int64_t i = 0; i < req[1]; ++i)
+					::close(static_cast<int>(req[0] + i));
+				if (::write(from[1], "d", 1) != 1)
+					break;
+			}
+			::_exit(0);
+		}
+		::close(to[0]);
+		::close(from[1]);
+		to_ = to[1];
+		from_ = from[0];
+	}
+	~CloseCaller()
+	{
+		::close(to_);
+		::close(from_);
+		::waitpid(pid_, nullptr, 0);
+	}
+	pid_t pid() const { return pid_; }
+	// Returns once the calls are made.
+	void calls(int64_t first, int64_t count)
+	{
+		const int64_t req[2] = {first, count};
+		ASSERT_EQ(::write(to_, req, sizeof req), static_cast<ssize_t>(sizeof req));
+		char c;
+		ASSERT_EQ(::read(from_, &c, 1), 1);
+	}
+
+private:
+	pid_t pid_ = -1;
+	int to_ = -1, from_ = -1;
+};
+
+struct Dumped {
+	std::map<std::string, int> events; // name -> count
+	std::vector<int64_t> close_fds;    // of syscall_entry_close, in timeline order
+	uint64_t discarded = 0;
+};
+
+Dumped dump(const std::string &dir)
+{
+	Dumped d;
+	std::string out, err;
+	EXPECT_EQ(run(std::string("/usr/bin/python3 '") + TRACERY_KERNEL_DUMP + "' '" + dir + "'", out, err), 0) << err;
+	std::istringstream lines(out);
+	for (std::string l; std::getline(lines, l);) {
+		const nlohmann::json j = nlohmann::json::parse(l);
+		if (j.contains("discarded")) {
+			d.discarded += j["discarded"].get<uint64_t>();
+			continue;
+		}
+		++d.events[j["e"]];
+		if (j["e"] == "syscall_entry_close")
+			d.close_fds.push_back(j["f"]["fd"]);
+	}
+	return d;
+}
+
+} // namespace
+
+// Started, stopped, given another system call, started again: the second
+// run continues the streams of the first (packet_seq_num without a gap,
+// so babeltrace2 reports nothing discarded), the new event class is in the
+// metadata, and each start wrote its state dump.
+TEST(KernelSessionRoot, RestartContinuesTheTraceWithNewEvents)
+{
+	std::string why;
+	const std::string root = test_support::tracefs_for_tests(why);
+	if (root.empty())
+		GTEST_SKIP() << why;
+	if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+		GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
+	const auto before = test_support::global_settings(root);
+	char tmpl[] = "/tmp/tracery-kernel-restart-XXXXXX";
+	ASSERT_NE(::mkdtemp(tmpl), nullptr);
+	CloseCaller child;
+	KernelSessionConfig config;
+	config.session_name = "restart";
+	config.output = std::string(tmpl) + "/out";
+	config.syscalls = {"getpid"};
+	config.pids = {child.pid()};
+	config.trace_uuid = ctf::Uuid::random();
+	{
+		KernelSession session(root, config);
+		session.start();
+		child.calls(1000, 100); // not traced: close is not enabled yet
+		session.stop();
+		EXPECT_FALSE(session.started());
+		config.syscalls = {"close"};
+		EXPECT_THROW(
+			{
+				KernelSessionConfig bad = config;
+				bad.syscalls = {"no_such_call"};
+				session.reconfigure(bad);
+			},
+			std::invalid_argument);
+		session.reconfigure(config);
+		session.start();
+		EXPECT_THROW(session.reconfigure(config), std::logic_error);
+		child.calls(2000, 50);
+		session.stop();
+		session.start(); // again, unchanged
+		child.calls(3000, 20);
+		session.stop();
+		session.destroy();
+		EXPECT_EQ(session.instance_path(), "");
+	}
+	const std::string metadata = read_file(config.output + "/kernel/metadata");
+	EXPECT_NE(metadata.find("name = \"syscall_entry_close\";"), std::string::npos);
+	const Dumped d = dump(config.output + "/kernel");
+	EXPECT_EQ(d.discarded, 0u);
+	EXPECT_EQ(d.events.count("syscall_entry_getpid"), 0u) << "getpid is disabled since the first stop";
+	EXPECT_EQ(d.events.at("lttng_statedump_start"), 3);
+	std::vector<int64_t> expected;
+	for (int64_t i = 0; i < 50; ++i)
+		expected.push_back(2000 + i);
+	for (int64_t i = 0; i < 20; ++i)
+		expected.push_back(3000 + i);
+	EXPECT_EQ(d.close_fds, expected);
+	EXPECT_EQ(d.events.at("syscall_exit_close"), 70);
+	std::string out, err;
+	EXPECT_EQ(run("babeltrace2 '" + config.output + "/kernel' >/dev/null", out, err), 0);
+	EXPECT_EQ(err, "");
+	EXPECT_EQ(test_support::global_settings(root), before);
+	std::filesystem::remove_all(tmpl);
+}
+
+// A snapshot session keeps its kernel buffer in overwrite mode and reads
+// nothing while tracing: a snapshot holds the newest events (the last
+// calls, without a gap), a snapshot right after it none of them (reading
+// consumed them), and the next one exactly the calls made since.
+TEST(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
+{
+	std::string why;
+	const std::string root = test_support::tracefs_for_tests(why);
+	if (root.empty())
+		GTEST_SKIP() << why;
+	if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+		GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
+	const auto before = test_support::global_settings(root);
+	char tmpl[] = "/tmp/tracery-kernel-snapshot-XXXXXX";
+	ASSERT_NE(::mkdtemp(tmpl), nullptr);
+	const std::string out_dir = std::string(tmpl) + "/out";
+	CloseCaller child;
+	KernelSessionConfig config;
+	config.session_name = "snapshot";
+	config.output = out_dir;
+	config.syscalls = {"close"};
+	config.pids = {child.pid()};
+	config.subbuf_size = 4096;
+	config.num_subbuf = 4; // 16 KiB per CPU: 100,000 calls overflow it
+	config.overwrite = true;
+	config.snapshot = true;
+	config.trace_uuid = ctf::Uuid::random();
+	constexpr int64_t kFirst = 1'000'000, kCalls = 100'000;
+	{
+		KernelSession session(root, config);
+		EXPECT_THROW(session.snapshot(std::string(tmpl) + "/early"), std::logic_error);
+		session.start();
+		child.calls(kFirst, kCalls);
+		session.snapshot(std::string(tmpl) + "/s1");
+		session.snapshot(std::string(tmpl) + "/s2");
+		child.calls(5000, 10);
+		session.stop();
+		session.snapshot(std::string(tmpl) + "/s3"); // stopped: what the buffer holds
+		EXPECT_EQ(session.counts().events, 0u) << "a snapshot session writes no trace of its own";
+		session.destroy();
+	}
+	struct stat st;
+	EXPECT_NE(::stat((out_dir + "/kernel").c_str(), &st), 0) << "nothing written while tracing";
+
+	const Dumped s1 = dump(std::string(tmpl) + "/s1/kernel");
+	ASSERT_FALSE(s1.close_fds.empty());
+	EXPECT_LT(s1.close_fds.size(), static_cast<size_t>(kCalls)) << "the buffer did not overflow";
+	EXPECT_EQ(s1.close_fds.back(), kFirst + kCalls - 1) << "the newest call is in the snapshot";
+	// The child ran on one CPU or moved: within what each CPU kept, calls
+	// follow each other; across the snapshot they only go forward.
+	for (size_t i = 1; i < s1.close_fds.size(); ++i)
+		EXPECT_GT(s1.close_fds[i], s1.close_fds[i - 1]) << i;
+	EXPECT_EQ(s1.events.at("lttng_statedump_start"), 1);
+	const Dumped s2 = dump(std::string(tmpl) + "/s2/kernel");
+	EXPECT_TRUE(s2.close_fds.empty()) << s2.close_fds.size() << " calls read twice";
+	const Dumped s3 = dump(std::string(tmpl) + "/s3/kernel");
+	std::vector<int64_t> expected;
+	for (int64_t i = 0; i < 10; ++i)
+		expected.push_back(5000 + i);
+	EXPECT_EQ(s3.close_fds, expected);
+	EXPECT_EQ(s3.discarded, 0u);
+	std::string out, err;
+	EXPECT_EQ(run("babeltrace2 '" + std::string(tmpl) + "/s3/kernel' >/dev/null", out, err), 0);
+	EXPECT_EQ(err, "");
+	EXPECT_EQ(test_support::global_settings(root), before);
+	std::filesystem::remove_all(tmpl);
+}

@@ -153,21 +153,40 @@ KernelTrace::KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const E
 	info.identity = lttng_kernel_identity();
 	const ctf::MetadataWriter writer(std::move(info));
 	std::string text = writer.preamble() + ctf::MetadataWriter::stream_class(kStreamClass, {});
-	uint16_t max_type = 0;
 	for (const EventFormat &f : formats) {
 		classes_.push_back(make_event_class(f, static_cast<uint32_t>(classes_.size())));
-		max_type = std::max(max_type, classes_.back().type);
 		text += classes_.back().tsdl(kStreamClass);
 	}
-	by_type_.assign(size_t{max_type} + 1, nullptr);
-	for (const KernelEventClass &c : classes_)
-		by_type_[c.type] = &c;
+	index_classes();
 	statedump_id_ = static_cast<uint32_t>(classes_.size());
+	next_id_ = statedump_id_ + 3;
 	text += event_class_tsdl("lttng_statedump_start", statedump_id_, kStreamClass, {});
 	text += event_class_tsdl("lttng_statedump_process_state", statedump_id_ + 1, kStreamClass,
 	                         process_state_fields());
 	text += event_class_tsdl("lttng_statedump_end", statedump_id_ + 2, kStreamClass, {});
 	dir_.write_metadata(text);
+}
+
+void KernelTrace::index_classes()
+{
+	uint16_t max_type = 0;
+	for (const KernelEventClass &c : classes_)
+		max_type = std::max(max_type, c.type);
+	by_type_.assign(size_t{max_type} + 1, nullptr);
+	for (const KernelEventClass &c : classes_)
+		by_type_[c.type] = &c;
+}
+
+void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
+{
+	std::string text;
+	for (const EventFormat &f : formats) {
+		classes_.push_back(make_event_class(f, next_id_++));
+		text += classes_.back().tsdl(kStreamClass);
+	}
+	index_classes();
+	if (!text.empty())
+		dir_.append_metadata(text);
 }
 
 void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
@@ -200,7 +219,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 		++n.events;
 	});
 	n.bad_pages = r.error != nullptr;
-	if (r.lost_count_known)
+	if (r.lost_count_known && c.seq > 0)
 		c.lost_in_pages += r.lost;
 	const auto now = std::chrono::steady_clock::now();
 	if ((r.events_lost && !r.lost_count_known) || now - c.last_stats >= kStatsInterval) {
@@ -280,10 +299,12 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 		}
 	}
 	header(statedump_id_ + 2);
-	statedump_ = dir_.create_stream("statedump_0", uuid_, kStreamClass, num_cpus_);
+	if (!statedump_.is_open())
+		statedump_ = dir_.create_stream("statedump_0", uuid_, kStreamClass, num_cpus_);
 	ctf::PacketInfo info;
 	info.timestamp_begin = begin;
 	info.timestamp_end = prev;
+	info.seq = statedump_packets_++;
 	statedump_.write_packet(info, events.data(), events.size());
 	const std::lock_guard lock(counts_mutex_);
 	statedump_events_ = threads;

@@ -2,7 +2,9 @@
 // its metadata (LTTng kernel identity, the user trace's clock class, one
 // stream class, the event classes of kernel_events.hpp), one stream file per
 // CPU (channel0_CPU) into which each page the readers deliver becomes one
-// packet, and the state dump's stream (statedump_0).
+// packet, and the state dump's stream (statedump_0). A session started
+// again continues the same streams (its new event classes appended to the
+// metadata).
 //
 // Packets: cpu_id is the CPU, packet_seq_num counts the CPU's packets from
 // 0, events_discarded is the CPU's running total of lost events: the larger
@@ -13,7 +15,9 @@
 // otherwise, and at the end: the last packet's count is the kernel's exact
 // total (an empty packet carries it if it grew after the last page). A
 // stream's first packet says 0 (readers report no count for what a first
-// packet claims); the next one carries what was lost before it.
+// packet claims), and what its page says was lost before it is not counted
+// (nothing can be, in discard mode; in a snapshot, the older events the
+// buffer overwrote are not losses within the stream).
 // Timestamps are the trace clock's values as they are (the instance's
 // clock was chosen to be the user trace's), never going back within a
 // stream: an earlier one (a damaged page) is raised to the one before.
@@ -23,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <span>
@@ -67,8 +72,13 @@ public:
 	// After the last page of `cpu`: its exact lost total.
 	void finish_cpu(uint32_t cpu);
 
+	// More event classes (events enabled for a restart), appended to the
+	// metadata. Not while pages are being written.
+	void add_event_classes(std::span<const EventFormat> formats);
+
 	// The state dump: lttng_statedump_start, one lttng_statedump_process_state
-	// per thread in /proc, lttng_statedump_end, timestamped by `now`.
+	// per thread in /proc, lttng_statedump_end, timestamped by `now`: one
+	// packet of statedump_0 per call (one per start).
 	void write_statedump(const std::function<uint64_t()> &now);
 
 	// Closes every stream. Throws std::system_error.
@@ -76,7 +86,6 @@ public:
 
 	KernelTraceCounts counts() const;
 	const std::string &dir() const noexcept { return dir_.path(); }
-	const std::vector<KernelEventClass> &classes() const noexcept { return classes_; }
 
 private:
 	struct Cpu {
@@ -90,19 +99,22 @@ private:
 		std::vector<uint8_t> events; // the packet being built
 	};
 	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end);
+	void index_classes(); // by_type_ from classes_
 
 	ctf::TraceDir dir_;
 	ctf::Uuid uuid_;
 	PageDecoder decoder_;
 	LostTotal lost_total_;
 	TgidOf tgid_of_;
-	std::vector<KernelEventClass> classes_;
+	std::deque<KernelEventClass> classes_;          // stable addresses for by_type_
 	std::vector<const KernelEventClass *> by_type_; // tracefs ID -> class
 	uint32_t statedump_id_ = 0;                     // start; process_state +1, end +2
+	uint32_t next_id_ = 0;                          // of the next class added
 	consumer::FileSink sink_;
 	std::vector<Cpu> cpus_;
 	uint32_t num_cpus_;
 	ctf::StreamWriter statedump_;
+	uint64_t statedump_packets_ = 0;
 	uint64_t statedump_events_ = 0;
 	mutable std::mutex counts_mutex_;
 };

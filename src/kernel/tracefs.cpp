@@ -338,6 +338,8 @@ void Instance::add_notrace_pids(std::span<const pid_t> tids) const
 		write_control(file("set_event_notrace_pid"), join_pids(tids), true);
 }
 
+void Instance::clear_notrace_pids() const { write_control(file("set_event_notrace_pid"), ""); }
+
 void Instance::set_tracing_on(bool on) const { write_control(file("tracing_on"), on ? "1" : "0"); }
 
 void Instance::set_overwrite(bool overwrite) const { write_control(file("options/overwrite"), overwrite ? "1" : "0"); }

@@ -126,6 +126,9 @@ public:
 	// Excludes these thread ids from the trace (the readers' own threads),
 	// keeping those excluded already.
 	void add_notrace_pids(std::span<const pid_t> tids) const;
+	// Empties that list (after the readers have ended: their tids may be
+	// another process's later).
+	void clear_notrace_pids() const;
 	void set_tracing_on(bool on) const;
 	// options/overwrite: a full buffer overwrites its oldest page (true) or
 	// drops new events (false).
