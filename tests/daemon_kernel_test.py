@@ -1,6 +1,7 @@
 """traceryd's kernel domain (issue 17): `tracery enable-event -k` (tracepoints, --syscall), `track -k` and
 user events in one session, written as OUTPUT/ust + OUTPUT/kernel and read back merged by babeltrace2; the
-one-line refusal of -k for a user neither root nor in the daemon's group; a daemon killed with SIGKILL leaves
+one-line refusal of -k for a user neither root nor in the daemon's group; a session stopped, changed and started
+again continuing its kernel trace; a snapshot session's kernel part; `-k -a`; a daemon killed with SIGKILL leaves
 its tracefs instance, which the next daemon removes and logs. tracefs's global settings are the same after
 each test as before. Needs root and a mounted tracefs (skipped with a message otherwise)."""
 import json
@@ -135,7 +136,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         r = self.d.tracery("enable-event", "-k", "sched_switch", "-s", "u", check=False)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
-        self.assertIn("session 'u' has been started", r.stderr)
+        self.assertIn("session 'u' was started without kernel events", r.stderr)
         # A user trace in OUTPUT itself, as before the kernel domain.
         self.assertTrue(os.path.isfile(os.path.join(self.out("u"), "metadata")))
 
@@ -147,7 +148,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
                 (["enable-event", "-k", "--syscall", "no_such_call"], "no system call 'no_such_call'"),
                 (["enable-event", "-k", "sched/../x"], "bad kernel event pattern 'sched/../x'"),
                 (["enable-event", "-k", "-u", "sched_switch"], "-u and -k exclude each other"),
-                (["enable-event", "-k", "-a"], "-k -a needs --syscall"),
+                (["enable-event", "-k", "-a", "sched_switch"], "-a and event names exclude each other"),
                 (["enable-event", "-k", "sched_switch", "--filter", "x == 1"], "--filter is for user space"),
                 (["enable-channel", "-k", "kc", "--subbuf-size", "64k"], "give both --subbuf-size and --num-subbuf"),
                 (["track", "-k", "--pid", "0"], "bad --pid '0'"),
@@ -182,6 +183,160 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.assertEqual(our_instances(self.root, daemon), [])
         self.assertIn(f"removed tracefs instance {self.root}/instances/{name} left by a session daemon",
                       self.d.log())
+
+    def workload(self, calls, rounds):
+        """A kernel-workload registered with the daemon, waiting for its go: (process, pid)."""
+        p = self.d.spawn([program("tests", "kernel-workload"), str(calls), str(rounds)])
+        pid = int(read_line(p, "ready")[0])
+        self.d.wait_registered(pid)
+        return p, pid
+
+    @staticmethod
+    def run_workload(p):
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        read_line(p, "done")
+        p.wait(timeout=30)
+
+    def dump(self, path):
+        r = subprocess.run([sys.executable, DUMP, path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [json.loads(line) for line in r.stdout.splitlines()]
+
+    def test_restart_continues_the_kernel_trace_with_the_changes_made_while_stopped(self):
+        """Stopped, a session's kernel events and tracked pids change; started again, its kernel trace goes
+        on in the same streams (nothing reported discarded), with the new events' classes."""
+        daemon = self.d.start_daemon()
+        path = self.out("r")
+        t = self.d.tracery
+        t("create", "r", "--output", path)
+        t("enable-event", "-k", "--syscall", "getpid", "-s", "r")
+        first, first_pid = self.workload(GETPIDS, 0)
+        t("track", "-k", "--pid", str(first_pid), "-s", "r")
+        t("start", "r")
+        for args, message in ((["enable-event", "-k", "sched_switch"], "session 'r' is tracing"),
+                              (["track", "-k", "--pid", "1"], "session 'r' is tracing")):
+            r = t(*args, "-s", "r", check=False)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(message, r.stderr)
+        self.run_workload(first)
+        t("stop", "r")
+        r = t("enable-channel", "-k", "kc", "--subbuf-size", "64k", "--num-subbuf", "4", "-s", "r", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("its kernel buffer was made then", r.stderr)
+        t("enable-event", "-k", "sched_switch", "-s", "r")
+        second, second_pid = self.workload(GETPIDS // 2, ROUNDS)
+        t("untrack", "-k", "--pid", str(first_pid), "-s", "r")
+        t("track", "-k", "--pid", str(second_pid), "-s", "r")
+        t("start", "r")
+        self.assertEqual(our_instances(self.root, daemon), [f"tracery-{daemon}-u0-r"])
+        self.run_workload(second)
+        stop = t("stop", "r").stdout
+        self.assertIn("channel0 (kernel): 0 events lost", stop)
+        status = t("status", "r").stdout
+        self.assertIn("tracepoints: sched_switch; system calls: getpid", status)
+        self.assertIn(f"processes: {second_pid} and their descendants", status)
+
+        msgs = self.dump(os.path.join(path, "kernel"))
+        self.assertEqual([m for m in msgs if "discarded" in m], [])
+        events = [m for m in msgs if "e" in m]
+        returns = [m["f"]["ret"] for m in events if m["e"] == "syscall_exit_getpid"]
+        # The loops' calls, and at most a few of each C library's own.
+        self.assertGreaterEqual(returns.count(first_pid), GETPIDS)
+        self.assertLessEqual(returns.count(first_pid), GETPIDS + 4)
+        self.assertGreaterEqual(returns.count(second_pid), GETPIDS // 2)
+        self.assertLessEqual(returns.count(second_pid), GETPIDS // 2 + 4)
+        self.assertEqual(set(returns), {first_pid, second_pid})
+        # sched_switch only from the second run on: after the first program's last call.
+        last_of_first = max(m["t"] for m in events if m["e"] == "syscall_exit_getpid" and m["f"]["ret"] == first_pid)
+        switches = [m for m in events if m["e"] == "sched_switch"]
+        self.assertGreaterEqual(sum(1 for m in switches if m["f"]["prev_comm"] in ("kw-ping", "kw-pong")), ROUNDS)
+        self.assertGreater(min(m["t"] for m in switches), last_of_first)
+        self.assertEqual(sum(1 for m in events if m["e"] == "lttng_statedump_start"), 2)
+        bt = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(bt.returncode, 0, bt.stderr)
+        self.assertEqual(bt.stderr, "")
+        t("destroy", "r")
+        self.assertEqual(our_instances(self.root, daemon), [])
+
+    def test_snapshot_session_records_kernel_and_user_events(self):
+        """A snapshot session keeps its kernel buffer in overwrite mode and writes nothing while tracing;
+        `snapshot record` writes SNAPSHOT/ust and SNAPSHOT/kernel, read back as one timeline. A kernel
+        snapshot holds what the kernel kept since the previous one: the next snapshot has the user events
+        again (their buffers are copied) but not the kernel's (reading tracefs consumes them)."""
+        self.d.start_daemon()
+        path = self.out("sn")
+        t = self.d.tracery
+        t("create", "sn", "--snapshot", "--output", path)
+        t("enable-event", "-u", "kw:*", "-s", "sn")
+        t("enable-event", "-k", "--syscall", "getpid", "-s", "sn")
+        p, pid = self.workload(GETPIDS, 0)
+        t("track", "-k", "--pid", str(pid), "-s", "sn")
+        t("start", "sn")
+        self.run_workload(p)
+        status = t("status", "sn").stdout
+        self.assertIn("kernel channel channel0: overwrite mode", status)
+        self.assertIn("each `snapshot record` reads the newest the kernel kept since the previous one", status)
+        self.assertFalse(os.path.exists(os.path.join(path, "kernel")))
+        snapshots = []
+        for _ in range(2):
+            out = t("snapshot", "record", "-s", "sn").stdout
+            snapshots.append(out.rsplit(" ", 1)[1].strip())
+        t("destroy", "sn")
+        for i, snap in enumerate(snapshots):
+            self.assertTrue(os.path.isfile(os.path.join(snap, "ust", "metadata")), snap)
+            self.assertTrue(os.path.isfile(os.path.join(snap, "kernel", "metadata")), snap)
+            bt = subprocess.run(["babeltrace2", snap], capture_output=True, text=True, timeout=300)
+            self.assertEqual(bt.returncode, 0, bt.stderr)
+            self.assertEqual(bt.stderr, "")
+            events = [m for m in self.dump(snap) if "e" in m]
+            self.assertEqual(sum(1 for m in events if m["e"] == "kw:before_getpid"), GETPIDS, snap)
+            loop = [m["e"] for m in events if m["e"] in ("kw:before_getpid", "syscall_entry_getpid")]
+            if i == 0:
+                first = loop.index("kw:before_getpid")
+                self.assertEqual(loop[first:first + 2 * GETPIDS],
+                                 ["kw:before_getpid", "syscall_entry_getpid"] * GETPIDS)
+            else:
+                self.assertNotIn("syscall_entry_getpid", loop)
+            self.assertEqual(sum(1 for m in events if m["e"] == "lttng_statedump_start"), 1)
+
+    def test_all_kernel_events(self):
+        """`enable-event -k -a`: every tracepoint and every system call, read back by babeltrace2;
+        `disable-event -k -a` takes them all away."""
+        self.d.start_daemon()
+        path = self.out("a")
+        t = self.d.tracery
+        t("create", "a", "--output", path)
+        out = t("enable-event", "-k", "-a", "-s", "a").stdout
+        self.assertIn("Kernel event * enabled", out)
+        self.assertIn("Kernel event every system call enabled", out)
+        p, pid = self.workload(GETPIDS, ROUNDS)
+        t("track", "-k", "--pid", str(pid), "-s", "a")
+        t("start", "a")
+        self.run_workload(p)
+        t("stop", "a")
+        status = t("status", "a").stdout
+        self.assertIn("tracepoints: *; system calls: *", status)
+        enabled = int(status.split(" kernel events enabled")[0].rsplit(" ", 1)[1])
+        # `list -k` shows the tracepoints but those of system calls, then the system calls: each two.
+        listing = t("list", "-k").stdout
+        tracepoints = int(listing.split("Kernel tracepoints (")[1].split(")")[0])
+        syscalls = int(listing.split("Kernel system calls (")[1].split(";")[0])
+        self.assertGreater(syscalls, 100)
+        self.assertEqual(enabled, tracepoints + 2 * syscalls)
+        bt = subprocess.run(["babeltrace2", os.path.join(path, "kernel")], capture_output=True, text=True,
+                            timeout=300)
+        self.assertEqual(bt.returncode, 0, bt.stderr)
+        self.assertEqual(bt.stderr, "")
+        self.assertGreaterEqual(bt.stdout.count("syscall_entry_getpid:"), GETPIDS)
+        self.assertGreaterEqual(bt.stdout.count("sched_switch:"), ROUNDS)
+        t("destroy", "a")
+        t("create", "b", "--output", self.out("b"))
+        t("enable-event", "-k", "-a", "-s", "b")
+        t("enable-event", "-k", "sched_switch", "-s", "b")
+        self.assertIn("tracepoints: *, sched_switch; system calls: *", t("status", "b").stdout)
+        t("disable-event", "-k", "-a", "-s", "b")
+        self.assertNotIn("kernel", t("status", "b").stdout, "no kernel event left")
 
 
 class KernelAccessTest(KernelMixin, UsersTestCase):

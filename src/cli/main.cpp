@@ -73,7 +73,9 @@ int main(int argc, char **argv)
 		ev->add_option("PATTERN", a.patterns,
 		               "Event patterns, comma-separated (e.g. 'app:*,hello:greeting'); with -k, tracepoints "
 		               "(sched_switch, 'sched_*', 'irq:*') or, with --syscall, system calls");
-		ev->add_flag("-a,--all", a.all, "All events (with -k, only with --syscall: every system call)");
+		ev->add_flag(
+			"-a,--all", a.all,
+			"All events (with -k: every tracepoint and system call; with -k --syscall: every system call)");
 		ev->add_flag("--syscall", a.syscall, "With -k: the names are system calls (entry and exit)");
 		ev->add_option("-c,--channel", a.channel, "Channel (default: channel0)");
 		domain_flags(ev, a);

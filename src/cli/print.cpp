@@ -106,7 +106,11 @@ void print_status(const json &s)
 		printf("    processes: %s%s\n", join(k["pids"], "all").c_str(),
 		       k["pids"].empty() ? ""
 		                         : (k.value("follow_children", true) ? " and their descendants" : " only"));
-		if (k.contains("events")) {
+		if (k.contains("events") && !k.contains("trace")) {
+			printf("    %zu kernel events enabled; each `snapshot record` reads the newest the kernel kept since "
+			       "the previous one into its kernel/\n",
+			       k["events"].size());
+		} else if (k.contains("events")) {
 			const uint64_t lost = k.value("lost", uint64_t{0});
 			printf("    %zu kernel events enabled; %llu written to %s, %llu lost\n", k["events"].size(),
 			       static_cast<unsigned long long>(k.value("written", uint64_t{0})),

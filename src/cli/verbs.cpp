@@ -167,21 +167,20 @@ void check_refusals(const json &reply)
 	throw CliError(what + " (those programs do not record the event; report this as a bug)");
 }
 
-// enable-event -k / disable-event -k: tracepoints, or with --syscall system calls.
+// enable-event -k / disable-event -k: tracepoints, or with --syscall system calls; -a all of them.
 int kernel_event(const Args &a, bool disable)
 {
 	if (!a.filter.empty())
 		throw CliError("--filter is for user space events: drop it with -k");
 	const std::vector<std::string> names = split_commas(a.patterns);
-	if (a.all && !a.syscall)
-		throw CliError("-k -a needs --syscall (every system call): name tracepoints instead, e.g. 'sched_*'");
 	if (a.all && !names.empty())
 		throw CliError("-a and event names exclude each other: give one or the other");
 	if (!a.all && names.empty())
 		throw CliError(std::string("no kernel event given: name tracepoints (e.g. sched_switch, 'irq:*') or ") +
 		               "system calls with --syscall NAME[,NAME...] or --syscall -a");
 	json req = session_request(disable ? control::cmd::kKernelDisableEvent : control::cmd::kKernelEnableEvent, a);
-	req[a.syscall ? "syscalls" : "tracepoints"] = names;
+	// -a: every system call, and without --syscall every tracepoint too.
+	req[a.syscall ? "syscalls" : "tracepoints"] = a.all && !a.syscall ? std::vector<std::string>{"*"} : names;
 	req["all_syscalls"] = a.all;
 	req["channel"] = a.channel;
 	json r = request(req);

@@ -304,6 +304,7 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	// running programs, the metadata), and is undone if it does: a failed
 	// start leaves the session as it was. Channels over a user's quota only
 	// leave programs untraced.
+	const bool first_start = !s.ever_started();
 	s.fix_layout();
 	if (s.kernel.any_events()) {
 		check_kernel_access(peer); // a member may have left the group since
@@ -349,7 +350,8 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 			s.stop_kernel();
 			lock.lock();
 			s.busy--;
-			s.destroy_kernel();
+			if (first_start) // else the instance and its trace go on at the next start
+				s.destroy_kernel();
 		}
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());

@@ -301,7 +301,8 @@ json Daemon::lost_report(const TraceSession &s) const
 	json lost = json::array();
 	for (const auto &ch : s.channels())
 		lost.push_back({{"channel", ch->spec().name}, {"lost", ch->lost()}});
-	if (const kernel::KernelSession *k = s.kernel_session())
+	const kernel::KernelSession *k = s.kernel_session();
+	if (k && !s.snapshot()) // a snapshot session's kernel losses are in each snapshot's trace
 		lost.push_back({{"channel", s.kernel.channel_name() + " (kernel)"}, {"lost", k->counts().discarded}});
 	return lost;
 }

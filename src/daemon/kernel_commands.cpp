@@ -111,14 +111,14 @@ TraceSession &Daemon::kernel_session_for(const json &req, const control::PeerCre
 {
 	check_kernel_access(peer);
 	TraceSession &s = session_for(req, peer);
-	if (s.snapshot())
+	if (s.state == SessionState::started || s.state == SessionState::stopping)
 		throw KernelError("session '" + s.name() +
-		                  "' is in snapshot mode, which has no kernel domain yet: trace the kernel in a "
-		                  "session created without --snapshot");
-	if (s.ever_started())
+		                  "' is tracing: its kernel events and tracked pids change while it is stopped "
+		                  "(`tracery stop`, change them, `tracery start`)");
+	if (s.ever_started() && !s.kernel_domain())
 		throw KernelError("session '" + s.name() +
-		                  "' has been started: its kernel events, channel and tracked pids are set before its "
-		                  "first `tracery start`; create a new session to trace the kernel");
+		                  "' was started without kernel events, so its user trace is OUTPUT itself and "
+		                  "there is no OUTPUT/kernel beside it: create a new session to trace the kernel");
 	return s;
 }
 
@@ -139,7 +139,13 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 		                  kchannel + "'): create it with `tracery enable-channel -k " + channel +
 		                  "` before enabling events");
 	KernelSpec &k = s.kernel;
-	if (disable) {
+	// `-k -a`: every tracepoint and every system call.
+	const bool everything = all_syscalls && tracepoints == std::vector<std::string>{"*"};
+	if (disable && everything) {
+		k.tracepoints.clear();
+		k.syscalls.clear();
+		k.all_syscalls = false;
+	} else if (disable) {
 		for (const std::string &t : tracepoints)
 			if (!k.tracepoints.count(t))
 				throw KernelError("kernel event '" + t + "' is not enabled in session '" + s.name() +
@@ -187,6 +193,10 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 json Daemon::cmd_kernel_channel(const json &req, const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = kernel_session_for(req, peer);
+	if (s.ever_started())
+		throw KernelError("session '" + s.name() +
+		                  "' has been started: its kernel buffer was made then; create a new session for "
+		                  "another kernel channel");
 	const std::string name = req.value("channel", "");
 	if (name.empty() || name.size() > kMaxNameLength || !std::all_of(name.begin(), name.end(), [](char c) {
 		    return isalnum(static_cast<unsigned char>(c)) || c == '_';

@@ -38,7 +38,10 @@ public:
 	std::vector<RepairNote> notes;
 
 private:
-	void dir(int dfd, const std::string &shown, bool top);
+	// The session's OUTPUT (top), a snapshot directory in it (which holds
+	// a trace, or ust/ and kernel/), or a trace directory.
+	enum class Level { top, snapshot, trace };
+	void dir(int dfd, const std::string &shown, Level level);
 	void stream(int dfd, const std::string &name, const struct stat &seen, const std::string &shown);
 	void left_alone(const std::string &text) { notes.push_back({false, text}); }
 	std::string errno_text() const { return strerror(errno); }
@@ -103,10 +106,10 @@ void Repair::trace_dir(const std::string &path)
 		           "; symbolic links are not followed): not checked");
 		return;
 	}
-	dir(d.get(), path, true);
+	dir(d.get(), path, Level::top);
 }
 
-void Repair::dir(int dfd, const std::string &shown, bool top)
+void Repair::dir(int dfd, const std::string &shown, Level level)
 {
 	struct stat st;
 	if (::fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid_) {
@@ -156,13 +159,14 @@ void Repair::dir(int dfd, const std::string &shown, bool top)
 		if (::fstatat(dfd, name.c_str(), &es, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; // gone since the listing
 		if (S_ISDIR(es.st_mode)) {
-			if (!top ||
-			    (name.rfind(kSnapshotPrefix, 0) != 0 && name != kUserTraceDir && name != kKernelTraceDir))
+			const bool domain = name == kUserTraceDir || name == kKernelTraceDir;
+			const bool snapshot = level == Level::top && name.rfind(kSnapshotPrefix, 0) == 0;
+			if (level == Level::trace || !(domain || snapshot))
 				continue; // not a trace of this session
 			const base::Fd sub(
 				::openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 			if (sub)
-				dir(sub.get(), path, false);
+				dir(sub.get(), path, snapshot ? Level::snapshot : Level::trace);
 			else
 				left_alone(path + ": cannot open it (" + errno_text() + "): not checked");
 			continue;

@@ -32,8 +32,9 @@ struct RepairNote {
 	std::string text; // one line, naming the file
 };
 
-// Repairs the stream files of the trace in entry.dir and of the snapshot
-// directories in it ("snapshot-*", each a trace). Never throws for what it
+// Repairs the stream files of the trace in entry.dir, of its ust/ and
+// kernel/ traces, and of the snapshot directories in it ("snapshot-*", each
+// a trace or, with a kernel domain, ust/ and kernel/). Never throws for what it
 // finds on disk: each problem is a note.
 std::vector<RepairNote> repair_trace(const JournalEntry &entry);
 

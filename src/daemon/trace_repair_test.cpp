@@ -226,6 +226,22 @@ TEST_F(TraceRepairTest, UserAndKernelTracesOfAKernelSessionAreRepaired)
 	EXPECT_EQ(fs::file_size(trace_ + "/other/chan_uid0_0"), packet(300) + packet(3000) - 100);
 }
 
+TEST_F(TraceRepairTest, TracesOfAKernelSessionsSnapshotAreRepaired)
+{
+	const std::string snap = trace_ + "/snapshot-1-20261125-050000";
+	make_trace(snap + "/ust", {{100, 1000}});
+	make_trace(snap + "/kernel", {{200, 2000}}, true);
+	make_trace(snap + "/ust/snapshot-2", {{300, 3000}}); // deeper: not a directory a session writes
+	for (const char *sub : {"/ust", "/kernel", "/ust/snapshot-2"})
+		fs::resize_file(snap + sub + "/chan_uid0_0", fs::file_size(snap + sub + "/chan_uid0_0") - 100);
+	const auto notes = repair_trace(entry(trace_));
+	ASSERT_EQ(notes.size(), 2u);
+	EXPECT_TRUE(notes[0].repaired && notes[1].repaired) << notes[0].text << "\n" << notes[1].text;
+	EXPECT_EQ(fs::file_size(snap + "/ust/chan_uid0_0"), packet(100));
+	EXPECT_EQ(fs::file_size(snap + "/kernel/chan_uid0_0"), packet(200));
+	EXPECT_EQ(fs::file_size(snap + "/ust/snapshot-2/chan_uid0_0"), packet(300) + packet(3000) - 100);
+}
+
 TEST_F(TraceRepairTest, RemovedTraceIsNothingToDo) { EXPECT_TRUE(repair_trace(entry(trace_ + "/gone")).empty()); }
 
 TEST_F(TraceRepairTest, JournaledTracesAreRepairedAndTheJournalRemoved)

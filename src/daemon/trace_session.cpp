@@ -266,10 +266,6 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 {
 	if (!kernel.any_events())
 		return;
-	if (kernel_session_)
-		throw std::runtime_error("session '" + name_ + "' traced the kernel before: its kernel trace in " +
-		                         output_ +
-		                         "/kernel is complete; create a new session to trace the kernel again");
 	kernel::KernelSessionConfig c;
 	c.session_name = name_;
 	c.instance_label = "u" + std::to_string(owner_) + "-" + name_; // users' session names may be the same
@@ -281,7 +277,8 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 	c.follow_children = kernel.follow_children;
 	c.subbuf_size = kernel.subbuf_size;
 	c.num_subbuf = kernel.num_subbuf;
-	c.overwrite = kernel.overwrite;
+	c.overwrite = kernel.overwrite || snapshot_; // a snapshot session's buffer is a flight recorder
+	c.snapshot = snapshot_;
 	c.trace_uuid = ctf::Uuid::random();
 	c.clock_uuid = uuid_; // the user trace's clock has no uuid of its own: the trace's
 	c.tick_unit = tick_unit_;
@@ -291,9 +288,14 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 		c.file_gid = owner_gid_;
 	}
 	try {
-		auto k = std::make_unique<kernel::KernelSession>(tracefs_root, std::move(c));
-		k->start();
-		kernel_session_ = std::move(k);
+		if (kernel_session_) { // started before: the same instance and trace go on
+			kernel_session_->reconfigure(c);
+			kernel_session_->start();
+		} else {
+			auto k = std::make_unique<kernel::KernelSession>(tracefs_root, std::move(c));
+			k->start();
+			kernel_session_ = std::move(k);
+		}
 	} catch (const std::exception &e) {
 		throw std::runtime_error(std::string("kernel: ") + e.what());
 	}
@@ -478,17 +480,20 @@ TraceSession::SnapshotPlan TraceSession::plan_snapshot()
 	return plan;
 }
 
-std::string TraceSession::write_snapshot(const SnapshotPlan &plan) const
+std::string TraceSession::write_snapshot(const SnapshotPlan &plan)
 {
-	AsOwner as_owner(owner_, owner_gid_);
+	const std::string user_dir = kernel_domain_ ? plan.dir + "/ust" : plan.dir;
 	try {
-		ctf::TraceDir td = ctf::TraceDir::create(plan.dir, 0700);
+		AsOwner as_owner(owner_, owner_gid_);
+		if (kernel_domain_)
+			ctf::TraceDir::create(plan.dir, 0700);
+		ctf::TraceDir td = ctf::TraceDir::create(user_dir, 0700);
 		td.write_metadata(plan.metadata);
 		uint64_t instance = 0;
 		for (const auto &part : plan.parts) {
 			const Channel &ch = *part.channel;
 			auto sink = std::make_unique<consumer::FileSink>(
-				consumer::StreamFiles{plan.dir, ch.spec().name + "_" + part.owner, ch.index(),
+				consumer::StreamFiles{user_dir, ch.spec().name + "_" + part.owner, ch.index(),
 			                              instance++ << 16, uuid_},
 				part.buffer->ring->config().num_cpus);
 			consumer::ChannelConsumer copier(*part.buffer->ring, std::move(sink),
@@ -498,6 +503,14 @@ std::string TraceSession::write_snapshot(const SnapshotPlan &plan) const
 	} catch (const std::system_error &e) {
 		throw std::runtime_error("cannot write snapshot '" + plan.dir + "': " + strerror(e.code().value()) +
 		                         "; free some space or check the output directory");
+	}
+	if (kernel_session_) { // its own credentials: tracefs is the daemon's, the files the owner's
+		try {
+			kernel_session_->snapshot(plan.dir);
+		} catch (const std::exception &e) {
+			throw std::runtime_error("cannot write the kernel part of snapshot '" + plan.dir +
+			                         "': " + e.what());
+		}
 	}
 	return plan.dir;
 }
@@ -539,7 +552,7 @@ json TraceSession::status() const
 		          {"channel", kernel.channel_name()},
 		          {"subbuf_size", kernel.subbuf_size},
 		          {"num_subbuf", kernel.num_subbuf},
-		          {"mode", kernel.overwrite ? "overwrite" : "discard"},
+		          {"mode", kernel.overwrite || snapshot_ ? "overwrite" : "discard"},
 		          {"pids", kernel.pids},
 		          {"follow_children", kernel.follow_children}};
 		if (kernel_session_) {
@@ -548,13 +561,15 @@ json TraceSession::status() const
 				events.push_back(tp.full_name());
 			const kernel::KernelTraceCounts n = kernel_session_->counts();
 			k["events"] = events;
-			k["written"] = n.events;
-			k["lost"] = n.discarded;
-			k["trace"] = kernel_session_->trace_dir();
+			if (!snapshot_) { // a snapshot session's kernel trace is in each snapshot-N-DATE/kernel
+				k["written"] = n.events;
+				k["lost"] = n.discarded;
+				k["trace"] = kernel_session_->trace_dir();
+			}
 		}
 		out["kernel"] = std::move(k);
 	}
-	if (kernel_domain_)
+	if (kernel_domain_ && !snapshot_)
 		out["user_trace"] = user_dir();
 	return out;
 }

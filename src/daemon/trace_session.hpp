@@ -154,9 +154,11 @@ public:
 	// Lock held, after finish().
 	void account(Retired &r);
 	// `snapshot record` copies the newest data of every buffer into
-	// OUTPUT/snapshot-N-DATE: planned with the daemon's lock held, written
-	// without it while the session is busy (so its buffers stay: only
-	// destroy and a failed start drop a snapshot session's buffers).
+	// OUTPUT/snapshot-N-DATE (with a kernel domain: its ust/ and kernel/,
+	// the kernel part read out of the tracefs buffer, see
+	// kernel/kernel_session.hpp): planned with the daemon's lock held,
+	// written without it while the session is busy (so its buffers stay:
+	// only destroy and a failed start drop a snapshot session's buffers).
 	struct SnapshotPlan {
 		std::string dir;
 		std::string metadata;
@@ -169,7 +171,7 @@ public:
 	};
 	SnapshotPlan plan_snapshot();
 	// Returns the directory; throws std::runtime_error.
-	std::string write_snapshot(const SnapshotPlan &plan) const;
+	std::string write_snapshot(const SnapshotPlan &plan);
 
 	nlohmann::json status() const;
 	// What the trace's timestamps count; every program writing into it is
