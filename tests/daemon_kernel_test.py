@@ -13,31 +13,13 @@ import time
 import unittest
 
 from daemontest import DaemonTestCase, UsersTestCase, read_line
+from tracefs_globals import global_settings, tracefs_root
 from tracetest import program
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DUMP = os.path.join(HERE, "..", "src", "kernel", "kernel_session_dump.py")
-# The global files a kernel session must never write: the list of kernel/tracefs_testing.hpp's
-# global_settings().
-GLOBAL_SETTINGS = ("trace_clock", "buffer_size_kb", "tracing_on", "set_event", "set_event_pid",
-                   "set_event_notrace_pid", "current_tracer", "options/event-fork", "tracing_cpumask")
 GETPIDS = 500
 ROUNDS = 200
-
-
-def tracefs_root():
-    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
-        if os.path.isdir(os.path.join(root, "instances")):
-            return root
-    return None
-
-
-def global_settings(root):
-    out = {}
-    for name in GLOBAL_SETTINGS:
-        with open(os.path.join(root, name)) as f:
-            out[name] = f.read()
-    return out
 
 
 def our_instances(root, daemon_pid):

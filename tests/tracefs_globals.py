@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""tracefs's global settings and the instances beside them, around a whole test run.
+
+    tracefs_globals.py save FILE      before the first test (ctest fixture setup)
+    tracefs_globals.py compare FILE   after the last (ctest fixture cleanup): exits 1 naming every global file
+                                      that changed and every instance left or removed
+
+No test may write a global tracefs file (each kernel session works in its own instance) or leave an instance
+behind. The tests compare the globals around themselves too (daemon_kernel_test.py, kernel/tracefs_testing.hpp);
+this catches what falls between them. Needs root and a mounted tracefs: exits 77 (skipped) without them."""
+import json
+import os
+import sys
+
+# The global files a kernel session must never write: kernel/tracefs_testing.hpp's global_settings() too.
+GLOBAL_SETTINGS = ("trace_clock", "buffer_size_kb", "tracing_on", "set_event", "set_event_pid",
+                   "set_event_notrace_pid", "current_tracer", "options/event-fork", "tracing_cpumask")
+SKIPPED = 77
+
+
+def tracefs_root():
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.isdir(os.path.join(root, "instances")):
+            return root
+    return None
+
+
+def global_settings(root):
+    out = {}
+    for name in GLOBAL_SETTINGS:
+        with open(os.path.join(root, name)) as f:
+            out[name] = f.read()
+    return out
+
+
+def state(root):
+    return {"settings": global_settings(root), "instances": sorted(os.listdir(os.path.join(root, "instances")))}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("save", "compare"):
+        sys.exit(__doc__)
+    root = tracefs_root()
+    if os.geteuid() != 0 or root is None:
+        print("tracefs_globals: needs root and a mounted tracefs; skipped")
+        sys.exit(SKIPPED)
+    now = state(root)
+    if sys.argv[1] == "save":
+        with open(sys.argv[2], "w") as f:
+            json.dump(now, f)
+        print(f"tracefs_globals: {len(now['settings'])} global files and {len(now['instances'])} instances of "
+              f"{root} saved in {sys.argv[2]}")
+        return
+    try:
+        with open(sys.argv[2]) as f:
+            before = json.load(f)
+    except FileNotFoundError:
+        sys.exit(f"tracefs_globals: {sys.argv[2]} is missing: the setup (save) did not run")
+    problems = [f"{root}/{name} changed: {before['settings'][name]!r} -> {now['settings'][name]!r}"
+                for name in GLOBAL_SETTINGS if before["settings"].get(name) != now["settings"][name]]
+    problems += [f"instance {root}/instances/{n} left behind" for n in now["instances"]
+                 if n not in before["instances"]]
+    problems += [f"instance {root}/instances/{n} removed" for n in before["instances"]
+                 if n not in now["instances"]]
+    for p in problems:
+        print(f"tracefs_globals: {p}")
+    if problems:
+        sys.exit(1)
+    print(f"tracefs_globals: the {len(GLOBAL_SETTINGS)} global files and the instances of {root} are as before "
+          "the tests")
+
+
+if __name__ == "__main__":
+    main()
