@@ -241,6 +241,38 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         t("destroy", "r")
         self.assertEqual(our_instances(self.root, daemon), [])
 
+    def test_a_start_failing_after_the_kernel_part_keeps_its_kernel_trace_for_the_next(self):
+        """The user part of a first start fails (OUTPUT/ust cannot be made) after the kernel part began:
+        the start fails in one line, and the next start continues the same kernel trace."""
+        daemon = self.d.start_daemon()
+        path = self.out("f")
+        t = self.d.tracery
+        t("create", "f", "--output", path)
+        t("enable-event", "-u", "kw:*", "-s", "f")
+        t("enable-event", "-k", "--syscall", "getpid", "-s", "f")
+        blocker = os.path.join(path, "ust")
+        with open(blocker, "w") as f:
+            f.write("not a directory")
+        r = t("start", "f", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("cannot start session 'f': cannot write the trace metadata", r.stderr)
+        self.assertIn("[created]", t("status", "f").stdout)
+        os.unlink(blocker)
+        p, pid = self.workload(GETPIDS, 0)
+        t("track", "-k", "--pid", str(pid), "-s", "f")
+        t("start", "f")
+        self.run_workload(p)
+        t("stop", "f")
+        t("destroy", "f")
+        self.assertEqual(our_instances(self.root, daemon), [])
+        bt = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(bt.returncode, 0, bt.stderr)
+        self.assertEqual(bt.stderr, "")
+        self.assertEqual(bt.stdout.count("kw:before_getpid:"), GETPIDS)
+        self.assertGreaterEqual(bt.stdout.count("syscall_entry_getpid:"), GETPIDS)
+        self.assertEqual(bt.stdout.count("lttng_statedump_start:"), 2)
+
     def test_snapshot_session_records_kernel_and_user_events(self):
         """A snapshot session keeps its kernel buffer in overwrite mode and writes nothing while tracing;
         `snapshot record` writes SNAPSHOT/ust and SNAPSHOT/kernel, read back as one timeline. A kernel

@@ -304,7 +304,6 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	// running programs, the metadata), and is undone if it does: a failed
 	// start leaves the session as it was. Channels over a user's quota only
 	// leave programs untraced.
-	const bool first_start = !s.ever_started();
 	s.fix_layout();
 	if (s.kernel.any_events()) {
 		check_kernel_access(peer); // a member may have left the group since
@@ -347,11 +346,9 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 		if (s.kernel_domain()) { // its kernel trace ends here, drained without the lock
 			s.busy++;
 			lock.unlock();
-			s.stop_kernel();
+			s.stop_kernel(); // its instance and trace go on at the next start
 			lock.lock();
 			s.busy--;
-			if (first_start) // else the instance and its trace go on at the next start
-				s.destroy_kernel();
 		}
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());

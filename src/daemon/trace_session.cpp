@@ -258,8 +258,8 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 
 void TraceSession::fix_layout()
 {
-	if (!ever_started())
-		kernel_domain_ = kernel.any_events();
+	if (!ever_started()) // a failed first start may have begun the kernel trace: it goes on
+		kernel_domain_ = kernel.any_events() || kernel_session_ != nullptr;
 }
 
 void TraceSession::start_kernel(const std::string &tracefs_root)
@@ -327,7 +327,7 @@ std::string TraceSession::destroy_kernel()
 		log(Level::error, "session %s: kernel instance not removed: %s", name_.c_str(), e.what());
 		error = e.what();
 	}
-	kernel_session_.reset(); // a later start (of a session whose first one failed) makes a new one
+	kernel_session_.reset();
 	return error;
 }
 

@@ -76,17 +76,18 @@ public:
 	bool kernel_domain() const { return kernel_domain_; }
 	// Where the user trace is (OUTPUT or OUTPUT/ust).
 	std::string user_dir() const { return kernel_domain_ ? output_ + "/ust" : output_; }
-	// At each start, before anything is written: fixes the layout at the
-	// first one; then, with kernel events, checks them against this kernel
-	// and starts tracing them (without the daemon's lock: reads /proc for
-	// the state dump). Throws std::runtime_error (one line) with nothing
-	// left running.
+	// At each start, before anything is written: with kernel events, checks
+	// them against this kernel and starts tracing them (the first time, a
+	// new instance and OUTPUT/kernel; then the same ones, continued),
+	// without the daemon's lock (reads /proc for the state dump). Throws
+	// std::runtime_error (one line) with nothing left running.
 	void start_kernel(const std::string &tracefs_root);
-	// Stop: drains every page and closes the kernel trace (without the
-	// daemon's lock). Returns "" or the one-line error of a failed reader.
+	// Stop (and a start whose user part failed): drains every page, the
+	// kernel trace stays open for the next start (without the daemon's
+	// lock). Returns "" or the one-line error of a failed reader.
 	std::string stop_kernel();
-	// Destroy (and a failed start): removes the tracefs instance. Returns ""
-	// or why it could not.
+	// Destroy: closes the kernel trace and removes the tracefs instance.
+	// Returns "" or why it could not.
 	std::string destroy_kernel();
 	// Decides the layout (first start only): see kernel_domain().
 	void fix_layout();
