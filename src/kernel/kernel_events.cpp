@@ -347,4 +347,20 @@ void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload,
 	}
 }
 
+std::vector<FilterField> filter_fields(const KernelEventClass &c)
+{
+	std::vector<FilterField> out;
+	for (size_t i = 0; i < c.fields.size() && i < c.sources.size(); ++i) {
+		const CtfField &f = c.fields[i];
+		const FieldSource &s = c.sources[i];
+		FilterField::Kind kind = FilterField::Kind::other;
+		if (f.type == CtfField::Type::integer && s.format.kind == FieldKind::scalar)
+			kind = FilterField::Kind::integer;
+		else if (f.type == CtfField::Type::string)
+			kind = FilterField::Kind::string;
+		out.push_back({f.name, s.format.name, kind, s.format.is_signed, s.bias, s.tgid});
+	}
+	return out;
+}
+
 } // namespace tracery::kernel

@@ -27,6 +27,7 @@
 
 #include "ctf/metadata.hpp"
 #include "kernel/format.hpp"
+#include "kernel/kernel_filter.hpp"
 
 namespace tracery::kernel {
 
@@ -79,6 +80,11 @@ struct KernelEventClass {
 // The class of a tracepoint with the conventions above. Throws FormatError
 // if the format's ID does not fit common_type (16 bits).
 KernelEventClass make_event_class(const EventFormat &format, uint32_t id);
+
+// The class's fields as kernel_filter() names them: integers and strings
+// by their trace names, with their tracefs field, bias and whether the
+// trace's value is computed.
+std::vector<FilterField> filter_fields(const KernelEventClass &c);
 
 // The thread group id of a thread (/proc/TID/status), or the tid itself if
 // it is gone.
