@@ -131,7 +131,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
                 (["enable-event", "-k", "sched/../x"], "bad kernel event pattern 'sched/../x'"),
                 (["enable-event", "-k", "-u", "sched_switch"], "-u and -k exclude each other"),
                 (["enable-event", "-k", "-a", "sched_switch"], "-a and event names exclude each other"),
-                (["enable-event", "-k", "sched_switch", "--filter", "x == 1"], "--filter is for user space"),
+                (["enable-event", "-k", "sched_switch", "--filter", "x == 1"], "no field 'x' in this event"),
                 (["enable-channel", "-k", "kc", "--subbuf-size", "64k"], "give both --subbuf-size and --num-subbuf"),
                 (["track", "-k", "--pid", "0"], "bad --pid '0'"),
                 (["track", "--pid", "5"], "add -k"),
@@ -313,6 +313,41 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
             else:
                 self.assertNotIn("syscall_entry_getpid", loop)
             self.assertEqual(sum(1 for m in events if m["e"] == "lttng_statedump_start"), 1)
+
+    def test_kernel_filters(self):
+        """`enable-event -k --filter`: the kernel evaluates the filter, so the trace holds only the events it
+        accepts; a rule's event lacking the field records nothing (and the reply says so); an expression the
+        kernel cannot evaluate is refused with a caret under the part it cannot take."""
+        self.d.start_daemon()
+        path = self.out("kf")
+        t = self.d.tracery
+        t("create", "kf", "--output", path)
+        p, pid = self.workload(GETPIDS, ROUNDS)
+        out = t("enable-event", "-k", "--syscall", "getpid", "--filter", f"ret == {pid}", "-s", "kf").stdout
+        self.assertIn(f"Kernel event syscall getpid (filter: ret == {pid}) enabled", out)
+        self.assertIn("syscalls:sys_enter_getpid is not recorded for 'syscall getpid': no field 'ret'", out)
+        t("enable-event", "-k", "sched_switch", "--filter", 'prev_comm == "kw-p*" && prev_prio == 20', "-s", "kf")
+        r = t("enable-event", "-k", "sched_wakeup", "--filter", "prio * 2 > 3", "-s", "kf", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the kernel cannot compute '*'", r.stderr)
+        self.assertIn("\n  prio * 2 > 3\n       ^\n", r.stderr)
+        status = t("status", "kf").stdout
+        self.assertIn(f"system calls: getpid (filter: ret == {pid})", status)
+        t("start", "kf")
+        self.run_workload(p)
+        t("stop", "kf")
+        t("destroy", "kf")
+        events = [m for m in self.dump(os.path.join(path, "kernel")) if "e" in m]
+        exits = [m["f"]["ret"] for m in events if m["e"] == "syscall_exit_getpid"]
+        # Every process's getpid ran through the filter: only the workload's are here, all of its loop's.
+        self.assertGreaterEqual(len(exits), GETPIDS)
+        self.assertLessEqual(len(exits), GETPIDS + 4)
+        self.assertEqual(set(exits), {pid})
+        self.assertNotIn("syscall_entry_getpid", {m["e"] for m in events})
+        switches = [m["f"] for m in events if m["e"] == "sched_switch"]
+        self.assertGreaterEqual(len(switches), ROUNDS)
+        self.assertEqual({s["prev_comm"] for s in switches}, {"kw-ping", "kw-pong"})
+        self.assertEqual({s["prev_prio"] for s in switches}, {20})
 
     def test_all_kernel_events(self):
         """`enable-event -k -a`: every tracepoint and every system call, read back by babeltrace2;

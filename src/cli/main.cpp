@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 		if (!disable)
 			ev->add_option(
 				"--filter", a.filter,
-				"Record only the events for which EXPR is true, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see docs/filters.md)");
+				"Record only the events for which EXPR is true, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see docs/filters.md); with -k the kernel evaluates it: a field compared with a constant, &&, ||, !");
 	}
 
 	auto *ctx = verb("add-context", "Record context fields with every event of a channel",

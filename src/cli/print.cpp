@@ -101,8 +101,21 @@ void print_status(const json &s)
 		printf("  kernel channel %s: %s mode, %s per CPU\n", k.value("channel", "").c_str(),
 		       k.value("mode", "").c_str(),
 		       bytes ? base::format_size(bytes).c_str() : "the kernel's default size");
-		printf("    tracepoints: %s; system calls: %s\n", join(k["tracepoints"], "none").c_str(),
-		       join(k["syscalls"], "none").c_str());
+		// Each rule with its filter: "sched_switch (filter: prev_tid == 1)".
+		const json filters = k.value("filters", json::object());
+		const auto with_filters = [&](const json &names, const std::string &prefix) {
+			json out = json::array();
+			for (const auto &n : names) {
+				const std::string name = n.get<std::string>();
+				const auto f = filters.find(prefix + name);
+				out.push_back(f == filters.end() ? name
+				                                 : name + " (filter: " + f->get<std::string>() + ")");
+			}
+			return out;
+		};
+		printf("    tracepoints: %s; system calls: %s\n",
+		       join(with_filters(k["tracepoints"], ""), "none").c_str(),
+		       join(with_filters(k["syscalls"], "syscall "), "none").c_str());
 		printf("    processes: %s%s\n", join(k["pids"], "all").c_str(),
 		       k["pids"].empty() ? ""
 		                         : (k.value("follow_children", true) ? " and their descendants" : " only"));

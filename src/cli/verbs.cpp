@@ -170,8 +170,11 @@ void check_refusals(const json &reply)
 // enable-event -k / disable-event -k: tracepoints, or with --syscall system calls; -a all of them.
 int kernel_event(const Args &a, bool disable)
 {
-	if (!a.filter.empty())
-		throw CliError("--filter is for user space events: drop it with -k");
+	if (!a.filter.empty()) {
+		filter::Error e;
+		if (!filter::parse(a.filter, &e))
+			throw CliError("bad filter: " + filter::render_error(a.filter, e));
+	}
 	const std::vector<std::string> names = split_commas(a.patterns);
 	if (a.all && !names.empty())
 		throw CliError("-a and event names exclude each other: give one or the other");
@@ -183,11 +186,15 @@ int kernel_event(const Args &a, bool disable)
 	req[a.syscall ? "syscalls" : "tracepoints"] = a.all && !a.syscall ? std::vector<std::string>{"*"} : names;
 	req["all_syscalls"] = a.all;
 	req["channel"] = a.channel;
+	if (!a.filter.empty())
+		req["filter"] = a.filter;
 	json r = request(req);
 	for (const auto &e : r["events"])
 		printf("Kernel event %s %s in channel '%s' of session '%s'\n", e.get<std::string>().c_str(),
 		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(),
 		       r.value("session", "").c_str());
+	for (const auto &n : r.value("not_recorded", json::array()))
+		printf("  %s\n", n.get<std::string>().c_str());
 	return 0;
 }
 

@@ -11,6 +11,8 @@
 #include "daemon/log.hpp"
 
 #include "base/sizes.hpp"
+#include "filter/parser.hpp"
+#include "kernel/kernel_session.hpp"
 #include "kernel/tracefs.hpp"
 
 #include <algorithm>
@@ -138,13 +140,28 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 		throw KernelError("no kernel channel '" + channel + "' in session '" + s.name() + "' (it has '" +
 		                  kchannel + "'): create it with `tracery enable-channel -k " + channel +
 		                  "` before enabling events");
+	const json filter_value = req.value("filter", json(""));
+	if (!filter_value.is_string() || filter_value.get<std::string>().size() > filter::kMaxExpressionLength)
+		throw KernelError("bad filter: give an expression of at most " +
+		                  std::to_string(filter::kMaxExpressionLength) + " bytes");
+	const std::string filter = filter_value.get<std::string>();
+	std::vector<std::string> not_recorded; // events a filter's rule does not record
+	if (disable && !filter.empty())
+		throw KernelError("disable-event takes no --filter: it disables the events named");
 	KernelSpec &k = s.kernel;
+	// The rules of this request, as KernelSessionConfig::filters names them.
+	std::vector<std::string> rules = tracepoints;
+	for (const std::string &c : syscalls)
+		rules.push_back(kernel::syscall_rule(c));
+	if (all_syscalls)
+		rules.push_back(kernel::syscall_rule("*"));
 	// `-k -a`: every tracepoint and every system call.
 	const bool everything = all_syscalls && tracepoints == std::vector<std::string>{"*"};
 	if (disable && everything) {
 		k.tracepoints.clear();
 		k.syscalls.clear();
 		k.all_syscalls = false;
+		k.filters.clear();
 	} else if (disable) {
 		for (const std::string &t : tracepoints)
 			if (!k.tracepoints.count(t))
@@ -162,6 +179,8 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 			k.all_syscalls = false;
 			k.syscalls.clear();
 		}
+		for (const std::string &r : rules)
+			k.filters.erase(r);
 	} else {
 		if (k.tracepoints.size() + tracepoints.size() > kMaxNames ||
 		    k.syscalls.size() + syscalls.size() > kMaxNames)
@@ -178,6 +197,35 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 			if (!std::binary_search(known_calls.begin(), known_calls.end(), c))
 				throw KernelError("no system call '" + c +
 				                  "' in this kernel's tracepoints: see `tracery list -k --syscall`");
+		for (const std::string &r : rules) {
+			const bool enabled = r == kernel::syscall_rule("*") ? k.all_syscalls
+			                     : r.starts_with("syscall ")    ? k.syscalls.count(r.substr(8)) > 0
+			                                                    : k.tracepoints.count(r) > 0;
+			const auto it = k.filters.find(r);
+			const std::string before = it == k.filters.end() ? "" : it->second;
+			if (enabled && before != filter)
+				throw KernelError("kernel event '" + r + "' is enabled already " +
+				                  (before.empty() ? std::string("without a filter")
+				                                  : "with the filter '" + before + "'") +
+				                  ": disable it first to change its filter");
+		}
+		if (!filter.empty()) {
+			// The kernel evaluates it: translated now for every event it
+			// applies to, so that what the kernel cannot take fails here.
+			kernel::KernelSessionConfig c;
+			c.tracepoints = tracepoints;
+			c.syscalls = syscalls;
+			c.all_syscalls = all_syscalls;
+			for (const std::string &r : rules)
+				c.filters[r] = filter;
+			try {
+				not_recorded = kernel::check_filters(tracefs_root(), c);
+			} catch (const std::exception &e) {
+				throw KernelError(e.what());
+			}
+			for (const std::string &r : rules)
+				k.filters[r] = filter;
+		}
 		k.tracepoints.insert(tracepoints.begin(), tracepoints.end());
 		k.syscalls.insert(syscalls.begin(), syscalls.end());
 		k.all_syscalls |= all_syscalls;
@@ -187,7 +235,10 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 		names.push_back("syscall " + c);
 	if (all_syscalls)
 		names.push_back("every system call");
-	return {{"session", s.name()}, {"channel", kchannel}, {"events", names}};
+	if (!filter.empty())
+		for (auto &n : names)
+			n = n.get<std::string>() + " (filter: " + filter + ")";
+	return {{"session", s.name()}, {"channel", kchannel}, {"events", names}, {"not_recorded", not_recorded}};
 }
 
 json Daemon::cmd_kernel_channel(const json &req, const control::PeerCred &peer, Lock &)

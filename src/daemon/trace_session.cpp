@@ -273,6 +273,7 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 	c.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
 	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
 	c.all_syscalls = kernel.all_syscalls;
+	c.filters = kernel.filters;
 	c.pids.assign(kernel.pids.begin(), kernel.pids.end());
 	c.follow_children = kernel.follow_children;
 	c.subbuf_size = kernel.subbuf_size;
@@ -549,6 +550,7 @@ json TraceSession::status() const
 	if (kernel.any_events() || !kernel.pids.empty() || !kernel.channel.empty() || kernel_session_) {
 		json k = {{"tracepoints", kernel.tracepoints},
 		          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
+		          {"filters", kernel.filters},
 		          {"channel", kernel.channel_name()},
 		          {"subbuf_size", kernel.subbuf_size},
 		          {"num_subbuf", kernel.num_subbuf},

@@ -33,6 +33,8 @@ struct KernelSpec {
 	std::set<std::string> tracepoints; // patterns of kernel::match_tracepoints()
 	std::set<std::string> syscalls;
 	bool all_syscalls = false;
+	// Filter expressions by rule (kernel::KernelSessionConfig::filters).
+	std::map<std::string, std::string> filters;
 	std::string channel;                      // enable-channel -k NAME ("": the default, channel0)
 	uint64_t subbuf_size = 0, num_subbuf = 0; // 0: the kernel's default buffer size
 	bool overwrite = false;

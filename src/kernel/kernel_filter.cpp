@@ -14,6 +14,7 @@ using filter::Operator;
 struct Refusal {
 	std::string message;
 	size_t position;
+	bool missing_field = false;
 };
 
 // What a field or context operand is in the kernel.
@@ -128,9 +129,10 @@ private:
 		for (const FilterField &f : fields_)
 			if (!f.computed && f.kind != FilterField::Kind::other)
 				names += (names.empty() ? "" : ", ") + f.name;
-		refuse(e, "no field '" + e.text + "' in this event" +
-		                  (names.empty() ? std::string(" (it has none to filter on)")
-		                                 : " (it has " + names + ")"));
+		throw Refusal{"no field '" + e.text + "' in this event" +
+		                      (names.empty() ? std::string(" (it has none to filter on)")
+		                                     : " (it has " + names + ")"),
+		              e.position, true};
 	}
 
 	// Refuses an operator the kernel would have to compute (a signed
@@ -259,8 +261,10 @@ private:
 } // namespace
 
 std::optional<std::string> kernel_filter(std::string_view expression, std::span<const FilterField> fields,
-                                         filter::Error *error)
+                                         filter::Error *error, bool *missing_field)
 {
+	if (missing_field)
+		*missing_field = false;
 	const std::unique_ptr<Expr> tree = filter::parse(expression, error);
 	if (!tree)
 		return std::nullopt;
@@ -274,6 +278,8 @@ std::optional<std::string> kernel_filter(std::string_view expression, std::span<
 	} catch (const Refusal &r) {
 		if (error)
 			*error = {r.message, r.position};
+		if (missing_field)
+			*missing_field = r.missing_field;
 		return std::nullopt;
 	}
 }

@@ -47,9 +47,11 @@ struct FilterField {
 };
 
 // The kernel filter text, or nullopt with *error set (its position in
-// `expression`, for filter::render_error()).
+// `expression`, for filter::render_error()); *missing_field tells whether
+// the refusal was a field this event does not have (a rule naming several
+// events may filter on a field that only some of them have).
 std::optional<std::string> kernel_filter(std::string_view expression, std::span<const FilterField> fields,
-                                         filter::Error *error);
+                                         filter::Error *error, bool *missing_field = nullptr);
 
 // The kernel's filter text is at most this long.
 inline constexpr size_t kMaxKernelFilter = 4096;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 namespace tracery::kernel {
@@ -47,29 +48,102 @@ private:
 	gid_t gid_ = 0;
 };
 
-// The tracepoints a configuration names, sorted. Throws std::invalid_argument.
-std::vector<Tracepoint> resolve_events(const std::string &root, const KernelSessionConfig &config)
+} // namespace
+
+std::string syscall_rule(const std::string &name) { return "syscall " + name; }
+
+KernelEvents resolve_events(const std::string &root, const KernelSessionConfig &config)
 {
-	std::vector<Tracepoint> events;
+	KernelEvents out;
+	std::map<Tracepoint, std::vector<std::string>> rules;
 	const std::vector<Tracepoint> all = list_tracepoints(root);
 	for (const std::string &pattern : config.tracepoints) {
 		const std::vector<Tracepoint> m = match_tracepoints(all, pattern);
 		if (m.empty())
 			throw std::invalid_argument("no kernel tracepoint matches '" + pattern + "'");
-		events.insert(events.end(), m.begin(), m.end());
+		for (const Tracepoint &tp : m)
+			rules[tp].push_back(pattern);
 	}
 	const std::vector<std::string> syscalls = list_syscalls(all);
 	const std::vector<std::string> &wanted = config.all_syscalls ? syscalls : config.syscalls;
 	for (const std::string &name : wanted) {
 		if (!std::binary_search(syscalls.begin(), syscalls.end(), name))
 			throw std::invalid_argument("no system call '" + name + "' in this kernel's tracepoints");
-		events.push_back({"syscalls", "sys_enter_" + name});
-		events.push_back({"syscalls", "sys_exit_" + name});
+		const std::string rule = syscall_rule(config.all_syscalls ? "*" : name);
+		rules[{"syscalls", "sys_enter_" + name}].push_back(rule);
+		rules[{"syscalls", "sys_exit_" + name}].push_back(rule);
 	}
-	std::sort(events.begin(), events.end());
-	events.erase(std::unique(events.begin(), events.end()), events.end());
-	return events;
+	for (auto &[tp, keys] : rules) {
+		out.events.push_back(tp);
+		out.rules.push_back(std::move(keys));
+	}
+	return out;
 }
+
+std::optional<std::string> event_filter(const Tracepoint &tp, const EventFormat &format,
+                                        const std::vector<std::string> &rules,
+                                        const std::map<std::string, std::string> &filters, std::string *why_not)
+{
+	std::vector<std::string> parts;
+	for (const std::string &rule : rules) {
+		const auto it = filters.find(rule);
+		if (it == filters.end() || it->second.empty())
+			return ""; // a rule recording all of its events
+		filter::Error error{"", 0};
+		bool missing_field = false;
+		const std::optional<std::string> text =
+			kernel_filter(it->second, filter_fields(make_event_class(format, 0)), &error, &missing_field);
+		if (text) {
+			parts.push_back(*text);
+		} else if (missing_field) {
+			// This rule records none of this event.
+			if (why_not && why_not->empty())
+				*why_not = error.message;
+		} else {
+			throw std::invalid_argument("the filter of '" + rule +
+			                            "' cannot be evaluated by the kernel for " + tp.full_name() + ": " +
+			                            filter::render_error(it->second, error));
+		}
+	}
+	if (parts.empty())
+		return std::nullopt;
+	if (parts.size() == 1)
+		return parts[0];
+	std::string any;
+	for (const std::string &p : parts)
+		any += (any.empty() ? "(" : " || (") + p + ")";
+	return any;
+}
+
+std::vector<std::string> check_filters(const std::string &root, const KernelSessionConfig &config)
+{
+	const KernelEvents events = resolve_events(root, config);
+	std::vector<std::string> notes;
+	std::map<std::string, size_t> recorded; // filtered rule -> events it records
+	std::map<std::string, std::string> first_refusal;
+	for (size_t i = 0; i < events.events.size(); ++i) {
+		const Tracepoint &tp = events.events[i];
+		const EventFormat format = read_format(root, tp);
+		for (const std::string &rule : events.rules[i]) {
+			if (!config.filters.count(rule))
+				continue;
+			std::string why_not;
+			const bool records = event_filter(tp, format, {rule}, config.filters, &why_not).has_value();
+			recorded[rule] += records;
+			if (!records) {
+				notes.push_back(tp.full_name() + " is not recorded for '" + rule + "': " + why_not);
+				first_refusal.try_emplace(rule, config.filters.at(rule) + "': " + why_not);
+			}
+		}
+	}
+	for (const auto &[rule, n] : recorded)
+		if (n == 0)
+			throw std::invalid_argument("the filter of '" + rule + "' applies to none of its events: '" +
+			                            first_refusal[rule]);
+	return notes;
+}
+
+namespace {
 
 bool contains(const std::vector<Tracepoint> &sorted, const Tracepoint &tp)
 {
@@ -83,6 +157,11 @@ const char *trace_clock_for(clock::TickUnit unit) noexcept { return unit == cloc
 KernelSession::KernelSession(std::string tracefs_root, KernelSessionConfig config)
 	: root_(std::move(tracefs_root)), config_(std::move(config)), events_(resolve_events(root_, config_))
 {
+}
+
+EventFormat read_format(const std::string &root, const Tracepoint &tp)
+{
+	return parse_event_format(read_control(root + "/events/" + tp.system + "/" + tp.name + "/format"), tp.system);
 }
 
 KernelSession::~KernelSession()
@@ -103,8 +182,9 @@ void KernelSession::reconfigure(const KernelSessionConfig &next)
 {
 	if (started_)
 		throw std::logic_error("kernel session '" + config_.session_name + "' is started: stop it first");
-	std::vector<Tracepoint> events = resolve_events(root_, next);
+	KernelEvents events = resolve_events(root_, next);
 	events_ = std::move(events);
+	config_.filters = next.filters;
 	config_.tracepoints = next.tracepoints;
 	config_.syscalls = next.syscalls;
 	config_.all_syscalls = next.all_syscalls;
@@ -133,24 +213,37 @@ void KernelSession::create_instance()
 std::vector<EventFormat> KernelSession::apply_events()
 {
 	std::vector<EventFormat> added;
-	for (const Tracepoint &tp : events_) {
-		if (contains(formatted_, tp))
-			continue;
-		added.push_back(parse_event_format(
-			read_control(root_ + "/events/" + tp.system + "/" + tp.name + "/format"), tp.system));
+	for (const Tracepoint &tp : events_.events)
+		if (!formats_.count(tp))
+			added.push_back(formats_.emplace(tp, read_format(root_, tp)).first->second);
+	// Every filter is translated before the instance changes (a refused one
+	// changes nothing), and set before its event is enabled.
+	// An event none of whose rules can record it (each filters on a field
+	// it lacks) is not enabled.
+	std::vector<Tracepoint> wanted;
+	std::vector<std::string> filters;
+	for (size_t i = 0; i < events_.events.size(); ++i) {
+		const Tracepoint &tp = events_.events[i];
+		if (std::optional<std::string> f =
+		            event_filter(tp, formats_.at(tp), events_.rules[i], config_.filters)) {
+			wanted.push_back(tp);
+			filters.push_back(std::move(*f));
+		}
 	}
 	for (const Tracepoint &tp : enabled_)
-		if (!contains(events_, tp))
+		if (!contains(wanted, tp))
 			instance_->enable_event(tp, false);
-	for (const Tracepoint &tp : events_)
-		if (!contains(enabled_, tp))
-			instance_->enable_event(tp);
-	enabled_ = events_;
-	formats_.insert(formats_.end(), added.begin(), added.end());
-	for (const Tracepoint &tp : events_)
-		if (!contains(formatted_, tp))
-			formatted_.push_back(tp);
-	std::sort(formatted_.begin(), formatted_.end());
+	for (size_t i = 0; i < wanted.size(); ++i) {
+		if (!filters[i].empty() || contains(filtered_, wanted[i]))
+			instance_->set_event_filter(wanted[i], filters[i]);
+		if (!contains(enabled_, wanted[i]))
+			instance_->enable_event(wanted[i]);
+	}
+	filtered_.clear();
+	for (size_t i = 0; i < wanted.size(); ++i)
+		if (!filters[i].empty())
+			filtered_.push_back(wanted[i]);
+	enabled_ = std::move(wanted);
 	return added;
 }
 
@@ -163,7 +256,10 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 	info.clock_scale = config_.clock_scale;
 	info.env.push_back({"trace_name", config_.session_name});
 	FsCreds as_writer(config_.file_uid, config_.file_gid);
-	return std::make_unique<KernelTrace>(dir, std::move(info), formats_, cpus_.back() + 1, layout_,
+	std::vector<EventFormat> formats;
+	for (const auto &[tp, format] : formats_)
+		formats.push_back(format);
+	return std::make_unique<KernelTrace>(dir, std::move(info), formats, cpus_.back() + 1, layout_,
 	                                     [this, baseline = std::move(baseline)](uint32_t cpu) {
 						     FsCreds as_process(::geteuid(),
 		                                                        ::getegid()); // stats are tracefs's
@@ -246,8 +342,8 @@ void KernelSession::start()
 			trace_.reset();
 			instance_.reset();
 			enabled_.clear();
+			filtered_.clear();
 			formats_.clear();
-			formatted_.clear();
 		}
 		throw;
 	}

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,12 @@ struct KernelSessionConfig {
 	std::vector<std::string> tracepoints; // patterns of match_tracepoints() ("sched_switch", "irq:*")
 	std::vector<std::string> syscalls;    // NAME of syscalls:sys_enter_NAME / sys_exit_NAME
 	bool all_syscalls = false;
+	// Filter expressions (filter/parser.hpp) by rule: a pattern of
+	// `tracepoints`, syscall_rule(NAME) for one of `syscalls`,
+	// syscall_rule("*") for all_syscalls. The kernel evaluates them
+	// (kernel_filter.hpp); an event matched by several rules is recorded if
+	// one of them accepts it, by a rule without a filter always.
+	std::map<std::string, std::string> filters;
 	std::vector<pid_t> pids; // empty: every process
 	bool follow_children = true;
 	// The per-CPU buffer: subbuf_size * num_subbuf bytes (0: the kernel's
@@ -78,6 +85,37 @@ struct KernelSessionConfig {
 
 // The instance's trace clock for a tick unit: "x86-tsc" or "mono".
 const char *trace_clock_for(clock::TickUnit unit) noexcept;
+
+// "syscall NAME": the key of a system call's rule in KernelSessionConfig::filters.
+std::string syscall_rule(const std::string &name);
+
+// The tracepoints a configuration names, sorted, each with the rules
+// (filter keys) that name it. Throws std::invalid_argument naming a pattern
+// that matches nothing or a system call this kernel lacks, TracefsError.
+struct KernelEvents {
+	std::vector<Tracepoint> events;
+	std::vector<std::vector<std::string>> rules; // per event
+};
+KernelEvents resolve_events(const std::string &root, const KernelSessionConfig &config);
+
+// ROOT/events/SYSTEM/NAME/format, parsed. Throws TracefsError, FormatError.
+EventFormat read_format(const std::string &root, const Tracepoint &tp);
+
+// The kernel filter of one event: its rules' filters translated and or-ed,
+// "" if one of its rules has none, nullopt if none of them can record it
+// (each filters on a field this event lacks; *why_not says which). Throws
+// std::invalid_argument with the expression and a caret under what the
+// kernel cannot evaluate.
+std::optional<std::string> event_filter(const Tracepoint &tp, const EventFormat &format,
+                                        const std::vector<std::string> &rules,
+                                        const std::map<std::string, std::string> &filters,
+                                        std::string *why_not = nullptr);
+
+// Translates every filter of `config` for every event it applies to, as a
+// start would; returns a line per event a filtered rule does not record
+// (a field it lacks). Throws as resolve_events() and event_filter(), and
+// std::invalid_argument for a filter that records none of its events.
+std::vector<std::string> check_filters(const std::string &root, const KernelSessionConfig &config);
 
 class KernelSession {
 public:
@@ -112,7 +150,7 @@ public:
 	void destroy();
 
 	bool started() const noexcept { return started_; }
-	const std::vector<Tracepoint> &events() const noexcept { return events_; }
+	const std::vector<Tracepoint> &events() const noexcept { return events_.events; }
 	std::string trace_dir() const { return config_.output + "/kernel"; }
 	std::string instance_path() const { return instance_ ? instance_->path() : ""; }
 	// Counts of the trace written (after stop(): final).
@@ -120,8 +158,8 @@ public:
 
 private:
 	void create_instance();
-	// Brings the instance's enabled events to events_ (formats_ gains the
-	// new ones; returns them).
+	// Brings the instance's enabled events and their filters to events_
+	// (formats_ gains the new ones; returns them).
 	std::vector<EventFormat> apply_events();
 	// A trace in `dir` with every event class of formats_, written with the
 	// configuration's file credentials; `baseline`: the kernel's lost counts
@@ -135,10 +173,10 @@ private:
 
 	std::string root_;
 	KernelSessionConfig config_;
-	std::vector<Tracepoint> events_;    // of the configuration
-	std::vector<Tracepoint> enabled_;   // in the instance, sorted
-	std::vector<EventFormat> formats_;  // of every event enabled since the first start
-	std::vector<Tracepoint> formatted_; // their tracepoints, sorted
+	KernelEvents events_;                       // of the configuration
+	std::vector<Tracepoint> enabled_;           // in the instance, sorted
+	std::vector<Tracepoint> filtered_;          // with a filter in the instance, sorted
+	std::map<Tracepoint, EventFormat> formats_; // of every event enabled since the first start
 	std::optional<Instance> instance_;
 	PageLayout layout_{};
 	std::vector<uint32_t> cpus_;

@@ -325,6 +325,11 @@ void Instance::enable_event(const Tracepoint &tp, bool enable) const
 	write_control(file("events/" + tp.system + "/" + tp.name + "/enable"), enable ? "1" : "0");
 }
 
+void Instance::set_event_filter(const Tracepoint &tp, const std::string &filter) const
+{
+	write_control(file("events/" + tp.system + "/" + tp.name + "/filter"), filter.empty() ? "0" : filter);
+}
+
 void Instance::set_event_pids(std::span<const pid_t> pids, bool follow_children) const
 {
 	write_control(file("options/event-fork"), follow_children ? "1" : "0");
