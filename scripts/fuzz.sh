@@ -14,7 +14,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON -DTRACERY_WERROR=ON >/dev/null
 # target -> the directory of build-fuzz/src/ it is built in
 declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control [fuzz_schema]=event
-  [fuzz_stream_check]=ctf [fuzz_format]=kernel [fuzz_page]=kernel [fuzz_kernel_filter]=kernel)
+  [fuzz_stream_check]=ctf [fuzz_format]=kernel [fuzz_page]=kernel [fuzz_kernel_filter]=filter)
 targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_schema fuzz_stream_check fuzz_format fuzz_page fuzz_kernel_filter)
 ninja -C build-fuzz "${targets[@]}"
 for t in "${targets[@]}"; do

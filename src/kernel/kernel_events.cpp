@@ -347,17 +347,17 @@ void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload,
 	}
 }
 
-std::vector<FilterField> filter_fields(const KernelEventClass &c)
+std::vector<filter::KernelField> filter_fields(const KernelEventClass &c)
 {
-	std::vector<FilterField> out;
+	std::vector<filter::KernelField> out;
 	for (size_t i = 0; i < c.fields.size() && i < c.sources.size(); ++i) {
 		const CtfField &f = c.fields[i];
 		const FieldSource &s = c.sources[i];
-		FilterField::Kind kind = FilterField::Kind::other;
+		filter::KernelField::Kind kind = filter::KernelField::Kind::other;
 		if (f.type == CtfField::Type::integer && s.format.kind == FieldKind::scalar)
-			kind = FilterField::Kind::integer;
+			kind = filter::KernelField::Kind::integer;
 		else if (f.type == CtfField::Type::string)
-			kind = FilterField::Kind::string;
+			kind = filter::KernelField::Kind::string;
 		out.push_back({f.name, s.format.name, kind, s.format.is_signed, s.bias, s.tgid});
 	}
 	return out;

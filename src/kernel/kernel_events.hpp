@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "ctf/metadata.hpp"
+#include "filter/kernel_filter.hpp"
 #include "kernel/format.hpp"
-#include "kernel/kernel_filter.hpp"
 
 namespace tracery::kernel {
 
@@ -81,10 +81,10 @@ struct KernelEventClass {
 // if the format's ID does not fit common_type (16 bits).
 KernelEventClass make_event_class(const EventFormat &format, uint32_t id);
 
-// The class's fields as kernel_filter() names them: integers and strings
+// The class's fields as filter::kernel_filter() names them: integers and strings
 // by their trace names, with their tracefs field, bias and whether the
 // trace's value is computed.
-std::vector<FilterField> filter_fields(const KernelEventClass &c);
+std::vector<filter::KernelField> filter_fields(const KernelEventClass &c);
 
 // The thread group id of a thread (/proc/TID/status), or the tid itself if
 // it is gone.

@@ -1,9 +1,9 @@
 // kernel/kernel_filter_test.cpp — filter expressions as kernel filters
-// (kernel_filter.hpp): each translation, each refusal with its message and
+// (filter/kernel_filter.hpp): each translation, each refusal with its message and
 // the place of its caret, the fields of LTTng-named classes (this kernel's
 // formats in testdata/); and, as root with tracefs, the kernel taking every
 // translation on the real events, in a private instance.
-#include "kernel/kernel_filter.hpp"
+#include "filter/kernel_filter.hpp"
 #include "kernel/kernel_events.hpp"
 #include "kernel/tracefs_testing.hpp"
 
@@ -23,7 +23,7 @@ EventFormat format_of(const std::string &system, const std::string &name)
 	return parse_event_format(test_support::fixture(system + "/" + name + "/format"), system);
 }
 
-std::vector<FilterField> fields_of(const std::string &system, const std::string &name)
+std::vector<filter::KernelField> fields_of(const std::string &system, const std::string &name)
 {
 	return filter_fields(make_event_class(format_of(system, name), 0));
 }
@@ -99,7 +99,7 @@ TEST(KernelFilter, Translations)
 	for (const Translation &t : kTranslations) {
 		filter::Error error{"", 0};
 		const std::optional<std::string> text =
-			kernel_filter(t.expression, fields_of(t.system, t.event), &error);
+			filter::kernel_filter(t.expression, fields_of(t.system, t.event), &error);
 		ASSERT_TRUE(text.has_value()) << t.expression << ": " << error.message;
 		EXPECT_EQ(*text, t.kernel) << t.expression;
 	}
@@ -110,14 +110,15 @@ TEST(KernelFilter, RefusalsSayWhatAndWhere)
 	for (const Refused &r : kRefusals) {
 		filter::Error error{"", 0};
 		const std::optional<std::string> text =
-			kernel_filter(r.expression, fields_of(r.system, r.event), &error);
+			filter::kernel_filter(r.expression, fields_of(r.system, r.event), &error);
 		ASSERT_FALSE(text.has_value()) << r.expression << " -> " << *text;
 		EXPECT_NE(error.message.find(r.message), std::string::npos) << r.expression << ": " << error.message;
 		EXPECT_EQ(error.position, r.position) << r.expression << ": " << error.message;
 	}
 	// As users see it: the expression and a caret under the part refused.
 	filter::Error error{"", 0};
-	ASSERT_FALSE(kernel_filter("prev_tid == 1 && prev_prio * 2 > 3", fields_of("sched", "sched_switch"), &error));
+	ASSERT_FALSE(filter::kernel_filter("prev_tid == 1 && prev_prio * 2 > 3", fields_of("sched", "sched_switch"),
+	                                   &error));
 	EXPECT_EQ(filter::render_error("prev_tid == 1 && prev_prio * 2 > 3", error),
 	          "the kernel cannot compute '*': its filters compare a field with a constant\n"
 	          "  prev_tid == 1 && prev_prio * 2 > 3\n"
@@ -127,10 +128,10 @@ TEST(KernelFilter, RefusalsSayWhatAndWhere)
 TEST(KernelFilter, LongFiltersAreRefused)
 {
 	std::string expression = "prev_tid == 1";
-	while (expression.size() < 2 * kMaxKernelFilter)
+	while (expression.size() < 2 * filter::kMaxKernelFilter)
 		expression += " || prev_tid == 1";
 	filter::Error error{"", 0};
-	EXPECT_FALSE(kernel_filter(expression, fields_of("sched", "sched_switch"), &error));
+	EXPECT_FALSE(filter::kernel_filter(expression, fields_of("sched", "sched_switch"), &error));
 	EXPECT_NE(error.message.find("more than 4096"), std::string::npos) << error.message;
 }
 
@@ -151,7 +152,7 @@ TEST(KernelFilterRoot, TheKernelTakesEveryTranslation)
 				parse_event_format(read_control(root + "/events/" + event + "/format"), t.system);
 			filter::Error error{"", 0};
 			const std::optional<std::string> text =
-				kernel_filter(t.expression, filter_fields(make_event_class(live, 0)), &error);
+				filter::kernel_filter(t.expression, filter_fields(make_event_class(live, 0)), &error);
 			ASSERT_TRUE(text.has_value()) << t.expression << ": " << error.message;
 			const std::string file = inst.file("events/" + event + "/filter");
 			EXPECT_NO_THROW(write_control(file, *text)) << *text;

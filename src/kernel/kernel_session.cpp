@@ -91,8 +91,8 @@ std::optional<std::string> event_filter(const Tracepoint &tp, const EventFormat 
 			return ""; // a rule recording all of its events
 		filter::Error error{"", 0};
 		bool missing_field = false;
-		const std::optional<std::string> text =
-			kernel_filter(it->second, filter_fields(make_event_class(format, 0)), &error, &missing_field);
+		const std::optional<std::string> text = filter::kernel_filter(
+			it->second, filter_fields(make_event_class(format, 0)), &error, &missing_field);
 		if (text) {
 			parts.push_back(*text);
 		} else if (missing_field) {

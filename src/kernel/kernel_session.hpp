@@ -53,7 +53,7 @@ struct KernelSessionConfig {
 	// Filter expressions (filter/parser.hpp) by rule: a pattern of
 	// `tracepoints`, syscall_rule(NAME) for one of `syscalls`,
 	// syscall_rule("*") for all_syscalls. The kernel evaluates them
-	// (kernel_filter.hpp); an event matched by several rules is recorded if
+	// (filter/kernel_filter.hpp); an event matched by several rules is recorded if
 	// one of them accepts it, by a rule without a filter always.
 	std::map<std::string, std::string> filters;
 	std::vector<pid_t> pids; // empty: every process

@@ -120,7 +120,7 @@ public:
 	void set_buffer_size_kb(uint64_t kb) const;
 	uint64_t buffer_size_kb() const;
 	void enable_event(const Tracepoint &tp, bool enable = true) const;
-	// events/SYSTEM/NAME/filter: a kernel filter (kernel_filter.hpp), ""
+	// events/SYSTEM/NAME/filter: a kernel filter (filter/kernel_filter.hpp), ""
 	// for none. Throws TracefsError (EINVAL: the kernel refused it).
 	void set_event_filter(const Tracepoint &tp, const std::string &filter) const;
 	// Scopes events to these pids (empty: all), and with follow_children

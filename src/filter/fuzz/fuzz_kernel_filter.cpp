@@ -1,4 +1,4 @@
-// kernel/fuzz/fuzz_kernel_filter.cpp — libFuzzer target: arbitrary bytes as
+// filter/fuzz/fuzz_kernel_filter.cpp — libFuzzer target: arbitrary bytes as
 // a filter expression for `enable-event -k --filter`, translated for an
 // event with a field of every kind (signed, unsigned, biased, string,
 // computed, array). Checks that the translation either refuses with a
@@ -6,17 +6,17 @@
 // within its length limit holding no control character (the text is
 // written to a tracefs file as it is).
 #include "base/fuzz_check.hpp"
-#include "kernel/kernel_filter.hpp"
+#include "filter/kernel_filter.hpp"
 
 #include <array>
 #include <string_view>
 
-using namespace tracery::kernel;
+using namespace tracery::filter;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	using K = FilterField::Kind;
-	static const std::array<FilterField, 7> fields = {{
+	using K = KernelField::Kind;
+	static const std::array<KernelField, 7> fields = {{
 		{"id", "id", K::integer, true, 0, false},
 		{"mask", "mask", K::integer, false, 0, false},
 		{"prev_prio", "prev_prio", K::integer, true, -100, false},
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{"values", "values", K::other, false, 0, false},
 	}};
 	const std::string_view expression(reinterpret_cast<const char *>(data), size);
-	tracery::filter::Error error{"", 0};
+	Error error{"", 0};
 	const auto text = kernel_filter(expression, fields, &error);
 	const auto check = [](bool ok, const char *what) { tracery::base::fuzz_check(ok, "fuzz_kernel_filter", what); };
 	if (!text) {

@@ -1,4 +1,4 @@
-// kernel/kernel_filter.hpp — a Tracery filter expression (filter/parser.hpp)
+// filter/kernel_filter.hpp — a Tracery filter expression (filter/parser.hpp)
 // as the kernel's event filter (the instance's events/SYSTEM/NAME/filter),
 // so that `enable-event -k --filter` is evaluated where the event happens
 // and a rejected event takes no buffer space.
@@ -16,7 +16,7 @@
 //   && || ! ( )                            the same
 //
 // Fields are named as in the trace (LTTng's names: prev_tid, prio - 100);
-// FilterField says which tracefs field holds each and with what bias.
+// KernelField says which tracefs field holds each and with what bias.
 // Anything else is refused, with the expression and a caret under the
 // part the kernel cannot take, never widened: arithmetic, two fields
 // compared, floats, array elements, $ctx.vpid (the kernel sees threads),
@@ -35,9 +35,9 @@
 
 #include "filter/parser.hpp"
 
-namespace tracery::kernel {
+namespace tracery::filter {
 
-struct FilterField {
+struct KernelField {
 	std::string name;    // as the trace names it
 	std::string tracefs; // the format file's field name
 	enum class Kind : uint8_t { integer, string, other } kind = Kind::integer;
@@ -47,13 +47,13 @@ struct FilterField {
 };
 
 // The kernel filter text, or nullopt with *error set (its position in
-// `expression`, for filter::render_error()); *missing_field tells whether
+// `expression`, for render_error()); *missing_field tells whether
 // the refusal was a field this event does not have (a rule naming several
 // events may filter on a field that only some of them have).
-std::optional<std::string> kernel_filter(std::string_view expression, std::span<const FilterField> fields,
-                                         filter::Error *error, bool *missing_field = nullptr);
+std::optional<std::string> kernel_filter(std::string_view expression, std::span<const KernelField> fields, Error *error,
+                                         bool *missing_field = nullptr);
 
 // The kernel's filter text is at most this long.
 inline constexpr size_t kMaxKernelFilter = 4096;
 
-} // namespace tracery::kernel
+} // namespace tracery::filter

@@ -1,15 +1,11 @@
-// kernel/kernel_filter.cpp — see kernel_filter.hpp.
-#include "kernel/kernel_filter.hpp"
+// filter/kernel_filter.cpp — see kernel_filter.hpp.
+#include "filter/kernel_filter.hpp"
 
 #include <utility>
 
-namespace tracery::kernel {
+namespace tracery::filter {
 
 namespace {
-
-using filter::Expr;
-using filter::ExprKind;
-using filter::Operator;
 
 struct Refusal {
 	std::string message;
@@ -21,7 +17,7 @@ struct Refusal {
 struct Operand {
 	std::string name; // as written, for messages
 	std::string tracefs;
-	FilterField::Kind kind;
+	KernelField::Kind kind;
 	bool is_signed;
 	int64_t bias;
 };
@@ -51,7 +47,7 @@ Operator mirrored(Operator op)
 
 class Translator {
 public:
-	explicit Translator(std::span<const FilterField> fields) : fields_(fields) {}
+	explicit Translator(std::span<const KernelField> fields) : fields_(fields) {}
 
 	std::string truth(const Expr &e)
 	{
@@ -64,17 +60,17 @@ public:
 				return comparison(e);
 			if (e.op == Operator::band)
 				return bit_test(e);
-			refuse(e, std::string("the kernel cannot compute '") + filter::spelling(e.op) +
+			refuse(e, std::string("the kernel cannot compute '") + spelling(e.op) +
 			                  "': its filters compare a field with a constant");
 		case ExprKind::unary:
 			if (e.op == Operator::lnot)
 				return "!(" + truth(*e.lhs) + ")";
-			refuse(e, std::string("the kernel cannot compute '") + filter::spelling(e.op) +
+			refuse(e, std::string("the kernel cannot compute '") + spelling(e.op) +
 			                  "': its filters compare a field with a constant");
 		case ExprKind::field:
 		case ExprKind::context: {
 			const Operand o = *operand(e);
-			if (o.kind != FilterField::Kind::integer)
+			if (o.kind != KernelField::Kind::integer)
 				refuse(e, "'" + o.name + "' is not a number: compare it with == or !=");
 			int64_t zero = 0;
 			if (__builtin_sub_overflow(zero, o.bias, &zero))
@@ -99,20 +95,20 @@ private:
 			refuse(e, "the kernel cannot filter on an element of '" + e.text + "'");
 		if (e.kind == ExprKind::context) {
 			switch (e.context) {
-			case filter::ContextName::procname:
-				return Operand{"$ctx.procname", "COMM", FilterField::Kind::string, false, 0};
-			case filter::ContextName::cpu_id:
-				return Operand{"$ctx.cpu_id", "CPU", FilterField::Kind::integer, false, 0};
-			case filter::ContextName::vtid:
-				return Operand{"$ctx.vtid", "common_pid", FilterField::Kind::integer, true, 0};
-			case filter::ContextName::vpid:
+			case ContextName::procname:
+				return Operand{"$ctx.procname", "COMM", KernelField::Kind::string, false, 0};
+			case ContextName::cpu_id:
+				return Operand{"$ctx.cpu_id", "CPU", KernelField::Kind::integer, false, 0};
+			case ContextName::vtid:
+				return Operand{"$ctx.vtid", "common_pid", KernelField::Kind::integer, true, 0};
+			case ContextName::vpid:
 				refuse(e, "the kernel's filters see the thread, not its process: use $ctx.vtid, or "
 				          "scope the session with `tracery track -k --pid`");
 			}
 		}
 		if (e.kind != ExprKind::field)
 			return std::nullopt;
-		for (const FilterField &f : fields_) {
+		for (const KernelField &f : fields_) {
 			if (f.name != e.text)
 				continue;
 			if (f.computed)
@@ -120,14 +116,14 @@ private:
 				       "'" + f.name +
 				               "' is computed by Tracery from the kernel's value: the kernel cannot filter "
 				               "on it");
-			if (f.kind == FilterField::Kind::other)
+			if (f.kind == KernelField::Kind::other)
 				refuse(e, "'" + f.name +
 				                  "' is neither a number nor a string: the kernel cannot filter on it");
 			return Operand{f.name, f.tracefs, f.kind, f.is_signed, f.bias};
 		}
 		std::string names;
-		for (const FilterField &f : fields_)
-			if (!f.computed && f.kind != FilterField::Kind::other)
+		for (const KernelField &f : fields_)
+			if (!f.computed && f.kind != KernelField::Kind::other)
 				names += (names.empty() ? "" : ", ") + f.name;
 		throw Refusal{"no field '" + e.text + "' in this event" +
 		                      (names.empty() ? std::string(" (it has none to filter on)")
@@ -141,7 +137,7 @@ private:
 	{
 		const bool op = e.kind == ExprKind::binary || e.kind == ExprKind::unary;
 		if (op && !integer(e))
-			refuse(e, std::string("the kernel cannot compute '") + filter::spelling(e.op) +
+			refuse(e, std::string("the kernel cannot compute '") + spelling(e.op) +
 			                  "': its filters compare a field with a constant");
 	}
 
@@ -175,11 +171,11 @@ private:
 			refuse(e, "the kernel compares a field with a constant, not two fields");
 		if (!left && !right)
 			refuse(e, "the kernel compares a field with a constant: neither side of '" +
-			                  std::string(filter::spelling(e.op)) + "' is a field");
+			                  std::string(spelling(e.op)) + "' is a field");
 		const Operand &field = left ? *left : *right;
 		const Expr &constant = left ? *e.rhs : *e.lhs;
 		const Operator op = left ? e.op : mirrored(e.op);
-		if (field.kind == FilterField::Kind::string)
+		if (field.kind == KernelField::Kind::string)
 			return string_comparison(e, field, op, constant);
 		const std::optional<int64_t> value = integer(constant);
 		if (!value)
@@ -191,7 +187,7 @@ private:
 			refuse(constant, "'" + field.name +
 			                         "' is unsigned: the kernel compares it with a constant >= " +
 			                         std::to_string(field.bias));
-		return field.tracefs + " " + filter::spelling(op) + " " + std::to_string(raw);
+		return field.tracefs + " " + spelling(op) + " " + std::to_string(raw);
 	}
 
 	std::string string_comparison(const Expr &e, const Operand &field, Operator op, const Expr &constant)
@@ -244,7 +240,7 @@ private:
 			refuse(e, "neither side of '&' is a field");
 		const Operand &field = left ? *left : *right;
 		const Expr &constant = left ? *e.rhs : *e.lhs;
-		if (field.kind != FilterField::Kind::integer)
+		if (field.kind != KernelField::Kind::integer)
 			refuse(e, "'" + field.name + "' is not a number: '&' tests a number's bits");
 		if (field.bias != 0)
 			refuse(e, "'" + field.name + "' is the kernel's value shifted by " +
@@ -255,17 +251,17 @@ private:
 		return field.tracefs + " & " + std::to_string(*mask);
 	}
 
-	std::span<const FilterField> fields_;
+	std::span<const KernelField> fields_;
 };
 
 } // namespace
 
-std::optional<std::string> kernel_filter(std::string_view expression, std::span<const FilterField> fields,
-                                         filter::Error *error, bool *missing_field)
+std::optional<std::string> kernel_filter(std::string_view expression, std::span<const KernelField> fields, Error *error,
+                                         bool *missing_field)
 {
 	if (missing_field)
 		*missing_field = false;
-	const std::unique_ptr<Expr> tree = filter::parse(expression, error);
+	const std::unique_ptr<Expr> tree = parse(expression, error);
 	if (!tree)
 		return std::nullopt;
 	try {
@@ -284,4 +280,4 @@ std::optional<std::string> kernel_filter(std::string_view expression, std::span<
 	}
 }
 
-} // namespace tracery::kernel
+} // namespace tracery::filter
