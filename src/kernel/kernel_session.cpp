@@ -259,14 +259,17 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 	std::vector<EventFormat> formats;
 	for (const auto &[tp, format] : formats_)
 		formats.push_back(format);
-	return std::make_unique<KernelTrace>(dir, std::move(info), formats, cpus_.back() + 1, layout_,
-	                                     [this, baseline = std::move(baseline)](uint32_t cpu) {
-						     FsCreds as_process(::geteuid(),
-		                                                        ::getegid()); // stats are tracefs's
-						     const uint64_t total = parse_lost_total(instance_->cpu_stats(cpu));
-						     const uint64_t before = cpu < baseline.size() ? baseline[cpu] : 0;
-						     return total > before ? total - before : 0;
-					     });
+	const clock::TickSource source = clock::tick_source(config_.tick_unit);
+	return std::make_unique<KernelTrace>(
+		dir, std::move(info), formats, cpus_.back() + 1, layout_,
+		[this, baseline = std::move(baseline)](uint32_t cpu) {
+			// The stats are tracefs's.
+			FsCreds as_process(::geteuid(), ::getegid());
+			const uint64_t total = parse_lost_total(instance_->cpu_stats(cpu));
+			const uint64_t before = cpu < baseline.size() ? baseline[cpu] : 0;
+			return total > before ? total - before : 0;
+		},
+		[source] { return clock::ticks(source); });
 }
 
 std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
@@ -294,6 +297,7 @@ void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trac
 	FsCreds as_writer(config_.file_uid, config_.file_gid);
 	for (const uint32_t cpu : cpus_)
 		trace.finish_cpu(cpu);
+	trace.finish();
 	if (!error.empty())
 		throw std::runtime_error("kernel session '" + config_.session_name + "': " + error);
 }

@@ -144,9 +144,9 @@ uint64_t parse_lost_total(std::string_view stats)
 }
 
 KernelTrace::KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const EventFormat> formats, uint32_t num_cpus,
-                         const PageLayout &layout, LostTotal lost_total, TgidOf tgid_of)
-	: dir_(ctf::TraceDir::create(std::move(dir))), uuid_(info.uuid), decoder_(layout),
-	  lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
+                         const PageLayout &layout, LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of)
+	: dir_(ctf::TraceDir::create(std::move(dir))), uuid_(info.uuid), now_(std::move(now)), made_(now_()),
+	  earliest_(made_), decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
 	  sink_(consumer::StreamFiles{dir_.path(), kStreamPrefix, kStreamClass, 0, info.uuid}, num_cpus),
 	  cpus_(num_cpus), num_cpus_(num_cpus)
 {
@@ -165,6 +165,15 @@ KernelTrace::KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const E
 	                         process_state_fields());
 	text += event_class_tsdl("lttng_statedump_end", statedump_id_ + 2, kStreamClass, {});
 	dir_.write_metadata(text);
+}
+
+uint64_t KernelTrace::first_begin(uint64_t ts)
+{
+	const uint64_t begin = std::min(made_, ts);
+	uint64_t earliest = earliest_.load(std::memory_order_relaxed);
+	while (begin < earliest && !earliest_.compare_exchange_weak(earliest, begin, std::memory_order_relaxed)) {
+	}
+	return begin;
 }
 
 void KernelTrace::index_classes()
@@ -210,7 +219,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 		}
 		const uint64_t ts = std::max(e.timestamp, c.last_ts);
 		if (first) {
-			begin = prev = ts;
+			begin = prev = c.seq == 0 ? first_begin(ts) : ts;
 			first = false;
 		}
 		put_header(c.events, k->id, prev, ts);
@@ -226,8 +235,10 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 		c.lost_kernel = lost_total_(cpu);
 		c.last_stats = now;
 	}
-	if (first) // no event: the packet spans the page's time
-		begin = prev = std::max(r.page_timestamp, c.last_ts);
+	if (first) { // no event: the packet spans the page's time
+		prev = std::max(r.page_timestamp, c.last_ts);
+		begin = c.seq == 0 ? first_begin(prev) : prev;
+	}
 	c.last_ts = prev;
 	write_packet(cpu, c, begin, prev);
 	const std::lock_guard lock(counts_mutex_);
@@ -260,16 +271,24 @@ void KernelTrace::finish_cpu(uint32_t cpu)
 	Cpu &c = cpus_.at(cpu);
 	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
 	c.events.clear();
-	if (c.seq == 0) // every CPU has its stream, starting at 0 lost
-		write_packet(cpu, c, c.last_ts, c.last_ts);
-	if (std::max(c.lost_in_pages, c.lost_kernel) != c.written_discarded)
-		write_packet(cpu, c, c.last_ts, c.last_ts);
+	const uint64_t end = std::max(now_(), c.last_ts);
+	if (c.seq == 0) { // every CPU has its stream, beginning with the earliest one, at 0 lost
+		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end);
+		c.last_ts = end;
+	}
+	// The last packet ends now, with the exact lost total.
+	if (c.last_ts != end || std::max(c.lost_in_pages, c.lost_kernel) != c.written_discarded)
+		write_packet(cpu, c, c.last_ts, end);
+	c.last_ts = end;
 }
 
 void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 {
 	std::vector<uint8_t> events;
-	const uint64_t begin = now();
+	// The stream's first packet begins with the earliest CPU stream (see the
+	// header).
+	const uint64_t begin =
+		statedump_packets_ == 0 ? std::min(earliest_.load(std::memory_order_relaxed), now()) : now();
 	uint64_t prev = begin;
 	const auto header = [&](uint32_t id) {
 		const uint64_t ts = std::max(now(), prev);
@@ -306,14 +325,34 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 	info.timestamp_end = prev;
 	info.seq = statedump_packets_++;
 	statedump_.write_packet(info, events.data(), events.size());
+	statedump_end_ = prev;
 	const std::lock_guard lock(counts_mutex_);
 	statedump_events_ = threads;
 }
 
+void KernelTrace::finish()
+{
+	if (!statedump_.is_open())
+		return;
+	uint64_t end = statedump_end_;
+	for (const Cpu &c : cpus_)
+		end = std::max(end, c.last_ts);
+	if (end == statedump_end_)
+		return;
+	ctf::PacketInfo info;
+	info.timestamp_begin = statedump_end_;
+	info.timestamp_end = end;
+	info.seq = statedump_packets_++;
+	statedump_.write_packet(info, nullptr, 0);
+	statedump_end_ = end;
+}
+
 void KernelTrace::close()
 {
-	if (statedump_.is_open())
+	if (statedump_.is_open()) {
+		finish();
 		statedump_.close();
+	}
 	sink_.close();
 }
 

@@ -21,10 +21,26 @@
 // Timestamps are the trace clock's values as they are (the instance's
 // clock was chosen to be the user trace's), never going back within a
 // stream: an earlier one (a damaged page) is raised to the one before.
+//
+// Every stream spans the whole trace, as LTTng's do: a CPU's first packet
+// begins when the trace was made (before tracing was first turned on), or
+// at its first event if that is earlier (a snapshot's trace is made after
+// its events were recorded); a CPU without any page, and the state dump's
+// first packet, begin at the earliest of those beginnings; each
+// finish_cpu() ends the CPU's stream with a packet ending then (after its
+// last page was drained), and finish() ends the state dump's stream with
+// the CPUs' last end. Babeltrace 1 (which lttng-analyses
+// reads traces with) by default reads only the time range in which every
+// stream is active, from the latest first packet's beginning to the
+// earliest last packet's end: a stream spanning less, such as a state dump
+// packet spanning only itself, would cut the whole trace to it. (A
+// snapshot's CPUs, whose buffers kept different time ranges, are meant to
+// be cut that way: to the range every CPU's events cover.)
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -62,15 +78,23 @@ struct KernelTraceCounts {
 class KernelTrace {
 public:
 	// Creates `dir` and writes the metadata. `info.identity` is replaced by
-	// lttng_kernel_identity(). Throws std::system_error, FormatError.
+	// lttng_kernel_identity(). `now` reads the trace clock (the tracefs
+	// instance's): the streams begin at its value here, and finish_cpu()
+	// ends a CPU's stream at its value then. Throws std::system_error,
+	// FormatError.
 	KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const EventFormat> formats, uint32_t num_cpus,
-	            const PageLayout &layout, LostTotal lost_total, TgidOf tgid_of = proc_tgid);
+	            const PageLayout &layout, LostTotal lost_total, std::function<uint64_t()> now,
+	            TgidOf tgid_of = proc_tgid);
 
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
 	void write_page(uint32_t cpu, std::span<const uint8_t> page);
-	// After the last page of `cpu`: its exact lost total.
+	// After the last page of `cpu`: a packet ending now, with its exact lost
+	// total.
 	void finish_cpu(uint32_t cpu);
+	// After finish_cpu() of every CPU: the state dump's stream (if there is
+	// one yet) ends with theirs, with an empty packet.
+	void finish();
 
 	// More event classes (events enabled for a restart), appended to the
 	// metadata. Not while pages are being written.
@@ -81,7 +105,8 @@ public:
 	// packet of statedump_0 per call (one per start).
 	void write_statedump(const std::function<uint64_t()> &now);
 
-	// Closes every stream. Throws std::system_error.
+	// Closes every stream, the state dump's after finish(). Not while pages
+	// are being written. Throws std::system_error.
 	void close();
 
 	KernelTraceCounts counts() const;
@@ -100,9 +125,15 @@ private:
 	};
 	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end);
 	void index_classes(); // by_type_ from classes_
+	// The beginning of a CPU stream's first packet whose first instant is
+	// `ts`: when the trace was made, or `ts` if that is earlier.
+	uint64_t first_begin(uint64_t ts);
 
 	ctf::TraceDir dir_;
 	ctf::Uuid uuid_;
+	std::function<uint64_t()> now_;
+	uint64_t made_;                  // now_() in the constructor
+	std::atomic<uint64_t> earliest_; // beginning of the earliest first packet of a CPU
 	PageDecoder decoder_;
 	LostTotal lost_total_;
 	TgidOf tgid_of_;
@@ -115,6 +146,7 @@ private:
 	uint32_t num_cpus_;
 	ctf::StreamWriter statedump_;
 	uint64_t statedump_packets_ = 0;
+	uint64_t statedump_end_ = 0; // its last packet's end
 	uint64_t statedump_events_ = 0;
 	mutable std::mutex counts_mutex_;
 };
