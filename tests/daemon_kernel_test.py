@@ -2,10 +2,14 @@
 user events in one session, written as OUTPUT/ust + OUTPUT/kernel and read back merged by babeltrace2; the
 one-line refusal of -k for a user neither root nor in the daemon's group; a session stopped, changed and started
 again continuing its kernel trace; a snapshot session's kernel part; `-k -a`; a daemon killed with SIGKILL leaves
-its tracefs instance, which the next daemon removes and logs. tracefs's global settings are the same after
-each test as before. Needs root and a mounted tracefs (skipped with a message otherwise)."""
+its tracefs instance, which the next daemon removes and logs; lttng-analyses' `lttng-syscallstats` and
+`lttng-cputop` on a kernel trace agree with the figures of the same trace as babeltrace2 reads it. tracefs's
+global settings are the same after each test as before. Needs root and a mounted tracefs (skipped with a message
+otherwise)."""
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -386,6 +390,177 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.assertIn("tracepoints: *, sched_switch; system calls: *", t("status", "b").stdout)
         t("disable-event", "-k", "-a", "-s", "b")
         self.assertNotIn("kernel", t("status", "b").stdout, "no kernel event left")
+
+
+def lttng_analyses_figures(events):
+    """What lttng-analyses 0.6.1 makes of a kernel trace's events (kernel_session_dump.py's, in timeline order),
+    by the rules its sources state: a CPU runs the task of its last sched_switch (none before its first, none
+    while idle, tid 0); a system call counts for the task running on the exit's CPU if that task entered a call
+    since its last counted exit, under the entry's name. The time range runs from the first event to the last;
+    a task's CPU time adds up its runs from a sched_switch to it until one away from it (a task first seen
+    leaving a CPU ran from the start of the range, unless a sched_migrate_task named it before; one still
+    running ran to its end); a CPU is busy from the start of the range to its first sched_switch and then while
+    it runs a task other than the idle one. Returns (begin, end, {tid: {call: count}}, {tid: ns},
+    {tid: migrations}, {cpu: ns busy}, CPUs known)."""
+    begin, end = events[0]["t"], events[-1]["t"]
+    current, entered, calls = {}, {}, {}
+    tid_ns, tid_since, migrations, cpu_ns, cpu_since, cpus = {}, {}, {}, {}, {}, set()
+    for m in events:
+        name, cpu, f, t = m["e"], m["cpu"], m["f"], m["t"]
+        if name == "sched_switch":
+            cpus.add(cpu)
+            if cpu not in cpu_ns:
+                cpu_ns[cpu], cpu_since[cpu] = 0, begin
+            if cpu_since[cpu] is not None:
+                cpu_ns[cpu] += t - cpu_since[cpu]
+            prev, nxt = f["prev_tid"], f["next_tid"]
+            cpu_since[cpu] = t if nxt != 0 else None
+            if prev not in tid_ns:
+                tid_ns[prev], tid_since[prev] = 0, begin
+            if tid_since[prev] is not None:
+                tid_ns[prev] += t - tid_since[prev]
+                tid_since[prev] = None
+            if nxt != 0:
+                tid_ns.setdefault(nxt, 0)
+                tid_since[nxt] = t
+            current[cpu] = nxt or None
+        elif name in ("sched_wakeup", "sched_waking", "sched_wakeup_new"):
+            cpus.update((cpu, f["target_cpu"]))
+        elif name == "sched_migrate_task":
+            if f["tid"] not in tid_ns:
+                tid_ns[f["tid"]], tid_since[f["tid"]] = 0, None
+            migrations[f["tid"]] = migrations.get(f["tid"], 0) + 1
+        elif name.startswith("syscall_entry_") and current.get(cpu):
+            entered[current[cpu]] = name[len("syscall_entry_"):]
+        elif name.startswith("syscall_exit_") and entered.get(current.get(cpu)):
+            tid = current[cpu]
+            per_call = calls.setdefault(tid, {})
+            per_call[entered[tid]] = per_call.get(entered[tid], 0) + 1
+            entered[tid] = None
+    for tid, since in tid_since.items():
+        if since is not None:
+            tid_ns[tid] += end - since
+    for cpu, since in cpu_since.items():
+        if since is not None:
+            cpu_ns[cpu] += end - since
+    return begin, end, calls, tid_ns, migrations, cpu_ns, cpus
+
+
+def mi_results(tool, trace, *args):
+    """The result tables of an lttng-analyses command in machine-interface mode (its `-mi` twin)."""
+    r = subprocess.run([tool, *args, trace], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise AssertionError(f"{tool} failed ({r.returncode}): {r.stdout} {r.stderr}")
+    return json.loads(r.stdout)["results"]
+
+
+class LttngAnalysesTest(KernelMixin, DaemonTestCase):
+    """lttng-analyses (Debian's python3-lttnganalyses) as the oracle of the kernel trace's LTTng conventions: it
+    knows a kernel trace by its env, follows tasks through sched_switch and the CPU of each packet, reads system
+    calls by their syscall_entry_/syscall_exit_ names, and reads the trace through babeltrace 1, which by default
+    keeps only the time range every stream file covers."""
+
+    def setUp(self):
+        self.check_kernel_prerequisites()
+        missing = [t for t in ("lttng-syscallstats-mi", "lttng-cputop-mi", "babeltrace") if not shutil.which(t)]
+        if missing:
+            self.skipTest(f"lttng-analyses not installed ({', '.join(missing)} not found; "
+                          f"apt-get install python3-lttnganalyses); skipped")
+        try:
+            import babeltrace  # babeltrace 1's Python bindings, lttng-analyses' reader
+            self.bt1 = babeltrace
+        except ImportError:
+            self.skipTest("babeltrace 1's Python bindings missing (apt-get install python3-babeltrace); skipped")
+        super().setUp()
+
+    def test_syscallstats_and_cputop_agree_with_the_trace(self):
+        workload = program("tests", "kernel-workload")
+        self.d.start_daemon()
+        path = self.out("a")
+        t = self.d.tracery
+        t("create", "a", "--output", path)
+        # Every system call of the machine: 4 MiB per CPU, so that a busy machine loses none while the readers
+        # wait for a CPU.
+        t("enable-channel", "-k", "channel0", "--subbuf-size", "1M", "--num-subbuf", "4", "-s", "a")
+        t("enable-event", "-k", "--syscall", "-a", "-s", "a")
+        t("enable-event", "-k", "sched_*", "-s", "a")
+        # The workload and a CPU-bound process share one CPU, which is then never idle: a kernel may not record
+        # the switches away from the idle task (a VM's second CPU recorded none at all, even in a bare tracefs
+        # instance), and a thread switched in unrecorded runs unseen by lttng-analyses, which knows who runs
+        # where only from sched_switch. With the CPU never idle, each switch to a workload thread is recorded.
+        cpu = max(os.sched_getaffinity(0))
+        hog = self.d.spawn([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        os.sched_setaffinity(hog.pid, {cpu})
+        p = self.d.spawn([workload, str(GETPIDS), str(ROUNDS)])
+        pid = int(read_line(p, "ready")[0])
+        os.sched_setaffinity(pid, {cpu})  # its main thread, and the thread it makes later
+        t("start", "a")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        read_line(p, "done")
+        p.wait(timeout=30)
+        hog.kill()
+        hog.wait(timeout=30)
+        self.assertIn("channel0 (kernel): 0 events lost", t("stop", "a").stdout)
+        kernel = os.path.join(path, "kernel")
+
+        dump = subprocess.run([sys.executable, DUMP, kernel], capture_output=True, text=True, timeout=300)
+        self.assertEqual(dump.returncode, 0, dump.stderr)
+        events = [m for m in map(json.loads, dump.stdout.splitlines()) if "e" in m]
+        # Babeltrace 1 as lttng-analyses opens the trace (stream intersection on) reads every event babeltrace2
+        # does, at the same time: no stream file spans less than the trace.
+        bt1 = self.bt1.TraceCollection(intersect_mode=True)
+        self.assertNotEqual(bt1.add_traces_recursive(kernel, "ctf"), {})
+        read = [(e.name, e.timestamp) for e in bt1.events]
+        self.assertEqual(len(read), len(events))
+        self.assertEqual(read, [(m["e"], m["t"]) for m in events])
+
+        begin, end, calls, tid_ns, migrations, cpu_ns, cpus = lttng_analyses_figures(events)
+        getpids = sum(1 for m in events if m["e"] == "syscall_exit_getpid" and m["f"]["ret"] == pid)
+        self.assertGreaterEqual(getpids, GETPIDS)  # the loop's, and the runtime's if it makes any
+        self.assertEqual(calls.get(pid, {}).get("getpid"), getpids)
+        pong = next(s["next_tid"] for s in (m["f"] for m in events if m["e"] == "sched_switch")
+                    if s["next_comm"] == "kw-pong")
+        # Each round trip is a write and a read in each thread.
+        self.assertGreaterEqual(calls.get(pong, {}).get("read", 0), ROUNDS)
+        self.assertGreaterEqual(calls.get(pong, {}).get("write", 0), ROUNDS)
+
+        stats = mi_results("lttng-syscallstats-mi", kernel)
+        per_tid, totals = {}, None
+        for table in stats:
+            if table["class"] == "total":
+                totals = {row[0]["tid"]: row[1]["value"] for row in table["data"]}
+                continue
+            self.assertEqual((table["time-range"]["begin"]["value"], table["time-range"]["end"]["value"]),
+                             (begin, end))
+            tid = int(re.search(r"TID: (\d+)\)\]$", table["class"]["title"]).group(1))
+            per_tid[tid] = {row[0]["name"]: row[1]["value"] for row in table["data"]}
+        self.assertEqual(per_tid, calls)
+        self.assertEqual(totals, {tid: sum(c.values()) for tid, c in calls.items()})
+
+        # CPU time: lttng-cputop gives each figure as a ratio of the time range (ns * 100 / range, then / 100).
+        # Its sums of nanoseconds must be ours exactly (it reads the same timestamps, as checked above), so the
+        # ratios (at most 1) may differ only by the rounding of those two floating-point operations, below 1e-15;
+        # 1e-12 leaves room for that, and a sum off by 1 ns over a range shorter than 1000 s is off by more.
+        top = {table["class"]: table for table in mi_results("lttng-cputop-mi", kernel, "--limit", "0")}
+        for table in top.values():
+            self.assertEqual((table["time-range"]["begin"]["value"], table["time-range"]["end"]["value"]),
+                             (begin, end))
+        duration = end - begin
+        usage = {row[0]["tid"]: row[3]["value"] for row in top["per-process"]["data"]}
+        self.assertEqual(sorted(usage), sorted(tid_ns))
+        self.assertEqual({row[0]["tid"]: row[1]["value"] for row in top["per-process"]["data"]},
+                         {tid: migrations.get(tid, 0) for tid in tid_ns})
+        for tid, ns in tid_ns.items():
+            self.assertAlmostEqual(usage[tid], ns / duration, delta=1e-12, msg=f"tid {tid}")
+        self.assertGreater(usage[pid], 0)
+        busy = {row[0]["id"]: row[1]["value"] for row in top["per-cpu"]["data"]}
+        self.assertEqual(sorted(busy), sorted(cpu_ns))
+        for cpu, ns in cpu_ns.items():
+            self.assertAlmostEqual(busy[cpu], ns / duration, delta=1e-12, msg=f"CPU {cpu}")
+        self.assertAlmostEqual(top["total"]["data"][0][0]["value"],
+                               sum(cpu_ns.values()) / duration / len(cpus), delta=1e-12)
+        t("destroy", "a")
 
 
 class KernelAccessTest(KernelMixin, UsersTestCase):
