@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "base/byte_order.hpp"
 #include "base/utf8.hpp"
 #include "ctf/tsdl.hpp"
 #include "kernel/fields.hpp"
@@ -291,8 +292,14 @@ int32_t proc_tgid(int32_t tid)
 
 void put_integer(std::vector<uint8_t> &out, uint64_t value, unsigned size)
 {
-	for (unsigned i = 0; i < size; ++i)
-		out.push_back(static_cast<uint8_t>(value >> (8 * i)));
+	// One append of the little-endian bytes (per event on the readers'
+	// path: no byte-by-byte push_back).
+	uint8_t bytes[8];
+	base::store_le<uint64_t>(bytes, value);
+	const unsigned n = size < 8 ? size : 8;
+	out.insert(out.end(), bytes, bytes + n);
+	if (size > n)
+		out.resize(out.size() + (size - n), 0);
 }
 
 void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n)

@@ -107,9 +107,9 @@ int32_t lttng_status(char state)
 void put_header(std::vector<uint8_t> &out, uint32_t id, uint64_t prev, uint64_t ts)
 {
 	const bool compact = ctf::can_use_compact_header(id, prev, ts);
-	const size_t at = out.size();
-	out.resize(at + ctf::event_header_size(compact));
-	ctf::write_event_header(out.data() + at, id, ts, compact);
+	uint8_t header[ctf::kExtendedHeaderSize];
+	ctf::write_event_header(header, id, ts, compact);
+	out.insert(out.end(), header, header + ctf::event_header_size(compact));
 }
 
 } // namespace
