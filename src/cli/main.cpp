@@ -130,9 +130,22 @@ int main(int argc, char **argv)
 	rec->callback([&] { run = [&] { return verb_snapshot_record(a); }; });
 	session_option(rec, a);
 
-	auto *view = verb("view", "Print a session's trace (or a trace directory) with babeltrace2",
+	auto *view = verb("view",
+	                  "Print the events of sessions' traces or trace directories, merged in time order, as "
+	                  "babeltrace2 prints them",
 	                  [&] { return verb_view(a); });
-	view->add_option("TARGET", a.target, "Session name or trace directory (default: the current session)");
+	view->add_option("TARGET", a.targets,
+	                 "Session names or trace directories (default: the current session); a directory may hold "
+	                 "several traces (ust/, kernel/, snapshots)");
+	view->add_option("--begin", a.begin,
+	                 "Only events at or after this time: HH:MM:SS[.N] (local time, on the day of the first "
+	                 "event), 'YYYY-MM-DD HH:MM:SS[.N]', SECONDS.N or NS from the epoch");
+	view->add_option("--end", a.end, "Only events at or before this time (as --begin)");
+	view->add_option("--names", a.names, "Only events whose name matches one of these globs ('sched_*,app:*')")
+		->delimiter(',');
+	view->add_option("--fields", a.fields,
+	                 "Only these fields of each scope (packet context, contexts, payload), e.g. 'cpu_id,msg'")
+		->delimiter(',');
 
 	verb("version", "Print the version", [] { return verb_version(); });
 

@@ -5,6 +5,7 @@
 #include "cli/current.hpp"
 #include "cli/print.hpp"
 
+#include "analysis/text_view.hpp"
 #include "analysis/trace_scan.hpp"
 
 #include "base/sizes.hpp"
@@ -18,9 +19,11 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <system_error>
 
 namespace tracery::cli {
@@ -356,29 +359,31 @@ int verb_snapshot_record(const Args &a)
 	return 0;
 }
 
-// TARGET is a trace directory when it looks like a path (it has a '/', or
-// a directory of that name exists), else a session name.
-int verb_view(const Args &a)
+namespace {
+
+// The traces one TARGET names, after the warnings about it: TARGET is a
+// trace directory when it looks like a path (it has a '/', or a directory of
+// that name exists), else a session name.
+void view_target(const std::string &target, std::vector<analysis::ViewInput> &inputs)
 {
 	std::string path;
 	json session = json::object(); // the session's status, when TARGET names one
 	struct stat st;
-	const bool exists = !a.target.empty() && stat(a.target.c_str(), &st) == 0;
-	if (a.target.find('/') != std::string::npos || (exists && S_ISDIR(st.st_mode))) {
+	const bool exists = !target.empty() && stat(target.c_str(), &st) == 0;
+	if (target.find('/') != std::string::npos || (exists && S_ISDIR(st.st_mode))) {
 		if (!exists)
 			throw CliError(
-				"no trace directory '" + a.target +
+				"no trace directory '" + target +
 				(errno == ENOENT ? "': it does not exist" : "': " + std::string(strerror(errno))) +
 				"; give the directory of a trace, or a session name (see `tracery list`)");
 		if (!S_ISDIR(st.st_mode))
 			throw CliError(
-				"'" + a.target +
+				"'" + target +
 				"' is not a directory: give the directory of a trace (the one holding its metadata "
 				"file), or a session name");
-		path = a.target;
+		path = target;
 	} else {
-		session =
-			request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(a.target)}});
+		session = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(target)}});
 		path = session.value("output", "");
 	}
 	analysis::TraceScan scan;
@@ -415,17 +420,40 @@ int verb_view(const Args &a)
 			        "buffers and are not shown; run `tracery stop %s` first to see them all\n",
 			        name.c_str(), name.c_str());
 	} else {
-		// babeltrace2 skips an empty stream file without a word and refuses
-		// a whole trace for one packet cut short: say which files first.
+		// An empty stream file holds no event, and a packet cut short
+		// makes the whole trace unreadable: say which files first.
 		for (const auto &w : scan.warnings)
 			fprintf(stderr, "tracery: warning: %s\n", w.c_str());
 	}
+	for (const std::string &t : scan.traces) {
+		std::string rel = std::filesystem::path(t).lexically_relative(path).string();
+		if (rel == ".")
+			rel.clear();
+		inputs.push_back({t, rel});
+	}
+}
+
+} // namespace
+
+int verb_view(const Args &a)
+{
+	std::vector<analysis::ViewInput> inputs;
+	if (a.targets.empty())
+		view_target("", inputs);
+	for (const std::string &t : a.targets)
+		view_target(t, inputs);
+	analysis::ViewOptions options;
+	options.begin = a.begin;
+	options.end = a.end;
+	options.names = split_commas(a.names);
+	options.fields = split_commas(a.fields);
 	fflush(stdout);
-	execlp("babeltrace2", "babeltrace2", path.c_str(), static_cast<char *>(nullptr));
-	if (errno == ENOENT)
-		throw CliError("babeltrace2 is not installed: install it (apt-get install babeltrace2) or read " +
-		               path + " with another CTF reader");
-	throw CliError(std::string("cannot run babeltrace2: ") + strerror(errno));
+	// A reader that goes away (`tracery view | head`) ends the output
+	// quietly: EPIPE instead of the signal.
+	signal(SIGPIPE, SIG_IGN);
+	// A damaged trace throws an error naming the file and the offset.
+	analysis::view_traces(inputs, options, STDOUT_FILENO, stderr);
+	return 0;
 }
 
 int verb_version()

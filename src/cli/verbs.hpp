@@ -20,9 +20,12 @@ struct Args {
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
 	std::vector<std::string> contexts;
-	std::string target;            // view NAME|DIR
-	std::vector<std::string> pids; // track/untrack --pid
-	bool follow_children = true;   // track --follow-children / --no-follow-children
+	std::vector<std::string> targets; // view NAME|DIR...
+	std::string begin, end;           // view --begin/--end
+	std::vector<std::string> names;   // view --names
+	std::vector<std::string> fields;  // view --fields
+	std::vector<std::string> pids;    // track/untrack --pid
+	bool follow_children = true;      // track --follow-children / --no-follow-children
 };
 
 int verb_create(const Args &a);

@@ -1,0 +1,728 @@
+// ctf/reader/decoder.cpp — compiling decode plans (paths resolved to
+// registers, roles found by CTF's special names) and running them.
+#include "ctf/reader/decoder.hpp"
+
+#include <cstring>
+
+namespace tracery::ctf::reader {
+
+namespace {
+
+constexpr size_t kDenseIds = 65536;
+// Bounds on what metadata can make the compiler build (typealiases can
+// nest and repeat types without nesting the text).
+constexpr size_t kMaxOpsPerPlan = size_t{1} << 18;
+constexpr size_t kMaxOpsPerTrace = size_t{1} << 21;
+constexpr int kMaxDepth = 128;
+
+enum class Scope : uint8_t { packet_header, packet_context, event_header, stream_event_context, event_context, fields };
+constexpr int kScopes = 6;
+constexpr const char *kScopePrefix[kScopes] = {"trace.packet.header.", "stream.packet.context.",
+                                               "stream.event.header.", "stream.event.context.",
+                                               "event.context.",       "event.fields."};
+
+struct OpRef {
+	Plan *plan;
+	uint32_t index;
+};
+
+} // namespace
+
+class PlanCompiler {
+public:
+	PlanCompiler(TracePlans &out) : out_(out), tc_(out.tc_) {}
+
+	void compile()
+	{
+		compile_scope(out_.packet_header_, out_.tc_.packet_header.get(), Scope::packet_header);
+		for (const auto &[id, sc] : tc_.streams) {
+			auto sp = std::make_unique<TracePlans::StreamPlans>();
+			sp->cls = &sc;
+			clear_from(Scope::packet_context);
+			compile_scope(sp->packet_context, sc.packet_context.get(), Scope::packet_context);
+			compile_scope(sp->event_header, sc.event_header.get(), Scope::event_header);
+			compile_scope(sp->event_context, sc.event_context.get(), Scope::stream_event_context);
+			sp->clock = default_clock(sc);
+			sp->events.reserve(sc.events.size());
+			for (const auto &[eid, ec] : sc.events) {
+				clear_from(Scope::event_context);
+				TracePlans::EventPlans ep;
+				ep.cls = &ec;
+				sp->events.push_back(std::move(ep));
+				TracePlans::EventPlans &e = sp->events.back();
+				compile_scope(e.context, ec.context.get(), Scope::event_context);
+				compile_scope(e.fields, ec.fields.get(), Scope::fields);
+				const auto index = static_cast<uint32_t>(sp->events.size());
+				if (eid < kDenseIds) {
+					if (sp->event_index.size() <= eid)
+						sp->event_index.resize(eid + 1, 0);
+					sp->event_index[eid] = index;
+				} else {
+					sp->sparse.emplace_back(eid, index);
+				}
+			}
+			out_.streams_.push_back(std::move(sp));
+		}
+		out_.regs_ = regs_;
+	}
+
+private:
+	[[noreturn]] void fail(const std::string &what) const
+	{
+		throw std::runtime_error("metadata: " + where_ + ": " + what);
+	}
+
+	const Clock *default_clock(const StreamClass &sc) const
+	{
+		// The clock the event header's timestamp (or the packet's beginning) maps to.
+		std::string name;
+		find_clock(sc.event_header.get(), name);
+		if (name.empty())
+			find_clock(sc.packet_context.get(), name);
+		if (name.empty())
+			return nullptr;
+		const Clock *c = tc_.clock(name);
+		if (!c)
+			throw std::runtime_error("metadata: stream " + std::to_string(sc.id) +
+			                         " maps a field to clock '" + name +
+			                         "', which no clock block declares");
+		return c;
+	}
+	static void find_clock(const FieldType *t, std::string &name)
+	{
+		if (!t || !name.empty())
+			return;
+		if ((t->kind == TypeKind::integer || t->kind == TypeKind::enumeration) && !t->mapped_clock.empty())
+			name = t->mapped_clock;
+		for (const Member &m : t->members)
+			find_clock(m.type.get(), name);
+	}
+
+	void clear_from(Scope s)
+	{
+		for (int i = static_cast<int>(s); i < kScopes; ++i)
+			symbols_[i].clear();
+	}
+
+	void compile_scope(Plan &plan, const FieldType *root, Scope scope)
+	{
+		plan = Plan{};
+		if (!root)
+			return;
+		scope_ = scope;
+		where_ = std::string(kScopePrefix[static_cast<int>(scope)]);
+		where_.pop_back();
+		paths_.assign(1, "");
+		emit(plan, *root, nullptr, "", true, 0);
+	}
+
+	bool resolve_order(ByteOrder o) const { return o == ByteOrder::native ? tc_.big_endian : o == ByteOrder::be; }
+
+	Role role_of(const std::string &name, const FieldType &t, int depth) const
+	{
+		switch (scope_) {
+		case Scope::packet_header:
+			if (depth != 1)
+				return Role::none;
+			if (name == "magic")
+				return Role::magic;
+			if (name == "stream_id")
+				return Role::stream_id;
+			if (name == "stream_instance_id")
+				return Role::stream_instance_id;
+			return Role::none;
+		case Scope::packet_context:
+			if (depth != 1)
+				return Role::none;
+			if (name == "timestamp_begin")
+				return Role::packet_begin;
+			if (name == "timestamp_end")
+				return Role::packet_end;
+			if (name == "content_size")
+				return Role::content_size;
+			if (name == "packet_size")
+				return Role::packet_size;
+			if (name == "events_discarded")
+				return Role::events_discarded;
+			if (name == "packet_seq_num")
+				return Role::packet_seq_num;
+			return Role::none;
+		case Scope::event_header:
+			if (name == "id")
+				return Role::event_id;
+			if (name == "timestamp" || !t.mapped_clock.empty())
+				return Role::timestamp;
+			return Role::none;
+		default:
+			return t.mapped_clock.empty() ? Role::none : Role::clock_update;
+		}
+	}
+
+	// Resolves a sequence length or variant tag path to the op that decodes it.
+	OpRef resolve(const std::string &ref)
+	{
+		for (int s = 0; s < kScopes; ++s) {
+			const std::string prefix = kScopePrefix[s];
+			if (ref.compare(0, prefix.size(), prefix) == 0) {
+				if (s > static_cast<int>(scope_))
+					fail("'" + ref + "' names a scope decoded after this one");
+				if (auto r = find(s, ref.substr(prefix.size())))
+					return *r;
+				fail("no field '" + ref + "' before this one");
+			}
+		}
+		for (auto p = paths_.rbegin(); p != paths_.rend(); ++p) {
+			const std::string full = p->empty() ? ref : *p + "." + ref;
+			if (auto r = find(static_cast<int>(scope_), full))
+				return *r;
+		}
+		for (int s = static_cast<int>(scope_) - 1; s >= 0; --s)
+			if (auto r = find(s, ref))
+				return *r;
+		fail("no field '" + ref + "' before this one");
+	}
+	std::optional<OpRef> find(int scope, const std::string &path) const
+	{
+		const auto &syms = symbols_[scope];
+		for (auto it = syms.rbegin(); it != syms.rend(); ++it)
+			if (it->first == path)
+				return it->second;
+		return std::nullopt;
+	}
+	int32_t register_of(OpRef r)
+	{
+		Op &op = r.plan->ops[r.index];
+		if (op.kind == OpKind::structure || op.kind == OpKind::array || op.kind == OpKind::sequence ||
+		    op.kind == OpKind::variant || op.kind == OpKind::string || op.kind == OpKind::text_array ||
+		    op.kind == OpKind::text_sequence || op.kind == OpKind::float32 || op.kind == OpKind::float64)
+			fail("'" + (op.name ? *op.name : std::string("?")) + "' is not an integer");
+		if (op.reg < 0)
+			op.reg = static_cast<int32_t>(regs_++);
+		return op.reg;
+	}
+
+	static uint64_t fixed_bits(const FieldType &t)
+	{
+		if ((t.kind == TypeKind::integer || t.kind == TypeKind::enumeration || t.kind == TypeKind::floating) &&
+		    t.size % t.align == 0)
+			return t.size;
+		return 0;
+	}
+
+	static bool is_text_element(const FieldType &e)
+	{
+		return (e.kind == TypeKind::integer) && e.size == 8 && e.align % 8 == 0 && e.encoding != Encoding::none;
+	}
+
+	// Emits the ops of t; path is its dotted path in the scope ("" for the
+	// root), depth its depth (root 0); in_struct_chain: reachable through
+	// structs and variants only (so a path can name it).
+	void emit(Plan &plan, const FieldType &t, const std::string *name, const std::string &path,
+	          bool in_struct_chain, int depth)
+	{
+		if (plan.ops.size() >= kMaxOpsPerPlan || ++total_ops_ > kMaxOpsPerTrace)
+			fail("too many fields (types nest or repeat too much)");
+		if (depth > kMaxDepth)
+			fail("types nested deeper than " + std::to_string(kMaxDepth) + " levels");
+		const auto index = static_cast<uint32_t>(plan.ops.size());
+		plan.ops.emplace_back();
+		Op op;
+		op.type = &t;
+		op.name = name;
+		op.align = t.align;
+		op.shown = scope_ != Scope::packet_header && scope_ != Scope::event_header;
+		switch (t.kind) {
+		case TypeKind::integer:
+		case TypeKind::enumeration: {
+			op.size = static_cast<uint8_t>(t.size);
+			op.is_signed = t.is_signed;
+			op.big_endian = resolve_order(t.byte_order);
+			op.kind = OpKind::integer;
+			if (!op.big_endian && !op.is_signed && t.align % 8 == 0 && t.kind == TypeKind::integer) {
+				if (t.size == 8)
+					op.kind = OpKind::u8;
+				else if (t.size == 16)
+					op.kind = OpKind::u16;
+				else if (t.size == 32)
+					op.kind = OpKind::u32;
+				else if (t.size == 64)
+					op.kind = OpKind::u64;
+			}
+			if (name)
+				op.role = role_of(*name, t, depth);
+			if (op.role != Role::none && scope_ == Scope::packet_context)
+				op.shown = false;
+			break;
+		}
+		case TypeKind::floating:
+			op.kind = t.size == 32 ? OpKind::float32 : OpKind::float64;
+			op.size = static_cast<uint8_t>(t.size);
+			op.big_endian = resolve_order(t.byte_order);
+			break;
+		case TypeKind::string:
+			op.kind = OpKind::string;
+			break;
+		case TypeKind::structure: {
+			op.kind = OpKind::structure;
+			op.count = static_cast<uint32_t>(t.members.size());
+			plan.ops[index] = op;
+			paths_.push_back(path);
+			for (const Member &m : t.members)
+				emit(plan, *m.type, &m.name, path.empty() ? m.name : path + "." + m.name,
+				     in_struct_chain, depth + 1);
+			paths_.pop_back();
+			plan.ops[index].next = static_cast<uint32_t>(plan.ops.size());
+			return;
+		}
+		case TypeKind::variant: {
+			op.kind = OpKind::variant;
+			op.count = static_cast<uint32_t>(t.members.size());
+			if (t.tag.empty())
+				fail("variant '" + path + "' without a tag");
+			const OpRef tag = resolve(t.tag);
+			const Op &tag_op = tag.plan->ops[tag.index];
+			if (tag_op.type->kind != TypeKind::enumeration)
+				fail("the tag '" + t.tag + "' of variant '" + path + "' is not an enum");
+			op.src_reg = register_of(tag);
+			Selector sel;
+			sel.is_signed = tag_op.type->is_signed;
+			for (const EnumMapping &m : tag_op.type->mappings) {
+				uint32_t option = UINT32_MAX;
+				for (uint32_t i = 0; i < t.members.size(); ++i)
+					if (t.members[i].name == m.label)
+						option = i;
+				if (option == UINT32_MAX)
+					for (uint32_t i = 0; i < t.members.size(); ++i)
+						if (t.members[i].name.size() == m.label.size() + 1 &&
+						    t.members[i].name[0] == '_' &&
+						    t.members[i].name.compare(1, std::string::npos, m.label) == 0)
+							option = i;
+				if (option == UINT32_MAX)
+					continue;
+				for (const EnumRange &r : m.ranges)
+					sel.ranges.push_back({r.lo, r.hi, option});
+			}
+			op.table = static_cast<uint32_t>(plan.selectors.size());
+			op.align = 1;
+			plan.ops[index] = op;
+			paths_.push_back(path);
+			for (const Member &m : t.members) {
+				sel.option_ops.push_back(static_cast<uint32_t>(plan.ops.size()));
+				emit(plan, *m.type, &m.name, path.empty() ? m.name : path + "." + m.name,
+				     in_struct_chain, depth + 1);
+			}
+			paths_.pop_back();
+			plan.selectors.push_back(std::move(sel));
+			plan.ops[index].next = static_cast<uint32_t>(plan.ops.size());
+			return;
+		}
+		case TypeKind::array:
+		case TypeKind::sequence: {
+			const FieldType &e = *t.element;
+			const bool seq = t.kind == TypeKind::sequence;
+			if (seq) {
+				const OpRef len = resolve(t.length_ref);
+				op.src_reg = register_of(len);
+			} else {
+				if (t.length > UINT32_MAX)
+					fail("array '" + path + "' of " + std::to_string(t.length) + " elements");
+				op.count = static_cast<uint32_t>(t.length);
+			}
+			op.align = e.align;
+			if (is_text_element(e)) {
+				op.kind = seq ? OpKind::text_sequence : OpKind::text_array;
+				op.elem_bits = 8;
+				break;
+			}
+			op.kind = seq ? OpKind::sequence : OpKind::array;
+			op.elem_bits = fixed_bits(e);
+			plan.ops[index] = op;
+			emit(plan, e, nullptr, path + "[]", false, depth + 1);
+			plan.ops[index].next = static_cast<uint32_t>(plan.ops.size());
+			return;
+		}
+		}
+		op.next = index + 1;
+		plan.ops[index] = op;
+		if (in_struct_chain && !path.empty())
+			symbols_[static_cast<int>(scope_)].emplace_back(path, OpRef{&plan, index});
+	}
+
+	TracePlans &out_;
+	const TraceClass &tc_;
+	Scope scope_ = Scope::packet_header;
+	std::string where_;
+	std::vector<std::string> paths_;
+	std::vector<std::pair<std::string, OpRef>> symbols_[kScopes];
+	size_t regs_ = 0;
+	size_t total_ops_ = 0;
+};
+
+TracePlans::TracePlans(const TraceClass &tc) : tc_(tc) { PlanCompiler(*this).compile(); }
+
+const TracePlans::StreamPlans *TracePlans::stream(uint64_t id) const
+{
+	for (const auto &s : streams_)
+		if (s->cls->id == id)
+			return s.get();
+	return nullptr;
+}
+
+const TracePlans::EventPlans *TracePlans::StreamPlans::event(uint64_t id) const
+{
+	if (id < event_index.size()) {
+		const uint32_t i = event_index[id];
+		return i ? &events[i - 1] : nullptr;
+	}
+	for (const auto &[eid, i] : sparse)
+		if (eid == id)
+			return &events[i - 1];
+	return nullptr;
+}
+
+namespace {
+
+inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	std::memcpy(&v, p, n); // little-endian host
+	return v;
+}
+
+class Runner {
+public:
+	Runner(const Plan &plan, const uint8_t *base, uint64_t pos, uint64_t end, DecodeState &st,
+	       std::vector<Value> &values)
+		: plan_(plan), base_(base), pos_(pos), end_(end), st_(st), values_(values)
+	{
+	}
+
+	uint64_t run()
+	{
+		run_op(0);
+		return pos_;
+	}
+
+private:
+	[[noreturn]] void fail(const std::string &what) const { throw DecodeError(pos_, what); }
+
+	std::string field_name(const Op &op) const
+	{
+		return op.name ? "'" + *op.name + "'" : std::string("an element");
+	}
+
+	void align(uint32_t a)
+	{
+		const uint64_t p = (pos_ + a - 1) & ~(uint64_t{a} - 1);
+		if (p > end_)
+			fail("alignment padding runs past the end of the packet's content");
+		pos_ = p;
+	}
+	void need(uint64_t bits, const Op &op) const
+	{
+		if (bits > end_ - pos_)
+			fail("field " + field_name(op) + " (" + std::to_string(bits) +
+			     " bits) runs past the end of the packet's content");
+	}
+
+	uint64_t read_bits(unsigned size, bool be)
+	{
+		const uint8_t *p = base_ + (pos_ >> 3);
+		const unsigned shift = static_cast<unsigned>(pos_ & 7);
+		const unsigned nbytes = (shift + size + 7) / 8;
+		uint64_t v;
+		if (!be) {
+			if (shift == 0 && (size & 7) == 0) {
+				v = load_le_bytes(p, size / 8);
+			} else {
+				v = load_le_bytes(p, nbytes < 8 ? nbytes : 8) >> shift;
+				if (nbytes == 9)
+					v |= static_cast<uint64_t>(p[8]) << (64 - shift);
+			}
+		} else {
+			unsigned __int128 acc = 0;
+			for (unsigned i = 0; i < nbytes; ++i)
+				acc = (acc << 8) | p[i];
+			v = static_cast<uint64_t>(acc >> (nbytes * 8 - shift - size));
+		}
+		if (size < 64)
+			v &= (uint64_t{1} << size) - 1;
+		pos_ += size;
+		return v;
+	}
+
+	void push(Value v)
+	{
+		if (values_.size() >= kMaxValuesPerScope)
+			fail("more than " + std::to_string(kMaxValuesPerScope) + " fields in one scope");
+		values_.push_back(v);
+	}
+
+	void integer_result(const Op &op, uint64_t raw)
+	{
+		if (op.reg >= 0)
+			st_.regs[static_cast<size_t>(op.reg)] = raw;
+		if (op.role != Role::none)
+			apply_role(op, raw);
+		Value v;
+		v.u = raw;
+		v.n = 0;
+		push(v);
+	}
+
+	void apply_role(const Op &op, uint64_t raw)
+	{
+		PacketFields *pf = st_.packet;
+		switch (op.role) {
+		case Role::event_id:
+			st_.event_id = raw;
+			st_.has_event_id = true;
+			break;
+		case Role::timestamp:
+		case Role::clock_update:
+			if (op.size >= 64) {
+				st_.clock = raw;
+			} else {
+				const uint64_t mask = (uint64_t{1} << op.size) - 1;
+				uint64_t c = (st_.clock & ~mask) | raw;
+				if (raw < (st_.clock & mask))
+					c += uint64_t{1} << op.size;
+				st_.clock = c;
+			}
+			break;
+		case Role::magic:
+			if (pf)
+				pf->magic = raw, pf->has_magic = true;
+			break;
+		case Role::stream_id:
+			if (pf)
+				pf->stream_id = raw, pf->has_stream_id = true;
+			break;
+		case Role::stream_instance_id:
+			if (pf)
+				pf->stream_instance_id = raw, pf->has_stream_instance_id = true;
+			break;
+		case Role::packet_begin:
+			if (pf)
+				pf->begin = raw, pf->has_begin = true;
+			break;
+		case Role::packet_end:
+			if (pf)
+				pf->end = raw, pf->has_end = true;
+			break;
+		case Role::content_size:
+			if (pf)
+				pf->content_bits = raw, pf->has_content = true;
+			break;
+		case Role::packet_size:
+			if (pf)
+				pf->packet_bits = raw, pf->has_packet = true;
+			break;
+		case Role::events_discarded:
+			if (pf)
+				pf->discarded = raw, pf->has_discarded = true;
+			break;
+		case Role::packet_seq_num:
+			if (pf)
+				pf->seq = raw, pf->has_seq = true;
+			break;
+		case Role::none:
+			break;
+		}
+	}
+
+	uint64_t length_of(const Op &op)
+	{
+		const uint64_t n = st_.regs[static_cast<size_t>(op.src_reg)];
+		if (n > (uint64_t{1} << 40))
+			fail("sequence " + field_name(op) + " of " + std::to_string(n) + " elements");
+		return n;
+	}
+
+	uint32_t run_op(uint32_t i)
+	{
+		const Op &op = plan_.ops[i];
+		switch (op.kind) {
+		case OpKind::u8:
+		case OpKind::u16:
+		case OpKind::u32:
+		case OpKind::u64: {
+			align(op.align);
+			need(op.size, op);
+			// align() left pos_ on a byte: these ops are byte-aligned.
+			const uint64_t raw = load_le_bytes(base_ + (pos_ >> 3), op.size / 8);
+			pos_ += op.size;
+			integer_result(op, raw);
+			return i + 1;
+		}
+		case OpKind::integer: {
+			align(op.align);
+			need(op.size, op);
+			uint64_t raw = read_bits(op.size, op.big_endian);
+			if (op.is_signed && op.size < 64) {
+				const uint64_t m = uint64_t{1} << (op.size - 1);
+				raw = (raw ^ m) - m;
+			}
+			integer_result(op, raw);
+			return i + 1;
+		}
+		case OpKind::float32: {
+			align(op.align);
+			need(32, op);
+			const auto bits = static_cast<uint32_t>(read_bits(32, op.big_endian));
+			float f;
+			std::memcpy(&f, &bits, 4);
+			Value v;
+			v.f = static_cast<double>(f);
+			v.n = 0;
+			push(v);
+			return i + 1;
+		}
+		case OpKind::float64: {
+			align(op.align);
+			need(64, op);
+			const uint64_t bits = read_bits(64, op.big_endian);
+			Value v;
+			std::memcpy(&v.f, &bits, 8);
+			v.n = 0;
+			push(v);
+			return i + 1;
+		}
+		case OpKind::string: {
+			align(8);
+			const uint8_t *p = base_ + (pos_ >> 3);
+			const size_t avail = static_cast<size_t>((end_ - pos_) >> 3);
+			const void *nul = std::memchr(p, 0, avail);
+			if (!nul)
+				fail("string " + field_name(op) +
+				     " has no terminating NUL before the packet's content ends");
+			const auto len = static_cast<size_t>(static_cast<const uint8_t *>(nul) - p);
+			Value v;
+			v.s = reinterpret_cast<const char *>(p);
+			v.n = len;
+			push(v);
+			pos_ += (len + 1) * 8;
+			return i + 1;
+		}
+		case OpKind::text_array:
+		case OpKind::text_sequence: {
+			const uint64_t n = op.kind == OpKind::text_array ? op.count : length_of(op);
+			align(op.align);
+			if (n > (end_ - pos_) / 8)
+				fail("text " + field_name(op) + " of " + std::to_string(n) +
+				     " bytes runs past the end of the packet's content");
+			const uint8_t *p = base_ + (pos_ >> 3);
+			const void *nul = std::memchr(p, 0, static_cast<size_t>(n));
+			Value v;
+			v.s = reinterpret_cast<const char *>(p);
+			v.n = nul ? static_cast<uint64_t>(static_cast<const uint8_t *>(nul) - p) : n;
+			push(v);
+			pos_ += n * 8;
+			return i + 1;
+		}
+		case OpKind::structure: {
+			align(op.align);
+			Value v;
+			v.u = 0;
+			v.n = op.count;
+			push(v);
+			uint32_t c = i + 1;
+			for (uint32_t k = 0; k < op.count; ++k)
+				c = run_op(c);
+			return op.next;
+		}
+		case OpKind::array:
+		case OpKind::sequence: {
+			const uint64_t n = op.kind == OpKind::array ? op.count : length_of(op);
+			align(op.align);
+			if (op.elem_bits && n > (end_ - pos_) / op.elem_bits)
+				fail("array " + field_name(op) + " of " + std::to_string(n) +
+				     " elements runs past the end of the packet's content");
+			Value v;
+			v.u = 0;
+			v.n = n;
+			push(v);
+			for (uint64_t k = 0; k < n; ++k)
+				run_op(i + 1);
+			return op.next;
+		}
+		case OpKind::variant: {
+			const Selector &sel = plan_.selectors[op.table];
+			const uint64_t raw = st_.regs[static_cast<size_t>(op.src_reg)];
+			uint32_t option = UINT32_MAX;
+			for (const Selector::Range &r : sel.ranges) {
+				const bool in = sel.is_signed ? static_cast<int64_t>(raw) >= r.lo &&
+				                                        static_cast<int64_t>(raw) <= r.hi
+				                              : raw >= static_cast<uint64_t>(r.lo) &&
+				                                        raw <= static_cast<uint64_t>(r.hi);
+				if (in) {
+					option = r.option;
+					break;
+				}
+			}
+			if (option == UINT32_MAX)
+				fail("variant " + field_name(op) + ": its tag's value " +
+				     (sel.is_signed ? std::to_string(static_cast<int64_t>(raw)) : std::to_string(raw)) +
+				     " selects no option");
+			Value v;
+			v.u = raw;
+			v.n = option;
+			push(v);
+			run_op(sel.option_ops[option]);
+			return op.next;
+		}
+		}
+		return op.next;
+	}
+
+	const Plan &plan_;
+	const uint8_t *base_;
+	uint64_t pos_, end_;
+	DecodeState &st_;
+	std::vector<Value> &values_;
+};
+
+} // namespace
+
+uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                  std::vector<Value> *values)
+{
+	if (plan.empty())
+		return bit_pos;
+	std::vector<Value> scratch;
+	std::vector<Value> &out = values ? *values : scratch;
+	return Runner(plan, base, bit_pos, bit_end, st, out).run();
+}
+
+} // namespace tracery::ctf::reader
+
+namespace tracery::ctf::reader {
+
+size_t skip_values(const Plan &plan, uint32_t i, const Value *values, size_t v)
+{
+	const Op &op = plan.ops[i];
+	switch (op.kind) {
+	case OpKind::structure: {
+		size_t w = v + 1;
+		uint32_t c = i + 1;
+		for (uint32_t k = 0; k < op.count; ++k) {
+			w = skip_values(plan, c, values, w);
+			c = plan.ops[c].next;
+		}
+		return w;
+	}
+	case OpKind::array:
+	case OpKind::sequence: {
+		size_t w = v + 1;
+		for (uint64_t k = 0; k < values[v].n; ++k)
+			w = skip_values(plan, i + 1, values, w);
+		return w;
+	}
+	case OpKind::variant:
+		return skip_values(plan, plan.selectors[op.table].option_ops[values[v].n], values, v + 1);
+	default:
+		return v + 1;
+	}
+}
+
+} // namespace tracery::ctf::reader

@@ -1,0 +1,217 @@
+// ctf/reader/decoder.hpp — decode plans compiled once per scope of a trace
+// class (packet header, packet context, event header, stream event context,
+// and per event class its context and fields), and the bit reader that runs
+// them over a packet's bytes.
+//
+// A plan is a flat array of ops in the order of the type tree (a compound op
+// is followed by its children; `next` skips its subtree). Decoding appends
+// one Value per op run (an array's element ops run once per element) to a
+// caller-owned vector that is reused from event to event: no allocation and
+// no map lookup per event. Sequence lengths and variant tags are read from
+// registers that the ops of the fields they name write, resolved when the
+// plan is compiled (CTF 1.8 relative and absolute paths).
+//
+// Every read is bounded by the packet's content end; a value that does not
+// fit, a tag selecting no option, a string without its NUL or a field count
+// past kMaxValuesPerScope throws DecodeError with the bit offset.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ctf/reader/trace_class.hpp"
+
+namespace tracery::ctf::reader {
+
+// One decoded field. Integers: u (or i, sign-extended); floats: f; strings
+// and text arrays: s and n (bytes, no NUL, pointing into the mapped file);
+// arrays and sequences: n elements (their values follow); variants: n = the
+// selected option's index (its value follows); structs: nothing (members
+// follow).
+struct Value {
+	union {
+		uint64_t u;
+		int64_t i;
+		double f;
+		const char *s;
+	};
+	uint64_t n;
+};
+
+inline constexpr size_t kMaxValuesPerScope = size_t{1} << 22;
+
+class DecodeError : public std::runtime_error {
+public:
+	DecodeError(uint64_t bit_offset, const std::string &what) : std::runtime_error(what), bit_offset_(bit_offset) {}
+	uint64_t bit_offset() const noexcept { return bit_offset_; }
+
+private:
+	uint64_t bit_offset_;
+};
+
+enum class OpKind : uint8_t {
+	u8,
+	u16,
+	u32,
+	u64, // byte-aligned little-endian unsigned integers of those sizes (the common case)
+	integer,
+	float32,
+	float64,
+	string,
+	text_array,
+	text_sequence,
+	structure,
+	array,
+	sequence,
+	variant,
+};
+
+// What a field means to the reader (CTF's special names), besides its value.
+enum class Role : uint8_t {
+	none,
+	event_id,
+	timestamp, // event header: the event's timestamp (`size` bits of the clock)
+	magic,
+	stream_id,
+	stream_instance_id,
+	packet_begin,
+	packet_end,
+	content_size,
+	packet_size,
+	events_discarded,
+	packet_seq_num,
+	clock_update, // another integer mapped to the clock
+};
+
+struct Op {
+	OpKind kind = OpKind::integer;
+	Role role = Role::none;
+	bool is_signed = false;
+	bool big_endian = false;
+	bool shown = true; // what babeltrace2 shows: not the fields the reader consumes itself
+	uint8_t size = 0;  // integer bits
+	uint32_t align = 1;
+	int32_t reg = -1;       // register written with this integer's value
+	int32_t src_reg = -1;   // sequence length / variant tag register
+	uint32_t next = 0;      // index of the op after this subtree
+	uint32_t count = 0;     // struct: members; array / text array: length; variant: options
+	uint32_t table = 0;     // variant: index of its selector in Plan::selectors
+	uint64_t elem_bits = 0; // array/sequence: bits of one element when fixed and aligned, else 0
+	const FieldType *type = nullptr;
+	const std::string *name = nullptr; // member name, null for elements and roots
+};
+
+// tag value range -> option index
+struct Selector {
+	struct Range {
+		int64_t lo, hi;
+		uint32_t option;
+	};
+	bool is_signed = false;
+	std::vector<Range> ranges;
+	std::vector<uint32_t> option_ops; // op index of each option
+};
+
+struct Plan {
+	std::vector<Op> ops; // empty: no such scope
+	std::vector<Selector> selectors;
+	bool empty() const { return ops.empty(); }
+};
+
+// Packet-level results of decoding a packet header and context.
+struct PacketFields {
+	uint64_t magic = 0;
+	bool has_magic = false;
+	uint64_t stream_id = 0;
+	bool has_stream_id = false;
+	uint64_t stream_instance_id = 0;
+	bool has_stream_instance_id = false;
+	uint64_t begin = 0, end = 0;
+	bool has_begin = false, has_end = false;
+	uint64_t content_bits = 0, packet_bits = 0;
+	bool has_content = false, has_packet = false;
+	uint64_t discarded = 0;
+	bool has_discarded = false;
+	uint64_t seq = 0;
+	bool has_seq = false;
+	const uint8_t *uuid = nullptr; // 16 bytes of packet.header.uuid, when present
+};
+
+// The state a plan runs with: the registers, the clock, roles' results.
+struct DecodeState {
+	std::vector<uint64_t> regs;
+	uint64_t clock = 0;
+	uint64_t event_id = 0;
+	bool has_event_id = false;
+	PacketFields *packet = nullptr; // when decoding a packet header or context
+};
+
+// Compiled plans of a whole trace class.
+class TracePlans {
+public:
+	struct EventPlans {
+		const EventClass *cls = nullptr;
+		Plan context, fields;
+	};
+	struct StreamPlans {
+		const StreamClass *cls = nullptr;
+		Plan packet_context, event_header, event_context;
+		std::vector<EventPlans> events;    // dense by id when ids are small
+		std::vector<uint32_t> event_index; // id -> index in events + 1 (0: none), ids < kDenseIds
+		std::vector<std::pair<uint64_t, uint32_t>> sparse; // other ids
+		const Clock *clock = nullptr;                      // the default clock, if any
+		const EventPlans *event(uint64_t id) const;
+	};
+
+	// Throws std::runtime_error naming the field when a path does not resolve
+	// or a type cannot be read.
+	explicit TracePlans(const TraceClass &tc);
+
+	const TraceClass &trace_class() const { return tc_; }
+	const Plan &packet_header() const { return packet_header_; }
+	const StreamPlans *stream(uint64_t id) const;
+	size_t registers() const { return regs_; }
+
+private:
+	const TraceClass &tc_;
+	Plan packet_header_;
+	std::vector<std::unique_ptr<StreamPlans>> streams_;
+	size_t regs_ = 0;
+	friend class PlanCompiler;
+};
+
+// Runs plan over bits [bit_pos, bit_end) of base; appends values (if
+// non-null) and returns the bit position after the scope. Throws DecodeError.
+uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                  std::vector<Value> *values);
+
+// Labels of an enumeration type that contain the value (raw bits for
+// unsigned containers), in the metadata's order.
+template <class F>
+void for_each_enum_label(const FieldType &t, uint64_t raw, F &&f)
+{
+	for (const EnumMapping &m : t.mappings)
+		for (const EnumRange &r : m.ranges) {
+			const bool in =
+				t.is_signed
+					? (static_cast<int64_t>(raw) >= r.lo && static_cast<int64_t>(raw) <= r.hi)
+					: (raw >= static_cast<uint64_t>(r.lo) && raw <= static_cast<uint64_t>(r.hi));
+			if (in) {
+				f(m.label);
+				break;
+			}
+		}
+}
+
+} // namespace tracery::ctf::reader
+
+namespace tracery::ctf::reader {
+
+// The index of the value after those of op's subtree, whose first value is
+// values[v] (as run_plan laid them out).
+size_t skip_values(const Plan &plan, uint32_t op, const Value *values, size_t v);
+
+} // namespace tracery::ctf::reader

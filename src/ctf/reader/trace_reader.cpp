@@ -1,0 +1,555 @@
+// ctf/reader/trace_reader.cpp — opening traces (metadata, mapped stream
+// files, packet index), iterating a stream's packets and events, and the
+// merge of all streams.
+#include "ctf/reader/trace_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "base/fd.hpp"
+#include "ctf/reader/read_error.hpp"
+#include "ctf/reader/tsdl_parser.hpp"
+
+namespace tracery::ctf::reader {
+
+namespace fs = std::filesystem;
+
+constexpr uint32_t kCtfMagic = 0xC1FC1FC1;
+
+ClockConverter::ClockConverter(const Clock &c) : freq_(c.freq), ghz_(c.freq == 1000000000)
+{
+	// babeltrace2 first moves whole seconds of the offset into offset_s.
+	int64_t offset_s = c.offset_s;
+	uint64_t offset = c.offset;
+	if (offset >= c.freq) {
+		offset_s += static_cast<int64_t>(offset / c.freq);
+		offset %= c.freq;
+	}
+	const uint64_t offset_ns =
+		ghz_ ? offset
+		     : static_cast<uint64_t>((1e9 * static_cast<double>(offset)) / static_cast<double>(c.freq));
+	base_ns_ = static_cast<int64_t>(static_cast<uint64_t>(offset_s) * 1000000000u + offset_ns);
+}
+
+class StreamFile {
+public:
+	StreamFile(std::string path, const uint8_t *data, uint64_t size) : path(std::move(path)), data(data), size(size)
+	{
+	}
+	~StreamFile()
+	{
+		if (data && size)
+			munmap(const_cast<uint8_t *>(data), size);
+	}
+	StreamFile(const StreamFile &) = delete;
+	StreamFile &operator=(const StreamFile &) = delete;
+
+	std::string path;
+	const uint8_t *data;
+	uint64_t size;
+	std::vector<PacketEntry> packets;
+	const TracePlans::StreamPlans *plans = nullptr;
+};
+
+namespace {
+
+bool parse_uuid(const std::string &s, uint8_t out[16])
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s.size() && k < 32; ++i) {
+		const char c = s[i];
+		if (c == '-')
+			continue;
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return false;
+		if (k % 2 == 0)
+			out[k / 2] = static_cast<uint8_t>(d << 4);
+		else
+			out[k / 2] = static_cast<uint8_t>(out[k / 2] | d);
+		++k;
+	}
+	return k == 32;
+}
+
+std::string hex32(uint64_t v)
+{
+	char b[24];
+	snprintf(b, sizeof b, "0x%08llX", static_cast<unsigned long long>(v));
+	return b;
+}
+
+// The 16 bytes of the packet header's `uuid` array, if it has one.
+bool uuid_bytes(const Plan &plan, const std::vector<Value> &values, uint8_t out[16])
+{
+	if (plan.empty() || values.empty())
+		return false;
+	const Op &root = plan.ops[0];
+	size_t v = 1;
+	uint32_t c = 1;
+	for (uint32_t k = 0; k < root.count; ++k) {
+		const Op &op = plan.ops[c];
+		if (op.name && *op.name == "uuid" && op.kind == OpKind::array && op.count == 16 &&
+		    (plan.ops[c + 1].kind == OpKind::u8 || plan.ops[c + 1].kind == OpKind::integer) &&
+		    plan.ops[c + 1].size == 8) {
+			for (int i = 0; i < 16; ++i)
+				out[i] = static_cast<uint8_t>(values[v + 1 + static_cast<size_t>(i)].u);
+			return true;
+		}
+		v = skip_values(plan, c, values.data(), v);
+		c = op.next;
+	}
+	return false;
+}
+
+} // namespace
+
+TraceSet::TraceSet() = default;
+TraceSet::~TraceSet() = default;
+
+void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
+{
+	auto t = std::make_unique<Trace>();
+	t->dir = dir;
+	t->metadata_path = (fs::path(dir) / "metadata").string();
+	t->cls = load_metadata(t->metadata_path);
+	try {
+		t->plans = std::make_unique<TracePlans>(t->cls);
+	} catch (const std::runtime_error &e) {
+		throw ReadError(t->metadata_path, 0, t->metadata_path + ": " + e.what(), true);
+	}
+	if (!t->cls.uuid.empty()) {
+		if (!parse_uuid(t->cls.uuid, t->uuid))
+			throw ReadError(t->metadata_path, 0,
+			                t->metadata_path + ": metadata: bad trace uuid '" + t->cls.uuid + "'", true);
+		t->has_uuid = true;
+	}
+	if (const EnvValue *h = t->cls.env_value("hostname"); h && std::holds_alternative<std::string>(*h)) {
+		t->hostname = std::get<std::string>(*h);
+		t->has_hostname = true;
+	}
+	t->name = t->hostname;
+	if (!name_suffix.empty()) {
+		if (t->has_hostname)
+			t->name += "/";
+		t->name += name_suffix;
+	}
+
+	// The stream files: every regular file but metadata and hidden ones.
+	std::vector<std::string> paths;
+	std::error_code ec;
+	for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
+		const std::string fname = e.path().filename().string();
+		if (fname.empty() || fname[0] == '.' || fname == "metadata")
+			continue;
+		std::error_code ec2;
+		if (!fs::is_regular_file(e.symlink_status(ec2)))
+			continue;
+		paths.push_back(fs::absolute(e.path(), ec2).lexically_normal().string());
+	}
+	if (ec)
+		throw ReadError(dir, 0, "cannot read the directory: " + ec.message());
+	std::sort(paths.begin(), paths.end());
+
+	const TracePlans &plans = *t->plans;
+	// (stream class, instance id) -> files, for grouping
+	std::map<std::pair<uint64_t, uint64_t>, std::vector<StreamFile *>> groups;
+	std::vector<std::pair<uint64_t, StreamFile *>> singles;
+	DecodeState st;
+	st.regs.assign(plans.registers(), 0);
+	std::vector<Value> scratch;
+	for (const std::string &path : paths) {
+		base::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+		if (!fd)
+			throw ReadError(path, 0, std::string("cannot open: ") + strerror(errno));
+		struct stat sb;
+		if (fstat(fd.get(), &sb) != 0)
+			throw ReadError(path, 0, std::string("cannot stat: ") + strerror(errno));
+		const auto size = static_cast<uint64_t>(sb.st_size);
+		if (size == 0) {
+			empty_files_.push_back(path);
+			continue;
+		}
+		void *m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+		if (m == MAP_FAILED)
+			throw ReadError(path, 0, std::string("cannot map: ") + strerror(errno));
+		madvise(m, size, MADV_SEQUENTIAL);
+		files_.push_back(std::make_unique<StreamFile>(path, static_cast<const uint8_t *>(m), size));
+		StreamFile &f = *files_.back();
+
+		uint64_t off = 0;
+		bool has_instance = false;
+		uint64_t instance = 0;
+		while (off < size) {
+			PacketEntry pe;
+			pe.offset = off;
+			st.packet = &pe.f;
+			uint64_t pos = off * 8;
+			try {
+				scratch.clear();
+				pos = run_plan(plans.packet_header(), f.data, pos, size * 8, st, &scratch);
+			} catch (const DecodeError &e) {
+				throw ReadError(path, e.bit_offset() / 8, std::string("packet header: ") + e.what());
+			}
+			if (pe.f.has_magic && pe.f.magic != kCtfMagic)
+				throw ReadError(path, off,
+				                "bad packet magic " + hex32(pe.f.magic) +
+				                        " (a CTF packet starts with 0xC1FC1FC1)");
+			uint8_t u[16];
+			if (t->has_uuid && uuid_bytes(plans.packet_header(), scratch, u) &&
+			    std::memcmp(u, t->uuid, 16) != 0)
+				throw ReadError(path, off + 4,
+				                "the packet's trace UUID is not the metadata's (" + t->cls.uuid + ")");
+			const TracePlans::StreamPlans *sp = nullptr;
+			if (pe.f.has_stream_id) {
+				sp = plans.stream(pe.f.stream_id);
+				if (!sp)
+					throw ReadError(path, off,
+					                "the packet is of stream class " +
+					                        std::to_string(pe.f.stream_id) +
+					                        ", which the metadata does not declare");
+			} else if (t->cls.streams.size() == 1) {
+				sp = plans.stream(t->cls.streams.begin()->first);
+			} else {
+				throw ReadError(path, off,
+				                "the packet has no stream_id and the metadata declares " +
+				                        std::to_string(t->cls.streams.size()) + " stream classes");
+			}
+			if (f.plans && f.plans != sp)
+				throw ReadError(path, off, "the file's packets are of different stream classes");
+			f.plans = sp;
+			try {
+				scratch.clear();
+				pos = run_plan(sp->packet_context, f.data, pos, size * 8, st, &scratch);
+			} catch (const DecodeError &e) {
+				throw ReadError(path, e.bit_offset() / 8, std::string("packet context: ") + e.what());
+			}
+			const uint64_t left = (size - off) * 8;
+			pe.packet_bits = pe.f.has_packet    ? pe.f.packet_bits
+			                 : pe.f.has_content ? pe.f.content_bits
+			                                    : left;
+			pe.content_bits = pe.f.has_content ? pe.f.content_bits : pe.packet_bits;
+			if (pe.packet_bits == 0 || pe.packet_bits % 8 != 0 || pe.content_bits > pe.packet_bits)
+				throw ReadError(path, off,
+				                "impossible packet sizes (content " + std::to_string(pe.content_bits) +
+				                        " bits, packet " + std::to_string(pe.packet_bits) + " bits)");
+			if (pe.packet_bits > left)
+				throw ReadError(path, off,
+				                "the packet there declares " + std::to_string(pe.packet_bits / 8) +
+				                        " bytes but only " + std::to_string(size - off) + " remain");
+			if (pos - off * 8 > pe.content_bits)
+				throw ReadError(path, off,
+				                "the packet's header and context (" + std::to_string(pos - off * 8) +
+				                        " bits) are larger than its content (" +
+				                        std::to_string(pe.content_bits) + " bits)");
+			if (pe.f.has_stream_instance_id) {
+				has_instance = true;
+				instance = pe.f.stream_instance_id;
+			}
+			pe.data_bit = pos;
+			f.packets.push_back(pe);
+			off += pe.packet_bits / 8;
+		}
+		if (has_instance)
+			groups[{f.plans->cls->id, instance}].push_back(&f);
+		else
+			singles.emplace_back(f.plans->cls->id, &f);
+	}
+
+	const Trace &trace = *t;
+	auto make_stream = [&](const TracePlans::StreamPlans *sp, uint64_t id, std::vector<StreamFile *> fl) {
+		// A stream's files in the order of their first packets' beginnings.
+		std::stable_sort(fl.begin(), fl.end(), [](const StreamFile *a, const StreamFile *b) {
+			return a->packets.front().f.begin < b->packets.front().f.begin;
+		});
+		auto s = std::make_unique<Stream>();
+		s->trace_ = &trace;
+		s->plans_ = sp;
+		s->id_ = id;
+		s->name_ = fl.front()->path;
+		if (sp->clock)
+			s->clock_ = ClockConverter(*sp->clock);
+		for (const StreamFile *f : fl)
+			for (uint32_t i = 0; i < f->packets.size(); ++i)
+				s->packets_.push_back({f, i});
+		s->st_.regs.assign(plans.registers(), 0);
+		s->order_ = streams_.size();
+		streams_.push_back(std::move(s));
+	};
+	for (auto &[key, fl] : groups)
+		make_stream(plans.stream(key.first), key.second, fl);
+	std::map<uint64_t, uint64_t> next_id; // babeltrace2 numbers streams without an instance id per class
+	for (auto &[cls, f] : singles)
+		make_stream(plans.stream(cls), next_id[cls]++, {f});
+	traces_.push_back(std::move(t));
+}
+
+bool TraceSet::load_packet(Stream &s)
+{
+	if (s.next_packet_ >= s.packets_.size())
+		return false;
+	const Stream::PacketRef ref = s.packets_[s.next_packet_++];
+	s.prev_packet_ = s.packet_;
+	s.file_ = ref.file;
+	s.packet_ = &ref.file->packets[ref.index];
+	const PacketEntry &p = *s.packet_;
+	// The packet context again, for its values (what the index kept is its roles).
+	PacketFields pf;
+	s.st_.packet = &pf;
+	s.header_values_.clear();
+	s.packet_values_.clear();
+	try {
+		uint64_t pos = run_plan(s.trace_->plans->packet_header(), s.file_->data, p.offset * 8,
+		                        p.offset * 8 + p.content_bits, s.st_, &s.header_values_);
+		run_plan(s.plans_->packet_context, s.file_->data, pos, p.offset * 8 + p.content_bits, s.st_,
+		         &s.packet_values_);
+	} catch (const DecodeError &e) {
+		throw ReadError(s.file_->path, e.bit_offset() / 8, e.what());
+	}
+	s.st_.packet = nullptr;
+	if (p.f.has_begin)
+		s.st_.clock = p.f.begin;
+	s.pos_ = p.data_bit;
+	s.end_ = p.offset * 8 + p.content_bits;
+
+	const PacketEntry *prev = s.prev_packet_;
+	s.pending_packets_msg_ = prev && p.f.has_seq && prev->f.has_seq && p.f.seq > prev->f.seq + 1;
+	if (p.f.has_discarded)
+		s.pending_events_msg_ = prev ? p.f.discarded != prev->f.discarded : p.f.discarded != 0;
+	else
+		s.pending_events_msg_ = false;
+	return true;
+}
+
+void TraceSet::decode_event(Stream &s)
+{
+	const PacketEntry &p = *s.packet_;
+	const uint8_t *base = s.file_->data;
+	DecodeState &st = s.st_;
+	Item &it = s.item_;
+	try {
+		st.has_event_id = false;
+		s.header_values_.clear();
+		uint64_t pos = run_plan(s.plans_->event_header, base, s.pos_, s.end_, st, &s.header_values_);
+		uint64_t id = st.event_id;
+		if (!st.has_event_id) {
+			if (s.plans_->events.size() != 1)
+				throw DecodeError(s.pos_, "the event header has no id and the stream class has " +
+				                                  std::to_string(s.plans_->events.size()) +
+				                                  " event classes");
+			id = s.plans_->events.front().cls->id;
+		}
+		const TracePlans::EventPlans *ep = s.plans_->event(id);
+		if (!ep)
+			throw DecodeError(s.pos_, "event id " + std::to_string(id) +
+			                                  " is not in the metadata (stream class " +
+			                                  std::to_string(s.plans_->cls->id) + ")");
+		s.stream_values_.clear();
+		s.context_values_.clear();
+		s.field_values_.clear();
+		pos = run_plan(s.plans_->event_context, base, pos, s.end_, st, &s.stream_values_);
+		pos = run_plan(ep->context, base, pos, s.end_, st, &s.context_values_);
+		pos = run_plan(ep->fields, base, pos, s.end_, st, &s.field_values_);
+		if (pos == s.pos_)
+			throw DecodeError(s.pos_, "an event of no bits");
+		s.pos_ = pos;
+		it.kind = ItemKind::event;
+		it.event = ep;
+		it.cycles = st.clock;
+		it.ns = s.clock_.ns(st.clock);
+		it.packet_context = s.packet_values_;
+		it.stream_context = s.stream_values_;
+		it.context = s.context_values_;
+		it.fields = s.field_values_;
+	} catch (const DecodeError &e) {
+		throw ReadError(s.file_->path, e.bit_offset() / 8,
+		                std::string(e.what()) + " (in the packet at offset " + std::to_string(p.offset) + ")");
+	}
+}
+
+bool TraceSet::advance(Stream &s)
+{
+	while (true) {
+		Item &it = s.item_;
+		if (s.pending_packets_msg_) {
+			s.pending_packets_msg_ = false;
+			const PacketEntry &p = *s.packet_, &prev = *s.prev_packet_;
+			it = Item{};
+			it.kind = ItemKind::discarded_packets;
+			it.count = p.f.seq - prev.f.seq - 1;
+			it.has_range = s.has_clock() && prev.f.has_end && p.f.has_begin;
+			it.begin_cycles = prev.f.end;
+			it.end_cycles = p.f.begin;
+			it.ns = s.clock_.ns(it.begin_cycles);
+			it.end_ns = s.clock_.ns(it.end_cycles);
+			return true;
+		}
+		if (s.pending_events_msg_) {
+			s.pending_events_msg_ = false;
+			const PacketEntry &p = *s.packet_;
+			const PacketEntry *prev = s.prev_packet_;
+			it = Item{};
+			it.kind = ItemKind::discarded_events;
+			it.count = p.f.discarded - (prev ? prev->f.discarded : 0);
+			it.has_range = s.has_clock() && p.f.has_end && (prev ? prev->f.has_end : p.f.has_begin);
+			it.begin_cycles = prev ? prev->f.end : p.f.begin;
+			it.end_cycles = p.f.end;
+			it.ns = s.clock_.ns(it.begin_cycles);
+			it.end_ns = s.clock_.ns(it.end_cycles);
+			return true;
+		}
+		if (s.packet_ && s.pos_ < s.end_) {
+			decode_event(s);
+			return true;
+		}
+		if (!load_packet(s))
+			return false;
+	}
+}
+
+namespace {
+
+int type_weight(ItemKind k)
+{
+	switch (k) {
+	case ItemKind::event:
+		return 5;
+	case ItemKind::discarded_events:
+		return 4;
+	case ItemKind::discarded_packets:
+		return 1;
+	}
+	return 0;
+}
+
+template <class T>
+int cmp(T a, T b)
+{
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+} // namespace
+
+// babeltrace2's muxer order: time, then trace UUID and name, stream class
+// and stream ids, message type, event class id and name, stream name.
+bool TraceSet::less(const Stream *a, const Stream *b) const
+{
+	const Item &x = a->item_, &y = b->item_;
+	if (x.ns != y.ns)
+		return x.ns < y.ns;
+	int c = 0;
+	const Trace &ta = *a->trace_, &tb = *b->trace_;
+	if (ta.has_uuid != tb.has_uuid)
+		return ta.has_uuid;
+	if (ta.has_uuid && (c = std::memcmp(ta.uuid, tb.uuid, 16)) != 0)
+		return c < 0;
+	if ((c = ta.name.compare(tb.name)) != 0)
+		return c < 0;
+	if ((c = cmp(a->class_id(), b->class_id())) != 0)
+		return c < 0;
+	if ((c = cmp(a->id_, b->id_)) != 0)
+		return c < 0;
+	if (x.kind != y.kind)
+		return type_weight(x.kind) > type_weight(y.kind);
+	if (x.kind == ItemKind::event) {
+		const EventClass &ea = *x.event->cls, &eb = *y.event->cls;
+		if ((c = cmp(ea.id, eb.id)) != 0)
+			return c < 0;
+		if ((c = ea.name.compare(eb.name)) != 0)
+			return c < 0;
+		if (ea.loglevel.has_value() != eb.loglevel.has_value())
+			return ea.loglevel.has_value();
+		if (ea.loglevel && (c = cmp(*ea.loglevel, *eb.loglevel)) != 0)
+			return c < 0;
+		if ((c = ea.emf_uri.compare(eb.emf_uri)) != 0)
+			return c < 0;
+		if ((c = a->name_.compare(b->name_)) != 0)
+			return c < 0;
+	} else {
+		if ((c = a->name_.compare(b->name_)) != 0)
+			return c < 0;
+		if ((c = cmp(x.begin_cycles, y.begin_cycles)) != 0)
+			return c < 0;
+		if ((c = cmp(x.end_cycles, y.end_cycles)) != 0)
+			return c < 0;
+		if ((c = cmp(x.count, y.count)) != 0)
+			return c < 0;
+	}
+	return a->order_ < b->order_;
+}
+
+void TraceSet::sift_down(size_t i)
+{
+	const size_t n = heap_.size();
+	while (true) {
+		size_t m = i;
+		const size_t l = 2 * i + 1, r = l + 1;
+		if (l < n && less(heap_[l], heap_[m]))
+			m = l;
+		if (r < n && less(heap_[r], heap_[m]))
+			m = r;
+		if (m == i)
+			return;
+		std::swap(heap_[i], heap_[m]);
+		i = m;
+	}
+}
+
+void TraceSet::sift_up(size_t i)
+{
+	while (i > 0) {
+		const size_t p = (i - 1) / 2;
+		if (!less(heap_[i], heap_[p]))
+			return;
+		std::swap(heap_[i], heap_[p]);
+		i = p;
+	}
+}
+
+void TraceSet::start()
+{
+	heap_.clear();
+	last_ = nullptr;
+	for (auto &s : streams_)
+		if (advance(*s)) {
+			heap_.push_back(s.get());
+			sift_up(heap_.size() - 1);
+		}
+}
+
+const Item *TraceSet::next()
+{
+	if (last_) {
+		if (advance(*last_)) {
+			sift_down(0);
+		} else {
+			heap_.front() = heap_.back();
+			heap_.pop_back();
+			if (!heap_.empty())
+				sift_down(0);
+		}
+		last_ = nullptr;
+	}
+	if (heap_.empty())
+		return nullptr;
+	last_ = heap_.front();
+	Item &it = last_->item_;
+	it.stream = last_;
+	return &it;
+}
+
+} // namespace tracery::ctf::reader

@@ -1,0 +1,163 @@
+// ctf/reader/trace_reader.hpp — CTF traces read from disk: each trace's
+// metadata and decode plans, its stream files memory-mapped with a packet
+// index, and a merge of every stream of one or several traces in timestamp
+// order (babeltrace2's order, ties included), with the discarded events
+// (events_discarded deltas) and discarded packets (packet_seq_num gaps)
+// where they occur.
+//
+//   TraceSet set;
+//   set.add_trace("/t/ust/uid/0/64-bit", "ust/uid/0/64-bit");   // throws ReadError
+//   set.add_trace("/t/kernel", "kernel");
+//   set.start();
+//   while (const Item *it = set.next()) ...                        // throws ReadError
+//
+// An Item is valid until the next call of next(). Every error names the
+// stream file (or metadata) and the byte offset.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ctf/reader/decoder.hpp"
+#include "ctf/reader/trace_class.hpp"
+
+namespace tracery::ctf::reader {
+
+// ns from the origin of cycles of clock c, as babeltrace2 computes it (the
+// offset and the value converted separately, each through a double when the
+// frequency is not 1 GHz).
+class ClockConverter {
+public:
+	ClockConverter() = default;
+	explicit ClockConverter(const Clock &c);
+	int64_t ns(uint64_t cycles) const
+	{
+		if (ghz_)
+			return base_ns_ + static_cast<int64_t>(cycles);
+		const double d = (1e9 * static_cast<double>(cycles)) / static_cast<double>(freq_);
+		return base_ns_ + static_cast<int64_t>(static_cast<uint64_t>(d));
+	}
+
+private:
+	int64_t base_ns_ = 0;
+	uint64_t freq_ = 1000000000;
+	bool ghz_ = true;
+};
+
+struct Trace {
+	std::string dir;  // the directory
+	std::string name; // babeltrace2's trace name: hostname[/relative path]
+	std::string metadata_path;
+	TraceClass cls;
+	std::unique_ptr<TracePlans> plans;
+	uint8_t uuid[16] = {};
+	bool has_uuid = false;
+	std::string hostname; // env.hostname, "" when absent
+	bool has_hostname = false;
+};
+
+struct PacketEntry {
+	uint64_t offset = 0; // bytes, in the file
+	uint64_t content_bits = 0, packet_bits = 0;
+	uint64_t data_bit = 0; // where the events start, from the file's start
+	PacketFields f;
+};
+
+class Stream;
+
+enum class ItemKind : uint8_t { event, discarded_events, discarded_packets };
+
+struct Item {
+	ItemKind kind = ItemKind::event;
+	const Stream *stream = nullptr;
+	int64_t ns = 0;      // event: its time; discarded: the beginning of the range
+	uint64_t cycles = 0; // event: its clock value
+	// event
+	const TracePlans::EventPlans *event = nullptr;
+	std::span<const Value> packet_context, stream_context, context, fields;
+	// discarded events / packets
+	uint64_t count = 0;
+	int64_t end_ns = 0;
+	uint64_t begin_cycles = 0, end_cycles = 0;
+	bool has_range = false;
+};
+
+class StreamFile;
+
+// One data stream: the packets of its file(s), and the decoding position.
+class Stream {
+public:
+	const Trace &trace() const { return *trace_; }
+	const TracePlans::StreamPlans &plans() const { return *plans_; }
+	uint64_t class_id() const { return plans_->cls->id; }
+	uint64_t id() const { return id_; }
+	const std::string &name() const { return name_; } // the (first) file's path
+	const ClockConverter &clock() const { return clock_; }
+	bool has_clock() const { return plans_->clock != nullptr; }
+
+private:
+	friend class TraceSet;
+	const Trace *trace_ = nullptr;
+	const TracePlans::StreamPlans *plans_ = nullptr;
+	uint64_t id_ = 0;
+	std::string name_;
+	ClockConverter clock_;
+	struct PacketRef {
+		const StreamFile *file;
+		uint32_t index;
+	};
+	std::vector<PacketRef> packets_;
+	// iteration
+	size_t next_packet_ = 0;
+	const StreamFile *file_ = nullptr;
+	const PacketEntry *packet_ = nullptr;
+	const PacketEntry *prev_packet_ = nullptr;
+	uint64_t pos_ = 0, end_ = 0; // bits, in the current file
+	DecodeState st_;
+	bool pending_events_msg_ = false, pending_packets_msg_ = false;
+	size_t order_ = 0; // creation order: the last tie-break
+	std::vector<Value> packet_values_, header_values_, stream_values_, context_values_, field_values_;
+	Item item_;
+};
+
+class TraceSet {
+public:
+	TraceSet();
+	~TraceSet();
+	TraceSet(const TraceSet &) = delete;
+	TraceSet &operator=(const TraceSet &) = delete;
+
+	// Opens the trace in dir (its metadata, stream files and packet index).
+	// name_suffix: the trace's path relative to what was asked for ("" for
+	// the directory itself). Throws ReadError.
+	void add_trace(const std::string &dir, const std::string &name_suffix);
+	const std::vector<std::unique_ptr<Trace>> &traces() const { return traces_; }
+	size_t streams() const { return streams_.size(); }
+	// Files skipped because empty.
+	const std::vector<std::string> &empty_files() const { return empty_files_; }
+
+	// Then: the items of all streams in order. next() returns null at the
+	// end. Throws ReadError.
+	void start();
+	const Item *next();
+
+private:
+	bool advance(Stream &s);
+	bool load_packet(Stream &s);
+	void decode_event(Stream &s);
+	bool less(const Stream *a, const Stream *b) const;
+	void sift_down(size_t i);
+	void sift_up(size_t i);
+
+	std::vector<std::unique_ptr<Trace>> traces_;
+	std::vector<std::unique_ptr<StreamFile>> files_;
+	std::vector<std::unique_ptr<Stream>> streams_;
+	std::vector<std::string> empty_files_;
+	std::vector<Stream *> heap_;
+	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
+};
+
+} // namespace tracery::ctf::reader
