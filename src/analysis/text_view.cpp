@@ -338,11 +338,14 @@ public:
 		return w;
 	}
 
-	// Whether a scope's root has a member to show.
+	// Whether a scope is shown: babeltrace2 shows a scope with a member it
+	// shows, or with no member at all ("{ }"); --fields hides the others.
 	bool scope_shows(const Plan &plan) const
 	{
 		if (plan.empty())
 			return false;
+		if (plan.ops[0].count == 0)
+			return opt_.fields.empty();
 		uint32_t c = 1;
 		for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
 			const Op &m = plan.ops[c];
@@ -350,8 +353,7 @@ public:
 				return true;
 			c = m.next;
 		}
-		// babeltrace2 shows an empty struct scope only if it has no member at all
-		return plan.ops[0].count == 0 ? false : false;
+		return false;
 	}
 
 	void scope(const Plan &plan, std::span<const Value> values, bool &start_line)

@@ -235,6 +235,7 @@ public:
 		scopes_.emplace_back();
 		while (tok_.kind != Tok::end)
 			top_level();
+		attach_events();
 		return std::move(out_);
 	}
 
@@ -838,7 +839,6 @@ private:
 			});
 		if (!have_order)
 			fail("trace block without byte_order");
-		have_trace_ = true;
 	}
 	void env_block()
 	{
@@ -919,7 +919,8 @@ private:
 			fail("a stream block without an id, and not the only one");
 		if (out_.streams.count(s.id))
 			fail("two stream blocks with id " + std::to_string(s.id));
-		out_.streams.emplace(s.id, std::move(s));
+		const uint64_t id = s.id;
+		out_.streams.emplace(id, std::move(s));
 	}
 	void event_block()
 	{
@@ -949,19 +950,33 @@ private:
 				else
 					fail("unknown event type '" + k + "'");
 			});
-		auto sit = out_.streams.find(e.stream_id);
-		if (sit == out_.streams.end()) {
-			if (!out_.streams.empty() || e.stream_id != 0)
-				fail("event '" + e.name + "' of stream " + std::to_string(e.stream_id) +
-				     ", which no stream block declares");
-			sit = out_.streams.emplace(0, StreamClass{}).first; // a trace with one implicit stream class
-		}
-		if (!have_id && !sit->second.events.empty())
+		if (!have_id && !events_.empty())
 			fail("event '" + e.name + "' without an id");
-		if (sit->second.events.count(e.id))
-			fail("two events with id " + std::to_string(e.id) + " in stream " +
-			     std::to_string(e.stream_id));
-		sit->second.events.emplace(e.id, std::move(e));
+		events_.push_back({std::move(e), tok_.line, tok_.offset});
+	}
+
+	// Events may come before their stream block (LTTng writes them so): each
+	// joins its stream class at the end.
+	void attach_events()
+	{
+		for (Pending &p : events_) {
+			EventClass &e = p.cls;
+			auto sit = out_.streams.find(e.stream_id);
+			if (sit == out_.streams.end()) {
+				if (!out_.streams.empty() || e.stream_id != 0)
+					throw TsdlError(p.line, p.offset,
+					                "event '" + e.name + "' of stream " + std::to_string(e.stream_id) +
+					                        ", which no stream block declares");
+				sit = out_.streams.emplace(0, StreamClass{}).first; // one implicit stream class
+			}
+			if (sit->second.events.count(e.id))
+				throw TsdlError(p.line, p.offset,
+				                "two events with id " + std::to_string(e.id) + " in stream " +
+				                        std::to_string(e.stream_id));
+			const uint64_t id = e.id;
+			sit->second.events.emplace(id, std::move(e));
+		}
+		events_.clear();
 	}
 
 	void top_level()
@@ -1001,7 +1016,11 @@ private:
 	int depth_ = 0;
 	std::vector<Names> scopes_;
 	TraceClass out_;
-	bool have_trace_ = false;
+	struct Pending {
+		EventClass cls;
+		size_t line, offset;
+	};
+	std::vector<Pending> events_;
 };
 
 uint32_t load32(const uint8_t *p, bool be)
