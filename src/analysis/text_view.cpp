@@ -294,7 +294,7 @@ public:
 		return v + 1;
 	}
 
-	bool wanted(const std::string &shown) const
+	bool wanted(std::string_view shown) const
 	{
 		if (opt_.fields.empty())
 			return true;
@@ -323,7 +323,7 @@ public:
 		for (uint32_t k = 0; k < op.count; ++k) {
 			const Op &m = plan.ops[c];
 			const std::string_view name = shown_name(*m.name);
-			if (m.shown && (!root || opt_.fields.empty() || wanted(std::string(name)))) {
+			if (m.shown && (!root || opt_.fields.empty() || wanted(name))) {
 				o_ += first ? " " : ", ";
 				first = false;
 				o_ += name;
@@ -349,7 +349,7 @@ public:
 		uint32_t c = 1;
 		for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
 			const Op &m = plan.ops[c];
-			if (m.shown && wanted(std::string(shown_name(*m.name))))
+			if (m.shown && wanted(shown_name(*m.name)))
 				return true;
 			c = m.next;
 		}

@@ -195,15 +195,18 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		bool has_instance = false;
 		uint64_t instance = 0;
 		while (off < size) {
+			// Positions are bits from the packet's start (CTF aligns within a packet).
 			PacketEntry pe;
 			pe.offset = off;
 			st.packet = &pe.f;
-			uint64_t pos = off * 8;
+			const uint8_t *pkt = f.data + off;
+			const uint64_t left = (size - off) * 8;
+			uint64_t pos = 0;
 			try {
 				scratch.clear();
-				pos = run_plan(plans.packet_header(), f.data, pos, size * 8, st, &scratch);
+				pos = run_plan(plans.packet_header(), pkt, pos, left, st, &scratch);
 			} catch (const DecodeError &e) {
-				throw ReadError(path, e.bit_offset() / 8, std::string("packet header: ") + e.what());
+				throw ReadError(path, off + e.bit_offset() / 8, std::string("packet header: ") + e.what());
 			}
 			if (pe.f.has_magic && pe.f.magic != kCtfMagic)
 				throw ReadError(path, off,
@@ -234,11 +237,10 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 			f.plans = sp;
 			try {
 				scratch.clear();
-				pos = run_plan(sp->packet_context, f.data, pos, size * 8, st, &scratch);
+				pos = run_plan(sp->packet_context, pkt, pos, left, st, &scratch);
 			} catch (const DecodeError &e) {
-				throw ReadError(path, e.bit_offset() / 8, std::string("packet context: ") + e.what());
+				throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
 			}
-			const uint64_t left = (size - off) * 8;
 			pe.packet_bits = pe.f.has_packet    ? pe.f.packet_bits
 			                 : pe.f.has_content ? pe.f.content_bits
 			                                    : left;
@@ -251,9 +253,9 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 				throw ReadError(path, off,
 				                "the packet there declares " + std::to_string(pe.packet_bits / 8) +
 				                        " bytes but only " + std::to_string(size - off) + " remain");
-			if (pos - off * 8 > pe.content_bits)
+			if (pos > pe.content_bits)
 				throw ReadError(path, off,
-				                "the packet's header and context (" + std::to_string(pos - off * 8) +
+				                "the packet's header and context (" + std::to_string(pos) +
 				                        " bits) are larger than its content (" +
 				                        std::to_string(pe.content_bits) + " bits)");
 			if (pe.f.has_stream_instance_id) {
@@ -313,18 +315,17 @@ bool TraceSet::load_packet(Stream &s)
 	s.header_values_.clear();
 	s.packet_values_.clear();
 	try {
-		uint64_t pos = run_plan(s.trace_->plans->packet_header(), s.file_->data, p.offset * 8,
-		                        p.offset * 8 + p.content_bits, s.st_, &s.header_values_);
-		run_plan(s.plans_->packet_context, s.file_->data, pos, p.offset * 8 + p.content_bits, s.st_,
-		         &s.packet_values_);
+		const uint8_t *pkt = s.file_->data + p.offset;
+		uint64_t pos = run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, &s.header_values_);
+		run_plan(s.plans_->packet_context, pkt, pos, p.content_bits, s.st_, &s.packet_values_);
 	} catch (const DecodeError &e) {
-		throw ReadError(s.file_->path, e.bit_offset() / 8, e.what());
+		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8, e.what());
 	}
 	s.st_.packet = nullptr;
 	if (p.f.has_begin)
 		s.st_.clock = p.f.begin;
 	s.pos_ = p.data_bit;
-	s.end_ = p.offset * 8 + p.content_bits;
+	s.end_ = p.content_bits;
 
 	const PacketEntry *prev = s.prev_packet_;
 	s.pending_packets_msg_ = prev && p.f.has_seq && prev->f.has_seq && p.f.seq > prev->f.seq + 1;
@@ -338,7 +339,7 @@ bool TraceSet::load_packet(Stream &s)
 void TraceSet::decode_event(Stream &s)
 {
 	const PacketEntry &p = *s.packet_;
-	const uint8_t *base = s.file_->data;
+	const uint8_t *base = s.file_->data + p.offset;
 	DecodeState &st = s.st_;
 	Item &it = s.item_;
 	try {
@@ -376,7 +377,7 @@ void TraceSet::decode_event(Stream &s)
 		it.context = s.context_values_;
 		it.fields = s.field_values_;
 	} catch (const DecodeError &e) {
-		throw ReadError(s.file_->path, e.bit_offset() / 8,
+		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8,
 		                std::string(e.what()) + " (in the packet at offset " + std::to_string(p.offset) + ")");
 	}
 }
@@ -385,19 +386,6 @@ bool TraceSet::advance(Stream &s)
 {
 	while (true) {
 		Item &it = s.item_;
-		if (s.pending_packets_msg_) {
-			s.pending_packets_msg_ = false;
-			const PacketEntry &p = *s.packet_, &prev = *s.prev_packet_;
-			it = Item{};
-			it.kind = ItemKind::discarded_packets;
-			it.count = p.f.seq - prev.f.seq - 1;
-			it.has_range = s.has_clock() && prev.f.has_end && p.f.has_begin;
-			it.begin_cycles = prev.f.end;
-			it.end_cycles = p.f.begin;
-			it.ns = s.clock_.ns(it.begin_cycles);
-			it.end_ns = s.clock_.ns(it.end_cycles);
-			return true;
-		}
 		if (s.pending_events_msg_) {
 			s.pending_events_msg_ = false;
 			const PacketEntry &p = *s.packet_;
@@ -408,6 +396,19 @@ bool TraceSet::advance(Stream &s)
 			it.has_range = s.has_clock() && p.f.has_end && (prev ? prev->f.has_end : p.f.has_begin);
 			it.begin_cycles = prev ? prev->f.end : p.f.begin;
 			it.end_cycles = p.f.end;
+			it.ns = s.clock_.ns(it.begin_cycles);
+			it.end_ns = s.clock_.ns(it.end_cycles);
+			return true;
+		}
+		if (s.pending_packets_msg_) {
+			s.pending_packets_msg_ = false;
+			const PacketEntry &p = *s.packet_, &prev = *s.prev_packet_;
+			it = Item{};
+			it.kind = ItemKind::discarded_packets;
+			it.count = p.f.seq - prev.f.seq - 1;
+			it.has_range = s.has_clock() && prev.f.has_end && p.f.has_begin;
+			it.begin_cycles = prev.f.end;
+			it.end_cycles = p.f.begin;
 			it.ns = s.clock_.ns(it.begin_cycles);
 			it.end_ns = s.clock_.ns(it.end_cycles);
 			return true;

@@ -62,7 +62,7 @@ struct Trace {
 struct PacketEntry {
 	uint64_t offset = 0; // bytes, in the file
 	uint64_t content_bits = 0, packet_bits = 0;
-	uint64_t data_bit = 0; // where the events start, from the file's start
+	uint64_t data_bit = 0; // where the events start, in bits from the packet's start
 	PacketFields f;
 };
 
@@ -115,7 +115,7 @@ private:
 	const StreamFile *file_ = nullptr;
 	const PacketEntry *packet_ = nullptr;
 	const PacketEntry *prev_packet_ = nullptr;
-	uint64_t pos_ = 0, end_ = 0; // bits, in the current file
+	uint64_t pos_ = 0, end_ = 0; // bits, from the current packet's start
 	DecodeState st_;
 	bool pending_events_msg_ = false, pending_packets_msg_ = false;
 	size_t order_ = 0; // creation order: the last tie-break
