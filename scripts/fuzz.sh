@@ -3,7 +3,7 @@
 # SECONDS (default 60): the filter parser+compiler, the bytecode verifier
 # (with both engines on what it accepts), the control socket's framing and
 # bodies, the event schemas programs send, the stream-file walk of the
-# trace reader, the kernel's tracefs format files and ring-buffer pages,
+# trace reader, the reader's TSDL metadata parser and packet decoding, the kernel's tracefs format files and ring-buffer pages,
 # filter expressions translated for the kernel.
 # Corpora grow in build-fuzz/corpus/; a failing input is saved in the
 # current directory.
@@ -14,8 +14,8 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON -DTRACERY_WERROR=ON >/dev/null
 # target -> the directory of build-fuzz/src/ it is built in
 declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control [fuzz_schema]=event
-  [fuzz_stream_check]=ctf [fuzz_format]=kernel [fuzz_page]=kernel [fuzz_kernel_filter]=filter)
-targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_schema fuzz_stream_check fuzz_format fuzz_page fuzz_kernel_filter)
+  [fuzz_stream_check]=ctf [fuzz_tsdl]=ctf [fuzz_packet]=ctf [fuzz_format]=kernel [fuzz_page]=kernel [fuzz_kernel_filter]=filter)
+targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_schema fuzz_stream_check fuzz_tsdl fuzz_packet fuzz_format fuzz_page fuzz_kernel_filter)
 ninja -C build-fuzz "${targets[@]}"
 for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t"
