@@ -68,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		const int fd = ::open(stream.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		tracery::base::fuzz_check(fd >= 0, "fuzz_packet", "open");
-		tracery::base::fuzz_check(::write(fd, data, size) == static_cast<ssize_t>(size), "fuzz_packet", "write");
+		tracery::base::fuzz_check(::write(fd, data, size) == static_cast<ssize_t>(size), "fuzz_packet",
+		                          "write");
 		::close(fd);
 	}
 	try {
@@ -78,7 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int64_t last = INT64_MIN;
 		while (const Item *it = set.next()) {
 			if (it->kind == ItemKind::event)
-				tracery::base::fuzz_check(it->fields.size() >= 1, "fuzz_packet", "an event has its fields' struct");
+				tracery::base::fuzz_check(it->fields.size() >= 1, "fuzz_packet",
+				                          "an event has its fields' struct");
 			last = it->ns;
 		}
 		(void)last;

@@ -206,7 +206,8 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 				scratch.clear();
 				pos = run_plan(plans.packet_header(), pkt, pos, left, st, &scratch);
 			} catch (const DecodeError &e) {
-				throw ReadError(path, off + e.bit_offset() / 8, std::string("packet header: ") + e.what());
+				throw ReadError(path, off + e.bit_offset() / 8,
+				                std::string("packet header: ") + e.what());
 			}
 			if (pe.f.has_magic && pe.f.magic != kCtfMagic)
 				throw ReadError(path, off,
@@ -239,7 +240,8 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 				scratch.clear();
 				pos = run_plan(sp->packet_context, pkt, pos, left, st, &scratch);
 			} catch (const DecodeError &e) {
-				throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
+				throw ReadError(path, off + e.bit_offset() / 8,
+				                std::string("packet context: ") + e.what());
 			}
 			pe.packet_bits = pe.f.has_packet    ? pe.f.packet_bits
 			                 : pe.f.has_content ? pe.f.content_bits
@@ -316,7 +318,8 @@ bool TraceSet::load_packet(Stream &s)
 	s.packet_values_.clear();
 	try {
 		const uint8_t *pkt = s.file_->data + p.offset;
-		uint64_t pos = run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, &s.header_values_);
+		uint64_t pos =
+			run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, &s.header_values_);
 		run_plan(s.plans_->packet_context, pkt, pos, p.content_bits, s.st_, &s.packet_values_);
 	} catch (const DecodeError &e) {
 		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8, e.what());

@@ -965,7 +965,8 @@ private:
 			if (sit == out_.streams.end()) {
 				if (!out_.streams.empty() || e.stream_id != 0)
 					throw TsdlError(p.line, p.offset,
-					                "event '" + e.name + "' of stream " + std::to_string(e.stream_id) +
+					                "event '" + e.name + "' of stream " +
+					                        std::to_string(e.stream_id) +
 					                        ", which no stream block declares");
 				sit = out_.streams.emplace(0, StreamClass{}).first; // one implicit stream class
 			}

@@ -1,0 +1,244 @@
+// ctf/reader/reader_test.cpp — the TSDL parser (constructs, errors with line
+// and offset), decode plans on handcrafted bytes (bit fields in both byte
+// orders, variants, sequences, text arrays), and the bounds that make a
+// damaged packet an error at its offset.
+#include "ctf/reader/decoder.hpp"
+#include "ctf/reader/read_error.hpp"
+#include "ctf/reader/tsdl_parser.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace tracery::ctf::reader {
+namespace {
+
+const char *kPreamble = R"(
+typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 64; align = 8; signed = false; } := unsigned long;
+trace { major = 1; minor = 8; byte_order = ORDER; uuid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"; };
+env { hostname = "h\"x"; n = -3; };
+clock { name = c; freq = 1000; offset_s = 5; offset = 2; };
+)";
+
+std::string with_order(const char *order, const std::string &rest)
+{
+	std::string s = kPreamble;
+	s.replace(s.find("ORDER"), 5, order);
+	return s + rest;
+}
+
+TEST(Tsdl, ParsesEveryConstruct)
+{
+	const TraceClass tc = parse_tsdl(with_order("be", R"(
+struct ctx { uint32_t a; } align(64);
+event { name = "e1"; id = 7; stream_id = 3; loglevel = 13;
+	fields := struct {
+		enum : uint8_t { A, B = 5 ... 7, "C D" } e;
+		variant <e> { uint8_t A; string B; struct ctx _C_D; } v;
+		unsigned long len;
+		floating_point { exp_dig = 11; mant_dig = 53; align = 64; byte_order = le; } d[len];
+		integer { size = 8; align = 8; signed = false; encoding = UTF8; } t[4][2];
+		string { encoding = ASCII; } s;
+		integer { size = 13; align = 1; signed = true; base = hex; map = clock.c.value; } x;
+	};
+};
+stream { id = 3; event.context := struct ctx; };
+)"));
+	EXPECT_TRUE(tc.big_endian);
+	EXPECT_EQ(tc.uuid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+	ASSERT_EQ(tc.env.size(), 2u);
+	EXPECT_EQ(std::get<std::string>(tc.env[0].second), "h\"x");
+	EXPECT_EQ(std::get<int64_t>(tc.env[1].second), -3);
+	ASSERT_NE(tc.clock("c"), nullptr);
+	EXPECT_EQ(tc.clock("c")->offset, 2u);
+	const StreamClass &sc = tc.streams.at(3); // the events came before their stream block
+	EXPECT_EQ(sc.event_context->align, 64u);
+	const EventClass &e = sc.events.at(7);
+	EXPECT_EQ(e.name, "e1");
+	EXPECT_EQ(*e.loglevel, 13);
+	const auto &m = e.fields->members;
+	ASSERT_EQ(m.size(), 7u);
+	ASSERT_EQ(m[0].type->mappings.size(), 3u);
+	EXPECT_EQ(m[0].type->mappings[1].ranges[0].lo, 5);
+	EXPECT_EQ(m[0].type->mappings[2].label, "C D");
+	EXPECT_EQ(m[0].type->mappings[2].ranges[0].lo, 8); // after 7
+	EXPECT_EQ(m[1].type->kind, TypeKind::variant);
+	EXPECT_EQ(m[1].type->tag, "e");
+	EXPECT_EQ(m[2].type->size, 64u); // "unsigned long": a two-word name
+	EXPECT_EQ(m[3].type->kind, TypeKind::sequence);
+	EXPECT_EQ(m[3].type->length_ref, "len");
+	EXPECT_EQ(m[3].type->element->byte_order, ByteOrder::le);
+	EXPECT_EQ(m[4].type->length, 4u);
+	EXPECT_EQ(m[4].type->element->length, 2u);
+	EXPECT_EQ(m[5].type->encoding, Encoding::ascii);
+	EXPECT_EQ(m[6].type->align, 1u);
+	EXPECT_EQ(m[6].type->base, Base::hex);
+	EXPECT_EQ(m[6].type->mapped_clock, "c");
+	EXPECT_EQ(m[6].type->byte_order, ByteOrder::native);
+}
+
+TEST(Tsdl, ErrorsNameLineAndOffset)
+{
+	struct Case {
+		const char *text;
+		size_t line;
+		const char *what;
+	};
+	const Case cases[] = {
+		{"trace { byte_order = le; };\nevent { name = x; fields := struct { nosuch a; }; };", 2,
+	         "unknown type 'nosuch'"},
+		{"typealias integer { size = 65; } := x;", 1, "integer size must be 1 to 64 bits"},
+		{"trace { byte_order = le; };\n\n/* never closed", 3, "comment not closed"},
+		{"trace { major = 1; };", 1, "trace block without byte_order"},
+		{"trace { byte_order = le; };\nevent { name = \"a\"; id = 1; stream_id = 4; };", 2,
+	         "which no stream block declares"},
+		{"typealias floating_point { exp_dig = 5; mant_dig = 11; } := h;", 1, "only 32-bit"},
+		{"typealias integer { size = 8; align = 3; } := x;", 1, "align must be a power of two"},
+		{"env { a = \"unterminated; };", 1, "string literal not closed"},
+	};
+	for (const Case &c : cases) {
+		try {
+			parse_tsdl(c.text);
+			ADD_FAILURE() << "no error for: " << c.text;
+		} catch (const TsdlError &e) {
+			EXPECT_EQ(e.line(), c.line) << c.text;
+			EXPECT_LE(e.offset(), strlen(c.text)) << c.text;
+			EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << e.what();
+		}
+	}
+}
+
+TEST(Tsdl, NestingIsBounded)
+{
+	std::string deep = "trace { byte_order = le; }; typealias ";
+	for (int i = 0; i < 100; ++i)
+		deep += "struct { ";
+	EXPECT_THROW(parse_tsdl(deep), TsdlError);
+}
+
+TEST(MetadataPackets, UnpacksAndNamesDamage)
+{
+	std::string text = "/* CTF 1.8 */ trace { byte_order = le; };";
+	auto packet = [](const std::string &part, uint32_t magic) {
+		std::string p(37, '\0');
+		const uint32_t content = static_cast<uint32_t>((37 + part.size()) * 8), size = content;
+		memcpy(&p[0], &magic, 4);
+		memcpy(&p[24], &content, 4);
+		memcpy(&p[28], &size, 4);
+		return p + part;
+	};
+	const std::string two = packet(text.substr(0, 10), 0x75D11D57) + packet(text.substr(10), 0x75D11D57);
+	EXPECT_EQ(metadata_text(two, "m"), text);
+	const std::string bad = packet(text.substr(0, 10), 0x75D11D57) + packet(text.substr(10), 0x12345678);
+	try {
+		metadata_text(bad, "m");
+		ADD_FAILURE();
+	} catch (const ReadError &e) {
+		EXPECT_EQ(e.offset(), 47u);
+		EXPECT_EQ(std::string(e.what()), "m: at offset 47: bad metadata packet magic (not 0x75D11D57)");
+	}
+	EXPECT_THROW(metadata_text(two.substr(0, two.size() - 1), "m"), ReadError);
+}
+
+// Event fields of one event class, decoded from bytes.
+struct Decoded {
+	TraceClass tc;
+	std::unique_ptr<TracePlans> plans;
+	std::vector<uint8_t> bytes; // strings point into them
+	std::vector<Value> values;
+	uint64_t end = 0;
+};
+
+Decoded decode(const char *order, const std::string &fields, const std::vector<uint8_t> &bytes)
+{
+	Decoded d;
+	d.bytes = bytes;
+	d.tc = parse_tsdl(with_order(order, "stream { id = 0; };\nevent { name = \"e\"; id = 0; fields := struct { " +
+	                                            fields + " }; };"));
+	d.plans = std::make_unique<TracePlans>(d.tc);
+	const auto *ep = d.plans->stream(0)->event(0);
+	DecodeState st;
+	st.regs.assign(d.plans->registers(), 0);
+	d.end = run_plan(ep->fields, d.bytes.data(), 0, d.bytes.size() * 8, st, &d.values);
+	return d;
+}
+
+TEST(Decoder, BitFieldsInBothByteOrders)
+{
+	const std::string f = "integer { size = 3; align = 1; signed = false; } a; "
+			      "integer { size = 13; align = 1; signed = true; } b; uint32_t c;";
+	// little-endian: a in bits 0-2 of byte 0, b in the next 13 bits
+	const Decoded le = decode("le", f, {0x05 | (0x1F << 3), 0xFF, 0x78, 0x56, 0x34, 0x12});
+	ASSERT_EQ(le.values.size(), 4u);
+	EXPECT_EQ(le.values[1].u, 5u);
+	EXPECT_EQ(le.values[2].i, -1); // all ones
+	EXPECT_EQ(le.values[3].u, 0x12345678u);
+	// big-endian: a in the top 3 bits
+	const Decoded be = decode("be", f, {0xA0 | 0x1F, 0xFE, 0x12, 0x34, 0x56, 0x78});
+	EXPECT_EQ(be.values[1].u, 5u);
+	EXPECT_EQ(be.values[2].i, -2);
+	EXPECT_EQ(be.values[3].u, 0x12345678u);
+	EXPECT_EQ(be.end, 48u);
+}
+
+TEST(Decoder, VariantsSequencesAndText)
+{
+	const std::string f = "enum : uint8_t { X = 1, Y = 2 } tag; variant <tag> { uint8_t X; string Y; } v; "
+			      "uint8_t n; uint8_t seq[n]; integer { size = 8; align = 8; signed = false; "
+			      "encoding = UTF8; } t[4];";
+	const Decoded d = decode("le", f, {2, 'h', 'i', 0, 3, 7, 8, 9, 'a', 'b', 0, 'z'});
+	// struct, tag, variant, string, n, sequence + 3, text
+	ASSERT_EQ(d.values.size(), 10u);
+	EXPECT_EQ(d.values[2].n, 1u); // option Y
+	EXPECT_EQ(std::string(d.values[3].s, d.values[3].n), "hi");
+	EXPECT_EQ(d.values[5].n, 3u);
+	EXPECT_EQ(d.values[8].u, 9u);
+	EXPECT_EQ(std::string(d.values[9].s, d.values[9].n), "ab"); // up to the NUL
+	EXPECT_EQ(d.end, 12u * 8);
+}
+
+TEST(Decoder, DamageIsAnErrorAtItsOffset)
+{
+	const std::string f = "enum : uint8_t { X = 1 } tag; variant <tag> { uint8_t X; } v; uint8_t n; uint32_t s[n]; "
+			      "string str;";
+	try {
+		decode("le", f, {9});
+		ADD_FAILURE();
+	} catch (const DecodeError &e) {
+		EXPECT_EQ(e.bit_offset(), 8u);
+		EXPECT_NE(std::string(e.what()).find("value 9 selects no option"), std::string::npos);
+	}
+	try {
+		decode("le", f, {1, 0, 200, 1, 2, 3});
+		ADD_FAILURE();
+	} catch (const DecodeError &e) {
+		EXPECT_EQ(e.bit_offset(), 24u);
+		EXPECT_NE(std::string(e.what()).find("200 elements runs past the end"), std::string::npos);
+	}
+	try {
+		decode("le", f, {1, 0, 0, 'a', 'b'});
+		ADD_FAILURE();
+	} catch (const DecodeError &e) {
+		EXPECT_EQ(e.bit_offset(), 24u);
+		EXPECT_NE(std::string(e.what()).find("no terminating NUL"), std::string::npos);
+	}
+}
+
+TEST(Plans, PathsThatDoNotResolveAreErrors)
+{
+	const TraceClass tc =
+		parse_tsdl(with_order("le", "stream { id = 0; };\nevent { name = \"e\"; id = 0; fields := struct { "
+	                                    "uint8_t a[nosuch]; }; };"));
+	try {
+		TracePlans p(tc);
+		ADD_FAILURE();
+	} catch (const std::runtime_error &e) {
+		EXPECT_NE(std::string(e.what()).find("no field 'nosuch' before this one"), std::string::npos);
+	}
+}
+
+} // namespace
+} // namespace tracery::ctf::reader
