@@ -329,7 +329,6 @@ class DaemonViewTest(unittest.TestCase):
         t("enable-event", "-u", "-a", "-s", "s")
         t("add-context", "-u", "-s", "s", "-t", "vpid", "-t", "procname")
         t("start", "s")
-        run_traced([program("tests", "all-types")], None) if False else None
         p = self.d.spawn([program("tests", "all-types")])
         p.wait(timeout=60)
         t("stop", "s")
@@ -347,8 +346,9 @@ class DaemonViewTest(unittest.TestCase):
         self.assertEqual(ours.stdout, bt2(snap).stdout)
         self.assertIn(b"rt:color", ours.stdout)
         # the session still runs: said first
-        self.assertIn(b"is still running", view("snap").stderr if False else subprocess.run(
-            [self.d.cli, "view", "snap"], env=self.d.env, capture_output=True, timeout=60).stderr)
+        by_name = subprocess.run([self.d.cli, "view", "snap"], env=self.d.env, capture_output=True, timeout=60)
+        self.assertEqual(by_name.stdout, ours.stdout)
+        self.assertIn(b"session 'snap' is still running", by_name.stderr)
 
     def test_merged_user_and_kernel(self):
         if os.geteuid() != 0 or not os.path.isdir("/sys/kernel/tracing/events"):

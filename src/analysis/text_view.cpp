@@ -146,6 +146,8 @@ void append_escaped(std::string &o, const char *s, size_t n)
 	o += '"';
 }
 
+uint64_t low_bits(uint64_t v, unsigned bits) { return bits < 64 ? v & ((uint64_t{1} << bits) - 1) : v; }
+
 class Printer {
 public:
 	Printer(std::string &o, const ViewOptions &opt) : o_(o), opt_(opt) {}
@@ -197,24 +199,16 @@ public:
 				append_u64(o_, raw);
 			break;
 		case reader::Base::hex: {
-			uint64_t v = raw;
-			if (t.size < 64) {
-				const unsigned r = (t.size + 3) & ~3u;
-				if (r < 64)
-					v &= (uint64_t{1} << r) - 1;
-			}
+			// the value's bits rounded up to whole hex digits
+			const uint64_t v = low_bits(raw, (t.size + 3) & ~3u);
 			char b[24];
 			snprintf(b, sizeof b, "0x%" PRIX64, v);
 			o_ += b;
 			break;
 		}
 		case reader::Base::oct: {
-			uint64_t v = raw;
-			if (t.is_signed && t.size < 64) {
-				const unsigned r = ((t.size - 1) / 3 + 1) * 3;
-				if (r < 64)
-					v &= (uint64_t{1} << r) - 1;
-			}
+			// a negative value's bits rounded up to whole octal digits
+			const uint64_t v = t.is_signed ? low_bits(raw, ((t.size - 1) / 3 + 1) * 3) : raw;
 			char b[32];
 			snprintf(b, sizeof b, "0%" PRIo64, v);
 			o_ += b;
@@ -472,6 +466,24 @@ bool name_wanted(const std::vector<std::string> &globs, const std::string &name)
 
 } // namespace
 
+namespace {
+
+// The ns of the digits after a decimal point (1 to 9 of them, up to end).
+std::optional<uint64_t> fraction_ns(const char *f, const char *end)
+{
+	uint64_t frac = 0;
+	int digits = 0;
+	for (; f < end && *f >= '0' && *f <= '9' && digits < 9; ++f, ++digits)
+		frac = frac * 10 + static_cast<uint64_t>(*f - '0');
+	if (f != end || digits == 0)
+		return std::nullopt;
+	for (; digits < 9; ++digits)
+		frac *= 10;
+	return frac;
+}
+
+} // namespace
+
 std::optional<int64_t> parse_time(const std::string &text, std::optional<int64_t> first_ns)
 {
 	const char *p = text.c_str();
@@ -487,16 +499,10 @@ std::optional<int64_t> parse_time(const std::string &text, std::optional<int64_t
 		if (r.ec == std::errc() && r.ptr == end)
 			return neg ? -static_cast<int64_t>(whole) : static_cast<int64_t>(whole);
 		if (r.ec == std::errc() && *r.ptr == '.' && text.find(':') == std::string::npos) {
-			const char *f = r.ptr + 1;
-			uint64_t frac = 0;
-			int digits = 0;
-			for (; f < end && *f >= '0' && *f <= '9' && digits < 9; ++f, ++digits)
-				frac = frac * 10 + static_cast<uint64_t>(*f - '0');
-			if (f != end || digits == 0)
+			const auto frac = fraction_ns(r.ptr + 1, end);
+			if (!frac)
 				return std::nullopt;
-			for (; digits < 9; ++digits)
-				frac *= 10;
-			const int64_t v = static_cast<int64_t>(whole) * kNsPerS + static_cast<int64_t>(frac);
+			const int64_t v = static_cast<int64_t>(whole) * kNsPerS + static_cast<int64_t>(*frac);
 			return neg ? -v : v;
 		}
 	}
@@ -526,14 +532,10 @@ std::optional<int64_t> parse_time(const std::string &text, std::optional<int64_t
 	if (rest < end) {
 		if (*rest != '.')
 			return std::nullopt;
-		int digits = 0;
-		const char *f = rest + 1;
-		for (; f < end && *f >= '0' && *f <= '9' && digits < 9; ++f, ++digits)
-			frac = frac * 10 + static_cast<uint64_t>(*f - '0');
-		if (f != end || digits == 0)
+		const auto f = fraction_ns(rest + 1, end);
+		if (!f)
 			return std::nullopt;
-		for (; digits < 9; ++digits)
-			frac *= 10;
+		frac = *f;
 	}
 	const time_t secs = mktime(&tm);
 	if (secs == static_cast<time_t>(-1))

@@ -3,6 +3,7 @@
 #include "ctf/reader/decoder.hpp"
 
 #include <cstring>
+#include <iterator>
 
 namespace tracery::ctf::reader {
 
@@ -389,6 +390,28 @@ inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
 	return v;
 }
 
+// Where a packet role's value goes in PacketFields, by Role.
+struct PacketSlot {
+	uint64_t PacketFields::*value;
+	bool PacketFields::*has;
+};
+constexpr PacketSlot kPacketSlots[] = {
+	{nullptr, nullptr}, // none
+	{nullptr, nullptr}, // event_id
+	{nullptr, nullptr}, // timestamp
+	{&PacketFields::magic, &PacketFields::has_magic},
+	{&PacketFields::stream_id, &PacketFields::has_stream_id},
+	{&PacketFields::stream_instance_id, &PacketFields::has_stream_instance_id},
+	{&PacketFields::begin, &PacketFields::has_begin},
+	{&PacketFields::end, &PacketFields::has_end},
+	{&PacketFields::content_bits, &PacketFields::has_content},
+	{&PacketFields::packet_bits, &PacketFields::has_packet},
+	{&PacketFields::discarded, &PacketFields::has_discarded},
+	{&PacketFields::seq, &PacketFields::has_seq},
+	{nullptr, nullptr}, // clock_update
+};
+static_assert(std::size(kPacketSlots) == static_cast<size_t>(Role::clock_update) + 1);
+
 class Runner {
 public:
 	Runner(const Plan &plan, const uint8_t *base, uint64_t pos, uint64_t end, DecodeState &st,
@@ -490,43 +513,14 @@ private:
 				st_.clock = c;
 			}
 			break;
-		case Role::magic:
-			if (pf)
-				pf->magic = raw, pf->has_magic = true;
-			break;
-		case Role::stream_id:
-			if (pf)
-				pf->stream_id = raw, pf->has_stream_id = true;
-			break;
-		case Role::stream_instance_id:
-			if (pf)
-				pf->stream_instance_id = raw, pf->has_stream_instance_id = true;
-			break;
-		case Role::packet_begin:
-			if (pf)
-				pf->begin = raw, pf->has_begin = true;
-			break;
-		case Role::packet_end:
-			if (pf)
-				pf->end = raw, pf->has_end = true;
-			break;
-		case Role::content_size:
-			if (pf)
-				pf->content_bits = raw, pf->has_content = true;
-			break;
-		case Role::packet_size:
-			if (pf)
-				pf->packet_bits = raw, pf->has_packet = true;
-			break;
-		case Role::events_discarded:
-			if (pf)
-				pf->discarded = raw, pf->has_discarded = true;
-			break;
-		case Role::packet_seq_num:
-			if (pf)
-				pf->seq = raw, pf->has_seq = true;
-			break;
 		case Role::none:
+			break;
+		default:
+			if (pf) {
+				const PacketSlot &slot = kPacketSlots[static_cast<size_t>(op.role)];
+				pf->*slot.value = raw;
+				pf->*slot.has = true;
+			}
 			break;
 		}
 	}

@@ -169,28 +169,17 @@ private:
 			if (pos_ >= s_.size())
 				throw TsdlError(line_, start, "string literal not closed");
 			const char e = s_[pos_++];
+			static constexpr char kEscapes[][2] = {{'n', '\n'}, {'t', '\t'}, {'r', '\r'}, {'a', '\a'},
+			                                       {'b', '\b'}, {'f', '\f'}, {'v', '\v'}};
+			bool simple = false;
+			for (const auto &m : kEscapes)
+				if (e == m[0]) {
+					t.text += m[1];
+					simple = true;
+				}
+			if (simple)
+				continue;
 			switch (e) {
-			case 'n':
-				t.text += '\n';
-				break;
-			case 't':
-				t.text += '\t';
-				break;
-			case 'r':
-				t.text += '\r';
-				break;
-			case 'a':
-				t.text += '\a';
-				break;
-			case 'b':
-				t.text += '\b';
-				break;
-			case 'f':
-				t.text += '\f';
-				break;
-			case 'v':
-				t.text += '\v';
-				break;
 			case 'x': {
 				unsigned v = 0, n = 0;
 				while (n < 2 && pos_ < s_.size() && isxdigit(static_cast<unsigned char>(s_[pos_]))) {
@@ -676,30 +665,17 @@ private:
 		if (tok_.kind != Tok::ident)
 			fail("expected a type, found " + describe());
 		const std::string w = tok_.text;
-		if (w == "integer") {
-			advance();
-			return integer_type();
-		}
-		if (w == "floating_point") {
-			advance();
-			return float_type();
-		}
-		if (w == "string") {
-			advance();
-			return string_type();
-		}
-		if (w == "enum") {
-			advance();
-			return enum_type();
-		}
-		if (w == "struct") {
-			advance();
-			return struct_type();
-		}
-		if (w == "variant") {
-			advance();
-			return variant_type();
-		}
+		using Make = TypePtr (Parser::*)();
+		static constexpr std::pair<std::string_view, Make> kTypes[] = {
+			{"integer", &Parser::integer_type}, {"floating_point", &Parser::float_type},
+			{"string", &Parser::string_type},   {"enum", &Parser::enum_type},
+			{"struct", &Parser::struct_type},   {"variant", &Parser::variant_type},
+		};
+		for (const auto &[keyword, make] : kTypes)
+			if (w == keyword) {
+				advance();
+				return (this->*make)();
+			}
 		if (w == "const" || w == "volatile") {
 			advance();
 			return type_specifier();
