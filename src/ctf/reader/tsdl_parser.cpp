@@ -362,8 +362,10 @@ private:
 	std::string dotted()
 	{
 		std::string s = ident();
-		while (accept("."))
-			s += "." + ident();
+		while (accept(".")) {
+			s += '.'; // appended apart: GCC 12 -O3 -Wrestrict false positive on "." + string
+			s += ident();
+		}
 		return s;
 	}
 	ByteOrder byte_order_value()
@@ -682,9 +684,15 @@ private:
 		}
 		// A declared name, maybe several words ("unsigned long").
 		std::string name = ident();
-		while (tok_.kind == Tok::ident &&
-		       (lookup(name + " " + tok_.text) || is_prefix_of_name(name + " " + tok_.text)))
-			name += " " + ident();
+		while (tok_.kind == Tok::ident) {
+			std::string longer = name;
+			longer += ' ';
+			longer += tok_.text;
+			if (!lookup(longer) && !is_prefix_of_name(longer))
+				break;
+			advance();
+			name = std::move(longer);
+		}
 		TypePtr t = lookup(name);
 		if (!t)
 			fail("unknown type '" + name + "'");
@@ -717,8 +725,10 @@ private:
 	std::string alias_name()
 	{
 		std::string name = ident();
-		while (tok_.kind == Tok::ident)
-			name += " " + ident();
+		while (tok_.kind == Tok::ident) {
+			name += ' ';
+			name += ident();
+		}
 		return name;
 	}
 	void typealias()
