@@ -326,6 +326,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         path = self.out("kf")
         t = self.d.tracery
         t("create", "kf", "--output", path)
+        t("enable-channel", "-k", "kchan", "-s", "kf")
         p, pid = self.workload(GETPIDS, ROUNDS)
         out = t("enable-event", "-k", "--syscall", "getpid", "--filter", f"ret == {pid}", "-s", "kf").stdout
         self.assertIn(f"Kernel event syscall getpid (filter: ret == {pid}) enabled", out)
@@ -341,6 +342,9 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.run_workload(p)
         t("stop", "kf")
         t("destroy", "kf")
+        # The stream files take the kernel channel's name, as LTTng's do.
+        streams = sorted(n for n in os.listdir(os.path.join(path, "kernel")) if n.startswith("kchan_"))
+        self.assertEqual(streams, [f"kchan_{cpu}" for cpu in range(os.cpu_count())])
         events = [m for m in self.dump(os.path.join(path, "kernel")) if "e" in m]
         exits = [m["f"]["ret"] for m in events if m["e"] == "syscall_exit_getpid"]
         # Every process's getpid ran through the filter: only the workload's are here, all of its loop's.

@@ -270,6 +270,7 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 	c.session_name = name_;
 	c.instance_label = "u" + std::to_string(owner_) + "-" + name_; // users' session names may be the same
 	c.output = output_;
+	c.channel = kernel.channel_name();
 	c.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
 	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
 	c.all_syscalls = kernel.all_syscalls;

@@ -261,7 +261,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 		formats.push_back(format);
 	const clock::TickSource source = clock::tick_source(config_.tick_unit);
 	return std::make_unique<KernelTrace>(
-		dir, std::move(info), formats, cpus_.back() + 1, layout_,
+		dir, config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
 		[this, baseline = std::move(baseline)](uint32_t cpu) {
 			// The stats are tracefs's.
 			FsCreds as_process(::geteuid(), ::getegid());

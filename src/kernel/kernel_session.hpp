@@ -47,6 +47,7 @@ struct KernelSessionConfig {
 	// it unique with the owner).
 	std::string instance_label;
 	std::string output;                   // the session's OUTPUT: the trace goes to OUTPUT/kernel
+	std::string channel = "channel0";     // names the stream files, CHANNEL_CPU
 	std::vector<std::string> tracepoints; // patterns of match_tracepoints() ("sched_switch", "irq:*")
 	std::vector<std::string> syscalls;    // NAME of syscalls:sys_enter_NAME / sys_exit_NAME
 	bool all_syscalls = false;

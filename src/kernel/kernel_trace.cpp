@@ -16,7 +16,6 @@ namespace {
 
 constexpr auto kStatsInterval = std::chrono::milliseconds(100);
 constexpr uint32_t kStreamClass = 0;
-constexpr const char *kStreamPrefix = "channel0";
 
 // lttng-modules' state dump values (src/lttng-statedump-impl.c).
 constexpr int32_t kUserThread = 0, kKernelThread = 1;
@@ -143,12 +142,13 @@ uint64_t parse_lost_total(std::string_view stats)
 	return total;
 }
 
-KernelTrace::KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const EventFormat> formats, uint32_t num_cpus,
-                         const PageLayout &layout, LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of)
+KernelTrace::KernelTrace(std::string dir, const std::string &channel, ctf::TraceInfo info,
+                         std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
+                         LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of)
 	: dir_(ctf::TraceDir::create(std::move(dir))), uuid_(info.uuid), now_(std::move(now)), made_(now_()),
 	  earliest_(made_), decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
-	  sink_(consumer::StreamFiles{dir_.path(), kStreamPrefix, kStreamClass, 0, info.uuid}, num_cpus),
-	  cpus_(num_cpus), num_cpus_(num_cpus)
+	  sink_(consumer::StreamFiles{dir_.path(), channel, kStreamClass, 0, info.uuid}, num_cpus), cpus_(num_cpus),
+	  num_cpus_(num_cpus)
 {
 	info.identity = lttng_kernel_identity();
 	const ctf::MetadataWriter writer(std::move(info));

@@ -1,7 +1,7 @@
 // kernel/kernel_trace.hpp — the CTF trace of a kernel session, OUTPUT/kernel:
 // its metadata (LTTng kernel identity, the user trace's clock class, one
 // stream class, the event classes of kernel_events.hpp), one stream file per
-// CPU (channel0_CPU) into which each page the readers deliver becomes one
+// CPU (CHANNEL_CPU) into which each page the readers deliver becomes one
 // packet, and the state dump's stream (statedump_0). A session started
 // again continues the same streams (its new event classes appended to the
 // metadata).
@@ -77,14 +77,15 @@ struct KernelTraceCounts {
 
 class KernelTrace {
 public:
-	// Creates `dir` and writes the metadata. `info.identity` is replaced by
+	// Creates `dir` and writes the metadata; `channel` names the stream
+	// files (CHANNEL_CPU, as LTTng names them). `info.identity` is replaced by
 	// lttng_kernel_identity(). `now` reads the trace clock (the tracefs
 	// instance's): the streams begin at its value here, and finish_cpu()
 	// ends a CPU's stream at its value then. Throws std::system_error,
 	// FormatError.
-	KernelTrace(std::string dir, ctf::TraceInfo info, std::span<const EventFormat> formats, uint32_t num_cpus,
-	            const PageLayout &layout, LostTotal lost_total, std::function<uint64_t()> now,
-	            TgidOf tgid_of = proc_tgid);
+	KernelTrace(std::string dir, const std::string &channel, ctf::TraceInfo info,
+	            std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
+	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid);
 
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
