@@ -8,6 +8,7 @@ packages=(
   liburcu-dev libcli11-dev nlohmann-json3-dev libasmjit-dev
   babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace
   libtraceevent-dev libtracefs-dev
+  libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,37 @@
+/* kernel/testapps/probe_sdt.c — a program without Tracery with SDT probe
+ * points (<sys/sdt.h>), for the probe resolver's tests (kernel_probe_test):
+ * a probe with a semaphore and constant, register and memory operands, and
+ * (probe_sdt_pair.c) one without a semaphore used at two places. Called as `probe-sdt N`, it fires each
+ * point N times. */
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+
+#include <stdlib.h>
+
+/* The semaphore that the kernel increments while the probe is enabled
+ * (sys/sdt.h names it PROVIDER_NAME_semaphore and puts it in .probes). */
+unsigned short tracery_test_work_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+
+struct item {
+	long id;
+	int weight;
+};
+
+__attribute__((noinline)) void fire(struct item *it, int n)
+{
+	/* Constant, register and memory (it->weight) operands. */
+	STAP_PROBE3(tracery_test, work, 42, n, it->weight);
+}
+
+void twice(long v);
+
+int main(int argc, char **argv)
+{
+	int count = argc > 1 ? atoi(argv[1]) : 1;
+	struct item it = {7, -9};
+	for (int i = 0; i < count; ++i) {
+		fire(&it, i + 100);
+		twice(i);
+	}
+	return tracery_test_work_semaphore > 1000 ? 1 : 0;
+}
