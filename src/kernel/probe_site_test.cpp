@@ -191,6 +191,16 @@ struct Expected {
 	std::string name, fetch, type, c_type;
 };
 
+// The names GCC gives base types in DWARF (what the expectations say) for
+// those clang spells otherwise: the test programs are built with either.
+std::string gcc_spelling(const std::string &c_type)
+{
+	static const std::map<std::string, std::string> gcc = {
+		{"long", "long int"}, {"short", "short int"}, {"unsigned long long", "long long unsigned int"}};
+	const auto it = gcc.find(c_type);
+	return it == gcc.end() ? c_type : it->second;
+}
+
 void expect_args(const ProbeSite &site, const std::vector<Expected> &want, const std::string &what)
 {
 	ASSERT_EQ(site.args.size(), want.size()) << what;
@@ -198,7 +208,7 @@ void expect_args(const ProbeSite &site, const std::vector<Expected> &want, const
 		EXPECT_EQ(site.args[i].name, want[i].name) << what << " #" << i;
 		EXPECT_EQ(site.args[i].fetch, want[i].fetch) << what << " #" << i;
 		EXPECT_EQ(site.args[i].type, want[i].type) << what << " #" << i;
-		EXPECT_EQ(site.args[i].c_type, want[i].c_type) << what << " #" << i;
+		EXPECT_EQ(gcc_spelling(site.args[i].c_type), want[i].c_type) << what << " #" << i;
 	}
 }
 
@@ -623,6 +633,17 @@ TEST(ProbeSdt, OperandsOfTheTestProgram)
 	EXPECT_NE(pair[0].offset, pair[1].offset);
 	EXPECT_EQ(pair[0].ref_ctr_offset, 0u);
 	const auto global = resolve("sdt:" + kSdt + ":tracery_test:global").at(0);
+	// GCC reads the global where it is (%rip-relative), clang copies it to
+	// the stack first.
+	std::string global_ops;
+	for (const ReadelfNote &n : readelf_sdt(kSdt))
+		if (n.name == "global")
+			global_ops = n.arguments;
+	if (global_ops.find("(%rip)") == std::string::npos) {
+		ASSERT_EQ(global.args.size(), 2u);
+		EXPECT_TRUE(global.notes.empty());
+		return;
+	}
 	ASSERT_EQ(global.args.size(), 1u);
 	EXPECT_EQ(global.args[0].name, "arg2");
 	EXPECT_EQ(global.args[0].fetch, "\\3");
@@ -817,6 +838,12 @@ TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 	}
 	for (const std::string &e : events)
 		write_control(root + "/uprobe_events", "-:" + group + "/" + e, true);
-	EXPECT_EQ(read_control(root + "/uprobe_events"), before);
+	// Every probe that was there is still there and none of ours is (the
+	// file is the system's: a probe someone else adds meanwhile may stay).
+	const std::string after = read_control(root + "/uprobe_events");
+	EXPECT_EQ(after.find(group), std::string::npos) << after;
+	std::istringstream lines(before);
+	for (std::string line; std::getline(lines, line);)
+		EXPECT_NE(after.find(line), std::string::npos) << line;
 	EXPECT_EQ(test_support::global_settings(root), globals);
 }

@@ -54,7 +54,7 @@ PROBED void pt_ret_void(int n) { pt_buffer[0] = (char)n; }
 
 /* An indirect function: its symbol is the resolver's. */
 static int pt_ifunc_impl(int n) { return n + 1; }
-static int (*pt_ifunc_resolver(void))(int) { return pt_ifunc_impl; }
+__attribute__((used)) static int (*pt_ifunc_resolver(void))(int) { return pt_ifunc_impl; }
 int pt_ifunc(int n) __attribute__((ifunc("pt_ifunc_resolver")));
 
 int main(int argc, char **argv)
