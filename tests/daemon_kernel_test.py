@@ -395,6 +395,31 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         t("disable-event", "-k", "-a", "-s", "b")
         self.assertNotIn("kernel", t("status", "b").stdout, "no kernel event left")
 
+    def test_stale_probes_of_a_dead_daemon_are_removed_at_start(self):
+        """A group tracery_PID_* in uprobe_events whose PID is gone (a daemon killed with SIGKILL) is
+        removed by the next daemon, which says so."""
+        events = os.path.join(self.root, "uprobe_events")
+
+        def append(line):  # O_APPEND without a seek: tracefs refuses lseek on this file
+            fd = os.open(events, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+        child = subprocess.Popen(["true"])
+        child.wait()
+        group = f"tracery_{child.pid}_s1"
+        append(f"p:{group}/probe /bin/true:0x1000\n")
+        try:
+            self.assertIn(f"p:{group}/probe ", open(events).read())
+            self.d.start_daemon()
+            self.assertNotIn(group, open(events).read())
+            self.assertIn(f"removed the probes of group {group} from {self.root}/uprobe_events", self.d.log())
+        finally:
+            if group in open(events).read():
+                append(f"-:{group}/probe\n")
+
 
 def lttng_analyses_figures(events):
     """What lttng-analyses 0.6.1 makes of a kernel trace's events (kernel_session_dump.py's, in timeline order),
@@ -565,7 +590,6 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         self.assertAlmostEqual(top["total"]["data"][0][0]["value"],
                                sum(cpu_ns.values()) / duration / len(cpus), delta=1e-12)
         t("destroy", "a")
-
 
 class KernelAccessTest(KernelMixin, UsersTestCase):
     def setUp(self):

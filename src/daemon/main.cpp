@@ -14,6 +14,7 @@
 #include "control/paths.hpp"
 #include "ctf/trace_dir.hpp"
 #include "kernel/tracefs.hpp"
+#include "kernel/uprobes.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -112,9 +113,10 @@ void daemonize()
 
 // The tracefs instances of kernel sessions whose daemon was killed
 // (tracery-PID-SESSION, PID gone: they hold kernel memory and may still
-// trace), removed before serving, each logged. Only root sees tracefs; a
+// trace), then its probes in uprobe_events (groups tracery_PID_*), removed
+// before serving, each logged. Only root sees tracefs; a
 // system without it has none (it is not mounted for this).
-void remove_stale_instances()
+void remove_stale_kernel_state()
 {
 	if (geteuid() != 0)
 		return;
@@ -140,6 +142,23 @@ void remove_stale_instances()
 		}
 	} catch (const kernel::TracefsError &e) {
 		log(Level::error, "cannot look for stale tracefs instances: %s", e.what());
+	}
+	// Then their probes (an event enabled in an instance cannot be removed).
+	try {
+		for (const std::string &group : kernel::stale_uprobe_groups(root)) {
+			try {
+				kernel::remove_uprobe_group(root, group);
+				log(Level::info,
+				    "removed the probes of group %s from %s/uprobe_events, left by a session "
+				    "daemon that did not stop cleanly",
+				    group.c_str(), root.c_str());
+			} catch (const kernel::TracefsError &e) {
+				log(Level::error, "cannot remove the stale probes of group %s: %s", group.c_str(),
+				    e.what());
+			}
+		}
+	} catch (const kernel::TracefsError &e) {
+		log(Level::error, "cannot look for stale probes in uprobe_events: %s", e.what());
 	}
 }
 
@@ -188,7 +207,7 @@ int serve(const Args &args)
 	log_to(stderr, level);
 	// Before serving: the traces a killed predecessor left (trace_repair.hpp).
 	repair_journaled_traces(TraceJournal(opt.rundir));
-	remove_stale_instances();
+	remove_stale_kernel_state();
 
 	sigset_t sigs;
 	sigemptyset(&sigs);

@@ -7,6 +7,7 @@
 // kernel taking the generated uprobe_events lines in a private instance and
 // recording the values the program passes.
 #include "kernel/probe_site.hpp"
+#include "kernel/uprobes.hpp"
 
 #include "kernel/tracefs.hpp"
 #include "kernel/tracefs_testing.hpp"
@@ -14,9 +15,11 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -747,21 +750,6 @@ TEST(ProbeHostile, DamagedCopiesFailCleanly)
 
 // ---- the kernel takes it (root) ----------------------------------------------
 
-namespace {
-
-std::string uprobe_line(const std::string &event, const ProbeSite &s, bool is_return)
-{
-	std::ostringstream line;
-	line << (is_return ? "r:" : "p:") << event << " " << s.path << ":0x" << std::hex << s.offset;
-	if (s.ref_ctr_offset)
-		line << "(0x" << s.ref_ctr_offset << ")";
-	if (!s.args.empty())
-		line << " " << args_text(s.args, ' ');
-	return line.str();
-}
-
-} // namespace
-
 TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 {
 	std::string why;
@@ -772,7 +760,7 @@ TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 		GTEST_SKIP() << "no uprobe_events";
 	const std::string before = read_control(root + "/uprobe_events");
 	const auto globals = test_support::global_settings(root);
-	const std::string group = "tracery_probe_test_" + std::to_string(getpid());
+	const std::string group = uprobe_group(getpid(), "probe_test");
 	struct Probe {
 		std::string name, spec;
 		bool is_return;
@@ -787,6 +775,7 @@ TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 		{"pair", "sdt:" + kSdt + ":tracery_test:pair", false, kSdt},
 	};
 	std::vector<std::string> events;
+	std::vector<UprobeEvent> uprobes; // removed after the instance that enables them
 	{
 		Instance instance(root, instance_name(getpid(), "probe-test"));
 		try {
@@ -794,8 +783,9 @@ TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 				const auto sites = resolve(p.spec);
 				for (size_t i = 0; i < sites.size(); ++i) {
 					const std::string event = p.name + std::to_string(i);
-					write_control(root + "/uprobe_events",
-					              uprobe_line(group + "/" + event, sites[i], p.is_return), true);
+					uprobes.emplace_back(
+						root, group, event,
+						uprobe_line(group, event, p.is_return, sites[i].path, sites[i]));
 					events.push_back(event);
 					instance.enable_event({group, event});
 				}
@@ -836,8 +826,8 @@ TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 		}
 		instance.remove();
 	}
-	for (const std::string &e : events)
-		write_control(root + "/uprobe_events", "-:" + group + "/" + e, true);
+	for (UprobeEvent &u : uprobes)
+		EXPECT_NO_THROW(u.remove());
 	// Every probe that was there is still there and none of ours is (the
 	// file is the system's: a probe someone else adds meanwhile may stay).
 	const std::string after = read_control(root + "/uprobe_events");
@@ -846,4 +836,65 @@ TEST(ProbeKernel, RecordsTheValuesTheProgramPasses)
 	for (std::string line; std::getline(lines, line);)
 		EXPECT_NE(after.find(line), std::string::npos) << line;
 	EXPECT_EQ(test_support::global_settings(root), globals);
+}
+
+// A uprobe whose owner died with SIGKILL stays in uprobe_events: its group
+// is stale, and removing the group removes it and nothing else. A line the
+// kernel refuses gives its reason.
+TEST(ProbeKernel, StaleGroupsOfADeadOwnerAreFoundAndRemoved)
+{
+	std::string why;
+	const std::string root = test_support::tracefs_for_tests(why);
+	if (root.empty())
+		GTEST_SKIP() << why;
+	if (access((root + "/uprobe_events").c_str(), W_OK) != 0)
+		GTEST_SKIP() << "no uprobe_events";
+	const std::string before = read_control(root + "/uprobe_events");
+	const ProbeSite site = resolve("elf:" + kTargetO2 + ":pt_ints").at(0);
+	int ready[2];
+	ASSERT_EQ(pipe(ready), 0);
+	const pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		const std::string group = uprobe_group(getpid(), "killed");
+		UprobeEvent a(root, group, "a", uprobe_line(group, "a", false, site.path, site));
+		UprobeEvent b(
+			root, group, "b",
+			uprobe_line(group, "b", true, site.path, ProbeSite{site.path, site.offset, 0, {}, "", {}}));
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	char c;
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	kill(child, SIGKILL);
+	ASSERT_EQ(waitpid(child, nullptr, 0), child);
+	const std::string group = uprobe_group(child, "killed");
+	const std::string defined = read_control(root + "/uprobe_events");
+	EXPECT_NE(defined.find("p:" + group + "/a "), std::string::npos) << defined;
+	EXPECT_NE(defined.find("r:" + group + "/b "), std::string::npos) << defined;
+	const auto stale = stale_uprobe_groups(root);
+	EXPECT_NE(std::find(stale.begin(), stale.end(), group), stale.end());
+	EXPECT_EQ(std::find(stale.begin(), stale.end(), uprobe_group(getpid(), "killed")), stale.end());
+	remove_uprobe_group(root, group);
+	const std::string after = read_control(root + "/uprobe_events");
+	EXPECT_EQ(after.find(group), std::string::npos) << after;
+	std::istringstream lines(before);
+	for (std::string line; std::getline(lines, line);)
+		EXPECT_NE(after.find(line), std::string::npos) << line;
+
+	// An argument the kernel refuses (no such register): its reason is quoted.
+	ProbeSite bad = site;
+	bad.args = {{"x", "%nosuchreg", "u64", ""}};
+	const std::string mine = uprobe_group(getpid(), "bad");
+	try {
+		UprobeEvent u(root, mine, "x", uprobe_line(mine, "x", false, bad.path, bad));
+		ADD_FAILURE() << "the kernel took a register that does not exist";
+	} catch (const TracefsError &e) {
+		EXPECT_NE(std::string(e.what()).find("the kernel says:"), std::string::npos) << e.what();
+	}
+	EXPECT_EQ(read_control(root + "/uprobe_events").find(mine), std::string::npos);
 }
