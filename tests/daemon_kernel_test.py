@@ -26,6 +26,11 @@ GETPIDS = 500
 ROUNDS = 200
 
 
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def our_instances(root, daemon_pid):
     return sorted(n for n in os.listdir(os.path.join(root, "instances")) if n.startswith(f"tracery-{daemon_pid}-"))
 
@@ -395,6 +400,62 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         t("disable-event", "-k", "-a", "-s", "b")
         self.assertNotIn("kernel", t("status", "b").stdout, "no kernel event left")
 
+    def test_userspace_probes(self):
+        """enable-event -k --userspace-probe on a program built without Tracery: entry probes record the
+        arguments by name (DWARF), return probes the value returned, a filter on an argument records only the
+        hits it accepts; the probes are in uprobe_events only while a session runs with them (two sessions
+        each their own), and uprobe_events is as before once both are destroyed."""
+        target = program("src", "kernel", "probe-target-O2")
+        events_file = os.path.join(self.root, "uprobe_events")
+        before = read_text(events_file)
+        daemon = self.d.start_daemon()
+        t = self.d.tracery
+        path = self.out("up")
+        t("create", "up", "--output", path)
+        out = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "ints", "-s", "up").stdout
+        self.assertIn(f"Kernel event probe ints (elf:{target}:pt_ints) enabled", out)
+        self.assertIn("arguments: DWARF", out)
+        t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ret_string%return", "rstr", "-s", "up")
+        t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ret_void", "rvoid", "--filter", "n >= 3",
+          "-s", "up")
+        r = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ret_void", "bad", "--filter",
+              "n * 2 > 3", "-s", "up", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the kernel cannot compute '*'", r.stderr)
+        r = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_nosuch", "x", "-s", "up", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("pt_nosuch", r.stderr)
+        status = t("status", "up").stdout
+        self.assertIn("probe ints: elf:", status)
+        self.assertIn("(filter: n >= 3)", status)
+        self.assertEqual(read_text(events_file), before, "probes are defined at start, not before")
+        # A second session probing the same function: its own probe event.
+        t("create", "up2", "--output", self.out("up2"))
+        t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "ints", "-s", "up2")
+        t("start", "up")
+        t("start", "up2")
+        defined = read_text(events_file)
+        self.assertEqual(defined.count("/ints "), 2, defined)
+        self.assertEqual(defined.count(f"tracery_{daemon}_"), 4, defined)
+        subprocess.run([target, "5"], check=False)
+        t("stop", "up")
+        t("stop", "up2")
+        events = [m for m in self.dump(os.path.join(path, "kernel")) if "e" in m]
+        ints = [m["f"] for m in events if m["e"] == "ints"]
+        self.assertEqual(len(ints), 5)
+        for f in ints:
+            self.assertEqual((f["a"], f["b"], f["c"], f["d"], f["e"], f["s"]),
+                             (-5, -70000000000, 200, 1, 4, "hello"))
+        self.assertEqual([m["f"]["ret"] for m in events if m["e"] == "rstr"], ["positive"] * 5)
+        # pt_ret_void(i) for i = 0..4: the kernel recorded only n >= 3.
+        self.assertEqual([m["f"]["n"] for m in events if m["e"] == "rvoid"], [3, 4])
+        other = [m for m in self.dump(os.path.join(self.out("up2"), "kernel")) if m.get("e") == "ints"]
+        self.assertEqual(len(other), 5)
+        t("destroy", "up")
+        self.assertEqual(read_text(events_file).count("/ints "), 1, "the other session's probe stays")
+        t("destroy", "up2")
+        self.assertEqual(read_text(events_file), before)
+
     def test_stale_probes_of_a_dead_daemon_are_removed_at_start(self):
         """A group tracery_PID_* in uprobe_events whose PID is gone (a daemon killed with SIGKILL) is
         removed by the next daemon, which says so."""
@@ -412,12 +473,12 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         group = f"tracery_{child.pid}_s1"
         append(f"p:{group}/probe /bin/true:0x1000\n")
         try:
-            self.assertIn(f"p:{group}/probe ", open(events).read())
+            self.assertIn(f"p:{group}/probe ", read_text(events))
             self.d.start_daemon()
-            self.assertNotIn(group, open(events).read())
+            self.assertNotIn(group, read_text(events))
             self.assertIn(f"removed the probes of group {group} from {self.root}/uprobe_events", self.d.log())
         finally:
-            if group in open(events).read():
+            if group in read_text(events):
                 append(f"-:{group}/probe\n")
 
 

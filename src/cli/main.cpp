@@ -77,6 +77,17 @@ int main(int argc, char **argv)
 			"-a,--all", a.all,
 			"All events (with -k: every tracepoint and system call; with -k --syscall: every system call)");
 		ev->add_flag("--syscall", a.syscall, "With -k: the names are system calls (entry and exit)");
+		if (!disable) {
+			ev->add_option(
+				"--userspace-probe", a.userspace_probe,
+				"With -k: a dynamic probe named by the one NAME given: elf:PATH:SYMBOL[+OFFSET], "
+				"elf:PATH:SYMBOL%return (its return value) or sdt:PATH:PROVIDER:NAME (a <sys/sdt.h> "
+				"probe point); arguments by name from DWARF, or --args");
+			ev->add_option("--args", a.probe_args,
+			               "With --userspace-probe: what to record, 'name=FETCH:TYPE,...' (e.g. "
+			               "'fd=%di:s32,path=+0(%si):string'; registers %di %si %dx %cx %r8 %r9 ..., types "
+			               "s8..s64 u8..u64 x8..x64 string)");
+		}
 		ev->add_option("-c,--channel", a.channel, "Channel (default: channel0)");
 		domain_flags(ev, a);
 		session_option(ev, a);

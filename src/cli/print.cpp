@@ -116,6 +116,18 @@ void print_status(const json &s)
 		printf("    tracepoints: %s; system calls: %s\n",
 		       join(with_filters(k["tracepoints"], ""), "none").c_str(),
 		       join(with_filters(k["syscalls"], "syscall "), "none").c_str());
+		for (const auto &p : k.value("probes", json::array())) {
+			std::string args;
+			for (const auto &arg : p["args"])
+				args += (args.empty() ? "" : ", ") + arg.get<std::string>();
+			const std::string name = p.value("name", "");
+			const auto f = filters.find("probe " + name);
+			printf("    probe %s: %s, %llu site%s, arguments (%s): %s%s\n", name.c_str(),
+			       p.value("spec", "").c_str(), static_cast<unsigned long long>(p.value("sites", 0ull)),
+			       p.value("sites", 0ull) == 1 ? "" : "s", p.value("args_source", "").c_str(),
+			       args.empty() ? "none" : args.c_str(),
+			       f == filters.end() ? "" : (" (filter: " + f->get<std::string>() + ")").c_str());
+		}
 		printf("    processes: %s%s\n", join(k["pids"], "all").c_str(),
 		       k["pids"].empty() ? ""
 		                         : (k.value("follow_children", true) ? " and their descendants" : " only"));

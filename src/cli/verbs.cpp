@@ -170,6 +170,37 @@ void check_refusals(const json &reply)
 	throw CliError(what + " (those programs do not record the event; report this as a bug)");
 }
 
+// enable-event -k --userspace-probe=SPEC NAME: the spec's path made
+// absolute (the daemon does not share our working directory).
+int kernel_probe(const Args &a, const std::vector<std::string> &names)
+{
+	if (names.size() != 1 || a.all || a.syscall)
+		throw CliError("--userspace-probe names one event: enable-event -k --userspace-probe=SPEC NAME");
+	std::string spec = a.userspace_probe;
+	const size_t colon = spec.find(':');
+	if (colon != std::string::npos && colon + 1 < spec.size() && spec[colon + 1] != '/') {
+		char cwd[4096];
+		if (!::getcwd(cwd, sizeof cwd))
+			throw CliError(std::string("cannot read the working directory: ") + strerror(errno));
+		spec.insert(colon + 1, std::string(cwd) + "/");
+	}
+	json req = session_request(control::cmd::kKernelEnableEvent, a);
+	req["probe"] = spec;
+	req["probe_name"] = names[0];
+	req["args"] = a.probe_args;
+	req["filter"] = a.filter;
+	req["channel"] = a.channel;
+	json r = request(req);
+	for (const auto &e : r["events"])
+		printf("Kernel event %s enabled in channel '%s' of session '%s'\n", e.get<std::string>().c_str(),
+		       r.value("channel", "").c_str(), r.value("session", "").c_str());
+	const size_t sites = r.value("sites", size_t{1});
+	printf("  %zu probe site%s; arguments: %s\n", sites, sites == 1 ? "" : "s", r.value("args_source", "").c_str());
+	for (const auto &n : r.value("notes", json::array()))
+		printf("  %s\n", n.get<std::string>().c_str());
+	return 0;
+}
+
 // enable-event -k / disable-event -k: tracepoints, or with --syscall system calls; -a all of them.
 int kernel_event(const Args &a, bool disable)
 {
@@ -179,6 +210,10 @@ int kernel_event(const Args &a, bool disable)
 			throw CliError("bad filter: " + filter::render_error(a.filter, e));
 	}
 	const std::vector<std::string> names = split_commas(a.patterns);
+	if (!a.userspace_probe.empty())
+		return kernel_probe(a, names);
+	if (!a.probe_args.empty())
+		throw CliError("--args is for --userspace-probe");
 	if (a.all && !names.empty())
 		throw CliError("-a and event names exclude each other: give one or the other");
 	if (!a.all && names.empty())

@@ -129,10 +129,13 @@ private:
 	// Throws (one line) unless the peer may trace the kernel: root, or a
 	// member of the daemon's group.
 	void check_kernel_access(const control::PeerCred &peer) const;
-	// The session a kernel request names, if its kernel domain may still
-	// change (before its first start, not a snapshot session).
+	// The session a kernel request names, if its kernel domain may change
+	// now (not while tracing; see kernel_commands.cpp).
 	TraceSession &kernel_session_for(const nlohmann::json &req, const control::PeerCred &peer);
 	nlohmann::json cmd_kernel_event(const nlohmann::json &, const control::PeerCred &, Lock &);
+	// enable-event -k --userspace-probe: resolved without the lock.
+	nlohmann::json enable_probe(TraceSession &s, const nlohmann::json &req, const control::PeerCred &peer,
+	                            Lock &lock);
 	nlohmann::json cmd_kernel_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_kernel_track(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_kernel_list(const nlohmann::json &, const control::PeerCred &, Lock &);

@@ -11,11 +11,18 @@
 #include "daemon/log.hpp"
 
 #include "base/sizes.hpp"
+#include "daemon/fs_creds.hpp"
 #include "filter/parser.hpp"
 #include "kernel/kernel_session.hpp"
+#include "kernel/probe_site.hpp"
 #include "kernel/tracefs.hpp"
+#include "kernel/uprobes.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace tracery::daemon {
@@ -24,7 +31,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxNames = 4096; // patterns, system calls or pids of one session
+constexpr size_t kMaxNames = 4096; // patterns, system calls, probes or pids of one session
+constexpr size_t kMaxProbeSpec = 4096;
 constexpr size_t kMaxNameLength = 256;
 constexpr uint64_t kMaxPid = 4194304; // PID_MAX_LIMIT
 constexpr uint64_t kMaxKernelBufferPerCpu = uint64_t{1} << 30;
@@ -124,10 +132,97 @@ TraceSession &Daemon::kernel_session_for(const json &req, const control::PeerCre
 	return s;
 }
 
-json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lock &)
+json Daemon::enable_probe(TraceSession &s, const json &req, const control::PeerCred &peer, Lock &lock)
+{
+	const json spec_value = req.value("probe", json(""));
+	const json name_value = req.value("probe_name", json(""));
+	const json args_value = req.value("args", json(""));
+	const json filter_value = req.value("filter", json(""));
+	if (!spec_value.is_string() || spec_value.get<std::string>().size() > kMaxProbeSpec ||
+	    !name_value.is_string() || !args_value.is_string() ||
+	    args_value.get<std::string>().size() > kernel::kMaxUserArgsLength || !filter_value.is_string() ||
+	    filter_value.get<std::string>().size() > filter::kMaxExpressionLength)
+		throw KernelError("bad probe request: a spec of at most " + std::to_string(kMaxProbeSpec) +
+		                  " bytes, an event name, --args and --filter as text");
+	const std::string spec_text = spec_value.get<std::string>(), name = name_value.get<std::string>();
+	const std::string args = args_value.get<std::string>(), filter = filter_value.get<std::string>();
+	if (!kernel::valid_event_name(name))
+		throw KernelError("bad probe event name '" + name.substr(0, kMaxNameLength) +
+		                  "': use letters, digits and '_' (not first a digit), at most 64");
+	if (s.kernel.probes.count(name) || s.kernel.tracepoints.count(name))
+		throw KernelError("session '" + s.name() + "' has a kernel event '" + name +
+		                  "' already: disable it first, or name the probe otherwise");
+	if (s.kernel.probes.size() >= kMaxNames)
+		throw KernelError("too many probes in session '" + s.name() + "': at most " +
+		                  std::to_string(kMaxNames));
+	kernel::ProbeSpec spec;
+	try {
+		spec = kernel::parse_probe_spec(spec_text);
+	} catch (const kernel::ProbeError &e) {
+		throw KernelError(e.what());
+	}
+	if (spec.path.empty() || spec.path[0] != '/')
+		throw KernelError("the probe's path '" + spec.path + "' is not absolute: give it from /");
+	// The file is opened and read with the requester's credentials (a
+	// file they cannot read is not probed for them), without the daemon's
+	// lock (a large file takes a while); `busy` keeps other commands off the
+	// session meanwhile.
+	KernelSpec::Probe probe{spec_text, args, spec.kind == kernel::ProbeSpec::Kind::function_return, {}, nullptr};
+	std::exception_ptr failed;
+	s.busy++;
+	lock.unlock();
+	try {
+		AsOwner as_requester(peer.uid, peer.gid);
+		base::Fd fd(::open(spec.path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+		struct stat st;
+		if (!fd)
+			throw KernelError("cannot open '" + spec.path + "': " + strerror(errno));
+		if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+			throw KernelError("'" + spec.path +
+			                  "' is not a regular file: probe an executable or a library");
+		probe.sites = kernel::resolve_probe(fd.get(), spec, args);
+		probe.file = std::make_shared<base::Fd>(std::move(fd));
+		if (!filter.empty()) {
+			// The kernel evaluates it, on the probe's arguments.
+			filter::Error error{"", 0};
+			if (!filter::kernel_filter(filter, kernel::probe_filter_fields(probe.sites.at(0)), &error))
+				throw KernelError(
+					"the filter of probe '" + name +
+					"' cannot be evaluated by the kernel: " + filter::render_error(filter, error));
+		}
+	} catch (const kernel::ProbeError &e) {
+		failed = std::make_exception_ptr(KernelError(e.what()));
+	} catch (...) {
+		failed = std::current_exception();
+	}
+	lock.lock();
+	s.busy--;
+	if (failed)
+		std::rethrow_exception(failed);
+	if (s.kernel.probes.count(name))
+		throw KernelError("session '" + s.name() + "' got a probe '" + name + "' meanwhile");
+	json notes = json::array();
+	for (const std::string &n : probe.sites.at(0).notes)
+		notes.push_back(n);
+	json reply = {{"session", s.name()},
+	              {"channel", s.kernel.channel_name()},
+	              {"events", json::array({"probe " + name + " (" + spec_text + ")" +
+	                                      (filter.empty() ? "" : " (filter: " + filter + ")")})},
+	              {"sites", probe.sites.size()},
+	              {"args_source", probe.sites.at(0).args_source},
+	              {"notes", notes}};
+	if (!filter.empty())
+		s.kernel.filters[kernel::probe_rule(name)] = filter;
+	s.kernel.probes.emplace(name, std::move(probe));
+	return reply;
+}
+
+json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = kernel_session_for(req, peer);
 	const bool disable = req.value(control::kCmdKey, "") == control::cmd::kKernelDisableEvent;
+	if (!disable && req.contains("probe"))
+		return enable_probe(s, req, peer, lock);
 	const std::vector<std::string> tracepoints = names_of(req, "tracepoints", "kernel event pattern", "*:");
 	const std::vector<std::string> syscalls = names_of(req, "syscalls", "system call name", "");
 	const bool all_syscalls = req.value("all_syscalls", false);
@@ -162,17 +257,21 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 		k.syscalls.clear();
 		k.all_syscalls = false;
 		k.filters.clear();
+		k.probes.clear();
 	} else if (disable) {
 		for (const std::string &t : tracepoints)
-			if (!k.tracepoints.count(t))
+			if (!k.tracepoints.count(t) && !k.probes.count(t))
 				throw KernelError("kernel event '" + t + "' is not enabled in session '" + s.name() +
 				                  "': see `tracery status`");
 		for (const std::string &c : syscalls)
 			if (!k.syscalls.count(c))
 				throw KernelError("system call '" + c + "' is not enabled in session '" + s.name() +
 				                  "': see `tracery status`");
-		for (const std::string &t : tracepoints)
+		for (const std::string &t : tracepoints) {
 			k.tracepoints.erase(t);
+			if (k.probes.erase(t))
+				k.filters.erase(kernel::probe_rule(t));
+		}
 		for (const std::string &c : syscalls)
 			k.syscalls.erase(c);
 		if (all_syscalls) {

@@ -275,6 +275,9 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
 	c.all_syscalls = kernel.all_syscalls;
 	c.filters = kernel.filters;
+	for (const auto &[name, probe] : kernel.probes)
+		c.probes.push_back(
+			{name, probe.is_return, "/proc/self/fd/" + std::to_string(probe.file->get()), probe.sites});
 	c.pids.assign(kernel.pids.begin(), kernel.pids.end());
 	c.follow_children = kernel.follow_children;
 	c.subbuf_size = kernel.subbuf_size;
@@ -517,6 +520,22 @@ std::string TraceSession::write_snapshot(const SnapshotPlan &plan)
 	return plan.dir;
 }
 
+json TraceSession::probes_status() const
+{
+	json out = json::array();
+	for (const auto &[name, p] : kernel.probes) {
+		json args = json::array();
+		for (const kernel::ProbeArg &a : p.sites.at(0).args)
+			args.push_back(a.name + (a.c_type.empty() ? "" : " (" + a.c_type + ")"));
+		out.push_back({{"name", name},
+		               {"spec", p.spec},
+		               {"sites", p.sites.size()},
+		               {"args", args},
+		               {"args_source", p.sites.at(0).args_source}});
+	}
+	return out;
+}
+
 json TraceSession::status() const
 {
 	json chans = json::array();
@@ -552,6 +571,7 @@ json TraceSession::status() const
 		json k = {{"tracepoints", kernel.tracepoints},
 		          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
 		          {"filters", kernel.filters},
+		          {"probes", probes_status()},
 		          {"channel", kernel.channel_name()},
 		          {"subbuf_size", kernel.subbuf_size},
 		          {"num_subbuf", kernel.num_subbuf},

@@ -7,6 +7,7 @@
 
 #include "daemon/channel.hpp"
 
+#include "base/fd.hpp"
 #include "kernel/kernel_session.hpp"
 
 #include "ctf/metadata.hpp"
@@ -40,8 +41,19 @@ struct KernelSpec {
 	bool overwrite = false;
 	std::set<pid_t> pids; // empty: every process
 	bool follow_children = true;
+	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
+	// enabled, from the file opened then with the requester's credentials
+	// (held open: the kernel is given that very file, /proc/self/fd/N).
+	struct Probe {
+		std::string spec; // as given, the path made absolute
+		std::string args; // --args, "" if none
+		bool is_return = false;
+		std::vector<kernel::ProbeSite> sites;
+		std::shared_ptr<base::Fd> file;
+	};
+	std::map<std::string, Probe> probes;
 
-	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty(); }
+	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty() || !probes.empty(); }
 	std::string channel_name() const { return channel.empty() ? "channel0" : channel; }
 };
 
@@ -177,6 +189,7 @@ public:
 	std::string write_snapshot(const SnapshotPlan &plan);
 
 	nlohmann::json status() const;
+	nlohmann::json probes_status() const; // the kernel spec's probes, for status
 	// What the trace's timestamps count; every program writing into it is
 	// told (clock/trace_clock.hpp).
 	clock::TickUnit tick_unit() const { return tick_unit_; }

@@ -52,6 +52,30 @@ private:
 
 std::string syscall_rule(const std::string &name) { return "syscall " + name; }
 
+std::string probe_rule(const std::string &name) { return "probe " + name; }
+
+std::vector<filter::KernelField> probe_filter_fields(const ProbeSite &site)
+{
+	using Kind = filter::KernelField::Kind;
+	std::vector<filter::KernelField> out;
+	for (const ProbeArg &a : site.args) {
+		const Kind kind = a.type == "string" ? Kind::string
+		                  : (!a.type.empty() && (a.type[0] == 's' || a.type[0] == 'u' || a.type[0] == 'x'))
+		                          ? Kind::integer
+		                          : Kind::other;
+		out.push_back({a.name, a.name, kind, !a.type.empty() && a.type[0] == 's', 0, false});
+	}
+	return out;
+}
+
+std::vector<std::string> probe_events(const ProbeConfig &probe)
+{
+	std::vector<std::string> out;
+	for (size_t i = 0; i < probe.sites.size(); ++i)
+		out.push_back(i == 0 ? probe.name : probe.name + "_" + std::to_string(i + 1));
+	return out;
+}
+
 KernelEvents resolve_events(const std::string &root, const KernelSessionConfig &config)
 {
 	KernelEvents out;
@@ -185,6 +209,7 @@ void KernelSession::reconfigure(const KernelSessionConfig &next)
 	KernelEvents events = resolve_events(root_, next);
 	events_ = std::move(events);
 	config_.filters = next.filters;
+	config_.probes = next.probes;
 	config_.tracepoints = next.tracepoints;
 	config_.syscalls = next.syscalls;
 	config_.all_syscalls = next.all_syscalls;
@@ -210,22 +235,95 @@ void KernelSession::create_instance()
 		throw TracefsError("tracefs: no usable per_cpu/cpuN in " + inst.path(), EINVAL);
 }
 
-std::vector<EventFormat> KernelSession::apply_events()
+KernelEvents KernelSession::define_probes()
 {
+	if (probe_group_.empty())
+		probe_group_ = uprobe_group(::getpid(), config_.instance_label.empty() ? config_.session_name
+		                                                                       : config_.instance_label);
+	const auto lines = [this](const ProbeConfig &p) {
+		std::vector<std::string> out;
+		const std::vector<std::string> names = probe_events(p);
+		for (size_t i = 0; i < p.sites.size(); ++i)
+			out.push_back(uprobe_line(probe_group_, names[i], p.is_return, p.path, p.sites[i]));
+		return out;
+	};
+	KernelEvents out;
+	for (const ProbeConfig &p : config_.probes) {
+		auto it = probes_.find(p.name);
+		if (it != probes_.end() && lines(it->second.config) != lines(p)) {
+			// Defined otherwise before: its events go (and their formats:
+			// the new definition's are read again).
+			for (const UprobeEvent &e : it->second.events) {
+				if (contains(enabled_, e.tracepoint()))
+					instance_->enable_event(e.tracepoint(), false);
+				std::erase(enabled_, e.tracepoint());
+				std::erase(filtered_, e.tracepoint());
+				formats_.erase(e.tracepoint());
+			}
+			probes_.erase(it);
+			it = probes_.end();
+		}
+		if (it == probes_.end()) {
+			DefinedProbe defined{p, {}};
+			const std::vector<std::string> names = probe_events(p);
+			const std::vector<std::string> text = lines(p);
+			for (size_t i = 0; i < names.size(); ++i)
+				defined.events.emplace_back(root_, probe_group_, names[i], text[i]);
+			it = probes_.emplace(p.name, std::move(defined)).first;
+		}
+		for (const UprobeEvent &e : it->second.events) {
+			out.events.push_back(e.tracepoint());
+			out.rules.push_back({probe_rule(p.name)});
+		}
+	}
+	return out;
+}
+
+void KernelSession::remove_dropped_probes()
+{
+	for (auto it = probes_.begin(); it != probes_.end();) {
+		const bool kept = std::any_of(config_.probes.begin(), config_.probes.end(),
+		                              [&](const ProbeConfig &p) { return p.name == it->first; });
+		if (kept) {
+			++it;
+			continue;
+		}
+		for (UprobeEvent &e : it->second.events)
+			e.remove();
+		it = probes_.erase(it);
+	}
+}
+
+std::vector<EventFormat> KernelSession::apply_events(const KernelEvents &probes)
+{
+	// The configuration's tracepoints and its probes' events, sorted.
+	KernelEvents all = events_;
+	for (size_t i = 0; i < probes.events.size(); ++i) {
+		all.events.push_back(probes.events[i]);
+		all.rules.push_back(probes.rules[i]);
+	}
+	std::vector<size_t> order(all.events.size());
+	for (size_t i = 0; i < order.size(); ++i)
+		order[i] = i;
+	std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return all.events[a] < all.events[b]; });
+	KernelEvents sorted;
+	for (const size_t i : order) {
+		sorted.events.push_back(all.events[i]);
+		sorted.rules.push_back(all.rules[i]);
+	}
 	std::vector<EventFormat> added;
-	for (const Tracepoint &tp : events_.events)
+	for (const Tracepoint &tp : sorted.events)
 		if (!formats_.count(tp))
 			added.push_back(formats_.emplace(tp, read_format(root_, tp)).first->second);
-	// Every filter is translated before the instance changes (a refused one
-	// changes nothing), and set before its event is enabled.
-	// An event none of whose rules can record it (each filters on a field
-	// it lacks) is not enabled.
+	// Every filter is translated before the instance's events change, and
+	// set before its event is enabled. An event none of whose rules can
+	// record it (each filters on a field it lacks) is not enabled.
 	std::vector<Tracepoint> wanted;
 	std::vector<std::string> filters;
-	for (size_t i = 0; i < events_.events.size(); ++i) {
-		const Tracepoint &tp = events_.events[i];
+	for (size_t i = 0; i < sorted.events.size(); ++i) {
+		const Tracepoint &tp = sorted.events[i];
 		if (std::optional<std::string> f =
-		            event_filter(tp, formats_.at(tp), events_.rules[i], config_.filters)) {
+		            event_filter(tp, formats_.at(tp), sorted.rules[i], config_.filters)) {
 			wanted.push_back(tp);
 			filters.push_back(std::move(*f));
 		}
@@ -317,7 +415,8 @@ void KernelSession::start()
 	try {
 		if (first)
 			create_instance();
-		const std::vector<EventFormat> added = apply_events();
+		const std::vector<EventFormat> added = apply_events(define_probes());
+		remove_dropped_probes();
 		instance_->set_event_pids(config_.pids, config_.follow_children);
 		if (!config_.snapshot) {
 			if (!trace_) {
@@ -345,6 +444,7 @@ void KernelSession::start()
 		if (first) {
 			trace_.reset();
 			instance_.reset();
+			probes_.clear();
 			enabled_.clear();
 			filtered_.clear();
 			formats_.clear();
@@ -392,6 +492,10 @@ void KernelSession::destroy()
 		instance_->remove();
 		instance_.reset();
 	}
+	for (auto &[name, probe] : probes_)
+		for (UprobeEvent &e : probe.events)
+			e.remove();
+	probes_.clear();
 }
 
 KernelTraceCounts KernelSession::counts() const { return trace_ ? trace_->counts() : KernelTraceCounts{}; }

@@ -34,11 +34,20 @@
 #include "base/tick_scale.hpp"
 #include "clock/trace_clock.hpp"
 #include "ctf/uuid.hpp"
+#include "filter/kernel_filter.hpp"
 #include "kernel/cpu_readers.hpp"
 #include "kernel/kernel_trace.hpp"
 #include "kernel/tracefs.hpp"
+#include "kernel/uprobes.hpp"
 
 namespace tracery::kernel {
+
+struct ProbeConfig {
+	std::string name; // the event of the first site; NAME_2, NAME_3 ... of the others
+	bool is_return = false;
+	std::string path; // as the kernel opens it ("/proc/self/fd/N": a file the caller holds open)
+	std::vector<ProbeSite> sites;
+};
 
 struct KernelSessionConfig {
 	std::string session_name; // env.trace_name; names the instance unless instance_label does
@@ -57,6 +66,11 @@ struct KernelSessionConfig {
 	// (filter/kernel_filter.hpp); an event matched by several rules is recorded if
 	// one of them accepts it, by a rule without a filter always.
 	std::map<std::string, std::string> filters;
+	// Dynamic probes (uprobes.hpp): each a uprobe event per site in the
+	// session's group, defined at the first start that has it, removed when
+	// a start no longer has it and at destroy. Their filters are keyed
+	// probe_rule(NAME).
+	std::vector<ProbeConfig> probes;
 	std::vector<pid_t> pids; // empty: every process
 	bool follow_children = true;
 	// The per-CPU buffer: subbuf_size * num_subbuf bytes (0: the kernel's
@@ -89,6 +103,13 @@ const char *trace_clock_for(clock::TickUnit unit) noexcept;
 
 // "syscall NAME": the key of a system call's rule in KernelSessionConfig::filters.
 std::string syscall_rule(const std::string &name);
+// "probe NAME": the key of a probe's rule in KernelSessionConfig::filters.
+std::string probe_rule(const std::string &name);
+// A probe's arguments as filter::kernel_filter() names them (its event's
+// fields have the arguments' names).
+std::vector<filter::KernelField> probe_filter_fields(const ProbeSite &site);
+// The event names of a probe's sites: NAME, NAME_2, NAME_3 ...
+std::vector<std::string> probe_events(const ProbeConfig &probe);
 
 // The tracepoints a configuration names, sorted, each with the rules
 // (filter keys) that name it. Throws std::invalid_argument naming a pattern
@@ -136,8 +157,8 @@ public:
 	// draining the others. Idempotent.
 	void stop();
 	// The events and tracked pids of the next start (while stopped): the
-	// tracepoints, syscalls, all_syscalls, pids and follow_children of
-	// `next`; its other fields are ignored (the buffer and clock are set
+	// tracepoints, syscalls, all_syscalls, filters, probes, pids and
+	// follow_children of `next`; its other fields are ignored (the buffer and clock are set
 	// once). Throws std::invalid_argument as the constructor, changing
 	// nothing; std::logic_error while started.
 	void reconfigure(const KernelSessionConfig &next);
@@ -160,8 +181,8 @@ public:
 private:
 	void create_instance();
 	// Brings the instance's enabled events and their filters to events_
-	// (formats_ gains the new ones; returns them).
-	std::vector<EventFormat> apply_events();
+	// and `probes` (formats_ gains the new ones; returns them).
+	std::vector<EventFormat> apply_events(const KernelEvents &probes);
 	// A trace in `dir` with every event class of formats_, written with the
 	// configuration's file credentials; `baseline`: the kernel's lost counts
 	// not to report.
@@ -171,6 +192,12 @@ private:
 	// Stops `readers` (tracing off before) and ends every CPU's stream.
 	void drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trace);
 	void write_statedump(KernelTrace &trace) const;
+	// Defines the probes of the configuration not defined yet (or defined
+	// otherwise); returns every probe event with its rule.
+	KernelEvents define_probes();
+	// Removes the probes the configuration no longer has (after
+	// apply_events() disabled them).
+	void remove_dropped_probes();
 
 	std::string root_;
 	KernelSessionConfig config_;
@@ -178,6 +205,13 @@ private:
 	std::vector<Tracepoint> enabled_;           // in the instance, sorted
 	std::vector<Tracepoint> filtered_;          // with a filter in the instance, sorted
 	std::map<Tracepoint, EventFormat> formats_; // of every event enabled since the first start
+	// Before instance_: destroyed after it (an enabled event cannot go).
+	std::string probe_group_;
+	struct DefinedProbe {
+		ProbeConfig config;
+		std::vector<UprobeEvent> events;
+	};
+	std::map<std::string, DefinedProbe> probes_; // by name
 	std::optional<Instance> instance_;
 	PageLayout layout_{};
 	std::vector<uint32_t> cpus_;
