@@ -8,7 +8,9 @@ global settings are the same after each test as before. Needs root and a mounted
 otherwise)."""
 import json
 import os
+import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -455,6 +457,45 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.assertEqual(read_text(events_file).count("/ints "), 1, "the other session's probe stays")
         t("destroy", "up2")
         self.assertEqual(read_text(events_file), before)
+
+    def test_bash_readline_return_probe(self):
+        """The classic uretprobe example, as README.md shows it: the lines /bin/bash's readline returns
+        while an interactive bash (on a pseudo-terminal) is fed three lines. This bash has no DWARF, so
+        --args says what to record: the string the return value points to."""
+        if not os.access("/bin/bash", os.R_OK):
+            self.skipTest("no /bin/bash")
+        self.d.start_daemon()
+        path = self.out("rl")
+        t = self.d.tracery
+        t("create", "rl", "--output", path)
+        out = t("enable-event", "-k", "--userspace-probe=elf:/bin/bash:readline%return", "readline",
+                "--args", "line=+0($retval):string", "-s", "rl").stdout
+        self.assertIn("arguments: --args", out)
+        t("start", "rl")
+        lines = ["echo first line", "true second", "exit"]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv("/bin/bash", ["bash", "--norc", "--noprofile", "-i"])
+
+        def drain(seconds):
+            end = time.time() + seconds
+            while time.time() < end:
+                if select.select([fd], [], [], 0.05)[0]:
+                    try:
+                        os.read(fd, 4096)
+                    except OSError:
+                        return
+
+        for line in lines:
+            drain(0.3)  # its prompt: readline is waiting
+            os.write(fd, (line + "\n").encode())
+        drain(0.5)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        t("stop", "rl")
+        t("destroy", "rl")
+        events = [m for m in self.dump(os.path.join(path, "kernel")) if m.get("e") == "readline"]
+        self.assertEqual([m["f"]["line"] for m in events], lines)
 
     def test_stale_probes_of_a_dead_daemon_are_removed_at_start(self):
         """A group tracery_PID_* in uprobe_events whose PID is gone (a daemon killed with SIGKILL) is
