@@ -634,8 +634,10 @@ void resync_locked()
 		++st.late_publishes;
 		return;
 	}
-	if (visible >= p.t_sw)
+	if (visible >= p.t_sw) {
 		++st.late_publishes;
+		st.max_overrun_ns = std::max(st.max_overrun_ns, double(visible - p.t_sw) * w.slope);
+	}
 	w.last_publish_tsc = t_now;
 	++st.resyncs;
 }

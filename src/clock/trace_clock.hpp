@@ -150,6 +150,8 @@ struct Stats {
 	uint64_t resyncs_skipped = 0;     // too close to the previous one, or noisy measurement
 	uint64_t steps_forward = 0;       // corrections too large to slew (clock behind)
 	uint64_t late_publishes = 0;      // writer descheduled near the switch point (see .cpp)
+	double max_overrun_ns = 0;        // longest a block became visible after its switch point: a reader
+					  // may then have stepped back by |m0 - m1| times this (see .cpp)
 	double last_error_ns = 0;         // now() - CLOCK_MONOTONIC measured by the last resync
 	double max_abs_error_ns = 0;      // largest |error| seen by any resync
 };
