@@ -454,6 +454,11 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.assertEqual([m["f"]["n"] for m in events if m["e"] == "rvoid"], [3, 4])
         other = [m for m in self.dump(os.path.join(self.out("up2"), "kernel")) if m.get("e") == "ints"]
         self.assertEqual(len(other), 5)
+        # The kernel's counters: 5 runs of pt_ret_void, 2 recorded; the 3 the filter rejected took no buffer
+        # space (the trace has 2).
+        status = t("status", "up").stdout
+        self.assertRegex(status, r"probe rvoid: [^\n]*\n +5 hits \(runs of it by any process\), 2 recorded")
+        self.assertRegex(status, r"probe ints: [^\n]*\n +5 hits [^\n]*, 5 recorded")
         t("destroy", "up")
         self.assertEqual(read_text(events_file).count("/ints "), 1, "the other session's probe stays")
         t("destroy", "up2")

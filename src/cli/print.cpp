@@ -127,6 +127,14 @@ void print_status(const json &s)
 			       p.value("sites", 0ull) == 1 ? "" : "s", p.value("args_source", "").c_str(),
 			       args.empty() ? "none" : args.c_str(),
 			       f == filters.end() ? "" : (" (filter: " + f->get<std::string>() + ")").c_str());
+			if (p.contains("recorded"))
+				printf("      %llu hits (runs of it by any process), %llu recorded: the kernel rejected the rest "
+				       "(filter, processes not tracked) before they took buffer space\n",
+				       static_cast<unsigned long long>(p.value("hits", 0ull)),
+				       static_cast<unsigned long long>(p.value("recorded", 0ull)));
+			else if (p.contains("hits"))
+				printf("      %llu hits (runs of it by any process)\n",
+				       static_cast<unsigned long long>(p.value("hits", 0ull)));
 		}
 		printf("    processes: %s%s\n", join(k["pids"], "all").c_str(),
 		       k["pids"].empty() ? ""

@@ -522,16 +522,30 @@ std::string TraceSession::write_snapshot(const SnapshotPlan &plan)
 
 json TraceSession::probes_status() const
 {
+	std::map<std::string, kernel::KernelSession::ProbeCounts> counts;
+	if (kernel_session_) {
+		try {
+			counts = kernel_session_->probe_counts();
+		} catch (const kernel::TracefsError &) {
+			// Shown without counts.
+		}
+	}
 	json out = json::array();
 	for (const auto &[name, p] : kernel.probes) {
 		json args = json::array();
 		for (const kernel::ProbeArg &a : p.sites.at(0).args)
 			args.push_back(a.name + (a.c_type.empty() ? "" : " (" + a.c_type + ")"));
-		out.push_back({{"name", name},
-		               {"spec", p.spec},
-		               {"sites", p.sites.size()},
-		               {"args", args},
-		               {"args_source", p.sites.at(0).args_source}});
+		json probe = {{"name", name},
+		              {"spec", p.spec},
+		              {"sites", p.sites.size()},
+		              {"args", args},
+		              {"args_source", p.sites.at(0).args_source}};
+		if (const auto c = counts.find(name); c != counts.end()) {
+			probe["hits"] = c->second.hits;
+			if (c->second.recorded)
+				probe["recorded"] = *c->second.recorded;
+		}
+		out.push_back(std::move(probe));
 	}
 	return out;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 namespace tracery::kernel {
@@ -233,6 +234,27 @@ void KernelSession::create_instance()
 	cpus_ = inst.cpus();
 	if (cpus_.empty() || cpus_.back() >= kMaxCpu)
 		throw TracefsError("tracefs: no usable per_cpu/cpuN in " + inst.path(), EINVAL);
+}
+
+std::map<std::string, KernelSession::ProbeCounts> KernelSession::probe_counts() const
+{
+	std::map<std::string, ProbeCounts> out;
+	if (probes_.empty())
+		return out;
+	const std::map<Tracepoint, uint64_t> hits = uprobe_hits(root_);
+	for (const auto &[name, probe] : probes_) {
+		const std::vector<std::string> events = probe_events(probe.config);
+		ProbeCounts &c = out[name];
+		for (const std::string &event : events) {
+			const auto it = hits.find({probe_group_, event});
+			c.hits += it == hits.end() ? 0 : it->second;
+		}
+		if (trace_) {
+			const std::vector<uint64_t> recorded = trace_->events_of(events);
+			c.recorded = std::accumulate(recorded.begin(), recorded.end(), uint64_t{0});
+		}
+	}
+	return out;
 }
 
 KernelEvents KernelSession::define_probes()

@@ -177,6 +177,17 @@ public:
 	std::string instance_path() const { return instance_ ? instance_->path() : ""; }
 	// Counts of the trace written (after stop(): final).
 	KernelTraceCounts counts() const;
+	// Per probe defined in the kernel (by name): `hits`, the kernel's count
+	// of executions of its sites by any process (uprobe_hits()), and
+	// `recorded`, its events in the trace; what a filter or the tracked pids
+	// rejected is the difference, and cost no buffer space. Snapshot
+	// sessions have no `recorded` (each snapshot holds what the buffer
+	// kept). Throws TracefsError.
+	struct ProbeCounts {
+		uint64_t hits = 0;
+		std::optional<uint64_t> recorded;
+	};
+	std::map<std::string, ProbeCounts> probe_counts() const;
 
 private:
 	void create_instance();

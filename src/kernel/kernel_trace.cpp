@@ -164,7 +164,16 @@ KernelTrace::KernelTrace(std::string dir, const std::string &channel, ctf::Trace
 	text += event_class_tsdl("lttng_statedump_process_state", statedump_id_ + 1, kStreamClass,
 	                         process_state_fields());
 	text += event_class_tsdl("lttng_statedump_end", statedump_id_ + 2, kStreamClass, {});
+	grow_class_counters();
 	dir_.write_metadata(text);
+}
+
+void KernelTrace::grow_class_counters()
+{
+	const std::lock_guard lock(counts_mutex_);
+	for (Cpu &c : cpus_)
+		while (c.class_events.size() < next_id_)
+			c.class_events.emplace_back(0);
 }
 
 uint64_t KernelTrace::first_begin(uint64_t ts)
@@ -189,10 +198,14 @@ void KernelTrace::index_classes()
 void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 {
 	std::string text;
-	for (const EventFormat &f : formats) {
-		classes_.push_back(make_event_class(f, next_id_++));
-		text += classes_.back().tsdl(kStreamClass);
+	{
+		const std::lock_guard lock(counts_mutex_); // events_of() reads classes_
+		for (const EventFormat &f : formats) {
+			classes_.push_back(make_event_class(f, next_id_++));
+			text += classes_.back().tsdl(kStreamClass);
+		}
 	}
+	grow_class_counters();
 	index_classes();
 	if (!text.empty())
 		dir_.append_metadata(text);
@@ -226,6 +239,8 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 		encode_payload(*k, payload, tgid_of_, c.events);
 		prev = c.last_ts = ts;
 		++n.events;
+		std::atomic<uint64_t> &of_class = c.class_events[k->id];
+		of_class.store(of_class.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 	});
 	n.bad_pages = r.error != nullptr;
 	if (r.lost_count_known && c.seq > 0)
@@ -370,6 +385,23 @@ KernelTraceCounts KernelTrace::counts() const
 	}
 	total.statedump = statedump_events_;
 	return total;
+}
+
+std::vector<uint64_t> KernelTrace::events_of(const std::vector<std::string> &names) const
+{
+	const std::lock_guard lock(counts_mutex_);
+	std::vector<uint64_t> out;
+	for (const std::string &name : names) {
+		uint64_t n = 0;
+		for (const KernelEventClass &k : classes_) {
+			if (k.name != name)
+				continue;
+			for (const Cpu &c : cpus_)
+				n += c.class_events[k.id].load(std::memory_order_relaxed);
+		}
+		out.push_back(n);
+	}
+	return out;
 }
 
 } // namespace tracery::kernel

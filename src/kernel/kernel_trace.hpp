@@ -111,6 +111,9 @@ public:
 	void close();
 
 	KernelTraceCounts counts() const;
+	// The events written so far of the classes named `names` (CTF names), in
+	// that order (0 for a name with no class).
+	std::vector<uint64_t> events_of(const std::vector<std::string> &names) const;
 	const std::string &dir() const noexcept { return dir_.path(); }
 
 private:
@@ -122,8 +125,14 @@ private:
 		uint64_t written_discarded = 0; // in the last packet
 		std::chrono::steady_clock::time_point last_stats{};
 		KernelTraceCounts counts;
+		// Events written per class, by CTF id: stored by this CPU's writer
+		// alone (a relaxed load and store), read by events_of(); grown by
+		// add_event_classes() under counts_mutex_ (a deque keeps the
+		// counters where they are).
+		std::deque<std::atomic<uint64_t>> class_events;
 		std::vector<uint8_t> events; // the packet being built
 	};
+	void grow_class_counters(); // every CPU's class_events up to next_id_
 	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end);
 	void index_classes(); // by_type_ from classes_
 	// The beginning of a CPU stream's first packet whose first instant is

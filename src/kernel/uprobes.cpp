@@ -169,6 +169,46 @@ void UprobeEvent::remove()
 	defined_ = false;
 }
 
+std::map<Tracepoint, uint64_t> uprobe_hits(const std::string &root)
+{
+	constexpr int kAttempts = 3;
+	for (int attempt = 0; attempt < kAttempts; ++attempt) {
+		const auto defined = definitions(root);
+		const std::string profile = read_control(root + "/uprobe_profile");
+		// "  FILENAME EVENT HITS": the last two words.
+		std::map<Tracepoint, uint64_t> hits;
+		size_t row = 0, pos = 0;
+		bool agree = true;
+		while (agree && pos < profile.size()) {
+			size_t end = profile.find('\n', pos);
+			if (end == std::string::npos)
+				end = profile.size();
+			std::string_view line = std::string_view(profile).substr(pos, end - pos);
+			pos = end + 1;
+			while (!line.empty() && line.back() == ' ')
+				line.remove_suffix(1);
+			if (line.empty())
+				continue;
+			const size_t count_at = line.rfind(' ');
+			const std::string_view count = line.substr(count_at + 1);
+			std::string_view rest = line.substr(0, count_at == std::string_view::npos ? 0 : count_at);
+			while (!rest.empty() && rest.back() == ' ')
+				rest.remove_suffix(1);
+			const std::string_view event = rest.substr(rest.rfind(' ') + 1);
+			uint64_t n = 0;
+			agree = count_at != std::string_view::npos && row < defined.size() &&
+			        defined[row].second == event &&
+			        std::from_chars(count.data(), count.data() + count.size(), n).ec == std::errc();
+			if (agree)
+				hits[{defined[row].first, defined[row].second}] = n;
+			++row;
+		}
+		if (agree && row == defined.size())
+			return hits;
+	}
+	return {};
+}
+
 std::vector<std::string> stale_uprobe_groups(const std::string &root)
 {
 	std::vector<std::string> out;

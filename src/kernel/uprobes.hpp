@@ -20,6 +20,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +64,15 @@ private:
 	std::string root_, group_, event_;
 	bool defined_ = false;
 };
+
+// The kernel's hit count of every uprobe event (uprobe_profile: a hit is
+// one execution of the probed instruction by any process, before the
+// event's filter, pid filter or enabled state decides what is recorded).
+// uprobe_profile names events without their group: its lines are paired
+// with uprobe_events' by position, which both list in the same order; if
+// the two disagree after a few reads (probes added or removed meanwhile),
+// the map is empty. Throws TracefsError.
+std::map<Tracepoint, uint64_t> uprobe_hits(const std::string &root);
 
 // The groups of uprobe_events named tracery_PID_* whose PID is gone, sorted.
 std::vector<std::string> stale_uprobe_groups(const std::string &root);
