@@ -464,6 +464,87 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         t("destroy", "up2")
         self.assertEqual(read_text(events_file), before)
 
+    def test_sdt_probes_record_their_operands_and_set_the_semaphore(self):
+        """--userspace-probe=sdt: a <sys/sdt.h> probe point of a program built here records its operands
+        (a constant, a register, a memory operand) as arg1..argN; its semaphore is set only while a session
+        traces it, so a program can skip preparing costly arguments otherwise; a probe name used at two
+        places of the program gives two events, NAME and NAME_2."""
+        sdt = program("src", "kernel", "probe-sdt")
+        self.d.start_daemon()
+        t = self.d.tracery
+        path = self.out("sdt")
+        t("create", "sdt", "--output", path)
+        out = t("enable-event", "-k", f"--userspace-probe=sdt:{sdt}:tracery_test:work", "work", "-s", "sdt").stdout
+        self.assertIn("arguments: SDT note", out)
+        out = t("enable-event", "-k", f"--userspace-probe=sdt:{sdt}:tracery_test:pair", "pair", "-s", "sdt").stdout
+        self.assertIn("2 probe sites", out)
+        self.assertEqual(self.d.run([sdt, "1"]).strip(), "work enabled 0 of 1", "not set before the start")
+        t("start", "sdt")
+        self.assertEqual(self.d.run([sdt, "3"]).strip(), "work enabled 3 of 3")
+        t("stop", "sdt")
+        self.assertEqual(self.d.run([sdt, "1"]).strip(), "work enabled 0 of 1", "nor after the stop")
+        events = [m for m in self.dump(os.path.join(path, "kernel")) if "e" in m]
+        self.assertEqual([(m["f"]["arg1"], m["f"]["arg2"], m["f"]["arg3"]) for m in events if m["e"] == "work"],
+                         [(42, 100, -9), (42, 101, -9), (42, 102, -9)])
+        self.assertEqual([(m["f"]["arg1"], m["f"]["arg2"]) for m in events if m["e"] == "pair"],
+                         [(0, 1), (1, 1), (2, 1)])
+        self.assertEqual([(m["f"]["arg1"], m["f"]["arg2"]) for m in events if m["e"] == "pair_2"],
+                         [(1, 2), (2, 2), (3, 2)])
+        t("destroy", "sdt")
+
+    def test_a_shared_library_probe_hits_every_process_mapping_it(self):
+        """A probe on a shared library's function hits in each process that maps the library: one running
+        before the session started, one started after."""
+        user = program("src", "kernel", "probe-lib-user")
+        lib = program("src", "kernel", "libprobe-lib.so")
+        self.d.start_daemon()
+        t = self.d.tracery
+        path = self.out("lib")
+        early = self.d.spawn([user, "3"])
+        early_pid = int(read_line(early, "ready")[0])
+        t("create", "lib", "--output", path)
+        out = t("enable-event", "-k", f"--userspace-probe=elf:{lib}:pl_add", "add", "-s", "lib").stdout
+        self.assertIn("arguments: DWARF", out)
+        t("start", "lib")
+        late = self.d.spawn([user, "2"])
+        late_pid = int(read_line(late, "ready")[0])
+        for p in (early, late):
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            read_line(p, "done")
+            p.wait(timeout=30)
+        t("stop", "lib")
+        events = [m for m in self.dump(os.path.join(path, "kernel")) if m.get("e") == "add"]
+        self.assertEqual(sorted((m["f"]["who"], m["f"]["round"]) for m in events),
+                         sorted([(early_pid, r) for r in range(3)] + [(late_pid, r) for r in range(2)]))
+        t("destroy", "lib")
+
+    def test_args_on_a_copy_without_debug_information(self):
+        """A copy of the probed program without DWARF (symbols kept): the probe records the address only,
+        unless --args says what to record: registers of the calling convention and a string through the
+        seventh parameter, on the stack."""
+        target = program("src", "kernel", "probe-target-nodebug")
+        self.d.start_daemon()
+        t = self.d.tracery
+        path = self.out("nd")
+        t("create", "nd", "--output", path)
+        out = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "bare", "-s", "nd").stdout
+        self.assertIn("arguments: none", out)
+        out = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "ints", "--args",
+                "a=%di:s32,b=%si:s64,c=%dx:u8,s=+0(+8(%sp)):string", "-s", "nd").stdout
+        self.assertIn("arguments: --args", out)
+        t("start", "nd")
+        subprocess.run([target, "2"], check=False)
+        t("stop", "nd")
+        events = [m for m in self.dump(os.path.join(path, "kernel")) if "e" in m]
+        self.assertEqual([(m["f"]["a"], m["f"]["b"], m["f"]["c"], m["f"]["s"]) for m in events if m["e"] == "ints"],
+                         [(-5, -70000000000, 200, "hello")] * 2)
+        bare = [m for m in events if m["e"] == "bare"]
+        self.assertEqual(len(bare), 2)
+        self.assertEqual(sorted(bare[0]["f"]), ["__probe_ip"], "the address only")
+        self.assertNotEqual(bare[0]["f"]["__probe_ip"], 0)
+        t("destroy", "nd")
+
     def test_bash_readline_return_probe(self):
         """The classic uretprobe example, as README.md shows it: the lines /bin/bash's readline returns
         while an interactive bash (on a pseudo-terminal) is fed three lines. This bash has no DWARF, so

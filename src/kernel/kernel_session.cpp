@@ -483,6 +483,17 @@ void KernelSession::stop()
 	instance_->set_tracing_on(false);
 	if (readers_)
 		drain(std::move(readers_), *trace_);
+	// A probe enabled costs every process running its site a trap, recorded
+	// or not, and keeps an SDT semaphore set: stopped, the probes are off
+	// (the next start enables them again).
+	for (auto it = enabled_.begin(); it != enabled_.end();) {
+		if (it->system == probe_group_) {
+			instance_->enable_event(*it, false);
+			it = enabled_.erase(it);
+		} else {
+			++it;
+		}
+	}
 }
 
 void KernelSession::snapshot(const std::string &dir)

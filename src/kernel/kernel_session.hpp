@@ -153,8 +153,9 @@ public:
 	// Throws TracefsError, FormatError, std::system_error; a failed first
 	// start removes the instance again, a failed restart leaves tracing off.
 	void start();
-	// Throws std::runtime_error if a reader failed (its message), after
-	// draining the others. Idempotent.
+	// Tracing off, the buffer drained, the probes disabled (a stopped
+	// session costs probed programs nothing). Throws std::runtime_error if a
+	// reader failed (its message), after draining the others. Idempotent.
 	void stop();
 	// The events and tracked pids of the next start (while stopped): the
 	// tracepoints, syscalls, all_syscalls, filters, probes, pids and
