@@ -492,6 +492,32 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
                          [(1, 2), (2, 2), (3, 2)])
         t("destroy", "sdt")
 
+    def test_python_import_sdt_probe(self):
+        """The real-world SDT example of README.md: Debian's python3.11 carries <sys/sdt.h> probe points;
+        python:import__find__load__start fires for each module the interpreter loads, its one operand a
+        pointer to the module's name, which --args reads as a string through $arg1. The interpreter tests
+        the probe's semaphore first: set only while the session traces it."""
+        python = "/usr/bin/python3.11"
+        if not os.access(python, os.X_OK):
+            self.skipTest(f"{python} absent")
+        notes = subprocess.run(["readelf", "-n", python], capture_output=True, text=True).stdout
+        if "import__find__load__start" not in notes:
+            self.skipTest(f"{python} has no python:import__find__load__start SDT probe")
+        self.d.start_daemon()
+        t = self.d.tracery
+        path = self.out("py")
+        t("create", "py", "--output", path)
+        t("enable-event", "-k", f"--userspace-probe=sdt:{python}:python:import__find__load__start", "py_import",
+          "--args", "module=+0($arg1):string", "-s", "py")
+        t("start", "py")
+        subprocess.run([python, "-S", "-c", "import json"], check=True)
+        t("stop", "py")
+        modules = [m["f"]["module"] for m in self.dump(os.path.join(path, "kernel")) if m.get("e") == "py_import"]
+        for module in ("json", "json.decoder", "json.scanner", "json.encoder"):
+            self.assertIn(module, modules)
+        self.assertEqual(len(modules), len(set(modules)), "each module is loaded once")
+        t("destroy", "py")
+
     def test_a_shared_library_probe_hits_every_process_mapping_it(self):
         """A probe on a shared library's function hits in each process that maps the library: one running
         before the session started, one started after."""

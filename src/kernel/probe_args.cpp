@@ -267,11 +267,14 @@ private:
 		case '$': {
 			++pos_;
 			const std::string_view word = text_.substr(pos_, span_of(is_word_char));
-			const bool stack_n =
-				word.starts_with("stack") && word.size() > 5 && word.size() <= 8 &&
-				std::all_of(word.begin() + 5, word.end(), [](char c) { return c >= '0' && c <= '9'; });
-			if (word != "retval" && word != "stack" && !stack_n)
-				fail(at, "expected $retval, $stack or $stackN");
+			const auto numbered = [&](std::string_view prefix, size_t max_digits) {
+				return word.starts_with(prefix) && word.size() > prefix.size() &&
+				       word.size() <= prefix.size() + max_digits &&
+				       std::all_of(word.begin() + prefix.size(), word.end(),
+				                   [](char c) { return c >= '0' && c <= '9'; });
+			};
+			if (word != "retval" && word != "stack" && !numbered("stack", 3) && !numbered("arg", 2))
+				fail(at, "expected $retval, $stack, $stackN or (SDT probes) $argN");
 			pos_ += word.size();
 			return false;
 		}
@@ -304,7 +307,7 @@ private:
 			return true;
 		}
 		default:
-			fail(at, "expected %REG, $retval, $stackN, \\N or +OFF(FETCH)");
+			fail(at, "expected %REG, $retval, $stackN, $argN, \\N or +OFF(FETCH)");
 		}
 	}
 

@@ -118,6 +118,33 @@ void apply_user_args(const std::vector<ProbeArg> &args, ProbeSite *site)
 	site->notes.clear();
 }
 
+// `fetch` with each $argN replaced by where SDT operand N is at `site`
+// (its note's fetch-arg argN). Throws ProbeError for an operand the site
+// does not have, or could not say as a fetch-arg.
+std::string with_sdt_operands(const std::string &name, std::string fetch, const ProbeSite &site)
+{
+	for (size_t at = fetch.find("$arg"); at != std::string::npos; at = fetch.find("$arg", at)) {
+		size_t end = at + 4;
+		while (end < fetch.size() && fetch[end] >= '0' && fetch[end] <= '9')
+			++end;
+		const std::string operand = fetch.substr(at + 1, end - at - 1);
+		const auto it = std::find_if(site.args.begin(), site.args.end(),
+		                             [&](const ProbeArg &a) { return a.name == operand; });
+		if (it == site.args.end()) {
+			std::string have;
+			for (const ProbeArg &a : site.args)
+				have += cat(have.empty() ? "" : " ", a.name);
+			throw ProbeError(cat("bad --args: ", name, " uses $", operand,
+			                     ", which the probe point at file offset ", hex(site.offset),
+			                     " does not have (", have.empty() ? "no operands" : have,
+			                     site.notes.empty() ? "" : cat("; ", site.notes.front()), ")"));
+		}
+		fetch.replace(at, end - at, it->fetch);
+		at += it->fetch.size();
+	}
+	return fetch;
+}
+
 } // namespace
 
 std::vector<ProbeSite> resolve_probe(int fd, const ProbeSpec &spec, std::string_view user_args)
@@ -126,18 +153,26 @@ std::vector<ProbeSite> resolve_probe(int fd, const ProbeSpec &spec, std::string_
 	std::vector<ProbeArg> given;
 	if (!user_args.empty()) {
 		given = parse_user_args(user_args);
-		for (const ProbeArg &a : given)
+		for (const ProbeArg &a : given) {
 			if (!is_return && a.fetch.find("$retval") != std::string::npos)
 				throw ProbeError(cat("bad --args: ", a.name,
 				                     " uses $retval, which only a return probe "
 				                     "(SYMBOL%return) has"));
+			if (spec.kind != ProbeSpec::Kind::sdt && a.fetch.find("$arg") != std::string::npos)
+				throw ProbeError(cat("bad --args: ", a.name,
+				                     " uses an SDT operand ($argN), which only an sdt: probe has"));
+		}
 	}
 	const ElfFile file(fd, spec.path);
 	if (spec.kind == ProbeSpec::Kind::sdt) {
 		std::vector<ProbeSite> sites = probe_detail::sdt_sites(file, spec);
 		if (!given.empty())
-			for (ProbeSite &s : sites)
-				apply_user_args(given, &s);
+			for (ProbeSite &s : sites) {
+				std::vector<ProbeArg> args = given;
+				for (ProbeArg &a : args)
+					a.fetch = with_sdt_operands(a.name, a.fetch, s);
+				apply_user_args(args, &s);
+			}
 		return sites;
 	}
 

@@ -122,7 +122,10 @@ std::vector<ProbeSite> resolve_probe(int fd, const ProbeSpec &spec, std::string_
 
 // --args 'name=FETCH:TYPE,...': FETCH is %REG (x86-64 registers by their
 // uprobe names: %ax %bx %cx %dx %si %di %bp %sp %r8..%r15 %ip), $retval,
-// $stackN, \IMM (a constant), or [+-]OFF(FETCH) (a dereference, nested at
+// $stackN, $argN (an SDT probe's operand N, wherever its note says it is
+// at each site: resolve_probe() puts that fetch-arg in its place, e.g.
+// "+0($arg1):string" for an operand that points to a string), \IMM (a
+// constant), or [+-]OFF(FETCH) (a dereference, nested at
 // most kMaxDerefDepth deep; OFF decimal or 0x hex, |OFF| < 2^31); TYPE as
 // in ProbeArg, a string only through a dereference. Names are unique C
 // identifiers of at most 31 characters, not "common_*" nor "__probe*"

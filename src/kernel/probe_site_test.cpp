@@ -658,6 +658,29 @@ TEST(ProbeSdt, OperandsOfTheTestProgram)
 	EXPECT_TRUE(with_args.notes.empty());
 }
 
+TEST(ProbeSdt, ArgsNameOperandsOfEachSite)
+{
+	// --args with $argN: the operand's place at each site, dereferenced or typed as the user says.
+	const auto notes = resolve("sdt:" + kSdt + ":tracery_test:pair");
+	const auto given = resolve("sdt:" + kSdt + ":tracery_test:pair", "second=$arg2:u8,first=+0($arg1):u32");
+	ASSERT_EQ(given.size(), 2u);
+	for (size_t i = 0; i < 2; ++i) {
+		ASSERT_EQ(notes[i].args.size(), 2u);
+		EXPECT_EQ(given[i].args_source, "--args");
+		expect_args(given[i],
+		            {{"second", notes[i].args[1].fetch, "u8", ""},
+		             {"first", "+0(" + notes[i].args[0].fetch + ")", "u32", ""}},
+		            "pair site " + std::to_string(i));
+	}
+	std::string m = resolve_error("sdt:" + kSdt + ":tracery_test:work", "x=$arg4:s32");
+	EXPECT_TRUE(m.starts_with("bad --args: x uses $arg4, which the probe point at file offset 0x")) << m;
+	EXPECT_NE(m.find("does not have (arg1 arg2 arg3)"), std::string::npos) << m;
+	m = resolve_error("elf:" + kTargetO2 + ":pt_ints", "x=$arg1:s32");
+	EXPECT_EQ(m, "bad --args: x uses an SDT operand ($argN), which only an sdt: probe has");
+	m = resolve_error("sdt:" + kSdt + ":tracery_test:work", "x=$argv:s32");
+	EXPECT_TRUE(m.starts_with("bad --args: expected $retval, $stack, $stackN or (SDT probes) $argN\n")) << m;
+}
+
 TEST(ProbeSdt, ClearErrors)
 {
 	std::string m = resolve_error("sdt:" + kSdt + ":tracery_test:wrok");
