@@ -1,12 +1,15 @@
-// Unit tests of the base layer: the size parser (sizes.hpp) and the fd owner
-// (fd.hpp).
+// Unit tests of the base layer: the size parser (sizes.hpp), the fd owner
+// (fd.hpp) and the filesystem credentials of a scope (fs_creds.hpp).
 #include "base/byte_order.hpp"
 #include "base/fd.hpp"
+#include "base/fs_creds.hpp"
 #include "base/sizes.hpp"
+#include "base/test_temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,6 +89,39 @@ TEST(ByteOrder, StoresAndLoadsLittleEndian)
 	EXPECT_EQ(b[3], 0x11);
 	EXPECT_EQ(load_le<uint32_t>(b), 0x11223344u);
 	EXPECT_EQ(byteswap<uint16_t>(0x1234), 0x3412);
+}
+
+// The owner of a file made in the scope (as root: nobody's), and root's again after it, nested scopes
+// restoring what they found.
+TEST(FsCreds, FilesMadeInTheScopeBelongToItsUser)
+{
+	if (::geteuid() != 0)
+		GTEST_SKIP() << "needs root (setfsuid to another user)";
+	TestTempDir dir;
+	ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+	const auto owner_of = [&](const char *name) {
+		const std::string path = dir.path() + "/" + name;
+		const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		EXPECT_GE(fd, 0) << name << ": " << errno;
+		struct stat st {};
+		EXPECT_EQ(::fstat(fd, &st), 0);
+		::close(fd);
+		return std::pair{st.st_uid, st.st_gid};
+	};
+	{
+		FsCreds as_nobody(65534, 65534);
+		EXPECT_EQ(owner_of("a"), (std::pair<uid_t, gid_t>{65534, 65534}));
+		{
+			FsCreds unchanged(static_cast<uid_t>(-1), 0);
+			EXPECT_EQ(owner_of("b"), (std::pair<uid_t, gid_t>{65534, 65534}));
+			FsCreds as_other(1234, 5678);
+			EXPECT_EQ(owner_of("c"), (std::pair<uid_t, gid_t>{1234, 5678}));
+		}
+		EXPECT_EQ(owner_of("d"), (std::pair<uid_t, gid_t>{65534, 65534}));
+		// Another user's file: refused, as it would be to that user.
+		EXPECT_LT(::open("/etc/shadow", O_RDONLY | O_CLOEXEC), 0);
+	}
+	EXPECT_EQ(owner_of("e"), (std::pair<uid_t, gid_t>{0, 0}));
 }
 
 } // namespace

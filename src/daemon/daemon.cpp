@@ -2,8 +2,8 @@
 // The commands of the tracery command are in commands.cpp.
 #include "daemon/daemon.hpp"
 
+#include "base/fs_creds.hpp"
 #include "control/messages.hpp"
-#include "daemon/fs_creds.hpp"
 #include "daemon/log.hpp"
 
 #include "event/schema.hpp"
@@ -375,7 +375,7 @@ void Daemon::note_open_traces()
 		// Canonical, resolved as the owner: the repair follows no symbolic link.
 		std::string dir = s->output();
 		{
-			AsOwner as_owner(s->owner(), s->owner_gid());
+			base::FsCreds as_owner(s->owner(), s->owner_gid());
 			char real[PATH_MAX];
 			if (realpath(dir.c_str(), real))
 				dir = real;

@@ -10,8 +10,8 @@
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
 
+#include "base/fs_creds.hpp"
 #include "base/sizes.hpp"
-#include "daemon/fs_creds.hpp"
 #include "filter/parser.hpp"
 #include "kernel/kernel_session.hpp"
 #include "kernel/probe_site.hpp"
@@ -172,7 +172,7 @@ json Daemon::enable_probe(TraceSession &s, const json &req, const control::PeerC
 	s.busy++;
 	lock.unlock();
 	try {
-		AsOwner as_requester(peer.uid, peer.gid);
+		base::FsCreds as_requester(peer.uid, peer.gid);
 		base::Fd fd(::open(spec.path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
 		struct stat st;
 		if (!fd)

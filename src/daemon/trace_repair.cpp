@@ -1,7 +1,7 @@
 // Repair of the traces a killed daemon was writing: see trace_repair.hpp.
 #include "daemon/trace_repair.hpp"
 
-#include "daemon/fs_creds.hpp"
+#include "base/fs_creds.hpp"
 #include "daemon/log.hpp"
 
 #include "base/fd.hpp"
@@ -241,7 +241,7 @@ void Repair::stream(int dfd, const std::string &name, const struct stat &seen, c
 
 std::vector<RepairNote> repair_trace(const JournalEntry &entry)
 {
-	AsOwner as_owner(entry.uid, entry.gid);
+	base::FsCreds as_owner(entry.uid, entry.gid);
 	Repair r(entry);
 	r.trace_dir(entry.dir);
 	return std::move(r.notes);

@@ -12,7 +12,7 @@
 // The system daemon runs as root, the traces belong to their users, and a
 // user may change its trace directory meanwhile (make a stream file a
 // symbolic link to /etc/shadow, a hard link, a FIFO). So the repair acts with
-// the trace owner's filesystem credentials (fs_creds.hpp), walks the path
+// the trace owner's filesystem credentials (base/fs_creds.hpp), walks the path
 // from / one directory at a time without following a symbolic link, and
 // touches only regular files with one link owned by that owner, in a
 // directory owned by that owner, in a trace whose metadata Tracery wrote;

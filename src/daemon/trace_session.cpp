@@ -1,7 +1,7 @@
 // A tracing session in the daemon: see trace_session.hpp.
 #include "daemon/trace_session.hpp"
 
-#include "daemon/fs_creds.hpp"
+#include "base/fs_creds.hpp"
 #include "daemon/log.hpp"
 
 #include "clock/trace_clock.hpp"
@@ -93,7 +93,7 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	  output_(std::move(output)), snapshot_(snapshot), uuid_(ctf::Uuid::random()),
 	  clock_scale_(clock::tick_scale(tick_unit_))
 {
-	AsOwner as_owner(owner_, owner_gid_);
+	base::FsCreds as_owner(owner_, owner_gid_);
 	struct stat st;
 	if (stat(output_.c_str(), &st) == 0 && (!S_ISDIR(st.st_mode) || !is_empty_dir(output_)))
 		throw std::runtime_error("output directory '" + output_ +
@@ -167,7 +167,7 @@ void TraceSession::write_metadata()
 		text += ctf::MetadataWriter::stream_class(c->index(), c->spec().context);
 	text += metadata_; // event classes given before (none in practice)
 	if (!snapshot_) {
-		AsOwner as_owner(owner_, owner_gid_);
+		base::FsCreds as_owner(owner_, owner_gid_);
 		try {
 			if (kernel_domain_)
 				ctf::make_directories(user_dir(), 0700);
@@ -208,7 +208,7 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 	if (!blocks.empty()) {
 		metadata_ += blocks;
 		if (metadata_written_ && !snapshot_) {
-			AsOwner as_owner(owner_, owner_gid_);
+			base::FsCreds as_owner(owner_, owner_gid_);
 			try {
 				ctf::TraceDir(user_dir()).append_metadata(blocks);
 			} catch (const std::exception &e) {
@@ -380,7 +380,7 @@ Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string 
 	}
 	const std::string prefix = buffer_prefix(ch, owner);
 	if (!snapshot_) {
-		AsOwner as_owner(owner_, owner_gid_); // the consumer thread inherits it
+		base::FsCreds as_owner(owner_, owner_gid_); // the consumer thread inherits it
 		auto sink = std::make_unique<consumer::FileSink>(
 			consumer::StreamFiles{user_dir(), prefix, ch.index(), next_instance_++ << 16, uuid_},
 			b->ring->config().num_cpus);
@@ -416,7 +416,7 @@ void TraceSession::finish(Retired &r) const
 			    static_cast<unsigned long long>(st.uncommitted_bytes));
 	}
 	if (b.consumer) {
-		AsOwner as_owner(owner_, owner_gid_);
+		base::FsCreds as_owner(owner_, owner_gid_);
 		b.consumer->finish();
 	}
 }
@@ -489,7 +489,7 @@ std::string TraceSession::write_snapshot(const SnapshotPlan &plan)
 {
 	const std::string user_dir = kernel_domain_ ? plan.dir + "/ust" : plan.dir;
 	try {
-		AsOwner as_owner(owner_, owner_gid_);
+		base::FsCreds as_owner(owner_, owner_gid_);
 		if (kernel_domain_)
 			ctf::TraceDir::create(plan.dir, 0700);
 		ctf::TraceDir td = ctf::TraceDir::create(user_dir, 0700);

@@ -1,13 +1,14 @@
 // kernel/kernel_session.cpp — see kernel_session.hpp.
 #include "kernel/kernel_session.hpp"
 
-#include <sys/fsuid.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <numeric>
 #include <stdexcept>
+
+#include "base/fs_creds.hpp"
 
 namespace tracery::kernel {
 
@@ -21,33 +22,6 @@ std::string host_name()
 	::gethostname(buf, sizeof buf - 1);
 	return buf;
 }
-
-// Filesystem credentials of this thread while it lives, restored after.
-// uid (uid_t)-1 changes nothing.
-class FsCreds {
-public:
-	FsCreds(uid_t uid, gid_t gid) : active_(uid != static_cast<uid_t>(-1))
-	{
-		if (active_) {
-			gid_ = static_cast<gid_t>(::setfsgid(gid));
-			uid_ = static_cast<uid_t>(::setfsuid(uid));
-		}
-	}
-	~FsCreds()
-	{
-		if (active_) {
-			::setfsuid(uid_);
-			::setfsgid(gid_);
-		}
-	}
-	FsCreds(const FsCreds &) = delete;
-	FsCreds &operator=(const FsCreds &) = delete;
-
-private:
-	bool active_;
-	uid_t uid_ = 0;
-	gid_t gid_ = 0;
-};
 
 } // namespace
 
@@ -375,7 +349,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 	info.hostname = host_name();
 	info.clock_scale = config_.clock_scale;
 	info.env.push_back({"trace_name", config_.session_name});
-	FsCreds as_writer(config_.file_uid, config_.file_gid);
+	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	std::vector<EventFormat> formats;
 	for (const auto &[tp, format] : formats_)
 		formats.push_back(format);
@@ -384,7 +358,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 		dir, config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
 		[this, baseline = std::move(baseline)](uint32_t cpu) {
 			// The stats are tracefs's.
-			FsCreds as_process(::geteuid(), ::getegid());
+			base::FsCreds as_process(::geteuid(), ::getegid());
 			const uint64_t total = parse_lost_total(instance_->cpu_stats(cpu));
 			const uint64_t before = cpu < baseline.size() ? baseline[cpu] : 0;
 			return total > before ? total - before : 0;
@@ -414,7 +388,7 @@ void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trac
 	const std::string error = readers->error();
 	readers.reset();
 	instance_->clear_notrace_pids();
-	FsCreds as_writer(config_.file_uid, config_.file_gid);
+	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	for (const uint32_t cpu : cpus_)
 		trace.finish_cpu(cpu);
 	trace.finish();
@@ -425,7 +399,7 @@ void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trac
 void KernelSession::write_statedump(KernelTrace &trace) const
 {
 	const clock::TickSource source = clock::tick_source(config_.tick_unit);
-	FsCreds as_writer(config_.file_uid, config_.file_gid);
+	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	trace.write_statedump([source] { return clock::ticks(source); });
 }
 
@@ -444,7 +418,7 @@ void KernelSession::start()
 			if (!trace_) {
 				trace_ = new_trace(trace_dir(), {});
 			} else if (!added.empty()) {
-				FsCreds as_writer(config_.file_uid, config_.file_gid);
+				base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 				trace_->add_event_classes(added);
 			}
 			readers_ = start_readers(*trace_);
@@ -509,7 +483,7 @@ void KernelSession::snapshot(const std::string &dir)
 	std::unique_ptr<KernelTrace> trace = new_trace(dir + "/kernel", std::move(baseline));
 	drain(start_readers(*trace), *trace); // stopped at once: each reads what there is
 	write_statedump(*trace);
-	FsCreds as_writer(config_.file_uid, config_.file_gid);
+	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	trace->close();
 }
 
@@ -517,7 +491,7 @@ void KernelSession::destroy()
 {
 	stop();
 	if (trace_) {
-		FsCreds as_writer(config_.file_uid, config_.file_gid);
+		base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 		trace_->close();
 		trace_.reset();
 	}
