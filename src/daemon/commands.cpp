@@ -307,31 +307,19 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	s.fix_layout();
 	if (s.kernel.any_events()) {
 		check_kernel_access(peer); // a member may have left the group since
-		// The kernel starts without the lock (the state dump reads /proc):
-		// `busy` keeps other commands off the session meanwhile.
+		// The kernel starts without the lock (the state dump reads /proc).
 		// The journal lists it before its first kernel packet is written.
-		std::exception_ptr failed;
-		s.busy++;
 		s.starting_kernel = true;
 		note_open_traces();
-		lock.unlock();
 		try {
-			s.start_kernel(kernel::open_tracefs(true).root);
-		} catch (...) {
-			failed = std::current_exception();
-		}
-		lock.lock();
-		s.starting_kernel = false;
-		s.busy--;
-		if (failed) {
+			without_lock(s, lock, [&] { s.start_kernel(kernel::open_tracefs(true).root); });
+		} catch (const std::exception &e) {
+			s.starting_kernel = false;
 			note_open_traces();
-			try {
-				std::rethrow_exception(failed);
-			} catch (const std::exception &e) {
-				log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
-				throw CommandError("cannot start session '" + s.name() + "': " + e.what());
-			}
+			log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
+			throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 		}
+		s.starting_kernel = false;
 	}
 	std::vector<std::pair<App *, std::vector<Buffer *>>> joining;
 	std::vector<Refusal> refused;
@@ -344,11 +332,14 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 	} catch (const std::exception &e) {
 		s.drop_new_buffers(made);
 		if (s.kernel_domain()) { // its kernel trace ends here, drained without the lock
-			s.busy++;
-			lock.unlock();
-			s.stop_kernel(); // its instance and trace go on at the next start
-			lock.lock();
-			s.busy--;
+			try {
+				without_lock(s, lock, [&] {
+					s.stop_kernel();
+				}); // its instance and trace go on at the next start
+			} catch (const std::exception &stop_error) {
+				log(Level::warn, "session %s: stopping its kernel part: %s", s.name().c_str(),
+				    stop_error.what());
+			}
 		}
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
@@ -443,19 +434,8 @@ json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
 	// Copying and writing whole buffers takes a while: not with the lock.
 	const TraceSession::SnapshotPlan plan = s.plan_snapshot();
-	s.busy++;
-	lock.unlock();
 	std::string path;
-	std::exception_ptr failed;
-	try {
-		path = s.write_snapshot(plan);
-	} catch (...) {
-		failed = std::current_exception();
-	}
-	lock.lock();
-	s.busy--;
-	if (failed)
-		std::rethrow_exception(failed);
+	without_lock(s, lock, [&] { path = s.write_snapshot(plan); });
 	return {{"session", s.name()}, {"path", path}};
 }
 

@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,26 @@ private:
 	using Lock = std::unique_lock<std::mutex>;
 	using Handler = nlohmann::json (Daemon::*)(const nlohmann::json &, const control::PeerCred &, Lock &);
 
+	// Runs `work` without the lock, `s` marked busy meanwhile (other
+	// commands keep off it: work that reads files or /proc, or waits for the
+	// kernel); the lock is held again when it returns or rethrows what
+	// `work` threw.
+	template <class Work>
+	static void without_lock(TraceSession &s, Lock &lock, Work &&work)
+	{
+		std::exception_ptr failed;
+		s.busy++;
+		lock.unlock();
+		try {
+			work();
+		} catch (...) {
+			failed = std::current_exception();
+		}
+		lock.lock();
+		s.busy--;
+		if (failed)
+			std::rethrow_exception(failed);
+	}
 	bool may_access(const TraceSession &s, const control::PeerCred &peer) const;
 	bool traces(const TraceSession &s, const App &app) const;
 	// The session a request names: the peer's own of that name; for root,

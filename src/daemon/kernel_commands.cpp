@@ -168,37 +168,31 @@ json Daemon::enable_probe(TraceSession &s, const json &req, const control::PeerC
 	// lock (a large file takes a while); `busy` keeps other commands off the
 	// session meanwhile.
 	KernelSpec::Probe probe{spec_text, args, spec.kind == kernel::ProbeSpec::Kind::function_return, {}, nullptr};
-	std::exception_ptr failed;
-	s.busy++;
-	lock.unlock();
-	try {
-		base::FsCreds as_requester(peer.uid, peer.gid);
-		base::Fd fd(::open(spec.path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-		struct stat st;
-		if (!fd)
-			throw KernelError("cannot open '" + spec.path + "': " + strerror(errno));
-		if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-			throw KernelError("'" + spec.path +
-			                  "' is not a regular file: probe an executable or a library");
-		probe.sites = kernel::resolve_probe(fd.get(), spec, args);
-		probe.file = std::make_shared<base::Fd>(std::move(fd));
-		if (!filter.empty()) {
-			// The kernel evaluates it, on the probe's arguments.
-			filter::Error error{"", 0};
-			if (!filter::kernel_filter(filter, kernel::probe_filter_fields(probe.sites.at(0)), &error))
-				throw KernelError(
-					"the filter of probe '" + name +
-					"' cannot be evaluated by the kernel: " + filter::render_error(filter, error));
+	without_lock(s, lock, [&] {
+		try {
+			base::FsCreds as_requester(peer.uid, peer.gid);
+			base::Fd fd(::open(spec.path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+			struct stat st;
+			if (!fd)
+				throw KernelError("cannot open '" + spec.path + "': " + strerror(errno));
+			if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+				throw KernelError("'" + spec.path +
+				                  "' is not a regular file: probe an executable or a library");
+			probe.sites = kernel::resolve_probe(fd.get(), spec, args);
+			probe.file = std::make_shared<base::Fd>(std::move(fd));
+			if (!filter.empty()) {
+				// The kernel evaluates it, on the probe's arguments.
+				filter::Error error{"", 0};
+				if (!filter::kernel_filter(filter, kernel::probe_filter_fields(probe.sites.at(0)),
+				                           &error))
+					throw KernelError("the filter of probe '" + name +
+					                  "' cannot be evaluated by the kernel: " +
+					                  filter::render_error(filter, error));
+			}
+		} catch (const kernel::ProbeError &e) {
+			throw KernelError(e.what());
 		}
-	} catch (const kernel::ProbeError &e) {
-		failed = std::make_exception_ptr(KernelError(e.what()));
-	} catch (...) {
-		failed = std::current_exception();
-	}
-	lock.lock();
-	s.busy--;
-	if (failed)
-		std::rethrow_exception(failed);
+	});
 	if (s.kernel.probes.count(name))
 		throw KernelError("session '" + s.name() + "' got a probe '" + name + "' meanwhile");
 	json notes = json::array();

@@ -111,6 +111,30 @@ void daemonize()
 		close(null);
 }
 
+// Removes each of what `find` lists with `remove` (false: another daemon
+// removed it meanwhile), logging each one removed (as WHAT PREFIXNAME) and
+// each failure.
+template <class Find, class Remove>
+void sweep(const char *what, const std::string &prefix, Find &&find, Remove &&remove)
+{
+	std::vector<std::string> stale;
+	try {
+		stale = find();
+	} catch (const kernel::TracefsError &e) {
+		log(Level::error, "cannot look for stale %ss: %s", what, e.what());
+		return;
+	}
+	for (const std::string &name : stale) {
+		try {
+			if (remove(name))
+				log(Level::info, "removed %s %s%s, left by a session daemon that did not stop cleanly",
+				    what, prefix.c_str(), name.c_str());
+		} catch (const kernel::TracefsError &e) {
+			log(Level::error, "cannot remove the stale %s %s: %s", what, name.c_str(), e.what());
+		}
+	}
+}
+
 // The tracefs instances of kernel sessions whose daemon was killed
 // (tracery-PID-SESSION, PID gone: they hold kernel memory and may still
 // trace), then its probes in uprobe_events (groups tracery_PID_*), removed
@@ -126,40 +150,16 @@ void remove_stale_kernel_state()
 	} catch (const kernel::TracefsError &) {
 		return;
 	}
-	try {
-		for (const std::string &name : kernel::stale_instances(root)) {
-			try {
-				if (!kernel::remove_instance(root, name))
-					continue; // another daemon removed it meanwhile
-				log(Level::info,
-				    "removed tracefs instance %s/instances/%s left by a session daemon that "
-				    "did not stop cleanly",
-				    root.c_str(), name.c_str());
-			} catch (const kernel::TracefsError &e) {
-				log(Level::error, "cannot remove the stale tracefs instance %s: %s", name.c_str(),
-				    e.what());
-			}
-		}
-	} catch (const kernel::TracefsError &e) {
-		log(Level::error, "cannot look for stale tracefs instances: %s", e.what());
-	}
-	// Then their probes (an event enabled in an instance cannot be removed).
-	try {
-		for (const std::string &group : kernel::stale_uprobe_groups(root)) {
-			try {
-				kernel::remove_uprobe_group(root, group);
-				log(Level::info,
-				    "removed the probes of group %s from %s/uprobe_events, left by a session "
-				    "daemon that did not stop cleanly",
-				    group.c_str(), root.c_str());
-			} catch (const kernel::TracefsError &e) {
-				log(Level::error, "cannot remove the stale probes of group %s: %s", group.c_str(),
-				    e.what());
-			}
-		}
-	} catch (const kernel::TracefsError &e) {
-		log(Level::error, "cannot look for stale probes in uprobe_events: %s", e.what());
-	}
+	// The instances first: an event enabled in an instance cannot be removed.
+	sweep(
+		"tracefs instance", root + "/instances/", [&] { return kernel::stale_instances(root); },
+		[&](const std::string &name) { return kernel::remove_instance(root, name); });
+	sweep(
+		"uprobe group", "", [&] { return kernel::stale_uprobe_groups(root); },
+		[&](const std::string &group) {
+			kernel::remove_uprobe_group(root, group);
+			return true;
+		});
 }
 
 void report(const std::string &msg)
