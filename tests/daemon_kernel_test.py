@@ -57,12 +57,16 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         self.check_kernel_prerequisites()
         super().setUp()
 
+    def new_session(self, name, *create_options):
+        """The daemon started and a session NAME writing to self.out(NAME): (its pid, tracery, the path)."""
+        daemon = self.d.start_daemon()
+        path = self.out(name)
+        self.d.tracery("create", name, *create_options, "--output", path)
+        return daemon, self.d.tracery, path
+
     def test_merged_user_and_kernel_trace(self):
         workload = program("tests", "kernel-workload")
-        daemon = self.d.start_daemon()
-        path = self.out("k")
-        t = self.d.tracery
-        t("create", "k", "--output", path)
+        daemon, t, path = self.new_session("k")
         t("enable-event", "-u", "kw:*", "-s", "k")
         t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
         t("enable-event", "-k", "sched_switch", "-s", "k")
@@ -200,10 +204,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
     def test_restart_continues_the_kernel_trace_with_the_changes_made_while_stopped(self):
         """Stopped, a session's kernel events and tracked pids change; started again, its kernel trace goes
         on in the same streams (nothing reported discarded), with the new events' classes."""
-        daemon = self.d.start_daemon()
-        path = self.out("r")
-        t = self.d.tracery
-        t("create", "r", "--output", path)
+        daemon, t, path = self.new_session("r")
         t("enable-event", "-k", "--syscall", "getpid", "-s", "r")
         first, first_pid = self.workload(GETPIDS, 0)
         t("track", "-k", "--pid", str(first_pid), "-s", "r")
@@ -256,10 +257,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
     def test_a_start_failing_after_the_kernel_part_keeps_its_kernel_trace_for_the_next(self):
         """The user part of a first start fails (OUTPUT/ust cannot be made) after the kernel part began:
         the start fails in one line, and the next start continues the same kernel trace."""
-        daemon = self.d.start_daemon()
-        path = self.out("f")
-        t = self.d.tracery
-        t("create", "f", "--output", path)
+        daemon, t, path = self.new_session("f")
         t("enable-event", "-u", "kw:*", "-s", "f")
         t("enable-event", "-k", "--syscall", "getpid", "-s", "f")
         blocker = os.path.join(path, "ust")
@@ -290,10 +288,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         `snapshot record` writes SNAPSHOT/ust and SNAPSHOT/kernel, read back as one timeline. A kernel
         snapshot holds what the kernel kept since the previous one: the next snapshot has the user events
         again (their buffers are copied) but not the kernel's (reading tracefs consumes them)."""
-        self.d.start_daemon()
-        path = self.out("sn")
-        t = self.d.tracery
-        t("create", "sn", "--snapshot", "--output", path)
+        _, t, path = self.new_session("sn", "--snapshot")
         t("enable-event", "-u", "kw:*", "-s", "sn")
         t("enable-event", "-k", "--syscall", "getpid", "-s", "sn")
         p, pid = self.workload(GETPIDS, 0)
@@ -330,10 +325,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         """`enable-event -k --filter`: the kernel evaluates the filter, so the trace holds only the events it
         accepts; a rule's event lacking the field records nothing (and the reply says so); an expression the
         kernel cannot evaluate is refused with a caret under the part it cannot take."""
-        self.d.start_daemon()
-        path = self.out("kf")
-        t = self.d.tracery
-        t("create", "kf", "--output", path)
+        _, t, path = self.new_session("kf")
         t("enable-channel", "-k", "kchan", "-s", "kf")
         p, pid = self.workload(GETPIDS, ROUNDS)
         out = t("enable-event", "-k", "--syscall", "getpid", "--filter", f"ret == {pid}", "-s", "kf").stdout
@@ -368,10 +360,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
     def test_all_kernel_events(self):
         """`enable-event -k -a`: every tracepoint and every system call, read back by babeltrace2;
         `disable-event -k -a` takes them all away."""
-        self.d.start_daemon()
-        path = self.out("a")
-        t = self.d.tracery
-        t("create", "a", "--output", path)
+        _, t, path = self.new_session("a")
         out = t("enable-event", "-k", "-a", "-s", "a").stdout
         self.assertIn("Kernel event * enabled", out)
         self.assertIn("Kernel event every system call enabled", out)
@@ -411,10 +400,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         target = program("src", "kernel", "probe-target-O2")
         events_file = os.path.join(self.root, "uprobe_events")
         before = read_text(events_file)
-        daemon = self.d.start_daemon()
-        t = self.d.tracery
-        path = self.out("up")
-        t("create", "up", "--output", path)
+        daemon, t, path = self.new_session("up")
         out = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "ints", "-s", "up").stdout
         self.assertIn(f"Kernel event probe ints (elf:{target}:pt_ints) enabled", out)
         self.assertIn("arguments: DWARF", out)
@@ -470,10 +456,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         traces it, so a program can skip preparing costly arguments otherwise; a probe name used at two
         places of the program gives two events, NAME and NAME_2."""
         sdt = program("src", "kernel", "probe-sdt")
-        self.d.start_daemon()
-        t = self.d.tracery
-        path = self.out("sdt")
-        t("create", "sdt", "--output", path)
+        _, t, path = self.new_session("sdt")
         out = t("enable-event", "-k", f"--userspace-probe=sdt:{sdt}:tracery_test:work", "work", "-s", "sdt").stdout
         self.assertIn("arguments: SDT note", out)
         out = t("enable-event", "-k", f"--userspace-probe=sdt:{sdt}:tracery_test:pair", "pair", "-s", "sdt").stdout
@@ -503,10 +486,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         notes = subprocess.run(["readelf", "-n", python], capture_output=True, text=True).stdout
         if "import__find__load__start" not in notes:
             self.skipTest(f"{python} has no python:import__find__load__start SDT probe")
-        self.d.start_daemon()
-        t = self.d.tracery
-        path = self.out("py")
-        t("create", "py", "--output", path)
+        _, t, path = self.new_session("py")
         t("enable-event", "-k", f"--userspace-probe=sdt:{python}:python:import__find__load__start", "py_import",
           "--args", "module=+0($arg1):string", "-s", "py")
         t("start", "py")
@@ -550,10 +530,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         unless --args says what to record: registers of the calling convention and a string through the
         seventh parameter, on the stack."""
         target = program("src", "kernel", "probe-target-nodebug")
-        self.d.start_daemon()
-        t = self.d.tracery
-        path = self.out("nd")
-        t("create", "nd", "--output", path)
+        _, t, path = self.new_session("nd")
         out = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "bare", "-s", "nd").stdout
         self.assertIn("arguments: none", out)
         out = t("enable-event", "-k", f"--userspace-probe=elf:{target}:pt_ints", "ints", "--args",
@@ -577,10 +554,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         --args says what to record: the string the return value points to."""
         if not os.access("/bin/bash", os.R_OK):
             self.skipTest("no /bin/bash")
-        self.d.start_daemon()
-        path = self.out("rl")
-        t = self.d.tracery
-        t("create", "rl", "--output", path)
+        _, t, path = self.new_session("rl")
         out = t("enable-event", "-k", "--userspace-probe=elf:/bin/bash:readline%return", "readline",
                 "--args", "line=+0($retval):string", "-s", "rl").stdout
         self.assertIn("arguments: --args", out)

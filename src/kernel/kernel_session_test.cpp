@@ -162,18 +162,49 @@ TEST(KernelEvents, LostTotalIsOverrunsPlusDropped)
 	EXPECT_THROW(parse_lost_total("overrun: x\n"), FormatError);
 }
 
-TEST(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
+// The root tests of whole sessions: tracefs (else skipped, saying why),
+// babeltrace2 to read traces back (where needed), a temporary directory
+// `tmpl` (kept with TRACERY_KEEP_TRACE set), and tracefs's global settings
+// as they were before, checked after.
+class KernelSessionRoot : public ::testing::Test {
+protected:
+	explicit KernelSessionRoot(bool reads_back = true) : reads_back_(reads_back) {}
+
+	void SetUp() override
+	{
+		std::string why;
+		root = test_support::tracefs_for_tests(why);
+		if (root.empty())
+			GTEST_SKIP() << why;
+		if (reads_back_ && std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+			GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
+		before_ = test_support::global_settings(root);
+		char dir[] = "/tmp/tracery-kernel-session-XXXXXX";
+		ASSERT_NE(::mkdtemp(dir), nullptr);
+		tmpl = dir;
+	}
+
+	void TearDown() override
+	{
+		if (tmpl.empty())
+			return;
+		EXPECT_EQ(test_support::global_settings(root), before_);
+		if (!std::getenv("TRACERY_KEEP_TRACE"))
+			std::filesystem::remove_all(tmpl);
+		else
+			std::printf("trace kept in %s\n", tmpl.c_str());
+	}
+
+	std::string root, tmpl;
+
+private:
+	bool reads_back_;
+	decltype(test_support::global_settings("")) before_;
+};
+
+TEST_F(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
 {
-	std::string why;
-	const std::string root = test_support::tracefs_for_tests(why);
-	if (root.empty())
-		GTEST_SKIP() << why;
-	if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
-		GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
-	const auto before = test_support::global_settings(root);
-	char tmpl[] = "/tmp/tracery-kernel-session-XXXXXX";
-	ASSERT_NE(::mkdtemp(tmpl), nullptr);
-	const std::string output = std::string(tmpl) + "/out";
+	const std::string output = tmpl + "/out";
 	constexpr int kCalls = 2000, kRounds = 300;
 
 	int to_child[2], from_child[2];
@@ -238,7 +269,6 @@ TEST(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
 	::close(to_child[1]);
 	struct stat st;
 	EXPECT_NE(::stat(instance.c_str(), &st), 0) << instance << " is still there";
-	EXPECT_EQ(test_support::global_settings(root), before);
 	EXPECT_EQ(counts.discarded, 0u);
 	EXPECT_EQ(counts.unknown, 0u);
 	EXPECT_EQ(counts.malformed, 0u);
@@ -320,27 +350,19 @@ TEST(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
 	EXPECT_GT(switched_out["kw-pong"], 0);
 	EXPECT_GT(prio_checked, 0);
 	EXPECT_TRUE(statedump_child);
-	if (!std::getenv("TRACERY_KEEP_TRACE"))
-		std::filesystem::remove_all(tmpl);
-	else
-		std::printf("trace kept in %s\n", tmpl);
 }
 
 // With a 4 KiB buffer per CPU a program's 100,000 getpid calls overflow it:
 // in discard mode (lost events only in per_cpu stats' "dropped events") and
 // in overwrite mode (pages' lost counts, stats' "overrun"), the events
 // written plus events_discarded are exactly the calls made.
-class KernelSessionLost : public ::testing::TestWithParam<bool> {};
+class KernelSessionLost : public KernelSessionRoot, public ::testing::WithParamInterface<bool> {
+protected:
+	KernelSessionLost() : KernelSessionRoot(false) {}
+};
 
 TEST_P(KernelSessionLost, WrittenPlusDiscardedIsEveryEvent)
 {
-	std::string why;
-	const std::string root = test_support::tracefs_for_tests(why);
-	if (root.empty())
-		GTEST_SKIP() << why;
-	const auto before = test_support::global_settings(root);
-	char tmpl[] = "/tmp/tracery-kernel-lost-XXXXXX";
-	ASSERT_NE(::mkdtemp(tmpl), nullptr);
 	constexpr int kCalls = 100000;
 	int go[2];
 	ASSERT_EQ(::pipe(go), 0);
@@ -356,7 +378,7 @@ TEST_P(KernelSessionLost, WrittenPlusDiscardedIsEveryEvent)
 	}
 	KernelSessionConfig config;
 	config.session_name = GetParam() ? "lost-overwrite" : "lost-discard";
-	config.output = std::string(tmpl) + "/out";
+	config.output = tmpl + "/out";
 	config.syscalls = {"getpid"};
 	config.pids = {child};
 	config.subbuf_size = 4096;
@@ -398,9 +420,6 @@ TEST_P(KernelSessionLost, WrittenPlusDiscardedIsEveryEvent)
 		EXPECT_EQ(discarded, counts.discarded);
 		EXPECT_EQ(events, counts.events);
 	}
-	EXPECT_EQ(test_support::global_settings(root), before);
-	if (!std::getenv("TRACERY_KEEP_TRACE"))
-		std::filesystem::remove_all(tmpl);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, KernelSessionLost, ::testing::Values(false, true),
@@ -487,21 +506,12 @@ Dumped dump(const std::string &dir)
 // run continues the streams of the first (packet_seq_num without a gap,
 // so babeltrace2 reports nothing discarded), the new event class is in the
 // metadata, and each start wrote its state dump.
-TEST(KernelSessionRoot, RestartContinuesTheTraceWithNewEvents)
+TEST_F(KernelSessionRoot, RestartContinuesTheTraceWithNewEvents)
 {
-	std::string why;
-	const std::string root = test_support::tracefs_for_tests(why);
-	if (root.empty())
-		GTEST_SKIP() << why;
-	if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
-		GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
-	const auto before = test_support::global_settings(root);
-	char tmpl[] = "/tmp/tracery-kernel-restart-XXXXXX";
-	ASSERT_NE(::mkdtemp(tmpl), nullptr);
 	CloseCaller child;
 	KernelSessionConfig config;
 	config.session_name = "restart";
-	config.output = std::string(tmpl) + "/out";
+	config.output = tmpl + "/out";
 	config.syscalls = {"getpid"};
 	config.pids = {child.pid()};
 	config.trace_uuid = ctf::Uuid::random();
@@ -546,26 +556,15 @@ TEST(KernelSessionRoot, RestartContinuesTheTraceWithNewEvents)
 	std::string out, err;
 	EXPECT_EQ(run("babeltrace2 '" + config.output + "/kernel' >/dev/null", out, err), 0);
 	EXPECT_EQ(err, "");
-	EXPECT_EQ(test_support::global_settings(root), before);
-	std::filesystem::remove_all(tmpl);
 }
 
 // A snapshot session keeps its kernel buffer in overwrite mode and reads
 // nothing while tracing: a snapshot holds the newest events (the last
 // calls, without a gap), a snapshot right after it none of them (reading
 // consumed them), and the next one exactly the calls made since.
-TEST(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
+TEST_F(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
 {
-	std::string why;
-	const std::string root = test_support::tracefs_for_tests(why);
-	if (root.empty())
-		GTEST_SKIP() << why;
-	if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
-		GTEST_SKIP() << "babeltrace2 is not installed: cannot read the trace back";
-	const auto before = test_support::global_settings(root);
-	char tmpl[] = "/tmp/tracery-kernel-snapshot-XXXXXX";
-	ASSERT_NE(::mkdtemp(tmpl), nullptr);
-	const std::string out_dir = std::string(tmpl) + "/out";
+	const std::string out_dir = tmpl + "/out";
 	CloseCaller child;
 	KernelSessionConfig config;
 	config.session_name = "snapshot";
@@ -580,21 +579,21 @@ TEST(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
 	constexpr int64_t kFirst = 1'000'000, kCalls = 100'000;
 	{
 		KernelSession session(root, config);
-		EXPECT_THROW(session.snapshot(std::string(tmpl) + "/early"), std::logic_error);
+		EXPECT_THROW(session.snapshot(tmpl + "/early"), std::logic_error);
 		session.start();
 		child.calls(kFirst, kCalls);
-		session.snapshot(std::string(tmpl) + "/s1");
-		session.snapshot(std::string(tmpl) + "/s2");
+		session.snapshot(tmpl + "/s1");
+		session.snapshot(tmpl + "/s2");
 		child.calls(5000, 10);
 		session.stop();
-		session.snapshot(std::string(tmpl) + "/s3"); // stopped: what the buffer holds
+		session.snapshot(tmpl + "/s3"); // stopped: what the buffer holds
 		EXPECT_EQ(session.counts().events, 0u) << "a snapshot session writes no trace of its own";
 		session.destroy();
 	}
 	struct stat st;
 	EXPECT_NE(::stat((out_dir + "/kernel").c_str(), &st), 0) << "nothing written while tracing";
 
-	const Dumped s1 = dump(std::string(tmpl) + "/s1/kernel");
+	const Dumped s1 = dump(tmpl + "/s1/kernel");
 	ASSERT_FALSE(s1.close_fds.empty());
 	EXPECT_LT(s1.close_fds.size(), static_cast<size_t>(kCalls)) << "the buffer did not overflow";
 	EXPECT_EQ(s1.close_fds.back(), kFirst + kCalls - 1) << "the newest call is in the snapshot";
@@ -603,17 +602,15 @@ TEST(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
 	for (size_t i = 1; i < s1.close_fds.size(); ++i)
 		EXPECT_GT(s1.close_fds[i], s1.close_fds[i - 1]) << i;
 	EXPECT_EQ(s1.events.at("lttng_statedump_start"), 1);
-	const Dumped s2 = dump(std::string(tmpl) + "/s2/kernel");
+	const Dumped s2 = dump(tmpl + "/s2/kernel");
 	EXPECT_TRUE(s2.close_fds.empty()) << s2.close_fds.size() << " calls read twice";
-	const Dumped s3 = dump(std::string(tmpl) + "/s3/kernel");
+	const Dumped s3 = dump(tmpl + "/s3/kernel");
 	std::vector<int64_t> expected;
 	for (int64_t i = 0; i < 10; ++i)
 		expected.push_back(5000 + i);
 	EXPECT_EQ(s3.close_fds, expected);
 	EXPECT_EQ(s3.discarded, 0u);
 	std::string out, err;
-	EXPECT_EQ(run("babeltrace2 '" + std::string(tmpl) + "/s3/kernel' >/dev/null", out, err), 0);
+	EXPECT_EQ(run("babeltrace2 '" + tmpl + "/s3/kernel' >/dev/null", out, err), 0);
 	EXPECT_EQ(err, "");
-	EXPECT_EQ(test_support::global_settings(root), before);
-	std::filesystem::remove_all(tmpl);
 }
