@@ -266,6 +266,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 			}
 			pe.data_bit = pos;
 			f.packets.push_back(pe);
+			bytes_total_ += pe.packet_bits / 8;
 			off += pe.packet_bits / 8;
 		}
 		if (has_instance)
@@ -311,6 +312,7 @@ bool TraceSet::load_packet(Stream &s)
 	s.file_ = ref.file;
 	s.packet_ = &ref.file->packets[ref.index];
 	const PacketEntry &p = *s.packet_;
+	bytes_done_ += p.packet_bits / 8;
 	// The packet context again, for its values (what the index kept is its roles).
 	PacketFields pf;
 	s.st_.packet = &pf;
@@ -370,10 +372,11 @@ void TraceSet::decode_event(Stream &s)
 		pos = run_plan(ep->fields, base, pos, s.end_, st, &s.field_values_);
 		if (pos == s.pos_)
 			throw DecodeError(s.pos_, "an event of no bits");
-		s.pos_ = pos;
 		it.kind = ItemKind::event;
 		it.event = ep;
 		it.cycles = st.clock;
+		it.bits = pos - s.pos_;
+		s.pos_ = pos;
 		it.ns = s.clock_.ns(st.clock);
 		it.packet_context = s.packet_values_;
 		it.stream_context = s.stream_values_;

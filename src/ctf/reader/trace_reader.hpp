@@ -75,6 +75,7 @@ struct Item {
 	const Stream *stream = nullptr;
 	int64_t ns = 0;      // event: its time; discarded: the beginning of the range
 	uint64_t cycles = 0; // event: its clock value
+	uint64_t bits = 0;   // event: its size in the stream, header included
 	// event
 	const TracePlans::EventPlans *event = nullptr;
 	std::span<const Value> packet_context, stream_context, context, fields;
@@ -138,6 +139,9 @@ public:
 	size_t streams() const { return streams_.size(); }
 	// Files skipped because empty.
 	const std::vector<std::string> &empty_files() const { return empty_files_; }
+	// Bytes of all packets, and of those loaded so far (for progress).
+	uint64_t bytes_total() const { return bytes_total_; }
+	uint64_t bytes_done() const { return bytes_done_; }
 
 	// Then: the items of all streams in order. next() returns null at the
 	// end. Throws ReadError.
@@ -158,6 +162,7 @@ private:
 	std::vector<std::string> empty_files_;
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
+	uint64_t bytes_total_ = 0, bytes_done_ = 0;
 };
 
 } // namespace tracery::ctf::reader
