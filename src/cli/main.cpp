@@ -158,6 +158,45 @@ int main(int argc, char **argv)
 	                 "Only these fields of each scope (packet context, contexts, payload), e.g. 'cpu_id,msg'")
 		->delimiter(',');
 
+	const char *targets_help = "Session names or trace directories (default: the current session); a directory may "
+				   "hold several traces (ust/, kernel/, snapshots)";
+	auto *stats = verb("stats",
+	                   "Count the events of traces: per event name (count, rate, first and last time, bytes), per "
+	                   "process, per CPU, and the events each stream lost",
+	                   [&] { return verb_stats(a); });
+	stats->add_option("TARGET", a.targets, targets_help);
+	stats->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
+
+	auto *analyze = app.add_subcommand("analyze", "Analyses of traces: CPU time, system calls, wake-up latency, "
+	                                              "interrupts (kernel traces), spans between user events");
+	analyze->require_subcommand(1);
+	for (auto [kind, help] :
+	     {std::pair{"cputop", "CPU time per thread, process and CPU (kernel trace with sched_switch)"},
+	      std::pair{"syscalls", "Count and latency of system calls per call, process and thread "
+	                            "(kernel trace with syscalls and sched_switch)"},
+	      std::pair{"schedlat", "Wake-up latency: from sched_waking/sched_wakeup to "
+	                            "sched_switch in (kernel trace)"},
+	      std::pair{"irq", "Duration of IRQ handlers and soft IRQs (kernel trace with "
+	                       "irq_handler_*, softirq_*)"},
+	      std::pair{"latency", "Time from a begin event to an end event of the same thread "
+	                           "(vtid context) or with the same value of a field (--match)"}}) {
+		auto *k = analyze->add_subcommand(kind, help);
+		k->callback(
+			[&run, &a, kind = std::string(kind)] { run = [&a, kind] { return verb_analyze(a, kind); }; });
+		k->add_option("TARGET", a.targets, targets_help);
+		k->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
+		if (std::string(kind) == "latency") {
+			k->add_option("--begin", a.span_begin, "The event that opens a span, e.g. 'app:request_begin'")
+				->required();
+			k->add_option("--end", a.span_end, "The event that closes it, e.g. 'app:request_end'")
+				->required();
+			k->add_option(
+				"--match", a.match,
+				"Pair a begin and an end by an equal value of this field of both (e.g. 'id') instead "
+				"of by thread");
+		}
+	}
+
 	verb("version", "Print the version", [] { return verb_version(); });
 
 	try {
@@ -168,8 +207,18 @@ int main(int argc, char **argv)
 		bool known = false;
 		for (const CLI::App *c : app.get_subcommands([](const CLI::App *) { return true; }))
 			known |= argc > 1 && c->get_name() == argv[1];
+		const bool analysis_named = argc > 2 && std::string(argv[1]) == "analyze" && argv[2][0] != '-';
+		const std::string analysis = analysis_named ? argv[2] : "";
 		if (argc > 1 && argv[1][0] != '-' && !known)
 			fprintf(stderr, "tracery: unknown verb '%s'; see `tracery --help` for the verbs\n", argv[1]);
+		else if (analysis_named &&
+		         analyze->get_subcommands([&](const CLI::App *c) { return c->get_name() == analysis; }).empty())
+			fprintf(stderr,
+			        "tracery: unknown analysis '%s': give cputop, syscalls, schedlat, irq or latency (see "
+			        "`tracery analyze --help`)\n",
+			        argv[2]);
+		else if (analysis_named)
+			fprintf(stderr, "tracery: %s; see `tracery analyze %s --help`\n", e.what(), argv[2]);
 		else
 			fprintf(stderr, "tracery: %s; see `tracery%s%s --help`\n", e.what(), argc > 1 ? " " : "",
 			        argc > 1 && argv[1][0] != '-' ? argv[1] : "");

@@ -5,8 +5,10 @@
 #include "cli/current.hpp"
 #include "cli/print.hpp"
 
+#include "analysis/analyses.hpp"
 #include "analysis/text_view.hpp"
 #include "analysis/trace_scan.hpp"
+#include "analysis/trace_stats.hpp"
 
 #include "base/sizes.hpp"
 #include "control/messages.hpp"
@@ -489,6 +491,51 @@ int verb_view(const Args &a)
 	// A damaged trace throws an error naming the file and the offset.
 	analysis::view_traces(inputs, options, STDOUT_FILENO, stderr);
 	return 0;
+}
+
+namespace {
+
+// The traces of the targets (default: the current session's), after the
+// warnings about them.
+std::vector<analysis::ViewInput> trace_inputs(const Args &a)
+{
+	std::vector<analysis::ViewInput> inputs;
+	if (a.targets.empty())
+		view_target("", inputs);
+	for (const std::string &t : a.targets)
+		view_target(t, inputs);
+	return inputs;
+}
+
+int print_report(const analysis::Report &r, bool json)
+{
+	if (json)
+		fputs(analysis::to_json(r).c_str(), stdout);
+	else
+		analysis::print_text(r, stdout);
+	return 0;
+}
+
+} // namespace
+
+int verb_stats(const Args &a)
+{
+	analysis::EventWalk walk(trace_inputs(a), "stats");
+	return print_report(analysis::trace_stats(walk), a.json);
+}
+
+int verb_analyze(const Args &a, const std::string &kind)
+{
+	analysis::EventWalk walk(trace_inputs(a), "analyze " + kind);
+	if (kind == "cputop")
+		return print_report(analysis::analyze_cputop(walk), a.json);
+	if (kind == "syscalls")
+		return print_report(analysis::analyze_syscalls(walk), a.json);
+	if (kind == "schedlat")
+		return print_report(analysis::analyze_schedlat(walk), a.json);
+	if (kind == "irq")
+		return print_report(analysis::analyze_irq(walk), a.json);
+	return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
 }
 
 int verb_version()

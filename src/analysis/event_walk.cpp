@@ -1,0 +1,173 @@
+// analysis/event_walk.cpp — fields by name and the walk over merged items
+// (see event_walk.hpp).
+#include "analysis/event_walk.hpp"
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+using reader::Op;
+using reader::OpKind;
+using reader::Plan;
+using reader::Value;
+
+namespace {
+
+// Values an op's subtree always takes, nullopt when that depends on the data.
+std::optional<int64_t> fixed_values(const Plan &plan, uint32_t i)
+{
+	const Op &op = plan.ops[i];
+	switch (op.kind) {
+	case OpKind::structure: {
+		int64_t n = 1;
+		uint32_t c = i + 1;
+		for (uint32_t k = 0; k < op.count; ++k) {
+			const auto m = fixed_values(plan, c);
+			if (!m)
+				return std::nullopt;
+			n += *m;
+			c = plan.ops[c].next;
+		}
+		return n;
+	}
+	case OpKind::array: {
+		const auto e = fixed_values(plan, i + 1);
+		if (!e)
+			return std::nullopt;
+		return 1 + static_cast<int64_t>(op.count) * *e;
+	}
+	case OpKind::sequence:
+	case OpKind::variant:
+		return std::nullopt;
+	default:
+		return 1;
+	}
+}
+
+std::string_view shown(const std::string &name)
+{
+	std::string_view n = name;
+	if (!n.empty() && n[0] == '_')
+		n.remove_prefix(1);
+	return n;
+}
+
+FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
+{
+	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
+		return {};
+	uint32_t c = 1;
+	std::optional<int64_t> index = 1;
+	for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
+		const Op &m = plan.ops[c];
+		if (m.name && shown(*m.name) == name)
+			return {scope, c, index ? *index : -1};
+		if (index) {
+			const auto n = fixed_values(plan, c);
+			index = n ? std::optional<int64_t>(*index + *n) : std::nullopt;
+		}
+		c = m.next;
+	}
+	return {};
+}
+
+const Plan &plan_of(const reader::Item &it, FieldRef::Scope scope)
+{
+	switch (scope) {
+	case FieldRef::Scope::packet_context:
+		return it.stream->plans().packet_context;
+	case FieldRef::Scope::stream_context:
+		return it.stream->plans().event_context;
+	case FieldRef::Scope::context:
+		return it.event->context;
+	default:
+		return it.event->fields;
+	}
+}
+
+std::span<const Value> values_of(const reader::Item &it, FieldRef::Scope scope)
+{
+	switch (scope) {
+	case FieldRef::Scope::packet_context:
+		return it.packet_context;
+	case FieldRef::Scope::stream_context:
+		return it.stream_context;
+	case FieldRef::Scope::context:
+		return it.context;
+	default:
+		return it.fields;
+	}
+}
+
+} // namespace
+
+FieldRef find_field(const reader::Item &event, std::string_view name)
+{
+	using S = FieldRef::Scope;
+	for (S s : {S::fields, S::context, S::stream_context, S::packet_context})
+		if (FieldRef r = find_in(plan_of(event, s), s, name))
+			return r;
+	return {};
+}
+
+const Value *field_value(const reader::Item &event, const FieldRef &ref)
+{
+	if (!ref)
+		return nullptr;
+	const std::span<const Value> values = values_of(event, ref.scope);
+	if (ref.index >= 0)
+		return static_cast<size_t>(ref.index) < values.size() ? &values[static_cast<size_t>(ref.index)]
+		                                                      : nullptr;
+	const Plan &plan = plan_of(event, ref.scope);
+	size_t v = 1;
+	for (uint32_t c = 1; c != ref.op; c = plan.ops[c].next)
+		v = reader::skip_values(plan, c, values.data(), v);
+	return v < values.size() ? &values[v] : nullptr;
+}
+
+std::optional<int64_t> int_field(const reader::Item &event, const FieldRef &ref)
+{
+	const Value *v = field_value(event, ref);
+	if (!v)
+		return std::nullopt;
+	const Op &op = plan_of(event, ref.scope).ops[ref.op];
+	switch (op.kind) {
+	case OpKind::u8:
+	case OpKind::u16:
+	case OpKind::u32:
+	case OpKind::u64:
+	case OpKind::integer:
+		return v->i;
+	default:
+		return std::nullopt;
+	}
+}
+
+std::string_view text_field(const reader::Item &event, const FieldRef &ref)
+{
+	const Value *v = field_value(event, ref);
+	if (!v)
+		return {};
+	switch (plan_of(event, ref.scope).ops[ref.op].kind) {
+	case OpKind::string:
+	case OpKind::text_array:
+	case OpKind::text_sequence:
+		return {v->s, static_cast<size_t>(v->n)};
+	default:
+		return {};
+	}
+}
+
+uint64_t EventWalk::open(reader::TraceSet &set, const std::vector<ViewInput> &inputs)
+{
+	for (const ViewInput &in : inputs)
+		set.add_trace(in.dir, in.name_suffix);
+	set.start();
+	return set.bytes_total();
+}
+
+EventWalk::EventWalk(const std::vector<ViewInput> &inputs, const std::string &label)
+	: progress_(label, open(set_, inputs))
+{
+}
+
+} // namespace tracery::analysis

@@ -1,0 +1,118 @@
+// analysis/event_walk.hpp — what every statistic and analysis shares: the
+// merged items of the traces given (with a progress bar on a terminal), and
+// fields found by name once per event class, then read by index from each
+// event's decoded values.
+//
+//   EventWalk walk(inputs, "analyze");              // throws ReadError
+//   ClassCache<Handler> cache;                      // per event class: what to do, which fields
+//   while (const Item *it = walk.next()) {
+//       const Handler &h = cache.get(*it, [&] { return Handler{find_field(*it, "prev_tid"), ...}; });
+//       if (auto v = int_field(*it, h.prev_tid)) ...
+//   }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/progress.hpp"
+#include "analysis/text_view.hpp"
+#include "ctf/reader/trace_reader.hpp"
+
+namespace tracery::analysis {
+
+// Where a field is: its scope, its op in that scope's plan, and its value's
+// index when every member before it has a fixed number of values.
+struct FieldRef {
+	enum class Scope : uint8_t { none, packet_context, stream_context, context, fields };
+	Scope scope = Scope::none;
+	uint32_t op = 0;
+	int64_t index = -1; // -1: found by walking the members
+	explicit operator bool() const { return scope != Scope::none; }
+};
+
+// The member of that name (as shown: without one leading '_') of the event's
+// payload, else its context, its stream's event context, its packet context.
+FieldRef find_field(const ctf::reader::Item &event, std::string_view name);
+
+// The field's value in this event (null when ref is empty).
+const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
+// Its integer value (sign-extended when signed); nullopt when empty or not an integer.
+std::optional<int64_t> int_field(const ctf::reader::Item &event, const FieldRef &ref);
+// Its text; empty when empty or not text.
+std::string_view text_field(const ctf::reader::Item &event, const FieldRef &ref);
+
+// Something computed once per event class (the same EventPlans for every
+// event of that class in that stream class of that trace).
+template <class T>
+class ClassCache {
+public:
+	template <class Make>
+	const T &get(const ctf::reader::Item &event, Make &&make)
+	{
+		if (event.event == last_key_)
+			return *last_;
+		auto [where, added] = map_.try_emplace(event.event);
+		if (added)
+			where->second = make();
+		last_key_ = event.event;
+		last_ = &where->second;
+		return *last_;
+	}
+
+private:
+	std::unordered_map<const ctf::reader::TracePlans::EventPlans *, T> map_;
+	const ctf::reader::TracePlans::EventPlans *last_key_ = nullptr;
+	const T *last_ = nullptr;
+};
+
+// The items of the traces in time order, with the progress bar (label) on
+// stderr when it is a terminal.
+class EventWalk {
+public:
+	// Throws ctf::reader::ReadError.
+	EventWalk(const std::vector<ViewInput> &inputs, const std::string &label);
+	const ctf::reader::Item *next()
+	{
+		if ((++count_ & 0xfff) == 0)
+			progress_.update(set_.bytes_done());
+		const ctf::reader::Item *it = set_.next();
+		if (!it)
+			progress_.finish();
+		return it;
+	}
+	const ctf::reader::TraceSet &set() const { return set_; }
+
+private:
+	// Adds the traces and starts the merge; returns the bytes to read.
+	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<ViewInput> &inputs);
+
+	ctf::reader::TraceSet set_;
+	Progress progress_;
+	uint64_t count_ = 0;
+};
+
+// The time of the first and the last event seen.
+struct TimeRange {
+	bool any = false;
+	int64_t first = 0, last = 0;
+	void see(int64_t ns)
+	{
+		if (!any)
+			first = ns;
+		any = true;
+		last = ns;
+	}
+};
+
+// "syscall_entry_read" → "read" when name starts with prefix, else "".
+inline std::string_view after_prefix(std::string_view name, std::string_view prefix)
+{
+	return name.size() > prefix.size() && name.substr(0, prefix.size()) == prefix ? name.substr(prefix.size())
+	                                                                              : std::string_view{};
+}
+
+} // namespace tracery::analysis

@@ -1,0 +1,106 @@
+// analysis/report.hpp — what `tracery stats` and `tracery analyze` print: a
+// title, the time range read, tables of typed cells and notes, shown either
+// as aligned text tables (durations in µs, ratios in %, times of day) or as
+// one JSON object for scripts (raw numbers: ns, ratios 0..1, counts); and the
+// distribution of a set of durations (count, min, mean, max, standard
+// deviation, percentiles, log2 histogram) that the latency analyses share.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tracery::analysis {
+
+enum class Format : uint8_t {
+	text,
+	integer,  // a count, an id
+	duration, // ns; text: µs with 3 decimals
+	time,     // ns from the epoch; text: local HH:MM:SS.nnnnnnnnn
+	ratio,    // 0..1; text: % with 2 decimals
+	rate,     // per second; text: 1 decimal
+};
+
+struct Column {
+	std::string key;   // JSON member name
+	std::string title; // text heading
+	Format format = Format::integer;
+};
+
+// Empty (no value: "-" in text, null in JSON), an integer, a real, text.
+using Cell = std::variant<std::monostate, int64_t, double, std::string>;
+
+// The value, or an empty cell.
+inline Cell cell_of(std::optional<int64_t> v)
+{
+	if (v)
+		return Cell(std::in_place_type<int64_t>, *v);
+	return Cell();
+}
+inline Cell cell_of(std::optional<double> v)
+{
+	if (v)
+		return Cell(std::in_place_type<double>, *v);
+	return Cell();
+}
+
+struct Table {
+	std::string key;   // JSON member of the report holding its rows
+	std::string title; // text heading ("" for none)
+	std::vector<Column> columns;
+	std::vector<std::vector<Cell>> rows;
+	// A histogram (columns lo, hi, count): text draws a bar per row.
+	bool histogram = false;
+};
+
+struct Report {
+	std::string kind; // "stats", "cputop", ...
+	bool has_range = false;
+	int64_t begin_ns = 0, end_ns = 0;
+	std::vector<Table> tables;
+	std::vector<std::string> notes; // text: after the tables; JSON: "notes"
+};
+
+void print_text(const Report &report, FILE *out);
+// {"kind": ..., "begin_ns": ..., "end_ns": ..., "duration_ns": ..., TABLE
+// KEY: [{COLUMN KEY: value, ...}, ...], ..., "notes": [...]}
+std::string to_json(const Report &report);
+
+// Durations (ns) and what they add up to.
+class Distribution {
+public:
+	void add(int64_t ns) { values_.push_back(ns); }
+	size_t count() const { return values_.size(); }
+	const std::vector<int64_t> &values() const { return values_; }
+
+	struct Summary {
+		uint64_t count = 0;
+		int64_t min = 0, max = 0, total = 0;
+		double mean = 0, stdev = 0;        // stdev: sample (n - 1), 0 below two values
+		int64_t p50 = 0, p90 = 0, p99 = 0; // nearest rank
+	};
+	// Sorts the values.
+	Summary summary();
+	// Bucket k holds [2^k, 2^(k+1)) ns (bucket 0 also 0 and below), from the
+	// lowest to the highest non-empty bucket: (lo, hi, count).
+	struct Bucket {
+		int64_t lo, hi;
+		uint64_t count;
+	};
+	std::vector<Bucket> histogram() const;
+
+private:
+	std::vector<int64_t> values_;
+	bool sorted_ = false;
+};
+
+// The columns a Summary fills, in order (count, min, mean, max, stdev, p50, p90, p99), and the cells.
+void summary_columns(std::vector<Column> &columns);
+void summary_cells(const Distribution::Summary &s, std::vector<Cell> &row);
+// A histogram table of d.
+Table histogram_table(const std::string &key, const std::string &title, const Distribution &d);
+
+} // namespace tracery::analysis

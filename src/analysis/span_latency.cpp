@@ -1,0 +1,159 @@
+// analysis/span_latency.cpp — `tracery analyze latency --begin EVENT --end
+// EVENT [--match FIELD]`: the time between user events that open and close a
+// span (a request's begin and end), paired per thread (their vtid context)
+// or by an equal value of a field of both; per process and in all, with a
+// histogram.
+#include "analysis/analyses.hpp"
+
+#include <set>
+#include <stdexcept>
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+
+void Spans::on_begin(int64_t ns, const std::string &key) { open_[key].push_back(ns); }
+
+void Spans::on_end(int64_t ns, const std::string &key, int64_t pid, std::string_view procname)
+{
+	const auto o = open_.find(key);
+	if (o == open_.end() || o->second.empty()) {
+		++unmatched_ends_;
+		return;
+	}
+	const int64_t d = ns - o->second.back();
+	o->second.pop_back();
+	per_process_[{pid, std::string(procname)}].add(d);
+	all_.add(d);
+}
+
+Report Spans::report(int64_t begin, int64_t end, const std::string &title)
+{
+	Report r;
+	r.kind = "latency";
+	r.has_range = true;
+	r.begin_ns = begin;
+	r.end_ns = end;
+	Table &at = r.tables.emplace_back();
+	at.key = "all";
+	at.title = title;
+	summary_columns(at.columns);
+	summary_cells(all_.summary(), at.rows.emplace_back());
+
+	Table &pt = r.tables.emplace_back();
+	pt.key = "per_process";
+	pt.title = "Per process";
+	pt.columns = {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}};
+	summary_columns(pt.columns);
+	for (auto &[who, d] : per_process_) {
+		std::vector<Cell> &row = pt.rows.emplace_back();
+		row = {cell_of(who.first >= 0 ? std::optional<int64_t>(who.first) : std::nullopt), who.second};
+		summary_cells(d.summary(), row);
+	}
+	r.tables.push_back(histogram_table("histogram", title, all_));
+	uint64_t unfinished = 0;
+	for (const auto &[key, stack] : open_)
+		unfinished += stack.size();
+	if (unfinished)
+		r.notes.push_back(std::to_string(unfinished) +
+		                  " span(s) begun and not ended in the trace (not counted)");
+	if (unmatched_ends_)
+		r.notes.push_back(std::to_string(unmatched_ends_) +
+		                  " end event(s) without a begin before them (not counted)");
+	return r;
+}
+
+namespace {
+
+// The value of a field as a key: integers and text alike.
+std::string key_of(const reader::Item &it, const FieldRef &ref)
+{
+	if (const auto v = int_field(it, ref))
+		return std::to_string(*v);
+	std::string k = "\"";
+	k += text_field(it, ref);
+	return k;
+}
+
+} // namespace
+
+Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
+{
+	if (options.begin == options.end)
+		throw std::invalid_argument("--begin and --end both name '" + options.begin +
+		                            "': give the event that opens a span and the one that closes it");
+	// Both names must be event classes of the traces.
+	std::set<std::string> names;
+	for (const auto &t : walk.set().traces())
+		for (const auto &[id, sc] : t->cls.streams)
+			for (const auto &[eid, ec] : sc.events)
+				names.insert(ec.name);
+	for (const std::string *n : {&options.begin, &options.end})
+		if (!names.count(*n)) {
+			std::string msg = "no event named '" + *n + "' in the trace";
+			msg += n == &options.begin ? " (--begin)" : " (--end)";
+			msg += "; its events are:";
+			size_t shown = 0;
+			for (const std::string &e : names) {
+				if (shown++ == 20) {
+					msg += " ...";
+					break;
+				}
+				msg += ' ';
+				msg += e;
+			}
+			throw std::invalid_argument(msg);
+		}
+	struct Fields {
+		enum Kind : uint8_t { other, begin, end } kind = other;
+		FieldRef key, pid, procname;
+	};
+	ClassCache<Fields> cache;
+	Spans spans;
+	TimeRange range;
+	const std::string &key_name = options.match.empty() ? std::string("vtid") : options.match;
+	while (const reader::Item *it = walk.next()) {
+		if (it->kind != reader::ItemKind::event)
+			continue;
+		range.see(it->ns);
+		const Fields &f = cache.get(*it, [&] {
+			const std::string &name = it->event->cls->name;
+			const bool b = name == options.begin, e = name == options.end;
+			if (!b && !e)
+				return Fields{};
+			Fields r{b ? Fields::begin : Fields::end, find_field(*it, key_name), find_field(*it, "vpid"),
+			         find_field(*it, "procname")};
+			if (!r.key)
+				throw std::invalid_argument(
+					options.match.empty()
+						? "the event " + name +
+							  " has no vtid context, which pairs begins and ends per thread: record it with "
+							  "`tracery add-context -t vtid`, or pair them by a field of both with --match FIELD"
+						: "the event " + name + " has no field '" + options.match +
+							  "' (--match): give a field that both the begin and the end event have");
+			return r;
+		});
+		if (f.kind == Fields::other)
+			continue;
+		const std::string key = key_of(*it, f.key);
+		if (f.kind == Fields::begin) {
+			spans.on_begin(it->ns, key);
+			continue;
+		}
+		// the process: its context, else the trace's (a per-process buffer's env)
+		const reader::TraceClass &tc = it->stream->trace().cls;
+		int64_t pid = -1;
+		if (const auto v = int_field(*it, f.pid))
+			pid = *v;
+		else if (const auto *env = tc.env_value("vpid"); env && std::holds_alternative<int64_t>(*env))
+			pid = std::get<int64_t>(*env);
+		std::string_view procname = text_field(*it, f.procname);
+		if (const auto *env = tc.env_value("procname");
+		    procname.empty() && env && std::holds_alternative<std::string>(*env))
+			procname = std::get<std::string>(*env);
+		spans.on_end(it->ns, key, pid, procname);
+	}
+	return spans.report(range.first, range.last, options.begin + " to " + options.end);
+}
+
+} // namespace tracery::analysis

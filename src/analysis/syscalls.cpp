@@ -1,0 +1,185 @@
+// analysis/syscalls.cpp — `tracery analyze syscalls`: count and latency of
+// system calls per call, per thread and per process, from the
+// syscall_entry_NAME / syscall_exit_NAME events of kernel traces (LTTng's
+// names). A call counts for the task running on the exit's CPU when that
+// task entered a call since its last counted exit, under the entry's name
+// (lttng-analyses' rule); its latency runs from that entry to the exit.
+#include "analysis/analyses.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+
+void Syscalls::on_switch(int64_t cpu, int64_t next_tid)
+{
+	if (next_tid != 0)
+		current_[cpu] = next_tid;
+	else
+		current_.erase(cpu);
+}
+
+void Syscalls::on_entry(int64_t ns, int64_t cpu, std::string_view call)
+{
+	const auto c = current_.find(cpu);
+	if (c == current_.end())
+		return;
+	Pending &p = entered_[c->second];
+	p.call = call;
+	p.ns = ns;
+}
+
+void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret)
+{
+	const auto c = current_.find(cpu);
+	if (c == current_.end())
+		return;
+	const auto e = entered_.find(c->second);
+	if (e == entered_.end())
+		return;
+	Calls &calls = per_tid_[{c->second, e->second.call}];
+	calls.d.add(ns - e->second.ns);
+	if (ret && *ret < 0)
+		++calls.errors;
+	entered_.erase(e);
+}
+
+Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
+{
+	Report r;
+	r.kind = "syscalls";
+	r.has_range = true;
+	r.begin_ns = begin;
+	r.end_ns = end;
+	// per call and per process: the threads' latencies together
+	struct Group {
+		Distribution d;
+		uint64_t errors = 0;
+	};
+	std::map<std::string, Group> per_call;
+	std::map<std::pair<int64_t, std::string>, Group> per_process;
+	Distribution all;
+	const auto merge = [](Group &g, Calls &c) {
+		for (const auto &b : c.d.values())
+			g.d.add(b);
+		g.errors += c.errors;
+	};
+	for (auto &[key, calls] : per_tid_) {
+		merge(per_call[key.second], calls);
+		merge(per_process[{tasks.pid(key.first).value_or(key.first), key.second}], calls);
+		for (const auto &v : calls.d.values())
+			all.add(v);
+	}
+	const auto columns = [](std::vector<Column> head) {
+		head.push_back({"errors", "Errors", Format::integer});
+		summary_columns(head);
+		return head;
+	};
+	const auto cells = [](std::vector<Cell> row, uint64_t errors, Distribution &d) {
+		row.emplace_back(static_cast<int64_t>(errors));
+		summary_cells(d.summary(), row);
+		return row;
+	};
+	// busiest first
+	const auto order = [](auto &map) {
+		std::vector<typename std::remove_reference_t<decltype(map)>::value_type *> v;
+		for (auto &e : map)
+			v.push_back(&e);
+		std::stable_sort(v.begin(), v.end(),
+		                 [](auto *a, auto *b) { return a->second.d.count() > b->second.d.count(); });
+		return v;
+	};
+
+	Table &ct = r.tables.emplace_back();
+	ct.key = "per_syscall";
+	ct.title = "System calls";
+	ct.columns = columns({{"syscall", "System call", Format::text}});
+	for (auto *e : order(per_call))
+		ct.rows.push_back(cells({e->first}, e->second.errors, e->second.d));
+
+	Table &pt = r.tables.emplace_back();
+	pt.key = "per_process";
+	pt.title = "System calls per process";
+	pt.columns = columns({{"pid", "PID", Format::integer},
+	                      {"comm", "Name", Format::text},
+	                      {"syscall", "System call", Format::text}});
+	for (auto *e : order(per_process))
+		pt.rows.push_back(cells({e->first.first, tasks.comm(e->first.first), e->first.second}, e->second.errors,
+		                        e->second.d));
+
+	Table &tt = r.tables.emplace_back();
+	tt.key = "per_thread";
+	tt.title = "System calls per thread";
+	tt.columns = columns({{"tid", "TID", Format::integer},
+	                      {"pid", "PID", Format::integer},
+	                      {"comm", "Name", Format::text},
+	                      {"syscall", "System call", Format::text}});
+	for (auto *e : order(per_tid_)) {
+		const auto pid = tasks.pid(e->first.first);
+		tt.rows.push_back(cells({e->first.first, cell_of(pid), tasks.comm(e->first.first), e->first.second},
+		                        e->second.errors, e->second.d));
+	}
+	r.tables.push_back(histogram_table("histogram", "Latency of all system calls", all));
+	return r;
+}
+
+Report analyze_syscalls(EventWalk &walk)
+{
+	struct Fields {
+		enum Kind : uint8_t { other, sched_switch, entry, exit } kind = other;
+		FieldRef a; // next_tid / ret
+		std::string call;
+	};
+	ClassCache<Fields> cache;
+	CpuOf cpu_of;
+	TaskTable tasks;
+	Syscalls calls;
+	TimeRange range;
+	uint64_t seen = 0;
+	while (const reader::Item *it = walk.next()) {
+		if (it->kind != reader::ItemKind::event)
+			continue;
+		range.see(it->ns);
+		tasks.observe(*it);
+		const Fields &f = cache.get(*it, [&] {
+			const std::string &name = it->event->cls->name;
+			if (name == "sched_switch")
+				return Fields{Fields::sched_switch, find_field(*it, "next_tid"), {}};
+			if (const auto call = after_prefix(name, "syscall_entry_"); !call.empty())
+				return Fields{Fields::entry, {}, std::string(call)};
+			if (const auto call = after_prefix(name, "syscall_exit_"); !call.empty())
+				return Fields{Fields::exit, find_field(*it, "ret"), std::string(call)};
+			return Fields{};
+		});
+		if (f.kind == Fields::other)
+			continue;
+		const auto cpu = cpu_of(*it);
+		if (!cpu)
+			continue;
+		switch (f.kind) {
+		case Fields::sched_switch:
+			if (const auto next = int_field(*it, f.a))
+				calls.on_switch(*cpu, *next);
+			break;
+		case Fields::entry:
+			++seen;
+			calls.on_entry(it->ns, *cpu, f.call);
+			break;
+		case Fields::exit:
+			++seen;
+			calls.on_exit(it->ns, *cpu, int_field(*it, f.a));
+			break;
+		case Fields::other:
+			break;
+		}
+	}
+	if (!seen)
+		throw std::runtime_error("the trace has no syscall_entry_*/syscall_exit_* event, which syscalls needs: "
+		                         "record a kernel trace with `tracery enable-event -k --syscall -a` (and "
+		                         "`tracery enable-event -k sched_switch`, to know which thread calls)");
+	return calls.report(range.first, range.last, tasks);
+}
+
+} // namespace tracery::analysis

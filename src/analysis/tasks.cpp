@@ -1,0 +1,70 @@
+// analysis/tasks.cpp — the kernel analyses' task table and CPU lookup (see
+// analyses.hpp).
+#include "analysis/analyses.hpp"
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+
+void TaskTable::set(int64_t tid, std::optional<int64_t> pid, std::string_view comm)
+{
+	Task &t = tasks_[tid];
+	if (pid)
+		t.pid = pid;
+	if (!comm.empty() && t.comm != comm)
+		t.comm = comm;
+}
+
+std::optional<int64_t> TaskTable::pid(int64_t tid) const
+{
+	const auto it = tasks_.find(tid);
+	return it == tasks_.end() ? std::nullopt : it->second.pid;
+}
+
+std::string TaskTable::comm(int64_t tid) const
+{
+	const auto it = tasks_.find(tid);
+	return it == tasks_.end() ? std::string() : it->second.comm;
+}
+
+void TaskTable::observe(const reader::Item &event)
+{
+	const Fields &f = cache_.get(event, [&] {
+		Fields r;
+		const std::string &name = event.event->cls->name;
+		if (name == "lttng_statedump_process_state")
+			r = {Fields::statedump, find_field(event, "tid"), find_field(event, "pid"),
+			     find_field(event, "name")};
+		else if (name == "sched_process_fork")
+			r = {Fields::fork, find_field(event, "child_tid"), find_field(event, "child_pid"),
+			     find_field(event, "child_comm")};
+		else if (name == "sched_switch")
+			r = {Fields::sched_switch, find_field(event, "next_tid"), find_field(event, "prev_tid"),
+			     find_field(event, "next_comm")};
+		if (!r.tid)
+			r.kind = Fields::other;
+		return r;
+	});
+	switch (f.kind) {
+	case Fields::other:
+		return;
+	case Fields::statedump:
+	case Fields::fork:
+		if (const auto tid = int_field(event, f.tid))
+			set(*tid, int_field(event, f.pid), text_field(event, f.comm));
+		return;
+	case Fields::sched_switch:
+		// comms only: pid here is prev_tid, whose comm is prev_comm
+		if (const auto tid = int_field(event, f.tid); tid && *tid != 0)
+			set(*tid, std::nullopt, text_field(event, f.comm));
+		return;
+	}
+}
+
+std::optional<int64_t> CpuOf::operator()(const reader::Item &event)
+{
+	const FieldRef &ref = cache_.get(event, [&] { return find_field(event, "cpu_id"); });
+	return int_field(event, ref);
+}
+
+} // namespace tracery::analysis

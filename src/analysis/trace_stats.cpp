@@ -1,0 +1,205 @@
+// analysis/trace_stats.cpp — counting events per name, CPU, process and the
+// losses per stream (see trace_stats.hpp).
+#include "analysis/trace_stats.hpp"
+
+#include "analysis/analyses.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+
+namespace {
+
+struct Count {
+	uint64_t events = 0, bits = 0;
+	int64_t first = 0, last = 0;
+	void add(const reader::Item &it)
+	{
+		if (!events)
+			first = it.ns;
+		++events;
+		bits += it.bits;
+		last = it.ns;
+	}
+};
+
+struct Loss {
+	uint64_t events = 0, packets = 0;
+};
+
+// What one event class needs, found once.
+struct ClassInfo {
+	enum Kind : uint8_t { plain, task_event } kind = plain; // task_event: TaskTable and CPU's task
+	Count *name = nullptr;
+	FieldRef cpu, pid, procname;
+	std::optional<int64_t> env_pid; // a per-process buffer's vpid
+	std::string_view env_procname;
+	bool kernel = false;
+	FieldRef next_tid; // sched_switch
+};
+
+} // namespace
+
+Report trace_stats(EventWalk &walk)
+{
+	std::map<std::string, Count> names;
+	std::map<int64_t, Count> cpus;
+	std::unordered_map<int64_t, Count> processes;
+	std::unordered_map<int64_t, std::string> process_names;
+	std::map<std::pair<std::string, std::string>, Loss> losses; // (trace, stream file)
+	std::unordered_map<int64_t, int64_t> running;               // kernel: CPU -> tid
+	TaskTable tasks;
+	ClassCache<ClassInfo> cache;
+	Count total;
+	while (const reader::Item *it = walk.next()) {
+		if (it->kind != reader::ItemKind::event) {
+			Loss &l = losses[{it->stream->trace().name, it->stream->name()}];
+			(it->kind == reader::ItemKind::discarded_events ? l.events : l.packets) += it->count;
+			continue;
+		}
+		const ClassInfo &c = cache.get(*it, [&] {
+			ClassInfo ci;
+			const std::string &name = it->event->cls->name;
+			ci.name = &names[name];
+			ci.cpu = find_field(*it, "cpu_id");
+			ci.pid = find_field(*it, "vpid");
+			if (!ci.pid)
+				ci.pid = find_field(*it, "pid");
+			ci.procname = find_field(*it, "procname");
+			const reader::TraceClass &tc = it->stream->trace().cls;
+			if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
+				ci.env_pid = std::get<int64_t>(*v);
+			if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
+				ci.env_procname = std::get<std::string>(*v);
+			const auto *domain = tc.env_value("domain");
+			ci.kernel = domain && std::holds_alternative<std::string>(*domain) &&
+			            std::get<std::string>(*domain) == "kernel";
+			if (ci.kernel && (name == "sched_switch" || name == "sched_process_fork" ||
+			                  name == "lttng_statedump_process_state")) {
+				ci.kind = ClassInfo::task_event;
+				ci.next_tid = find_field(*it, "next_tid");
+				ci.pid = {}; // fields of another task
+			}
+			return ci;
+		});
+		total.add(*it);
+		c.name->add(*it);
+		const auto cpu = int_field(*it, c.cpu);
+		if (cpu)
+			cpus[*cpu].add(*it);
+		// the process
+		std::optional<int64_t> pid = int_field(*it, c.pid);
+		if (!pid && c.env_pid)
+			pid = c.env_pid;
+		if (!pid && c.kernel && cpu) {
+			if (const auto r = running.find(*cpu); r != running.end())
+				pid = tasks.pid(r->second).value_or(r->second);
+		}
+		if (pid) {
+			processes[*pid].add(*it);
+			if (const auto n = text_field(*it, c.procname); !n.empty())
+				process_names[*pid] = n;
+			else if (!c.env_procname.empty())
+				process_names.try_emplace(*pid, c.env_procname);
+		}
+		if (c.kind == ClassInfo::task_event) {
+			tasks.observe(*it);
+			if (const auto next = int_field(*it, c.next_tid); next && cpu) {
+				if (*next)
+					running[*cpu] = *next;
+				else
+					running.erase(*cpu);
+			}
+		}
+	}
+
+	Report r;
+	r.kind = "stats";
+	r.has_range = total.events > 0;
+	r.begin_ns = total.first;
+	r.end_ns = total.last;
+	const double seconds = static_cast<double>(total.last - total.first) / 1e9;
+	const auto rate = [&](const Count &c) {
+		return cell_of(seconds > 0 ? std::optional<double>(static_cast<double>(c.events) / seconds)
+		                           : std::nullopt);
+	};
+	const auto bytes = [](const Count &c) { return static_cast<int64_t>(c.bits / 8); };
+	const std::vector<Column> counts = {{"count", "Count", Format::integer},
+	                                    {"rate", "Rate (/s)", Format::rate},
+	                                    {"bytes", "Bytes", Format::integer}};
+	const auto row = [&](std::vector<Cell> head, const Count &c) {
+		head.insert(head.end(), {static_cast<int64_t>(c.events), rate(c), bytes(c)});
+		return head;
+	};
+	const auto by_count = [](auto &v) {
+		std::stable_sort(v.begin(), v.end(),
+		                 [](const auto &a, const auto &b) { return a.second->events > b.second->events; });
+	};
+
+	Table &tt = r.tables.emplace_back();
+	tt.key = "total";
+	tt.title = "All events";
+	tt.columns = counts;
+	tt.columns.insert(tt.columns.begin() + 1, {"streams", "Streams", Format::integer});
+	tt.rows.push_back(row({}, total));
+	tt.rows.back().insert(tt.rows.back().begin() + 1, static_cast<int64_t>(walk.set().streams()));
+
+	Table &nt = r.tables.emplace_back();
+	nt.key = "per_event";
+	nt.title = "Per event name";
+	nt.columns = {{"name", "Event", Format::text}};
+	nt.columns.insert(nt.columns.end(), counts.begin(), counts.end());
+	nt.columns.push_back({"first_ns", "First", Format::time});
+	nt.columns.push_back({"last_ns", "Last", Format::time});
+	std::vector<std::pair<std::string, const Count *>> nv;
+	for (const auto &[name, c] : names)
+		if (c.events)
+			nv.emplace_back(name, &c);
+	by_count(nv);
+	for (const auto &[name, c] : nv) {
+		nt.rows.push_back(row({name}, *c));
+		nt.rows.back().insert(nt.rows.back().end(), {c->first, c->last});
+	}
+
+	Table &pt = r.tables.emplace_back();
+	pt.key = "per_process";
+	pt.title = "Per process";
+	pt.columns = {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}};
+	pt.columns.insert(pt.columns.end(), counts.begin(), counts.end());
+	std::vector<std::pair<int64_t, const Count *>> pv;
+	for (const auto &[pid, c] : processes)
+		pv.emplace_back(pid, &c);
+	std::sort(pv.begin(), pv.end());
+	by_count(pv);
+	for (const auto &[pid, c] : pv) {
+		const auto n = process_names.find(pid);
+		pt.rows.push_back(row({pid, n != process_names.end() ? n->second : tasks.comm(pid)}, *c));
+	}
+
+	Table &ct = r.tables.emplace_back();
+	ct.key = "per_cpu";
+	ct.title = "Per CPU";
+	ct.columns = {{"cpu", "CPU", Format::integer}};
+	ct.columns.insert(ct.columns.end(), counts.begin(), counts.end());
+	for (const auto &[cpu, c] : cpus)
+		ct.rows.push_back(row({cpu}, c));
+
+	Table &lt = r.tables.emplace_back();
+	lt.key = "lost";
+	lt.title = "Lost events per stream";
+	lt.columns = {{"trace", "Trace", Format::text},
+	              {"stream", "Stream", Format::text},
+	              {"discarded_events", "Events", Format::integer},
+	              {"discarded_packets", "Packets", Format::integer}};
+	for (const auto &[s, l] : losses)
+		lt.rows.push_back({s.first, s.second, static_cast<int64_t>(l.events), static_cast<int64_t>(l.packets)});
+	if (losses.empty())
+		r.notes.push_back("No stream lost events.");
+	return r;
+}
+
+} // namespace tracery::analysis

@@ -1,0 +1,19 @@
+// analysis/trace_stats.hpp — `tracery stats`: what traces hold, counted
+// without formatting a single event: per event name its count, rate, first
+// and last time and bytes (as stored, headers included); per CPU (the
+// packet's cpu_id) and per process (the vpid/pid context, else a per-process
+// buffer's env, else in a kernel trace the task sched_switch put on the
+// event's CPU, by its process when the state dump or a fork told it); and the
+// events and packets each stream lost (events_discarded, packet_seq_num
+// gaps).
+#pragma once
+
+#include "analysis/event_walk.hpp"
+#include "analysis/report.hpp"
+
+namespace tracery::analysis {
+
+// Reads every item of the walk. Throws ctf::reader::ReadError.
+Report trace_stats(EventWalk &walk);
+
+} // namespace tracery::analysis

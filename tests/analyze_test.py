@@ -1,0 +1,234 @@
+"""`tracery stats` and `tracery analyze latency` on user traces: a trace forged by hand (tests/ctf_forge.py) whose
+events, sizes, times and losses are known exactly (two streams, begin/end spans per thread and by a request id,
+a gap in packet_seq_num, events_discarded growing), and a daemonless trace of a real program whose event counts
+babeltrace2's counter (`-c sink.utils.counter`) gives; the text and JSON forms; the errors of bad arguments and of
+a damaged trace (file and offset). The kernel analyses are checked against lttng-analyses in
+daemon_kernel_test.py."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+import uuid
+
+from ctf_forge import BitWriter
+from tracetest import program, run_traced
+
+HAVE_BT2 = shutil.which("babeltrace2") is not None
+
+METADATA = """/* CTF 1.8 */
+typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 32; align = 8; signed = true; } := int32_t;
+typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+trace {
+	major = 1; minor = 8;
+	uuid = "UUID";
+	byte_order = le;
+	packet.header := struct { uint32_t magic; uint8_t uuid[16]; uint32_t stream_id; uint64_t stream_instance_id; };
+};
+env { hostname = "forge"; domain = "ust"; tracer_name = "forge"; };
+clock { name = "mono"; freq = 1000000000; offset_s = 1700000000; absolute = true; };
+typealias integer { size = 64; align = 8; signed = false; map = clock.mono.value; } := uint64_clock_t;
+stream {
+	id = 0;
+	packet.context := struct {
+		uint64_clock_t timestamp_begin; uint64_clock_t timestamp_end;
+		uint64_t content_size; uint64_t packet_size;
+		uint64_t packet_seq_num; uint64_t events_discarded; uint32_t cpu_id;
+	};
+	event.header := struct { uint32_t id; uint64_clock_t timestamp; };
+	event.context := struct { int32_t _vpid; int32_t _vtid; string _procname; };
+};
+event { name = "app:begin"; id = 1; stream_id = 0; fields := struct { uint32_t _req; }; };
+event { name = "app:end"; id = 2; stream_id = 0; fields := struct { uint32_t _req; string _status; }; };
+event { name = "app:tick"; id = 3; stream_id = 0; fields := struct { }; };
+"""
+
+# Per stream (instance = CPU): packets of (seq, discarded so far, events); an event is (id, time, vtid, req).
+# Thread 11 (process 10, "web") on CPU 0: request 1 1000..1400 and, nested, request 2 1100..1150. Thread 21
+# (process 20, "db") on CPU 1: request 3 1050..1950. Request 4 begins on CPU 0 (thread 11) at 1300 and ends on
+# CPU 1 (thread 21) at 1700: paired by thread and by --match req, the spans differ.
+STREAMS = {
+    0: [(0, 0, [(1, 1000, 11, 1), (1, 1100, 11, 2), (2, 1150, 11, 2), (3, 1200, 11, 0)]),
+        (1, 0, [(1, 1300, 11, 4), (2, 1400, 11, 1)])],
+    1: [(0, 0, [(1, 1050, 21, 3), (3, 1060, 21, 0)]),
+        (2, 3, [(2, 1700, 21, 4), (2, 1950, 21, 3)])],  # packet 1 lost; 3 events discarded before
+}
+PROCESS = {11: (10, "web"), 21: (20, "db")}
+
+
+def forge(path, u=uuid.UUID("3c8a0d8e-2a4b-4c1d-9e7f-0a1b2c3d4e5f")):
+    """Writes the trace; returns {event name: (count, bytes)}."""
+    os.makedirs(path)
+    with open(os.path.join(path, "metadata"), "w") as f:
+        f.write(METADATA.replace("UUID", str(u)))
+    sizes = {}
+    for cpu, packets in STREAMS.items():
+        data = b""
+        for seq, discarded, events in packets:
+            def prefix(w, content, size):
+                w.int(0xC1FC1FC1, 32)
+                w.raw(u.bytes)
+                w.int(0, 32)
+                w.int(cpu, 64)
+                w.int(events[0][1], 64)
+                w.int(events[-1][1], 64)
+                w.int(content, 64)
+                w.int(size, 64)
+                w.int(seq, 64)
+                w.int(discarded, 64)
+                w.int(cpu, 32)
+            body = BitWriter(False)
+            prefix(body, 0, 0)
+            for eid, t, vtid, req in events:
+                start = body.nbits()
+                body.int(eid, 32)
+                body.int(t, 64)
+                pid, name = PROCESS[vtid]
+                body.int(pid, 32)
+                body.int(vtid, 32)
+                body.string(name)
+                if eid != 3:
+                    body.int(req, 32)
+                if eid == 2:
+                    body.string("ok")
+                name = {1: "app:begin", 2: "app:end", 3: "app:tick"}[eid]
+                n, b = sizes.get(name, (0, 0))
+                sizes[name] = (n + 1, b + (body.nbits() - start) // 8)
+            content = body.nbits()
+            size = content + 256
+            final = BitWriter(False)
+            prefix(final, content, size)
+            final.bits += body.bits[final.nbits():] + [0] * (size - content)
+            data += final.to_bytes()
+        with open(os.path.join(path, f"stream_{cpu}"), "wb") as f:
+            f.write(data)
+    return sizes
+
+
+def tracery(*args, check=True):
+    p = subprocess.run([program("src", "cli", "tracery"), *args], capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError(f"tracery {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p
+
+
+def rows(report, table, key):
+    return {row[key]: row for row in report[table]}
+
+
+class AnalyzeTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tracery-analyze-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.trace = os.path.join(self.tmp, "forged")
+        self.sizes = forge(self.trace)
+
+    def test_stats_of_the_forged_trace(self):
+        p = tracery("stats", "--json", self.trace)
+        self.assertEqual(p.stderr, "")  # no progress bar in a pipe
+        s = json.loads(p.stdout)
+        self.assertEqual((s["begin_ns"], s["end_ns"]), (1700000000 * 10**9 + 1000, 1700000000 * 10**9 + 1950))
+        per_event = rows(s, "per_event", "name")
+        for name, (count, size) in self.sizes.items():
+            self.assertEqual((per_event[name]["count"], per_event[name]["bytes"]), (count, size), name)
+        self.assertEqual(per_event["app:end"]["first_ns"] - 1700000000 * 10**9, 1150)
+        self.assertEqual(per_event["app:end"]["last_ns"] - 1700000000 * 10**9, 1950)
+        self.assertAlmostEqual(per_event["app:begin"]["rate"], 4 / 950e-9)
+        self.assertEqual(s["total"][0]["count"], 10)
+        self.assertEqual(s["total"][0]["streams"], 2)
+        per_cpu = rows(s, "per_cpu", "cpu")
+        self.assertEqual({c: r["count"] for c, r in per_cpu.items()}, {0: 6, 1: 4})
+        # CPU 1's events of thread 21 (process 20, "db") include the end of request 4
+        per_process = rows(s, "per_process", "pid")
+        self.assertEqual({p: (r["procname"], r["count"]) for p, r in per_process.items()},
+                         {10: ("web", 6), 20: ("db", 4)})
+        lost = {r["stream"].rsplit("/", 1)[1]: (r["discarded_events"], r["discarded_packets"]) for r in s["lost"]}
+        self.assertEqual(lost, {"stream_1": (3, 1)})
+
+        text = tracery("stats", self.trace).stdout
+        self.assertRegex(text, r"\napp:begin +4 +[0-9.]+ +111 ")
+        self.assertIn("Lost events per stream", text)
+
+    @unittest.skipUnless(HAVE_BT2, "babeltrace2 is not installed")
+    def test_stats_counts_as_babeltrace2s_counter(self):
+        out = os.path.join(self.tmp, "workload")
+        run_traced([program("tests", "signal-stress"), "2", "3000"], out)
+        for path in (out, self.trace):
+            bt = subprocess.run(["babeltrace2", "-c", "sink.utils.counter", path], capture_output=True, text=True,
+                                timeout=300)
+            self.assertEqual(bt.returncode, 0, bt.stderr)
+            events = int(re.search(r"(\d+) Event messages?\n", bt.stdout).group(1))
+            s = json.loads(tracery("stats", "--json", path).stdout)
+            self.assertEqual(s["total"][0]["count"], events, path)
+            self.assertEqual(sum(r["count"] for r in s["per_event"]), events)
+            self.assertGreater(events, 0)
+
+    def test_latency_per_thread(self):
+        s = json.loads(tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--json",
+                               self.trace).stdout)
+        # By thread, the innermost open span ends first. Thread 11: begins at 1000 and 1100, ends at 1150 (50),
+        # begins at 1300, ends at 1400 (100): 1000's stays open. Thread 21: begins at 1050, ends at 1700 (650), and
+        # 1950 ends nothing.
+        allrow = s["all"][0]
+        self.assertEqual((allrow["count"], allrow["min_ns"], allrow["max_ns"]), (3, 50, 650))
+        per_process = rows(s, "per_process", "pid")
+        self.assertEqual((per_process[10]["count"], per_process[10]["max_ns"], per_process[10]["procname"]),
+                         (2, 100, "web"))
+        self.assertEqual((per_process[20]["count"], per_process[20]["min_ns"]), (1, 650))
+        self.assertEqual(sum(r["count"] for r in s["histogram"]), 3)
+        self.assertTrue(any("1 span(s) begun and not ended" in n for n in s["notes"]), s["notes"])
+        self.assertTrue(any("1 end event(s) without a begin" in n for n in s["notes"]), s["notes"])
+
+    def test_latency_matched_by_field(self):
+        s = json.loads(tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match", "req",
+                               "--json", self.trace).stdout)
+        # req 1: 400, req 2: 50, req 3: 900, req 4: 400
+        allrow = s["all"][0]
+        self.assertEqual((allrow["count"], allrow["min_ns"], allrow["max_ns"], allrow["mean_ns"]),
+                         (4, 50, 900, 437.5))
+        self.assertEqual((allrow["p50_ns"], allrow["p99_ns"]), (400, 900))
+        self.assertEqual(s["notes"], [])
+        text = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match", "req",
+                       self.trace).stdout
+        self.assertIn("app:begin to app:end", text)
+        self.assertRegex(text, r"\n +4 +0\.050 +0\.438 +0\.900 ")
+
+    def test_bad_arguments_name_themselves(self):
+        p = tracery("analyze", "latency", "--begin", "app:nope", "--end", "app:end", self.trace, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no event named 'app:nope' in the trace (--begin); its events are: app:begin app:end app:tick",
+                      p.stderr)
+        p = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match", "nofield",
+                    self.trace, check=False)
+        self.assertIn("has no field 'nofield' (--match)", p.stderr)
+        p = tracery("analyze", "latency", "--end", "app:end", self.trace, check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--begin is required; see `tracery analyze latency --help`", p.stderr)
+        p = tracery("analyze", "cpu-top", self.trace, check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown analysis 'cpu-top': give cputop, syscalls, schedlat, irq or latency", p.stderr)
+        # a user trace has no kernel events: each kernel analysis says what to record
+        for kind, what in (("cputop", "sched_switch"), ("syscalls", "--syscall"), ("schedlat", "sched_switch"),
+                           ("irq", "irq_handler_")):
+            p = tracery("analyze", kind, self.trace, check=False)
+            self.assertEqual(p.returncode, 1, kind)
+            self.assertIn("tracery enable-event -k", p.stderr, kind)
+            self.assertIn(what, p.stderr, kind)
+
+    def test_damaged_trace_names_the_file_and_offset(self):
+        stream = os.path.join(self.trace, "stream_1")
+        size = os.path.getsize(stream)
+        with open(stream, "r+b") as f:
+            f.truncate(size - 300)  # the last packet cut short
+        for args in (["stats"], ["analyze", "latency", "--begin", "app:begin", "--end", "app:end"]):
+            p = tracery(*args, self.trace, check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertRegex(p.stderr, re.escape(stream) + r": at offset \d+: ")
+
+
+if __name__ == "__main__":
+    unittest.main()
