@@ -59,8 +59,11 @@ FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
 	std::optional<int64_t> index = 1;
 	for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
 		const Op &m = plan.ops[c];
-		if (m.name && shown(*m.name) == name)
-			return {scope, c, index ? *index : -1};
+		if (m.name && shown(*m.name) == name) {
+			const bool integer = m.kind == OpKind::u8 || m.kind == OpKind::u16 || m.kind == OpKind::u32 ||
+			                     m.kind == OpKind::u64 || m.kind == OpKind::integer;
+			return {scope, c, index ? *index : -1, integer};
+		}
 		if (index) {
 			const auto n = fixed_values(plan, c);
 			index = n ? std::optional<int64_t>(*index + *n) : std::nullopt;
@@ -122,24 +125,6 @@ const Value *field_value(const reader::Item &event, const FieldRef &ref)
 	for (uint32_t c = 1; c != ref.op; c = plan.ops[c].next)
 		v = reader::skip_values(plan, c, values.data(), v);
 	return v < values.size() ? &values[v] : nullptr;
-}
-
-std::optional<int64_t> int_field(const reader::Item &event, const FieldRef &ref)
-{
-	const Value *v = field_value(event, ref);
-	if (!v)
-		return std::nullopt;
-	const Op &op = plan_of(event, ref.scope).ops[ref.op];
-	switch (op.kind) {
-	case OpKind::u8:
-	case OpKind::u16:
-	case OpKind::u32:
-	case OpKind::u64:
-	case OpKind::integer:
-		return v->i;
-	default:
-		return std::nullopt;
-	}
 }
 
 std::string_view text_field(const reader::Item &event, const FieldRef &ref)

@@ -30,7 +30,8 @@ struct FieldRef {
 	enum class Scope : uint8_t { none, packet_context, stream_context, context, fields };
 	Scope scope = Scope::none;
 	uint32_t op = 0;
-	int64_t index = -1; // -1: found by walking the members
+	int64_t index = -1;   // -1: found by walking the members
+	bool integer = false; // an integer (or enumeration) field
 	explicit operator bool() const { return scope != Scope::none; }
 };
 
@@ -41,7 +42,32 @@ FieldRef find_field(const ctf::reader::Item &event, std::string_view name);
 // The field's value in this event (null when ref is empty).
 const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
 // Its integer value (sign-extended when signed); nullopt when empty or not an integer.
-std::optional<int64_t> int_field(const ctf::reader::Item &event, const FieldRef &ref);
+inline std::optional<int64_t> int_field(const ctf::reader::Item &event, const FieldRef &ref)
+{
+	if (!ref.integer)
+		return std::nullopt;
+	if (ref.index >= 0) { // the common case, inline
+		std::span<const ctf::reader::Value> v;
+		switch (ref.scope) {
+		case FieldRef::Scope::packet_context:
+			v = event.packet_context;
+			break;
+		case FieldRef::Scope::stream_context:
+			v = event.stream_context;
+			break;
+		case FieldRef::Scope::context:
+			v = event.context;
+			break;
+		default:
+			v = event.fields;
+			break;
+		}
+		const auto i = static_cast<size_t>(ref.index);
+		return i < v.size() ? std::optional<int64_t>(v[i].i) : std::nullopt;
+	}
+	const ctf::reader::Value *v = field_value(event, ref);
+	return v ? std::optional<int64_t>(v->i) : std::nullopt;
+}
 // Its text; empty when empty or not text.
 std::string_view text_field(const ctf::reader::Item &event, const FieldRef &ref);
 
