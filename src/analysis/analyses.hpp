@@ -59,6 +59,14 @@ private:
 	ClassCache<FieldRef> cache_;
 };
 
+// The scheduler's events the analyses follow, with their fields, found once
+// per event class.
+struct SchedEvent {
+	enum Kind : uint8_t { other, sched_switch, wakeup, migrate } kind = other;
+	FieldRef prev_tid, next_tid, tid;
+	static SchedEvent of(const ctf::reader::Item &event);
+};
+
 // ---- cputop: CPU time per thread, process and CPU from sched_switch.
 class CpuTop {
 public:

@@ -36,11 +36,7 @@ void CpuTop::on_migrate(int64_t tid) { ++tids_[tid].migrations; }
 
 Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 {
-	Report r;
-	r.kind = "cputop";
-	r.has_range = true;
-	r.begin_ns = begin_;
-	r.end_ns = end;
+	Report r = Report::ranged("cputop", begin_, end);
 	const int64_t duration = end - begin_;
 	const auto ratio = [&](int64_t ns) {
 		return duration > 0 ? static_cast<double>(ns) / static_cast<double>(duration) : 0.0;
@@ -68,12 +64,13 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	const auto busiest = [](const Row &a, const Row &b) { return a.ns != b.ns ? a.ns > b.ns : a.id < b.id; };
 	std::sort(threads.begin(), threads.end(), busiest);
 
-	Table &t = r.tables.emplace_back();
-	t.key = "per_thread";
-	t.title = "CPU time per thread";
-	t.columns = {{"tid", "TID", Format::integer},   {"pid", "PID", Format::integer},
-	             {"comm", "Name", Format::text},    {"cpu_ns", "CPU time", Format::duration},
-	             {"usage", "Usage", Format::ratio}, {"migrations", "Migrations", Format::integer}};
+	Table &t = r.add("per_thread", "CPU time per thread",
+	                 {{"tid", "TID", Format::integer},
+	                  {"pid", "PID", Format::integer},
+	                  {"comm", "Name", Format::text},
+	                  {"cpu_ns", "CPU time", Format::duration},
+	                  {"usage", "Usage", Format::ratio},
+	                  {"migrations", "Migrations", Format::integer}});
 	for (const Row &row : threads) {
 		const auto pid = tasks.pid(row.id);
 		t.rows.push_back({row.id, cell_of(pid), tasks.comm(row.id), row.ns, ratio(row.ns),
@@ -84,36 +81,30 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	for (const auto &[pid, row] : processes)
 		procs.push_back(row);
 	std::sort(procs.begin(), procs.end(), busiest);
-	Table &pt = r.tables.emplace_back();
-	pt.key = "per_process";
-	pt.title = "CPU time per process";
-	pt.columns = {{"pid", "PID", Format::integer},
-	              {"comm", "Name", Format::text},
-	              {"threads", "Threads", Format::integer},
-	              {"cpu_ns", "CPU time", Format::duration},
-	              {"usage", "Usage", Format::ratio}};
+	Table &pt = r.add("per_process", "CPU time per process",
+	                  {{"pid", "PID", Format::integer},
+	                   {"comm", "Name", Format::text},
+	                   {"threads", "Threads", Format::integer},
+	                   {"cpu_ns", "CPU time", Format::duration},
+	                   {"usage", "Usage", Format::ratio}});
 	for (const Row &row : procs)
 		pt.rows.push_back(
 			{row.id, tasks.comm(row.id), static_cast<int64_t>(row.threads), row.ns, ratio(row.ns)});
 
-	Table &ct = r.tables.emplace_back();
-	ct.key = "per_cpu";
-	ct.title = "CPU time per CPU (busy: not idle)";
-	ct.columns = {{"cpu", "CPU", Format::integer},
-	              {"busy_ns", "Busy", Format::duration},
-	              {"usage", "Usage", Format::ratio}};
+	Table &ct = r.add("per_cpu", "CPU time per CPU (busy: not idle)",
+	                  {{"cpu", "CPU", Format::integer},
+	                   {"busy_ns", "Busy", Format::duration},
+	                   {"usage", "Usage", Format::ratio}});
 	int64_t busy = 0;
 	for (const auto &[cpu, run] : cpus_) {
 		const int64_t ns = closed(run);
 		busy += ns;
 		ct.rows.push_back({cpu, ns, ratio(ns)});
 	}
-	Table &tt = r.tables.emplace_back();
-	tt.key = "total";
-	tt.title = "All CPUs";
-	tt.columns = {{"cpus", "CPUs", Format::integer},
-	              {"busy_ns", "Busy", Format::duration},
-	              {"usage", "Usage", Format::ratio}};
+	Table &tt = r.add("total", "All CPUs",
+	                  {{"cpus", "CPUs", Format::integer},
+	                   {"busy_ns", "Busy", Format::duration},
+	                   {"usage", "Usage", Format::ratio}});
 	const auto n = static_cast<int64_t>(cpus_seen_.size());
 	tt.rows.push_back({n, busy, n ? ratio(busy) / static_cast<double>(n) : 0.0});
 	return r;
@@ -121,46 +112,31 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 
 Report analyze_cputop(EventWalk &walk)
 {
-	struct Fields {
-		enum Kind : uint8_t { other, sched_switch, migrate } kind = other;
-		FieldRef a, b; // prev_tid, next_tid / tid
-	};
-	ClassCache<Fields> cache;
+	ClassCache<SchedEvent> cache;
 	CpuOf cpu_of;
 	TaskTable tasks;
 	CpuTop top;
 	TimeRange range;
 	uint64_t switches = 0;
-	while (const reader::Item *it = walk.next()) {
-		if (it->kind != reader::ItemKind::event)
-			continue;
-		if (!range.any)
-			top.begin(it->ns);
-		range.see(it->ns);
+	for_each_event(walk, range, [&](const reader::Item &event) {
+		const reader::Item *it = &event;
+		top.begin(range.first);
 		tasks.observe(*it);
-		const Fields &f = cache.get(*it, [&] {
-			const std::string &name = it->event->cls->name;
-			if (name == "sched_switch")
-				return Fields{Fields::sched_switch, find_field(*it, "prev_tid"),
-				              find_field(*it, "next_tid")};
-			if (name == "sched_migrate_task")
-				return Fields{Fields::migrate, find_field(*it, "tid"), {}};
-			return Fields{};
-		});
+		const SchedEvent &f = cache.get(*it, [&] { return SchedEvent::of(*it); });
 		const auto cpu = cpu_of(*it);
 		if (cpu)
 			top.on_cpu(*cpu);
-		if (f.kind == Fields::sched_switch) {
-			const auto prev = int_field(*it, f.a), next = int_field(*it, f.b);
+		if (f.kind == SchedEvent::sched_switch) {
+			const auto prev = int_field(*it, f.prev_tid), next = int_field(*it, f.next_tid);
 			if (cpu && prev && next) {
 				top.on_switch(it->ns, *cpu, *prev, *next);
 				++switches;
 			}
-		} else if (f.kind == Fields::migrate) {
-			if (const auto tid = int_field(*it, f.a))
+		} else if (f.kind == SchedEvent::migrate) {
+			if (const auto tid = int_field(*it, f.tid))
 				top.on_migrate(*tid);
 		}
-	}
+	});
 	if (!switches)
 		throw std::runtime_error(
 			"the trace has no sched_switch event (with prev_tid, next_tid and its packet's "

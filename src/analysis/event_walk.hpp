@@ -134,6 +134,19 @@ struct TimeRange {
 	}
 };
 
+// Calls f(event) for each event of the walk (not the discarded-items
+// reports), after range has seen its time.
+template <class F>
+void for_each_event(EventWalk &walk, TimeRange &range, F &&f)
+{
+	while (const ctf::reader::Item *it = walk.next()) {
+		if (it->kind != ctf::reader::ItemKind::event)
+			continue;
+		range.see(it->ns);
+		f(*it);
+	}
+}
+
 // "syscall_entry_read" → "read" when name starts with prefix, else "".
 inline std::string_view after_prefix(std::string_view name, std::string_view prefix)
 {

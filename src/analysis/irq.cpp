@@ -64,11 +64,7 @@ void IrqStats::on_softirq_exit(int64_t ns, int64_t cpu, int64_t vec)
 
 Report IrqStats::report(int64_t begin, int64_t end)
 {
-	Report r;
-	r.kind = "irq";
-	r.has_range = true;
-	r.begin_ns = begin;
-	r.end_ns = end;
+	Report r = Report::ranged("irq", begin, end);
 	for (auto [lines, key, title] :
 	     {std::tuple{&hard_, "hard", "Hard IRQ handlers"}, std::tuple{&soft_, "soft", "Soft IRQs"}}) {
 		Table &t = r.tables.emplace_back();
@@ -100,10 +96,8 @@ Report analyze_irq(EventWalk &walk)
 	CpuOf cpu_of;
 	IrqStats irq;
 	TimeRange range;
-	while (const reader::Item *it = walk.next()) {
-		if (it->kind != reader::ItemKind::event)
-			continue;
-		range.see(it->ns);
+	for_each_event(walk, range, [&](const reader::Item &event) {
+		const reader::Item *it = &event;
 		const Fields &f = cache.get(*it, [&] {
 			const std::string &name = it->event->cls->name;
 			if (name == "irq_handler_entry")
@@ -117,11 +111,11 @@ Report analyze_irq(EventWalk &walk)
 			return Fields{};
 		});
 		if (f.kind == Fields::other)
-			continue;
+			return;
 		const auto cpu = cpu_of(*it);
 		const auto id = int_field(*it, f.id);
 		if (!cpu || !id)
-			continue;
+			return;
 		switch (f.kind) {
 		case Fields::irq_entry:
 			irq.on_irq_entry(it->ns, *cpu, *id, text_field(*it, f.name));
@@ -138,7 +132,7 @@ Report analyze_irq(EventWalk &walk)
 		case Fields::other:
 			break;
 		}
-	}
+	});
 	if (!irq.any())
 		throw std::runtime_error(
 			"the trace has no irq_handler_entry/exit or softirq_entry/exit event, which irq "

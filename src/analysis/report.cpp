@@ -259,6 +259,16 @@ void summary_cells(const Distribution::Summary &s, std::vector<Cell> &row)
 	row.emplace_back(s.p99);
 }
 
+Table summary_table(const std::string &key, const std::string &title, Distribution &d)
+{
+	Table t;
+	t.key = key;
+	t.title = title;
+	summary_columns(t.columns);
+	summary_cells(d.summary(), t.rows.emplace_back());
+	return t;
+}
+
 Table histogram_table(const std::string &key, const std::string &title, const Distribution &d)
 {
 	Table t;

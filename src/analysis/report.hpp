@@ -62,6 +62,25 @@ struct Report {
 	int64_t begin_ns = 0, end_ns = 0;
 	std::vector<Table> tables;
 	std::vector<std::string> notes; // text: after the tables; JSON: "notes"
+
+	Table &add(std::string key, std::string title, std::vector<Column> columns)
+	{
+		Table &t = tables.emplace_back();
+		t.key = std::move(key);
+		t.title = std::move(title);
+		t.columns = std::move(columns);
+		return t;
+	}
+
+	static Report ranged(std::string kind, int64_t begin, int64_t end)
+	{
+		Report r;
+		r.kind = std::move(kind);
+		r.has_range = true;
+		r.begin_ns = begin;
+		r.end_ns = end;
+		return r;
+	}
 };
 
 void print_text(const Report &report, FILE *out);
@@ -100,6 +119,8 @@ private:
 // The columns a Summary fills, in order (count, min, mean, max, stdev, p50, p90, p99), and the cells.
 void summary_columns(std::vector<Column> &columns);
 void summary_cells(const Distribution::Summary &s, std::vector<Cell> &row);
+// A table of one row: d's summary.
+Table summary_table(const std::string &key, const std::string &title, Distribution &d);
 // A histogram table of d.
 Table histogram_table(const std::string &key, const std::string &title, const Distribution &d);
 

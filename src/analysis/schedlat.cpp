@@ -31,21 +31,12 @@ void SchedLat::on_switch(int64_t ns, int64_t prev_tid, int64_t next_tid)
 
 Report SchedLat::report(int64_t begin, int64_t end, const TaskTable &tasks)
 {
-	Report r;
-	r.kind = "schedlat";
-	r.has_range = true;
-	r.begin_ns = begin;
-	r.end_ns = end;
-	Table &at = r.tables.emplace_back();
-	at.key = "all";
-	at.title = "Wake-up latency, all tasks";
-	summary_columns(at.columns);
-	summary_cells(all_.summary(), at.rows.emplace_back());
+	Report r = Report::ranged("schedlat", begin, end);
+	r.tables.push_back(summary_table("all", "Wake-up latency, all tasks", all_));
 
-	Table &t = r.tables.emplace_back();
-	t.key = "per_thread";
-	t.title = "Wake-up latency per thread";
-	t.columns = {{"tid", "TID", Format::integer}, {"pid", "PID", Format::integer}, {"comm", "Name", Format::text}};
+	Table &t = r.add(
+		"per_thread", "Wake-up latency per thread",
+		{{"tid", "TID", Format::integer}, {"pid", "PID", Format::integer}, {"comm", "Name", Format::text}});
 	summary_columns(t.columns);
 	std::vector<std::pair<int64_t, Distribution *>> order;
 	for (auto &[tid, d] : per_tid_)
@@ -68,42 +59,28 @@ Report SchedLat::report(int64_t begin, int64_t end, const TaskTable &tasks)
 
 Report analyze_schedlat(EventWalk &walk)
 {
-	struct Fields {
-		enum Kind : uint8_t { other, sched_switch, wakeup } kind = other;
-		FieldRef a, b; // prev_tid, next_tid / tid
-	};
-	ClassCache<Fields> cache;
+	ClassCache<SchedEvent> cache;
 	TaskTable tasks;
 	SchedLat lat;
 	TimeRange range;
 	uint64_t switches = 0, wakeups = 0;
-	while (const reader::Item *it = walk.next()) {
-		if (it->kind != reader::ItemKind::event)
-			continue;
-		range.see(it->ns);
+	for_each_event(walk, range, [&](const reader::Item &event) {
+		const reader::Item *it = &event;
 		tasks.observe(*it);
-		const Fields &f = cache.get(*it, [&] {
-			const std::string &name = it->event->cls->name;
-			if (name == "sched_switch")
-				return Fields{Fields::sched_switch, find_field(*it, "prev_tid"),
-				              find_field(*it, "next_tid")};
-			if (name == "sched_waking" || name == "sched_wakeup" || name == "sched_wakeup_new")
-				return Fields{Fields::wakeup, find_field(*it, "tid"), {}};
-			return Fields{};
-		});
-		if (f.kind == Fields::sched_switch) {
-			const auto prev = int_field(*it, f.a), next = int_field(*it, f.b);
+		const SchedEvent &f = cache.get(*it, [&] { return SchedEvent::of(*it); });
+		if (f.kind == SchedEvent::sched_switch) {
+			const auto prev = int_field(*it, f.prev_tid), next = int_field(*it, f.next_tid);
 			if (prev && next) {
 				lat.on_switch(it->ns, *prev, *next);
 				++switches;
 			}
-		} else if (f.kind == Fields::wakeup) {
-			if (const auto tid = int_field(*it, f.a)) {
+		} else if (f.kind == SchedEvent::wakeup) {
+			if (const auto tid = int_field(*it, f.tid)) {
 				lat.on_wakeup(it->ns, *tid);
 				++wakeups;
 			}
 		}
-	}
+	});
 	if (!switches || !wakeups)
 		throw std::runtime_error(
 			std::string("the trace has no ") + (switches ? "sched_waking/sched_wakeup" : "sched_switch") +

@@ -29,21 +29,11 @@ void Spans::on_end(int64_t ns, const std::string &key, int64_t pid, std::string_
 
 Report Spans::report(int64_t begin, int64_t end, const std::string &title)
 {
-	Report r;
-	r.kind = "latency";
-	r.has_range = true;
-	r.begin_ns = begin;
-	r.end_ns = end;
-	Table &at = r.tables.emplace_back();
-	at.key = "all";
-	at.title = title;
-	summary_columns(at.columns);
-	summary_cells(all_.summary(), at.rows.emplace_back());
+	Report r = Report::ranged("latency", begin, end);
+	r.tables.push_back(summary_table("all", title, all_));
 
-	Table &pt = r.tables.emplace_back();
-	pt.key = "per_process";
-	pt.title = "Per process";
-	pt.columns = {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}};
+	Table &pt = r.add("per_process", "Per process",
+	                  {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}});
 	summary_columns(pt.columns);
 	for (auto &[who, d] : per_process_) {
 		std::vector<Cell> &row = pt.rows.emplace_back();
@@ -112,10 +102,8 @@ Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
 	Spans spans;
 	TimeRange range;
 	const std::string &key_name = options.match.empty() ? std::string("vtid") : options.match;
-	while (const reader::Item *it = walk.next()) {
-		if (it->kind != reader::ItemKind::event)
-			continue;
-		range.see(it->ns);
+	for_each_event(walk, range, [&](const reader::Item &event) {
+		const reader::Item *it = &event;
 		const Fields &f = cache.get(*it, [&] {
 			const std::string &name = it->event->cls->name;
 			const bool b = name == options.begin, e = name == options.end;
@@ -134,11 +122,11 @@ Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
 			return r;
 		});
 		if (f.kind == Fields::other)
-			continue;
+			return;
 		const std::string key = key_of(*it, f.key);
 		if (f.kind == Fields::begin) {
 			spans.on_begin(it->ns, key);
-			continue;
+			return;
 		}
 		// the process: its context, else the trace's (a per-process buffer's env)
 		const reader::TraceClass &tc = it->stream->trace().cls;
@@ -152,7 +140,7 @@ Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
 		    procname.empty() && env && std::holds_alternative<std::string>(*env))
 			procname = std::get<std::string>(*env);
 		spans.on_end(it->ns, key, pid, procname);
-	}
+	});
 	return spans.report(range.first, range.last, options.begin + " to " + options.end);
 }
 

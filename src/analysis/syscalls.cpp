@@ -48,11 +48,7 @@ void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret)
 
 Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 {
-	Report r;
-	r.kind = "syscalls";
-	r.has_range = true;
-	r.begin_ns = begin;
-	r.end_ns = end;
+	Report r = Report::ranged("syscalls", begin, end);
 	// per call and per process: the threads' latencies together
 	struct Group {
 		Distribution d;
@@ -138,10 +134,8 @@ Report analyze_syscalls(EventWalk &walk)
 	Syscalls calls;
 	TimeRange range;
 	uint64_t seen = 0;
-	while (const reader::Item *it = walk.next()) {
-		if (it->kind != reader::ItemKind::event)
-			continue;
-		range.see(it->ns);
+	for_each_event(walk, range, [&](const reader::Item &event) {
+		const reader::Item *it = &event;
 		tasks.observe(*it);
 		const Fields &f = cache.get(*it, [&] {
 			const std::string &name = it->event->cls->name;
@@ -154,10 +148,10 @@ Report analyze_syscalls(EventWalk &walk)
 			return Fields{};
 		});
 		if (f.kind == Fields::other)
-			continue;
+			return;
 		const auto cpu = cpu_of(*it);
 		if (!cpu)
-			continue;
+			return;
 		switch (f.kind) {
 		case Fields::sched_switch:
 			if (const auto next = int_field(*it, f.a))
@@ -174,7 +168,7 @@ Report analyze_syscalls(EventWalk &walk)
 		case Fields::other:
 			break;
 		}
-	}
+	});
 	if (!seen)
 		throw std::runtime_error("the trace has no syscall_entry_*/syscall_exit_* event, which syscalls needs: "
 		                         "record a kernel trace with `tracery enable-event -k --syscall -a` (and "

@@ -61,6 +61,18 @@ void TaskTable::observe(const reader::Item &event)
 	}
 }
 
+SchedEvent SchedEvent::of(const reader::Item &event)
+{
+	const std::string &name = event.event->cls->name;
+	if (name == "sched_switch")
+		return {sched_switch, find_field(event, "prev_tid"), find_field(event, "next_tid"), {}};
+	if (name == "sched_waking" || name == "sched_wakeup" || name == "sched_wakeup_new")
+		return {wakeup, {}, {}, find_field(event, "tid")};
+	if (name == "sched_migrate_task")
+		return {migrate, {}, {}, find_field(event, "tid")};
+	return {};
+}
+
 std::optional<int64_t> CpuOf::operator()(const reader::Item &event)
 {
 	const FieldRef &ref = cache_.get(event, [&] { return find_field(event, "cpu_id"); });

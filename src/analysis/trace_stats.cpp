@@ -148,10 +148,7 @@ Report trace_stats(EventWalk &walk)
 	tt.rows.push_back(row({}, total));
 	tt.rows.back().insert(tt.rows.back().begin() + 1, static_cast<int64_t>(walk.set().streams()));
 
-	Table &nt = r.tables.emplace_back();
-	nt.key = "per_event";
-	nt.title = "Per event name";
-	nt.columns = {{"name", "Event", Format::text}};
+	Table &nt = r.add("per_event", "Per event name", {{"name", "Event", Format::text}});
 	nt.columns.insert(nt.columns.end(), counts.begin(), counts.end());
 	nt.columns.push_back({"first_ns", "First", Format::time});
 	nt.columns.push_back({"last_ns", "Last", Format::time});
@@ -165,10 +162,8 @@ Report trace_stats(EventWalk &walk)
 		nt.rows.back().insert(nt.rows.back().end(), {c->first, c->last});
 	}
 
-	Table &pt = r.tables.emplace_back();
-	pt.key = "per_process";
-	pt.title = "Per process";
-	pt.columns = {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}};
+	Table &pt = r.add("per_process", "Per process",
+	                  {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}});
 	pt.columns.insert(pt.columns.end(), counts.begin(), counts.end());
 	std::vector<std::pair<int64_t, const Count *>> pv;
 	for (const auto &[pid, c] : processes)
@@ -180,21 +175,16 @@ Report trace_stats(EventWalk &walk)
 		pt.rows.push_back(row({pid, n != process_names.end() ? n->second : tasks.comm(pid)}, *c));
 	}
 
-	Table &ct = r.tables.emplace_back();
-	ct.key = "per_cpu";
-	ct.title = "Per CPU";
-	ct.columns = {{"cpu", "CPU", Format::integer}};
+	Table &ct = r.add("per_cpu", "Per CPU", {{"cpu", "CPU", Format::integer}});
 	ct.columns.insert(ct.columns.end(), counts.begin(), counts.end());
 	for (const auto &[cpu, c] : cpus)
 		ct.rows.push_back(row({cpu}, c));
 
-	Table &lt = r.tables.emplace_back();
-	lt.key = "lost";
-	lt.title = "Lost events per stream";
-	lt.columns = {{"trace", "Trace", Format::text},
-	              {"stream", "Stream", Format::text},
-	              {"discarded_events", "Events", Format::integer},
-	              {"discarded_packets", "Packets", Format::integer}};
+	Table &lt = r.add("lost", "Lost events per stream",
+	                  {{"trace", "Trace", Format::text},
+	                   {"stream", "Stream", Format::text},
+	                   {"discarded_events", "Events", Format::integer},
+	                   {"discarded_packets", "Packets", Format::integer}});
 	for (const auto &[s, l] : losses)
 		lt.rows.push_back({s.first, s.second, static_cast<int64_t>(l.events), static_cast<int64_t>(l.packets)});
 	if (losses.empty())
