@@ -175,49 +175,139 @@ std::string to_json(const Report &report)
 	return s;
 }
 
+namespace {
+
+// Log-linear buckets: below 64 one per value; above, 64 per power of two
+// (the value's top 7 bits), so a bucket is at most 1/64 of its values wide.
+constexpr int kSubBits = 6;
+
+uint32_t bucket_of(int64_t v)
+{
+	if (v < (int64_t{1} << kSubBits))
+		return v < 0 ? 0 : static_cast<uint32_t>(v);
+	const int e = 63 - __builtin_clzll(static_cast<uint64_t>(v));
+	const int shift = e - kSubBits;
+	return static_cast<uint32_t>((1u << kSubBits) + shift * (1u << kSubBits) +
+	                             ((static_cast<uint64_t>(v) >> shift) & ((1u << kSubBits) - 1)));
+}
+
+// The lowest value of bucket `b` and its width.
+std::pair<int64_t, int64_t> bucket_range(uint32_t b)
+{
+	if (b < (1u << kSubBits))
+		return {b, 1};
+	const uint32_t j = b - (1u << kSubBits);
+	const int shift = static_cast<int>(j >> kSubBits);
+	const int64_t sub = j & ((1u << kSubBits) - 1);
+	return {((int64_t{1} << kSubBits) + sub) << shift, int64_t{1} << shift};
+}
+
+// The log2 histogram's bucket of a value: [2^k, 2^(k+1)), k = 0 also for 0 and below.
+int log2_bucket(int64_t v) { return v <= 1 ? 0 : 63 - __builtin_clzll(static_cast<uint64_t>(v)); }
+
+} // namespace
+
+void Distribution::add(int64_t ns)
+{
+	if (count_ == 0 || ns < min_)
+		min_ = ns;
+	if (count_ == 0 || ns > max_)
+		max_ = ns;
+	++count_;
+	total_ += ns;
+	const long double delta = ns - mean_;
+	mean_ += delta / static_cast<long double>(count_);
+	m2_ += delta * (ns - mean_);
+	if (buckets_.empty() && values_.size() < kExactLimit) {
+		values_.push_back(ns);
+		sorted_ = false;
+		return;
+	}
+	if (buckets_.empty())
+		to_buckets();
+	count_in_buckets(ns, 1);
+}
+
+void Distribution::count_in_buckets(int64_t ns, uint64_t n) { buckets_[bucket_of(ns)] += n; }
+
+void Distribution::to_buckets()
+{
+	for (int64_t v : values_)
+		count_in_buckets(v, 1);
+	values_.clear();
+	values_.shrink_to_fit();
+}
+
+void Distribution::merge(const Distribution &other)
+{
+	if (other.count_ == 0)
+		return;
+	if (other.buckets_.empty()) {
+		for (int64_t v : other.values_)
+			add(v);
+		return;
+	}
+	if (buckets_.empty())
+		to_buckets();
+	for (const auto &[b, n] : other.buckets_)
+		buckets_[b] += n;
+	// Chan et al.'s combination of two running means and sums of squares.
+	const long double n_a = count_, n_b = other.count_, n = n_a + n_b;
+	const long double delta = other.mean_ - mean_;
+	m2_ += other.m2_ + delta * delta * n_a * n_b / n;
+	mean_ += delta * n_b / n;
+	min_ = count_ ? std::min(min_, other.min_) : other.min_;
+	max_ = count_ ? std::max(max_, other.max_) : other.max_;
+	count_ += other.count_;
+	total_ += other.total_;
+}
+
+int64_t Distribution::percentile(unsigned p)
+{
+	const uint64_t k = std::max<uint64_t>((count_ * p + 99) / 100, 1); // nearest rank, 1-based
+	if (buckets_.empty()) {
+		if (!sorted_) {
+			std::sort(values_.begin(), values_.end());
+			sorted_ = true;
+		}
+		return values_[k - 1];
+	}
+	uint64_t seen = 0;
+	for (const auto &[b, n] : buckets_) {
+		seen += n;
+		if (seen >= k) {
+			const auto [lo, width] = bucket_range(b);
+			return std::clamp(lo + (width - 1) / 2, min_, max_);
+		}
+	}
+	return max_;
+}
+
 Distribution::Summary Distribution::summary()
 {
 	Summary s;
-	if (values_.empty())
+	if (count_ == 0)
 		return s;
-	if (!sorted_) {
-		std::sort(values_.begin(), values_.end());
-		sorted_ = true;
-	}
-	const size_t n = values_.size();
-	s.count = n;
-	s.min = values_.front();
-	s.max = values_.back();
-	long double total = 0;
-	for (int64_t v : values_)
-		total += v;
-	s.total = static_cast<int64_t>(total);
-	s.mean = static_cast<double>(total / n);
-	if (n > 1) {
-		long double sq = 0;
-		for (int64_t v : values_) {
-			const long double d = v - static_cast<long double>(s.mean);
-			sq += d * d;
-		}
-		s.stdev = static_cast<double>(std::sqrt(sq / (n - 1)));
-	}
-	const auto rank = [&](unsigned p) {
-		size_t k = (n * p + 99) / 100; // ceil(n p / 100), 1-based
-		return values_[k ? k - 1 : 0];
-	};
-	s.p50 = rank(50);
-	s.p90 = rank(90);
-	s.p99 = rank(99);
+	s.count = count_;
+	s.min = min_;
+	s.max = max_;
+	s.total = static_cast<int64_t>(total_);
+	s.mean = static_cast<double>(total_ / count_);
+	if (count_ > 1)
+		s.stdev = static_cast<double>(std::sqrt(m2_ / (count_ - 1)));
+	s.p50 = percentile(50);
+	s.p90 = percentile(90);
+	s.p99 = percentile(99);
 	return s;
 }
 
 std::vector<Distribution::Bucket> Distribution::histogram() const
 {
 	std::vector<uint64_t> counts(64, 0);
-	for (int64_t v : values_) {
-		const int k = v <= 1 ? 0 : 63 - __builtin_clzll(static_cast<uint64_t>(v));
-		++counts[static_cast<size_t>(k)];
-	}
+	for (int64_t v : values_)
+		++counts[static_cast<size_t>(log2_bucket(v))];
+	for (const auto &[b, n] : buckets_)
+		counts[static_cast<size_t>(log2_bucket(bucket_range(b).first))] += n;
 	std::vector<Bucket> out;
 	size_t lo = 0, hi = 0;
 	bool any = false;

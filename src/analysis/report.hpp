@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -88,12 +89,20 @@ void print_text(const Report &report, FILE *out);
 // KEY: [{COLUMN KEY: value, ...}, ...], ..., "notes": [...]}
 std::string to_json(const Report &report);
 
-// Durations (ns) and what they add up to.
+// Durations (ns) and what they add up to, in bounded memory: the values
+// themselves while there are at most kExactLimit of them (every figure
+// exact), then counts in log-linear buckets (64 per power of two, at most
+// a few thousand whatever the count): count, min, max, total, mean,
+// standard deviation and the log2 histogram stay exact, and a percentile
+// is its bucket's middle, within 1/128 of the exact value.
 class Distribution {
 public:
-	void add(int64_t ns) { values_.push_back(ns); }
-	size_t count() const { return values_.size(); }
-	const std::vector<int64_t> &values() const { return values_; }
+	static constexpr size_t kExactLimit = 4096;
+
+	void add(int64_t ns);
+	// Adds every value of `other`.
+	void merge(const Distribution &other);
+	uint64_t count() const { return count_; }
 
 	struct Summary {
 		uint64_t count = 0;
@@ -101,7 +110,6 @@ public:
 		double mean = 0, stdev = 0;        // stdev: sample (n - 1), 0 below two values
 		int64_t p50 = 0, p90 = 0, p99 = 0; // nearest rank
 	};
-	// Sorts the values.
 	Summary summary();
 	// Bucket k holds [2^k, 2^(k+1)) ns (bucket 0 also 0 and below), from the
 	// lowest to the highest non-empty bucket: (lo, hi, count).
@@ -112,8 +120,16 @@ public:
 	std::vector<Bucket> histogram() const;
 
 private:
-	std::vector<int64_t> values_;
+	void to_buckets(); // leaves exact mode
+	void count_in_buckets(int64_t ns, uint64_t n);
+	int64_t percentile(unsigned p);
+
+	uint64_t count_ = 0;
+	int64_t min_ = 0, max_ = 0;
+	long double total_ = 0, mean_ = 0, m2_ = 0; // Welford's running mean and sum of squared deviations
+	std::vector<int64_t> values_;               // exact mode (count_ <= kExactLimit)
 	bool sorted_ = false;
+	std::map<uint32_t, uint64_t> buckets_; // log-linear bucket index -> count, after exact mode
 };
 
 // The columns a Summary fills, in order (count, min, mean, max, stdev, p50, p90, p99), and the cells.

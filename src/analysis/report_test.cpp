@@ -60,6 +60,53 @@ TEST(Distribution, Log2Histogram)
 	EXPECT_TRUE(Distribution().histogram().empty());
 }
 
+// Beyond kExactLimit values: bounded memory, every figure but the
+// percentiles still exact, the percentiles within 1/128, merges as adds.
+TEST(Distribution, ManyValuesInBuckets)
+{
+	constexpr int64_t kN = 100000;
+	Distribution d, first_half, second_half, small;
+	for (int64_t v = kN; v >= 1; --v) {
+		d.add(v * 10);
+		(v <= kN / 2 ? first_half : second_half).add(v * 10);
+	}
+	small.add(7);
+	small.add(3);
+	const auto s = d.summary();
+	EXPECT_EQ(s.count, uint64_t(kN));
+	EXPECT_EQ(s.min, 10);
+	EXPECT_EQ(s.max, kN * 10);
+	EXPECT_EQ(s.total, 10 * kN * (kN + 1) / 2);
+	EXPECT_DOUBLE_EQ(s.mean, 5.0 * (kN + 1));
+	// Sample standard deviation of 10, 20 .. 10 N: 10 sqrt(N (N + 1) / 12).
+	EXPECT_NEAR(s.stdev, 10 * std::sqrt(double(kN) * (kN + 1) / 12), 1e-6);
+	for (const auto &[got, exact] : {std::pair{s.p50, 500000.0}, {s.p90, 900000.0}, {s.p99, 990000.0}})
+		EXPECT_NEAR(double(got), exact, exact / 128) << exact;
+	const auto h = d.histogram();
+	uint64_t total = 0;
+	for (const auto &b : h) {
+		total += b.count;
+		// The values 10 v in [lo, hi): exactly the log2 bucket's count.
+		const int64_t first = std::max<int64_t>((b.lo + 9) / 10, 1),
+			      last = std::min<int64_t>((b.hi - 1) / 10, kN);
+		EXPECT_EQ(b.count, uint64_t(std::max<int64_t>(last - first + 1, 0))) << b.lo;
+	}
+	EXPECT_EQ(total, uint64_t(kN));
+
+	Distribution merged;
+	merged.merge(small);
+	merged.merge(first_half);
+	merged.merge(second_half);
+	merged.merge(Distribution());
+	const auto m = merged.summary();
+	EXPECT_EQ(m.count, uint64_t(kN + 2));
+	EXPECT_EQ(m.min, 3);
+	EXPECT_EQ(m.max, kN * 10);
+	EXPECT_EQ(m.total, s.total + 10);
+	EXPECT_NEAR(m.mean, double(s.total + 10) / (kN + 2), 1e-6);
+	EXPECT_NEAR(m.p50, 500000.0, 500000.0 / 128);
+}
+
 Report sample()
 {
 	Report r;

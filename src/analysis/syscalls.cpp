@@ -58,15 +58,13 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 	std::map<std::pair<int64_t, std::string>, Group> per_process;
 	Distribution all;
 	const auto merge = [](Group &g, Calls &c) {
-		for (const auto &b : c.d.values())
-			g.d.add(b);
+		g.d.merge(c.d);
 		g.errors += c.errors;
 	};
 	for (auto &[key, calls] : per_tid_) {
 		merge(per_call[key.second], calls);
 		merge(per_process[{tasks.pid(key.first).value_or(key.first), key.second}], calls);
-		for (const auto &v : calls.d.values())
-			all.add(v);
+		all.merge(calls.d);
 	}
 	const auto columns = [](std::vector<Column> head) {
 		head.push_back({"errors", "Errors", Format::integer});
