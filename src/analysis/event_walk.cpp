@@ -73,20 +73,6 @@ FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
 	return {};
 }
 
-const Plan &plan_of(const reader::Item &it, FieldRef::Scope scope)
-{
-	switch (scope) {
-	case FieldRef::Scope::packet_context:
-		return it.stream->plans().packet_context;
-	case FieldRef::Scope::stream_context:
-		return it.stream->plans().event_context;
-	case FieldRef::Scope::context:
-		return it.event->context;
-	default:
-		return it.event->fields;
-	}
-}
-
 std::span<const Value> values_of(const reader::Item &it, FieldRef::Scope scope)
 {
 	switch (scope) {
@@ -102,6 +88,20 @@ std::span<const Value> values_of(const reader::Item &it, FieldRef::Scope scope)
 }
 
 } // namespace
+
+const Plan &plan_of(const reader::Item &it, FieldRef::Scope scope)
+{
+	switch (scope) {
+	case FieldRef::Scope::packet_context:
+		return it.stream->plans().packet_context;
+	case FieldRef::Scope::stream_context:
+		return it.stream->plans().event_context;
+	case FieldRef::Scope::context:
+		return it.event->context;
+	default:
+		return it.event->fields;
+	}
+}
 
 FieldRef find_field(const reader::Item &event, std::string_view name)
 {

@@ -197,6 +197,24 @@ int main(int argc, char **argv)
 		}
 	}
 
+	auto *exp = verb("export",
+	                 "Write the events of traces in another tool's format: perfetto (ui.perfetto.dev) or "
+	                 "chrome-json (chrome://tracing)",
+	                 [&] { return verb_export(a); });
+	exp->add_option("--format", a.format, "perfetto or chrome-json")
+		->required()
+		->check(CLI::IsMember({"perfetto", "chrome-json"}));
+	exp->add_option("--span", a.spans,
+	                "User events that begin and end a slice of their thread, e.g. 'app:req_begin,app:req_end' "
+	                "(repeatable)")
+		->allow_extra_args(false);
+	exp->add_option("--counter", a.counters,
+	                "A field drawn as a counter track, EVENT:FIELD, e.g. 'app:tick:depth' (repeatable)")
+		->allow_extra_args(false);
+	exp->add_option("TRACE", a.targets, "Session names or trace directories, then the file to write")
+		->required()
+		->expected(2, -1);
+
 	verb("version", "Print the version", [] { return verb_version(); });
 
 	try {

@@ -6,6 +6,8 @@
 #include "cli/print.hpp"
 
 #include "analysis/analyses.hpp"
+#include "analysis/chrome_json_export.hpp"
+#include "analysis/perfetto_export.hpp"
 #include "analysis/text_view.hpp"
 #include "analysis/trace_scan.hpp"
 #include "analysis/trace_stats.hpp"
@@ -16,6 +18,7 @@
 #include "control/wire.hpp"
 #include "filter/parser.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -536,6 +539,65 @@ int verb_analyze(const Args &a, const std::string &kind)
 	if (kind == "irq")
 		return print_report(analysis::analyze_irq(walk), a.json);
 	return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
+}
+
+namespace {
+
+// The formats of `tracery export`, by --format: each writes the events of
+// walk to the file out. False for a format it does not know.
+bool export_as(const std::string &format, analysis::EventWalk &walk, const Args &a, const std::string &out)
+{
+	analysis::ExportCounts (*to_fd)(analysis::EventWalk &, const analysis::ExportOptions &, int,
+	                                const std::string &) = nullptr;
+	if (format == "perfetto")
+		to_fd = analysis::export_perfetto;
+	else if (format == "chrome-json")
+		to_fd = analysis::export_chrome_json;
+	else
+		return false;
+	analysis::ExportOptions options;
+	for (const std::string &s : a.spans)
+		options.add_span(s);
+	for (const std::string &c : a.counters)
+		options.add_counter(c);
+	const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		throw CliError("cannot create '" + out + "': " + strerror(errno));
+	analysis::ExportCounts n;
+	try {
+		n = to_fd(walk, options, fd, "'" + out + "'");
+		if (::close(fd) != 0)
+			throw CliError("cannot write '" + out + "': " + strerror(errno));
+	} catch (...) {
+		::close(fd);
+		::unlink(out.c_str()); // no half-written file left behind
+		throw;
+	}
+	printf("%llu events written to %s (%s)\n", static_cast<unsigned long long>(n.events), out.c_str(),
+	       format.c_str());
+	if (n.discarded)
+		printf("the traces lost %llu events (not in the export)\n",
+		       static_cast<unsigned long long>(n.discarded));
+	return true;
+}
+
+} // namespace
+
+int verb_export(const Args &a)
+{
+	if (a.targets.size() < 2)
+		throw CliError("give the traces and then the output file: tracery export --format FORMAT TRACE... OUT");
+	const std::string &out = a.targets.back();
+	struct stat st;
+	if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+		throw CliError("'" + out + "' is a directory: the last argument is the file to write");
+	std::vector<analysis::ViewInput> inputs;
+	for (size_t i = 0; i + 1 < a.targets.size(); ++i)
+		view_target(a.targets[i], inputs);
+	analysis::EventWalk walk(inputs, "export " + a.format);
+	if (!export_as(a.format, walk, a, out))
+		throw CliError("unknown export format '" + a.format + "': give perfetto or chrome-json");
+	return 0;
 }
 
 int verb_version()

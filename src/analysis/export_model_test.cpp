@@ -1,0 +1,63 @@
+// analysis/export_model_test.cpp — the export model's pieces that need no
+// trace: JSON strings (escapes, bytes that are not UTF-8), the name table,
+// and the --span / --counter arguments.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "analysis/export_model.hpp"
+
+namespace {
+
+using namespace tracery::analysis;
+
+std::string json(std::string_view s)
+{
+	std::string o;
+	append_json_string(o, s);
+	return o;
+}
+
+TEST(ExportJson, StringsEscapedAndValidUtf8)
+{
+	EXPECT_EQ(json("plain text"), "\"plain text\"");
+	EXPECT_EQ(json("a\"b\\c"), "\"a\\\"b\\\\c\"");
+	EXPECT_EQ(json(std::string_view("\n\t\x01\x1f\0", 5)), "\"\\u000a\\u0009\\u0001\\u001f\\u0000\"");
+	EXPECT_EQ(json("caf\xc3\xa9"), "\"caf\xc3\xa9\""); // UTF-8 kept
+	EXPECT_EQ(json("x\xff\xc3(y"), "\"x?"
+	                               "?(y\"");    // not UTF-8: '?'
+	EXPECT_EQ(json("\xed\xa0\x80"), "\"???\""); // a surrogate
+	EXPECT_EQ(json(""), "\"\"");
+}
+
+TEST(ExportNames, EachOnce)
+{
+	NameTable t;
+	const uint32_t a = t.id("a"), b = t.id("b");
+	EXPECT_NE(a, b);
+	EXPECT_EQ(t.id("a"), a);
+	for (int i = 0; i < 1000; ++i) // the deque keeps the strings where they are
+		t.id("n" + std::to_string(i));
+	EXPECT_EQ(t.id("b"), b);
+	EXPECT_EQ(t[b], "b");
+	EXPECT_EQ(t.size(), 1002u);
+}
+
+TEST(ExportOptions, SpansAndCounters)
+{
+	ExportOptions o;
+	o.add_span("app:req_begin,app:req_end");
+	ASSERT_EQ(o.spans.size(), 1u);
+	EXPECT_EQ(o.spans[0].begin, "app:req_begin");
+	EXPECT_EQ(o.spans[0].end, "app:req_end");
+	o.add_counter("app:tick:depth");
+	ASSERT_EQ(o.counters.size(), 1u);
+	EXPECT_EQ(o.counters[0].event, "app:tick");
+	EXPECT_EQ(o.counters[0].field, "depth");
+	for (const char *bad : {"app:a", "app:a,", ",app:b", "a,a", "a,b,c"})
+		EXPECT_THROW(o.add_span(bad), std::invalid_argument) << bad;
+	for (const char *bad : {"depth", "app:tick:", ":depth"})
+		EXPECT_THROW(o.add_counter(bad), std::invalid_argument) << bad;
+}
+
+} // namespace
