@@ -199,7 +199,14 @@ FieldValue field_value_of(const reader::Item &event, const ShownField &field, st
 {
 	FieldValue r;
 	r.type = field.type;
-	const Value *v = field_value(event, field.ref);
+	const Value *v;
+	if (field.ref.index >= 0) { // at a fixed index: the common case, without a call
+		const std::span<const Value> values = values_in(event, field.ref.scope);
+		const auto i = static_cast<size_t>(field.ref.index);
+		v = i < values.size() ? &values[i] : nullptr;
+	} else {
+		v = field_value(event, field.ref);
+	}
 	if (!v) {
 		r.type = ShownField::text;
 		return r;
@@ -309,8 +316,11 @@ struct ClassPlan {
 	bool counter_double = false;
 	FieldRef counter_field;
 	std::vector<ShownField> fields;
-	FieldRef vpid, vtid, procname; // user
-	FieldRef cpu, tid;             // kernel: packet's cpu_id, a tid context
+	FieldRef vpid, vtid, procname;  // user
+	std::optional<int64_t> env_pid; // the trace's env: a per-process buffer's
+	std::string env_procname;
+	uint64_t fixed_track = 0; // the track of every event of the class, when it has no vpid or vtid
+	FieldRef cpu, tid;        // kernel: packet's cpu_id, a tid context
 	// scheduler fields / task fields
 	FieldRef f[7];
 };
@@ -471,6 +481,22 @@ private:
 			p.vpid = find_field(it, "vpid");
 			p.vtid = find_field(it, "vtid");
 			p.procname = find_field(it, "procname");
+			// a per-process buffer's trace says its process in its env
+			const reader::TraceClass &tc = it.stream->trace().cls;
+			if (const auto *env = tc.env_value("vpid"); env && std::holds_alternative<int64_t>(*env))
+				p.env_pid = std::get<int64_t>(*env);
+			if (const auto *env = tc.env_value("procname");
+			    env && std::holds_alternative<std::string>(*env))
+				p.env_procname = std::get<std::string>(*env);
+			if (!p.vpid && !p.vtid) {
+				if (p.env_pid) {
+					process(*p.env_pid,
+					        p.procname ? std::string_view() : std::string_view(p.env_procname));
+					p.fixed_track = uuid_of(TrackKind::process, *p.env_pid);
+				} else {
+					p.fixed_track = trace_track(it.stream->trace());
+				}
+			}
 			for (size_t k = 0; k < options_.spans.size(); ++k) {
 				if (options_.spans[k].begin == name || options_.spans[k].end == name) {
 					p.span = static_cast<int>(k);
@@ -657,16 +683,17 @@ private:
 
 	void user(const reader::Item &it, const ClassPlan &p, ExportEvent &e, std::optional<int64_t> &counter_pid)
 	{
-		const reader::TraceClass &tc = it.stream->trace().cls;
+		if (p.fixed_track) { // neither vpid nor vtid: the trace's process, else the trace
+			e.track = p.fixed_track;
+			counter_pid = p.env_pid;
+			return;
+		}
 		std::optional<int64_t> pid = int_field(it, p.vpid);
 		if (!pid)
-			if (const auto *env = tc.env_value("vpid"); env && std::holds_alternative<int64_t>(*env))
-				pid = std::get<int64_t>(*env);
+			pid = p.env_pid;
 		std::string_view procname = text_field(it, p.procname);
 		if (procname.empty())
-			if (const auto *env = tc.env_value("procname");
-			    env && std::holds_alternative<std::string>(*env))
-				procname = std::get<std::string>(*env);
+			procname = p.env_procname;
 		counter_pid = pid;
 		const std::optional<int64_t> tid = int_field(it, p.vtid);
 		if (!tid) {

@@ -41,6 +41,7 @@ constexpr size_t kBundleBytes = 32 * 1024; // a CPU's scheduler events per packe
 } // namespace
 
 struct PerfettoSink::Impl {
+	Impl(int fd_, std::string what_, size_t flush_at_) : fd(fd_), what(std::move(what_)), flush_at(flush_at_) {}
 	int fd;
 	std::string what;
 	size_t flush_at;
@@ -48,6 +49,8 @@ struct PerfettoSink::Impl {
 	const NameTable *names = nullptr;
 	std::vector<bool> event_name_sent, annotation_name_sent;
 	std::vector<uint32_t> new_event_names, new_annotation_names; // of the packet being written
+	uint32_t last_name = UINT32_MAX;                             // of the last event
+	const std::vector<ShownField> *last_fields = nullptr;
 	std::string scratch;
 	struct Bundle {
 		ProtoWriter events; // FtraceEventBundle.event fields
@@ -118,7 +121,7 @@ struct PerfettoSink::Impl {
 };
 
 PerfettoSink::PerfettoSink(int fd, std::string what, size_t flush_at)
-	: impl_(new Impl{fd, std::move(what), flush_at, {}, {}, {}, {}, {}, {}, {}, {}})
+	: impl_(std::make_unique<Impl>(fd, std::move(what), flush_at))
 {
 }
 
@@ -198,9 +201,13 @@ void PerfettoSink::event(const ExportEvent &e)
 	ProtoWriter &w = m.out;
 	m.new_event_names.clear();
 	m.new_annotation_names.clear();
-	m.note(e.name, m.event_name_sent, m.new_event_names);
-	for (const ShownField &sf : *e.fields)
-		m.note(sf.name, m.annotation_name_sent, m.new_annotation_names);
+	if (e.name != m.last_name || e.fields != m.last_fields) { // else all sent with the last event
+		m.note(e.name, m.event_name_sent, m.new_event_names);
+		for (const ShownField &sf : *e.fields)
+			m.note(sf.name, m.annotation_name_sent, m.new_annotation_names);
+		m.last_name = e.name;
+		m.last_fields = e.fields;
+	}
 
 	const size_t packet = w.begin(f::trace_packet);
 	w.uint(f::timestamp, static_cast<uint64_t>(e.ts));
