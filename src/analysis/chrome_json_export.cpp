@@ -211,32 +211,33 @@ private:
 		first_ = false;
 	}
 
-	void head(const char *ph, std::string_view name, std::string_view cat, int64_t ts, const Row &r)
+	// An entry's start: {"ph":PH,"name":NAME[,"cat":CAT,"ts":TS],"pid":PID,"tid":TID (no ts when cat is null).
+	void head(const char *ph, std::string_view name, const std::string_view *cat, int64_t ts, const Row &r)
 	{
 		next_entry();
 		out_ += "{\"ph\":\"";
 		out_ += ph;
 		out_ += "\",\"name\":";
 		append_json_string(out_, name);
-		out_ += ",\"cat\":";
-		append_json_string(out_, cat);
-		out_ += ",\"ts\":";
-		append_us(out_, ts);
-		out_ += ",\"pid\":";
-		append_int(out_, r.pid);
-		out_ += ",\"tid\":";
-		append_int(out_, r.tid);
+		if (cat) {
+			out_ += ",\"cat\":";
+			append_json_string(out_, *cat);
+			out_ += ",\"ts\":";
+			append_us(out_, ts);
+		}
+		for (const auto &[key, v] : {std::pair{",\"pid\":", r.pid}, std::pair{",\"tid\":", r.tid}}) {
+			out_ += key;
+			append_int(out_, v);
+		}
+	}
+	void head(const char *ph, std::string_view name, std::string_view cat, int64_t ts, const Row &r)
+	{
+		head(ph, name, &cat, ts, r);
 	}
 
 	void metadata(const char *what, int64_t pid, int64_t tid, std::string_view name)
 	{
-		next_entry();
-		out_ += "{\"ph\":\"M\",\"name\":\"";
-		out_ += what;
-		out_ += "\",\"pid\":";
-		append_int(out_, pid);
-		out_ += ",\"tid\":";
-		append_int(out_, tid);
+		head("M", what, nullptr, 0, {pid, tid});
 		out_ += ",\"args\":{\"name\":";
 		append_json_string(out_, name);
 		out_ += "}}";

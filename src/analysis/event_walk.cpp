@@ -73,20 +73,6 @@ FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
 	return {};
 }
 
-std::span<const Value> values_of(const reader::Item &it, FieldRef::Scope scope)
-{
-	switch (scope) {
-	case FieldRef::Scope::packet_context:
-		return it.packet_context;
-	case FieldRef::Scope::stream_context:
-		return it.stream_context;
-	case FieldRef::Scope::context:
-		return it.context;
-	default:
-		return it.fields;
-	}
-}
-
 } // namespace
 
 const Plan &plan_of(const reader::Item &it, FieldRef::Scope scope)
@@ -100,6 +86,20 @@ const Plan &plan_of(const reader::Item &it, FieldRef::Scope scope)
 		return it.event->context;
 	default:
 		return it.event->fields;
+	}
+}
+
+std::span<const Value> values_of(const reader::Item &it, FieldRef::Scope scope)
+{
+	switch (scope) {
+	case FieldRef::Scope::packet_context:
+		return it.packet_context;
+	case FieldRef::Scope::stream_context:
+		return it.stream_context;
+	case FieldRef::Scope::context:
+		return it.context;
+	default:
+		return it.fields;
 	}
 }
 

@@ -72,6 +72,8 @@ inline std::optional<int64_t> int_field(const ctf::reader::Item &event, const Fi
 std::string_view text_field(const ctf::reader::Item &event, const FieldRef &ref);
 // The plan of the field's scope in this event (ops[ref.op] is the field's op).
 const ctf::reader::Plan &plan_of(const ctf::reader::Item &event, FieldRef::Scope scope);
+// The decoded values of that scope in this event.
+std::span<const ctf::reader::Value> values_of(const ctf::reader::Item &event, FieldRef::Scope scope);
 
 // Something computed once per event class (the same EventPlans for every
 // event of that class in that stream class of that trace).

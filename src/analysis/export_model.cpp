@@ -108,20 +108,6 @@ bool is_integer(OpKind k)
 	return k == OpKind::u8 || k == OpKind::u16 || k == OpKind::u32 || k == OpKind::u64 || k == OpKind::integer;
 }
 
-std::span<const Value> values_in(const reader::Item &it, FieldRef::Scope scope)
-{
-	switch (scope) {
-	case FieldRef::Scope::packet_context:
-		return it.packet_context;
-	case FieldRef::Scope::stream_context:
-		return it.stream_context;
-	case FieldRef::Scope::context:
-		return it.context;
-	default:
-		return it.fields;
-	}
-}
-
 void json_number(std::string &out, double f)
 {
 	if (!std::isfinite(f)) {
@@ -201,7 +187,7 @@ FieldValue field_value_of(const reader::Item &event, const ShownField &field, st
 	r.type = field.type;
 	const Value *v;
 	if (field.ref.index >= 0) { // at a fixed index: the common case, without a call
-		const std::span<const Value> values = values_in(event, field.ref.scope);
+		const std::span<const Value> values = values_of(event, field.ref.scope);
 		const auto i = static_cast<size_t>(field.ref.index);
 		v = i < values.size() ? &values[i] : nullptr;
 	} else {
@@ -239,7 +225,7 @@ FieldValue field_value_of(const reader::Item &event, const ShownField &field, st
 	}
 	case ShownField::compound: {
 		const Plan &plan = plan_of(event, field.ref.scope);
-		const std::span<const Value> values = values_in(event, field.ref.scope);
+		const std::span<const Value> values = values_of(event, field.ref.scope);
 		scratch.clear();
 		json_of(plan, field.ref.op, values, static_cast<size_t>(v - values.data()), scratch, 0);
 		r.s = scratch;
