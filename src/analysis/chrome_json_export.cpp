@@ -145,7 +145,8 @@ public:
 		} else {
 			head("X", e.prev_comm.empty() ? std::string_view("?") : e.prev_comm, "sched", since, r);
 			out_ += ",\"dur\":";
-			append_us(out_, e.ts - since);
+			append_us(out_,
+			          static_cast<int64_t>(static_cast<uint64_t>(e.ts) - static_cast<uint64_t>(since)));
 		}
 		since = e.ts;
 		out_ += ",\"args\":{\"prev_comm\":";

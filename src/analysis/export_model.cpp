@@ -311,6 +311,16 @@ struct ClassPlan {
 	FieldRef f[7];
 };
 
+// Arithmetic on values of hostile traces: two's complement, never undefined.
+int64_t wrapping_add(int64_t a, int64_t b)
+{
+	return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapping_sub(int64_t a, int64_t b)
+{
+	return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
 int64_t int_or(const reader::Item &it, const FieldRef &ref, int64_t dflt)
 {
 	const auto v = int_field(it, ref);
@@ -406,7 +416,7 @@ private:
 
 	int64_t ts_of(const reader::Item &it) const
 	{
-		return clock_.id == ExportClock::monotonic ? it.ns - clock_.realtime_offset_ns : it.ns;
+		return clock_.id == ExportClock::monotonic ? wrapping_sub(it.ns, clock_.realtime_offset_ns) : it.ns;
 	}
 
 	ClassPlan plan_for(const reader::Item &it)
@@ -744,11 +754,11 @@ private:
 			s.cpu = cpu < 0 ? 0 : cpu;
 			s.prev_comm = text_field(it, p.f[0]);
 			s.prev_tid = int_or(it, p.f[1], 0);
-			s.prev_prio = int_or(it, p.f[2], 20) + 100;
+			s.prev_prio = wrapping_add(int_or(it, p.f[2], 20), 100);
 			s.prev_state = int_or(it, p.f[3], 0);
 			s.next_comm = text_field(it, p.f[4]);
 			s.next_tid = int_or(it, p.f[5], 0);
-			s.next_prio = int_or(it, p.f[6], 20) + 100;
+			s.next_prio = wrapping_add(int_or(it, p.f[6], 20), 100);
 			if (cpu >= 0)
 				current(cpu) = s.next_tid;
 			sink_.sched_switch(s);
@@ -763,7 +773,7 @@ private:
 			s.current_tid = running;
 			s.comm = text_field(it, p.f[0]);
 			s.tid = int_or(it, p.f[1], 0);
-			s.prio = int_or(it, p.f[2], 20) + 100;
+			s.prio = wrapping_add(int_or(it, p.f[2], 20), 100);
 			s.target_cpu = int_or(it, p.f[3], s.cpu);
 			sink_.sched_wake(s);
 			return false;
