@@ -9,6 +9,7 @@ packages=(
   babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace
   libtraceevent-dev libtracefs-dev
   libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev
+  libsqlite3-dev sqlite3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,8 @@
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
 
+#include "analysis/export.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -196,6 +198,37 @@ int main(int argc, char **argv)
 				"of by thread");
 		}
 	}
+
+	std::string formats_help = "The format:";
+	for (const auto &f : tracery::analysis::export_formats()) {
+		formats_help += "\n  ";
+		formats_help += f.name;
+		formats_help += ": ";
+		formats_help += f.help;
+	}
+	auto *exp = verb("export", "Write traces to another format (an SQLite database, ...)", [&] { return verb_export(a); });
+	exp->add_option("--format", a.format, formats_help)->required();
+	exp->add_option("ARGS", a.targets,
+	                "TARGET... OUT: session names or trace directories (default: the current session), then the "
+	                "file to write")
+		->required();
+	exp->add_option("--span", a.spans,
+	                "User spans for the slices table: BEGIN,END[,FIELD], the events that open and close one, "
+	                "paired per thread (vtid) or by an equal FIELD of both (repeatable)");
+	exp->add_flag("--force", a.force, "Replace OUT if it exists");
+
+	auto *query = verb("query",
+	                   "Run SQL on traces (loaded into a temporary database) or on a database `tracery export "
+	                   "--format sqlite` wrote; the schema is in docs/sql.md",
+	                   [&] { return verb_query(a); });
+	query->add_option("ARGS", a.targets,
+	                  "TARGET... SQL: session names, trace directories or one database file (default: the "
+	                  "current session), then the SQL statements, e.g. 'SELECT name, count(*) FROM events "
+	                  "GROUP BY name'")
+		->required();
+	query->add_option("--span", a.spans, "User spans for the slices table, as with export (repeatable)");
+	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
+	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
 
 	verb("version", "Print the version", [] { return verb_version(); });
 

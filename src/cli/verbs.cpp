@@ -6,6 +6,9 @@
 #include "cli/print.hpp"
 
 #include "analysis/analyses.hpp"
+#include "analysis/export.hpp"
+#include "analysis/sql/query.hpp"
+#include "analysis/sql/sqlite_export.hpp"
 #include "analysis/text_view.hpp"
 #include "analysis/trace_scan.hpp"
 #include "analysis/trace_stats.hpp"
@@ -516,6 +519,12 @@ int print_report(const analysis::Report &r, bool json)
 	return 0;
 }
 
+analysis::sql::OutputFormat query_format(const Args &a)
+{
+	return a.csv ? analysis::sql::OutputFormat::csv
+	             : a.json ? analysis::sql::OutputFormat::json : analysis::sql::OutputFormat::text;
+}
+
 } // namespace
 
 int verb_stats(const Args &a)
@@ -536,6 +545,59 @@ int verb_analyze(const Args &a, const std::string &kind)
 	if (kind == "irq")
 		return print_report(analysis::analyze_irq(walk), a.json);
 	return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
+}
+
+namespace {
+
+// TARGET... LAST: the targets (none: the current session) and the last argument.
+std::pair<Args, std::string> split_last(const Args &a)
+{
+	Args t = a;
+	std::string last = t.targets.back();
+	t.targets.pop_back();
+	return {t, last};
+}
+
+} // namespace
+
+int verb_export(const Args &a)
+{
+	const analysis::ExportFormat *f = analysis::find_export_format(a.format);
+	if (!f) {
+		std::string names;
+		for (const auto &e : analysis::export_formats()) {
+			names += names.empty() ? "" : ", ";
+			names += e.name;
+		}
+		throw CliError("unknown format '" + a.format + "' (--format): give one of " + names);
+	}
+	const auto [targets, out] = split_last(a);
+	if (std::filesystem::is_directory(out))
+		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
+		               a.format + " TRACE... OUT)");
+	analysis::EventWalk walk(trace_inputs(targets), std::string("export ") + f->name);
+	const uint64_t n = f->write(walk, out, {a.spans, a.force});
+	fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n), out.c_str());
+	return 0;
+}
+
+int verb_query(const Args &a)
+{
+	const auto [targets, sql] = split_last(a);
+	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
+		analysis::sql::Db db(targets.targets[0], SQLITE_OPEN_READONLY);
+		analysis::sql::run_query(db, sql, query_format(a), stdout);
+		return 0;
+	}
+	analysis::EventWalk walk(trace_inputs(targets), "query");
+	analysis::sql::Db db(""); // a temporary file SQLite removes, its pages cached in memory up to a bound
+	analysis::sql::fresh_database_pragmas(db);
+	analysis::sql::LoadOptions load;
+	for (const std::string &s : a.spans)
+		load.spans.push_back(analysis::sql::parse_span(s));
+	analysis::sql::load_traces(walk, db, load);
+	analysis::sql::run_query(db, sql, query_format(a), stdout);
+	return 0;
 }
 
 int verb_version()

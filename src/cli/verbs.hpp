@@ -30,6 +30,10 @@ struct Args {
 	bool follow_children = true;             // track --follow-children / --no-follow-children
 	bool json = false;                       // stats/analyze --json
 	std::string span_begin, span_end, match; // analyze latency --begin/--end/--match
+	std::string format;                      // export --format
+	std::vector<std::string> spans;          // export/query --span BEGIN,END[,FIELD]
+	bool force = false;                      // export --force
+	bool csv = false;                        // query --csv
 };
 
 int verb_create(const Args &a);
@@ -47,6 +51,10 @@ int verb_view(const Args &a);
 int verb_stats(const Args &a);
 // kind: cputop, syscalls, schedlat, irq, latency
 int verb_analyze(const Args &a, const std::string &kind);
+// TARGET... OUT (targets: the traces, then the output)
+int verb_export(const Args &a);
+// TARGET... SQL (targets: the traces or a database, then the statements)
+int verb_query(const Args &a);
 int verb_version();
 
 } // namespace tracery::cli
