@@ -49,9 +49,10 @@ uint64_t write_sqlite(EventWalk &walk, const std::string &out, const ExportOptio
 const std::vector<ExportFormat> &export_formats()
 {
 	static const std::vector<ExportFormat> formats = {
-		{"sqlite", "An SQLite database: a table per event, the events view, streams, lost events, system calls "
-		           "and spans (slices), thread states, threads and processes (docs/sql.md)",
-		 &write_sqlite},
+		{"sqlite",
+	         "An SQLite database: a table per event, the events view, streams, lost events, system calls "
+	         "and spans (slices), thread states, threads and processes (docs/sql.md)",
+	         &write_sqlite},
 		// perfetto and chrome-json: added here.
 	};
 	return formats;

@@ -102,8 +102,10 @@ const SpanEvents::Fields &SpanEvents::of(const reader::Item &it)
 					? "the event " + name +
 						  " has no vtid context, which pairs begins and ends per thread: record it with "
 						  "`tracery add-context -t vtid`, or pair them by a field of both with " +
-						  options_.match_option + (options_.match_option == "--match" ? " FIELD" : "")
-					: "the event " + name + " has no field '" + options_.match + "' (" + options_.match_option +
+						  options_.match_option +
+						  (options_.match_option == "--match" ? " FIELD" : "")
+					: "the event " + name + " has no field '" + options_.match + "' (" +
+						  options_.match_option +
 						  "): give a field that both the begin and the end event have");
 		return r;
 	});

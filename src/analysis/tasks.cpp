@@ -33,8 +33,8 @@ void TaskTable::observe(const reader::Item &event)
 		Fields r;
 		const std::string &name = event.event->cls->name;
 		if (name == "lttng_statedump_process_state")
-			r = {Fields::statedump, find_field(event, "tid"), find_field(event, "pid"), find_field(event, "name"),
-			     find_field(event, "ppid")};
+			r = {Fields::statedump, find_field(event, "tid"), find_field(event, "pid"),
+			     find_field(event, "name"), find_field(event, "ppid")};
 		else if (name == "sched_process_fork")
 			r = {Fields::fork, find_field(event, "child_tid"), find_field(event, "child_pid"),
 			     find_field(event, "child_comm"), find_field(event, "parent_pid")};
@@ -43,8 +43,11 @@ void TaskTable::observe(const reader::Item &event)
 		else if (name == "sched_process_exit")
 			r = {Fields::exit, find_field(event, "tid"), {}, find_field(event, "comm"), {}};
 		else if (name == "sched_switch")
-			r = {Fields::sched_switch, find_field(event, "next_tid"), find_field(event, "prev_tid"),
-			     find_field(event, "next_comm"), {}};
+			r = {Fields::sched_switch,
+			     find_field(event, "next_tid"),
+			     find_field(event, "prev_tid"),
+			     find_field(event, "next_comm"),
+			     {}};
 		if (!r.tid)
 			r.kind = Fields::other;
 		return r;
@@ -59,7 +62,8 @@ void TaskTable::observe(const reader::Item &event)
 			set(*tid, pid, text_field(event, f.comm));
 			Task &t = tasks_[*tid];
 			// the parent process of a new process (a new thread's is its process's)
-			if (const auto ppid = int_field(event, f.ppid); ppid && (f.kind == Fields::statedump || pid != ppid))
+			if (const auto ppid = int_field(event, f.ppid);
+			    ppid && (f.kind == Fields::statedump || pid != ppid))
 				t.ppid = ppid;
 			if (f.kind == Fields::fork) {
 				t.start_ns = event.ns;
@@ -104,7 +108,7 @@ SchedEvent SchedEvent::of(const reader::Item &event)
 
 std::optional<int64_t> CpuOf::operator()(const reader::Item &event)
 {
-	const FieldRef &ref = cache_.get(event, [&] { return find_field(event, "cpu_id"); });
+	const FieldRef &ref = cache_.get(event, [&] { return find_context_field(event, "cpu_id"); });
 	return int_field(event, ref);
 }
 

@@ -206,7 +206,8 @@ int main(int argc, char **argv)
 		formats_help += ": ";
 		formats_help += f.help;
 	}
-	auto *exp = verb("export", "Write traces to another format (an SQLite database, ...)", [&] { return verb_export(a); });
+	auto *exp = verb("export", "Write traces to another format (an SQLite database, ...)",
+	                 [&] { return verb_export(a); });
 	exp->add_option("--format", a.format, formats_help)->required();
 	exp->add_option("ARGS", a.targets,
 	                "TARGET... OUT: session names or trace directories (default: the current session), then the "
@@ -214,7 +215,8 @@ int main(int argc, char **argv)
 		->required();
 	exp->add_option("--span", a.spans,
 	                "User spans for the slices table: BEGIN,END[,FIELD], the events that open and close one, "
-	                "paired per thread (vtid) or by an equal FIELD of both (repeatable)");
+	                "paired per thread (vtid) or by an equal FIELD of both (repeatable)")
+		->allow_extra_args(false);
 	exp->add_flag("--force", a.force, "Replace OUT if it exists");
 
 	auto *query = verb("query",
@@ -226,7 +228,8 @@ int main(int argc, char **argv)
 	                  "current session), then the SQL statements, e.g. 'SELECT name, count(*) FROM events "
 	                  "GROUP BY name'")
 		->required();
-	query->add_option("--span", a.spans, "User spans for the slices table, as with export (repeatable)");
+	query->add_option("--span", a.spans, "User spans for the slices table, as with export (repeatable)")
+		->allow_extra_args(false);
 	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
 	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
 

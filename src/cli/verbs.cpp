@@ -521,8 +521,9 @@ int print_report(const analysis::Report &r, bool json)
 
 analysis::sql::OutputFormat query_format(const Args &a)
 {
-	return a.csv ? analysis::sql::OutputFormat::csv
-	             : a.json ? analysis::sql::OutputFormat::json : analysis::sql::OutputFormat::text;
+	return a.csv    ? analysis::sql::OutputFormat::csv
+	       : a.json ? analysis::sql::OutputFormat::json
+	                : analysis::sql::OutputFormat::text;
 }
 
 } // namespace

@@ -38,12 +38,13 @@ void ThreadStates::on_switch(int64_t ns, int64_t cpu, int64_t prev_tid, int64_t 
 {
 	if (prev_tid != 0) {
 		const auto p = threads_.find(prev_tid);
-		if (p != threads_.end() && p->second.exited) {
+		const bool preempted = (prev_state & 0xff) == 0;
+		if (p != threads_.end() && p->second.exited && !preempted) {
 			// its last switch out: its running interval ends, nothing follows
 			sink_({prev_tid, p->second.since, ns - p->second.since, p->second.state, p->second.cpu});
 			threads_.erase(p);
 		} else {
-			enter(prev_tid, ns, (prev_state & 0xff) == 0 ? runnable : blocked, std::nullopt);
+			enter(prev_tid, ns, preempted ? runnable : blocked, std::nullopt);
 		}
 	}
 	if (next_tid != 0)

@@ -22,8 +22,8 @@ namespace tracery::analysis::sql {
 // (any other state); sched_waking / sched_wakeup / sched_wakeup_new make a
 // blocked (or not yet seen) thread runnable. A thread's first interval starts
 // at the first event that tells its state; the last ones end at finish(). A
-// thread that exited (sched_process_exit) has no interval after its last
-// switch out. The idle task (tid 0) is not followed.
+// thread that exited (sched_process_exit) has no interval after the switch
+// out that is not a preemption (its last). The idle task (tid 0) is not followed.
 class ThreadStates {
 public:
 	enum State : uint8_t { running, runnable, blocked };

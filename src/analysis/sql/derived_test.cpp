@@ -37,22 +37,25 @@ TEST(ThreadStates, IntervalsFromSwitchesAndWakeups)
 	ThreadStates s([&](const ThreadStates::Interval &i) {
 		rows.push_back({i.tid, i.ts, i.dur, ThreadStates::name(i.state), i.cpu});
 	});
-	s.on_switch(100, 0, 0, 0, 5);   // idle -> 5 on CPU 0: 5 running from 100
-	s.on_switch(150, 0, 5, 1, 6);   // 5 blocks (S), 6 runs
-	s.on_wakeup(170, 5);            // 5 runnable from 170
-	s.on_wakeup(175, 5);            // already runnable: nothing
-	s.on_wakeup(176, 6);            // running: nothing
-	s.on_switch(200, 0, 6, 0, 5);   // 6 preempted (runnable), 5 runs
-	s.on_switch(230, 1, 0, 0, 6);   // 6 runs on CPU 1
+	s.on_switch(100, 0, 0, 0, 5);     // idle -> 5 on CPU 0: 5 running from 100
+	s.on_switch(150, 0, 5, 1, 6);     // 5 blocks (S), 6 runs
+	s.on_wakeup(170, 5);              // 5 runnable from 170
+	s.on_wakeup(175, 5);              // already runnable: nothing
+	s.on_wakeup(176, 6);              // running: nothing
+	s.on_switch(200, 0, 6, 0, 5);     // 6 preempted (runnable), 5 runs
+	s.on_switch(230, 1, 0, 0, 6);     // 6 runs on CPU 1
 	s.on_switch(260, 0, 5, 0x100, 0); // 5 preempted (the kernel's preempted bit only): runnable
 	s.on_exit(6);
-	s.on_switch(300, 1, 6, 0x20, 0); // 6's last switch out: no interval after it
-	s.on_wakeup(310, 0);              // the idle task: ignored
+	s.on_switch(280, 1, 6, 0x100, 9); // 6 exiting, preempted: runnable still
+	s.on_switch(290, 1, 9, 1, 6);
+	s.on_switch(300, 1, 6, 0x10, 0); // 6's last switch out (EXIT_DEAD): no interval after it
+	s.on_wakeup(310, 0);             // the idle task: ignored
 	s.finish(400);
 	const std::vector<Row> want = {
-		{5, 100, 50, "running", 0},  {5, 150, 20, "blocked", {}},     {6, 150, 50, "running", 0},
-		{5, 170, 30, "runnable", {}}, {6, 200, 30, "runnable", {}}, {5, 200, 60, "running", 0},
-		{6, 230, 70, "running", 1},  {5, 260, 140, "runnable", {}},
+		{5, 100, 50, "running", 0},   {5, 150, 20, "blocked", {}},   {6, 150, 50, "running", 0},
+		{5, 170, 30, "runnable", {}}, {6, 200, 30, "runnable", {}},  {5, 200, 60, "running", 0},
+		{6, 230, 50, "running", 1},   {9, 280, 10, "running", 1},    {6, 280, 10, "runnable", {}},
+		{6, 290, 10, "running", 1},   {5, 260, 140, "runnable", {}}, {9, 290, 110, "blocked", {}},
 	};
 	EXPECT_EQ(rows, want);
 }
@@ -63,12 +66,15 @@ TEST(ThreadStates, ASwitchInWithoutAWakeupEndsTheBlockedInterval)
 	ThreadStates s([&](const ThreadStates::Interval &i) {
 		rows.push_back({i.tid, i.ts, i.dur, ThreadStates::name(i.state), i.cpu});
 	});
-	s.on_switch(10, 0, 7, 2, 8);  // 7 blocked (D) from 10; 8 running
-	s.on_switch(50, 0, 8, 1, 7);  // the wake-up was not recorded: 7 runs
-	s.on_switch(50, 0, 7, 0, 7);  // nothing happens in zero time
+	s.on_switch(10, 0, 7, 2, 8); // 7 blocked (D) from 10; 8 running
+	s.on_switch(50, 0, 8, 1, 7); // the wake-up was not recorded: 7 runs
+	s.on_switch(50, 0, 7, 0, 7); // nothing happens in zero time
 	s.finish(90);
 	const std::vector<Row> want = {
-		{8, 10, 40, "running", 0}, {7, 10, 40, "blocked", {}}, {7, 50, 40, "running", 0}, {8, 50, 40, "blocked", {}},
+		{8, 10, 40, "running", 0},
+		{7, 10, 40, "blocked", {}},
+		{7, 50, 40, "running", 0},
+		{8, 50, 40, "blocked", {}},
 	};
 	EXPECT_EQ(rows, want);
 }
@@ -78,7 +84,7 @@ TEST(Processes, FromTheMainThreadElseAnyThread)
 	TaskTable t;
 	t.set(101, 100, "worker");
 	t.set(100, 100, "server");
-	t.set(201, 200, "helper"); // its main thread unseen
+	t.set(201, 200, "helper");          // its main thread unseen
 	t.set(300, std::nullopt, "lonely"); // process unknown: its own
 	const std::vector<ProcessRow> p = processes_of(t);
 	ASSERT_EQ(p.size(), 3u);
@@ -134,8 +140,10 @@ TEST(Sql, QuotingAndText)
 	EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));     // a surrogate
 	EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80")); // past U+10FFFF
 	std::string s;
-	append_utf8(s, "a\xff" "b\xc3");
-	EXPECT_EQ(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+	append_utf8(s, "a\xff"
+	               "b\xc3");
+	EXPECT_EQ(s, "a\xef\xbf\xbd"
+	             "b\xef\xbf\xbd");
 	s.clear();
 	append_json_string(s, std::string("q\"\\\n\x01\0", 6));
 	EXPECT_EQ(s, "\"q\\\"\\\\\\n\\u0001\\u0000\"");
@@ -176,7 +184,8 @@ TEST(Sql, HostileNamesAndTheThreeOutputs)
 		run(db, "SELECT nope FROM " + table, OutputFormat::text);
 		FAIL();
 	} catch (const SqlError &e) {
-		EXPECT_STREQ(e.what(), ("SQLite: no such column: nope, in the query: SELECT nope FROM " + table).c_str());
+		EXPECT_STREQ(e.what(),
+		             ("SQLite: no such column: nope, in the query: SELECT nope FROM " + table).c_str());
 	}
 }
 

@@ -29,10 +29,7 @@ std::string lower(std::string_view s)
 	return r;
 }
 
-std::string shown(const std::string &name)
-{
-	return !name.empty() && name[0] == '_' ? name.substr(1) : name;
-}
+std::string shown(const std::string &name) { return !name.empty() && name[0] == '_' ? name.substr(1) : name; }
 
 // A name not yet in `taken` (compared as SQLite does, ignoring ASCII case):
 // name, else _name, else name_2, name_3...
@@ -84,9 +81,8 @@ bool is_compound(const reader::FieldType &t)
 
 bool reserved_table(std::string_view name)
 {
-	static const std::set<std::string> names = {"events",  "event_classes", "streams",   "lost",
-	                                            "slices",  "thread_state",  "processes", "threads",
-	                                            "metadata"};
+	static const std::set<std::string> names = {"events",       "event_classes", "streams", "lost",    "slices",
+	                                            "thread_state", "processes",     "threads", "metadata"};
 	const std::string l = lower(name);
 	return names.count(l) || l.rfind("sqlite_", 0) == 0;
 }
@@ -122,8 +118,8 @@ EventTables::EventTables(Db &db, const reader::TraceSet &set) : db_(db)
 						if (tab.index.count(key))
 							continue;
 						tab.index.emplace(key, tab.columns.size());
-						tab.columns.push_back(
-							{unique_name(name, taken), type, payload, name, m.type && is_compound(*m.type)});
+						tab.columns.push_back({unique_name(name, taken), type, payload, name,
+						                       m.type && is_compound(*m.type)});
 					}
 				};
 				add(sc.event_context, false);
@@ -164,8 +160,8 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 			const reader::Op &op = plan.ops[c];
 			Member &m = out.emplace_back();
 			const char *type = op.type ? sql_type(*op.type) : "TEXT";
-			const auto i =
-				s.table->index.find({payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
+			const auto i = s.table->index.find(
+				{payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
 			if (i != s.table->index.end())
 				m.param = static_cast<int>(kFixedColumns + i->second + 1);
 			m.is_signed = op.is_signed;
@@ -176,7 +172,7 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 			case OpKind::u64:
 			case OpKind::integer:
 				m.kind = op.type && op.type->kind == reader::TypeKind::enumeration ? Member::enumeration
-				                                                                    : Member::integer;
+				                                                                   : Member::integer;
 				break;
 			case OpKind::float32:
 			case OpKind::float64:
@@ -272,8 +268,7 @@ void EventTables::bind_scope(Sink &s, std::vector<Member> &members, const reader
 void EventTables::insert(const reader::Item &it, std::optional<int64_t> cpu, std::optional<int64_t> pid,
                          std::optional<int64_t> tid)
 {
-	const std::unique_ptr<Sink> &sp =
-		sinks_.get(it, [&] { return std::make_unique<Sink>(make_sink(it)); });
+	const std::unique_ptr<Sink> &sp = sinks_.get(it, [&] { return std::make_unique<Sink>(make_sink(it)); });
 	Sink &s = *sp;
 	s.stmt.bind(1, it.ns);
 	s.stmt.bind_opt(2, cpu);
@@ -328,12 +323,21 @@ void EventTables::finish()
 				append_utf8(field, c.field);
 				s += quote_text(field);
 				s += ", ";
-				// compound fields are JSON already
+				// compound fields are JSON already; JSON has no infinity (SQLite stores NaN as NULL); reals with
+				// 17 digits (json_object's own 15 make the largest double overflow)
+				const bool real = std::string_view(c.type) == "REAL";
 				if (c.json)
 					s += "json(";
+				else if (real)
+					s += "CASE WHEN abs(";
 				s += quote_ident(c.name);
-				if (c.json)
+				if (c.json) {
 					s += ')';
+				} else if (real) {
+					s += ") <= 1.7976931348623157e308 THEN json(printf('%!.17g', ";
+					s += quote_ident(c.name);
+					s += ")) END";
+				}
 			}
 			s += ')';
 			if (!last)

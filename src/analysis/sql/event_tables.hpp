@@ -43,7 +43,7 @@ public:
 	struct Column {
 		std::string name; // unquoted
 		const char *type;
-		bool payload; // a payload field (else a context field)
+		bool payload;      // a payload field (else a context field)
 		std::string field; // the field's name as shown (for the payload JSON)
 		bool json = false; // a compound field, stored as JSON
 	};

@@ -124,8 +124,7 @@ void append_json_string(std::string &out, std::string_view s)
 	out += '"';
 }
 
-size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, const reader::Value *values,
-                         size_t v)
+size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, const reader::Value *values, size_t v)
 {
 	const reader::Op &op = plan.ops[i];
 	const reader::Value &val = values[v];

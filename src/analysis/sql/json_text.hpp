@@ -23,7 +23,7 @@ void append_json_string(std::string &out, std::string_view s);
 // enumerations as their label, floats as numbers or null when not finite,
 // text as strings, structs as objects, arrays and sequences as arrays, a
 // variant as its selected option's value); returns the next value index.
-size_t append_json_value(std::string &out, const ctf::reader::Plan &plan, uint32_t i,
-                         const ctf::reader::Value *values, size_t v);
+size_t append_json_value(std::string &out, const ctf::reader::Plan &plan, uint32_t i, const ctf::reader::Value *values,
+                         size_t v);
 
 } // namespace tracery::analysis::sql

@@ -7,6 +7,7 @@
 #include "analysis/sql/json_text.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -17,10 +18,15 @@ namespace {
 
 constexpr size_t kRowsPerBlock = 1000;
 
+// As short as reads back the same double.
 std::string real_text(double d)
 {
 	char b[40];
-	snprintf(b, sizeof b, "%.15g", d);
+	for (int digits = 15; digits <= 17; ++digits) {
+		snprintf(b, sizeof b, "%.*g", digits, d);
+		if (strtod(b, nullptr) == d)
+			break;
+	}
 	return b;
 }
 

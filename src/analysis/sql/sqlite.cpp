@@ -84,8 +84,8 @@ void Db::exec(const std::string &sql)
 
 Stmt::Stmt(Db &db, const std::string &sql) : db_(&db)
 {
-	if (sqlite3_prepare_v3(db.handle(), sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-	                       &st_, nullptr) != SQLITE_OK) {
+	if (sqlite3_prepare_v3(db.handle(), sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &st_,
+	                       nullptr) != SQLITE_OK) {
 		std::string msg = "SQLite: ";
 		msg += db.message();
 		msg += ", in: ";

@@ -35,7 +35,8 @@ ClassInfo class_info(const reader::Item &it)
 	const std::string &name = it.event->cls->name;
 	const reader::TraceClass &tc = it.stream->trace().cls;
 	const auto *domain = tc.env_value("domain");
-	ci.kernel = domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
+	ci.kernel =
+		domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
 	ci.cpu = find_context_field(it, "cpu_id");
 	ci.pid = find_context_field(it, "vpid");
 	if (!ci.pid)
@@ -101,10 +102,11 @@ LatencyOptions parse_span(const std::string &spec)
 	}
 	if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty() ||
 	    (parts.size() == 3 && parts[2].empty()))
-		throw std::invalid_argument("--span '" + spec +
-		                            "': give BEGIN,END or BEGIN,END,FIELD: the event that opens a span, the one "
-		                            "that closes it and, to pair them by a field of both instead of by thread, "
-		                            "that field (e.g. --span app:req_begin,app:req_end,id)");
+		throw std::invalid_argument(
+			"--span '" + spec +
+			"': give BEGIN,END or BEGIN,END,FIELD: the event that opens a span, the one "
+			"that closes it and, to pair them by a field of both instead of by thread, "
+			"that field (e.g. --span app:req_begin,app:req_end,id)");
 	o.begin = parts[0];
 	o.end = parts[1];
 	if (parts.size() == 3)
@@ -161,8 +163,8 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 		ins_state.run();
 		batches.row();
 	});
-	const auto slice = [&](int64_t ts, int64_t end, std::string_view kind, std::string_view name,
-	                       const Begun &who, std::optional<int64_t> ret, std::string_view key) {
+	const auto slice = [&](int64_t ts, int64_t end, std::string_view kind, std::string_view name, const Begun &who,
+	                       std::optional<int64_t> ret, std::string_view key) {
 		ins_slice.bind(1, ts);
 		ins_slice.bind(2, end - ts);
 		ins_slice.bind(3, kind);
