@@ -141,17 +141,35 @@ EventTables::EventTables(Db &db, const reader::TraceSet &set) : db_(db)
 	}
 }
 
+namespace {
+
+// INSERT INTO "table" VALUES (?,...,?)[, (...)] for rows rows.
+std::string insert_sql(const std::string &table, size_t columns, size_t rows)
+{
+	std::string sql = "INSERT INTO ";
+	sql += quote_ident(table);
+	sql += " VALUES ";
+	for (size_t r = 0; r < rows; ++r) {
+		sql += r ? ",(" : "(";
+		for (size_t k = 0; k < columns; ++k)
+			sql += k ? ",?" : "?";
+		sql += ')';
+	}
+	return sql;
+}
+
+} // namespace
+
 EventTables::Sink EventTables::make_sink(const reader::Item &it)
 {
 	Sink s;
 	s.table = &tables_.at(by_event_.at(it.event->cls->name));
-	std::string sql = "INSERT INTO ";
-	sql += quote_ident(s.table->name);
-	sql += " VALUES (?";
-	for (size_t k = 1; k < kFixedColumns + s.table->columns.size(); ++k)
-		sql += ",?";
-	sql += ')';
-	s.stmt = Stmt(db_, sql);
+	s.columns = kFixedColumns + s.table->columns.size();
+	// SQLite's default limit: 32766 parameters in a statement
+	if (s.columns * kBatchRows <= 32766)
+		s.batch = Stmt(db_, insert_sql(s.table->name, s.columns, kBatchRows));
+	s.one = Stmt(db_, insert_sql(s.table->name, s.columns, 1));
+	s.cells.resize(s.columns * (s.batch ? kBatchRows : 1));
 	const auto members = [&](const reader::Plan &plan, bool payload, std::vector<Member> &out) {
 		if (plan.empty() || plan.ops[0].kind != OpKind::structure)
 			return;
@@ -160,10 +178,10 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 			const reader::Op &op = plan.ops[c];
 			Member &m = out.emplace_back();
 			const char *type = op.type ? sql_type(*op.type) : "TEXT";
-			const auto i = s.table->index.find(
-				{payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
+			const auto i =
+				s.table->index.find({payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
 			if (i != s.table->index.end())
-				m.param = static_cast<int>(kFixedColumns + i->second + 1);
+				m.column = static_cast<int>(kFixedColumns + i->second);
 			m.is_signed = op.is_signed;
 			switch (op.kind) {
 			case OpKind::u8:
@@ -172,7 +190,7 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 			case OpKind::u64:
 			case OpKind::integer:
 				m.kind = op.type && op.type->kind == reader::TypeKind::enumeration ? Member::enumeration
-				                                                                   : Member::integer;
+				                                                                    : Member::integer;
 				break;
 			case OpKind::float32:
 			case OpKind::float64:
@@ -195,11 +213,9 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 	return s;
 }
 
-void EventTables::bind_scope(Sink &s, std::vector<Member> &members, const reader::Plan &plan,
+void EventTables::fill_scope(Cell *row, std::vector<Member> &members, const reader::Plan &plan,
                              std::span<const reader::Value> values)
 {
-	if (members.empty())
-		return;
 	size_t v = 1;
 	uint32_t c = 1;
 	for (Member &m : members) {
@@ -208,58 +224,53 @@ void EventTables::bind_scope(Sink &s, std::vector<Member> &members, const reader
 		const reader::Value &val = values[v];
 		const uint32_t op = c;
 		c = plan.ops[c].next;
+		if (m.column < 0) {
+			v = reader::skip_values(plan, op, values.data(), v);
+			continue;
+		}
+		Cell &cell = row[m.column];
 		switch (m.kind) {
 		case Member::integer:
-			if (m.param)
-				s.stmt.bind(m.param, val.i);
+			cell.type = Cell::integer;
+			cell.i = val.i;
 			++v;
 			continue;
 		case Member::real:
-			if (m.param)
-				s.stmt.bind(m.param, val.f);
+			cell.type = Cell::real;
+			cell.f = val.f;
 			++v;
 			continue;
-		case Member::enumeration:
-			if (m.param) {
-				const std::string *label = nullptr;
-				reader::for_each_enum_label(*plan.ops[op].type, val.u, [&](const std::string &l) {
-					if (!label)
-						label = &l;
-				});
-				if (label && valid_utf8(*label)) {
-					s.stmt.bind(m.param, std::string_view(*label));
-				} else {
-					m.buffer.clear();
-					if (label)
-						append_utf8(m.buffer, *label);
-					else
-						m.buffer = m.is_signed ? std::to_string(val.i) : std::to_string(val.u);
-					s.stmt.bind(m.param, std::string_view(m.buffer));
-				}
-			}
+		case Member::enumeration: {
+			const std::string *label = nullptr;
+			reader::for_each_enum_label(*plan.ops[op].type, val.u, [&](const std::string &l) {
+				if (!label)
+					label = &l;
+			});
+			cell.type = Cell::text;
+			cell.s.clear();
+			if (label)
+				append_utf8(cell.s, *label);
+			else
+				cell.s = m.is_signed ? std::to_string(val.i) : std::to_string(val.u);
 			++v;
 			continue;
-		case Member::text:
-			if (m.param) {
-				const std::string_view text(val.s, static_cast<size_t>(val.n));
-				if (valid_utf8(text)) {
-					s.stmt.bind(m.param, text);
-				} else {
-					m.buffer.clear();
-					append_utf8(m.buffer, text);
-					s.stmt.bind(m.param, std::string_view(m.buffer));
-				}
-			}
-			++v;
-			continue;
-		case Member::json:
-			if (m.param) {
-				m.buffer.clear();
-				v = append_json_value(m.buffer, plan, op, values.data(), v);
-				s.stmt.bind(m.param, std::string_view(m.buffer));
+		}
+		case Member::text: {
+			const std::string_view text(val.s, static_cast<size_t>(val.n));
+			cell.type = Cell::text;
+			if (valid_utf8(text)) {
+				cell.s.assign(text);
 			} else {
-				v = reader::skip_values(plan, op, values.data(), v);
+				cell.s.clear();
+				append_utf8(cell.s, text);
 			}
+			++v;
+			continue;
+		}
+		case Member::json:
+			cell.type = Cell::text;
+			cell.s.clear();
+			v = append_json_value(cell.s, plan, op, values.data(), v);
 			continue;
 		}
 	}
@@ -268,21 +279,66 @@ void EventTables::bind_scope(Sink &s, std::vector<Member> &members, const reader
 void EventTables::insert(const reader::Item &it, std::optional<int64_t> cpu, std::optional<int64_t> pid,
                          std::optional<int64_t> tid)
 {
-	const std::unique_ptr<Sink> &sp = sinks_.get(it, [&] { return std::make_unique<Sink>(make_sink(it)); });
+	const std::unique_ptr<Sink> &sp = sinks_.get(it, [&] {
+		auto s = std::make_unique<Sink>(make_sink(it));
+		all_sinks_.push_back(s.get());
+		return s;
+	});
 	Sink &s = *sp;
-	s.stmt.bind(1, it.ns);
-	s.stmt.bind_opt(2, cpu);
-	s.stmt.bind_opt(3, pid);
-	s.stmt.bind_opt(4, tid);
-	bind_scope(s, s.stream_context, it.stream->plans().event_context, it.stream_context);
-	bind_scope(s, s.context, it.event->context, it.context);
-	bind_scope(s, s.fields, it.event->fields, it.fields);
-	s.stmt.run();
+	Cell *row = &s.cells[s.pending * s.columns];
+	row[0].type = Cell::integer;
+	row[0].i = it.ns;
+	const std::optional<int64_t> *fixed[] = {&cpu, &pid, &tid};
+	for (int k = 0; k < 3; ++k) {
+		row[k + 1].type = *fixed[k] ? Cell::integer : Cell::null;
+		row[k + 1].i = fixed[k]->value_or(0);
+	}
+	fill_scope(row, s.stream_context, it.stream->plans().event_context, it.stream_context);
+	fill_scope(row, s.context, it.event->context, it.context);
+	fill_scope(row, s.fields, it.event->fields, it.fields);
 	++s.table->rows;
+	if (++s.pending * s.columns == s.cells.size())
+		flush(s);
+}
+
+void EventTables::flush(Sink &s)
+{
+	const auto bind = [](Stmt &st, const Cell *cells, size_t n) {
+		for (size_t k = 0; k < n; ++k) {
+			const Cell &c = cells[k];
+			const int p = static_cast<int>(k + 1);
+			switch (c.type) {
+			case Cell::null:
+				st.bind_null(p);
+				break;
+			case Cell::integer:
+				st.bind(p, c.i);
+				break;
+			case Cell::real:
+				st.bind(p, c.f);
+				break;
+			case Cell::text:
+				st.bind(p, std::string_view(c.s));
+				break;
+			}
+		}
+	};
+	if (s.batch && s.pending == kBatchRows) {
+		bind(s.batch, s.cells.data(), s.cells.size());
+		s.batch.run();
+	} else {
+		for (size_t r = 0; r < s.pending; ++r) {
+			bind(s.one, &s.cells[r * s.columns], s.columns);
+			s.one.run();
+		}
+	}
+	s.pending = 0;
 }
 
 void EventTables::finish()
 {
+	for (Sink *s : all_sinks_)
+		flush(*s);
 	db_.exec("CREATE TABLE event_classes (name TEXT NOT NULL, table_name TEXT NOT NULL, events INTEGER NOT NULL)");
 	{
 		Stmt ins(db_, "INSERT INTO event_classes VALUES (?, ?, ?)");

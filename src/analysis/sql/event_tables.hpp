@@ -37,7 +37,8 @@ public:
 	// Inserts the event. Throws SqlError.
 	void insert(const ctf::reader::Item &it, std::optional<int64_t> cpu, std::optional<int64_t> pid,
 	            std::optional<int64_t> tid);
-	// Creates the events view and fills event_classes. Throws SqlError.
+	// Inserts the rows still waiting, creates the events view and fills
+	// event_classes. Throws SqlError.
 	void finish();
 
 	struct Column {
@@ -57,27 +58,41 @@ public:
 	const std::vector<Table> &tables() const { return tables_; }
 
 private:
-	// What one event class binds: per member of each scope, its parameter
-	// (0: none) and, for compound values, a JSON buffer.
+	// A value waiting in a sink's batch (text in its own buffer: the trace's
+	// bytes need not outlive the batch).
+	struct Cell {
+		enum Type : uint8_t { null, integer, real, text } type = null;
+		int64_t i = 0;
+		double f = 0;
+		std::string s;
+	};
+	// What one event class binds: per member of each scope, its column
+	// (-1: none).
 	struct Member {
-		int param = 0;
+		int column = -1;
 		enum Kind : uint8_t { integer, enumeration, real, text, json } kind = integer;
 		bool is_signed = false;
-		std::string buffer;
 	};
+	// Rows wait in batches of kBatchRows, inserted by one multi-row INSERT.
+	static constexpr size_t kBatchRows = 32;
 	struct Sink {
 		Table *table = nullptr;
-		Stmt stmt;
+		size_t columns = 0; // per row, ts, cpu, pid, tid included
+		Stmt batch, one;    // kBatchRows rows, one row
+		std::vector<Cell> cells; // kBatchRows x columns
+		size_t pending = 0;
 		std::vector<Member> stream_context, context, fields;
 	};
 	Sink make_sink(const ctf::reader::Item &it);
-	void bind_scope(Sink &s, std::vector<Member> &members, const ctf::reader::Plan &plan,
+	void fill_scope(Cell *row, std::vector<Member> &members, const ctf::reader::Plan &plan,
 	                std::span<const ctf::reader::Value> values);
+	void flush(Sink &s);
 
 	Db &db_;
 	std::vector<Table> tables_;
 	std::unordered_map<std::string, size_t> by_event_;
 	ClassCache<std::unique_ptr<Sink>> sinks_;
+	std::vector<Sink *> all_sinks_;
 };
 
 } // namespace tracery::analysis::sql

@@ -180,7 +180,11 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 		ins_slice.run();
 		batches.row();
 	};
+	const reader::Stream *last_stream = nullptr;
+	std::pair<int64_t, uint64_t> *last_entry = nullptr;
 	const auto stream_id = [&](const reader::Stream *s) -> std::pair<int64_t, uint64_t> & {
+		if (s == last_stream)
+			return *last_entry;
 		auto [where, added] = streams.try_emplace(s, static_cast<int64_t>(streams.size() + 1), 0);
 		if (added) {
 			std::string trace, path;
@@ -193,6 +197,8 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 			ins_stream.bind(5, static_cast<int64_t>(s->id()));
 			ins_stream.run();
 		}
+		last_stream = s;
+		last_entry = &where->second;
 		return where->second;
 	};
 
