@@ -178,8 +178,8 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 			const reader::Op &op = plan.ops[c];
 			Member &m = out.emplace_back();
 			const char *type = op.type ? sql_type(*op.type) : "TEXT";
-			const auto i =
-				s.table->index.find({payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
+			const auto i = s.table->index.find(
+				{payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
 			if (i != s.table->index.end())
 				m.column = static_cast<int>(kFixedColumns + i->second);
 			m.is_signed = op.is_signed;
@@ -190,7 +190,7 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 			case OpKind::u64:
 			case OpKind::integer:
 				m.kind = op.type && op.type->kind == reader::TypeKind::enumeration ? Member::enumeration
-				                                                                    : Member::integer;
+				                                                                   : Member::integer;
 				break;
 			case OpKind::float32:
 			case OpKind::float64:

@@ -77,8 +77,8 @@ private:
 	static constexpr size_t kBatchRows = 32;
 	struct Sink {
 		Table *table = nullptr;
-		size_t columns = 0; // per row, ts, cpu, pid, tid included
-		Stmt batch, one;    // kBatchRows rows, one row
+		size_t columns = 0;      // per row, ts, cpu, pid, tid included
+		Stmt batch, one;         // kBatchRows rows, one row
 		std::vector<Cell> cells; // kBatchRows x columns
 		size_t pending = 0;
 		std::vector<Member> stream_context, context, fields;
