@@ -258,12 +258,8 @@ void EventTables::fill_scope(Cell *row, std::vector<Member> &members, const read
 		case Member::text: {
 			const std::string_view text(val.s, static_cast<size_t>(val.n));
 			cell.type = Cell::text;
-			if (valid_utf8(text)) {
-				cell.s.assign(text);
-			} else {
-				cell.s.clear();
-				append_utf8(cell.s, text);
-			}
+			cell.s.clear();
+			append_utf8(cell.s, text);
 			++v;
 			continue;
 		}

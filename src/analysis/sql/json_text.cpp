@@ -2,6 +2,8 @@
 // json_text.hpp).
 #include "analysis/sql/json_text.hpp"
 
+#include "base/utf8.hpp"
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -11,116 +13,54 @@ namespace tracery::analysis::sql {
 namespace reader = ctf::reader;
 using reader::OpKind;
 
-namespace {
-
-// The length of the valid UTF-8 sequence at s[i], 0 if invalid.
-size_t sequence_at(std::string_view s, size_t i)
-{
-	const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-	const unsigned char c = b(i);
-	if (c < 0x80)
-		return 1;
-	size_t n;
-	uint32_t cp;
-	if ((c & 0xe0) == 0xc0) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if ((c & 0xf0) == 0xe0) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if ((c & 0xf8) == 0xf0) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (i + n > s.size())
-		return 0;
-	for (size_t k = 1; k < n; ++k) {
-		if ((b(i + k) & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (b(i + k) & 0x3f);
-	}
-	static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-	if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-const char kReplacement[] = "\xef\xbf\xbd";
-
-} // namespace
-
-bool valid_utf8(std::string_view s)
-{
-	for (size_t i = 0; i < s.size();) {
-		if (static_cast<unsigned char>(s[i]) < 0x80) {
-			++i;
-			continue;
-		}
-		const size_t n = sequence_at(s, i);
-		if (!n)
-			return false;
-		i += n;
-	}
-	return true;
-}
-
 void append_utf8(std::string &out, std::string_view s)
 {
-	for (size_t i = 0; i < s.size();) {
-		const size_t n = sequence_at(s, i);
-		if (n)
-			out.append(s.data() + i, n);
-		else
-			out += kReplacement;
-		i += n ? n : 1;
-	}
+	const size_t from = out.size();
+	out.append(s);
+	auto *p = reinterpret_cast<uint8_t *>(out.data() + from);
+	if (!base::is_ascii(p, s.size()))
+		base::sanitize_utf8_in_place(p, s.size());
 }
 
 void append_json_string(std::string &out, std::string_view s)
 {
 	out += '"';
-	for (size_t i = 0; i < s.size();) {
-		const auto c = static_cast<unsigned char>(s[i]);
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			out += static_cast<char>(c);
-			++i;
+	// Escaping changes ASCII bytes only, which no valid multi-byte sequence
+	// holds: the escaped text is then made valid UTF-8 in place.
+	const size_t from = out.size();
+	bool ascii = true;
+	for (const char ch : s) {
+		const auto c = static_cast<unsigned char>(ch);
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			ascii &= c < 0x80;
+			out += ch;
 			continue;
 		}
-		if (c < 0x80) {
-			switch (c) {
-			case '"':
-				out += "\\\"";
-				break;
-			case '\\':
-				out += "\\\\";
-				break;
-			case '\n':
-				out += "\\n";
-				break;
-			case '\t':
-				out += "\\t";
-				break;
-			case '\r':
-				out += "\\r";
-				break;
-			default: {
-				char b[8];
-				snprintf(b, sizeof b, "\\u%04x", c);
-				out += b;
-			}
-			}
-			++i;
-			continue;
+		switch (c) {
+		case '"':
+			out += "\\\"";
+			break;
+		case '\\':
+			out += "\\\\";
+			break;
+		case '\n':
+			out += "\\n";
+			break;
+		case '\t':
+			out += "\\t";
+			break;
+		case '\r':
+			out += "\\r";
+			break;
+		default: {
+			char b[8];
+			snprintf(b, sizeof b, "\\u%04x", c);
+			out += b;
 		}
-		const size_t n = sequence_at(s, i);
-		if (n)
-			out.append(s.data() + i, n);
-		else
-			out += kReplacement;
-		i += n ? n : 1;
+		}
 	}
+	if (!ascii)
+		base::sanitize_utf8_in_place(reinterpret_cast<uint8_t *>(out.data() + from), out.size() - from);
 	out += '"';
 }
 

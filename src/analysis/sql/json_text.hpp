@@ -1,7 +1,7 @@
 // analysis/sql/json_text.hpp — text from hostile traces made safe for SQL
-// TEXT and JSON: invalid UTF-8 bytes replaced by U+FFFD, and JSON string
-// escaping; and a decoded field (struct, array, sequence, variant) written as
-// JSON.
+// TEXT and JSON: invalid UTF-8 bytes replaced by '?' (base/utf8.hpp), and
+// JSON string escaping; and a decoded field (struct, array, sequence,
+// variant) written as JSON.
 #pragma once
 
 #include <cstddef>
@@ -12,9 +12,7 @@
 
 namespace tracery::analysis::sql {
 
-// Whether s is valid UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
-bool valid_utf8(std::string_view s);
-// s with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD.
+// s with every byte that is not part of a valid UTF-8 sequence replaced by '?'.
 void append_utf8(std::string &out, std::string_view s);
 // "s" as a JSON string (valid UTF-8 inside).
 void append_json_string(std::string &out, std::string_view s);
