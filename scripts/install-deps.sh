@@ -10,6 +10,7 @@ packages=(
   libtraceevent-dev libtracefs-dev
   libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev
   protobuf-compiler libprotobuf-dev
+  libsqlite3-dev sqlite3
 )
 missing=()
 for p in "${packages[@]}"; do

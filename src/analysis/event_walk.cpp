@@ -112,6 +112,15 @@ FieldRef find_field(const reader::Item &event, std::string_view name)
 	return {};
 }
 
+FieldRef find_context_field(const reader::Item &event, std::string_view name)
+{
+	using S = FieldRef::Scope;
+	for (S s : {S::context, S::stream_context, S::packet_context})
+		if (FieldRef r = find_in(plan_of(event, s), s, name))
+			return r;
+	return {};
+}
+
 const Value *field_value(const reader::Item &event, const FieldRef &ref)
 {
 	if (!ref)

@@ -39,6 +39,10 @@ struct FieldRef {
 // payload, else its context, its stream's event context, its packet context.
 FieldRef find_field(const ctf::reader::Item &event, std::string_view name);
 
+// The member of that name of the event's context, else its stream's event
+// context, else its packet context (never its payload).
+FieldRef find_context_field(const ctf::reader::Item &event, std::string_view name);
+
 // The field's value in this event (null when ref is empty).
 const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
 // Its integer value (sign-extended when signed); nullopt when empty or not an integer.

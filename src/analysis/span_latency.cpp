@@ -12,17 +12,14 @@ namespace tracery::analysis {
 
 namespace reader = ctf::reader;
 
-void Spans::on_begin(int64_t ns, const std::string &key) { open_[key].push_back(ns); }
-
 void Spans::on_end(int64_t ns, const std::string &key, int64_t pid, std::string_view procname)
 {
-	const auto o = open_.find(key);
-	if (o == open_.end() || o->second.empty()) {
+	const auto begun = open_.end(key);
+	if (!begun) {
 		++unmatched_ends_;
 		return;
 	}
-	const int64_t d = ns - o->second.back();
-	o->second.pop_back();
+	const int64_t d = ns - *begun;
 	per_process_[{pid, std::string(procname)}].add(d);
 	all_.add(d);
 }
@@ -41,10 +38,7 @@ Report Spans::report(int64_t begin, int64_t end, const std::string &title)
 		summary_cells(d.summary(), row);
 	}
 	r.tables.push_back(histogram_table("histogram", title, all_));
-	uint64_t unfinished = 0;
-	for (const auto &[key, stack] : open_)
-		unfinished += stack.size();
-	if (unfinished)
+	if (const uint64_t unfinished = open_.unfinished())
 		r.notes.push_back(std::to_string(unfinished) +
 		                  " span(s) begun and not ended in the trace (not counted)");
 	if (unmatched_ends_)
@@ -53,36 +47,32 @@ Report Spans::report(int64_t begin, int64_t end, const std::string &title)
 	return r;
 }
 
-namespace {
-
-// The value of a field as a key: integers and text alike.
-std::string key_of(const reader::Item &it, const FieldRef &ref)
+std::string SpanEvents::key(const reader::Item &it, const Fields &f)
 {
-	if (const auto v = int_field(it, ref))
+	if (const auto v = int_field(it, f.key))
 		return std::to_string(*v);
 	std::string k = "\"";
-	k += text_field(it, ref);
+	k += text_field(it, f.key);
 	return k;
 }
 
-} // namespace
-
-Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
+SpanEvents::SpanEvents(const reader::TraceSet &set, LatencyOptions options) : options_(std::move(options))
 {
-	if (options.begin == options.end)
-		throw std::invalid_argument("--begin and --end both name '" + options.begin +
+	if (options_.begin == options_.end)
+		throw std::invalid_argument(options_.begin_option + " and " + options_.end_option + " both name '" +
+		                            options_.begin +
 		                            "': give the event that opens a span and the one that closes it");
 	// Both names must be event classes of the traces.
 	std::set<std::string> names;
-	for (const auto &t : walk.set().traces())
+	for (const auto &t : set.traces())
 		for (const auto &[id, sc] : t->cls.streams)
 			for (const auto &[eid, ec] : sc.events)
 				names.insert(ec.name);
-	for (const std::string *n : {&options.begin, &options.end})
+	for (const std::string *n : {&options_.begin, &options_.end})
 		if (!names.count(*n)) {
-			std::string msg = "no event named '" + *n + "' in the trace";
-			msg += n == &options.begin ? " (--begin)" : " (--end)";
-			msg += "; its events are:";
+			std::string msg = "no event named '" + *n + "' in the trace (";
+			msg += n == &options_.begin ? options_.begin_option : options_.end_option;
+			msg += "); its events are:";
 			size_t shown = 0;
 			for (const std::string &e : names) {
 				if (shown++ == 20) {
@@ -94,37 +84,45 @@ Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
 			}
 			throw std::invalid_argument(msg);
 		}
-	struct Fields {
-		enum Kind : uint8_t { other, begin, end } kind = other;
-		FieldRef key, pid, procname;
-	};
-	ClassCache<Fields> cache;
+}
+
+const SpanEvents::Fields &SpanEvents::of(const reader::Item &it)
+{
+	return cache_.get(it, [&] {
+		const std::string &name = it.event->cls->name;
+		const bool b = name == options_.begin, e = name == options_.end;
+		if (!b && !e)
+			return Fields{};
+		const std::string &key_name = options_.match.empty() ? std::string("vtid") : options_.match;
+		Fields r{b ? Fields::begin : Fields::end, find_field(it, key_name), find_field(it, "vpid"),
+		         find_field(it, "procname")};
+		if (!r.key)
+			throw std::invalid_argument(
+				options_.match.empty()
+					? "the event " + name +
+						  " has no vtid context, which pairs begins and ends per thread: record it with "
+						  "`tracery add-context -t vtid`, or pair them by a field of both with " +
+						  options_.match_option +
+						  (options_.match_option == "--match" ? " FIELD" : "")
+					: "the event " + name + " has no field '" + options_.match + "' (" +
+						  options_.match_option +
+						  "): give a field that both the begin and the end event have");
+		return r;
+	});
+}
+
+Report analyze_latency(EventWalk &walk, const LatencyOptions &options)
+{
+	SpanEvents events(walk.set(), options);
 	Spans spans;
 	TimeRange range;
-	const std::string &key_name = options.match.empty() ? std::string("vtid") : options.match;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
-		const Fields &f = cache.get(*it, [&] {
-			const std::string &name = it->event->cls->name;
-			const bool b = name == options.begin, e = name == options.end;
-			if (!b && !e)
-				return Fields{};
-			Fields r{b ? Fields::begin : Fields::end, find_field(*it, key_name), find_field(*it, "vpid"),
-			         find_field(*it, "procname")};
-			if (!r.key)
-				throw std::invalid_argument(
-					options.match.empty()
-						? "the event " + name +
-							  " has no vtid context, which pairs begins and ends per thread: record it with "
-							  "`tracery add-context -t vtid`, or pair them by a field of both with --match FIELD"
-						: "the event " + name + " has no field '" + options.match +
-							  "' (--match): give a field that both the begin and the end event have");
-			return r;
-		});
-		if (f.kind == Fields::other)
+		const SpanEvents::Fields &f = events.of(*it);
+		if (f.kind == SpanEvents::Fields::other)
 			return;
-		const std::string key = key_of(*it, f.key);
-		if (f.kind == Fields::begin) {
+		const std::string key = SpanEvents::key(*it, f);
+		if (f.kind == SpanEvents::Fields::begin) {
 			spans.on_begin(it->ns, key);
 			return;
 		}

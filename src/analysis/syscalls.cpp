@@ -13,7 +13,7 @@ namespace tracery::analysis {
 
 namespace reader = ctf::reader;
 
-void Syscalls::on_switch(int64_t cpu, int64_t next_tid)
+void SyscallPairs::on_switch(int64_t cpu, int64_t next_tid)
 {
 	if (next_tid != 0)
 		current_[cpu] = next_tid;
@@ -21,29 +21,46 @@ void Syscalls::on_switch(int64_t cpu, int64_t next_tid)
 		current_.erase(cpu);
 }
 
-void Syscalls::on_entry(int64_t ns, int64_t cpu, std::string_view call)
+std::optional<int64_t> SyscallPairs::running(int64_t cpu) const
+{
+	const auto c = current_.find(cpu);
+	return c == current_.end() ? std::nullopt : std::optional<int64_t>(c->second);
+}
+
+void SyscallPairs::on_entry(int64_t ns, int64_t cpu, std::string_view call)
 {
 	const auto c = current_.find(cpu);
 	if (c == current_.end())
 		return;
-	Pending &p = entered_[c->second];
-	p.call = call;
-	p.ns = ns;
+	Call &p = entered_[c->second];
+	p.tid = c->second;
+	p.cpu = cpu;
+	p.name = call;
+	p.entry_ns = ns;
+}
+
+const SyscallPairs::Call *SyscallPairs::on_exit(int64_t cpu)
+{
+	const auto c = current_.find(cpu);
+	if (c == current_.end())
+		return nullptr;
+	const auto e = entered_.find(c->second);
+	if (e == entered_.end())
+		return nullptr;
+	std::swap(done_, e->second);
+	entered_.erase(e);
+	return &done_;
 }
 
 void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret)
 {
-	const auto c = current_.find(cpu);
-	if (c == current_.end())
+	const SyscallPairs::Call *c = pairs_.on_exit(cpu);
+	if (!c)
 		return;
-	const auto e = entered_.find(c->second);
-	if (e == entered_.end())
-		return;
-	Calls &calls = per_tid_[{c->second, e->second.call}];
-	calls.d.add(ns - e->second.ns);
+	Calls &calls = per_tid_[{c->tid, c->name}];
+	calls.d.add(ns - c->entry_ns);
 	if (ret && *ret < 0)
 		++calls.errors;
-	entered_.erase(e);
 }
 
 Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)

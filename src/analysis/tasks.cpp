@@ -1,5 +1,5 @@
-// analysis/tasks.cpp — the kernel analyses' task table and CPU lookup (see
-// analyses.hpp).
+// analysis/tasks.cpp — the kernel analyses' task table (also the SQL
+// export's threads and processes) and CPU lookup (see analyses.hpp).
 #include "analysis/analyses.hpp"
 
 namespace tracery::analysis {
@@ -34,13 +34,20 @@ void TaskTable::observe(const reader::Item &event)
 		const std::string &name = event.event->cls->name;
 		if (name == "lttng_statedump_process_state")
 			r = {Fields::statedump, find_field(event, "tid"), find_field(event, "pid"),
-			     find_field(event, "name")};
+			     find_field(event, "name"), find_field(event, "ppid")};
 		else if (name == "sched_process_fork")
 			r = {Fields::fork, find_field(event, "child_tid"), find_field(event, "child_pid"),
-			     find_field(event, "child_comm")};
+			     find_field(event, "child_comm"), find_field(event, "parent_pid")};
+		else if (name == "sched_process_exec")
+			r = {Fields::exec, find_field(event, "tid"), {}, find_field(event, "filename"), {}};
+		else if (name == "sched_process_exit")
+			r = {Fields::exit, find_field(event, "tid"), {}, find_field(event, "comm"), {}};
 		else if (name == "sched_switch")
-			r = {Fields::sched_switch, find_field(event, "next_tid"), find_field(event, "prev_tid"),
-			     find_field(event, "next_comm")};
+			r = {Fields::sched_switch,
+			     find_field(event, "next_tid"),
+			     find_field(event, "prev_tid"),
+			     find_field(event, "next_comm"),
+			     {}};
 		if (!r.tid)
 			r.kind = Fields::other;
 		return r;
@@ -50,8 +57,34 @@ void TaskTable::observe(const reader::Item &event)
 		return;
 	case Fields::statedump:
 	case Fields::fork:
-		if (const auto tid = int_field(event, f.tid))
-			set(*tid, int_field(event, f.pid), text_field(event, f.comm));
+		if (const auto tid = int_field(event, f.tid)) {
+			const auto pid = int_field(event, f.pid);
+			set(*tid, pid, text_field(event, f.comm));
+			Task &t = tasks_[*tid];
+			// the parent process of a new process (a new thread's is its process's)
+			if (const auto ppid = int_field(event, f.ppid);
+			    ppid && (f.kind == Fields::statedump || pid != ppid))
+				t.ppid = ppid;
+			if (f.kind == Fields::fork) {
+				t.start_ns = event.ns;
+				t.end_ns.reset();
+			}
+		}
+		return;
+	case Fields::exec:
+		// the kernel names the task after the file's base name, cut to 15 bytes
+		if (const auto tid = int_field(event, f.tid)) {
+			std::string_view file = text_field(event, f.comm);
+			if (const auto slash = file.rfind('/'); slash != std::string_view::npos)
+				file.remove_prefix(slash + 1);
+			set(*tid, std::nullopt, file.substr(0, 15));
+		}
+		return;
+	case Fields::exit:
+		if (const auto tid = int_field(event, f.tid)) {
+			set(*tid, std::nullopt, text_field(event, f.comm));
+			tasks_[*tid].end_ns = event.ns;
+		}
 		return;
 	case Fields::sched_switch:
 		// comms only: pid here is prev_tid, whose comm is prev_comm
@@ -75,7 +108,7 @@ SchedEvent SchedEvent::of(const reader::Item &event)
 
 std::optional<int64_t> CpuOf::operator()(const reader::Item &event)
 {
-	const FieldRef &ref = cache_.get(event, [&] { return find_field(event, "cpu_id"); });
+	const FieldRef &ref = cache_.get(event, [&] { return find_context_field(event, "cpu_id"); });
 	return int_field(event, ref);
 }
 

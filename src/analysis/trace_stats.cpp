@@ -65,11 +65,11 @@ Report trace_stats(EventWalk &walk)
 			ClassInfo ci;
 			const std::string &name = it->event->cls->name;
 			ci.name = &names[name];
-			ci.cpu = find_field(*it, "cpu_id");
-			ci.pid = find_field(*it, "vpid");
+			ci.cpu = find_context_field(*it, "cpu_id");
+			ci.pid = find_context_field(*it, "vpid");
 			if (!ci.pid)
-				ci.pid = find_field(*it, "pid");
-			ci.procname = find_field(*it, "procname");
+				ci.pid = find_context_field(*it, "pid");
+			ci.procname = find_context_field(*it, "procname");
 			const reader::TraceClass &tc = it->stream->trace().cls;
 			if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
 				ci.env_pid = std::get<int64_t>(*v);

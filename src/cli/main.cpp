@@ -4,6 +4,8 @@
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
 
+#include "analysis/export.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -197,23 +199,45 @@ int main(int argc, char **argv)
 		}
 	}
 
+	std::string formats_help = "The format:";
+	for (const auto &f : tracery::analysis::export_formats()) {
+		formats_help += "\n  ";
+		formats_help += f.name;
+		formats_help += ": ";
+		formats_help += f.help;
+	}
 	auto *exp = verb("export",
-	                 "Write the events of traces in another tool's format: perfetto (ui.perfetto.dev) or "
-	                 "chrome-json (chrome://tracing)",
+	                 "Write traces to another format: an SQLite database, a Perfetto trace (ui.perfetto.dev), "
+	                 "Chrome's trace event JSON",
 	                 [&] { return verb_export(a); });
-	exp->add_option("--format", a.format, "perfetto or chrome-json")
-		->required()
-		->check(CLI::IsMember({"perfetto", "chrome-json"}));
+	exp->add_option("--format", a.format, formats_help)->required();
+	exp->add_option("ARGS", a.targets,
+	                "TARGET... OUT: session names or trace directories (default: the current session), then the "
+	                "file to write")
+		->required();
 	exp->add_option("--span", a.spans,
-	                "User events that begin and end a slice of their thread, e.g. 'app:req_begin,app:req_end' "
-	                "(repeatable)")
+	                "User spans: BEGIN,END[,FIELD], the events that open and close one, paired per thread "
+	                "(vtid) or, in the sqlite format, by an equal FIELD of both (repeatable)")
 		->allow_extra_args(false);
 	exp->add_option("--counter", a.counters,
-	                "A field drawn as a counter track, EVENT:FIELD, e.g. 'app:tick:depth' (repeatable)")
+	                "perfetto, chrome-json: a field drawn as a counter track, EVENT:FIELD, e.g. 'app:tick:depth' "
+	                "(repeatable)")
 		->allow_extra_args(false);
-	exp->add_option("TRACE", a.targets, "Session names or trace directories, then the file to write")
-		->required()
-		->expected(2, -1);
+	exp->add_flag("--force", a.force, "Replace OUT if it exists");
+
+	auto *query = verb("query",
+	                   "Run SQL on traces (loaded into a temporary database) or on a database `tracery export "
+	                   "--format sqlite` wrote; the schema is in docs/sql.md",
+	                   [&] { return verb_query(a); });
+	query->add_option("ARGS", a.targets,
+	                  "TARGET... SQL: session names, trace directories or one database file (default: the "
+	                  "current session), then the SQL statements, e.g. 'SELECT name, count(*) FROM events "
+	                  "GROUP BY name'")
+		->required();
+	query->add_option("--span", a.spans, "User spans for the slices table, as with export (repeatable)")
+		->allow_extra_args(false);
+	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
+	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
 
 	verb("version", "Print the version", [] { return verb_version(); });
 

@@ -6,8 +6,9 @@
 #include "cli/print.hpp"
 
 #include "analysis/analyses.hpp"
-#include "analysis/chrome_json_export.hpp"
-#include "analysis/perfetto_export.hpp"
+#include "analysis/export.hpp"
+#include "analysis/sql/query.hpp"
+#include "analysis/sql/sqlite_export.hpp"
 #include "analysis/text_view.hpp"
 #include "analysis/trace_scan.hpp"
 #include "analysis/trace_stats.hpp"
@@ -519,6 +520,13 @@ int print_report(const analysis::Report &r, bool json)
 	return 0;
 }
 
+analysis::sql::OutputFormat query_format(const Args &a)
+{
+	return a.csv    ? analysis::sql::OutputFormat::csv
+	       : a.json ? analysis::sql::OutputFormat::json
+	                : analysis::sql::OutputFormat::text;
+}
+
 } // namespace
 
 int verb_stats(const Args &a)
@@ -543,60 +551,57 @@ int verb_analyze(const Args &a, const std::string &kind)
 
 namespace {
 
-// The formats of `tracery export`, by --format: each writes the events of
-// walk to the file out. False for a format it does not know.
-bool export_as(const std::string &format, analysis::EventWalk &walk, const Args &a, const std::string &out)
+// TARGET... LAST: the targets (none: the current session) and the last argument.
+std::pair<Args, std::string> split_last(const Args &a)
 {
-	analysis::ExportCounts (*to_fd)(analysis::EventWalk &, const analysis::ExportOptions &, int,
-	                                const std::string &) = nullptr;
-	if (format == "perfetto")
-		to_fd = analysis::export_perfetto;
-	else if (format == "chrome-json")
-		to_fd = analysis::export_chrome_json;
-	else
-		return false;
-	analysis::ExportOptions options;
-	for (const std::string &s : a.spans)
-		options.add_span(s);
-	for (const std::string &c : a.counters)
-		options.add_counter(c);
-	const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		throw CliError("cannot create '" + out + "': " + strerror(errno));
-	analysis::ExportCounts n;
-	try {
-		n = to_fd(walk, options, fd, "'" + out + "'");
-		if (::close(fd) != 0)
-			throw CliError("cannot write '" + out + "': " + strerror(errno));
-	} catch (...) {
-		::close(fd);
-		::unlink(out.c_str()); // no half-written file left behind
-		throw;
-	}
-	printf("%llu events written to %s (%s)\n", static_cast<unsigned long long>(n.events), out.c_str(),
-	       format.c_str());
-	if (n.discarded)
-		printf("the traces lost %llu events (not in the export)\n",
-		       static_cast<unsigned long long>(n.discarded));
-	return true;
+	Args t = a;
+	std::string last = t.targets.back();
+	t.targets.pop_back();
+	return {t, last};
 }
 
 } // namespace
 
 int verb_export(const Args &a)
 {
-	if (a.targets.size() < 2)
-		throw CliError("give the traces and then the output file: tracery export --format FORMAT TRACE... OUT");
-	const std::string &out = a.targets.back();
-	struct stat st;
-	if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-		throw CliError("'" + out + "' is a directory: the last argument is the file to write");
-	std::vector<analysis::ViewInput> inputs;
-	for (size_t i = 0; i + 1 < a.targets.size(); ++i)
-		view_target(a.targets[i], inputs);
-	analysis::EventWalk walk(inputs, "export " + a.format);
-	if (!export_as(a.format, walk, a, out))
-		throw CliError("unknown export format '" + a.format + "': give perfetto or chrome-json");
+	const analysis::ExportFormat *f = analysis::find_export_format(a.format);
+	if (!f) {
+		std::string names;
+		for (const auto &e : analysis::export_formats()) {
+			names += names.empty() ? "" : ", ";
+			names += e.name;
+		}
+		throw CliError("unknown format '" + a.format + "' (--format): give one of " + names);
+	}
+	const auto [targets, out] = split_last(a);
+	if (std::filesystem::is_directory(out))
+		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
+		               a.format + " TRACE... OUT)");
+	analysis::EventWalk walk(trace_inputs(targets), std::string("export ") + f->name);
+	const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force});
+	fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events), out.c_str());
+	if (n.discarded)
+		fprintf(stderr, "tracery: the traces lost %llu events (not in the export)\n",
+		        static_cast<unsigned long long>(n.discarded));
+	return 0;
+}
+
+int verb_query(const Args &a)
+{
+	const auto [targets, sql] = split_last(a);
+	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
+		analysis::sql::Db db(targets.targets[0], SQLITE_OPEN_READONLY);
+		analysis::sql::run_query(db, sql, query_format(a), stdout);
+		return 0;
+	}
+	analysis::EventWalk walk(trace_inputs(targets), "query");
+	analysis::sql::Db db(""); // a temporary file SQLite removes, its pages cached in memory up to a bound
+	analysis::sql::fresh_database_pragmas(db);
+	analysis::sql::LoadOptions load;
+	for (const std::string &s : a.spans)
+		load.spans.push_back(analysis::sql::parse_span(s));
+	analysis::sql::load_traces(walk, db, load);
+	analysis::sql::run_query(db, sql, query_format(a), stdout);
 	return 0;
 }
 

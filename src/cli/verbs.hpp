@@ -22,16 +22,19 @@ struct Args {
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
 	std::vector<std::string> contexts;
-	std::vector<std::string> targets;         // view NAME|DIR...
-	std::string begin, end;                   // view --begin/--end
-	std::vector<std::string> names;           // view --names
-	std::vector<std::string> fields;          // view --fields
-	std::vector<std::string> pids;            // track/untrack --pid
-	bool follow_children = true;              // track --follow-children / --no-follow-children
-	bool json = false;                        // stats/analyze --json
-	std::string span_begin, span_end, match;  // analyze latency --begin/--end/--match
-	std::string format;                       // export --format
-	std::vector<std::string> spans, counters; // export --span B,E / --counter EVENT:FIELD
+	std::vector<std::string> targets;        // view NAME|DIR...
+	std::string begin, end;                  // view --begin/--end
+	std::vector<std::string> names;          // view --names
+	std::vector<std::string> fields;         // view --fields
+	std::vector<std::string> pids;           // track/untrack --pid
+	bool follow_children = true;             // track --follow-children / --no-follow-children
+	bool json = false;                       // stats/analyze/query --json
+	std::string span_begin, span_end, match; // analyze latency --begin/--end/--match
+	std::string format;                      // export --format
+	std::vector<std::string> spans;          // export/query --span BEGIN,END[,FIELD]
+	std::vector<std::string> counters;       // export --counter EVENT:FIELD
+	bool force = false;                      // export --force
+	bool csv = false;                        // query --csv
 };
 
 int verb_create(const Args &a);
@@ -49,8 +52,10 @@ int verb_view(const Args &a);
 int verb_stats(const Args &a);
 // kind: cputop, syscalls, schedlat, irq, latency
 int verb_analyze(const Args &a, const std::string &kind);
-// export TRACE... OUT: targets holds the traces, then the output file.
+// TARGET... OUT (targets: the traces, then the output)
 int verb_export(const Args &a);
+// TARGET... SQL (targets: the traces or a database, then the statements)
+int verb_query(const Args &a);
 int verb_version();
 
 } // namespace tracery::cli

@@ -1,0 +1,148 @@
+// analysis/sql/json_text.cpp — UTF-8 checks and JSON of decoded fields (see
+// json_text.hpp).
+#include "analysis/sql/json_text.hpp"
+
+#include "base/utf8.hpp"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+namespace tracery::analysis::sql {
+
+namespace reader = ctf::reader;
+using reader::OpKind;
+
+void append_utf8(std::string &out, std::string_view s)
+{
+	const size_t from = out.size();
+	out.append(s);
+	auto *p = reinterpret_cast<uint8_t *>(out.data() + from);
+	if (!base::is_ascii(p, s.size()))
+		base::sanitize_utf8_in_place(p, s.size());
+}
+
+void append_json_string(std::string &out, std::string_view s)
+{
+	out += '"';
+	// Escaping changes ASCII bytes only, which no valid multi-byte sequence
+	// holds: the escaped text is then made valid UTF-8 in place.
+	const size_t from = out.size();
+	bool ascii = true;
+	for (const char ch : s) {
+		const auto c = static_cast<unsigned char>(ch);
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			ascii &= c < 0x80;
+			out += ch;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			out += "\\\"";
+			break;
+		case '\\':
+			out += "\\\\";
+			break;
+		case '\n':
+			out += "\\n";
+			break;
+		case '\t':
+			out += "\\t";
+			break;
+		case '\r':
+			out += "\\r";
+			break;
+		default: {
+			char b[8];
+			snprintf(b, sizeof b, "\\u%04x", c);
+			out += b;
+		}
+		}
+	}
+	if (!ascii)
+		base::sanitize_utf8_in_place(reinterpret_cast<uint8_t *>(out.data() + from), out.size() - from);
+	out += '"';
+}
+
+size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, const reader::Value *values, size_t v)
+{
+	const reader::Op &op = plan.ops[i];
+	const reader::Value &val = values[v];
+	switch (op.kind) {
+	case OpKind::u8:
+	case OpKind::u16:
+	case OpKind::u32:
+	case OpKind::u64:
+	case OpKind::integer: {
+		if (op.type && op.type->kind == reader::TypeKind::enumeration) {
+			bool any = false;
+			reader::for_each_enum_label(*op.type, val.u, [&](const std::string &label) {
+				if (!any)
+					append_json_string(out, label);
+				any = true;
+			});
+			if (any)
+				return v + 1;
+		}
+		char b[24];
+		if (op.is_signed)
+			snprintf(b, sizeof b, "%" PRId64, val.i);
+		else
+			snprintf(b, sizeof b, "%" PRIu64, val.u);
+		out += b;
+		return v + 1;
+	}
+	case OpKind::float32:
+	case OpKind::float64: {
+		if (!std::isfinite(val.f)) {
+			out += "null";
+			return v + 1;
+		}
+		char b[32];
+		snprintf(b, sizeof b, "%.17g", val.f);
+		out += b;
+		return v + 1;
+	}
+	case OpKind::string:
+	case OpKind::text_array:
+	case OpKind::text_sequence:
+		append_json_string(out, {val.s, static_cast<size_t>(val.n)});
+		return v + 1;
+	case OpKind::structure: {
+		out += '{';
+		size_t w = v + 1;
+		uint32_t c = i + 1;
+		for (uint32_t k = 0; k < op.count; ++k) {
+			const reader::Op &m = plan.ops[c];
+			if (k)
+				out += ',';
+			std::string_view name = m.name ? std::string_view(*m.name) : std::string_view();
+			if (!name.empty() && name[0] == '_')
+				name.remove_prefix(1);
+			append_json_string(out, name);
+			out += ':';
+			w = append_json_value(out, plan, c, values, w);
+			c = m.next;
+		}
+		out += '}';
+		return w;
+	}
+	case OpKind::array:
+	case OpKind::sequence: {
+		out += '[';
+		size_t w = v + 1;
+		for (uint64_t k = 0; k < val.n; ++k) {
+			if (k)
+				out += ',';
+			w = append_json_value(out, plan, i + 1, values, w);
+		}
+		out += ']';
+		return w;
+	}
+	case OpKind::variant:
+		return append_json_value(out, plan, plan.selectors[op.table].option_ops[val.n], values, v + 1);
+	}
+	return v + 1;
+}
+
+} // namespace tracery::analysis::sql

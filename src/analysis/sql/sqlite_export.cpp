@@ -1,0 +1,339 @@
+// analysis/sql/sqlite_export.cpp — the walk over the traces that fills the
+// database (see sqlite_export.hpp).
+#include "analysis/sql/sqlite_export.hpp"
+
+#include "analysis/sql/derived.hpp"
+#include "analysis/sql/event_tables.hpp"
+#include "analysis/sql/json_text.hpp"
+
+#include <memory>
+#include <unordered_map>
+
+namespace tracery::analysis::sql {
+
+namespace reader = ctf::reader;
+
+namespace {
+
+constexpr uint64_t kRowsPerTransaction = 1 << 20;
+
+// What the export does with an event class, found once.
+struct ClassInfo {
+	enum Role : uint8_t { plain, sched_switch, wakeup, syscall_entry, syscall_exit, process_exit } role = plain;
+	bool kernel = false;
+	bool task_event = false; // TaskTable::observe learns from it
+	FieldRef cpu, pid, tid, procname;
+	std::optional<int64_t> env_pid; // a per-process buffer's
+	std::string_view env_procname;
+	FieldRef a, b, c; // sched_switch: prev_tid, prev_state, next_tid; wakeup, exit: tid; syscall exit: ret
+	std::string call; // syscall name
+};
+
+ClassInfo class_info(const reader::Item &it)
+{
+	ClassInfo ci;
+	const std::string &name = it.event->cls->name;
+	const reader::TraceClass &tc = it.stream->trace().cls;
+	const auto *domain = tc.env_value("domain");
+	ci.kernel =
+		domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
+	ci.cpu = find_context_field(it, "cpu_id");
+	ci.pid = find_context_field(it, "vpid");
+	if (!ci.pid)
+		ci.pid = find_context_field(it, "pid");
+	ci.tid = find_context_field(it, "vtid");
+	if (!ci.tid)
+		ci.tid = find_context_field(it, "tid");
+	ci.procname = find_context_field(it, "procname");
+	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
+		ci.env_pid = std::get<int64_t>(*v);
+	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
+		ci.env_procname = std::get<std::string>(*v);
+	if (!ci.kernel)
+		return ci;
+	ci.task_event = name == "sched_switch" || name == "sched_process_fork" || name == "sched_process_exec" ||
+	                name == "sched_process_exit" || name == "lttng_statedump_process_state";
+	if (name == "sched_switch") {
+		ci.role = ClassInfo::sched_switch;
+		ci.a = find_field(it, "prev_tid");
+		ci.b = find_field(it, "prev_state");
+		ci.c = find_field(it, "next_tid");
+	} else if (name == "sched_waking" || name == "sched_wakeup" || name == "sched_wakeup_new") {
+		ci.role = ClassInfo::wakeup;
+		ci.a = find_field(it, "tid");
+	} else if (name == "sched_process_exit") {
+		ci.role = ClassInfo::process_exit;
+		ci.a = find_field(it, "tid");
+	} else if (const auto call = after_prefix(name, "syscall_entry_"); !call.empty()) {
+		ci.role = ClassInfo::syscall_entry;
+		ci.call = call;
+	} else if (const auto call = after_prefix(name, "syscall_exit_"); !call.empty()) {
+		ci.role = ClassInfo::syscall_exit;
+		ci.a = find_field(it, "ret");
+	}
+	return ci;
+}
+
+// A span's begin: where and who.
+struct Begun {
+	int64_t ns = 0;
+	std::optional<int64_t> cpu, pid, tid;
+};
+
+struct SpanState {
+	SpanEvents events;
+	OpenSpans<Begun> open;
+	std::string name; // "BEGIN to END"
+};
+
+} // namespace
+
+LatencyOptions parse_span(const std::string &spec)
+{
+	LatencyOptions o;
+	std::vector<std::string> parts;
+	size_t from = 0;
+	for (;;) {
+		const size_t comma = spec.find(',', from);
+		parts.push_back(spec.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+		if (comma == std::string::npos)
+			break;
+		from = comma + 1;
+	}
+	if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty() ||
+	    (parts.size() == 3 && parts[2].empty()))
+		throw std::invalid_argument(
+			"--span '" + spec +
+			"': give BEGIN,END or BEGIN,END,FIELD: the event that opens a span, the one "
+			"that closes it and, to pair them by a field of both instead of by thread, "
+			"that field (e.g. --span app:req_begin,app:req_end,id)");
+	o.begin = parts[0];
+	o.end = parts[1];
+	if (parts.size() == 3)
+		o.match = parts[2];
+	o.begin_option = o.end_option = o.match_option = "--span " + spec;
+	return o;
+}
+
+void fresh_database_pragmas(Db &db)
+{
+	db.exec("PRAGMA page_size = 65536; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+	        "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768");
+}
+
+uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
+{
+	std::vector<std::unique_ptr<SpanState>> spans;
+	for (const LatencyOptions &o : options.spans)
+		spans.push_back(std::make_unique<SpanState>(
+			SpanState{SpanEvents(walk.set(), o), {}, o.begin + " to " + o.end}));
+
+	EventTables tables(db, walk.set());
+	db.exec("CREATE TABLE streams (id INTEGER PRIMARY KEY, trace TEXT NOT NULL, path TEXT NOT NULL, "
+	        "stream_class INTEGER NOT NULL, instance INTEGER NOT NULL, events INTEGER NOT NULL DEFAULT 0)");
+	db.exec("CREATE TABLE lost (stream INTEGER NOT NULL REFERENCES streams(id), ts INTEGER NOT NULL, "
+	        "end_ts INTEGER, events INTEGER NOT NULL, packets INTEGER NOT NULL)");
+	db.exec("CREATE TABLE slices (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, dur INTEGER NOT NULL, "
+	        "kind TEXT NOT NULL, name TEXT NOT NULL, cpu INTEGER, pid INTEGER, tid INTEGER, ret INTEGER, "
+	        "span_key TEXT)");
+	db.exec("CREATE TABLE thread_state (ts INTEGER NOT NULL, dur INTEGER NOT NULL, tid INTEGER NOT NULL, "
+	        "pid INTEGER, state TEXT NOT NULL, cpu INTEGER)");
+	db.exec("CREATE TABLE threads (tid INTEGER PRIMARY KEY, pid INTEGER, name TEXT, start_ts INTEGER, "
+	        "end_ts INTEGER)");
+	db.exec("CREATE TABLE processes (pid INTEGER PRIMARY KEY, ppid INTEGER, name TEXT, start_ts INTEGER, "
+	        "end_ts INTEGER, threads INTEGER NOT NULL)");
+
+	Stmt ins_stream(db, "INSERT INTO streams (id, trace, path, stream_class, instance) VALUES (?, ?, ?, ?, ?)");
+	Stmt ins_lost(db, "INSERT INTO lost VALUES (?, ?, ?, ?, ?)");
+	Stmt ins_slice(db, "INSERT INTO slices (ts, dur, kind, name, cpu, pid, tid, ret, span_key) VALUES "
+	                   "(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	Stmt ins_state(db, "INSERT INTO thread_state VALUES (?, ?, ?, ?, ?, ?)");
+
+	Batches batches(db, kRowsPerTransaction);
+	TaskTable tasks;
+	SyscallPairs calls;
+	std::unordered_map<const reader::Stream *, std::pair<int64_t, uint64_t>> streams; // id, events
+	ThreadStates states([&](const ThreadStates::Interval &i) {
+		ins_state.bind(1, i.ts);
+		ins_state.bind(2, i.dur);
+		ins_state.bind(3, i.tid);
+		ins_state.bind_opt(4, tasks.pid(i.tid));
+		ins_state.bind(5, std::string_view(ThreadStates::name(i.state)));
+		ins_state.bind_opt(6, i.cpu);
+		ins_state.run();
+		batches.row();
+	});
+	const auto slice = [&](int64_t ts, int64_t end, std::string_view kind, std::string_view name, const Begun &who,
+	                       std::optional<int64_t> ret, std::string_view key) {
+		ins_slice.bind(1, ts);
+		ins_slice.bind(2, end - ts);
+		ins_slice.bind(3, kind);
+		ins_slice.bind(4, name);
+		ins_slice.bind_opt(5, who.cpu);
+		ins_slice.bind_opt(6, who.pid);
+		ins_slice.bind_opt(7, who.tid);
+		ins_slice.bind_opt(8, ret);
+		if (key.empty())
+			ins_slice.bind_null(9);
+		else
+			ins_slice.bind(9, key);
+		ins_slice.run();
+		batches.row();
+	};
+	const reader::Stream *last_stream = nullptr;
+	std::pair<int64_t, uint64_t> *last_entry = nullptr;
+	const auto stream_id = [&](const reader::Stream *s) -> std::pair<int64_t, uint64_t> & {
+		if (s == last_stream)
+			return *last_entry;
+		auto [where, added] = streams.try_emplace(s, static_cast<int64_t>(streams.size() + 1), 0);
+		if (added) {
+			std::string trace, path;
+			append_utf8(trace, s->trace().name);
+			append_utf8(path, s->name());
+			ins_stream.bind(1, where->second.first);
+			ins_stream.bind(2, std::string_view(trace));
+			ins_stream.bind(3, std::string_view(path));
+			ins_stream.bind(4, static_cast<int64_t>(s->class_id()));
+			ins_stream.bind(5, static_cast<int64_t>(s->id()));
+			ins_stream.run();
+		}
+		last_stream = s;
+		last_entry = &where->second;
+		return where->second;
+	};
+
+	ClassCache<ClassInfo> cache;
+	uint64_t events = 0;
+	TimeRange range;
+	std::string key;
+	while (const reader::Item *it = walk.next()) {
+		auto &stream = stream_id(it->stream);
+		if (it->kind != reader::ItemKind::event) {
+			const bool ev = it->kind == reader::ItemKind::discarded_events;
+			ins_lost.bind(1, stream.first);
+			ins_lost.bind(2, it->ns);
+			if (it->has_range)
+				ins_lost.bind(3, it->end_ns);
+			else
+				ins_lost.bind_null(3);
+			ins_lost.bind(4, static_cast<int64_t>(ev ? it->count : 0));
+			ins_lost.bind(5, static_cast<int64_t>(ev ? 0 : it->count));
+			ins_lost.run();
+			continue;
+		}
+		++events;
+		++stream.second;
+		range.see(it->ns);
+		const ClassInfo &c = cache.get(*it, [&] { return class_info(*it); });
+		const auto cpu = int_field(*it, c.cpu);
+		std::optional<int64_t> pid = int_field(*it, c.pid), tid = int_field(*it, c.tid);
+		if (c.kernel) {
+			if (!tid && cpu)
+				tid = calls.running(*cpu);
+			if (!pid && tid)
+				pid = tasks.pid(*tid);
+		} else {
+			if (!pid)
+				pid = c.env_pid;
+			if (tid) {
+				std::string_view procname = text_field(*it, c.procname);
+				if (procname.empty())
+					procname = c.env_procname;
+				tasks.set(*tid, pid, procname);
+			}
+		}
+		tables.insert(*it, cpu, pid, tid);
+		batches.row();
+
+		for (auto &s : spans) {
+			const SpanEvents::Fields &f = s->events.of(*it);
+			if (f.kind == SpanEvents::Fields::other)
+				continue;
+			key = SpanEvents::key(*it, f);
+			if (f.kind == SpanEvents::Fields::begin) {
+				s->open.begin(key, Begun{it->ns, cpu, pid, tid});
+			} else if (const auto b = s->open.end(key)) {
+				std::string_view shown = key;
+				if (!shown.empty() && shown[0] == '"')
+					shown.remove_prefix(1);
+				std::string text;
+				append_utf8(text, shown);
+				slice(b->ns, it->ns, "span", s->name, *b, std::nullopt, text);
+			}
+		}
+		if (!c.kernel)
+			continue;
+		switch (c.role) {
+		case ClassInfo::plain:
+			break;
+		case ClassInfo::sched_switch: {
+			const auto prev = int_field(*it, c.a), next = int_field(*it, c.c);
+			if (cpu && next)
+				calls.on_switch(*cpu, *next);
+			if (cpu && prev && next)
+				states.on_switch(it->ns, *cpu, *prev, int_field(*it, c.b).value_or(0), *next);
+			break;
+		}
+		case ClassInfo::wakeup:
+			if (const auto t = int_field(*it, c.a))
+				states.on_wakeup(it->ns, *t);
+			break;
+		case ClassInfo::process_exit:
+			if (const auto t = int_field(*it, c.a))
+				states.on_exit(*t);
+			break;
+		case ClassInfo::syscall_entry:
+			if (cpu)
+				calls.on_entry(it->ns, *cpu, c.call);
+			break;
+		case ClassInfo::syscall_exit:
+			if (cpu)
+				if (const SyscallPairs::Call *call = calls.on_exit(*cpu))
+					slice(call->entry_ns, it->ns, "syscall", call->name,
+					      Begun{call->entry_ns, call->cpu, tasks.pid(call->tid), call->tid},
+					      int_field(*it, c.a), {});
+			break;
+		}
+		if (c.task_event)
+			tasks.observe(*it);
+	}
+	states.finish(range.last);
+
+	Stmt up(db, "UPDATE streams SET events = ? WHERE id = ?");
+	for (const auto &[s, v] : streams) {
+		up.bind(1, static_cast<int64_t>(v.second));
+		up.bind(2, v.first);
+		up.run();
+	}
+	{
+		Stmt ins(db, "INSERT INTO threads VALUES (?, ?, ?, ?, ?)");
+		std::string name;
+		for (const auto &[tid, t] : tasks.tasks()) {
+			ins.bind(1, tid);
+			ins.bind_opt(2, t.pid);
+			name.clear();
+			append_utf8(name, t.comm);
+			ins.bind(3, std::string_view(name));
+			ins.bind_opt(4, t.start_ns);
+			ins.bind_opt(5, t.end_ns);
+			ins.run();
+		}
+		Stmt insp(db, "INSERT INTO processes VALUES (?, ?, ?, ?, ?, ?)");
+		for (const ProcessRow &p : processes_of(tasks)) {
+			insp.bind(1, p.pid);
+			insp.bind_opt(2, p.ppid);
+			name.clear();
+			append_utf8(name, p.name);
+			insp.bind(3, std::string_view(name));
+			insp.bind_opt(4, p.start_ns);
+			insp.bind_opt(5, p.end_ns);
+			insp.bind(6, p.threads);
+			insp.run();
+		}
+	}
+	tables.finish();
+	batches.finish();
+	return events;
+}
+
+} // namespace tracery::analysis::sql
