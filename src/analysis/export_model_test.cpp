@@ -36,8 +36,11 @@ TEST(ExportNames, EachOnce)
 	const uint32_t a = t.id("a"), b = t.id("b");
 	EXPECT_NE(a, b);
 	EXPECT_EQ(t.id("a"), a);
-	for (int i = 0; i < 1000; ++i) // the deque keeps the strings where they are
-		t.id("n" + std::to_string(i));
+	for (int i = 0; i < 1000; ++i) { // the deque keeps the strings where they are
+		std::string name = "n";  // appended: GCC 12 -O3 warns falsely (-Wrestrict) on "n" + std::string
+		name += std::to_string(i);
+		t.id(name);
+	}
 	EXPECT_EQ(t.id("b"), b);
 	EXPECT_EQ(t[b], "b");
 	EXPECT_EQ(t.size(), 1002u);
