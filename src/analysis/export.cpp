@@ -2,6 +2,7 @@
 #include "analysis/export.hpp"
 
 #include "analysis/chrome_json_export.hpp"
+#include "analysis/html_export.hpp"
 #include "analysis/perfetto_export.hpp"
 #include "analysis/sql/sqlite_export.hpp"
 
@@ -36,7 +37,7 @@ ExportCounts write_sqlite(EventWalk &walk, const std::string &out, const ExportR
 {
 	if (!request.counters.empty())
 		throw std::invalid_argument("--counter draws a field as a counter track in the timeline formats "
-		                            "(perfetto, chrome-json); the sqlite format has every field as a column");
+		                            "(perfetto, chrome-json, html); the sqlite format has every field as a column");
 	sql::LoadOptions load;
 	for (const std::string &s : request.spans)
 		load.spans.push_back(sql::parse_span(s));
@@ -90,6 +91,11 @@ ExportCounts write_chrome_json(EventWalk &walk, const std::string &out, const Ex
 	return write_timeline(export_chrome_json, walk, out, request);
 }
 
+ExportCounts write_html(EventWalk &walk, const std::string &out, const ExportRequest &request)
+{
+	return write_timeline(export_html, walk, out, request);
+}
+
 } // namespace
 
 const std::vector<ExportFormat> &export_formats()
@@ -108,6 +114,10 @@ const std::vector<ExportFormat> &export_formats()
 	         "Chrome's trace event JSON (chrome://tracing and the tools that read only that), with the same "
 	         "tracks as perfetto (docs/export.md)",
 	         &write_chrome_json},
+		{"html",
+	         "A timeline in one HTML file that opens from disk in a browser: the same tracks as perfetto, "
+	         "zoom and pan, an event's fields on a click, a search box (docs/export.md)",
+	         &write_html},
 	};
 	return formats;
 }

@@ -1,0 +1,357 @@
+"""`tracery export --format html`: the timeline opened in headless Chromium (Debian's `chromium`), driven through the
+DevTools protocol over --remote-debugging-pipe (fds 3 and 4, JSON messages ended by NUL; no Python package needed):
+the page loads from disk with every event, draws its tracks (canvas pixels in each track's row), a click on an event
+shows its fields, the search box finds events by name and by field value, the wheel zooms and a drag pans; a
+screenshot is saved and its path printed. On the hand-forged trace of tests/analyze_test.py (with a thread name
+made hostile: an end of script element and bytes that are not UTF-8) and, as root, on a kernel and user trace
+recorded through the daemon (CPU tracks from sched_switch, system calls, a counter). Skipped, saying so, when
+`chromium` is not installed."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import analyze_test
+from analyze_test import forge, tracery
+from daemontest import DaemonEnv, read_line
+from tracetest import BUILD_DIR, program
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HOSTILE = "db</script><script>window.pwned=1</script><!--\u00e9"  # é: two bytes made invalid in the trace
+SHOTS = os.path.join(BUILD_DIR, "html_test")  # where the screenshots stay after the test
+
+
+class Browser:
+    """Headless Chromium and one page of it, over the DevTools protocol on a pipe."""
+
+    def __init__(self, width=1400, height=900):
+        self.profile = tempfile.mkdtemp(prefix="tracery-html-chromium-")
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+
+        def fds():  # the protocol's pipe on fds 3 (read by the browser) and 4 (written by it)
+            a, b = os.dup(to_browser_r) + 100, os.dup(from_browser_w) + 100
+            os.dup2(to_browser_r, a)
+            os.dup2(from_browser_w, b)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        argv = [CHROMIUM, "--headless=new", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
+                "--no-default-browser-check", "--disable-extensions", "--mute-audio", f"--user-data-dir={self.profile}",
+                f"--window-size={width},{height}", "about:blank"]
+        if os.geteuid() == 0:
+            argv.insert(1, "--no-sandbox")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, preexec_fn=fds, close_fds=False)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self.buf = b""
+        self.next_id = 0
+        self.events = []
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.page("Page.enable")
+        self.page("Runtime.enable")
+        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+
+    def close(self):
+        try:
+            self.call("Browser.close")
+        except Exception:  # noqa: BLE001 (gone already)
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.to_browser)
+        os.close(self.from_browser)
+        shutil.rmtree(self.profile, True)
+
+    def _read(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\0" not in self.buf:
+            if time.monotonic() > deadline:
+                raise AssertionError("no answer from Chromium")
+            chunk = os.read(self.from_browser, 1 << 20)
+            if not chunk:
+                raise AssertionError("Chromium closed the pipe")
+            self.buf += chunk
+        msg, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(self, method, session=None, timeout=120, **params):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_browser, json.dumps(msg).encode() + b"\0")
+        while True:
+            m = self._read(timeout)
+            if m.get("id") == self.next_id:
+                if "error" in m:
+                    raise AssertionError(f"{method}: {m['error']}")
+                return m["result"]
+            if "method" in m:
+                self.events.append(m)
+
+    def page(self, method, **params):
+        return self.call(method, session=self.session, **params)
+
+    def wait_event(self, name, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, m in enumerate(self.events):
+                if m["method"] == name:
+                    return self.events.pop(i)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {name} from Chromium")
+            m = self._read(deadline - time.monotonic())
+            if "method" in m:
+                self.events.append(m)
+
+    def js(self, expression):
+        r = self.page("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise AssertionError(f"{expression}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def open(self, path, timeout=120):
+        """Loads the file; returns seconds until the timeline is ready."""
+        start = time.monotonic()
+        self.events.clear()
+        self.page("Page.navigate", url="file://" + os.path.abspath(path))
+        self.wait_event("Page.loadEventFired", timeout)
+        while not self.js("!!(window.tracery && window.tracery.ready)"):
+            if time.monotonic() - start > timeout:
+                raise AssertionError("the timeline never became ready")
+            time.sleep(0.05)
+        return time.monotonic() - start
+
+    def click(self, x, y):
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.page("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def canvas_origin(self):
+        return self.js("(() => { const r = document.getElementById('tl-canvas').getBoundingClientRect();"
+                       " return [r.left, r.top]; })()")
+
+    def type_search(self, text):
+        r = self.js("(() => { const r = document.getElementById('tl-search').getBoundingClientRect();"
+                    " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        self.click(*r)
+        self.page("Input.insertText", text=text)
+        for kind in ("keyDown", "keyUp"):
+            self.page("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
+
+    def screenshot(self, path):
+        data = self.page("Page.captureScreenshot", format="png")["data"]
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+        print(f"screenshot: {path}", flush=True)
+
+
+# Per row of the timeline: its label and the pixels of its plot area (right of the names, below the axis) that are
+# not the row's background.
+INK = """(() => {
+  const c = document.getElementById('tl-canvas');
+  tracery.draw();
+  const g = c.getContext('2d'), dpr = c.width / c.clientWidth;
+  return tracery.rows.filter(r => r.y >= 26 && r.y + r.h <= c.clientHeight).map(r => {
+    const d = g.getImageData(Math.round(221 * dpr), Math.round((r.y + 1) * dpr), c.width - Math.round(221 * dpr),
+                             Math.round((r.h - 2) * dpr)).data;
+    const bg = [d[0], d[1], d[2]];
+    let ink = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] !== bg[0] || d[i + 1] !== bg[1] || d[i + 2] !== bg[2]) ink++;
+    return {label: r.label, kind: r.kind, events: r.events, ink: ink};
+  });
+})()"""
+
+
+class HtmlCase(unittest.TestCase):
+    def setUp(self):
+        if not CHROMIUM:
+            self.skipTest("chromium is not installed (apt-get install chromium): the HTML timeline is not checked")
+        self.tmp = tempfile.mkdtemp(prefix="tracery-html-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.b = Browser()
+        self.addCleanup(self.b.close)
+
+    def details(self):
+        return self.b.js("document.getElementById('tl-details').innerText")
+
+    def click_event(self, name, nth=0):
+        """Clicks, with the mouse, where the nth event called name is drawn; returns the details panel's text."""
+        pos = self.b.js(f"JSON.stringify(tracery.locate({json.dumps(name)}, {nth}))")
+        self.assertIsNotNone(json.loads(pos), name)
+        pos = json.loads(pos)
+        left, top = self.b.canvas_origin()
+        self.b.click(left + pos["x"], top + pos["y"])
+        self.b.js("new Promise(r => requestAnimationFrame(() => r(1)))")
+        self.assertEqual(self.b.js("tracery.selected && tracery.selected.name"), name)
+        return self.details()
+
+    def check_zoom_and_pan(self):
+        b = self.b
+        b.js("tracery.resetView(), tracery.draw(), 1")
+        span0 = b.js("tracery.view.t1 - tracery.view.t0")
+        left, top = b.canvas_origin()
+        x, y = left + 700, top + 40
+        b.page("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=0, deltaY=-600, modifiers=2)
+        b.js("new Promise(r => requestAnimationFrame(() => r(1)))")
+        span1 = b.js("tracery.view.t1 - tracery.view.t0")
+        self.assertLess(span1, span0 / 2, "Ctrl+wheel zooms in")
+        t0 = b.js("tracery.view.t0")
+        b.page("Input.dispatchMouseEvent", type="mousePressed", x=x, y=y, button="left", clickCount=1)
+        b.page("Input.dispatchMouseEvent", type="mouseMoved", x=x - 200, y=y, button="left")
+        b.page("Input.dispatchMouseEvent", type="mouseReleased", x=x - 200, y=y, button="left", clickCount=1)
+        self.assertGreater(b.js("tracery.view.t0"), t0, "a drag to the left shows later times")
+        self.assertAlmostEqual(b.js("tracery.view.t1 - tracery.view.t0"), span1, delta=span1 * 1e-6)
+
+
+class ForgedHtmlTest(HtmlCase):
+    def test_forged_trace(self):
+        trace = os.path.join(self.tmp, "forged")
+        saved = dict(analyze_test.PROCESS)
+        analyze_test.PROCESS[21] = (20, HOSTILE)
+        try:
+            forge(trace)
+        finally:
+            analyze_test.PROCESS.clear()
+            analyze_test.PROCESS.update(saved)
+        for stream in ("stream_0", "stream_1"):
+            with open(os.path.join(trace, stream), "r+b") as f:
+                data = f.read()
+                f.seek(0)
+                f.write(data.replace("\u00e9".encode(), b"\xff\xfe"))
+        total = sum(len(events) for packets in analyze_test.STREAMS.values() for _, _, events in packets)
+        out = os.path.join(self.tmp, "forged.html")
+        printed = tracery("export", "--format", "html", "--span", "app:begin,app:end", trace, out).stdout
+        self.assertIn(f"{total} events written to {out} (html)", printed)
+        with open(out, "rb") as f:
+            page = f.read()
+        self.assertEqual(page.count(b"</script>"), page.count(b"<script"), "no trace string closes a script")
+        page.decode("utf-8")  # valid UTF-8 throughout
+
+        b = self.b
+        b.open(out)
+        self.assertTrue(b.js("tracery.model.complete"))
+        self.assertIsNone(b.js("window.pwned"), "the hostile name ran as a script")
+        self.assertEqual(b.js("tracery.model.events"), total)
+        rows = {r["label"]: r for r in b.js(INK)}
+        hostile = HOSTILE.replace("\u00e9", "??") + " 21"
+        self.assertIn(hostile, rows, "the hostile thread name shown as it is, its bad bytes as '?'")
+        self.assertIn("process 10", rows)
+        for label in ("web 11", hostile):
+            self.assertGreater(rows[label]["ink"], 20, f"{label}: its events drawn ({rows})")
+
+        # a span, clicked: its begin's and end's fields (request 2, 1100..1150 on thread 11)
+        text = self.click_event("app:begin", 1)
+        self.assertIn("duration\t50 ns", text)
+        self.assertIn("ok", text)  # the end's status
+        self.assertIn("req\t2", text)
+        text = self.click_event("app:tick")
+        self.assertIn("app:tick", text)
+        self.assertIn("web", text)
+
+        # the search box: by field value, then by name
+        b.type_search("ok")
+        self.assertEqual(b.js("tracery.matches"), 4)  # the four app:end, status "ok"
+        self.assertEqual(b.js("tracery.selected.name"), "app:begin")  # Enter shows the first: the span it ends
+        self.assertIn("4 found", b.js("document.getElementById('tl-bar').innerText"))
+        b.js("document.getElementById('tl-search').value = ''")
+        b.type_search("tick")
+        self.assertEqual(b.js("tracery.matches"), 2)
+        self.assertEqual(b.js("tracery.selected.name"), "app:tick")
+        self.assertEqual(len(b.js("[...document.querySelectorAll('#tl-results li')].map(l => l.innerText)")), 2)
+        self.check_zoom_and_pan()
+        b.js("tracery.resetView(), tracery.draw(), 1")
+        b.screenshot(os.path.join(SHOTS, "forged.png"))
+
+
+class KernelHtmlTest(HtmlCase):
+    """A kernel and user trace of kernel-workload through the daemon (as in export_test.py): getpid calls after a
+    kw:before_getpid event each, and round trips between two threads."""
+
+    def setUp(self):
+        if os.geteuid() != 0 or not os.path.isdir("/sys/kernel/tracing/events"):
+            self.skipTest("kernel tracing needs root and tracefs; skipped")
+        super().setUp()
+        self.d = DaemonEnv(prefix="tracery-html-daemon-")
+        self.addCleanup(self.d.cleanup)
+        self.d.start_daemon()
+
+    def test_kernel_and_user_trace(self):
+        t = self.d.tracery
+        path = os.path.join(self.d.tmp, "k")
+        t("create", "k", "--output", path)
+        t("enable-event", "-u", "kw:*", "-s", "k")
+        t("add-context", "-u", "-s", "k", "-t", "vpid", "-t", "vtid", "-t", "procname")
+        t("enable-event", "-k", "sched_switch,sched_waking,sched_wakeup,sched_process_fork,sched_process_exec",
+          "-s", "k")
+        t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
+        p = self.d.spawn([program("tests", "kernel-workload"), "200", "100"])
+        pid = int(read_line(p, "ready")[0])
+        self.d.wait_registered(pid)
+        t("start", "k")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        read_line(p, "done")
+        p.wait(timeout=30)
+        t("stop", "k")
+        stats = json.loads(tracery("stats", "--json", path).stdout)
+        total = stats["total"][0]["count"]
+        out = os.path.join(self.d.tmp, "k.html")
+        printed = tracery("export", "--format", "html", "--counter", "kw:before_getpid:i", path, out).stdout
+        self.assertIn(f"{total} events written to", printed)
+
+        b = self.b
+        seconds = b.open(out)
+        print(f"kernel+user trace of {total} events: timeline ready in {seconds:.2f} s", flush=True)
+        # every event of the trace once, and a counter value per kw:before_getpid
+        counts = json.loads(b.js("""JSON.stringify((() => {
+          const m = tracery.model, n = {};
+          for (const tr of m.tracks) if (tr) for (let i = 0; i < tr.n; i++) {
+            const k = m.kinds[tr.k[i]]; const key = k.cat === 'counter' ? 'counter' : k.name;
+            n[key] = (n[key] || 0) + 1;
+          }
+          return n; })())"""))
+        self.assertEqual(counts["kw:before_getpid"], 200)
+        self.assertEqual(counts["counter"], 200)
+        self.assertGreater(counts["sched_switch"], 200)
+        self.assertGreaterEqual(sum(counts.values()) - counts["counter"], total)
+        rows = b.js(INK)
+        cpus = [r for r in rows if r["kind"] == 4]
+        self.assertTrue(cpus, rows)
+        self.assertTrue(any(r["ink"] > 100 for r in cpus), f"the CPU tracks draw their threads: {cpus}")
+        labels = [r["label"] for r in b.js("tracery.rows")]
+        self.assertIn("system calls", labels)
+        self.assertTrue(any(label.startswith("kw-ping") for label in labels), labels)
+        self.assertIn("kw:before_getpid.i", labels)  # the counter track
+
+        text = self.click_event("kw:before_getpid")
+        self.assertIn(f"vtid\n{pid}", text.replace("\t", "\n"))
+        text = self.click_event("getpid")
+        self.assertIn("duration", text)
+        self.assertIn("system calls", text)
+        text = self.click_event("sched_switch")
+        self.assertIn("running", text)
+        self.assertIn("next_comm", text)
+
+        b.type_search("kw-pong")
+        self.assertGreater(b.js("tracery.matches"), 100)  # the switches to it, its user events
+        b.js("document.getElementById('tl-search').value = ''")
+        b.type_search("getpid")
+        self.assertGreaterEqual(b.js("tracery.matches"), 400)  # kw:before_getpid and the calls' begins and ends
+        self.check_zoom_and_pan()
+        b.js("tracery.resetView(), tracery.draw(), 1")
+        b.screenshot(os.path.join(SHOTS, "kernel.png"))
+
+
+if __name__ == "__main__":
+    unittest.main()
