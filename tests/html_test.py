@@ -331,11 +331,12 @@ class KernelHtmlTest(HtmlCase):
         self.assertTrue(any(r["ink"] > 100 for r in cpus), f"the CPU tracks draw their threads: {cpus}")
         labels = [r["label"] for r in b.js("tracery.rows")]
         self.assertIn("system calls", labels)
-        self.assertTrue(any(label.startswith("kw-ping") for label in labels), labels)
+        self.assertIn(f"kernel-workload {pid}", labels)  # its process, then its main thread
         self.assertIn("kw:before_getpid.i", labels)  # the counter track
 
         text = self.click_event("kw:before_getpid")
-        self.assertIn(f"vtid\n{pid}", text.replace("\t", "\n"))
+        self.assertIn(f"kernel-workload {pid}", text)  # its thread's track
+        self.assertIn("i\t0", text)  # the first call's field
         text = self.click_event("getpid")
         self.assertIn("duration", text)
         self.assertIn("system calls", text)

@@ -1,11 +1,13 @@
 // analysis/export_model_test.cpp — the export model's pieces that need no
-// trace: JSON strings (escapes, bytes that are not UTF-8), the name table,
-// and the --span / --counter arguments.
+// trace: JSON strings (escapes, bytes that are not UTF-8; the HTML export's
+// that cannot end a script element), the name table, and the --span /
+// --counter arguments.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "analysis/export_model.hpp"
+#include "analysis/html_export.hpp"
 
 namespace {
 
@@ -28,6 +30,18 @@ TEST(ExportJson, StringsEscapedAndValidUtf8)
 	                               "?(y\"");    // not UTF-8: '?'
 	EXPECT_EQ(json("\xed\xa0\x80"), "\"???\""); // a surrogate
 	EXPECT_EQ(json(""), "\"\"");
+}
+
+TEST(ExportJson, HtmlStringsCannotEndTheScript)
+{
+	const auto html = [](std::string_view s) {
+		std::string o = "[";
+		append_html_json_string(o, s);
+		return o;
+	};
+	EXPECT_EQ(html("plain"), "[\"plain\"");
+	EXPECT_EQ(html("</script><!--x"), "[\"\\u003c/script>\\u003c!--x\"");
+	EXPECT_EQ(html("<\xff\"<"), "[\"\\u003c?\\\"\\u003c\""); // with the other escapes
 }
 
 TEST(ExportNames, EachOnce)

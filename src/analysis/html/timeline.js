@@ -248,7 +248,10 @@
 
   function labelOf(tr) {
     switch (tr.kind) {
-      case KIND_PROCESS: return (tr.name || 'process') + ' ' + tr.pid;
+      case KIND_PROCESS: {  // unnamed: after its main thread, else "process"
+        const main = tr.children.find(c => c.kind === KIND_THREAD && c.tid === tr.pid && c.name);
+        return (tr.name || (main ? main.name : 'process')) + ' ' + tr.pid;
+      }
       case KIND_THREAD: return (tr.name || 'thread') + ' ' + tr.tid;
       case KIND_SYSCALLS: return 'system calls';
       case KIND_CPU: return 'CPU ' + tr.cpu;
