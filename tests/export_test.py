@@ -245,6 +245,29 @@ class ForgedExportTest(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
 
 
+def record_kernel_workload(d):
+    """Records, through the daemon of DaemonEnv d, a kernel and user trace of kernel-workload (200 getpid calls
+    after a kw:before_getpid event each, 100 round trips between two threads); returns (its path, the pid)."""
+    t = d.tracery
+    path = os.path.join(d.tmp, "k")
+    t("create", "k", "--output", path)
+    t("enable-event", "-u", "kw:*", "-s", "k")
+    t("add-context", "-u", "-s", "k", "-t", "vpid", "-t", "vtid", "-t", "procname")
+    t("enable-event", "-k", "sched_switch,sched_waking,sched_wakeup,sched_process_fork,sched_process_exec",
+      "-s", "k")
+    t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
+    p = d.spawn([program("tests", "kernel-workload"), "200", "100"])
+    pid = int(read_line(p, "ready")[0])
+    d.wait_registered(pid)
+    t("start", "k")
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    read_line(p, "done")
+    p.wait(timeout=30)
+    t("stop", "k")
+    return path, pid
+
+
 @unittest.skipUnless(HAVE_PROTOC, "protoc is not installed")
 class KernelExportTest(unittest.TestCase):
     """A kernel and user trace of kernel-workload: getpid calls after a kw:before_getpid event each, and round
@@ -258,23 +281,7 @@ class KernelExportTest(unittest.TestCase):
         self.d.start_daemon()
 
     def test_kernel_and_user_trace(self):
-        t = self.d.tracery
-        path = os.path.join(self.d.tmp, "k")
-        t("create", "k", "--output", path)
-        t("enable-event", "-u", "kw:*", "-s", "k")
-        t("add-context", "-u", "-s", "k", "-t", "vpid", "-t", "vtid", "-t", "procname")
-        t("enable-event", "-k", "sched_switch,sched_waking,sched_wakeup,sched_process_fork,sched_process_exec",
-          "-s", "k")
-        t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
-        p = self.d.spawn([program("tests", "kernel-workload"), "200", "100"])
-        pid = int(read_line(p, "ready")[0])
-        self.d.wait_registered(pid)
-        t("start", "k")
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        read_line(p, "done")
-        p.wait(timeout=30)
-        t("stop", "k")
+        path, pid = record_kernel_workload(self.d)
         stats = json.loads(tracery("stats", "--json", path).stdout)
         per_event = {r["name"]: r["count"] for r in stats["per_event"]}
         total = stats["total"][0]["count"]

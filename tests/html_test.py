@@ -17,8 +17,9 @@ import unittest
 
 import analyze_test
 from analyze_test import forge, tracery
-from daemontest import DaemonEnv, read_line
-from tracetest import BUILD_DIR, program
+from daemontest import DaemonEnv
+from export_test import record_kernel_workload
+from tracetest import BUILD_DIR
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = "db</script><script>window.pwned=1</script><!--\u00e9"  # é: two bytes made invalid in the trace
@@ -287,23 +288,7 @@ class KernelHtmlTest(HtmlCase):
         self.d.start_daemon()
 
     def test_kernel_and_user_trace(self):
-        t = self.d.tracery
-        path = os.path.join(self.d.tmp, "k")
-        t("create", "k", "--output", path)
-        t("enable-event", "-u", "kw:*", "-s", "k")
-        t("add-context", "-u", "-s", "k", "-t", "vpid", "-t", "vtid", "-t", "procname")
-        t("enable-event", "-k", "sched_switch,sched_waking,sched_wakeup,sched_process_fork,sched_process_exec",
-          "-s", "k")
-        t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
-        p = self.d.spawn([program("tests", "kernel-workload"), "200", "100"])
-        pid = int(read_line(p, "ready")[0])
-        self.d.wait_registered(pid)
-        t("start", "k")
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        read_line(p, "done")
-        p.wait(timeout=30)
-        t("stop", "k")
+        path, pid = record_kernel_workload(self.d)
         stats = json.loads(tracery("stats", "--json", path).stdout)
         total = stats["total"][0]["count"]
         out = os.path.join(self.d.tmp, "k.html")

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <unordered_map>
 #include <vector>
 
@@ -126,18 +127,15 @@ public:
 
 	void event(const ExportEvent &e) override
 	{
-		Column &c = column(id_of(e.track), e.ts);
-		const size_t before = c.size();
-		append_int(
-			c.k, kind_of({e.name, e.category, static_cast<uint32_t>(e.phase), e.fields}, [&] {
-				KindText k{(*names_)[e.name], (*names_)[e.category], static_cast<int>(e.phase), {}, {}};
-				for (const ShownField &f : *e.fields) {
-					k.fields.push_back((*names_)[f.name]);
-					k.types += "iufsej"[f.type];
-				}
-				return k;
-			}));
-		c.k += ',';
+		const uint32_t kind = kind_of({e.name, e.category, static_cast<uint32_t>(e.phase), e.fields}, [&] {
+			KindText k{(*names_)[e.name], (*names_)[e.category], static_cast<int>(e.phase), {}, {}};
+			for (const ShownField &f : *e.fields) {
+				k.fields.push_back((*names_)[f.name]);
+				k.types += "iufsej"[f.type];
+			}
+			return k;
+		});
+		Column &c = start_event(id_of(e.track), e.ts, kind);
 		for (const ShownField &sf : *e.fields) {
 			const FieldValue v = field_value_of(*e.item, sf, scratch_);
 			switch (v.type) {
@@ -156,59 +154,43 @@ public:
 			}
 			c.v += ',';
 		}
-		pending_ += c.size() - before;
+		end_event(c);
 		if (e.counter_track) {
-			Column &cc = column(id_of(e.counter_track), e.ts);
-			const size_t was = cc.size();
-			append_int(cc.k, special(e.counter_double ? counter_f64 : counter_int));
-			cc.k += ',';
+			Column &cc = start_event(id_of(e.counter_track), e.ts,
+			                         special(e.counter_double ? counter_f64 : counter_int));
 			if (e.counter_double)
 				append_double(cc.v, e.counter_value);
 			else
 				append_exact(cc.v, e.counter_int);
 			cc.v += ',';
-			pending_ += cc.size() - was;
+			end_event(cc);
 		}
 		maybe_flush();
 	}
 
 	void sched_switch(const SchedSwitchEvent &e) override
 	{
-		Column &c = column(cpu_track(e.cpu), e.ts);
-		const size_t before = c.size();
-		append_int(c.k, special(Special::sched_switch));
-		c.k += ',';
+		Column &c = start_event(cpu_track(e.cpu), e.ts, special(Special::sched_switch));
 		text(c.v, e.prev_comm);
-		for (const int64_t v : {e.prev_tid, e.prev_prio, e.prev_state}) {
-			c.v += ',';
-			append_exact(c.v, v);
-		}
 		c.v += ',';
+		integers(c, {e.prev_tid, e.prev_prio, e.prev_state});
 		text(c.v, e.next_comm);
-		for (const int64_t v : {e.next_tid, e.next_prio}) {
-			c.v += ',';
-			append_exact(c.v, v);
-		}
 		c.v += ',';
-		pending_ += c.size() - before;
+		integers(c, {e.next_tid, e.next_prio});
+		end_event(c);
 		maybe_flush();
 	}
 
 	void sched_wake(const SchedWakeEvent &e) override
 	{
-		Column &c = column(cpu_track(e.cpu), e.ts);
-		const size_t before = c.size();
-		append_int(c.k, special(e.kind == SchedWakeEvent::waking   ? Special::sched_waking
-		                        : e.kind == SchedWakeEvent::wakeup ? Special::sched_wakeup
-		                                                           : Special::sched_wakeup_new));
-		c.k += ',';
+		Column &c = start_event(cpu_track(e.cpu), e.ts,
+		                        special(e.kind == SchedWakeEvent::waking   ? Special::sched_waking
+		                                : e.kind == SchedWakeEvent::wakeup ? Special::sched_wakeup
+		                                                                   : Special::sched_wakeup_new));
 		text(c.v, e.comm);
-		for (const int64_t v : {e.tid, e.prio, e.target_cpu}) {
-			c.v += ',';
-			append_exact(c.v, v);
-		}
 		c.v += ',';
-		pending_ += c.size() - before;
+		integers(c, {e.tid, e.prio, e.target_cpu});
+		end_event(c);
 		maybe_flush();
 	}
 
@@ -309,6 +291,26 @@ private:
 		return c;
 	}
 
+	// An event of kind on track: its time and kind appended, then its values
+	// (each followed by ','), then end_event().
+	Column &start_event(uint32_t track, int64_t ts, uint32_t kind)
+	{
+		Column &c = column(track, ts);
+		event_start_ = c.size();
+		append_int(c.k, kind);
+		c.k += ',';
+		return c;
+	}
+	void end_event(const Column &c) { pending_ += c.size() - event_start_; }
+
+	void integers(Column &c, std::initializer_list<int64_t> values)
+	{
+		for (const int64_t v : values) {
+			append_exact(c.v, v);
+			c.v += ',';
+		}
+	}
+
 	template <typename Describe>
 	uint32_t kind_of(const KindKey &key, Describe &&describe_kind)
 	{
@@ -316,10 +318,10 @@ private:
 		if (added) {
 			const KindText k = describe_kind();
 			kinds_json_ += '[';
-			append_html_json_string(kinds_json_, k.name);
-			kinds_json_ += ',';
-			append_html_json_string(kinds_json_, k.category);
-			kinds_json_ += ',';
+			for (const std::string_view s : {k.name, k.category}) {
+				append_html_json_string(kinds_json_, s);
+				kinds_json_ += ',';
+			}
 			append_int(kinds_json_, k.phase);
 			kinds_json_ += ",[";
 			for (size_t i = 0; i < k.fields.size(); ++i) {
@@ -462,6 +464,7 @@ private:
 	std::vector<Column> columns_;                   // by track id
 	std::vector<uint32_t> touched_;                 // tracks with events in this chunk, in order
 	size_t pending_ = 0;                            // bytes of the chunk's columns
+	size_t event_start_ = 0;                        // the column's size before the event's kind
 	std::unordered_map<KindKey, uint32_t, KindHash> kinds_;
 	std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> strings_;
 	size_t intern_bytes_ = 0;
