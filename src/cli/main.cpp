@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 	}
 	auto *exp = verb("export",
 	                 "Write traces to another format: an SQLite database, a Perfetto trace (ui.perfetto.dev), "
-	                 "Chrome's trace event JSON",
+	                 "Chrome's trace event JSON, a timeline in HTML",
 	                 [&] { return verb_export(a); });
 	exp->add_option("--format", a.format, formats_help)->required();
 	exp->add_option("ARGS", a.targets,
@@ -219,9 +219,10 @@ int main(int argc, char **argv)
 	                "User spans: BEGIN,END[,FIELD], the events that open and close one, paired per thread "
 	                "(vtid) or, in the sqlite format, by an equal FIELD of both (repeatable)")
 		->allow_extra_args(false);
-	exp->add_option("--counter", a.counters,
-	                "perfetto, chrome-json: a field drawn as a counter track, EVENT:FIELD, e.g. 'app:tick:depth' "
-	                "(repeatable)")
+	exp->add_option(
+		   "--counter", a.counters,
+		   "perfetto, chrome-json, html: a field drawn as a counter track, EVENT:FIELD, e.g. 'app:tick:depth' "
+		   "(repeatable)")
 		->allow_extra_args(false);
 	exp->add_flag("--force", a.force, "Replace OUT if it exists");
 
