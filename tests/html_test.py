@@ -232,8 +232,8 @@ class ForgedHtmlTest(HtmlCase):
                 f.write(data.replace("\u00e9".encode(), b"\xff\xfe"))
         total = sum(len(events) for packets in analyze_test.STREAMS.values() for _, _, events in packets)
         out = os.path.join(self.tmp, "forged.html")
-        printed = tracery("export", "--format", "html", "--span", "app:begin,app:end", trace, out).stdout
-        self.assertIn(f"{total} events written to {out} (html)", printed)
+        printed = tracery("export", "--format", "html", "--span", "app:begin,app:end", trace, out).stderr
+        self.assertIn(f"{total} events written to {out}", printed)
         with open(out, "rb") as f:
             page = f.read()
         self.assertEqual(page.count(b"</script>"), page.count(b"<script"), "no trace string closes a script")
@@ -292,7 +292,7 @@ class KernelHtmlTest(HtmlCase):
         stats = json.loads(tracery("stats", "--json", path).stdout)
         total = stats["total"][0]["count"]
         out = os.path.join(self.d.tmp, "k.html")
-        printed = tracery("export", "--format", "html", "--counter", "kw:before_getpid:i", path, out).stdout
+        printed = tracery("export", "--format", "html", "--counter", "kw:before_getpid:i", path, out).stderr
         self.assertIn(f"{total} events written to", printed)
 
         b = self.b
