@@ -256,16 +256,21 @@ def record_kernel_workload(d):
     t("enable-event", "-k", "sched_switch,sched_waking,sched_wakeup,sched_process_fork,sched_process_exec",
       "-s", "k")
     t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
-    p = d.spawn([program("tests", "kernel-workload"), "200", "100"])
+    return path, run_kernel_workload(d, "k", 200)
+
+
+def run_kernel_workload(d, session, calls, timeout=30):
+    """Runs kernel-workload (calls getpid calls, 100 round trips) while session records; returns its pid."""
+    p = d.spawn([program("tests", "kernel-workload"), str(calls), "100"])
     pid = int(read_line(p, "ready")[0])
     d.wait_registered(pid)
-    t("start", "k")
+    d.tracery("start", session)
     p.stdin.write("go\n")
     p.stdin.flush()
     read_line(p, "done")
-    p.wait(timeout=30)
-    t("stop", "k")
-    return path, pid
+    p.wait(timeout=timeout)
+    d.tracery("stop", session)
+    return pid
 
 
 @unittest.skipUnless(HAVE_PROTOC, "protoc is not installed")

@@ -15,7 +15,8 @@ import tempfile
 import unittest
 
 from analyze_test import forge
-from daemontest import DaemonEnv, read_line
+from daemontest import DaemonEnv
+from export_test import run_kernel_workload
 from tracetest import Trace, program, run_traced
 
 HAVE_BT2 = shutil.which("babeltrace2") is not None
@@ -229,15 +230,7 @@ class KernelTraceTest(unittest.TestCase):
         t("enable-event", "-k", "--syscall", "-a", "-s", "k")
         t("enable-event", "-k", "sched_*", "-s", "k")
         t("enable-event", "-u", "-a", "-s", "k")
-        p = self.d.spawn([program("tests", "kernel-workload"), "300", "100"])
-        pid = int(read_line(p, "ready")[0])
-        self.d.wait_registered(pid)
-        t("start", "k")
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        read_line(p, "done")
-        p.wait(timeout=60)
-        t("stop", "k")
+        pid = run_kernel_workload(self.d, "k", 300, timeout=60)
         kernel = os.path.join(path, "kernel")
         db = os.path.join(self.d.tmp, "k.db")
         tracery("export", "--format", "sqlite", path, db)

@@ -36,8 +36,9 @@ void prepare_output(const std::string &out, bool force)
 ExportCounts write_sqlite(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
 	if (!request.counters.empty())
-		throw std::invalid_argument("--counter draws a field as a counter track in the timeline formats "
-		                            "(perfetto, chrome-json, html); the sqlite format has every field as a column");
+		throw std::invalid_argument(
+			"--counter draws a field as a counter track in the timeline formats "
+			"(perfetto, chrome-json, html); the sqlite format has every field as a column");
 	sql::LoadOptions load;
 	for (const std::string &s : request.spans)
 		load.spans.push_back(sql::parse_span(s));
