@@ -127,6 +127,17 @@ class AnalyzeTest(unittest.TestCase):
         self.trace = os.path.join(self.tmp, "forged")
         self.sizes = forge(self.trace)
 
+    def test_stats_json_of_names_that_are_not_utf8(self):
+        # A procname of a byte that is not UTF-8: the JSON stays valid, the byte a replacement character.
+        stream = os.path.join(self.trace, "stream_0")
+        with open(stream, "r+b") as f:
+            data = f.read()
+            f.seek(0)
+            f.write(data.replace(b"web\0", b"w\xffb\0"))
+        p = tracery("stats", "--json", self.trace)
+        names = {r["procname"] for r in json.loads(p.stdout)["per_process"]}
+        self.assertEqual(names, {"w\ufffdb", "db"})
+
     def test_stats_of_the_forged_trace(self):
         p = tracery("stats", "--json", self.trace)
         self.assertEqual(p.stderr, "")  # no progress bar in a pipe

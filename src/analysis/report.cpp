@@ -170,7 +170,8 @@ std::string to_json(const Report &report)
 		j[t.key] = std::move(rows);
 	}
 	j["notes"] = report.notes;
-	std::string s = j.dump(1, '\t');
+	std::string s =
+		j.dump(1, '\t', false, nlohmann::json::error_handler_t::replace); // a trace's strings may not be UTF-8
 	s += '\n';
 	return s;
 }

@@ -28,7 +28,7 @@ bool App::send(const nlohmann::json &msg, std::span<const int> fds)
 {
 	const std::string type = control::string_field(msg, control::kTypeKey);
 	std::lock_guard lock(send_mutex_);
-	const std::string text = msg.dump();
+	const std::string text = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 	if (text.size() > control::kPeerLimits.program) {
 		errno = EMSGSIZE;
 		return drop(type.c_str());

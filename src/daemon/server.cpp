@@ -531,7 +531,9 @@ std::string Server::answer(CommandJob &job)
 			reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
 		}
 	}
-	std::string text = reply.dump();
+	// Strings that are not UTF-8 (a name read from a hostile ELF file, ...) become U+FFFD rather than
+	// an exception that would end the daemon.
+	std::string text = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 	if (text.size() > control::kPeerLimits.command)
 		text = json{{"ok", false},
 		            {"error", "the reply of " + std::to_string(text.size()) + " bytes is over the limit of " +
