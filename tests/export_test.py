@@ -259,11 +259,14 @@ def record_kernel_workload(d):
     return path, run_kernel_workload(d, "k", 200)
 
 
-def run_kernel_workload(d, session, calls, timeout=30):
-    """Runs kernel-workload (calls getpid calls, 100 round trips) while session records; returns its pid."""
+def run_kernel_workload(d, session, calls, timeout=30, track=False):
+    """Runs kernel-workload (calls getpid calls, 100 round trips) while session records; returns its pid.
+    track: the session's kernel events only of the workload (a busy machine's others make a large trace)."""
     p = d.spawn([program("tests", "kernel-workload"), str(calls), "100"])
     pid = int(read_line(p, "ready")[0])
     d.wait_registered(pid)
+    if track:
+        d.tracery("track", "-k", "--pid", str(pid), "-s", session)
     d.tracery("start", session)
     p.stdin.write("go\n")
     p.stdin.flush()

@@ -230,7 +230,7 @@ class KernelTraceTest(unittest.TestCase):
         t("enable-event", "-k", "--syscall", "-a", "-s", "k")
         t("enable-event", "-k", "sched_*", "-s", "k")
         t("enable-event", "-u", "-a", "-s", "k")
-        pid = run_kernel_workload(self.d, "k", 300, timeout=60)
+        pid = run_kernel_workload(self.d, "k", 300, timeout=60, track=True)
         kernel = os.path.join(path, "kernel")
         db = os.path.join(self.d.tmp, "k.db")
         tracery("export", "--format", "sqlite", path, db)

@@ -148,7 +148,13 @@ std::string run(Db &db, const std::string &sql, OutputFormat f)
 	char *buf = nullptr;
 	size_t size = 0;
 	FILE *out = open_memstream(&buf, &size);
-	run_query(db, sql, f, out);
+	try {
+		run_query(db, sql, f, out);
+	} catch (...) {
+		fclose(out);
+		free(buf);
+		throw;
+	}
 	fclose(out);
 	std::string s(buf, size);
 	free(buf);
