@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <iterator>
+#include <span>
+#include <string_view>
 
 namespace tracery::ctf::reader {
 
@@ -119,41 +121,38 @@ private:
 
 	bool resolve_order(ByteOrder o) const { return o == ByteOrder::native ? tc_.big_endian : o == ByteOrder::be; }
 
+	// CTF's special names: the packet header's and packet context's
+	// top-level members, the event header's id and timestamp anywhere in it,
+	// and in the other scopes any integer mapped to the clock.
 	Role role_of(const std::string &name, const FieldType &t, int depth) const
 	{
+		struct Named {
+			std::string_view name;
+			Role role;
+		};
+		static constexpr Named kPacketHeader[] = {{"magic", Role::magic},
+		                                          {"stream_id", Role::stream_id},
+		                                          {"stream_instance_id", Role::stream_instance_id}};
+		static constexpr Named kPacketContext[] = {
+			{"timestamp_begin", Role::packet_begin},      {"timestamp_end", Role::packet_end},
+			{"content_size", Role::content_size},         {"packet_size", Role::packet_size},
+			{"events_discarded", Role::events_discarded}, {"packet_seq_num", Role::packet_seq_num}};
+		static constexpr Named kEventHeader[] = {{"id", Role::event_id}, {"timestamp", Role::timestamp}};
+		const auto by_name = [&](std::span<const Named> table) {
+			for (const Named &n : table)
+				if (n.name == name)
+					return n.role;
+			return Role::none;
+		};
 		switch (scope_) {
 		case Scope::packet_header:
-			if (depth != 1)
-				return Role::none;
-			if (name == "magic")
-				return Role::magic;
-			if (name == "stream_id")
-				return Role::stream_id;
-			if (name == "stream_instance_id")
-				return Role::stream_instance_id;
-			return Role::none;
+			return depth == 1 ? by_name(kPacketHeader) : Role::none;
 		case Scope::packet_context:
-			if (depth != 1)
-				return Role::none;
-			if (name == "timestamp_begin")
-				return Role::packet_begin;
-			if (name == "timestamp_end")
-				return Role::packet_end;
-			if (name == "content_size")
-				return Role::content_size;
-			if (name == "packet_size")
-				return Role::packet_size;
-			if (name == "events_discarded")
-				return Role::events_discarded;
-			if (name == "packet_seq_num")
-				return Role::packet_seq_num;
-			return Role::none;
-		case Scope::event_header:
-			if (name == "id")
-				return Role::event_id;
-			if (name == "timestamp" || !t.mapped_clock.empty())
-				return Role::timestamp;
-			return Role::none;
+			return depth == 1 ? by_name(kPacketContext) : Role::none;
+		case Scope::event_header: {
+			const Role r = by_name(kEventHeader);
+			return r == Role::none && !t.mapped_clock.empty() ? Role::timestamp : r;
+		}
 		default:
 			return t.mapped_clock.empty() ? Role::none : Role::clock_update;
 		}

@@ -519,14 +519,8 @@ private:
 		TypePtr container;
 		if (accept(":"))
 			container = type_specifier();
-		if (!is("{")) {
-			if (name.empty())
-				fail("enum without a body");
-			TypePtr t = lookup("enum " + name);
-			if (!t)
-				fail("unknown enum '" + name + "'");
-			return t;
-		}
+		if (!is("{"))
+			return declared("enum", name);
 		advance();
 		if (!container) {
 			container = lookup("int");
@@ -571,6 +565,20 @@ private:
 			declare("enum " + name, t);
 		return t;
 	}
+	// `enum NAME`, `struct NAME`, `variant NAME` without a body: the type
+	// declared earlier under that name.
+	TypePtr declared(const char *keyword, const std::string &name)
+	{
+		if (name.empty())
+			fail(std::string(keyword) + " without a body");
+		std::string key = keyword;
+		key += ' ';
+		key += name;
+		TypePtr t = lookup(key);
+		if (!t)
+			fail("unknown " + std::string(keyword) + " '" + name + "'");
+		return t;
+	}
 	// Members of a struct or options of a variant, up to and with the '}'.
 	void members(std::vector<Member> &out)
 	{
@@ -604,14 +612,8 @@ private:
 		std::string name;
 		if (tok_.kind == Tok::ident)
 			name = ident();
-		if (!is("{")) {
-			if (name.empty())
-				fail("struct without a body");
-			TypePtr t = lookup("struct " + name);
-			if (!t)
-				fail("unknown struct '" + name + "'");
-			return t;
-		}
+		if (!is("{"))
+			return declared("struct", name);
 		advance();
 		auto t = std::make_shared<FieldType>();
 		t->kind = TypeKind::structure;
@@ -638,11 +640,7 @@ private:
 			expect(">");
 		}
 		if (!is("{")) {
-			if (name.empty())
-				fail("variant without a body");
-			TypePtr t = lookup("variant " + name);
-			if (!t)
-				fail("unknown variant '" + name + "'");
+			TypePtr t = declared("variant", name);
 			if (tag.empty())
 				return t;
 			auto tagged = std::make_shared<FieldType>(*t);
