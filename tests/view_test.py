@@ -264,6 +264,57 @@ class ViewTest(unittest.TestCase):
         self.assertEqual(len(ranged), 4)  # times 103 and 106 in both streams
         self.assertEqual(ranged, [l for l in full if ".603000000]" in l or ".606000000]" in l])
 
+    def test_filter(self):
+        """--filter against babeltrace2's lines filtered here, field by field."""
+        path = os.path.join(self.tmp, "filter")
+        forge_trace(path, big_endian=False)
+        undelta = lambda text: [re.sub(r"\(\+[0-9.?]+\) ", "", l) for l in text.splitlines()]
+        theirs = undelta(bt2(path).stdout.decode())
+
+        def num(line, name):
+            m = re.search(r"\b" + name + r" = (?:\( [^)]* : container = )?(-?[0-9.e+]+|0x[0-9A-F]+)", line)
+            return None if m is None else (int(m.group(1), 0) if not re.search(r"[.e]", m.group(1))
+                                           else float(m.group(1)))
+
+        cases = [
+            ("small == 2", lambda l: num(l, "small") == 2),
+            ("$ctx.vtid == 101 && bits < -1005", lambda l: num(l, "vtid") == 101 and (num(l, "bits") or 0) < -1005),
+            ('txt == "ab*" && $ctx.cpu_id == 0xA0', lambda l: 'txt = "abc"' in l and "cpu_id = 0xA0 }" in l),
+            ("d > 3 || neg == -5", lambda l: "forge:all" in l and (num(l, "d") > 3 or num(l, "neg") == -5)),
+            ("flags == 7 && !(e == 0)", lambda l: num(l, "flags") == 7 and num(l, "e") != 0),
+            ("bits % 7 == 0 && hex / (small - small) == 1", lambda l: False),  # division by zero: rejected
+            ("$ctx.cpu_id == 0xA1 && n * 2 + 1 < 4 && 1", lambda l: "cpu_id = 0xA1 }" in l and
+             num(l, "n") is not None and num(l, "n") < 2),
+        ]
+        for expr, keep in cases:
+            with self.subTest(expr=expr):
+                ours = undelta(view(path, "--filter", expr).stdout.decode())
+                expected = [l for l in theirs if keep(l)]
+                self.assertEqual(ours, expected)
+                self.assertEqual(len(ours) == 0, "(small - small)" in expr)
+        # the other options still apply
+        self.assertEqual(undelta(view(path, "--filter", "small >= 0", "--names", "*:all").stdout.decode()),
+                         [l for l in theirs if "forge:all" in l])
+
+        def refused(expr, message, caret_under):
+            p = view(path, "--filter", expr, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            err = p.stderr.decode()
+            self.assertIn(message, err)
+            lines = err.splitlines()
+            self.assertEqual(lines[-2], "  " + expr)
+            at = len(expr) if caret_under is None else expr.index(caret_under)
+            self.assertEqual(lines[-1], "  " + " " * at + "^")
+            self.assertEqual(p.stdout, b"")
+
+        refused("small == ", "tracery: bad filter: ", None)  # the caret at the end
+        refused("smal == 3 && bits < 0", "unknown field 'smal'; did you mean 'small'?", "smal")
+        refused("bits < 0 || $ctx.vpid == 1", "no event of the trace has the context field 'vpid'", "$ctx")
+        refused("txt > 1", "'>' needs numbers, not a string", ">")
+        refused('small == "a"', "'==' compares a string with a number", "==")
+        refused("strs[1] == 3", "'strs' has elements that are not numbers", "strs")
+        refused("st", "'st' is an array; compare one element", "st")
+
     def test_pipe_that_closes(self):
         out = os.path.join(self.tmp, "pipe")
         run_traced([program("bench", "tracery-bench"), "200000", "1", "ev"], out)
@@ -334,6 +385,10 @@ class DaemonViewTest(unittest.TestCase):
         t("stop", "s")
         self.assertEqual(view(path).stdout, bt2(path).stdout)
         self.assertIn(b"procname = ", view(path).stdout)
+        undelta = lambda text: [re.sub(r"\(\+[0-9.?]+\) ", "", l) for l in text.decode().splitlines()]
+        filtered = undelta(view(path, "--filter", '$ctx.procname == "all-*" && $ctx.vpid > 0').stdout)
+        self.assertEqual(filtered, [l for l in undelta(bt2(path).stdout) if 'procname = "all-types"' in l])
+        self.assertGreater(len(filtered), 0)
 
         snap = os.path.join(self.d.tmp, "snap")
         t("create", "snap", "--snapshot", "--output", snap)

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "analysis/view_filter.hpp"
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
 #include "filter/glob.hpp"
@@ -545,9 +546,14 @@ std::optional<int64_t> parse_time(const std::string &text, std::optional<int64_t
 
 ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &options, int out_fd, FILE *err)
 {
+	std::optional<ViewFilter> filter; // a bad expression is said before the traces are read
+	if (!options.filter.empty())
+		filter.emplace(options.filter);
 	reader::TraceSet set;
 	for (const ViewInput &in : inputs)
 		set.add_trace(in.dir, in.name_suffix);
+	if (filter)
+		filter->bind(set, [&](const std::string &name) { return name_wanted(options.names, name); });
 	set.start();
 	Out out(out_fd);
 	Printer printer(out.buf(), options);
@@ -581,6 +587,8 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 			continue;
 		}
 		if (!name_wanted(options.names, it->event->cls->name))
+			continue;
+		if (filter && !filter->accepts(*it))
 			continue;
 		printer.event(*it);
 		++stats.events;

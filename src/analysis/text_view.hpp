@@ -3,8 +3,8 @@
 // sink prints them with its default options (same bytes: timestamps in local
 // time with the delta to the previous event, hostname, event name, packet
 // context, contexts and fields; discarded events and packets as WARNING
-// lines on stderr), with a time range, event name globs and a choice of
-// fields.
+// lines on stderr), with a time range, event name globs, a filter
+// expression and a choice of fields.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,9 @@ struct ViewOptions {
 	// Only these fields (as shown, e.g. "cpu_id", "vtid", "msg") of each
 	// scope; a scope left with none is not shown. Empty: all.
 	std::vector<std::string> fields;
+	// Only events for which this filter expression (view_filter.hpp) is
+	// true; "" for all. A bad expression throws std::invalid_argument.
+	std::string filter;
 };
 
 struct ViewInput {

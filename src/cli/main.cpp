@@ -159,6 +159,10 @@ int main(int argc, char **argv)
 	view->add_option("--fields", a.fields,
 	                 "Only these fields of each scope (packet context, contexts, payload), e.g. 'cpu_id,msg'")
 		->delimiter(',');
+	view->add_option("--filter", a.filter,
+	                 "Only events for which EXPR is true, over payload fields and $ctx.vpid, $ctx.vtid, "
+	                 "$ctx.procname, $ctx.cpu_id, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see "
+	                 "docs/filters.md)");
 
 	const char *targets_help = "Session names or trace directories (default: the current session); a directory may "
 				   "hold several traces (ust/, kernel/, snapshots)";

@@ -488,6 +488,7 @@ int verb_view(const Args &a)
 	options.end = a.end;
 	options.names = split_commas(a.names);
 	options.fields = split_commas(a.fields);
+	options.filter = a.filter;
 	fflush(stdout);
 	// A reader that goes away (`tracery view | head`) ends the output
 	// quietly: EPIPE instead of the signal.

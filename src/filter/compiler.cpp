@@ -690,7 +690,18 @@ private:
 	std::map<std::string, uint32_t> literals_;
 };
 
-// Levenshtein distance.
+void collect_fields(const Expr &e, std::vector<const Expr *> &out)
+{
+	if (e.kind == ExprKind::field || e.kind == ExprKind::element)
+		out.push_back(&e);
+	if (e.lhs)
+		collect_fields(*e.lhs, out);
+	if (e.rhs)
+		collect_fields(*e.rhs, out);
+}
+
+} // namespace
+
 size_t edit_distance(std::string_view a, std::string_view b)
 {
 	std::vector<size_t> row(b.size() + 1);
@@ -707,18 +718,6 @@ size_t edit_distance(std::string_view a, std::string_view b)
 	}
 	return row[b.size()];
 }
-
-void collect_fields(const Expr &e, std::vector<const Expr *> &out)
-{
-	if (e.kind == ExprKind::field || e.kind == ExprKind::element)
-		out.push_back(&e);
-	if (e.lhs)
-		collect_fields(*e.lhs, out);
-	if (e.rhs)
-		collect_fields(*e.rhs, out);
-}
-
-} // namespace
 
 std::optional<Compiled> compile(const Expr &expr, const tracery_event_desc &desc, Error *error)
 {

@@ -43,6 +43,9 @@ std::optional<Compiled> compile(const Expr &expr, const tracery_event_desc &desc
 // parse() then compile().
 std::optional<Compiled> compile_filter(std::string_view expression, const tracery_event_desc &desc, Error *error);
 
+// Levenshtein distance between two names (for "did you mean" suggestions).
+size_t edit_distance(std::string_view a, std::string_view b);
+
 // For a filter attached to every event in `events` (those an event pattern
 // matches): an error for the first field name none of them has, with a
 // suggestion ("did you mean 'size'?") from their field names; else the
