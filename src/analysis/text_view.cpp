@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <stdexcept>
 
 #include "analysis/view_filter.hpp"
@@ -28,11 +29,93 @@ namespace {
 
 constexpr int64_t kNsPerS = 1000000000;
 
-// Output through a large buffer and write(2); EPIPE ends the output.
+// memcpy for the short pieces of a line (names, digits), inline: overlapping
+// word copies instead of a call.
+inline void copy_short(char *d, const char *s, size_t n)
+{
+	if (n >= 8) {
+		if (n > 16) {
+			std::memcpy(d, s, n);
+			return;
+		}
+		uint64_t a, b;
+		std::memcpy(&a, s, 8);
+		std::memcpy(&b, s + n - 8, 8);
+		std::memcpy(d, &a, 8);
+		std::memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+		std::memcpy(&a, s, 4);
+		std::memcpy(&b, s + n - 4, 4);
+		std::memcpy(d, &a, 4);
+		std::memcpy(d + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; ++i)
+			d[i] = s[i];
+	}
+}
+
+// A growable byte buffer written through a pointer: the printer reserves
+// room, then stores bytes without further checks.
+class Buf {
+public:
+	Buf() { grow(kInitial); }
+	Buf(const Buf &) = delete;
+	Buf &operator=(const Buf &) = delete;
+
+	char *data() const { return b_.get(); }
+	size_t size() const { return static_cast<size_t>(p_ - b_.get()); }
+	void clear() { p_ = b_.get(); }
+	// Room for n more bytes.
+	void reserve(size_t n)
+	{
+		if (static_cast<size_t>(e_ - p_) < n)
+			grow(size() + n);
+	}
+	void put(char c)
+	{
+		reserve(1);
+		*p_++ = c;
+	}
+	void put(const char *s, size_t n)
+	{
+		reserve(n);
+		copy_short(p_, s, n);
+		p_ += n;
+	}
+	void put(std::string_view s) { put(s.data(), s.size()); }
+	template <size_t N>
+	void lit(const char (&s)[N]) // a string literal
+	{
+		put(s, N - 1);
+	}
+	// After reserve(): direct stores.
+	char *&ptr() { return p_; }
+
+private:
+	static constexpr size_t kInitial = size_t{1} << 12;
+	void grow(size_t want)
+	{
+		const size_t used = b_ ? size() : 0;
+		size_t cap = std::max<size_t>(kInitial, static_cast<size_t>(e_ - b_.get()));
+		while (cap < want)
+			cap *= 2;
+		auto nb = std::make_unique_for_overwrite<char[]>(cap);
+		if (used)
+			std::memcpy(nb.get(), b_.get(), used);
+		b_ = std::move(nb);
+		p_ = b_.get() + used;
+		e_ = b_.get() + cap;
+	}
+	std::unique_ptr<char[]> b_;
+	char *p_ = nullptr, *e_ = nullptr;
+};
+
+// The output: a Buf written with large write(2)s; EPIPE ends the output.
 class Out {
 public:
 	explicit Out(int fd) : fd_(fd) { buf_.reserve(kFlushAt + 4096); }
-	std::string &buf() { return buf_; }
+	Buf &buf() { return buf_; }
 	bool closed() const { return closed_; }
 	void maybe_flush()
 	{
@@ -42,8 +125,9 @@ public:
 	void flush()
 	{
 		size_t done = 0;
-		while (!closed_ && done < buf_.size()) {
-			const ssize_t n = ::write(fd_, buf_.data() + done, buf_.size() - done);
+		const size_t size = buf_.size();
+		while (!closed_ && done < size) {
+			const ssize_t n = ::write(fd_, buf_.data() + done, size - done);
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
@@ -59,99 +143,143 @@ public:
 	}
 
 private:
-	static constexpr size_t kFlushAt = size_t{1} << 16;
+	static constexpr size_t kFlushAt = size_t{1} << 20;
 	int fd_;
 	bool closed_ = false;
-	std::string buf_;
+	Buf buf_;
 };
 
+constexpr char kDigitPairs[] = "00010203040506070809"
+			       "10111213141516171819"
+			       "20212223242526272829"
+			       "30313233343536373839"
+			       "40414243444546474849"
+			       "50515253545556575859"
+			       "60616263646566676869"
+			       "70717273747576777879"
+			       "80818283848586878889"
+			       "90919293949596979899";
+
+// Decimal digits of v, at most 20, stored ending at end; returns their start.
+inline char *digits_before(char *end, uint64_t v)
+{
+	while (v >= 100) {
+		const auto r = static_cast<size_t>(v % 100) * 2;
+		v /= 100;
+		*--end = kDigitPairs[r + 1];
+		*--end = kDigitPairs[r];
+	}
+	if (v >= 10) {
+		const auto r = static_cast<size_t>(v) * 2;
+		*--end = kDigitPairs[r + 1];
+		*--end = kDigitPairs[r];
+	} else {
+		*--end = static_cast<char>('0' + v);
+	}
+	return end;
+}
+
+// Stores v (< 10^9) as exactly 9 digits at p.
+inline char *nine_digits(char *p, uint32_t v)
+{
+	for (int i = 8; i > 0; i -= 2) {
+		const auto r = static_cast<size_t>(v % 100) * 2;
+		v /= 100;
+		p[i] = kDigitPairs[r + 1];
+		p[i - 1] = kDigitPairs[r];
+	}
+	p[0] = static_cast<char>('0' + v);
+	return p + 9;
+}
+
+void append_u64(Buf &o, uint64_t v)
+{
+	char b[24];
+	char *s = digits_before(b + sizeof b, v);
+	o.put(s, static_cast<size_t>(b + sizeof b - s));
+}
+void append_i64(Buf &o, int64_t v)
+{
+	if (v < 0) {
+		o.put('-');
+		append_u64(o, 0 - static_cast<uint64_t>(v));
+	} else {
+		append_u64(o, static_cast<uint64_t>(v));
+	}
+}
 void append_u64(std::string &o, uint64_t v)
 {
 	char b[24];
-	auto r = std::to_chars(b, b + sizeof b, v);
-	o.append(b, r.ptr);
-}
-void append_i64(std::string &o, int64_t v)
-{
-	char b[24];
-	auto r = std::to_chars(b, b + sizeof b, v);
-	o.append(b, r.ptr);
-}
-void append_padded(std::string &o, uint64_t v, int width)
-{
-	char b[24];
-	auto r = std::to_chars(b, b + sizeof b, v);
-	for (auto n = r.ptr - b; n < width; ++n)
-		o += '0';
-	o.append(b, r.ptr);
+	char *s = digits_before(b + sizeof b, v);
+	o.append(s, b + sizeof b);
 }
 
 // babeltrace2's string escapes.
-void append_escaped(std::string &o, const char *s, size_t n)
+void append_escaped(Buf &o, const char *s, size_t n)
 {
-	o += '"';
+	o.reserve(4 * n + 2); // the longest escape (\xNN) is 4 bytes
+	char *p = o.ptr();
+	*p++ = '"';
 	for (size_t i = 0; i < n; ++i) {
 		const auto c = static_cast<unsigned char>(s[i]);
+		if (c >= 0x20 && c != 0x7f && c != '\\' && c != '\'' && c != '"' && c != '?') {
+			*p++ = static_cast<char>(c);
+			continue;
+		}
+		char e = 0;
 		switch (c) {
 		case '\\':
-			o += "\\\\";
-			continue;
 		case '\'':
-			o += "\\'";
-			continue;
 		case '"':
-			o += "\\\"";
-			continue;
 		case '?':
-			o += "\\?";
-			continue;
+			e = static_cast<char>(c);
+			break;
+		case '\a':
+			e = 'a';
+			break;
+		case '\b':
+			e = 'b';
+			break;
+		case 0x1b:
+			e = 'e';
+			break;
+		case '\f':
+			e = 'f';
+			break;
+		case '\n':
+			e = 'n';
+			break;
+		case '\r':
+			e = 'r';
+			break;
+		case '\t':
+			e = 't';
+			break;
+		case '\v':
+			e = 'v';
+			break;
 		default:
 			break;
 		}
-		if (c >= 0x20 && c != 0x7f) {
-			o += static_cast<char>(c);
-			continue;
-		}
-		switch (c) {
-		case '\a':
-			o += "\\a";
-			break;
-		case '\b':
-			o += "\\b";
-			break;
-		case 0x1b:
-			o += "\\e";
-			break;
-		case '\f':
-			o += "\\f";
-			break;
-		case '\n':
-			o += "\\n";
-			break;
-		case '\r':
-			o += "\\r";
-			break;
-		case '\t':
-			o += "\\t";
-			break;
-		case '\v':
-			o += "\\v";
-			break;
-		default: {
-			char b[8];
-			snprintf(b, sizeof b, "\\x%02x", c);
-			o += b;
-		}
+		*p++ = '\\';
+		if (e) {
+			*p++ = e;
+		} else {
+			static constexpr char kHex[] = "0123456789abcdef";
+			*p++ = 'x';
+			*p++ = kHex[c >> 4];
+			*p++ = kHex[c & 15];
 		}
 	}
-	o += '"';
+	*p++ = '"';
+	o.ptr() = p;
 }
 
 uint64_t low_bits(uint64_t v, unsigned bits) { return bits < 64 ? v & ((uint64_t{1} << bits) - 1) : v; }
 
 class Printer {
 public:
-	Printer(std::string &o, const ViewOptions &opt) : o_(o), opt_(opt) {}
+	Printer(Buf &o, const ViewOptions &opt) : o_(o), opt_(opt), all_fields_(opt.fields.empty()) {}
 
 	// HH:MM:SS.nnnnnnnnn in local time (seconds.ns before the epoch).
 	void time(int64_t ns)
@@ -165,10 +293,11 @@ public:
 				warned_negative_ = true;
 			}
 			const uint64_t a = static_cast<uint64_t>(-(ns + 1)) + 1;
-			o_ += '-';
+			o_.put('-');
 			append_u64(o_, a / kNsPerS);
-			o_ += '.';
-			append_padded(o_, a % kNsPerS, 9);
+			o_.reserve(10);
+			*o_.ptr()++ = '.';
+			o_.ptr() = nine_digits(o_.ptr(), static_cast<uint32_t>(a % kNsPerS));
 			return;
 		}
 		if (s != cached_s_) {
@@ -176,17 +305,20 @@ public:
 			struct tm tm;
 			if (!localtime_r(&t, &tm)) {
 				append_u64(o_, static_cast<uint64_t>(s));
-				o_ += '.';
-				append_padded(o_, static_cast<uint64_t>(sub), 9);
+				o_.reserve(10);
+				*o_.ptr()++ = '.';
+				o_.ptr() = nine_digits(o_.ptr(), static_cast<uint32_t>(sub));
 				return;
 			}
 			char b[16];
 			snprintf(b, sizeof b, "%02d:%02d:%02d.", tm.tm_hour, tm.tm_min, tm.tm_sec);
-			cached_hms_ = b;
+			std::memcpy(cached_hms_, b, sizeof cached_hms_); // tm's fields are in range: 9 bytes
 			cached_s_ = s;
 		}
-		o_ += cached_hms_;
-		append_padded(o_, static_cast<uint64_t>(sub), 9);
+		o_.reserve(sizeof cached_hms_ + 9);
+		char *p = o_.ptr();
+		std::memcpy(p, cached_hms_, sizeof cached_hms_);
+		o_.ptr() = nine_digits(p + sizeof cached_hms_, static_cast<uint32_t>(sub));
 	}
 
 	void integer(const Op &op, uint64_t raw)
@@ -204,7 +336,7 @@ public:
 			const uint64_t v = low_bits(raw, (t.size + 3) & ~3u);
 			char b[24];
 			snprintf(b, sizeof b, "0x%" PRIX64, v);
-			o_ += b;
+			o_.put(b, strlen(b));
 			break;
 		}
 		case reader::Base::oct: {
@@ -212,13 +344,14 @@ public:
 			const uint64_t v = t.is_signed ? low_bits(raw, ((t.size - 1) / 3 + 1) * 3) : raw;
 			char b[32];
 			snprintf(b, sizeof b, "0%" PRIo64, v);
-			o_ += b;
+			o_.put(b, strlen(b));
 			break;
 		}
 		case reader::Base::bin:
-			o_ += "0b";
+			o_.lit("0b");
+			o_.reserve(t.size);
 			for (unsigned i = t.size; i-- > 0;)
-				o_ += (raw >> i) & 1 ? '1' : '0';
+				*o_.ptr()++ = (raw >> i) & 1 ? '1' : '0';
 			break;
 		}
 	}
@@ -233,21 +366,26 @@ public:
 		case OpKind::u16:
 		case OpKind::u32:
 		case OpKind::u64:
+			if (op.type->kind != reader::TypeKind::enumeration && op.type->base == reader::Base::dec) {
+				append_u64(o_, val.u); // the common case: unsigned decimal
+				return v + 1;
+			}
+			[[fallthrough]];
 		case OpKind::integer:
 			if (op.type->kind == reader::TypeKind::enumeration) {
-				o_ += "( ";
+				o_.lit("( ");
 				bool any = false;
 				reader::for_each_enum_label(*op.type, val.u, [&](const std::string &label) {
 					if (any)
-						o_ += ", ";
+						o_.lit(", ");
 					append_escaped(o_, label.data(), label.size());
 					any = true;
 				});
 				if (!any)
-					o_ += "<unknown>";
-				o_ += " : container = ";
+					o_.lit("<unknown>");
+				o_.lit(" : container = ");
 				integer(op, val.u);
-				o_ += " )";
+				o_.lit(" )");
 			} else {
 				integer(op, val.u);
 			}
@@ -255,8 +393,8 @@ public:
 		case OpKind::float32:
 		case OpKind::float64: {
 			char b[64];
-			snprintf(b, sizeof b, "%g", val.f);
-			o_ += b;
+			const int n = snprintf(b, sizeof b, "%g", val.f);
+			o_.put(b, static_cast<size_t>(n));
 			return v + 1;
 		}
 		case OpKind::string:
@@ -268,21 +406,24 @@ public:
 			return structure(plan, i, values, v, false);
 		case OpKind::array:
 		case OpKind::sequence: {
-			o_ += '[';
+			o_.put('[');
 			size_t w = v + 1;
 			for (uint64_t k = 0; k < val.n; ++k) {
-				o_ += k ? ", [" : " [";
+				if (k)
+					o_.lit(", [");
+				else
+					o_.lit(" [");
 				append_u64(o_, k);
-				o_ += "] = ";
+				o_.lit("] = ");
 				w = field(plan, i + 1, values, w);
 			}
-			o_ += " ]";
+			o_.lit(" ]");
 			return w;
 		}
 		case OpKind::variant: {
-			o_ += "{ ";
+			o_.lit("{ ");
 			const size_t w = field(plan, plan.selectors[op.table].option_ops[val.n], values, v + 1);
-			o_ += " }";
+			o_.lit(" }");
 			return w;
 		}
 		}
@@ -291,7 +432,7 @@ public:
 
 	bool wanted(std::string_view shown) const
 	{
-		if (opt_.fields.empty())
+		if (all_fields_)
 			return true;
 		for (const std::string &f : opt_.fields)
 			if (f == shown)
@@ -311,25 +452,31 @@ public:
 	size_t structure(const Plan &plan, uint32_t i, const Value *values, size_t v, bool root)
 	{
 		const Op &op = plan.ops[i];
-		o_ += '{';
+		o_.put('{');
 		size_t w = v + 1;
 		uint32_t c = i + 1;
 		bool first = true;
 		for (uint32_t k = 0; k < op.count; ++k) {
 			const Op &m = plan.ops[c];
 			const std::string_view name = shown_name(*m.name);
-			if (m.shown && (!root || opt_.fields.empty() || wanted(name))) {
-				o_ += first ? " " : ", ";
+			if (m.shown && (!root || wanted(name))) {
+				o_.reserve(name.size() + 5);
+				char *p = o_.ptr();
+				if (!first)
+					*p++ = ',';
+				*p++ = ' ';
+				copy_short(p, name.data(), name.size());
+				p += name.size();
+				std::memcpy(p, " = ", 3);
+				o_.ptr() = p + 3;
 				first = false;
-				o_ += name;
-				o_ += " = ";
 				w = field(plan, c, values, w);
 			} else {
 				w = reader::skip_values(plan, c, values, w);
 			}
 			c = m.next;
 		}
-		o_ += " }";
+		o_.lit(" }");
 		return w;
 	}
 
@@ -340,7 +487,7 @@ public:
 		if (plan.empty())
 			return false;
 		if (plan.ops[0].count == 0)
-			return opt_.fields.empty();
+			return all_fields_;
 		uint32_t c = 1;
 		for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
 			const Op &m = plan.ops[c];
@@ -356,7 +503,7 @@ public:
 		if (!scope_shows(plan))
 			return;
 		if (!start_line)
-			o_ += ", ";
+			o_.lit(", ");
 		start_line = false;
 		structure(plan, 0, values.data(), 0, true);
 	}
@@ -365,35 +512,78 @@ public:
 	{
 		const reader::Stream &s = *it.stream;
 		if (s.has_clock()) {
-			o_ += '[';
+			o_.put('[');
 			time(it.ns);
-			o_ += "] (";
 			if (have_last_) {
 				const uint64_t d = static_cast<uint64_t>(it.ns) - static_cast<uint64_t>(last_ns_);
-				o_ += '+';
-				append_u64(o_, d / kNsPerS);
-				o_ += '.';
-				append_padded(o_, d % kNsPerS, 9);
+				o_.reserve(40);
+				char *p = o_.ptr();
+				std::memcpy(p, "] (+", 4);
+				p += 4;
+				if (d < static_cast<uint64_t>(kNsPerS)) {
+					*p++ = '0';
+				} else {
+					char b[24];
+					char *q = digits_before(b + sizeof b, d / kNsPerS);
+					const auto n = static_cast<size_t>(b + sizeof b - q);
+					std::memcpy(p, q, n);
+					p += n;
+				}
+				*p++ = '.';
+				p = nine_digits(p, static_cast<uint32_t>(d % kNsPerS));
+				*p++ = ')';
+				*p++ = ' ';
+				o_.ptr() = p;
 			} else {
-				o_ += "+?.?????????";
+				o_.lit("] (+?.????????"
+				       "?) ");
 			}
-			o_ += ") ";
 			last_ns_ = it.ns;
 			have_last_ = true;
 		}
-		const reader::Trace &t = s.trace();
-		if (t.has_hostname) {
-			o_ += t.hostname;
-			o_ += ' ';
-		}
-		o_ += it.event->cls->name;
-		o_ += ": ";
 		bool start_line = true;
-		scope(s.plans().packet_context, it.packet_context, start_line);
+		o_.put(head(it, start_line));
 		scope(s.plans().event_context, it.stream_context, start_line);
 		scope(it.event->context, it.context, start_line);
 		scope(it.event->fields, it.fields, start_line);
-		o_ += '\n';
+		o_.put('\n');
+	}
+
+	// "host name: { packet context }": the packet context's text is the same
+	// for all the events of a packet, made once per packet of each stream;
+	// the whole head once per event class and packet.
+	const std::string &head(const reader::Item &it, bool &start_line)
+	{
+		const reader::Stream &s = *it.stream;
+		if (streams_.size() <= s.index())
+			streams_.resize(s.index() + 1);
+		StreamText &st = streams_[s.index()];
+		if (st.packet != s.packet() || st.packet == nullptr) {
+			st.packet = s.packet();
+			st.event = nullptr;
+			st.packet_shown = scope_shows(s.plans().packet_context);
+			st.packet_text.clear();
+			if (st.packet_shown) {
+				Buf text;
+				Printer(text, opt_)
+					.structure(s.plans().packet_context, 0, it.packet_context.data(), 0, true);
+				st.packet_text.assign(text.data(), text.size());
+			}
+		}
+		if (st.event != it.event) {
+			st.event = it.event;
+			const reader::Trace &t = s.trace();
+			st.head.clear();
+			if (t.has_hostname) {
+				st.head += t.hostname;
+				st.head += ' ';
+			}
+			st.head += it.event->cls->name;
+			st.head += ": ";
+			st.head += st.packet_text;
+		}
+		start_line = !st.packet_shown;
+		return st.head;
 	}
 
 	void discarded(const reader::Item &it, FILE *err)
@@ -406,17 +596,18 @@ public:
 			line += 's';
 		line += ' ';
 		if (it.has_range) {
-			std::string saved;
-			saved.swap(o_);
+			Buf b;
+			Printer p(b, opt_);
+			p.warned_negative_ = warned_negative_;
 			line += "between [";
-			time(it.ns);
-			line += o_;
-			o_.clear();
+			p.time(it.ns);
+			line.append(b.data(), b.size());
+			b.clear();
 			line += "] and [";
-			time(it.end_ns);
-			line += o_;
+			p.time(it.end_ns);
+			line.append(b.data(), b.size());
 			line += ']';
-			o_.swap(saved);
+			warned_negative_ = p.warned_negative_;
 		} else {
 			line += "(unknown time range)";
 		}
@@ -446,13 +637,22 @@ public:
 	}
 
 private:
-	std::string &o_;
+	struct StreamText {
+		const reader::PacketEntry *packet = nullptr;
+		bool packet_shown = false;
+		std::string packet_text;
+		const reader::TracePlans::EventPlans *event = nullptr;
+		std::string head;
+	};
+	Buf &o_;
 	const ViewOptions &opt_;
+	bool all_fields_;
 	int64_t cached_s_ = INT64_MIN;
-	std::string cached_hms_;
+	char cached_hms_[9] = {}; // "HH:MM:SS." of the second cached_s_
 	int64_t last_ns_ = 0;
 	bool have_last_ = false;
 	bool warned_negative_ = false;
+	std::vector<StreamText> streams_;
 };
 
 bool name_wanted(const std::vector<std::string> &globs, const std::string &name)

@@ -44,6 +44,7 @@ public:
 			clear_from(Scope::packet_context);
 			compile_scope(sp->packet_context, sc.packet_context.get(), Scope::packet_context);
 			compile_scope(sp->event_header, sc.event_header.get(), Scope::event_header);
+			sp->event_header.compact_header = is_compact_header(sp->event_header);
 			compile_scope(sp->event_context, sc.event_context.get(), Scope::stream_event_context);
 			sp->clock = default_clock(sc);
 			sp->events.reserve(sc.events.size());
@@ -117,6 +118,29 @@ private:
 		where_.pop_back();
 		paths_.assign(1, "");
 		emit(plan, *root, nullptr, "", true, 0);
+	}
+
+	// The ops of LTTng's compact event header (see Plan::compact_header).
+	static bool is_compact_header(const Plan &p)
+	{
+		if (p.ops.size() != 8 || p.selectors.size() != 1)
+			return false;
+		const Op *o = p.ops.data();
+		const auto plain = [](const Op &op, OpKind kind, unsigned size, Role role) {
+			return op.kind == kind && op.size == size && !op.is_signed && !op.big_endian && op.role == role;
+		};
+		const Selector &sel = p.selectors[0];
+		return o[0].kind == OpKind::structure && o[0].count == 2 && o[0].align == 8 &&
+		       plain(o[1], OpKind::integer, 5, Role::event_id) && o[1].align == 1 &&
+		       o[2].kind == OpKind::variant && o[2].count == 2 && o[2].src_reg == o[1].reg &&
+		       sel.option_ops == std::vector<uint32_t>{3, 5} && sel.ranges.size() == 2 &&
+		       sel.ranges[0].lo == 0 && sel.ranges[0].hi == 30 && sel.ranges[0].option == 0 &&
+		       sel.ranges[1].lo == 31 && sel.ranges[1].hi == 31 && sel.ranges[1].option == 1 &&
+		       o[3].kind == OpKind::structure && o[3].count == 1 && o[3].align == 1 &&
+		       plain(o[4], OpKind::integer, 27, Role::timestamp) && o[4].align == 1 && o[4].reg < 0 &&
+		       o[5].kind == OpKind::structure && o[5].count == 2 && o[5].align == 8 &&
+		       plain(o[6], OpKind::u32, 32, Role::event_id) && o[6].align == 8 && o[6].reg < 0 &&
+		       plain(o[7], OpKind::u64, 64, Role::timestamp) && o[7].align == 8 && o[7].reg < 0;
 	}
 
 	bool resolve_order(ByteOrder o) const { return o == ByteOrder::native ? tc_.big_endian : o == ByteOrder::be; }
@@ -272,6 +296,9 @@ private:
 				     in_struct_chain, depth + 1);
 			paths_.pop_back();
 			plan.ops[index].next = static_cast<uint32_t>(plan.ops.size());
+			plan.ops[index].flat = plan.ops.size() - index - 1 == op.count;
+			for (size_t k = index + 1; k < plan.ops.size(); ++k)
+				plan.ops[index].flat &= plan.ops[k].kind <= OpKind::u64;
 			return;
 		}
 		case TypeKind::variant: {
@@ -411,10 +438,13 @@ constexpr PacketSlot kPacketSlots[] = {
 };
 static_assert(std::size(kPacketSlots) == static_cast<size_t>(Role::clock_update) + 1);
 
+// kStore: values are appended to *values (else only the state changes: the
+// registers, the clock, the roles' results).
+template <bool kStore>
 class Runner {
 public:
 	Runner(const Plan &plan, const uint8_t *base, uint64_t pos, uint64_t end, DecodeState &st,
-	       std::vector<Value> &values)
+	       std::vector<Value> *values)
 		: plan_(plan), base_(base), pos_(pos), end_(end), st_(st), values_(values)
 	{
 	}
@@ -475,9 +505,10 @@ private:
 
 	void push(Value v)
 	{
-		if (values_.size() >= kMaxValuesPerScope)
+		if (++count_ > kMaxValuesPerScope)
 			fail("more than " + std::to_string(kMaxValuesPerScope) + " fields in one scope");
-		values_.push_back(v);
+		if constexpr (kStore)
+			values_->push_back(v);
 	}
 
 	void integer_result(const Op &op, uint64_t raw)
@@ -524,6 +555,31 @@ private:
 		}
 	}
 
+	// A u8/u16/u32/u64 op: after align() the position is on a byte.
+	void byte_integer(const Op &op)
+	{
+		align(op.align);
+		need(op.size, op);
+		const uint8_t *p = base_ + (pos_ >> 3);
+		uint64_t raw;
+		switch (op.kind) {
+		case OpKind::u8:
+			raw = *p;
+			break;
+		case OpKind::u16:
+			raw = load_le_bytes(p, 2);
+			break;
+		case OpKind::u32:
+			raw = load_le_bytes(p, 4);
+			break;
+		default:
+			raw = load_le_bytes(p, 8);
+			break;
+		}
+		pos_ += op.size;
+		integer_result(op, raw);
+	}
+
 	uint64_t length_of(const Op &op)
 	{
 		const uint64_t n = st_.regs[static_cast<size_t>(op.src_reg)];
@@ -539,15 +595,9 @@ private:
 		case OpKind::u8:
 		case OpKind::u16:
 		case OpKind::u32:
-		case OpKind::u64: {
-			align(op.align);
-			need(op.size, op);
-			// align() left pos_ on a byte: these ops are byte-aligned.
-			const uint64_t raw = load_le_bytes(base_ + (pos_ >> 3), op.size / 8);
-			pos_ += op.size;
-			integer_result(op, raw);
+		case OpKind::u64:
+			byte_integer(op);
 			return i + 1;
-		}
 		case OpKind::integer: {
 			align(op.align);
 			need(op.size, op);
@@ -620,6 +670,11 @@ private:
 			v.n = op.count;
 			push(v);
 			uint32_t c = i + 1;
+			if (op.flat) {
+				for (uint32_t k = 0; k < op.count; ++k)
+					byte_integer(plan_.ops[c + k]);
+				return op.next;
+			}
 			for (uint32_t k = 0; k < op.count; ++k)
 				c = run_op(c);
 			return op.next;
@@ -672,8 +727,45 @@ private:
 	const uint8_t *base_;
 	uint64_t pos_, end_;
 	DecodeState &st_;
-	std::vector<Value> &values_;
+	std::vector<Value> *values_;
+	size_t count_ = 0;
 };
+
+} // namespace
+
+namespace {
+
+// The compact event header without its ops; false when the bits left do
+// not hold it (the ops then say what is wrong).
+bool compact_header(const Plan &plan, const uint8_t *base, uint64_t &pos, uint64_t end, DecodeState &st)
+{
+	const uint64_t p = (pos + 7) & ~uint64_t{7};
+	if (p > end || end - p < 32)
+		return false;
+	const auto w = static_cast<uint32_t>(load_le_bytes(base + (p >> 3), 4));
+	const uint32_t tag = w & 31;
+	if (plan.ops[1].reg >= 0)
+		st.regs[static_cast<size_t>(plan.ops[1].reg)] = tag;
+	st.has_event_id = true;
+	if (tag != 31) {
+		st.event_id = tag;
+		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+		const uint64_t ts = w >> 5;
+		uint64_t c = (st.clock & ~kMask) | ts;
+		if (ts < (st.clock & kMask))
+			c += uint64_t{1} << 27;
+		st.clock = c;
+		pos = p + 32;
+		return true;
+	}
+	// extended: the struct after the tag is aligned on a byte
+	if (end - p < 104)
+		return false;
+	st.event_id = load_le_bytes(base + (p >> 3) + 1, 4);
+	st.clock = load_le_bytes(base + (p >> 3) + 5, 8);
+	pos = p + 104;
+	return true;
+}
 
 } // namespace
 
@@ -682,9 +774,14 @@ uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint6
 {
 	if (plan.empty())
 		return bit_pos;
-	std::vector<Value> scratch;
-	std::vector<Value> &out = values ? *values : scratch;
-	return Runner(plan, base, bit_pos, bit_end, st, out).run();
+	if (!values && plan.compact_header) {
+		uint64_t pos = bit_pos;
+		if (compact_header(plan, base, pos, bit_end, st))
+			return pos;
+	}
+	if (values)
+		return Runner<true>(plan, base, bit_pos, bit_end, st, values).run();
+	return Runner<false>(plan, base, bit_pos, bit_end, st, nullptr).run();
 }
 
 } // namespace tracery::ctf::reader

@@ -92,6 +92,7 @@ struct Op {
 	bool is_signed = false;
 	bool big_endian = false;
 	bool shown = true; // what babeltrace2 shows: not the fields the reader consumes itself
+	bool flat = false; // structure: its members are all u8/u16/u32/u64 ops (decoded in one loop)
 	uint8_t size = 0;  // integer bits
 	uint32_t align = 1;
 	int32_t reg = -1;       // register written with this integer's value
@@ -118,6 +119,11 @@ struct Selector {
 struct Plan {
 	std::vector<Op> ops; // empty: no such scope
 	std::vector<Selector> selectors;
+	// An event header of LTTng's compact layout (5-bit id, then a 27-bit
+	// timestamp or, for id 31, a 32-bit id and a 64-bit timestamp; little
+	// endian), which Tracery and LTTng-UST write: run_plan decodes it without
+	// running the ops when no values are wanted.
+	bool compact_header = false;
 	bool empty() const { return ops.empty(); }
 };
 

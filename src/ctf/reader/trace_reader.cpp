@@ -52,6 +52,18 @@ public:
 	StreamFile(const StreamFile &) = delete;
 	StreamFile &operator=(const StreamFile &) = delete;
 
+	// The pages of bytes [from, to) are read: they leave this process's
+	// memory (the page cache keeps them), so that reading a trace of any
+	// size takes about one packet per stream.
+	void release(uint64_t from, uint64_t to) const
+	{
+		static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+		const uint64_t a = (from + page - 1) / page * page, b = std::min(to, size) / page * page;
+		if (a < b)
+			madvise(const_cast<uint8_t *>(data) + a, b - a, MADV_DONTNEED);
+	}
+	void release(const PacketEntry &p) const { release(p.offset, p.offset + p.packet_bits / 8); }
+
 	std::string path;
 	const uint8_t *data;
 	uint64_t size;
@@ -267,6 +279,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 			pe.data_bit = pos;
 			f.packets.push_back(pe);
 			bytes_total_ += pe.packet_bits / 8;
+			f.release(off, off + pe.packet_bits / 8);
 			off += pe.packet_bits / 8;
 		}
 		if (has_instance)
@@ -308,6 +321,8 @@ bool TraceSet::load_packet(Stream &s)
 	if (s.next_packet_ >= s.packets_.size())
 		return false;
 	const Stream::PacketRef ref = s.packets_[s.next_packet_++];
+	if (s.packet_)
+		s.file_->release(*s.packet_);
 	s.prev_packet_ = s.packet_;
 	s.file_ = ref.file;
 	s.packet_ = &ref.file->packets[ref.index];
@@ -316,12 +331,10 @@ bool TraceSet::load_packet(Stream &s)
 	// The packet context again, for its values (what the index kept is its roles).
 	PacketFields pf;
 	s.st_.packet = &pf;
-	s.header_values_.clear();
 	s.packet_values_.clear();
 	try {
 		const uint8_t *pkt = s.file_->data + p.offset;
-		uint64_t pos =
-			run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, &s.header_values_);
+		uint64_t pos = run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, nullptr);
 		run_plan(s.plans_->packet_context, pkt, pos, p.content_bits, s.st_, &s.packet_values_);
 	} catch (const DecodeError &e) {
 		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8, e.what());
@@ -349,8 +362,7 @@ void TraceSet::decode_event(Stream &s)
 	Item &it = s.item_;
 	try {
 		st.has_event_id = false;
-		s.header_values_.clear();
-		uint64_t pos = run_plan(s.plans_->event_header, base, s.pos_, s.end_, st, &s.header_values_);
+		uint64_t pos = run_plan(s.plans_->event_header, base, s.pos_, s.end_, st, nullptr);
 		uint64_t id = st.event_id;
 		if (!st.has_event_id) {
 			if (s.plans_->events.size() != 1)

@@ -98,6 +98,10 @@ public:
 	const std::string &name() const { return name_; } // the (first) file's path
 	const ClockConverter &clock() const { return clock_; }
 	bool has_clock() const { return plans_->clock != nullptr; }
+	// Its place among the TraceSet's streams (0, 1, ...), for per-stream state of callers.
+	size_t index() const { return order_; }
+	// The packet of the item it gave last (null before its first).
+	const PacketEntry *packet() const { return packet_; }
 
 private:
 	friend class TraceSet;
@@ -120,7 +124,7 @@ private:
 	DecodeState st_;
 	bool pending_events_msg_ = false, pending_packets_msg_ = false;
 	size_t order_ = 0; // creation order: the last tie-break
-	std::vector<Value> packet_values_, header_values_, stream_values_, context_values_, field_values_;
+	std::vector<Value> packet_values_, stream_values_, context_values_, field_values_;
 	Item item_;
 };
 
