@@ -4,13 +4,17 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "analysis/view_filter.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -89,6 +93,12 @@ public:
 	{
 		put(s, N - 1);
 	}
+	void swap(Buf &other) noexcept
+	{
+		std::swap(b_, other.b_);
+		std::swap(p_, other.p_);
+		std::swap(e_, other.e_);
+	}
 	// After reserve(): direct stores.
 	char *&ptr() { return p_; }
 
@@ -111,42 +121,117 @@ private:
 	char *p_ = nullptr, *e_ = nullptr;
 };
 
-// The output: a Buf written with large write(2)s; EPIPE ends the output.
+// The output: Bufs of about 1 MiB written with write(2) by a thread of its
+// own, while the next one fills (copying into the page cache then overlaps
+// the formatting); EPIPE ends the output quietly, another error is thrown
+// by the next flush.
 class Out {
 public:
-	explicit Out(int fd) : fd_(fd) { buf_.reserve(kFlushAt + 4096); }
-	Buf &buf() { return buf_; }
-	bool closed() const { return closed_; }
+	explicit Out(int fd) : fd_(fd)
+	{
+		front_.reserve(kFlushAt + 4096);
+		back_.reserve(kFlushAt + 4096);
+	}
+	~Out()
+	{
+		if (!writer_.joinable())
+			return;
+		{
+			std::unique_lock lock(mu_);
+			idle_.wait(lock, [&] { return !busy_; });
+			stop_ = true;
+		}
+		work_.notify_one();
+		writer_.join();
+	}
+	Out(const Out &) = delete;
+	Out &operator=(const Out &) = delete;
+
+	Buf &buf() { return front_; }
+	bool closed() const { return closed_.load(std::memory_order_relaxed); }
 	void maybe_flush()
 	{
-		if (buf_.size() >= kFlushAt)
-			flush();
+		if (front_.size() >= kFlushAt)
+			hand_off();
 	}
+	// Everything so far written (before a line on stderr, and at the end).
 	void flush()
 	{
-		size_t done = 0;
-		const size_t size = buf_.size();
-		while (!closed_ && done < size) {
-			const ssize_t n = ::write(fd_, buf_.data() + done, size - done);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EPIPE) {
-					closed_ = true;
-					break;
-				}
-				throw std::runtime_error(std::string("cannot write the output: ") + strerror(errno));
-			}
-			done += static_cast<size_t>(n);
-		}
-		buf_.clear();
+		hand_off();
+		std::unique_lock lock(mu_);
+		idle_.wait(lock, [&] { return !busy_; });
+		throw_error();
 	}
 
 private:
 	static constexpr size_t kFlushAt = size_t{1} << 20;
+
+	// The front buffer to the writer (once it is done with the other).
+	void hand_off()
+	{
+		if (front_.size() == 0)
+			return;
+		if (!writer_.joinable())
+			writer_ = std::thread([this] { write_loop(); });
+		{
+			std::unique_lock lock(mu_);
+			idle_.wait(lock, [&] { return !busy_; });
+			throw_error();
+			front_.swap(back_);
+			busy_ = true;
+		}
+		work_.notify_one();
+		front_.clear();
+	}
+	void throw_error() const
+	{
+		if (error_)
+			throw std::runtime_error(std::string("cannot write the output: ") + strerror(error_));
+	}
+
+	void write_loop()
+	{
+		std::unique_lock lock(mu_);
+		while (true) {
+			work_.wait(lock, [&] { return busy_ || stop_; });
+			if (!busy_)
+				return;
+			lock.unlock();
+			const int error = write_all(back_);
+			lock.lock();
+			if (error)
+				error_ = error;
+			busy_ = false;
+			idle_.notify_one();
+		}
+	}
+	int write_all(const Buf &b)
+	{
+		size_t done = 0;
+		while (!closed() && done < b.size()) {
+			const ssize_t n = ::write(fd_, b.data() + done, b.size() - done);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EPIPE) {
+					closed_.store(true, std::memory_order_relaxed);
+					break;
+				}
+				return errno;
+			}
+			done += static_cast<size_t>(n);
+		}
+		return 0;
+	}
+
 	int fd_;
-	bool closed_ = false;
-	Buf buf_;
+	Buf front_, back_; // the printer fills front_; the writer writes back_ while busy_
+	std::atomic<bool> closed_{false};
+	std::mutex mu_;
+	std::condition_variable work_, idle_;
+	bool busy_ = false, stop_ = false;
+	int error_ = 0;
+	std::thread writer_;
 };
 
 constexpr char kDigitPairs[] = "00010203040506070809"
@@ -192,11 +277,40 @@ inline char *nine_digits(char *p, uint32_t v)
 	return p + 9;
 }
 
+// How many decimal digits v has.
+inline unsigned decimal_digits(uint64_t v)
+{
+	static constexpr uint64_t kPowers[] = {0,
+	                                       10,
+	                                       100,
+	                                       1000,
+	                                       10000,
+	                                       100000,
+	                                       1000000,
+	                                       10000000,
+	                                       100000000,
+	                                       1000000000,
+	                                       10000000000,
+	                                       100000000000,
+	                                       1000000000000,
+	                                       10000000000000,
+	                                       100000000000000,
+	                                       1000000000000000,
+	                                       10000000000000000,
+	                                       100000000000000000,
+	                                       1000000000000000000,
+	                                       10000000000000000000u};
+	// log10 from log2, corrected by one comparison
+	const unsigned guess = (64 - static_cast<unsigned>(__builtin_clzll(v | 1))) * 1233 >> 12;
+	return guess + (v >= kPowers[guess]);
+}
+
 void append_u64(Buf &o, uint64_t v)
 {
-	char b[24];
-	char *s = digits_before(b + sizeof b, v);
-	o.put(s, static_cast<size_t>(b + sizeof b - s));
+	const unsigned n = decimal_digits(v);
+	o.reserve(n);
+	digits_before(o.ptr() + n, v);
+	o.ptr() += n;
 }
 void append_i64(Buf &o, int64_t v)
 {
