@@ -656,17 +656,17 @@ public:
 			have_last_ = true;
 		}
 		bool start_line = true;
-		o_.put(head(it, start_line));
+		head(it, start_line);
 		scope(s.plans().event_context, it.stream_context, start_line);
 		scope(it.event->context, it.context, start_line);
 		scope(it.event->fields, it.fields, start_line);
 		o_.put('\n');
 	}
 
-	// "host name: { packet context }": the packet context's text is the same
-	// for all the events of a packet, made once per packet of each stream;
-	// the whole head once per event class and packet.
-	const std::string &head(const reader::Item &it, bool &start_line)
+	// "host name: " of the event's class, then "{ packet context }": the
+	// packet context's text is the same for all the events of a packet, made
+	// once per packet of each stream; the names once per class and stream.
+	void head(const reader::Item &it, bool &start_line)
 	{
 		const reader::Stream &s = *it.stream;
 		if (streams_.size() <= s.index())
@@ -674,7 +674,6 @@ public:
 		StreamText &st = streams_[s.index()];
 		if (st.packet != s.packet() || st.packet == nullptr) {
 			st.packet = s.packet();
-			st.event = nullptr;
 			st.packet_shown = scope_shows(s.plans().packet_context);
 			st.packet_text.clear();
 			if (st.packet_shown) {
@@ -684,20 +683,23 @@ public:
 				st.packet_text.assign(text.data(), text.size());
 			}
 		}
-		if (st.event != it.event) {
-			st.event = it.event;
+		const auto &events = s.plans().events;
+		const auto cls = static_cast<size_t>(it.event - events.data());
+		if (st.names.size() != events.size())
+			st.names.resize(events.size());
+		std::string &name = st.names[cls];
+		if (name.empty()) {
 			const reader::Trace &t = s.trace();
-			st.head.clear();
 			if (t.has_hostname) {
-				st.head += t.hostname;
-				st.head += ' ';
+				name += t.hostname;
+				name += ' ';
 			}
-			st.head += it.event->cls->name;
-			st.head += ": ";
-			st.head += st.packet_text;
+			name += it.event->cls->name;
+			name += ": ";
 		}
+		o_.put(name);
+		o_.put(st.packet_text);
 		start_line = !st.packet_shown;
-		return st.head;
 	}
 
 	void discarded(const reader::Item &it, FILE *err)
@@ -755,8 +757,7 @@ private:
 		const reader::PacketEntry *packet = nullptr;
 		bool packet_shown = false;
 		std::string packet_text;
-		const reader::TracePlans::EventPlans *event = nullptr;
-		std::string head;
+		std::vector<std::string> names; // "host name: " by index in the stream class's events
 	};
 	Buf &o_;
 	const ViewOptions &opt_;

@@ -52,23 +52,33 @@ public:
 	StreamFile(const StreamFile &) = delete;
 	StreamFile &operator=(const StreamFile &) = delete;
 
-	// The pages of bytes [from, to) are read: they leave this process's
-	// memory (the page cache keeps them), so that reading a trace of any
-	// size takes about one packet per stream.
-	void release(uint64_t from, uint64_t to) const
+	// The bytes before `offset` are read: their whole pages leave this
+	// process's memory (the page cache keeps them), so that reading a trace
+	// of any size takes about a packet and kReleaseBatch per stream
+	// (packets smaller than a page included: what was released is
+	// remembered). Batched, unless `all`: a madvise() per small packet
+	// costs more than reading it.
+	void release_before(uint64_t offset, bool all = false) const
 	{
 		static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-		const uint64_t a = (from + page - 1) / page * page, b = std::min(to, size) / page * page;
-		if (a < b)
-			madvise(const_cast<uint8_t *>(data) + a, b - a, MADV_DONTNEED);
+		const uint64_t end = std::min(offset, size) / page * page;
+		if (end > released && (all || end - released >= kReleaseBatch)) {
+			// A fault maps a whole large folio of the page cache (up to
+			// 2 MiB), maybe starting before what was released already.
+			const uint64_t from = released > kFolioMax ? released - kFolioMax : 0;
+			madvise(const_cast<uint8_t *>(data) + from, end - from, MADV_DONTNEED);
+			released = end;
+		}
 	}
-	void release(const PacketEntry &p) const { release(p.offset, p.offset + p.packet_bits / 8); }
 
 	std::string path;
 	const uint8_t *data;
 	uint64_t size;
 	std::vector<PacketEntry> packets;
 	const TracePlans::StreamPlans *plans = nullptr;
+	mutable uint64_t released = 0; // bytes [0, released) were given back (release_before)
+	static constexpr uint64_t kReleaseBatch = uint64_t{1} << 20;
+	static constexpr uint64_t kFolioMax = uint64_t{2} << 20;
 };
 
 namespace {
@@ -279,9 +289,11 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 			pe.data_bit = pos;
 			f.packets.push_back(pe);
 			bytes_total_ += pe.packet_bits / 8;
-			f.release(off, off + pe.packet_bits / 8);
 			off += pe.packet_bits / 8;
+			f.release_before(off);
 		}
+		f.release_before(size, true);
+		f.released = 0; // the reading faults the pages in again
 		if (has_instance)
 			groups[{f.plans->cls->id, instance}].push_back(&f);
 		else
@@ -322,7 +334,8 @@ bool TraceSet::load_packet(Stream &s)
 		return false;
 	const Stream::PacketRef ref = s.packets_[s.next_packet_++];
 	if (s.packet_)
-		s.file_->release(*s.packet_);
+		s.file_->release_before(ref.file == s.file_ ? ref.file->packets[ref.index].offset : s.file_->size,
+		                        ref.file != s.file_);
 	s.prev_packet_ = s.packet_;
 	s.file_ = ref.file;
 	s.packet_ = &ref.file->packets[ref.index];
