@@ -1,6 +1,7 @@
 // ctf/reader/reader_test.cpp — the TSDL parser (constructs, errors with line
 // and offset), decode plans on handcrafted bytes (bit fields in both byte
-// orders, variants, sequences, text arrays), and the bounds that make a
+// orders, variants, sequences, text arrays, the flat-struct and compact
+// header shortcuts against the generic ops), and the bounds that make a
 // damaged packet an error at its offset.
 #include "ctf/reader/decoder.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace tracery::ctf::reader {
@@ -225,6 +227,81 @@ TEST(Decoder, DamageIsAnErrorAtItsOffset)
 		EXPECT_EQ(e.bit_offset(), 24u);
 		EXPECT_NE(std::string(e.what()).find("no terminating NUL"), std::string::npos);
 	}
+}
+
+TEST(Decoder, FlatStructsAsTheGenericOps)
+{
+	// all byte-aligned unsigned integers: decoded in one loop, same values
+	const Decoded d =
+		decode("le", "uint8_t a; uint32_t b; unsigned long c;", {7, 1, 2, 3, 4, 8, 0, 0, 0, 0, 0, 0, 0x80});
+	const auto *ep = d.plans->stream(0)->event(0);
+	EXPECT_TRUE(ep->fields.ops[0].flat);
+	ASSERT_EQ(d.values.size(), 4u);
+	EXPECT_EQ(d.values[1].u, 7u);
+	EXPECT_EQ(d.values[2].u, 0x04030201u);
+	EXPECT_EQ(d.values[3].u, 0x8000000000000008u);
+	EXPECT_EQ(d.end, 13u * 8);
+	EXPECT_THROW(decode("le", "uint8_t a; uint32_t b;", {7, 1, 2}), DecodeError);
+	EXPECT_FALSE(decode("le", "uint8_t a; string s;", {7, 0}).plans->stream(0)->event(0)->fields.ops[0].flat);
+}
+
+// LTTng's compact event header, decoded by hand without values and by the
+// ops with them: the same id, clock, registers and end, or the same error.
+TEST(Decoder, CompactHeaderAsTheGenericOps)
+{
+	const TraceClass tc = parse_tsdl(with_order("le", R"(
+typealias integer { size = 5; align = 1; signed = false; } := uint5_t;
+typealias integer { size = 27; align = 1; signed = false; map = clock.c.value; } := clk27;
+typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := clk64;
+stream { id = 0; event.header := struct { enum : uint5_t { compact = 0 ... 30, extended = 31 } id;
+	variant <id> { struct { clk27 timestamp; } compact; struct { uint32_t id; clk64 timestamp; } extended; } v;
+} align(8); };
+event { name = "e"; id = 0; stream_id = 0; fields := struct { uint8_t x; }; };
+)"));
+	const TracePlans plans(tc);
+	const Plan &header = plans.stream(0)->event_header;
+	ASSERT_TRUE(header.compact_header);
+	const auto both = [&](const std::vector<uint8_t> &bytes, uint64_t pos, uint64_t clock) {
+		DecodeState fast, slow;
+		fast.regs.assign(plans.registers(), 0);
+		slow.regs = fast.regs;
+		fast.clock = slow.clock = clock;
+		std::vector<Value> values;
+		const uint64_t end = bytes.size() * 8;
+		std::string fast_error, slow_error;
+		uint64_t fast_end = 0, slow_end = 0;
+		try {
+			fast_end = run_plan(header, bytes.data(), pos, end, fast, nullptr);
+		} catch (const DecodeError &e) {
+			fast_error = std::to_string(e.bit_offset()) + e.what();
+		}
+		try {
+			slow_end = run_plan(header, bytes.data(), pos, end, slow, &values);
+		} catch (const DecodeError &e) {
+			slow_error = std::to_string(e.bit_offset()) + e.what();
+		}
+		EXPECT_EQ(fast_error, slow_error);
+		EXPECT_EQ(fast_end, slow_end);
+		EXPECT_EQ(fast.event_id, slow.event_id);
+		EXPECT_EQ(fast.has_event_id, slow.has_event_id);
+		EXPECT_EQ(fast.clock, slow.clock);
+		EXPECT_EQ(fast.regs, slow.regs);
+		return fast;
+	};
+	// compact: id 3, timestamp 0x123456 (27 bits after the 5)
+	const uint32_t w = 3 | (0x123456u << 5);
+	const std::vector<uint8_t> compact = {0xEE, uint8_t(w), uint8_t(w >> 8), uint8_t(w >> 16), uint8_t(w >> 24)};
+	EXPECT_EQ(both(compact, 8, 0x50000000).event_id, 3u);
+	EXPECT_EQ(both(compact, 8, 0x50000000).clock, 0x50123456u);
+	EXPECT_EQ(both(compact, 8, 0x57FFFFFF).clock, 0x58123456u); // the 27 bits wrapped
+	both(compact, 1, 0);                                        // aligned to the next byte
+	// extended: id 31, then a 32-bit id and a 64-bit timestamp
+	std::vector<uint8_t> ext = {31, 0x34, 0x12, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+	EXPECT_EQ(both(ext, 0, 0).event_id, 0x1234u);
+	EXPECT_EQ(both(ext, 0, 0).clock, 0x0807060504030201u);
+	// cut short: the same errors
+	both({31, 0x34, 0x12, 0, 0, 1, 2}, 0, 0);
+	both({1, 2}, 0, 0);
 }
 
 TEST(Plans, PathsThatDoNotResolveAreErrors)
