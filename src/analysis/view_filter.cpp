@@ -184,76 +184,6 @@ void collect_refs(const Expr &e, std::vector<const Expr *> &out)
 bool truthy(Kind k, const Val &v) { return k == Kind::floating ? v.f != 0 : v.i != 0; }
 double as_double(Kind k, const Val &v) { return k == Kind::floating ? v.f : static_cast<double>(v.i); }
 
-// Integer operation with the machine's semantics; false: the event is rejected.
-bool int_op(Operator op, int64_t a, int64_t b, int64_t &r)
-{
-	const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-	switch (op) {
-	case Operator::mul:
-		r = static_cast<int64_t>(ua * ub);
-		return true;
-	case Operator::div:
-	case Operator::mod:
-		if (b == 0)
-			return false;
-		if (a == INT64_MIN && b == -1)
-			r = op == Operator::div ? INT64_MIN : 0;
-		else
-			r = op == Operator::div ? a / b : a % b;
-		return true;
-	case Operator::add:
-		r = static_cast<int64_t>(ua + ub);
-		return true;
-	case Operator::sub:
-		r = static_cast<int64_t>(ua - ub);
-		return true;
-	case Operator::shl:
-	case Operator::shr:
-		if (b < 0 || b > 63)
-			return false;
-		r = op == Operator::shl ? static_cast<int64_t>(ua << b) : a >> b;
-		return true;
-	case Operator::lt:
-		r = a < b;
-		return true;
-	case Operator::le:
-		r = a <= b;
-		return true;
-	case Operator::gt:
-		r = a > b;
-		return true;
-	case Operator::ge:
-		r = a >= b;
-		return true;
-	case Operator::eq:
-		r = a == b;
-		return true;
-	case Operator::ne:
-		r = a != b;
-		return true;
-	case Operator::band:
-		r = a & b;
-		return true;
-	case Operator::bxor:
-		r = a ^ b;
-		return true;
-	default: // bor
-		r = a | b;
-		return true;
-	}
-}
-
-bool is_comparison(Operator op)
-{
-	return op == Operator::lt || op == Operator::le || op == Operator::gt || op == Operator::ge ||
-	       op == Operator::eq || op == Operator::ne;
-}
-bool needs_integers(Operator op)
-{
-	return op == Operator::mod || op == Operator::shl || op == Operator::shr || op == Operator::band ||
-	       op == Operator::bor || op == Operator::bxor;
-}
-
 // Runs a bound expression over one event's values. false: rejected.
 class Evaluator {
 public:
@@ -324,8 +254,11 @@ public:
 			Val l, r;
 			if (!eval(*n.lhs, l) || !eval(*n.rhs, r))
 				return false;
-			if (!n.is_float_op)
-				return int_op(n.op, l.i, r.i, out.i);
+			if (!n.is_float_op) {
+				const auto v = filter::fold_int(n.op, l.i, r.i);
+				out.i = v.value_or(0);
+				return v.has_value();
+			}
 			const double a = as_double(n.lhs->kind, l), b = as_double(n.rhs->kind, r);
 			switch (n.op) {
 			case Operator::mul:
@@ -576,11 +509,11 @@ private:
 			}
 			if (l == Kind::string || r == Kind::string)
 				throw operator_error(e, "needs numbers, not a string");
-			if (needs_integers(e.op) && (l == Kind::floating || r == Kind::floating))
+			if (filter::needs_integers(e.op) && (l == Kind::floating || r == Kind::floating))
 				throw operator_error(e, "needs integers, not a float");
 			n->node = NodeKind::binary;
 			n->is_float_op = l == Kind::floating || r == Kind::floating;
-			n->kind = is_comparison(e.op) || !n->is_float_op ? Kind::integer : Kind::floating;
+			n->kind = filter::is_comparison(e.op) || !n->is_float_op ? Kind::integer : Kind::floating;
 			return fold(std::move(n));
 		}
 		}

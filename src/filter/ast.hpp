@@ -72,4 +72,17 @@ inline const char *spelling(Operator op)
 	return kSpellings[static_cast<size_t>(op)];
 }
 
+inline bool is_comparison(Operator op)
+{
+	return op == Operator::lt || op == Operator::le || op == Operator::gt || op == Operator::ge ||
+	       op == Operator::eq || op == Operator::ne;
+}
+
+// The operators that take integers only.
+inline bool needs_integers(Operator op)
+{
+	return op == Operator::mod || op == Operator::shl || op == Operator::shr || op == Operator::band ||
+	       op == Operator::bor || op == Operator::bxor;
+}
+
 } // namespace tracery::filter

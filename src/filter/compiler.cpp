@@ -79,67 +79,6 @@ bool truthy(const Value &v) { return v.kind == Kind::integer ? v.i != 0 : v.f !=
 
 bool is_jump(Op op) { return op == Op::jump_if_false || op == Op::jump_if_true; }
 
-bool is_comparison(Operator op)
-{
-	return op == Operator::lt || op == Operator::le || op == Operator::gt || op == Operator::ge ||
-	       op == Operator::eq || op == Operator::ne;
-}
-
-bool needs_integers(Operator op)
-{
-	return op == Operator::mod || op == Operator::shl || op == Operator::shr || op == Operator::band ||
-	       op == Operator::bor || op == Operator::bxor;
-}
-
-// The integer result of a op b as the machine computes it; nullopt when it
-// rejects the event.
-std::optional<int64_t> fold_int(Operator op, int64_t a, int64_t b)
-{
-	const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-	switch (op) {
-	case Operator::add:
-		return static_cast<int64_t>(ua + ub);
-	case Operator::sub:
-		return static_cast<int64_t>(ua - ub);
-	case Operator::mul:
-		return static_cast<int64_t>(ua * ub);
-	case Operator::div:
-		if (b == 0)
-			return std::nullopt;
-		return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;
-	case Operator::mod:
-		if (b == 0)
-			return std::nullopt;
-		return b == -1 ? 0 : a % b;
-	case Operator::shl:
-		if (b < 0 || b > 63)
-			return std::nullopt;
-		return static_cast<int64_t>(ua << b);
-	case Operator::shr:
-		if (b < 0 || b > 63)
-			return std::nullopt;
-		return a >> b;
-	case Operator::band:
-		return a & b;
-	case Operator::bor:
-		return a | b;
-	case Operator::bxor:
-		return a ^ b;
-	case Operator::lt:
-		return a < b;
-	case Operator::le:
-		return a <= b;
-	case Operator::gt:
-		return a > b;
-	case Operator::ge:
-		return a >= b;
-	case Operator::eq:
-		return a == b;
-	default: // ne
-		return a != b;
-	}
-}
-
 Value fold_float(Operator op, double a, double b)
 {
 	switch (op) {
@@ -701,6 +640,53 @@ void collect_fields(const Expr &e, std::vector<const Expr *> &out)
 }
 
 } // namespace
+
+std::optional<int64_t> fold_int(Operator op, int64_t a, int64_t b)
+{
+	const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+	switch (op) {
+	case Operator::add:
+		return static_cast<int64_t>(ua + ub);
+	case Operator::sub:
+		return static_cast<int64_t>(ua - ub);
+	case Operator::mul:
+		return static_cast<int64_t>(ua * ub);
+	case Operator::div:
+		if (b == 0)
+			return std::nullopt;
+		return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;
+	case Operator::mod:
+		if (b == 0)
+			return std::nullopt;
+		return b == -1 ? 0 : a % b;
+	case Operator::shl:
+		if (b < 0 || b > 63)
+			return std::nullopt;
+		return static_cast<int64_t>(ua << b);
+	case Operator::shr:
+		if (b < 0 || b > 63)
+			return std::nullopt;
+		return a >> b;
+	case Operator::band:
+		return a & b;
+	case Operator::bor:
+		return a | b;
+	case Operator::bxor:
+		return a ^ b;
+	case Operator::lt:
+		return a < b;
+	case Operator::le:
+		return a <= b;
+	case Operator::gt:
+		return a > b;
+	case Operator::ge:
+		return a >= b;
+	case Operator::eq:
+		return a == b;
+	default: // ne
+		return a != b;
+	}
+}
 
 size_t edit_distance(std::string_view a, std::string_view b)
 {

@@ -43,6 +43,10 @@ std::optional<Compiled> compile(const Expr &expr, const tracery_event_desc &desc
 // parse() then compile().
 std::optional<Compiled> compile_filter(std::string_view expression, const tracery_event_desc &desc, Error *error);
 
+// The integer result of `a op b` (a binary operator but && and ||) as the
+// machine computes it (bytecode.hpp); nullopt when it rejects the event.
+std::optional<int64_t> fold_int(Operator op, int64_t a, int64_t b);
+
 // Levenshtein distance between two names (for "did you mean" suggestions).
 size_t edit_distance(std::string_view a, std::string_view b);
 

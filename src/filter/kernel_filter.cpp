@@ -22,12 +22,6 @@ struct Operand {
 	int64_t bias;
 };
 
-bool is_comparison(Operator op)
-{
-	return op == Operator::lt || op == Operator::le || op == Operator::gt || op == Operator::ge ||
-	       op == Operator::eq || op == Operator::ne;
-}
-
 // a OP b as b OP' a.
 Operator mirrored(Operator op)
 {
