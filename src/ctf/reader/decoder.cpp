@@ -222,6 +222,10 @@ private:
 			fail("'" + (op.name ? *op.name : std::string("?")) + "' is not an integer");
 		if (op.reg < 0)
 			op.reg = static_cast<int32_t>(regs_++);
+		for (Op &o : r.plan->ops) // the struct holding it is no longer plain
+			if (o.kind == OpKind::structure && o.plain &&
+			    r.index > static_cast<uint32_t>(&o - r.plan->ops.data()) && r.index < o.next)
+				o.plain = false;
 		return op.reg;
 	}
 
@@ -297,8 +301,13 @@ private:
 			paths_.pop_back();
 			plan.ops[index].next = static_cast<uint32_t>(plan.ops.size());
 			plan.ops[index].flat = plan.ops.size() - index - 1 == op.count;
-			for (size_t k = index + 1; k < plan.ops.size(); ++k)
+			plan.ops[index].plain = plan.ops[index].flat;
+			for (size_t k = index + 1; k < plan.ops.size(); ++k) {
 				plan.ops[index].flat &= plan.ops[k].kind <= OpKind::u64;
+				// (a register is given later, when a path names the field: plain is checked again then)
+				plan.ops[index].plain &= plan.ops[k].kind <= OpKind::u64 &&
+				                         plan.ops[k].role == Role::none && plan.ops[k].reg < 0;
+			}
 			return;
 		}
 		case TypeKind::variant: {
@@ -769,11 +778,66 @@ bool compact_header(const Plan &plan, const uint8_t *base, uint64_t &pos, uint64
 
 } // namespace
 
+namespace {
+
+// A plain root struct (Op::plain): its values stored without running ops;
+// false when a field does not fit (the ops then say what is wrong).
+bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_t bit_end, std::vector<Value> &values)
+{
+	const Op &root = plan.ops[0];
+	const uint64_t a = root.align;
+	uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
+	if (pos > bit_end)
+		return false;
+	const size_t at = values.size();
+	values.resize(at + 1 + root.count);
+	Value *v = values.data() + at;
+	v[0].u = 0;
+	v[0].n = root.count;
+	for (uint32_t k = 0; k < root.count; ++k) {
+		const Op &m = plan.ops[1 + k];
+		const uint64_t ma = m.align;
+		pos = (pos + ma - 1) & ~(ma - 1);
+		if (pos > bit_end || m.size > bit_end - pos) {
+			values.resize(at);
+			return false;
+		}
+		const uint8_t *p = base + (pos >> 3);
+		uint64_t raw;
+		switch (m.kind) {
+		case OpKind::u8:
+			raw = *p;
+			break;
+		case OpKind::u16:
+			raw = load_le_bytes(p, 2);
+			break;
+		case OpKind::u32:
+			raw = load_le_bytes(p, 4);
+			break;
+		default:
+			raw = load_le_bytes(p, 8);
+			break;
+		}
+		pos += m.size;
+		v[1 + k].u = raw;
+		v[1 + k].n = 0;
+	}
+	bit_pos = pos;
+	return true;
+}
+
+} // namespace
+
 uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                   std::vector<Value> *values)
 {
 	if (plan.empty())
 		return bit_pos;
+	if (values && plan.ops[0].plain) {
+		uint64_t pos = bit_pos;
+		if (run_plain(plan, base, pos, bit_end, *values))
+			return pos;
+	}
 	if (!values && plan.compact_header) {
 		uint64_t pos = bit_pos;
 		if (compact_header(plan, base, pos, bit_end, st))

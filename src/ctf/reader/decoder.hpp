@@ -91,9 +91,10 @@ struct Op {
 	Role role = Role::none;
 	bool is_signed = false;
 	bool big_endian = false;
-	bool shown = true; // what babeltrace2 shows: not the fields the reader consumes itself
-	bool flat = false; // structure: its members are all u8/u16/u32/u64 ops (decoded in one loop)
-	uint8_t size = 0;  // integer bits
+	bool shown = true;  // what babeltrace2 shows: not the fields the reader consumes itself
+	bool flat = false;  // structure: its members are all u8/u16/u32/u64 ops (decoded in one loop)
+	bool plain = false; // flat, and no member has a role or a register: decoded without running ops
+	uint8_t size = 0;   // integer bits
 	uint32_t align = 1;
 	int32_t reg = -1;       // register written with this integer's value
 	int32_t src_reg = -1;   // sequence length / variant tag register

@@ -241,8 +241,22 @@ TEST(Decoder, FlatStructsAsTheGenericOps)
 	EXPECT_EQ(d.values[2].u, 0x04030201u);
 	EXPECT_EQ(d.values[3].u, 0x8000000000000008u);
 	EXPECT_EQ(d.end, 13u * 8);
-	EXPECT_THROW(decode("le", "uint8_t a; uint32_t b;", {7, 1, 2}), DecodeError);
+	EXPECT_TRUE(ep->fields.ops[0].plain); // and without roles or registers: no ops run at all
+	try {
+		decode("le", "uint8_t a; uint32_t b;", {7, 1, 2});
+		ADD_FAILURE();
+	} catch (const DecodeError &e) {
+		EXPECT_EQ(e.bit_offset(), 8u); // where b starts, as the ops say
+	}
 	EXPECT_FALSE(decode("le", "uint8_t a; string s;", {7, 0}).plans->stream(0)->event(0)->fields.ops[0].flat);
+	// a member that a sequence's length names writes a register: its struct is not plain
+	const Decoded seq = decode("le", "struct { uint8_t n; } h; uint8_t s[h.n];", {2, 5, 6});
+	const Plan &p = seq.plans->stream(0)->event(0)->fields;
+	EXPECT_TRUE(p.ops[1].flat);
+	EXPECT_FALSE(p.ops[1].plain);
+	ASSERT_EQ(seq.values.size(), 6u);
+	EXPECT_EQ(seq.values[3].n, 2u);
+	EXPECT_EQ(seq.values[5].u, 6u);
 }
 
 // LTTng's compact event header, decoded by hand without values and by the
