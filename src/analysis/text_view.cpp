@@ -339,6 +339,17 @@ void append_u64(std::string &o, uint64_t v)
 	o.append(s, b + sizeof b);
 }
 
+// The bytes babeltrace2 escapes in strings.
+struct EscapedBytes {
+	bool t[256];
+	constexpr EscapedBytes() : t()
+	{
+		for (int c = 0; c < 256; ++c)
+			t[c] = c < 0x20 || c == 0x7f || c == '\\' || c == '\'' || c == '"' || c == '?';
+	}
+};
+constexpr EscapedBytes kEscaped;
+
 // babeltrace2's string escapes.
 void append_escaped(Buf &o, const char *s, size_t n)
 {
@@ -346,11 +357,16 @@ void append_escaped(Buf &o, const char *s, size_t n)
 	char *p = o.ptr();
 	*p++ = '"';
 	for (size_t i = 0; i < n; ++i) {
+		// the run of bytes shown as they are, copied at once
+		size_t j = i;
+		while (j < n && !kEscaped.t[static_cast<unsigned char>(s[j])])
+			++j;
+		copy_short(p, s + i, j - i);
+		p += j - i;
+		if (j == n)
+			break;
+		i = j;
 		const auto c = static_cast<unsigned char>(s[i]);
-		if (c >= 0x20 && c != 0x7f && c != '\\' && c != '\'' && c != '"' && c != '?') {
-			*p++ = static_cast<char>(c);
-			continue;
-		}
 		char e = 0;
 		switch (c) {
 		case '\\':
@@ -688,10 +704,12 @@ public:
 			st.packet_shown = scope_shows(s.plans().packet_context);
 			st.packet_text.clear();
 			if (st.packet_shown) {
-				Buf text;
-				Printer(text, opt_)
+				if (!scratch_)
+					scratch_ = std::make_unique<Buf>();
+				scratch_->clear();
+				Printer(*scratch_, opt_)
 					.structure(s.plans().packet_context, 0, it.packet_context.data(), 0, true);
-				st.packet_text.assign(text.data(), text.size());
+				st.packet_text.assign(scratch_->data(), scratch_->size());
 			}
 		}
 		const auto &events = s.plans().events;
@@ -779,6 +797,7 @@ private:
 	bool have_last_ = false;
 	bool warned_negative_ = false;
 	std::vector<StreamText> streams_;
+	std::unique_ptr<Buf> scratch_; // where packet contexts are formatted
 };
 
 bool name_wanted(const std::vector<std::string> &globs, const std::string &name)

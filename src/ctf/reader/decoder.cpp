@@ -305,8 +305,9 @@ private:
 			for (size_t k = index + 1; k < plan.ops.size(); ++k) {
 				plan.ops[index].flat &= plan.ops[k].kind <= OpKind::u64;
 				// (a register is given later, when a path names the field: plain is checked again then)
-				plan.ops[index].plain &= plan.ops[k].kind <= OpKind::u64 &&
-				                         plan.ops[k].role == Role::none && plan.ops[k].reg < 0;
+				plan.ops[index].plain &=
+					(plan.ops[k].kind <= OpKind::u64 || plan.ops[k].kind == OpKind::string) &&
+					plan.ops[k].role == Role::none && plan.ops[k].reg < 0;
 			}
 			return;
 		}
@@ -423,6 +424,20 @@ inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
 	uint64_t v = 0;
 	std::memcpy(&v, p, n); // little-endian host
 	return v;
+}
+
+// The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
+// a short string is scanned here, a long one by memchr.
+inline size_t string_length(const uint8_t *p, size_t avail)
+{
+	const size_t quick = avail < 32 ? avail : 32;
+	for (size_t i = 0; i < quick; ++i)
+		if (p[i] == 0)
+			return i;
+	if (avail == quick)
+		return SIZE_MAX;
+	const void *nul = std::memchr(p + quick, 0, avail - quick);
+	return nul ? static_cast<size_t>(static_cast<const uint8_t *>(nul) - p) : SIZE_MAX;
 }
 
 // Where a packet role's value goes in PacketFields, by Role.
@@ -643,12 +658,10 @@ private:
 		case OpKind::string: {
 			align(8);
 			const uint8_t *p = base_ + (pos_ >> 3);
-			const size_t avail = static_cast<size_t>((end_ - pos_) >> 3);
-			const void *nul = std::memchr(p, 0, avail);
-			if (!nul)
+			const size_t len = string_length(p, static_cast<size_t>((end_ - pos_) >> 3));
+			if (len == SIZE_MAX)
 				fail("string " + field_name(op) +
 				     " has no terminating NUL before the packet's content ends");
-			const auto len = static_cast<size_t>(static_cast<const uint8_t *>(nul) - p);
 			Value v;
 			v.s = reinterpret_cast<const char *>(p);
 			v.n = len;
@@ -803,6 +816,17 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 			return false;
 		}
 		const uint8_t *p = base + (pos >> 3);
+		if (m.kind == OpKind::string) {
+			const size_t len = string_length(p, static_cast<size_t>((bit_end - pos) >> 3));
+			if (len == SIZE_MAX) {
+				values.resize(at);
+				return false;
+			}
+			v[1 + k].s = reinterpret_cast<const char *>(p);
+			v[1 + k].n = len;
+			pos += (len + 1) * 8;
+			continue;
+		}
 		uint64_t raw;
 		switch (m.kind) {
 		case OpKind::u8:

@@ -93,7 +93,7 @@ struct Op {
 	bool big_endian = false;
 	bool shown = true;  // what babeltrace2 shows: not the fields the reader consumes itself
 	bool flat = false;  // structure: its members are all u8/u16/u32/u64 ops (decoded in one loop)
-	bool plain = false; // flat, and no member has a role or a register: decoded without running ops
+	bool plain = false; // members u8/u16/u32/u64 or strings, no role or register: decoded without running ops
 	uint8_t size = 0;   // integer bits
 	uint32_t align = 1;
 	int32_t reg = -1;       // register written with this integer's value

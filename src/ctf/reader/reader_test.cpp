@@ -248,7 +248,20 @@ TEST(Decoder, FlatStructsAsTheGenericOps)
 	} catch (const DecodeError &e) {
 		EXPECT_EQ(e.bit_offset(), 8u); // where b starts, as the ops say
 	}
-	EXPECT_FALSE(decode("le", "uint8_t a; string s;", {7, 0}).plans->stream(0)->event(0)->fields.ops[0].flat);
+	// strings too are decoded without running ops (not in a flat struct's loop)
+	const Decoded str = decode("le", "uint8_t a; string s; uint32_t b;", {7, 'h', 'i', 0, 1, 0, 0, 0});
+	EXPECT_FALSE(str.plans->stream(0)->event(0)->fields.ops[0].flat);
+	EXPECT_TRUE(str.plans->stream(0)->event(0)->fields.ops[0].plain);
+	ASSERT_EQ(str.values.size(), 4u);
+	EXPECT_EQ(std::string(str.values[2].s, str.values[2].n), "hi");
+	EXPECT_EQ(str.values[3].u, 1u);
+	try {
+		decode("le", "uint8_t a; string s;", {7, 'h', 'i'});
+		ADD_FAILURE();
+	} catch (const DecodeError &e) {
+		EXPECT_EQ(e.bit_offset(), 8u);
+		EXPECT_NE(std::string(e.what()).find("no terminating NUL"), std::string::npos);
+	}
 	// a member that a sequence's length names writes a register: its struct is not plain
 	const Decoded seq = decode("le", "struct { uint8_t n; } h; uint8_t s[h.n];", {2, 5, 6});
 	const Plan &p = seq.plans->stream(0)->event(0)->fields;
