@@ -426,6 +426,21 @@ inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
 	return v;
 }
 
+// The value of a u8/u16/u32/u64 op at p.
+inline uint64_t load_uint(OpKind kind, const uint8_t *p)
+{
+	switch (kind) {
+	case OpKind::u8:
+		return *p;
+	case OpKind::u16:
+		return load_le_bytes(p, 2);
+	case OpKind::u32:
+		return load_le_bytes(p, 4);
+	default:
+		return load_le_bytes(p, 8);
+	}
+}
+
 // The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
 // a short string is scanned here, a long one by memchr.
 inline size_t string_length(const uint8_t *p, size_t avail)
@@ -585,21 +600,7 @@ private:
 		align(op.align);
 		need(op.size, op);
 		const uint8_t *p = base_ + (pos_ >> 3);
-		uint64_t raw;
-		switch (op.kind) {
-		case OpKind::u8:
-			raw = *p;
-			break;
-		case OpKind::u16:
-			raw = load_le_bytes(p, 2);
-			break;
-		case OpKind::u32:
-			raw = load_le_bytes(p, 4);
-			break;
-		default:
-			raw = load_le_bytes(p, 8);
-			break;
-		}
+		const uint64_t raw = load_uint(op.kind, p);
 		pos_ += op.size;
 		integer_result(op, raw);
 	}
@@ -827,23 +828,8 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 			pos += (len + 1) * 8;
 			continue;
 		}
-		uint64_t raw;
-		switch (m.kind) {
-		case OpKind::u8:
-			raw = *p;
-			break;
-		case OpKind::u16:
-			raw = load_le_bytes(p, 2);
-			break;
-		case OpKind::u32:
-			raw = load_le_bytes(p, 4);
-			break;
-		default:
-			raw = load_le_bytes(p, 8);
-			break;
-		}
 		pos += m.size;
-		v[1 + k].u = raw;
+		v[1 + k].u = load_uint(m.kind, p);
 		v[1 + k].n = 0;
 	}
 	bit_pos = pos;
