@@ -40,12 +40,6 @@ std::string clock_time(double seconds)
 	return b;
 }
 
-bool is_terminal(FILE *f)
-{
-	const char *term = getenv("TERM");
-	return isatty(fileno(f)) && !(term && strcmp(term, "dumb") == 0);
-}
-
 unsigned terminal_width(FILE *f)
 {
 	struct winsize ws;
@@ -56,7 +50,13 @@ unsigned terminal_width(FILE *f)
 
 } // namespace
 
-Progress::Progress(std::string label, uint64_t total) : Progress(std::move(label), total, stderr, is_terminal(stderr))
+bool Progress::on_terminal(FILE *f)
+{
+	const char *term = getenv("TERM");
+	return isatty(fileno(f)) && !(term && strcmp(term, "dumb") == 0);
+}
+
+Progress::Progress(std::string label, uint64_t total) : Progress(std::move(label), total, stderr, on_terminal(stderr))
 {
 }
 
@@ -123,13 +123,18 @@ void Progress::tick(uint64_t done)
 	drawn_ = true;
 }
 
-void Progress::finish()
+void Progress::clear()
 {
 	if (out_ && drawn_) {
 		fputs("\r\033[K", out_);
 		fflush(out_);
 	}
 	drawn_ = false;
+}
+
+void Progress::finish()
+{
+	clear();
 	out_ = nullptr;
 }
 

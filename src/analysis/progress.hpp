@@ -7,6 +7,8 @@
 //   Progress p("stats", set.bytes_total());    // stderr, if it is a terminal
 //   ... p.update(set.bytes_done()); ...         // cheap: call it every few thousand items
 //   p.finish();                                 // (the destructor does too)
+//
+// `tracery view` draws it only when its output is not the terminal too.
 #pragma once
 
 #include <chrono>
@@ -32,8 +34,13 @@ public:
 		if (out_)
 			tick(done);
 	}
-	// Erases the bar, if one was drawn.
+	// Erases the bar (for a line of text on the same stream); the next
+	// update draws it again.
+	void clear();
+	// Erases the bar, if one was drawn, for good.
 	void finish();
+	// Whether f is a terminal a bar may be drawn on (not TERM=dumb).
+	static bool on_terminal(FILE *f);
 
 	// One line of at most width columns: "LABEL [#####     ]  42%  1.2 GB/2.9 GB
 	// 310 MB/s  0:05 left". Exposed for tests.

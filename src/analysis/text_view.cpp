@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "analysis/progress.hpp"
 #include "analysis/view_filter.hpp"
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
@@ -905,7 +906,13 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 	ViewStats stats;
 	std::optional<int64_t> begin, end;
 	bool resolved = options.begin.empty() && options.end.empty();
+	// A bar on stderr while the events go to a file or a pipe, not to the terminal it is on.
+	Progress progress("view", set.bytes_total(), err,
+	                  Progress::on_terminal(err) && !(::isatty(out_fd) && Progress::on_terminal(stdout)));
+	uint64_t items = 0;
 	while (const reader::Item *it = set.next()) {
+		if ((++items & 0xfff) == 0)
+			progress.update(set.bytes_done());
 		if (!resolved) {
 			const auto bound = [&](const std::string &s, const char *what) -> std::optional<int64_t> {
 				if (s.empty())
@@ -928,6 +935,7 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 			break;
 		if (it->kind != reader::ItemKind::event) {
 			out.flush();
+			progress.clear();
 			printer.discarded(*it, err);
 			continue;
 		}
@@ -942,6 +950,7 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 			break;
 	}
 	out.flush();
+	progress.finish();
 	stats.output_closed = out.closed();
 	return stats;
 }
