@@ -103,15 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 64 * 1024) // stays within the socket's buffer: one write, no second thread
 		return 0;
-	uint64_t seed = 1469598103934665603ull; // FNV-1a of the input: its cuts
-	for (size_t i = 0; i < size; i++)
-		seed = (seed ^ data[i]) * 1099511628211ull;
-	const Outcome cut = decode(data, size, [&] {
-		seed ^= seed << 13;
-		seed ^= seed >> 7;
-		seed ^= seed << 17;
-		return static_cast<size_t>(seed % 23 == 0 ? 1 + seed % 70000 : 1 + seed % 13);
-	});
+	const Outcome cut = decode(data, size, base::FuzzCuts(data, size, 23, 13, 70000));
 	const Outcome whole = decode(data, size, [] { return SIZE_MAX; });
 	check(cut == whole, "the messages depend on how the bytes were cut");
 

@@ -1,0 +1,227 @@
+// Unit tests of the relay protocol (control/relay_protocol.hpp): the exact
+// bytes of a frame, every message round-tripping whole and one byte at a
+// time, and each refusal the decoder owes the relay (header, lengths, names,
+// paths, packet sizes), with the reason it gives.
+#include "control/relay_protocol.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tracery::control::relay {
+namespace {
+
+std::vector<Frame> every_message()
+{
+	Packet p;
+	p.stream_id = 7;
+	p.index = {.packet_size_bits = 64,
+	           .content_size_bits = 40,
+	           .timestamp_begin = 1000,
+	           .timestamp_end = 2000,
+	           .events_discarded = 3,
+	           .stream_class_id = 1,
+	           .stream_instance_id = 2,
+	           .packet_seq_num = 9};
+	p.bytes = {1, 2, 3, 4, 5, 6, 7, 8};
+	return {Hello{.major = 1,
+	              .minor = 0,
+	              .creation_time_ns = 1764000000123456789ull,
+	              .live_period_ns = 1000000000,
+	              .hostname = "host-1",
+	              .session = "my_session"},
+	        HelloReply{.accepted = true, .text = "host-1/my_session-20251124-160000"},
+	        HelloReply{.accepted = false, .text = "too many sessions"},
+	        Trace{.id = 1, .path = "ust/uid/1000/64-bit"},
+	        Metadata{.trace_id = 1, .text = "/* CTF 1.8 */\ntrace { major = 1; };\n"},
+	        Stream{.id = 7, .trace_id = 1, .file = "chan_0"},
+	        p,
+	        Beacon{.stream_id = 7, .timestamp = 0xfedcba9876543210ull},
+	        CloseStream{.stream_id = 7},
+	        Bye{}};
+}
+
+std::vector<Frame> decode_all(const std::vector<uint8_t> &bytes, size_t piece, std::string *error = nullptr)
+{
+	Decoder d;
+	std::vector<Frame> out;
+	for (size_t at = 0; at < bytes.size(); at += piece) {
+		d.feed(std::span<const uint8_t>(bytes).subspan(at, std::min(piece, bytes.size() - at)));
+		Frame f;
+		Decoder::Status st;
+		while ((st = d.next(f)) == Decoder::Status::frame)
+			out.push_back(f);
+		if (st == Decoder::Status::error) {
+			if (error)
+				*error = d.error();
+			return out;
+		}
+	}
+	EXPECT_EQ(d.buffered(), 0u);
+	return out;
+}
+
+// The one error decoding these bytes gives ("" if none).
+std::string error_of(const std::vector<uint8_t> &bytes)
+{
+	std::string e;
+	decode_all(bytes, bytes.size() ? bytes.size() : 1, &e);
+	return e;
+}
+
+TEST(RelayProtocol, HeaderBytes)
+{
+	const auto b = encode(Beacon{.stream_id = 0x01020304, .timestamp = 0x1112131415161718ull});
+	ASSERT_EQ(b.size(), kHeaderSize + 12);
+	EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "TRLY");
+	EXPECT_EQ(b[4], 1);
+	EXPECT_EQ(b[5], 0); // version 1, little-endian
+	EXPECT_EQ(b[6], 7);
+	EXPECT_EQ(b[7], 0); // BEACON
+	EXPECT_EQ(b[8], 12);
+	EXPECT_EQ(b[9] | b[10] | b[11], 0); // body length 12
+	EXPECT_EQ(b[12], 0x04);
+	EXPECT_EQ(b[15], 0x01);
+	EXPECT_EQ(b[16], 0x18);
+	EXPECT_EQ(b[23], 0x11);
+}
+
+TEST(RelayProtocol, PacketBodyLayout)
+{
+	const auto frames = every_message();
+	const auto b = encode(frames[6]);
+	ASSERT_EQ(b.size(), kHeaderSize + kPacketFixed + 8);
+	// stream id, then packet size 64 bits, content size 40 bits
+	EXPECT_EQ(b[12], 7);
+	EXPECT_EQ(b[16], 64);
+	EXPECT_EQ(b[24], 40);
+	EXPECT_EQ(b[kHeaderSize + 4 + 7 * 8], 9); // packet seq num, the last index field
+	EXPECT_EQ(b[kHeaderSize + kPacketFixed], 1);
+}
+
+TEST(RelayProtocol, EveryMessageRoundTripsWholeAndByteByByte)
+{
+	const auto frames = every_message();
+	std::vector<uint8_t> bytes;
+	for (const auto &f : frames) {
+		EXPECT_EQ(frame_error(f), "") << type_name(static_cast<uint16_t>(type_of(f)));
+		append_frame(bytes, f);
+	}
+	for (size_t piece : {bytes.size(), size_t{1}, size_t{5}, size_t{13}}) {
+		const auto back = decode_all(bytes, piece);
+		ASSERT_EQ(back.size(), frames.size()) << piece;
+		for (size_t i = 0; i < frames.size(); i++)
+			EXPECT_TRUE(back[i] == frames[i]) << "frame " << i << ", pieces of " << piece;
+	}
+}
+
+TEST(RelayProtocol, HeaderRefusals)
+{
+	auto b = encode(Bye{});
+	b[0] = 'X';
+	EXPECT_EQ(error_of(b), "bad magic (not a relay protocol frame)");
+	b = encode(Bye{});
+	b[4] = 2;
+	EXPECT_EQ(error_of(b), "protocol version 2, this relay speaks 1");
+	b = encode(Bye{});
+	b[6] = 10;
+	EXPECT_EQ(error_of(b), "unknown frame type 10");
+	b[6] = 0;
+	EXPECT_EQ(error_of(b), "unknown frame type 0");
+	// An oversized length is refused from the header alone, before any body.
+	b = encode(Bye{});
+	b[8] = 0x01;
+	b[9] = 0x10;
+	b[10] = 0x00;
+	b[11] = 0x01; // 16 MiB + 4097
+	EXPECT_EQ(error_of(b), "BYE: body length 16781313 over the maximum 16781312");
+	// A bad magic is seen in the first four bytes.
+	Decoder d;
+	const uint8_t junk[] = {'G', 'E', 'T', ' '};
+	d.feed(junk);
+	Frame f;
+	EXPECT_EQ(d.next(f), Decoder::Status::error);
+	d.feed(encode(Bye{}));
+	EXPECT_EQ(d.next(f), Decoder::Status::error); // stays refused
+}
+
+TEST(RelayProtocol, BodyLengths)
+{
+	auto b = encode(CloseStream{.stream_id = 1});
+	b.push_back(0);
+	b[8] = 5;
+	EXPECT_EQ(error_of(b), "CLOSE_STREAM: 1 bytes after the last field");
+	b = encode(Beacon{.stream_id = 1, .timestamp = 2});
+	b.pop_back();
+	b[8] = 11;
+	EXPECT_EQ(error_of(b), "BEACON: body too short for its fields");
+	// A string that runs past the body.
+	b = encode(Trace{.id = 1, .path = "kernel"});
+	b[16] = 200;
+	EXPECT_EQ(error_of(b), "TRACE: body too short for its fields");
+	b = encode(Bye{});
+	b.push_back(0);
+	b[8] = 1;
+	EXPECT_EQ(error_of(b), "BYE: 1 bytes after the last field");
+	EXPECT_EQ(frame_error(Metadata{.trace_id = 1, .text = ""}), "METADATA: no bytes to append");
+}
+
+TEST(RelayProtocol, NamesAndPaths)
+{
+	EXPECT_TRUE(valid_relative_path("ust/uid/1000/64-bit"));
+	EXPECT_TRUE(valid_relative_path("kernel"));
+	for (const char *bad : {"", "/etc", "ust/../../etc", "..", "a//b", "a/", "a/./b", "a/.hidden", "a b", "a\\b",
+	                        "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q"})
+		EXPECT_FALSE(valid_relative_path(bad)) << bad;
+	EXPECT_TRUE(valid_relative_path("a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p"));
+	EXPECT_FALSE(valid_name(std::string(256, 'a')));
+	EXPECT_TRUE(valid_name(std::string(255, 'a')));
+	EXPECT_FALSE(valid_name(std::string("a\0b", 3)));
+	EXPECT_EQ(frame_error(Trace{.id = 1, .path = "../x"}), "TRACE: the path is not a relative path of valid names");
+	EXPECT_EQ(frame_error(Stream{.id = 1, .trace_id = 1, .file = "a/b"}),
+	          "STREAM: the file name is not a valid name");
+	EXPECT_EQ(frame_error(Hello{.hostname = "..", .session = "s"}), "HELLO: the hostname is not a valid name");
+	EXPECT_EQ(frame_error(Hello{.hostname = "h", .session = ""}), "HELLO: the session name is not a valid name");
+	EXPECT_EQ(frame_error(HelloReply{.accepted = false, .text = std::string(4097, 'x')}),
+	          "HELLO_REPLY: text longer than 4096 bytes");
+}
+
+TEST(RelayProtocol, PacketSizes)
+{
+	auto p = std::get<Packet>(every_message()[6]);
+	p.index.packet_size_bits = 63;
+	EXPECT_EQ(frame_error(p), "PACKET: packet size 63 bits is not a positive whole number of bytes");
+	p.index.packet_size_bits = 0;
+	EXPECT_EQ(frame_error(p), "PACKET: packet size 0 bits is not a positive whole number of bytes");
+	p.index.packet_size_bits = 64;
+	p.index.content_size_bits = 72;
+	EXPECT_EQ(frame_error(p), "PACKET: content size exceeds packet size");
+	p.index.content_size_bits = 64;
+	p.index.timestamp_end = 999;
+	EXPECT_EQ(frame_error(p), "PACKET: timestamp end precedes timestamp begin");
+	p.index.timestamp_end = 1000;
+	p.bytes.push_back(0);
+	EXPECT_EQ(frame_error(p), "PACKET: 9 bytes for a packet of 8");
+	p.bytes.resize(8);
+	EXPECT_EQ(frame_error(p), "");
+	p.bytes.clear();
+	EXPECT_EQ(frame_error(p), "PACKET: 0 bytes for a packet of 8");
+}
+
+TEST(RelayProtocol, DecoderHoldsOnlyWhatItWasGiven)
+{
+	// A header announcing the maximum body: the decoder waits, holding only the
+	// bytes fed.
+	std::vector<uint8_t> b = encode(Metadata{.trace_id = 1, .text = "x"});
+	b.resize(kHeaderSize);
+	b[8] = 0x00;
+	b[9] = 0x10;
+	b[10] = 0x00;
+	b[11] = 0x01; // 16 MiB + 4096
+	Decoder d;
+	d.feed(b);
+	Frame f;
+	EXPECT_EQ(d.next(f), Decoder::Status::needs_more);
+	EXPECT_EQ(d.buffered(), kHeaderSize);
+}
+
+} // namespace
+} // namespace tracery::control::relay
