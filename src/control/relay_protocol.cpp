@@ -4,12 +4,15 @@
 #include "control/relay_protocol.hpp"
 
 #include "base/byte_order.hpp"
+#include "base/cat.hpp"
 
 #include <algorithm>
 
 namespace tracery::control::relay {
 
 namespace {
+
+using base::cat;
 
 // Appends little-endian integers and strings.
 struct Writer {
@@ -69,20 +72,20 @@ struct Reader {
 	bool done() const { return !bad && at == in.size(); }
 };
 
-// Concatenates (built with +=: GCC 12's -O3 -Wrestrict misfires on "literal" + std::string).
-template <class... Parts>
-std::string cat(const Parts &...parts)
-{
-	std::string s;
-	((s += parts), ...);
-	return s;
-}
-
 bool name_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
 	       c == '-';
 }
+
+void put_index(Writer &w, const PacketIndex &i)
+{
+	for (uint64_t v : {i.packet_size_bits, i.content_size_bits, i.timestamp_begin, i.timestamp_end,
+	                   i.events_discarded, i.stream_class_id, i.stream_instance_id, i.packet_seq_num})
+		w.put(v);
+}
+
+} // namespace
 
 std::string packet_error(const PacketIndex &i, size_t byte_count)
 {
@@ -98,8 +101,6 @@ std::string packet_error(const PacketIndex &i, size_t byte_count)
 		           std::to_string(i.packet_size_bits / 8));
 	return {};
 }
-
-} // namespace
 
 bool valid_name(std::string_view s)
 {
@@ -164,11 +165,7 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.str(m.file);
 			} else if constexpr (std::is_same_v<M, Packet>) {
 				w.put(m.stream_id);
-				const PacketIndex &i = m.index;
-				for (uint64_t v :
-			             {i.packet_size_bits, i.content_size_bits, i.timestamp_begin, i.timestamp_end,
-			              i.events_discarded, i.stream_class_id, i.stream_instance_id, i.packet_seq_num})
-					w.put(v);
+				put_index(w, m.index);
 				w.bytes(m.bytes.data(), m.bytes.size());
 			} else if constexpr (std::is_same_v<M, Beacon>) {
 				w.put(m.stream_id);
@@ -179,6 +176,17 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 		},
 		f);
 	base::store_le(out.data() + start + 8, static_cast<uint32_t>(out.size() - start - kHeaderSize));
+}
+
+void append_packet_head(std::vector<uint8_t> &out, uint32_t stream_id, const PacketIndex &index, size_t byte_count)
+{
+	Writer w{out};
+	w.put(kMagic);
+	w.put(kVersion);
+	w.put(static_cast<uint16_t>(Type::packet));
+	w.put(static_cast<uint32_t>(kPacketFixed + byte_count));
+	w.put(stream_id);
+	put_index(w, index);
 }
 
 std::vector<uint8_t> encode(const Frame &f)

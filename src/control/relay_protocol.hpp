@@ -113,6 +113,12 @@ std::vector<uint8_t> encode(const Frame &f);
 // Why the decoder would refuse f, or "" if it would not.
 std::string frame_error(const Frame &f);
 
+// A PACKET without copying its bytes: appends the header and the fixed part
+// of the body for a packet of byte_count bytes, which the caller sends next.
+void append_packet_head(std::vector<uint8_t> &out, uint32_t stream_id, const PacketIndex &index, size_t byte_count);
+// Why a PACKET with this index and byte count would be refused, or "".
+std::string packet_error(const PacketIndex &index, size_t byte_count);
+
 // A name: 1-255 bytes of [A-Za-z0-9._-], not starting with '.'.
 bool valid_name(std::string_view s);
 // 1-16 names joined by '/', at most 1024 bytes.

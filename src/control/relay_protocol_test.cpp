@@ -97,6 +97,16 @@ TEST(RelayProtocol, PacketBodyLayout)
 	EXPECT_EQ(b[kHeaderSize + kPacketFixed], 1);
 }
 
+TEST(RelayProtocol, PacketHeadThenBytesIsThePacketFrame)
+{
+	const auto p = std::get<Packet>(every_message()[6]);
+	std::vector<uint8_t> b;
+	append_packet_head(b, p.stream_id, p.index, p.bytes.size());
+	EXPECT_EQ(b.size(), kHeaderSize + kPacketFixed);
+	b.insert(b.end(), p.bytes.begin(), p.bytes.end());
+	EXPECT_EQ(b, encode(p));
+}
+
 TEST(RelayProtocol, EveryMessageRoundTripsWholeAndByteByByte)
 {
 	const auto frames = every_message();

@@ -1,0 +1,61 @@
+// relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
+// (docs/relay-protocol.md) and writes them as CTF traces under --output.
+//   tracery-relayd [--listen ADDR] [--port P] [--output DIR] [--daemonize]
+#include "relay/relay_server.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+int main(int argc, char **argv)
+{
+	CLI::App app{"tracery-relayd: receives traced sessions over TCP and writes them as CTF traces"};
+	tracery::relay::ServerOptions opt;
+	std::string output;
+	bool daemonize = false;
+	app.add_option("--listen", opt.listen, "address to listen on (IPv4 or IPv6)")->capture_default_str();
+	app.add_option("--port", opt.port, "port senders connect to")->capture_default_str();
+	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
+	app.add_flag("--daemonize", daemonize, "run in the background (log lines still go to stderr)");
+	CLI11_PARSE(app, argc, argv);
+
+	if (output.empty()) {
+		const char *home = std::getenv("HOME");
+		output = home ? home : ".";
+		output += "/tracery-relayd";
+	}
+	::mkdir(output.c_str(), 0755);
+	char *real = ::realpath(output.c_str(), nullptr);
+	if (!real) {
+		std::perror(output.c_str());
+		return 1;
+	}
+	opt.output = real;
+	std::free(real);
+
+	// A session may hold many stream files open: the soft limit up to the hard one.
+	rlimit rl{};
+	if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		::setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	try {
+		tracery::relay::RelayServer server(opt);
+		if (daemonize && ::daemon(0, 1) != 0) {
+			std::perror("daemon");
+			return 1;
+		}
+		server.run(true);
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "tracery-relayd: %s\n", e.what());
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,263 @@
+// relay/session_writer.cpp — one sender's session on disk: directories and
+// files created only under the session's own directory (names already
+// checked by the decoder, opened relative to directory fds, never following
+// a link, never reusing a file), packets appended whole before their index
+// entry, so what a vanished sender leaves is whole packets, each indexed.
+#include "relay/session_writer.hpp"
+
+#include "base/byte_order.hpp"
+#include "base/cat.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace tracery::relay {
+
+namespace cr = control::relay;
+
+namespace {
+
+using base::cat;
+
+std::string errno_text() { return std::strerror(errno); }
+
+void put_be64(uint8_t *p, uint64_t v) { base::store_le(p, base::kHostIsLittleEndian ? base::byteswap(v) : v); }
+void put_be32(uint8_t *p, uint32_t v) { base::store_le(p, base::kHostIsLittleEndian ? base::byteswap(v) : v); }
+
+// mkdirat then open: the directory fd, or -1 (errno set). An existing
+// directory is accepted only when exclusive is false.
+int make_dir(int parent, const std::string &name, bool exclusive)
+{
+	if (::mkdirat(parent, name.c_str(), 0755) != 0 && (exclusive || errno != EEXIST))
+		return -1;
+	return ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int create_file(int dir, const std::string &name)
+{
+	return ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
+// One path a prefix (by whole components) of the other, or the same.
+bool nested(const std::string &a, const std::string &b)
+{
+	const std::string &s = a.size() <= b.size() ? a : b;
+	const std::string &l = a.size() <= b.size() ? b : a;
+	return l.compare(0, s.size(), s) == 0 && (l.size() == s.size() || l[s.size()] == '/');
+}
+
+} // namespace
+
+std::string write_all(int fd, const void *buf, size_t size)
+{
+	const auto *p = static_cast<const uint8_t *>(buf);
+	while (size > 0) {
+		const ssize_t n = ::write(fd, p, size);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return cat("write: ", errno_text());
+		}
+		p += n;
+		size -= static_cast<size_t>(n);
+	}
+	return {};
+}
+
+std::string SessionWriter::apply(const cr::Frame &f, cr::HelloReply *reply)
+{
+	if (bye_)
+		return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(f))), " after BYE");
+	if (const auto *h = std::get_if<cr::Hello>(&f))
+		return hello(*h, reply);
+	if (!said_hello())
+		return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(f))), " before HELLO");
+	if (const auto *m = std::get_if<cr::Trace>(&f))
+		return trace(*m);
+	if (const auto *m = std::get_if<cr::Metadata>(&f))
+		return metadata(*m);
+	if (const auto *m = std::get_if<cr::Stream>(&f))
+		return stream(*m);
+	if (const auto *m = std::get_if<cr::Packet>(&f))
+		return packet(*m);
+	std::string why;
+	if (const auto *m = std::get_if<cr::Beacon>(&f))
+		return open_stream(m->stream_id, "BEACON", why) ? "" : why; // kept for live; nothing to write yet
+	if (const auto *m = std::get_if<cr::CloseStream>(&f)) {
+		StreamState *s = open_stream(m->stream_id, "CLOSE_STREAM", why);
+		if (!s)
+			return why;
+		s->closed = true;
+		s->data.reset();
+		s->index.reset();
+		return {};
+	}
+	if (std::holds_alternative<cr::Bye>(f)) {
+		bye_ = true;
+		return {};
+	}
+	return "HELLO_REPLY from a sender";
+}
+
+std::string SessionWriter::hello(const cr::Hello &m, cr::HelloReply *reply)
+{
+	if (said_hello())
+		return "a second HELLO";
+	if (m.major != cr::kMajor) {
+		if (reply)
+			*reply = {.accepted = false,
+			          .text = cat("protocol major ", std::to_string(m.major), ", this relay speaks 1")};
+		return cat("HELLO of protocol major ", std::to_string(m.major));
+	}
+	base::Fd out(::open(output_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!out)
+		return cat("output directory ", output_, ": ", errno_text());
+	base::Fd host(make_dir(out.get(), m.hostname, false));
+	if (!host)
+		return cat("directory ", m.hostname, ": ", errno_text());
+	// SESSION-YYYYMMDD-HHMMSS of the session's creation (UTC), -N if taken.
+	const time_t t = static_cast<time_t>(m.creation_time_ns / 1000000000u);
+	struct tm tm {};
+	gmtime_r(&t, &tm);
+	char date[32];
+	strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
+	std::string base_name = m.session;
+	base_name += '-';
+	base_name += date;
+	for (int n = 0; n < 1000; n++) {
+		std::string name = base_name;
+		if (n > 0)
+			name += cat("-", std::to_string(n));
+		base::Fd dir(make_dir(host.get(), name, true));
+		if (dir) {
+			session_dir_ = std::move(dir);
+			relative_dir_ = cat(m.hostname, "/", name);
+			if (reply)
+				*reply = {.accepted = true, .text = relative_dir_};
+			return {};
+		}
+		if (errno != EEXIST)
+			return cat("directory ", m.hostname, "/", name, ": ", errno_text());
+	}
+	return cat("1000 sessions named ", base_name, " already");
+}
+
+std::string SessionWriter::trace(const cr::Trace &m)
+{
+	if (traces_.size() >= kMaxTraces)
+		return "more than 64 traces in a session";
+	if (traces_.count(m.id))
+		return cat("TRACE id ", std::to_string(m.id), " used twice");
+	for (const auto &[id, t] : traces_)
+		if (nested(t.path, m.path))
+			return cat("TRACE path ", m.path, " inside or around ", t.path);
+	TraceState t;
+	t.path = m.path;
+	base::Fd dir(::dup(session_dir_->get()));
+	size_t start = 0;
+	while (dir) {
+		const size_t slash = m.path.find('/', start);
+		const std::string part = m.path.substr(start, slash - start);
+		dir.reset(make_dir(dir.get(), part, false));
+		if (slash == std::string::npos)
+			break;
+		start = slash + 1;
+	}
+	if (!dir)
+		return cat("trace directory ", m.path, ": ", errno_text());
+	t.metadata.reset(create_file(dir.get(), "metadata"));
+	if (!t.metadata)
+		return cat(m.path, "/metadata: ", errno_text());
+	base::Fd index(make_dir(dir.get(), "index", true));
+	if (!index)
+		return cat(m.path, "/index: ", errno_text());
+	t.dir = std::move(dir);
+	traces_.emplace(m.id, std::move(t));
+	return {};
+}
+
+std::string SessionWriter::metadata(const cr::Metadata &m)
+{
+	const auto it = traces_.find(m.trace_id);
+	if (it == traces_.end())
+		return cat("METADATA of unknown trace ", std::to_string(m.trace_id));
+	TraceState &t = it->second;
+	if (m.text.size() > kMaxMetadata - t.metadata_bytes)
+		return cat("metadata of trace ", t.path, " over 16 MiB");
+	t.metadata_bytes += m.text.size();
+	return write_all(t.metadata.get(), m.text.data(), m.text.size());
+}
+
+std::string SessionWriter::stream(const cr::Stream &m)
+{
+	if (streams_.size() >= kMaxStreams)
+		return "more than 4096 streams in a session";
+	if (streams_.count(m.id))
+		return cat("STREAM id ", std::to_string(m.id), " used twice");
+	const auto it = traces_.find(m.trace_id);
+	if (it == traces_.end())
+		return cat("STREAM of unknown trace ", std::to_string(m.trace_id));
+	if (m.file == "metadata" || m.file == "index")
+		return cat("STREAM named ", m.file);
+	StreamState s;
+	s.trace_id = m.trace_id;
+	s.file = m.file;
+	s.data.reset(create_file(it->second.dir.get(), m.file)); // O_EXCL: a name used twice fails here
+	if (!s.data)
+		return cat(it->second.path, "/", m.file, ": ", errno_text());
+	base::Fd index_dir(::openat(it->second.dir.get(), "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	if (index_dir)
+		s.index.reset(create_file(index_dir.get(), cat(m.file, ".idx")));
+	if (!s.index)
+		return cat(it->second.path, "/index/", m.file, ".idx: ", errno_text());
+	uint8_t header[kIndexHeaderSize];
+	put_be32(header, kIndexMagic);
+	put_be32(header + 4, kIndexMajor);
+	put_be32(header + 8, kIndexMinor);
+	put_be32(header + 12, kIndexEntrySize);
+	if (std::string why = write_all(s.index.get(), header, sizeof header); !why.empty())
+		return why;
+	streams_.emplace(m.id, std::move(s));
+	return {};
+}
+
+SessionWriter::StreamState *SessionWriter::open_stream(uint32_t id, const char *what, std::string &why)
+{
+	const auto it = streams_.find(id);
+	if (it == streams_.end()) {
+		why = cat(what, " of unknown stream ", std::to_string(id));
+		return nullptr;
+	}
+	if (it->second.closed) {
+		why = cat(what, " of closed stream ", std::to_string(id));
+		return nullptr;
+	}
+	return &it->second;
+}
+
+std::string SessionWriter::packet(const cr::Packet &m)
+{
+	std::string why;
+	StreamState *s = open_stream(m.stream_id, "PACKET", why);
+	if (!s)
+		return why;
+	if (!(why = write_all(s->data.get(), m.bytes.data(), m.bytes.size())).empty())
+		return why;
+	const cr::PacketIndex &i = m.index;
+	uint8_t entry[kIndexEntrySize];
+	const uint64_t fields[] = {s->size,           i.packet_size_bits,   i.content_size_bits,
+	                           i.timestamp_begin, i.timestamp_end,      i.events_discarded,
+	                           i.stream_class_id, i.stream_instance_id, i.packet_seq_num};
+	static_assert(sizeof fields == kIndexEntrySize);
+	for (size_t k = 0; k < 9; k++)
+		put_be64(entry + 8 * k, fields[k]);
+	s->size += m.bytes.size();
+	return write_all(s->index.get(), entry, sizeof entry);
+}
+
+} // namespace tracery::relay

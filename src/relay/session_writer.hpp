@@ -1,0 +1,73 @@
+// relay/session_writer.hpp — what tracery-relayd does with the frames of one
+// sender's connection: the session's checks that depend on what came before
+// (order, ids, counts, metadata size; docs/relay-protocol.md) and the files
+// they become under OUTPUT/HOSTNAME/SESSION-DATE/: each trace's metadata,
+// stream files and LTTng-format index (index/STREAM.idx).
+#pragma once
+
+#include "base/fd.hpp"
+#include "control/relay_protocol.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tracery::relay {
+
+inline constexpr size_t kMaxTraces = 64;
+inline constexpr size_t kMaxStreams = 4096;
+inline constexpr uint64_t kMaxMetadata = 16u * 1024 * 1024;
+
+// LTTng's CTF index file (all big-endian): a 16-byte header, then 72-byte entries.
+inline constexpr uint32_t kIndexMagic = 0xC1F1DCC1;
+inline constexpr uint32_t kIndexMajor = 1, kIndexMinor = 1;
+inline constexpr uint32_t kIndexHeaderSize = 16, kIndexEntrySize = 72;
+
+class SessionWriter {
+public:
+	// output: the relay's output directory (exists).
+	explicit SessionWriter(std::string output) : output_(std::move(output)) {}
+
+	// Applies one decoded frame: "" or why the connection must close. Only
+	// HELLO makes a reply; it is then in *reply.
+	std::string apply(const control::relay::Frame &f, control::relay::HelloReply *reply);
+
+	bool said_hello() const { return session_dir_.has_value(); }
+	bool said_bye() const { return bye_; }
+	// "HOSTNAME/SESSION-DATE" once HELLO was accepted, else "".
+	const std::string &relative_dir() const { return relative_dir_; }
+
+private:
+	struct TraceState {
+		std::string path;
+		base::Fd dir, metadata;
+		uint64_t metadata_bytes = 0;
+	};
+	struct StreamState {
+		uint32_t trace_id = 0;
+		std::string file;
+		base::Fd data, index;
+		uint64_t size = 0; // the stream file's length: the next packet's offset
+		bool closed = false;
+	};
+
+	std::string hello(const control::relay::Hello &m, control::relay::HelloReply *reply);
+	std::string trace(const control::relay::Trace &m);
+	std::string metadata(const control::relay::Metadata &m);
+	std::string stream(const control::relay::Stream &m);
+	std::string packet(const control::relay::Packet &m);
+	StreamState *open_stream(uint32_t id, const char *what, std::string &why);
+
+	std::string output_;
+	std::optional<base::Fd> session_dir_;
+	std::string relative_dir_;
+	bool bye_ = false;
+	std::map<uint32_t, TraceState> traces_;
+	std::map<uint32_t, StreamState> streams_;
+};
+
+// Writes all of buf at the fd's current position: "" or why not.
+std::string write_all(int fd, const void *buf, size_t size);
+
+} // namespace tracery::relay
