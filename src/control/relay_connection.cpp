@@ -1,0 +1,201 @@
+// control/relay_connection.cpp — RelayConnection: TCP connect with a
+// timeout, frames checked then sent whole (a packet as its head and its bytes
+// in one sendmsg), the HELLO reply read with the relay protocol's decoder.
+#include "control/relay_connection.hpp"
+
+#include "base/cat.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace tracery::control::relay {
+
+namespace {
+
+using base::cat;
+
+// Sends every byte of the iovecs (blocking socket).
+std::string send_all(int fd, iovec *iov, int count)
+{
+	while (count > 0) {
+		msghdr msg{};
+		msg.msg_iov = iov;
+		msg.msg_iovlen = static_cast<size_t>(count);
+		ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return cat("send: ", std::strerror(errno));
+		}
+		while (count > 0 && static_cast<size_t>(n) >= iov->iov_len) {
+			n -= static_cast<ssize_t>(iov->iov_len);
+			++iov;
+			--count;
+		}
+		if (count > 0) {
+			iov->iov_base = static_cast<char *>(iov->iov_base) + n;
+			iov->iov_len -= static_cast<size_t>(n);
+		}
+	}
+	return {};
+}
+
+} // namespace
+
+std::string RelayConnection::fail(std::string why)
+{
+	fd_.reset();
+	return why;
+}
+
+std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
+{
+	fd_.reset();
+	addrinfo hints{};
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	addrinfo *res = nullptr;
+	const std::string service = std::to_string(port);
+	if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
+		return cat(host, ": ", gai_strerror(rc));
+	std::string why = cat(host, ":", service, ": no address");
+	for (addrinfo *a = res; a; a = a->ai_next) {
+		base::Fd fd(::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+		if (!fd)
+			continue;
+		if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
+			if (errno != EINPROGRESS) {
+				why = cat(host, ":", service, ": ", std::strerror(errno));
+				continue;
+			}
+			pollfd p{fd.get(), POLLOUT, 0};
+			int err = 0;
+			socklen_t len = sizeof err;
+			if (::poll(&p, 1, timeout_ms) != 1) {
+				why = cat(host, ":", service, ": connection timed out");
+				continue;
+			}
+			::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+			if (err != 0) {
+				why = cat(host, ":", service, ": ", std::strerror(err));
+				continue;
+			}
+		}
+		// Blocking from here on.
+		::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+		const int one = 1;
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		fd_ = std::move(fd);
+		why.clear();
+		break;
+	}
+	::freeaddrinfo(res);
+	return why;
+}
+
+std::string RelayConnection::send_raw(std::span<const uint8_t> bytes)
+{
+	if (!fd_)
+		return "not connected";
+	iovec iov{const_cast<uint8_t *>(bytes.data()), bytes.size()};
+	if (std::string why = send_all(fd_.get(), &iov, 1); !why.empty())
+		return fail(std::move(why));
+	return {};
+}
+
+std::string RelayConnection::send_frame(const Frame &f)
+{
+	if (std::string why = frame_error(f); !why.empty())
+		return why; // ours: the connection stays as it was
+	return send_raw(encode(f));
+}
+
+std::string RelayConnection::hello(const Hello &h, std::string *relay_path, int timeout_ms)
+{
+	if (std::string why = send_frame(h); !why.empty())
+		return why;
+	Decoder d;
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+	uint8_t buf[4096];
+	for (;;) {
+		Frame f;
+		const Decoder::Status st = d.next(f);
+		if (st == Decoder::Status::error)
+			return fail(cat("the relay's reply: ", d.error()));
+		if (st == Decoder::Status::frame) {
+			const auto *r = std::get_if<HelloReply>(&f);
+			if (!r)
+				return fail("the relay replied with something other than HELLO_REPLY");
+			if (!r->accepted)
+				return fail(cat("the relay refused the session: ", r->text));
+			if (relay_path)
+				*relay_path = r->text;
+			return {};
+		}
+		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			deadline - std::chrono::steady_clock::now());
+		pollfd p{fd_.get(), POLLIN, 0};
+		if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1)
+			return fail("no reply from the relay in time");
+		const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fail("the relay closed the connection before replying");
+		d.feed({buf, static_cast<size_t>(n)});
+	}
+}
+
+std::string RelayConnection::add_trace(uint32_t id, const std::string &path) { return send_frame(Trace{id, path}); }
+
+std::string RelayConnection::append_metadata(uint32_t trace_id, std::string_view text)
+{
+	return send_frame(Metadata{trace_id, std::string(text)});
+}
+
+std::string RelayConnection::add_stream(uint32_t id, uint32_t trace_id, const std::string &file)
+{
+	return send_frame(Stream{id, trace_id, file});
+}
+
+std::string RelayConnection::send_packet(uint32_t stream_id, const PacketIndex &index, std::span<const uint8_t> bytes)
+{
+	if (!fd_)
+		return "not connected";
+	if (std::string why = packet_error(index, bytes.size()); !why.empty())
+		return why;
+	if (bytes.size() > kMaxBody - kPacketFixed)
+		return "PACKET: larger than a frame may be";
+	std::vector<uint8_t> head;
+	append_packet_head(head, stream_id, index, bytes.size());
+	iovec iov[2] = {{head.data(), head.size()}, {const_cast<uint8_t *>(bytes.data()), bytes.size()}};
+	if (std::string why = send_all(fd_.get(), iov, 2); !why.empty())
+		return fail(std::move(why));
+	return {};
+}
+
+std::string RelayConnection::beacon(uint32_t stream_id, uint64_t timestamp)
+{
+	return send_frame(Beacon{stream_id, timestamp});
+}
+
+std::string RelayConnection::close_stream(uint32_t stream_id) { return send_frame(CloseStream{stream_id}); }
+
+std::string RelayConnection::bye()
+{
+	std::string why = send_frame(Bye{});
+	fd_.reset();
+	return why;
+}
+
+} // namespace tracery::control::relay

@@ -1,0 +1,231 @@
+"""relay_test: a real tracery-relayd on loopback receiving a real trace (made
+by tracery-bench in daemonless mode) from relay-send (tests/apps/relay_send.cpp,
+which sends through control::relay::RelayConnection). Checks that babeltrace2
+prints the relay's copy exactly as the original, that each stream's index
+(LTTng's format) lists every packet with its offset, sizes and timestamps,
+and that hostile or vanishing senders leave the relay running, log one line
+each, and leave what was written readable."""
+import os
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from tracetest import program, run_traced
+
+MAGIC = 0x594C5254
+HELLO, TRACE, METADATA, STREAM, PACKET, BYE = 1, 3, 4, 5, 6, 9
+TRACE_PATH = "ust/uid/1000/64-bit"
+
+
+def frame(kind, body, version=1, magic=MAGIC):
+    return struct.pack("<IHHI", magic, version, kind, len(body)) + body
+
+
+def string(s):
+    b = s.encode()
+    return struct.pack("<H", len(b)) + b
+
+
+def hello(host, session):
+    return frame(HELLO, struct.pack("<HHQQ", 1, 0, int(time.time() * 1e9), 0) + string(host) + string(session))
+
+
+def babeltrace2(path):
+    p = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def read_index(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, major, minor, size = struct.unpack(">IIII", data[:16])
+    entries = []
+    for at in range(16, len(data) - size + 1, size):
+        entries.append(struct.unpack(">9Q", data[at:at + size]))
+    return (magic, major, minor, size, len(data)), entries
+
+
+def packets_of(path):
+    """(offset, packet bits, content bits, ts begin, ts end, discarded, class, instance, seq) of each
+    packet of a Tracery stream file (ctf/packet.hpp)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out, at = [], 0
+    while at + 84 <= len(data):
+        sid, inst, tb, te, content, size, seq, disc = struct.unpack_from("<IQQQQQQQ", data, at + 20)
+        out.append((at, size, content, tb, te, disc, sid, inst, seq))
+        at += size // 8
+    return out
+
+
+@unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
+class RelayTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tracery-relay-test-")
+        cls.trace = os.path.join(cls.tmp, "original")
+        # Small sub-buffers: many packets per stream.
+        run_traced([program("bench", "tracery-bench"), "20000", "1", "ev"], cls.trace,
+                   {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"})
+        cls.output = os.path.join(cls.tmp, "relay")
+        cls.log_path = os.path.join(cls.tmp, "relayd.log")
+        cls.log = open(cls.log_path, "w+")
+        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--output", cls.output],
+                                      stderr=cls.log)
+        deadline = time.time() + 10
+        cls.port = None
+        while cls.port is None and time.time() < deadline:
+            with open(cls.log_path) as f:
+                for line in f:
+                    if "listening on 127.0.0.1:" in line:
+                        cls.port = int(line.split("127.0.0.1:")[1].split(",")[0])
+            time.sleep(0.05)
+        assert cls.port, "tracery-relayd did not start"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.relayd.terminate()
+        cls.relayd.wait(timeout=10)
+        cls.log.close()
+        if not os.environ.get("TRACERY_KEEP_TRACE"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.assertIsNone(self.relayd.poll(), "tracery-relayd is not running")
+
+    def tearDown(self):
+        self.assertIsNone(self.relayd.poll(), "tracery-relayd stopped")
+
+    def send(self, session, *extra, check=True):
+        p = subprocess.run([program("tests", "relay-send"), "127.0.0.1", str(self.port), self.trace, "testhost", session,
+                            *extra], capture_output=True, text=True, timeout=120)
+        if check:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return os.path.join(self.output, p.stdout.strip(), TRACE_PATH)
+
+    def log_lines(self):
+        with open(self.log_path) as f:
+            return f.read().splitlines()
+
+    def wait_log(self, text):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            lines = [l for l in self.log_lines() if text in l]
+            if lines:
+                return lines
+            time.sleep(0.05)
+        self.fail(f"no log line with {text!r}:\n" + "\n".join(self.log_lines()))
+
+    def streams(self):
+        return sorted(f for f in os.listdir(self.trace) if f != "metadata")
+
+    def test_copy_reads_as_the_original(self):
+        copy = self.send("whole")
+        self.assertRegex(copy, r"/testhost/whole-\d{8}-\d{6}/")
+        code, out, err = babeltrace2(self.trace)
+        self.assertEqual(code, 0, err)
+        code2, out2, err2 = babeltrace2(copy)
+        self.assertEqual(code2, 0, err2)
+        self.assertEqual(err2, "")
+        self.assertGreater(out.count("bench:ev"), 1000)
+        self.assertEqual(out2, out)
+        for name in self.streams():
+            with open(os.path.join(self.trace, name), "rb") as a, open(os.path.join(copy, name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), name)
+        with open(os.path.join(self.trace, "metadata"), "rb") as a, open(os.path.join(copy, "metadata"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_index_lists_every_packet(self):
+        copy = self.send("indexed")
+        total = 0
+        for name in self.streams():
+            header, entries = read_index(os.path.join(copy, "index", name + ".idx"))
+            expected = packets_of(os.path.join(self.trace, name))
+            self.assertEqual(header, (0xC1F1DCC1, 1, 1, 72, 16 + 72 * len(expected)))
+            self.assertEqual(entries, expected)
+            total += len(entries)
+        self.assertGreater(total, 10)
+
+    def test_same_session_name_twice_gets_its_own_directory(self):
+        a = self.send("twice")
+        b = self.send("twice")
+        self.assertNotEqual(a, b)
+        self.assertEqual(babeltrace2(a)[1], babeltrace2(b)[1])
+
+    def test_malformed_frames_close_only_that_connection(self):
+        cases = [
+            ("garbage", b"GET / HTTP/1.0\r\n\r\n", "bad magic"),
+            ("version", frame(BYE, b"", version=9), "protocol version 9"),
+            ("oversized", struct.pack("<IHHI", MAGIC, 1, PACKET, 0xFFFFFFFF), "over the maximum"),
+            ("before-hello", frame(TRACE, struct.pack("<I", 1) + string("kernel")), "TRACE before HELLO"),
+            ("traversal", hello("testhost", "evil") + frame(TRACE, struct.pack("<I", 1) + string("../../escape")),
+             "TRACE: the path is not a relative path"),
+            ("absolute", hello("testhost", "evil2") + frame(TRACE, struct.pack("<I", 1) + string("/tmp/x")),
+             "TRACE: the path is not a relative path"),
+            ("unknown-stream", hello("testhost", "evil3") + frame(PACKET, struct.pack("<I8Q", 5, 64, 64, 0, 0, 0, 0, 0, 0)
+                                                                 + bytes(8)), "PACKET of unknown stream 5"),
+            ("packet-size", hello("testhost", "evil4") + frame(PACKET, struct.pack("<I8Q", 5, 64, 64, 0, 0, 0, 0, 0, 0)
+                                                               + bytes(7)), "PACKET: 7 bytes for a packet of 8"),
+            ("second-hello", hello("testhost", "evil5") + hello("testhost", "evil5"), "a second HELLO"),
+        ]
+        for name, data, logged in cases:
+            with self.subTest(name):
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+                s.sendall(data)
+                # The relay closes the connection: EOF after any HELLO reply.
+                got = b""
+                while True:
+                    r, _, _ = select.select([s], [], [], 10)
+                    self.assertTrue(r, "the relay did not close the connection")
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+                s.close()
+                self.wait_log(logged)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "escape")))
+        self.assertFalse(any("escape" in d for _, ds, _ in os.walk(self.output) for d in ds))
+        # Still serving.
+        code, out, err = babeltrace2(self.send("after-hostile"))
+        self.assertEqual(code, 0, err)
+
+    def test_vanished_sender_leaves_whole_packets(self):
+        n = 5
+        copy = self.send("vanished", "--vanish-after", str(n), "--half-frame")
+        self.wait_log("closed without BYE, in the middle of a frame")
+        lines = [l for l in self.log_lines() if "/vanished-" in l]
+        self.assertTrue(any("closed without BYE, in the middle of a frame" in l for l in lines), lines)
+        entries = []
+        for name in self.streams():
+            path = os.path.join(copy, name)
+            if not os.path.exists(path):
+                continue
+            _, e = read_index(os.path.join(copy, "index", name + ".idx"))
+            self.assertEqual(os.path.getsize(path), sum(x[1] // 8 for x in e))
+            self.assertEqual(e, packets_of(os.path.join(self.trace, name))[:len(e)])
+            entries += e
+        self.assertEqual(len(entries), n)
+        code, out, err = babeltrace2(copy)
+        self.assertEqual(code, 0, err)
+        original = set(babeltrace2(self.trace)[1].splitlines())
+        got = out.splitlines()
+        self.assertGreater(len(got), 0)
+        self.assertTrue(all(l.split(") ", 1)[1] in {o.split(") ", 1)[1] for o in original} for l in got))
+
+    def test_silent_sender_does_not_block_others(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s.sendall(hello("testhost", "slow")[:7])  # half a header, then nothing
+        try:
+            code, out, err = babeltrace2(self.send("beside-a-slow-one"))
+            self.assertEqual(code, 0, err)
+        finally:
+            s.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
