@@ -4,7 +4,7 @@
 #   P/LIBDIR/libtracery.so.0.x.y + links    the runtime, SONAME libtracery.so.0
 #   P/LIBDIR/cmake/Tracery/                 find_package(Tracery): Tracery::tracery
 #   P/LIBDIR/pkgconfig/tracery.pc           pkg-config --cflags --libs tracery
-#   P/bin/                                  traceryd, tracery, tracery-clock-report,
+#   P/bin/                                  traceryd, tracery-relayd, tracery, tracery-clock-report,
 #                                           tracery-bench
 #   P/libexec/tracery/                      the micro-benchmarks
 # LIBDIR is GNUInstallDirs' CMAKE_INSTALL_LIBDIR: lib, or lib/<multiarch> on
@@ -34,7 +34,7 @@ install(TARGETS tracery EXPORT TraceryTargets
 file(RELATIVE_PATH tracery_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
 file(RELATIVE_PATH tracery_libexec_to_lib ${CMAKE_INSTALL_FULL_LIBEXECDIR}/tracery ${CMAKE_INSTALL_FULL_LIBDIR})
 
-install(TARGETS traceryd tracery-cli tracery-clock-report RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS traceryd tracery-relayd tracery-cli tracery-clock-report RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 if(TRACERY_BENCHMARKS)
   # tracery-bench keeps its name in bin/ (it is documented and run by hand).

@@ -108,6 +108,9 @@ class RelayTest(unittest.TestCase):
                             *extra], capture_output=True, text=True, timeout=120)
         if check:
             self.assertEqual(p.returncode, 0, p.stderr)
+        if not extra:
+            # The relay reads on after the sender is gone: its log says when it is done.
+            self.wait_log(f"({p.stdout.strip()})", "ended with BYE")
         return os.path.join(self.output, p.stdout.strip(), TRACE_PATH)
 
     def log_lines(self):
@@ -219,6 +222,27 @@ class RelayTest(unittest.TestCase):
         got = out.splitlines()
         self.assertGreater(len(got), 0)
         self.assertTrue(all(l.split(") ", 1)[1] in {o.split(") ", 1)[1] for o in original} for l in got))
+
+    def test_killed_sender_leaves_what_it_sent_readable(self):
+        n = 3
+        p = subprocess.Popen([program("tests", "relay-send"), "127.0.0.1", str(self.port), self.trace, "testhost",
+                              "killed", "--stall-after", str(n)], stdout=subprocess.PIPE, text=True)
+        try:
+            copy = os.path.join(self.output, p.stdout.readline().strip(), TRACE_PATH)
+            index = os.path.join(copy, "index", self.streams()[0] + ".idx")
+            deadline = time.time() + 10
+            while (not os.path.exists(index) or os.path.getsize(index) < 16 + 72 * n) and time.time() < deadline:
+                time.sleep(0.05)
+        finally:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+        self.wait_log("/killed-", "closed without BYE")
+        _, entries = read_index(index)
+        self.assertEqual(len(entries), n)
+        code, out, err = babeltrace2(copy)
+        self.assertEqual(code, 0, err)
+        self.assertGreater(out.count("bench:ev"), 0)
 
     def test_silent_sender_does_not_block_others(self):
         s = socket.create_connection(("127.0.0.1", self.port), timeout=10)

@@ -156,7 +156,7 @@ struct RelayServer::Impl {
 		return {};
 	}
 
-	void serve(uint64_t tag, uint32_t events)
+	void serve(uint64_t tag)
 	{
 		Connection &c = *conns.at(tag);
 		for (int n = 0; n < kSlicesPerWakeup; n++) {
@@ -169,7 +169,8 @@ struct RelayServer::Impl {
 				return close_conn(tag, cat("recv: ", std::strerror(errno)));
 			}
 			if (got == 0) {
-				std::string line;
+				std::string line =
+					cat("ended with BYE, ", std::to_string(c.writer.packets()), " packets");
 				if (!c.writer.said_bye())
 					line = c.decoder.buffered()
 					               ? "closed without BYE, in the middle of a frame (dropped)"
@@ -180,7 +181,6 @@ struct RelayServer::Impl {
 			if (std::string why = drain(c); !why.empty())
 				return close_conn(tag, why);
 		}
-		(void)events;
 	}
 
 	void expire_silent()
@@ -290,7 +290,7 @@ void RelayServer::run(bool handle_signals)
 			if (tag == kListenTag)
 				s.accept_all();
 			else if (s.conns.count(tag))
-				s.serve(tag, events[i].events);
+				s.serve(tag);
 		}
 		s.expire_silent();
 	}

@@ -246,8 +246,11 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	StreamState *s = open_stream(m.stream_id, "PACKET", why);
 	if (!s)
 		return why;
-	if (!(why = write_all(s->data.get(), m.bytes.data(), m.bytes.size())).empty())
+	if (!(why = write_all(s->data.get(), m.bytes.data(), m.bytes.size())).empty()) {
+		// A packet written in part (a full disk): the file ends at the last whole one.
+		[[maybe_unused]] const int rc = ::ftruncate(s->data.get(), static_cast<off_t>(s->size));
 		return why;
+	}
 	const cr::PacketIndex &i = m.index;
 	uint8_t entry[kIndexEntrySize];
 	const uint64_t fields[] = {s->size,           i.packet_size_bits,   i.content_size_bits,
@@ -257,6 +260,7 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	for (size_t k = 0; k < 9; k++)
 		put_be64(entry + 8 * k, fields[k]);
 	s->size += m.bytes.size();
+	++packets_;
 	return write_all(s->index.get(), entry, sizeof entry);
 }
 

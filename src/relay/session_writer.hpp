@@ -35,6 +35,8 @@ public:
 
 	bool said_hello() const { return session_dir_.has_value(); }
 	bool said_bye() const { return bye_; }
+	// Packets written so far.
+	uint64_t packets() const { return packets_; }
 	// "HOSTNAME/SESSION-DATE" once HELLO was accepted, else "".
 	const std::string &relative_dir() const { return relative_dir_; }
 
@@ -63,6 +65,7 @@ private:
 	std::optional<base::Fd> session_dir_;
 	std::string relative_dir_;
 	bool bye_ = false;
+	uint64_t packets_ = 0;
 	std::map<uint32_t, TraceState> traces_;
 	std::map<uint32_t, StreamState> streams_;
 };

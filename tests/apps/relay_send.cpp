@@ -5,8 +5,10 @@
 // header and context (ctf/packet.hpp's layout), a BEACON, CLOSE_STREAM, BYE.
 // For tests/relay_test.py:
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
+//              [--stall-after N]
 // --vanish-after N: after N packets, sends half of the next one (with
-// --half-frame) or nothing, then exits without BYE, as a killed sender.
+// --half-frame) or nothing, then exits without BYE, as a dying sender.
+// --stall-after N: after N packets, waits to be killed.
 // Prints the relay's path of the session on stdout.
 #include "base/byte_order.hpp"
 #include "control/relay_connection.hpp"
@@ -55,12 +57,14 @@ void check(const std::string &why)
 int main(int argc, char **argv)
 {
 	std::vector<std::string> args;
-	long vanish_after = -1;
+	long vanish_after = -1, stall_after = -1;
 	bool half_frame = false;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
 		if (a == "--vanish-after" && i + 1 < argc)
 			vanish_after = std::atol(argv[++i]);
+		else if (a == "--stall-after" && i + 1 < argc)
+			stall_after = std::atol(argv[++i]);
 		else if (a == "--half-frame")
 			half_frame = true;
 		else
@@ -118,6 +122,9 @@ int main(int argc, char **argv)
 			const size_t size = i.packet_size_bits / 8;
 			if (size == 0 || size > bytes.size() - at)
 				die(file.string() + ": a packet runs past the end of the file");
+			if (sent == stall_after)
+				for (;;)
+					pause();
 			if (sent == vanish_after) {
 				if (half_frame) {
 					std::vector<uint8_t> head;

@@ -97,7 +97,7 @@ class InstalledPackage(unittest.TestCase):
             f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
             "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
             "cmake/Tracery/TraceryTargets.cmake")}
-        expected |= {os.path.join(BINDIR, p) for p in ("traceryd", "tracery", "tracery-clock-report")}
+        expected |= {os.path.join(BINDIR, p) for p in ("traceryd", "tracery-relayd", "tracery", "tracery-clock-report")}
         if BENCHMARKS:
             expected.add(os.path.join(BINDIR, "tracery-bench"))
             expected |= {os.path.join(LIBEXECDIR, "tracery", p)
