@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -265,12 +266,21 @@ def run_kernel_workload(d, session, calls, timeout=30, track=False):
     p = d.spawn([program("tests", "kernel-workload"), str(calls), "100"])
     pid = int(read_line(p, "ready")[0])
     d.wait_registered(pid)
+    # The workload and a CPU-bound process share one CPU, which is then never idle: a kernel may not record
+    # the switches away from the idle task, and a thread switched in unrecorded is not known to run there, so
+    # its system calls would be nobody's (as daemon_kernel_test's LttngAnalysesTest explains).
+    cpu = max(os.sched_getaffinity(0))
+    hog = d.spawn([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+    os.sched_setaffinity(hog.pid, {cpu})
+    os.sched_setaffinity(pid, {cpu})  # its main thread, and the thread it makes later
     if track:
         d.tracery("track", "-k", "--pid", str(pid), "-s", session)
     d.tracery("start", session)
     p.stdin.write("go\n")
     p.stdin.flush()
     read_line(p, "done")
+    hog.kill()
+    hog.wait(timeout=30)
     p.wait(timeout=timeout)
     d.tracery("stop", session)
     return pid

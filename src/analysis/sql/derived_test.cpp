@@ -140,7 +140,7 @@ TEST(Sql, QuotingAndText)
 	EXPECT_EQ(s, "caf\xc3\xa9 ?? ??? ???? ?");
 	s.clear();
 	append_json_string(s, std::string("q\"\\\n\x01\0\xc3\"\xc3\xa9", 10));
-	EXPECT_EQ(s, "\"q\\\"\\\\\\n\\u0001\\u0000?\\\"\xc3\xa9\"");
+	EXPECT_EQ(s, "\"q\\\"\\\\\\u000a\\u0001\\u0000?\\\"\xc3\xa9\"");
 }
 
 std::string run(Db &db, const std::string &sql, OutputFormat f)

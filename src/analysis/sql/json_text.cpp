@@ -22,48 +22,6 @@ void append_utf8(std::string &out, std::string_view s)
 		base::sanitize_utf8_in_place(p, s.size());
 }
 
-void append_json_string(std::string &out, std::string_view s)
-{
-	out += '"';
-	// Escaping changes ASCII bytes only, which no valid multi-byte sequence
-	// holds: the escaped text is then made valid UTF-8 in place.
-	const size_t from = out.size();
-	bool ascii = true;
-	for (const char ch : s) {
-		const auto c = static_cast<unsigned char>(ch);
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			ascii &= c < 0x80;
-			out += ch;
-			continue;
-		}
-		switch (c) {
-		case '"':
-			out += "\\\"";
-			break;
-		case '\\':
-			out += "\\\\";
-			break;
-		case '\n':
-			out += "\\n";
-			break;
-		case '\t':
-			out += "\\t";
-			break;
-		case '\r':
-			out += "\\r";
-			break;
-		default: {
-			char b[8];
-			snprintf(b, sizeof b, "\\u%04x", c);
-			out += b;
-		}
-		}
-	}
-	if (!ascii)
-		base::sanitize_utf8_in_place(reinterpret_cast<uint8_t *>(out.data() + from), out.size() - from);
-	out += '"';
-}
-
 size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, const reader::Value *values, size_t v)
 {
 	const reader::Op &op = plan.ops[i];

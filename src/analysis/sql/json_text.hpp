@@ -8,14 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/export_model.hpp"
 #include "ctf/reader/decoder.hpp"
 
 namespace tracery::analysis::sql {
 
 // s with every byte that is not part of a valid UTF-8 sequence replaced by '?'.
 void append_utf8(std::string &out, std::string_view s);
-// "s" as a JSON string (valid UTF-8 inside).
-void append_json_string(std::string &out, std::string_view s);
+// JSON strings: analysis::append_json_string (export_model.hpp).
 
 // The value of op i of plan at values[v] as JSON (integers as numbers,
 // enumerations as their label, floats as numbers or null when not finite,
