@@ -9,6 +9,7 @@ recorded through the daemon (CPU tracks from sched_switch, system calls, a count
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -324,7 +325,11 @@ class KernelHtmlTest(HtmlCase):
 
         text = self.click_event("kw:before_getpid")
         self.assertTrue(any(n in text for n in names), text)  # its thread's track
-        self.assertIn("i\t0", text)  # the first call's field
+        # The first call's field, or a neighbour's: the calls come microseconds apart, and the click picks the
+        # event nearest its pixel.
+        m = re.search(r"\ni\t(\d+)$", text, re.M)
+        self.assertTrue(m, text)
+        self.assertLess(int(m.group(1)), 200)
         text = self.click_event("getpid")
         self.assertIn("duration", text)
         self.assertIn("system calls", text)
