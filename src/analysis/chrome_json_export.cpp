@@ -2,6 +2,8 @@
 // model (see chrome_json_export.hpp).
 #include "analysis/chrome_json_export.hpp"
 
+#include "analysis/json_text.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>

@@ -12,7 +12,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "base/utf8.hpp"
+#include "analysis/json_text.hpp"
 
 namespace tracery::analysis {
 
@@ -45,37 +45,6 @@ void ExportOptions::add_counter(const std::string &spec)
 	counters.push_back({spec.substr(0, colon), spec.substr(colon + 1)});
 }
 
-void append_json_string(std::string &out, std::string_view s)
-{
-	out += '"';
-	size_t plain = 0; // bytes that need no escape, from the start
-	while (plain < s.size()) {
-		const auto c = static_cast<unsigned char>(s[plain]);
-		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80)
-			break;
-		++plain;
-	}
-	out.append(s.data(), plain);
-	if (plain < s.size()) {
-		const std::string clean = base::sanitize_utf8(s.substr(plain));
-		for (const char ch : clean) {
-			const auto c = static_cast<unsigned char>(ch);
-			if (c == '"' || c == '\\') {
-				out += '\\';
-				out += ch;
-			} else if (c < 0x20) {
-				static const char hex[] = "0123456789abcdef";
-				out += "\\u00";
-				out += hex[c >> 4];
-				out += hex[c & 15];
-			} else {
-				out += ch;
-			}
-		}
-	}
-	out += '"';
-}
-
 void write_all(int fd, const void *p, size_t n, const std::string &what)
 {
 	const auto *b = static_cast<const uint8_t *>(p);
@@ -106,77 +75,6 @@ namespace {
 bool is_integer(OpKind k)
 {
 	return k == OpKind::u8 || k == OpKind::u16 || k == OpKind::u32 || k == OpKind::u64 || k == OpKind::integer;
-}
-
-void json_number(std::string &out, double f)
-{
-	if (!std::isfinite(f)) {
-		out += "null";
-		return;
-	}
-	char b[32];
-	snprintf(b, sizeof b, "%.17g", f);
-	out += b;
-}
-
-// A value and its subtree as JSON; returns the index of the value after it.
-size_t json_of(const Plan &plan, uint32_t i, std::span<const Value> values, size_t v, std::string &out, int depth)
-{
-	if (v >= values.size() || depth > 64) {
-		out += "null";
-		return values.size();
-	}
-	const Op &op = plan.ops[i];
-	switch (op.kind) {
-	case OpKind::structure: {
-		out += '{';
-		size_t w = v + 1;
-		uint32_t c = i + 1;
-		for (uint32_t k = 0; k < op.count; ++k) {
-			if (k)
-				out += ',';
-			append_json_string(out, plan.ops[c].name ? std::string_view(*plan.ops[c].name)
-			                                         : std::string_view("?"));
-			out += ':';
-			w = json_of(plan, c, values, w, out, depth + 1);
-			c = plan.ops[c].next;
-		}
-		out += '}';
-		return w;
-	}
-	case OpKind::array:
-	case OpKind::sequence: {
-		out += '[';
-		size_t w = v + 1;
-		for (uint64_t k = 0; k < values[v].n && w < values.size(); ++k) {
-			if (k)
-				out += ',';
-			w = json_of(plan, i + 1, values, w, out, depth + 1);
-		}
-		out += ']';
-		return w;
-	}
-	case OpKind::variant: {
-		const auto &options = plan.selectors[op.table].option_ops;
-		if (values[v].n >= options.size()) {
-			out += "null";
-			return values.size();
-		}
-		return json_of(plan, options[values[v].n], values, v + 1, out, depth + 1);
-	}
-	case OpKind::string:
-	case OpKind::text_array:
-	case OpKind::text_sequence:
-		append_json_string(out, {values[v].s, static_cast<size_t>(values[v].n)});
-		return v + 1;
-	case OpKind::float32:
-	case OpKind::float64:
-		json_number(out, values[v].f);
-		return v + 1;
-	default:
-		out += op.is_signed ? std::to_string(values[v].i) : std::to_string(values[v].u);
-		return v + 1;
-	}
 }
 
 } // namespace
@@ -227,7 +125,7 @@ FieldValue field_value_of(const reader::Item &event, const ShownField &field, st
 		const Plan &plan = plan_of(event, field.ref.scope);
 		const std::span<const Value> values = values_of(event, field.ref.scope);
 		scratch.clear();
-		json_of(plan, field.ref.op, values, static_cast<size_t>(v - values.data()), scratch, 0);
+		append_json_value(scratch, plan, field.ref.op, values, static_cast<size_t>(v - values.data()));
 		r.s = scratch;
 		break;
 	}

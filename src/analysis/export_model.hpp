@@ -157,10 +157,6 @@ ExportCounts export_events(EventWalk &walk, const ExportOptions &options, Export
 // The value of a shown field of an event (reads the event's decoded values).
 FieldValue field_value_of(const ctf::reader::Item &event, const ShownField &field, std::string &scratch);
 
-// s as a JSON string, quoted: '"', '\\' and control characters escaped, bytes
-// that are not UTF-8 replaced by '?'.
-void append_json_string(std::string &out, std::string_view s);
-
 // Writes all n bytes to fd; throws std::runtime_error naming what (the
 // output file) on an error.
 void write_all(int fd, const void *p, size_t n, const std::string &what);

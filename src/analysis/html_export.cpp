@@ -3,6 +3,8 @@
 // track and per chunk.
 #include "analysis/html_export.hpp"
 
+#include "analysis/json_text.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>

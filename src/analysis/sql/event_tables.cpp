@@ -2,7 +2,7 @@
 // (see event_tables.hpp).
 #include "analysis/sql/event_tables.hpp"
 
-#include "analysis/sql/json_text.hpp"
+#include "analysis/json_text.hpp"
 
 #include <algorithm>
 #include <set>
@@ -266,7 +266,7 @@ void EventTables::fill_scope(Cell *row, std::vector<Member> &members, const read
 		case Member::json:
 			cell.type = Cell::text;
 			cell.s.clear();
-			v = append_json_value(cell.s, plan, op, values.data(), v);
+			v = append_json_value(cell.s, plan, op, values, v);
 			continue;
 		}
 	}

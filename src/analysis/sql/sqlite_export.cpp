@@ -2,9 +2,9 @@
 // database (see sqlite_export.hpp).
 #include "analysis/sql/sqlite_export.hpp"
 
+#include "analysis/json_text.hpp"
 #include "analysis/sql/derived.hpp"
 #include "analysis/sql/event_tables.hpp"
-#include "analysis/sql/json_text.hpp"
 
 #include <memory>
 #include <unordered_map>

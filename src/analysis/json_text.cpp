@@ -1,6 +1,6 @@
-// analysis/sql/json_text.cpp — UTF-8 checks and JSON of decoded fields (see
-// json_text.hpp).
-#include "analysis/sql/json_text.hpp"
+// analysis/json_text.cpp — UTF-8 repair, JSON strings and JSON of decoded
+// fields (see json_text.hpp).
+#include "analysis/json_text.hpp"
 
 #include "base/utf8.hpp"
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace tracery::analysis::sql {
+namespace tracery::analysis {
 
 namespace reader = ctf::reader;
 using reader::OpKind;
@@ -22,8 +22,48 @@ void append_utf8(std::string &out, std::string_view s)
 		base::sanitize_utf8_in_place(p, s.size());
 }
 
-size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, const reader::Value *values, size_t v)
+void append_json_string(std::string &out, std::string_view s)
 {
+	out += '"';
+	size_t plain = 0; // bytes that need no escape, from the start
+	while (plain < s.size()) {
+		const auto c = static_cast<unsigned char>(s[plain]);
+		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80)
+			break;
+		++plain;
+	}
+	out.append(s.data(), plain);
+	if (plain < s.size()) {
+		const std::string clean = base::sanitize_utf8(s.substr(plain));
+		for (const char ch : clean) {
+			const auto c = static_cast<unsigned char>(ch);
+			if (c == '"' || c == '\\') {
+				out += '\\';
+				out += ch;
+			} else if (c < 0x20) {
+				static const char hex[] = "0123456789abcdef";
+				out += "\\u00";
+				out += hex[c >> 4];
+				out += hex[c & 15];
+			} else {
+				out += ch;
+			}
+		}
+	}
+	out += '"';
+}
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+size_t append_value(std::string &out, const reader::Plan &plan, uint32_t i, std::span<const reader::Value> values,
+                    size_t v, int depth)
+{
+	if (v >= values.size() || depth > kMaxDepth) {
+		out += "null";
+		return values.size();
+	}
 	const reader::Op &op = plan.ops[i];
 	const reader::Value &val = values[v];
 	switch (op.kind) {
@@ -79,7 +119,7 @@ size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i,
 				name.remove_prefix(1);
 			append_json_string(out, name);
 			out += ':';
-			w = append_json_value(out, plan, c, values, w);
+			w = append_value(out, plan, c, values, w, depth + 1);
 			c = m.next;
 		}
 		out += '}';
@@ -89,18 +129,33 @@ size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i,
 	case OpKind::sequence: {
 		out += '[';
 		size_t w = v + 1;
-		for (uint64_t k = 0; k < val.n; ++k) {
+		for (uint64_t k = 0; k < val.n && w < values.size(); ++k) {
 			if (k)
 				out += ',';
-			w = append_json_value(out, plan, i + 1, values, w);
+			w = append_value(out, plan, i + 1, values, w, depth + 1);
 		}
 		out += ']';
 		return w;
 	}
-	case OpKind::variant:
-		return append_json_value(out, plan, plan.selectors[op.table].option_ops[val.n], values, v + 1);
+	case OpKind::variant: {
+		const auto &options = plan.selectors[op.table].option_ops;
+		if (val.n >= options.size()) {
+			out += "null";
+			return values.size();
+		}
+		return append_value(out, plan, options[val.n], values, v + 1, depth + 1);
 	}
+	}
+	out += "null";
 	return v + 1;
 }
 
-} // namespace tracery::analysis::sql
+} // namespace
+
+size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, std::span<const reader::Value> values,
+                         size_t v)
+{
+	return append_value(out, plan, i, values, v, 0);
+}
+
+} // namespace tracery::analysis
