@@ -3,7 +3,12 @@
  * (tracery-bench and its LTTng-UST twin lttng-bench): arguments, threads,
  * barrier, timing and the report. Only the emitting loop differs.
  *
- *   PROG <events_per_thread> <threads> <ev|str|none>
+ *   PROG <events_per_thread> <threads> <ev|str|none> [<events_per_second_per_thread>]
+ *
+ * With a rate, each thread is paced: it emits bursts of BENCH_BURST events and
+ * after each waits (sleeping, then spinning the last 50 us) until the schedule
+ * start + emitted / rate; a thread that falls behind does not wait. Without
+ * one, the loop runs at full speed.
  *
  * The includer defines, before or after including this header,
  *
@@ -42,6 +47,7 @@ struct bench_worker {
 	int index;
 	uint64_t events;
 	enum bench_kind kind;
+	uint64_t rate; /* events per second, 0: full speed */
 	pthread_barrier_t *barrier;
 	uint64_t start_ns, end_ns;
 };
@@ -53,12 +59,38 @@ static uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+enum { BENCH_BURST = 1000 };
+
+/* Emits w->events events in bursts, each burst due at start + emitted / rate. */
+static void bench_paced(struct bench_worker *w)
+{
+	for (uint64_t done = 0; done < w->events;) {
+		uint64_t n = w->events - done < BENCH_BURST ? w->events - done : BENCH_BURST;
+		bench_loop(w->kind, n);
+		done += n;
+		uint64_t due = w->start_ns + (uint64_t)((double)done * 1e9 / (double)w->rate);
+		uint64_t now = bench_now_ns();
+		if (due > now + 50000) {
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(due - now - 50000)};
+			while (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			nanosleep(&ts, NULL);
+		}
+		while (bench_now_ns() < due)
+			__asm__ volatile("pause");
+	}
+}
+
 static void *bench_run(void *arg)
 {
 	struct bench_worker *w = arg;
 	pthread_barrier_wait(w->barrier);
 	w->start_ns = bench_now_ns();
-	if (w->kind == BENCH_NONE) {
+	if (w->rate && w->kind != BENCH_NONE) {
+		bench_paced(w);
+	} else if (w->kind == BENCH_NONE) {
 		for (uint64_t i = 0; i < w->events; i++)
 			__asm__ volatile("" ::: "memory");
 	} else {
@@ -81,10 +113,17 @@ static int bench_parse_count(const char *s, uint64_t *out)
 
 static int bench_main(const char *prog, int argc, char **argv)
 {
-	uint64_t events, threads;
+	uint64_t events, threads, rate = 0;
 	enum bench_kind kind;
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s <events_per_thread> <threads> <ev|str|none>\n", prog);
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr,
+		        "usage: %s <events_per_thread> <threads> <ev|str|none> [<events_per_second_per_thread>]\n",
+		        prog);
+		return 2;
+	}
+	if (argc == 5 && (bench_parse_count(argv[4], &rate) || rate == 0)) {
+		fprintf(stderr, "%s: rate '%s' is not valid: give events per second per thread, such as 2000000\n",
+		        prog, argv[4]);
 		return 2;
 	}
 	if (bench_parse_count(argv[1], &events)) {
@@ -113,7 +152,8 @@ static int bench_main(const char *prog, int argc, char **argv)
 	if (!w)
 		return 1;
 	for (uint64_t t = 0; t < threads; t++) {
-		w[t] = (struct bench_worker){.index = (int)t, .events = events, .kind = kind, .barrier = &barrier};
+		w[t] = (struct bench_worker){
+			.index = (int)t, .events = events, .kind = kind, .rate = rate, .barrier = &barrier};
 		if (pthread_create(&w[t].thread, NULL, bench_run, &w[t])) {
 			fprintf(stderr, "%s: cannot start thread %d\n", prog, (int)t);
 			return 1;

@@ -1,5 +1,5 @@
 /*
- * tracery-bench <events_per_thread> <threads> <ev|str|none>
+ * tracery-bench <events_per_thread> <threads> <ev|str|none> [<events_per_second_per_thread>]
  *
  * Emits bench:ev (a = loop counter, b = 42) or bench:str (s = "hello tracer",
  * b = 42) in a tight loop on each thread, or runs the empty loop (none).

@@ -1,5 +1,5 @@
 /*
- * lttng-bench <events_per_thread> <threads> <ev|str|none>
+ * lttng-bench <events_per_thread> <threads> <ev|str|none> [<events_per_second_per_thread>]
  *
  * The LTTng-UST twin of tracery-bench (bench/tracery_bench.c): same harness
  * (bench/bench_main.h: arguments, barrier, timing, output), same loops, with
