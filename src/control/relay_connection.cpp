@@ -1,6 +1,7 @@
 // control/relay_connection.cpp — RelayConnection: TCP connect with a
 // timeout, frames checked then sent whole (a packet as its head and its bytes
-// in one sendmsg), the HELLO reply read with the relay protocol's decoder.
+// in one sendmsg), the relay's frames (HELLO_REPLY, SYNC_REPLY, NOTICE) read
+// with the relay protocol's decoder.
 #include "control/relay_connection.hpp"
 
 #include "base/cat.hpp"
@@ -14,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -55,12 +57,14 @@ std::string send_all(int fd, iovec *iov, int count)
 std::string RelayConnection::fail(std::string why)
 {
 	fd_.reset();
+	in_ = Decoder();
 	return why;
 }
 
 std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
 {
 	fd_.reset();
+	in_ = Decoder();
 	addrinfo hints{};
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -124,35 +128,82 @@ std::string RelayConnection::hello(const Hello &h, std::string *relay_path, int 
 {
 	if (std::string why = send_frame(h); !why.empty())
 		return why;
-	Decoder d;
+	Frame f;
+	if (std::string why = read_reply(Type::hello_reply, f, timeout_ms); !why.empty())
+		return why;
+	const auto &r = std::get<HelloReply>(f);
+	if (!r.accepted)
+		return fail(cat("the relay refused the session: ", r.text));
+	if (relay_path)
+		*relay_path = r.text;
+	return {};
+}
+
+std::string RelayConnection::sync(uint64_t *packets_written, int timeout_ms)
+{
+	const uint64_t token = ++sync_token_;
+	if (std::string why = send_frame(Sync{token}); !why.empty())
+		return why;
+	Frame f;
+	if (std::string why = read_reply(Type::sync_reply, f, timeout_ms); !why.empty())
+		return why;
+	const auto &r = std::get<SyncReply>(f);
+	if (r.token != token)
+		return fail(cat("the relay answered SYNC ", std::to_string(token), " with the token ",
+		                std::to_string(r.token)));
+	if (packets_written)
+		*packets_written = r.packets_written;
+	return {};
+}
+
+std::string RelayConnection::poll_notices()
+{
+	Frame f;
+	return read_reply(std::nullopt, f, 0);
+}
+
+std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, int timeout_ms)
+{
+	if (!fd_)
+		return "not connected";
 	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
 	uint8_t buf[4096];
 	for (;;) {
-		Frame f;
-		const Decoder::Status st = d.next(f);
+		const Decoder::Status st = in_.next(out);
 		if (st == Decoder::Status::error)
-			return fail(cat("the relay's reply: ", d.error()));
+			return fail(cat("the relay's reply: ", in_.error()));
 		if (st == Decoder::Status::frame) {
-			const auto *r = std::get_if<HelloReply>(&f);
-			if (!r)
-				return fail("the relay replied with something other than HELLO_REPLY");
-			if (!r->accepted)
-				return fail(cat("the relay refused the session: ", r->text));
-			if (relay_path)
-				*relay_path = r->text;
+			if (const auto *n = std::get_if<Notice>(&out)) {
+				if (on_notice)
+					on_notice(*n);
+				continue;
+			}
+			if (!want || type_of(out) != *want)
+				return fail(
+					cat("the relay sent ", type_name(static_cast<uint16_t>(type_of(out))),
+				            want ? cat(" where ", type_name(static_cast<uint16_t>(*want)), " was due")
+				                 : std::string(" unasked")));
 			return {};
 		}
 		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
 			deadline - std::chrono::steady_clock::now());
 		pollfd p{fd_.get(), POLLIN, 0};
-		if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1)
-			return fail("no reply from the relay in time");
+		const int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready != 1) {
+			if (!want)
+				return {}; // nothing more waiting
+			return fail(cat("no ", type_name(static_cast<uint16_t>(*want)), " from the relay in time"));
+		}
 		const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return fail("the relay closed the connection before replying");
-		d.feed({buf, static_cast<size_t>(n)});
+			return fail(want ? cat("the relay closed the connection before its ",
+			                       type_name(static_cast<uint16_t>(*want)))
+			                 : std::string("the relay closed the connection"));
+		in_.feed({buf, static_cast<size_t>(n)});
 	}
 }
 

@@ -1,14 +1,17 @@
 // control/relay_connection.hpp — the sending end of the relay protocol
 // (docs/relay-protocol.md): one TCP connection to tracery-relayd carrying
 // one session. Blocking sends; every frame is checked before it leaves, so
-// the relay never sees a malformed one from us. traceryd's relay sink will
-// use it (not wired yet).
+// the relay never sees a malformed one from us. The relay's frames are read
+// when a reply is due (HELLO_REPLY, SYNC_REPLY) or asked for (poll_notices);
+// its NOTICEs go to on_notice.
 #pragma once
 
 #include "base/fd.hpp"
 #include "control/relay_protocol.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +31,14 @@ public:
 	std::string send_packet(uint32_t stream_id, const PacketIndex &index, std::span<const uint8_t> bytes);
 	std::string beacon(uint32_t stream_id, uint64_t timestamp);
 	std::string close_stream(uint32_t stream_id);
+	// Sends SYNC and waits (timeout_ms) for the relay's answer: everything
+	// sent before is written; *packets_written: the session's packets on the
+	// relay's disk so far.
+	std::string sync(uint64_t *packets_written = nullptr, int timeout_ms = 10000);
+	// Reads, without waiting, what the relay sent unasked (NOTICEs).
+	std::string poll_notices();
+	// Each NOTICE the relay sends, when it is read.
+	std::function<void(const Notice &)> on_notice;
 	// Sends BYE and closes.
 	std::string bye();
 	void close() { fd_.reset(); }
@@ -38,8 +49,13 @@ public:
 private:
 	std::string send_frame(const Frame &f);
 	std::string fail(std::string why);
+	// Reads the relay's frames until one of type `want` (into out), passing
+	// NOTICEs to on_notice; without `want`, until none is waiting.
+	std::string read_reply(std::optional<Type> want, Frame &out, int timeout_ms);
 
 	base::Fd fd_;
+	Decoder in_;
+	uint64_t sync_token_ = 0;
 };
 
 } // namespace tracery::control::relay

@@ -127,9 +127,10 @@ Type type_of(const Frame &f) { return static_cast<Type>(f.index() + 1); }
 
 const char *type_name(uint16_t type)
 {
-	static const char *const names[] = {"HELLO",  "HELLO_REPLY", "TRACE",        "METADATA", "STREAM",
-	                                    "PACKET", "BEACON",      "CLOSE_STREAM", "BYE"};
-	return type >= 1 && type <= 9 ? names[type - 1] : "unknown";
+	static const char *const names[] = {"HELLO",  "HELLO_REPLY",  "TRACE", "METADATA", "STREAM",     "PACKET",
+	                                    "BEACON", "CLOSE_STREAM", "BYE",   "SYNC",     "SYNC_REPLY", "NOTICE"};
+	static_assert(std::size(names) == kLastType);
+	return type >= 1 && type <= kLastType ? names[type - 1] : "unknown";
 }
 
 void append_frame(std::vector<uint8_t> &out, const Frame &f)
@@ -172,6 +173,14 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.put(m.timestamp);
 			} else if constexpr (std::is_same_v<M, CloseStream>) {
 				w.put(m.stream_id);
+			} else if constexpr (std::is_same_v<M, Sync>) {
+				w.put(m.token);
+			} else if constexpr (std::is_same_v<M, SyncReply>) {
+				w.put(m.token);
+				w.put(m.packets_written);
+			} else if constexpr (std::is_same_v<M, Notice>) {
+				w.put(static_cast<uint8_t>(m.kind));
+				w.str(m.text);
 			}
 		},
 		f);
@@ -326,6 +335,38 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 			return why;
 		out = Bye{};
 		return {};
+	case Type::sync: {
+		Sync m;
+		m.token = r.get<uint64_t>();
+		if (!(why = leftover()).empty())
+			return why;
+		out = m;
+		return {};
+	}
+	case Type::sync_reply: {
+		SyncReply m;
+		m.token = r.get<uint64_t>();
+		m.packets_written = r.get<uint64_t>();
+		if (!(why = leftover()).empty())
+			return why;
+		out = m;
+		return {};
+	}
+	case Type::notice: {
+		Notice m;
+		const uint8_t kind = r.get<uint8_t>();
+		m.text = r.str();
+		if (!(why = leftover()).empty())
+			return why;
+		if (kind != static_cast<uint8_t>(NoticeKind::writes_behind) &&
+		    kind != static_cast<uint8_t>(NoticeKind::caught_up))
+			return cat("NOTICE: unknown kind ", std::to_string(kind));
+		if (m.text.size() > kMaxReplyText)
+			return "NOTICE: text longer than 4096 bytes";
+		m.kind = static_cast<NoticeKind>(kind);
+		out = std::move(m);
+		return {};
+	}
 	}
 	return cat("unknown frame type ", std::to_string(type));
 }
@@ -367,7 +408,7 @@ Decoder::Status Decoder::next(Frame &out)
 		                ", this relay speaks 1"));
 	if (have >= 8) {
 		const uint16_t type = base::load_le<uint16_t>(h + 6);
-		if (type < 1 || type > 9)
+		if (type < 1 || type > kLastType)
 			return fail(cat("unknown frame type ", std::to_string(type)));
 	}
 	if (have < kHeaderSize)

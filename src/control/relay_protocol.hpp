@@ -39,7 +39,11 @@ enum class Type : uint16_t {
 	beacon = 7,
 	close_stream = 8,
 	bye = 9,
+	sync = 10,
+	sync_reply = 11,
+	notice = 12,
 };
+inline constexpr uint16_t kLastType = 12;
 
 struct Hello {
 	uint16_t major = kMajor, minor = kMinor;
@@ -95,8 +99,32 @@ struct CloseStream {
 struct Bye {
 	bool operator==(const Bye &) const = default;
 };
+// The sender asks the relay to answer once everything it sent before this
+// frame is written (stop and the end of a session wait for it).
+struct Sync {
+	uint64_t token = 0;
+	bool operator==(const Sync &) const = default;
+};
+// The relay's answer to SYNC: the same token, and the packets of the session
+// written so far.
+struct SyncReply {
+	uint64_t token = 0;
+	uint64_t packets_written = 0;
+	bool operator==(const SyncReply &) const = default;
+};
+// What the relay tells a sender between its replies.
+enum class NoticeKind : uint8_t {
+	writes_behind = 1, // the relay's disk is behind: it reads this connection only as fast as it writes
+	caught_up = 2,     // it reads at full speed again
+};
+struct Notice {
+	NoticeKind kind = NoticeKind::writes_behind;
+	std::string text; // one line for the sender's log, at most 4096 bytes
+	bool operator==(const Notice &) const = default;
+};
 
-using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye>;
+using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync,
+                           SyncReply, Notice>;
 
 // The frame's type (the header's type field).
 Type type_of(const Frame &f);

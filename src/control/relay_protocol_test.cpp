@@ -36,7 +36,11 @@ std::vector<Frame> every_message()
 	        p,
 	        Beacon{.stream_id = 7, .timestamp = 0xfedcba9876543210ull},
 	        CloseStream{.stream_id = 7},
-	        Bye{}};
+	        Bye{},
+	        Sync{.token = 0x0102030405060708ull},
+	        SyncReply{.token = 42, .packets_written = 1234567},
+	        Notice{.kind = NoticeKind::writes_behind, .text = "writes behind by 64 MiB"},
+	        Notice{.kind = NoticeKind::caught_up, .text = ""}};
 }
 
 std::vector<Frame> decode_all(const std::vector<uint8_t> &bytes, size_t piece, std::string *error = nullptr)
@@ -132,8 +136,8 @@ TEST(RelayProtocol, HeaderRefusals)
 	b[4] = 2;
 	EXPECT_EQ(error_of(b), "protocol version 2, this relay speaks 1");
 	b = encode(Bye{});
-	b[6] = 10;
-	EXPECT_EQ(error_of(b), "unknown frame type 10");
+	b[6] = 13;
+	EXPECT_EQ(error_of(b), "unknown frame type 13");
 	b[6] = 0;
 	EXPECT_EQ(error_of(b), "unknown frame type 0");
 	// An oversized length is refused from the header alone, before any body.
@@ -172,6 +176,15 @@ TEST(RelayProtocol, BodyLengths)
 	b[8] = 1;
 	EXPECT_EQ(error_of(b), "BYE: 1 bytes after the last field");
 	EXPECT_EQ(frame_error(Metadata{.trace_id = 1, .text = ""}), "METADATA: no bytes to append");
+	b = encode(SyncReply{.token = 1, .packets_written = 2});
+	b.pop_back();
+	b[8] = 15;
+	EXPECT_EQ(error_of(b), "SYNC_REPLY: body too short for its fields");
+	b = encode(Notice{.kind = NoticeKind::caught_up, .text = "x"});
+	b[kHeaderSize] = 3;
+	EXPECT_EQ(error_of(b), "NOTICE: unknown kind 3");
+	EXPECT_EQ(frame_error(Notice{.kind = NoticeKind::writes_behind, .text = std::string(4097, 'x')}),
+	          "NOTICE: text longer than 4096 bytes");
 }
 
 TEST(RelayProtocol, NamesAndPaths)

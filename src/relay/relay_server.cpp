@@ -131,6 +131,15 @@ struct RelayServer::Impl {
 		conns.erase(it);
 	}
 
+	// Sends one of the relay's frames, whole, or says it could not (a sender
+	// that does not read its replies fills its socket and is closed).
+	static bool reply_to(Connection &c, const cr::Frame &f)
+	{
+		const auto bytes = cr::encode(f);
+		return ::send(c.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+		       static_cast<ssize_t>(bytes.size());
+	}
+
 	// Decodes and applies what the connection has buffered: "" or why it closes.
 	std::string drain(Connection &c)
 	{
@@ -143,13 +152,17 @@ struct RelayServer::Impl {
 			if (replied) {
 				if (!why.empty() && reply.text.empty())
 					reply = {.accepted = false, .text = why.substr(0, cr::kMaxReplyText)};
-				const auto bytes = cr::encode(reply);
-				if (::send(c.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
-				    static_cast<ssize_t>(bytes.size()))
+				if (!reply_to(c, reply))
 					return "could not send the HELLO reply";
 			}
 			if (!why.empty())
 				return why;
+			if (const auto *sync = std::get_if<cr::Sync>(&f)) {
+				// Writes are synchronous: everything before the SYNC is written.
+				if (!reply_to(c, cr::SyncReply{.token = sync->token,
+				                               .packets_written = c.writer.packets()}))
+					return "could not send the SYNC reply";
+			}
 		}
 		if (st == cr::Decoder::Status::error)
 			return cat("malformed frame: ", c.decoder.error());

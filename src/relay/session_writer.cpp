@@ -101,7 +101,10 @@ std::string SessionWriter::apply(const cr::Frame &f, cr::HelloReply *reply)
 		bye_ = true;
 		return {};
 	}
-	return "HELLO_REPLY from a sender";
+	if (std::holds_alternative<cr::Sync>(f))
+		return {}; // the server answers it: what came before is written
+	// HELLO_REPLY, SYNC_REPLY, NOTICE: the relay's own frames.
+	return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(f))), " from a sender");
 }
 
 std::string SessionWriter::hello(const cr::Hello &m, cr::HelloReply *reply)

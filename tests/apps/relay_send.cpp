@@ -2,7 +2,8 @@
 // tracery-relayd through control::relay::RelayConnection, as traceryd's relay
 // sink will: HELLO, one TRACE, its metadata in two appends, one STREAM per
 // stream file, each packet with its index fields read from its packet
-// header and context (ctf/packet.hpp's layout), a BEACON, CLOSE_STREAM, BYE.
+// header and context (ctf/packet.hpp's layout), a BEACON, CLOSE_STREAM, then
+// SYNC (the relay's count of packets written must be the count sent), BYE.
 // For tests/relay_test.py:
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
 //              [--stall-after N]
@@ -142,6 +143,10 @@ int main(int argc, char **argv)
 		check(c.beacon(stream_id, last_end));
 		check(c.close_stream(stream_id));
 	}
+	uint64_t written = 0;
+	check(c.sync(&written));
+	if (written != static_cast<uint64_t>(sent))
+		die("the relay wrote " + std::to_string(written) + " packets of the " + std::to_string(sent) + " sent");
 	check(c.bye());
 	return 0;
 }
