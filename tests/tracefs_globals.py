@@ -8,9 +8,12 @@
 No test may write a global tracefs file (each kernel session works in its own instance) or leave an instance
 behind (a stale instance of a dead daemon, there before the tests, may go: the tests' daemons remove such
 instances at start). The tests compare the globals around themselves too (daemon_kernel_test.py, kernel/tracefs_testing.hpp);
-this catches what falls between them. Needs root and a mounted tracefs: exits 77 (skipped) without them."""
+this catches what falls between them. Needs root and tracefs: exits 77 (skipped) without them. As root, save mounts
+tracefs where it is not mounted yet, as the first kernel test's daemon would (on a machine just booted, the tests
+mount it; the comparison must cover that run too)."""
 import json
 import os
+import subprocess
 import sys
 
 # The global files a kernel session must never write: kernel/tracefs_testing.hpp's global_settings() too.
@@ -24,6 +27,16 @@ def tracefs_root():
         if os.path.isdir(os.path.join(root, "instances")):
             return root
     return None
+
+
+def mount_tracefs():
+    """Mounts tracefs at /sys/kernel/tracing as traceryd does when it is not mounted; the root or None."""
+    with open("/proc/filesystems") as f:
+        if not any(line.split()[-1] == "tracefs" for line in f if line.strip()):
+            return None
+    if subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"]).returncode != 0:
+        return None
+    return tracefs_root()
 
 
 def global_settings(root):
@@ -52,6 +65,8 @@ def main():
     if len(sys.argv) != 3 or sys.argv[1] not in ("save", "compare"):
         sys.exit(__doc__)
     root = tracefs_root()
+    if root is None and os.geteuid() == 0 and sys.argv[1] == "save":
+        root = mount_tracefs()
     if os.geteuid() != 0 or root is None:
         print("tracefs_globals: needs root and a mounted tracefs; skipped")
         sys.exit(SKIPPED)
