@@ -1,0 +1,362 @@
+"""relay_live_test: a real tracery-relayd on loopback serving live sessions to
+real babeltrace2 (its src.ctf.lttng-live, `babeltrace2 -i lttng-live
+net://...`) while relay-send --live (tests/apps/relay_send.cpp) sends traces
+made by tracery-bench in daemonless mode, paced, with beacons every period.
+
+Checks, against babeltrace2's reading of the original traces: every event
+printed, in order, with its values, while the sender is still sending; a
+viewer attached late prints exactly the events sent after it attached; an
+idle stream (beacons only) does not hold back the busy one; a trace added
+mid-session (another program's) and the first trace's stream closed
+mid-session are both read through; babeltrace2 exits 0 once the session
+ends. Then hostile viewers (wrong sizes, unknown commands, out of order,
+unknown sessions, a stream not given, bytes beyond the index, a second
+viewer) are each closed with a log line, and the relay serves on."""
+import os
+import re
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from tracetest import program, run_traced
+
+PERIOD_MS = 200
+TRACE_PATH = "ust/uid/1000/64-bit"
+CONNECT, LIST, ATTACH, NEXT_INDEX, GET_PACKET, GET_METADATA, NEW_STREAMS, CREATE, DETACH = range(1, 10)
+
+
+def without_deltas(text):
+    """babeltrace2's lines without the (+delta) field (the first line's depends on where reading starts)."""
+    return [re.sub(r" \(\+[^)]*\)", "", l) for l in text.splitlines()]
+
+
+class Viewer:
+    """A raw lttng-live client speaking the protocol by hand (big-endian, packed)."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.port = self.s.getsockname()[1]
+
+    def send(self, cmd, payload=b"", size=None):
+        self.s.sendall(struct.pack(">QII", len(payload) if size is None else size, cmd, 0) + payload)
+
+    def recv(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.s.recv(n - len(data))
+            if not chunk:
+                raise EOFError(f"closed after {len(data)} of {n} bytes")
+            data += chunk
+        return data
+
+    def connect(self):
+        self.send(CONNECT, struct.pack(">QIII", 0, 2, 4, 1))
+        return struct.unpack(">QIII", self.recv(20))
+
+    def sessions(self):
+        self.send(LIST)
+        (count,) = struct.unpack(">I", self.recv(4))
+        out = []
+        for _ in range(count):
+            sid, timer, clients, streams = struct.unpack(">QIII", self.recv(20))
+            host = self.recv(64).split(b"\0")[0].decode()
+            name = self.recv(255).split(b"\0")[0].decode()
+            out.append((sid, timer, clients, streams, host, name))
+        return out
+
+    def create(self):
+        self.send(CREATE)
+        return struct.unpack(">I", self.recv(4))[0]
+
+    def attach(self, sid, seek=1):
+        self.send(ATTACH, struct.pack(">QQI", sid, 0, seek))
+        status, count = struct.unpack(">II", self.recv(8))
+        streams = []
+        for _ in range(count):
+            vid, trace, meta = struct.unpack(">QQI", self.recv(20))
+            path = self.recv(4096).split(b"\0")[0].decode()
+            name = self.recv(255).split(b"\0")[0].decode()
+            streams.append((vid, trace, meta, path, name))
+        return status, streams
+
+    def next_index(self, vid):
+        self.send(NEXT_INDEX, struct.pack(">Q", vid))
+        return struct.unpack(">7QII", self.recv(64))
+
+    def closed(self):
+        """True once the relay has closed the connection (after any reply)."""
+        while True:
+            r, _, _ = select.select([self.s], [], [], 10)
+            if not r:
+                return False
+            try:
+                if not self.s.recv(65536):
+                    return True
+            except ConnectionResetError:
+                return True
+
+    def close(self):
+        self.s.close()
+
+
+@unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
+class RelayLiveTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tracery-relay-live-test-")
+        small = {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"}
+        cls.trace = os.path.join(cls.tmp, "first")
+        run_traced([program("bench", "tracery-bench"), "20000", "2", "ev"], cls.trace, small)
+        cls.second = os.path.join(cls.tmp, "second")  # another program, run later
+        run_traced([program("bench", "tracery-bench"), "5000", "1", "ev"], cls.second, small)
+        cls.original = without_deltas(cls.babeltrace2(cls.trace))
+        cls.both = without_deltas(cls.babeltrace2(cls.trace, cls.second))
+        cls.output = os.path.join(cls.tmp, "relay")
+        cls.log_path = os.path.join(cls.tmp, "relayd.log")
+        cls.log = open(cls.log_path, "w+")
+        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--live-port", "0",
+                                       "--output", cls.output], stderr=cls.log)
+        deadline = time.time() + 10
+        cls.port = cls.live_port = None
+        while (cls.port is None or cls.live_port is None) and time.time() < deadline:
+            with open(cls.log_path) as f:
+                text = f.read()
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+),", text)
+            cls.port = int(m.group(1)) if m else None
+            m = re.search(r"live viewers on 127\.0\.0\.1:(\d+)", text)
+            cls.live_port = int(m.group(1)) if m else None
+            time.sleep(0.05)
+        assert cls.port and cls.live_port, "tracery-relayd did not start"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.relayd.terminate()
+        cls.relayd.wait(timeout=10)
+        cls.log.close()
+        if not os.environ.get("TRACERY_KEEP_TRACE"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @staticmethod
+    def babeltrace2(*paths):
+        p = subprocess.run(["babeltrace2", *paths], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    def setUp(self):
+        self.assertIsNone(self.relayd.poll(), "tracery-relayd is not running")
+
+    def tearDown(self):
+        self.assertIsNone(self.relayd.poll(), "tracery-relayd stopped")
+        self.assertFalse([l for l in self.log_lines() if "runtime error" in l or "Sanitizer" in l])
+
+    def log_lines(self):
+        with open(self.log_path) as f:
+            return f.read().splitlines()
+
+    def wait_log(self, *texts):
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            lines = [l for l in self.log_lines() if all(t in l for t in texts)]
+            if lines:
+                return lines
+            time.sleep(0.05)
+        self.fail(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines()))
+
+    def start_sender(self, session, *extra):
+        p = subprocess.Popen([program("tests", "relay-send"), "127.0.0.1", str(self.port), self.trace, "testhost",
+                              session, "--live", str(PERIOD_MS), *extra], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        relative = p.stdout.readline().strip()
+        self.assertTrue(relative, p.stderr.read() if p.poll() is not None else "no session path")
+        return p, os.path.join(self.output, relative)
+
+    def watch(self, session, sender):
+        """Runs babeltrace2 on the live session until it exits; returns (its exit code, its stdout lines,
+        its stderr, how many lines it printed before the sender exited)."""
+        bt = subprocess.Popen(["babeltrace2", "-i", "lttng-live",
+                               f"net://localhost:{self.live_port}/host/testhost/{session}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines, err = [], []
+        reader = threading.Thread(target=lambda: lines.extend(iter(bt.stdout.readline, "")))
+        err_reader = threading.Thread(target=lambda: err.append(bt.stderr.read()))
+        reader.start()
+        err_reader.start()
+        self.assertEqual(sender.wait(timeout=120), 0, sender.stderr.read())
+        before_end = len(lines)
+        try:
+            code = bt.wait(timeout=60)
+        finally:
+            bt.kill()
+            reader.join()
+            err_reader.join()
+            bt.stdout.close()
+            bt.stderr.close()
+            sender.stdout.close()
+            sender.stderr.close()
+        return code, without_deltas("".join(lines)), "".join(err), before_end
+
+    def assertNoErrors(self, stderr):
+        self.assertFalse([l for l in stderr.splitlines() if " E " in l or "ERROR" in l], stderr)
+
+    def test_events_printed_while_sending(self):
+        sender, _ = self.start_sender("whole", "--start-delay", "1500", "--interval", "15")
+        code, out, err, before_end = self.watch("whole", sender)
+        self.assertEqual(code, 0, err)
+        self.assertNoErrors(err)
+        self.assertEqual(len(out), 40000)
+        self.assertEqual(out, self.original)
+        # Printed as it came: most lines before the sender was done (it sends for about 2.5 s).
+        self.assertGreater(before_end, len(out) // 2)
+        self.wait_log("/whole-", "ended with BYE")
+
+    def test_idle_stream_does_not_stall_the_busy_one(self):
+        sender, copy = self.start_sender("idle", "--start-delay", "1500", "--interval", "15", "--idle-stream")
+        code, out, err, before_end = self.watch("idle", sender)
+        self.assertEqual(code, 0, err)
+        self.assertNoErrors(err)
+        self.assertEqual(out, self.original)
+        # The idle stream has beacons only: without them (INACTIVE) nothing would print before it closes.
+        self.assertGreater(before_end, len(out) // 2)
+        self.assertEqual(os.path.getsize(os.path.join(copy, TRACE_PATH, "idle_0")), 0)
+
+    def test_late_attach_sees_new_events(self):
+        sender, copy = self.start_sender("late", "--interval", "15")
+        index = os.path.join(copy, TRACE_PATH, "index", sorted(os.listdir(self.trace))[0] + ".idx")
+        deadline = time.time() + 20
+        while (not os.path.exists(index) or os.path.getsize(index) < 16 + 72 * 40) and time.time() < deadline:
+            time.sleep(0.02)
+        code, out, err, before_end = self.watch("late", sender)
+        self.assertEqual(code, 0, err)
+        self.assertNoErrors(err)
+        # Attached after 40 packets: the events of the packets sent from then on, the last one included.
+        self.assertGreater(len(out), 1000)
+        self.assertLess(len(out), len(self.original) - 1000)
+        self.assertEqual(out, self.original[-len(out):])
+
+    def test_streams_added_and_closed_mid_session(self):
+        # The second trace (another program) is declared half way through and sends after the first
+        # trace's stream has closed.
+        sender, copy = self.start_sender("twotraces", "--start-delay", "1500", "--interval", "10",
+                                         "--idle-stream", "--second-trace", self.second, "ust/pid/second")
+        code, out, err, before_end = self.watch("twotraces", sender)
+        self.assertEqual(code, 0, err)
+        self.assertNoErrors(err)
+        self.assertEqual(len(out), 45000)
+        self.assertEqual(out, self.both)
+        self.assertEqual(sum(1 for l in out if "a = 4999, b = 42" in l), 3)  # the last event of each thread
+        self.assertTrue(os.path.exists(os.path.join(copy, "ust/pid/second/metadata")))
+
+    def test_list_attach_and_index_by_hand(self):
+        sender, _ = self.start_sender("byhand", "--start-delay", "60000")
+        v = Viewer(self.live_port)
+        try:
+            self.assertEqual(v.connect()[1:], (2, 4, 1))
+            # Listed at HELLO; its stream once written.
+            deadline = time.time() + 10
+            while True:
+                mine = [s for s in v.sessions() if s[5] == "byhand"]
+                if (mine and mine[0][3] == 1) or time.time() > deadline:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(len(mine), 1)
+            sid, timer, clients, streams, host, _ = mine[0]
+            self.assertEqual((timer, clients, streams, host), (PERIOD_MS * 1000, 0, 1, "testhost"))
+            self.assertEqual(v.create(), 1)
+            status, given = v.attach(sid)
+            self.assertEqual(status, 1)
+            self.assertEqual([(g[2], g[3], g[4]) for g in given],
+                             [(1, TRACE_PATH, "metadata"), (0, TRACE_PATH, sorted(os.listdir(self.trace))[0])])
+            # No packet yet, a beacon: INACTIVE (5), at the time of the first packet, stream class 0.
+            index = v.next_index(given[1][0])
+            self.assertEqual(index[7], 5)
+            self.assertEqual(index[6], 0)
+            self.assertGreater(index[4], 0)
+            self.assertEqual(index[8] & 1, 1)  # NEW_METADATA: none read yet
+            # A second viewer of the session is refused (ALREADY, 2), and closed.
+            w = Viewer(self.live_port)
+            w.connect()
+            w.create()
+            self.assertEqual(w.attach(sid)[0], 2)
+            self.assertTrue(w.closed())
+            self.wait_log(f":{w.port}: ATTACH_SESSION of session {sid}, which has a viewer already")
+        finally:
+            v.close()
+            sender.kill()
+            sender.wait()
+            sender.stdout.close()
+            sender.stderr.close()
+
+    def test_hostile_viewers_are_closed_alone(self):
+        sender, _ = self.start_sender("target", "--start-delay", "60000")
+        try:
+            probe = Viewer(self.live_port)
+            probe.connect()
+            sid = [s for s in probe.sessions() if s[5] == "target"][0][0]
+            probe.close()
+
+            def fresh():
+                v = Viewer(self.live_port)
+                v.connect()
+                v.create()
+                return v
+
+            cases = [
+                ("short connect", lambda v: v.send(CONNECT, struct.pack(">QIII", 0, 2, 4, 1)[:19]),
+                 "CONNECT with a payload of 19 bytes, not 20", False),
+                ("huge size", lambda v: v.send(LIST, b"", size=1 << 62), "LIST_SESSIONS with a payload of", False),
+                ("unknown command", lambda v: v.send(42), "unknown command 42", False),
+                ("http", lambda v: v.s.sendall(b"GET / HTTP/1.0\r\n\r\n"), "unknown command", False),
+                ("before connect", lambda v: v.send(LIST), "LIST_SESSIONS before CONNECT", False),
+                ("old major", lambda v: v.send(CONNECT, struct.pack(">QIII", 0, 1, 0, 1)),
+                 "CONNECT of protocol 1.0", False),
+                ("unknown session", lambda v: v.send(ATTACH, struct.pack(">QQI", 987654321, 0, 2)),
+                 "ATTACH_SESSION of unknown session 987654321", True),
+                ("no viewer session", lambda v: v.send(ATTACH, struct.pack(">QQI", sid, 0, 2)),
+                 "ATTACH_SESSION before CREATE_SESSION", True),
+                ("stream not given", lambda v: v.send(NEXT_INDEX, struct.pack(">Q", 123456789)),
+                 "GET_NEXT_INDEX of stream 123456789, which this viewer was not given", True),
+                ("metadata not given", lambda v: v.send(GET_METADATA, struct.pack(">Q", 5)),
+                 "GET_METADATA of stream 5, which this viewer was not given", True),
+                ("zero-byte packet", lambda v: v.send(GET_PACKET, struct.pack(">QQI", 1, 0, 0)),
+                 "GET_PACKET of 0 bytes", True),
+            ]
+            for name, act, logged, connect_first in cases:
+                with self.subTest(name):
+                    v = Viewer(self.live_port)
+                    if connect_first:
+                        v.connect()
+                        if name != "no viewer session":
+                            v.create()
+                    act(v)
+                    self.assertTrue(v.closed(), "the relay did not close the viewer")
+                    v.close()
+                    self.wait_log(f"viewer 127.0.0.1:{v.port}: ", logged)
+            # Beyond the index: the session has no packet yet, so any byte is beyond it.
+            v = fresh()
+            status, given = v.attach(sid, seek=1)
+            self.assertEqual(status, 1)
+            data = [g for g in given if g[2] == 0][0][0]
+            v.send(GET_PACKET, struct.pack(">QQI", data, 1 << 40, 4096))
+            self.assertTrue(v.closed())
+            self.wait_log(f"viewer 127.0.0.1:{v.port}: ", f"GET_PACKET of 4096 bytes at {1 << 40} of stream {data}: "
+                          "not inside a packet of its index")
+        finally:
+            sender.kill()
+            sender.wait()
+            sender.stdout.close()
+            sender.stderr.close()
+        # The relay serves on: a whole live session read after all that.
+        sender, _ = self.start_sender("after-hostile", "--start-delay", "1500", "--interval", "5")
+        code, out, err, _ = self.watch("after-hostile", sender)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, self.original)
+
+
+if __name__ == "__main__":
+    unittest.main()
