@@ -8,8 +8,8 @@ printed, in order, with its values, while the sender is still sending; a
 viewer attached late prints exactly the events sent after it attached; an
 idle stream (beacons only) does not hold back the busy one; a trace added
 mid-session (another program's) and the first trace's stream closed
-mid-session are both read through; babeltrace2 exits 0 once the session
-ends. Then hostile viewers (wrong sizes, unknown commands, out of order,
+mid-session are both read through, as is a trace whose only stream closes
+and which gets a new one later; babeltrace2 exits 0 once the session ends. Then hostile viewers (wrong sizes, unknown commands, out of order,
 unknown sessions, a stream not given, bytes beyond the index, a second
 viewer) are each closed with a log line, and the relay serves on."""
 import os
@@ -251,6 +251,19 @@ class RelayLiveTest(unittest.TestCase):
         self.assertEqual(out, self.both)
         self.assertEqual(sum(1 for l in out if "a = 4999, b = 42" in l), 3)  # the last event of each thread
         self.assertTrue(os.path.exists(os.path.join(copy, "ust/pid/second/metadata")))
+
+    def test_trace_emptied_then_given_a_new_stream(self):
+        # Per-process buffers in one trace: its only stream closes (the program exits) and, three
+        # periods later, another appears (a program starts). babeltrace2 drops a trace whose streams
+        # all hung up: the relay gives the trace's metadata stream again with the new stream (without,
+        # babeltrace2 2.0.4 spins after the first half, never printing the rest).
+        sender, copy = self.start_sender("split", "--start-delay", "1500", "--interval", "10", "--split")
+        code, out, err, _ = self.watch("split", sender)
+        self.assertEqual(code, 0, err)
+        self.assertNoErrors(err)
+        self.assertEqual(out, self.original)
+        first = sorted(os.listdir(self.trace))[0]
+        self.assertEqual(sorted(os.listdir(os.path.join(copy, TRACE_PATH))), [first, first + ".2", "index", "metadata"])
 
     def test_list_attach_and_index_by_hand(self):
         sender, _ = self.start_sender("byhand", "--start-delay", "60000")

@@ -8,7 +8,7 @@
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
 //              [--stall-after N]
 //              [--live PERIOD_MS [--interval MS] [--start-delay MS] [--idle-stream]
-//               [--second-trace DIR PATH] [--notices]]
+//               [--second-trace DIR PATH] [--split] [--notices]]
 // Without --live: the metadata in two appends, then the stream files one
 // after the other, each followed by a BEACON at its last time and CLOSE_STREAM.
 // --vanish-after N: after N packets, sends half of the next one (with
@@ -23,8 +23,10 @@
 // --idle-stream: one more stream, "idle_0", that never has a packet, only
 // beacons. --second-trace DIR PATH: another program's trace (ran later),
 // declared once half the packets of the first are sent (its streams idle
-// until then), its packets after all those of the first. --notices: prints
-// each NOTICE of the relay on stderr.
+// until then), its packets after all those of the first. --split: the first
+// stream file's second half goes on a stream of its own (FILE.2), declared
+// three periods after the first closed (a program that exits, then one that
+// starts, in one trace). --notices: prints each NOTICE of the relay on stderr.
 // Prints the relay's path of the session on stdout.
 #include "base/byte_order.hpp"
 #include "control/relay_connection.hpp"
@@ -72,7 +74,7 @@ void check(const std::string &why)
 }
 
 struct Packet {
-	uint32_t stream = 0;
+	uint32_t trace = 0, stream = 0;
 	cr::PacketIndex index;
 	const uint8_t *data = nullptr;
 	size_t size = 0;
@@ -110,6 +112,7 @@ Source read_source(const fs::path &dir, uint32_t trace_id, const std::string &pa
 		for (size_t at = 0; at + tracery::ctf::kPacketPrefixSize <= bytes.size();) {
 			const uint8_t *h = p + at;
 			Packet k;
+			k.trace = trace_id;
 			k.stream = s.ids.back();
 			k.index.stream_class_id = b::load_le<uint32_t>(h + 20);
 			k.index.stream_instance_id = b::load_le<uint64_t>(h + 24);
@@ -144,8 +147,8 @@ struct Live {
 	explicit Live(cr::RelayConnection &conn) : c(conn) {}
 	cr::RelayConnection &c;
 	long period_ms = 1000, interval_ms = 10;
-	bool idle_stream = false;
-	static constexpr uint32_t kIdleId = 1000;
+	bool idle_stream = false, split = false;
+	static constexpr uint32_t kIdleId = 1000, kSplitId = 900;
 
 	struct Open {
 		uint32_t id;
@@ -158,7 +161,7 @@ struct Live {
 	static uint64_t progress(const Source &src, const std::vector<Packet> &order, size_t next)
 	{
 		for (size_t i = next; i < order.size(); i++)
-			if (order[i].stream >= src.ids.front() && order[i].stream <= src.ids.back())
+			if (order[i].trace == src.trace_id)
 				return order[i].index.timestamp_begin;
 		uint64_t last = 0;
 		for (const auto &ps : src.packets)
@@ -201,6 +204,16 @@ struct Live {
 		size_t first_count = 0;
 		for (const auto &ps : first.packets)
 			first_count += ps.size();
+		// --split: the second half of the first stream's packets on a stream of its own, declared
+		// only after the first one closed and a pause, as per-process buffers of a program that
+		// exits and one that starts.
+		size_t split_at = order.size(), seen = 0;
+		for (size_t i = 0; split && i < order.size(); i++)
+			if (order[i].stream == first.ids.front() && seen++ == first.packets.front().size() / 2)
+				split_at = i;
+		for (size_t i = split_at; i < order.size(); i++)
+			if (order[i].stream == first.ids.front())
+				order[i].stream = kSplitId;
 		std::vector<size_t> left(kIdleId + 1, 0);
 		for (const Packet &p : order)
 			left[p.stream]++;
@@ -212,6 +225,11 @@ struct Live {
 				for (uint32_t id : second->ids)
 					open.push_back({id, second});
 				beacons(order, i, true);
+			}
+			if (i == split_at) {
+				std::this_thread::sleep_for(std::chrono::milliseconds(3 * period_ms));
+				check(c.add_stream(kSplitId, first.trace_id, first.names.front() + ".2"));
+				open.push_back({kSplitId, &first});
 			}
 			std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
 			const Packet &p = order[i];
@@ -236,7 +254,7 @@ int main(int argc, char **argv)
 {
 	std::vector<std::string> args;
 	long vanish_after = -1, stall_after = -1, live_ms = 0, interval_ms = 10, start_delay_ms = 0;
-	bool half_frame = false, idle_stream = false, notices = false;
+	bool half_frame = false, idle_stream = false, split = false, notices = false;
 	std::string second_dir, second_path;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
@@ -254,6 +272,8 @@ int main(int argc, char **argv)
 			start_delay_ms = std::atol(argv[++i]);
 		else if (a == "--idle-stream")
 			idle_stream = true;
+		else if (a == "--split")
+			split = true;
 		else if (a == "--notices")
 			notices = true;
 		else if (a == "--second-trace" && i + 2 < argc) {
@@ -265,7 +285,7 @@ int main(int argc, char **argv)
 	if (args.size() < 5 || args.size() > 6)
 		die("usage: relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame] "
 		    "[--stall-after N] [--live PERIOD_MS [--interval MS] [--start-delay MS] [--idle-stream] "
-		    "[--second-trace DIR PATH] [--notices]]");
+		    "[--second-trace DIR PATH] [--split] [--notices]]");
 	const std::string trace_path = args.size() == 6 ? args[5] : "ust/uid/1000/64-bit";
 	const Source first = read_source(args[2], 1, trace_path, 1);
 
@@ -294,6 +314,7 @@ int main(int argc, char **argv)
 		live.period_ms = live_ms;
 		live.interval_ms = interval_ms;
 		live.idle_stream = idle_stream;
+		live.split = split;
 		live.run(first, second_dir.empty() ? nullptr : &second, start_delay_ms);
 		for (const Source *s : {&first, &second})
 			for (const auto &ps : s->packets)
