@@ -76,7 +76,9 @@ std::optional<uint64_t> single_stream_class(std::string_view tsdl)
 	const std::string s = strip_comments(tsdl);
 	std::optional<uint64_t> found;
 	int blocks = 0;
-	for (size_t at = s.find("stream"); at != std::string::npos; at = s.find("stream", at + 6)) {
+	size_t next = 0;
+	for (size_t at; (at = s.find("stream", next)) != std::string::npos;) {
+		next = at + 6;
 		if ((at > 0 && ident_char(s[at - 1])) || (at + 6 < s.size() && ident_char(s[at + 6])))
 			continue;
 		size_t brace = at + 6;
@@ -108,7 +110,7 @@ std::optional<uint64_t> single_stream_class(std::string_view tsdl)
 			return std::nullopt; // an unfinished block: not yet known
 		blocks++;
 		found = id;
-		at = i;
+		next = i + 1;
 	}
 	if (blocks != 1)
 		return std::nullopt;
