@@ -169,16 +169,28 @@ class RelayLiveTest(unittest.TestCase):
         self.fail(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines()))
 
     def start_sender(self, session, *extra):
+        """relay-send --live --wait-go: its packets wait for a line on its stdin (go())."""
         p = subprocess.Popen([program("tests", "relay-send"), "127.0.0.1", str(self.port), self.trace, "testhost",
-                              session, "--live", str(PERIOD_MS), *extra], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                              session, "--live", str(PERIOD_MS), "--wait-go", *extra], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         relative = p.stdout.readline().strip()
         self.assertTrue(relative, p.stderr.read() if p.poll() is not None else "no session path")
         return p, os.path.join(self.output, relative)
 
-    def watch(self, session, sender):
+    @staticmethod
+    def go(sender):
+        sender.stdin.write("go\n")
+        sender.stdin.close()
+
+    def watch(self, session, sender, go_at=None):
         """Runs babeltrace2 on the live session until it exits; returns (its exit code, its stdout lines,
-        its stderr, how many lines it printed before the sender exited)."""
+        its stderr, how many lines it printed before the sender exited). The sender goes once babeltrace2
+        has attached, or, with go_at, when go_at() is true (then babeltrace2 starts)."""
+        if go_at:
+            self.go(sender)
+            deadline = time.time() + 30
+            while not go_at() and time.time() < deadline:
+                time.sleep(0.02)
         bt = subprocess.Popen(["babeltrace2", "-i", "lttng-live",
                                f"net://localhost:{self.live_port}/host/testhost/{session}"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -187,6 +199,9 @@ class RelayLiveTest(unittest.TestCase):
         err_reader = threading.Thread(target=lambda: err.append(bt.stderr.read()))
         reader.start()
         err_reader.start()
+        if not go_at:
+            self.wait_log(f"attached to testhost/{session} (session ")
+            self.go(sender)
         self.assertEqual(sender.wait(timeout=120), 0, sender.stderr.read())
         before_end = len(lines)
         try:
@@ -205,7 +220,7 @@ class RelayLiveTest(unittest.TestCase):
         self.assertFalse([l for l in stderr.splitlines() if " E " in l or "ERROR" in l], stderr)
 
     def test_events_printed_while_sending(self):
-        sender, _ = self.start_sender("whole", "--start-delay", "1500", "--interval", "15")
+        sender, _ = self.start_sender("whole", "--interval", "15")
         code, out, err, before_end = self.watch("whole", sender)
         self.assertEqual(code, 0, err)
         self.assertNoErrors(err)
@@ -216,7 +231,7 @@ class RelayLiveTest(unittest.TestCase):
         self.wait_log("/whole-", "ended with BYE")
 
     def test_idle_stream_does_not_stall_the_busy_one(self):
-        sender, copy = self.start_sender("idle", "--start-delay", "1500", "--interval", "15", "--idle-stream")
+        sender, copy = self.start_sender("idle", "--interval", "15", "--idle-stream")
         code, out, err, before_end = self.watch("idle", sender)
         self.assertEqual(code, 0, err)
         self.assertNoErrors(err)
@@ -228,10 +243,8 @@ class RelayLiveTest(unittest.TestCase):
     def test_late_attach_sees_new_events(self):
         sender, copy = self.start_sender("late", "--interval", "15")
         index = os.path.join(copy, TRACE_PATH, "index", sorted(os.listdir(self.trace))[0] + ".idx")
-        deadline = time.time() + 20
-        while (not os.path.exists(index) or os.path.getsize(index) < 16 + 72 * 40) and time.time() < deadline:
-            time.sleep(0.02)
-        code, out, err, before_end = self.watch("late", sender)
+        code, out, err, before_end = self.watch(
+            "late", sender, go_at=lambda: os.path.exists(index) and os.path.getsize(index) >= 16 + 72 * 40)
         self.assertEqual(code, 0, err)
         self.assertNoErrors(err)
         # Attached after 40 packets: the events of the packets sent from then on, the last one included.
@@ -242,7 +255,7 @@ class RelayLiveTest(unittest.TestCase):
     def test_streams_added_and_closed_mid_session(self):
         # The second trace (another program) is declared half way through and sends after the first
         # trace's stream has closed.
-        sender, copy = self.start_sender("twotraces", "--start-delay", "1500", "--interval", "10",
+        sender, copy = self.start_sender("twotraces", "--interval", "10",
                                          "--idle-stream", "--second-trace", self.second, "ust/pid/second")
         code, out, err, before_end = self.watch("twotraces", sender)
         self.assertEqual(code, 0, err)
@@ -257,7 +270,7 @@ class RelayLiveTest(unittest.TestCase):
         # periods later, another appears (a program starts). babeltrace2 drops a trace whose streams
         # all hung up: the relay gives the trace's metadata stream again with the new stream (without,
         # babeltrace2 2.0.4 spins after the first half, never printing the rest).
-        sender, copy = self.start_sender("split", "--start-delay", "1500", "--interval", "10", "--split")
+        sender, copy = self.start_sender("split", "--interval", "10", "--split")
         code, out, err, _ = self.watch("split", sender)
         self.assertEqual(code, 0, err)
         self.assertNoErrors(err)
@@ -266,7 +279,7 @@ class RelayLiveTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(copy, TRACE_PATH))), [first, first + ".2", "index", "metadata"])
 
     def test_list_attach_and_index_by_hand(self):
-        sender, _ = self.start_sender("byhand", "--start-delay", "60000")
+        sender, _ = self.start_sender("byhand", "--interval", "10")
         v = Viewer(self.live_port)
         try:
             self.assertEqual(v.connect()[1:], (2, 4, 1))
@@ -302,11 +315,11 @@ class RelayLiveTest(unittest.TestCase):
             v.close()
             sender.kill()
             sender.wait()
-            sender.stdout.close()
-            sender.stderr.close()
+            for f in (sender.stdin, sender.stdout, sender.stderr):
+                f.close()
 
     def test_hostile_viewers_are_closed_alone(self):
-        sender, _ = self.start_sender("target", "--start-delay", "60000")
+        sender, _ = self.start_sender("target", "--interval", "10")
         try:
             probe = Viewer(self.live_port)
             probe.connect()
@@ -362,10 +375,10 @@ class RelayLiveTest(unittest.TestCase):
         finally:
             sender.kill()
             sender.wait()
-            sender.stdout.close()
-            sender.stderr.close()
+            for f in (sender.stdin, sender.stdout, sender.stderr):
+                f.close()
         # The relay serves on: a whole live session read after all that.
-        sender, _ = self.start_sender("after-hostile", "--start-delay", "1500", "--interval", "5")
+        sender, _ = self.start_sender("after-hostile", "--interval", "5")
         code, out, err, _ = self.watch("after-hostile", sender)
         self.assertEqual(code, 0, err)
         self.assertEqual(out, self.original)

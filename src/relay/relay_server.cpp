@@ -76,6 +76,13 @@ struct Connection {
 	}
 };
 
+// A closed sender's writer thread still writing what it had queued: the loop
+// goes on meanwhile, and its live session ends once all is written.
+struct Draining {
+	std::unique_ptr<WriteQueue> queue;
+	std::shared_ptr<LiveSession> live;
+};
+
 struct Viewer {
 	base::Fd fd;
 	LiveViewer state;
@@ -164,6 +171,7 @@ struct RelayServer::Impl {
 	base::Fd listen_fd, live_listen_fd, epoll_fd, stop_fd, signal_fd;
 	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
+	std::map<uint64_t, Draining> draining;                 // by the id its connection had
 	LiveRegistry registry;
 	uint64_t next_id = 1;
 	std::vector<uint8_t> slice = std::vector<uint8_t>(kSlice);
@@ -235,14 +243,34 @@ struct RelayServer::Impl {
 		Connection &c = *it->second;
 		if (!line.empty())
 			say(cat(who(c), ": ", line));
-		if (c.live) {
-			c.live->over = true; // an attached viewer finishes reading it, then HUP
-			registry.sessions.erase(c.live->id);
+		if (c.live)
+			registry.sessions.erase(c.live->id); // no longer listed
+		if (c.reading)
+			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+		if (c.queue && !c.queue->idle()) {
+			draining.emplace(id, Draining{std::move(c.queue), c.live});
+		} else {
+			if (c.live)
+				c.live->over = true; // an attached viewer finishes reading it, then HUP
+			if (c.queue)
+				::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.queue->event_fd(), nullptr);
 		}
-		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-		if (c.queue)
-			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.queue->event_fd(), nullptr);
 		conns.erase(it);
+	}
+
+	void drained(uint64_t id)
+	{
+		Draining &d = draining.at(id);
+		WriteQueue::Results r = d.queue->take();
+		for (const Written &w : r.written)
+			if (d.live)
+				d.live->apply(w, registry.next_id);
+		if (!r.idle)
+			return;
+		if (d.live)
+			d.live->over = true;
+		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, d.queue->event_fd(), nullptr);
+		draining.erase(id);
 	}
 
 	// Sends one of the relay's frames, whole, or says it could not (a sender
@@ -468,6 +496,12 @@ struct RelayServer::Impl {
 			v.in.erase(v.in.begin(), v.in.begin() + static_cast<ptrdiff_t>(used));
 			v.file = {};
 			v.closing = v.state.handle(req, v.out, &v.file);
+			if (req.cmd == live::Command::attach_session && v.closing.empty()) {
+				const LiveSession &ls = *registry.sessions.at(req.id);
+				say(cat(v.state.peer(), ": attached to ", ls.hostname, "/", ls.name, " (session ",
+				        std::to_string(req.id), ") ",
+				        req.seek == live::kSeekLast ? "from its last packet" : "from its beginning"));
+			}
 			if (!flush(id, v)) {
 				if (viewers.count(id))
 					watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLOUT, tag(id, viewer));
@@ -501,6 +535,8 @@ struct RelayServer::Impl {
 		case writer:
 			if (conns.count(id) && conns.at(id)->queue)
 				written(id);
+			else if (draining.count(id))
+				drained(id);
 			break;
 		case viewer:
 			if (viewers.count(id))
@@ -566,6 +602,7 @@ void RelayServer::run(bool handle_signals)
 				log("stopping");
 				s.viewers.clear();
 				s.conns.clear(); // each writer thread writes what it has queued
+				s.draining.clear();
 				return;
 			}
 			if (tag == kListenTag)

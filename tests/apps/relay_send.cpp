@@ -7,7 +7,7 @@
 // For tests/relay_test.py and tests/relay_live_test.py:
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
 //              [--stall-after N]
-//              [--live PERIOD_MS [--interval MS] [--start-delay MS] [--idle-stream]
+//              [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream]
 //               [--second-trace DIR PATH] [--split] [--notices]]
 // Without --live: the metadata in two appends, then the stream files one
 // after the other, each followed by a BEACON at its last time and CLOSE_STREAM.
@@ -15,8 +15,9 @@
 // --half-frame) or nothing, then exits without BYE, as a dying sender.
 // --stall-after N: after N packets, waits to be killed.
 // --live PERIOD_MS: a live session (HELLO's live period), sent as a tracer
-// would while tracing: the metadata whole, every stream declared, then after
-// --start-delay (default 0) the packets of all streams in the order of their
+// would while tracing: the metadata whole, every stream declared, then (with
+// --wait-go, once a line comes on stdin: a test starts its viewer first,
+// beacons going on meanwhile) the packets of all streams in the order of their
 // beginning times, one every --interval ms (default 10), each stream closed
 // right after its last packet; every period a BEACON for each open stream at
 // the time of the trace's next packet (no open stream has anything before).
@@ -32,6 +33,7 @@
 #include "control/relay_connection.hpp"
 #include "ctf/packet.hpp"
 
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,7 +182,21 @@ struct Live {
 			check(c.beacon(o.id, progress(*o.src, order, next)));
 	}
 
-	void run(const Source &first, const Source *second, long start_delay_ms)
+	// Beacons every period until a line comes on stdin.
+	void wait_go(const std::vector<Packet> &order)
+	{
+		for (;;) {
+			pollfd p{STDIN_FILENO, POLLIN, 0};
+			if (::poll(&p, 1, static_cast<int>(period_ms)) != 0)
+				break;
+			beacons(order, 0, true);
+		}
+		char line[64];
+		if (!std::fgets(line, sizeof line, stdin))
+			die("stdin closed before the go");
+	}
+
+	void run(const Source &first, const Source *second, bool wait)
 	{
 		declare(c, first);
 		for (uint32_t id : first.ids)
@@ -218,7 +234,8 @@ struct Live {
 		for (const Packet &p : order)
 			left[p.stream]++;
 		beacons(order, 0, true);
-		std::this_thread::sleep_for(std::chrono::milliseconds(start_delay_ms));
+		if (wait)
+			wait_go(order);
 		for (size_t i = 0; i < order.size(); i++) {
 			if (second && i == first_count / 2) {
 				declare(c, *second);
@@ -253,8 +270,8 @@ struct Live {
 int main(int argc, char **argv)
 {
 	std::vector<std::string> args;
-	long vanish_after = -1, stall_after = -1, live_ms = 0, interval_ms = 10, start_delay_ms = 0;
-	bool half_frame = false, idle_stream = false, split = false, notices = false;
+	long vanish_after = -1, stall_after = -1, live_ms = 0, interval_ms = 10;
+	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false;
 	std::string second_dir, second_path;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
@@ -268,8 +285,8 @@ int main(int argc, char **argv)
 			live_ms = std::atol(argv[++i]);
 		else if (a == "--interval" && i + 1 < argc)
 			interval_ms = std::atol(argv[++i]);
-		else if (a == "--start-delay" && i + 1 < argc)
-			start_delay_ms = std::atol(argv[++i]);
+		else if (a == "--wait-go")
+			wait = true;
 		else if (a == "--idle-stream")
 			idle_stream = true;
 		else if (a == "--split")
@@ -284,7 +301,7 @@ int main(int argc, char **argv)
 	}
 	if (args.size() < 5 || args.size() > 6)
 		die("usage: relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame] "
-		    "[--stall-after N] [--live PERIOD_MS [--interval MS] [--start-delay MS] [--idle-stream] "
+		    "[--stall-after N] [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream] "
 		    "[--second-trace DIR PATH] [--split] [--notices]]");
 	const std::string trace_path = args.size() == 6 ? args[5] : "ust/uid/1000/64-bit";
 	const Source first = read_source(args[2], 1, trace_path, 1);
@@ -315,7 +332,7 @@ int main(int argc, char **argv)
 		live.interval_ms = interval_ms;
 		live.idle_stream = idle_stream;
 		live.split = split;
-		live.run(first, second_dir.empty() ? nullptr : &second, start_delay_ms);
+		live.run(first, second_dir.empty() ? nullptr : &second, wait);
 		for (const Source *s : {&first, &second})
 			for (const auto &ps : s->packets)
 				sent += static_cast<long>(ps.size());
