@@ -19,11 +19,11 @@ import shutil
 import socket
 import struct
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 
+from relaytest import RelaydTestCase
 from tracetest import program, run_traced
 
 PERIOD_MS = 200
@@ -106,10 +106,11 @@ class Viewer:
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
-class RelayLiveTest(unittest.TestCase):
+class RelayLiveTest(RelaydTestCase):
+    prefix = "tracery-relay-live-test-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tracery-relay-live-test-")
+    def make_traces(cls):
         small = {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"}
         cls.trace = os.path.join(cls.tmp, "first")
         run_traced([program("bench", "tracery-bench"), "20000", "2", "ev"], cls.trace, small)
@@ -117,56 +118,12 @@ class RelayLiveTest(unittest.TestCase):
         run_traced([program("bench", "tracery-bench"), "5000", "1", "ev"], cls.second, small)
         cls.original = without_deltas(cls.babeltrace2(cls.trace))
         cls.both = without_deltas(cls.babeltrace2(cls.trace, cls.second))
-        cls.output = os.path.join(cls.tmp, "relay")
-        cls.log_path = os.path.join(cls.tmp, "relayd.log")
-        cls.log = open(cls.log_path, "w+")
-        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--live-port", "0",
-                                       "--output", cls.output], stderr=cls.log)
-        deadline = time.time() + 10
-        cls.port = cls.live_port = None
-        while (cls.port is None or cls.live_port is None) and time.time() < deadline:
-            with open(cls.log_path) as f:
-                text = f.read()
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+),", text)
-            cls.port = int(m.group(1)) if m else None
-            m = re.search(r"live viewers on 127\.0\.0\.1:(\d+)", text)
-            cls.live_port = int(m.group(1)) if m else None
-            time.sleep(0.05)
-        assert cls.port and cls.live_port, "tracery-relayd did not start"
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.relayd.terminate()
-        cls.relayd.wait(timeout=10)
-        cls.log.close()
-        if not os.environ.get("TRACERY_KEEP_TRACE"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @staticmethod
     def babeltrace2(*paths):
         p = subprocess.run(["babeltrace2", *paths], capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         return p.stdout
-
-    def setUp(self):
-        self.assertIsNone(self.relayd.poll(), "tracery-relayd is not running")
-
-    def tearDown(self):
-        self.assertIsNone(self.relayd.poll(), "tracery-relayd stopped")
-        self.assertFalse([l for l in self.log_lines() if "runtime error" in l or "Sanitizer" in l])
-
-    def log_lines(self):
-        with open(self.log_path) as f:
-            return f.read().splitlines()
-
-    def wait_log(self, *texts):
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            lines = [l for l in self.log_lines() if all(t in l for t in texts)]
-            if lines:
-                return lines
-            time.sleep(0.05)
-        self.fail(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines()))
 
     def start_sender(self, session, *extra):
         """relay-send --live --wait-go: its packets wait for a line on its stdin (go())."""
