@@ -250,6 +250,12 @@ class RelayLiveTest(RelaydTestCase):
             self.assertEqual(len(mine), 1)
             sid, timer, clients, streams, host, _ = mine[0]
             self.assertEqual((timer, clients, streams, host), (PERIOD_MS * 1000, 0, 1, "testhost"))
+            # babeltrace2's own listing says the same.
+            listing = subprocess.run(["babeltrace2", "-i", "lttng-live", f"net://localhost:{self.live_port}"],
+                                     capture_output=True, text=True, timeout=60)
+            self.assertEqual(listing.returncode, 0, listing.stderr)
+            self.assertIn(f"net://localhost:{self.live_port}/host/testhost/byhand (timer = {PERIOD_MS * 1000}, "
+                          "1 stream(s), 0 client(s) connected)", listing.stdout.splitlines())
             self.assertEqual(v.create(), 1)
             status, given = v.attach(sid)
             self.assertEqual(status, 1)
