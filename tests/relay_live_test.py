@@ -139,10 +139,11 @@ class RelayLiveTest(RelaydTestCase):
         sender.stdin.write("go\n")
         sender.stdin.close()
 
-    def watch(self, session, sender, go_at=None):
+    def watch(self, session, sender, go_at=None, kill_at=None):
         """Runs babeltrace2 on the live session until it exits; returns (its exit code, its stdout lines,
         its stderr, how many lines it printed before the sender exited). The sender goes once babeltrace2
-        has attached, or, with go_at, when go_at() is true (then babeltrace2 starts)."""
+        has attached, or, with go_at, when go_at() is true (then babeltrace2 starts); with kill_at, it is
+        killed (SIGKILL) once kill_at() is true."""
         if go_at:
             self.go(sender)
             deadline = time.time() + 30
@@ -159,7 +160,14 @@ class RelayLiveTest(RelaydTestCase):
         if not go_at:
             self.wait_log(f"attached to testhost/{session} (session ")
             self.go(sender)
-        self.assertEqual(sender.wait(timeout=120), 0, sender.stderr.read())
+        if kill_at:
+            deadline = time.time() + 30
+            while not kill_at() and time.time() < deadline:
+                time.sleep(0.01)
+            sender.kill()
+            sender.wait()
+        else:
+            self.assertEqual(sender.wait(timeout=120), 0, sender.stderr.read())
         before_end = len(lines)
         try:
             code = bt.wait(timeout=60)
@@ -208,6 +216,21 @@ class RelayLiveTest(RelaydTestCase):
         self.assertGreater(len(out), 1000)
         self.assertLess(len(out), len(self.original) - 1000)
         self.assertEqual(out, self.original[-len(out):])
+
+    def test_sender_killed_mid_session(self):
+        # What was written whole is read, then every stream hangs up and babeltrace2 ends.
+        sender, copy = self.start_sender("killed", "--interval", "15")
+        index = os.path.join(copy, TRACE_PATH, "index", sorted(os.listdir(self.trace))[0] + ".idx")
+        code, out, err, _ = self.watch(
+            "killed", sender, kill_at=lambda: os.path.exists(index) and os.path.getsize(index) >= 16 + 72 * 50)
+        self.assertEqual(code, 0, err)
+        self.assertNoErrors(err)
+        self.wait_log("/killed-", "closed without BYE")
+        self.assertGreater(len(out), 1000)
+        self.assertLess(len(out), len(self.original))
+        self.assertEqual(out, self.original[:len(out)])
+        # Every packet the relay indexed, and only those: the events of the copy on disk.
+        self.assertEqual(out, without_deltas(self.babeltrace2(copy)))
 
     def test_streams_added_and_closed_mid_session(self):
         # The second trace (another program) is declared half way through and sends after the first
