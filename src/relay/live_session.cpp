@@ -24,6 +24,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace tracery::relay {
 
@@ -117,7 +118,7 @@ std::optional<uint64_t> single_stream_class(std::string_view tsdl)
 	return found;
 }
 
-void LiveSession::apply(const Written &w, uint64_t &next_id)
+std::string LiveSession::apply(const Written &w, uint64_t &next_id)
 {
 	const cr::Frame &f = w.frame;
 	if (const auto *t = std::get_if<cr::Trace>(&f)) {
@@ -136,17 +137,21 @@ void LiveSession::apply(const Written &w, uint64_t &next_id)
 	} else if (const auto *p = std::get_if<cr::Packet>(&f)) {
 		const auto it = streams.find(p->stream_id);
 		if (it == streams.end())
-			return;
+			return {};
 		LiveStream &ls = it->second;
 		const cr::PacketIndex &i = p->index;
 		ls.entries.push_back({w.offset, i.packet_size_bits, i.content_size_bits, i.timestamp_begin,
 		                      i.timestamp_end, i.events_discarded, i.stream_class_id});
 		ls.written = w.offset + w.size;
-		ls.beacon.reset();
+		const std::optional<uint64_t> beacon = std::exchange(ls.beacon, std::nullopt);
+		if (beacon && i.timestamp_begin < *beacon && !std::exchange(ls.warned, true))
+			return cat("stream ", ls.file, ": a packet begins at ", n(i.timestamp_begin),
+			           ", before its beacon at ", n(*beacon),
+			           " (a live viewer given the beacon cannot read it; said once per stream)");
 	} else if (const auto *b = std::get_if<cr::Beacon>(&f)) {
 		const auto it = streams.find(b->stream_id);
 		if (it == streams.end())
-			return;
+			return {};
 		it->second.beacon = std::max(it->second.beacon.value_or(0), b->timestamp);
 	} else if (const auto *c = std::get_if<cr::CloseStream>(&f)) {
 		if (const auto it = streams.find(c->stream_id); it != streams.end())
@@ -154,6 +159,7 @@ void LiveSession::apply(const Written &w, uint64_t &next_id)
 	} else if (std::holds_alternative<cr::Bye>(f)) {
 		over = true;
 	}
+	return {};
 }
 
 std::optional<uint64_t> LiveSession::class_of(LiveStream &s)

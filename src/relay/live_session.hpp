@@ -34,6 +34,7 @@ struct LiveStream {
 	uint64_t written = 0;           // bytes of the stream file those packets make
 	std::optional<uint64_t> beacon; // the latest beacon since the last packet
 	bool closed = false;
+	bool warned = false; // a packet began before a beacon (said once)
 };
 
 struct LiveTrace {
@@ -58,7 +59,9 @@ struct LiveSession {
 	std::map<uint32_t, LiveStream> streams;
 
 	// Takes in what the writer thread wrote; next_id gives viewer ids.
-	void apply(const Written &w, uint64_t &next_id);
+	// Returns a line for the log when the sender broke a beacon's promise
+	// (a packet beginning before it: a viewer given that beacon fails on it).
+	std::string apply(const Written &w, uint64_t &next_id);
 	// The stream class a viewer is told for an INACTIVE stream without a
 	// packet: read from its trace's metadata (once per metadata size).
 	std::optional<uint64_t> class_of(LiveStream &s);

@@ -212,6 +212,14 @@ TEST(LiveViewer, IndexStatusesInOrder)
 	EXPECT_EQ(i.status, kInactive);
 	EXPECT_EQ(i.end, 500u);
 	EXPECT_EQ(i.cls, 5u); // from the metadata: its only stream class
+	const cr::Packet early{.stream_id = 1,
+	                       .index = {.packet_size_bits = 512, .timestamp_begin = 450, .timestamp_end = 460},
+	                       .bytes = {}};
+	EXPECT_EQ(l.s->apply({.frame = early, .offset = 0, .size = 0, .packets = 0}, l.registry.next_id),
+	          "stream c_0: a packet begins at 450, before its beacon at 500 (a live viewer given the beacon cannot "
+	          "read it; said once per stream)");
+	l.s->streams.at(1).entries.clear(); // (that one has no bytes on disk)
+	l.feed(cr::Beacon{.stream_id = 1, .timestamp = 500});
 	l.packet(1, "c_0", 64, 600, 700);
 	l.packet(1, "c_0", 32, 700, 800);
 	l.feed(cr::Beacon{.stream_id = 1, .timestamp = 650}); // older than what it will have been given

@@ -264,7 +264,7 @@ struct RelayServer::Impl {
 		WriteQueue::Results r = d.queue->take();
 		for (const Written &w : r.written)
 			if (d.live)
-				d.live->apply(w, registry.next_id);
+				d.live->apply(w, registry.next_id); // its sender is gone: nothing to tell it
 		if (!r.idle)
 			return;
 		if (d.live)
@@ -393,7 +393,8 @@ struct RelayServer::Impl {
 		for (const Written &w : r.written) {
 			c.packets = w.packets;
 			if (c.live)
-				c.live->apply(w, registry.next_id);
+				if (const std::string warn = c.live->apply(w, registry.next_id); !warn.empty())
+					say(cat(who(c), ": ", warn));
 			c.bye_written |= std::holds_alternative<cr::Bye>(w.frame);
 			const auto *sync = std::get_if<cr::Sync>(&w.frame);
 			if (sync && !c.gone &&
