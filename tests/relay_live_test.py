@@ -258,6 +258,54 @@ class RelayLiveTest(RelaydTestCase):
         first = sorted(os.listdir(self.trace))[0]
         self.assertEqual(sorted(os.listdir(os.path.join(copy, TRACE_PATH))), [first, first + ".2", "index", "metadata"])
 
+    def test_viewer_that_does_not_read_holds_nobody(self):
+        # A viewer asks for the same packet thousands of times and reads none of it: the relay answers
+        # as far as that viewer's socket takes, then waits on it alone.
+        stalled, copy = self.start_sender("stalled", "--interval", "1", "--stall-after", "100")
+        self.go(stalled)
+        index = os.path.join(copy, TRACE_PATH, "index", sorted(os.listdir(self.trace))[0] + ".idx")
+        deadline = time.time() + 20
+        while (not os.path.exists(index) or os.path.getsize(index) < 16 + 72 * 100) and time.time() < deadline:
+            time.sleep(0.02)
+        v = Viewer(self.live_port)
+        try:
+            v.connect()
+            v.create()
+            sid = [s for s in v.sessions() if s[5] == "stalled"][0][0]
+            status, given = v.attach(sid, seek=1)
+            self.assertEqual(status, 1)
+            data = [g for g in given if g[2] == 0][0][0]
+            first = v.next_index(data)
+            self.assertEqual(first[7], 1)
+            ask = struct.pack(">QII", 20, GET_PACKET, 0) + struct.pack(">QQI", data, first[0], first[1] // 8)
+            blob = ask * 500000  # 18 MB of requests for 2 GB of replies
+            v.s.setblocking(False)
+            sent = 0
+            try:
+                while sent < len(blob):
+                    sent += v.s.send(blob[sent:sent + 65536])
+            except BlockingIOError:
+                pass
+            self.assertLess(sent, len(blob))  # the relay stopped reading it
+            # Everyone else is served meanwhile: a whole live session, read to its end.
+            sender, _ = self.start_sender("beside-a-stuck-viewer", "--interval", "5")
+            code, out, err, _ = self.watch("beside-a-stuck-viewer", sender)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(out, self.original)
+            # Its replies are waiting for it, whole: status OK, the size asked, then the packet.
+            v.s.setblocking(True)
+            head = v.recv(12)
+            self.assertEqual(struct.unpack(">III", head), (1, first[1] // 8, 0))
+            with open(os.path.join(copy, TRACE_PATH, sorted(os.listdir(self.trace))[0]), "rb") as f:
+                self.assertEqual(v.recv(first[1] // 8), f.read(first[1] // 8))
+        finally:
+            v.close()
+            stalled.kill()
+            stalled.wait()
+            for f in (stalled.stdin, stalled.stdout, stalled.stderr):
+                if not f.closed:
+                    f.close()
+
     def test_list_attach_and_index_by_hand(self):
         sender, _ = self.start_sender("byhand", "--interval", "10")
         v = Viewer(self.live_port)

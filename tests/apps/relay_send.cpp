@@ -13,7 +13,7 @@
 // after the other, each followed by a BEACON at its last time and CLOSE_STREAM.
 // --vanish-after N: after N packets, sends half of the next one (with
 // --half-frame) or nothing, then exits without BYE, as a dying sender.
-// --stall-after N: after N packets, waits to be killed.
+// --stall-after N: after N packets, waits to be killed (live or not).
 // --live PERIOD_MS: a live session (HELLO's live period), sent as a tracer
 // would while tracing: the metadata whole, every stream declared, then (with
 // --wait-go, once a line comes on stdin: a test starts its viewer first,
@@ -150,6 +150,7 @@ struct Live {
 	cr::RelayConnection &c;
 	long period_ms = 1000, interval_ms = 10;
 	bool idle_stream = false, split = false;
+	long stall_after = -1;
 	static constexpr uint32_t kIdleId = 1000, kSplitId = 900;
 
 	struct Open {
@@ -248,6 +249,9 @@ struct Live {
 				check(c.add_stream(kSplitId, first.trace_id, first.names.front() + ".2"));
 				open.push_back({kSplitId, &first});
 			}
+			if (static_cast<long>(i) == stall_after)
+				for (;;)
+					pause();
 			std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
 			const Packet &p = order[i];
 			check(c.send_packet(p.stream, p.index, {p.data, p.size}));
@@ -332,6 +336,7 @@ int main(int argc, char **argv)
 		live.interval_ms = interval_ms;
 		live.idle_stream = idle_stream;
 		live.split = split;
+		live.stall_after = stall_after;
 		live.run(first, second_dir.empty() ? nullptr : &second, wait);
 		for (const Source *s : {&first, &second})
 			for (const auto &ps : s->packets)
