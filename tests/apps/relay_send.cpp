@@ -24,10 +24,13 @@
 // --idle-stream: one more stream, "idle_0", that never has a packet, only
 // beacons. --second-trace DIR PATH: another program's trace (ran later),
 // declared once half the packets of the first are sent (its streams idle
-// until then), its packets after all those of the first. --split: the first
-// stream file's second half goes on a stream of its own (FILE.2), declared
-// three periods after the first closed (a program that exits, then one that
-// starts, in one trace). --notices: prints each NOTICE of the relay on stderr.
+// until then), its packets after all those of the first. --split: from half
+// way through the first trace's packets, each stream file goes on a new
+// stream (FILE.2), declared three periods after all the first ones closed
+// (programs that exit, then others that start, in one trace; with several
+// streams whose packets overlap in time, the new ones may begin before the
+// old ones ended, which a viewer refuses). --notices:
+// prints each NOTICE of the relay on stderr.
 // Prints the relay's path of the session on stdout.
 #include "base/byte_order.hpp"
 #include "control/relay_connection.hpp"
@@ -183,6 +186,16 @@ struct Live {
 			check(c.beacon(o.id, progress(*o.src, order, next)));
 	}
 
+	// CLOSE_STREAM, if it is open.
+	void close(uint32_t id)
+	{
+		const auto it = std::find_if(open.begin(), open.end(), [&](const Open &o) { return o.id == id; });
+		if (it != open.end()) {
+			check(c.close_stream(id));
+			open.erase(it);
+		}
+	}
+
 	// Beacons every period until a line comes on stdin.
 	void wait_go(const std::vector<Packet> &order)
 	{
@@ -221,16 +234,12 @@ struct Live {
 		size_t first_count = 0;
 		for (const auto &ps : first.packets)
 			first_count += ps.size();
-		// --split: the second half of the first stream's packets on a stream of its own, declared
-		// only after the first one closed and a pause, as per-process buffers of a program that
-		// exits and one that starts.
-		size_t split_at = order.size(), seen = 0;
-		for (size_t i = 0; split && i < order.size(); i++)
-			if (order[i].stream == first.ids.front() && seen++ == first.packets.front().size() / 2)
-				split_at = i;
-		for (size_t i = split_at; i < order.size(); i++)
-			if (order[i].stream == first.ids.front())
-				order[i].stream = kSplitId;
+		// --split: from half way, the first trace's packets go on new streams (FILE.2), declared
+		// only after the first ones all closed and a pause: per-process buffers of programs that
+		// exit and others that start, in one trace.
+		const size_t split_at = split ? first_count / 2 : order.size();
+		for (size_t i = split_at; i < first_count; i++)
+			order[i].stream = kSplitId + (order[i].stream - first.ids.front());
 		std::vector<size_t> left(kIdleId + 1, 0);
 		for (const Packet &p : order)
 			left[p.stream]++;
@@ -245,9 +254,14 @@ struct Live {
 				beacons(order, i, true);
 			}
 			if (i == split_at) {
+				for (uint32_t id : first.ids)
+					close(id);
 				std::this_thread::sleep_for(std::chrono::milliseconds(3 * period_ms));
-				check(c.add_stream(kSplitId, first.trace_id, first.names.front() + ".2"));
-				open.push_back({kSplitId, &first});
+				for (size_t k = 0; k < first.ids.size(); k++) {
+					const uint32_t id = kSplitId + static_cast<uint32_t>(k);
+					check(c.add_stream(id, first.trace_id, first.names[k] + ".2"));
+					open.push_back({id, &first});
+				}
 			}
 			if (static_cast<long>(i) == stall_after)
 				for (;;)
@@ -255,11 +269,8 @@ struct Live {
 			std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
 			const Packet &p = order[i];
 			check(c.send_packet(p.stream, p.index, {p.data, p.size}));
-			if (--left[p.stream] == 0) {
-				check(c.close_stream(p.stream));
-				open.erase(std::find_if(open.begin(), open.end(),
-				                        [&](const Open &o) { return o.id == p.stream; }));
-			}
+			if (--left[p.stream] == 0)
+				close(p.stream);
 			beacons(order, i + 1, false);
 			check(c.poll_notices());
 		}
