@@ -144,10 +144,25 @@ std::string LiveSession::apply(const Written &w, uint64_t &next_id)
 		                      i.timestamp_end, i.events_discarded, i.stream_class_id});
 		ls.written = w.offset + w.size;
 		const std::optional<uint64_t> beacon = std::exchange(ls.beacon, std::nullopt);
-		if (beacon && i.timestamp_begin < *beacon && !std::exchange(ls.warned, true))
+		const uint32_t owner =
+			traces[ls.trace_id]
+				.instances.emplace(std::pair{i.stream_class_id, i.stream_instance_id}, p->stream_id)
+				.first->second;
+		if (ls.warned)
+			return {};
+		if (beacon && i.timestamp_begin < *beacon) {
+			ls.warned = true;
 			return cat("stream ", ls.file, ": a packet begins at ", n(i.timestamp_begin),
 			           ", before its beacon at ", n(*beacon),
 			           " (a live viewer given the beacon cannot read it; said once per stream)");
+		}
+		if (owner != p->stream_id) {
+			ls.warned = true;
+			return cat("stream ", ls.file, ": packets of stream instance ", n(i.stream_instance_id),
+			           " (class ", n(i.stream_class_id),
+			           ") as another stream of its trace sent (a live viewer takes them "
+			           "for one stream; said once per stream)");
+		}
 	} else if (const auto *b = std::get_if<cr::Beacon>(&f)) {
 		const auto it = streams.find(b->stream_id);
 		if (it == streams.end())

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tracery::relay {
@@ -34,7 +35,7 @@ struct LiveStream {
 	uint64_t written = 0;           // bytes of the stream file those packets make
 	std::optional<uint64_t> beacon; // the latest beacon since the last packet
 	bool closed = false;
-	bool warned = false; // a packet began before a beacon (said once)
+	bool warned = false; // a packet broke a rule for viewers (said once)
 };
 
 struct LiveTrace {
@@ -46,6 +47,9 @@ struct LiveTrace {
 	// beacon of a stream without packets), with the metadata size it was read at.
 	std::optional<uint64_t> single_class;
 	uint64_t single_class_at = 0;
+	// The stream each (stream class, stream instance) of its packets came on:
+	// a viewer takes them for one stream.
+	std::map<std::pair<uint64_t, uint64_t>, uint32_t> instances;
 };
 
 struct LiveSession {
@@ -59,8 +63,9 @@ struct LiveSession {
 	std::map<uint32_t, LiveStream> streams;
 
 	// Takes in what the writer thread wrote; next_id gives viewer ids.
-	// Returns a line for the log when the sender broke a beacon's promise
-	// (a packet beginning before it: a viewer given that beacon fails on it).
+	// Returns a line for the log when a packet breaks a rule viewers rely on
+	// (once per stream): beginning before the stream's beacon, or carrying the
+	// stream instance id of another stream of its trace.
 	std::string apply(const Written &w, uint64_t &next_id);
 	// The stream class a viewer is told for an INACTIVE stream without a
 	// packet: read from its trace's metadata (once per metadata size).

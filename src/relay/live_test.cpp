@@ -219,6 +219,14 @@ TEST(LiveViewer, IndexStatusesInOrder)
 	          "stream c_0: a packet begins at 450, before its beacon at 500 (a live viewer given the beacon cannot "
 	          "read it; said once per stream)");
 	l.s->streams.at(1).entries.clear(); // (that one has no bytes on disk)
+	l.stream(2, "c_1");
+	const cr::Packet twin{.stream_id = 2,
+	                      .index = {.packet_size_bits = 512, .timestamp_begin = 900, .timestamp_end = 910},
+	                      .bytes = {}};
+	EXPECT_EQ(l.s->apply({.frame = twin, .offset = 0, .size = 0, .packets = 0}, l.registry.next_id),
+	          "stream c_1: packets of stream instance 0 (class 0) as another stream of its trace sent (a live "
+	          "viewer takes them for one stream; said once per stream)");
+	l.s->streams.erase(2);
 	l.feed(cr::Beacon{.stream_id = 1, .timestamp = 500});
 	l.packet(1, "c_0", 64, 600, 700);
 	l.packet(1, "c_0", 32, 700, 800);
