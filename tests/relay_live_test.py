@@ -163,7 +163,9 @@ class RelayLiveTest(RelaydTestCase):
         """Runs babeltrace2 on the live session until it exits; returns (its exit code, its stdout lines,
         its stderr, how many lines it printed before the sender exited). The sender goes once babeltrace2
         has attached, or, with go_at, when go_at() is true (then babeltrace2 starts); with kill_at, it is
-        killed (SIGKILL) once kill_at() is true."""
+        killed (SIGKILL) once kill_at() is true. Sets self.delays: (from the go to the first line printed,
+        from the sender's end to the last line printed), in seconds."""
+        went = time.monotonic()
         if go_at:
             self.go(sender)
             deadline = time.time() + 30
@@ -172,13 +174,20 @@ class RelayLiveTest(RelaydTestCase):
         bt = subprocess.Popen(["babeltrace2", "-i", "lttng-live",
                                f"net://localhost:{self.live_port}/host/testhost/{session}"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines, err = [], []
-        reader = threading.Thread(target=lambda: lines.extend(iter(bt.stdout.readline, "")))
+        lines, stamps, err = [], [], []
+
+        def read():
+            for line in iter(bt.stdout.readline, ""):
+                stamps.append(time.monotonic())
+                lines.append(line)
+
+        reader = threading.Thread(target=read)
         err_reader = threading.Thread(target=lambda: err.append(bt.stderr.read()))
         reader.start()
         err_reader.start()
         if not go_at:
             self.wait_log(f"attached to testhost/{session} (session ")
+            went = time.monotonic()
             self.go(sender)
         if kill_at:
             deadline = time.time() + 30
@@ -188,6 +197,7 @@ class RelayLiveTest(RelaydTestCase):
             sender.wait()
         else:
             self.assertEqual(sender.wait(timeout=120), 0, sender.stderr.read())
+        ended = time.monotonic()
         before_end = len(lines)
         try:
             code = bt.wait(timeout=60)
@@ -199,6 +209,7 @@ class RelayLiveTest(RelaydTestCase):
             bt.stderr.close()
             sender.stdout.close()
             sender.stderr.close()
+        self.delays = (stamps[0] - went, stamps[-1] - ended) if stamps else (None, None)
         return code, without_deltas("".join(lines)), "".join(err), before_end
 
     def assertNoErrors(self, stderr):
@@ -211,8 +222,11 @@ class RelayLiveTest(RelaydTestCase):
         self.assertNoErrors(err)
         self.assertGreater(len(out), 10000)
         self.assertEqual(out, self.original)
-        # Printed as it came: most lines before the sender was done (it sends for about 2.5 s).
+        # Printed as it came: most lines before the sender was done (it sends for about 2.5 s), the
+        # first and the last within two live periods of their packets (50-100 ms here, quiet).
         self.assertGreater(before_end, len(out) // 2)
+        self.assertLess(self.delays[0], 2 * PERIOD_MS / 1000)
+        self.assertLess(self.delays[1], 2 * PERIOD_MS / 1000)
         self.wait_log("/whole-", "ended with BYE")
 
     def test_idle_stream_does_not_stall_the_busy_one(self):
