@@ -247,17 +247,17 @@ struct RelayServer::Impl {
 			registry.sessions.erase(c.live->id); // no longer listed
 		if (c.reading)
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-		if (c.queue && !c.queue->idle()) {
+		if (c.queue) {
 			draining.emplace(id, Draining{std::move(c.queue), c.live});
-		} else {
-			if (c.live)
-				c.live->over = true; // an attached viewer finishes reading it, then HUP
-			if (c.queue)
-				::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.queue->event_fd(), nullptr);
+			drained(id);
+		} else if (c.live) {
+			c.live->over = true;
 		}
 		conns.erase(it);
 	}
 
+	// A closed sender's writes: into its live index; once all are done, the
+	// session is over (an attached viewer finishes reading it, then HUP).
 	void drained(uint64_t id)
 	{
 		Draining &d = draining.at(id);

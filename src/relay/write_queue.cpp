@@ -65,12 +65,6 @@ size_t WriteQueue::queued_bytes() const
 	return queued_bytes_;
 }
 
-bool WriteQueue::idle() const
-{
-	std::lock_guard lock(mu_);
-	return queue_.empty() && !busy_;
-}
-
 WriteQueue::Results WriteQueue::take()
 {
 	uint64_t count = 0;

@@ -44,8 +44,6 @@ public:
 	void push(control::relay::Frame f);
 	// Bytes pushed and not yet written.
 	size_t queued_bytes() const;
-	// Nothing queued nor being written.
-	bool idle() const;
 	// Readable while results wait to be taken.
 	int event_fd() const { return event_.get(); }
 
