@@ -314,6 +314,33 @@ TEST(LiveViewer, TraceEmptiedIsGivenAgainWithItsMetadata)
 	EXPECT_EQ(live::get_be32(&r[0]), static_cast<uint32_t>(live::NewStreamsStatus::hup));
 }
 
+TEST(LiveViewer, DetachLetsAnotherViewerAttach)
+{
+	Live l;
+	l.metadata("stream { id = 5; };\n");
+	l.stream(1, "c_0");
+	const auto given = l.attach(live::kSeekBeginning);
+	ASSERT_EQ(given.size(), 2u);
+	EXPECT_TRUE(l.s->attached);
+	std::vector<uint8_t> r = l.ask({.cmd = Command::detach_session, .id = l.s->id});
+	EXPECT_EQ(live::get_be32(&r[0]), static_cast<uint32_t>(live::DetachStatus::ok));
+	EXPECT_FALSE(l.s->attached);
+	r = l.ask({.cmd = Command::detach_session, .id = l.s->id});
+	EXPECT_EQ(live::get_be32(&r[0]), static_cast<uint32_t>(live::DetachStatus::unknown));
+	std::string why;
+	l.ask({.cmd = Command::get_next_index, .id = given[1].first}, &why); // no longer this viewer's
+	EXPECT_NE(why, "");
+
+	LiveViewer other(l.registry, "other");
+	std::vector<uint8_t> out;
+	LiveViewer::FileRange f;
+	other.handle({.cmd = Command::connect, .major = 2, .minor = 4, .type = 1}, out, &f);
+	other.handle({.cmd = Command::create_session}, out, &f);
+	out.clear();
+	EXPECT_EQ(other.handle({.cmd = Command::attach_session, .id = l.s->id, .seek = 1}, out, &f), "");
+	EXPECT_EQ(live::get_be32(&out[0]), static_cast<uint32_t>(live::AttachStatus::ok));
+}
+
 TEST(LiveViewer, RefusesOutOfOrderAndSecondViewers)
 {
 	Live l;
