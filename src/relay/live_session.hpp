@@ -101,6 +101,8 @@ public:
 	std::string handle(const live::Request &r, std::vector<uint8_t> &out, FileRange *file);
 
 	const std::string &peer() const { return peer_; }
+	// CONNECT done.
+	bool connected() const { return connected_; }
 
 private:
 	struct StreamView {

@@ -90,6 +90,7 @@ struct Viewer {
 	size_t out_at = 0;
 	LiveViewer::FileRange file;
 	std::string closing; // why it closes once its reply is sent
+	Clock::time_point opened = Clock::now();
 	Viewer(base::Fd f, LiveRegistry &registry, std::string peer)
 		: fd(std::move(f)), state(registry, std::move(peer))
 	{
@@ -523,6 +524,12 @@ struct RelayServer::Impl {
 				late.push_back(id);
 		for (uint64_t id : late)
 			close_conn(id, "no HELLO in time");
+		late.clear();
+		for (const auto &[id, v] : viewers)
+			if (!v->state.connected() && now - v->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
+				late.push_back(id);
+		for (uint64_t id : late)
+			close_viewer(id, "no CONNECT in time");
 	}
 
 	void dispatch(uint64_t t)

@@ -25,7 +25,7 @@ struct ServerOptions {
 	std::string output;        // exists
 	size_t max_connections = 1024;
 	size_t max_viewers = 64;
-	int hello_timeout_ms = 10000; // a connection silent this long before HELLO is closed
+	int hello_timeout_ms = 10000; // a sender without HELLO, a viewer without CONNECT, this long: closed
 	// A sender's frames queued and not yet written: over queue_high, it is not
 	// read (and told so) until they are under queue_low.
 	size_t queue_high = 64u * 1024 * 1024, queue_low = 16u * 1024 * 1024;

@@ -1,8 +1,9 @@
-// Unit test of RelayServer with a slow disk (a writer-thread hook that
-// sleeps before each frame, a tiny write queue): the sender is told NOTICE
+// Unit tests of RelayServer: with a slow disk (a writer-thread hook that
+// sleeps before each frame, a tiny write queue) the sender is told NOTICE
 // writes_behind and then caught_up, the log says both, SYNC is answered
 // only once every packet before it is written, every packet is on disk, and
-// a viewer is answered at once while the sender's writes are behind.
+// a viewer is answered at once while the sender's writes are behind; a
+// viewer that says nothing is closed after the deadline.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -140,6 +141,28 @@ TEST(RelayServer, SlowDiskIsToldAndSyncWaitsForTheWrites)
 	for (int i = 0; i < 200 && !s.count("ended with BYE, 60 packets"); i++)
 		std::this_thread::sleep_for(10ms);
 	EXPECT_EQ(s.count("ended with BYE, 60 packets"), 1u);
+}
+
+TEST(RelayServer, SilentViewerIsClosed)
+{
+	ServerOptions o;
+	o.hello_timeout_ms = 100;
+	Server s(o);
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(s.server->live_port());
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+	pollfd p{fd, POLLIN, 0};
+	ASSERT_EQ(::poll(&p, 1, 5000), 1); // closed by the relay (the loop wakes at least once a second)
+	char c;
+	EXPECT_EQ(::recv(fd, &c, 1, 0), 0);
+	::close(fd);
+	for (int i = 0; i < 100 && !s.count("no CONNECT in time"); i++)
+		std::this_thread::sleep_for(10ms);
+	EXPECT_EQ(s.count("no CONNECT in time"), 1u);
+	EXPECT_TRUE(viewer_answered(s.server->live_port())); // one that speaks is served
 }
 
 TEST(RelayServer, FastDiskSaysNothing)
