@@ -11,10 +11,10 @@ import shutil
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 import unittest
 
+from relaytest import RelaydTestCase
 from tracetest import program, run_traced
 
 MAGIC = 0x594C5254
@@ -64,44 +64,13 @@ def packets_of(path):
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
-class RelayTest(unittest.TestCase):
+class RelayTest(RelaydTestCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tracery-relay-test-")
+    def make_traces(cls):
         cls.trace = os.path.join(cls.tmp, "original")
         # Small sub-buffers: many packets per stream.
         run_traced([program("bench", "tracery-bench"), "20000", "1", "ev"], cls.trace,
                    {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"})
-        cls.output = os.path.join(cls.tmp, "relay")
-        cls.log_path = os.path.join(cls.tmp, "relayd.log")
-        cls.log = open(cls.log_path, "w+")
-        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--output", cls.output],
-                                      stderr=cls.log)
-        deadline = time.time() + 10
-        cls.port = None
-        while cls.port is None and time.time() < deadline:
-            with open(cls.log_path) as f:
-                for line in f:
-                    if "listening on 127.0.0.1:" in line:
-                        cls.port = int(line.split("127.0.0.1:")[1].split(",")[0])
-            time.sleep(0.05)
-        assert cls.port, "tracery-relayd did not start"
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.relayd.terminate()
-        cls.relayd.wait(timeout=10)
-        cls.log.close()
-        if not os.environ.get("TRACERY_KEEP_TRACE"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        self.assertIsNone(self.relayd.poll(), "tracery-relayd is not running")
-
-    def tearDown(self):
-        self.assertIsNone(self.relayd.poll(), "tracery-relayd stopped")
-        # Sanitizer builds (TRACERY_SANITIZE): their reports go to the log.
-        self.assertFalse([l for l in self.log_lines() if "runtime error" in l or "Sanitizer" in l])
 
     def send(self, session, *extra, check=True):
         p = subprocess.run([program("tests", "relay-send"), "127.0.0.1", str(self.port), self.trace, "testhost", session,
@@ -112,20 +81,6 @@ class RelayTest(unittest.TestCase):
             # The relay reads on after the sender is gone: its log says when it is done.
             self.wait_log(f"({p.stdout.strip()})", "ended with BYE")
         return os.path.join(self.output, p.stdout.strip(), TRACE_PATH)
-
-    def log_lines(self):
-        with open(self.log_path) as f:
-            return f.read().splitlines()
-
-    def wait_log(self, *texts):
-        """The log lines holding every one of texts, once there is one."""
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            lines = [l for l in self.log_lines() if all(t in l for t in texts)]
-            if lines:
-                return lines
-            time.sleep(0.05)
-        self.fail(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines()))
 
     def streams(self):
         return sorted(f for f in os.listdir(self.trace) if f != "metadata")

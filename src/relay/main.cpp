@@ -1,6 +1,7 @@
 // relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
-// (docs/relay-protocol.md) and writes them as CTF traces under --output.
-//   tracery-relayd [--listen ADDR] [--port P] [--output DIR] [--daemonize]
+// (docs/relay-protocol.md), writes them as CTF traces under --output, and
+// serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
+//   tracery-relayd [--listen ADDR] [--port P] [--live-port P] [--output DIR] [--daemonize]
 #include "relay/relay_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -16,12 +17,16 @@
 
 int main(int argc, char **argv)
 {
-	CLI::App app{"tracery-relayd: receives traced sessions over TCP and writes them as CTF traces"};
+	CLI::App app{
+		"tracery-relayd: receives traced sessions over TCP, writes them as CTF traces, serves live ones to "
+		"lttng-live viewers"};
 	tracery::relay::ServerOptions opt;
 	std::string output;
 	bool daemonize = false;
 	app.add_option("--listen", opt.listen, "address to listen on (IPv4 or IPv6)")->capture_default_str();
-	app.add_option("--port", opt.port, "port senders connect to")->capture_default_str();
+	app.add_option("--port", opt.port, "port senders connect to (0: any free one, logged)")->capture_default_str();
+	app.add_option("--live-port", opt.live_port, "port live viewers connect to (0: any free one, logged)")
+		->capture_default_str();
 	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
 	app.add_flag("--daemonize", daemonize, "run in the background (log lines still go to stderr)");
 	CLI11_PARSE(app, argc, argv);

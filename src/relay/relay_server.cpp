@@ -1,12 +1,22 @@
 // relay/relay_server.cpp — the epoll loop of tracery-relayd. Each wakeup
-// reads at most a few slices from one connection before going back to the
-// others; frames are applied as soon as they are whole; the HELLO reply is
-// written once (small: it fits the socket buffer of a fresh connection).
+// reads at most a few slices from one sender before going back to the
+// others; frames are queued to the session's writer thread as soon as they
+// are whole (HELLO alone is applied here: it makes the session's directory
+// and its reply); what the writer thread wrote comes back through its
+// eventfd and answers SYNCs, feeds the live index and ends the connection
+// once the sender has gone. Viewers are served here too, one request at a
+// time each: the replies are small but for file bytes, which go from the
+// files to the socket with sendfile as the socket takes them, so no viewer
+// waits on another, on a sender, or on a disk write (the loop never writes
+// to disk). docs/relay-protocol.md says why one thread suffices.
 #include "relay/relay_server.hpp"
 
 #include "base/cat.hpp"
 #include "control/relay_protocol.hpp"
+#include "relay/live_protocol.hpp"
+#include "relay/live_session.hpp"
 #include "relay/session_writer.hpp"
+#include "relay/write_queue.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,6 +24,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,7 +48,10 @@ using base::cat;
 
 constexpr size_t kSlice = 256 * 1024; // bytes read at once
 constexpr int kSlicesPerWakeup = 8;   // then the other connections' turn
-constexpr uint64_t kListenTag = 1, kStopTag = 2, kSignalTag = 3, kFirstConnTag = 16;
+constexpr size_t kViewerInput = 4096; // bytes of requests buffered per viewer
+// epoll tags: the fixed ones, then kFirstTag + 4 * id + kind.
+constexpr uint64_t kListenTag = 1, kStopTag = 2, kSignalTag = 3, kLiveListenTag = 4, kFirstTag = 16;
+enum Kind : uint64_t { sender = 0, writer = 1, viewer = 2 };
 
 using Clock = std::chrono::steady_clock;
 
@@ -45,10 +59,40 @@ struct Connection {
 	base::Fd fd;
 	std::string peer;
 	cr::Decoder decoder;
-	SessionWriter writer;
+	SessionWriter writer; // until HELLO is accepted; then the queue's
+	std::unique_ptr<WriteQueue> queue;
+	std::shared_ptr<LiveSession> live; // a live session's index, for viewers
+	std::string relative_dir;
 	Clock::time_point opened;
+	uint64_t packets = 0;     // written
+	bool reading = true;      // in epoll (not while behind, nor once gone)
+	bool behind = false;      // told NOTICE writes_behind
+	bool bye_written = false; // the session ended with BYE
+	bool gone = false;        // the sender closed: the end is logged once all is written
+	std::string gone_line;    // what is logged then without BYE
 	Connection(base::Fd f, std::string p, const std::string &output)
 		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now())
+	{
+	}
+};
+
+// A closed sender's writer thread still writing what it had queued: the loop
+// goes on meanwhile, and its live session ends once all is written.
+struct Draining {
+	std::unique_ptr<WriteQueue> queue;
+	std::shared_ptr<LiveSession> live;
+};
+
+struct Viewer {
+	base::Fd fd;
+	LiveViewer state;
+	std::vector<uint8_t> in, out;
+	size_t out_at = 0;
+	LiveViewer::FileRange file;
+	std::string closing; // why it closes once its reply is sent
+	Clock::time_point opened = Clock::now();
+	Viewer(base::Fd f, LiveRegistry &registry, std::string peer)
+		: fd(std::move(f)), state(registry, std::move(peer))
 	{
 	}
 };
@@ -69,70 +113,169 @@ std::string peer_name(const sockaddr_storage &ss)
 	return cat(host, ":", std::to_string(port));
 }
 
+// A listening socket on addr:port; *bound: the port it got.
+base::Fd listen_on(const std::string &addr, uint16_t port, uint16_t *bound)
+{
+	sockaddr_storage ss{};
+	socklen_t len = 0;
+	auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
+	auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+	if (inet_pton(AF_INET, addr.c_str(), &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		len = sizeof *v4;
+	} else if (inet_pton(AF_INET6, addr.c_str(), &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		len = sizeof *v6;
+	} else {
+		throw std::runtime_error(cat("--listen ", addr, ": not an IPv4 or IPv6 address"));
+	}
+	base::Fd fd(::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+	if (!fd)
+		throw std::runtime_error(cat("socket: ", std::strerror(errno)));
+	const int one = 1;
+	::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&ss), len) != 0)
+		throw std::runtime_error(cat("bind ", addr, ":", std::to_string(port), ": ", std::strerror(errno)));
+	if (::listen(fd.get(), 128) != 0)
+		throw std::runtime_error(cat("listen: ", std::strerror(errno)));
+	sockaddr_storage got{};
+	socklen_t glen = sizeof got;
+	::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&got), &glen);
+	*bound = ntohs(got.ss_family == AF_INET ? reinterpret_cast<sockaddr_in *>(&got)->sin_port
+	                                        : reinterpret_cast<sockaddr_in6 *>(&got)->sin6_port);
+	return fd;
+}
+
+// Accepts one pending connection: its fd (non-blocking, no Nagle) or none.
+base::Fd accept_one(int listen_fd, std::string *peer, const std::function<void(const std::string &)> &say)
+{
+	sockaddr_storage ss{};
+	socklen_t len = sizeof ss;
+	base::Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+	if (!fd) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+			say(cat("accept: ", std::strerror(errno)));
+		return fd;
+	}
+	*peer = peer_name(ss);
+	const int one = 1;
+	::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return fd;
+}
+
 } // namespace
 
 struct RelayServer::Impl {
 	ServerOptions opt;
-	base::Fd listen_fd, epoll_fd, stop_fd, signal_fd;
-	std::map<uint64_t, std::unique_ptr<Connection>> conns;
-	uint64_t next_tag = kFirstConnTag;
+	base::Fd listen_fd, live_listen_fd, epoll_fd, stop_fd, signal_fd;
+	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
+	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
+	std::map<uint64_t, Draining> draining;                 // by the id its connection had
+	LiveRegistry registry;
+	uint64_t next_id = 1;
 	std::vector<uint8_t> slice = std::vector<uint8_t>(kSlice);
 	RelayServer *self = nullptr;
 
 	void say(const std::string &line) { self->log(line); }
 
-	void accept_all()
+	static uint64_t tag(uint64_t id, Kind k) { return kFirstTag + 4 * id + k; }
+
+	bool watch(int op, int fd, uint32_t events, uint64_t t)
+	{
+		epoll_event ev{};
+		ev.events = events;
+		ev.data.u64 = t;
+		return ::epoll_ctl(epoll_fd.get(), op, fd, &ev) == 0;
+	}
+
+	void accept_senders()
 	{
 		for (int n = 0; n < 64; n++) { // bounded: back to the loop after a burst
-			sockaddr_storage ss{};
-			socklen_t len = sizeof ss;
-			base::Fd fd(::accept4(listen_fd.get(), reinterpret_cast<sockaddr *>(&ss), &len,
-			                      SOCK_NONBLOCK | SOCK_CLOEXEC));
-			if (!fd) {
-				if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-					say(cat("accept: ", std::strerror(errno)));
+			std::string peer;
+			base::Fd fd = accept_one(listen_fd.get(), &peer, self->log);
+			if (!fd)
 				return;
-			}
-			const std::string peer = peer_name(ss);
 			if (conns.size() >= opt.max_connections) {
 				say(cat(peer, ": refused, already ", std::to_string(conns.size()), " senders"));
 				continue;
 			}
-			const int one = 1;
-			::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-			const uint64_t tag = next_tag++;
-			epoll_event ev{};
-			ev.events = EPOLLIN | EPOLLRDHUP;
-			ev.data.u64 = tag;
-			if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) {
+			const uint64_t id = next_id++;
+			if (!watch(EPOLL_CTL_ADD, fd.get(), EPOLLIN | EPOLLRDHUP, tag(id, sender))) {
 				say(cat(peer, ": epoll: ", std::strerror(errno)));
 				continue;
 			}
-			conns.emplace(tag, std::make_unique<Connection>(std::move(fd), peer, opt.output));
+			conns.emplace(id, std::make_unique<Connection>(std::move(fd), peer, opt.output));
+		}
+	}
+
+	void accept_viewers()
+	{
+		for (int n = 0; n < 64; n++) {
+			std::string peer;
+			base::Fd fd = accept_one(live_listen_fd.get(), &peer, self->log);
+			if (!fd)
+				return;
+			peer = cat("viewer ", peer);
+			if (viewers.size() >= opt.max_viewers) {
+				say(cat(peer, ": refused, already ", std::to_string(viewers.size()), " viewers"));
+				continue;
+			}
+			const uint64_t id = next_id++;
+			if (!watch(EPOLL_CTL_ADD, fd.get(), EPOLLIN, tag(id, viewer))) {
+				say(cat(peer, ": epoll: ", std::strerror(errno)));
+				continue;
+			}
+			viewers.emplace(id, std::make_unique<Viewer>(std::move(fd), registry, peer));
 		}
 	}
 
 	std::string who(const Connection &c) const
 	{
-		std::string s = c.peer;
-		if (!c.writer.relative_dir().empty())
-			s += cat(" (", c.writer.relative_dir(), ")");
-		return s;
+		return c.relative_dir.empty() ? c.peer : cat(c.peer, " (", c.relative_dir, ")");
 	}
 
-	void close_conn(uint64_t tag, const std::string &line)
+	void close_conn(uint64_t id, const std::string &line)
 	{
-		const auto it = conns.find(tag);
+		const auto it = conns.find(id);
 		if (it == conns.end())
 			return;
+		Connection &c = *it->second;
 		if (!line.empty())
-			say(cat(who(*it->second), ": ", line));
-		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, it->second->fd.get(), nullptr);
+			say(cat(who(c), ": ", line));
+		if (c.live)
+			registry.sessions.erase(c.live->id); // no longer listed
+		if (c.reading)
+			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+		if (c.queue) {
+			draining.emplace(id, Draining{std::move(c.queue), c.live});
+			drained(id);
+		} else if (c.live) {
+			c.live->over = true;
+		}
 		conns.erase(it);
 	}
 
+	// A closed sender's writes: into its live index; once all are done, the
+	// session is over (an attached viewer finishes reading it, then HUP).
+	void drained(uint64_t id)
+	{
+		Draining &d = draining.at(id);
+		WriteQueue::Results r = d.queue->take();
+		for (const Written &w : r.written)
+			if (d.live)
+				d.live->apply(w, registry.next_id); // its sender is gone: nothing to tell it
+		if (!r.idle)
+			return;
+		if (d.live)
+			d.live->over = true;
+		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, d.queue->event_fd(), nullptr);
+		draining.erase(id);
+	}
+
 	// Sends one of the relay's frames, whole, or says it could not (a sender
-	// that does not read its replies fills its socket and is closed).
+	// that does not read what the relay sends fills its socket and is closed).
 	static bool reply_to(Connection &c, const cr::Frame &f)
 	{
 		const auto bytes = cr::encode(f);
@@ -140,72 +283,276 @@ struct RelayServer::Impl {
 		       static_cast<ssize_t>(bytes.size());
 	}
 
-	// Decodes and applies what the connection has buffered: "" or why it closes.
-	std::string drain(Connection &c)
+	// Out of epoll while not read: a peer that resets its end while it waits
+	// cannot make the loop spin on EPOLLHUP.
+	void set_reading(uint64_t id, Connection &c, bool on)
+	{
+		if (c.reading == on)
+			return;
+		c.reading = on;
+		if (on)
+			watch(EPOLL_CTL_ADD, c.fd.get(), EPOLLIN | EPOLLRDHUP, tag(id, sender));
+		else
+			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+	}
+
+	// HELLO, applied here: the reply, then the writer thread (and the live
+	// index of a live session). "" or why the connection closes.
+	std::string hello(uint64_t id, Connection &c, const cr::Frame &f)
+	{
+		cr::HelloReply reply;
+		const std::string why = c.writer.apply(f, &reply);
+		if (!why.empty() && reply.text.empty())
+			reply = {.accepted = false, .text = why.substr(0, cr::kMaxReplyText)};
+		if (!reply_to(c, reply))
+			return "could not send the HELLO reply";
+		if (!why.empty())
+			return why;
+		c.relative_dir = c.writer.relative_dir();
+		c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
+		if (!watch(EPOLL_CTL_ADD, c.queue->event_fd(), EPOLLIN, tag(id, writer)))
+			return cat("epoll: ", std::strerror(errno));
+		const auto &h = std::get<cr::Hello>(f);
+		if (h.live_period_ns > 0) {
+			c.live = std::make_shared<LiveSession>();
+			c.live->id = registry.next_id++;
+			c.live->hostname = h.hostname;
+			c.live->name = h.session;
+			c.live->dir = cat(opt.output, "/", c.relative_dir);
+			c.live->live_period_ns = h.live_period_ns;
+			registry.sessions.emplace(c.live->id, c.live);
+		}
+		return {};
+	}
+
+	// Decodes what the connection has buffered: HELLO applied, the rest
+	// queued for the writer thread. "" or why the connection closes.
+	std::string drain(uint64_t id, Connection &c)
 	{
 		cr::Frame f;
 		cr::Decoder::Status st;
 		while ((st = c.decoder.next(f)) == cr::Decoder::Status::frame) {
-			cr::HelloReply reply;
-			const bool replied = std::holds_alternative<cr::Hello>(f) && !c.writer.said_hello();
-			const std::string why = c.writer.apply(f, replied ? &reply : nullptr);
-			if (replied) {
-				if (!why.empty() && reply.text.empty())
-					reply = {.accepted = false, .text = why.substr(0, cr::kMaxReplyText)};
-				if (!reply_to(c, reply))
-					return "could not send the HELLO reply";
+			if (c.queue) {
+				c.queue->push(std::move(f));
+				continue;
 			}
+			// Before HELLO: HELLO itself, or a frame the writer refuses.
+			std::string why =
+				std::holds_alternative<cr::Hello>(f) ? hello(id, c, f) : c.writer.apply(f, nullptr);
 			if (!why.empty())
 				return why;
-			if (const auto *sync = std::get_if<cr::Sync>(&f)) {
-				// Writes are synchronous: everything before the SYNC is written.
-				if (!reply_to(c, cr::SyncReply{.token = sync->token,
-				                               .packets_written = c.writer.packets()}))
-					return "could not send the SYNC reply";
-			}
 		}
 		if (st == cr::Decoder::Status::error)
 			return cat("malformed frame: ", c.decoder.error());
 		return {};
 	}
 
-	void serve(uint64_t tag)
+	void serve(uint64_t id)
 	{
-		Connection &c = *conns.at(tag);
-		for (int n = 0; n < kSlicesPerWakeup; n++) {
+		Connection &c = *conns.at(id);
+		for (int n = 0; n < kSlicesPerWakeup && c.reading; n++) {
 			const ssize_t got = ::recv(c.fd.get(), slice.data(), slice.size(), 0);
 			if (got < 0) {
 				if (errno == EINTR)
 					continue;
 				if (errno == EAGAIN || errno == EWOULDBLOCK)
 					break;
-				return close_conn(tag, cat("recv: ", std::strerror(errno)));
+				return close_conn(id, cat("recv: ", std::strerror(errno)));
 			}
 			if (got == 0) {
-				std::string line =
-					cat("ended with BYE, ", std::to_string(c.writer.packets()), " packets");
-				if (!c.writer.said_bye())
-					line = c.decoder.buffered()
-					               ? "closed without BYE, in the middle of a frame (dropped)"
-					               : "closed without BYE";
-				return close_conn(tag, line);
+				c.gone_line = c.decoder.buffered()
+				                      ? "closed without BYE, in the middle of a frame (dropped)"
+				                      : "closed without BYE";
+				c.gone = true;
+				set_reading(id, c, false);
+				if (!c.queue)
+					return close_conn(id, c.gone_line);
+				return written(id); // ends it once everything queued is written
 			}
 			c.decoder.feed({slice.data(), static_cast<size_t>(got)});
-			if (std::string why = drain(c); !why.empty())
-				return close_conn(tag, why);
+			if (std::string why = drain(id, c); !why.empty())
+				return close_conn(id, why);
+			if (c.queue && !c.behind && c.queue->queued_bytes() > opt.queue_high) {
+				const std::string line =
+					cat("writes behind: ", std::to_string(c.queue->queued_bytes() >> 20),
+				            " MiB not yet written; reading this sender only as fast as the "
+				            "disk takes it");
+				say(cat(who(c), ": ", line));
+				c.behind = true;
+				set_reading(id, c, false);
+				if (!reply_to(c, cr::Notice{.kind = cr::NoticeKind::writes_behind, .text = line}))
+					return close_conn(id, "could not send a NOTICE");
+			}
 		}
+	}
+
+	// What the writer thread wrote: SYNC replies, the live index, the end.
+	void written(uint64_t id)
+	{
+		Connection &c = *conns.at(id);
+		WriteQueue::Results r = c.queue->take();
+		for (const Written &w : r.written) {
+			c.packets = w.packets;
+			if (c.live)
+				if (const std::string warn = c.live->apply(w, registry.next_id); !warn.empty())
+					say(cat(who(c), ": ", warn));
+			c.bye_written |= std::holds_alternative<cr::Bye>(w.frame);
+			const auto *sync = std::get_if<cr::Sync>(&w.frame);
+			if (sync && !c.gone &&
+			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = c.packets}))
+				return close_conn(id, "could not send the SYNC reply");
+		}
+		if (!r.error.empty())
+			return close_conn(id, r.error);
+		if (c.behind && c.queue->queued_bytes() < opt.queue_low) {
+			c.behind = false;
+			say(cat(who(c), ": writes caught up"));
+			if (!c.gone) {
+				if (!reply_to(c, cr::Notice{.kind = cr::NoticeKind::caught_up,
+				                            .text = "writes caught up"}))
+					return close_conn(id, "could not send a NOTICE");
+				set_reading(id, c, true);
+			}
+		}
+		if (c.gone && r.idle)
+			close_conn(id, c.bye_written ? cat("ended with BYE, ", std::to_string(c.packets), " packets")
+			                             : c.gone_line);
+	}
+
+	void close_viewer(uint64_t id, const std::string &line)
+	{
+		const auto it = viewers.find(id);
+		if (it == viewers.end())
+			return;
+		if (!line.empty())
+			say(cat(it->second->state.peer(), ": ", line));
+		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, it->second->fd.get(), nullptr);
+		viewers.erase(it);
+	}
+
+	// Sends what the viewer's reply still holds: true when all is sent.
+	bool flush(uint64_t id, Viewer &v)
+	{
+		while (v.out_at < v.out.size()) {
+			const ssize_t n =
+				::send(v.fd.get(), v.out.data() + v.out_at, v.out.size() - v.out_at, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					close_viewer(id, cat("send: ", std::strerror(errno)));
+				return false;
+			}
+			v.out_at += static_cast<size_t>(n);
+		}
+		while (v.file.size > 0) {
+			off_t off = static_cast<off_t>(v.file.offset);
+			const ssize_t n = ::sendfile(v.fd.get(), v.file.fd, &off, v.file.size);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					close_viewer(id, cat("sendfile: ", std::strerror(errno)));
+				return false;
+			}
+			if (n == 0) {
+				close_viewer(id, "a file is shorter than its index says");
+				return false;
+			}
+			v.file.offset += static_cast<uint64_t>(n);
+			v.file.size -= static_cast<uint64_t>(n);
+		}
+		v.out.clear();
+		v.out_at = 0;
+		return true;
+	}
+
+	void serve_viewer(uint64_t id)
+	{
+		Viewer &v = *viewers.at(id);
+		if (!flush(id, v))
+			return; // still sending (EPOLLOUT), or closed
+		if (!v.closing.empty())
+			return close_viewer(id, v.closing);
+		// Reads only what fits the request buffer; a viewer that sends more
+		// than it reads replies to waits in its own socket.
+		if (v.in.size() < kViewerInput) {
+			const size_t at = v.in.size();
+			v.in.resize(kViewerInput);
+			const ssize_t got = ::recv(v.fd.get(), v.in.data() + at, kViewerInput - at, 0);
+			v.in.resize(at + static_cast<size_t>(std::max<ssize_t>(got, 0)));
+			if (got == 0)
+				return close_viewer(id, "");
+			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				return close_viewer(id, cat("recv: ", std::strerror(errno)));
+		}
+		for (;;) {
+			live::Request req;
+			size_t used = 0;
+			std::string why;
+			const live::ParseStatus st = live::parse_request(v.in, &req, &used, &why);
+			if (st == live::ParseStatus::needs_more)
+				break;
+			if (st == live::ParseStatus::error)
+				return close_viewer(id, cat("malformed request: ", why));
+			v.in.erase(v.in.begin(), v.in.begin() + static_cast<ptrdiff_t>(used));
+			v.file = {};
+			v.closing = v.state.handle(req, v.out, &v.file);
+			if (req.cmd == live::Command::attach_session && v.closing.empty()) {
+				const LiveSession &ls = *registry.sessions.at(req.id);
+				say(cat(v.state.peer(), ": attached to ", ls.hostname, "/", ls.name, " (session ",
+				        std::to_string(req.id), ") ",
+				        req.seek == live::kSeekLast ? "from its last packet" : "from its beginning"));
+			}
+			if (!flush(id, v)) {
+				if (viewers.count(id))
+					watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLOUT, tag(id, viewer));
+				return;
+			}
+			if (!v.closing.empty())
+				return close_viewer(id, v.closing);
+		}
+		watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLIN, tag(id, viewer));
 	}
 
 	void expire_silent()
 	{
 		const auto now = Clock::now();
 		std::vector<uint64_t> late;
-		for (const auto &[tag, c] : conns)
-			if (!c->writer.said_hello() &&
-			    now - c->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
-				late.push_back(tag);
-		for (uint64_t tag : late)
-			close_conn(tag, "no HELLO in time");
+		for (const auto &[id, c] : conns)
+			if (!c->queue && now - c->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
+				late.push_back(id);
+		for (uint64_t id : late)
+			close_conn(id, "no HELLO in time");
+		late.clear();
+		for (const auto &[id, v] : viewers)
+			if (!v->state.connected() && now - v->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
+				late.push_back(id);
+		for (uint64_t id : late)
+			close_viewer(id, "no CONNECT in time");
+	}
+
+	void dispatch(uint64_t t)
+	{
+		const uint64_t id = (t - kFirstTag) / 4;
+		switch ((t - kFirstTag) % 4) {
+		case sender:
+			if (conns.count(id) && conns.at(id)->reading)
+				serve(id);
+			break;
+		case writer:
+			if (conns.count(id) && conns.at(id)->queue)
+				written(id);
+			else if (draining.count(id))
+				drained(id);
+			break;
+		case viewer:
+			if (viewers.count(id))
+				serve_viewer(id);
+			break;
+		default:
+			break;
+		}
 	}
 };
 
@@ -215,51 +562,17 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	impl_->self = this;
 	impl_->opt = std::move(options);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
-
-	sockaddr_storage ss{};
-	socklen_t len = 0;
-	const std::string &addr = impl_->opt.listen;
-	auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
-	auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-	if (inet_pton(AF_INET, addr.c_str(), &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons(impl_->opt.port);
-		len = sizeof *v4;
-	} else if (inet_pton(AF_INET6, addr.c_str(), &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons(impl_->opt.port);
-		len = sizeof *v6;
-	} else {
-		throw std::runtime_error(cat("--listen ", addr, ": not an IPv4 or IPv6 address"));
-	}
-	impl_->listen_fd.reset(::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-	if (!impl_->listen_fd)
-		throw std::runtime_error(cat("socket: ", std::strerror(errno)));
-	const int one = 1;
-	::setsockopt(impl_->listen_fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (::bind(impl_->listen_fd.get(), reinterpret_cast<sockaddr *>(&ss), len) != 0)
-		throw std::runtime_error(
-			cat("bind ", addr, ":", std::to_string(impl_->opt.port), ": ", std::strerror(errno)));
-	if (::listen(impl_->listen_fd.get(), 128) != 0)
-		throw std::runtime_error(cat("listen: ", std::strerror(errno)));
-	sockaddr_storage bound{};
-	socklen_t blen = sizeof bound;
-	::getsockname(impl_->listen_fd.get(), reinterpret_cast<sockaddr *>(&bound), &blen);
-	port_ = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in *>(&bound)->sin_port
-	                                         : reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port);
-
+	impl_->listen_fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_);
+	impl_->live_listen_fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_);
 	impl_->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
 	impl_->stop_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (!impl_->epoll_fd || !impl_->stop_fd)
 		throw std::runtime_error(cat("epoll/eventfd: ", std::strerror(errno)));
 	for (auto [fd, tag] :
-	     {std::pair{impl_->listen_fd.get(), kListenTag}, std::pair{impl_->stop_fd.get(), kStopTag}}) {
-		epoll_event ev{};
-		ev.events = EPOLLIN;
-		ev.data.u64 = tag;
-		if (::epoll_ctl(impl_->epoll_fd.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+	     {std::pair{impl_->listen_fd.get(), kListenTag}, std::pair{impl_->live_listen_fd.get(), kLiveListenTag},
+	      std::pair{impl_->stop_fd.get(), kStopTag}})
+		if (!impl_->watch(EPOLL_CTL_ADD, fd, EPOLLIN, tag))
 			throw std::runtime_error(cat("epoll_ctl: ", std::strerror(errno)));
-	}
 	guard.release();
 }
 
@@ -281,13 +594,11 @@ void RelayServer::run(bool handle_signals)
 		sigaddset(&set, SIGINT);
 		pthread_sigmask(SIG_BLOCK, &set, nullptr);
 		s.signal_fd.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-		epoll_event ev{};
-		ev.events = EPOLLIN;
-		ev.data.u64 = kSignalTag;
-		if (!s.signal_fd || ::epoll_ctl(s.epoll_fd.get(), EPOLL_CTL_ADD, s.signal_fd.get(), &ev) != 0)
+		if (!s.signal_fd || !s.watch(EPOLL_CTL_ADD, s.signal_fd.get(), EPOLLIN, kSignalTag))
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
+	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
 	epoll_event events[64];
 	for (;;) {
 		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, 1000);
@@ -297,13 +608,17 @@ void RelayServer::run(bool handle_signals)
 			const uint64_t tag = events[i].data.u64;
 			if (tag == kStopTag || tag == kSignalTag) {
 				log("stopping");
-				s.conns.clear();
+				s.viewers.clear();
+				s.conns.clear(); // each writer thread writes what it has queued
+				s.draining.clear();
 				return;
 			}
 			if (tag == kListenTag)
-				s.accept_all();
-			else if (s.conns.count(tag))
-				s.serve(tag);
+				s.accept_senders();
+			else if (tag == kLiveListenTag)
+				s.accept_viewers();
+			else if (tag >= kFirstTag)
+				s.dispatch(tag);
 		}
 		s.expire_silent();
 	}

@@ -1,8 +1,13 @@
-// relay/relay_server.hpp — tracery-relayd's event loop: one listening TCP
-// socket, any number of senders up to a cap, each a non-blocking connection
-// read in bounded slices (no sender can hold the loop), its bytes decoded
-// (control::relay::Decoder) and applied to its session (SessionWriter). A
-// malformed frame or a refused one closes that connection with one log line.
+// relay/relay_server.hpp — tracery-relayd's event loop: a listening TCP
+// socket for senders and one for live viewers (lttng-live), any number of
+// each up to a cap. A sender is a non-blocking connection read in bounded
+// slices (no sender can hold the loop), its bytes decoded
+// (control::relay::Decoder) and queued to its session's writer thread
+// (WriteQueue), which does the disk writes; a sender whose writes fall behind
+// is told so (NOTICE) and not read until they catch up. A viewer is answered
+// from the live sessions' in-memory index and the files already written
+// (LiveViewer). A malformed frame or request, or a refused one, closes that
+// connection with one log line.
 #pragma once
 
 #include "base/fd.hpp"
@@ -15,10 +20,17 @@ namespace tracery::relay {
 
 struct ServerOptions {
 	std::string listen = "127.0.0.1";
-	uint16_t port = 5342; // 0: any free port (tests)
-	std::string output;   // exists
+	uint16_t port = 5342;      // 0: any free port (tests)
+	uint16_t live_port = 5344; // viewers; 0: any free port (tests)
+	std::string output;        // exists
 	size_t max_connections = 1024;
-	int hello_timeout_ms = 10000; // a connection silent this long before HELLO is closed
+	size_t max_viewers = 64;
+	int hello_timeout_ms = 10000; // a sender without HELLO, a viewer without CONNECT, this long: closed
+	// A sender's frames queued and not yet written: over queue_high, it is not
+	// read (and told so) until they are under queue_low.
+	size_t queue_high = 64u * 1024 * 1024, queue_low = 16u * 1024 * 1024;
+	// Runs on a session's writer thread before each frame is written (tests: a slow disk).
+	std::function<void()> before_write;
 };
 
 class RelayServer {
@@ -29,8 +41,9 @@ public:
 	RelayServer(const RelayServer &) = delete;
 	RelayServer &operator=(const RelayServer &) = delete;
 
-	// The port bound (the one asked for, or the one chosen for 0).
+	// The ports bound (the ones asked for, or the ones chosen for 0).
 	uint16_t port() const { return port_; }
+	uint16_t live_port() const { return live_port_; }
 	// Serves until stop() or SIGTERM/SIGINT when handle_signals is set.
 	void run(bool handle_signals);
 	// From another thread or a signal handler: run() returns soon.
@@ -42,7 +55,7 @@ public:
 private:
 	struct Impl;
 	Impl *impl_;
-	uint16_t port_ = 0;
+	uint16_t port_ = 0, live_port_ = 0;
 };
 
 } // namespace tracery::relay

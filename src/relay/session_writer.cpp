@@ -5,8 +5,8 @@
 // entry, so what a vanished sender leaves is whole packets, each indexed.
 #include "relay/session_writer.hpp"
 
-#include "base/byte_order.hpp"
 #include "base/cat.hpp"
+#include "relay/live_protocol.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,8 +26,8 @@ using base::cat;
 
 std::string errno_text() { return std::strerror(errno); }
 
-void put_be64(uint8_t *p, uint64_t v) { base::store_le(p, base::kHostIsLittleEndian ? base::byteswap(v) : v); }
-void put_be32(uint8_t *p, uint32_t v) { base::store_le(p, base::kHostIsLittleEndian ? base::byteswap(v) : v); }
+using live::put_be32;
+using live::put_be64;
 
 // mkdirat then open: the directory fd, or -1 (errno set). An existing
 // directory is accepted only when exclusive is false.
@@ -262,6 +262,7 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	static_assert(sizeof fields == kIndexEntrySize);
 	for (size_t k = 0; k < 9; k++)
 		put_be64(entry + 8 * k, fields[k]);
+	last_packet_offset_ = s->size;
 	s->size += m.bytes.size();
 	++packets_;
 	return write_all(s->index.get(), entry, sizeof entry);

@@ -37,6 +37,8 @@ public:
 	bool said_bye() const { return bye_; }
 	// Packets written so far.
 	uint64_t packets() const { return packets_; }
+	// Where the last packet written went in its stream file.
+	uint64_t last_packet_offset() const { return last_packet_offset_; }
 	// "HOSTNAME/SESSION-DATE" once HELLO was accepted, else "".
 	const std::string &relative_dir() const { return relative_dir_; }
 
@@ -65,7 +67,7 @@ private:
 	std::optional<base::Fd> session_dir_;
 	std::string relative_dir_;
 	bool bye_ = false;
-	uint64_t packets_ = 0;
+	uint64_t packets_ = 0, last_packet_offset_ = 0;
 	std::map<uint32_t, TraceState> traces_;
 	std::map<uint32_t, StreamState> streams_;
 };

@@ -1,0 +1,189 @@
+// Unit tests of RelayServer: with a slow disk (a writer-thread hook that
+// sleeps before each frame, a tiny write queue) the sender is told NOTICE
+// writes_behind and then caught_up, the log says both, SYNC is answered
+// only once every packet before it is written, every packet is on disk, and
+// a viewer is answered at once while the sender's writes are behind; a
+// viewer that says nothing is closed after the deadline.
+#include "relay/relay_server.hpp"
+
+#include "base/test_temp_dir.hpp"
+#include "control/relay_connection.hpp"
+#include "relay/live_protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace tracery::relay {
+namespace {
+
+namespace cr = control::relay;
+using namespace std::chrono_literals;
+
+struct Server {
+	base::TestTempDir tmp{"tracery-relay-server-unit"};
+	std::mutex mu;
+	std::vector<std::string> lines;
+	std::unique_ptr<RelayServer> server;
+	std::thread thread;
+
+	explicit Server(ServerOptions o)
+	{
+		o.listen = "127.0.0.1";
+		o.port = 0;
+		o.live_port = 0;
+		o.output = tmp.path();
+		server = std::make_unique<RelayServer>(o);
+		server->log = [this](const std::string &l) {
+			std::lock_guard lock(mu);
+			lines.push_back(l);
+		};
+		thread = std::thread([this] { server->run(false); });
+	}
+	~Server()
+	{
+		server->stop();
+		thread.join();
+	}
+	size_t count(const std::string &text)
+	{
+		std::lock_guard lock(mu);
+		return static_cast<size_t>(std::count_if(lines.begin(), lines.end(),
+		                                         [&](const std::string &l) { return l.find(text) != l.npos; }));
+	}
+};
+
+// A raw viewer's round trip: CONNECT, then its reply's 20 bytes within a second.
+bool viewer_answered(uint16_t port)
+{
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bool ok = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+	const auto req = live::encode_request({.cmd = live::Command::connect, .major = 2, .minor = 4, .type = 1});
+	ok = ok && ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+	size_t got = 0;
+	uint8_t reply[20];
+	while (ok && got < sizeof reply) {
+		pollfd p{fd, POLLIN, 0};
+		ok = ::poll(&p, 1, 1000) == 1;
+		const ssize_t n = ok ? ::recv(fd, reply + got, sizeof reply - got, 0) : -1;
+		ok = n > 0;
+		got += ok ? static_cast<size_t>(n) : 0;
+	}
+	::close(fd);
+	return ok && live::get_be32(reply + 8) == live::kMajor;
+}
+
+TEST(RelayServer, SlowDiskIsToldAndSyncWaitsForTheWrites)
+{
+	std::atomic<bool> slow{true};
+	ServerOptions o;
+	o.queue_high = 8 * 1024;
+	o.queue_low = 2 * 1024;
+	o.before_write = [&] {
+		if (slow)
+			std::this_thread::sleep_for(5ms);
+	};
+	Server s(o);
+
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
+	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+	std::string dir;
+	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "slow"}, &dir), "");
+	ASSERT_EQ(c.add_trace(1, "t"), "");
+	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	constexpr int kPackets = 60;
+	const std::vector<uint8_t> bytes(1024, 0x5A);
+	for (int i = 0; i < kPackets; i++) {
+		cr::PacketIndex idx{.packet_size_bits = 1024 * 8,
+		                    .content_size_bits = 1024 * 8,
+		                    .timestamp_begin = static_cast<uint64_t>(i),
+		                    .timestamp_end = static_cast<uint64_t>(i)};
+		ASSERT_EQ(c.send_packet(1, idx, bytes), "");
+		if (i == kPackets / 2) { // the queue is over its bound by now, and the disk still slow
+			EXPECT_TRUE(viewer_answered(s.server->live_port()));
+		}
+	}
+	uint64_t written = 0;
+	ASSERT_EQ(c.sync(&written, 20000), "");
+	EXPECT_EQ(written, static_cast<uint64_t>(kPackets)); // answered after every packet was written
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), kPackets * 1024u);
+	// Caught up follows the SYNC reply (sent as the last writes come back).
+	for (int i = 0; i < 100 && (notices.empty() || notices.back().kind != cr::NoticeKind::caught_up); i++) {
+		std::this_thread::sleep_for(10ms);
+		ASSERT_EQ(c.poll_notices(), "");
+	}
+	ASSERT_FALSE(notices.empty());
+	EXPECT_EQ(notices.front().kind, cr::NoticeKind::writes_behind);
+	EXPECT_NE(notices.front().text.find("writes behind"), std::string::npos);
+	EXPECT_EQ(notices.back().kind, cr::NoticeKind::caught_up);
+	for (size_t i = 0; i < notices.size(); i++) // alternating
+		EXPECT_EQ(notices[i].kind, i % 2 ? cr::NoticeKind::caught_up : cr::NoticeKind::writes_behind) << i;
+	EXPECT_EQ(s.count("writes behind"), (notices.size() + 1) / 2);
+	EXPECT_EQ(s.count("writes caught up"), notices.size() / 2);
+	slow = false;
+	ASSERT_EQ(c.bye(), "");
+	for (int i = 0; i < 200 && !s.count("ended with BYE, 60 packets"); i++)
+		std::this_thread::sleep_for(10ms);
+	EXPECT_EQ(s.count("ended with BYE, 60 packets"), 1u);
+}
+
+TEST(RelayServer, SilentViewerIsClosed)
+{
+	ServerOptions o;
+	o.hello_timeout_ms = 100;
+	Server s(o);
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(s.server->live_port());
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+	pollfd p{fd, POLLIN, 0};
+	ASSERT_EQ(::poll(&p, 1, 5000), 1); // closed by the relay (the loop wakes at least once a second)
+	char c;
+	EXPECT_EQ(::recv(fd, &c, 1, 0), 0);
+	::close(fd);
+	for (int i = 0; i < 100 && !s.count("no CONNECT in time"); i++)
+		std::this_thread::sleep_for(10ms);
+	EXPECT_EQ(s.count("no CONNECT in time"), 1u);
+	EXPECT_TRUE(viewer_answered(s.server->live_port())); // one that speaks is served
+}
+
+TEST(RelayServer, FastDiskSaysNothing)
+{
+	Server s(ServerOptions{});
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
+	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "fast"}), "");
+	ASSERT_EQ(c.add_trace(1, "t"), "");
+	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	const std::vector<uint8_t> bytes(1024, 1);
+	for (int i = 0; i < 60; i++)
+		ASSERT_EQ(c.send_packet(1, {.packet_size_bits = 8192, .content_size_bits = 8192}, bytes), "");
+	uint64_t written = 0;
+	ASSERT_EQ(c.sync(&written), "");
+	EXPECT_EQ(written, 60u);
+	EXPECT_TRUE(notices.empty());
+	EXPECT_EQ(s.count("writes behind"), 0u);
+}
+
+} // namespace
+} // namespace tracery::relay

@@ -1,0 +1,71 @@
+"""Shared by the relay's tests (relay_test, relay_live_test): a real tracery-relayd on loopback on ports it
+picks itself (--port 0 --live-port 0, read from its log), writing under a temporary directory that also holds
+the traces the test makes (make_traces); its log lines; before and after each test, a check that the relay
+still runs and that its log holds no sanitizer report (TRACERY_SANITIZE builds write them there)."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+from tracetest import program
+
+
+class RelaydTestCase(unittest.TestCase):
+    prefix = "tracery-relay-test-"
+
+    @classmethod
+    def make_traces(cls):
+        """Makes the test's traces under cls.tmp (before the relay starts)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix=cls.prefix)
+        cls.make_traces()
+        cls.output = os.path.join(cls.tmp, "relay")
+        cls.log_path = os.path.join(cls.tmp, "relayd.log")
+        cls.log = open(cls.log_path, "w+")
+        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--live-port", "0",
+                                       "--output", cls.output], stderr=cls.log)
+        deadline = time.time() + 10
+        cls.port = cls.live_port = None
+        while not (cls.port and cls.live_port) and time.time() < deadline:
+            with open(cls.log_path) as f:
+                text = f.read()
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+),", text)
+            cls.port = int(m.group(1)) if m else None
+            m = re.search(r"live viewers on 127\.0\.0\.1:(\d+)", text)
+            cls.live_port = int(m.group(1)) if m else None
+            time.sleep(0.05)
+        assert cls.port and cls.live_port, "tracery-relayd did not start"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.relayd.terminate()
+        cls.relayd.wait(timeout=10)
+        cls.log.close()
+        if not os.environ.get("TRACERY_KEEP_TRACE"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.assertIsNone(self.relayd.poll(), "tracery-relayd is not running")
+
+    def tearDown(self):
+        self.assertIsNone(self.relayd.poll(), "tracery-relayd stopped")
+        self.assertFalse([l for l in self.log_lines() if "runtime error" in l or "Sanitizer" in l])
+
+    def log_lines(self):
+        with open(self.log_path) as f:
+            return f.read().splitlines()
+
+    def wait_log(self, *texts):
+        """The log lines holding every one of texts, once there is one (15 s at most)."""
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            lines = [l for l in self.log_lines() if all(t in l for t in texts)]
+            if lines:
+                return lines
+            time.sleep(0.05)
+        self.fail(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines()))
