@@ -341,7 +341,7 @@ std::vector<EventFormat> KernelSession::apply_events(const KernelEvents &probes)
 	return added;
 }
 
-std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, std::vector<uint64_t> baseline) const
+std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out, std::vector<uint64_t> baseline) const
 {
 	ctf::TraceInfo info;
 	info.uuid = config_.trace_uuid;
@@ -355,7 +355,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 		formats.push_back(format);
 	const clock::TickSource source = clock::tick_source(config_.tick_unit);
 	return std::make_unique<KernelTrace>(
-		dir, config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
+		std::move(out), config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
 		[this, baseline = std::move(baseline)](uint32_t cpu) {
 			// The stats are tracefs's.
 			base::FsCreds as_process(::geteuid(), ::getegid());
@@ -416,7 +416,9 @@ void KernelSession::start()
 		instance_->set_event_pids(config_.pids, config_.follow_children);
 		if (!config_.snapshot) {
 			if (!trace_) {
-				trace_ = new_trace(trace_dir(), {});
+				trace_ = new_trace(consumer::TraceOutput(config_.local ? trace_dir() : "",
+				                                         config_.relay, "kernel"),
+				                   {});
 			} else if (!added.empty()) {
 				base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 				trace_->add_event_classes(added);
@@ -480,7 +482,8 @@ void KernelSession::snapshot(const std::string &dir)
 	std::vector<uint64_t> baseline(cpus_.back() + 1, 0);
 	for (const uint32_t cpu : cpus_)
 		baseline[cpu] = parse_lost_total(instance_->cpu_stats(cpu));
-	std::unique_ptr<KernelTrace> trace = new_trace(dir + "/kernel", std::move(baseline));
+	std::unique_ptr<KernelTrace> trace =
+		new_trace(consumer::TraceOutput(dir + "/kernel", nullptr, ""), std::move(baseline));
 	drain(start_readers(*trace), *trace); // stopped at once: each reads what there is
 	write_statedump(*trace);
 	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
