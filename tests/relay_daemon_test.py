@@ -170,7 +170,9 @@ class RelayDaemonTest(DaemonTestCase):
         for f in files:
             with open(os.path.join(path, f), "rb") as x, open(os.path.join(copy, f), "rb") as y:
                 self.assertEqual(x.read(), y.read(), f)
-        self.assertEqual(len(Trace(copy).events), 20_000)
+        trace = Trace(copy)  # small sub-buffers: the ring buffer may lose some, which both copies tell
+        self.assertEqual(len(trace.events) + trace.discarded, 20_000)
+        self.assertGreater(len(trace.events), 0)
 
     def test_per_pid_buffers_with_programs_coming_and_going(self):
         self.d.start_daemon()

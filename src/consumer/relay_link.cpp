@@ -4,6 +4,9 @@
 #include "base/background_thread.hpp"
 #include "base/cat.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -17,6 +20,7 @@ namespace {
 constexpr size_t kSmallItem = 64; // what a beacon or a close counts against the queue
 constexpr size_t kSpareBuffers = 8;
 constexpr int kConnectTimeoutMs = 1000;
+constexpr int kSenderNice = -10; // the consumer threads' (channel_consumer.cpp)
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 constexpr auto kIdleWait = std::chrono::milliseconds(250);
 } // namespace
@@ -63,6 +67,9 @@ std::string RelayLink::open(int timeout_ms)
 void *RelayLink::thread_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "tracery-relay");
+	// It drains what the consumers queue as they drain the programs'
+	// buffers: where allowed, it runs ahead of the emitting threads as they do.
+	setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kSenderNice);
 	static_cast<RelayLink *>(arg)->run();
 	return nullptr;
 }
@@ -189,11 +196,10 @@ std::string RelayLink::bye(int timeout_ms)
 		say_bye_ = true;
 	}
 	work_.notify_all();
-	if (thread_running_) {
+	if (thread_running_)
 		pthread_join(thread_, nullptr);
-		thread_running_ = false;
-	}
 	const std::lock_guard lock(mutex_);
+	thread_running_ = false;
 	for (const Item &item : queue_) {
 		if (item.kind == Kind::packet) {
 			counts_.packets_dropped++;

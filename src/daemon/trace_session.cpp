@@ -280,6 +280,7 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 	c.output = output_;
 	c.local = local();
 	c.relay = relay_.link;
+	c.live_period_ns = relay_.live_period_ns;
 	c.channel = kernel.channel_name();
 	c.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
 	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());

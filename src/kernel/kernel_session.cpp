@@ -368,18 +368,20 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out,
 
 std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 {
-	return std::make_unique<CpuReaders>(*instance_, cpus_, layout_,
-	                                    [this, &trace](uint32_t cpu, std::span<const uint8_t> page) {
-						    // A reader thread writes nothing but the trace: its credentials are
-						    // the writer's from its first page on.
-						    thread_local bool as_writer = false;
-						    if (!as_writer && config_.file_uid != static_cast<uid_t>(-1)) {
-							    ::setfsgid(config_.file_gid);
-							    ::setfsuid(config_.file_uid);
-						    }
-						    as_writer = true;
-						    trace.write_page(cpu, page);
-					    });
+	return std::make_unique<CpuReaders>(
+		*instance_, cpus_, layout_,
+		[this, &trace](uint32_t cpu, std::span<const uint8_t> page) {
+			// A reader thread writes nothing but the trace: its credentials are
+			// the writer's from its first page on.
+			thread_local bool as_writer = false;
+			if (!as_writer && config_.file_uid != static_cast<uid_t>(-1)) {
+				::setfsgid(config_.file_gid);
+				::setfsuid(config_.file_uid);
+			}
+			as_writer = true;
+			trace.write_page(cpu, page);
+		},
+		[&trace](uint32_t cpu) { trace.idle(cpu); });
 }
 
 void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trace)
@@ -419,6 +421,7 @@ void KernelSession::start()
 				trace_ = new_trace(consumer::TraceOutput(config_.local ? trace_dir() : "",
 				                                         config_.relay, "kernel"),
 				                   {});
+				trace_->set_live_period(std::chrono::nanoseconds(config_.live_period_ns));
 			} else if (!added.empty()) {
 				base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 				trace_->add_event_classes(added);

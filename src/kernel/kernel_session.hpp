@@ -58,6 +58,7 @@ struct KernelSessionConfig {
 	std::string output;                         // the session's OUTPUT: the trace goes to OUTPUT/kernel
 	bool local = true;                          // written to OUTPUT/kernel (else only sent to `relay`)
 	std::shared_ptr<consumer::RelayLink> relay; // the session's relay, if any: it gets the trace as kernel/
+	uint64_t live_period_ns = 0;                // live sessions: idle CPUs' streams get a beacon each period
 	std::string channel = "channel0";           // names the stream files, CHANNEL_CPU
 	std::vector<std::string> tracepoints;       // patterns of match_tracepoints() ("sched_switch", "irq:*")
 	std::vector<std::string> syscalls;          // NAME of syscalls:sys_enter_NAME / sys_exit_NAME

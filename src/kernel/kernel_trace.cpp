@@ -255,6 +255,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 		begin = c.seq == 0 ? first_begin(prev) : prev;
 	}
 	c.last_ts = prev;
+	c.last_live = now;
 	write_packet(cpu, c, begin, prev);
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.events += n.events;
@@ -279,6 +280,18 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.discarded = info.events_discarded;
 	++c.counts.packets;
+}
+
+void KernelTrace::idle(uint32_t cpu)
+{
+	if (live_period_.count() == 0)
+		return;
+	Cpu &c = cpus_.at(cpu);
+	const auto now = std::chrono::steady_clock::now();
+	if (now - c.last_live < live_period_)
+		return;
+	c.last_live = now;
+	sink_->idle(cpu, std::max(now_(), c.last_ts));
 }
 
 void KernelTrace::finish_cpu(uint32_t cpu)

@@ -90,6 +90,11 @@ public:
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
 	void write_page(uint32_t cpu, std::span<const uint8_t> page);
+	// Live sessions: idle(cpu), called when the CPU's buffer had nothing to
+	// read, tells the sink (at most once a period) that the CPU's stream is
+	// empty up to now. Before the readers start.
+	void set_live_period(std::chrono::nanoseconds period) { live_period_ = period; }
+	void idle(uint32_t cpu);
 	// After the last page of `cpu`: a packet ending now, with its exact lost
 	// total.
 	void finish_cpu(uint32_t cpu);
@@ -125,6 +130,7 @@ private:
 		uint64_t lost_kernel = 0;
 		uint64_t written_discarded = 0; // in the last packet
 		std::chrono::steady_clock::time_point last_stats{};
+		std::chrono::steady_clock::time_point last_live{}; // a page or a beacon
 		KernelTraceCounts counts;
 		// Events written per class, by CTF id: stored by this CPU's writer
 		// alone (a relaxed load and store), read by events_of(); grown by
@@ -142,6 +148,7 @@ private:
 
 	consumer::TraceOutput out_;
 	ctf::Uuid uuid_;
+	std::chrono::nanoseconds live_period_{0};
 	std::function<uint64_t()> now_;
 	uint64_t made_;                  // now_() in the constructor
 	std::atomic<uint64_t> earliest_; // beginning of the earliest first packet of a CPU
