@@ -17,6 +17,7 @@ import time
 import unittest
 
 from daemontest import DaemonTestCase, read_line
+from relaytest import start_relayd
 from tracetest import Trace, program
 
 
@@ -56,18 +57,7 @@ class Relay:
     def __init__(self, tmp, port=0, name="relay"):
         self.output = os.path.join(tmp, name)
         self.log_path = os.path.join(tmp, f"{name}-{time.time_ns()}.log")
-        self.log = open(self.log_path, "w+")
-        self.proc = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", str(port),
-                                      "--output", self.output], stderr=self.log)
-        deadline = time.time() + 10
-        self.port = None
-        while self.port is None and time.time() < deadline:
-            with open(self.log_path) as f:
-                for line in f:
-                    if "listening on 127.0.0.1:" in line:
-                        self.port = int(line.split("127.0.0.1:")[1].split(",")[0])
-            time.sleep(0.05)
-        assert self.port, f"tracery-relayd did not start: {self.text()}"
+        self.proc, self.port, self.log = start_relayd(self.output, self.log_path, port)
 
     def text(self):
         with open(self.log_path) as f:

@@ -15,6 +15,7 @@ import tempfile
 import time
 import unittest
 
+from relaytest import start_relayd
 from tracetest import program, run_traced
 
 MAGIC = 0x594C5254
@@ -74,18 +75,7 @@ class RelayTest(unittest.TestCase):
                    {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"})
         cls.output = os.path.join(cls.tmp, "relay")
         cls.log_path = os.path.join(cls.tmp, "relayd.log")
-        cls.log = open(cls.log_path, "w+")
-        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--output", cls.output],
-                                      stderr=cls.log)
-        deadline = time.time() + 10
-        cls.port = None
-        while cls.port is None and time.time() < deadline:
-            with open(cls.log_path) as f:
-                for line in f:
-                    if "listening on 127.0.0.1:" in line:
-                        cls.port = int(line.split("127.0.0.1:")[1].split(",")[0])
-            time.sleep(0.05)
-        assert cls.port, "tracery-relayd did not start"
+        cls.relayd, cls.port, cls.log = start_relayd(cls.output, cls.log_path)
 
     @classmethod
     def tearDownClass(cls):
