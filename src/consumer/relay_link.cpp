@@ -4,9 +4,6 @@
 #include "base/background_thread.hpp"
 #include "base/cat.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -18,9 +15,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr size_t kSmallItem = 64; // what a beacon or a close counts against the queue
-constexpr size_t kSpareBuffers = 8;
+// Packet buffers kept for reuse: a new one is faulted in page by page by the
+// consumer's copy (a 512 KiB sub-buffer: 128 faults), which slows the thread
+// the programs' buffers wait for.
+constexpr size_t kSpareBuffers = 32;
 constexpr int kConnectTimeoutMs = 1000;
-constexpr int kSenderNice = -10; // the consumer threads' (channel_consumer.cpp)
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 constexpr auto kIdleWait = std::chrono::milliseconds(250);
 } // namespace
@@ -66,10 +65,10 @@ std::string RelayLink::open(int timeout_ms)
 
 void *RelayLink::thread_main(void *arg)
 {
+	// At the caller's nice, behind the consumer threads (nice -10 where
+	// allowed): when CPUs are short, the programs' buffers (a few MiB) are
+	// drained first, into the queue (64 MiB), which waits for this thread.
 	pthread_setname_np(pthread_self(), "tracery-relay");
-	// It drains what the consumers queue as they drain the programs'
-	// buffers: where allowed, it runs ahead of the emitting threads as they do.
-	setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kSenderNice);
 	static_cast<RelayLink *>(arg)->run();
 	return nullptr;
 }
