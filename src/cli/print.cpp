@@ -25,8 +25,11 @@ std::string session_summary(const json &s, const char *name_format)
 {
 	char name[512];
 	snprintf(name, sizeof name, name_format, s.value("name", "").c_str());
+	std::string where = s.value("output", "");
+	if (const json relay = s.value("relay", json()); relay.is_object())
+		where = "relay " + relay.value("url", "") + (where.empty() ? "" : " and " + where);
 	return std::string(name) + " [" + s.value("state", "") + (s.value("snapshot", false) ? ", snapshot" : "") +
-	       "] -> " + s.value("output", "");
+	       "] -> " + where;
 }
 } // namespace
 

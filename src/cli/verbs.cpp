@@ -494,6 +494,12 @@ void view_target(const std::string &target, std::vector<analysis::ViewInput> &in
 	} else {
 		session = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(target)}});
 		path = session.value("output", "");
+		if (path.empty() && session.value("relay", json()).is_object())
+			throw CliError("session '" + session.value("name", "") + "' is sent to the relay at " +
+			               session["relay"].value("url", "") +
+			               " and not written here: read the relay's copy (" +
+			               session["relay"].value("path", "") +
+			               " under its --output), or create the session with --local-copy");
 	}
 	analysis::TraceScan scan;
 	try {

@@ -489,7 +489,8 @@ json Daemon::cmd_list(const json &, const control::PeerCred &peer, Lock &)
 			               {"owner", s->owner()},
 			               {"output", s->output()},
 			               {"state", state_name(s->state)},
-			               {"snapshot", s->snapshot()}});
+			               {"snapshot", s->snapshot()},
+			               {"relay", s->relay_status()}});
 	return {{"sessions", out}};
 }
 
