@@ -33,6 +33,8 @@ public:
 	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus) const;
 
 	const std::string &local_dir() const { return local_dir_; }
+	// Before anything is written: another local directory ("": none).
+	void set_local_dir(std::string dir) { local_dir_ = std::move(dir); }
 	bool relayed() const { return link_ != nullptr; }
 
 private:

@@ -266,8 +266,14 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 
 void TraceSession::fix_layout()
 {
-	if (!ever_started()) // a failed first start may have begun the kernel trace: it goes on
-		kernel_domain_ = kernel.any_events() || kernel_session_ != nullptr;
+	if (ever_started())
+		return;
+	// A failed first start may have begun the kernel trace: it goes on.
+	kernel_domain_ = kernel.any_events() || kernel_session_ != nullptr;
+	// A failed first start may have made the user trace's output (its buffers, dropped since): same
+	// relay trace, the local directory of this layout.
+	if (user_output_)
+		user_output_->set_local_dir(local() ? user_dir() : "");
 }
 
 void TraceSession::start_kernel(const std::string &tracefs_root)
