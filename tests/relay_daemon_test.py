@@ -198,14 +198,17 @@ class RelayDaemonTest(DaemonTestCase):
             self.skipTest("no tracefs mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing; skipped")
         self.d.start_daemon()
         path = self.out("k")
-        self.d.tracery("create", "k", "--set-url", self.url, "--local-copy", "--output", path)
+        # Live: the user buffers flushed and idle streams (kernel CPUs too) given beacons every 100 ms.
+        self.d.tracery("create", "k", "--live=100ms", "--set-url", self.url, "--local-copy", "--output", path)
         self.d.tracery("enable-event", "-u", "emit:*", "-s", "k")
         self.d.tracery("enable-event", "-k", "--syscall", "getpid,write", "-s", "k")
         self.d.tracery("enable-event", "-k", "sched_switch", "-s", "k")
         self.d.tracery("start", "k")
         self.emit(1000)
+        time.sleep(0.5)
         stop = self.d.tracery("stop", "k").stdout
         self.assertIn("channel0 (kernel): 0 events lost", stop)
+        self.assertIn("1 connection;", stop)
         self.assertEqual(relay_counts(stop)["dropped"], 0, stop)
         self.destroy("k")
         copy = self.copy_of("k")
@@ -314,9 +317,11 @@ class RelayDaemonTest(DaemonTestCase):
             time.sleep(0.05)
         else:
             self.fail("no packet reached the relay within 2 s of a live session with a 200 ms period")
+        time.sleep(0.5)  # beacons of the idle streams go out meanwhile: the relay takes them
         emitter.kill()
         emitter.wait()
-        self.d.tracery("stop", "live")
+        stop = self.d.tracery("stop", "live").stdout
+        self.assertIn("1 connection;", stop)  # the relay refused nothing (it closes a connection on a bad frame)
         self.destroy("live")
         self.assertEqual(len(Trace(copy).named("emit:tick")), 100)
 
