@@ -1,7 +1,8 @@
-"""Shared by the relay's tests (relay_test, relay_live_test): a real tracery-relayd on loopback on ports it
-picks itself (--port 0 --live-port 0, read from its log), writing under a temporary directory that also holds
-the traces the test makes (make_traces); its log lines; before and after each test, a check that the relay
-still runs and that its log holds no sanitizer report (TRACERY_SANITIZE builds write them there)."""
+"""Shared by the relay's tests (relay_test, relay_live_test, relay_daemon_test): a real tracery-relayd on loopback
+on ports it picks itself (--port 0 --live-port 0, read from its log) or a given sender port (start_relayd);
+RelaydTestCase, a relay for a whole test class writing under a temporary directory that also holds the traces the
+test makes (make_traces), its log lines, and before and after each test a check that the relay still runs and
+that its log holds no sanitizer report (TRACERY_SANITIZE builds write them there)."""
 import os
 import re
 import shutil
@@ -11,6 +12,30 @@ import time
 import unittest
 
 from tracetest import program
+
+
+def start_relayd(output, log_path, port=0):
+    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT (port 0: one the system picks), its stderr
+    to log_path; returns (its process, the sender port, the live viewers' port, the open log file)."""
+    log = open(log_path, "w+")
+    proc = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", str(port), "--live-port", "0",
+                             "--output", output], stderr=log)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open(log_path) as f:
+            text = f.read()
+        sender = re.search(r"listening on 127\.0\.0\.1:(\d+),", text)
+        viewers = re.search(r"live viewers on 127\.0\.0\.1:(\d+)", text)
+        if sender and viewers:
+            return proc, int(sender.group(1)), int(viewers.group(1)), log
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    log.close()
+    with open(log_path) as f:
+        raise AssertionError(f"tracery-relayd did not start: {f.read()}")
 
 
 class RelaydTestCase(unittest.TestCase):
@@ -26,20 +51,7 @@ class RelaydTestCase(unittest.TestCase):
         cls.make_traces()
         cls.output = os.path.join(cls.tmp, "relay")
         cls.log_path = os.path.join(cls.tmp, "relayd.log")
-        cls.log = open(cls.log_path, "w+")
-        cls.relayd = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", "0", "--live-port", "0",
-                                       "--output", cls.output], stderr=cls.log)
-        deadline = time.time() + 10
-        cls.port = cls.live_port = None
-        while not (cls.port and cls.live_port) and time.time() < deadline:
-            with open(cls.log_path) as f:
-                text = f.read()
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+),", text)
-            cls.port = int(m.group(1)) if m else None
-            m = re.search(r"live viewers on 127\.0\.0\.1:(\d+)", text)
-            cls.live_port = int(m.group(1)) if m else None
-            time.sleep(0.05)
-        assert cls.port and cls.live_port, "tracery-relayd did not start"
+        cls.relayd, cls.port, cls.live_port, cls.log = start_relayd(cls.output, cls.log_path)
 
     @classmethod
     def tearDownClass(cls):

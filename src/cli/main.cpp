@@ -41,12 +41,25 @@ int main(int argc, char **argv)
 		return c;
 	};
 
-	auto *create =
-		verb("create", "Create a tracing session and make it the current one", [&] { return verb_create(a); });
+	CLI::Option *live = nullptr;
+	auto *create = verb("create", "Create a tracing session and make it the current one", [&] {
+		a.live_given = live->count() > 0;
+		return verb_create(a);
+	});
 	create->add_option("NAME", a.session, "Session name")->required();
 	create->add_option("-o,--output", a.output, "Trace directory (default: ~/tracery-traces/NAME-DATE)");
 	create->add_flag("--snapshot", a.snapshot,
 	                 "Snapshot mode: buffers are only written by `tracery snapshot record`");
+	create->add_option("--set-url", a.url,
+	                   "Send the traces to tracery-relayd at net://HOST[:PORT] (default port 5342) instead of "
+	                   "writing them here");
+	create->add_flag("--local-copy", a.local_copy,
+	                 "With --set-url: also write the traces here (to --output or the default directory)");
+	live = create->add_option(
+			     "--live", a.live,
+			     "Live session: partial sub-buffers sent every PERIOD (default 1s; e.g. --live=500ms), "
+			     "idle streams announced; implies --set-url net://localhost unless given")
+	               ->expected(0, 1);
 
 	auto *destroy = verb("destroy", "Stop and destroy a session (its trace stays on disk)",
 	                     [&] { return verb_destroy(a); });

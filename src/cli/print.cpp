@@ -25,8 +25,11 @@ std::string session_summary(const json &s, const char *name_format)
 {
 	char name[512];
 	snprintf(name, sizeof name, name_format, s.value("name", "").c_str());
+	std::string where = s.value("output", "");
+	if (const json relay = s.value("relay", json()); relay.is_object())
+		where = "relay " + relay.value("url", "") + (where.empty() ? "" : " and " + where);
 	return std::string(name) + " [" + s.value("state", "") + (s.value("snapshot", false) ? ", snapshot" : "") +
-	       "] -> " + s.value("output", "");
+	       "] -> " + where;
 }
 } // namespace
 
@@ -65,6 +68,25 @@ void print_quarantined(const json &quarantined, const char *indent)
 		       "how many is unknown\n",
 		       indent, channel.c_str(), q.value("buffer", "").c_str(), q.value("fault", "").c_str());
 	}
+}
+
+void print_relay(const json &r, const char *indent)
+{
+	if (!r.is_object())
+		return;
+	const auto n = [&](const char *key) { return static_cast<unsigned long long>(r.value(key, uint64_t{0})); };
+	printf("%srelay %s: %s, %llu connection%s; %llu packets sent, %llu confirmed written\n", indent,
+	       r.value("url", "").c_str(),
+	       r.value("connected", false) ? ("connected, session in " + r.value("path", "")).c_str()
+	                                   : ("not connected (" + r.value("error", "") + ")").c_str(),
+	       n("connections"), n("connections") == 1 ? "" : "s", n("packets_sent"), n("packets_confirmed"));
+	if (n("packets_dropped") || n("packets_unconfirmed"))
+		printf("%swarning: relay: %llu packets (%s) not sent, %llu sent on connections that broke before the "
+		       "relay confirmed them (their events may be missing from its copy)\n",
+		       indent, n("packets_dropped"), base::format_size(n("bytes_dropped")).c_str(),
+		       n("packets_unconfirmed"));
+	if (n("packets_queued"))
+		printf("%srelay: %llu packets queued, not sent yet\n", indent, n("packets_queued"));
 }
 
 void print_status(const json &s)
@@ -158,6 +180,7 @@ void print_status(const json &s)
 		       base::format_size(q.value("used", uint64_t{0})).c_str(),
 		       base::format_size(q.value("limit", uint64_t{0})).c_str());
 	}
+	print_relay(s.value("relay", json()), "  ");
 	printf("  programs tracing into it: %s\n", join(s.value("programs", json::array()), "none").c_str());
 }
 

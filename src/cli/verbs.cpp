@@ -13,9 +13,12 @@
 #include "analysis/trace_scan.hpp"
 #include "analysis/trace_stats.hpp"
 
+#include "base/cat.hpp"
 #include "base/sizes.hpp"
 #include "control/messages.hpp"
 #include "control/paths.hpp"
+#include "control/relay_protocol.hpp"
+#include "control/relay_url.hpp"
 #include "control/wire.hpp"
 #include "filter/parser.hpp"
 
@@ -34,6 +37,7 @@
 
 namespace tracery::cli {
 
+using base::cat;
 using nlohmann::json;
 
 namespace {
@@ -95,6 +99,38 @@ uint64_t parse_size(const std::string &s, const char *option)
 	return *v;
 }
 
+// --live's PERIOD: a number with ms or s (or us), 10ms to 1h; in ns.
+uint64_t parse_period(const std::string &s)
+{
+	const auto bad = [&] {
+		return CliError("bad --live period '" + s +
+		                "': give a duration from 10ms to 1h, e.g. --live=500ms or --live=2s");
+	};
+	size_t end = 0;
+	while (end < s.size() && isdigit(static_cast<unsigned char>(s[end])))
+		end++;
+	if (end == 0 || end > 12)
+		throw bad();
+	const uint64_t n = std::stoull(s.substr(0, end));
+	const std::string unit = s.substr(end);
+	uint64_t ns = 0;
+	if (unit == "us")
+		ns = n * 1000;
+	else if (unit == "ms")
+		ns = n * 1000000;
+	else if (unit == "s" || unit.empty())
+		ns = n * 1000000000;
+	else if (unit == "m" || unit == "min")
+		ns = n * 60000000000;
+	else if (unit == "h")
+		ns = n * 3600000000000;
+	else
+		throw bad();
+	if (ns < 10000000 || ns > 3600000000000)
+		throw bad();
+	return ns;
+}
+
 json session_request(const char *cmd, const Args &a)
 {
 	return {{control::kCmdKey, cmd}, {"session", session_or_current(a.session)}};
@@ -104,14 +140,43 @@ json session_request(const char *cmd, const Args &a)
 
 int verb_create(const Args &a)
 {
-	const std::string out = a.output.empty() ? default_output(a.session) : absolute(a.output);
-	json r = request({{control::kCmdKey, control::cmd::kCreate},
-	                  {"session", a.session},
-	                  {"output", out},
-	                  {"snapshot", a.snapshot}});
+	std::string url = a.url;
+	json req = {{control::kCmdKey, control::cmd::kCreate}, {"session", a.session}, {"snapshot", a.snapshot}};
+	if (a.live_given) {
+		req["live_period_ns"] = parse_period(a.live.empty() ? "1s" : a.live);
+		if (url.empty())
+			url = "net://localhost";
+	}
+	if (a.local_copy && url.empty())
+		throw CliError(
+			"--local-copy keeps a copy of what --set-url sends: give --set-url net://HOST[:PORT] too, "
+			"or drop --local-copy");
+	const bool local = url.empty() || a.local_copy;
+	if (!url.empty()) {
+		std::string why;
+		if (!control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why))
+			throw CliError(why);
+		if (!local && !a.output.empty())
+			throw CliError(
+				"--output names the local copy of a session sent to a relay: add --local-copy, or "
+				"drop --output");
+		req["url"] = url;
+		req["local_copy"] = a.local_copy;
+	}
+	if (local)
+		req["output"] = a.output.empty() ? default_output(a.session) : absolute(a.output);
+	json r = request(req);
 	set_current_session(a.session);
+	std::string where = r.value("output", "");
+	if (r.contains("relay")) {
+		const json &relay = r["relay"];
+		where = cat("the relay at ", relay.value("url", ""), " (its ", relay.value("path", ""), ")",
+		            where.empty() ? "" : " and to ", where);
+		if (const uint64_t p = relay.value("live_period_ns", uint64_t{0}))
+			where += cat(", live every ", std::to_string(p / 1000000), " ms");
+	}
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
-	       r.value("output", "").c_str());
+	       where.c_str());
 	return 0;
 }
 
@@ -302,6 +367,9 @@ int verb_stop(const Args &a)
 	json r = request(session_request(control::cmd::kStop, a));
 	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
 	print_lost(r["lost"]);
+	print_relay(r.value("relay", json()), "  ");
+	if (r.contains("relay_error"))
+		printf("  warning: relay: %s\n", r.value("relay_error", "").c_str());
 	print_quarantined(r.value("quarantined", json::array()), "  ");
 	if (r.contains("kernel_error"))
 		printf("  warning: the kernel trace may be incomplete: %s\n", r.value("kernel_error", "").c_str());
@@ -426,6 +494,12 @@ void view_target(const std::string &target, std::vector<analysis::ViewInput> &in
 	} else {
 		session = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(target)}});
 		path = session.value("output", "");
+		if (path.empty() && session.value("relay", json()).is_object())
+			throw CliError("session '" + session.value("name", "") + "' is sent to the relay at " +
+			               session["relay"].value("url", "") +
+			               " and not written here: read the relay's copy (" +
+			               session["relay"].value("path", "") +
+			               " under its --output), or create the session with --local-copy");
 	}
 	analysis::TraceScan scan;
 	try {

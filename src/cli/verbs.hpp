@@ -7,9 +7,13 @@
 namespace tracery::cli {
 
 struct Args {
-	std::string session;    // -s NAME or positional NAME
-	std::string output;     // create --output
-	bool snapshot = false;  // create --snapshot
+	std::string session;     // -s NAME or positional NAME
+	std::string output;      // create --output
+	bool snapshot = false;   // create --snapshot
+	std::string url;         // create --set-url
+	bool local_copy = false; // create --local-copy
+	std::string live;        // create --live[=PERIOD]
+	bool live_given = false;
 	bool all = false;       // destroy --all, enable-event -a
 	bool userspace = false; // -u (the default domain)
 	bool kernel = false;    // -k

@@ -33,6 +33,7 @@ ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<Pack
 	last_lost_.assign(n, 0);
 	last_ts_.assign(n, 0);
 	next_seq_.assign(n, 0);
+	wrote_.assign(n, false);
 }
 
 ChannelConsumer::~ChannelConsumer()
@@ -69,6 +70,7 @@ void *ChannelConsumer::thread_main(void *arg)
 	// This thread also keeps the trace clock on CLOCK_MONOTONIC (slope
 	// corrections; several consumers calling resync() is harmless).
 	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();
+	uint64_t next_live = clock::detail::now_vdso() + self->live_period_ns_;
 	uint64_t last_data = 0;
 	uint64_t poll_ns = kMinPollNs;
 	while (!self->stop_.load(std::memory_order_relaxed) && !self->channel_.quarantined()) {
@@ -96,6 +98,10 @@ void *ChannelConsumer::thread_main(void *arg)
 		if (const uint64_t mono = clock::detail::now_vdso(); mono >= next_resync) {
 			clock::resync();
 			next_resync = mono + clock::resync_interval_ns();
+		}
+		if (const uint64_t mono = clock::detail::now_vdso(); self->live_period_ns_ && mono >= next_live) {
+			self->live_tick();
+			next_live = mono + self->live_period_ns_;
 		}
 	}
 	return nullptr;
@@ -172,6 +178,7 @@ void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 		last_lost_[v.cpu] = v.lost_before;
 		last_ts_[v.cpu] = v.timestamp_end;
 		next_seq_[v.cpu] = v.seq + 1;
+		wrote_[v.cpu] = true;
 	} catch (const std::exception &e) {
 		report_error(e);
 	}
@@ -201,6 +208,22 @@ size_t ChannelConsumer::drain()
 	}
 	report_quarantine();
 	return packets;
+}
+
+void ChannelConsumer::live_tick()
+{
+	const uint32_t n = channel_.config().num_cpus;
+	const uint64_t now = clock::ticks(ticks_);
+	for (uint32_t cpu = 0; cpu < n; cpu++)
+		channel_.flush(cpu, now);
+	drain();
+	if (failed_ || channel_.quarantined())
+		return;
+	for (uint32_t cpu = 0; cpu < n; cpu++) {
+		if (!wrote_[cpu])
+			sink_->idle(cpu, std::max(now, last_ts_[cpu]));
+		wrote_[cpu] = false;
+	}
 }
 
 void ChannelConsumer::write_final_lost_packets()

@@ -57,6 +57,11 @@ public:
 	ChannelConsumer(const ChannelConsumer &) = delete;
 	ChannelConsumer &operator=(const ChannelConsumer &) = delete;
 
+	// Live sessions, before start_thread(): every period_ns the thread
+	// closes the partial sub-buffers and writes them, and tells the sink of
+	// each stream that got nothing new since the previous period that it is
+	// idle up to then (PacketSink::idle).
+	void set_live_period(uint64_t period_ns) { live_period_ns_ = period_ns; }
 	// Returns once the thread runs (its start-up, the C library's and any
 	// sanitizer's, is over).
 	void start_thread();
@@ -87,6 +92,7 @@ private:
 	std::string out_of_order(const ringbuf::Channel::SubbufView &v) const;
 	void report_quarantine();
 	void write_final_lost_packets();
+	void live_tick(); // see set_live_period
 	void report_error(const std::exception &e);
 	void report(const std::string &line);
 
@@ -98,6 +104,8 @@ private:
 	std::vector<uint64_t> last_lost_; // lost count carried by each stream's last packet
 	std::vector<uint64_t> last_ts_;   // timestamp_end of each stream's last packet
 	std::vector<uint64_t> next_seq_;
+	std::vector<bool> wrote_; // a packet of the stream since the last live tick
+	uint64_t live_period_ns_ = 0;
 	pthread_t thread_{};
 	bool thread_running_ = false;
 	std::atomic<bool> stop_{false};

@@ -166,7 +166,7 @@ TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)
 {
 	const base::TestTempDir dir("tracery-consumer-test");
 	const ctf::Uuid uuid = *ctf::Uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
-	FileSink sink(StreamFiles{dir.path(), "chan_42", 3, 7u << 16, uuid}, 4);
+	FileSink sink(dir.path(), StreamNames{"chan_42", 3, 7u << 16, uuid}, 4);
 
 	const uint8_t events[5] = {1, 2, 3, 4, 5};
 	ctf::PacketInfo info{};

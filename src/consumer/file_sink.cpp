@@ -6,7 +6,10 @@
 
 namespace tracery::consumer {
 
-FileSink::FileSink(StreamFiles files, uint32_t num_cpus) : files_(std::move(files)), streams_(num_cpus) {}
+FileSink::FileSink(std::string dir, StreamNames names, uint32_t num_cpus)
+	: dir_(std::move(dir)), names_(std::move(names)), streams_(num_cpus)
+{
+}
 
 ctf::StreamWriter &FileSink::stream(uint32_t cpu)
 {
@@ -15,8 +18,8 @@ ctf::StreamWriter &FileSink::stream(uint32_t cpu)
 		                        std::to_string(streams_.size()) + " CPUs");
 	if (!streams_[cpu]) {
 		streams_[cpu] =
-			std::make_unique<ctf::StreamWriter>(files_.dir, files_.file_prefix + "_" + std::to_string(cpu),
-		                                            files_.uuid, files_.stream_id, files_.instance_base + cpu);
+			std::make_unique<ctf::StreamWriter>(dir_, names_.file_prefix + "_" + std::to_string(cpu),
+		                                            names_.uuid, names_.stream_id, names_.instance_base + cpu);
 	}
 	return *streams_[cpu];
 }

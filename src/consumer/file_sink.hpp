@@ -4,7 +4,6 @@
 
 #include "consumer/sink.hpp"
 #include "ctf/stream_writer.hpp"
-#include "ctf/uuid.hpp"
 
 #include <memory>
 #include <string>
@@ -12,17 +11,10 @@
 
 namespace tracery::consumer {
 
-struct StreamFiles {
-	std::string dir;
-	std::string file_prefix; // files are DIR/PREFIX_CPU
-	uint32_t stream_id;      // stream class in the metadata
-	uint64_t instance_base;  // stream_instance_id = instance_base + cpu
-	ctf::Uuid uuid;
-};
-
 class FileSink final : public PacketSink {
 public:
-	FileSink(StreamFiles files, uint32_t num_cpus);
+	// Files DIR/PREFIX_CPU.
+	FileSink(std::string dir, StreamNames names, uint32_t num_cpus);
 
 	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override;
 	void close() override;
@@ -31,7 +23,8 @@ public:
 private:
 	ctf::StreamWriter &stream(uint32_t cpu);
 
-	StreamFiles files_;
+	std::string dir_;
+	StreamNames names_;
 	std::vector<std::unique_ptr<ctf::StreamWriter>> streams_;
 };
 

@@ -5,15 +5,26 @@
 // (ctf::PacketInfo) and the event bytes, which are still in the shared
 // mapping and must be consumed before write_packet returns. A sink owns the
 // streams of one channel, one per CPU buffer. FileSink (file_sink.hpp) writes
-// stream files; a relay sink and a live index come next.
+// stream files, RelaySink (relay_sink.hpp) queues them for a relay, TeeSink
+// (tee_sink.hpp) does both.
 #pragma once
 
 #include "ctf/packet.hpp"
+#include "ctf/uuid.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tracery::consumer {
+
+// The streams of one channel buffer, wherever they go.
+struct StreamNames {
+	std::string file_prefix; // streams are PREFIX_CPU
+	uint32_t stream_id;      // stream class in the metadata
+	uint64_t instance_base;  // stream_instance_id = instance_base + cpu
+	ctf::Uuid uuid;
+};
 
 class PacketSink {
 public:
@@ -24,6 +35,9 @@ public:
 	// a lost-events count). Throws std::exception on failure; the sink must
 	// stay usable for later packets.
 	virtual void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) = 0;
+	// Live sessions: the stream of CPU buffer `cpu` had nothing new up to
+	// `timestamp` (the packets' clock). Only a relay has a use for it.
+	virtual void idle(uint32_t /*cpu*/, uint64_t /*timestamp*/) {}
 	// Ends every stream: what was written is complete and durable as far as
 	// the sink can tell. Throws std::exception (after ending them all) on a
 	// deferred error.

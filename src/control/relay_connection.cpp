@@ -37,6 +37,9 @@ std::string send_all(int fd, iovec *iov, int count)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return cat("send: the relay took nothing for ",
+				           std::to_string(RelayConnection::kSendTimeoutMs / 1000), " s");
 			return cat("send: ", std::strerror(errno));
 		}
 		while (count > 0 && static_cast<size_t>(n) >= iov->iov_len) {
@@ -99,6 +102,8 @@ std::string RelayConnection::connect(const std::string &host, uint16_t port, int
 		::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
 		const int one = 1;
 		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		const timeval send_timeout{kSendTimeoutMs / 1000, 0};
+		::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
 		fd_ = std::move(fd);
 		why.clear();
 		break;
@@ -156,17 +161,19 @@ std::string RelayConnection::sync(uint64_t *packets_written, int timeout_ms)
 	return {};
 }
 
-std::string RelayConnection::poll_notices()
+std::string RelayConnection::request_sync(uint64_t token) { return send_frame(Sync{token}); }
+
+std::string RelayConnection::poll_notices(int timeout_ms)
 {
 	Frame f;
-	return read_reply(std::nullopt, f, 0);
+	return read_reply(std::nullopt, f, timeout_ms);
 }
 
 std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, int timeout_ms)
 {
 	if (!fd_)
 		return "not connected";
-	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
 	uint8_t buf[4096];
 	for (;;) {
 		const Decoder::Status st = in_.next(out);
@@ -176,6 +183,12 @@ std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, in
 			if (const auto *n = std::get_if<Notice>(&out)) {
 				if (on_notice)
 					on_notice(*n);
+				continue;
+			}
+			// The answer to a SYNC sent without waiting (request_sync).
+			if (const auto *r = std::get_if<SyncReply>(&out);
+			    r && on_sync_reply && (!want || r->token != sync_token_)) {
+				on_sync_reply(*r);
 				continue;
 			}
 			if (!want || type_of(out) != *want)
@@ -204,6 +217,8 @@ std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, in
 			                       type_name(static_cast<uint16_t>(*want)))
 			                 : std::string("the relay closed the connection"));
 		in_.feed({buf, static_cast<size_t>(n)});
+		if (!want) // what arrived is read; no more waiting
+			deadline = std::chrono::steady_clock::now();
 	}
 }
 

@@ -1,9 +1,11 @@
 // control/relay_connection.hpp — the sending end of the relay protocol
 // (docs/relay-protocol.md): one TCP connection to tracery-relayd carrying
-// one session. Blocking sends; every frame is checked before it leaves, so
-// the relay never sees a malformed one from us. The relay's frames are read
-// when a reply is due (HELLO_REPLY, SYNC_REPLY) or asked for (poll_notices);
-// its NOTICEs go to on_notice.
+// one session. Blocking sends (a send on which the relay takes nothing for
+// kSendTimeoutMs fails); every frame is checked before it leaves, so the
+// relay never sees a malformed one from us. The relay's frames are read when
+// a reply is due (HELLO_REPLY, SYNC_REPLY) or asked for (poll_notices); its
+// NOTICEs go to on_notice, and the replies to SYNCs sent without waiting
+// (request_sync) to on_sync_reply.
 #pragma once
 
 #include "base/fd.hpp"
@@ -20,6 +22,8 @@ namespace tracery::control::relay {
 
 class RelayConnection {
 public:
+	static constexpr int kSendTimeoutMs = 5000;
+
 	// Each returns "" or why it failed; after a failure the connection is closed.
 	std::string connect(const std::string &host, uint16_t port, int timeout_ms = 5000);
 	// Sends HELLO and waits (timeout_ms) for the reply; *relay_path: where the
@@ -35,10 +39,16 @@ public:
 	// sent before is written; *packets_written: the session's packets on the
 	// relay's disk so far.
 	std::string sync(uint64_t *packets_written = nullptr, int timeout_ms = 10000);
-	// Reads, without waiting, what the relay sent unasked (NOTICEs).
-	std::string poll_notices();
+	// Sends SYNC without waiting for the answer, which poll_notices()
+	// passes to on_sync_reply.
+	std::string request_sync(uint64_t token);
+	// Reads what the relay sent unasked (NOTICEs, SYNC_REPLYs to
+	// request_sync), waiting at most timeout_ms for the first bytes.
+	std::string poll_notices(int timeout_ms = 0);
 	// Each NOTICE the relay sends, when it is read.
 	std::function<void(const Notice &)> on_notice;
+	// Each SYNC_REPLY to a request_sync(), when it is read.
+	std::function<void(const SyncReply &)> on_sync_reply;
 	// Sends BYE and closes.
 	std::string bye();
 	void close() { fd_.reset(); }

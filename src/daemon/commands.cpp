@@ -6,6 +6,8 @@
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
 
+#include "control/relay_protocol.hpp"
+#include "control/relay_url.hpp"
 #include "event/schema.hpp"
 #include "filter/compiler.hpp"
 #include "filter/parser.hpp"
@@ -13,7 +15,10 @@
 
 #include <fnmatch.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace tracery::daemon {
@@ -25,6 +30,21 @@ namespace {
 struct CommandError : std::runtime_error {
 	using std::runtime_error::runtime_error;
 };
+
+// The host name the relay files the session under: the protocol's name
+// characters only (anything else becomes '-').
+std::string relay_host_name()
+{
+	char buf[256] = {};
+	gethostname(buf, sizeof buf - 1);
+	std::string h = buf;
+	for (char &c : h)
+		if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+			c = '-';
+	while (!h.empty() && h[0] == '.')
+		h.erase(0, 1);
+	return control::relay::valid_name(h) ? h : "localhost";
+}
 
 bool valid_session_name(const std::string &n)
 {
@@ -136,7 +156,7 @@ TraceSession &Daemon::session_for(const json &req, const control::PeerCred &peer
 	return *s;
 }
 
-json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
+json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	const std::string name = req.value("session", "");
 	if (!valid_session_name(name))
@@ -146,15 +166,74 @@ json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &)
 	if (sessions_.count({peer.uid, name}))
 		throw CommandError("a session named '" + name +
 		                   "' already exists: pick another name or `tracery destroy " + name + "`");
-	const std::string output = req.value("output", "");
-	if (output.empty() || output[0] != '/')
+	const std::string url = req.value("url", "");
+	const bool snapshot = req.value("snapshot", false);
+	const bool local = url.empty() || req.value("local_copy", false);
+	const std::string output = local ? req.value("output", "") : "";
+	if (local && (output.empty() || output[0] != '/'))
 		throw CommandError("output directory must be an absolute path, got '" + output + "'");
-	auto s = std::make_unique<TraceSession>(next_session_id_++, name, peer.uid, peer.gid, output,
-	                                        req.value("snapshot", false), quota_);
-	log(Level::info, "uid %u created session %s in %s", peer.uid, name.c_str(), output.c_str());
+	SessionRelay relay;
+	if (!url.empty()) {
+		if (snapshot)
+			throw CommandError("--set-url does not take --snapshot: a snapshot session's traces are "
+			                   "written by `snapshot record` into its output directory");
+		relay = open_relay(name, url, req, lock);
+		// The connection was made without the lock: the name may be taken since.
+		if (sessions_.count({peer.uid, name}))
+			throw CommandError("a session named '" + name + "' was created meanwhile: pick another name");
+	}
+	const bool relayed = relay.link != nullptr;
+	const std::string relay_url = relay.url;
+	auto s = std::make_unique<TraceSession>(next_session_id_++, name, peer.uid, peer.gid, output, snapshot, quota_,
+	                                        std::move(relay));
+	log(Level::info, "uid %u created session %s in %s%s%s", peer.uid, name.c_str(),
+	    output.empty() ? "-" : output.c_str(), relayed ? ", sent to the relay at " : "", relay_url.c_str());
 	json reply = {{"session", name}, {"output", output}, {"snapshot", s->snapshot()}};
+	if (relayed)
+		reply["relay"] = s->relay_status();
 	sessions_[{peer.uid, name}] = std::move(s);
 	return reply;
+}
+
+SessionRelay Daemon::open_relay(const std::string &session, const std::string &url, const json &req, Lock &lock)
+{
+	std::string why;
+	const auto u = control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why);
+	if (!u)
+		throw CommandError(why);
+	SessionRelay relay;
+	relay.url = control::relay::to_string(*u);
+	const auto period = req.find("live_period_ns");
+	if (period != req.end()) {
+		if (!period->is_number_unsigned() || period->get<uint64_t>() < kMinLivePeriodNs ||
+		    period->get<uint64_t>() > kMaxLivePeriodNs)
+			throw CommandError("bad --live period '" + period->dump() +
+			                   "': give 10ms to 1h (e.g. --live=500ms; without a value, 1s)");
+		relay.live_period_ns = period->get<uint64_t>();
+	}
+	consumer::RelayLinkConfig c;
+	c.host = u->host;
+	c.port = u->port;
+	c.hello.hostname = relay_host_name();
+	c.hello.session = session;
+	c.hello.creation_time_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+								 std::chrono::system_clock::now().time_since_epoch())
+	                                                         .count());
+	c.hello.live_period_ns = relay.live_period_ns;
+	c.queue_bytes = kRelayQueueBytes;
+	c.log = [session](const std::string &line) {
+		log(Level::warn, "session %s: %s", session.c_str(), line.c_str());
+	};
+	relay.link = std::make_shared<consumer::RelayLink>(std::move(c));
+	// Connecting takes a round trip or a timeout: not with the lock.
+	lock.unlock();
+	why = relay.link->open(kRelayConnectTimeoutMs);
+	lock.lock();
+	if (!why.empty())
+		throw CommandError("cannot reach the relay at " + relay.url + " (" + why +
+		                   "): start tracery-relayd there, or fix --set-url net://HOST[:PORT] (default port " +
+		                   std::to_string(control::relay::kDefaultPort) + ")");
+	return relay;
 }
 
 json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &lock)
@@ -181,8 +260,16 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 		if (it == sessions_.end())
 			continue;
 		it->second->destroy_kernel(); // its tracefs instance (logged if it stays)
+		const std::shared_ptr<consumer::RelayLink> relay = it->second->relay_link();
 		sessions_.erase(it);
 		names.push_back(key.second);
+		if (relay) { // BYE, after what is queued (bounded): not with the lock
+			lock.unlock();
+			const std::string why = relay->bye(kRelayStopTimeoutMs);
+			lock.lock();
+			if (!why.empty())
+				log(Level::warn, "session %s: at its end, %s", key.second.c_str(), why.c_str());
+		}
 		log(Level::info, "uid %u destroyed session %s of uid %u", peer.uid, key.second.c_str(), key.first);
 	}
 	note_open_traces();
@@ -402,7 +489,8 @@ json Daemon::cmd_list(const json &, const control::PeerCred &peer, Lock &)
 			               {"owner", s->owner()},
 			               {"output", s->output()},
 			               {"state", state_name(s->state)},
-			               {"snapshot", s->snapshot()}});
+			               {"snapshot", s->snapshot()},
+			               {"relay", s->relay_status()}});
 	return {{"sessions", out}};
 }
 

@@ -336,9 +336,11 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	}
 	finish_unlocked(std::move(work), lock);
 	// The kernel trace too: every page drained, the streams closed, without
-	// the lock (`stopping` keeps other commands off the session).
+	// the lock (`stopping` keeps other commands off the session). Then what
+	// the relay was sent is confirmed (bounded).
 	lock.unlock();
 	const std::string kernel_error = s.stop_kernel();
+	const std::string relay_error = s.relay_link() ? s.relay_link()->flush(kRelayStopTimeoutMs) : "";
 	lock.lock();
 	s.state = SessionState::stopped;
 	json quarantined = json::array();
@@ -354,13 +356,18 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	              {"quarantined", quarantined}};
 	if (!kernel_error.empty())
 		reply["kernel_error"] = kernel_error;
+	if (s.relay_link()) {
+		reply["relay"] = s.relay_status();
+		if (!relay_error.empty())
+			reply["relay_error"] = relay_error;
+	}
 	// The consumers do not tell us of failed writes (they log them). A disk that
 	// cannot take one more packet (a failed write is truncated away) is full.
 	uint64_t packet = 4096;
 	for (const auto &ch : s.channels())
 		packet = std::max<uint64_t>(packet, ch->spec().subbuf_size + 4096);
 	struct statvfs vfs;
-	if (!s.snapshot() && statvfs(s.output().c_str(), &vfs) == 0 &&
+	if (!s.snapshot() && s.local() && statvfs(s.output().c_str(), &vfs) == 0 &&
 	    static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < packet)
 		reply["disk_full"] = true;
 	return reply;
@@ -402,6 +409,15 @@ void Daemon::shutdown()
 	for (const auto &key : started) // stop_session lets other requests in: look each up again
 		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->state == SessionState::started)
 			stop_session(*it->second, lock);
+	// The relays are told that their sessions end (BYE), without the lock.
+	std::vector<std::shared_ptr<consumer::RelayLink>> relays;
+	for (auto &[key, s] : sessions_)
+		if (s->relay_link())
+			relays.push_back(s->relay_link());
+	lock.unlock();
+	for (const auto &relay : relays)
+		relay->bye(kRelayStopTimeoutMs);
+	lock.lock();
 	try {
 		journal_.write({});
 	} catch (const std::exception &e) {

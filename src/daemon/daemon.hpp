@@ -134,6 +134,15 @@ private:
 	void note_open_traces();
 
 	nlohmann::json cmd_create(const nlohmann::json &, const control::PeerCred &, Lock &);
+	// `create --set-url`: the URL checked, the connection made and HELLO
+	// answered (lock released meanwhile). Throws (one line) otherwise.
+	SessionRelay open_relay(const std::string &session, const std::string &url, const nlohmann::json &req,
+	                        Lock &lock);
+	static constexpr int kRelayConnectTimeoutMs = 3000;
+	// stop and destroy wait at most this for the relay to confirm what was queued.
+	static constexpr int kRelayStopTimeoutMs = 10000;
+	static constexpr size_t kRelayQueueBytes = 64u << 20; // per session
+	static constexpr uint64_t kMinLivePeriodNs = 10'000'000, kMaxLivePeriodNs = 3'600'000'000'000;
 	nlohmann::json cmd_destroy(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_enable_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
 	nlohmann::json cmd_enable_event(const nlohmann::json &, const control::PeerCred &, Lock &);

@@ -88,11 +88,19 @@ json context_names(const event::ContextOptions &c)
 } // namespace
 
 TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output,
-                           bool snapshot, BufferQuota &quota)
+                           bool snapshot, BufferQuota &quota, SessionRelay relay)
 	: quota_(quota), id_(id), name_(std::move(name)), owner_(owner), owner_gid_(owner_gid),
 	  output_(std::move(output)), snapshot_(snapshot), uuid_(ctf::Uuid::random()),
-	  clock_scale_(clock::tick_scale(tick_unit_))
+	  clock_scale_(clock::tick_scale(tick_unit_)), relay_(std::move(relay))
 {
+	ctf::TraceInfo info;
+	info.uuid = uuid_;
+	info.hostname = host_name();
+	info.clock_scale = clock_scale_;
+	info.env.push_back({"tracer_session", name_});
+	writer_ = std::make_unique<ctf::MetadataWriter>(info);
+	if (!local())
+		return; // only sent to the relay
 	base::FsCreds as_owner(owner_, owner_gid_);
 	struct stat st;
 	if (stat(output_.c_str(), &st) == 0 && (!S_ISDIR(st.st_mode) || !is_empty_dir(output_)))
@@ -113,12 +121,13 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	close(fd);
 	unlink(probe.c_str());
 	chmod(output_.c_str(), 0700);
-	ctf::TraceInfo info;
-	info.uuid = uuid_;
-	info.hostname = host_name();
-	info.clock_scale = clock_scale_;
-	info.env.push_back({"tracer_session", name_});
-	writer_ = std::make_unique<ctf::MetadataWriter>(info);
+}
+
+const consumer::TraceOutput &TraceSession::user_output()
+{
+	if (!user_output_)
+		user_output_.emplace(local() ? user_dir() : "", relay_.link, "ust");
+	return *user_output_;
 }
 
 Channel *TraceSession::find_channel(const std::string &name)
@@ -169,9 +178,8 @@ void TraceSession::write_metadata()
 	if (!snapshot_) {
 		base::FsCreds as_owner(owner_, owner_gid_);
 		try {
-			if (kernel_domain_)
-				ctf::make_directories(user_dir(), 0700);
-			ctf::TraceDir(user_dir()).write_metadata(text);
+			user_output().create_local();
+			user_output().write_metadata(text);
 		} catch (const std::system_error &e) {
 			throw std::runtime_error("cannot write the trace metadata in '" + output_ +
 			                         "': " + strerror(e.code().value()) +
@@ -210,7 +218,7 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 		if (metadata_written_ && !snapshot_) {
 			base::FsCreds as_owner(owner_, owner_gid_);
 			try {
-				ctf::TraceDir(user_dir()).append_metadata(blocks);
+				user_output().append_metadata(blocks);
 			} catch (const std::exception &e) {
 				log(Level::error, "session %s: cannot append to the metadata of %s: %s", name_.c_str(),
 				    output_.c_str(), e.what());
@@ -258,8 +266,14 @@ json TraceSession::filters_for(const Channel &ch, const std::map<std::string, js
 
 void TraceSession::fix_layout()
 {
-	if (!ever_started()) // a failed first start may have begun the kernel trace: it goes on
-		kernel_domain_ = kernel.any_events() || kernel_session_ != nullptr;
+	if (ever_started())
+		return;
+	// A failed first start may have begun the kernel trace: it goes on.
+	kernel_domain_ = kernel.any_events() || kernel_session_ != nullptr;
+	// A failed first start may have made the user trace's output (its buffers, dropped since): same
+	// relay trace, the local directory of this layout.
+	if (user_output_)
+		user_output_->set_local_dir(local() ? user_dir() : "");
 }
 
 void TraceSession::start_kernel(const std::string &tracefs_root)
@@ -270,6 +284,9 @@ void TraceSession::start_kernel(const std::string &tracefs_root)
 	c.session_name = name_;
 	c.instance_label = "u" + std::to_string(owner_) + "-" + name_; // users' session names may be the same
 	c.output = output_;
+	c.local = local();
+	c.relay = relay_.link;
+	c.live_period_ns = relay_.live_period_ns;
 	c.channel = kernel.channel_name();
 	c.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
 	c.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
@@ -381,11 +398,11 @@ Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string 
 	const std::string prefix = buffer_prefix(ch, owner);
 	if (!snapshot_) {
 		base::FsCreds as_owner(owner_, owner_gid_); // the consumer thread inherits it
-		auto sink = std::make_unique<consumer::FileSink>(
-			consumer::StreamFiles{user_dir(), prefix, ch.index(), next_instance_++ << 16, uuid_},
-			b->ring->config().num_cpus);
+		auto sink = user_output().sink({prefix, ch.index(), next_instance_++ << 16, uuid_},
+		                               b->ring->config().num_cpus);
 		b->consumer = std::make_unique<consumer::ChannelConsumer>(
 			*b->ring, std::move(sink), clock::tick_source(tick_unit_), problem_log(ch, owner));
+		b->consumer->set_live_period(relay_.live_period_ns);
 		if (ch.spec().mode == ringbuf::Mode::discard)
 			b->consumer->start_thread();
 	}
@@ -498,8 +515,9 @@ std::string TraceSession::write_snapshot(const SnapshotPlan &plan)
 		for (const auto &part : plan.parts) {
 			const Channel &ch = *part.channel;
 			auto sink = std::make_unique<consumer::FileSink>(
-				consumer::StreamFiles{user_dir, ch.spec().name + "_" + part.owner, ch.index(),
-			                              instance++ << 16, uuid_},
+				user_dir,
+				consumer::StreamNames{ch.spec().name + "_" + part.owner, ch.index(), instance++ << 16,
+			                              uuid_},
 				part.buffer->ring->config().num_cpus);
 			consumer::ChannelConsumer copier(*part.buffer->ring, std::move(sink),
 			                                 clock::tick_source(tick_unit_), problem_log(ch, part.owner));
@@ -601,14 +619,35 @@ json TraceSession::status() const
 			if (!snapshot_) { // a snapshot session's kernel trace is in each snapshot-N-DATE/kernel
 				k["written"] = n.events;
 				k["lost"] = n.discarded;
-				k["trace"] = kernel_session_->trace_dir();
+				k["trace"] = local() ? kernel_session_->trace_dir() : "kernel/ of the relay's copy";
 			}
 		}
 		out["kernel"] = std::move(k);
 	}
-	if (kernel_domain_ && !snapshot_)
+	if (kernel_domain_ && !snapshot_ && local())
 		out["user_trace"] = user_dir();
+	if (relay_.link)
+		out["relay"] = relay_status();
 	return out;
+}
+
+json TraceSession::relay_status() const
+{
+	if (!relay_.link)
+		return nullptr;
+	const consumer::RelayLink::Counts c = relay_.link->counts();
+	return {{"url", relay_.url},
+	        {"live_period_ns", relay_.live_period_ns},
+	        {"connected", c.connected},
+	        {"path", c.relay_path},
+	        {"connections", c.connections},
+	        {"packets_sent", c.packets_sent},
+	        {"packets_confirmed", c.packets_confirmed},
+	        {"packets_dropped", c.packets_dropped},
+	        {"bytes_dropped", c.bytes_dropped},
+	        {"packets_unconfirmed", c.packets_unconfirmed},
+	        {"packets_queued", c.packets_queued},
+	        {"error", c.error}};
 }
 
 } // namespace tracery::daemon

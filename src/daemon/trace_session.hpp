@@ -8,6 +8,8 @@
 #include "daemon/channel.hpp"
 
 #include "base/fd.hpp"
+#include "consumer/relay_link.hpp"
+#include "consumer/trace_output.hpp"
 #include "kernel/kernel_session.hpp"
 
 #include "ctf/metadata.hpp"
@@ -19,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,13 +60,22 @@ struct KernelSpec {
 	std::string channel_name() const { return channel.empty() ? "channel0" : channel; }
 };
 
+// A session streamed to a relay (`tracery create --set-url`): its link,
+// connected, and its live period (0: not live).
+struct SessionRelay {
+	std::shared_ptr<consumer::RelayLink> link;
+	std::string url; // HOST:PORT, for status
+	uint64_t live_period_ns = 0;
+};
+
 class TraceSession {
 public:
 	// Creates (or checks) the output directory: it must be new or empty.
 	// Throws std::runtime_error with a one-line message naming the fix.
 	// Its buffers are charged to `quota` (which outlives the session).
+	// With a relay, `output` is the local copy's directory, "" for none.
 	TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output, bool snapshot,
-	             BufferQuota &quota);
+	             BufferQuota &quota, SessionRelay relay = {});
 
 	uint64_t id() const { return id_; }
 	const std::string &name() const { return name_; }
@@ -71,6 +83,11 @@ public:
 	gid_t owner_gid() const { return owner_gid_; }
 	const std::string &output() const { return output_; }
 	bool snapshot() const { return snapshot_; }
+	// Whether its traces are written to disk here (not only sent to a relay).
+	bool local() const { return !output_.empty(); }
+	const std::shared_ptr<consumer::RelayLink> &relay_link() const { return relay_.link; }
+	// The relay's counts, for status and stop (null without a relay).
+	nlohmann::json relay_status() const;
 	SessionState state = SessionState::created;
 	int busy = 0;      // a command waits for programs (lock released): others keep off
 	int finishing = 0; // buffers taken out of it being finished without the daemon's lock: stop waits for them
@@ -80,7 +97,10 @@ public:
 	bool starting_kernel = false;
 	// Whether the output may hold stream files: the journal of open traces
 	// (trace_journal.hpp) lists the session.
-	bool may_have_trace() const { return ever_started() || starting_kernel || kernel_session_ != nullptr; }
+	bool may_have_trace() const
+	{
+		return local() && (ever_started() || starting_kernel || kernel_session_ != nullptr);
+	}
 
 	// The kernel domain. Set before the first start: a session with kernel
 	// events then writes its user trace to OUTPUT/ust and its kernel trace
@@ -199,6 +219,9 @@ private:
 	consumer::ChannelConsumer::ProblemReport problem_log(const Channel &ch, const std::string &owner) const;
 	// A prefix of stream files no buffer of this session used yet (not reserved).
 	std::string buffer_prefix(const Channel &ch, const std::string &owner) const;
+	// Where the user trace goes (user_dir(), the relay's "ust", or both):
+	// made on first use, once the layout is fixed.
+	const consumer::TraceOutput &user_output();
 
 	BufferQuota &quota_;
 	uint64_t id_;
@@ -212,6 +235,8 @@ private:
 	base::TickScale clock_scale_; // the user trace's, written identically in the kernel trace's metadata
 	bool kernel_domain_ = false;
 	std::unique_ptr<kernel::KernelSession> kernel_session_;
+	SessionRelay relay_;
+	std::optional<consumer::TraceOutput> user_output_;
 	std::unique_ptr<ctf::MetadataWriter> writer_;
 	std::string metadata_;
 	bool metadata_written_ = false;

@@ -18,8 +18,9 @@ constexpr auto kIdlePause = std::chrono::milliseconds(2);
 
 } // namespace
 
-CpuReaders::CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page)
-	: layout_(layout), on_page_(std::move(on_page))
+CpuReaders::CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page,
+                       OnIdle on_idle)
+	: layout_(layout), on_page_(std::move(on_page)), on_idle_(std::move(on_idle))
 {
 	cpus_.reserve(cpus.size());
 	for (const uint32_t cpu : cpus)
@@ -98,6 +99,8 @@ void CpuReaders::run(Cpu &c)
 			if (n <= 0) {
 				if (last)
 					return;
+				if (on_idle_)
+					on_idle_(c.cpu);
 				std::this_thread::sleep_for(kIdlePause);
 				continue;
 			}

@@ -37,11 +37,15 @@ public:
 	// Called on the CPU's reader thread, one page at a time per CPU
 	// (threads of different CPUs call it concurrently).
 	using OnPage = std::function<void(uint32_t cpu, std::span<const uint8_t> page)>;
+	// Called on the CPU's reader thread when a read found nothing: the
+	// CPU's buffer held no committed event then (live sessions' beacons).
+	using OnIdle = std::function<void(uint32_t cpu)>;
 
 	// Opens trace_pipe_raw of each CPU in `cpus`, starts the threads and
 	// excludes their tids from the instance's events. Throws TracefsError
 	// (nothing is left running).
-	CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page);
+	CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page,
+	           OnIdle on_idle = {});
 	~CpuReaders(); // stop()
 	CpuReaders(const CpuReaders &) = delete;
 	CpuReaders &operator=(const CpuReaders &) = delete;
@@ -65,6 +69,7 @@ private:
 
 	PageLayout layout_;
 	OnPage on_page_;
+	OnIdle on_idle_;
 	std::vector<Cpu> cpus_;
 	std::vector<pid_t> tids_;
 	std::atomic<bool> stopping_{false};

@@ -341,7 +341,7 @@ std::vector<EventFormat> KernelSession::apply_events(const KernelEvents &probes)
 	return added;
 }
 
-std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, std::vector<uint64_t> baseline) const
+std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out, std::vector<uint64_t> baseline) const
 {
 	ctf::TraceInfo info;
 	info.uuid = config_.trace_uuid;
@@ -355,7 +355,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 		formats.push_back(format);
 	const clock::TickSource source = clock::tick_source(config_.tick_unit);
 	return std::make_unique<KernelTrace>(
-		dir, config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
+		std::move(out), config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
 		[this, baseline = std::move(baseline)](uint32_t cpu) {
 			// The stats are tracefs's.
 			base::FsCreds as_process(::geteuid(), ::getegid());
@@ -368,18 +368,20 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(const std::string &dir, st
 
 std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 {
-	return std::make_unique<CpuReaders>(*instance_, cpus_, layout_,
-	                                    [this, &trace](uint32_t cpu, std::span<const uint8_t> page) {
-						    // A reader thread writes nothing but the trace: its credentials are
-						    // the writer's from its first page on.
-						    thread_local bool as_writer = false;
-						    if (!as_writer && config_.file_uid != static_cast<uid_t>(-1)) {
-							    ::setfsgid(config_.file_gid);
-							    ::setfsuid(config_.file_uid);
-						    }
-						    as_writer = true;
-						    trace.write_page(cpu, page);
-					    });
+	return std::make_unique<CpuReaders>(
+		*instance_, cpus_, layout_,
+		[this, &trace](uint32_t cpu, std::span<const uint8_t> page) {
+			// A reader thread writes nothing but the trace: its credentials are
+			// the writer's from its first page on.
+			thread_local bool as_writer = false;
+			if (!as_writer && config_.file_uid != static_cast<uid_t>(-1)) {
+				::setfsgid(config_.file_gid);
+				::setfsuid(config_.file_uid);
+			}
+			as_writer = true;
+			trace.write_page(cpu, page);
+		},
+		[&trace](uint32_t cpu) { trace.idle(cpu); });
 }
 
 void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trace)
@@ -416,7 +418,10 @@ void KernelSession::start()
 		instance_->set_event_pids(config_.pids, config_.follow_children);
 		if (!config_.snapshot) {
 			if (!trace_) {
-				trace_ = new_trace(trace_dir(), {});
+				trace_ = new_trace(consumer::TraceOutput(config_.local ? trace_dir() : "",
+				                                         config_.relay, "kernel"),
+				                   {});
+				trace_->set_live_period(std::chrono::nanoseconds(config_.live_period_ns));
 			} else if (!added.empty()) {
 				base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 				trace_->add_event_classes(added);
@@ -480,7 +485,8 @@ void KernelSession::snapshot(const std::string &dir)
 	std::vector<uint64_t> baseline(cpus_.back() + 1, 0);
 	for (const uint32_t cpu : cpus_)
 		baseline[cpu] = parse_lost_total(instance_->cpu_stats(cpu));
-	std::unique_ptr<KernelTrace> trace = new_trace(dir + "/kernel", std::move(baseline));
+	std::unique_ptr<KernelTrace> trace =
+		new_trace(consumer::TraceOutput(dir + "/kernel", nullptr, ""), std::move(baseline));
 	drain(start_readers(*trace), *trace); // stopped at once: each reads what there is
 	write_statedump(*trace);
 	base::FsCreds as_writer(config_.file_uid, config_.file_gid);

@@ -55,10 +55,13 @@ struct KernelSessionConfig {
 	// name (a daemon whose users name their sessions independently makes
 	// it unique with the owner).
 	std::string instance_label;
-	std::string output;                   // the session's OUTPUT: the trace goes to OUTPUT/kernel
-	std::string channel = "channel0";     // names the stream files, CHANNEL_CPU
-	std::vector<std::string> tracepoints; // patterns of match_tracepoints() ("sched_switch", "irq:*")
-	std::vector<std::string> syscalls;    // NAME of syscalls:sys_enter_NAME / sys_exit_NAME
+	std::string output;                         // the session's OUTPUT: the trace goes to OUTPUT/kernel
+	bool local = true;                          // written to OUTPUT/kernel (else only sent to `relay`)
+	std::shared_ptr<consumer::RelayLink> relay; // the session's relay, if any: it gets the trace as kernel/
+	uint64_t live_period_ns = 0;                // live sessions: idle CPUs' streams get a beacon each period
+	std::string channel = "channel0";           // names the stream files, CHANNEL_CPU
+	std::vector<std::string> tracepoints;       // patterns of match_tracepoints() ("sched_switch", "irq:*")
+	std::vector<std::string> syscalls;          // NAME of syscalls:sys_enter_NAME / sys_exit_NAME
 	bool all_syscalls = false;
 	// Filter expressions (filter/parser.hpp) by rule: a pattern of
 	// `tracepoints`, syscall_rule(NAME) for one of `syscalls`,
@@ -195,10 +198,10 @@ private:
 	// Brings the instance's enabled events and their filters to events_
 	// and `probes` (formats_ gains the new ones; returns them).
 	std::vector<EventFormat> apply_events(const KernelEvents &probes);
-	// A trace in `dir` with every event class of formats_, written with the
-	// configuration's file credentials; `baseline`: the kernel's lost counts
-	// not to report.
-	std::unique_ptr<KernelTrace> new_trace(const std::string &dir, std::vector<uint64_t> baseline) const;
+	// A trace with every event class of formats_, written with the
+	// configuration's file credentials to `out`; `baseline`: the kernel's
+	// lost counts not to report.
+	std::unique_ptr<KernelTrace> new_trace(consumer::TraceOutput out, std::vector<uint64_t> baseline) const;
 	// Readers writing every page into `trace`.
 	std::unique_ptr<CpuReaders> start_readers(KernelTrace &trace);
 	// Stops `readers` (tracing off before) and ends every CPU's stream.

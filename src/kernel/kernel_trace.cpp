@@ -142,14 +142,14 @@ uint64_t parse_lost_total(std::string_view stats)
 	return total;
 }
 
-KernelTrace::KernelTrace(std::string dir, const std::string &channel, ctf::TraceInfo info,
+KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
                          std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
                          LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of)
-	: dir_(ctf::TraceDir::create(std::move(dir))), uuid_(info.uuid), now_(std::move(now)), made_(now_()),
-	  earliest_(made_), decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
-	  sink_(consumer::StreamFiles{dir_.path(), channel, kStreamClass, 0, info.uuid}, num_cpus), cpus_(num_cpus),
-	  num_cpus_(num_cpus)
+	: out_(std::move(out)), uuid_(info.uuid), now_(std::move(now)), made_(now_()), earliest_(made_),
+	  decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
+	  sink_(out_.sink({channel, kStreamClass, 0, info.uuid}, num_cpus)), cpus_(num_cpus), num_cpus_(num_cpus)
 {
+	out_.create_local();
 	info.identity = lttng_kernel_identity();
 	const ctf::MetadataWriter writer(std::move(info));
 	std::string text = writer.preamble() + ctf::MetadataWriter::stream_class(kStreamClass, {});
@@ -165,7 +165,7 @@ KernelTrace::KernelTrace(std::string dir, const std::string &channel, ctf::Trace
 	                         process_state_fields());
 	text += event_class_tsdl("lttng_statedump_end", statedump_id_ + 2, kStreamClass, {});
 	grow_class_counters();
-	dir_.write_metadata(text);
+	out_.write_metadata(text);
 }
 
 void KernelTrace::grow_class_counters()
@@ -208,7 +208,7 @@ void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 	grow_class_counters();
 	index_classes();
 	if (!text.empty())
-		dir_.append_metadata(text);
+		out_.append_metadata(text);
 }
 
 void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
@@ -255,6 +255,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 		begin = c.seq == 0 ? first_begin(prev) : prev;
 	}
 	c.last_ts = prev;
+	c.last_live = now;
 	write_packet(cpu, c, begin, prev);
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.events += n.events;
@@ -273,12 +274,24 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	info.events_discarded = c.seq == 0 ? 0 : std::max(c.lost_in_pages, c.lost_kernel);
 	info.seq = c.seq;
 	info.cpu_id = cpu;
-	sink_.write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
+	sink_->write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
 	++c.seq;
 	c.written_discarded = info.events_discarded;
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.discarded = info.events_discarded;
 	++c.counts.packets;
+}
+
+void KernelTrace::idle(uint32_t cpu)
+{
+	if (live_period_.count() == 0)
+		return;
+	Cpu &c = cpus_.at(cpu);
+	const auto now = std::chrono::steady_clock::now();
+	if (now - c.last_live < live_period_)
+		return;
+	c.last_live = now;
+	sink_->idle(cpu, std::max(now_(), c.last_ts));
 }
 
 void KernelTrace::finish_cpu(uint32_t cpu)
@@ -333,13 +346,13 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 		}
 	}
 	header(statedump_id_ + 2);
-	if (!statedump_.is_open())
-		statedump_ = dir_.create_stream("statedump_0", uuid_, kStreamClass, num_cpus_);
+	if (!statedump_) // statedump_0, instance num_cpus_
+		statedump_ = out_.sink({"statedump", kStreamClass, num_cpus_, uuid_}, 1);
 	ctf::PacketInfo info;
 	info.timestamp_begin = begin;
 	info.timestamp_end = prev;
 	info.seq = statedump_packets_++;
-	statedump_.write_packet(info, events.data(), events.size());
+	statedump_->write_packet(0, info, events.data(), events.size());
 	statedump_end_ = prev;
 	const std::lock_guard lock(counts_mutex_);
 	statedump_events_ = threads;
@@ -347,7 +360,7 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 
 void KernelTrace::finish()
 {
-	if (!statedump_.is_open())
+	if (!statedump_)
 		return;
 	uint64_t end = statedump_end_;
 	for (const Cpu &c : cpus_)
@@ -358,17 +371,18 @@ void KernelTrace::finish()
 	info.timestamp_begin = statedump_end_;
 	info.timestamp_end = end;
 	info.seq = statedump_packets_++;
-	statedump_.write_packet(info, nullptr, 0);
+	statedump_->write_packet(0, info, nullptr, 0);
 	statedump_end_ = end;
 }
 
 void KernelTrace::close()
 {
-	if (statedump_.is_open()) {
+	if (statedump_) {
 		finish();
-		statedump_.close();
+		statedump_->close();
+		statedump_.reset();
 	}
-	sink_.close();
+	sink_->close();
 }
 
 KernelTraceCounts KernelTrace::counts() const

@@ -1,5 +1,5 @@
-// kernel/kernel_trace.hpp — the CTF trace of a kernel session, OUTPUT/kernel:
-// its metadata (LTTng kernel identity, the user trace's clock class, one
+// kernel/kernel_trace.hpp — the CTF trace of a kernel session, OUTPUT/kernel
+// (or the relay's copy, or both: consumer/trace_output.hpp): its metadata (LTTng kernel identity, the user trace's clock class, one
 // stream class, the event classes of kernel_events.hpp), one stream file per
 // CPU (CHANNEL_CPU) into which each page the readers deliver becomes one
 // packet, and the state dump's stream (statedump_0). A session started
@@ -50,9 +50,8 @@
 #include <string>
 #include <vector>
 
-#include "consumer/file_sink.hpp"
+#include "consumer/trace_output.hpp"
 #include "ctf/metadata.hpp"
-#include "ctf/trace_dir.hpp"
 #include "kernel/kernel_events.hpp"
 #include "kernel/page_decoder.hpp"
 
@@ -77,19 +76,25 @@ struct KernelTraceCounts {
 
 class KernelTrace {
 public:
-	// Creates `dir` and writes the metadata; `channel` names the stream
+	// Creates the output's local directory, if any, and writes the
+	// metadata; `channel` names the stream
 	// files (CHANNEL_CPU, as LTTng names them). `info.identity` is replaced by
 	// lttng_kernel_identity(). `now` reads the trace clock (the tracefs
 	// instance's): the streams begin at its value here, and finish_cpu()
 	// ends a CPU's stream at its value then. Throws std::system_error,
 	// FormatError.
-	KernelTrace(std::string dir, const std::string &channel, ctf::TraceInfo info,
+	KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
 	            std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
 	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid);
 
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
 	void write_page(uint32_t cpu, std::span<const uint8_t> page);
+	// Live sessions: idle(cpu), called when the CPU's buffer had nothing to
+	// read, tells the sink (at most once a period) that the CPU's stream is
+	// empty up to now. Before the readers start.
+	void set_live_period(std::chrono::nanoseconds period) { live_period_ = period; }
+	void idle(uint32_t cpu);
 	// After the last page of `cpu`: a packet ending now, with its exact lost
 	// total.
 	void finish_cpu(uint32_t cpu);
@@ -114,7 +119,8 @@ public:
 	// The events written so far of the classes named `names` (CTF names), in
 	// that order (0 for a name with no class).
 	std::vector<uint64_t> events_of(const std::vector<std::string> &names) const;
-	const std::string &dir() const noexcept { return dir_.path(); }
+	// The local directory ("" if the trace only goes to a relay).
+	const std::string &dir() const noexcept { return out_.local_dir(); }
 
 private:
 	struct Cpu {
@@ -124,6 +130,7 @@ private:
 		uint64_t lost_kernel = 0;
 		uint64_t written_discarded = 0; // in the last packet
 		std::chrono::steady_clock::time_point last_stats{};
+		std::chrono::steady_clock::time_point last_live{}; // a page or a beacon
 		KernelTraceCounts counts;
 		// Events written per class, by CTF id: stored by this CPU's writer
 		// alone (a relaxed load and store), read by events_of(); grown by
@@ -139,8 +146,9 @@ private:
 	// `ts`: when the trace was made, or `ts` if that is earlier.
 	uint64_t first_begin(uint64_t ts);
 
-	ctf::TraceDir dir_;
+	consumer::TraceOutput out_;
 	ctf::Uuid uuid_;
+	std::chrono::nanoseconds live_period_{0};
 	std::function<uint64_t()> now_;
 	uint64_t made_;                  // now_() in the constructor
 	std::atomic<uint64_t> earliest_; // beginning of the earliest first packet of a CPU
@@ -151,10 +159,10 @@ private:
 	std::vector<const KernelEventClass *> by_type_; // tracefs ID -> class
 	uint32_t statedump_id_ = 0;                     // start; process_state +1, end +2
 	uint32_t next_id_ = 0;                          // of the next class added
-	consumer::FileSink sink_;
+	std::unique_ptr<consumer::PacketSink> sink_;
 	std::vector<Cpu> cpus_;
 	uint32_t num_cpus_;
-	ctf::StreamWriter statedump_;
+	std::unique_ptr<consumer::PacketSink> statedump_; // made with its first packet
 	uint64_t statedump_packets_ = 0;
 	uint64_t statedump_end_ = 0; // its last packet's end
 	uint64_t statedump_events_ = 0;

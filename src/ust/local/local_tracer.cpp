@@ -42,10 +42,11 @@ std::unique_ptr<ringbuf::Channel> LocalTracer::make_channel()
 void LocalTracer::start_consumer()
 {
 	const uint32_t index = trace_.claim_process_index();
-	auto sink = std::make_unique<consumer::FileSink>(
-		consumer::StreamFiles{trace_.dir(), "channel0_" + std::to_string(getpid()), 0,
-	                              static_cast<uint64_t>(index) << 16, trace_.uuid()},
-		session_->channel().config().num_cpus);
+	auto sink = std::make_unique<consumer::FileSink>(trace_.dir(),
+	                                                 consumer::StreamNames{"channel0_" + std::to_string(getpid()),
+	                                                                       0, static_cast<uint64_t>(index) << 16,
+	                                                                       trace_.uuid()},
+	                                                 session_->channel().config().num_cpus);
 	consumer_ = std::make_unique<consumer::ChannelConsumer>(session_->channel(), std::move(sink),
 	                                                        clock::tick_source(trace_.tick_unit()));
 	if (config_.mode == ringbuf::Mode::discard)

@@ -1,0 +1,430 @@
+// consumer/relay_link.cpp — see relay_link.hpp.
+#include "consumer/relay_link.hpp"
+
+#include "base/background_thread.hpp"
+#include "base/cat.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tracery::consumer {
+
+namespace cr = control::relay;
+using base::cat;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr size_t kSmallItem = 64; // what a beacon or a close counts against the queue
+// Packet buffers kept for reuse: a new one is faulted in page by page by the
+// consumer's copy (a 512 KiB sub-buffer: 128 faults), which slows the thread
+// the programs' buffers wait for.
+constexpr size_t kSpareBuffers = 32;
+constexpr int kConnectTimeoutMs = 1000;
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr auto kIdleWait = std::chrono::milliseconds(250);
+} // namespace
+
+RelayLink::RelayLink(RelayLinkConfig config) : config_(std::move(config))
+{
+	conn_.on_notice = [this](const cr::Notice &n) { log(cat("relay: ", n.text)); };
+	// Read by the sender thread alone (check_replies), then used under the lock.
+	conn_.on_sync_reply = [this](const cr::SyncReply &r) { replies_.push_back(r); };
+}
+
+RelayLink::~RelayLink()
+{
+	{
+		const std::lock_guard lock(mutex_);
+		stop_ = true;
+	}
+	work_.notify_all();
+	if (thread_running_)
+		pthread_join(thread_, nullptr);
+}
+
+void RelayLink::log(const std::string &line) const
+{
+	if (config_.log)
+		config_.log(line);
+}
+
+size_t RelayLink::cost(const Item &item) { return item.kind == Kind::packet ? item.bytes.size : kSmallItem; }
+
+std::string RelayLink::open(int timeout_ms)
+{
+	Lock lock(mutex_);
+	if (!connect(lock, timeout_ms))
+		return counts_.error;
+	if (base::start_background_thread(thread_, &RelayLink::thread_main, this) != 0) {
+		conn_.close();
+		return "cannot start the thread that sends to the relay";
+	}
+	thread_running_ = true;
+	return {};
+}
+
+void *RelayLink::thread_main(void *arg)
+{
+	// At the caller's nice, behind the consumer threads (nice -10 where
+	// allowed): when CPUs are short, the programs' buffers (a few MiB) are
+	// drained first, into the queue (64 MiB), which waits for this thread.
+	pthread_setname_np(pthread_self(), "tracery-relay");
+	static_cast<RelayLink *>(arg)->run();
+	return nullptr;
+}
+
+uint32_t RelayLink::add_trace(const std::string &path)
+{
+	const std::lock_guard lock(mutex_);
+	traces_.push_back({path, {}, 0, false});
+	metadata_pending_ = true;
+	work_.notify_one();
+	return static_cast<uint32_t>(traces_.size()); // ids from 1
+}
+
+void RelayLink::append_metadata(uint32_t trace, std::string_view text)
+{
+	const std::lock_guard lock(mutex_);
+	traces_.at(trace - 1).metadata += text;
+	metadata_pending_ = true;
+	work_.notify_one();
+}
+
+uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name)
+{
+	const std::lock_guard lock(mutex_);
+	streams_.push_back({trace, name, false});
+	return static_cast<uint32_t>(streams_.size()); // ids from 1
+}
+
+bool RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::span<const uint8_t> head,
+                            std::span<const uint8_t> events)
+{
+	const size_t size = head.size() + events.size();
+	Bytes bytes;
+	{
+		const std::lock_guard lock(mutex_);
+		if (stop_ || counts_.bytes_queued + size > config_.queue_bytes) {
+			counts_.packets_dropped++;
+			counts_.bytes_dropped += size;
+			return false;
+		}
+		counts_.bytes_queued += size; // reserved: the copy below is made without the lock
+		counts_.packets_queued++;
+		for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+			if (it->capacity >= size) {
+				bytes = std::move(*it);
+				spare_.erase(it);
+				break;
+			}
+		}
+	}
+	if (bytes.capacity < size) {
+		bytes.data.reset(new uint8_t[size]); // not zeroed: filled below
+		bytes.capacity = size;
+	}
+	std::memcpy(bytes.data.get(), head.data(), head.size());
+	if (!events.empty())
+		std::memcpy(bytes.data.get() + head.size(), events.data(), events.size());
+	bytes.size = size;
+	{
+		const std::lock_guard lock(mutex_);
+		queue_.push_back({Kind::packet, stream, index, 0, std::move(bytes)});
+	}
+	work_.notify_one();
+	return true;
+}
+
+void RelayLink::beacon(uint32_t stream, uint64_t timestamp)
+{
+	{
+		const std::lock_guard lock(mutex_);
+		if (stop_ || counts_.bytes_queued + kSmallItem > config_.queue_bytes)
+			return; // the next packet or beacon says more
+		counts_.bytes_queued += kSmallItem;
+		queue_.push_back({Kind::beacon, stream, {}, timestamp, {}});
+	}
+	work_.notify_one();
+}
+
+void RelayLink::close_stream(uint32_t stream)
+{
+	{
+		const std::lock_guard lock(mutex_);
+		if (stop_)
+			return;
+		counts_.bytes_queued += kSmallItem; // always queued: one per stream
+		queue_.push_back({Kind::close, stream, {}, 0, {}});
+	}
+	work_.notify_one();
+}
+
+RelayLink::Counts RelayLink::counts() const
+{
+	const std::lock_guard lock(mutex_);
+	return counts_;
+}
+
+std::string RelayLink::flush(int timeout_ms)
+{
+	Lock lock(mutex_);
+	if (!thread_running_)
+		return "not connected to the relay";
+	const uint64_t generation = ++flush_asked_;
+	work_.notify_one();
+	const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+	if (progress_.wait_until(lock, deadline, [&] { return flush_confirmed_ >= generation || stop_; }) &&
+	    flush_confirmed_ >= generation)
+		return {};
+	const Counts &c = counts_;
+	std::string why = c.connected ? cat("the relay did not confirm in ", std::to_string(timeout_ms), " ms")
+	                              : cat("the relay at ", config_.host, ":", std::to_string(config_.port),
+	                                    " is not connected (", c.error, ")");
+	return cat(why, ": ", std::to_string(c.packets_queued), " packets (", std::to_string(c.bytes_queued),
+	           " bytes) still queued, ",
+	           std::to_string(c.packets_sent - c.packets_confirmed - c.packets_unconfirmed),
+	           " sent and not confirmed");
+}
+
+std::string RelayLink::bye(int timeout_ms)
+{
+	std::string why = flush(timeout_ms);
+	{
+		const std::lock_guard lock(mutex_);
+		stop_ = true;
+		say_bye_ = true;
+	}
+	work_.notify_all();
+	if (thread_running_)
+		pthread_join(thread_, nullptr);
+	const std::lock_guard lock(mutex_);
+	thread_running_ = false;
+	for (const Item &item : queue_) {
+		if (item.kind == Kind::packet) {
+			counts_.packets_dropped++;
+			counts_.bytes_dropped += item.bytes.size;
+		}
+	}
+	queue_.clear();
+	counts_.packets_queued = counts_.bytes_queued = 0;
+	return why;
+}
+
+// ---- the sender thread
+
+void RelayLink::disconnected(const std::string &why)
+{
+	conn_.close();
+	const bool was = counts_.connected;
+	counts_.connected = false;
+	counts_.error = why;
+	// What the relay did not confirm may or may not be on its disk.
+	counts_.packets_unconfirmed += counts_.packets_sent - counts_.packets_confirmed - counts_.packets_unconfirmed;
+	syncs_.clear();
+	flush_synced_ = flush_confirmed_; // a flush waiting asks again on the next connection
+	for (TraceState &t : traces_) {
+		t.declared = false;
+		t.metadata_sent = 0;
+	}
+	for (StreamState &s : streams_)
+		s.declared = false;
+	if (was)
+		log(cat("lost the relay at ", config_.host, ":", std::to_string(config_.port), ": ", why,
+		        "; connecting again, packets are queued meanwhile (then dropped and counted)"));
+}
+
+bool RelayLink::connect(Lock &lock, int timeout_ms)
+{
+	lock.unlock();
+	std::string path;
+	std::string why = conn_.connect(config_.host, config_.port, timeout_ms);
+	if (why.empty())
+		why = conn_.hello(config_.hello, &path, timeout_ms);
+	lock.lock();
+	if (!why.empty()) {
+		conn_.close();
+		counts_.error = why;
+		return false;
+	}
+	counts_.connected = true;
+	counts_.connections++;
+	counts_.relay_path = path;
+	metadata_pending_ = true; // every trace declared again, with its whole metadata
+	if (counts_.connections > 1)
+		log(cat("connected to the relay at ", config_.host, ":", std::to_string(config_.port),
+		        " again: the session goes on in its directory ", path));
+	return true;
+}
+
+bool RelayLink::send_metadata(Lock &lock)
+{
+	metadata_pending_ = false;
+	for (uint32_t id = 1; id <= traces_.size(); ++id) {
+		TraceState &t = traces_[id - 1];
+		const bool declare = !t.declared;
+		const std::string path = t.path;
+		const std::string text = t.metadata.substr(t.metadata_sent);
+		if (!declare && text.empty())
+			continue;
+		t.declared = true;
+		t.metadata_sent = t.metadata.size();
+		lock.unlock();
+		std::string why = declare ? conn_.add_trace(id, path) : std::string();
+		// One METADATA frame holds at most a frame's body.
+		for (size_t at = 0; why.empty() && at < text.size(); at += cr::kMaxBody - 8)
+			why = conn_.append_metadata(id, std::string_view(text).substr(at, cr::kMaxBody - 8));
+		lock.lock();
+		if (!why.empty()) {
+			disconnected(why);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool RelayLink::send_next(Lock &lock)
+{
+	Item item = std::move(queue_.front());
+	queue_.pop_front();
+	StreamState &s = streams_.at(item.stream - 1);
+	const bool declare = !s.declared && item.kind != Kind::close;
+	const bool skip = !s.declared && item.kind == Kind::close; // nothing of it on this connection
+	s.declared = s.declared || declare;
+	const uint32_t trace = s.trace;
+	const std::string name = s.name;
+	lock.unlock();
+	std::string why;
+	if (declare)
+		why = conn_.add_stream(item.stream, trace, name);
+	if (why.empty() && !skip) {
+		switch (item.kind) {
+		case Kind::packet:
+			why = conn_.send_packet(item.stream, item.index, {item.bytes.data.get(), item.bytes.size});
+			break;
+		case Kind::beacon:
+			why = conn_.beacon(item.stream, item.timestamp);
+			break;
+		case Kind::close:
+			why = conn_.close_stream(item.stream);
+			break;
+		}
+	}
+	lock.lock();
+	counts_.bytes_queued -= cost(item);
+	if (item.kind == Kind::packet) {
+		counts_.packets_queued--;
+		if (why.empty()) {
+			counts_.packets_sent++;
+		} else {
+			counts_.packets_dropped++; // cut in the middle: the relay throws its part away
+			counts_.bytes_dropped += item.bytes.size;
+		}
+		if (spare_.size() < kSpareBuffers)
+			spare_.push_back(std::move(item.bytes));
+	}
+	if (!why.empty()) {
+		disconnected(why);
+		return false;
+	}
+	return true;
+}
+
+bool RelayLink::sync(Lock &lock, uint64_t flush_generation)
+{
+	const uint64_t token = ++next_token_;
+	syncs_.push_back({token, counts_.packets_sent, flush_generation});
+	sent_at_last_sync_ = counts_.packets_sent;
+	last_sync_ = Clock::now();
+	lock.unlock();
+	const std::string why = conn_.request_sync(token);
+	lock.lock();
+	if (!why.empty()) {
+		disconnected(why);
+		return false;
+	}
+	return true;
+}
+
+bool RelayLink::check_replies(Lock &lock, int timeout_ms)
+{
+	last_poll_ = Clock::now();
+	replies_.clear();
+	lock.unlock();
+	const std::string why = conn_.poll_notices(timeout_ms); // fills replies_
+	lock.lock();
+	for (const cr::SyncReply &r : replies_) {
+		while (!syncs_.empty() && syncs_.front().token <= r.token) {
+			if (syncs_.front().token == r.token) {
+				counts_.packets_confirmed = syncs_.front().packets_sent - counts_.packets_unconfirmed;
+				flush_confirmed_ = std::max(flush_confirmed_, syncs_.front().flush_generation);
+			}
+			syncs_.pop_front();
+		}
+	}
+	if (!replies_.empty())
+		progress_.notify_all();
+	if (!why.empty()) {
+		disconnected(why);
+		return false;
+	}
+	return true;
+}
+
+void RelayLink::run()
+{
+	Lock lock(mutex_);
+	auto retry_at = Clock::now();
+	int retry_ms = kMinRetryMs;
+	while (!stop_) {
+		if (!counts_.connected) {
+			if (Clock::now() < retry_at) {
+				work_.wait_until(lock, retry_at, [&] { return stop_; });
+				continue;
+			}
+			if (connect(lock, kConnectTimeoutMs)) {
+				retry_ms = kMinRetryMs;
+			} else {
+				retry_at = Clock::now() + std::chrono::milliseconds(retry_ms);
+				retry_ms = std::min(retry_ms * 2, kMaxRetryMs);
+			}
+			continue;
+		}
+		const auto now = Clock::now();
+		if (now - last_poll_ >= kPollInterval && !check_replies(lock, 0))
+			continue;
+		if (metadata_pending_ && !send_metadata(lock))
+			continue;
+		if (!queue_.empty()) {
+			if (counts_.packets_sent > sent_at_last_sync_ && syncs_.size() < kMaxPendingSyncs &&
+			    now - last_sync_ >= std::chrono::milliseconds(kSyncIntervalMs) && !sync(lock, 0))
+				continue;
+			send_next(lock);
+			continue;
+		}
+		if (flush_asked_ > flush_synced_) {
+			flush_synced_ = flush_asked_;
+			sync(lock, flush_asked_);
+			continue;
+		}
+		if (!syncs_.empty()) { // answers due: wait for them on the socket
+			check_replies(lock, static_cast<int>(kPollInterval.count()));
+			continue;
+		}
+		if (!work_.wait_for(lock, kIdleWait, [&] {
+			    return stop_ || !queue_.empty() || metadata_pending_ || flush_asked_ > flush_synced_;
+		    }))
+			check_replies(lock, 0); // a relay that went away is noticed while idle too
+	}
+	if (say_bye_ && counts_.connected) {
+		lock.unlock();
+		const std::string why = conn_.bye();
+		lock.lock();
+		counts_.connected = false;
+		if (!why.empty())
+			counts_.error = why;
+	}
+	conn_.close();
+	progress_.notify_all();
+}
+
+} // namespace tracery::consumer

@@ -1,0 +1,180 @@
+// consumer/relay_link.hpp — one session's link to tracery-relayd: the
+// RelayConnection (control/relay_connection.hpp), a bounded send queue and
+// the sender thread that drains it.
+//
+// Consumer threads never wait on the network: send_packet() copies the
+// packet into the queue (under a mutex held only for the bookkeeping) and
+// returns; when the queue holds its limit of bytes, or the relay is not
+// connected and the queue is full, the packet is dropped whole and counted.
+// The sender thread alone talks to the relay, with no lock held while it
+// does.
+//
+// What the relay must know besides packets is state kept here, not queued:
+// the traces (TRACE), each trace's whole metadata text (METADATA: the part
+// not yet sent goes before the next packet of that trace, and on a new
+// connection the whole text again), and the streams (STREAM: declared on a
+// connection before its first packet there). So a reconnection (after the
+// relay went away: a new HELLO, tried again with a growing delay up to
+// kMaxRetryMs) makes the relay's new session directory readable on its own.
+// Packets sent on a connection that broke before the relay confirmed them
+// (SYNC, sent every kSyncIntervalMs while packets flow) are counted as
+// unconfirmed: they may or may not be on the relay's disk.
+#pragma once
+
+#include "control/relay_connection.hpp"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tracery::consumer {
+
+struct RelayLinkConfig {
+	std::string host;
+	uint16_t port = 0;
+	control::relay::Hello hello;           // hostname, session, creation time, live period
+	size_t queue_bytes = 64 * 1024 * 1024; // packets waiting to be sent, at most
+	// Lines for the daemon's log (connected, lost, reconnected): from the
+	// sender thread.
+	std::function<void(const std::string &)> log;
+};
+
+class RelayLink {
+public:
+	static constexpr int kSyncIntervalMs = 250;
+	static constexpr int kMinRetryMs = 200;
+	static constexpr int kMaxRetryMs = 5000;
+
+	explicit RelayLink(RelayLinkConfig config);
+	~RelayLink(); // ends the sender thread (without BYE: see bye())
+	RelayLink(const RelayLink &) = delete;
+	RelayLink &operator=(const RelayLink &) = delete;
+
+	// Connects and says HELLO, waiting at most timeout_ms: "" or why not
+	// (one line). Then starts the sender thread, which keeps the connection
+	// (or makes a new one). Call once, first.
+	std::string open(int timeout_ms);
+
+	// A trace of the session at `path` (relative: "ust", "kernel"); its id.
+	uint32_t add_trace(const std::string &path);
+	// Appends to the trace's metadata (whole TSDL blocks).
+	void append_metadata(uint32_t trace, std::string_view text);
+	// A stream file `name` of a trace; its id.
+	uint32_t add_stream(uint32_t trace, const std::string &name);
+	// Queues a packet of `stream`: the parts are copied one after the other
+	// (the packet's header and context, then its events). Never waits for
+	// the network; false if the packet was dropped (counted).
+	bool send_packet(uint32_t stream, const control::relay::PacketIndex &index, std::span<const uint8_t> head,
+	                 std::span<const uint8_t> events);
+	// The stream has nothing new up to `timestamp` (live); dropped with the
+	// packets when the queue is full.
+	void beacon(uint32_t stream, uint64_t timestamp);
+	// No more packets on the stream (sent after those queued).
+	void close_stream(uint32_t stream);
+
+	// Waits, at most timeout_ms, until everything queued before the call is
+	// sent and the relay has confirmed it (SYNC). "" or what is not
+	// confirmed (one line).
+	std::string flush(int timeout_ms);
+	// flush(), then BYE; the sender thread ends. What was not sent is
+	// counted as dropped.
+	std::string bye(int timeout_ms);
+
+	struct Counts {
+		uint64_t packets_sent = 0;        // on a connection
+		uint64_t packets_confirmed = 0;   // written by the relay, as its SYNC replies say
+		uint64_t packets_dropped = 0;     // never sent: the queue was full, or at bye()
+		uint64_t bytes_dropped = 0;       // theirs
+		uint64_t packets_unconfirmed = 0; // sent on a connection that broke before the relay confirmed them
+		uint64_t packets_queued = 0, bytes_queued = 0;
+		uint64_t connections = 0; // HELLOs accepted
+		bool connected = false;
+		std::string relay_path; // the relay's directory of the session on the current (last) connection
+		std::string error;      // why the last connection ended, or the last attempt failed
+	};
+	Counts counts() const;
+	const RelayLinkConfig &config() const { return config_; }
+
+private:
+	struct Bytes {
+		std::unique_ptr<uint8_t[]> data;
+		size_t capacity = 0, size = 0;
+	};
+	enum class Kind : uint8_t { packet, beacon, close };
+	struct Item {
+		Kind kind;
+		uint32_t stream;
+		control::relay::PacketIndex index; // packet
+		uint64_t timestamp;                // beacon
+		Bytes bytes;                       // packet
+	};
+	struct TraceState {
+		std::string path;
+		std::string metadata;
+		size_t metadata_sent = 0; // on the current connection
+		bool declared = false;    // on the current connection
+	};
+	struct StreamState {
+		uint32_t trace;
+		std::string name;
+		bool declared = false; // on the current connection
+	};
+
+	using Lock = std::unique_lock<std::mutex>;
+	static void *thread_main(void *arg);
+	void run();
+	// The sender thread's steps, called with the lock held, which each
+	// releases while it talks to the relay; false when the connection broke
+	// (disconnected() has been told).
+	bool connect(Lock &lock, int timeout_ms);
+	bool send_metadata(Lock &lock); // every trace's part not yet sent
+	bool send_next(Lock &lock);     // the oldest item of the queue
+	bool sync(Lock &lock, uint64_t flush_generation);
+	bool check_replies(Lock &lock, int timeout_ms);
+	void disconnected(const std::string &why); // lock held
+	static size_t cost(const Item &item);      // what it counts against queue_bytes
+	void log(const std::string &line) const;
+
+	RelayLinkConfig config_;
+	control::relay::RelayConnection conn_; // the sender thread's (and open()'s, before it starts)
+
+	mutable std::mutex mutex_;
+	std::condition_variable work_;     // the sender thread waits on it
+	std::condition_variable progress_; // flush() waits on it
+	std::deque<Item> queue_;
+	std::vector<Bytes> spare_; // packet buffers to reuse
+	std::vector<TraceState> traces_;
+	std::vector<StreamState> streams_;
+	Counts counts_;
+	bool metadata_pending_ = false;
+	bool stop_ = false, say_bye_ = false;
+	// flush(): each call is a generation; a SYNC sent once the queue is
+	// empty carries the newest one, and its reply confirms it.
+	uint64_t flush_asked_ = 0, flush_synced_ = 0, flush_confirmed_ = 0;
+	// The SYNCs of this connection not answered yet.
+	struct PendingSync {
+		uint64_t token;
+		uint64_t packets_sent; // counts_.packets_sent when it was sent
+		uint64_t flush_generation;
+	};
+	std::deque<PendingSync> syncs_;
+	std::vector<control::relay::SyncReply> replies_; // read by check_replies (the sender thread's alone)
+	static constexpr size_t kMaxPendingSyncs = 4;
+	uint64_t next_token_ = 0;
+	uint64_t sent_at_last_sync_ = 0;
+	std::chrono::steady_clock::time_point last_sync_{}, last_poll_{};
+
+	pthread_t thread_{};
+	bool thread_running_ = false;
+};
+
+} // namespace tracery::consumer

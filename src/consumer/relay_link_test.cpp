@@ -1,0 +1,270 @@
+// Unit tests of RelayLink (relay_link.hpp) against a relay played by the
+// test on loopback (it decodes what the link sends with the protocol's
+// decoder and answers HELLO and SYNC): producer threads queueing packets at
+// once (the stress test of the send queue, run under ThreadSanitizer too:
+// label tsan), every packet either delivered or counted as dropped; a
+// relay that goes away and comes back gets a new HELLO and the whole
+// metadata again; a relay that is not there is a clear error.
+#include "consumer/relay_link.hpp"
+#include "consumer/relay_sink.hpp"
+
+#include "control/relay_protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tracery::consumer {
+namespace {
+
+namespace cr = control::relay;
+
+// A relay on 127.0.0.1: one connection at a time; counts what it gets.
+class FakeRelay {
+public:
+	FakeRelay()
+	{
+		listen_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		EXPECT_EQ(::bind(listen_, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+		EXPECT_EQ(::listen(listen_, 4), 0);
+		socklen_t len = sizeof a;
+		::getsockname(listen_, reinterpret_cast<sockaddr *>(&a), &len);
+		port = ntohs(a.sin_port);
+		thread_ = std::thread([this] { serve(); });
+	}
+	~FakeRelay()
+	{
+		stop_ = true;
+		::shutdown(listen_, SHUT_RDWR);
+		if (const int c = conn_.load(); c >= 0)
+			::shutdown(c, SHUT_RDWR);
+		thread_.join();
+		::close(listen_);
+	}
+	// Waits (at most 10 s) until a BYE has been read: the link sends it and
+	// closes, the relay reads it on its own thread.
+	void wait_for_bye()
+	{
+		for (int i = 0; i < 1000; i++) {
+			{
+				const std::lock_guard lock(mutex);
+				if (byes > 0)
+					return;
+			}
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		}
+	}
+	// Ends the current connection (as a relay that dies would).
+	void drop_connection()
+	{
+		if (const int c = conn_.load(); c >= 0)
+			::shutdown(c, SHUT_RDWR);
+	}
+
+	uint16_t port = 0;
+	std::mutex mutex;
+	uint64_t packets = 0, hellos = 0, beacons = 0, closes = 0, byes = 0;
+	std::map<uint64_t, std::string> metadata; // by connection (hello count)
+	std::vector<std::string> errors;
+
+private:
+	void serve()
+	{
+		while (!stop_) {
+			const int c = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+			if (c < 0)
+				return;
+			conn_ = c;
+			talk(c);
+			conn_ = -1;
+			::close(c);
+		}
+	}
+	void reply(int c, const cr::Frame &f)
+	{
+		const auto b = cr::encode(f);
+		if (::send(c, b.data(), b.size(), MSG_NOSIGNAL) < 0)
+			return;
+	}
+	void talk(int c)
+	{
+		cr::Decoder d;
+		uint8_t buf[65536];
+		uint64_t written = 0;
+		for (;;) {
+			const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+			if (n <= 0)
+				return;
+			d.feed({buf, static_cast<size_t>(n)});
+			cr::Frame f;
+			cr::Decoder::Status st;
+			while ((st = d.next(f)) == cr::Decoder::Status::frame) {
+				const std::lock_guard lock(mutex);
+				if (std::holds_alternative<cr::Hello>(f)) {
+					hellos++;
+					reply(c, cr::HelloReply{true, "testhost/s-" + std::to_string(hellos)});
+				} else if (const auto *m = std::get_if<cr::Metadata>(&f)) {
+					metadata[hellos] += m->text;
+				} else if (std::holds_alternative<cr::Packet>(f)) {
+					packets++;
+					written++;
+				} else if (std::holds_alternative<cr::Beacon>(f)) {
+					beacons++;
+				} else if (std::holds_alternative<cr::CloseStream>(f)) {
+					closes++;
+				} else if (const auto *s = std::get_if<cr::Sync>(&f)) {
+					reply(c, cr::SyncReply{s->token, written});
+				} else if (std::holds_alternative<cr::Bye>(f)) {
+					byes++;
+				}
+			}
+			if (st == cr::Decoder::Status::error) {
+				const std::lock_guard lock(mutex);
+				errors.push_back(d.error());
+				return;
+			}
+		}
+	}
+
+	int listen_ = -1;
+	std::atomic<int> conn_{-1};
+	std::atomic<bool> stop_{false};
+	std::thread thread_;
+};
+
+RelayLinkConfig config(uint16_t port, size_t queue_bytes)
+{
+	RelayLinkConfig c;
+	c.host = "127.0.0.1";
+	c.port = port;
+	c.hello.hostname = "testhost";
+	c.hello.session = "s";
+	c.hello.creation_time_ns = 1;
+	c.queue_bytes = queue_bytes;
+	return c;
+}
+
+cr::PacketIndex index_of(size_t bytes, uint64_t seq)
+{
+	cr::PacketIndex i;
+	i.packet_size_bits = i.content_size_bits = bytes * 8;
+	i.packet_seq_num = seq;
+	return i;
+}
+
+TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
+{
+	FakeRelay relay;
+	// A small queue: the producers fill it faster than loopback drains it, so some packets are dropped.
+	RelayLink link(config(relay.port, 256 * 1024));
+	ASSERT_EQ(link.open(2000), "");
+	const uint32_t trace = link.add_trace("ust");
+	link.append_metadata(trace, "/* CTF 1.8 */\n");
+	constexpr int kThreads = 4, kPackets = 2000;
+	std::vector<uint32_t> streams;
+	for (int t = 0; t < kThreads; t++)
+		streams.push_back(link.add_stream(trace, "chan_" + std::to_string(t)));
+	std::atomic<uint64_t> accepted{0};
+	std::atomic<uint64_t> streams_used{0}; // a stream none of whose packets was queued is never declared
+	std::vector<std::thread> producers;
+	for (int t = 0; t < kThreads; t++) {
+		producers.emplace_back([&, t] {
+			std::vector<uint8_t> events(4000, static_cast<uint8_t>(t));
+			const uint8_t head[84] = {};
+			uint64_t mine = 0;
+			for (int i = 0; i < kPackets; i++) {
+				if (link.send_packet(streams[t], index_of(sizeof head + events.size(), i), head,
+				                     events))
+					mine++;
+				if (i % 100 == 0)
+					link.beacon(streams[t], static_cast<uint64_t>(i));
+				if (i % 8 == 0) // bursts, as sub-buffers come: the sender drains some between them
+					std::this_thread::sleep_for(std::chrono::microseconds(50));
+			}
+			link.close_stream(streams[t]);
+			accepted += mine;
+			streams_used += mine > 0;
+		});
+	}
+	for (auto &p : producers)
+		p.join();
+	EXPECT_EQ(link.flush(10000), "");
+	const RelayLink::Counts c = link.counts();
+	EXPECT_EQ(c.packets_sent, accepted.load());
+	EXPECT_EQ(c.packets_sent + c.packets_dropped, uint64_t{kThreads} * kPackets);
+	EXPECT_EQ(c.packets_confirmed, c.packets_sent);
+	EXPECT_EQ(c.packets_unconfirmed, 0u);
+	EXPECT_EQ(c.packets_queued, 0u);
+	EXPECT_EQ(c.bytes_queued, 0u);
+	EXPECT_EQ(link.bye(5000), "");
+	relay.wait_for_bye();
+	const std::lock_guard lock(relay.mutex);
+	EXPECT_EQ(relay.packets, accepted.load());
+	EXPECT_EQ(relay.closes, streams_used.load());
+	EXPECT_GT(accepted.load(), 0u); // how many depends on the machine's load
+	EXPECT_EQ(relay.byes, 1u);
+	EXPECT_TRUE(relay.errors.empty());
+}
+
+TEST(RelayLink, ReconnectsWithANewHelloAndTheWholeMetadata)
+{
+	FakeRelay relay;
+	RelayLink link(config(relay.port, 1 << 20));
+	ASSERT_EQ(link.open(2000), "");
+	const uint32_t trace = link.add_trace("ust");
+	link.append_metadata(trace, "first;");
+	RelaySink sink(std::shared_ptr<RelayLink>(&link, [](RelayLink *) {}), trace, {"chan", 0, 0, {}}, 2);
+	const std::vector<uint8_t> events(100, 1);
+	ctf::PacketInfo info;
+	sink.write_packet(0, info, events.data(), events.size());
+	ASSERT_EQ(link.flush(5000), "");
+	relay.drop_connection();
+	link.append_metadata(trace, "second;");
+	// The link notices (a read or a send fails), connects again after its delay.
+	for (int i = 0; i < 200 && link.counts().connections < 2; i++) {
+		info.seq++;
+		sink.write_packet(1, info, events.data(), events.size());
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	}
+	ASSERT_EQ(link.flush(5000), "");
+	sink.close();
+	const RelayLink::Counts c = link.counts();
+	EXPECT_GE(c.connections, 2u);
+	EXPECT_TRUE(c.connected);
+	EXPECT_EQ(c.relay_path, "testhost/s-" + std::to_string(c.connections));
+	EXPECT_EQ(c.packets_sent, c.packets_confirmed + c.packets_unconfirmed);
+	EXPECT_EQ(link.bye(5000), "");
+	relay.wait_for_bye();
+	const std::lock_guard lock(relay.mutex);
+	EXPECT_EQ(relay.metadata[1].substr(0, 6), "first;");
+	EXPECT_EQ(relay.metadata[relay.hellos], "first;second;");
+	EXPECT_TRUE(relay.errors.empty());
+}
+
+TEST(RelayLink, NoRelayIsAClearError)
+{
+	uint16_t port = 0;
+	{
+		FakeRelay gone; // a port that was free a moment ago
+		port = gone.port;
+	}
+	RelayLink link(config(port, 1 << 20));
+	const std::string why = link.open(1000);
+	EXPECT_NE(why.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << why;
+	EXPECT_NE(why.find("refused"), std::string::npos) << why;
+}
+
+} // namespace
+} // namespace tracery::consumer

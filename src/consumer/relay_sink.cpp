@@ -1,0 +1,56 @@
+// consumer/relay_sink.cpp — see relay_sink.hpp.
+#include "consumer/relay_sink.hpp"
+
+#include "ctf/packet.hpp"
+
+#include <stdexcept>
+
+namespace tracery::consumer {
+
+RelaySink::RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus)
+	: link_(std::move(link)), trace_(trace), names_(std::move(names)), streams_(num_cpus, 0)
+{
+}
+
+uint32_t RelaySink::stream(uint32_t cpu)
+{
+	if (cpu >= streams_.size())
+		throw std::out_of_range("stream of CPU " + std::to_string(cpu) + " in a channel of " +
+		                        std::to_string(streams_.size()) + " CPUs");
+	if (streams_[cpu] == 0)
+		streams_[cpu] = link_->add_stream(trace_, names_.file_prefix + "_" + std::to_string(cpu));
+	return streams_[cpu];
+}
+
+void RelaySink::write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size)
+{
+	const uint64_t instance = names_.instance_base + cpu;
+	uint8_t head[ctf::kPacketPrefixSize];
+	ctf::write_packet_prefix(head, names_.uuid, names_.stream_id, instance, info, size);
+	control::relay::PacketIndex index;
+	index.packet_size_bits = index.content_size_bits = (sizeof head + size) * 8;
+	index.timestamp_begin = info.timestamp_begin;
+	index.timestamp_end = info.timestamp_end;
+	index.events_discarded = info.events_discarded;
+	index.stream_class_id = names_.stream_id;
+	index.stream_instance_id = instance;
+	index.packet_seq_num = info.seq;
+	link_->send_packet(stream(cpu), index, head, {static_cast<const uint8_t *>(events), size});
+}
+
+void RelaySink::idle(uint32_t cpu, uint64_t timestamp)
+{
+	if (cpu < streams_.size() && streams_[cpu] != 0)
+		link_->beacon(streams_[cpu], timestamp);
+}
+
+void RelaySink::close()
+{
+	for (uint32_t &s : streams_) {
+		if (s != 0)
+			link_->close_stream(s);
+		s = 0;
+	}
+}
+
+} // namespace tracery::consumer

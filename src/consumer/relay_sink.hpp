@@ -1,0 +1,36 @@
+// consumer/relay_sink.hpp — the sink of a channel buffer whose packets go to
+// a relay (relay_link.hpp): one stream per CPU buffer, PREFIX_CPU in the
+// relay's copy of the trace as in a local one, declared with its first
+// packet; each packet is built (header, context) and queued with its index
+// fields. A packet the link drops leaves a gap in the stream's
+// packet_seq_num, which readers report as discarded packets.
+#pragma once
+
+#include "consumer/relay_link.hpp"
+#include "consumer/sink.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tracery::consumer {
+
+class RelaySink final : public PacketSink {
+public:
+	RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus);
+
+	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override;
+	void idle(uint32_t cpu, uint64_t timestamp) override;
+	void close() override;
+	void abandon_after_fork() override {}
+
+private:
+	uint32_t stream(uint32_t cpu); // its id on the link, declared on first use
+
+	std::shared_ptr<RelayLink> link_;
+	uint32_t trace_;
+	StreamNames names_;
+	std::vector<uint32_t> streams_; // per CPU; 0: none yet
+};
+
+} // namespace tracery::consumer

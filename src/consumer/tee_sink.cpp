@@ -1,0 +1,49 @@
+// consumer/tee_sink.cpp — see tee_sink.hpp.
+#include "consumer/tee_sink.hpp"
+
+#include <exception>
+
+namespace tracery::consumer {
+
+TeeSink::TeeSink(std::unique_ptr<PacketSink> first, std::unique_ptr<PacketSink> second)
+	: first_(std::move(first)), second_(std::move(second))
+{
+}
+
+template <class F>
+void TeeSink::both(F &&f)
+{
+	std::exception_ptr failed;
+	for (PacketSink *s : {first_.get(), second_.get()}) {
+		try {
+			f(*s);
+		} catch (...) {
+			if (!failed)
+				failed = std::current_exception();
+		}
+	}
+	if (failed)
+		std::rethrow_exception(failed);
+}
+
+void TeeSink::write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size)
+{
+	both([&](PacketSink &s) { s.write_packet(cpu, info, events, size); });
+}
+
+void TeeSink::idle(uint32_t cpu, uint64_t timestamp)
+{
+	both([&](PacketSink &s) { s.idle(cpu, timestamp); });
+}
+
+void TeeSink::close()
+{
+	both([](PacketSink &s) { s.close(); });
+}
+
+void TeeSink::abandon_after_fork()
+{
+	both([](PacketSink &s) { s.abandon_after_fork(); });
+}
+
+} // namespace tracery::consumer

@@ -1,0 +1,52 @@
+// consumer/trace_output.cpp — see trace_output.hpp.
+#include "consumer/trace_output.hpp"
+
+#include "consumer/file_sink.hpp"
+#include "consumer/relay_sink.hpp"
+#include "consumer/tee_sink.hpp"
+#include "ctf/trace_dir.hpp"
+
+namespace tracery::consumer {
+
+TraceOutput::TraceOutput(std::string local_dir, std::shared_ptr<RelayLink> link, const std::string &relay_path)
+	: local_dir_(std::move(local_dir)), link_(std::move(link))
+{
+	if (link_)
+		trace_ = link_->add_trace(relay_path);
+}
+
+void TraceOutput::create_local() const
+{
+	if (!local_dir_.empty())
+		ctf::make_directories(local_dir_, 0700);
+}
+
+void TraceOutput::write_metadata(std::string_view text) const
+{
+	if (link_)
+		link_->append_metadata(trace_, text);
+	if (!local_dir_.empty())
+		ctf::TraceDir(local_dir_).write_metadata(text);
+}
+
+void TraceOutput::append_metadata(std::string_view text) const
+{
+	if (link_)
+		link_->append_metadata(trace_, text);
+	if (!local_dir_.empty())
+		ctf::TraceDir(local_dir_).append_metadata(text);
+}
+
+std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t num_cpus) const
+{
+	std::unique_ptr<PacketSink> relay, local;
+	if (link_)
+		relay = std::make_unique<RelaySink>(link_, trace_, names, num_cpus);
+	if (!local_dir_.empty())
+		local = std::make_unique<FileSink>(local_dir_, names, num_cpus);
+	if (relay && local)
+		return std::make_unique<TeeSink>(std::move(local), std::move(relay));
+	return relay ? std::move(relay) : std::move(local);
+}
+
+} // namespace tracery::consumer

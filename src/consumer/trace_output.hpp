@@ -1,0 +1,46 @@
+// consumer/trace_output.hpp — where one trace goes: a local directory, a
+// relay (the trace at a relative path of the session on it), or both. Its
+// metadata and the sinks of its channel buffers go there alike, so the
+// daemon's user trace and the kernel trace are written the same way whether
+// they are kept, sent or both.
+#pragma once
+
+#include "consumer/relay_link.hpp"
+#include "consumer/sink.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace tracery::consumer {
+
+class TraceOutput {
+public:
+	TraceOutput() = default;
+	// local_dir: "" for no local copy (else an existing directory, or one
+	// create_local() makes); link: nullptr for none, else the trace is
+	// added to it at relay_path.
+	TraceOutput(std::string local_dir, std::shared_ptr<RelayLink> link, const std::string &relay_path);
+
+	// mkdir -p of the local directory, if any. Throws std::system_error.
+	void create_local() const;
+	// The whole metadata (locally: the file, replaced); then appends. Throw
+	// std::system_error for the local file (the relay's copy has the text
+	// anyway).
+	void write_metadata(std::string_view text) const;
+	void append_metadata(std::string_view text) const;
+	// The sink of one channel buffer's streams.
+	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus) const;
+
+	const std::string &local_dir() const { return local_dir_; }
+	// Before anything is written: another local directory ("": none).
+	void set_local_dir(std::string dir) { local_dir_ = std::move(dir); }
+	bool relayed() const { return link_ != nullptr; }
+
+private:
+	std::string local_dir_;
+	std::shared_ptr<RelayLink> link_;
+	uint32_t trace_ = 0; // on link_
+};
+
+} // namespace tracery::consumer
