@@ -149,6 +149,13 @@ class RelayLiveTest(RelaydTestCase):
         self.assertTrue(relative, p.stderr.read() if p.poll() is not None else "no session path")
         return p, os.path.join(self.output, relative)
 
+    def session_id(self, viewer, name):
+        """The id of the live session named, as the viewer lists it; fails with the listing and the relay's log."""
+        listed = viewer.sessions()
+        mine = [s[0] for s in listed if s[5] == name]
+        self.assertEqual(len(mine), 1, f"session {name!r} in {listed!r}; relay log:\n" + "\n".join(self.log_lines()))
+        return mine[0]
+
     def indexed(self, copy):
         """Packets the relay has written so far in the copy (all its streams)."""
         d = os.path.join(copy, TRACE_PATH, "index")
@@ -298,16 +305,19 @@ class RelayLiveTest(RelaydTestCase):
     def test_viewer_that_does_not_read_holds_nobody(self):
         # A viewer asks for the same packet thousands of times and reads none of it: the relay answers
         # as far as that viewer's socket takes, then waits on it alone.
-        stalled, copy = self.start_sender("stalled", "--interval", "1", "--stall-after", "100")
+        # 30 packets: the source trace has about 160 in 4 KiB packets, 65 seen under load (its program outran
+        # its consumer and lost events).
+        stalled, copy = self.start_sender("stalled", "--interval", "1", "--stall-after", "30")
         self.go(stalled)
         deadline = time.time() + 20
-        while self.indexed(copy) < 100 and time.time() < deadline:
+        while self.indexed(copy) < 30 and time.time() < deadline:
             time.sleep(0.02)
+        self.assertIsNone(stalled.poll(), "the sender ended before its stall: the source trace has too few packets")
         v = Viewer(self.live_port)
         try:
             v.connect()
             v.create()
-            sid = [s for s in v.sessions() if s[5] == "stalled"][0][0]
+            sid = self.session_id(v, "stalled")
             status, given = v.attach(sid, seek=1)
             self.assertEqual(status, 1)
             data = [g for g in given if g[2] == 0][0][0]
@@ -393,7 +403,7 @@ class RelayLiveTest(RelaydTestCase):
         try:
             probe = Viewer(self.live_port)
             probe.connect()
-            sid = [s for s in probe.sessions() if s[5] == "target"][0][0]
+            sid = self.session_id(probe, "target")
             probe.close()
 
             def fresh():
