@@ -34,6 +34,8 @@ ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<Pack
 	last_ts_.assign(n, 0);
 	next_seq_.assign(n, 0);
 	wrote_.assign(n, false);
+	// Before any program has the buffer: no record is older.
+	created_ts_ = clock::ticks(ticks_);
 }
 
 ChannelConsumer::~ChannelConsumer()
@@ -46,6 +48,12 @@ ChannelConsumer::~ChannelConsumer()
 
 void ChannelConsumer::start_thread()
 {
+	// A live viewer learns of every stream at once, each with a first
+	// (empty) packet, so that beacons can say it is idle: babeltrace2 2.0.4
+	// notices a stream that appears later only once another has data, and
+	// then refuses its older events.
+	if (live_period_ns_ > 0 && seq_shift_ == 0)
+		announce_streams();
 	stop_.store(false);
 	if (base::start_background_thread(thread_, &ChannelConsumer::thread_main, this) == 0) {
 		thread_running_ = true;
@@ -172,7 +180,7 @@ void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 		info.timestamp_begin = v.timestamp_begin;
 		info.timestamp_end = v.timestamp_end;
 		info.events_discarded = v.lost_before;
-		info.seq = v.seq;
+		info.seq = v.seq + seq_shift_;
 		info.cpu_id = v.cpu;
 		sink_->write_packet(v.cpu, info, v.data, v.content_size);
 		last_lost_[v.cpu] = v.lost_before;
@@ -220,8 +228,10 @@ void ChannelConsumer::live_tick()
 	if (failed_ || channel_.quarantined())
 		return;
 	for (uint32_t cpu = 0; cpu < n; cpu++) {
+		// Each stream's beacon a tick apart (a weaker promise than `now`):
+		// babeltrace2 warns about streams whose next messages are the same.
 		if (!wrote_[cpu])
-			sink_->idle(cpu, std::max(now, last_ts_[cpu]));
+			sink_->idle(cpu, std::max(now - std::min<uint64_t>(now, cpu), last_ts_[cpu]));
 		wrote_[cpu] = false;
 	}
 }
@@ -234,15 +244,38 @@ void ChannelConsumer::write_final_lost_packets()
 		if (lost <= last_lost_[cpu] || failed_ || channel_.quarantined())
 			continue;
 		// Events dropped after the last packet: an empty packet carries the count.
-		ringbuf::Channel::SubbufView v{};
-		v.data = nullptr;
-		v.content_size = 0;
-		v.timestamp_begin = v.timestamp_end = std::max(last_ts_[cpu], clock::ticks(ticks_));
-		v.lost_before = lost;
-		v.seq = next_seq_[cpu];
-		v.cpu = cpu;
-		write(v);
+		write_empty(cpu, std::max(last_ts_[cpu], clock::ticks(ticks_)), lost);
 	}
+}
+
+void ChannelConsumer::announce_streams()
+{
+	if (failed_ || channel_.quarantined())
+		return;
+	seq_shift_ = 1; // the ring buffer's sub-buffer N is packet N + 1
+	for (uint32_t cpu = 0; cpu < channel_.config().num_cpus; cpu++) {
+		try {
+			ctf::PacketInfo info{};
+			info.timestamp_begin = info.timestamp_end = created_ts_;
+			info.cpu_id = cpu;
+			sink_->write_packet(cpu, info, nullptr, 0);
+			last_ts_[cpu] = created_ts_;
+		} catch (const std::exception &e) {
+			report_error(e);
+		}
+	}
+}
+
+void ChannelConsumer::write_empty(uint32_t cpu, uint64_t timestamp, uint64_t lost_before)
+{
+	ringbuf::Channel::SubbufView v{};
+	v.data = nullptr;
+	v.content_size = 0;
+	v.timestamp_begin = v.timestamp_end = timestamp;
+	v.lost_before = lost_before;
+	v.seq = next_seq_[cpu];
+	v.cpu = cpu;
+	write(v);
 }
 
 void ChannelConsumer::finish()

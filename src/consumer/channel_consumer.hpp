@@ -57,10 +57,12 @@ public:
 	ChannelConsumer(const ChannelConsumer &) = delete;
 	ChannelConsumer &operator=(const ChannelConsumer &) = delete;
 
-	// Live sessions, before start_thread(): every period_ns the thread
-	// closes the partial sub-buffers and writes them, and tells the sink of
-	// each stream that got nothing new since the previous period that it is
-	// idle up to then (PacketSink::idle).
+	// Live sessions, before start_thread(): start_thread() writes an empty
+	// packet on every stream (dated when the consumer was made, before any
+	// program had the buffer), then every period_ns the thread closes the
+	// partial sub-buffers and writes them, and tells the sink of each stream
+	// that got nothing new since the previous period that it is idle up to
+	// then (PacketSink::idle).
 	void set_live_period(uint64_t period_ns) { live_period_ns_ = period_ns; }
 	// Returns once the thread runs (its start-up, the C library's and any
 	// sanitizer's, is over).
@@ -88,6 +90,10 @@ private:
 	static void *thread_main(void *arg);
 	bool any_data_ready() const; // some buffer has a complete sub-buffer
 	void write(const ringbuf::Channel::SubbufView &v);
+	// An empty packet on the stream of `cpu` carrying a lost count.
+	void write_empty(uint32_t cpu, uint64_t timestamp, uint64_t lost_before);
+	// Live sessions: packet 0 of every stream, empty, dated created_ts_.
+	void announce_streams();
 	// What makes `v` unfit to follow the stream's last packet; "" if nothing.
 	std::string out_of_order(const ringbuf::Channel::SubbufView &v) const;
 	void report_quarantine();
@@ -106,6 +112,8 @@ private:
 	std::vector<uint64_t> next_seq_;
 	std::vector<bool> wrote_; // a packet of the stream since the last live tick
 	uint64_t live_period_ns_ = 0;
+	uint64_t created_ts_ = 0; // the trace clock when the consumer was made
+	uint64_t seq_shift_ = 0;  // packet_seq_num - the ring buffer's sub-buffer number (1 after announce_streams)
 	pthread_t thread_{};
 	bool thread_running_ = false;
 	std::atomic<bool> stop_{false};

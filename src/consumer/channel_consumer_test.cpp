@@ -4,6 +4,7 @@
 #include "consumer/channel_consumer.hpp"
 #include "base/test_temp_dir.hpp"
 
+#include "clock/trace_clock.hpp"
 #include "consumer/file_sink.hpp"
 #include "ctf/event_header.hpp"
 #include "ctf/packet.hpp"
@@ -153,6 +154,35 @@ TEST(ChannelConsumer, EventsLostAfterTheLastPacketGoInAnEmptyOne)
 	EXPECT_TRUE(packets[4].events.empty());
 	EXPECT_EQ(packets[4].info.events_discarded, 10u);
 	EXPECT_EQ(packets[4].info.seq, 4u);
+	EXPECT_EQ(closed, 1);
+}
+
+TEST(ChannelConsumer, LiveStreamsBeginWithAnEmptyPacketDatedBeforeAnyRecord)
+{
+	auto ch = small_channel();
+	std::vector<RecordingSink::Packet> packets;
+	int closed = 0;
+	const uint64_t before = clock::ticks(clock::TickSource::ns);
+	ChannelConsumer consumer(*ch, std::make_unique<RecordingSink>(packets, closed), clock::TickSource::ns);
+	consumer.set_live_period(3'600'000'000'000); // no live tick during the test
+	consumer.start_thread();
+	// Packet 0 of every stream at once, empty, dated when the consumer was made.
+	ASSERT_EQ(packets.size(), 1u);
+	EXPECT_TRUE(packets[0].events.empty());
+	EXPECT_EQ(packets[0].info.seq, 0u);
+	EXPECT_EQ(packets[0].info.timestamp_begin, packets[0].info.timestamp_end);
+	EXPECT_GE(packets[0].info.timestamp_begin, before);
+	EXPECT_LE(packets[0].info.timestamp_begin, clock::ticks(clock::TickSource::ns));
+	// The ring buffer's sub-buffer 0 follows as packet 1, accepted (not out of order).
+	const uint64_t at = clock::ticks(clock::TickSource::ns);
+	for (uint32_t i = 0; i < 10; i++)
+		ASSERT_TRUE(write_record(*ch, at + i, 96, 7));
+	consumer.finish();
+	ASSERT_EQ(packets.size(), 2u);
+	EXPECT_EQ(packets[1].info.seq, 1u);
+	EXPECT_EQ(packets[1].events.size(), 1000u);
+	EXPECT_GE(packets[1].info.timestamp_begin, packets[0].info.timestamp_end);
+	EXPECT_FALSE(ch->quarantined());
 	EXPECT_EQ(closed, 1);
 }
 

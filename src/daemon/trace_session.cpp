@@ -417,7 +417,12 @@ Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string 
 void TraceSession::drop_new_buffers(const std::vector<NewBuffer> &made)
 {
 	for (const NewBuffer &n : made) {
-		n.channel->buffers.erase(n.owner); // its consumer stops without writing: no file is made
+		// Its consumer ends its streams (a live session announced them to the
+		// relay with an empty packet each; otherwise nothing was written, and
+		// no file is made).
+		if (auto it = n.channel->buffers.find(n.owner); it != n.channel->buffers.end() && it->second->consumer)
+			it->second->consumer->finish();
+		n.channel->buffers.erase(n.owner);
 		used_prefixes_.erase(n.prefix);
 	}
 }
