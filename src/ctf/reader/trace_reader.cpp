@@ -394,7 +394,9 @@ void TraceSet::decode_event(Stream &s)
 		s.field_values_.clear();
 		pos = run_plan(s.plans_->event_context, base, pos, s.end_, st, &s.stream_values_);
 		pos = run_plan(ep->context, base, pos, s.end_, st, &s.context_values_);
-		pos = run_plan(ep->fields, base, pos, s.end_, st, &s.field_values_);
+		const bool fields =
+			s.fields_wanted_.empty() || s.fields_wanted_[static_cast<size_t>(ep - s.plans_->events.data())];
+		pos = run_plan(ep->fields, base, pos, s.end_, st, fields ? &s.field_values_ : nullptr);
 		if (pos == s.pos_)
 			throw DecodeError(s.pos_, "an event of no bits");
 		it.kind = ItemKind::event;
@@ -556,6 +558,12 @@ void TraceSet::start()
 {
 	heap_.clear();
 	last_ = nullptr;
+	for (auto &s : streams_) {
+		s->fields_wanted_.clear();
+		if (fields_wanted_)
+			for (const TracePlans::EventPlans &e : s->plans_->events)
+				s->fields_wanted_.push_back(fields_wanted_(*s->trace_, *e.cls));
+	}
 	for (auto &s : streams_)
 		if (advance(*s)) {
 			heap_.push_back(s.get());

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -125,6 +126,7 @@ private:
 	bool pending_events_msg_ = false, pending_packets_msg_ = false;
 	size_t order_ = 0; // creation order: the last tie-break
 	std::vector<Value> packet_values_, stream_values_, context_values_, field_values_;
+	std::vector<uint8_t> fields_wanted_; // by index in plans_->events; empty: all
 	Item item_;
 };
 
@@ -147,6 +149,14 @@ public:
 	uint64_t bytes_total() const { return bytes_total_; }
 	uint64_t bytes_done() const { return bytes_done_; }
 
+	// Which event classes' payloads (`fields`) next() decodes: by default
+	// all; after this, only those of the classes `want` accepts (asked once
+	// per class and stream). The others' payloads are stepped over (checked
+	// as strictly: run_plan) and their items have no field values; their
+	// size, time and contexts are the same. Before start().
+	using FieldsWanted = std::function<bool(const Trace &, const EventClass &)>;
+	void decode_fields_of(FieldsWanted want) { fields_wanted_ = std::move(want); }
+
 	// Then: the items of all streams in order. next() returns null at the
 	// end. Throws ReadError.
 	void start();
@@ -166,6 +176,7 @@ private:
 	std::vector<std::string> empty_files_;
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
+	FieldsWanted fields_wanted_;
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
 };
 
