@@ -46,7 +46,8 @@ const char *kPacketContext = R"(
 std::string user_metadata()
 {
 	return std::string(kTypes) + R"(env { hostname = "h"; domain = "ust"; };
-stream { id = 0;)" + kPacketContext +
+stream { id = 0;)" +
+	       kPacketContext +
 	       R"(
 	event.context := struct { uint32_t vpid; string procname; };
 };
@@ -72,7 +73,8 @@ event { name = "fixed"; id = 1; stream_id = 0; fields := struct { uint64_t a; ui
 std::string kernel_metadata()
 {
 	return std::string(kTypes) + R"(env { hostname = "h"; domain = "kernel"; };
-stream { id = 0;)" + kPacketContext +
+stream { id = 0;)" +
+	       kPacketContext +
 	       R"(
 };
 event { name = "sched_switch"; id = 0; stream_id = 0; fields := struct {

@@ -890,13 +890,14 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 	if (pos > bit_end)
 		return false;
 	const size_t at = values ? values->size() : 0;
-	Value *v = nullptr;
-	if (values) {
-		values->resize(at + 1 + root.count);
-		v = values->data() + at;
-		v[0].u = 0;
-		v[0].n = root.count;
-	}
+	const auto store = [&](uint64_t u, uint64_t n) { // (pushed: resize() would zero them first)
+		Value v;
+		v.u = u;
+		v.n = n;
+		values->push_back(v);
+	};
+	if (values)
+		store(0, root.count);
 	const auto fail = [&] {
 		if (values)
 			values->resize(at);
@@ -913,18 +914,18 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 			const size_t len = string_length(p, static_cast<size_t>((bit_end - pos) >> 3));
 			if (len == SIZE_MAX)
 				return fail();
-			if (v) {
-				v[1 + k].s = reinterpret_cast<const char *>(p);
-				v[1 + k].n = len;
+			if (values) {
+				Value v;
+				v.s = reinterpret_cast<const char *>(p);
+				v.n = len;
+				values->push_back(v);
 			}
 			pos += (len + 1) * 8;
 			continue;
 		}
 		pos += m.size;
-		if (v) {
-			v[1 + k].u = load_uint(m.kind, p);
-			v[1 + k].n = 0;
-		}
+		if (values)
+			store(load_uint(m.kind, p), 0);
 	}
 	bit_pos = pos;
 	return true;

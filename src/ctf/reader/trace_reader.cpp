@@ -480,11 +480,16 @@ int cmp(T a, T b)
 
 // babeltrace2's muxer order: time, then trace UUID and name, stream class
 // and stream ids, message type, event class id and name, stream name.
-bool TraceSet::less(const Stream *a, const Stream *b) const
+inline bool TraceSet::less(const Stream *a, const Stream *b) const
+{
+	const int64_t x = a->item_.ns, y = b->item_.ns;
+	return x != y ? x < y : tie_less(a, b);
+}
+
+// less() of items of the same time.
+bool TraceSet::tie_less(const Stream *a, const Stream *b) const
 {
 	const Item &x = a->item_, &y = b->item_;
-	if (x.ns != y.ns)
-		return x.ns < y.ns;
 	int c = 0;
 	const Trace &ta = *a->trace_, &tb = *b->trace_;
 	if (ta.has_uuid != tb.has_uuid)
@@ -574,8 +579,14 @@ void TraceSet::start()
 const Item *TraceSet::next()
 {
 	if (last_) {
-		if (advance(*last_)) {
-			sift_down(0);
+		Stream &s = *last_;
+		// (the common case of advance(): the next event of the same packet)
+		const bool more = s.pos_ < s.end_ && s.packet_ && !s.pending_events_msg_ && !s.pending_packets_msg_
+		                          ? (decode_event(s), true)
+		                          : advance(s);
+		if (more) {
+			if (heap_.size() > 1)
+				sift_down(0);
 		} else {
 			heap_.front() = heap_.back();
 			heap_.pop_back();

@@ -167,6 +167,7 @@ private:
 	bool load_packet(Stream &s);
 	void decode_event(Stream &s);
 	bool less(const Stream *a, const Stream *b) const;
+	bool tie_less(const Stream *a, const Stream *b) const;
 	void sift_down(size_t i);
 	void sift_up(size_t i);
 
