@@ -126,7 +126,16 @@ private:
 	bool pending_events_msg_ = false, pending_packets_msg_ = false;
 	size_t order_ = 0; // creation order: the last tie-break
 	std::vector<Value> packet_values_, stream_values_, context_values_, field_values_;
-	std::vector<uint8_t> fields_wanted_; // by index in plans_->events; empty: all
+	// What an event class's scopes after its header take, by index in
+	// plans_->events, made by start(): whether its payload is decoded, and
+	// whether all of them are one step (no event context, of its own or its
+	// stream's, and a payload that is empty or stepped over by its size).
+	struct ClassStep {
+		bool fields = true;
+		bool simple = false;
+		uint64_t align = 1, bits = 0; // simple: the step
+	};
+	std::vector<ClassStep> steps_;
 	Item item_;
 };
 
