@@ -91,6 +91,9 @@ Report trace_stats(EventWalk &walk)
 	std::unordered_map<int64_t, std::string> process_names;
 	std::map<std::pair<std::string, std::string>, Loss> losses; // (trace, stream file)
 	std::unordered_map<int64_t, int64_t> running;               // kernel: CPU -> tid
+	std::optional<int64_t> running_pid;                         // the process of running[running_pid_cpu]
+	int64_t running_pid_cpu = 0;
+	bool running_pid_known = false;
 	LastEntry cpu_count(cpus);
 	LastEntry process_count(processes);
 	LastEntry process_name(process_names);
@@ -135,8 +138,16 @@ Report trace_stats(EventWalk &walk)
 		if (!pid && c.env_pid)
 			pid = c.env_pid;
 		if (!pid && c.kernel && cpu) {
-			if (const auto r = running.find(*cpu); r != running.end())
-				pid = tasks.pid(r->second).value_or(r->second);
+			// the process of the task running on the CPU, found again only
+			// after a task event (which may change either) or on another CPU
+			if (!running_pid_known || *cpu != running_pid_cpu) {
+				running_pid.reset();
+				if (const auto r = running.find(*cpu); r != running.end())
+					running_pid = tasks.pid(r->second).value_or(r->second);
+				running_pid_cpu = *cpu;
+				running_pid_known = true;
+			}
+			pid = running_pid;
 		}
 		if (pid) {
 			process_count[*pid].add(*it);
@@ -147,6 +158,7 @@ Report trace_stats(EventWalk &walk)
 				process_names.try_emplace(*pid, c.env_procname);
 		}
 		if (c.kind == ClassInfo::task_event) {
+			running_pid_known = false;
 			tasks.observe(*it);
 			if (const auto next = int_field(*it, c.next_tid); next && cpu) {
 				if (*next)
