@@ -753,7 +753,7 @@ public:
 	// it. A root struct whose members are one value each (integers, strings,
 	// text, floats) is printed from a list of its shown members with the
 	// text before each ("{ a = ", ", b = "), the others by structure().
-	void program(const reader::Item &it, bool start_line_shown, EventProgram &prog)
+	void program(const reader::Item &it, bool packet_shown, EventProgram &prog)
 	{
 		const reader::Stream &s = *it.stream;
 		const reader::Trace &t = s.trace();
@@ -763,7 +763,7 @@ public:
 		}
 		prog.name += it.event->cls->name;
 		prog.name += ": ";
-		bool start_line = !start_line_shown;
+		bool start_line = !packet_shown;
 		const struct {
 			const Plan *plan;
 			std::span<const Value> reader::Item::*values;
