@@ -12,37 +12,6 @@ using reader::Value;
 
 namespace {
 
-// Values an op's subtree always takes, nullopt when that depends on the data.
-std::optional<int64_t> fixed_values(const Plan &plan, uint32_t i)
-{
-	const Op &op = plan.ops[i];
-	switch (op.kind) {
-	case OpKind::structure: {
-		int64_t n = 1;
-		uint32_t c = i + 1;
-		for (uint32_t k = 0; k < op.count; ++k) {
-			const auto m = fixed_values(plan, c);
-			if (!m)
-				return std::nullopt;
-			n += *m;
-			c = plan.ops[c].next;
-		}
-		return n;
-	}
-	case OpKind::array: {
-		const auto e = fixed_values(plan, i + 1);
-		if (!e)
-			return std::nullopt;
-		return 1 + static_cast<int64_t>(op.count) * *e;
-	}
-	case OpKind::sequence:
-	case OpKind::variant:
-		return std::nullopt;
-	default:
-		return 1;
-	}
-}
-
 std::string_view shown(const std::string &name)
 {
 	std::string_view n = name;
@@ -64,10 +33,9 @@ FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
 			                     m.kind == OpKind::u64 || m.kind == OpKind::integer;
 			return {scope, c, index ? *index : -1, integer};
 		}
-		if (index) {
-			const auto n = fixed_values(plan, c);
-			index = n ? std::optional<int64_t>(*index + *n) : std::nullopt;
-		}
+		if (index)
+			index = m.values ? std::optional<int64_t>(*index + static_cast<int64_t>(m.values))
+			                 : std::nullopt;
 		c = m.next;
 	}
 	return {};
@@ -151,16 +119,20 @@ std::string_view text_field(const reader::Item &event, const FieldRef &ref)
 	}
 }
 
-uint64_t EventWalk::open(reader::TraceSet &set, const std::vector<ViewInput> &inputs)
+uint64_t EventWalk::open(reader::TraceSet &set, const std::vector<ViewInput> &inputs,
+                         reader::TraceSet::FieldsWanted fields)
 {
 	for (const ViewInput &in : inputs)
 		set.add_trace(in.dir, in.name_suffix);
+	if (fields)
+		set.decode_fields_of(std::move(fields));
 	set.start();
 	return set.bytes_total();
 }
 
-EventWalk::EventWalk(const std::vector<ViewInput> &inputs, const std::string &label)
-	: progress_(label, open(set_, inputs))
+EventWalk::EventWalk(const std::vector<ViewInput> &inputs, const std::string &label,
+                     reader::TraceSet::FieldsWanted fields)
+	: progress_(label, open(set_, inputs, std::move(fields)))
 {
 }
 

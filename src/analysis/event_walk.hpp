@@ -46,7 +46,7 @@ FieldRef find_context_field(const ctf::reader::Item &event, std::string_view nam
 // The field's value in this event (null when ref is empty).
 const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
 // Its integer value (sign-extended when signed); nullopt when empty or not an integer.
-inline std::optional<int64_t> int_field(const ctf::reader::Item &event, const FieldRef &ref)
+[[gnu::always_inline]] inline std::optional<int64_t> int_field(const ctf::reader::Item &event, const FieldRef &ref)
 {
 	if (!ref.integer)
 		return std::nullopt;
@@ -107,8 +107,10 @@ private:
 // stderr when it is a terminal.
 class EventWalk {
 public:
-	// Throws ctf::reader::ReadError.
-	EventWalk(const std::vector<ViewInput> &inputs, const std::string &label);
+	// fields: the event classes whose payloads are decoded (default: all;
+	// the others' items have no field values). Throws ctf::reader::ReadError.
+	EventWalk(const std::vector<ViewInput> &inputs, const std::string &label,
+	          ctf::reader::TraceSet::FieldsWanted fields = {});
 	const ctf::reader::Item *next()
 	{
 		if ((++count_ & 0xfff) == 0)
@@ -122,7 +124,8 @@ public:
 
 private:
 	// Adds the traces and starts the merge; returns the bytes to read.
-	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<ViewInput> &inputs);
+	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<ViewInput> &inputs,
+	                     ctf::reader::TraceSet::FieldsWanted fields);
 
 	ctf::reader::TraceSet set_;
 	Progress progress_;

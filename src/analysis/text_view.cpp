@@ -419,6 +419,33 @@ void append_escaped(Buf &o, const char *s, size_t n)
 
 uint64_t low_bits(uint64_t v, unsigned bits) { return bits < 64 ? v & ((uint64_t{1} << bits) - 1) : v; }
 
+// One shown member of a direct scope (below): the text before its value,
+// where its value is, how it prints.
+struct Piece {
+	std::string before;
+	uint32_t value; // its op's index, and its value's (one value per member)
+	enum Kind : uint8_t { udec, string, other } kind;
+};
+
+// How one scope of an event class prints: directly from its pieces and the
+// text after them (end), or (not direct) by structure() with `before`.
+struct ScopeProgram {
+	const Plan *plan = nullptr;
+	std::span<const reader::Value> reader::Item::*values = nullptr;
+	bool direct = false;
+	std::vector<Piece> pieces;
+	std::string before, end;
+};
+
+// The line of an event class after its time: its name, then (after the
+// packet context) its scopes, then `end`.
+struct EventProgram {
+	bool made = false;
+	std::string name; // "host name: "
+	std::vector<ScopeProgram> scopes;
+	std::string end;
+};
+
 class Printer {
 public:
 	Printer(Buf &o, const ViewOptions &opt) : o_(o), opt_(opt), all_fields_(opt.fields.empty()) {}
@@ -591,9 +618,11 @@ public:
 
 	// "{ a = 1, b = 2 }" of the members shown (at a scope's root, also only
 	// those --fields names).
-	size_t structure(const Plan &plan, uint32_t i, const Value *values, size_t v, bool root)
+	size_t structure(const Plan &plan, uint32_t i, const Value *values, size_t v, bool root,
+	                 std::string_view before = {})
 	{
 		const Op &op = plan.ops[i];
+		o_.put(before);
 		o_.put('{');
 		size_t w = v + 1;
 		uint32_t c = i + 1;
@@ -640,16 +669,6 @@ public:
 		return false;
 	}
 
-	void scope(const Plan &plan, std::span<const Value> values, bool &start_line)
-	{
-		if (!scope_shows(plan))
-			return;
-		if (!start_line)
-			o_.lit(", ");
-		start_line = false;
-		structure(plan, 0, values.data(), 0, true);
-	}
-
 	void event(const reader::Item &it)
 	{
 		const reader::Stream &s = *it.stream;
@@ -683,18 +702,22 @@ public:
 			last_ns_ = it.ns;
 			have_last_ = true;
 		}
-		bool start_line = true;
-		head(it, start_line);
-		scope(s.plans().event_context, it.stream_context, start_line);
-		scope(it.event->context, it.context, start_line);
-		scope(it.event->fields, it.fields, start_line);
-		o_.put('\n');
+		const EventProgram &prog = head(it);
+		for (const ScopeProgram &sp : prog.scopes) {
+			const std::span<const Value> values = it.*sp.values;
+			if (sp.direct)
+				run(sp, values.data());
+			else
+				structure(*sp.plan, 0, values.data(), 0, true, sp.before);
+		}
+		o_.put(prog.end);
 	}
 
 	// "host name: " of the event's class, then "{ packet context }": the
 	// packet context's text is the same for all the events of a packet, made
-	// once per packet of each stream; the names once per class and stream.
-	void head(const reader::Item &it, bool &start_line)
+	// once per packet of each stream; the rest of the line's text once per
+	// class and stream (program()). Returns that class's program.
+	const EventProgram &head(const reader::Item &it)
 	{
 		const reader::Stream &s = *it.stream;
 		if (streams_.size() <= s.index())
@@ -709,27 +732,114 @@ public:
 					scratch_ = std::make_unique<Buf>();
 				scratch_->clear();
 				Printer(*scratch_, opt_)
-					.structure(s.plans().packet_context, 0, it.packet_context.data(), 0, true);
+					.structure(s.plans().packet_context, 0, it.packet_context.data(), 0, true, {});
 				st.packet_text.assign(scratch_->data(), scratch_->size());
 			}
 		}
 		const auto &events = s.plans().events;
 		const auto cls = static_cast<size_t>(it.event - events.data());
-		if (st.names.size() != events.size())
-			st.names.resize(events.size());
-		std::string &name = st.names[cls];
-		if (name.empty()) {
-			const reader::Trace &t = s.trace();
-			if (t.has_hostname) {
-				name += t.hostname;
-				name += ' ';
-			}
-			name += it.event->cls->name;
-			name += ": ";
-		}
-		o_.put(name);
+		if (st.programs.size() != events.size())
+			st.programs.resize(events.size());
+		EventProgram &prog = st.programs[cls];
+		if (!prog.made)
+			program(it, st.packet_shown, prog);
+		o_.put(prog.name);
 		o_.put(st.packet_text);
-		start_line = !st.packet_shown;
+		return prog;
+	}
+
+	// The text of an event class's line after its packet context, made once:
+	// "host name: " before, then each scope shown with the separator before
+	// it. A root struct whose members are one value each (integers, strings,
+	// text, floats) is printed from a list of its shown members with the
+	// text before each ("{ a = ", ", b = "), the others by structure().
+	void program(const reader::Item &it, bool packet_shown, EventProgram &prog)
+	{
+		const reader::Stream &s = *it.stream;
+		const reader::Trace &t = s.trace();
+		if (t.has_hostname) {
+			prog.name += t.hostname;
+			prog.name += ' ';
+		}
+		prog.name += it.event->cls->name;
+		prog.name += ": ";
+		bool start_line = !packet_shown;
+		const struct {
+			const Plan *plan;
+			std::span<const Value> reader::Item::*values;
+		} scopes[] = {{&s.plans().event_context, &reader::Item::stream_context},
+		              {&it.event->context, &reader::Item::context},
+		              {&it.event->fields, &reader::Item::fields}};
+		std::string pending; // text not yet given to a piece
+		for (const auto &sc : scopes) {
+			const Plan &plan = *sc.plan;
+			if (!scope_shows(plan))
+				continue;
+			if (!start_line)
+				pending += ", ";
+			start_line = false;
+			ScopeProgram &sp = prog.scopes.emplace_back();
+			sp.plan = &plan;
+			sp.values = sc.values;
+			const Op &root = plan.ops[0];
+			sp.direct = root.next == root.count + 1; // members of one op each
+			for (uint32_t k = 0; sp.direct && k < root.count; ++k)
+				sp.direct = plan.ops[1 + k].kind <= OpKind::text_sequence;
+			if (!sp.direct) {
+				sp.before = std::move(pending);
+				pending.clear();
+				continue;
+			}
+			pending += '{';
+			bool first = true;
+			for (uint32_t k = 0; k < root.count; ++k) {
+				const Op &m = plan.ops[1 + k];
+				const std::string_view name = shown_name(*m.name);
+				if (!m.shown || !wanted(name))
+					continue;
+				pending += first ? " " : ", ";
+				pending += name;
+				pending += " = ";
+				first = false;
+				const bool udec = m.kind <= OpKind::u64 &&
+				                  m.type->kind != reader::TypeKind::enumeration &&
+				                  m.type->base == reader::Base::dec;
+				sp.pieces.push_back({std::move(pending), 1 + k,
+				                     udec                       ? Piece::udec
+				                     : m.kind == OpKind::string ? Piece::string
+				                                                : Piece::other});
+				pending.clear();
+			}
+			sp.end = std::move(pending) + " }"; // "{" too when no member is shown
+			pending.clear();
+		}
+		// the line's end joins the last scope's text when it is direct
+		const bool joined = !prog.scopes.empty() && prog.scopes.back().direct;
+		if (joined)
+			prog.scopes.back().end.push_back('\n');
+		prog.end.assign(joined ? 0 : 1, '\n');
+		prog.made = true;
+	}
+
+	// A direct scope's program over its values.
+	void run(const ScopeProgram &sp, const Value *values)
+	{
+		for (const Piece &p : sp.pieces) {
+			o_.put(p.before);
+			const Value &v = values[p.value];
+			switch (p.kind) {
+			case Piece::udec:
+				append_u64(o_, v.u);
+				break;
+			case Piece::string:
+				append_escaped(o_, v.s, v.n);
+				break;
+			case Piece::other:
+				field(*sp.plan, p.value, values, p.value);
+				break;
+			}
+		}
+		o_.put(sp.end);
 	}
 
 	void discarded(const reader::Item &it, FILE *err)
@@ -787,7 +897,7 @@ private:
 		const reader::PacketEntry *packet = nullptr;
 		bool packet_shown = false;
 		std::string packet_text;
-		std::vector<std::string> names; // "host name: " by index in the stream class's events
+		std::vector<EventProgram> programs; // by index in the stream class's events
 	};
 	Buf &o_;
 	const ViewOptions &opt_;

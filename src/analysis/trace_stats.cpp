@@ -42,7 +42,46 @@ struct ClassInfo {
 	FieldRef next_tid; // sched_switch
 };
 
+// A map's entry for a key, the last key's found again without a lookup
+// (events come in runs of one CPU, one process). The map only grows.
+template <class Map>
+class LastEntry {
+public:
+	explicit LastEntry(Map &map) : map_(map) {}
+	typename Map::mapped_type &operator[](const typename Map::key_type &key)
+	{
+		if (!last_ || key != key_) {
+			last_ = &map_[key];
+			key_ = key;
+		}
+		return *last_;
+	}
+
+private:
+	Map &map_;
+	typename Map::key_type key_{};
+	typename Map::mapped_type *last_ = nullptr;
+};
+
+bool is_kernel(const reader::TraceClass &tc)
+{
+	const auto *domain = tc.env_value("domain");
+	return domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
+}
+
+// An event class whose payload tells which task runs or exists.
+bool is_task_event(const reader::TraceClass &tc, const std::string &name)
+{
+	return is_kernel(tc) &&
+	       (name == "sched_switch" || name == "sched_process_fork" || name == "lttng_statedump_process_state");
+}
+
 } // namespace
+
+bool stats_reads_fields(const reader::Trace &trace, const reader::EventClass &cls)
+{
+	return is_task_event(trace.cls, cls.name);
+}
 
 Report trace_stats(EventWalk &walk)
 {
@@ -52,6 +91,12 @@ Report trace_stats(EventWalk &walk)
 	std::unordered_map<int64_t, std::string> process_names;
 	std::map<std::pair<std::string, std::string>, Loss> losses; // (trace, stream file)
 	std::unordered_map<int64_t, int64_t> running;               // kernel: CPU -> tid
+	std::optional<int64_t> running_pid;                         // the process of running[running_pid_cpu]
+	int64_t running_pid_cpu = 0;
+	bool running_pid_known = false;
+	LastEntry cpu_count(cpus);
+	LastEntry process_count(processes);
+	LastEntry process_name(process_names);
 	TaskTable tasks;
 	ClassCache<ClassInfo> cache;
 	Count total;
@@ -75,11 +120,8 @@ Report trace_stats(EventWalk &walk)
 				ci.env_pid = std::get<int64_t>(*v);
 			if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
 				ci.env_procname = std::get<std::string>(*v);
-			const auto *domain = tc.env_value("domain");
-			ci.kernel = domain && std::holds_alternative<std::string>(*domain) &&
-			            std::get<std::string>(*domain) == "kernel";
-			if (ci.kernel && (name == "sched_switch" || name == "sched_process_fork" ||
-			                  name == "lttng_statedump_process_state")) {
+			ci.kernel = is_kernel(tc);
+			if (is_task_event(tc, name)) {
 				ci.kind = ClassInfo::task_event;
 				ci.next_tid = find_field(*it, "next_tid");
 				ci.pid = {}; // fields of another task
@@ -90,23 +132,33 @@ Report trace_stats(EventWalk &walk)
 		c.name->add(*it);
 		const auto cpu = int_field(*it, c.cpu);
 		if (cpu)
-			cpus[*cpu].add(*it);
+			cpu_count[*cpu].add(*it);
 		// the process
 		std::optional<int64_t> pid = int_field(*it, c.pid);
 		if (!pid && c.env_pid)
 			pid = c.env_pid;
 		if (!pid && c.kernel && cpu) {
-			if (const auto r = running.find(*cpu); r != running.end())
-				pid = tasks.pid(r->second).value_or(r->second);
+			// the process of the task running on the CPU, found again only
+			// after a task event (which may change either) or on another CPU
+			if (!running_pid_known || *cpu != running_pid_cpu) {
+				running_pid.reset();
+				if (const auto r = running.find(*cpu); r != running.end())
+					running_pid = tasks.pid(r->second).value_or(r->second);
+				running_pid_cpu = *cpu;
+				running_pid_known = true;
+			}
+			pid = running_pid;
 		}
 		if (pid) {
-			processes[*pid].add(*it);
-			if (const auto n = text_field(*it, c.procname); !n.empty())
-				process_names[*pid] = n;
-			else if (!c.env_procname.empty())
+			process_count[*pid].add(*it);
+			if (const auto n = text_field(*it, c.procname); !n.empty()) {
+				if (std::string &name = process_name[*pid]; name != n)
+					name = n;
+			} else if (!c.env_procname.empty())
 				process_names.try_emplace(*pid, c.env_procname);
 		}
 		if (c.kind == ClassInfo::task_event) {
+			running_pid_known = false;
 			tasks.observe(*it);
 			if (const auto next = int_field(*it, c.next_tid); next && cpu) {
 				if (*next)

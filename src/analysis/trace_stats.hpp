@@ -16,4 +16,9 @@ namespace tracery::analysis {
 // Reads every item of the walk. Throws ctf::reader::ReadError.
 Report trace_stats(EventWalk &walk);
 
+// The event classes whose payloads trace_stats reads (a kernel trace's
+// sched_switch, sched_process_fork and state dump): the walk need decode no
+// other's (EventWalk walk(inputs, "stats", stats_reads_fields)).
+bool stats_reads_fields(const ctf::reader::Trace &trace, const ctf::reader::EventClass &cls);
+
 } // namespace tracery::analysis

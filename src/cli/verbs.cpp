@@ -606,7 +606,7 @@ analysis::sql::OutputFormat query_format(const Args &a)
 
 int verb_stats(const Args &a)
 {
-	analysis::EventWalk walk(trace_inputs(a), "stats");
+	analysis::EventWalk walk(trace_inputs(a), "stats", analysis::stats_reads_fields);
 	return print_report(analysis::trace_stats(walk), a.json);
 }
 

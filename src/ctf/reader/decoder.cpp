@@ -24,6 +24,27 @@ constexpr const char *kScopePrefix[kScopes] = {"trace.packet.header.", "stream.p
                                                "stream.event.header.", "stream.event.context.",
                                                "event.context.",       "event.fields."};
 
+// bits += the padding to a multiple of align, then more; false on overflow.
+bool add_aligned(uint64_t &bits, uint32_t align, uint64_t more)
+{
+	const uint64_t a = align;
+	if (bits > UINT64_MAX - (a - 1))
+		return false;
+	bits = (bits + a - 1) & ~(a - 1);
+	return !__builtin_add_overflow(bits, more, &bits);
+}
+// The bits of n elements e (skip ops) from a position aligned on e.align;
+// false on overflow.
+bool elements_bits(const Op &e, uint64_t n, uint64_t &bits)
+{
+	bits = 0;
+	if (n == 0)
+		return true;
+	uint64_t stride = e.bits;
+	return add_aligned(stride, e.align, 0) && !__builtin_mul_overflow(stride, n - 1, &bits) &&
+	       !__builtin_add_overflow(bits, e.bits, &bits);
+}
+
 struct OpRef {
 	Plan *plan;
 	uint32_t index;
@@ -68,6 +89,16 @@ public:
 			out_.streams_.push_back(std::move(sp));
 		}
 		out_.regs_ = regs_;
+		// (registers are given until the last scope names a field of an earlier one)
+		size_up(out_.packet_header_);
+		for (auto &sp : out_.streams_) {
+			for (Plan *p : {&sp->packet_context, &sp->event_header, &sp->event_context})
+				size_up(*p);
+			for (TracePlans::EventPlans &e : sp->events) {
+				size_up(e.context);
+				size_up(e.fields);
+			}
+		}
 	}
 
 private:
@@ -118,6 +149,65 @@ private:
 		where_.pop_back();
 		paths_.assign(1, "");
 		emit(plan, *root, nullptr, "", true, 0);
+	}
+
+	// Op::values, skip and bits of every op, children before their parents.
+	static void size_up(Plan &plan)
+	{
+		for (size_t i = plan.ops.size(); i-- > 0;) {
+			Op &op = plan.ops[i];
+			op.values = 1;
+			op.skip = false;
+			op.bits = 0;
+			switch (op.kind) {
+			case OpKind::u8:
+			case OpKind::u16:
+			case OpKind::u32:
+			case OpKind::u64:
+			case OpKind::integer:
+			case OpKind::float32:
+			case OpKind::float64:
+				op.skip = op.reg < 0 && op.role == Role::none;
+				op.bits = op.size;
+				break;
+			case OpKind::text_array:
+				op.skip = true;
+				op.bits = uint64_t{op.count} * 8;
+				break;
+			case OpKind::string:
+			case OpKind::text_sequence:
+				break;
+			case OpKind::structure: {
+				op.skip = true;
+				uint32_t c = static_cast<uint32_t>(i) + 1;
+				for (uint32_t k = 0; k < op.count; ++k) {
+					const Op &m = plan.ops[c];
+					op.values = op.values && m.values && op.values + m.values <= kMaxValuesPerScope
+					                    ? op.values + m.values
+					                    : 0;
+					op.skip = op.skip && op.values && m.skip && m.align <= op.align &&
+					          add_aligned(op.bits, m.align, m.bits);
+					c = m.next;
+				}
+				break;
+			}
+			case OpKind::array: {
+				const Op &e = plan.ops[i + 1];
+				uint64_t all = 0;
+				op.values = e.values && !__builtin_mul_overflow(e.values, uint64_t{op.count}, &all) &&
+				                            all < kMaxValuesPerScope
+				                    ? 1 + all
+				                    : 0;
+				op.skip = op.values && e.skip && e.align <= op.align &&
+				          elements_bits(e, op.count, op.bits);
+				break;
+			}
+			case OpKind::sequence:
+			case OpKind::variant:
+				op.values = 0;
+				break;
+			}
+		}
 	}
 
 	// The ops of LTTng's compact event header (see Plan::compact_header).
@@ -405,12 +495,8 @@ const TracePlans::StreamPlans *TracePlans::stream(uint64_t id) const
 	return nullptr;
 }
 
-const TracePlans::EventPlans *TracePlans::StreamPlans::event(uint64_t id) const
+const TracePlans::EventPlans *TracePlans::StreamPlans::sparse_event(uint64_t id) const
 {
-	if (id < event_index.size()) {
-		const uint32_t i = event_index[id];
-		return i ? &events[i - 1] : nullptr;
-	}
 	for (const auto &[eid, i] : sparse)
 		if (eid == id)
 			return &events[i - 1];
@@ -613,9 +699,39 @@ private:
 		return n;
 	}
 
+	// Without values: n elements e (after the alignment) stepped over when
+	// they are skip ops and fit.
+	bool stepped_elements(const Op &e, uint64_t n)
+	{
+		uint64_t bits = 0, values = 0;
+		if (!e.skip || __builtin_mul_overflow(e.values, n, &values) || values > kMaxValuesPerScope - count_ ||
+		    !elements_bits(e, n, bits) || bits > end_ - pos_)
+			return false;
+		pos_ += bits;
+		count_ += values;
+		return true;
+	}
+
+	// Without values: a skip op stepped over when it fits (else its ops say
+	// what is wrong).
+	bool stepped(const Op &op)
+	{
+		if (!op.skip || op.values > kMaxValuesPerScope - count_)
+			return false;
+		align(op.align);
+		if (op.bits > end_ - pos_)
+			return false;
+		pos_ += op.bits;
+		count_ += op.values;
+		return true;
+	}
+
 	uint32_t run_op(uint32_t i)
 	{
 		const Op &op = plan_.ops[i];
+		if constexpr (!kStore)
+			if (stepped(op))
+				return op.next;
 		switch (op.kind) {
 		case OpKind::u8:
 		case OpKind::u16:
@@ -677,11 +793,13 @@ private:
 			if (n > (end_ - pos_) / 8)
 				fail("text " + field_name(op) + " of " + std::to_string(n) +
 				     " bytes runs past the end of the packet's content");
-			const uint8_t *p = base_ + (pos_ >> 3);
-			const void *nul = std::memchr(p, 0, static_cast<size_t>(n));
-			Value v;
-			v.s = reinterpret_cast<const char *>(p);
-			v.n = nul ? static_cast<uint64_t>(static_cast<const uint8_t *>(nul) - p) : n;
+			Value v{};
+			if constexpr (kStore) {
+				const uint8_t *p = base_ + (pos_ >> 3);
+				const void *nul = std::memchr(p, 0, static_cast<size_t>(n));
+				v.s = reinterpret_cast<const char *>(p);
+				v.n = nul ? static_cast<uint64_t>(static_cast<const uint8_t *>(nul) - p) : n;
+			}
 			push(v);
 			pos_ += n * 8;
 			return i + 1;
@@ -713,6 +831,9 @@ private:
 			v.u = 0;
 			v.n = n;
 			push(v);
+			if constexpr (!kStore)
+				if (stepped_elements(plan_.ops[i + 1], n))
+					return op.next;
 			for (uint64_t k = 0; k < n; ++k)
 				run_op(i + 1);
 			return op.next;
@@ -758,79 +879,53 @@ private:
 
 namespace {
 
-// The compact event header without its ops; false when the bits left do
-// not hold it (the ops then say what is wrong).
-bool compact_header(const Plan &plan, const uint8_t *base, uint64_t &pos, uint64_t end, DecodeState &st)
-{
-	const uint64_t p = (pos + 7) & ~uint64_t{7};
-	if (p > end || end - p < 32)
-		return false;
-	const auto w = static_cast<uint32_t>(load_le_bytes(base + (p >> 3), 4));
-	const uint32_t tag = w & 31;
-	if (plan.ops[1].reg >= 0)
-		st.regs[static_cast<size_t>(plan.ops[1].reg)] = tag;
-	st.has_event_id = true;
-	if (tag != 31) {
-		st.event_id = tag;
-		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
-		const uint64_t ts = w >> 5;
-		uint64_t c = (st.clock & ~kMask) | ts;
-		if (ts < (st.clock & kMask))
-			c += uint64_t{1} << 27;
-		st.clock = c;
-		pos = p + 32;
-		return true;
-	}
-	// extended: the struct after the tag is aligned on a byte
-	if (end - p < 104)
-		return false;
-	st.event_id = load_le_bytes(base + (p >> 3) + 1, 4);
-	st.clock = load_le_bytes(base + (p >> 3) + 5, 8);
-	pos = p + 104;
-	return true;
-}
-
-} // namespace
-
-namespace {
-
-// A plain root struct (Op::plain): its values stored without running ops;
-// false when a field does not fit (the ops then say what is wrong).
-bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_t bit_end, std::vector<Value> &values)
+// A plain root struct (Op::plain): its values stored (when values is not
+// null) without running ops; false when a field does not fit (the ops then
+// say what is wrong).
+bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_t bit_end, std::vector<Value> *values)
 {
 	const Op &root = plan.ops[0];
 	const uint64_t a = root.align;
 	uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
 	if (pos > bit_end)
 		return false;
-	const size_t at = values.size();
-	values.resize(at + 1 + root.count);
-	Value *v = values.data() + at;
-	v[0].u = 0;
-	v[0].n = root.count;
+	const size_t at = values ? values->size() : 0;
+	const auto store = [&](uint64_t u, uint64_t n) { // (pushed: resize() would zero them first)
+		Value v;
+		v.u = u;
+		v.n = n;
+		values->push_back(v);
+	};
+	if (values)
+		store(0, root.count);
+	const auto fail = [&] {
+		if (values)
+			values->resize(at);
+		return false;
+	};
 	for (uint32_t k = 0; k < root.count; ++k) {
 		const Op &m = plan.ops[1 + k];
 		const uint64_t ma = m.align;
 		pos = (pos + ma - 1) & ~(ma - 1);
-		if (pos > bit_end || m.size > bit_end - pos) {
-			values.resize(at);
-			return false;
-		}
+		if (pos > bit_end || m.size > bit_end - pos)
+			return fail();
 		const uint8_t *p = base + (pos >> 3);
 		if (m.kind == OpKind::string) {
 			const size_t len = string_length(p, static_cast<size_t>((bit_end - pos) >> 3));
-			if (len == SIZE_MAX) {
-				values.resize(at);
-				return false;
+			if (len == SIZE_MAX)
+				return fail();
+			if (values) {
+				Value v;
+				v.s = reinterpret_cast<const char *>(p);
+				v.n = len;
+				values->push_back(v);
 			}
-			v[1 + k].s = reinterpret_cast<const char *>(p);
-			v[1 + k].n = len;
 			pos += (len + 1) * 8;
 			continue;
 		}
 		pos += m.size;
-		v[1 + k].u = load_uint(m.kind, p);
-		v[1 + k].n = 0;
+		if (values)
+			store(load_uint(m.kind, p), 0);
 	}
 	bit_pos = pos;
 	return true;
@@ -838,19 +933,12 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 
 } // namespace
 
-uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
-                  std::vector<Value> *values)
+uint64_t detail::run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                         std::vector<Value> *values)
 {
-	if (plan.empty())
-		return bit_pos;
-	if (values && plan.ops[0].plain) {
+	if (plan.ops[0].plain) {
 		uint64_t pos = bit_pos;
-		if (run_plain(plan, base, pos, bit_end, *values))
-			return pos;
-	}
-	if (!values && plan.compact_header) {
-		uint64_t pos = bit_pos;
-		if (compact_header(plan, base, pos, bit_end, st))
+		if (run_plain(plan, base, pos, bit_end, values))
 			return pos;
 	}
 	if (values)

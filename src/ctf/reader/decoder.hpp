@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -102,6 +103,14 @@ struct Op {
 	uint32_t count = 0;     // struct: members; array / text array: length; variant: options
 	uint32_t table = 0;     // variant: index of its selector in Plan::selectors
 	uint64_t elem_bits = 0; // array/sequence: bits of one element when fixed and aligned, else 0
+	// The values the subtree always takes (0: it depends on the data: a
+	// sequence or variant in it, or more than kMaxValuesPerScope).
+	uint64_t values = 0;
+	// Stepped over by its size when its values are not wanted: its size is
+	// fixed (`bits` from a position aligned on `align`: every alignment
+	// inside it divides `align`) and it writes no register and has no role.
+	bool skip = false;
+	uint64_t bits = 0;
 	const FieldType *type = nullptr;
 	const std::string *name = nullptr; // member name, null for elements and roots
 };
@@ -170,7 +179,15 @@ public:
 		std::vector<uint32_t> event_index; // id -> index in events + 1 (0: none), ids < kDenseIds
 		std::vector<std::pair<uint64_t, uint32_t>> sparse; // other ids
 		const Clock *clock = nullptr;                      // the default clock, if any
-		const EventPlans *event(uint64_t id) const;
+		const EventPlans *event(uint64_t id) const
+		{
+			if (id < event_index.size()) {
+				const uint32_t i = event_index[id];
+				return i ? &events[i - 1] : nullptr;
+			}
+			return sparse_event(id);
+		}
+		const EventPlans *sparse_event(uint64_t id) const;
 	};
 
 	// Throws std::runtime_error naming the field when a path does not resolve
@@ -190,10 +207,80 @@ private:
 	friend class PlanCompiler;
 };
 
+namespace detail {
+
+// run_plan's paths that run ops, or a plain struct's loop: out of line.
+uint64_t run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                 std::vector<Value> *values);
+
+// The compact event header without its ops; false when the bits left do
+// not hold it (the ops then say what is wrong).
+inline bool compact_header(const Plan &plan, const uint8_t *base, uint64_t &pos, uint64_t end, DecodeState &st)
+{
+	const uint64_t p = (pos + 7) & ~uint64_t{7};
+	if (p > end || end - p < 32)
+		return false;
+	uint32_t w;
+	std::memcpy(&w, base + (p >> 3), 4); // little-endian host
+	const uint32_t tag = w & 31;
+	if (plan.ops[1].reg >= 0)
+		st.regs[static_cast<size_t>(plan.ops[1].reg)] = tag;
+	st.has_event_id = true;
+	if (tag != 31) {
+		st.event_id = tag;
+		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+		const uint64_t ts = w >> 5;
+		uint64_t c = (st.clock & ~kMask) | ts;
+		if (ts < (st.clock & kMask))
+			c += uint64_t{1} << 27;
+		st.clock = c;
+		pos = p + 32;
+		return true;
+	}
+	// extended: the struct after the tag is aligned on a byte
+	if (end - p < 104)
+		return false;
+	uint32_t id;
+	std::memcpy(&id, base + (p >> 3) + 1, 4);
+	st.event_id = id;
+	std::memcpy(&st.clock, base + (p >> 3) + 5, 8);
+	pos = p + 104;
+	return true;
+}
+
+} // namespace detail
+
 // Runs plan over bits [bit_pos, bit_end) of base; appends values (if
 // non-null) and returns the bit position after the scope. Throws DecodeError.
-uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
-                  std::vector<Value> *values);
+// Without values, what has no effect on the state is stepped over: fixed-size
+// subtrees (Op::skip) by their size, sequences of them by length times size,
+// strings by their NUL, text without looking for its NUL; every bound is
+// checked as when decoding, and a damaged scope throws the same error at the
+// same offset (the ops are run where a step would not fit).
+// Inline: what needs no ops (an empty scope, a fixed-size scope stepped
+// over, the compact event header).
+inline uint64_t run_plan(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                         std::vector<Value> *values)
+{
+	if (plan.ops.empty())
+		return bit_pos;
+	if (!values) {
+		const Op &root = plan.ops[0];
+		if (root.skip && root.values <= kMaxValuesPerScope) {
+			// a fixed-size scope (the payload of most event classes): one step
+			const uint64_t a = root.align;
+			const uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
+			if (pos <= bit_end && root.bits <= bit_end - pos)
+				return pos + root.bits;
+		}
+		if (plan.compact_header) {
+			uint64_t pos = bit_pos;
+			if (detail::compact_header(plan, base, pos, bit_end, st))
+				return pos;
+		}
+	}
+	return detail::run_ops(plan, base, bit_pos, bit_end, st, values);
+}
 
 // Labels of an enumeration type that contain the value (raw bits for
 // unsigned containers), in the metadata's order.

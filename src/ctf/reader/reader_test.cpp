@@ -1,10 +1,12 @@
 // ctf/reader/reader_test.cpp — the TSDL parser (constructs, errors with line
 // and offset), decode plans on handcrafted bytes (bit fields in both byte
 // orders, variants, sequences, text arrays, the flat-struct and compact
-// header shortcuts against the generic ops), and the bounds that make a
-// damaged packet an error at its offset.
+// header shortcuts against the generic ops), the bounds that make a
+// damaged packet an error at its offset, and the skipping mode (payloads
+// stepped over without values) against decoding, cut at every bit.
 #include "ctf/reader/decoder.hpp"
 #include "ctf/reader/read_error.hpp"
+#include "ctf/reader/test_bytes.hpp"
 #include "ctf/reader/tsdl_parser.hpp"
 
 #include <gtest/gtest.h>
@@ -329,6 +331,134 @@ event { name = "e"; id = 0; stream_id = 0; fields := struct { uint8_t x; }; };
 	// cut short: the same errors
 	both({31, 0x34, 0x12, 0, 0, 1, 2}, 0, 0);
 	both({1, 2}, 0, 0);
+}
+
+// The event fields of one class run over bytes cut at every bit, with values
+// and without (the skipping mode): the same end, clock and registers, or the
+// same error at the same offset. Returns what the whole bytes give.
+std::string expect_skipping_as_decoding(const std::string &fields, const std::vector<uint8_t> &bytes)
+{
+	const TraceClass tc = parse_tsdl(with_order(
+		"le", "stream { id = 0; };\nevent { name = \"e\"; id = 0; fields := struct { " + fields + " }; };"));
+	const TracePlans plans(tc);
+	const Plan &plan = plans.stream(0)->event(0)->fields;
+	const auto run = [&](uint64_t end, bool values) {
+		DecodeState st;
+		st.regs.assign(plans.registers(), 0);
+		st.clock = 0x5000;
+		std::vector<Value> v;
+		std::string r;
+		try {
+			const uint64_t pos = run_plan(plan, bytes.data(), 0, end, st, values ? &v : nullptr);
+			r = "end " + std::to_string(pos) + ", clock " + std::to_string(st.clock);
+			for (uint64_t x : st.regs)
+				r += ", " + std::to_string(x);
+		} catch (const DecodeError &e) {
+			r = "error at " + std::to_string(e.bit_offset()) + ": " + e.what();
+		}
+		return r;
+	};
+	const uint64_t bits = bytes.size() * 8;
+	for (uint64_t end = 0; end < bits; ++end) {
+		const std::string decoded = run(end, true);
+		EXPECT_EQ(run(end, false), decoded) << "cut at bit " << end;
+		EXPECT_EQ(decoded.rfind("error at ", 0), 0u) << "cut at bit " << end;
+	}
+	const std::string whole = run(bits, true);
+	EXPECT_EQ(run(bits, false), whole);
+	return whole;
+}
+
+TEST(Decoder, SkippingStepsAsDecoding)
+{
+	const std::string every =
+		"integer { size = 3; align = 1; signed = true; byte_order = be; } b3; "
+		"integer { size = 13; align = 1; signed = false; } b13; "
+		"integer { size = 32; align = 8; signed = false; map = clock.c.value; } t; "
+		"enum : uint8_t { A = 0, B = 1 } e; "
+		"variant <e> { string A; integer { size = 16; align = 8; signed = false; } B; } v; "
+		"uint8_t n; "
+		"struct { integer { size = 16; align = 8; signed = false; } k; uint8_t j; } align(32) "
+		"fixed[n]; "
+		"integer { size = 8; align = 8; signed = false; encoding = UTF8; } txt[n]; "
+		"string words[2]; struct { } none[3]; "
+		"floating_point { exp_dig = 11; mant_dig = 53; align = 64; } d; uint8_t m[2][3]; "
+		"integer { size = 8; align = 8; signed = false; encoding = UTF8; } name[4]; string last;";
+	const auto bytes = [](uint8_t option) {
+		TestBytes b;
+		b.put<uint8_t>(0xA5).put<uint8_t>(0x3C).put<uint32_t>(0x10).put<uint8_t>(option);
+		if (option == 0)
+			b.str("hi");
+		else
+			b.put<uint16_t>(0x0102);
+		b.put<uint8_t>(2);
+		b.put<uint16_t>(7, 4).put<uint8_t>(8).put<uint16_t>(9, 4).put<uint8_t>(10);
+		b.raw("ok").str("a").str("bc").put<double>(1.5, 8).raw("123456").raw("abcd");
+		b.str("z");
+		return b.b;
+	};
+	// to the end; t moved the clock (0x5000 → 0x10 after a wrap of its 32 bits); registers: e, n
+	ASSERT_EQ(bytes(0).size(), 52u);
+	EXPECT_EQ(expect_skipping_as_decoding(every, bytes(0)), "end 416, clock 4294967312, 0, 2");
+	ASSERT_EQ(bytes(1).size(), 52u);
+	EXPECT_EQ(expect_skipping_as_decoding(every, bytes(1)), "end 416, clock 4294967312, 1, 2");
+
+	// what is stepped over by its size, and what is not
+	const TraceClass tc = parse_tsdl(with_order(
+		"le", "stream { id = 0; };\nevent { name = \"e\"; id = 0; fields := struct { " + every + " }; };"));
+	const TracePlans plans(tc);
+	const Plan &p = plans.stream(0)->event(0)->fields;
+	const auto op = [&](const char *name) -> const Op & {
+		for (const Op &o : p.ops)
+			if (o.name && *o.name == name)
+				return o;
+		throw std::runtime_error(name);
+	};
+	EXPECT_FALSE(p.ops[0].skip); // strings, a sequence, a variant
+	EXPECT_EQ(p.ops[0].values, 0u);
+	EXPECT_TRUE(op("b3").skip);
+	EXPECT_FALSE(op("t").skip); // mapped to the clock: it moves the clock
+	EXPECT_FALSE(op("e").skip); // the variant's tag: a register
+	EXPECT_FALSE(op("n").skip); // the sequences' length
+	EXPECT_TRUE(op("m").skip);
+	EXPECT_EQ(op("m").bits, 48u);
+	EXPECT_EQ(op("m").values, 9u); // the array, 2 arrays, 6 integers
+	EXPECT_TRUE(op("none").skip);
+	EXPECT_EQ(op("none").bits, 0u);
+	EXPECT_TRUE(op("name").skip);
+	EXPECT_EQ(op("name").bits, 32u);
+	const Op &element = p.ops[op("fixed").next - 3]; // the struct of k and j
+	EXPECT_TRUE(element.skip);
+	EXPECT_EQ(element.bits, 24u); // stepped by 32 (its alignment) in the sequence
+	EXPECT_EQ(element.values, 3u);
+}
+
+TEST(Decoder, SkippingAFixedSizeScopeInOneStep)
+{
+	const std::string fixed = "uint8_t a; integer { size = 3; align = 1; signed = false; } b; unsigned long c; "
+				  "uint8_t m[2][3]; floating_point { exp_dig = 8; mant_dig = 24; align = 32; } f;";
+	const TraceClass tc = parse_tsdl(with_order(
+		"le", "stream { id = 0; };\nevent { name = \"e\"; id = 0; fields := struct { " + fixed + " }; };"));
+	const TracePlans plans(tc);
+	const Op &root = plans.stream(0)->event(0)->fields.ops[0];
+	EXPECT_TRUE(root.skip);
+	EXPECT_EQ(root.align, 32u);
+	EXPECT_EQ(root.bits, 160u);  // a, b, padding to c at 16, c, m to 128, f
+	EXPECT_EQ(root.values, 14u); // the struct, a, b, c, m (9), f
+	TestBytes b;
+	b.put<uint8_t>(1).put<uint8_t>(5).put<uint64_t>(3, 1).raw("abcdef").put<float>(2.5f, 4);
+	ASSERT_EQ(b.b.size(), 20u);
+	EXPECT_EQ(expect_skipping_as_decoding(fixed, b.b), "end 160, clock 20480");
+}
+
+TEST(Decoder, SkippingCountsValuesAsDecoding)
+{
+	// 5 M empty structs take no bits but more values than a scope may have:
+	// the same error whether they are stored or stepped over
+	TestBytes b;
+	b.put<uint32_t>(5000000);
+	EXPECT_EQ(expect_skipping_as_decoding("uint32_t n; struct { } none[n];", b.b),
+	          "error at 32: more than 4194304 fields in one scope");
 }
 
 TEST(Plans, PathsThatDoNotResolveAreErrors)

@@ -389,12 +389,22 @@ void TraceSet::decode_event(Stream &s)
 			throw DecodeError(s.pos_, "event id " + std::to_string(id) +
 			                                  " is not in the metadata (stream class " +
 			                                  std::to_string(s.plans_->cls->id) + ")");
-		s.stream_values_.clear();
-		s.context_values_.clear();
-		s.field_values_.clear();
-		pos = run_plan(s.plans_->event_context, base, pos, s.end_, st, &s.stream_values_);
-		pos = run_plan(ep->context, base, pos, s.end_, st, &s.context_values_);
-		pos = run_plan(ep->fields, base, pos, s.end_, st, &s.field_values_);
+		const Stream::ClassStep &step = s.steps_[static_cast<size_t>(ep - s.plans_->events.data())];
+		const uint64_t stepped = (pos + step.align - 1) & ~(step.align - 1);
+		if (step.simple && stepped <= s.end_ && step.bits <= s.end_ - stepped) {
+			pos = stepped + step.bits;
+			it.stream_context = it.context = it.fields = {};
+		} else {
+			s.stream_values_.clear();
+			s.context_values_.clear();
+			s.field_values_.clear();
+			pos = run_plan(s.plans_->event_context, base, pos, s.end_, st, &s.stream_values_);
+			pos = run_plan(ep->context, base, pos, s.end_, st, &s.context_values_);
+			pos = run_plan(ep->fields, base, pos, s.end_, st, step.fields ? &s.field_values_ : nullptr);
+			it.stream_context = s.stream_values_;
+			it.context = s.context_values_;
+			it.fields = s.field_values_;
+		}
 		if (pos == s.pos_)
 			throw DecodeError(s.pos_, "an event of no bits");
 		it.kind = ItemKind::event;
@@ -404,9 +414,6 @@ void TraceSet::decode_event(Stream &s)
 		s.pos_ = pos;
 		it.ns = s.clock_.ns(st.clock);
 		it.packet_context = s.packet_values_;
-		it.stream_context = s.stream_values_;
-		it.context = s.context_values_;
-		it.fields = s.field_values_;
 	} catch (const DecodeError &e) {
 		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8,
 		                std::string(e.what()) + " (in the packet at offset " + std::to_string(p.offset) + ")");
@@ -478,11 +485,16 @@ int cmp(T a, T b)
 
 // babeltrace2's muxer order: time, then trace UUID and name, stream class
 // and stream ids, message type, event class id and name, stream name.
-bool TraceSet::less(const Stream *a, const Stream *b) const
+inline bool TraceSet::less(const Stream *a, const Stream *b) const
+{
+	const int64_t x = a->item_.ns, y = b->item_.ns;
+	return x != y ? x < y : tie_less(a, b);
+}
+
+// less() of items of the same time.
+bool TraceSet::tie_less(const Stream *a, const Stream *b) const
 {
 	const Item &x = a->item_, &y = b->item_;
-	if (x.ns != y.ns)
-		return x.ns < y.ns;
 	int c = 0;
 	const Trace &ta = *a->trace_, &tb = *b->trace_;
 	if (ta.has_uuid != tb.has_uuid)
@@ -556,6 +568,18 @@ void TraceSet::start()
 {
 	heap_.clear();
 	last_ = nullptr;
+	for (auto &s : streams_) {
+		s->steps_.clear();
+		for (const TracePlans::EventPlans &e : s->plans_->events) {
+			Stream::ClassStep &step = s->steps_.emplace_back();
+			step.fields = !fields_wanted_ || fields_wanted_(*s->trace_, *e.cls);
+			const Op *root = e.fields.empty() ? nullptr : &e.fields.ops[0];
+			step.simple = s->plans_->event_context.empty() && e.context.empty() &&
+			              (!root || (!step.fields && root->skip && root->values <= kMaxValuesPerScope));
+			step.align = root && step.simple ? root->align : 1;
+			step.bits = root && step.simple ? root->bits : 0;
+		}
+	}
 	for (auto &s : streams_)
 		if (advance(*s)) {
 			heap_.push_back(s.get());
@@ -566,8 +590,14 @@ void TraceSet::start()
 const Item *TraceSet::next()
 {
 	if (last_) {
-		if (advance(*last_)) {
-			sift_down(0);
+		Stream &s = *last_;
+		// (the common case of advance(): the next event of the same packet)
+		const bool more = s.pos_ < s.end_ && s.packet_ && !s.pending_events_msg_ && !s.pending_packets_msg_
+		                          ? (decode_event(s), true)
+		                          : advance(s);
+		if (more) {
+			if (heap_.size() > 1)
+				sift_down(0);
 		} else {
 			heap_.front() = heap_.back();
 			heap_.pop_back();

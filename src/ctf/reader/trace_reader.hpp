@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -125,6 +126,16 @@ private:
 	bool pending_events_msg_ = false, pending_packets_msg_ = false;
 	size_t order_ = 0; // creation order: the last tie-break
 	std::vector<Value> packet_values_, stream_values_, context_values_, field_values_;
+	// What an event class's scopes after its header take, by index in
+	// plans_->events, made by start(): whether its payload is decoded, and
+	// whether all of them are one step (no event context, of its own or its
+	// stream's, and a payload that is empty or stepped over by its size).
+	struct ClassStep {
+		bool fields = true;
+		bool simple = false;
+		uint64_t align = 1, bits = 0; // simple: the step
+	};
+	std::vector<ClassStep> steps_;
 	Item item_;
 };
 
@@ -147,6 +158,14 @@ public:
 	uint64_t bytes_total() const { return bytes_total_; }
 	uint64_t bytes_done() const { return bytes_done_; }
 
+	// Which event classes' payloads (`fields`) next() decodes: by default
+	// all; after this, only those of the classes `want` accepts (asked once
+	// per class and stream). The others' payloads are stepped over (checked
+	// as strictly: run_plan) and their items have no field values; their
+	// size, time and contexts are the same. Before start().
+	using FieldsWanted = std::function<bool(const Trace &, const EventClass &)>;
+	void decode_fields_of(FieldsWanted want) { fields_wanted_ = std::move(want); }
+
 	// Then: the items of all streams in order. next() returns null at the
 	// end. Throws ReadError.
 	void start();
@@ -157,6 +176,7 @@ private:
 	bool load_packet(Stream &s);
 	void decode_event(Stream &s);
 	bool less(const Stream *a, const Stream *b) const;
+	bool tie_less(const Stream *a, const Stream *b) const;
 	void sift_down(size_t i);
 	void sift_up(size_t i);
 
@@ -166,6 +186,7 @@ private:
 	std::vector<std::string> empty_files_;
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
+	FieldsWanted fields_wanted_;
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
 };
 
