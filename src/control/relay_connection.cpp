@@ -61,10 +61,9 @@ std::string RelayConnection::fail(std::string why)
 	return why;
 }
 
-std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
+std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, base::Fd &out)
 {
-	fd_.reset();
-	in_ = Decoder();
+	out.reset();
 	addrinfo hints{};
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -99,12 +98,18 @@ std::string RelayConnection::connect(const std::string &host, uint16_t port, int
 		::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
 		const int one = 1;
 		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		fd_ = std::move(fd);
+		out = std::move(fd);
 		why.clear();
 		break;
 	}
 	::freeaddrinfo(res);
 	return why;
+}
+
+std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
+{
+	in_ = Decoder();
+	return connect_tcp(host, port, timeout_ms, fd_);
 }
 
 std::string RelayConnection::send_raw(std::span<const uint8_t> bytes)
