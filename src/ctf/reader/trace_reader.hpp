@@ -13,9 +13,19 @@
 //
 // An Item is valid until the next call of next(). Every error names the
 // stream file (or metadata) and the byte offset.
+//
+// Live reading (analysis/live_view.hpp): traces whose metadata comes as
+// text, streams whose packets come one at a time from memory, and the
+// caller merges (each stream's next item with next_of, ordered by before):
+//
+//   Trace &t = set.add_text_trace(tsdl, "relay:metadata", "host/ust/uid/0/64-bit");
+//   Stream &s = set.add_memory_stream(t, "host/ust/uid/0/64-bit/channel0_0");
+//   set.append_packet(s, bytes);                                    // throws ReadError
+//   while (const Item *it = set.next_of(s)) ...                     // null: wants a packet
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -152,6 +162,25 @@ public:
 	void start();
 	const Item *next();
 
+	// Live reading (see the top). A trace from its metadata text (label: what
+	// errors name). Throws ReadError.
+	Trace &add_text_trace(const std::string &metadata, const std::string &label, const std::string &name);
+	// The trace's metadata grown (the whole text): its classes and plans made
+	// again, its streams moved to them (the old ones are kept: items given
+	// stay valid). Throws ReadError.
+	void update_text_trace(Trace &t, const std::string &metadata);
+	// A stream of the trace, empty; its first packet gives its class and id.
+	Stream &add_memory_stream(Trace &t, const std::string &name);
+	// Copies one whole packet to the end of the stream, checked as a stream
+	// file's are (and of the stream's class). Only the packets the stream is
+	// still reading are kept. Throws ReadError.
+	void append_packet(Stream &s, std::span<const uint8_t> packet);
+	// The stream's next item (valid until next_of(s) again), or null when it
+	// has none until another packet comes. Throws ReadError.
+	const Item *next_of(Stream &s);
+	// babeltrace2's order of the current items of two streams.
+	bool before(const Stream &a, const Stream &b) const { return less(&a, &b); }
+
 private:
 	bool advance(Stream &s);
 	bool load_packet(Stream &s);
@@ -167,6 +196,8 @@ private:
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
+	std::vector<std::unique_ptr<TracePlans>> retired_plans_;                // of traces whose metadata grew
+	std::map<std::pair<const Trace *, uint64_t>, uint64_t> next_memory_id_; // ids of streams without one
 };
 
 } // namespace tracery::ctf::reader
