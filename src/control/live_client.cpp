@@ -74,7 +74,8 @@ LiveUrl parse_live_url(const std::string &url)
 		unsigned v = 0;
 		const auto r = std::from_chars(port.data(), port.data() + port.size(), v);
 		if (port.empty() || r.ec != std::errc() || r.ptr != port.data() + port.size() || v == 0 || v > 65535)
-			throw std::invalid_argument(cat("'", url, "': port '", port, "' is not a number from 1 to 65535"));
+			throw std::invalid_argument(
+				cat("'", url, "': port '", port, "' is not a number from 1 to 65535"));
 		u.port = static_cast<uint16_t>(v);
 	}
 	const std::string host_prefix = "/host/";
@@ -130,10 +131,11 @@ void LiveClient::read(uint8_t *p, size_t n, const char *what)
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			throw LiveError(cat("the relay ", peer_, " went away: ",
-			                    got < 0 ? std::string(std::strerror(errno)) : std::string("connection closed"),
-			                    " after ", std::to_string(done), " of the ", std::to_string(n),
-			                    " bytes of its ", what, " reply"));
+			throw LiveError(
+				cat("the relay ", peer_, " went away: ",
+			            got < 0 ? std::string(std::strerror(errno)) : std::string("connection closed"),
+			            " after ", std::to_string(done), " of the ", std::to_string(n), " bytes of its ",
+			            what, " reply"));
 		done += static_cast<size_t>(got);
 	}
 }
@@ -160,7 +162,8 @@ void LiveClient::create_session()
 	send({.cmd = Command::create_session});
 	const std::vector<uint8_t> b = read(4, "CREATE_SESSION");
 	if (const uint32_t st = get_be32(b.data()); st != 1)
-		throw LiveError(cat("the relay refused a viewer session (CREATE_SESSION status ", std::to_string(st), ")"));
+		throw LiveError(
+			cat("the relay refused a viewer session (CREATE_SESSION status ", std::to_string(st), ")"));
 }
 
 std::vector<StreamEntry> LiveClient::attach(uint64_t session, uint32_t seek)
@@ -168,7 +171,8 @@ std::vector<StreamEntry> LiveClient::attach(uint64_t session, uint32_t seek)
 	send({.cmd = Command::attach_session, .id = session, .seek = seek});
 	const StreamsReply r = decode_attach_reply(read(kStatusCountReplySize, "ATTACH_SESSION"));
 	if (r.status != static_cast<uint32_t>(AttachStatus::ok))
-		throw LiveError(cat("cannot attach to the session: ", status_name(static_cast<AttachStatus>(r.status))));
+		throw LiveError(
+			cat("cannot attach to the session: ", status_name(static_cast<AttachStatus>(r.status))));
 	std::vector<StreamEntry> out;
 	for (uint32_t i = 0; i < r.count; i++)
 		out.push_back(decode_stream_entry(read(kStreamEntrySize, "ATTACH_SESSION")));
