@@ -241,6 +241,19 @@ uint32_t flags(Fields &f)
 	return v;
 }
 
+// A status (1 to last; 1 is OK in both lists) and a count of stream
+// entries, which follow an OK status only.
+StreamsReply streams_reply(std::span<const uint8_t> b, const char *what, uint32_t last)
+{
+	Fields f(b, kStatusCountReplySize, what);
+	StreamsReply r;
+	r.status = f.status(last);
+	r.count = f.count();
+	if (r.status != 1)
+		r.count = 0;
+	return r;
+}
+
 } // namespace
 
 ConnectReply decode_connect_reply(std::span<const uint8_t> b)
@@ -278,24 +291,12 @@ SessionEntry decode_session_entry(std::span<const uint8_t> b)
 
 StreamsReply decode_attach_reply(std::span<const uint8_t> b)
 {
-	Fields f(b, kStatusCountReplySize, "ATTACH_SESSION");
-	StreamsReply r;
-	r.status = f.status(static_cast<uint32_t>(AttachStatus::no_session));
-	r.count = f.count();
-	if (r.status != static_cast<uint32_t>(AttachStatus::ok))
-		r.count = 0;
-	return r;
+	return streams_reply(b, "ATTACH_SESSION", static_cast<uint32_t>(AttachStatus::no_session));
 }
 
 StreamsReply decode_new_streams_reply(std::span<const uint8_t> b)
 {
-	Fields f(b, kStatusCountReplySize, "GET_NEW_STREAMS");
-	StreamsReply r;
-	r.status = f.status(static_cast<uint32_t>(NewStreamsStatus::hup));
-	r.count = f.count();
-	if (r.status != static_cast<uint32_t>(NewStreamsStatus::ok))
-		r.count = 0;
-	return r;
+	return streams_reply(b, "GET_NEW_STREAMS", static_cast<uint32_t>(NewStreamsStatus::hup));
 }
 
 StreamEntry decode_stream_entry(std::span<const uint8_t> b)

@@ -599,19 +599,6 @@ const Item *TraceSet::next()
 
 namespace {
 
-// The class of a metadata text (packets or TSDL). Throws ReadError naming label.
-TraceClass parse_metadata_text(const std::string &metadata, const std::string &label)
-{
-	if (metadata.size() > kMaxMetadataSize)
-		throw ReadError(label, metadata.size(), "metadata too large");
-	const std::string text = metadata_text(metadata, label);
-	try {
-		return parse_tsdl(text);
-	} catch (const TsdlError &e) {
-		throw ReadError(label, e.offset(), label + ": metadata " + e.what(), true);
-	}
-}
-
 // A copy of bytes in memory of its own, which a StreamFile unmaps.
 const uint8_t *map_copy(std::span<const uint8_t> bytes, const std::string &label)
 {
@@ -631,14 +618,14 @@ Trace &TraceSet::add_text_trace(const std::string &metadata, const std::string &
 	auto t = std::make_unique<Trace>();
 	t->metadata_path = label;
 	t->name = name;
-	describe(*t, parse_metadata_text(metadata, label));
+	describe(*t, parse_metadata(metadata, label));
 	traces_.push_back(std::move(t));
 	return *traces_.back();
 }
 
 void TraceSet::update_text_trace(Trace &t, const std::string &metadata)
 {
-	TraceClass cls = parse_metadata_text(metadata, t.metadata_path);
+	TraceClass cls = parse_metadata(metadata, t.metadata_path);
 	retired_plans_.push_back(std::move(t.plans));
 	describe(t, std::move(cls));
 	for (const auto &s : streams_) {
