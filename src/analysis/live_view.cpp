@@ -21,6 +21,10 @@ void LiveView::metadata(uint64_t trace, const std::string &text, const std::stri
 {
 	if (const auto it = traces_.find(trace); it != traces_.end()) {
 		set_->update_text_trace(*it->second, text);
+		// The events held refer to the old event classes: decoded again.
+		for (auto &[id, s] : streams_)
+			if (s.head && &s.stream->trace() == it->second)
+				set_->redecode(*s.stream);
 	} else {
 		reader::Trace &t = set_->add_text_trace(text, path + "/metadata", path);
 		// As `tracery view` names the traces of a session's directory.

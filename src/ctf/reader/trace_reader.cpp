@@ -641,6 +641,16 @@ void TraceSet::update_text_trace(Trace &t, const std::string &metadata)
 	}
 }
 
+void TraceSet::redecode(Stream &s)
+{
+	if (s.item_.kind != ItemKind::event || !s.packet_)
+		return;
+	// The stream's clock is the event's own time: a compact timestamp read
+	// again against it gives that time again.
+	s.pos_ -= s.item_.bits;
+	decode_event(s);
+}
+
 Stream &TraceSet::add_memory_stream(Trace &t, const std::string &name)
 {
 	auto s = std::make_unique<Stream>();

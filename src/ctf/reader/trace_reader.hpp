@@ -169,6 +169,10 @@ public:
 	// again, its streams moved to them (the old ones are kept: items given
 	// stay valid). Throws ReadError.
 	void update_text_trace(Trace &t, const std::string &metadata);
+	// After update_text_trace: the event next_of(s) gave last, which the
+	// caller still holds (next_of(s) not called since), decoded again with
+	// the new plans (the same values, its event class now the new plans').
+	void redecode(Stream &s);
 	// A stream of the trace, empty; its first packet gives its class and id.
 	Stream &add_memory_stream(Trace &t, const std::string &name);
 	// Copies one whole packet to the end of the stream, checked as a stream
