@@ -100,6 +100,19 @@ bool LiveView::done() const
 
 bool LiveView::print()
 {
+	try {
+		if (!print_ready())
+			return false;
+	} catch (...) {
+		printer_.flush(); // what was printed before a damaged event
+		throw;
+	}
+	printer_.flush();
+	return true;
+}
+
+bool LiveView::print_ready()
+{
 	while (true) {
 		StreamState *best = nullptr;
 		for (auto &[id, s] : streams_)
@@ -118,7 +131,6 @@ bool LiveView::print()
 			return false;
 		take_next(*best);
 	}
-	printer_.flush();
 	return true;
 }
 

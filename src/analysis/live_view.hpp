@@ -54,7 +54,8 @@ public:
 	// Whether every stream has hung up and every item was printed.
 	bool done() const;
 	// Prints every item that nothing can precede any more, then writes them
-	// out. False once the output is closed (the reader of a pipe went away).
+	// out (also when an event cannot be decoded: then the error is thrown).
+	// False once the output is closed (the reader of a pipe went away).
 	bool print();
 	uint64_t events() const { return printer_.events(); }
 
@@ -68,6 +69,8 @@ private:
 	StreamState &state(uint64_t stream);
 	// After the stream's head was taken: the next one, or the end of its last packet.
 	void take_next(StreamState &s);
+	// print() but the writing out.
+	bool print_ready();
 
 	ItemPrinter printer_;
 	std::unique_ptr<ctf::reader::TraceSet> set_;
