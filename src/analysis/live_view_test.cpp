@@ -14,7 +14,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -79,9 +78,12 @@ public:
 		std::string text(static_cast<size_t>(::lseek(fd_, 0, SEEK_END)), '\0');
 		EXPECT_EQ(::pread(fd_, text.data(), text.size(), 0), static_cast<ssize_t>(text.size()));
 		std::vector<std::string> out;
-		const std::regex line(R"(h (\w+): (\{[^}]*\}))");
-		for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it)
-			out.push_back((*it)[1].str() + " " + (*it)[2].str());
+		for (size_t at = 0; (at = text.find(" h ", at)) != std::string::npos;) {
+			const size_t colon = text.find(": {", at), close = text.find('}', colon);
+			out.push_back(text.substr(at + 3, colon - at - 3) + " " +
+			              text.substr(colon + 2, close - colon - 1));
+			at = close;
+		}
 		return out;
 	}
 
