@@ -20,7 +20,7 @@ LiveView::~LiveView() = default;
 void LiveView::metadata(uint64_t trace, const std::string &text, const std::string &path)
 {
 	if (const auto it = traces_.find(trace); it != traces_.end()) {
-		set_->update_text_trace(*it->second, text);
+		it->second = &set_->update_text_trace(*it->second, text);
 		// The events held refer to the old event classes: decoded again.
 		for (auto &[id, s] : streams_)
 			if (s.head && &s.stream->trace() == it->second)

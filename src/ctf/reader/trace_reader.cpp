@@ -623,22 +623,31 @@ Trace &TraceSet::add_text_trace(const std::string &metadata, const std::string &
 	return *traces_.back();
 }
 
-void TraceSet::update_text_trace(Trace &t, const std::string &metadata)
+Trace &TraceSet::update_text_trace(Trace &old, const std::string &metadata)
 {
-	TraceClass cls = parse_metadata(metadata, t.metadata_path);
-	retired_plans_.push_back(std::move(t.plans));
-	describe(t, std::move(cls));
+	auto t = std::make_unique<Trace>();
+	t->metadata_path = old.metadata_path;
+	t->name = old.name;
+	describe(*t, parse_metadata(metadata, old.metadata_path));
+	for (const auto &s : streams_)
+		if (s->trace_ == &old && s->plans_ && !t->plans->stream(s->plans_->cls->id))
+			throw ReadError(old.metadata_path, 0,
+			                "the metadata no longer declares stream class " +
+			                        std::to_string(s->plans_->cls->id) + ", which " + s->name_ + " has");
 	for (const auto &s : streams_) {
-		if (s->trace_ != &t || !s->plans_)
+		if (s->trace_ != &old)
 			continue;
-		const uint64_t id = s->plans_->cls->id;
-		s->plans_ = t.plans->stream(id);
-		if (!s->plans_)
-			throw ReadError(t.metadata_path, 0,
-			                "the metadata no longer declares stream class " + std::to_string(id) +
-			                        ", which " + s->name_ + " has");
-		s->st_.regs.resize(t.plans->registers(), 0);
+		s->trace_ = t.get();
+		if (s->plans_) {
+			s->plans_ = t->plans->stream(s->plans_->cls->id);
+			s->st_.regs.resize(t->plans->registers(), 0);
+		}
 	}
+	// The old trace's classes and plans stay: the items given refer to them.
+	const auto slot = std::find_if(traces_.begin(), traces_.end(), [&](const auto &p) { return p.get() == &old; });
+	retired_traces_.push_back(std::move(*slot));
+	*slot = std::move(t);
+	return **slot;
 }
 
 void TraceSet::redecode(Stream &s)

@@ -165,10 +165,10 @@ public:
 	// Live reading (see the top). A trace from its metadata text (label: what
 	// errors name). Throws ReadError.
 	Trace &add_text_trace(const std::string &metadata, const std::string &label, const std::string &name);
-	// The trace's metadata grown (the whole text): its classes and plans made
-	// again, its streams moved to them (the old ones are kept: items given
-	// stay valid). Throws ReadError.
-	void update_text_trace(Trace &t, const std::string &metadata);
+	// The trace's metadata grown (the whole text): the trace made again, with
+	// its classes and plans, in its place, and its streams moved to it (the
+	// old one is kept: items given stay valid). Throws ReadError.
+	Trace &update_text_trace(Trace &t, const std::string &metadata);
 	// After update_text_trace: the event next_of(s) gave last, which the
 	// caller still holds (next_of(s) not called since), decoded again with
 	// the new plans (the same values, its event class now the new plans').
@@ -200,7 +200,7 @@ private:
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
-	std::vector<std::unique_ptr<TracePlans>> retired_plans_;                // of traces whose metadata grew
+	std::vector<std::unique_ptr<Trace>> retired_traces_;                    // replaced by update_text_trace
 	std::map<std::pair<const Trace *, uint64_t>, uint64_t> next_memory_id_; // ids of streams without one
 };
 
