@@ -1065,4 +1065,50 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 	return stats;
 }
 
+struct ItemPrinter::Impl {
+	Impl(const ViewOptions &o, int out_fd, FILE *e) : options(o), out(out_fd), printer(out.buf(), options), err(e)
+	{
+		if (!options.filter.empty())
+			filter.emplace(options.filter);
+	}
+	ViewOptions options;
+	Out out;
+	Printer printer;
+	FILE *err;
+	std::optional<ViewFilter> filter;
+	uint64_t events = 0;
+};
+
+ItemPrinter::ItemPrinter(const ViewOptions &options, int out_fd, FILE *err)
+	: impl_(std::make_unique<Impl>(options, out_fd, err))
+{
+}
+
+ItemPrinter::~ItemPrinter() = default;
+
+void ItemPrinter::bind(const reader::TraceSet &set)
+{
+	if (impl_->filter)
+		impl_->filter->bind(set,
+		                    [&](const std::string &name) { return name_wanted(impl_->options.names, name); });
+}
+
+bool ItemPrinter::print(const reader::Item &it)
+{
+	Impl &m = *impl_;
+	if (it.kind != reader::ItemKind::event) {
+		m.out.flush();
+		m.printer.discarded(it, m.err);
+	} else if (name_wanted(m.options.names, it.event->cls->name) && (!m.filter || m.filter->accepts(it))) {
+		m.printer.event(it);
+		++m.events;
+		m.out.maybe_flush();
+	}
+	return !m.out.closed();
+}
+
+void ItemPrinter::flush() { impl_->out.flush(); }
+
+uint64_t ItemPrinter::events() const { return impl_->events; }
+
 } // namespace tracery::analysis

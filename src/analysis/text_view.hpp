@@ -9,9 +9,15 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace tracery::ctf::reader {
+class TraceSet;
+struct Item;
+} // namespace tracery::ctf::reader
 
 namespace tracery::analysis {
 
@@ -43,6 +49,32 @@ struct ViewStats {
 // Prints the events of the traces to out_fd, the discarded-items warnings to
 // err. Throws ctf::reader::ReadError (file and offset) for a damaged trace.
 ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &options, int out_fd, FILE *err);
+
+// The printer of view_traces for items merged elsewhere (analysis/live_view.hpp):
+// the same lines and warnings, with the same --names, --fields and --filter
+// (not --begin or --end), each line written out by flush().
+class ItemPrinter {
+public:
+	// Throws std::invalid_argument for a bad filter expression.
+	ItemPrinter(const ViewOptions &options, int out_fd, FILE *err);
+	~ItemPrinter();
+	ItemPrinter(const ItemPrinter &) = delete;
+	ItemPrinter &operator=(const ItemPrinter &) = delete;
+
+	// The filter bound again to the event classes of the set (after traces
+	// were added or their metadata grew). Throws std::invalid_argument.
+	void bind(const ctf::reader::TraceSet &set);
+	// Prints the item, if the options keep it (a discarded-items warning:
+	// what was printed is flushed first). False once the output is closed.
+	bool print(const ctf::reader::Item &item);
+	// Writes out what was printed. Throws std::runtime_error if it cannot.
+	void flush();
+	uint64_t events() const;
+
+private:
+	struct Impl;
+	std::unique_ptr<Impl> impl_;
+};
 
 // "2024-05-01 12:00:00.5", "12:00:00.000000001" (local time, on the day of
 // the trace's first event: first_ns), "1714564800.5" (seconds from the

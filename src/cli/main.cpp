@@ -176,6 +176,10 @@ int main(int argc, char **argv)
 	                 "Only events for which EXPR is true, over payload fields and $ctx.vpid, $ctx.vtid, "
 	                 "$ctx.procname, $ctx.cpu_id, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see "
 	                 "docs/filters.md)");
+	view->add_option("--live", a.live_url,
+	                 "Print the events of a live session as they come from a relay: "
+	                 "net://HOST[:PORT]/host/HOSTNAME/SESSION (port 5344 by default), until it ends");
+	view->add_flag("--from-now", a.from_now, "With --live: only what the session sends from now on");
 
 	const char *targets_help = "Session names or trace directories (default: the current session); a directory may "
 				   "hold several traces (ust/, kernel/, snapshots)";

@@ -552,17 +552,24 @@ void view_target(const std::string &target, std::vector<analysis::ViewInput> &in
 
 int verb_view(const Args &a)
 {
-	std::vector<analysis::ViewInput> inputs;
-	if (a.targets.empty())
-		view_target("", inputs);
-	for (const std::string &t : a.targets)
-		view_target(t, inputs);
 	analysis::ViewOptions options;
 	options.begin = a.begin;
 	options.end = a.end;
 	options.names = split_commas(a.names);
 	options.fields = split_commas(a.fields);
 	options.filter = a.filter;
+	if (!a.live_url.empty()) {
+		if (!a.targets.empty() || !a.begin.empty() || !a.end.empty())
+			throw CliError("--live reads a relay's live session: give it no TARGET, --begin or --end");
+		return view_live(a.live_url, a.from_now, options);
+	}
+	if (a.from_now)
+		throw CliError("--from-now goes with --live");
+	std::vector<analysis::ViewInput> inputs;
+	if (a.targets.empty())
+		view_target("", inputs);
+	for (const std::string &t : a.targets)
+		view_target(t, inputs);
 	fflush(stdout);
 	// A reader that goes away (`tracery view | head`) ends the output
 	// quietly: EPIPE instead of the signal.

@@ -64,10 +64,9 @@ std::string RelayConnection::fail(std::string why)
 	return why;
 }
 
-std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
+std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, base::Fd &out)
 {
-	fd_.reset();
-	in_ = Decoder();
+	out.reset();
 	addrinfo hints{};
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -102,14 +101,23 @@ std::string RelayConnection::connect(const std::string &host, uint16_t port, int
 		::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
 		const int one = 1;
 		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		const timeval send_timeout{kSendTimeoutMs / 1000, 0};
-		::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
-		fd_ = std::move(fd);
+		out = std::move(fd);
 		why.clear();
 		break;
 	}
 	::freeaddrinfo(res);
 	return why;
+}
+
+std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
+{
+	in_ = Decoder();
+	if (std::string why = connect_tcp(host, port, timeout_ms, fd_); !why.empty())
+		return why;
+	// A relay that takes nothing for this long fails the send (the sender thread must not hang on it).
+	const timeval send_timeout{kSendTimeoutMs / 1000, 0};
+	::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+	return {};
 }
 
 std::string RelayConnection::send_raw(std::span<const uint8_t> bytes)

@@ -20,6 +20,10 @@
 
 namespace tracery::control::relay {
 
+// A blocking TCP connection to host:port (TCP_NODELAY), trying each address
+// for timeout_ms: "" and out set, or why not (the lttng-live client uses it too).
+std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, base::Fd &out);
+
 class RelayConnection {
 public:
 	static constexpr int kSendTimeoutMs = 5000;

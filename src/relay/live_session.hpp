@@ -8,7 +8,7 @@
 #pragma once
 
 #include "base/fd.hpp"
-#include "relay/live_protocol.hpp"
+#include "control/live_protocol.hpp"
 #include "relay/write_queue.hpp"
 
 #include <cstdint>
@@ -20,6 +20,8 @@
 #include <vector>
 
 namespace tracery::relay {
+
+namespace live = control::live; // the viewer protocol's bytes (shared with `tracery view --live`)
 
 // One packet of a stream as a viewer is told of it.
 struct LiveEntry {

@@ -1,9 +1,9 @@
 // Unit tests of the relay's live side: the viewer protocol's parser and
-// replies (relay/live_protocol.hpp), the stream class read from TSDL, and
+// replies (control/live_protocol.hpp), the stream class read from TSDL, and
 // LiveViewer's answers over a session fed as the writer thread feeds it
 // (relay/live_session.hpp): RETRY, INACTIVE from beacons, OK in order, HUP,
 // a trace dropped and given again, GET_PACKET bounds.
-#include "relay/live_protocol.hpp"
+#include "control/live_protocol.hpp"
 #include "relay/live_session.hpp"
 
 #include "base/test_temp_dir.hpp"

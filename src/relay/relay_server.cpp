@@ -12,8 +12,8 @@
 #include "relay/relay_server.hpp"
 
 #include "base/cat.hpp"
+#include "control/live_protocol.hpp"
 #include "control/relay_protocol.hpp"
-#include "relay/live_protocol.hpp"
 #include "relay/live_session.hpp"
 #include "relay/session_writer.hpp"
 #include "relay/write_queue.hpp"

@@ -7,8 +7,8 @@
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
+#include "control/live_protocol.hpp"
 #include "control/relay_connection.hpp"
-#include "relay/live_protocol.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,6 +28,7 @@ namespace tracery::relay {
 namespace {
 
 namespace cr = control::relay;
+namespace live = control::live;
 using namespace std::chrono_literals;
 
 struct Server {

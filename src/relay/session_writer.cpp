@@ -6,7 +6,7 @@
 #include "relay/session_writer.hpp"
 
 #include "base/cat.hpp"
-#include "relay/live_protocol.hpp"
+#include "control/live_protocol.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,8 +26,8 @@ using base::cat;
 
 std::string errno_text() { return std::strerror(errno); }
 
-using live::put_be32;
-using live::put_be64;
+using control::live::put_be32;
+using control::live::put_be64;
 
 // mkdirat then open: the directory fd, or -1 (errno set). An existing
 // directory is accepted only when exclusive is false.

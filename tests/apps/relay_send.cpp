@@ -8,7 +8,7 @@
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
 //              [--stall-after N]
 //              [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream]
-//               [--second-trace DIR PATH] [--split] [--notices]]
+//               [--second-trace DIR PATH [--together]] [--split] [--notices]]
 // Without --live: the metadata in two appends, then the stream files one
 // after the other, each followed by a BEACON at its last time and CLOSE_STREAM.
 // --vanish-after N: after N packets, sends half of the next one (with
@@ -24,7 +24,9 @@
 // --idle-stream: one more stream, "idle_0", that never has a packet, only
 // beacons. --second-trace DIR PATH: another program's trace (ran later),
 // declared once half the packets of the first are sent (its streams idle
-// until then), its packets after all those of the first. --split: from half
+// until then), its packets after all those of the first; with --together,
+// a program traced at the same time: declared with the first, the packets of
+// both sent in the order of their beginning times. --split: from half
 // way through the first trace's packets, each stream file goes on a new
 // stream (FILE.2), declared three periods after all the first ones closed
 // (programs that exit, then others that start, in one trace; with several
@@ -152,7 +154,7 @@ struct Live {
 	explicit Live(cr::RelayConnection &conn) : c(conn) {}
 	cr::RelayConnection &c;
 	long period_ms = 1000, interval_ms = 10;
-	bool idle_stream = false, split = false;
+	bool idle_stream = false, split = false, together = false;
 	long stall_after = -1;
 	static constexpr uint32_t kIdleId = 1000, kSplitId = 900;
 
@@ -215,6 +217,11 @@ struct Live {
 		declare(c, first);
 		for (uint32_t id : first.ids)
 			open.push_back({id, &first});
+		if (second && together) {
+			declare(c, *second);
+			for (uint32_t id : second->ids)
+				open.push_back({id, second});
+		}
 		if (idle_stream) {
 			check(c.add_stream(kIdleId, first.trace_id, "idle_0"));
 			open.push_back({kIdleId, &first});
@@ -223,7 +230,7 @@ struct Live {
 		std::vector<Packet> order;
 		for (const Source *s : {&first, second})
 			if (s) {
-				const size_t from = order.size();
+				const size_t from = together ? 0 : order.size();
 				for (const auto &ps : s->packets)
 					order.insert(order.end(), ps.begin(), ps.end());
 				std::stable_sort(order.begin() + static_cast<long>(from), order.end(),
@@ -247,7 +254,7 @@ struct Live {
 		if (wait)
 			wait_go(order);
 		for (size_t i = 0; i < order.size(); i++) {
-			if (second && i == first_count / 2) {
+			if (second && !together && i == first_count / 2) {
 				declare(c, *second);
 				for (uint32_t id : second->ids)
 					open.push_back({id, second});
@@ -286,7 +293,7 @@ int main(int argc, char **argv)
 {
 	std::vector<std::string> args;
 	long vanish_after = -1, stall_after = -1, live_ms = 0, interval_ms = 10;
-	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false;
+	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false, together = false;
 	std::string second_dir, second_path;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
@@ -308,6 +315,8 @@ int main(int argc, char **argv)
 			split = true;
 		else if (a == "--notices")
 			notices = true;
+		else if (a == "--together")
+			together = true;
 		else if (a == "--second-trace" && i + 2 < argc) {
 			second_dir = argv[++i];
 			second_path = argv[++i];
@@ -317,7 +326,7 @@ int main(int argc, char **argv)
 	if (args.size() < 5 || args.size() > 6)
 		die("usage: relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame] "
 		    "[--stall-after N] [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream] "
-		    "[--second-trace DIR PATH] [--split] [--notices]]");
+		    "[--second-trace DIR PATH [--together]] [--split] [--notices]]");
 	const std::string trace_path = args.size() == 6 ? args[5] : "ust/uid/1000/64-bit";
 	const Source first = read_source(args[2], 1, trace_path, 1);
 
@@ -347,6 +356,7 @@ int main(int argc, char **argv)
 		live.interval_ms = interval_ms;
 		live.idle_stream = idle_stream;
 		live.split = split;
+		live.together = together;
 		live.stall_after = stall_after;
 		live.run(first, second_dir.empty() ? nullptr : &second, wait);
 		for (const Source *s : {&first, &second})

@@ -138,6 +138,93 @@ bool uuid_bytes(const Plan &plan, const std::vector<Value> &values, uint8_t out[
 	return false;
 }
 
+// Reads the header and context of the packet at data + off (the file or
+// buffer holding size bytes from data) into pe, checked as a reader must:
+// magic, trace UUID, stream class, sizes. Returns the packet's stream class.
+// Throws ReadError naming path and the offset.
+const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &path, const uint8_t *data, uint64_t off,
+                                            uint64_t size, PacketEntry &pe, DecodeState &st,
+                                            std::vector<Value> &scratch)
+{
+	const TracePlans &plans = *t.plans;
+	// Positions are bits from the packet's start (CTF aligns within a packet).
+	pe.offset = off;
+	st.packet = &pe.f;
+	const uint8_t *pkt = data + off;
+	const uint64_t left = (size - off) * 8;
+	uint64_t pos = 0;
+	try {
+		scratch.clear();
+		pos = run_plan(plans.packet_header(), pkt, pos, left, st, &scratch);
+	} catch (const DecodeError &e) {
+		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet header: ") + e.what());
+	}
+	if (pe.f.has_magic && pe.f.magic != kCtfMagic)
+		throw ReadError(path, off,
+		                "bad packet magic " + hex32(pe.f.magic) + " (a CTF packet starts with 0xC1FC1FC1)");
+	uint8_t u[16];
+	if (t.has_uuid && uuid_bytes(plans.packet_header(), scratch, u) && std::memcmp(u, t.uuid, 16) != 0)
+		throw ReadError(path, off + 4, "the packet's trace UUID is not the metadata's (" + t.cls.uuid + ")");
+	const TracePlans::StreamPlans *sp = nullptr;
+	if (pe.f.has_stream_id) {
+		sp = plans.stream(pe.f.stream_id);
+		if (!sp)
+			throw ReadError(path, off,
+			                "the packet is of stream class " + std::to_string(pe.f.stream_id) +
+			                        ", which the metadata does not declare");
+	} else if (t.cls.streams.size() == 1) {
+		sp = plans.stream(t.cls.streams.begin()->first);
+	} else {
+		throw ReadError(path, off,
+		                "the packet has no stream_id and the metadata declares " +
+		                        std::to_string(t.cls.streams.size()) + " stream classes");
+	}
+	try {
+		scratch.clear();
+		pos = run_plan(sp->packet_context, pkt, pos, left, st, &scratch);
+	} catch (const DecodeError &e) {
+		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
+	}
+	pe.packet_bits = pe.f.has_packet ? pe.f.packet_bits : pe.f.has_content ? pe.f.content_bits : left;
+	pe.content_bits = pe.f.has_content ? pe.f.content_bits : pe.packet_bits;
+	if (pe.packet_bits == 0 || pe.packet_bits % 8 != 0 || pe.content_bits > pe.packet_bits)
+		throw ReadError(path, off,
+		                "impossible packet sizes (content " + std::to_string(pe.content_bits) +
+		                        " bits, packet " + std::to_string(pe.packet_bits) + " bits)");
+	if (pe.packet_bits > left)
+		throw ReadError(path, off,
+		                "the packet there declares " + std::to_string(pe.packet_bits / 8) + " bytes but only " +
+		                        std::to_string(size - off) + " remain");
+	if (pos > pe.content_bits)
+		throw ReadError(path, off,
+		                "the packet's header and context (" + std::to_string(pos) +
+		                        " bits) are larger than its content (" + std::to_string(pe.content_bits) +
+		                        " bits)");
+	pe.data_bit = pos;
+	return sp;
+}
+
+// Sets the trace's class and what comes of it: plans, UUID, host name.
+void describe(Trace &t, TraceClass cls)
+{
+	t.cls = std::move(cls);
+	try {
+		t.plans = std::make_unique<TracePlans>(t.cls);
+	} catch (const std::runtime_error &e) {
+		throw ReadError(t.metadata_path, 0, t.metadata_path + ": " + e.what(), true);
+	}
+	if (!t.cls.uuid.empty()) {
+		if (!parse_uuid(t.cls.uuid, t.uuid))
+			throw ReadError(t.metadata_path, 0,
+			                t.metadata_path + ": metadata: bad trace uuid '" + t.cls.uuid + "'", true);
+		t.has_uuid = true;
+	}
+	if (const EnvValue *h = t.cls.env_value("hostname"); h && std::holds_alternative<std::string>(*h)) {
+		t.hostname = std::get<std::string>(*h);
+		t.has_hostname = true;
+	}
+}
+
 } // namespace
 
 TraceSet::TraceSet() = default;
@@ -148,22 +235,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 	auto t = std::make_unique<Trace>();
 	t->dir = dir;
 	t->metadata_path = (fs::path(dir) / "metadata").string();
-	t->cls = load_metadata(t->metadata_path);
-	try {
-		t->plans = std::make_unique<TracePlans>(t->cls);
-	} catch (const std::runtime_error &e) {
-		throw ReadError(t->metadata_path, 0, t->metadata_path + ": " + e.what(), true);
-	}
-	if (!t->cls.uuid.empty()) {
-		if (!parse_uuid(t->cls.uuid, t->uuid))
-			throw ReadError(t->metadata_path, 0,
-			                t->metadata_path + ": metadata: bad trace uuid '" + t->cls.uuid + "'", true);
-		t->has_uuid = true;
-	}
-	if (const EnvValue *h = t->cls.env_value("hostname"); h && std::holds_alternative<std::string>(*h)) {
-		t->hostname = std::get<std::string>(*h);
-		t->has_hostname = true;
-	}
+	describe(*t, load_metadata(t->metadata_path));
 	t->name = t->hostname;
 	if (!name_suffix.empty()) {
 		if (t->has_hostname)
@@ -217,76 +289,15 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		bool has_instance = false;
 		uint64_t instance = 0;
 		while (off < size) {
-			// Positions are bits from the packet's start (CTF aligns within a packet).
 			PacketEntry pe;
-			pe.offset = off;
-			st.packet = &pe.f;
-			const uint8_t *pkt = f.data + off;
-			const uint64_t left = (size - off) * 8;
-			uint64_t pos = 0;
-			try {
-				scratch.clear();
-				pos = run_plan(plans.packet_header(), pkt, pos, left, st, &scratch);
-			} catch (const DecodeError &e) {
-				throw ReadError(path, off + e.bit_offset() / 8,
-				                std::string("packet header: ") + e.what());
-			}
-			if (pe.f.has_magic && pe.f.magic != kCtfMagic)
-				throw ReadError(path, off,
-				                "bad packet magic " + hex32(pe.f.magic) +
-				                        " (a CTF packet starts with 0xC1FC1FC1)");
-			uint8_t u[16];
-			if (t->has_uuid && uuid_bytes(plans.packet_header(), scratch, u) &&
-			    std::memcmp(u, t->uuid, 16) != 0)
-				throw ReadError(path, off + 4,
-				                "the packet's trace UUID is not the metadata's (" + t->cls.uuid + ")");
-			const TracePlans::StreamPlans *sp = nullptr;
-			if (pe.f.has_stream_id) {
-				sp = plans.stream(pe.f.stream_id);
-				if (!sp)
-					throw ReadError(path, off,
-					                "the packet is of stream class " +
-					                        std::to_string(pe.f.stream_id) +
-					                        ", which the metadata does not declare");
-			} else if (t->cls.streams.size() == 1) {
-				sp = plans.stream(t->cls.streams.begin()->first);
-			} else {
-				throw ReadError(path, off,
-				                "the packet has no stream_id and the metadata declares " +
-				                        std::to_string(t->cls.streams.size()) + " stream classes");
-			}
+			const TracePlans::StreamPlans *sp = index_packet(*t, path, f.data, off, size, pe, st, scratch);
 			if (f.plans && f.plans != sp)
 				throw ReadError(path, off, "the file's packets are of different stream classes");
 			f.plans = sp;
-			try {
-				scratch.clear();
-				pos = run_plan(sp->packet_context, pkt, pos, left, st, &scratch);
-			} catch (const DecodeError &e) {
-				throw ReadError(path, off + e.bit_offset() / 8,
-				                std::string("packet context: ") + e.what());
-			}
-			pe.packet_bits = pe.f.has_packet    ? pe.f.packet_bits
-			                 : pe.f.has_content ? pe.f.content_bits
-			                                    : left;
-			pe.content_bits = pe.f.has_content ? pe.f.content_bits : pe.packet_bits;
-			if (pe.packet_bits == 0 || pe.packet_bits % 8 != 0 || pe.content_bits > pe.packet_bits)
-				throw ReadError(path, off,
-				                "impossible packet sizes (content " + std::to_string(pe.content_bits) +
-				                        " bits, packet " + std::to_string(pe.packet_bits) + " bits)");
-			if (pe.packet_bits > left)
-				throw ReadError(path, off,
-				                "the packet there declares " + std::to_string(pe.packet_bits / 8) +
-				                        " bytes but only " + std::to_string(size - off) + " remain");
-			if (pos > pe.content_bits)
-				throw ReadError(path, off,
-				                "the packet's header and context (" + std::to_string(pos) +
-				                        " bits) are larger than its content (" +
-				                        std::to_string(pe.content_bits) + " bits)");
 			if (pe.f.has_stream_instance_id) {
 				has_instance = true;
 				instance = pe.f.stream_instance_id;
 			}
-			pe.data_bit = pos;
 			f.packets.push_back(pe);
 			bytes_total_ += pe.packet_bits / 8;
 			off += pe.packet_bits / 8;
@@ -491,6 +502,8 @@ inline bool TraceSet::less(const Stream *a, const Stream *b) const
 	return x != y ? x < y : tie_less(a, b);
 }
 
+bool TraceSet::before(const Stream &a, const Stream &b) const { return less(&a, &b); }
+
 // less() of items of the same time.
 bool TraceSet::tie_less(const Stream *a, const Stream *b) const
 {
@@ -612,6 +625,131 @@ const Item *TraceSet::next()
 	Item &it = last_->item_;
 	it.stream = last_;
 	return &it;
+}
+
+// Live reading: see the header.
+
+namespace {
+
+// A copy of bytes in memory of its own, which a StreamFile unmaps.
+const uint8_t *map_copy(std::span<const uint8_t> bytes, const std::string &label)
+{
+	void *m = mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		throw ReadError(label, 0,
+		                std::string("cannot map ") + std::to_string(bytes.size()) +
+		                        " bytes: " + strerror(errno));
+	std::memcpy(m, bytes.data(), bytes.size());
+	return static_cast<const uint8_t *>(m);
+}
+
+} // namespace
+
+Trace &TraceSet::add_text_trace(const std::string &metadata, const std::string &label, const std::string &name)
+{
+	auto t = std::make_unique<Trace>();
+	t->metadata_path = label;
+	t->name = name;
+	describe(*t, parse_metadata(metadata, label));
+	traces_.push_back(std::move(t));
+	return *traces_.back();
+}
+
+Trace &TraceSet::update_text_trace(Trace &old, const std::string &metadata)
+{
+	auto t = std::make_unique<Trace>();
+	t->metadata_path = old.metadata_path;
+	t->name = old.name;
+	describe(*t, parse_metadata(metadata, old.metadata_path));
+	for (const auto &s : streams_)
+		if (s->trace_ == &old && s->plans_ && !t->plans->stream(s->plans_->cls->id))
+			throw ReadError(old.metadata_path, 0,
+			                "the metadata no longer declares stream class " +
+			                        std::to_string(s->plans_->cls->id) + ", which " + s->name_ + " has");
+	for (const auto &s : streams_) {
+		if (s->trace_ != &old)
+			continue;
+		s->trace_ = t.get();
+		if (s->plans_) {
+			s->plans_ = t->plans->stream(s->plans_->cls->id);
+			s->st_.regs.resize(t->plans->registers(), 0);
+		}
+	}
+	// The old trace's classes and plans stay: the items given refer to them.
+	const auto slot = std::find_if(traces_.begin(), traces_.end(), [&](const auto &p) { return p.get() == &old; });
+	retired_traces_.push_back(std::move(*slot));
+	*slot = std::move(t);
+	return **slot;
+}
+
+void TraceSet::redecode(Stream &s)
+{
+	if (s.item_.kind != ItemKind::event || !s.packet_)
+		return;
+	// The stream's clock is the event's own time: a compact timestamp read
+	// again against it gives that time again.
+	s.pos_ -= s.item_.bits;
+	decode_event(s);
+}
+
+Stream &TraceSet::add_memory_stream(Trace &t, const std::string &name)
+{
+	auto s = std::make_unique<Stream>();
+	s->trace_ = &t;
+	s->name_ = name;
+	s->order_ = streams_.size();
+	streams_.push_back(std::move(s));
+	return *streams_.back();
+}
+
+void TraceSet::append_packet(Stream &s, std::span<const uint8_t> packet)
+{
+	if (packet.empty())
+		throw ReadError(s.name_, 0, "an empty packet");
+	// The packets the stream has left behind (all but the current one and the
+	// one before it, which the discarded counts compare with) are dropped.
+	const size_t keep_from = s.next_packet_ >= 2 ? s.next_packet_ - 2 : 0;
+	if (keep_from > 0) {
+		for (size_t i = 0; i < keep_from; ++i) {
+			const StreamFile *f = s.packets_[i].file;
+			std::erase_if(files_, [&](const std::unique_ptr<StreamFile> &o) { return o.get() == f; });
+		}
+		s.packets_.erase(s.packets_.begin(), s.packets_.begin() + static_cast<std::ptrdiff_t>(keep_from));
+		s.next_packet_ -= keep_from;
+	}
+	const Trace &t = *s.trace_;
+	auto f = std::make_unique<StreamFile>(s.name_, map_copy(packet, s.name_), packet.size());
+	DecodeState st;
+	st.regs.assign(t.plans->registers(), 0);
+	std::vector<Value> scratch;
+	PacketEntry pe;
+	const TracePlans::StreamPlans *sp = index_packet(t, s.name_, f->data, 0, f->size, pe, st, scratch);
+	if (pe.packet_bits != f->size * 8)
+		throw ReadError(s.name_, 0,
+		                "the packet declares " + std::to_string(pe.packet_bits / 8) + " bytes, not the " +
+		                        std::to_string(f->size) + " that came");
+	if (s.plans_ && s.plans_ != sp)
+		throw ReadError(s.name_, 0, "the stream's packets are of different stream classes");
+	if (!s.plans_) {
+		s.plans_ = sp;
+		if (sp->clock)
+			s.clock_ = ClockConverter(*sp->clock);
+		s.st_.regs.assign(t.plans->registers(), 0);
+		s.id_ = pe.f.has_stream_instance_id ? pe.f.stream_instance_id : next_memory_id_[{&t, sp->cls->id}]++;
+	}
+	f->plans = sp;
+	f->packets.push_back(pe);
+	bytes_total_ += packet.size();
+	s.packets_.push_back({f.get(), 0});
+	files_.push_back(std::move(f));
+}
+
+const Item *TraceSet::next_of(Stream &s)
+{
+	if (!advance(s))
+		return nullptr;
+	s.item_.stream = &s;
+	return &s.item_;
 }
 
 } // namespace tracery::ctf::reader

@@ -13,10 +13,20 @@
 //
 // An Item is valid until the next call of next(). Every error names the
 // stream file (or metadata) and the byte offset.
+//
+// Live reading (analysis/live_view.hpp): traces whose metadata comes as
+// text, streams whose packets come one at a time from memory, and the
+// caller merges (each stream's next item with next_of, ordered by before):
+//
+//   Trace &t = set.add_text_trace(tsdl, "relay:metadata", "host/ust/uid/0/64-bit");
+//   Stream &s = set.add_memory_stream(t, "host/ust/uid/0/64-bit/channel0_0");
+//   set.append_packet(s, bytes);                                    // throws ReadError
+//   while (const Item *it = set.next_of(s)) ...                     // null: wants a packet
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -171,6 +181,29 @@ public:
 	void start();
 	const Item *next();
 
+	// Live reading (see the top). A trace from its metadata text (label: what
+	// errors name). Throws ReadError.
+	Trace &add_text_trace(const std::string &metadata, const std::string &label, const std::string &name);
+	// The trace's metadata grown (the whole text): the trace made again, with
+	// its classes and plans, in its place, and its streams moved to it (the
+	// old one is kept: items given stay valid). Throws ReadError.
+	Trace &update_text_trace(Trace &t, const std::string &metadata);
+	// After update_text_trace: the event next_of(s) gave last, which the
+	// caller still holds (next_of(s) not called since), decoded again with
+	// the new plans (the same values, its event class now the new plans').
+	void redecode(Stream &s);
+	// A stream of the trace, empty; its first packet gives its class and id.
+	Stream &add_memory_stream(Trace &t, const std::string &name);
+	// Copies one whole packet to the end of the stream, checked as a stream
+	// file's are (and of the stream's class). Only the packets the stream is
+	// still reading are kept. Throws ReadError.
+	void append_packet(Stream &s, std::span<const uint8_t> packet);
+	// The stream's next item (valid until next_of(s) again), or null when it
+	// has none until another packet comes. Throws ReadError.
+	const Item *next_of(Stream &s);
+	// babeltrace2's order of the current items of two streams.
+	bool before(const Stream &a, const Stream &b) const;
+
 private:
 	bool advance(Stream &s);
 	bool load_packet(Stream &s);
@@ -188,6 +221,8 @@ private:
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
 	FieldsWanted fields_wanted_;
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
+	std::vector<std::unique_ptr<Trace>> retired_traces_;                    // replaced by update_text_trace
+	std::map<std::pair<const Trace *, uint64_t>, uint64_t> next_memory_id_; // ids of streams without one
 };
 
 } // namespace tracery::ctf::reader

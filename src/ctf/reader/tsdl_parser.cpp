@@ -1082,6 +1082,11 @@ TraceClass load_metadata(const std::string &path)
 		if (bytes.size() > kMaxMetadataSize + kMaxMetadataSize / 8)
 			throw ReadError(path, bytes.size(), "metadata file too large");
 	}
+	return parse_metadata(bytes, path);
+}
+
+TraceClass parse_metadata(const std::string &bytes, const std::string &path)
+{
 	const std::string text = metadata_text(bytes, path);
 	try {
 		return parse_tsdl(text);

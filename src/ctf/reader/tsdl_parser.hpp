@@ -47,6 +47,10 @@ TraceClass parse_tsdl(std::string_view text);
 // (naming path and the offset) for a damaged packet.
 std::string metadata_text(std::string_view bytes, const std::string &path);
 
+// Parses metadata bytes (packets or text), as read from path (or what
+// errors are to name). Throws ReadError: path and the line/offset.
+TraceClass parse_metadata(const std::string &bytes, const std::string &path);
+
 // Reads and parses the metadata file at path. Throws ReadError: the file and
 // line/offset of the problem.
 TraceClass load_metadata(const std::string &path);

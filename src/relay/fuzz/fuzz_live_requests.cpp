@@ -1,6 +1,6 @@
 // relay/fuzz/fuzz_live_requests.cpp — libFuzzer target: arbitrary bytes a
 // hostile viewer could send to tracery-relayd's --live-port (the lttng-live
-// viewer protocol, relay/live_protocol.hpp). The relay parses a viewer's
+// viewer protocol, control/live_protocol.hpp). The relay parses a viewer's
 // buffer one request at a time, as the bytes arrive; this does the same
 // with the input cut in pieces drawn from its hash, and whole. Checks that
 // both give the same requests and the same error, that an error says why,
@@ -8,7 +8,7 @@
 // header, that needs_more comes only before a whole request, and that each
 // request encodes back to exactly the bytes it was parsed from.
 #include "base/fuzz_check.hpp"
-#include "relay/live_protocol.hpp"
+#include "control/live_protocol.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-using namespace tracery::relay::live;
+using namespace tracery::control::live;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// relay/live_protocol.hpp — the lttng-live viewer protocol as tracery-relayd
+// control/live_protocol.hpp — the lttng-live viewer protocol as tracery-relayd
 // speaks it on --live-port (docs/relay-protocol.md, "Live viewers"): the
 // request header and the fixed payload of each command, one strict
 // incremental parser of the bytes a viewer sends, and the encoders of the
@@ -9,11 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace tracery::relay::live {
+namespace tracery::control::live {
 
 inline constexpr uint16_t kDefaultPort = 5344;
 // The protocol version the relay implements: 2.4, the one babeltrace2 2.0 speaks.
@@ -109,4 +110,71 @@ struct IndexReply {
 };
 void append_index_reply(std::vector<uint8_t> &out, const IndexReply &r);
 
-} // namespace tracery::relay::live
+// The client's side. Each decoder takes exactly the bytes of one reply's
+// fixed part (or of one list entry) and throws ReplyError saying what was
+// wrong: a size other than the part's, a status or flag the protocol does
+// not have, a count, length or packet size out of bounds, a string without
+// its NUL.
+class ReplyError : public std::runtime_error {
+public:
+	using std::runtime_error::runtime_error;
+};
+
+// The most entries of one list the client takes (sessions, streams).
+inline constexpr uint32_t kMaxListEntries = 16384;
+// The most metadata bytes of one GET_METADATA reply the client takes.
+inline constexpr uint64_t kMaxMetadataChunk = 16u * 1024 * 1024;
+inline constexpr size_t kConnectReplySize = 20, kCountReplySize = 4, kStatusCountReplySize = 8;
+inline constexpr size_t kMetadataReplySize = 12, kPacketReplySize = 12;
+
+struct ConnectReply {
+	uint64_t viewer_session_id = 0;
+	uint32_t major = 0, minor = 0;
+};
+ConnectReply decode_connect_reply(std::span<const uint8_t> b);
+
+struct SessionEntry {
+	uint64_t id = 0;
+	uint32_t live_timer_us = 0, clients = 0, streams = 0;
+	std::string hostname, name;
+};
+// LIST_SESSIONS: the count, then each entry (kSessionEntrySize bytes).
+uint32_t decode_session_count(std::span<const uint8_t> b);
+SessionEntry decode_session_entry(std::span<const uint8_t> b);
+
+// ATTACH_SESSION and GET_NEW_STREAMS: a status and a count of stream entries
+// (the count only read with an OK status).
+struct StreamsReply {
+	uint32_t status = 0;
+	uint32_t count = 0;
+};
+StreamsReply decode_attach_reply(std::span<const uint8_t> b);
+StreamsReply decode_new_streams_reply(std::span<const uint8_t> b);
+
+struct StreamEntry {
+	uint64_t id = 0, trace_id = 0;
+	bool metadata = false;
+	std::string path, name;
+};
+StreamEntry decode_stream_entry(std::span<const uint8_t> b);
+
+// GET_NEXT_INDEX (kIndexReplySize bytes): an OK index has a packet of 1 byte
+// to kMaxPacketRead, whole bytes, its content inside it, its end not before
+// its beginning.
+IndexReply decode_index_reply(std::span<const uint8_t> b);
+
+// GET_METADATA: the length of the bytes that follow (OK: 1 to kMaxMetadataChunk; else 0).
+struct MetadataReply {
+	MetadataStatus status = MetadataStatus::no_new;
+	uint64_t length = 0;
+};
+MetadataReply decode_metadata_reply(std::span<const uint8_t> b);
+
+// GET_PACKET of `asked` bytes: OK has exactly that length; flags as an index's.
+struct PacketReply {
+	PacketStatus status = PacketStatus::error;
+	uint32_t length = 0, flags = 0;
+};
+PacketReply decode_packet_reply(std::span<const uint8_t> b, uint32_t asked);
+
+} // namespace tracery::control::live
