@@ -577,22 +577,27 @@ void TraceSet::sift_up(size_t i)
 	}
 }
 
+void TraceSet::plan_steps(Stream &s) const
+{
+	s.steps_.clear();
+	for (const TracePlans::EventPlans &e : s.plans_->events) {
+		Stream::ClassStep &step = s.steps_.emplace_back();
+		step.fields = !fields_wanted_ || fields_wanted_(*s.trace_, *e.cls);
+		const Op *root = e.fields.empty() ? nullptr : &e.fields.ops[0];
+		step.simple = s.plans_->event_context.empty() && e.context.empty() &&
+		              (!root || (!step.fields && root->skip && root->values <= kMaxValuesPerScope));
+		step.align = root && step.simple ? root->align : 1;
+		step.bits = root && step.simple ? root->bits : 0;
+	}
+}
+
 void TraceSet::start()
 {
 	heap_.clear();
 	last_ = nullptr;
-	for (auto &s : streams_) {
-		s->steps_.clear();
-		for (const TracePlans::EventPlans &e : s->plans_->events) {
-			Stream::ClassStep &step = s->steps_.emplace_back();
-			step.fields = !fields_wanted_ || fields_wanted_(*s->trace_, *e.cls);
-			const Op *root = e.fields.empty() ? nullptr : &e.fields.ops[0];
-			step.simple = s->plans_->event_context.empty() && e.context.empty() &&
-			              (!root || (!step.fields && root->skip && root->values <= kMaxValuesPerScope));
-			step.align = root && step.simple ? root->align : 1;
-			step.bits = root && step.simple ? root->bits : 0;
-		}
-	}
+	for (auto &s : streams_)
+		if (s->plans_)
+			plan_steps(*s);
 	for (auto &s : streams_)
 		if (advance(*s)) {
 			heap_.push_back(s.get());
@@ -673,6 +678,7 @@ Trace &TraceSet::update_text_trace(Trace &old, const std::string &metadata)
 		if (s->plans_) {
 			s->plans_ = t->plans->stream(s->plans_->cls->id);
 			s->st_.regs.resize(t->plans->registers(), 0);
+			plan_steps(*s);
 		}
 	}
 	// The old trace's classes and plans stay: the items given refer to them.
@@ -736,6 +742,7 @@ void TraceSet::append_packet(Stream &s, std::span<const uint8_t> packet)
 			s.clock_ = ClockConverter(*sp->clock);
 		s.st_.regs.assign(t.plans->registers(), 0);
 		s.id_ = pe.f.has_stream_instance_id ? pe.f.stream_instance_id : next_memory_id_[{&t, sp->cls->id}]++;
+		plan_steps(s);
 	}
 	f->plans = sp;
 	f->packets.push_back(pe);

@@ -205,6 +205,10 @@ public:
 	bool before(const Stream &a, const Stream &b) const;
 
 private:
+	// How each event class of s's stream class is read (steps_): stepped over
+	// or decoded. Whenever s gets plans: at start(), a memory stream's first
+	// packet, metadata that grew.
+	void plan_steps(Stream &s) const;
 	bool advance(Stream &s);
 	bool load_packet(Stream &s);
 	void decode_event(Stream &s);
