@@ -23,7 +23,8 @@
  *   TOTAL threads T events N wall_ns W ns_per_event_mean M ns_per_event_max X events_per_s E maxrss_kb R
  * Whether events are recorded is decided outside (environment or a session).
  *
- * Include once, in the program's main translation unit (everything is static).
+ * Include once, in the program's main translation unit (everything is static);
+ * C or C++ (floor-bench, bench/floor_bench.cpp).
  */
 #ifndef TRACERY_BENCH_MAIN_H
 #define TRACERY_BENCH_MAIN_H
@@ -65,7 +66,7 @@ enum { BENCH_BURST = 1000 };
 static void bench_paced(struct bench_worker *w)
 {
 	for (uint64_t done = 0; done < w->events;) {
-		uint64_t n = w->events - done < BENCH_BURST ? w->events - done : BENCH_BURST;
+		uint64_t n = w->events - done < (uint64_t)BENCH_BURST ? w->events - done : (uint64_t)BENCH_BURST;
 		bench_loop(w->kind, n);
 		done += n;
 		uint64_t due = w->start_ns + (uint64_t)((double)done * 1e9 / (double)w->rate);
@@ -85,7 +86,7 @@ static void bench_paced(struct bench_worker *w)
 
 static void *bench_run(void *arg)
 {
-	struct bench_worker *w = arg;
+	struct bench_worker *w = (struct bench_worker *)arg;
 	pthread_barrier_wait(w->barrier);
 	w->start_ns = bench_now_ns();
 	if (w->rate && w->kind != BENCH_NONE) {
@@ -148,12 +149,15 @@ static int bench_main(const char *prog, int argc, char **argv)
 
 	pthread_barrier_t barrier;
 	pthread_barrier_init(&barrier, NULL, (unsigned)threads);
-	struct bench_worker *w = calloc(threads, sizeof *w);
+	struct bench_worker *w = (struct bench_worker *)calloc(threads, sizeof *w);
 	if (!w)
 		return 1;
 	for (uint64_t t = 0; t < threads; t++) {
-		w[t] = (struct bench_worker){
-			.index = (int)t, .events = events, .kind = kind, .rate = rate, .barrier = &barrier};
+		w[t].index = (int)t;
+		w[t].events = events;
+		w[t].kind = kind;
+		w[t].rate = rate;
+		w[t].barrier = &barrier;
 		if (pthread_create(&w[t].thread, NULL, bench_run, &w[t])) {
 			fprintf(stderr, "%s: cannot start thread %d\n", prog, (int)t);
 			return 1;

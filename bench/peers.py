@@ -65,6 +65,7 @@ def install_dependencies(packages=LTTNG_PACKAGES):
 # The programs build() makes: name -> (ninja target, path in the build directory).
 PROGRAMS = {
     "tracery-bench": ("tracery-bench", "bench/tracery-bench"),
+    "floor-bench": ("floor-bench", "bench/floor-bench"),
     "lttng-bench": ("lttng-bench", "bench/lttng-bench"),
     "traceryd": ("traceryd", "src/daemon/traceryd"),
     "tracery": ("tracery-cli", "src/cli/tracery"),

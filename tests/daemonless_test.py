@@ -12,7 +12,7 @@ from tracetest import Trace, TraceDirTestCase, babeltrace2_text, program, run_tr
 
 class BenchTrace(TraceDirTestCase):
     def test_two_threads_every_event_recorded_or_counted(self):
-        n, threads = 1_000_000, 2
+        n, threads = 250_000, 2
         run_traced([program("bench", "tracery-bench"), str(n), str(threads), "ev"], self.trace_dir,
                    {"TRACERY_CONTEXT": "vtid"})
         trace = Trace(self.trace_dir)

@@ -9,7 +9,7 @@ from tracetest import Trace, TraceDirTestCase, program, run_traced
 
 class SignalStress(TraceDirTestCase):
     def check(self, env):
-        threads, per_thread = 4, 400_000
+        threads, per_thread = 4, 150_000
         proc = run_traced([program("tests", "signal-stress"), str(threads), str(per_thread)], self.trace_dir, env)
         _, thread_events, signal_events = proc.stdout.split()
         thread_events, signal_events = int(thread_events), int(signal_events)
