@@ -35,6 +35,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -146,7 +147,9 @@ struct field<std::string_view> {
 	}
 	static tracery_arg arg(const std::string_view &v)
 	{
-		return {v.data(), static_cast<uint32_t>(v.size() > UINT32_MAX ? UINT32_MAX : v.size())};
+		const std::size_t n = v.size() > UINT32_MAX ? UINT32_MAX : v.size();
+		const void *nul = n ? std::memchr(v.data(), 0, n) : nullptr; // the text ends at an embedded NUL
+		return {v.data(), static_cast<uint32_t>(nul ? static_cast<const char *>(nul) - v.data() : n)};
 	}
 };
 

@@ -390,8 +390,10 @@ void emit_stream0(StreamBuilder &s, StreamWriter &w)
 	              cstr("\xff\xfe"
 	                   "ab\xc3"),
 	              "h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80", "??ab?");
+	// A NUL inside the bytes an argument says it has (a string changed after the call site measured it) is
+	// written as '?': the record keeps the size it was reserved with.
 	strings_event(s, T + 100, cstr("quote \" backslash \\ tab\tnewline\n"), tracery_arg{"abc\0def", 7},
-	              "quote \" backslash \\ tab\tnewline\n", "abc");
+	              "quote \" backslash \\ tab\tnewline\n", "abc?def");
 	strings_event(s, T + 110, tracery_arg{"truncated", 5}, cstr("\x01\x1f\x7f"), "trunc", "\x01\x1f\x7f");
 
 	// More than 2^27 ns later: needs an extended header.

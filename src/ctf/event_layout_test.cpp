@@ -278,7 +278,13 @@ TEST(Payload, Strings)
 	EXPECT_EQ(enc("", 0), (Bytes{0}));
 	EXPECT_EQ(enc(nullptr, 5), (Bytes{0}));                // NULL -> ""
 	EXPECT_EQ(enc("hello", 3), (Bytes{'h', 'e', 'l', 0})); // cut at len
-	EXPECT_EQ(enc("a\0b", 3), (Bytes{'a', 0}));            // cut at the first NUL
+	// A NUL among the measured bytes (the program changed the string after the
+	// call site measured it): the record keeps the size it was given.
+	EXPECT_EQ(enc("a\0b", 3), (Bytes{'a', '?', 'b', 0}));
+	EXPECT_EQ(enc("\0\xff"
+	              "abcdefgh\0",
+	              11),
+	          (Bytes{'?', '?', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', '?', 0}));
 	EXPECT_EQ(enc("\xc3\xa9", 2), (Bytes{0xC3, 0xA9, 0})); // valid UTF-8 kept
 	EXPECT_EQ(enc("a\xff\xfe", 3), (Bytes{'a', '?', '?', 0}));
 	EXPECT_FALSE(tracery::event::EventLayout(d).is_fixed_size());
@@ -409,4 +415,32 @@ TEST(Utf8, Sanitize)
 	EXPECT_EQ(s("\xff\xc3\xa9"), "?\xc3\xa9");
 	EXPECT_TRUE(tracery::base::is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcdefg"), 17));
 	EXPECT_FALSE(tracery::base::is_ascii(reinterpret_cast<const uint8_t *>("0123456789abcde\x80g"), 17));
+}
+
+// Every length up to 40 and every position of one NUL or one byte >= 0x80
+// (the word loop, the overlapping last word, the 4-byte pair, the bytes):
+// found and replaced, the rest copied as it is.
+TEST(Utf8, CopyStringTextReplacesEveryNulAndStrayByte)
+{
+	for (size_t n = 0; n <= 40; ++n) {
+		std::vector<uint8_t> text(n), out(n + 1, 0xAA);
+		for (size_t i = 0; i < n; ++i)
+			text[i] = static_cast<uint8_t>('a' + i % 26);
+		tracery::base::copy_string_text(out.data(), text.data(), n);
+		EXPECT_EQ(std::vector<uint8_t>(out.begin(), out.begin() + n), text) << n;
+		EXPECT_EQ(out[n], 0xAA) << "wrote past the text, n = " << n;
+		for (size_t at = 0; at < n; ++at)
+			for (uint8_t bad : {uint8_t{0}, uint8_t{0x80}, uint8_t{0xff}}) {
+				std::vector<uint8_t> in = text, want = text;
+				in[at] = bad;
+				want[at] = '?';
+				tracery::base::copy_string_text(out.data(), in.data(), n);
+				EXPECT_EQ(std::vector<uint8_t>(out.begin(), out.begin() + n), want)
+					<< n << " " << at << " " << +bad;
+			}
+	}
+	const uint8_t e_acute[] = {'x', 0xC3, 0xA9, 'y', 'z', 'z', 'z', 'z', 'z'}; // valid UTF-8 is kept
+	uint8_t out[sizeof e_acute];
+	tracery::base::copy_string_text(out, e_acute, sizeof e_acute);
+	EXPECT_EQ(std::memcmp(out, e_acute, sizeof out), 0);
 }

@@ -86,6 +86,7 @@ EventLayout::EventLayout(const tracery_event_desc &desc) noexcept
 			break;
 		case TRACERY_TYPE_STRING:
 			f = {kString, 1, 1};
+			variable_[nr_variable_++] = {static_cast<uint8_t>(i), 1};
 			fixed_ = false;
 			break;
 		case TRACERY_TYPE_ARRAY: {
@@ -95,10 +96,12 @@ EventLayout::EventLayout(const tracery_event_desc &desc) noexcept
 		}
 		case TRACERY_TYPE_SEQUENCE:
 			f = {kCounted, static_cast<uint8_t>(scalar_size(fd.elem_type)), 4};
+			variable_[nr_variable_++] = {static_cast<uint8_t>(i), f.elem_size};
 			fixed_ = false;
 			break;
 		case TRACERY_TYPE_BLOB:
 			f = {kCounted, 1, 4};
+			variable_[nr_variable_++] = {static_cast<uint8_t>(i), 1};
 			fixed_ = false;
 			break;
 		default:

@@ -70,20 +70,18 @@ const char *field_desc_error(const tracery_field_desc &f) noexcept;
 const char *event_desc_error(const tracery_event_desc &d) noexcept;
 
 // Bytes a STRING arg records before its NUL.
-inline size_t string_arg_length(const tracery_arg &a) noexcept
-{
-	if (!a.ptr || a.len == 0)
-		return 0;
-	const void *nul = std::memchr(a.ptr, 0, a.len);
-	return nul ? static_cast<size_t>(static_cast<const char *>(nul) - static_cast<const char *>(a.ptr)) : a.len;
-}
+// The text bytes of a STRING argument (its NUL not counted): len as the call
+// site measured it, 0 for a null pointer. Sizing a record reads no string.
+inline size_t string_arg_length(const tracery_arg &a) noexcept { return a.ptr ? a.len : 0; }
 
 namespace detail {
 
+// Exactly string_arg_length(a) + 1 bytes, whatever the string holds by now
+// (base::copy_string_text).
 inline uint8_t *write_string(uint8_t *dst, const tracery_arg &a) noexcept
 {
 	const size_t n = string_arg_length(a);
-	base::copy_utf8(dst, a.ptr, n);
+	base::copy_string_text(dst, a.ptr, n);
 	dst[n] = 0;
 	return dst + n + 1;
 }
@@ -181,7 +179,7 @@ inline void write_payload(uint8_t *dst, const tracery_event_desc &desc, const tr
 		dst = write_field(dst, desc.fields[i], args[i]);
 }
 
-// Per-event precomputed encoding plan (trivially copyable, ~200 bytes).
+// Per-event precomputed encoding plan (trivially copyable, ~230 bytes).
 class EventLayout {
 public:
 	static constexpr uint32_t kMaxFields = 16; // as tracepoint.h
@@ -261,20 +259,29 @@ private:
 
 	static Field scalar_field(size_t size) noexcept;
 
+	// A field whose size depends on its argument: a string (len bytes), a
+	// sequence or blob (len elements of elem_size bytes; none without a pointer).
+	struct VariableField {
+		uint8_t index;
+		uint8_t elem_size;
+	};
+
+	// The arguments' len of the variable fields alone: a string's len is 0
+	// without a pointer too (string_arg_length), like a sequence's.
 	size_t variable_payload_size(const tracery_arg *args) const noexcept
 	{
 		size_t size = fixed_size_;
-		for (uint32_t i = 0; i < nr_fields_; ++i) {
-			const Field &f = fields_[i];
-			if (f.op == kString)
-				size += string_arg_length(args[i]);
-			else if (f.op == kCounted && args[i].ptr)
-				size += size_t{args[i].len} * f.elem_size;
+		for (uint32_t i = 0; i < nr_variable_; ++i) {
+			const tracery_arg &a = args[variable_[i].index];
+			if (a.ptr)
+				size += size_t{a.len} * variable_[i].elem_size;
 		}
 		return size;
 	}
 
 	Field fields_[kMaxFields] = {};
+	VariableField variable_[kMaxFields] = {};
+	uint32_t nr_variable_ = 0;
 	uint32_t nr_fields_ = 0;
 	uint32_t fixed_size_ = 0;
 	bool fixed_ = true;

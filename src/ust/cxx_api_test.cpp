@@ -79,6 +79,13 @@ TEST(CxxApi, ArgumentsReachProbes)
 	EXPECT_EQ(c.args[9].ptr, raw);
 }
 
+TEST(CxxApi, StringViewEndsAtAnEmbeddedNul)
+{
+	EXPECT_EQ(tracery::field<std::string_view>::arg(std::string_view("ab\0cd", 5)).len, 2u);
+	EXPECT_EQ(tracery::field<std::string_view>::arg(std::string_view("abcd", 4)).len, 4u);
+	EXPECT_EQ(tracery::field<std::string_view>::arg(std::string_view()).len, 0u);
+}
+
 // The gate of an all-scalar event takes its parameters (enumerations as
 // their underlying integer).
 int positive_n_gate(int32_t n, Mode mode, double x) { return n > 0 && mode == Mode::on && x == 0.5; }

@@ -87,7 +87,9 @@ struct tracery_event_desc {
 };
 
 /* One emitted value. Scalars: ptr to the value, len unused. STRING: ptr to
- * bytes, len = byte count without NUL. ARRAY/SEQUENCE: ptr to elements,
+ * bytes, len = byte count without NUL, with no NUL among them when measured
+ * (the record holds exactly len bytes and a NUL; one that appeared since is
+ * written as '?'). ARRAY/SEQUENCE: ptr to elements,
  * len = element count. BLOB: ptr to bytes, len = byte count. */
 struct tracery_arg {
 	const void *ptr;
