@@ -279,13 +279,15 @@ private:
 		return size;
 	}
 
-	Field fields_[kMaxFields] = {};
-	VariableField variable_[kMaxFields] = {};
-	uint32_t nr_variable_ = 0;
-	uint32_t nr_fields_ = 0;
+	// What every event reads first (payload_size() of a fixed-size event reads
+	// nothing else), then the per-field plan.
 	uint32_t fixed_size_ = 0;
 	bool fixed_ = true;
 	bool valid_ = false;
+	uint32_t nr_fields_ = 0;
+	uint32_t nr_variable_ = 0;
+	Field fields_[kMaxFields] = {};
+	VariableField variable_[kMaxFields] = {};
 };
 
 } // namespace tracery::event

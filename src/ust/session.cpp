@@ -65,6 +65,10 @@ std::unique_ptr<ringbuf::Channel> Session::replace_channel_after_fork(std::uniqu
 {
 	std::swap(channel_, next);
 	num_cpus_ = channel_->config().num_cpus;
+	for (auto &[desc, binding] : bindings_) {
+		binding->channel = channel_.get();
+		binding->num_cpus = num_cpus_;
+	}
 	return next;
 }
 
@@ -99,7 +103,16 @@ void Session::attach(tracery_event_desc *desc)
 	auto programs = catalog_.filters_for(*desc);
 	if (!programs)
 		return;
-	auto binding = std::make_unique<Binding>(Binding{this, 0, layout, payload_writer_for(*desc), {}, false});
+	auto binding = std::make_unique<Binding>(Binding{channel_.get(),
+	                                                 0,
+	                                                 context_size_,
+	                                                 num_cpus_,
+	                                                 ticks_,
+	                                                 payload_writer_for(*desc),
+	                                                 this,
+	                                                 layout,
+	                                                 {},
+	                                                 false});
 	for (const auto &program : *programs) {
 		std::string why;
 		auto f = filter::Filter::load(program, *desc, filter::default_engine(), &why);
@@ -171,15 +184,14 @@ void Session::probe(void *priv, const tracery_event_desc *desc, const tracery_ar
 void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *args)
 {
 	const Binding &b = *static_cast<const Binding *>(priv);
-	Session *s = b.session;
-	ringbuf::Channel &chan = *s->channel_;
-	const uint32_t ctx_size = s->context_size_;
+	ringbuf::Channel &chan = *b.channel;
+	const uint32_t ctx_size = b.context_size;
 	const uint32_t size = ctx_size + static_cast<uint32_t>(b.layout.payload_size(args));
 	uint32_t cpu = current_cpu();
-	if (cpu >= s->num_cpus_) [[unlikely]] // a CPU brought online after the channel was made
-		cpu %= s->num_cpus_;
+	if (cpu >= b.num_cpus) [[unlikely]] // a CPU brought online after the channel was made
+		cpu %= b.num_cpus;
 	ringbuf::Channel::Reservation r;
-	const clock::TickSource ticks = s->ticks_;
+	const clock::TickSource ticks = b.ticks;
 	if (!chan.reserve(
 		    cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); }, r)) [[unlikely]]
 		return;
@@ -187,7 +199,7 @@ void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *
 	uint8_t *p = r.slot + r.header_size;
 	if (ctx_size) {
 		const ThreadContext &tc = thread_context();
-		event::write_context(p, s->context_, process_vpid(), tc.vtid, tc.procname);
+		event::write_context(p, b.session->context_, process_vpid(), tc.vtid, tc.procname);
 		p += ctx_size;
 	}
 	if (b.writer)

@@ -70,11 +70,20 @@ public:
 	void on_event_unregistered(tracery_event_desc *desc) override;
 
 private:
-	struct Binding {
-		Session *session;
+	// One event bound to the session. record() reads its first cache line
+	// and, for a fixed-size event, nothing else of it: the channel and the
+	// session's settings are copied here, so that an event reaches its buffer
+	// without a detour through the Session (replace_channel_after_fork()
+	// updates the copies), and the layout begins with its fixed size.
+	struct alignas(64) Binding {
+		ringbuf::Channel *channel;
 		uint32_t id;
-		event::EventLayout layout;
+		uint32_t context_size;
+		uint32_t num_cpus;
+		clock::TickSource ticks;
 		PayloadWriter writer; // the layout's specialised writer, or nullptr (payload_writer.hpp)
+		Session *session;
+		event::EventLayout layout;
 		std::vector<std::unique_ptr<filter::Filter>> filters;
 		bool filters_use_context = false;
 		const filter::Filter *only_filter = nullptr; // the common case: one filter, no context
