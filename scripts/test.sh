@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 ctest --test-dir build --output-on-failure -j2
-TRACERY_ONLY_LABEL=tsan scripts/build.sh build-tsan -DTRACERY_SANITIZE=thread
+TRACERY_ONLY_LABEL=tsan scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRACERY_SANITIZE=thread
 ctest --test-dir build-tsan --output-on-failure -L tsan

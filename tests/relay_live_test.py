@@ -443,11 +443,20 @@ class RelayLiveTest(RelaydTestCase):
                     self.assertTrue(v.closed(), "the relay did not close the viewer")
                     v.close()
                     self.wait_log(f"viewer 127.0.0.1:{v.port}: ", logged)
-            # Beyond the index: the session has no packet yet, so any byte is beyond it.
-            v = fresh()
-            status, given = v.attach(sid, seek=1)
+            # Beyond the index: the session has no packet yet, so any byte is beyond it. Its data streams may not
+            # have reached the relay yet on a loaded machine: attach again (a fresh viewer) until one is given.
+            deadline = time.monotonic() + 30
+            while True:
+                v = fresh()
+                status, given = v.attach(sid, seek=1)
+                streams = [g[0] for g in given if g[2] == 0] if status == 1 else []
+                if streams or time.monotonic() > deadline:
+                    break
+                v.close()
+                time.sleep(0.1)
             self.assertEqual(status, 1)
-            data = [g for g in given if g[2] == 0][0][0]
+            self.assertTrue(streams, f"no data stream given in {given!r}")
+            data = streams[0]
             v.send(GET_PACKET, struct.pack(">QQI", data, 1 << 40, 4096))
             self.assertTrue(v.closed())
             self.wait_log(f"viewer 127.0.0.1:{v.port}: ", f"GET_PACKET of 4096 bytes at {1 << 40} of stream {data}: "
