@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tracery::consumer {
 
@@ -93,7 +94,7 @@ void RelayLink::append_metadata(uint32_t trace, std::string_view text)
 uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name)
 {
 	const std::lock_guard lock(mutex_);
-	streams_.push_back({trace, name, false});
+	streams_.push_back({trace, name, false, false});
 	return static_cast<uint32_t>(streams_.size()); // ids from 1
 }
 
@@ -130,6 +131,8 @@ bool RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::
 	{
 		const std::lock_guard lock(mutex_);
 		queue_.push_back({Kind::packet, stream, index, 0, std::move(bytes)});
+		if (stream >= 1 && stream <= streams_.size() && !std::exchange(streams_[stream - 1].started, true))
+			streams_started_.fetch_add(1, std::memory_order_release);
 	}
 	work_.notify_one();
 	return true;

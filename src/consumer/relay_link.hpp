@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -80,6 +81,9 @@ public:
 	void beacon(uint32_t stream, uint64_t timestamp);
 	// No more packets on the stream (sent after those queued).
 	void close_stream(uint32_t stream);
+	// Streams whose first packet is queued (PacketSink::streams_started): a
+	// packet queued after reading it goes after those streams' first packets.
+	uint64_t streams_started() const { return streams_started_.load(std::memory_order_acquire); }
 
 	// Waits, at most timeout_ms, until everything queued before the call is
 	// sent and the relay has confirmed it (SYNC). "" or what is not
@@ -127,6 +131,7 @@ private:
 		uint32_t trace;
 		std::string name;
 		bool declared = false; // on the current connection
+		bool started = false;  // a packet of it was queued
 	};
 
 	using Lock = std::unique_lock<std::mutex>;
@@ -154,6 +159,7 @@ private:
 	std::vector<Bytes> spare_; // packet buffers to reuse
 	std::vector<TraceState> traces_;
 	std::vector<StreamState> streams_;
+	std::atomic<uint64_t> streams_started_{0};
 	Counts counts_;
 	bool metadata_pending_ = false;
 	bool stop_ = false, say_bye_ = false;
