@@ -17,7 +17,7 @@ import time
 import unittest
 
 from daemontest import DaemonTestCase, read_line
-from relaytest import start_relayd
+from relaytest import Relay
 from tracetest import Trace, program
 
 
@@ -49,37 +49,6 @@ def count_events(path):
 
 def payloads(trace):
     return sorted((e["name"], tuple(sorted(e["payload"].items()))) for e in trace.events)
-
-
-class Relay:
-    """A tracery-relayd in the foreground, writing under `output`."""
-
-    def __init__(self, tmp, port=0, name="relay"):
-        self.output = os.path.join(tmp, name)
-        self.log_path = os.path.join(tmp, f"{name}-{time.time_ns()}.log")
-        self.proc, self.port, _, self.log = start_relayd(self.output, self.log_path, port)
-
-    def text(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def wait_log(self, *texts, timeout=20):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if any(all(t in line for t in texts) for line in self.text().splitlines()):
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"no relay log line with {texts!r}:\n{self.text()}")
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=30)
-        self.log.close()
-
-    def sessions(self, name):
-        """The relay's directories of session `name`, oldest first."""
-        return sorted(glob.glob(os.path.join(self.output, "*", name + "-*")), key=os.path.getmtime)
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
