@@ -256,7 +256,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	}
 	c.last_ts = prev;
 	c.last_live = now;
-	write_packet(cpu, c, begin, prev);
+	write_packet(cpu, c, begin, prev, n.events);
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.events += n.events;
 	c.counts.unknown += n.unknown;
@@ -264,9 +264,10 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	c.counts.bad_pages += n.bad_pages;
 }
 
-void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end)
+void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events)
 {
 	ctf::PacketInfo info;
+	info.events = events;
 	info.timestamp_begin = begin;
 	info.timestamp_end = end;
 	// Readers give no count for a stream's first packet (nothing before it
@@ -301,12 +302,12 @@ void KernelTrace::finish_cpu(uint32_t cpu)
 	c.events.clear();
 	const uint64_t end = std::max(now_(), c.last_ts);
 	if (c.seq == 0) { // every CPU has its stream, beginning with the earliest one, at 0 lost
-		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end);
+		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end, 0);
 		c.last_ts = end;
 	}
 	// The last packet ends now, with the exact lost total.
 	if (c.last_ts != end || std::max(c.lost_in_pages, c.lost_kernel) != c.written_discarded)
-		write_packet(cpu, c, c.last_ts, end);
+		write_packet(cpu, c, c.last_ts, end, 0);
 	c.last_ts = end;
 }
 

@@ -140,7 +140,7 @@ private:
 		std::vector<uint8_t> events; // the packet being built
 	};
 	void grow_class_counters(); // every CPU's class_events up to next_id_
-	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end);
+	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events);
 	void index_classes(); // by_type_ from classes_
 	// The beginning of a CPU stream's first packet whose first instant is
 	// `ts`: when the trace was made, or `ts` if that is earlier.
