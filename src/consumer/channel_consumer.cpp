@@ -184,6 +184,7 @@ void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 		info.events_discarded = v.lost_before;
 		info.seq = v.seq + seq_shift_[v.cpu];
 		info.cpu_id = v.cpu;
+		info.events = v.content_size == 0 ? 0 : ctf::kEventsUnknown; // records are not counted
 		streams_seen_[v.cpu] = sink_->streams_started();
 		sink_->write_packet(v.cpu, info, v.data, v.content_size);
 		last_lost_[v.cpu] = v.lost_before;
@@ -237,9 +238,8 @@ void ChannelConsumer::live_tick()
 		const uint64_t ts = std::max(now - std::min<uint64_t>(now, cpu), last_ts_[cpu]);
 		if (wrote_[cpu])
 			wrote_[cpu] = false;
-		else if (started > streams_seen_[cpu])
-			write_between(cpu,
-			              ts); // a stream started since its last packet: see PacketSink::streams_started
+		else if (started > streams_seen_[cpu]) // a stream started since its last packet: see
+			write_between(cpu, ts);        // PacketSink::streams_started
 		else
 			sink_->idle(cpu, ts);
 	}
@@ -274,6 +274,7 @@ void ChannelConsumer::write_between(uint32_t cpu, uint64_t timestamp)
 		info.events_discarded = last_lost_[cpu];
 		info.seq = next_seq_[cpu] + seq_shift_[cpu];
 		info.cpu_id = cpu;
+		info.events = 0;
 		streams_seen_[cpu] = sink_->streams_started();
 		sink_->write_packet(cpu, info, nullptr, 0);
 		seq_shift_[cpu]++; // the ring buffer's next sub-buffer comes after it

@@ -256,6 +256,7 @@ TEST(ChannelConsumer, IdleLiveStreamGetsAnEmptyPacketOnceAnotherStreamStarted)
 		const std::lock_guard lock(s.m);
 		const RecordingSink::Packet &p = s.packets[1];
 		EXPECT_TRUE(p.events.empty());
+		EXPECT_EQ(p.info.events, 0u); // counted: none (a relay that drops it can say so)
 		EXPECT_EQ(p.info.seq, 1u);
 		EXPECT_EQ(p.info.timestamp_begin, p.info.timestamp_end);
 		EXPECT_GE(p.info.timestamp_begin, s.packets[0].info.timestamp_end);
@@ -273,6 +274,7 @@ TEST(ChannelConsumer, IdleLiveStreamGetsAnEmptyPacketOnceAnotherStreamStarted)
 	ASSERT_EQ(s.packets.size(), 3u);
 	EXPECT_EQ(s.packets[2].info.seq, 2u);
 	EXPECT_EQ(s.packets[2].events.size(), 1000u);
+	EXPECT_EQ(s.packets[2].info.events, ctf::kEventsUnknown); // a sub-buffer's records are not counted
 	EXPECT_GE(s.packets[2].info.timestamp_begin, s.packets[1].info.timestamp_end);
 	EXPECT_FALSE(ch->quarantined());
 }
