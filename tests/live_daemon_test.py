@@ -163,10 +163,24 @@ class LiveDaemonTest(DaemonTestCase):
         (copy,) = self.relay.sessions(name)
         disk = subprocess.run(["babeltrace2", os.path.join(copy, "ust")], capture_output=True, text=True, timeout=60)
         self.assertEqual(disk.returncode, 0, disk.stderr)
-        mine = lambda ls: sorted(l for l in without_deltas(ls) if re.search(r"vpid = (%s) " % "|".join(map(str, pids)), l))
+        def mine(ls):
+            return sorted(l for l in without_deltas(ls) if re.search(r"vpid = (%s) " % "|".join(map(str, pids)), l))
+
         self.assertEqual(mine(lines), mine(disk.stdout.splitlines()))
         self.assertEqual(len(mine(lines)), 2 * N * len(pids))
         return lines
+
+    def wait_in_copy(self, name, pid, timeout=15):
+        """Waits until the relay's copy of session `name` holds every event of program pid."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for copy in self.relay.sessions(name):
+                p = subprocess.run(["babeltrace2", os.path.join(copy, "ust")], capture_output=True, text=True,
+                                   timeout=60)
+                if p.returncode == 0 and p.stdout.count(f"vpid = {pid} ") == 2 * N:
+                    return
+            time.sleep(0.1)
+        self.fail(f"the events of program {pid} never reached the relay's copy")
 
     def test_per_uid_buffers_attached_before_any_program(self):
         self.live_session("uid")
@@ -216,7 +230,7 @@ class LiveDaemonTest(DaemonTestCase):
         p, before = self.program(self.cpus[0])
         self.go(p)
         self.assertEqual(p.wait(timeout=10), 0)
-        time.sleep(2 * PERIOD_MS / 1000)  # its events reach the relay (a live flush)
+        self.wait_in_copy("late", before)  # sent by a live flush, written by the relay
         viewer = self.attach("late")
         p, after = self.program(self.cpus[1])
         self.assertPrintedSoon(viewer, after, self.go(p))
