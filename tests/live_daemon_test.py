@@ -9,6 +9,9 @@ one CPU and then the other) as they happen:
   time on both CPUs, then one after the other, beside one that stays idle;
 - a viewer attached late prints the events of the programs that run after it
   attached, none of those before;
+- a kernel trace (as root, with tracefs): its events printed while the
+  session runs; a per-PID program beside its streams, busy or idle,
+  printed as above;
 - babeltrace2 ends (exit 0) once the session is destroyed, having printed
   exactly the events of the relay's copy (read by babeltrace2 from disk).
 Each viewer has a vpid context, so each line names its program."""
@@ -224,6 +227,43 @@ class LiveDaemonTest(DaemonTestCase):
         lines = self.destroy_and_check("pid", viewer, pids)
         self.assertEqual(collections.Counter(re.search(r"vpid = (\d+)", l).group(1) for l in lines),
                          {str(idle_pid): N, **{str(pid): 2 * N for pid in pids}})
+
+    def kernel_session(self, name, *kernel_events):
+        """A live session with a kernel trace (kernel_events: enable-event -k arguments) and per-PID user
+        buffers (emit:*, vpid), started, babeltrace2 attached; skips without root or tracefs."""
+        if os.geteuid() != 0:
+            self.skipTest("kernel tracing needs root (tracefs instances); skipped")
+        if not any(os.path.isdir(p + "/instances") for p in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")):
+            self.skipTest("no tracefs mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing; skipped")
+        self.d.tracery("create", name, f"--live={PERIOD_MS}ms", "--set-url", f"net://127.0.0.1:{self.relay.port}")
+        self.d.tracery("enable-event", "-k", *kernel_events, "-s", name)
+        self.d.tracery("enable-channel", "-u", "chan", "-s", name, "--buffers-pid")
+        self.d.tracery("enable-event", "-u", "emit:*", "-s", name, "-c", "chan")
+        self.d.tracery("add-context", "-u", "-t", "vpid", "-s", name, "-c", "chan")
+        self.d.tracery("start", name)
+        return self.attach(name)
+
+    def test_kernel_events_printed_while_the_session_runs(self):
+        # The state dump's stream, idle after the start, has beacons: it holds nothing back.
+        viewer = self.kernel_session("kbusy", "sched_switch")
+        deadline = time.monotonic() + 4 * PERIOD_MS / 1000
+        while time.monotonic() < deadline and not any("sched_switch:" in l for l in list(viewer.lines)):
+            time.sleep(0.02)
+        self.assertTrue(any("sched_switch:" in l for l in list(viewer.lines)),
+                        "no kernel event printed within four periods:\n" + "".join(viewer.err))
+        p, pid = self.program(self.cpus[1])
+        self.assertPrintedSoon(viewer, pid, self.go(p))
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.destroy_and_check("kbusy", viewer, [pid])
+
+    def test_per_pid_program_beside_idle_kernel_streams(self):
+        # A syscall nothing calls: the kernel's CPU streams are idle, with their first (empty) packets only.
+        viewer = self.kernel_session("kidle", "--syscall", "acct")
+        time.sleep(2 * PERIOD_MS / 1000)  # beacons given out
+        p, pid = self.program(self.cpus[1])
+        self.assertPrintedSoon(viewer, pid, self.go(p))
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.destroy_and_check("kidle", viewer, [pid])
 
     def test_late_attach_sees_new_events(self):
         self.live_session("late")
