@@ -351,8 +351,8 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 	std::vector<uint8_t> events;
 	// The stream's first packet begins with the earliest CPU stream (see the
 	// header).
-	const uint64_t begin =
-		statedump_packets_ == 0 ? std::min(earliest_.load(std::memory_order_relaxed), now()) : now();
+	const uint64_t begin = statedump_packets_ == 0 ? std::min(earliest_.load(std::memory_order_relaxed), now())
+	                                               : std::max(now(), statedump_end_); // not before a beacon given
 	uint64_t prev = begin;
 	const auto header = [&](uint32_t id) {
 		const uint64_t ts = std::max(now(), prev);
