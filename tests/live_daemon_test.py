@@ -14,7 +14,7 @@ one CPU and then the other) as they happen:
   printed as above;
 - babeltrace2 ends (exit 0) once the session is destroyed, having printed
   exactly the events of the relay's copy (read by babeltrace2 from disk).
-Each viewer has a vpid context, so each line names its program."""
+Each session has a vpid context, so each line names its program."""
 import collections
 import os
 import re

@@ -307,7 +307,8 @@ TEST(LiveViewer, TraceEmptiedIsGivenAgainWithItsMetadata)
 	EXPECT_TRUE(given[0].second); // the metadata stream again ...
 	LiveViewer::FileRange f;
 	r = l.ask({.cmd = Command::get_metadata, .id = given[0].first}, nullptr, &f);
-	EXPECT_EQ(f.offset, 0u); // ... from its start
+	EXPECT_EQ(f.offset, 0u);  // ... from its start,
+	EXPECT_EQ(r.size(), 12u); // the file's own signature first (none added)
 	l.feed(cr::Bye{});
 	l.feed(cr::CloseStream{.stream_id = 2});
 	EXPECT_EQ(l.index(given[1].first).status, kHup);
