@@ -1,11 +1,14 @@
-"""Shared by the relay's tests (relay_test, relay_live_test, relay_daemon_test): a real tracery-relayd on loopback
-on ports it picks itself (--port 0 --live-port 0, read from its log) or a given sender port (start_relayd);
+"""Shared by the relay's tests (relay_test, relay_live_test, relay_daemon_test, live_daemon_test): a real
+tracery-relayd on loopback on ports it picks itself (--port 0 --live-port 0, read from its log) or a given sender
+port (start_relayd); Relay, one for a test (stopped, restarted, its log and session directories read);
 RelaydTestCase, a relay for a whole test class writing under a temporary directory that also holds the traces the
 test makes (make_traces), its log lines, and before and after each test a check that the relay still runs and
 that its log holds no sanitizer report (TRACERY_SANITIZE builds write them there)."""
+import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -37,6 +40,37 @@ def start_relayd(output, log_path, port=0):
     with open(log_path) as f:
         raise AssertionError(f"tracery-relayd did not start: {f.read()}")
 
+
+class Relay:
+    """A tracery-relayd in the foreground, writing under TMP/NAME (for one test; RelaydTestCase has one for a
+    whole class), its log in TMP."""
+
+    def __init__(self, tmp, port=0, name="relay"):
+        self.output = os.path.join(tmp, name)
+        self.log_path = os.path.join(tmp, f"{name}-{time.time_ns()}.log")
+        self.proc, self.port, self.live_port, self.log = start_relayd(self.output, self.log_path, port)
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait_log(self, *texts, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(all(t in line for t in texts) for line in self.text().splitlines()):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"no relay log line with {texts!r}:\n{self.text()}")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+        self.log.close()
+
+    def sessions(self, name):
+        """The relay's directories of session `name`, oldest first."""
+        return sorted(glob.glob(os.path.join(self.output, "*", name + "-*")), key=os.path.getmtime)
 
 class RelaydTestCase(unittest.TestCase):
     prefix = "tracery-relay-test-"

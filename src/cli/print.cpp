@@ -80,11 +80,30 @@ void print_relay(const json &r, const char *indent)
 	       r.value("connected", false) ? ("connected, session in " + r.value("path", "")).c_str()
 	                                   : ("not connected (" + r.value("error", "") + ")").c_str(),
 	       n("connections"), n("connections") == 1 ? "" : "s", n("packets_sent"), n("packets_confirmed"));
-	if (n("packets_dropped") || n("packets_unconfirmed"))
-		printf("%swarning: relay: %llu packets (%s) not sent, %llu sent on connections that broke before the "
-		       "relay confirmed them (their events may be missing from its copy)\n",
-		       indent, n("packets_dropped"), base::format_size(n("bytes_dropped")).c_str(),
-		       n("packets_unconfirmed"));
+	if (n("packets_dropped")) {
+		// What a reader of the relay's copy will miss: the events where counted (kernel and empty packets).
+		const unsigned long long all = n("packets_dropped"), counted = n("packets_dropped_counted");
+		const uint64_t events = n("events_dropped");
+		// Counted packets without events are empty ones (a live stream's, a lost count's).
+		const std::string holding = events ? " holding " + std::to_string(events) + " events" : " empty";
+		std::string which;
+		if (counted == all)
+			which = events ? holding + " not sent" : " not sent, all empty";
+		else if (counted == 0)
+			which = " of user buffers not sent, their events not counted";
+		else
+			which = " not sent: " + std::to_string(counted) + holding + ", " +
+			        std::to_string(all - counted) + " of user buffers whose events were not counted";
+		printf("%swarning: relay: %llu packets (%s)%s (a full send queue, a broken connection or "
+		       "the session's end): the relay's copy has gaps there, which its readers report as discarded "
+		       "packets%s\n",
+		       indent, all, base::format_size(n("bytes_dropped")).c_str(), which.c_str(),
+		       events ? " (and the counted events as discarded events)" : "");
+	}
+	if (n("packets_unconfirmed"))
+		printf("%swarning: relay: %llu packets sent on connections that broke before the relay confirmed "
+		       "them: their events may be missing from its copy\n",
+		       indent, n("packets_unconfirmed"));
 	if (n("packets_queued"))
 		printf("%srelay: %llu packets queued, not sent yet\n", indent, n("packets_queued"));
 }

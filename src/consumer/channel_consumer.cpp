@@ -34,6 +34,8 @@ ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<Pack
 	last_ts_.assign(n, 0);
 	next_seq_.assign(n, 0);
 	wrote_.assign(n, false);
+	seq_shift_.assign(n, 0);
+	streams_seen_.assign(n, 0);
 	// Before any program has the buffer: no record is older.
 	created_ts_ = clock::ticks(ticks_);
 }
@@ -52,7 +54,7 @@ void ChannelConsumer::start_thread()
 	// (empty) packet, so that beacons can say it is idle: babeltrace2 2.0.4
 	// notices a stream that appears later only once another has data, and
 	// then refuses its older events.
-	if (live_period_ns_ > 0 && seq_shift_ == 0)
+	if (live_period_ns_ > 0 && !announced_)
 		announce_streams();
 	stop_.store(false);
 	if (base::start_background_thread(thread_, &ChannelConsumer::thread_main, this) == 0) {
@@ -180,8 +182,10 @@ void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 		info.timestamp_begin = v.timestamp_begin;
 		info.timestamp_end = v.timestamp_end;
 		info.events_discarded = v.lost_before;
-		info.seq = v.seq + seq_shift_;
+		info.seq = v.seq + seq_shift_[v.cpu];
 		info.cpu_id = v.cpu;
+		info.events = v.content_size == 0 ? 0 : ctf::kEventsUnknown; // records are not counted
+		streams_seen_[v.cpu] = sink_->streams_started();
 		sink_->write_packet(v.cpu, info, v.data, v.content_size);
 		last_lost_[v.cpu] = v.lost_before;
 		last_ts_[v.cpu] = v.timestamp_end;
@@ -227,12 +231,17 @@ void ChannelConsumer::live_tick()
 	drain();
 	if (failed_ || channel_.quarantined())
 		return;
+	const uint64_t started = sink_->streams_started();
 	for (uint32_t cpu = 0; cpu < n; cpu++) {
 		// Each stream's beacon a tick apart (a weaker promise than `now`):
 		// babeltrace2 warns about streams whose next messages are the same.
-		if (!wrote_[cpu])
-			sink_->idle(cpu, std::max(now - std::min<uint64_t>(now, cpu), last_ts_[cpu]));
-		wrote_[cpu] = false;
+		const uint64_t ts = std::max(now - std::min<uint64_t>(now, cpu), last_ts_[cpu]);
+		if (wrote_[cpu])
+			wrote_[cpu] = false;
+		else if (started > streams_seen_[cpu]) // a stream started since its last packet: see
+			write_between(cpu, ts);        // PacketSink::streams_started
+		else
+			sink_->idle(cpu, ts);
 	}
 }
 
@@ -252,17 +261,26 @@ void ChannelConsumer::announce_streams()
 {
 	if (failed_ || channel_.quarantined())
 		return;
-	seq_shift_ = 1; // the ring buffer's sub-buffer N is packet N + 1
-	for (uint32_t cpu = 0; cpu < channel_.config().num_cpus; cpu++) {
-		try {
-			ctf::PacketInfo info{};
-			info.timestamp_begin = info.timestamp_end = created_ts_;
-			info.cpu_id = cpu;
-			sink_->write_packet(cpu, info, nullptr, 0);
-			last_ts_[cpu] = created_ts_;
-		} catch (const std::exception &e) {
-			report_error(e);
-		}
+	announced_ = true;
+	for (uint32_t cpu = 0; cpu < channel_.config().num_cpus; cpu++)
+		write_between(cpu, created_ts_);
+}
+
+void ChannelConsumer::write_between(uint32_t cpu, uint64_t timestamp)
+{
+	try {
+		ctf::PacketInfo info{};
+		info.timestamp_begin = info.timestamp_end = timestamp;
+		info.events_discarded = last_lost_[cpu];
+		info.seq = next_seq_[cpu] + seq_shift_[cpu];
+		info.cpu_id = cpu;
+		info.events = 0;
+		streams_seen_[cpu] = sink_->streams_started();
+		sink_->write_packet(cpu, info, nullptr, 0);
+		seq_shift_[cpu]++; // the ring buffer's next sub-buffer comes after it
+		last_ts_[cpu] = timestamp;
+	} catch (const std::exception &e) {
+		report_error(e);
 	}
 }
 

@@ -62,7 +62,9 @@ public:
 	// program had the buffer), then every period_ns the thread closes the
 	// partial sub-buffers and writes them, and tells the sink of each stream
 	// that got nothing new since the previous period that it is idle up to
-	// then (PacketSink::idle).
+	// then (PacketSink::idle), or, when a stream of the session started since
+	// that stream's last packet, writes it an empty packet dated then
+	// (PacketSink::streams_started).
 	void set_live_period(uint64_t period_ns) { live_period_ns_ = period_ns; }
 	// Returns once the thread runs (its start-up, the C library's and any
 	// sanitizer's, is over).
@@ -94,6 +96,9 @@ private:
 	void write_empty(uint32_t cpu, uint64_t timestamp, uint64_t lost_before);
 	// Live sessions: packet 0 of every stream, empty, dated created_ts_.
 	void announce_streams();
+	// An empty packet of the stream of `cpu` between two of the ring buffer's
+	// sub-buffers (those after it are numbered one more).
+	void write_between(uint32_t cpu, uint64_t timestamp);
 	// What makes `v` unfit to follow the stream's last packet; "" if nothing.
 	std::string out_of_order(const ringbuf::Channel::SubbufView &v) const;
 	void report_quarantine();
@@ -113,7 +118,11 @@ private:
 	std::vector<bool> wrote_; // a packet of the stream since the last live tick
 	uint64_t live_period_ns_ = 0;
 	uint64_t created_ts_ = 0; // the trace clock when the consumer was made
-	uint64_t seq_shift_ = 0;  // packet_seq_num - the ring buffer's sub-buffer number (1 after announce_streams)
+	// Per stream: packet_seq_num - the ring buffer's sub-buffer number (the
+	// empty packets written between sub-buffers), and the sink's
+	// streams_started() when its last packet was written.
+	std::vector<uint64_t> seq_shift_, streams_seen_;
+	bool announced_ = false;
 	pthread_t thread_{};
 	bool thread_running_ = false;
 	std::atomic<bool> stop_{false};

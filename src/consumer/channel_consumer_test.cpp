@@ -1,6 +1,7 @@
 // Unit tests of the consumer (channel_consumer.hpp): the poll interval of its
-// thread, what it hands to its sink (sink.hpp) for a real channel, and the
-// stream files of FileSink (file_sink.hpp).
+// thread, what it hands to its sink (sink.hpp) for a real channel (live
+// sessions too: first packets, beacons, an empty packet once another stream
+// started), and the stream files of FileSink (file_sink.hpp).
 #include "consumer/channel_consumer.hpp"
 #include "base/test_temp_dir.hpp"
 
@@ -15,10 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -184,6 +187,96 @@ TEST(ChannelConsumer, LiveStreamsBeginWithAnEmptyPacketDatedBeforeAnyRecord)
 	EXPECT_GE(packets[1].info.timestamp_begin, packets[0].info.timestamp_end);
 	EXPECT_FALSE(ch->quarantined());
 	EXPECT_EQ(closed, 1);
+}
+
+// A sink for a live consumer's thread: packets, beacons and the session's
+// started streams (set by the test), under a lock.
+class LiveSink final : public PacketSink {
+public:
+	struct State {
+		std::mutex m;
+		std::vector<RecordingSink::Packet> packets;
+		std::vector<uint64_t> beacons;
+		std::atomic<uint64_t> started{1}; // this stream
+	};
+	explicit LiveSink(State &s) : s_(s) {}
+	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override
+	{
+		const std::lock_guard lock(s_.m);
+		const auto *p = static_cast<const uint8_t *>(events);
+		s_.packets.push_back({cpu, info, size ? std::vector<uint8_t>(p, p + size) : std::vector<uint8_t>{}});
+	}
+	void idle(uint32_t, uint64_t timestamp) override
+	{
+		const std::lock_guard lock(s_.m);
+		s_.beacons.push_back(timestamp);
+	}
+	uint64_t streams_started() const override { return s_.started.load(); }
+	void close() override {}
+	void abandon_after_fork() override {}
+
+private:
+	State &s_;
+};
+
+// Waits (5 s at most) until pred(state) holds under its lock.
+template <class P>
+bool wait_until(LiveSink::State &s, P pred)
+{
+	for (int i = 0; i < 500; i++) {
+		{
+			const std::lock_guard lock(s.m);
+			if (pred())
+				return true;
+		}
+		usleep(10'000);
+	}
+	return false;
+}
+
+TEST(ChannelConsumer, IdleLiveStreamGetsAnEmptyPacketOnceAnotherStreamStarted)
+{
+	auto ch = small_channel();
+	LiveSink::State s;
+	ChannelConsumer consumer(*ch, std::make_unique<LiveSink>(s), clock::TickSource::ns);
+	consumer.set_live_period(1'000'000);
+	consumer.start_thread();
+	// Idle: beacons only, after its first (empty) packet.
+	ASSERT_TRUE(wait_until(s, [&] { return s.beacons.size() >= 2; }));
+	{
+		const std::lock_guard lock(s.m);
+		ASSERT_EQ(s.packets.size(), 1u);
+	}
+	// Another stream of the session started: the next tick writes an empty
+	// packet instead of a beacon, numbered after the first; then beacons again.
+	s.started = 2;
+	ASSERT_TRUE(wait_until(s, [&] { return s.packets.size() == 2; }));
+	size_t beacons = 0;
+	{
+		const std::lock_guard lock(s.m);
+		const RecordingSink::Packet &p = s.packets[1];
+		EXPECT_TRUE(p.events.empty());
+		EXPECT_EQ(p.info.events, 0u); // counted: none (a relay that drops it can say so)
+		EXPECT_EQ(p.info.seq, 1u);
+		EXPECT_EQ(p.info.timestamp_begin, p.info.timestamp_end);
+		EXPECT_GE(p.info.timestamp_begin, s.packets[0].info.timestamp_end);
+		EXPECT_GE(p.info.timestamp_begin, s.beacons.back());
+		EXPECT_LE(p.info.timestamp_begin, clock::ticks(clock::TickSource::ns));
+		beacons = s.beacons.size();
+	}
+	ASSERT_TRUE(wait_until(s, [&] { return s.beacons.size() >= beacons + 2; }));
+	// The ring buffer's sub-buffer 0 follows as packet 2.
+	const uint64_t at = clock::ticks(clock::TickSource::ns);
+	for (uint32_t i = 0; i < 10; i++)
+		ASSERT_TRUE(write_record(*ch, at + i, 96, 7));
+	consumer.finish();
+	const std::lock_guard lock(s.m);
+	ASSERT_EQ(s.packets.size(), 3u);
+	EXPECT_EQ(s.packets[2].info.seq, 2u);
+	EXPECT_EQ(s.packets[2].events.size(), 1000u);
+	EXPECT_EQ(s.packets[2].info.events, ctf::kEventsUnknown); // a sub-buffer's records are not counted
+	EXPECT_GE(s.packets[2].info.timestamp_begin, s.packets[1].info.timestamp_end);
+	EXPECT_FALSE(ch->quarantined());
 }
 
 std::vector<uint8_t> read_file(const std::string &path)

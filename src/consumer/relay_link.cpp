@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tracery::consumer {
 
@@ -93,20 +94,29 @@ void RelayLink::append_metadata(uint32_t trace, std::string_view text)
 uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name)
 {
 	const std::lock_guard lock(mutex_);
-	streams_.push_back({trace, name, false});
+	streams_.push_back({trace, name, false, false});
 	return static_cast<uint32_t>(streams_.size()); // ids from 1
 }
 
+void RelayLink::count_dropped(size_t bytes, uint64_t events)
+{
+	counts_.packets_dropped++;
+	counts_.bytes_dropped += bytes;
+	if (events != ctf::kEventsUnknown) {
+		counts_.packets_dropped_counted++;
+		counts_.events_dropped += events;
+	}
+}
+
 bool RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::span<const uint8_t> head,
-                            std::span<const uint8_t> events)
+                            std::span<const uint8_t> events, uint64_t event_count)
 {
 	const size_t size = head.size() + events.size();
 	Bytes bytes;
 	{
 		const std::lock_guard lock(mutex_);
 		if (stop_ || counts_.bytes_queued + size > config_.queue_bytes) {
-			counts_.packets_dropped++;
-			counts_.bytes_dropped += size;
+			count_dropped(size, event_count);
 			return false;
 		}
 		counts_.bytes_queued += size; // reserved: the copy below is made without the lock
@@ -129,7 +139,9 @@ bool RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::
 	bytes.size = size;
 	{
 		const std::lock_guard lock(mutex_);
-		queue_.push_back({Kind::packet, stream, index, 0, std::move(bytes)});
+		queue_.push_back({Kind::packet, stream, index, 0, event_count, std::move(bytes)});
+		if (stream >= 1 && stream <= streams_.size() && !std::exchange(streams_[stream - 1].started, true))
+			streams_started_.fetch_add(1, std::memory_order_release);
 	}
 	work_.notify_one();
 	return true;
@@ -142,7 +154,7 @@ void RelayLink::beacon(uint32_t stream, uint64_t timestamp)
 		if (stop_ || counts_.bytes_queued + kSmallItem > config_.queue_bytes)
 			return; // the next packet or beacon says more
 		counts_.bytes_queued += kSmallItem;
-		queue_.push_back({Kind::beacon, stream, {}, timestamp, {}});
+		queue_.push_back({Kind::beacon, stream, {}, timestamp, 0, {}});
 	}
 	work_.notify_one();
 }
@@ -154,7 +166,7 @@ void RelayLink::close_stream(uint32_t stream)
 		if (stop_)
 			return;
 		counts_.bytes_queued += kSmallItem; // always queued: one per stream
-		queue_.push_back({Kind::close, stream, {}, 0, {}});
+		queue_.push_back({Kind::close, stream, {}, 0, 0, {}});
 	}
 	work_.notify_one();
 }
@@ -199,12 +211,9 @@ std::string RelayLink::bye(int timeout_ms)
 		pthread_join(thread_, nullptr);
 	const std::lock_guard lock(mutex_);
 	thread_running_ = false;
-	for (const Item &item : queue_) {
-		if (item.kind == Kind::packet) {
-			counts_.packets_dropped++;
-			counts_.bytes_dropped += item.bytes.size;
-		}
-	}
+	for (const Item &item : queue_)
+		if (item.kind == Kind::packet)
+			count_dropped(item.bytes.size, item.events);
 	queue_.clear();
 	counts_.packets_queued = counts_.bytes_queued = 0;
 	return why;
@@ -316,8 +325,8 @@ bool RelayLink::send_next(Lock &lock)
 		if (why.empty()) {
 			counts_.packets_sent++;
 		} else {
-			counts_.packets_dropped++; // cut in the middle: the relay throws its part away
-			counts_.bytes_dropped += item.bytes.size;
+			count_dropped(item.bytes.size,
+			              item.events); // cut in the middle: the relay throws its part away
 		}
 		if (spare_.size() < kSpareBuffers)
 			spare_.push_back(std::move(item.bytes));

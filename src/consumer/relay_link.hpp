@@ -22,9 +22,11 @@
 #pragma once
 
 #include "control/relay_connection.hpp"
+#include "ctf/packet.hpp"
 
 #include <pthread.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -71,15 +73,19 @@ public:
 	// A stream file `name` of a trace; its id.
 	uint32_t add_stream(uint32_t trace, const std::string &name);
 	// Queues a packet of `stream`: the parts are copied one after the other
-	// (the packet's header and context, then its events). Never waits for
-	// the network; false if the packet was dropped (counted).
+	// (the packet's header and context, then its events; event_count of them,
+	// or ctf::kEventsUnknown). Never waits for the network; false if the
+	// packet was dropped (counted).
 	bool send_packet(uint32_t stream, const control::relay::PacketIndex &index, std::span<const uint8_t> head,
-	                 std::span<const uint8_t> events);
+	                 std::span<const uint8_t> events, uint64_t event_count = ctf::kEventsUnknown);
 	// The stream has nothing new up to `timestamp` (live); dropped with the
 	// packets when the queue is full.
 	void beacon(uint32_t stream, uint64_t timestamp);
 	// No more packets on the stream (sent after those queued).
 	void close_stream(uint32_t stream);
+	// Streams whose first packet is queued (PacketSink::streams_started): a
+	// packet queued after reading it goes after those streams' first packets.
+	uint64_t streams_started() const { return streams_started_.load(std::memory_order_acquire); }
 
 	// Waits, at most timeout_ms, until everything queued before the call is
 	// sent and the relay has confirmed it (SYNC). "" or what is not
@@ -90,10 +96,13 @@ public:
 	std::string bye(int timeout_ms);
 
 	struct Counts {
-		uint64_t packets_sent = 0;        // on a connection
-		uint64_t packets_confirmed = 0;   // written by the relay, as its SYNC replies say
-		uint64_t packets_dropped = 0;     // never sent: the queue was full, or at bye()
-		uint64_t bytes_dropped = 0;       // theirs
+		uint64_t packets_sent = 0;      // on a connection
+		uint64_t packets_confirmed = 0; // written by the relay, as its SYNC replies say
+		uint64_t packets_dropped = 0;   // never sent: the queue was full, or at bye()
+		uint64_t bytes_dropped = 0;     // theirs
+		// Of those, the packets whose events were counted (the kernel's), and
+		// their events: a user packet's are not counted.
+		uint64_t packets_dropped_counted = 0, events_dropped = 0;
 		uint64_t packets_unconfirmed = 0; // sent on a connection that broke before the relay confirmed them
 		uint64_t packets_queued = 0, bytes_queued = 0;
 		uint64_t connections = 0; // HELLOs accepted
@@ -115,6 +124,7 @@ private:
 		uint32_t stream;
 		control::relay::PacketIndex index; // packet
 		uint64_t timestamp;                // beacon
+		uint64_t events;                   // packet: how many, or ctf::kEventsUnknown
 		Bytes bytes;                       // packet
 	};
 	struct TraceState {
@@ -127,9 +137,11 @@ private:
 		uint32_t trace;
 		std::string name;
 		bool declared = false; // on the current connection
+		bool started = false;  // a packet of it was queued
 	};
 
 	using Lock = std::unique_lock<std::mutex>;
+	void count_dropped(size_t bytes, uint64_t events); // with the lock held
 	static void *thread_main(void *arg);
 	void run();
 	// The sender thread's steps, called with the lock held, which each
@@ -154,6 +166,7 @@ private:
 	std::vector<Bytes> spare_; // packet buffers to reuse
 	std::vector<TraceState> traces_;
 	std::vector<StreamState> streams_;
+	std::atomic<uint64_t> streams_started_{0};
 	Counts counts_;
 	bool metadata_pending_ = false;
 	bool stop_ = false, say_bye_ = false;

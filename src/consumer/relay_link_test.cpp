@@ -4,11 +4,14 @@
 // once (the stress test of the send queue, run under ThreadSanitizer too:
 // label tsan), every packet either delivered or counted as dropped; a
 // relay that goes away and comes back gets a new HELLO and the whole
-// metadata again; a relay that is not there is a clear error.
+// metadata again; a relay that is not there is a clear error; packets the
+// link drops are counted, with their events when they were counted, which
+// the stream's next packets carry as discarded events.
 #include "consumer/relay_link.hpp"
 #include "consumer/relay_sink.hpp"
 
 #include "control/relay_protocol.hpp"
+#include "ctf/packet.hpp"
 
 #include <gtest/gtest.h>
 
@@ -77,6 +80,7 @@ public:
 	std::mutex mutex;
 	uint64_t packets = 0, hellos = 0, beacons = 0, closes = 0, byes = 0;
 	std::map<uint64_t, std::string> metadata; // by connection (hello count)
+	std::vector<cr::Packet> got;              // the first packets
 	std::vector<std::string> errors;
 
 private:
@@ -117,9 +121,11 @@ private:
 					reply(c, cr::HelloReply{true, "testhost/s-" + std::to_string(hellos)});
 				} else if (const auto *m = std::get_if<cr::Metadata>(&f)) {
 					metadata[hellos] += m->text;
-				} else if (std::holds_alternative<cr::Packet>(f)) {
+				} else if (const auto *p = std::get_if<cr::Packet>(&f)) {
 					packets++;
 					written++;
+					if (got.size() < 16)
+						got.push_back(*p);
 				} else if (std::holds_alternative<cr::Beacon>(f)) {
 					beacons++;
 				} else if (std::holds_alternative<cr::CloseStream>(f)) {
@@ -177,6 +183,7 @@ TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
 		streams.push_back(link.add_stream(trace, "chan_" + std::to_string(t)));
 	std::atomic<uint64_t> accepted{0};
 	std::atomic<uint64_t> streams_used{0}; // a stream none of whose packets was queued is never declared
+	EXPECT_EQ(link.streams_started(), 0u);
 	std::vector<std::thread> producers;
 	for (int t = 0; t < kThreads; t++) {
 		producers.emplace_back([&, t] {
@@ -212,9 +219,49 @@ TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
 	const std::lock_guard lock(relay.mutex);
 	EXPECT_EQ(relay.packets, accepted.load());
 	EXPECT_EQ(relay.closes, streams_used.load());
-	EXPECT_GT(accepted.load(), 0u); // how many depends on the machine's load
+	EXPECT_EQ(link.streams_started(), streams_used.load()); // each stream counted once, when first queued
+	EXPECT_GT(accepted.load(), 0u);                         // how many depends on the machine's load
 	EXPECT_EQ(relay.byes, 1u);
 	EXPECT_TRUE(relay.errors.empty());
+}
+
+TEST(RelaySink, DroppedPacketsCountedWithTheirEventsWhereKnown)
+{
+	FakeRelay relay;
+	auto link = std::make_shared<RelayLink>(config(relay.port, 1024));
+	ASSERT_EQ(link->open(2000), "");
+	const uint32_t trace = link->add_trace("kernel");
+	link->append_metadata(trace, "/* CTF 1.8 */\n");
+	RelaySink sink(link, trace, StreamNames{"chan", 0, 0, {}}, 1);
+	const std::vector<uint8_t> big(2000, 1), small(16, 2);
+	ctf::PacketInfo info{};
+	info.events_discarded = 3;
+	info.events = 7;                                    // a kernel packet: counted
+	sink.write_packet(0, info, big.data(), big.size()); // more than the queue holds: dropped
+	info.seq = 1;
+	info.events = ctf::kEventsUnknown; // a user packet
+	sink.write_packet(0, info, big.data(), big.size());
+	info.seq = 2;
+	info.events = 2;
+	info.events_discarded = 4; // one more lost by the buffer meanwhile
+	sink.write_packet(0, info, small.data(), small.size());
+	EXPECT_EQ(link->flush(5000), "");
+	const RelayLink::Counts c = link->counts();
+	EXPECT_EQ(c.packets_sent, 1u);
+	EXPECT_EQ(c.packets_dropped, 2u);
+	EXPECT_EQ(c.bytes_dropped, 2 * (ctf::kPacketPrefixSize + big.size()));
+	EXPECT_EQ(c.packets_dropped_counted, 1u);
+	EXPECT_EQ(c.events_dropped, 7u);
+	EXPECT_EQ(link->bye(5000), "");
+	relay.wait_for_bye();
+	const std::lock_guard lock(relay.mutex);
+	ASSERT_EQ(relay.got.size(), 1u);
+	// The packet sent says 4 lost by the buffer and 7 by the link, in its index and its context.
+	const cr::Packet &p = relay.got[0];
+	EXPECT_EQ(p.index.events_discarded, 11u);
+	EXPECT_EQ(p.index.packet_seq_num, 2u); // readers see the gap of the two dropped
+	ASSERT_EQ(p.bytes.size(), ctf::kPacketPrefixSize + small.size());
+	EXPECT_EQ(base::load_le<uint64_t>(p.bytes.data() + 72), 11u);
 }
 
 TEST(RelayLink, ReconnectsWithANewHelloAndTheWholeMetadata)

@@ -8,7 +8,8 @@
 namespace tracery::consumer {
 
 RelaySink::RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus)
-	: link_(std::move(link)), trace_(trace), names_(std::move(names)), streams_(num_cpus, 0)
+	: link_(std::move(link)), trace_(trace), names_(std::move(names)), streams_(num_cpus, 0),
+	  dropped_events_(num_cpus, 0)
 {
 }
 
@@ -25,17 +26,24 @@ uint32_t RelaySink::stream(uint32_t cpu)
 void RelaySink::write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size)
 {
 	const uint64_t instance = names_.instance_base + cpu;
+	const uint32_t id = stream(cpu);
+	// Counted events of the stream's packets the link dropped count as
+	// discarded in the packets it sends.
+	ctf::PacketInfo sent = info;
+	sent.events_discarded += dropped_events_[cpu];
 	uint8_t head[ctf::kPacketPrefixSize];
-	ctf::write_packet_prefix(head, names_.uuid, names_.stream_id, instance, info, size);
+	ctf::write_packet_prefix(head, names_.uuid, names_.stream_id, instance, sent, size);
 	control::relay::PacketIndex index;
 	index.packet_size_bits = index.content_size_bits = (sizeof head + size) * 8;
 	index.timestamp_begin = info.timestamp_begin;
 	index.timestamp_end = info.timestamp_end;
-	index.events_discarded = info.events_discarded;
+	index.events_discarded = sent.events_discarded;
 	index.stream_class_id = names_.stream_id;
 	index.stream_instance_id = instance;
 	index.packet_seq_num = info.seq;
-	link_->send_packet(stream(cpu), index, head, {static_cast<const uint8_t *>(events), size});
+	if (!link_->send_packet(id, index, head, {static_cast<const uint8_t *>(events), size}, info.events) &&
+	    info.events != ctf::kEventsUnknown)
+		dropped_events_[cpu] += info.events;
 }
 
 void RelaySink::idle(uint32_t cpu, uint64_t timestamp)

@@ -3,7 +3,9 @@
 // relay's copy of the trace as in a local one, declared with its first
 // packet; each packet is built (header, context) and queued with its index
 // fields. A packet the link drops leaves a gap in the stream's
-// packet_seq_num, which readers report as discarded packets.
+// packet_seq_num, which readers report as discarded packets; when its events
+// were counted (the kernel's), the stream's later packets count them in
+// their events_discarded as well, which readers report as discarded events.
 #pragma once
 
 #include "consumer/relay_link.hpp"
@@ -21,6 +23,7 @@ public:
 
 	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override;
 	void idle(uint32_t cpu, uint64_t timestamp) override;
+	uint64_t streams_started() const override { return link_->streams_started(); }
 	void close() override;
 	void abandon_after_fork() override {}
 
@@ -31,6 +34,9 @@ private:
 	uint32_t trace_;
 	StreamNames names_;
 	std::vector<uint32_t> streams_; // per CPU; 0: none yet
+	// Per CPU: the events of its packets the link dropped, where counted
+	// (added to the events_discarded of the packets after them).
+	std::vector<uint64_t> dropped_events_;
 };
 
 } // namespace tracery::consumer

@@ -38,6 +38,12 @@ public:
 	// Live sessions: the stream of CPU buffer `cpu` had nothing new up to
 	// `timestamp` (the packets' clock). Only a relay has a use for it.
 	virtual void idle(uint32_t /*cpu*/, uint64_t /*timestamp*/) {}
+	// Live sessions: how many streams of the session (all its channels) have
+	// had a packet queued so far. An idle stream that has had no packet since
+	// this grew gets an empty packet instead of a beacon: babeltrace2 before
+	// 2.1 looks for new streams only when a stream it knows has a packet, so
+	// with only beacons it would never see a program started beside idle ones.
+	virtual uint64_t streams_started() const { return 0; }
 	// Ends every stream: what was written is complete and durable as far as
 	// the sink can tell. Throws std::exception (after ending them all) on a
 	// deferred error.

@@ -1,6 +1,7 @@
 // consumer/tee_sink.cpp — see tee_sink.hpp.
 #include "consumer/tee_sink.hpp"
 
+#include <algorithm>
 #include <exception>
 
 namespace tracery::consumer {
@@ -35,6 +36,8 @@ void TeeSink::idle(uint32_t cpu, uint64_t timestamp)
 {
 	both([&](PacketSink &s) { s.idle(cpu, timestamp); });
 }
+
+uint64_t TeeSink::streams_started() const { return std::max(first_->streams_started(), second_->streams_started()); }
 
 void TeeSink::close()
 {

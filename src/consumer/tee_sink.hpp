@@ -15,6 +15,7 @@ public:
 
 	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override;
 	void idle(uint32_t cpu, uint64_t timestamp) override;
+	uint64_t streams_started() const override;
 	void close() override;
 	void abandon_after_fork() override;
 

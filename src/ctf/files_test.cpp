@@ -227,7 +227,7 @@ TEST(StreamWriter, PacketBytes)
 	const std::string f = slurp(tmp.path() + "/chan_0");
 	ASSERT_EQ(f.size(), 3 * kPacketPrefixSize + 16 + 5);
 	uint8_t expect[kPacketPrefixSize];
-	write_packet_prefix(expect, uuid, 2, 9, PacketInfo{100, 200, 3, 0, 1}, 16);
+	write_packet_prefix(expect, uuid, 2, 9, PacketInfo{100, 200, 3, 0, 1, kEventsUnknown}, 16);
 	EXPECT_EQ(std::memcmp(f.data(), expect, kPacketPrefixSize), 0);
 	EXPECT_EQ(f.substr(kPacketPrefixSize, 16), events);
 	const auto *second = reinterpret_cast<const uint8_t *>(f.data()) + kPacketPrefixSize + 16;

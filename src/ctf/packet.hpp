@@ -30,6 +30,8 @@ inline constexpr uint32_t kPacketMagic = 0xC1FC1FC1;
 inline constexpr size_t kPacketHeaderSize = 32;
 inline constexpr size_t kPacketContextSize = 52;
 inline constexpr size_t kPacketPrefixSize = kPacketHeaderSize + kPacketContextSize;
+// PacketInfo::events of a packet whose events were not counted.
+inline constexpr uint64_t kEventsUnknown = UINT64_MAX;
 // Where the two sizes (in bits) sit in the prefix.
 inline constexpr size_t kContentSizeOffset = 48;
 inline constexpr size_t kPacketSizeOffset = 56;
@@ -48,6 +50,11 @@ struct PacketInfo {
 	// by readers as discarded packets).
 	uint64_t seq = 0;
 	uint32_t cpu_id = 0;
+	// How many events the packet holds, when its writer counted them (the
+	// kernel trace's consumer does; a user sub-buffer's records are not
+	// counted, their sizes being in their layouts): not written in the
+	// packet; a sink that cannot deliver the packet counts them.
+	uint64_t events = kEventsUnknown;
 };
 
 // Writes the 84-byte header + context of a packet carrying event_bytes bytes

@@ -650,6 +650,8 @@ json TraceSession::relay_status() const
 	        {"packets_confirmed", c.packets_confirmed},
 	        {"packets_dropped", c.packets_dropped},
 	        {"bytes_dropped", c.bytes_dropped},
+	        {"packets_dropped_counted", c.packets_dropped_counted},
+	        {"events_dropped", c.events_dropped},
 	        {"packets_unconfirmed", c.packets_unconfirmed},
 	        {"packets_queued", c.packets_queued},
 	        {"error", c.error}};

@@ -256,7 +256,8 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	}
 	c.last_ts = prev;
 	c.last_live = now;
-	write_packet(cpu, c, begin, prev);
+	write_packet(cpu, c, begin, prev, n.events);
+	statedump_live(); // a busy CPU's reader has no idle() turn
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.events += n.events;
 	c.counts.unknown += n.unknown;
@@ -264,9 +265,10 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	c.counts.bad_pages += n.bad_pages;
 }
 
-void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end)
+void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events)
 {
 	ctf::PacketInfo info;
+	info.events = events;
 	info.timestamp_begin = begin;
 	info.timestamp_end = end;
 	// Readers give no count for a stream's first packet (nothing before it
@@ -274,6 +276,7 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	info.events_discarded = c.seq == 0 ? 0 : std::max(c.lost_in_pages, c.lost_kernel);
 	info.seq = c.seq;
 	info.cpu_id = cpu;
+	c.streams_seen = sink_->streams_started();
 	sink_->write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
 	++c.seq;
 	c.written_discarded = info.events_discarded;
@@ -282,16 +285,46 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	++c.counts.packets;
 }
 
+void KernelTrace::set_live_period(std::chrono::nanoseconds period)
+{
+	live_period_ = period;
+	if (period.count() == 0)
+		return;
+	for (uint32_t cpu = 0; cpu < cpus_.size(); cpu++) {
+		Cpu &c = cpus_[cpu];
+		if (c.seq > 0)
+			continue;
+		const uint64_t begin = first_begin(now_());
+		c.events.clear();
+		write_packet(cpu, c, begin, begin, 0);
+		c.last_ts = begin;
+	}
+}
+
 void KernelTrace::idle(uint32_t cpu)
 {
 	if (live_period_.count() == 0)
 		return;
+	statedump_live();
 	Cpu &c = cpus_.at(cpu);
 	const auto now = std::chrono::steady_clock::now();
 	if (now - c.last_live < live_period_)
 		return;
 	c.last_live = now;
-	sink_->idle(cpu, std::max(now_(), c.last_ts));
+	if (c.seq == 0)
+		return; // no packet yet: a viewer does not know the stream
+	const uint64_t ts = std::max(now_(), c.last_ts);
+	if (sink_->streams_started() > c.streams_seen) {
+		// A stream of the session started since this one's last packet: an
+		// empty packet rather than a beacon (consumer::PacketSink::streams_started).
+		c.events.clear();
+		write_packet(cpu, c, ts, ts, 0);
+	} else {
+		sink_->idle(cpu, ts);
+	}
+	// The next packet begins there or later, as the beacon promised a viewer
+	// (an event read later but stamped earlier is raised to it, as always).
+	c.last_ts = ts;
 }
 
 void KernelTrace::finish_cpu(uint32_t cpu)
@@ -301,22 +334,25 @@ void KernelTrace::finish_cpu(uint32_t cpu)
 	c.events.clear();
 	const uint64_t end = std::max(now_(), c.last_ts);
 	if (c.seq == 0) { // every CPU has its stream, beginning with the earliest one, at 0 lost
-		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end);
+		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end, 0);
 		c.last_ts = end;
 	}
 	// The last packet ends now, with the exact lost total.
 	if (c.last_ts != end || std::max(c.lost_in_pages, c.lost_kernel) != c.written_discarded)
-		write_packet(cpu, c, c.last_ts, end);
+		write_packet(cpu, c, c.last_ts, end, 0);
 	c.last_ts = end;
 }
 
 void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 {
+	// Held throughout: a beacon given meanwhile would promise the next
+	// packet a later beginning (statedump_live skips its turn instead).
+	const std::lock_guard statedump_lock(statedump_mutex_);
 	std::vector<uint8_t> events;
 	// The stream's first packet begins with the earliest CPU stream (see the
 	// header).
-	const uint64_t begin =
-		statedump_packets_ == 0 ? std::min(earliest_.load(std::memory_order_relaxed), now()) : now();
+	const uint64_t begin = statedump_packets_ == 0 ? std::min(earliest_.load(std::memory_order_relaxed), now())
+	                                               : std::max(now(), statedump_end_); // not before a beacon given
 	uint64_t prev = begin;
 	const auto header = [&](uint32_t id) {
 		const uint64_t ts = std::max(now(), prev);
@@ -348,39 +384,69 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 	header(statedump_id_ + 2);
 	if (!statedump_) // statedump_0, instance num_cpus_
 		statedump_ = out_.sink({"statedump", kStreamClass, num_cpus_, uuid_}, 1);
-	ctf::PacketInfo info;
-	info.timestamp_begin = begin;
-	info.timestamp_end = prev;
-	info.seq = statedump_packets_++;
-	statedump_->write_packet(0, info, events.data(), events.size());
-	statedump_end_ = prev;
+	write_statedump_packet(begin, prev, events, threads + 2);
 	const std::lock_guard lock(counts_mutex_);
 	statedump_events_ = threads;
 }
 
+void KernelTrace::write_statedump_packet(uint64_t begin, uint64_t end, std::span<const uint8_t> events, uint64_t count)
+{
+	ctf::PacketInfo info;
+	info.timestamp_begin = begin;
+	info.timestamp_end = end;
+	info.seq = statedump_packets_++;
+	info.events = count;
+	statedump_seen_ = statedump_->streams_started();
+	statedump_->write_packet(0, info, events.empty() ? nullptr : events.data(), events.size());
+	statedump_end_ = end;
+}
+
+void KernelTrace::statedump_live()
+{
+	if (live_period_.count() == 0)
+		return;
+	const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+	int64_t due = statedump_due_.load(std::memory_order_relaxed);
+	if (now < due || !statedump_due_.compare_exchange_strong(due, now + live_period_.count()))
+		return; // not yet, or another CPU's reader does it
+	const std::unique_lock lock(statedump_mutex_, std::try_to_lock);
+	if (!lock.owns_lock() || !statedump_)
+		return; // a state dump being written says more
+	const uint64_t ts = std::max(now_(), statedump_end_);
+	if (statedump_->streams_started() > statedump_seen_) {
+		write_statedump_packet(ts, ts, {}, 0); // see idle()
+	} else {
+		statedump_->idle(0, ts);
+		statedump_end_ = ts; // its next packet (the next state dump's, or finish()'s) begins there or later
+	}
+}
+
 void KernelTrace::finish()
+{
+	const std::lock_guard lock(statedump_mutex_);
+	finish_statedump();
+}
+
+void KernelTrace::finish_statedump()
 {
 	if (!statedump_)
 		return;
 	uint64_t end = statedump_end_;
 	for (const Cpu &c : cpus_)
 		end = std::max(end, c.last_ts);
-	if (end == statedump_end_)
-		return;
-	ctf::PacketInfo info;
-	info.timestamp_begin = statedump_end_;
-	info.timestamp_end = end;
-	info.seq = statedump_packets_++;
-	statedump_->write_packet(0, info, nullptr, 0);
-	statedump_end_ = end;
+	if (end != statedump_end_)
+		write_statedump_packet(statedump_end_, end, {}, 0);
 }
 
 void KernelTrace::close()
 {
-	if (statedump_) {
-		finish();
-		statedump_->close();
-		statedump_.reset();
+	{
+		const std::lock_guard lock(statedump_mutex_);
+		if (statedump_) {
+			finish_statedump();
+			statedump_->close();
+			statedump_.reset();
+		}
 	}
 	sink_->close();
 }

@@ -90,10 +90,15 @@ public:
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
 	void write_page(uint32_t cpu, std::span<const uint8_t> page);
-	// Live sessions: idle(cpu), called when the CPU's buffer had nothing to
-	// read, tells the sink (at most once a period) that the CPU's stream is
-	// empty up to now. Before the readers start.
-	void set_live_period(std::chrono::nanoseconds period) { live_period_ = period; }
+	// Live sessions: every CPU's stream begins at once with an empty packet
+	// dated when the trace was made (a viewer learns of them together:
+	// babeltrace2 refuses a stream that appears later with older events);
+	// then idle(cpu), called when the CPU's buffer had nothing to read, tells
+	// the sink (at most once a period) that the CPU's stream is empty up to
+	// now, or writes it an empty packet when a stream of the session started
+	// since its last packet (for viewers that look for new streams only on
+	// packets). Before the readers start.
+	void set_live_period(std::chrono::nanoseconds period);
 	void idle(uint32_t cpu);
 	// After the last page of `cpu`: a packet ending now, with its exact lost
 	// total.
@@ -129,6 +134,7 @@ private:
 		uint64_t lost_in_pages = 0;
 		uint64_t lost_kernel = 0;
 		uint64_t written_discarded = 0; // in the last packet
+		uint64_t streams_seen = 0;      // the sink's streams_started() at the last packet
 		std::chrono::steady_clock::time_point last_stats{};
 		std::chrono::steady_clock::time_point last_live{}; // a page or a beacon
 		KernelTraceCounts counts;
@@ -140,7 +146,15 @@ private:
 		std::vector<uint8_t> events; // the packet being built
 	};
 	void grow_class_counters(); // every CPU's class_events up to next_id_
-	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end);
+	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events);
+	// A packet of the state dump's stream (statedump_mutex_ held).
+	void write_statedump_packet(uint64_t begin, uint64_t end, std::span<const uint8_t> events, uint64_t count);
+	void finish_statedump(); // finish(), statedump_mutex_ held
+	// Live sessions, from the CPU readers: once a period, the state dump's
+	// stream, idle between two starts, gets a beacon (or an empty packet, as
+	// in idle()), so that a viewer waiting on it is not held; skipped while a
+	// state dump is being written.
+	void statedump_live();
 	void index_classes(); // by_type_ from classes_
 	// The beginning of a CPU stream's first packet whose first instant is
 	// `ts`: when the trace was made, or `ts` if that is earlier.
@@ -162,9 +176,14 @@ private:
 	std::unique_ptr<consumer::PacketSink> sink_;
 	std::vector<Cpu> cpus_;
 	uint32_t num_cpus_;
+	// The state dump's stream: written by write_statedump (the session's
+	// thread) and, live, by statedump_live (a CPU reader's): under its mutex.
+	std::mutex statedump_mutex_;
 	std::unique_ptr<consumer::PacketSink> statedump_; // made with its first packet
 	uint64_t statedump_packets_ = 0;
-	uint64_t statedump_end_ = 0; // its last packet's end
+	uint64_t statedump_end_ = 0;            // its last packet's end
+	uint64_t statedump_seen_ = 0;           // the sink's streams_started() at its last packet
+	std::atomic<int64_t> statedump_due_{0}; // steady_clock ns of its next live turn
 	uint64_t statedump_events_ = 0;
 	mutable std::mutex counts_mutex_;
 };

@@ -306,7 +306,7 @@ uint32_t LiveViewer::announce(Attached &a, bool seek_last, std::vector<uint8_t> 
 		const LiveTrace &t = a.session->traces.at(st.trace_id);
 		TraceView &tv = a.traces[st.trace_id];
 		if (tv.state == TraceView::State::unannounced) {
-			tv = {.metadata_sent = 0, .state = TraceView::State::announced};
+			tv = {.metadata_sent = 0, .in_batch = false, .state = TraceView::State::announced};
 			stream_entry(out, t.metadata_id, t.viewer_id, true, t.path, "metadata");
 			names_[t.metadata_id] = {.session = a.session->id, .id = st.trace_id, .metadata = true};
 			count++;
@@ -458,18 +458,23 @@ std::string LiveViewer::metadata(const live::Request &r, std::vector<uint8_t> &o
 	const LiveTrace &t = a.session->traces.at(nm->id);
 	TraceView &tv = a.traces[nm->id];
 	if (tv.metadata_sent >= t.metadata_written) {
+		tv.in_batch = false;
 		ReplyWriter(out).u64(0).u32(static_cast<uint32_t>(live::MetadataStatus::no_new));
 		return {};
 	}
-	const uint64_t len = std::min(t.metadata_written - tv.metadata_sent, live::kMaxMetadataReply);
+	// A batch that continues the file begins with the signature again (see kMetadataSignature).
+	const std::string_view sig = tv.metadata_sent > 0 && !tv.in_batch ? kMetadataSignature : "";
+	const uint64_t len = std::min(t.metadata_written - tv.metadata_sent, live::kMaxMetadataReply - sig.size());
 	const int fd = open_file(r.id, *a.session, cat(t.path, "/metadata"));
 	if (fd < 0) {
 		ReplyWriter(out).u64(0).u32(static_cast<uint32_t>(live::MetadataStatus::error));
 		return cat("GET_METADATA: ", t.path, "/metadata: ", std::strerror(errno));
 	}
-	ReplyWriter(out).u64(len).u32(static_cast<uint32_t>(live::MetadataStatus::ok));
+	ReplyWriter(out).u64(sig.size() + len).u32(static_cast<uint32_t>(live::MetadataStatus::ok));
+	out.insert(out.end(), sig.begin(), sig.end());
 	*file = {.fd = fd, .offset = tv.metadata_sent, .size = len};
 	tv.metadata_sent += len;
+	tv.in_batch = true;
 	return {};
 }
 

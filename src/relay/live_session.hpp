@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -81,6 +82,13 @@ struct LiveRegistry {
 	uint64_t next_viewer_session = 1;
 };
 
+// What begins each batch of metadata a viewer is given after the first
+// (replies up to NO_NEW; the first one begins with the file's own):
+// babeltrace2 before 2.0.5 checks every batch of plain-text metadata for this
+// signature, and when it is missing, checks whatever its stack held as the
+// version instead (an error most times, not always). A comment to others.
+inline constexpr std::string_view kMetadataSignature = "/* CTF 1.8 */\n";
+
 // The one stream class a TSDL text declares, or none (no stream class, or several).
 std::optional<uint64_t> single_stream_class(std::string_view tsdl);
 
@@ -114,6 +122,10 @@ private:
 	};
 	struct TraceView {
 		uint64_t metadata_sent = 0;
+		// A batch of metadata replies is under way: bytes were given since the
+		// last NO_NEW (a viewer asks for metadata until NO_NEW, then parses
+		// what it got as one text).
+		bool in_batch = false;
 		// unannounced: its metadata stream not given (yet, or again); dropping:
 		// its last stream hung up, so the viewer drops the trace, and may not
 		// have done so yet: its new streams wait for the next GET_NEW_STREAMS.

@@ -2,7 +2,8 @@
 // replies (control/live_protocol.hpp), the stream class read from TSDL, and
 // LiveViewer's answers over a session fed as the writer thread feeds it
 // (relay/live_session.hpp): RETRY, INACTIVE from beacons, OK in order, HUP,
-// a trace dropped and given again, GET_PACKET bounds.
+// a trace dropped and given again, GET_PACKET bounds, the metadata's
+// signature at the start of each batch.
 #include "control/live_protocol.hpp"
 #include "relay/live_session.hpp"
 
@@ -306,12 +307,58 @@ TEST(LiveViewer, TraceEmptiedIsGivenAgainWithItsMetadata)
 	EXPECT_TRUE(given[0].second); // the metadata stream again ...
 	LiveViewer::FileRange f;
 	r = l.ask({.cmd = Command::get_metadata, .id = given[0].first}, nullptr, &f);
-	EXPECT_EQ(f.offset, 0u); // ... from its start
+	EXPECT_EQ(f.offset, 0u);  // ... from its start,
+	EXPECT_EQ(r.size(), 12u); // the file's own signature first (none added)
 	l.feed(cr::Bye{});
 	l.feed(cr::CloseStream{.stream_id = 2});
 	EXPECT_EQ(l.index(given[1].first).status, kHup);
 	r = l.ask({.cmd = Command::get_new_streams, .id = l.s->id});
 	EXPECT_EQ(live::get_be32(&r[0]), static_cast<uint32_t>(live::NewStreamsStatus::hup));
+}
+
+// Each batch of metadata replies (up to NO_NEW) after the first begins with
+// the signature (babeltrace2 2.0.4 reads a version there), then the file's
+// bytes from where the last batch ended; a batch over several replies has it
+// once.
+TEST(LiveViewer, MetadataBatchesBeginWithTheSignature)
+{
+	Live l;
+	const std::string head = "/* CTF 1.8 */\nstream { id = 5; };\n";
+	l.metadata(head);
+	l.stream(1, "c_0");
+	const auto given = l.attach(live::kSeekBeginning);
+	ASSERT_EQ(given.size(), 2u);
+	const uint64_t meta = given[0].first;
+	const auto get = [&](LiveViewer::FileRange *f) {
+		*f = {};
+		const std::vector<uint8_t> r = l.ask({.cmd = Command::get_metadata, .id = meta}, nullptr, f);
+		EXPECT_GE(r.size(), 12u);
+		return std::pair{live::get_be64(&r[0]), std::string(r.begin() + 12, r.end())};
+	};
+	LiveViewer::FileRange f;
+	EXPECT_EQ(get(&f), std::pair(uint64_t{head.size()}, std::string())); // the file's own signature
+	EXPECT_EQ(f.offset, 0u);
+	EXPECT_EQ(get(&f).first, 0u); // NO_NEW: the batch is over
+
+	const std::string events = "event { name = \"a\"; stream_id = 5; };\n";
+	l.metadata(events);
+	EXPECT_EQ(get(&f), std::pair(uint64_t{14 + events.size()}, std::string("/* CTF 1.8 */\n")));
+	EXPECT_EQ(f.offset, head.size());
+	EXPECT_EQ(f.size, events.size());
+	l.metadata(events); // within the batch (no NO_NEW between): no signature
+	EXPECT_EQ(get(&f), std::pair(uint64_t{events.size()}, std::string()));
+	EXPECT_EQ(f.offset, head.size() + events.size());
+	EXPECT_EQ(get(&f).first, 0u);
+	EXPECT_EQ(get(&f).first, 0u); // NO_NEW again: still nothing to send
+
+	// A batch larger than one reply: the signature on its first reply only, the
+	// whole reply (signature included) at most kMaxMetadataReply.
+	const std::string big(live::kMaxMetadataReply + 100, ' ');
+	l.metadata(big);
+	EXPECT_EQ(get(&f).first, live::kMaxMetadataReply);
+	EXPECT_EQ(f.size, live::kMaxMetadataReply - 14);
+	EXPECT_EQ(get(&f), std::pair(uint64_t{114}, std::string()));
+	EXPECT_EQ(f.offset + f.size, head.size() + 2 * events.size() + big.size());
 }
 
 TEST(LiveViewer, DetachLetsAnotherViewerAttach)
