@@ -23,7 +23,7 @@ import threading
 import time
 import unittest
 
-from relaytest import RelaydTestCase
+from relaytest import RelaydTestCase, ties_sorted
 from tracetest import program, run_traced
 
 PERIOD_MS = 200
@@ -34,19 +34,6 @@ CONNECT, LIST, ATTACH, NEXT_INDEX, GET_PACKET, GET_METADATA, NEW_STREAMS, CREATE
 def without_deltas(text):
     """babeltrace2's lines without the (+delta) field (the first line's depends on where reading starts)."""
     return [re.sub(r" \(\+[^)]*\)", "", l) for l in text.splitlines()]
-
-
-def ties_sorted(lines):
-    """lines with each run of lines of one timestamp sorted: babeltrace2 prints events of equal time from
-    different streams in the order they reach it, which live may differ from the whole trace's."""
-    out, run, stamp = [], [], None
-    for line in lines:
-        this = line[:line.find("]") + 1]
-        if this != stamp:
-            out += sorted(run)
-            run, stamp = [], this
-        run.append(line)
-    return out + sorted(run)
 
 
 def by_stream(lines):

@@ -41,6 +41,19 @@ def start_relayd(output, log_path, port=0):
         raise AssertionError(f"tracery-relayd did not start: {f.read()}")
 
 
+def ties_sorted(lines):
+    """lines with each run of lines of one timestamp sorted: babeltrace2 prints events of equal time from
+    different streams in the order they reach it, which live may differ from the whole trace's."""
+    out, run, stamp = [], [], None
+    for line in lines:
+        this = line[:line.find("]") + 1]
+        if this != stamp:
+            out += sorted(run)
+            run, stamp = [], this
+        run.append(line)
+    return out + sorted(run)
+
+
 class Relay:
     """A tracery-relayd in the foreground, writing under TMP/NAME (for one test; RelaydTestCase has one for a
     whole class), its log in TMP."""
