@@ -21,4 +21,11 @@ Report trace_stats(EventWalk &walk);
 // other's (EventWalk walk(inputs, "stats", stats_reads_fields)).
 bool stats_reads_fields(const ctf::reader::Trace &trace, const ctf::reader::EventClass &cls);
 
+// The event classes trace_stats only counts (TraceSet::count_events_of):
+// those whose CPU and process are not in their own or their stream's event
+// context (at most in the packet context or the env), but a kernel trace's
+// task events. EventWalk walk(inputs, "stats", stats_reads_fields, stats_counts).
+bool stats_counts(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
+                  const ctf::reader::TracePlans::EventPlans &event);
+
 } // namespace tracery::analysis

@@ -528,17 +528,23 @@ inline uint64_t load_uint(OpKind kind, const uint8_t *p)
 }
 
 // The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
-// a short string is scanned here, a long one by memchr.
+// eight bytes at a time (a word has a zero byte when subtracting 1 from each
+// byte borrows into its top bit where that byte's top bit was clear), the
+// last few one by one; nothing past p + avail is read.
 inline size_t string_length(const uint8_t *p, size_t avail)
 {
-	const size_t quick = avail < 32 ? avail : 32;
-	for (size_t i = 0; i < quick; ++i)
+	constexpr uint64_t kOnes = 0x0101010101010101, kTops = 0x8080808080808080;
+	size_t i = 0;
+	for (; avail - i >= 8; i += 8) {
+		uint64_t w;
+		std::memcpy(&w, p + i, 8);
+		if (const uint64_t zero = (w - kOnes) & ~w & kTops)
+			return i + static_cast<size_t>(__builtin_ctzll(zero)) / 8; // (little-endian host: the first)
+	}
+	for (; i < avail; ++i)
 		if (p[i] == 0)
 			return i;
-	if (avail == quick)
-		return SIZE_MAX;
-	const void *nul = std::memchr(p + quick, 0, avail - quick);
-	return nul ? static_cast<size_t>(static_cast<const uint8_t *>(nul) - p) : SIZE_MAX;
+	return SIZE_MAX;
 }
 
 // Where a packet role's value goes in PacketFields, by Role.
@@ -877,18 +883,15 @@ private:
 
 } // namespace
 
-namespace {
-
-// A plain root struct (Op::plain): its values stored (when values is not
-// null) without running ops; false when a field does not fit (the ops then
-// say what is wrong).
-bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_t bit_end, std::vector<Value> *values)
+// (see decoder.hpp)
+uint64_t detail::run_plain(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end,
+                           std::vector<Value> *values)
 {
 	const Op &root = plan.ops[0];
 	const uint64_t a = root.align;
 	uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
 	if (pos > bit_end)
-		return false;
+		return kNoFit;
 	const size_t at = values ? values->size() : 0;
 	const auto store = [&](uint64_t u, uint64_t n) { // (pushed: resize() would zero them first)
 		Value v;
@@ -901,7 +904,7 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 	const auto fail = [&] {
 		if (values)
 			values->resize(at);
-		return false;
+		return kNoFit;
 	};
 	for (uint32_t k = 0; k < root.count; ++k) {
 		const Op &m = plan.ops[1 + k];
@@ -927,20 +930,15 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 		if (values)
 			store(load_uint(m.kind, p), 0);
 	}
-	bit_pos = pos;
-	return true;
+	return pos;
 }
-
-} // namespace
 
 uint64_t detail::run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                          std::vector<Value> *values)
 {
-	if (plan.ops[0].plain) {
-		uint64_t pos = bit_pos;
-		if (run_plain(plan, base, pos, bit_end, values))
+	if (plan.ops[0].plain)
+		if (const uint64_t pos = run_plain(plan, base, bit_pos, bit_end, values); pos != kNoFit)
 			return pos;
-	}
 	if (values)
 		return Runner<true>(plan, base, bit_pos, bit_end, st, values).run();
 	return Runner<false>(plan, base, bit_pos, bit_end, st, nullptr).run();

@@ -213,6 +213,14 @@ namespace detail {
 uint64_t run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                  std::vector<Value> *values);
 
+// A root struct whose members are u8/u16/u32/u64 or strings, no role or
+// register (Op::plain), decoded without running ops: its values appended
+// when values is not null; returns the position after it, or kNoFit when a
+// member does not fit (nothing appended; the ops then say what is wrong).
+inline constexpr uint64_t kNoFit = UINT64_MAX;
+uint64_t run_plain(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end,
+                   std::vector<Value> *values);
+
 // The compact event header without its ops; false when the bits left do
 // not hold it (the ops then say what is wrong).
 inline bool compact_header(const Plan &plan, const uint8_t *base, uint64_t &pos, uint64_t end, DecodeState &st)

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include "base/fd.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -409,8 +410,10 @@ void TraceSet::decode_event(Stream &s)
 			s.stream_values_.clear();
 			s.context_values_.clear();
 			s.field_values_.clear();
-			pos = run_plan(s.plans_->event_context, base, pos, s.end_, st, &s.stream_values_);
-			pos = run_plan(ep->context, base, pos, s.end_, st, &s.context_values_);
+			const bool contexts = !step.counted;
+			pos = run_plan(s.plans_->event_context, base, pos, s.end_, st,
+			               contexts ? &s.stream_values_ : nullptr);
+			pos = run_plan(ep->context, base, pos, s.end_, st, contexts ? &s.context_values_ : nullptr);
 			pos = run_plan(ep->fields, base, pos, s.end_, st, step.fields ? &s.field_values_ : nullptr);
 			it.stream_context = s.stream_values_;
 			it.context = s.context_values_;
@@ -482,6 +485,8 @@ int type_weight(ItemKind k)
 		return 4;
 	case ItemKind::discarded_packets:
 		return 1;
+	case ItemKind::counted: // (never merged)
+		return 0;
 	}
 	return 0;
 }
@@ -582,13 +587,18 @@ void TraceSet::plan_steps(Stream &s) const
 	s.steps_.clear();
 	for (const TracePlans::EventPlans &e : s.plans_->events) {
 		Stream::ClassStep &step = s.steps_.emplace_back();
-		step.fields = !fields_wanted_ || fields_wanted_(*s.trace_, *e.cls);
+		step.counted = counted_ && counted_(*s.trace_, *s.plans_, e);
+		step.fields = !step.counted && (!fields_wanted_ || fields_wanted_(*s.trace_, *e.cls));
 		const Op *root = e.fields.empty() ? nullptr : &e.fields.ops[0];
 		step.simple = s.plans_->event_context.empty() && e.context.empty() &&
 		              (!root || (!step.fields && root->skip && root->values <= kMaxValuesPerScope));
-		step.align = root && step.simple ? root->align : 1;
+		step.plain = step.counted && !step.simple && s.plans_->event_context.empty() && e.context.empty() &&
+		             root && root->kind == OpKind::structure && root->plain;
+		step.align = root && (step.simple || step.plain) ? root->align : 1;
 		step.bits = root && step.simple ? root->bits : 0;
 	}
+	if (counted_)
+		s.tallies_.resize(s.steps_.size());
 }
 
 void TraceSet::start()
@@ -607,6 +617,8 @@ void TraceSet::start()
 
 const Item *TraceSet::next()
 {
+	if (counted_)
+		return next_counting();
 	if (last_) {
 		Stream &s = *last_;
 		// (the common case of advance(): the next event of the same packet)
@@ -629,7 +641,208 @@ const Item *TraceSet::next()
 	last_ = heap_.front();
 	Item &it = last_->item_;
 	it.stream = last_;
+	if (it.kind == ItemKind::event)
+		it.seq = ++seq_;
 	return &it;
+}
+
+// Counts s's current event (of a counted class) and the events after it in
+// its packet while they are of counted classes and come before every other
+// stream's current item. Returns true when s's current item is counted
+// (s is at its packet's end: advance it), false when it is the first event
+// not counted, decoded.
+//
+// The events whose header is compact and whose rest is one step or a plain
+// struct are read here, in locals; decode_event reads the others (and those
+// again, the same, when they do not fit: it says what is wrong).
+bool TraceSet::count_run(Stream &s)
+{
+	const Stream *rival = heap_.size() < 2                                ? nullptr
+	                      : heap_.size() == 2 || less(heap_[1], heap_[2]) ? heap_[1]
+	                                                                      : heap_[2];
+	const int64_t bound = rival ? rival->item_.ns : 0; // an event before this time comes before it
+	const TracePlans::StreamPlans &sp = *s.plans_;
+	const bool compact = sp.event_header.compact_header;
+	const uint32_t *index = sp.event_index.data();
+	const size_t classes = sp.event_index.size();
+	const uint8_t *base = s.file_->data + s.packet_->offset;
+	const Stream::ClassStep *steps = s.steps_.data();
+	Stream::Tally *tallies = s.tallies_.data();
+	DecodeState &st = s.st_;
+	Item &it = s.item_;
+	uint64_t scratch = 0;
+	uint64_t &tag = compact && sp.event_header.ops[1].reg >= 0
+	                        ? st.regs[static_cast<size_t>(sp.event_header.ops[1].reg)]
+	                        : scratch;
+	const uint64_t end = s.end_;
+	const uint64_t first_seq = seq_ + 1;
+	if (!s.run_events_) {
+		s.run_first_seq_ = first_seq;
+		runs_.push_back(&s);
+	}
+	// the current event, and the stream's position after it
+	size_t k = static_cast<size_t>(it.event - sp.events.data());
+	uint64_t clock = st.clock, bits = it.bits, pos = s.pos_;
+	uint64_t seq = seq_, run_bits = 0;
+	bool counted = true;
+	while (true) {
+		Stream::Tally &t = tallies[k];
+		++seq;
+		if (!t.events) {
+			t.first_cycles = clock;
+			t.first_seq = seq;
+		}
+		++t.events;
+		t.bits += bits;
+		t.last_cycles = clock;
+		t.last_seq = seq;
+		run_bits += bits;
+		if (pos >= end)
+			break;
+		// the next event: its compact header, then the class's step
+		uint64_t q = detail::kNoFit, c = clock, five = 0, id = 0;
+		const uint64_t p = (pos + 7) & ~uint64_t{7};
+		if (compact && p <= end && end - p >= 32) {
+			uint32_t w;
+			std::memcpy(&w, base + (p >> 3), 4); // little-endian host
+			five = id = w & 31;
+			if (five != 31) {
+				constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+				const uint64_t ts = w >> 5;
+				c = (clock & ~kMask) | ts;
+				if (ts < (clock & kMask))
+					c += uint64_t{1} << 27;
+				q = p + 32;
+			} else if (end - p >= 104) {
+				uint32_t eid;
+				std::memcpy(&eid, base + (p >> 3) + 1, 4);
+				std::memcpy(&c, base + (p >> 3) + 5, 8);
+				id = eid;
+				q = p + 104;
+			}
+		}
+		const uint32_t ki = q != detail::kNoFit && id < classes ? index[id] : 0;
+		const Stream::ClassStep *step = ki ? &steps[ki - 1] : nullptr;
+		if (step && (step->simple || step->plain)) {
+			q = (q + step->align - 1) & ~(step->align - 1);
+			if (q > end)
+				q = detail::kNoFit;
+			else if (step->simple)
+				q = step->bits <= end - q ? q + step->bits : detail::kNoFit;
+			else
+				q = detail::run_plain(sp.events[ki - 1].fields, base, q, end, nullptr);
+		} else {
+			q = detail::kNoFit;
+		}
+		if (q != detail::kNoFit) {
+			tag = five;
+			k = ki - 1;
+			bits = q - pos;
+			pos = q;
+			clock = c;
+			if (step->counted && (!rival || s.clock_.ns(c) < bound))
+				continue;
+			// the item, given or compared
+			st.clock = clock;
+			st.event_id = id;
+			st.has_event_id = true;
+			s.pos_ = pos;
+			it.event = &sp.events[k];
+			it.cycles = clock;
+			it.bits = bits;
+			it.ns = s.clock_.ns(clock);
+			if (!step->counted) // (as decode_event gives it)
+				it.stream_context = it.context = it.fields = {};
+		} else {
+			st.clock = clock;
+			s.pos_ = pos;
+			decode_event(s);
+			k = static_cast<size_t>(it.event - sp.events.data());
+			clock = st.clock;
+			bits = it.bits;
+			pos = s.pos_;
+		}
+		if (!steps[k].counted || (rival && !less(&s, rival))) {
+			counted = false;
+			break;
+		}
+	}
+	st.clock = clock;
+	s.pos_ = pos;
+	seq_ = seq;
+	s.run_events_ += seq - first_seq + 1;
+	s.run_bits_ += run_bits;
+	return counted;
+}
+
+// The `counted` item of s's run, which ends.
+const Item *TraceSet::run_item(Stream &s)
+{
+	Item &it = run_item_;
+	it = Item{};
+	it.kind = ItemKind::counted;
+	it.stream = &s;
+	it.count = s.run_events_;
+	it.bits = s.run_bits_;
+	it.seq = s.run_first_seq_;
+	it.packet_context = s.packet_values_;
+	s.run_events_ = s.run_bits_ = 0;
+	return &it;
+}
+
+// next() when counting: the merge of next(), in which each stream's runs of
+// counted events are counted where they come (count_run), and their items
+// given at the end of their packets and before any other item.
+const Item *TraceSet::next_counting()
+{
+	while (true) {
+		if (!owed_.empty()) {
+			Stream &s = *owed_.back();
+			owed_.pop_back();
+			return run_item(s);
+		}
+		if (held_)
+			return std::exchange(held_, nullptr);
+		if (last_) {
+			Stream &s = *last_;
+			const bool in_packet =
+				s.packet_ && s.pos_ < s.end_ && !s.pending_events_msg_ && !s.pending_packets_msg_;
+			if (!in_packet && s.run_events_) { // its packet ends: its run with it
+				runs_.erase(std::find(runs_.begin(), runs_.end(), &s));
+				return run_item(s);
+			}
+			if (in_packet ? (decode_event(s), true) : advance(s)) {
+				if (heap_.size() > 1)
+					sift_down(0);
+			} else {
+				heap_.front() = heap_.back();
+				heap_.pop_back();
+				if (!heap_.empty())
+					sift_down(0);
+			}
+			last_ = nullptr;
+		}
+		if (heap_.empty())
+			return nullptr;
+		Stream &top = *heap_.front();
+		Item &it = top.item_;
+		if (it.kind == ItemKind::event &&
+		    top.steps_[static_cast<size_t>(it.event - top.plans_->events.data())].counted) {
+			if (count_run(top))
+				last_ = &top;
+			else if (heap_.size() > 1)
+				sift_down(0);
+			continue;
+		}
+		last_ = &top;
+		it.stream = &top;
+		if (it.kind == ItemKind::event)
+			it.seq = ++seq_;
+		if (runs_.empty())
+			return &it;
+		owed_.swap(runs_);
+		held_ = &it;
+	}
 }
 
 // Live reading: see the header.
