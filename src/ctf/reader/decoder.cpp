@@ -505,47 +505,9 @@ const TracePlans::EventPlans *TracePlans::StreamPlans::sparse_event(uint64_t id)
 
 namespace {
 
-inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	std::memcpy(&v, p, n); // little-endian host
-	return v;
-}
-
-// The value of a u8/u16/u32/u64 op at p.
-inline uint64_t load_uint(OpKind kind, const uint8_t *p)
-{
-	switch (kind) {
-	case OpKind::u8:
-		return *p;
-	case OpKind::u16:
-		return load_le_bytes(p, 2);
-	case OpKind::u32:
-		return load_le_bytes(p, 4);
-	default:
-		return load_le_bytes(p, 8);
-	}
-}
-
-// The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
-// eight bytes at a time (a word has a zero byte when subtracting 1 from each
-// byte borrows into its top bit where that byte's top bit was clear), the
-// last few one by one; nothing past p + avail is read.
-inline size_t string_length(const uint8_t *p, size_t avail)
-{
-	constexpr uint64_t kOnes = 0x0101010101010101, kTops = 0x8080808080808080;
-	size_t i = 0;
-	for (; avail - i >= 8; i += 8) {
-		uint64_t w;
-		std::memcpy(&w, p + i, 8);
-		if (const uint64_t zero = (w - kOnes) & ~w & kTops)
-			return i + static_cast<size_t>(__builtin_ctzll(zero)) / 8; // (little-endian host: the first)
-	}
-	for (; i < avail; ++i)
-		if (p[i] == 0)
-			return i;
-	return SIZE_MAX;
-}
+using detail::load_le_bytes;
+using detail::load_uint;
+using detail::string_length;
 
 // Where a packet role's value goes in PacketFields, by Role.
 struct PacketSlot {
@@ -837,9 +799,24 @@ private:
 			v.u = 0;
 			v.n = n;
 			push(v);
-			if constexpr (!kStore)
-				if (stepped_elements(plan_.ops[i + 1], n))
+			const Op &e = plan_.ops[i + 1];
+			if constexpr (!kStore) {
+				if (stepped_elements(e, n))
 					return op.next;
+			} else if (e.kind <= OpKind::u64 && e.reg < 0 && e.role == Role::none &&
+			           op.elem_bits == e.size) {
+				// byte integers one after the other, each aligned when the
+				// first is (a UUID): as byte_integer() reads them, in one
+				// loop (their room was checked above)
+				for (uint64_t k = 0; k < n; ++k) {
+					Value ev;
+					ev.u = load_uint(e.kind, base_ + (pos_ >> 3));
+					ev.n = 0;
+					pos_ += e.size;
+					push(ev);
+				}
+				return op.next;
+			}
 			for (uint64_t k = 0; k < n; ++k)
 				run_op(i + 1);
 			return op.next;
@@ -883,61 +860,13 @@ private:
 
 } // namespace
 
-// (see decoder.hpp)
-uint64_t detail::run_plain(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end,
-                           std::vector<Value> *values)
-{
-	const Op &root = plan.ops[0];
-	const uint64_t a = root.align;
-	uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
-	if (pos > bit_end)
-		return kNoFit;
-	const size_t at = values ? values->size() : 0;
-	const auto store = [&](uint64_t u, uint64_t n) { // (pushed: resize() would zero them first)
-		Value v;
-		v.u = u;
-		v.n = n;
-		values->push_back(v);
-	};
-	if (values)
-		store(0, root.count);
-	const auto fail = [&] {
-		if (values)
-			values->resize(at);
-		return kNoFit;
-	};
-	for (uint32_t k = 0; k < root.count; ++k) {
-		const Op &m = plan.ops[1 + k];
-		const uint64_t ma = m.align;
-		pos = (pos + ma - 1) & ~(ma - 1);
-		if (pos > bit_end || m.size > bit_end - pos)
-			return fail();
-		const uint8_t *p = base + (pos >> 3);
-		if (m.kind == OpKind::string) {
-			const size_t len = string_length(p, static_cast<size_t>((bit_end - pos) >> 3));
-			if (len == SIZE_MAX)
-				return fail();
-			if (values) {
-				Value v;
-				v.s = reinterpret_cast<const char *>(p);
-				v.n = len;
-				values->push_back(v);
-			}
-			pos += (len + 1) * 8;
-			continue;
-		}
-		pos += m.size;
-		if (values)
-			store(load_uint(m.kind, p), 0);
-	}
-	return pos;
-}
-
 uint64_t detail::run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                          std::vector<Value> *values)
 {
 	if (plan.ops[0].plain)
-		if (const uint64_t pos = run_plain(plan, base, bit_pos, bit_end, values); pos != kNoFit)
+		if (const uint64_t pos = values ? run_plain<true>(plan, base, bit_pos, bit_end, values)
+		                                : run_plain<false>(plan, base, bit_pos, bit_end, nullptr);
+		    pos != kNoFit)
 			return pos;
 	if (values)
 		return Runner<true>(plan, base, bit_pos, bit_end, st, values).run();

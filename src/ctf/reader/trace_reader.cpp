@@ -72,14 +72,30 @@ public:
 		}
 	}
 
+	// The bytes [from, to) are about to be read: their pages, and those up to
+	// kPopulate bytes from `from`, are mapped in one call (MADV_POPULATE_READ)
+	// rather than by a page fault every few pages (small packets touch every
+	// page). Where the kernel cannot, the faults map them as before.
+	void populate(uint64_t from, uint64_t to) const
+	{
+		if (to <= populated || from >= size)
+			return;
+		static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+		const uint64_t start = std::max(populated, from) / page * page;
+		populated = std::min(size, std::max(to, start + kPopulate));
+		madvise(const_cast<uint8_t *>(data) + start, populated - start, MADV_POPULATE_READ);
+	}
+
 	std::string path;
 	const uint8_t *data;
 	uint64_t size;
 	std::vector<PacketEntry> packets;
 	const TracePlans::StreamPlans *plans = nullptr;
-	mutable uint64_t released = 0; // bytes [0, released) were given back (release_before)
+	mutable uint64_t released = 0;  // bytes [0, released) were given back (release_before)
+	mutable uint64_t populated = 0; // bytes [.., populated) were mapped (populate)
 	static constexpr uint64_t kReleaseBatch = uint64_t{1} << 20;
 	static constexpr uint64_t kFolioMax = uint64_t{2} << 20;
+	static constexpr uint64_t kPopulate = uint64_t{1} << 20;
 };
 
 namespace {
@@ -155,8 +171,8 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 	const uint64_t left = (size - off) * 8;
 	uint64_t pos = 0;
 	try {
-		scratch.clear();
-		pos = run_plan(plans.packet_header(), pkt, pos, left, st, &scratch);
+		scratch.clear(); // (its values: for the UUID)
+		pos = run_plan(plans.packet_header(), pkt, pos, left, st, t.has_uuid ? &scratch : nullptr);
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet header: ") + e.what());
 	}
@@ -181,8 +197,7 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 		                        std::to_string(t.cls.streams.size()) + " stream classes");
 	}
 	try {
-		scratch.clear();
-		pos = run_plan(sp->packet_context, pkt, pos, left, st, &scratch);
+		pos = run_plan(sp->packet_context, pkt, pos, left, st, nullptr); // (its roles only)
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
 	}
@@ -289,7 +304,10 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		uint64_t off = 0;
 		bool has_instance = false;
 		uint64_t instance = 0;
+		uint64_t last = 0; // the last packet's bytes
 		while (off < size) {
+			if (last < StreamFile::kPopulate / 64) // (small packets: every page is read)
+				f.populate(off, off + 1);
 			PacketEntry pe;
 			const TracePlans::StreamPlans *sp = index_packet(*t, path, f.data, off, size, pe, st, scratch);
 			if (f.plans && f.plans != sp)
@@ -301,11 +319,12 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 			}
 			f.packets.push_back(pe);
 			bytes_total_ += pe.packet_bits / 8;
+			last = pe.packet_bits / 8;
 			off += pe.packet_bits / 8;
 			f.release_before(off);
 		}
 		f.release_before(size, true);
-		f.released = 0; // the reading faults the pages in again
+		f.released = f.populated = 0; // the reading maps the pages again
 		if (has_instance)
 			groups[{f.plans->cls->id, instance}].push_back(&f);
 		else
@@ -353,6 +372,7 @@ bool TraceSet::load_packet(Stream &s)
 	s.packet_ = &ref.file->packets[ref.index];
 	const PacketEntry &p = *s.packet_;
 	bytes_done_ += p.packet_bits / 8;
+	s.file_->populate(p.offset, p.offset + p.content_bits / 8);
 	// The packet context again, for its values (what the index kept is its roles).
 	PacketFields pf;
 	s.st_.packet = &pf;
@@ -662,28 +682,63 @@ bool TraceSet::count_run(Stream &s)
 	                                                                      : heap_[2];
 	const int64_t bound = rival ? rival->item_.ns : 0; // an event before this time comes before it
 	const TracePlans::StreamPlans &sp = *s.plans_;
-	const bool compact = sp.event_header.compact_header;
+	// (ids found here: none when the header is not compact)
 	const uint32_t *index = sp.event_index.data();
-	const size_t classes = sp.event_index.size();
+	const size_t classes = sp.event_header.compact_header ? sp.event_index.size() : 0;
 	const uint8_t *base = s.file_->data + s.packet_->offset;
 	const Stream::ClassStep *steps = s.steps_.data();
 	Stream::Tally *tallies = s.tallies_.data();
 	DecodeState &st = s.st_;
 	Item &it = s.item_;
-	uint64_t scratch = 0;
-	uint64_t &tag = compact && sp.event_header.ops[1].reg >= 0
-	                        ? st.regs[static_cast<size_t>(sp.event_header.ops[1].reg)]
-	                        : scratch;
 	const uint64_t end = s.end_;
 	const uint64_t first_seq = seq_ + 1;
 	if (!s.run_events_) {
 		s.run_first_seq_ = first_seq;
 		runs_.push_back(&s);
 	}
-	// the current event, and the stream's position after it
+	// the current event (its class, clock value and size), and the position after it
 	size_t k = static_cast<size_t>(it.event - sp.events.data());
 	uint64_t clock = st.clock, bits = it.bits, pos = s.pos_;
-	uint64_t seq = seq_, run_bits = 0;
+	const uint64_t from = pos - bits; // (the run's bits: from here to its end)
+	uint64_t seq = seq_;
+	// The next event when its header is compact (not extended) and its rest
+	// one step or a plain struct: k, clock, bits and pos moved to it; false
+	// when it is not so or does not fit. (The register of the header's 5-bit
+	// id is not written: only the header's variant reads it, and
+	// decode_event reads the id again before.)
+	const auto next_compact = [&]() -> bool {
+		const uint64_t p = (pos + 7) & ~uint64_t{7};
+		if (p > end || end - p < 32)
+			return false;
+		uint32_t w;
+		std::memcpy(&w, base + (p >> 3), 4); // little-endian host
+		const uint32_t id = w & 31;
+		if (id == 31 || id >= classes || !index[id])
+			return false;
+		const size_t ki = index[id] - 1;
+		const Stream::ClassStep &step = steps[ki];
+		uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
+		if (q > end)
+			return false;
+		if (step.simple) {
+			if (step.bits > end - q)
+				return false;
+			q += step.bits;
+		} else if (!step.plain || (q = detail::run_plain<false>(sp.events[ki].fields, base, q, end, nullptr)) ==
+		                                  detail::kNoFit) {
+			return false;
+		}
+		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+		const uint64_t ts = w >> 5;
+		uint64_t c = (clock & ~kMask) | ts;
+		if (ts < (clock & kMask))
+			c += uint64_t{1} << 27;
+		k = ki;
+		clock = c;
+		bits = q - pos;
+		pos = q;
+		return true;
+	};
 	bool counted = true;
 	while (true) {
 		Stream::Tally &t = tallies[k];
@@ -696,62 +751,22 @@ bool TraceSet::count_run(Stream &s)
 		t.bits += bits;
 		t.last_cycles = clock;
 		t.last_seq = seq;
-		run_bits += bits;
 		if (pos >= end)
 			break;
-		// the next event: its compact header, then the class's step
-		uint64_t q = detail::kNoFit, c = clock, five = 0, id = 0;
-		const uint64_t p = (pos + 7) & ~uint64_t{7};
-		if (compact && p <= end && end - p >= 32) {
-			uint32_t w;
-			std::memcpy(&w, base + (p >> 3), 4); // little-endian host
-			five = id = w & 31;
-			if (five != 31) {
-				constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
-				const uint64_t ts = w >> 5;
-				c = (clock & ~kMask) | ts;
-				if (ts < (clock & kMask))
-					c += uint64_t{1} << 27;
-				q = p + 32;
-			} else if (end - p >= 104) {
-				uint32_t eid;
-				std::memcpy(&eid, base + (p >> 3) + 1, 4);
-				std::memcpy(&c, base + (p >> 3) + 5, 8);
-				id = eid;
-				q = p + 104;
-			}
-		}
-		const uint32_t ki = q != detail::kNoFit && id < classes ? index[id] : 0;
-		const Stream::ClassStep *step = ki ? &steps[ki - 1] : nullptr;
-		if (step && (step->simple || step->plain)) {
-			q = (q + step->align - 1) & ~(step->align - 1);
-			if (q > end)
-				q = detail::kNoFit;
-			else if (step->simple)
-				q = step->bits <= end - q ? q + step->bits : detail::kNoFit;
-			else
-				q = detail::run_plain(sp.events[ki - 1].fields, base, q, end, nullptr);
-		} else {
-			q = detail::kNoFit;
-		}
-		if (q != detail::kNoFit) {
-			tag = five;
-			k = ki - 1;
-			bits = q - pos;
-			pos = q;
-			clock = c;
-			if (step->counted && (!rival || s.clock_.ns(c) < bound))
+		if (next_compact()) {
+			const Stream::ClassStep &step = steps[k];
+			if (step.counted && (!rival || s.clock_.ns(clock) < bound))
 				continue;
 			// the item, given or compared
 			st.clock = clock;
-			st.event_id = id;
+			st.event_id = sp.events[k].cls->id;
 			st.has_event_id = true;
 			s.pos_ = pos;
 			it.event = &sp.events[k];
 			it.cycles = clock;
 			it.bits = bits;
 			it.ns = s.clock_.ns(clock);
-			if (!step->counted) // (as decode_event gives it)
+			if (!step.counted) // (as decode_event gives it)
 				it.stream_context = it.context = it.fields = {};
 		} else {
 			st.clock = clock;
@@ -771,7 +786,7 @@ bool TraceSet::count_run(Stream &s)
 	s.pos_ = pos;
 	seq_ = seq;
 	s.run_events_ += seq - first_seq + 1;
-	s.run_bits_ += run_bits;
+	s.run_bits_ += pos - from - (counted ? 0 : bits);
 	return counted;
 }
 
