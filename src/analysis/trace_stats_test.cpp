@@ -116,6 +116,7 @@ stream { id = 1;)" +
 event { name = "tick"; id = 0; stream_id = 0; fields := struct { uint64_t a; uint32_t b; }; };
 event { name = "say"; id = 1; stream_id = 0; fields := struct { string s; uint16_t n; string t; }; };
 event { name = "seq"; id = 2; stream_id = 0; fields := struct { uint8_t n; uint16_t v[n]; }; };
+event { name = "log"; id = 3; stream_id = 0; fields := struct { uint16_t level; string text; uint32_t code; }; };
 event { name = "tick"; id = 0; stream_id = 1; fields := struct { uint8_t c; }; };
 )";
 }
@@ -211,8 +212,8 @@ std::vector<uint8_t> kernel_packet(uint64_t t0, uint32_t cpu, uint32_t tid)
 	return p.done();
 }
 
-// Events of stream class 0 of env_metadata() at those times: tick, say,
-// seq in turn (then a "seq" of 300 elements if long_seq).
+// Events of stream class 0 of env_metadata() at those times: tick, say or
+// log, seq in turn (then a "seq" of 255 elements if long_seq).
 std::vector<uint8_t> env_packet(uint64_t t0, uint32_t cpu, const std::vector<uint64_t> &times, bool long_seq = false,
                                 bool compact = false)
 {
@@ -224,7 +225,10 @@ std::vector<uint8_t> env_packet(uint64_t t0, uint32_t cpu, const std::vector<uin
 			p.event(0, times[i]).put<uint64_t>(i).put<uint32_t>(7);
 			break;
 		case 1:
-			p.event(1, times[i]).str(std::string(i % 20, 'w')).put<uint16_t>(3).str("abcdefghijk");
+			if (i % 2)
+				p.event(1, times[i]).str(std::string(i % 20, 'w')).put<uint16_t>(3).str("abcdefghijk");
+			else
+				p.event(3, times[i]).put<uint16_t>(2).str(std::string(i, 'l')).put<uint32_t>(9);
 			break;
 		default:
 			p.event(2, times[i]).put<uint8_t>(2).put<uint16_t>(1).put<uint16_t>(2);
@@ -363,9 +367,11 @@ void interleaved_streams(bool compact)
 	EXPECT_EQ(all.find("error"), std::string::npos) << all;
 	EXPECT_EQ(stats_of(t.dir, Mode::counting), all);
 	EXPECT_EQ(stats_of(t.dir, Mode::skipping), all);
-	// 25 events of class 0 (10 ticks, 7 says, 8 seqs: one of them long), 5 ticks of class 1
+	// 25 events of class 0 (10 ticks, 4 says, 3 logs, 8 seqs: one of them
+	// long), 5 ticks of class 1
 	EXPECT_EQ(count_of(all, "name", "\"tick\""), "15");
-	EXPECT_EQ(count_of(all, "name", "\"say\""), "7");
+	EXPECT_EQ(count_of(all, "name", "\"say\""), "4");
+	EXPECT_EQ(count_of(all, "name", "\"log\""), "3");
 	EXPECT_EQ(count_of(all, "name", "\"seq\""), "8");
 	EXPECT_EQ(count_of(all, "pid", "77"), "30");
 	EXPECT_NE(all.find("\"procname\": \"envapp\""), std::string::npos) << all;

@@ -604,6 +604,30 @@ void TraceSet::sift_up(size_t i)
 
 void TraceSet::plan_steps(Stream &s) const
 {
+	// A plain struct's layout as ClassStep::one_string says, if it is so.
+	const auto one_string_layout = [](const Plan &plan, Stream::ClassStep &step) {
+		const Op &root = plan.ops[0];
+		uint64_t head = 0, tail = 0;
+		int strings = 0;
+		for (uint32_t k = 0; k < root.count; ++k) {
+			const Op &m = plan.ops[1 + k];
+			if (m.kind == OpKind::string) {
+				if (m.align > 8)
+					return;
+				++strings;
+			} else if (strings == 0 && root.align % m.align == 0)
+				head = ((head + m.align - 1) & ~(uint64_t{m.align} - 1)) + m.size;
+			else if (strings == 1 && m.align <= 8 && m.size % 8 == 0)
+				tail += m.size;
+			else
+				return;
+		}
+		if (strings != 1 || head % 8 != 0)
+			return;
+		step.one_string = true;
+		step.bits = head;
+		step.tail = tail;
+	};
 	s.steps_.clear();
 	for (const TracePlans::EventPlans &e : s.plans_->events) {
 		Stream::ClassStep &step = s.steps_.emplace_back();
@@ -616,6 +640,8 @@ void TraceSet::plan_steps(Stream &s) const
 		             root && root->kind == OpKind::structure && root->plain;
 		step.align = root && (step.simple || step.plain) ? root->align : 1;
 		step.bits = root && step.simple ? root->bits : 0;
+		if (step.plain)
+			one_string_layout(e.fields, step);
 	}
 	if (counted_)
 		s.tallies_.resize(s.steps_.size());
@@ -724,6 +750,14 @@ bool TraceSet::count_run(Stream &s)
 			if (step.bits > end - q)
 				return false;
 			q += step.bits;
+		} else if (step.one_string) {
+			if (step.bits > end - q)
+				return false;
+			q += step.bits;
+			const size_t len = detail::string_length(base + (q >> 3), static_cast<size_t>((end - q) >> 3));
+			if (len == SIZE_MAX || step.tail > end - q - (len + 1) * 8)
+				return false;
+			q += (len + 1) * 8 + step.tail;
 		} else if (!step.plain || (q = detail::run_plain<false>(sp.events[ki].fields, base, q, end, nullptr)) ==
 		                                  detail::kNoFit) {
 			return false;

@@ -167,13 +167,18 @@ private:
 	// stream's, and a payload that is empty or stepped over by its size).
 	// counted: its events are counted, not given (no values decoded); plain:
 	// counted, and all after its header is a plain payload struct
-	// (Op::plain: detail::run_plain steps over it).
+	// (Op::plain: detail::run_plain steps over it); one_string: that struct
+	// is fixed-size members (`bits` from its alignment, each aligned on a
+	// divisor of it), one string, then byte-aligned fixed-size members
+	// (`tail` bits), stepped over as run_plain would, without its loop.
 	struct ClassStep {
 		bool fields = true;
 		bool counted = false;
 		bool simple = false;
 		bool plain = false;
+		bool one_string = false;
 		uint64_t align = 1, bits = 0; // simple: the step; plain: the struct's alignment
+		uint64_t tail = 0;
 	};
 	std::vector<ClassStep> steps_;
 	Item item_;
