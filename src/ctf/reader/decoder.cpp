@@ -505,6 +505,7 @@ const TracePlans::EventPlans *TracePlans::StreamPlans::sparse_event(uint64_t id)
 
 namespace {
 
+using detail::kNoFit;
 using detail::load_le_bytes;
 using detail::load_uint;
 using detail::string_length;
@@ -530,6 +531,40 @@ constexpr PacketSlot kPacketSlots[] = {
 	{nullptr, nullptr}, // clock_update
 };
 static_assert(std::size(kPacketSlots) == static_cast<size_t>(Role::clock_update) + 1);
+
+// What an integer's role does with its value: the event id, the clock
+// (a field of fewer bits than the clock updates its low bits, and a value
+// below theirs means they wrapped), the packet's fields.
+void apply_role(DecodeState &st, const Op &op, uint64_t raw)
+{
+	switch (op.role) {
+	case Role::event_id:
+		st.event_id = raw;
+		st.has_event_id = true;
+		break;
+	case Role::timestamp:
+	case Role::clock_update:
+		if (op.size >= 64) {
+			st.clock = raw;
+		} else {
+			const uint64_t mask = (uint64_t{1} << op.size) - 1;
+			uint64_t c = (st.clock & ~mask) | raw;
+			if (raw < (st.clock & mask))
+				c += uint64_t{1} << op.size;
+			st.clock = c;
+		}
+		break;
+	case Role::none:
+		break;
+	default:
+		if (PacketFields *pf = st.packet) {
+			const PacketSlot &slot = kPacketSlots[static_cast<size_t>(op.role)];
+			pf->*slot.value = raw;
+			pf->*slot.has = true;
+		}
+		break;
+	}
+}
 
 // kStore: values are appended to *values (else only the state changes: the
 // registers, the clock, the roles' results).
@@ -616,37 +651,7 @@ private:
 		push(v);
 	}
 
-	void apply_role(const Op &op, uint64_t raw)
-	{
-		PacketFields *pf = st_.packet;
-		switch (op.role) {
-		case Role::event_id:
-			st_.event_id = raw;
-			st_.has_event_id = true;
-			break;
-		case Role::timestamp:
-		case Role::clock_update:
-			if (op.size >= 64) {
-				st_.clock = raw;
-			} else {
-				const uint64_t mask = (uint64_t{1} << op.size) - 1;
-				uint64_t c = (st_.clock & ~mask) | raw;
-				if (raw < (st_.clock & mask))
-					c += uint64_t{1} << op.size;
-				st_.clock = c;
-			}
-			break;
-		case Role::none:
-			break;
-		default:
-			if (pf) {
-				const PacketSlot &slot = kPacketSlots[static_cast<size_t>(op.role)];
-				pf->*slot.value = raw;
-				pf->*slot.has = true;
-			}
-			break;
-		}
-	}
+	void apply_role(const Op &op, uint64_t raw) { reader::apply_role(st_, op, raw); }
 
 	// A u8/u16/u32/u64 op: after align() the position is on a byte.
 	void byte_integer(const Op &op)
@@ -860,9 +865,56 @@ private:
 
 } // namespace
 
+namespace {
+
+// A flat root struct (Op::flat: its members are all u8/u16/u32/u64, roles
+// and registers allowed: a packet context) read as the ops would read it,
+// without running them; kNoFit when a member does not fit (nothing
+// appended: the ops then say what is wrong).
+template <bool kStore>
+uint64_t run_flat(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                  std::vector<Value> *values)
+{
+	const Op &root = plan.ops[0];
+	uint64_t pos = (bit_pos + root.align - 1) & ~(uint64_t{root.align} - 1);
+	if (pos > bit_end)
+		return kNoFit;
+	// (checked first: the registers and roles are applied only to a whole struct, as the ops would)
+	uint64_t end = pos;
+	for (uint32_t k = 0; k < root.count; ++k) {
+		const Op &m = plan.ops[1 + k];
+		end = (end + m.align - 1) & ~(uint64_t{m.align} - 1);
+		if (end > bit_end || m.size > bit_end - end)
+			return kNoFit;
+		end += m.size;
+	}
+	if constexpr (kStore)
+		values->push_back(Value{{0}, root.count});
+	for (uint32_t k = 0; k < root.count; ++k) {
+		const Op &m = plan.ops[1 + k];
+		pos = (pos + m.align - 1) & ~(uint64_t{m.align} - 1);
+		const uint64_t raw = load_uint(m.kind, base + (pos >> 3));
+		pos += m.size;
+		if (m.reg >= 0)
+			st.regs[static_cast<size_t>(m.reg)] = raw;
+		if (m.role != Role::none)
+			apply_role(st, m, raw);
+		if constexpr (kStore)
+			values->push_back(Value{{raw}, 0});
+	}
+	return pos;
+}
+
+} // namespace
+
 uint64_t detail::run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                          std::vector<Value> *values)
 {
+	if (plan.ops[0].flat)
+		if (const uint64_t pos = values ? run_flat<true>(plan, base, bit_pos, bit_end, st, values)
+		                                : run_flat<false>(plan, base, bit_pos, bit_end, st, nullptr);
+		    pos != kNoFit)
+			return pos;
 	if (plan.ops[0].plain)
 		if (const uint64_t pos = values ? run_plain<true>(plan, base, bit_pos, bit_end, values)
 		                                : run_plain<false>(plan, base, bit_pos, bit_end, nullptr);

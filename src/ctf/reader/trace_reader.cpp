@@ -132,6 +132,15 @@ std::string hex32(uint64_t v)
 	return b;
 }
 
+// Whether op c of the packet header is its `uuid`: 16 bytes.
+bool is_uuid(const Plan &plan, uint32_t c)
+{
+	const Op &op = plan.ops[c];
+	return op.name && *op.name == "uuid" && op.kind == OpKind::array && op.count == 16 &&
+	       (plan.ops[c + 1].kind == OpKind::u8 || plan.ops[c + 1].kind == OpKind::integer) &&
+	       plan.ops[c + 1].size == 8;
+}
+
 // The 16 bytes of the packet header's `uuid` array, if it has one.
 bool uuid_bytes(const Plan &plan, const std::vector<Value> &values, uint8_t out[16])
 {
@@ -141,18 +150,39 @@ bool uuid_bytes(const Plan &plan, const std::vector<Value> &values, uint8_t out[
 	size_t v = 1;
 	uint32_t c = 1;
 	for (uint32_t k = 0; k < root.count; ++k) {
-		const Op &op = plan.ops[c];
-		if (op.name && *op.name == "uuid" && op.kind == OpKind::array && op.count == 16 &&
-		    (plan.ops[c + 1].kind == OpKind::u8 || plan.ops[c + 1].kind == OpKind::integer) &&
-		    plan.ops[c + 1].size == 8) {
+		if (is_uuid(plan, c)) {
 			for (int i = 0; i < 16; ++i)
 				out[i] = static_cast<uint8_t>(values[v + 1 + static_cast<size_t>(i)].u);
 			return true;
 		}
 		v = skip_values(plan, c, values.data(), v);
-		c = op.next;
+		c = plan.ops[c].next;
 	}
 	return false;
+}
+
+// Where the packet header's `uuid` is (Trace::uuid_at): at a byte offset
+// when the members before it are integers (their sizes fixed), and it is
+// byte-aligned there.
+int64_t uuid_place(const Plan &plan)
+{
+	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
+		return Trace::kNoUuid;
+	uint64_t bits = 0;
+	bool fixed = true;
+	uint32_t c = 1;
+	for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
+		const Op &op = plan.ops[c];
+		if (fixed)
+			bits = (bits + op.align - 1) & ~(uint64_t{op.align} - 1);
+		if (is_uuid(plan, c))
+			return fixed && bits % 8 == 0 ? static_cast<int64_t>(bits / 8) : Trace::kUuidInValues;
+		fixed = fixed &&
+		        (op.kind <= OpKind::integer || op.kind == OpKind::float32 || op.kind == OpKind::float64);
+		bits += op.size;
+		c = op.next;
+	}
+	return Trace::kNoUuid;
 }
 
 // Reads the header and context of the packet at data + off (the file or
@@ -171,17 +201,23 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 	const uint64_t left = (size - off) * 8;
 	uint64_t pos = 0;
 	try {
-		scratch.clear(); // (its values: for the UUID)
-		pos = run_plan(plans.packet_header(), pkt, pos, left, st, t.has_uuid ? &scratch : nullptr);
+		scratch.clear(); // (its values: for a UUID found in them)
+		pos = run_plan(plans.packet_header(), pkt, pos, left, st,
+		               t.has_uuid && t.uuid_at == Trace::kUuidInValues ? &scratch : nullptr);
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet header: ") + e.what());
 	}
 	if (pe.f.has_magic && pe.f.magic != kCtfMagic)
 		throw ReadError(path, off,
 		                "bad packet magic " + hex32(pe.f.magic) + " (a CTF packet starts with 0xC1FC1FC1)");
-	uint8_t u[16];
-	if (t.has_uuid && uuid_bytes(plans.packet_header(), scratch, u) && std::memcmp(u, t.uuid, 16) != 0)
-		throw ReadError(path, off + 4, "the packet's trace UUID is not the metadata's (" + t.cls.uuid + ")");
+	if (t.has_uuid) {
+		uint8_t u[16];
+		const bool found = t.uuid_at >= 0 ? (std::memcpy(u, pkt + t.uuid_at, 16), true) // (in the header read)
+		                                  : uuid_bytes(plans.packet_header(), scratch, u);
+		if (found && std::memcmp(u, t.uuid, 16) != 0)
+			throw ReadError(path, off + 4,
+			                "the packet's trace UUID is not the metadata's (" + t.cls.uuid + ")");
+	}
 	const TracePlans::StreamPlans *sp = nullptr;
 	if (pe.f.has_stream_id) {
 		sp = plans.stream(pe.f.stream_id);
@@ -235,6 +271,7 @@ void describe(Trace &t, TraceClass cls)
 			                t.metadata_path + ": metadata: bad trace uuid '" + t.cls.uuid + "'", true);
 		t.has_uuid = true;
 	}
+	t.uuid_at = uuid_place(t.plans->packet_header());
 	if (const EnvValue *h = t.cls.env_value("hostname"); h && std::holds_alternative<std::string>(*h)) {
 		t.hostname = std::get<std::string>(*h);
 		t.has_hostname = true;

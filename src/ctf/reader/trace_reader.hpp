@@ -76,6 +76,10 @@ struct Trace {
 	std::unique_ptr<TracePlans> plans;
 	uint8_t uuid[16] = {};
 	bool has_uuid = false;
+	// Where each packet header's `uuid` is: its byte offset in the packet,
+	// or found in the header's values, or none.
+	static constexpr int64_t kUuidInValues = -1, kNoUuid = -2;
+	int64_t uuid_at = kNoUuid;
 	std::string hostname; // env.hostname, "" when absent
 	bool has_hostname = false;
 };
