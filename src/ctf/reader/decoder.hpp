@@ -23,6 +23,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "ctf/reader/trace_class.hpp"
 
 namespace tracery::ctf::reader {
@@ -236,13 +240,22 @@ inline uint64_t load_uint(OpKind kind, const uint8_t *p)
 }
 
 // The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
-// eight bytes at a time (a word has a zero byte when subtracting 1 from each
-// byte borrows into its top bit where that byte's top bit was clear), the
-// last few one by one; nothing past p + avail is read.
+// sixteen bytes at a time where SSE2 is (x86-64), then eight at a time (a
+// word has a zero byte when subtracting 1 from each byte borrows into its
+// top bit where that byte's top bit was clear), the last few one by one;
+// nothing past p + avail is read.
 inline size_t string_length(const uint8_t *p, size_t avail)
 {
-	constexpr uint64_t kOnes = 0x0101010101010101, kTops = 0x8080808080808080;
 	size_t i = 0;
+#if defined(__SSE2__)
+	const __m128i zero = _mm_setzero_si128();
+	for (; avail - i >= 16; i += 16) {
+		const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i));
+		if (const auto nul = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero))))
+			return i + static_cast<size_t>(__builtin_ctz(nul));
+	}
+#endif
+	constexpr uint64_t kOnes = 0x0101010101010101, kTops = 0x8080808080808080;
 	for (; avail - i >= 8; i += 8) {
 		uint64_t w;
 		std::memcpy(&w, p + i, 8);
