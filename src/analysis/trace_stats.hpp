@@ -13,7 +13,9 @@
 
 namespace tracery::analysis {
 
-// Reads every item of the walk. Throws ctf::reader::ReadError.
+// Reads every item of the walk (events, losses and, when the walk counts
+// with stats_counts, the runs of counted events), then the tallies of the
+// walk's streams. Throws ctf::reader::ReadError.
 Report trace_stats(EventWalk &walk);
 
 // The event classes whose payloads trace_stats reads (a kernel trace's
