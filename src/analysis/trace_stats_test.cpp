@@ -253,6 +253,17 @@ std::vector<uint8_t> tick_packet(uint64_t t0, uint32_t cpu, const std::vector<ui
 	return p.done();
 }
 
+// A packet of stream class 0 of env_metadata(): one "log" at each time,
+// their strings of 0, 5, 10... bytes.
+std::vector<uint8_t> log_packet(uint64_t t0, uint32_t cpu, const std::vector<uint64_t> &times, bool compact)
+{
+	Packet p(t0, times.back(), 0, cpu);
+	p.compact = compact;
+	for (size_t i = 0; i < times.size(); ++i)
+		p.event(3, times[i]).put<uint16_t>(1).str(std::string(5 * i, 'x')).put<uint32_t>(7);
+	return p.done();
+}
+
 // How the walk reads: every payload decoded, payloads stepped over but
 // stats' (stats_reads_fields), or events counted too (stats_counts: the command).
 enum class Mode { all_fields, skipping, counting };
@@ -389,24 +400,34 @@ TEST(TraceStats, CountingFailsAsDecoding)
 	}
 }
 
-// The env trace's packet cut at every byte after its context.
+// The env trace's packets cut at every byte after their context, one at a
+// time, beside a whole one: events of every class, runs of one class
+// (ticks: one step; logs: one string).
 void cut_at_every_byte(bool compact)
 {
 	const TraceDir t(env_metadata(compact));
-	std::vector<uint8_t> p = env_packet(1000, 0, {1000, 1010, 1020, 1030, 1040, 1050}, true, compact);
+	const std::vector<uint64_t> times = {1000, 1010, 1020, 1030, 1040, 1050, 1060, 1070};
+	const std::vector<std::vector<uint8_t>> packets = {env_packet(1000, 0, times, true, compact),
+	                                                   log_packet(1000, 0, times, compact),
+	                                                   tick_packet(1000, 0, times, compact)};
 	const std::vector<uint8_t> other = env_packet(1005, 1, {1005, 1015, 1025, 1035}, false, compact);
-	size_t errors = 0;
-	for (uint64_t bytes = 52; bytes < p.size(); ++bytes) {
-		const uint64_t bits = bytes * 8;
-		memcpy(&p[24], &bits, 8);
-		t.stream("chan_0", {p});
-		t.stream("chan_1", {other});
-		const std::string all = stats_of(t.dir, Mode::all_fields);
-		EXPECT_EQ(stats_of(t.dir, Mode::counting), all) << "content cut to " << bytes << " bytes";
-		if (all.rfind("error: " + (t.dir / "chan_0").string() + ": at offset ", 0) == 0)
-			++errors;
+	for (std::vector<uint8_t> p : packets) {
+		const std::string file = p[4] == 1 ? "tick_0" : "chan_0"; // (its stream class)
+		fs::remove(t.dir / "chan_0");
+		fs::remove(t.dir / "tick_0");
+		size_t errors = 0;
+		for (uint64_t bytes = 52; bytes < p.size(); ++bytes) {
+			const uint64_t bits = bytes * 8;
+			memcpy(&p[24], &bits, 8);
+			t.stream(file, {p});
+			t.stream("chan_1", {other});
+			const std::string all = stats_of(t.dir, Mode::all_fields);
+			EXPECT_EQ(stats_of(t.dir, Mode::counting), all) << file << " cut to " << bytes << " bytes";
+			if (all.rfind("error: " + (t.dir / file).string() + ": at offset ", 0) == 0)
+				++errors;
+		}
+		EXPECT_GT(errors, (p.size() - 52) / 2) << file;
 	}
-	EXPECT_GT(errors, (p.size() - 52) / 2);
 }
 
 TEST(TraceStats, CountingKeepsTheKernelsTasksAcrossCpus)

@@ -679,6 +679,8 @@ void TraceSet::plan_steps(Stream &s) const
 		step.bits = root && step.simple ? root->bits : 0;
 		if (step.plain)
 			one_string_layout(e.fields, step);
+		step.repeat = step.counted && (step.simple || step.one_string) &&
+		              s.plans_->event_header.compact_header && e.cls->id < 31;
 	}
 	if (counted_)
 		s.tallies_.resize(s.steps_.size());
@@ -810,6 +812,56 @@ bool TraceSet::count_run(Stream &s)
 		pos = q;
 		return true;
 	};
+	// After two events of class k (ClassStep::repeat) in a row, the events
+	// of that class that follow, as
+	// next_compact reads them, in a loop of their own: few enough locals
+	// for the registers, the tally added to once. It stops at the first
+	// event of another class, one that does not fit, or one not before the
+	// rival (the main loop reads those again).
+	const auto same_class = [&](uint32_t id, const Stream::ClassStep &step) {
+		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+		uint64_t n = 0, run = 0;
+		while (pos < end) {
+			const uint64_t p = (pos + 7) & ~uint64_t{7};
+			if (p > end || end - p < 32)
+				break;
+			uint32_t w;
+			std::memcpy(&w, base + (p >> 3), 4); // little-endian host
+			if ((w & 31) != id)
+				break;
+			uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
+			if (q > end || step.bits > end - q)
+				break;
+			q += step.bits;
+			if (step.one_string) {
+				const size_t len =
+					detail::string_length(base + (q >> 3), static_cast<size_t>((end - q) >> 3));
+				if (len == SIZE_MAX || step.tail > end - q - (len + 1) * 8)
+					break;
+				q += (len + 1) * 8 + step.tail;
+			}
+			const uint64_t ts = w >> 5;
+			uint64_t c = (clock & ~kMask) | ts;
+			if (ts < (clock & kMask))
+				c += uint64_t{1} << 27;
+			if (rival && s.clock_.ns(c) >= bound)
+				break;
+			++n;
+			run += q - pos;
+			bits = q - pos;
+			clock = c;
+			pos = q;
+		}
+		if (n) {
+			Stream::Tally &t = tallies[k];
+			seq += n;
+			t.events += n;
+			t.bits += run;
+			t.last_cycles = clock;
+			t.last_seq = seq;
+		}
+	};
+	size_t before = SIZE_MAX; // the class of the event before the current one
 	bool counted = true;
 	while (true) {
 		Stream::Tally &t = tallies[k];
@@ -822,6 +874,9 @@ bool TraceSet::count_run(Stream &s)
 		t.bits += bits;
 		t.last_cycles = clock;
 		t.last_seq = seq;
+		if (k == before && steps[k].repeat)
+			same_class(static_cast<uint32_t>(sp.events[k].cls->id), steps[k]);
+		before = k;
 		if (pos >= end)
 			break;
 		if (next_compact()) {

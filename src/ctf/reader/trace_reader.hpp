@@ -174,13 +174,16 @@ private:
 	// (Op::plain: detail::run_plain steps over it); one_string: that struct
 	// is fixed-size members (`bits` from its alignment, each aligned on a
 	// divisor of it), one string, then byte-aligned fixed-size members
-	// (`tail` bits), stepped over as run_plain would, without its loop.
+	// (`tail` bits), stepped over as run_plain would, without its loop;
+	// repeat: counted, simple or one_string, its id one of the compact
+	// header's: a run of its events is counted in a loop of its own.
 	struct ClassStep {
 		bool fields = true;
 		bool counted = false;
 		bool simple = false;
 		bool plain = false;
 		bool one_string = false;
+		bool repeat = false;
 		uint64_t align = 1, bits = 0; // simple: the step; plain: the struct's alignment
 		uint64_t tail = 0;
 	};
