@@ -20,7 +20,9 @@ std::string_view shown(const std::string &name)
 	return n;
 }
 
-FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
+} // namespace
+
+FieldRef find_member(const Plan &plan, FieldRef::Scope scope, std::string_view name)
 {
 	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
 		return {};
@@ -40,8 +42,6 @@ FieldRef find_in(const Plan &plan, FieldRef::Scope scope, std::string_view name)
 	}
 	return {};
 }
-
-} // namespace
 
 const Plan &plan_of(const reader::Item &it, FieldRef::Scope scope)
 {
@@ -75,7 +75,7 @@ FieldRef find_field(const reader::Item &event, std::string_view name)
 {
 	using S = FieldRef::Scope;
 	for (S s : {S::fields, S::context, S::stream_context, S::packet_context})
-		if (FieldRef r = find_in(plan_of(event, s), s, name))
+		if (FieldRef r = find_member(plan_of(event, s), s, name))
 			return r;
 	return {};
 }
@@ -84,7 +84,7 @@ FieldRef find_context_field(const reader::Item &event, std::string_view name)
 {
 	using S = FieldRef::Scope;
 	for (S s : {S::context, S::stream_context, S::packet_context})
-		if (FieldRef r = find_in(plan_of(event, s), s, name))
+		if (FieldRef r = find_member(plan_of(event, s), s, name))
 			return r;
 	return {};
 }
@@ -120,19 +120,21 @@ std::string_view text_field(const reader::Item &event, const FieldRef &ref)
 }
 
 uint64_t EventWalk::open(reader::TraceSet &set, const std::vector<ViewInput> &inputs,
-                         reader::TraceSet::FieldsWanted fields)
+                         reader::TraceSet::FieldsWanted fields, reader::TraceSet::Counted counted)
 {
 	for (const ViewInput &in : inputs)
 		set.add_trace(in.dir, in.name_suffix);
 	if (fields)
 		set.decode_fields_of(std::move(fields));
+	if (counted)
+		set.count_events_of(std::move(counted));
 	set.start();
 	return set.bytes_total();
 }
 
 EventWalk::EventWalk(const std::vector<ViewInput> &inputs, const std::string &label,
-                     reader::TraceSet::FieldsWanted fields)
-	: progress_(label, open(set_, inputs, std::move(fields)))
+                     reader::TraceSet::FieldsWanted fields, reader::TraceSet::Counted counted)
+	: progress_(label, open(set_, inputs, std::move(fields), std::move(counted)))
 {
 }
 

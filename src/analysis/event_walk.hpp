@@ -43,6 +43,10 @@ FieldRef find_field(const ctf::reader::Item &event, std::string_view name);
 // context, else its packet context (never its payload).
 FieldRef find_context_field(const ctf::reader::Item &event, std::string_view name);
 
+// The member of that name of a scope's root struct (plan), found as the
+// functions above find it; ref.scope is `scope`.
+FieldRef find_member(const ctf::reader::Plan &plan, FieldRef::Scope scope, std::string_view name);
+
 // The field's value in this event (null when ref is empty).
 const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
 // Its integer value (sign-extended when signed); nullopt when empty or not an integer.
@@ -108,16 +112,23 @@ private:
 class EventWalk {
 public:
 	// fields: the event classes whose payloads are decoded (default: all;
-	// the others' items have no field values). Throws ctf::reader::ReadError.
+	// the others' items have no field values); counted: those whose events
+	// are only counted (TraceSet::count_events_of; default: none). Throws
+	// ctf::reader::ReadError.
 	EventWalk(const std::vector<ViewInput> &inputs, const std::string &label,
-	          ctf::reader::TraceSet::FieldsWanted fields = {});
+	          ctf::reader::TraceSet::FieldsWanted fields = {}, ctf::reader::TraceSet::Counted counted = {});
 	const ctf::reader::Item *next()
 	{
-		if ((++count_ & 0xfff) == 0)
-			progress_.update(set_.bytes_done());
 		const ctf::reader::Item *it = set_.next();
-		if (!it)
+		if (!it) {
 			progress_.finish();
+			return it;
+		}
+		// (every 4096 events, counted ones included)
+		const uint64_t before = count_;
+		count_ += it->kind == ctf::reader::ItemKind::counted ? it->count : 1;
+		if ((before ^ count_) >> 12)
+			progress_.update(set_.bytes_done());
 		return it;
 	}
 	const ctf::reader::TraceSet &set() const { return set_; }
@@ -125,7 +136,7 @@ public:
 private:
 	// Adds the traces and starts the merge; returns the bytes to read.
 	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<ViewInput> &inputs,
-	                     ctf::reader::TraceSet::FieldsWanted fields);
+	                     ctf::reader::TraceSet::FieldsWanted fields, ctf::reader::TraceSet::Counted counted);
 
 	ctf::reader::TraceSet set_;
 	Progress progress_;

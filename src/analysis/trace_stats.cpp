@@ -14,31 +14,50 @@ namespace reader = ctf::reader;
 
 namespace {
 
+// Events counted: how many, their bytes, and for event names the time of
+// the first and the last in the order of the merge (seq: their places in it,
+// Item::seq), which counted runs of several streams are combined by.
 struct Count {
 	uint64_t events = 0, bits = 0;
+	uint64_t first_seq = 0, last_seq = 0;
 	int64_t first = 0, last = 0;
-	void add(const reader::Item &it)
+	void add(uint64_t n, uint64_t b)
 	{
-		if (!events)
-			first = it.ns;
-		++events;
-		bits += it.bits;
-		last = it.ns;
+		events += n;
+		bits += b;
 	}
+	void add(uint64_t n, uint64_t b, uint64_t fseq, int64_t fns, uint64_t lseq, int64_t lns)
+	{
+		if (!events || fseq < first_seq) {
+			first_seq = fseq;
+			first = fns;
+		}
+		if (!events || lseq > last_seq) {
+			last_seq = lseq;
+			last = lns;
+		}
+		add(n, b);
+	}
+	void add(const reader::Item &it) { add(1, it.bits, it.seq, it.ns, it.seq, it.ns); }
 };
 
 struct Loss {
 	uint64_t events = 0, packets = 0;
 };
 
-// What one event class needs, found once.
-struct ClassInfo {
-	enum Kind : uint8_t { plain, task_event } kind = plain; // task_event: TaskTable and CPU's task
-	Count *name = nullptr;
+// Where the CPU and the process of an event are: per event class, or per
+// stream for its counted runs (only in its packet context or its trace's env).
+struct Source {
 	FieldRef cpu, pid, procname;
 	std::optional<int64_t> env_pid; // a per-process buffer's vpid
 	std::string_view env_procname;
 	bool kernel = false;
+};
+
+// What one event class needs, found once.
+struct ClassInfo : Source {
+	enum Kind : uint8_t { plain, task_event } kind = plain; // task_event: TaskTable and CPU's task
+	Count *name = nullptr;
 	FieldRef next_tid; // sched_switch
 };
 
@@ -76,6 +95,16 @@ bool is_task_event(const reader::TraceClass &tc, const std::string &name)
 	       (name == "sched_switch" || name == "sched_process_fork" || name == "lttng_statedump_process_state");
 }
 
+// The source's trace-wide part: its env and domain.
+void from_env(const reader::TraceClass &tc, Source &s)
+{
+	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
+		s.env_pid = std::get<int64_t>(*v);
+	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
+		s.env_procname = std::get<std::string>(*v);
+	s.kernel = is_kernel(tc);
+}
+
 } // namespace
 
 bool stats_reads_fields(const reader::Trace &trace, const reader::EventClass &cls)
@@ -83,12 +112,26 @@ bool stats_reads_fields(const reader::Trace &trace, const reader::EventClass &cl
 	return is_task_event(trace.cls, cls.name);
 }
 
+bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPlans &stream,
+                  const reader::TracePlans::EventPlans &event)
+{
+	using S = FieldRef::Scope;
+	for (const char *name : {"cpu_id", "vpid", "pid", "procname"})
+		if (find_member(event.context, S::context, name) ||
+		    find_member(stream.event_context, S::stream_context, name))
+			return false;
+	return !find_member(stream.packet_context, S::packet_context, "procname") &&
+	       !is_task_event(trace.cls, event.cls->name);
+}
+
 Report trace_stats(EventWalk &walk)
 {
 	std::map<std::string, Count> names;
 	std::map<int64_t, Count> cpus;
 	std::unordered_map<int64_t, Count> processes;
-	std::unordered_map<int64_t, std::string> process_names;
+	std::unordered_map<int64_t, std::string> process_names; // the last procname context of each
+	// else the env procname of its first event (seq)
+	std::unordered_map<int64_t, std::pair<uint64_t, std::string_view>> env_names;
 	std::map<std::pair<std::string, std::string>, Loss> losses; // (trace, stream file)
 	std::unordered_map<int64_t, int64_t> running;               // kernel: CPU -> tid
 	std::optional<int64_t> running_pid;                         // the process of running[running_pid_cpu]
@@ -99,8 +142,57 @@ Report trace_stats(EventWalk &walk)
 	LastEntry process_name(process_names);
 	TaskTable tasks;
 	ClassCache<ClassInfo> cache;
+	std::vector<std::optional<Source>> stream_sources(walk.set().streams()); // of counted runs
 	Count total;
+	// n events (bits) of the item (an event or a counted run) on their CPU
+	// and process, from the first's place seq on.
+	const auto attribute = [&](const reader::Item &it, const Source &c, uint64_t n, uint64_t bits, uint64_t seq) {
+		const auto cpu = int_field(it, c.cpu);
+		if (cpu)
+			cpu_count[*cpu].add(n, bits);
+		std::optional<int64_t> pid = int_field(it, c.pid);
+		if (!pid && c.env_pid)
+			pid = c.env_pid;
+		if (!pid && c.kernel && cpu) {
+			// the process of the task running on the CPU, found again only
+			// after a task event (which may change either) or on another CPU
+			if (!running_pid_known || *cpu != running_pid_cpu) {
+				running_pid.reset();
+				if (const auto r = running.find(*cpu); r != running.end())
+					running_pid = tasks.pid(r->second).value_or(r->second);
+				running_pid_cpu = *cpu;
+				running_pid_known = true;
+			}
+			pid = running_pid;
+		}
+		if (!pid)
+			return;
+		process_count[*pid].add(n, bits);
+		if (const auto name = text_field(it, c.procname); !name.empty()) {
+			if (std::string &known = process_name[*pid]; known != name)
+				known = name;
+		} else if (!c.env_procname.empty()) {
+			if (const auto [e, added] = env_names.try_emplace(*pid, seq, c.env_procname);
+			    !added && seq < e->second.first)
+				e->second = {seq, c.env_procname};
+		}
+	};
 	while (const reader::Item *it = walk.next()) {
+		if (it->kind == reader::ItemKind::counted) {
+			std::optional<Source> &source = stream_sources[it->stream->index()];
+			if (!source) {
+				using S = FieldRef::Scope;
+				const reader::Plan &packet = it->stream->plans().packet_context;
+				source.emplace();
+				source->cpu = find_member(packet, S::packet_context, "cpu_id");
+				source->pid = find_member(packet, S::packet_context, "vpid");
+				if (!source->pid)
+					source->pid = find_member(packet, S::packet_context, "pid");
+				from_env(it->stream->trace().cls, *source);
+			}
+			attribute(*it, *source, it->count, it->bits, it->seq);
+			continue;
+		}
 		if (it->kind != reader::ItemKind::event) {
 			Loss &l = losses[{it->stream->trace().name, it->stream->name()}];
 			(it->kind == reader::ItemKind::discarded_events ? l.events : l.packets) += it->count;
@@ -116,11 +208,7 @@ Report trace_stats(EventWalk &walk)
 				ci.pid = find_context_field(*it, "pid");
 			ci.procname = find_context_field(*it, "procname");
 			const reader::TraceClass &tc = it->stream->trace().cls;
-			if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
-				ci.env_pid = std::get<int64_t>(*v);
-			if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
-				ci.env_procname = std::get<std::string>(*v);
-			ci.kernel = is_kernel(tc);
+			from_env(tc, ci);
 			if (is_task_event(tc, name)) {
 				ci.kind = ClassInfo::task_event;
 				ci.next_tid = find_field(*it, "next_tid");
@@ -130,36 +218,11 @@ Report trace_stats(EventWalk &walk)
 		});
 		total.add(*it);
 		c.name->add(*it);
-		const auto cpu = int_field(*it, c.cpu);
-		if (cpu)
-			cpu_count[*cpu].add(*it);
-		// the process
-		std::optional<int64_t> pid = int_field(*it, c.pid);
-		if (!pid && c.env_pid)
-			pid = c.env_pid;
-		if (!pid && c.kernel && cpu) {
-			// the process of the task running on the CPU, found again only
-			// after a task event (which may change either) or on another CPU
-			if (!running_pid_known || *cpu != running_pid_cpu) {
-				running_pid.reset();
-				if (const auto r = running.find(*cpu); r != running.end())
-					running_pid = tasks.pid(r->second).value_or(r->second);
-				running_pid_cpu = *cpu;
-				running_pid_known = true;
-			}
-			pid = running_pid;
-		}
-		if (pid) {
-			process_count[*pid].add(*it);
-			if (const auto n = text_field(*it, c.procname); !n.empty()) {
-				if (std::string &name = process_name[*pid]; name != n)
-					name = n;
-			} else if (!c.env_procname.empty())
-				process_names.try_emplace(*pid, c.env_procname);
-		}
+		attribute(*it, c, 1, it->bits, it->seq);
 		if (c.kind == ClassInfo::task_event) {
 			running_pid_known = false;
 			tasks.observe(*it);
+			const auto cpu = int_field(*it, c.cpu);
 			if (const auto next = int_field(*it, c.next_tid); next && cpu) {
 				if (*next)
 					running[*cpu] = *next;
@@ -168,6 +231,22 @@ Report trace_stats(EventWalk &walk)
 			}
 		}
 	}
+	// the counted events' names and times
+	for (size_t i = 0; i < walk.set().streams(); ++i) {
+		const reader::Stream &s = walk.set().stream(i);
+		const std::vector<reader::Stream::Tally> &tallies = s.tallies();
+		for (size_t k = 0; k < tallies.size(); ++k) {
+			const reader::Stream::Tally &t = tallies[k];
+			if (!t.events)
+				continue;
+			const int64_t first = s.clock().ns(t.first_cycles), last = s.clock().ns(t.last_cycles);
+			names[s.plans().events[k].cls->name].add(t.events, t.bits, t.first_seq, first, t.last_seq,
+			                                         last);
+			total.add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
+		}
+	}
+	for (const auto &[pid, e] : env_names)
+		process_names.try_emplace(pid, e.second);
 
 	Report r;
 	r.kind = "stats";

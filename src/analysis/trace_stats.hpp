@@ -13,12 +13,21 @@
 
 namespace tracery::analysis {
 
-// Reads every item of the walk. Throws ctf::reader::ReadError.
+// Reads every item of the walk (events, losses and, when the walk counts
+// with stats_counts, the runs of counted events), then the tallies of the
+// walk's streams. Throws ctf::reader::ReadError.
 Report trace_stats(EventWalk &walk);
 
 // The event classes whose payloads trace_stats reads (a kernel trace's
 // sched_switch, sched_process_fork and state dump): the walk need decode no
 // other's (EventWalk walk(inputs, "stats", stats_reads_fields)).
 bool stats_reads_fields(const ctf::reader::Trace &trace, const ctf::reader::EventClass &cls);
+
+// The event classes trace_stats only counts (TraceSet::count_events_of):
+// those whose CPU and process are not in their own or their stream's event
+// context (at most in the packet context or the env), but a kernel trace's
+// task events. EventWalk walk(inputs, "stats", stats_reads_fields, stats_counts).
+bool stats_counts(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
+                  const ctf::reader::TracePlans::EventPlans &event);
 
 } // namespace tracery::analysis

@@ -613,7 +613,7 @@ analysis::sql::OutputFormat query_format(const Args &a)
 
 int verb_stats(const Args &a)
 {
-	analysis::EventWalk walk(trace_inputs(a), "stats", analysis::stats_reads_fields);
+	analysis::EventWalk walk(trace_inputs(a), "stats", analysis::stats_reads_fields, analysis::stats_counts);
 	return print_report(analysis::trace_stats(walk), a.json);
 }
 

@@ -1,13 +1,16 @@
 // ctf/fuzz/fuzz_packet.cpp — libFuzzer target: arbitrary bytes as a stream
 // file of a trace whose metadata (seeds/fuzz_tsdl/forged, built in here)
 // uses every construct the decoder runs: bit fields in both orders,
-// variants, enums, nested arrays, sequences, strings, text arrays, floats.
+// variants, enums, nested arrays, sequences, strings, text arrays, floats,
+// and a plain struct with a string (which counting steps over by itself).
 // The whole trace is read through TraceSet (packet index, events, merge):
 // each outcome is the events or a ReadError naming the file and an offset
 // inside it; never a crash, a hang or unbounded memory. It is read three
 // times: decoding every payload, stepping over every payload, and over
 // those of event "a" only; the three readings give the same items (times,
-// sizes, contexts) and the same error.
+// sizes, contexts) and the same error. Then counted (TraceSet::
+// count_events_of, every event class): the same events, bytes, first and
+// last clock values per class, losses and error as the events read one by one.
 #include "base/fuzz_check.hpp"
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
@@ -15,8 +18,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +65,7 @@ event { name = "a"; id = 0; stream_id = 0; fields := struct {
 	floating_point { exp_dig = 11; mant_dig = 53; align = 64; byte_order = be; } d;
 }; };
 event { name = "b"; id = 1; stream_id = 0; fields := struct { }; };
+event { name = "c"; id = 2; stream_id = 0; fields := struct { uint16_t x; string s; uint32_t y; }; };
 )";
 	return d;
 }
@@ -103,6 +109,59 @@ Reading read(const std::string &dir, const std::string &stream, size_t size, std
 	return r;
 }
 
+// Per event class its events, bits, first and last clock values (in the
+// order read), the losses' items, the error: read event by event, or counted.
+struct Counts {
+	std::map<std::string, std::array<uint64_t, 4>> classes;
+	std::vector<uint64_t> losses;
+	std::string error;
+	bool operator==(const Counts &) const = default;
+};
+
+Counts count(const std::string &dir, bool counting)
+{
+	Counts c;
+	try {
+		TraceSet set;
+		set.add_trace(dir, "");
+		if (counting)
+			set.count_events_of([](const Trace &, const TracePlans::StreamPlans &,
+			                       const TracePlans::EventPlans &) { return true; });
+		set.start();
+		uint64_t runs = 0;
+		while (const Item *it = set.next()) {
+			if (it->kind == ItemKind::counted) {
+				runs += it->count;
+			} else if (it->kind == ItemKind::event) {
+				tracery::base::fuzz_check(!counting, "fuzz_packet", "a counted event given as an item");
+				std::array<uint64_t, 4> &k = c.classes[it->event->cls->name];
+				k[2] = k[0] ? k[2] : it->cycles;
+				++k[0];
+				k[1] += it->bits;
+				k[3] = it->cycles;
+			} else {
+				c.losses.insert(c.losses.end(), {static_cast<uint64_t>(it->kind), it->count});
+			}
+		}
+		uint64_t tallied = 0;
+		for (size_t i = 0; counting && i < set.streams(); ++i) {
+			const Stream &s = set.stream(i);
+			for (size_t k = 0; k < s.tallies().size(); ++k) {
+				const Stream::Tally &t = s.tallies()[k];
+				if (!t.events)
+					continue;
+				tallied += t.events;
+				std::array<uint64_t, 4> &n = c.classes[s.plans().events[k].cls->name];
+				n = {n[0] + t.events, n[1] + t.bits, n[0] ? n[2] : t.first_cycles, t.last_cycles};
+			}
+		}
+		tracery::base::fuzz_check(runs == tallied, "fuzz_packet", "the runs' events are the tallies'");
+	} catch (const ReadError &e) {
+		c.error = e.file() + ":" + std::to_string(e.offset()) + ": " + e.what();
+	}
+	return c;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -119,9 +178,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	// Decoded, and with payloads stepped over (the skipping mode of
 	// `tracery stats`): the same items and the same error.
 	const Reading full = read(dir, stream, size, "");
-	tracery::base::fuzz_check(read(dir, stream, size, "ab") == full, "fuzz_packet",
+	tracery::base::fuzz_check(read(dir, stream, size, "abc") == full, "fuzz_packet",
 	                          "stepping over every payload reads as decoding them");
 	tracery::base::fuzz_check(read(dir, stream, size, "a") == full, "fuzz_packet",
 	                          "stepping over a's payloads reads as decoding them");
+	tracery::base::fuzz_check(count(dir, true) == count(dir, false), "fuzz_packet",
+	                          "counting reads as giving every event");
 	return 0;
 }

@@ -505,41 +505,10 @@ const TracePlans::EventPlans *TracePlans::StreamPlans::sparse_event(uint64_t id)
 
 namespace {
 
-inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	std::memcpy(&v, p, n); // little-endian host
-	return v;
-}
-
-// The value of a u8/u16/u32/u64 op at p.
-inline uint64_t load_uint(OpKind kind, const uint8_t *p)
-{
-	switch (kind) {
-	case OpKind::u8:
-		return *p;
-	case OpKind::u16:
-		return load_le_bytes(p, 2);
-	case OpKind::u32:
-		return load_le_bytes(p, 4);
-	default:
-		return load_le_bytes(p, 8);
-	}
-}
-
-// The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
-// a short string is scanned here, a long one by memchr.
-inline size_t string_length(const uint8_t *p, size_t avail)
-{
-	const size_t quick = avail < 32 ? avail : 32;
-	for (size_t i = 0; i < quick; ++i)
-		if (p[i] == 0)
-			return i;
-	if (avail == quick)
-		return SIZE_MAX;
-	const void *nul = std::memchr(p + quick, 0, avail - quick);
-	return nul ? static_cast<size_t>(static_cast<const uint8_t *>(nul) - p) : SIZE_MAX;
-}
+using detail::kNoFit;
+using detail::load_le_bytes;
+using detail::load_uint;
+using detail::string_length;
 
 // Where a packet role's value goes in PacketFields, by Role.
 struct PacketSlot {
@@ -562,6 +531,40 @@ constexpr PacketSlot kPacketSlots[] = {
 	{nullptr, nullptr}, // clock_update
 };
 static_assert(std::size(kPacketSlots) == static_cast<size_t>(Role::clock_update) + 1);
+
+// What an integer's role does with its value: the event id, the clock
+// (a field of fewer bits than the clock updates its low bits, and a value
+// below theirs means they wrapped), the packet's fields.
+void apply_role(DecodeState &st, const Op &op, uint64_t raw)
+{
+	switch (op.role) {
+	case Role::event_id:
+		st.event_id = raw;
+		st.has_event_id = true;
+		break;
+	case Role::timestamp:
+	case Role::clock_update:
+		if (op.size >= 64) {
+			st.clock = raw;
+		} else {
+			const uint64_t mask = (uint64_t{1} << op.size) - 1;
+			uint64_t c = (st.clock & ~mask) | raw;
+			if (raw < (st.clock & mask))
+				c += uint64_t{1} << op.size;
+			st.clock = c;
+		}
+		break;
+	case Role::none:
+		break;
+	default:
+		if (PacketFields *pf = st.packet) {
+			const PacketSlot &slot = kPacketSlots[static_cast<size_t>(op.role)];
+			pf->*slot.value = raw;
+			pf->*slot.has = true;
+		}
+		break;
+	}
+}
 
 // kStore: values are appended to *values (else only the state changes: the
 // registers, the clock, the roles' results).
@@ -648,37 +651,7 @@ private:
 		push(v);
 	}
 
-	void apply_role(const Op &op, uint64_t raw)
-	{
-		PacketFields *pf = st_.packet;
-		switch (op.role) {
-		case Role::event_id:
-			st_.event_id = raw;
-			st_.has_event_id = true;
-			break;
-		case Role::timestamp:
-		case Role::clock_update:
-			if (op.size >= 64) {
-				st_.clock = raw;
-			} else {
-				const uint64_t mask = (uint64_t{1} << op.size) - 1;
-				uint64_t c = (st_.clock & ~mask) | raw;
-				if (raw < (st_.clock & mask))
-					c += uint64_t{1} << op.size;
-				st_.clock = c;
-			}
-			break;
-		case Role::none:
-			break;
-		default:
-			if (pf) {
-				const PacketSlot &slot = kPacketSlots[static_cast<size_t>(op.role)];
-				pf->*slot.value = raw;
-				pf->*slot.has = true;
-			}
-			break;
-		}
-	}
+	void apply_role(const Op &op, uint64_t raw) { reader::apply_role(st_, op, raw); }
 
 	// A u8/u16/u32/u64 op: after align() the position is on a byte.
 	void byte_integer(const Op &op)
@@ -831,9 +804,24 @@ private:
 			v.u = 0;
 			v.n = n;
 			push(v);
-			if constexpr (!kStore)
-				if (stepped_elements(plan_.ops[i + 1], n))
+			const Op &e = plan_.ops[i + 1];
+			if constexpr (!kStore) {
+				if (stepped_elements(e, n))
 					return op.next;
+			} else if (e.kind <= OpKind::u64 && e.reg < 0 && e.role == Role::none &&
+			           op.elem_bits == e.size) {
+				// byte integers one after the other, each aligned when the
+				// first is (a UUID): as byte_integer() reads them, in one
+				// loop (their room was checked above)
+				for (uint64_t k = 0; k < n; ++k) {
+					Value ev;
+					ev.u = load_uint(e.kind, base_ + (pos_ >> 3));
+					ev.n = 0;
+					pos_ += e.size;
+					push(ev);
+				}
+				return op.next;
+			}
 			for (uint64_t k = 0; k < n; ++k)
 				run_op(i + 1);
 			return op.next;
@@ -879,56 +867,42 @@ private:
 
 namespace {
 
-// A plain root struct (Op::plain): its values stored (when values is not
-// null) without running ops; false when a field does not fit (the ops then
-// say what is wrong).
-bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_t bit_end, std::vector<Value> *values)
+// A flat root struct (Op::flat: its members are all u8/u16/u32/u64, roles
+// and registers allowed: a packet context) read as the ops would read it,
+// without running them; kNoFit when a member does not fit (nothing
+// appended: the ops then say what is wrong).
+template <bool kStore>
+uint64_t run_flat(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
+                  std::vector<Value> *values)
 {
 	const Op &root = plan.ops[0];
-	const uint64_t a = root.align;
-	uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
+	uint64_t pos = (bit_pos + root.align - 1) & ~(uint64_t{root.align} - 1);
 	if (pos > bit_end)
-		return false;
-	const size_t at = values ? values->size() : 0;
-	const auto store = [&](uint64_t u, uint64_t n) { // (pushed: resize() would zero them first)
-		Value v;
-		v.u = u;
-		v.n = n;
-		values->push_back(v);
-	};
-	if (values)
-		store(0, root.count);
-	const auto fail = [&] {
-		if (values)
-			values->resize(at);
-		return false;
-	};
+		return kNoFit;
+	// (checked first: the registers and roles are applied only to a whole struct, as the ops would)
+	uint64_t end = pos;
 	for (uint32_t k = 0; k < root.count; ++k) {
 		const Op &m = plan.ops[1 + k];
-		const uint64_t ma = m.align;
-		pos = (pos + ma - 1) & ~(ma - 1);
-		if (pos > bit_end || m.size > bit_end - pos)
-			return fail();
-		const uint8_t *p = base + (pos >> 3);
-		if (m.kind == OpKind::string) {
-			const size_t len = string_length(p, static_cast<size_t>((bit_end - pos) >> 3));
-			if (len == SIZE_MAX)
-				return fail();
-			if (values) {
-				Value v;
-				v.s = reinterpret_cast<const char *>(p);
-				v.n = len;
-				values->push_back(v);
-			}
-			pos += (len + 1) * 8;
-			continue;
-		}
-		pos += m.size;
-		if (values)
-			store(load_uint(m.kind, p), 0);
+		end = (end + m.align - 1) & ~(uint64_t{m.align} - 1);
+		if (end > bit_end || m.size > bit_end - end)
+			return kNoFit;
+		end += m.size;
 	}
-	bit_pos = pos;
-	return true;
+	if constexpr (kStore)
+		values->push_back(Value{{0}, root.count});
+	for (uint32_t k = 0; k < root.count; ++k) {
+		const Op &m = plan.ops[1 + k];
+		pos = (pos + m.align - 1) & ~(uint64_t{m.align} - 1);
+		const uint64_t raw = load_uint(m.kind, base + (pos >> 3));
+		pos += m.size;
+		if (m.reg >= 0)
+			st.regs[static_cast<size_t>(m.reg)] = raw;
+		if (m.role != Role::none)
+			apply_role(st, m, raw);
+		if constexpr (kStore)
+			values->push_back(Value{{raw}, 0});
+	}
+	return pos;
 }
 
 } // namespace
@@ -936,11 +910,16 @@ bool run_plain(const Plan &plan, const uint8_t *base, uint64_t &bit_pos, uint64_
 uint64_t detail::run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                          std::vector<Value> *values)
 {
-	if (plan.ops[0].plain) {
-		uint64_t pos = bit_pos;
-		if (run_plain(plan, base, pos, bit_end, values))
+	if (plan.ops[0].flat)
+		if (const uint64_t pos = values ? run_flat<true>(plan, base, bit_pos, bit_end, st, values)
+		                                : run_flat<false>(plan, base, bit_pos, bit_end, st, nullptr);
+		    pos != kNoFit)
 			return pos;
-	}
+	if (plan.ops[0].plain)
+		if (const uint64_t pos = values ? run_plain<true>(plan, base, bit_pos, bit_end, values)
+		                                : run_plain<false>(plan, base, bit_pos, bit_end, nullptr);
+		    pos != kNoFit)
+			return pos;
 	if (values)
 		return Runner<true>(plan, base, bit_pos, bit_end, st, values).run();
 	return Runner<false>(plan, base, bit_pos, bit_end, st, nullptr).run();

@@ -23,6 +23,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "ctf/reader/trace_class.hpp"
 
 namespace tracery::ctf::reader {
@@ -212,6 +216,113 @@ namespace detail {
 // run_plan's paths that run ops, or a plain struct's loop: out of line.
 uint64_t run_ops(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end, DecodeState &st,
                  std::vector<Value> *values);
+
+inline uint64_t load_le_bytes(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	std::memcpy(&v, p, n); // little-endian host
+	return v;
+}
+
+// The value of a u8/u16/u32/u64 op at p.
+inline uint64_t load_uint(OpKind kind, const uint8_t *p)
+{
+	switch (kind) {
+	case OpKind::u8:
+		return *p;
+	case OpKind::u16:
+		return load_le_bytes(p, 2);
+	case OpKind::u32:
+		return load_le_bytes(p, 4);
+	default:
+		return load_le_bytes(p, 8);
+	}
+}
+
+// The bytes before the NUL among the avail at p, or SIZE_MAX if none is:
+// sixteen bytes at a time where SSE2 is (x86-64), then eight at a time (a
+// word has a zero byte when subtracting 1 from each byte borrows into its
+// top bit where that byte's top bit was clear), the last few one by one;
+// nothing past p + avail is read.
+inline size_t string_length(const uint8_t *p, size_t avail)
+{
+	size_t i = 0;
+#if defined(__SSE2__)
+	const __m128i zero = _mm_setzero_si128();
+	for (; avail - i >= 16; i += 16) {
+		const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i));
+		if (const auto nul = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero))))
+			return i + static_cast<size_t>(__builtin_ctz(nul));
+	}
+#endif
+	constexpr uint64_t kOnes = 0x0101010101010101, kTops = 0x8080808080808080;
+	for (; avail - i >= 8; i += 8) {
+		uint64_t w;
+		std::memcpy(&w, p + i, 8);
+		if (const uint64_t zero = (w - kOnes) & ~w & kTops)
+			return i + static_cast<size_t>(__builtin_ctzll(zero)) / 8; // (little-endian host: the first)
+	}
+	for (; i < avail; ++i)
+		if (p[i] == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+// A root struct whose members are u8/u16/u32/u64 or strings, no role or
+// register (Op::plain), decoded without running ops: kStore, its values
+// appended to *values (else values is null and only the position moves).
+// Returns the position after it, or kNoFit when a member does not fit
+// (nothing appended; the ops then say what is wrong).
+inline constexpr uint64_t kNoFit = UINT64_MAX;
+template <bool kStore>
+inline uint64_t run_plain(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint64_t bit_end,
+                          std::vector<Value> *values)
+{
+	const Op &root = plan.ops[0];
+	const uint64_t a = root.align;
+	uint64_t pos = (bit_pos + a - 1) & ~(a - 1);
+	if (pos > bit_end)
+		return kNoFit;
+	const size_t at = kStore ? values->size() : 0;
+	const auto store = [&](uint64_t u, uint64_t n) { // (pushed: resize() would zero them first)
+		Value v;
+		v.u = u;
+		v.n = n;
+		values->push_back(v);
+	};
+	if constexpr (kStore)
+		store(0, root.count);
+	const auto fail = [&] {
+		if constexpr (kStore)
+			values->resize(at);
+		return kNoFit;
+	};
+	for (uint32_t k = 0; k < root.count; ++k) {
+		const Op &m = plan.ops[1 + k];
+		const uint64_t ma = m.align;
+		pos = (pos + ma - 1) & ~(ma - 1);
+		if (pos > bit_end || m.size > bit_end - pos)
+			return fail();
+		const uint8_t *p = base + (pos >> 3);
+		if (m.kind == OpKind::string) {
+			const size_t len = string_length(p, static_cast<size_t>((bit_end - pos) >> 3));
+			if (len == SIZE_MAX)
+				return fail();
+			if constexpr (kStore) {
+				Value v;
+				v.s = reinterpret_cast<const char *>(p);
+				v.n = len;
+				values->push_back(v);
+			}
+			pos += (len + 1) * 8;
+			continue;
+		}
+		pos += m.size;
+		if constexpr (kStore)
+			store(load_uint(m.kind, p), 0);
+	}
+	return pos;
+}
 
 // The compact event header without its ops; false when the bits left do
 // not hold it (the ops then say what is wrong).

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include "base/fd.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -71,14 +72,30 @@ public:
 		}
 	}
 
+	// The bytes [from, to) are about to be read: their pages, and those up to
+	// kPopulate bytes from `from`, are mapped in one call (MADV_POPULATE_READ)
+	// rather than by a page fault every few pages (small packets touch every
+	// page). Where the kernel cannot, the faults map them as before.
+	void populate(uint64_t from, uint64_t to) const
+	{
+		if (to <= populated || from >= size)
+			return;
+		static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+		const uint64_t start = std::max(populated, from) / page * page;
+		populated = std::min(size, std::max(to, start + kPopulate));
+		madvise(const_cast<uint8_t *>(data) + start, populated - start, MADV_POPULATE_READ);
+	}
+
 	std::string path;
 	const uint8_t *data;
 	uint64_t size;
 	std::vector<PacketEntry> packets;
 	const TracePlans::StreamPlans *plans = nullptr;
-	mutable uint64_t released = 0; // bytes [0, released) were given back (release_before)
+	mutable uint64_t released = 0;  // bytes [0, released) were given back (release_before)
+	mutable uint64_t populated = 0; // bytes [.., populated) were mapped (populate)
 	static constexpr uint64_t kReleaseBatch = uint64_t{1} << 20;
 	static constexpr uint64_t kFolioMax = uint64_t{2} << 20;
+	static constexpr uint64_t kPopulate = uint64_t{1} << 20;
 };
 
 namespace {
@@ -115,6 +132,15 @@ std::string hex32(uint64_t v)
 	return b;
 }
 
+// Whether op c of the packet header is its `uuid`: 16 bytes.
+bool is_uuid(const Plan &plan, uint32_t c)
+{
+	const Op &op = plan.ops[c];
+	return op.name && *op.name == "uuid" && op.kind == OpKind::array && op.count == 16 &&
+	       (plan.ops[c + 1].kind == OpKind::u8 || plan.ops[c + 1].kind == OpKind::integer) &&
+	       plan.ops[c + 1].size == 8;
+}
+
 // The 16 bytes of the packet header's `uuid` array, if it has one.
 bool uuid_bytes(const Plan &plan, const std::vector<Value> &values, uint8_t out[16])
 {
@@ -124,18 +150,39 @@ bool uuid_bytes(const Plan &plan, const std::vector<Value> &values, uint8_t out[
 	size_t v = 1;
 	uint32_t c = 1;
 	for (uint32_t k = 0; k < root.count; ++k) {
-		const Op &op = plan.ops[c];
-		if (op.name && *op.name == "uuid" && op.kind == OpKind::array && op.count == 16 &&
-		    (plan.ops[c + 1].kind == OpKind::u8 || plan.ops[c + 1].kind == OpKind::integer) &&
-		    plan.ops[c + 1].size == 8) {
+		if (is_uuid(plan, c)) {
 			for (int i = 0; i < 16; ++i)
 				out[i] = static_cast<uint8_t>(values[v + 1 + static_cast<size_t>(i)].u);
 			return true;
 		}
 		v = skip_values(plan, c, values.data(), v);
-		c = op.next;
+		c = plan.ops[c].next;
 	}
 	return false;
+}
+
+// Where the packet header's `uuid` is (Trace::uuid_at): at a byte offset
+// when the members before it are integers (their sizes fixed), and it is
+// byte-aligned there.
+int64_t uuid_place(const Plan &plan)
+{
+	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
+		return Trace::kNoUuid;
+	uint64_t bits = 0;
+	bool fixed = true;
+	uint32_t c = 1;
+	for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
+		const Op &op = plan.ops[c];
+		if (fixed)
+			bits = (bits + op.align - 1) & ~(uint64_t{op.align} - 1);
+		if (is_uuid(plan, c))
+			return fixed && bits % 8 == 0 ? static_cast<int64_t>(bits / 8) : Trace::kUuidInValues;
+		fixed = fixed &&
+		        (op.kind <= OpKind::integer || op.kind == OpKind::float32 || op.kind == OpKind::float64);
+		bits += op.size;
+		c = op.next;
+	}
+	return Trace::kNoUuid;
 }
 
 // Reads the header and context of the packet at data + off (the file or
@@ -154,17 +201,23 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 	const uint64_t left = (size - off) * 8;
 	uint64_t pos = 0;
 	try {
-		scratch.clear();
-		pos = run_plan(plans.packet_header(), pkt, pos, left, st, &scratch);
+		scratch.clear(); // (its values: for a UUID found in them)
+		pos = run_plan(plans.packet_header(), pkt, pos, left, st,
+		               t.has_uuid && t.uuid_at == Trace::kUuidInValues ? &scratch : nullptr);
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet header: ") + e.what());
 	}
 	if (pe.f.has_magic && pe.f.magic != kCtfMagic)
 		throw ReadError(path, off,
 		                "bad packet magic " + hex32(pe.f.magic) + " (a CTF packet starts with 0xC1FC1FC1)");
-	uint8_t u[16];
-	if (t.has_uuid && uuid_bytes(plans.packet_header(), scratch, u) && std::memcmp(u, t.uuid, 16) != 0)
-		throw ReadError(path, off + 4, "the packet's trace UUID is not the metadata's (" + t.cls.uuid + ")");
+	if (t.has_uuid) {
+		uint8_t u[16];
+		const bool found = t.uuid_at >= 0 ? (std::memcpy(u, pkt + t.uuid_at, 16), true) // (in the header read)
+		                                  : uuid_bytes(plans.packet_header(), scratch, u);
+		if (found && std::memcmp(u, t.uuid, 16) != 0)
+			throw ReadError(path, off + 4,
+			                "the packet's trace UUID is not the metadata's (" + t.cls.uuid + ")");
+	}
 	const TracePlans::StreamPlans *sp = nullptr;
 	if (pe.f.has_stream_id) {
 		sp = plans.stream(pe.f.stream_id);
@@ -180,8 +233,7 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 		                        std::to_string(t.cls.streams.size()) + " stream classes");
 	}
 	try {
-		scratch.clear();
-		pos = run_plan(sp->packet_context, pkt, pos, left, st, &scratch);
+		pos = run_plan(sp->packet_context, pkt, pos, left, st, nullptr); // (its roles only)
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
 	}
@@ -219,6 +271,7 @@ void describe(Trace &t, TraceClass cls)
 			                t.metadata_path + ": metadata: bad trace uuid '" + t.cls.uuid + "'", true);
 		t.has_uuid = true;
 	}
+	t.uuid_at = uuid_place(t.plans->packet_header());
 	if (const EnvValue *h = t.cls.env_value("hostname"); h && std::holds_alternative<std::string>(*h)) {
 		t.hostname = std::get<std::string>(*h);
 		t.has_hostname = true;
@@ -288,7 +341,10 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		uint64_t off = 0;
 		bool has_instance = false;
 		uint64_t instance = 0;
+		uint64_t last = 0; // the last packet's bytes
 		while (off < size) {
+			if (last < StreamFile::kPopulate / 64) // (small packets: every page is read)
+				f.populate(off, off + 1);
 			PacketEntry pe;
 			const TracePlans::StreamPlans *sp = index_packet(*t, path, f.data, off, size, pe, st, scratch);
 			if (f.plans && f.plans != sp)
@@ -300,11 +356,12 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 			}
 			f.packets.push_back(pe);
 			bytes_total_ += pe.packet_bits / 8;
+			last = pe.packet_bits / 8;
 			off += pe.packet_bits / 8;
 			f.release_before(off);
 		}
 		f.release_before(size, true);
-		f.released = 0; // the reading faults the pages in again
+		f.released = f.populated = 0; // the reading maps the pages again
 		if (has_instance)
 			groups[{f.plans->cls->id, instance}].push_back(&f);
 		else
@@ -352,6 +409,7 @@ bool TraceSet::load_packet(Stream &s)
 	s.packet_ = &ref.file->packets[ref.index];
 	const PacketEntry &p = *s.packet_;
 	bytes_done_ += p.packet_bits / 8;
+	s.file_->populate(p.offset, p.offset + p.content_bits / 8);
 	// The packet context again, for its values (what the index kept is its roles).
 	PacketFields pf;
 	s.st_.packet = &pf;
@@ -409,8 +467,10 @@ void TraceSet::decode_event(Stream &s)
 			s.stream_values_.clear();
 			s.context_values_.clear();
 			s.field_values_.clear();
-			pos = run_plan(s.plans_->event_context, base, pos, s.end_, st, &s.stream_values_);
-			pos = run_plan(ep->context, base, pos, s.end_, st, &s.context_values_);
+			const bool contexts = !step.counted;
+			pos = run_plan(s.plans_->event_context, base, pos, s.end_, st,
+			               contexts ? &s.stream_values_ : nullptr);
+			pos = run_plan(ep->context, base, pos, s.end_, st, contexts ? &s.context_values_ : nullptr);
 			pos = run_plan(ep->fields, base, pos, s.end_, st, step.fields ? &s.field_values_ : nullptr);
 			it.stream_context = s.stream_values_;
 			it.context = s.context_values_;
@@ -482,6 +542,8 @@ int type_weight(ItemKind k)
 		return 4;
 	case ItemKind::discarded_packets:
 		return 1;
+	case ItemKind::counted: // (never merged)
+		return 0;
 	}
 	return 0;
 }
@@ -579,16 +641,49 @@ void TraceSet::sift_up(size_t i)
 
 void TraceSet::plan_steps(Stream &s) const
 {
+	// A plain struct's layout as ClassStep::one_string says, if it is so.
+	const auto one_string_layout = [](const Plan &plan, Stream::ClassStep &step) {
+		const Op &root = plan.ops[0];
+		uint64_t head = 0, tail = 0;
+		int strings = 0;
+		for (uint32_t k = 0; k < root.count; ++k) {
+			const Op &m = plan.ops[1 + k];
+			if (m.kind == OpKind::string) {
+				if (m.align > 8)
+					return;
+				++strings;
+			} else if (strings == 0 && root.align % m.align == 0)
+				head = ((head + m.align - 1) & ~(uint64_t{m.align} - 1)) + m.size;
+			else if (strings == 1 && m.align <= 8 && m.size % 8 == 0)
+				tail += m.size;
+			else
+				return;
+		}
+		if (strings != 1 || head % 8 != 0)
+			return;
+		step.one_string = true;
+		step.bits = head;
+		step.tail = tail;
+	};
 	s.steps_.clear();
 	for (const TracePlans::EventPlans &e : s.plans_->events) {
 		Stream::ClassStep &step = s.steps_.emplace_back();
-		step.fields = !fields_wanted_ || fields_wanted_(*s.trace_, *e.cls);
+		step.counted = counted_ && counted_(*s.trace_, *s.plans_, e);
+		step.fields = !step.counted && (!fields_wanted_ || fields_wanted_(*s.trace_, *e.cls));
 		const Op *root = e.fields.empty() ? nullptr : &e.fields.ops[0];
 		step.simple = s.plans_->event_context.empty() && e.context.empty() &&
 		              (!root || (!step.fields && root->skip && root->values <= kMaxValuesPerScope));
-		step.align = root && step.simple ? root->align : 1;
+		step.plain = step.counted && !step.simple && s.plans_->event_context.empty() && e.context.empty() &&
+		             root && root->kind == OpKind::structure && root->plain;
+		step.align = root && (step.simple || step.plain) ? root->align : 1;
 		step.bits = root && step.simple ? root->bits : 0;
+		if (step.plain)
+			one_string_layout(e.fields, step);
+		step.repeat = step.counted && (step.simple || step.one_string) &&
+		              s.plans_->event_header.compact_header && e.cls->id < 31;
 	}
+	if (counted_)
+		s.tallies_.resize(s.steps_.size());
 }
 
 void TraceSet::start()
@@ -607,6 +702,8 @@ void TraceSet::start()
 
 const Item *TraceSet::next()
 {
+	if (counted_)
+		return next_counting();
 	if (last_) {
 		Stream &s = *last_;
 		// (the common case of advance(): the next event of the same packet)
@@ -629,7 +726,264 @@ const Item *TraceSet::next()
 	last_ = heap_.front();
 	Item &it = last_->item_;
 	it.stream = last_;
+	if (it.kind == ItemKind::event)
+		it.seq = ++seq_;
 	return &it;
+}
+
+// Counts s's current event (of a counted class) and the events after it in
+// its packet while they are of counted classes and come before every other
+// stream's current item. Returns true when s's current item is counted
+// (s is at its packet's end: advance it), false when it is the first event
+// not counted, decoded.
+//
+// The events whose header is compact and whose rest is one step or a plain
+// struct are read here, in locals; decode_event reads the others (and those
+// again, the same, when they do not fit: it says what is wrong).
+bool TraceSet::count_run(Stream &s)
+{
+	const Stream *rival = heap_.size() < 2                                ? nullptr
+	                      : heap_.size() == 2 || less(heap_[1], heap_[2]) ? heap_[1]
+	                                                                      : heap_[2];
+	const int64_t bound = rival ? rival->item_.ns : 0; // an event before this time comes before it
+	const TracePlans::StreamPlans &sp = *s.plans_;
+	// (ids found here: none when the header is not compact)
+	const uint32_t *index = sp.event_index.data();
+	const size_t classes = sp.event_header.compact_header ? sp.event_index.size() : 0;
+	const uint8_t *base = s.file_->data + s.packet_->offset;
+	const Stream::ClassStep *steps = s.steps_.data();
+	Stream::Tally *tallies = s.tallies_.data();
+	DecodeState &st = s.st_;
+	Item &it = s.item_;
+	const uint64_t end = s.end_;
+	const uint64_t first_seq = seq_ + 1;
+	if (!s.run_events_) {
+		s.run_first_seq_ = first_seq;
+		runs_.push_back(&s);
+	}
+	// the current event (its class, clock value and size), and the position after it
+	size_t k = static_cast<size_t>(it.event - sp.events.data());
+	uint64_t clock = st.clock, bits = it.bits, pos = s.pos_;
+	const uint64_t from = pos - bits; // (the run's bits: from here to its end)
+	uint64_t seq = seq_;
+	// The next event when its header is compact (not extended) and its rest
+	// one step or a plain struct: k, clock, bits and pos moved to it; false
+	// when it is not so or does not fit. (The register of the header's 5-bit
+	// id is not written: only the header's variant reads it, and
+	// decode_event reads the id again before.)
+	const auto next_compact = [&]() -> bool {
+		const uint64_t p = (pos + 7) & ~uint64_t{7};
+		if (p > end || end - p < 32)
+			return false;
+		uint32_t w;
+		std::memcpy(&w, base + (p >> 3), 4); // little-endian host
+		const uint32_t id = w & 31;
+		if (id == 31 || id >= classes || !index[id])
+			return false;
+		const size_t ki = index[id] - 1;
+		const Stream::ClassStep &step = steps[ki];
+		uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
+		if (q > end)
+			return false;
+		if (step.simple) {
+			if (step.bits > end - q)
+				return false;
+			q += step.bits;
+		} else if (step.one_string) {
+			if (step.bits > end - q)
+				return false;
+			q += step.bits;
+			const size_t len = detail::string_length(base + (q >> 3), static_cast<size_t>((end - q) >> 3));
+			if (len == SIZE_MAX || step.tail > end - q - (len + 1) * 8)
+				return false;
+			q += (len + 1) * 8 + step.tail;
+		} else if (!step.plain || (q = detail::run_plain<false>(sp.events[ki].fields, base, q, end, nullptr)) ==
+		                                  detail::kNoFit) {
+			return false;
+		}
+		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+		const uint64_t ts = w >> 5;
+		uint64_t c = (clock & ~kMask) | ts;
+		if (ts < (clock & kMask))
+			c += uint64_t{1} << 27;
+		k = ki;
+		clock = c;
+		bits = q - pos;
+		pos = q;
+		return true;
+	};
+	// After two events of class k (ClassStep::repeat) in a row, the events
+	// of that class that follow, as
+	// next_compact reads them, in a loop of their own: few enough locals
+	// for the registers, the tally added to once. It stops at the first
+	// event of another class, one that does not fit, or one not before the
+	// rival (the main loop reads those again).
+	const auto same_class = [&](uint32_t id, const Stream::ClassStep &step) {
+		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+		uint64_t n = 0, run = 0;
+		while (pos < end) {
+			const uint64_t p = (pos + 7) & ~uint64_t{7};
+			if (p > end || end - p < 32)
+				break;
+			uint32_t w;
+			std::memcpy(&w, base + (p >> 3), 4); // little-endian host
+			if ((w & 31) != id)
+				break;
+			uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
+			if (q > end || step.bits > end - q)
+				break;
+			q += step.bits;
+			if (step.one_string) {
+				const size_t len =
+					detail::string_length(base + (q >> 3), static_cast<size_t>((end - q) >> 3));
+				if (len == SIZE_MAX || step.tail > end - q - (len + 1) * 8)
+					break;
+				q += (len + 1) * 8 + step.tail;
+			}
+			const uint64_t ts = w >> 5;
+			uint64_t c = (clock & ~kMask) | ts;
+			if (ts < (clock & kMask))
+				c += uint64_t{1} << 27;
+			if (rival && s.clock_.ns(c) >= bound)
+				break;
+			++n;
+			run += q - pos;
+			bits = q - pos;
+			clock = c;
+			pos = q;
+		}
+		if (n) {
+			Stream::Tally &t = tallies[k];
+			seq += n;
+			t.events += n;
+			t.bits += run;
+			t.last_cycles = clock;
+			t.last_seq = seq;
+		}
+	};
+	size_t before = SIZE_MAX; // the class of the event before the current one
+	bool counted = true;
+	while (true) {
+		Stream::Tally &t = tallies[k];
+		++seq;
+		if (!t.events) {
+			t.first_cycles = clock;
+			t.first_seq = seq;
+		}
+		++t.events;
+		t.bits += bits;
+		t.last_cycles = clock;
+		t.last_seq = seq;
+		if (k == before && steps[k].repeat)
+			same_class(static_cast<uint32_t>(sp.events[k].cls->id), steps[k]);
+		before = k;
+		if (pos >= end)
+			break;
+		if (next_compact()) {
+			const Stream::ClassStep &step = steps[k];
+			if (step.counted && (!rival || s.clock_.ns(clock) < bound))
+				continue;
+			// the item, given or compared
+			st.clock = clock;
+			st.event_id = sp.events[k].cls->id;
+			st.has_event_id = true;
+			s.pos_ = pos;
+			it.event = &sp.events[k];
+			it.cycles = clock;
+			it.bits = bits;
+			it.ns = s.clock_.ns(clock);
+			if (!step.counted) // (as decode_event gives it)
+				it.stream_context = it.context = it.fields = {};
+		} else {
+			st.clock = clock;
+			s.pos_ = pos;
+			decode_event(s);
+			k = static_cast<size_t>(it.event - sp.events.data());
+			clock = st.clock;
+			bits = it.bits;
+			pos = s.pos_;
+		}
+		if (!steps[k].counted || (rival && !less(&s, rival))) {
+			counted = false;
+			break;
+		}
+	}
+	st.clock = clock;
+	s.pos_ = pos;
+	seq_ = seq;
+	s.run_events_ += seq - first_seq + 1;
+	s.run_bits_ += pos - from - (counted ? 0 : bits);
+	return counted;
+}
+
+// The `counted` item of s's run, which ends.
+const Item *TraceSet::run_item(Stream &s)
+{
+	Item &it = run_item_;
+	it = Item{};
+	it.kind = ItemKind::counted;
+	it.stream = &s;
+	it.count = s.run_events_;
+	it.bits = s.run_bits_;
+	it.seq = s.run_first_seq_;
+	it.packet_context = s.packet_values_;
+	s.run_events_ = s.run_bits_ = 0;
+	return &it;
+}
+
+// next() when counting: the merge of next(), in which each stream's runs of
+// counted events are counted where they come (count_run), and their items
+// given at the end of their packets and before any other item.
+const Item *TraceSet::next_counting()
+{
+	while (true) {
+		if (!owed_.empty()) {
+			Stream &s = *owed_.back();
+			owed_.pop_back();
+			return run_item(s);
+		}
+		if (held_)
+			return std::exchange(held_, nullptr);
+		if (last_) {
+			Stream &s = *last_;
+			const bool in_packet =
+				s.packet_ && s.pos_ < s.end_ && !s.pending_events_msg_ && !s.pending_packets_msg_;
+			if (!in_packet && s.run_events_) { // its packet ends: its run with it
+				runs_.erase(std::find(runs_.begin(), runs_.end(), &s));
+				return run_item(s);
+			}
+			if (in_packet ? (decode_event(s), true) : advance(s)) {
+				if (heap_.size() > 1)
+					sift_down(0);
+			} else {
+				heap_.front() = heap_.back();
+				heap_.pop_back();
+				if (!heap_.empty())
+					sift_down(0);
+			}
+			last_ = nullptr;
+		}
+		if (heap_.empty())
+			return nullptr;
+		Stream &top = *heap_.front();
+		Item &it = top.item_;
+		if (it.kind == ItemKind::event &&
+		    top.steps_[static_cast<size_t>(it.event - top.plans_->events.data())].counted) {
+			if (count_run(top))
+				last_ = &top;
+			else if (heap_.size() > 1)
+				sift_down(0);
+			continue;
+		}
+		last_ = &top;
+		it.stream = &top;
+		if (it.kind == ItemKind::event)
+			it.seq = ++seq_;
+		if (runs_.empty())
+			return &it;
+		owed_.swap(runs_);
+		held_ = &it;
+	}
 }
 
 // Live reading: see the header.

@@ -22,6 +22,16 @@
 //   Stream &s = set.add_memory_stream(t, "host/ust/uid/0/64-bit/channel0_0");
 //   set.append_packet(s, bytes);                                    // throws ReadError
 //   while (const Item *it = set.next_of(s)) ...                     // null: wants a packet
+//
+// Counting (tracery stats): the events of the classes a caller only counts
+// give no item each; every stream tallies them per event class, and runs of
+// them come as `counted` items, each before any item that follows its events
+// in the order:
+//
+//   set.count_events_of(counted);                                   // before start()
+//   set.start();
+//   while (const Item *it = set.next()) ...                         // events, losses, runs
+//   for (size_t i = 0; i < set.streams(); ++i) set.stream(i).tallies() ...
 #pragma once
 
 #include <cstdint>
@@ -66,6 +76,10 @@ struct Trace {
 	std::unique_ptr<TracePlans> plans;
 	uint8_t uuid[16] = {};
 	bool has_uuid = false;
+	// Where each packet header's `uuid` is: its byte offset in the packet,
+	// or found in the header's values, or none.
+	static constexpr int64_t kUuidInValues = -1, kNoUuid = -2;
+	int64_t uuid_at = kNoUuid;
 	std::string hostname; // env.hostname, "" when absent
 	bool has_hostname = false;
 };
@@ -79,18 +93,24 @@ struct PacketEntry {
 
 class Stream;
 
-enum class ItemKind : uint8_t { event, discarded_events, discarded_packets };
+// counted: a run of events of one stream and packet that were counted
+// (TraceSet::count_events_of), all after the items given before it and
+// before those given after it.
+enum class ItemKind : uint8_t { event, discarded_events, discarded_packets, counted };
 
 struct Item {
 	ItemKind kind = ItemKind::event;
 	const Stream *stream = nullptr;
 	int64_t ns = 0;      // event: its time; discarded: the beginning of the range
 	uint64_t cycles = 0; // event: its clock value
-	uint64_t bits = 0;   // event: its size in the stream, header included
+	uint64_t bits = 0;   // event: its size in the stream, header included; counted: theirs
+	// event: its place among all events given or counted (1, 2, ...);
+	// counted: the place of the run's first event
+	uint64_t seq = 0;
 	// event
 	const TracePlans::EventPlans *event = nullptr;
-	std::span<const Value> packet_context, stream_context, context, fields;
-	// discarded events / packets
+	std::span<const Value> packet_context, stream_context, context, fields; // counted: packet_context only
+	// discarded events / packets, counted events: how many
 	uint64_t count = 0;
 	int64_t end_ns = 0;
 	uint64_t begin_cycles = 0, end_cycles = 0;
@@ -113,6 +133,15 @@ public:
 	size_t index() const { return order_; }
 	// The packet of the item it gave last (null before its first).
 	const PacketEntry *packet() const { return packet_; }
+
+	// The events of one class counted without items (TraceSet::count_events_of).
+	struct Tally {
+		uint64_t events = 0, bits = 0;
+		uint64_t first_cycles = 0, last_cycles = 0; // the first's and the last's clock values
+		uint64_t first_seq = 0, last_seq = 0;       // and their places in the order (Item::seq)
+	};
+	// By event class, as plans().events (empty unless counting).
+	const std::vector<Tally> &tallies() const { return tallies_; }
 
 private:
 	friend class TraceSet;
@@ -140,13 +169,29 @@ private:
 	// plans_->events, made by start(): whether its payload is decoded, and
 	// whether all of them are one step (no event context, of its own or its
 	// stream's, and a payload that is empty or stepped over by its size).
+	// counted: its events are counted, not given (no values decoded); plain:
+	// counted, and all after its header is a plain payload struct
+	// (Op::plain: detail::run_plain steps over it); one_string: that struct
+	// is fixed-size members (`bits` from its alignment, each aligned on a
+	// divisor of it), one string, then byte-aligned fixed-size members
+	// (`tail` bits), stepped over as run_plain would, without its loop;
+	// repeat: counted, simple or one_string, its id one of the compact
+	// header's: a run of its events is counted in a loop of its own.
 	struct ClassStep {
 		bool fields = true;
+		bool counted = false;
 		bool simple = false;
-		uint64_t align = 1, bits = 0; // simple: the step
+		bool plain = false;
+		bool one_string = false;
+		bool repeat = false;
+		uint64_t align = 1, bits = 0; // simple: the step; plain: the struct's alignment
+		uint64_t tail = 0;
 	};
 	std::vector<ClassStep> steps_;
 	Item item_;
+	// counting
+	std::vector<Tally> tallies_;
+	uint64_t run_events_ = 0, run_bits_ = 0, run_first_seq_ = 0; // counted since its last `counted` item
 };
 
 class TraceSet {
@@ -175,6 +220,19 @@ public:
 	// size, time and contexts are the same. Before start().
 	using FieldsWanted = std::function<bool(const Trace &, const EventClass &)>;
 	void decode_fields_of(FieldsWanted want) { fields_wanted_ = std::move(want); }
+
+	// Which event classes are only counted: after this, next() gives no
+	// item for the events of the classes `counted` accepts (asked once per
+	// class and stream; their payloads and contexts are stepped over as
+	// decode_fields_of's, with the same errors). Each stream tallies them
+	// (Stream::tallies()), and next() gives their runs as `counted` items:
+	// one at the end of each packet that has such events not yet given, and
+	// one for each stream that has some before any other item. Before start(),
+	// for traces read from files.
+	using Counted =
+		std::function<bool(const Trace &, const TracePlans::StreamPlans &, const TracePlans::EventPlans &)>;
+	void count_events_of(Counted counted) { counted_ = std::move(counted); }
+	const Stream &stream(size_t i) const { return *streams_[i]; }
 
 	// Then: the items of all streams in order. next() returns null at the
 	// end. Throws ReadError.
@@ -212,6 +270,9 @@ private:
 	bool advance(Stream &s);
 	bool load_packet(Stream &s);
 	void decode_event(Stream &s);
+	const Item *next_counting();
+	bool count_run(Stream &s);
+	const Item *run_item(Stream &s);
 	bool less(const Stream *a, const Stream *b) const;
 	bool tie_less(const Stream *a, const Stream *b) const;
 	void sift_down(size_t i);
@@ -224,6 +285,12 @@ private:
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
 	FieldsWanted fields_wanted_;
+	Counted counted_;
+	uint64_t seq_ = 0;           // the events given or counted
+	std::vector<Stream *> runs_; // counting: the streams with events counted and not yet given as an item
+	std::vector<Stream *> owed_; // counting: their items, owed before held_
+	const Item *held_ = nullptr;
+	Item run_item_;
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
 	std::vector<std::unique_ptr<Trace>> retired_traces_;                    // replaced by update_text_trace
 	std::map<std::pair<const Trace *, uint64_t>, uint64_t> next_memory_id_; // ids of streams without one
