@@ -9,21 +9,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 
 namespace tracery::consumer {
 
 namespace {
 constexpr int kConsumerNice = -10;
-constexpr uint64_t kPollAfterDataNs = 20'000'000;
+// The longest wait for data: how long stop() may wait for the thread.
+constexpr uint64_t kMaxWaitNs = 100'000'000;
 } // namespace
-
-uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns)
-{
-	const uint64_t half_interval = elapsed_ns / packets / 2;
-	const uint64_t next = half_interval < poll_ns ? half_interval : (3 * poll_ns + half_interval) / 4;
-	return std::clamp(next, kMinPollNs, kMaxPollNs);
-}
 
 ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks,
                                  ProblemReport report)
@@ -81,30 +74,19 @@ void *ChannelConsumer::thread_main(void *arg)
 	// corrections; several consumers calling resync() is harmless).
 	uint64_t next_resync = clock::detail::now_vdso() + clock::resync_interval_ns();
 	uint64_t next_live = clock::detail::now_vdso() + self->live_period_ns_;
-	uint64_t last_data = 0;
-	uint64_t poll_ns = kMinPollNs;
 	while (!self->stop_.load(std::memory_order_relaxed) && !self->channel_.quarantined()) {
-		// While data flows, poll (see next_poll_ns); after
-		// kPollAfterDataNs without data, block.
-		const bool flowing = clock::detail::now_vdso() - last_data < kPollAfterDataNs;
-		if (flowing) {
-			if (!self->any_data_ready()) {
-				const timespec ts{0, static_cast<long>(poll_ns)};
-				busy.unlock();
-				nanosleep(&ts, nullptr);
-				busy.lock();
-				continue;
-			}
-		} else {
-			busy.unlock();
-			self->channel_.wait_for_data(100);
-			busy.lock();
-		}
-		if (const size_t packets = self->drain(); packets > 0) {
-			const uint64_t now = clock::detail::now_vdso();
-			poll_ns = flowing ? next_poll_ns(poll_ns, packets, now - last_data) : kMinPollNs;
-			last_data = now;
-		}
+		// Block until a sub-buffer completes (its commit wakes this thread,
+		// and costs the producer a FUTEX_WAKE only while this thread waits)
+		// or the next resync or live period is due.
+		uint64_t until = next_resync;
+		if (self->live_period_ns_)
+			until = std::min(until, next_live);
+		const uint64_t now = clock::detail::now_vdso();
+		const uint64_t wait_ns = until > now ? std::min(until - now, kMaxWaitNs) : 0;
+		busy.unlock();
+		self->channel_.wait_for_data(static_cast<int>((wait_ns + 999'999) / 1'000'000));
+		busy.lock();
+		self->drain();
 		if (const uint64_t mono = clock::detail::now_vdso(); mono >= next_resync) {
 			clock::resync();
 			next_resync = mono + clock::resync_interval_ns();
@@ -194,15 +176,6 @@ void ChannelConsumer::write(const ringbuf::Channel::SubbufView &v)
 	} catch (const std::exception &e) {
 		report_error(e);
 	}
-}
-
-bool ChannelConsumer::any_data_ready() const
-{
-	const uint32_t n = channel_.config().num_cpus;
-	for (uint32_t cpu = 0; cpu < n; cpu++)
-		if (channel_.data_ready(cpu))
-			return true;
-	return false;
 }
 
 size_t ChannelConsumer::drain()

@@ -1,7 +1,8 @@
 // consumer/channel_consumer.hpp — turns the sub-buffers of one channel into
 // CTF packets and hands them to a sink (sink.hpp: stream files today).
-// Discard mode streams complete sub-buffers as they fill, from a thread woken
-// by the ring buffer; overwrite mode keeps the newest data in memory and
+// Discard mode streams complete sub-buffers as they fill, from a thread that
+// blocks until the commit completing a sub-buffer wakes it (ring_buffer.hpp,
+// Channel::wait_for_data); overwrite mode keeps the newest data in memory and
 // writes it on finish().
 //
 // The ring buffer may be written by a hostile or broken program: the ring
@@ -27,20 +28,6 @@
 #include <vector>
 
 namespace tracery::consumer {
-
-// While data flows, the consumer thread polls instead of waiting to be woken
-// (waking a thread whose CPU has gone idle can take milliseconds: a VM's halted
-// vCPU, a deep C-state; at full speed a buffer fills in about that time). It
-// polls at half the recent time between two sub-buffers (all buffers
-// together, so at most half the time one buffer takes to fill one), within
-// [kMinPollNs, kMaxPollNs]: each wakeup costs CPU time the emitting threads
-// need. next_poll_ns: the interval after a drain that wrote `packets` (> 0)
-// sub-buffers `elapsed_ns` after the previous drain that found data, when the
-// last interval was `poll_ns`. A faster flow is followed at once, a slower one
-// gradually.
-inline constexpr uint64_t kMinPollNs = 100'000;
-inline constexpr uint64_t kMaxPollNs = 1'000'000;
-uint64_t next_poll_ns(uint64_t poll_ns, size_t packets, uint64_t elapsed_ns);
 
 class ChannelConsumer {
 public:
@@ -90,7 +77,6 @@ public:
 
 private:
 	static void *thread_main(void *arg);
-	bool any_data_ready() const; // some buffer has a complete sub-buffer
 	void write(const ringbuf::Channel::SubbufView &v);
 	// An empty packet on the stream of `cpu` carrying a lost count.
 	void write_empty(uint32_t cpu, uint64_t timestamp, uint64_t lost_before);

@@ -1,7 +1,7 @@
-// Unit tests of the consumer (channel_consumer.hpp): the poll interval of its
-// thread, what it hands to its sink (sink.hpp) for a real channel (live
-// sessions too: first packets, beacons, an empty packet once another stream
-// started), and the stream files of FileSink (file_sink.hpp).
+// Unit tests of the consumer (channel_consumer.hpp): what its thread, woken
+// by the ring buffer, and finish() hand to its sink (sink.hpp) for a real
+// channel (live sessions too: first packets, beacons, an empty packet once
+// another stream started), and the stream files of FileSink (file_sink.hpp).
 #include "consumer/channel_consumer.hpp"
 #include "base/test_temp_dir.hpp"
 
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -28,23 +29,6 @@
 
 namespace tracery::consumer {
 namespace {
-
-TEST(ConsumerPoll, HalfTheTimeBetweenSubBuffersWithinBounds)
-{
-	// 2 sub-buffers in 1.6 ms: one every 0.8 ms, so poll every 0.4 ms (a faster flow: at once).
-	EXPECT_EQ(next_poll_ns(1'000'000, 2, 1'600'000), 400'000u);
-	// Faster than the floor allows: the floor.
-	EXPECT_EQ(next_poll_ns(400'000, 4, 100'000), kMinPollNs);
-	// Slower: a quarter of the way from 200 us towards 1.2 ms (600 us) = 300 us.
-	EXPECT_EQ(next_poll_ns(200'000, 1, 1'200'000), 300'000u);
-	// Much slower: never beyond the ceiling.
-	EXPECT_EQ(next_poll_ns(1'000'000, 1, 1'000'000'000), kMaxPollNs);
-	// Converges on half the interval of a steady flow.
-	uint64_t poll = kMinPollNs;
-	for (int i = 0; i < 100; i++)
-		poll = next_poll_ns(poll, 1, 1'000'000);
-	EXPECT_NEAR(double(poll), 500'000.0, 1'000.0);
-}
 
 // The consumer side of the sink interface, kept for inspection.
 class RecordingSink final : public PacketSink {
@@ -197,7 +181,8 @@ public:
 		std::mutex m;
 		std::vector<RecordingSink::Packet> packets;
 		std::vector<uint64_t> beacons;
-		std::atomic<uint64_t> started{1}; // this stream
+		std::vector<size_t> packets_before_beacon; // packets.size() when each beacon came
+		std::atomic<uint64_t> started{1};          // this stream
 	};
 	explicit LiveSink(State &s) : s_(s) {}
 	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override
@@ -210,6 +195,7 @@ public:
 	{
 		const std::lock_guard lock(s_.m);
 		s_.beacons.push_back(timestamp);
+		s_.packets_before_beacon.push_back(s_.packets.size());
 	}
 	uint64_t streams_started() const override { return s_.started.load(); }
 	void close() override {}
@@ -232,6 +218,40 @@ bool wait_until(LiveSink::State &s, P pred)
 		usleep(10'000);
 	}
 	return false;
+}
+
+TEST(ChannelConsumer, ThreadWokenByEachCompletedSubBuffer)
+{
+	auto ch = small_channel();
+	LiveSink::State state;
+	ChannelConsumer consumer(*ch, std::make_unique<LiveSink>(state), clock::TickSource::ns);
+	consumer.start_thread();
+	usleep(20'000); // the thread blocks, waiting for data
+	// Each sub-buffer (40 records) is complete once the next record goes to
+	// the next one, and then written by the thread. Its wait ends at the commit
+	// that completes one, not at its timeout (at least 50 ms, the shortest
+	// resync interval): 20 of them take far less than 20 timeouts.
+	constexpr size_t kSubbufs = 20;
+	const auto write_subbuf = [&ch] {
+		const uint64_t at = clock::ticks(clock::TickSource::ns);
+		for (uint32_t i = 0; i < 40; i++)
+			ASSERT_TRUE(write_record(*ch, at + i, 96, 3));
+	};
+	write_subbuf();
+	const auto start = std::chrono::steady_clock::now();
+	for (size_t k = 0; k < kSubbufs; k++) {
+		write_subbuf();
+		ASSERT_TRUE(wait_until(state, [&] { return state.packets.size() == k + 1; })) << "sub-buffer " << k;
+	}
+	const auto elapsed = std::chrono::steady_clock::now() - start;
+	EXPECT_LT(elapsed, kSubbufs * std::chrono::milliseconds(25));
+	consumer.finish(); // and the last one
+	const std::lock_guard lock(state.m);
+	ASSERT_EQ(state.packets.size(), kSubbufs + 1);
+	for (size_t k = 0; k <= kSubbufs; k++) {
+		EXPECT_EQ(state.packets[k].info.seq, k);
+		EXPECT_EQ(state.packets[k].events.size(), 4000u);
+	}
 }
 
 TEST(ChannelConsumer, IdleLiveStreamGetsAnEmptyPacketOnceAnotherStreamStarted)
@@ -260,7 +280,10 @@ TEST(ChannelConsumer, IdleLiveStreamGetsAnEmptyPacketOnceAnotherStreamStarted)
 		EXPECT_EQ(p.info.seq, 1u);
 		EXPECT_EQ(p.info.timestamp_begin, p.info.timestamp_end);
 		EXPECT_GE(p.info.timestamp_begin, s.packets[0].info.timestamp_end);
-		EXPECT_GE(p.info.timestamp_begin, s.beacons.back());
+		for (size_t b = 0; b < s.beacons.size(); b++) // the beacons before it (a live tick is 1 ms)
+			if (s.packets_before_beacon[b] < 2) {
+				EXPECT_GE(p.info.timestamp_begin, s.beacons[b]);
+			}
 		EXPECT_LE(p.info.timestamp_begin, clock::ticks(clock::TickSource::ns));
 		beacons = s.beacons.size();
 	}
