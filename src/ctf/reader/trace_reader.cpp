@@ -628,6 +628,16 @@ void TraceSet::sift_down(size_t i)
 	}
 }
 
+inline void TraceSet::settle_top(bool more)
+{
+	if (!more) {
+		heap_.front() = heap_.back();
+		heap_.pop_back();
+	}
+	if (heap_.size() > 1)
+		sift_down(0);
+}
+
 void TraceSet::sift_up(size_t i)
 {
 	while (i > 0) {
@@ -710,15 +720,7 @@ const Item *TraceSet::next()
 		const bool more = s.pos_ < s.end_ && s.packet_ && !s.pending_events_msg_ && !s.pending_packets_msg_
 		                          ? (decode_event(s), true)
 		                          : advance(s);
-		if (more) {
-			if (heap_.size() > 1)
-				sift_down(0);
-		} else {
-			heap_.front() = heap_.back();
-			heap_.pop_back();
-			if (!heap_.empty())
-				sift_down(0);
-		}
+		settle_top(more);
 		last_ = nullptr;
 	}
 	if (heap_.empty())
@@ -952,15 +954,7 @@ const Item *TraceSet::next_counting()
 				runs_.erase(std::find(runs_.begin(), runs_.end(), &s));
 				return run_item(s);
 			}
-			if (in_packet ? (decode_event(s), true) : advance(s)) {
-				if (heap_.size() > 1)
-					sift_down(0);
-			} else {
-				heap_.front() = heap_.back();
-				heap_.pop_back();
-				if (!heap_.empty())
-					sift_down(0);
-			}
+			settle_top(in_packet ? (decode_event(s), true) : advance(s));
 			last_ = nullptr;
 		}
 		if (heap_.empty())

@@ -277,6 +277,8 @@ private:
 	bool tie_less(const Stream *a, const Stream *b) const;
 	void sift_down(size_t i);
 	void sift_up(size_t i);
+	// The stream at the top of the heap moved on: back into its place if it has a next event (more), else out.
+	void settle_top(bool more);
 
 	std::vector<std::unique_ptr<Trace>> traces_;
 	std::vector<std::unique_ptr<StreamFile>> files_;
