@@ -48,11 +48,13 @@ namespace tracery::rseq {
 // the same copy, and the section's __rseq_cs descriptor would then point into a dropped section (ld refuses to
 // link; seen under AddressSanitizer, whose larger code GCC inlines less).
 //
-// Layout of each critical section below. Label 3: its descriptor (struct rseq_cs: version, flags, start_ip,
-// post_commit_offset, abort_ip), which the code publishes in rseq->rseq_cs before entering. 1..2: the section; its
-// last instruction is the single store that commits. 4: the abort handler, out of line in __rseq_failure, preceded
-// by the signature the kernel checks (inside a ud1 instruction, as librseq does, so that disassemblers stay in
-// sync). 6: where the section gives up without storing. 5: where every path ends.
+// Layout of each critical section below (asm goto: each path leaves for a C label, so that the caller branches
+// on where the section ended rather than on a result code). Label 3: its descriptor (struct rseq_cs: version,
+// flags, start_ip, post_commit_offset, abort_ip), which the code publishes in rseq->rseq_cs before entering. 1..2:
+// the section; its last instruction is the single store that commits, and falling through label 2 is success. 4:
+// the abort handler, out of line in __rseq_failure, preceded by the signature the kernel checks (inside a ud1
+// instruction, as librseq does, so that disassemblers stay in sync), which leaves for the C label `aborted`. A
+// section that gives up without storing jumps to the C label `gave_up`.
 // clang-format off
 #define TRACERY_RSEQ_DESCRIPTOR              \
 	".pushsection __rseq_cs, \"aw\"\n\t" \
@@ -60,29 +62,19 @@ namespace tracery::rseq {
 	"3: .long 0x0, 0x0\n\t"              \
 	".quad 1f, (2f - 1f), 4f\n\t"        \
 	".popsection\n\t"
-#define TRACERY_RSEQ_ABORT_HANDLER                \
-	".pushsection __rseq_failure, \"ax\"\n\t" \
-	".byte 0x0f, 0xb9, 0x3d\n\t"              \
-	".long 0x53053053\n\t"                    \
-	"4:\n\t"
 // Publishes the descriptor (clobbers rax; needs the operand [off] = __rseq_offset); the section starts after it.
 #define TRACERY_RSEQ_ENTER          \
 	"leaq 3b(%%rip), %%rax\n\t" \
 	"movq %%rax, %%fs:8(%[off])\n\t"
-// The section's end (label 2, right after its committing store) and what every path leaves in the operand [rc]:
-// 1 after the store, 0 from label 6 (the section gave up), -1 from the abort handler.
-#define TRACERY_RSEQ_RESULTS       \
-	"2:\n\t"                   \
-	"movl $1, %[rc]\n\t"       \
-	"jmp 5f\n\t"               \
-	"6:\n\t"                   \
-	"movl $0, %[rc]\n\t"       \
-	"jmp 5f\n\t"               \
-	TRACERY_RSEQ_ABORT_HANDLER \
-	"movl $-1, %[rc]\n\t"      \
-	"jmp 5f\n\t"               \
-	".popsection\n\t"          \
-	"5:\n\t"
+// The section's end (label 2, right after its committing store) and the abort handler.
+#define TRACERY_RSEQ_END                          \
+	"2:\n\t"                                  \
+	".pushsection __rseq_failure, \"ax\"\n\t" \
+	".byte 0x0f, 0xb9, 0x3d\n\t"              \
+	".long 0x53053053\n\t"                    \
+	"4:\n\t"                                  \
+	"jmp %l[aborted]\n\t"                     \
+	".popsection\n\t"
 // clang-format on
 static_assert(RSEQ_SIG == 0x53053053, "the abort signature below is glibc's x86-64 RSEQ_SIG");
 
@@ -110,9 +102,8 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 	if (__rseq_size == 0)
 		return -1;
 	const long off = __rseq_offset;
-	int rc;
 	// clang-format off
-	asm volatile(
+	asm goto(
 		TRACERY_RSEQ_DESCRIPTOR
 		"movq %[n0], %%xmm0\n\t"
 		"movq %[n1], %%xmm1\n\t"
@@ -122,16 +113,21 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 		"cmpl %[cpu], %%fs:4(%[off])\n\t"
 		"jnz 4f\n\t"
 		"cmpq %[e0], 0(%[p])\n\t"
-		"jnz 6f\n\t"
+		"jnz %l[gave_up]\n\t"
 		"cmpq %[e1], 8(%[p])\n\t"
-		"jnz 6f\n\t"
+		"jnz %l[gave_up]\n\t"
 		"movdqa %%xmm0, 0(%[p])\n\t"
-		TRACERY_RSEQ_RESULTS
-		: [rc] "=&r"(rc)
+		TRACERY_RSEQ_END
+		:
 		: [cpu] "r"(cpu), [off] "r"(off), [p] "r"(p), [e0] "r"(e0), [e1] "r"(e1), [n0] "r"(n0), [n1] "r"(n1)
-		: "rax", "xmm0", "xmm1", "memory", "cc");
+		: "rax", "xmm0", "xmm1", "memory", "cc"
+		: gave_up, aborted);
 	// clang-format on
-	return rc;
+	return 1;
+gave_up:
+	return 0;
+aborted:
+	return -1;
 }
 
 // If the TSC (read after every earlier instruction, lfence) is below `deadline`: store v at *p, with no
@@ -144,9 +140,8 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 	if (__rseq_size == 0)
 		return -1;
 	const long off = __rseq_offset;
-	int rc;
 	// clang-format off
-	asm volatile(
+	asm goto(
 		TRACERY_RSEQ_DESCRIPTOR
 		TRACERY_RSEQ_ENTER
 		"1:\n\t"
@@ -155,14 +150,19 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 		"shlq $32, %%rdx\n\t"
 		"orq %%rdx, %%rax\n\t"
 		"cmpq %[deadline], %%rax\n\t"
-		"jae 6f\n\t"
+		"jae %l[gave_up]\n\t"
 		"movl %[v], 0(%[p])\n\t"
-		TRACERY_RSEQ_RESULTS
-		: [rc] "=&r"(rc)
+		TRACERY_RSEQ_END
+		:
 		: [off] "r"(off), [p] "r"(p), [v] "r"(v), [deadline] "r"(deadline)
-		: "rax", "rdx", "memory", "cc");
+		: "rax", "rdx", "memory", "cc"
+		: gave_up, aborted);
 	// clang-format on
-	return rc;
+	return 1;
+gave_up:
+	return 0;
+aborted:
+	return -1;
 }
 
 #else
