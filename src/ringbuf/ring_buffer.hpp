@@ -237,6 +237,11 @@ public:
 	bool reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn &&clock, Reservation &r);
 	// Publishes the record. Every successful reserve must be committed exactly once.
 	[[gnu::always_inline]] void commit(const Reservation &r) noexcept;
+	// reserve(), fill(r) to write the record's header and payload at r.slot, commit(): false, without calling
+	// fill, when the record is dropped. The common case keeps the reservation in registers from the reserve to
+	// the commit; every other case runs in write_general, out of line.
+	template <class ClockFn, class FillFn>
+	bool write(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn &&clock, FillFn &&fill);
 
 	// ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
 	// The producers may be hostile or broken programs that write anything into the mapping, so nothing the consumer
@@ -300,6 +305,14 @@ public:
 private:
 	// `config` was validated; the layout is recomputed from it, never read back from the (shared, writable) mapping.
 	Channel(int fd, void *map, std::size_t map_size, const Config &config);
+	// The common case of reserve() (no clamp, compact header, strictly inside the open sub-buffer), with the clock
+	// already read: false if it is not that case or the thread moved meanwhile.
+	[[gnu::always_inline]] bool reserve_common(uint32_t cpu, uint32_t payload_size, bool allow_compact,
+	                                           uint64_t now, Reservation &r) noexcept;
+	// write() past its common case. fill is a copy, so that write()'s own never leaves the registers.
+	template <class FillFn>
+	[[gnu::noinline]] bool write_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
+	                                     FillFn fill);
 	// reserve() past its common case: the full loop, with the clock already read.
 	[[gnu::noinline]] bool reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
 	                                       Reservation &r) noexcept;
@@ -385,36 +398,66 @@ private:
 // ---------------------------------------------------------------------------------------------------------------
 // Hot path.
 
+[[gnu::always_inline]] inline bool Channel::reserve_common(uint32_t cpu, uint32_t payload_size, bool allow_compact,
+                                                           uint64_t now, Reservation &r) noexcept
+{
+	if (__builtin_expect(cpu >= num_cpus_, 0))
+		return false;
+	detail::BufferHot *hot = hot_(cpu);
+	detail::WritePos cur = detail::load_write_pos(hot->write);
+	// The common case as one predicted branch (the header comment says why no data may depend on `now` here).
+	const uint64_t sb_off = cur.offset & subbuf_mask_;
+	const uint64_t size = uint64_t{compact_hs_} + payload_size;
+	if (__builtin_expect(!(allow_compact & (now >= cur.last_ts) & (now - cur.last_ts < compact_limit_) &
+	                       (sb_off != 0) & (sb_off + size < subbuf_size_)),
+	                     0))
+		return false;
+	if (__builtin_expect(update_write_pos(cpu, *hot, cur, detail::WritePos{cur.offset + size, now}) <= 0, 0))
+		return false;
+	r.slot = data_(cpu) + (cur.offset & buffer_mask_);
+	if (mode_ == Mode::discard)
+		detail::prefetch_for_write(r.slot + detail::kPrefetchAhead);
+	r.timestamp = now;
+	r.offset = cur.offset;
+	r.header_size = compact_hs_;
+	r.size = static_cast<uint32_t>(size);
+	r.cpu = cpu;
+	return true;
+}
+
 template <class ClockFn>
 [[gnu::always_inline]] inline bool Channel::reserve(uint32_t cpu, uint32_t payload_size, bool allow_compact,
                                                     ClockFn &&clock, Reservation &r)
 {
 	const uint64_t now = static_cast<uint64_t>(clock());
-	if (__builtin_expect(cpu >= num_cpus_, 0))
-		return false;
-	detail::BufferHot *hot = hot_(cpu);
-	detail::WritePos cur = detail::load_write_pos(hot->write);
-	// The common case as one predicted branch (the header comment says why no data may depend on `now` here);
-	// everything else is reserve_general's.
-	const uint64_t sb_off = cur.offset & subbuf_mask_;
-	const uint64_t size = uint64_t{compact_hs_} + payload_size;
-	if (__builtin_expect(allow_compact & (now >= cur.last_ts) & (now - cur.last_ts < compact_limit_) &
-	                             (sb_off != 0) & (sb_off + size < subbuf_size_),
-	                     1)) {
-		if (__builtin_expect(update_write_pos(cpu, *hot, cur, detail::WritePos{cur.offset + size, now}) > 0,
-		                     1)) {
-			r.slot = data_(cpu) + (cur.offset & buffer_mask_);
-			if (mode_ == Mode::discard)
-				detail::prefetch_for_write(r.slot + detail::kPrefetchAhead);
-			r.timestamp = now;
-			r.offset = cur.offset;
-			r.header_size = compact_hs_;
-			r.size = static_cast<uint32_t>(size);
-			r.cpu = cpu;
-			return true;
-		}
-	}
+	if (__builtin_expect(reserve_common(cpu, payload_size, allow_compact, now, r), 1))
+		return true;
 	return reserve_general(cpu, payload_size, allow_compact, now, r);
+}
+
+template <class ClockFn, class FillFn>
+[[gnu::always_inline]] inline bool Channel::write(uint32_t cpu, uint32_t payload_size, bool allow_compact,
+                                                  ClockFn &&clock, FillFn &&fill)
+{
+	const uint64_t now = static_cast<uint64_t>(clock());
+	Reservation r;
+	if (__builtin_expect(reserve_common(cpu, payload_size, allow_compact, now, r), 1)) {
+		fill(static_cast<const Reservation &>(r));
+		commit(r);
+		return true;
+	}
+	return write_general(cpu, payload_size, allow_compact, now, fill);
+}
+
+template <class FillFn>
+bool Channel::write_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now, FillFn fill)
+{
+	Reservation r;
+	if (!reserve_general(cpu, payload_size, allow_compact, now, r))
+		return false;
+	fill(static_cast<const Reservation &>(r));
+	commit(r);
+	return true;
 }
 
 [[gnu::always_inline]] inline int Channel::update_write_pos(uint32_t cpu, detail::BufferHot &hot, detail::WritePos &cur,

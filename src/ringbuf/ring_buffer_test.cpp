@@ -351,6 +351,59 @@ TEST(RingBuffer, DiscardModeDropsExactlyWhenFullAndResumes)
 	ASSERT_TRUE(ch->put_subbuf(0, v));
 }
 
+// write(): reserve, fill and commit in one call, on its common path (compact header inside the open sub-buffer)
+// and on the general one (a sub-buffer's first record, extended headers, a switch), and a dropped record that is never
+// filled; the bytes read back are what fill wrote where reserve() would have put them.
+TEST(RingBuffer, WriteFillsAndCommitsOnEveryPath)
+{
+	auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, 4096), "write");
+	FakeClock clk;
+	std::vector<Reservation> seen;
+	auto write = [&](uint32_t payload, bool allow_compact) {
+		return ch->write(0, payload, allow_compact, clk, [&](const Reservation &r) {
+			seen.push_back(r);
+			for (uint32_t i = 0; i < r.size; ++i)
+				r.slot[i] = static_cast<uint8_t>(r.offset + i * 7);
+		});
+	};
+	const struct {
+		uint64_t dt;
+		uint32_t payload;
+		bool allow_compact;
+		uint64_t offset;
+		uint32_t header_size;
+	} steps[] = {
+		{1, 100, true, 0, kCompactHs},                        // opens the sub-buffer: the general path
+		{1, 100, true, kCompactHs + 100, kCompactHs},         // the common path
+		{1, 100, false, 2 * (kCompactHs + 100), kExtendedHs}, // extended by request
+		{k27, 100, true, 2 * kCompactHs + kExtendedHs + 300, kExtendedHs}, // too long after the previous record
+		{1, 3900, true, 4096, kCompactHs},                                 // does not fit: the next sub-buffer
+	};
+	std::vector<uint8_t> expected;
+	for (const auto &st : steps) {
+		clk.now += st.dt;
+		ASSERT_TRUE(write(st.payload, st.allow_compact));
+		const Reservation &r = seen.back();
+		EXPECT_EQ(r.offset, st.offset);
+		EXPECT_EQ(r.header_size, st.header_size);
+		EXPECT_EQ(r.size, st.header_size + st.payload);
+		EXPECT_EQ(r.timestamp, clk.now);
+		if (r.offset < 4096)
+			for (uint32_t i = 0; i < r.size; ++i)
+				expected.push_back(static_cast<uint8_t>(r.offset + i * 7));
+	}
+	// Both sub-buffers are taken: the next record is dropped, counted, and fill is not called.
+	clk.now += 1;
+	EXPECT_FALSE(write(3000, true));
+	EXPECT_EQ(seen.size(), std::size(steps));
+	EXPECT_EQ(ch->lost(0), 1u);
+	SubbufView v{};
+	ASSERT_TRUE(ch->get_subbuf(0, v)) << "sub-buffer 0 was closed by the switch and every record committed";
+	ASSERT_EQ(v.content_size, expected.size());
+	EXPECT_EQ(std::memcmp(v.data, expected.data(), expected.size()), 0);
+	EXPECT_TRUE(ch->put_subbuf(0, v));
+}
+
 TEST(RingBuffer, OverwriteModeKeepsNewest)
 {
 	auto ch = Channel::create(ctf_config(Mode::overwrite, 1, 4, 4096), "overwrite");

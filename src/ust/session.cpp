@@ -190,23 +190,22 @@ void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *
 	uint32_t cpu = current_cpu();
 	if (cpu >= b.num_cpus) [[unlikely]] // a CPU brought online after the channel was made
 		cpu %= b.num_cpus;
-	ringbuf::Channel::Reservation r;
 	const clock::TickSource ticks = b.ticks;
-	if (!chan.reserve(
-		    cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); }, r)) [[unlikely]]
-		return;
-	ctf::write_event_header(r.slot, b.id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
-	uint8_t *p = r.slot + r.header_size;
-	if (ctx_size) {
-		const ThreadContext &tc = thread_context();
-		event::write_context(p, b.session->context_, process_vpid(), tc.vtid, tc.procname);
-		p += ctx_size;
-	}
-	if (b.writer)
-		b.writer(p, args);
-	else
-		b.layout.write_payload(p, args);
-	chan.commit(r);
+	chan.write(
+		cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); },
+		[&b, args, ctx_size ](const ringbuf::Channel::Reservation &r) __attribute__((always_inline)) {
+			ctf::write_event_header(r.slot, b.id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
+			uint8_t *p = r.slot + r.header_size;
+			if (ctx_size) {
+				const ThreadContext &tc = thread_context();
+				event::write_context(p, b.session->context_, process_vpid(), tc.vtid, tc.procname);
+				p += ctx_size;
+			}
+			if (b.writer)
+				b.writer(p, args);
+			else
+				b.layout.write_payload(p, args);
+		});
 }
 
 } // namespace tracery::ust
