@@ -34,6 +34,12 @@ int32_t process_vpid()
 	return pid;
 }
 
+uint32_t current_cpu_without_rseq()
+{
+	const int cpu = sched_getcpu();
+	return cpu < 0 ? 0u : static_cast<uint32_t>(cpu);
+}
+
 void reset_context_after_fork()
 {
 	tls_context_valid = false;

@@ -23,14 +23,18 @@ int32_t process_vpid();
 // Forgets the cached values of this thread and process: after fork.
 void reset_context_after_fork();
 
+// current_cpu() without an rseq area: sched_getcpu() (which may be a system
+// call), 0 if it fails.
+uint32_t current_cpu_without_rseq();
+
 // The CPU the caller runs on: read from the thread's rseq area, else from
-// sched_getcpu() (which may be a system call).
+// current_cpu_without_rseq().
 inline uint32_t current_cpu()
 {
-	int cpu = rseq::current_cpu();
-	if (cpu < 0) [[unlikely]]
-		cpu = sched_getcpu();
-	return cpu < 0 ? 0u : static_cast<uint32_t>(cpu);
+	const int cpu = rseq::current_cpu();
+	if (cpu >= 0) [[likely]]
+		return static_cast<uint32_t>(cpu);
+	return current_cpu_without_rseq();
 }
 
 } // namespace tracery::ust
