@@ -14,7 +14,7 @@ namespace tracery::consumer {
 
 namespace {
 constexpr int kConsumerNice = -10;
-// The longest wait for data: how long stop() may wait for the thread.
+// The longest wait for data (the thread's clock resync and live ticks come sooner when due).
 constexpr uint64_t kMaxWaitNs = 100'000'000;
 } // namespace
 
@@ -33,13 +33,7 @@ ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<Pack
 	created_ts_ = clock::ticks(ticks_);
 }
 
-ChannelConsumer::~ChannelConsumer()
-{
-	if (thread_running_) {
-		stop_.store(true);
-		pthread_join(thread_, nullptr);
-	}
-}
+ChannelConsumer::~ChannelConsumer() { stop_thread(); }
 
 void ChannelConsumer::start_thread()
 {
@@ -54,6 +48,16 @@ void ChannelConsumer::start_thread()
 		thread_running_ = true;
 		started_.acquire();
 	}
+}
+
+void ChannelConsumer::stop_thread()
+{
+	if (!thread_running_)
+		return;
+	stop_.store(true);
+	channel_.wake_consumer(); // else it would notice only at the end of its wait, up to kMaxWaitNs
+	pthread_join(thread_, nullptr);
+	thread_running_ = false;
 }
 
 void ChannelConsumer::before_fork() { busy_.lock(); }
@@ -271,11 +275,7 @@ void ChannelConsumer::write_empty(uint32_t cpu, uint64_t timestamp, uint64_t los
 
 void ChannelConsumer::finish()
 {
-	if (thread_running_) {
-		stop_.store(true);
-		pthread_join(thread_, nullptr);
-		thread_running_ = false;
-	}
+	stop_thread();
 	const uint32_t n = channel_.config().num_cpus;
 	const uint64_t now = clock::ticks(ticks_);
 	for (uint32_t cpu = 0; cpu < n; cpu++)

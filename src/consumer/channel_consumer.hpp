@@ -77,6 +77,8 @@ public:
 
 private:
 	static void *thread_main(void *arg);
+	// Wakes the thread from its wait and joins it, if it runs.
+	void stop_thread();
 	void write(const ringbuf::Channel::SubbufView &v);
 	// An empty packet on the stream of `cpu` carrying a lost count.
 	void write_empty(uint32_t cpu, uint64_t timestamp, uint64_t lost_before);

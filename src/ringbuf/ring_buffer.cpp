@@ -565,9 +565,8 @@ void Channel::on_subbuf_complete() noexcept
 	// completed sub-buffer; otherwise we see the consumer waiting. Only on sub-buffer completion.
 	if (detail::fetch_add(hdr_->waiters, uint32_t{0}, std::memory_order_acq_rel) == 0)
 		return;
-	detail::fetch_add(hdr_->futex_word, uint32_t{1}, std::memory_order_release);
 	const int saved_errno = errno; // we may run in a signal handler
-	base::futex_wake_all(&hdr_->futex_word);
+	wake_consumer();
 	errno = saved_errno;
 }
 
@@ -836,10 +835,12 @@ bool Channel::wait_for_data(int timeout_ms)
 	}
 	detail::fetch_add(hdr_->waiters, uint32_t{1}, std::memory_order_acq_rel); // pairs with on_subbuf_complete()
 	bool ready = false;
+	// Every wake changes the word first: once it differs from `seen`, a completion was published (any_ready sees
+	// it) or wake_consumer() asked to return; a wait that ends with the word unchanged (a signal) waits again.
+	const uint32_t seen = load(hdr_->futex_word, std::memory_order_acquire);
 	for (;;) {
-		const uint32_t seen = load(hdr_->futex_word, std::memory_order_acquire);
 		ready = any_ready();
-		if (ready || timeout_ms == 0)
+		if (ready || timeout_ms == 0 || load(hdr_->futex_word, std::memory_order_acquire) != seen)
 			break;
 		timespec rel{}, *prel = nullptr;
 		if (timeout_ms > 0) {
@@ -934,10 +935,14 @@ Channel::RecoveryStats Channel::recover_after_producer_death()
 		if (mode_ == Mode::overwrite)
 			advance_to(cold.consumed, first_k << log2_subbuf_);
 	}
-	// Wake a consumer blocked in wait_for_data().
+	wake_consumer();
+	return st;
+}
+
+void Channel::wake_consumer() noexcept
+{
 	detail::fetch_add(hdr_->futex_word, uint32_t{1}, std::memory_order_release);
 	base::futex_wake_all(&hdr_->futex_word);
-	return st;
 }
 
 } // namespace tracery::ringbuf

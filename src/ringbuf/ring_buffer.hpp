@@ -266,9 +266,12 @@ public:
 	// copy. Does not consume. Call flush() first to include the newest partial sub-buffer (it is included once the
 	// records in flight in it are committed).
 	std::vector<OwnedSubbuf> snapshot(uint32_t cpu);
-	// Blocks until some buffer has a sub-buffer ready for get_subbuf (true) or timeout_ms elapses (false);
-	// timeout_ms < 0 waits forever. Returns at once if data is already there.
+	// Blocks until some buffer has a sub-buffer ready for get_subbuf (true), timeout_ms elapses or wake_consumer()
+	// is called (false unless data is ready then); timeout_ms < 0 waits forever. Returns at once if data is
+	// already there.
 	bool wait_for_data(int timeout_ms);
+	// Makes a consumer blocked in wait_for_data() return now: to stop it without waiting for its timeout.
+	void wake_consumer() noexcept;
 	// True if get_subbuf(cpu) would return a sub-buffer now (or, in overwrite mode, skip an overwritten one).
 	bool data_ready(uint32_t cpu) const noexcept;
 	// Quarantines the channel (see above) for what a reader found wrong across sub-buffers (timestamps running

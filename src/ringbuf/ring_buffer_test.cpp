@@ -831,6 +831,24 @@ TEST(RingBuffer, WaitForDataWakesConsumer)
 	EXPECT_TRUE(consumer->wait_for_data(-1)) << "returns at once when data is there";
 }
 
+// wake_consumer() ends a wait with nothing ready (a consumer being stopped), from another mapping too.
+TEST(RingBuffer, WakeConsumerEndsTheWait)
+{
+	auto ch = Channel::create(ctf_config(Mode::discard, 2, 4, 4096), "wake");
+	auto consumer = Channel::attach(::dup(ch->fd()));
+	using Clock = std::chrono::steady_clock;
+	std::thread stopper([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		ch->wake_consumer();
+	});
+	const auto t0 = Clock::now();
+	EXPECT_FALSE(consumer->wait_for_data(-1)) << "woken with no sub-buffer ready";
+	EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+	stopper.join();
+	EXPECT_FALSE(consumer->data_ready(0));
+	EXPECT_FALSE(consumer->data_ready(1));
+}
+
 // ---- crash recovery of in-flight records (the multi-process test is ring_buffer_crash_test.cpp)
 
 TEST(RingBufferRecovery, KeepsCommittedRecordsBeforeTheInFlightOne)
