@@ -111,7 +111,10 @@ __attribute__((always_inline)) inline void call_in_section(tracery_event_desc *d
 {
 	if (const auto *a = static_cast<const ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE))) {
 		const Probe &p = a->first;
-		(kGatePassed && p.gate == gate ? p.gate_passed_fn : p.fn)(p.priv, desc, args);
+		if (kGatePassed && __builtin_expect(p.gate == gate, 1))
+			p.gate_passed_fn(p.priv, desc, args);
+		else
+			p.fn(p.priv, desc, args);
 	}
 	rcu::read_unlock();
 }
