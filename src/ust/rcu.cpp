@@ -47,6 +47,10 @@ struct alignas(64) Chunk {
 
 std::atomic<Chunk *> chunks{nullptr};
 
+// Where the next claim looks for records of exited threads, and how many.
+std::atomic<uint32_t> reclaim_cursor{0};
+constexpr uint32_t kChecks = 16;
+
 // A record being taken back from an exited owner by a writer.
 constexpr pid_t kReclaiming = -1;
 
@@ -133,16 +137,23 @@ Reader *claim()
 			mine = &r;
 		return mine != nullptr;
 	});
-	// Exited owners: a bounded number of checks (one system call each).
-	int checks = 16;
-	if (!mine)
+	// Exited owners: a bounded number of checks (one system call each), each
+	// claim checking the next records round the pool, so that live threads at
+	// its head do not hide the exited ones behind them.
+	const uint32_t total = mine ? 0 : record_count_for_testing();
+	if (total) {
+		const uint32_t first = reclaim_cursor.fetch_add(kChecks, std::memory_order_relaxed) % total;
+		uint32_t index = 0; // chunks pushed meanwhile only shift which records are checked
 		for_each_reader([&](Reader &r) {
+			if ((index++ + total - first) % total >= kChecks) // outside first .. first + kChecks - 1
+				return false;
 			pid_t owner = r.owner.load(std::memory_order_relaxed);
 			if (owner > 0 && owner != me && thread_exited(owner) &&
 			    r.owner.compare_exchange_strong(owner, me, std::memory_order_acquire))
 				mine = &r;
-			return mine != nullptr || (owner > 0 && --checks == 0);
+			return mine != nullptr;
 		});
+	}
 	if (!mine) {
 		void *m = mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m != MAP_FAILED) {
@@ -231,6 +242,13 @@ void synchronize()
 		wait_for(r, current);
 		return false;
 	});
+}
+
+uint32_t record_count_for_testing()
+{
+	uint32_t n = 0;
+	for_each_reader([&](Reader &) { return ++n, false; });
+	return n;
 }
 
 void lock_for_fork() { gp_mutex().lock(); }

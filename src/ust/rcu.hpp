@@ -74,6 +74,9 @@ void init();
 // this call has ended. Never from inside a section.
 void synchronize();
 
+// How many records the pool holds, claimed or free.
+uint32_t record_count_for_testing();
+
 // Held across fork() by the fork handlers (after the registry's lock), so that
 // a child never inherits a writer's lock.
 void lock_for_fork();

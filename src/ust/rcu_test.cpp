@@ -2,11 +2,12 @@
 // grace period waits for sections in progress and for nothing else; probes
 // attached and detached while threads emit, also from signal handlers that
 // interrupt sections, never run after detach returned; threads that come and
-// go, that begin in a signal handler, that exit inside a section, and a child
-// forked while another thread is inside a probe.
+// go (their records reused), that begin in a signal handler, that exit inside a
+// section, and a child forked while another thread is inside a probe.
 #include <tracery/internal/probe.h>
 #include <tracery/tracepoint.h>
 
+#include "ust/rcu.hpp"
 #include "ust/registry.hpp"
 
 #include <gtest/gtest.h>
@@ -188,6 +189,19 @@ TEST(ReadSections, AThreadThatExitedInsideASectionDoesNotHoldGracePeriods)
 	gone.join();
 	EXPECT_TRUE(g.inside.load());
 	ASSERT_EQ(tracery_probe_detach(&tracery_event__rcutest__held, exiting_probe, &g), 0); // returns
+}
+
+// Threads that come and go one after another reuse the records of those that
+// exited: the pool stays at a chunk or two, not a record per thread ever run.
+TEST(ReadSections, RecordsOfExitedThreadsAreReused)
+{
+	Sink s;
+	ASSERT_EQ(tracery_probe_attach(&tracery_event__rcutest__ev, checking_probe, &s), 0);
+	for (int n = 0; n < 2000; n++)
+		std::thread([] { TRACERY_EMIT(rcutest, ev, 1, 1); }).join();
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__rcutest__ev, checking_probe, &s), 0);
+	EXPECT_EQ(s.calls.load(), 2000u);
+	EXPECT_LE(tracery::ust::rcu::record_count_for_testing(), 2u * 255u);
 }
 
 // The fork handlers (lib/library.cpp) as a traced program runs them: the
