@@ -65,7 +65,9 @@ std::mutex &gp_mutex()
 bool initialized = false;    // under gp_mutex
 bool use_membarrier = false; // under gp_mutex
 
-long membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0); }
+// flags and cpu_id 0: a kernel trace shows the call's arguments, and tools
+// such as lttng-analyses take a cpu_id argument for the event's CPU.
+long membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
 
 // A full memory barrier. GCC's ThreadSanitizer does not model fences
 // (-Wtsan): what it checks here is the release and acquire of the records.
@@ -233,6 +235,10 @@ void init()
 	initialized = true;
 }
 
+// At load, as liburcu did: the registration's system calls then come before
+// anything is traced, not in the middle of a program's kernel trace.
+__attribute__((constructor)) void init_at_load() { init(); }
+
 void synchronize()
 {
 	std::lock_guard lock(gp_mutex());
@@ -255,6 +261,8 @@ void lock_for_fork() { gp_mutex().lock(); }
 
 void unlock_after_fork() { gp_mutex().unlock(); }
 
+// The registration for membarrier belongs to the address space, which fork()
+// copies: the child's barriers work as its parent's did.
 void after_fork_child()
 {
 	std::lock_guard lock(gp_mutex());
@@ -268,13 +276,6 @@ void after_fork_child()
 		}
 		return false;
 	});
-	if (!initialized)
-		return;
-	// The child is a new process for membarrier: register it again.
-	choose_barrier();
-	if (Reader *r = tls_reader)
-		r->ctr.store((r->ctr.load(std::memory_order_relaxed) & ~kFence) | idle_value(),
-		             std::memory_order_relaxed);
 }
 
 } // namespace tracery::ust::rcu

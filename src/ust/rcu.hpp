@@ -66,8 +66,8 @@ __attribute__((always_inline)) inline void read_unlock()
 	r->ctr.store(r->ctr.load(std::memory_order_relaxed) - 1, std::memory_order_release);
 }
 
-// Chooses how readers are ordered (membarrier or their own fences). Called
-// before the first pointer a reader may follow is published; idempotent.
+// Chooses how readers are ordered (membarrier or their own fences): at load,
+// and before the first pointer a reader may follow is published; idempotent.
 void init();
 
 // Returns once every section that might have read a pointer replaced before
