@@ -87,6 +87,29 @@ void holding_probe(void *priv, const tracery_event_desc *, const tracery_arg *)
 		std::this_thread::yield();
 }
 
+// A thread kept inside holding_probe's section from construction to release()
+// (or destruction).
+struct ThreadInSection {
+	Gate g;
+	std::thread inside;
+	ThreadInSection()
+	{
+		EXPECT_EQ(tracery_probe_attach(&tracery_event__rcutest__held, holding_probe, &g), 0);
+		inside = std::thread([] { TRACERY_EMIT(rcutest, held, 1); });
+		while (!g.inside.load())
+			std::this_thread::yield();
+	}
+	void release()
+	{
+		if (!inside.joinable())
+			return;
+		g.release = true;
+		inside.join();
+		EXPECT_EQ(tracery_probe_detach(&tracery_event__rcutest__held, holding_probe, &g), 0);
+	}
+	~ThreadInSection() { release(); }
+};
+
 void exiting_probe(void *priv, const tracery_event_desc *, const tracery_arg *)
 {
 	static_cast<Gate *>(priv)->inside = true;
@@ -95,11 +118,7 @@ void exiting_probe(void *priv, const tracery_event_desc *, const tracery_arg *)
 
 TEST(ReadSections, GracePeriodWaitsForASectionInProgressOnly)
 {
-	Gate g;
-	ASSERT_EQ(tracery_probe_attach(&tracery_event__rcutest__held, holding_probe, &g), 0);
-	std::thread inside([] { TRACERY_EMIT(rcutest, held, 1); });
-	while (!g.inside.load())
-		std::this_thread::yield();
+	ThreadInSection held;
 	std::atomic<bool> done{false};
 	std::thread writer([&] {
 		tracery_probe_synchronize();
@@ -107,11 +126,9 @@ TEST(ReadSections, GracePeriodWaitsForASectionInProgressOnly)
 	});
 	std::this_thread::sleep_for(std::chrono::milliseconds(50));
 	EXPECT_FALSE(done.load()) << "the grace period ended while a section was open";
-	g.release = true;
+	held.release();
 	writer.join();
-	inside.join();
 	EXPECT_TRUE(done.load());
-	ASSERT_EQ(tracery_probe_detach(&tracery_event__rcutest__held, holding_probe, &g), 0);
 	tracery_probe_synchronize(); // nothing open: returns at once
 }
 
@@ -209,11 +226,7 @@ TEST(ReadSections, RecordsOfExitedThreadsAreReused)
 // that thread, which it does not have.
 TEST(ReadSections, AChildDoesNotWaitForTheSectionsOfThreadsItDoesNotHave)
 {
-	Gate g;
-	ASSERT_EQ(tracery_probe_attach(&tracery_event__rcutest__held, holding_probe, &g), 0);
-	std::thread inside([] { TRACERY_EMIT(rcutest, held, 1); });
-	while (!g.inside.load())
-		std::this_thread::yield();
+	ThreadInSection held;
 	tracery::ust::lock_for_fork();
 	const pid_t child = fork();
 	if (child == 0) {
@@ -234,9 +247,7 @@ TEST(ReadSections, AChildDoesNotWaitForTheSectionsOfThreadsItDoesNotHave)
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	if (done == 0)
 		kill(child, SIGKILL);
-	g.release = true;
-	inside.join();
-	ASSERT_EQ(tracery_probe_detach(&tracery_event__rcutest__held, holding_probe, &g), 0);
+	held.release();
 	ASSERT_EQ(done, child) << "the child waited for a thread it does not have";
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
