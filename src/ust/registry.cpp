@@ -71,6 +71,22 @@ ProbeArray *make_array(uint32_t count)
 	return a;
 }
 
+// The probe array of an event whose probes were all detached (or whose object
+// unregisters it): an emitter that read `enabled` before that calls a probe
+// that does nothing, so tracery_fire needs no test for a null array. Never
+// freed.
+void no_probe(void *, const tracery_event_desc *, const tracery_arg *) {}
+
+ProbeArray *no_probes()
+{
+	static ProbeArray *const a = [] {
+		ProbeArray *empty = make_array(0);
+		empty->first = Probe{no_probe, nullptr, nullptr, no_probe};
+		return empty;
+	}();
+	return a;
+}
+
 // More than one session on the event: the array's `first`, its priv the array.
 void fire_all(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
 {
@@ -86,15 +102,17 @@ void fire_all(void *priv, const tracery_event_desc *desc, const tracery_arg *arg
 void publish(tracery_event_desc *desc, ProbeArray *next)
 {
 	rcu::init();
-	if (next)
+	if (!next)
+		next = no_probes();
+	else
 		next->first = next->count == 1 ? next->probes[0] : Probe{fire_all, next, nullptr, fire_all};
 	auto &gate = desc->gate;
-	const tracery_gate_fn next_gate = next ? next->first.gate : nullptr;
+	const tracery_gate_fn next_gate = next->first.gate;
 	__atomic_store_n(&gate, nullptr, __ATOMIC_RELEASE);
 	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);
 	__atomic_store_n(&desc->probes, next, __ATOMIC_RELEASE); // rcu_assign_pointer
-	__atomic_store_n(&desc->enabled, next && next->count ? 1 : 0, __ATOMIC_RELAXED);
-	if (prev) {
+	__atomic_store_n(&desc->enabled, next->count ? 1 : 0, __ATOMIC_RELAXED);
+	if (prev && prev != no_probes()) {
 		rcu::synchronize();
 		free(prev);
 	}
@@ -109,13 +127,12 @@ template <bool kGatePassed>
 __attribute__((always_inline)) inline void call_in_section(tracery_event_desc *desc, const tracery_arg *args,
                                                            tracery_gate_fn gate)
 {
-	if (const auto *a = static_cast<const ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE))) {
-		const Probe &p = a->first;
-		if (kGatePassed && __builtin_expect(p.gate == gate, 1))
-			p.gate_passed_fn(p.priv, desc, args);
-		else
-			p.fn(p.priv, desc, args);
-	}
+	// Never null once `enabled` was 1 (no_probes).
+	const Probe &p = static_cast<const ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE))->first;
+	if (kGatePassed && __builtin_expect(p.gate == gate, 1))
+		p.gate_passed_fn(p.priv, desc, args);
+	else
+		p.fn(p.priv, desc, args);
 	rcu::read_unlock();
 }
 
