@@ -33,7 +33,9 @@ struct alignas(64) Reader {
 	std::atomic<pid_t> owner;  // the thread's id; 0: free
 };
 
-// The calling thread's record, null until its first section.
+// The calling thread's record, null until its first section. Initial-exec: an
+// %fs-relative load (when libtracery is dlopen'd, glibc places it in the
+// static TLS surplus, as thread_context.cpp's variables).
 extern __thread Reader *tls_reader __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern std::atomic<uint64_t> gp __attribute__((visibility("hidden")));
 
