@@ -170,9 +170,8 @@ Reader *claim()
 			}
 		}
 	}
-	if (mine)
-		mine->ctr.store(idle_value(),
-		                std::memory_order_relaxed); // an exited owner may have left a section open
+	if (mine) // outside any section: an exited owner may have left one open
+		mine->ctr.store(idle_value(), std::memory_order_relaxed);
 	errno = saved_errno;
 	return mine;
 }
@@ -235,9 +234,13 @@ void init()
 	initialized = true;
 }
 
+namespace {
+
 // At load, as liburcu did: the registration's system calls then come before
 // anything is traced, not in the middle of a program's kernel trace.
 __attribute__((constructor)) void init_at_load() { init(); }
+
+} // namespace
 
 void synchronize()
 {
