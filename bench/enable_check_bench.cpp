@@ -1,7 +1,7 @@
 // Micro-benchmarks of the tracepoint itself, without any ring buffer:
 //  - a disabled event: TRACERY_EMIT is one relaxed byte load and one branch;
 //  - an enabled event whose only probe does nothing: the noinline emitter packs
-//    the arguments, tracery_fire() takes the urcu-bp read lock, dereferences the
+//    the arguments, tracery_fire() enters a read section (src/ust/rcu.hpp), dereferences the
 //    probe array and calls the probe: the fixed cost every session pays per event
 //    before it reserves any space;
 //  - the same with a probe that rejects the event on a comparison of one

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
-  liburcu-dev libcli11-dev nlohmann-json3-dev libasmjit-dev
+  libcli11-dev nlohmann-json3-dev libasmjit-dev
   babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace
   libtraceevent-dev libtracefs-dev
   libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev

@@ -731,7 +731,7 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         bt1 = self.bt1.TraceCollection(intersect_mode=True)
         self.assertNotEqual(bt1.add_traces_recursive(kernel, "ctf"), {})
         # The CPU of the packet context by its scope: e["cpu_id"] finds a payload's field first, and membarrier's
-        # entry has an argument of that name (garbage when its flags say no CPU; liburcu's grace periods call it).
+        # entry has an argument of that name (garbage when its flags say no CPU; libtracery's grace periods call it).
         packet = self.bt1.CTFScope.STREAM_PACKET_CONTEXT
         read = [(e.name, e.timestamp, e.field_with_scope("cpu_id", packet)) for e in bt1.events]
         self.assertEqual(len(read), len(events))

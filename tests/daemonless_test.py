@@ -124,6 +124,17 @@ class Processes(TraceDirTestCase):
         names = [e["name"] for e in Trace(self.trace_dir).events]
         self.assertEqual(names, ["host:mark", "shlib:call"] + ["plugin:work"] * 10 + ["host:mark"])
 
+    def test_libtracery_dlopened_while_a_thread_runs(self):
+        # The thread's TLS predates libtracery's (initial-exec, from the static TLS surplus): its first events,
+        # one of them in a signal handler, register it with the read side as any thread's.
+        plugin = program("tests", "libtracery-test-late-plugin.so")
+        n = 1000
+        run_traced([program("tests", "late-tracery-host"), plugin, str(n)], self.trace_dir)
+        trace = Trace(self.trace_dir)
+        who = collections.Counter(e["payload"]["who"] for e in trace.events)
+        self.assertEqual(trace.discarded, 0)
+        self.assertEqual(dict(who), {0: n, 1: n, 2: 1})
+
 
 class BadSettings(TraceDirTestCase):
     def run_bench(self, env):

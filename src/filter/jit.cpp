@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cstddef>
+#include <optional>
 
 #include "event/payload.hpp"
 
@@ -83,6 +84,12 @@ private:
 	void div_mod(bool mod, uint32_t d);
 	void div_mod_by_power_of_two(bool mod, int64_t divisor, uint32_t d);
 	void float_compare(Op op, uint32_t d);
+	// The instruction at pc if control reaches it only from pc - 1, else null.
+	const Insn *straight(size_t pc) const
+	{
+		return pc < p_.code.size() && !labels_[pc].isValid() ? &p_.code[pc] : nullptr;
+	}
+	size_t compare(size_t pc, const Operand &rhs, uint32_t &d);
 	// Emits insn; returns the stack depth after it.
 	uint32_t insn(const Insn &in, uint32_t d);
 
@@ -319,6 +326,56 @@ void Emitter::float_compare(Op op, uint32_t d)
 	zero_extend_flag(r);
 }
 
+// The condition an integer comparison tests, if it is one.
+std::optional<x86::CondCode> int_condition(Op op)
+{
+	// clang-format off
+	switch (op) {
+	case Op::eq: return x86::CondCode::kE;
+	case Op::ne: return x86::CondCode::kNE;
+	case Op::lt: return x86::CondCode::kL;
+	case Op::le: return x86::CondCode::kLE;
+	case Op::gt: return x86::CondCode::kG;
+	case Op::ge: return x86::CondCode::kGE;
+	default: return std::nullopt;
+	}
+	// clang-format on
+}
+
+// The integer comparison at pc of gp(d - 2) with rhs (gp(d - 1), or the
+// constant the program pushed just before). Fused with the instruction after
+// it when nothing else reaches that one: a ret returns the flag (no 0/1 value
+// to test again), a jump tests the flags, leaving on the taken path the 0 or
+// 1 the program would have left. Returns the pc of the last instruction
+// emitted; d becomes the depth after it.
+size_t Emitter::compare(size_t pc, const Operand &rhs, uint32_t &d)
+{
+	const x86::CondCode cond = *int_condition(p_.code[pc].op);
+	const x86::Gp a = gp(d - 2);
+	const Insn *next = straight(pc + 1);
+	d -= 1; // the result replaces a
+	if (next && next->op == Op::ret) {
+		const x86::Gp result = cc_.newInt32("result");
+		cc_.xor_(result, result);
+		cc_.emit(x86::Inst::kIdCmp, a, rhs);
+		cc_.set(cond, result.r8());
+		cc_.ret(result);
+		d = 0;
+		return pc + 1;
+	}
+	cc_.emit(x86::Inst::kIdCmp, a, rhs);
+	if (next && (next->op == Op::jump_if_false || next->op == Op::jump_if_true)) {
+		const bool if_true = next->op == Op::jump_if_true;
+		cc_.mov(a.r32(), Imm(if_true ? 1 : 0)); // keeps the flags
+		cc_.j(if_true ? cond : x86::negateCond(cond), label(next->arg));
+		d -= 1; // fell through: popped
+		return pc + 1;
+	}
+	cc_.set(cond, a.r8());
+	zero_extend_flag(a);
+	return pc;
+}
+
 uint32_t Emitter::insn(const Insn &in, uint32_t d)
 {
 	// clang-format off
@@ -410,27 +467,6 @@ uint32_t Emitter::insn(const Insn &in, uint32_t d)
 			cc_.setne(gp(d - 1).r8());
 		zero_extend_flag(gp(d - 1));
 		return d;
-	case Op::eq:
-	case Op::ne:
-	case Op::lt:
-	case Op::le:
-	case Op::gt:
-	case Op::ge: {
-		const x86::Gp a = gp(d - 2);
-		cc_.cmp(a, gp(d - 1));
-		// clang-format off
-		switch (in.op) {
-		case Op::eq: cc_.sete(a.r8()); break;
-		case Op::ne: cc_.setne(a.r8()); break;
-		case Op::lt: cc_.setl(a.r8()); break;
-		case Op::le: cc_.setle(a.r8()); break;
-		case Op::gt: cc_.setg(a.r8()); break;
-		default: cc_.setge(a.r8()); break;
-		}
-		// clang-format on
-		zero_extend_flag(a);
-		return d - 1;
-	}
 	case Op::fadd:
 		cc_.addsd(xmm(d - 2), xmm(d - 1));
 		return d - 1;
@@ -532,7 +568,16 @@ void Emitter::emit()
 		if (labels_[pc].isValid())
 			cc_.bind(labels_[pc]);
 		prev_ = pc && !labels_[pc].isValid() ? &p_.code[pc - 1] : nullptr;
-		depth = insn(p_.code[pc], depth);
+		const Insn &in = p_.code[pc];
+		const Insn *next = straight(pc + 1);
+		if (in.op == Op::push_int && in.imm == int32_t(in.imm) && next && int_condition(next->op)) {
+			++depth; // compared with the immediate, never in a register
+			pc = compare(pc + 1, Imm(in.imm), depth);
+		} else if (int_condition(in.op)) {
+			pc = compare(pc, gp(depth - 1), depth);
+		} else {
+			depth = insn(in, depth);
+		}
 	}
 	cc_.bind(reject_);
 	const x86::Gp zero = cc_.newInt32("zero");

@@ -3,35 +3,13 @@
 // Objects (the executable, shared libraries, dlopen'd libraries) register the
 // descriptors of their `tracery_events` section from a constructor and
 // unregister them from a destructor. Each descriptor carries an RCU-published
-// probe array (liburcu-bp): tracery_fire() reads it under rcu_read_lock, which
+// probe array (rcu.hpp): tracery_fire() reads it inside a read section, which
 // never blocks, while attach/detach copy the array, publish the copy and free
 // the old one after a grace period.
-#define _LGPL_SOURCE
 #include "ust/registry.hpp"
 
 #include "filter/jit.hpp"
-
-// The read lock and unlock reach liburcu-bp's per-thread reader pointer. Declare
-// it as the C TLS variable it is, in the initial-exec model: an %fs-relative
-// load instead of a __tls_get_addr call and C++'s thread_local wrapper check
-// per access (11.6 -> 4.2 ns per enabled event). liburcu-bp.so is loaded with
-// libtracery.so; when libtracery is dlopen'd, glibc puts its 80 bytes of TLS in
-// the static TLS surplus, as for thread_context.cpp's initial-exec variables.
-#include <urcu/tls-compat.h>
-#undef URCU_TLS_STORAGE_CLASS
-#define URCU_TLS_STORAGE_CLASS __thread __attribute__((tls_model("initial-exec")))
-#include <urcu-bp.h>
-
-#if defined(__SANITIZE_THREAD__)
-#define TRACERY_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TRACERY_TSAN 1
-#endif
-#endif
-#ifdef TRACERY_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
+#include "ust/rcu.hpp"
 
 #include <tracery/internal/probe.h>
 
@@ -44,24 +22,6 @@
 namespace tracery::ust {
 namespace {
 
-// ThreadSanitizer cannot see liburcu's grace periods (membarrier, uninstrumented
-// code): tell it that every read-side section that ended before
-// synchronize_rcu() returned happens before what the writer does next.
-#ifdef TRACERY_TSAN
-char grace_period_token;
-inline void read_section_done() { __tsan_release(&grace_period_token); }
-inline void grace_period_waited() { __tsan_acquire(&grace_period_token); }
-#else
-inline void read_section_done() {}
-inline void grace_period_waited() {}
-#endif
-
-void wait_for_readers()
-{
-	urcu_bp_synchronize_rcu();
-	grace_period_waited();
-}
-
 struct Probe {
 	tracery_probe_fn fn;
 	void *priv;
@@ -69,7 +29,10 @@ struct Probe {
 	tracery_probe_fn gate_passed_fn; // fn for an event `gate` accepted
 };
 
+// `first` is what tracery_fire calls: the only probe, or fire_all over the
+// array, so that the common case of one session costs no count and no loop.
 struct ProbeArray {
+	Probe first;
 	uint32_t count;
 	Probe probes[];
 };
@@ -108,46 +71,89 @@ ProbeArray *make_array(uint32_t count)
 	return a;
 }
 
+// The probe array of an event whose probes were all detached (or whose object
+// unregisters it): an emitter that read `enabled` before that calls a probe
+// that does nothing, so tracery_fire needs no test for a null array. Never
+// freed.
+void no_probe(void *, const tracery_event_desc *, const tracery_arg *) {}
+
+ProbeArray *no_probes()
+{
+	static ProbeArray *const a = [] {
+		ProbeArray *empty = make_array(0);
+		empty->first = Probe{no_probe, nullptr, nullptr, no_probe};
+		return empty;
+	}();
+	return a;
+}
+
+// More than one session on the event: the array's `first`, its priv the array.
+void fire_all(void *priv, const tracery_event_desc *desc, const tracery_arg *args)
+{
+	const auto *a = static_cast<const ProbeArray *>(priv);
+	for (uint32_t i = 0; i < a->count; i++)
+		a->probes[i].fn(a->probes[i].priv, desc, args);
+}
+
 // Publishes a new probe array and frees the old one once no reader uses it.
 // The event's gate is its only probe's gate, if any. A gate only ever rejects
 // on behalf of the probes it was installed for: it is removed before a new
 // array is published and installed after.
 void publish(tracery_event_desc *desc, ProbeArray *next)
 {
+	rcu::init();
+	if (!next)
+		next = no_probes();
+	else
+		next->first = next->count == 1 ? next->probes[0] : Probe{fire_all, next, nullptr, fire_all};
 	auto &gate = desc->gate;
-	const tracery_gate_fn next_gate = next && next->count == 1 ? next->probes[0].gate : nullptr;
+	const tracery_gate_fn next_gate = next->first.gate;
 	__atomic_store_n(&gate, nullptr, __ATOMIC_RELEASE);
 	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);
 	__atomic_store_n(&desc->probes, next, __ATOMIC_RELEASE); // rcu_assign_pointer
-	__atomic_store_n(&desc->enabled, next && next->count ? 1 : 0, __ATOMIC_RELAXED);
-	if (prev) {
-		wait_for_readers();
+	__atomic_store_n(&desc->enabled, next->count ? 1 : 0, __ATOMIC_RELAXED);
+	if (prev && prev != no_probes()) {
+		rcu::synchronize();
 		free(prev);
 	}
 	__atomic_store_n(&gate, next_gate, __ATOMIC_RELEASE);
 }
 
-// More than one session on the event: kept out of tracery_fire's fast path.
-__attribute__((noinline)) void fire_all(const ProbeArray *a, tracery_event_desc *desc, const tracery_arg *args)
+// The rest of run_probes, inside the read section. An event the gate
+// accepted (kGatePassed) goes to the probe's gate_passed_fn if the probe's gate
+// is the one that ran: the emitter loaded it before the probes, which may have
+// changed since (then the probes filter as usual).
+template <bool kGatePassed>
+__attribute__((always_inline)) inline void call_in_section(tracery_event_desc *desc, const tracery_arg *args,
+                                                           tracery_gate_fn gate)
 {
-	for (uint32_t i = 0; i < a->count; i++)
-		a->probes[i].fn(a->probes[i].priv, desc, args);
+	// Never null once `enabled` was 1 (no_probes).
+	const Probe &p = static_cast<const ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE))->first;
+	if (kGatePassed && __builtin_expect(p.gate == gate, 1))
+		p.gate_passed_fn(p.priv, desc, args);
+	else
+		p.fn(p.priv, desc, args);
+	rcu::read_unlock();
 }
 
-// The body of tracery_fire and tracery_fire_gate_passed: call_one(probe)
-// when the event has a single probe (the common case), every probe otherwise.
-template <typename CallOne>
-__attribute__((always_inline)) inline void run_probes(tracery_event_desc *desc, const tracery_arg *args,
-                                                      CallOne call_one)
+// A thread's first event, a nested one (a signal handler's, a probe's own) or
+// one whose reader fences: out of line, so that run_probes keeps no register
+// and no stack frame across the read lock.
+template <bool kGatePassed>
+__attribute__((noinline)) void run_probes_slow(tracery_event_desc *desc, const tracery_arg *args, tracery_gate_fn gate)
 {
-	urcu_bp_read_lock();
-	auto *a = static_cast<ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE)); // rcu_dereference
-	if (__builtin_expect(a && a->count == 1, 1))
-		call_one(a->probes[0]);
-	else if (a)
-		fire_all(a, desc, args);
-	read_section_done();
-	urcu_bp_read_unlock();
+	if (rcu::read_lock_slow())
+		call_in_section<kGatePassed>(desc, args, gate);
+}
+
+// The body of tracery_fire and tracery_fire_gate_passed.
+template <bool kGatePassed>
+__attribute__((always_inline)) inline void run_probes(tracery_event_desc *desc, const tracery_arg *args,
+                                                      tracery_gate_fn gate)
+{
+	if (__builtin_expect(!rcu::read_lock_fast(), 0))
+		return run_probes_slow<kGatePassed>(desc, args, gate);
+	call_in_section<kGatePassed>(desc, args, gate);
 }
 
 } // namespace
@@ -181,13 +187,17 @@ void lock_for_fork()
 {
 	registry_mutex().lock();
 	filter::codegen_mutex().lock();
+	rcu::lock_for_fork();
 }
 
 void unlock_after_fork()
 {
+	rcu::unlock_after_fork();
 	filter::codegen_mutex().unlock();
 	registry_mutex().unlock();
 }
+
+void after_fork_in_child() { rcu::after_fork_child(); }
 
 int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate,
                  tracery_probe_fn gate_passed_fn)
@@ -214,16 +224,11 @@ using namespace tracery::ust;
 
 extern "C" {
 
-void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
-{
-	run_probes(desc, args, [&](const Probe &p) { p.fn(p.priv, desc, args); });
-}
+void tracery_fire(tracery_event_desc *desc, const tracery_arg *args) { run_probes<false>(desc, args, nullptr); }
 
-// The emitter loaded `gate` before the probes: if they changed since, the
-// gate that ran is not their only probe's, and the probes filter as usual.
 void tracery_fire_gate_passed(tracery_event_desc *desc, const tracery_arg *args, tracery_gate_fn gate)
 {
-	run_probes(desc, args, [&](const Probe &p) { (p.gate == gate ? p.gate_passed_fn : p.fn)(p.priv, desc, args); });
+	run_probes<true>(desc, args, gate);
 }
 
 void tracery_register_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)
@@ -323,6 +328,6 @@ int tracery_probe_detach(tracery_event_desc *desc, tracery_probe_fn fn, void *pr
 	return 0;
 }
 
-void tracery_probe_synchronize(void) { wait_for_readers(); }
+void tracery_probe_synchronize(void) { rcu::synchronize(); }
 
 } // extern "C"

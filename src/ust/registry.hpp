@@ -32,9 +32,13 @@ int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, trac
                  tracery_probe_fn gate_passed_fn = nullptr);
 
 // Held across fork() so that the child never inherits them locked: the
-// registry's lock and the code generation lock (filter/jit.hpp), taken in that
-// order (a thread generating code never waits for the registry).
+// registry's lock, the code generation lock (filter/jit.hpp) and the grace
+// period's (rcu.hpp), taken in that order (a thread generating code never waits
+// for the registry).
 void lock_for_fork();
 void unlock_after_fork();
+// In the child, after unlock_after_fork(): forgets the read sections of the
+// threads the child does not have.
+void after_fork_in_child();
 
 } // namespace tracery::ust

@@ -147,7 +147,10 @@ TEST(Registry, UnregisterRemovesEventsAndProbes)
 	tracery_unregister_events(section + 1, section + 2);
 	EXPECT_FALSE(is_registered(&desc));
 	EXPECT_EQ(desc.enabled, 0);
-	EXPECT_EQ(desc.probes, nullptr);
+	const uint8_t x = 1;
+	const tracery_arg args[] = {{&x, 0}};
+	tracery_fire(&desc, args); // as an emitter that read `enabled` before the unregistration
+	EXPECT_EQ(s.calls.load(), 0u);
 	EXPECT_EQ(tracery_probe_attach(&desc, count_probe, &s), -1) << "unknown event";
 }
 

@@ -171,25 +171,23 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 /* The emitter: TRACERY__EMIT_NAME, inlined into each TRACERY_EMIT (in its
  * unlikely branch). It calls the gate of a scalar-only event with its own
  * parameters, so a rejected event is a load, an indirect call and a return at
- * the call site; then it packs the arguments into an array on the stack and
- * calls the runtime. Other events pass that array to the gate. An event the
- * gate accepted goes to tracery_fire_gate_passed, so that its filter does not
- * run again in the probe. All of it is inlined: an out-of-line packing
- * function cost a call and a return per recorded event (~0.6 ns,
- * docs/performance.md), while a disabled event still costs only
- * TRACERY_EMIT's load and branch. PARAM, ARG and NAME map a field spec to its
- * parameter, tracery_arg initialiser and argument name (the C and the C++ API
- * have their own). */
+ * the call site; then TRACERY__FIRE_NAME packs the arguments into an array on
+ * the stack and calls the runtime. Other events pass that array to the gate.
+ * An event the gate accepted goes to tracery_fire_gate_passed, so that its
+ * filter does not run again in the probe. All of it is inlined: an
+ * out-of-line packing function cost a call and a return per recorded event
+ * (~0.6 ns, docs/performance.md), while a disabled event still costs only
+ * TRACERY_EMIT's load and branch. The packing is a function of its own
+ * because the array takes the addresses of its parameters: the emitter's own
+ * then stay in registers for the gate, instead of going through the stack
+ * first. PARAM, ARG and NAME map a field spec to its parameter, tracery_arg
+ * initialiser and argument name (the C and the C++ API have their own). */
+#define TRACERY__FIRE_NAME(prov, name) tracery_fire__##prov##__##name
 #define TRACERY__EMITTER_WITH(prov, name, all_scalar, PARAM, ARG, NAME, ...)                        \
-	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
-		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
+	__attribute__((always_inline, unused)) static inline void TRACERY__FIRE_NAME(prov, name)(    \
+		tracery_gate_fn gate_ TRACERY__MAP(PARAM, __VA_ARGS__))                              \
 	{                                                                                            \
 		struct tracery_event_desc *const desc_ = &TRACERY__DESC_NAME(prov, name);            \
-		const tracery_gate_fn gate_ = __atomic_load_n(&desc_->gate, __ATOMIC_ACQUIRE);       \
-		if (all_scalar && gate_ &&                                                           \
-		    !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)(            \
-			    TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                           \
-			return;                                                                      \
 		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                 \
 		if (!all_scalar && gate_ && !((tracery_args_gate_fn)gate_)(args_, 0))                \
 			return;                                                                      \
@@ -197,6 +195,17 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
 			tracery_fire_gate_passed(desc_, args_, gate_);                               \
 		else                                                                                 \
 			tracery_fire(desc_, args_);                                                  \
+	}                                                                                            \
+	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
+		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
+	{                                                                                            \
+		const tracery_gate_fn gate_ =                                                        \
+			__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE);     \
+		if (all_scalar && gate_ &&                                                           \
+		    !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)(            \
+			    TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                           \
+			return;                                                                      \
+		TRACERY__FIRE_NAME(prov, name)(gate_ TRACERY__MAP(NAME, __VA_ARGS__));               \
 	}
 #define TRACERY__EMITTER(prov, name, ...)                                                           \
 	TRACERY__EMITTER_WITH(prov, name, TRACERY__ALL_SCALAR(__VA_ARGS__), TRACERY__PARAM, TRACERY__ARG, \

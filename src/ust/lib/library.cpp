@@ -6,7 +6,6 @@
 // (before the program's own events register) to the destructor at exit.
 // Without it, the program is traced on demand through the session daemon
 // (ust/daemon_link/). This is the one place that knows both.
-#define _LGPL_SOURCE
 #include "ust/daemon_link/daemon_client.hpp"
 #include "ust/local/daemonless_config.hpp"
 #include "ust/local/local_tracer.hpp"
@@ -17,7 +16,6 @@
 
 #include <pthread.h>
 #include <unistd.h>
-#include <urcu-bp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,12 +32,10 @@ void before_fork()
 	if (tracer)
 		tracer->before_fork();
 	lock_for_fork();
-	urcu_bp_before_fork();
 }
 
 void after_fork_parent()
 {
-	urcu_bp_after_fork_parent();
 	unlock_after_fork();
 	if (tracer)
 		tracer->after_fork_parent();
@@ -48,8 +44,8 @@ void after_fork_parent()
 
 void after_fork_child()
 {
-	urcu_bp_after_fork_child();
 	unlock_after_fork();
+	after_fork_in_child();
 	reset_context_after_fork();
 	daemon_client_after_fork_child(); // registers the child with the session daemon, if any
 	if (!tracer)
