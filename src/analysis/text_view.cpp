@@ -723,8 +723,8 @@ public:
 		if (streams_.size() <= s.index())
 			streams_.resize(s.index() + 1);
 		StreamText &st = streams_[s.index()];
-		if (st.packet != s.packet() || st.packet == nullptr) {
-			st.packet = s.packet();
+		if (st.packet != s.packets_reached()) {
+			st.packet = s.packets_reached();
 			st.packet_shown = scope_shows(s.plans().packet_context);
 			st.packet_text.clear();
 			if (st.packet_shown) {
@@ -894,7 +894,7 @@ public:
 
 private:
 	struct StreamText {
-		const reader::PacketEntry *packet = nullptr;
+		uint64_t packet = 0; // Stream::packets_reached() of the packet_text
 		bool packet_shown = false;
 		std::string packet_text;
 		std::vector<EventProgram> programs; // by index in the stream class's events
@@ -1020,7 +1020,18 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 	Progress progress("view", set.bytes_total(), err,
 	                  Progress::on_terminal(err) && !(::isatty(out_fd) && Progress::on_terminal(stdout)));
 	uint64_t items = 0;
-	while (const reader::Item *it = set.next()) {
+	// A packet found damaged when reached ends the reading: the events
+	// before it are written, then the error (file and offset) is thrown.
+	const auto next = [&] {
+		try {
+			return set.next();
+		} catch (const reader::ReadError &) {
+			out.flush();
+			progress.clear();
+			throw;
+		}
+	};
+	while (const reader::Item *it = next()) {
 		if ((++items & 0xfff) == 0)
 			progress.update(set.bytes_done());
 		if (!resolved) {

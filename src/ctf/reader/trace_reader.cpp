@@ -1,6 +1,6 @@
 // ctf/reader/trace_reader.cpp — opening traces (metadata, mapped stream
-// files, packet index), iterating a stream's packets and events, and the
-// merge of all streams.
+// files), iterating a stream's packets (each indexed and checked when
+// reached) and events, and the merge of all streams.
 #include "ctf/reader/trace_reader.hpp"
 
 #include <fcntl.h>
@@ -89,7 +89,7 @@ public:
 	std::string path;
 	const uint8_t *data;
 	uint64_t size;
-	std::vector<PacketEntry> packets;
+	PacketEntry first; // its first packet's (add_trace, append_packet)
 	const TracePlans::StreamPlans *plans = nullptr;
 	mutable uint64_t released = 0;  // bytes [0, released) were given back (release_before)
 	mutable uint64_t populated = 0; // bytes [.., populated) were mapped (populate)
@@ -187,14 +187,16 @@ int64_t uuid_place(const Plan &plan)
 
 // Reads the header and context of the packet at data + off (the file or
 // buffer holding size bytes from data) into pe, checked as a reader must:
-// magic, trace UUID, stream class, sizes. Returns the packet's stream class.
-// Throws ReadError naming path and the offset.
+// magic, trace UUID, stream class, sizes; the context's values into
+// `values` unless null. Returns the packet's stream class. Throws ReadError
+// naming path and the offset.
 const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &path, const uint8_t *data, uint64_t off,
                                             uint64_t size, PacketEntry &pe, DecodeState &st,
-                                            std::vector<Value> &scratch)
+                                            std::vector<Value> &scratch, std::vector<Value> *values)
 {
 	const TracePlans &plans = *t.plans;
 	// Positions are bits from the packet's start (CTF aligns within a packet).
+	pe = PacketEntry{};
 	pe.offset = off;
 	st.packet = &pe.f;
 	const uint8_t *pkt = data + off;
@@ -233,7 +235,7 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 		                        std::to_string(t.cls.streams.size()) + " stream classes");
 	}
 	try {
-		pos = run_plan(sp->packet_context, pkt, pos, left, st, nullptr); // (its roles only)
+		pos = run_plan(sp->packet_context, pkt, pos, left, st, values);
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
 	}
@@ -253,6 +255,7 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 		                        " bits) are larger than its content (" + std::to_string(pe.content_bits) +
 		                        " bits)");
 	pe.data_bit = pos;
+	st.packet = nullptr;
 	return sp;
 }
 
@@ -337,33 +340,12 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		madvise(m, size, MADV_SEQUENTIAL);
 		files_.push_back(std::make_unique<StreamFile>(path, static_cast<const uint8_t *>(m), size));
 		StreamFile &f = *files_.back();
-
-		uint64_t off = 0;
-		bool has_instance = false;
-		uint64_t instance = 0;
-		uint64_t last = 0; // the last packet's bytes
-		while (off < size) {
-			if (last < StreamFile::kPopulate / 64) // (small packets: every page is read)
-				f.populate(off, off + 1);
-			PacketEntry pe;
-			const TracePlans::StreamPlans *sp = index_packet(*t, path, f.data, off, size, pe, st, scratch);
-			if (f.plans && f.plans != sp)
-				throw ReadError(path, off, "the file's packets are of different stream classes");
-			f.plans = sp;
-			if (pe.f.has_stream_instance_id) {
-				has_instance = true;
-				instance = pe.f.stream_instance_id;
-			}
-			f.packets.push_back(pe);
-			bytes_total_ += pe.packet_bits / 8;
-			last = pe.packet_bits / 8;
-			off += pe.packet_bits / 8;
-			f.release_before(off);
-		}
-		f.release_before(size, true);
-		f.released = f.populated = 0; // the reading maps the pages again
-		if (has_instance)
-			groups[{f.plans->cls->id, instance}].push_back(&f);
+		// Its first packet: its stream class and instance (the others are
+		// indexed when the reading reaches them, load_packet).
+		f.plans = index_packet(*t, path, f.data, 0, size, f.first, st, scratch, nullptr);
+		bytes_total_ += size;
+		if (f.first.f.has_stream_instance_id)
+			groups[{f.plans->cls->id, f.first.f.stream_instance_id}].push_back(&f);
 		else
 			singles.emplace_back(f.plans->cls->id, &f);
 	}
@@ -372,7 +354,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 	auto make_stream = [&](const TracePlans::StreamPlans *sp, uint64_t id, std::vector<StreamFile *> fl) {
 		// A stream's files in the order of their first packets' beginnings.
 		std::stable_sort(fl.begin(), fl.end(), [](const StreamFile *a, const StreamFile *b) {
-			return a->packets.front().f.begin < b->packets.front().f.begin;
+			return a->first.f.begin < b->first.f.begin;
 		});
 		auto s = std::make_unique<Stream>();
 		s->trace_ = &trace;
@@ -381,9 +363,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		s->name_ = fl.front()->path;
 		if (sp->clock)
 			s->clock_ = ClockConverter(*sp->clock);
-		for (const StreamFile *f : fl)
-			for (uint32_t i = 0; i < f->packets.size(); ++i)
-				s->packets_.push_back({f, i});
+		s->files_.assign(fl.begin(), fl.end());
 		s->st_.regs.assign(plans.registers(), 0);
 		s->order_ = streams_.size();
 		streams_.push_back(std::move(s));
@@ -396,32 +376,37 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 	traces_.push_back(std::move(t));
 }
 
+// The stream's next packet, indexed and checked here (index_packet), its
+// context's values decoded; false when it has no more (yet, if in memory).
 bool TraceSet::load_packet(Stream &s)
 {
-	if (s.next_packet_ >= s.packets_.size())
-		return false;
-	const Stream::PacketRef ref = s.packets_[s.next_packet_++];
-	if (s.packet_)
-		s.file_->release_before(ref.file == s.file_ ? ref.file->packets[ref.index].offset : s.file_->size,
-		                        ref.file != s.file_);
-	s.prev_packet_ = s.packet_;
-	s.file_ = ref.file;
-	s.packet_ = &ref.file->packets[ref.index];
-	const PacketEntry &p = *s.packet_;
-	bytes_done_ += p.packet_bits / 8;
-	s.file_->populate(p.offset, p.offset + p.content_bits / 8);
-	// The packet context again, for its values (what the index kept is its roles).
-	PacketFields pf;
-	s.st_.packet = &pf;
-	s.packet_values_.clear();
-	try {
-		const uint8_t *pkt = s.file_->data + p.offset;
-		uint64_t pos = run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, nullptr);
-		run_plan(s.plans_->packet_context, pkt, pos, p.content_bits, s.st_, &s.packet_values_);
-	} catch (const DecodeError &e) {
-		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8, e.what());
+	while (!s.file_ || s.next_offset_ >= s.file_->size) {
+		if (s.next_file_ >= s.files_.size())
+			return false;
+		if (s.file_)
+			s.file_->release_before(s.file_->size, true);
+		s.file_ = s.files_[s.next_file_++];
+		s.next_offset_ = 0;
 	}
-	s.st_.packet = nullptr;
+	const StreamFile &f = *s.file_;
+	const uint64_t off = s.next_offset_;
+	f.release_before(off);
+	// (a kernel trace's packets are small: mapped a MiB at a time)
+	f.populate(off, off + 1);
+	if (s.packet_) {
+		s.prev_entry_ = s.entry_;
+		s.prev_packet_ = &s.prev_entry_;
+	}
+	s.packet_values_.clear();
+	if (index_packet(*s.trace_, f.path, f.data, off, f.size, s.entry_, s.st_, scratch_, &s.packet_values_) !=
+	    f.plans)
+		throw ReadError(f.path, off, "the file's packets are of different stream classes");
+	s.packet_ = &s.entry_;
+	++s.packets_reached_;
+	const PacketEntry &p = s.entry_;
+	s.next_offset_ = off + p.packet_bits / 8;
+	bytes_done_ += p.packet_bits / 8;
+	f.populate(off, off + p.content_bits / 8);
 	if (p.f.has_begin)
 		s.st_.clock = p.f.begin;
 	s.pos_ = p.data_bit;
@@ -1060,24 +1045,24 @@ void TraceSet::append_packet(Stream &s, std::span<const uint8_t> packet)
 {
 	if (packet.empty())
 		throw ReadError(s.name_, 0, "an empty packet");
-	// The packets the stream has left behind (all but the current one and the
-	// one before it, which the discarded counts compare with) are dropped.
-	const size_t keep_from = s.next_packet_ >= 2 ? s.next_packet_ - 2 : 0;
+	// The packets the stream has left behind (all but the current one: the
+	// one before it, which the discarded counts compare with, is a copy) are
+	// dropped.
+	const size_t keep_from = s.next_file_ >= 1 ? s.next_file_ - 1 : 0;
 	if (keep_from > 0) {
 		for (size_t i = 0; i < keep_from; ++i) {
-			const StreamFile *f = s.packets_[i].file;
+			const StreamFile *f = s.files_[i];
 			std::erase_if(files_, [&](const std::unique_ptr<StreamFile> &o) { return o.get() == f; });
 		}
-		s.packets_.erase(s.packets_.begin(), s.packets_.begin() + static_cast<std::ptrdiff_t>(keep_from));
-		s.next_packet_ -= keep_from;
+		s.files_.erase(s.files_.begin(), s.files_.begin() + static_cast<std::ptrdiff_t>(keep_from));
+		s.next_file_ -= keep_from;
 	}
 	const Trace &t = *s.trace_;
 	auto f = std::make_unique<StreamFile>(s.name_, map_copy(packet, s.name_), packet.size());
 	DecodeState st;
 	st.regs.assign(t.plans->registers(), 0);
-	std::vector<Value> scratch;
-	PacketEntry pe;
-	const TracePlans::StreamPlans *sp = index_packet(t, s.name_, f->data, 0, f->size, pe, st, scratch);
+	PacketEntry &pe = f->first;
+	const TracePlans::StreamPlans *sp = index_packet(t, s.name_, f->data, 0, f->size, pe, st, scratch_, nullptr);
 	if (pe.packet_bits != f->size * 8)
 		throw ReadError(s.name_, 0,
 		                "the packet declares " + std::to_string(pe.packet_bits / 8) + " bytes, not the " +
@@ -1093,9 +1078,8 @@ void TraceSet::append_packet(Stream &s, std::span<const uint8_t> packet)
 		plan_steps(s);
 	}
 	f->plans = sp;
-	f->packets.push_back(pe);
 	bytes_total_ += packet.size();
-	s.packets_.push_back({f.get(), 0});
+	s.files_.push_back(f.get());
 	files_.push_back(std::move(f));
 }
 
