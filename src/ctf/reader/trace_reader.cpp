@@ -38,6 +38,58 @@ ClockConverter::ClockConverter(const Clock &c) : freq_(c.freq), ghz_(c.freq == 1
 		ghz_ ? offset
 		     : static_cast<uint64_t>((1e9 * static_cast<double>(offset)) / static_cast<double>(c.freq));
 	base_ns_ = static_cast<int64_t>(static_cast<uint64_t>(offset_s) * 1000000000u + offset_ns);
+	// ns() below known_: 1e9 c / freq < about 2^61, base_ns_ within 2^62 of 0.
+	constexpr int64_t kBase = int64_t{1} << 62;
+	if (freq_ == 0 || base_ns_ > kBase || base_ns_ < -kBase) {
+		known_ = 0;
+	} else {
+		const double k = 0x1p61 * static_cast<double>(freq_) / 1e9;
+		known_ = k >= 0x1p62 ? uint64_t{1} << 62 : static_cast<uint64_t>(k);
+	}
+}
+
+ClockConverter::Before ClockConverter::before(int64_t t) const
+{
+	Before b;
+	b.t = t;
+	b.known = known_;
+	const auto lt = [&](uint64_t c) { return ns(c) < t; };
+	if (known_ == 0 || !lt(0)) // (ns(0) is the least: none is before t)
+		return b;
+	if (lt(known_ - 1)) {
+		b.below = known_;
+		return b;
+	}
+	// The first value not before t, between lo (before) and hi (not): from
+	// the inverse's estimate by doubling steps, then halving.
+	uint64_t lo = 0, hi = known_ - 1;
+	const double e = (static_cast<double>(t) - static_cast<double>(base_ns_)) * static_cast<double>(freq_) / 1e9;
+	const uint64_t guess = e <= 0 ? 0 : e >= static_cast<double>(hi) ? hi : static_cast<uint64_t>(e);
+	if (lt(guess)) {
+		lo = guess;
+		for (uint64_t step = 1; step < hi - lo; step *= 2) {
+			if (!lt(lo + step)) {
+				hi = lo + step;
+				break;
+			}
+			lo += step;
+		}
+	} else {
+		hi = guess;
+		for (uint64_t step = 1; step < hi - lo; step *= 2) {
+			if (lt(hi - step)) {
+				lo = hi - step;
+				break;
+			}
+			hi -= step;
+		}
+	}
+	while (hi - lo > 1) {
+		const uint64_t m = lo + (hi - lo) / 2;
+		(lt(m) ? lo : hi) = m;
+	}
+	b.below = hi;
+	return b;
 }
 
 class StreamFile {
@@ -679,6 +731,11 @@ void TraceSet::plan_steps(Stream &s) const
 	}
 	if (counted_)
 		s.tallies_.resize(s.steps_.size());
+	s.compact_.fill(0);
+	const std::vector<uint32_t> &index = s.plans_->event_index;
+	if (s.plans_->event_header.compact_header)
+		for (size_t id = 0; id < 31 && id < index.size(); ++id)
+			s.compact_[id] = index[id];
 }
 
 void TraceSet::start()
@@ -718,6 +775,18 @@ const Item *TraceSet::next()
 	return &it;
 }
 
+namespace {
+
+// The clock after a compact event header (w: its 32 bits): the 27-bit
+// timestamp replaces the clock's low bits, carrying over when it is less.
+inline uint64_t compact_clock(uint64_t clock, uint32_t w)
+{
+	constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+	return clock + (((w >> 5) - clock) & kMask);
+}
+
+} // namespace
+
 // Counts s's current event (of a counted class) and the events after it in
 // its packet while they are of counted classes and come before every other
 // stream's current item. Returns true when s's current item is counted
@@ -732,11 +801,11 @@ bool TraceSet::count_run(Stream &s)
 	const Stream *rival = heap_.size() < 2                                ? nullptr
 	                      : heap_.size() == 2 || less(heap_[1], heap_[2]) ? heap_[1]
 	                                                                      : heap_[2];
-	const int64_t bound = rival ? rival->item_.ns : 0; // an event before this time comes before it
+	// an event before the rival's time comes before it (every one, without a rival)
+	const ClockConverter::Before before_rival =
+		rival ? s.clock_.before(rival->item_.ns) : ClockConverter::Before{0, UINT64_MAX, UINT64_MAX};
 	const TracePlans::StreamPlans &sp = *s.plans_;
-	// (ids found here: none when the header is not compact)
-	const uint32_t *index = sp.event_index.data();
-	const size_t classes = sp.event_header.compact_header ? sp.event_index.size() : 0;
+	const uint32_t *compact = s.compact_.data();
 	const uint8_t *base = s.file_->data + s.packet_->offset;
 	const Stream::ClassStep *steps = s.steps_.data();
 	Stream::Tally *tallies = s.tallies_.data();
@@ -764,10 +833,10 @@ bool TraceSet::count_run(Stream &s)
 			return false;
 		uint32_t w;
 		std::memcpy(&w, base + (p >> 3), 4); // little-endian host
-		const uint32_t id = w & 31;
-		if (id == 31 || id >= classes || !index[id])
+		const uint32_t c1 = compact[w & 31];
+		if (!c1)
 			return false;
-		const size_t ki = index[id] - 1;
+		const size_t ki = c1 - 1;
 		const Stream::ClassStep &step = steps[ki];
 		uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
 		if (q > end)
@@ -788,13 +857,8 @@ bool TraceSet::count_run(Stream &s)
 		                                  detail::kNoFit) {
 			return false;
 		}
-		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
-		const uint64_t ts = w >> 5;
-		uint64_t c = (clock & ~kMask) | ts;
-		if (ts < (clock & kMask))
-			c += uint64_t{1} << 27;
 		k = ki;
-		clock = c;
+		clock = compact_clock(clock, w);
 		bits = q - pos;
 		pos = q;
 		return true;
@@ -806,9 +870,11 @@ bool TraceSet::count_run(Stream &s)
 	// event of another class, one that does not fit, or one not before the
 	// rival (the main loop reads those again).
 	const auto same_class = [&](uint32_t id, const Stream::ClassStep &step) {
-		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
-		uint64_t n = 0, run = 0;
-		while (pos < end) {
+		const uint64_t align = step.align, fixed = step.bits, tail = step.tail;
+		const bool one_string = step.one_string;
+		const uint64_t start = pos;
+		uint64_t n = 0;
+		while (true) {
 			const uint64_t p = (pos + 7) & ~uint64_t{7};
 			if (p > end || end - p < 32)
 				break;
@@ -816,25 +882,21 @@ bool TraceSet::count_run(Stream &s)
 			std::memcpy(&w, base + (p >> 3), 4); // little-endian host
 			if ((w & 31) != id)
 				break;
-			uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
-			if (q > end || step.bits > end - q)
+			uint64_t q = (p + 32 + align - 1) & ~(align - 1);
+			if (q > end || fixed > end - q)
 				break;
-			q += step.bits;
-			if (step.one_string) {
+			q += fixed;
+			if (one_string) {
 				const size_t len =
 					detail::string_length(base + (q >> 3), static_cast<size_t>((end - q) >> 3));
-				if (len == SIZE_MAX || step.tail > end - q - (len + 1) * 8)
+				if (len == SIZE_MAX || tail > end - q - (len + 1) * 8)
 					break;
-				q += (len + 1) * 8 + step.tail;
+				q += (len + 1) * 8 + tail;
 			}
-			const uint64_t ts = w >> 5;
-			uint64_t c = (clock & ~kMask) | ts;
-			if (ts < (clock & kMask))
-				c += uint64_t{1} << 27;
-			if (rival && s.clock_.ns(c) >= bound)
+			const uint64_t c = compact_clock(clock, w);
+			if (!before_rival(s.clock_, c))
 				break;
 			++n;
-			run += q - pos;
 			bits = q - pos;
 			clock = c;
 			pos = q;
@@ -843,7 +905,7 @@ bool TraceSet::count_run(Stream &s)
 			Stream::Tally &t = tallies[k];
 			seq += n;
 			t.events += n;
-			t.bits += run;
+			t.bits += pos - start;
 			t.last_cycles = clock;
 			t.last_seq = seq;
 		}
@@ -868,7 +930,7 @@ bool TraceSet::count_run(Stream &s)
 			break;
 		if (next_compact()) {
 			const Stream::ClassStep &step = steps[k];
-			if (step.counted && (!rival || s.clock_.ns(clock) < bound))
+			if (step.counted && before_rival(s.clock_, clock))
 				continue;
 			// the item, given or compared
 			st.clock = clock;

@@ -38,6 +38,7 @@
 //   for (size_t i = 0; i < set.streams(); ++i) set.stream(i).tallies() ...
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -66,10 +67,25 @@ public:
 		return base_ns_ + static_cast<int64_t>(static_cast<uint64_t>(d));
 	}
 
+	// Many clock values compared with one time t (is ns(c) < t?) without
+	// converting each: the values below `below` are before t, those from
+	// `below` to `known` are not, the others are converted (ns() is known to
+	// grow with the value, without overflow, only below `known`).
+	struct Before {
+		int64_t t = 0;
+		uint64_t below = 0, known = 0;
+		bool operator()(const ClockConverter &c, uint64_t cycles) const
+		{
+			return cycles < below || (cycles >= known && c.ns(cycles) < t);
+		}
+	};
+	Before before(int64_t t) const;
+
 private:
 	int64_t base_ns_ = 0;
 	uint64_t freq_ = 1000000000;
 	bool ghz_ = true;
+	uint64_t known_ = uint64_t{1} << 61; // Before::known
 };
 
 struct Trace {
@@ -194,6 +210,10 @@ private:
 		uint64_t tail = 0;
 	};
 	std::vector<ClassStep> steps_;
+	// By a compact event header's 5-bit id (31: extended): the index in
+	// plans_->events of its class + 1; 0 for none, and for all when the
+	// header is not compact (count_run reads the compact ones).
+	std::array<uint32_t, 32> compact_{};
 	Item item_;
 	// counting
 	std::vector<Tally> tallies_;
