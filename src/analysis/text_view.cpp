@@ -317,21 +317,58 @@ inline unsigned decimal_digits(uint64_t v)
 	return guess + (v >= kPowers[guess]);
 }
 
-void append_u64(Buf &o, uint64_t v)
+// Stores v (< 10^8) as exactly 8 digits at p (two independent halves).
+inline char *eight_digits(char *p, uint32_t v)
 {
-	const unsigned n = decimal_digits(v);
-	o.reserve(n);
-	digits_before(o.ptr() + n, v);
-	o.ptr() += n;
+	const uint32_t high = v / 10000, low = v % 10000;
+	std::memcpy(p, kDigitPairs + 2 * (high / 100), 2);
+	std::memcpy(p + 2, kDigitPairs + 2 * (high % 100), 2);
+	std::memcpy(p + 4, kDigitPairs + 2 * (low / 100), 2);
+	std::memcpy(p + 6, kDigitPairs + 2 * (low % 100), 2);
+	return p + 8;
 }
-void append_i64(Buf &o, int64_t v)
+
+// Stores the decimal digits of v at p (room for 20); returns their end.
+// Beyond 8 digits, the low ones 8 at a time (an address: 15 digits).
+inline char *put_u64(char *p, uint64_t v)
 {
-	if (v < 0) {
-		o.put('-');
-		append_u64(o, 0 - static_cast<uint64_t>(v));
-	} else {
-		append_u64(o, static_cast<uint64_t>(v));
+	constexpr uint64_t k8 = 100000000;
+	if (v >= k8) {
+		uint64_t high = v / k8;
+		const auto low = static_cast<uint32_t>(v % k8);
+		if (high >= k8) {
+			p = put_u64(p, high / k8);
+			p = eight_digits(p, static_cast<uint32_t>(high % k8));
+		} else {
+			const unsigned n = decimal_digits(high);
+			digits_before(p + n, high);
+			p += n;
+		}
+		return eight_digits(p, low);
 	}
+	const unsigned n = decimal_digits(v);
+	digits_before(p + n, v);
+	return p + n;
+}
+
+// v, after a '-' when negative (room for 21).
+inline char *put_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return put_u64(p, static_cast<uint64_t>(v));
+	*p = '-';
+	return put_u64(p + 1, 0 - static_cast<uint64_t>(v));
+}
+
+inline void append_u64(Buf &o, uint64_t v)
+{
+	o.reserve(20);
+	o.ptr() = put_u64(o.ptr(), v);
+}
+inline void append_i64(Buf &o, int64_t v)
+{
+	o.reserve(21);
+	o.ptr() = put_i64(o.ptr(), v);
 }
 void append_u64(std::string &o, uint64_t v)
 {
@@ -424,7 +461,7 @@ uint64_t low_bits(uint64_t v, unsigned bits) { return bits < 64 ? v & ((uint64_t
 struct Piece {
 	std::string before;
 	uint32_t value; // its op's index, and its value's (one value per member)
-	enum Kind : uint8_t { udec, string, other } kind;
+	enum Kind : uint8_t { udec, sdec, string, other } kind; // (udec, sdec: decimal integers, not enumerations)
 };
 
 // How one scope of an event class prints: directly from its pieces and the
@@ -801,11 +838,13 @@ public:
 				pending += name;
 				pending += " = ";
 				first = false;
-				const bool udec = m.kind <= OpKind::u64 &&
-				                  m.type->kind != reader::TypeKind::enumeration &&
-				                  m.type->base == reader::Base::dec;
+				const bool dec =
+					m.type->kind == reader::TypeKind::integer && m.type->base == reader::Base::dec;
+				const bool udec = dec && m.kind <= OpKind::u64;
+				const bool sdec = dec && m.kind == OpKind::integer && m.type->is_signed;
 				sp.pieces.push_back({std::move(pending), 1 + k,
 				                     udec                       ? Piece::udec
+				                     : sdec                     ? Piece::sdec
 				                     : m.kind == OpKind::string ? Piece::string
 				                                                : Piece::other});
 				pending.clear();
@@ -825,19 +864,21 @@ public:
 	void run(const ScopeProgram &sp, const Value *values)
 	{
 		for (const Piece &p : sp.pieces) {
-			o_.put(p.before);
 			const Value &v = values[p.value];
-			switch (p.kind) {
-			case Piece::udec:
-				append_u64(o_, v.u);
-				break;
-			case Piece::string:
-				append_escaped(o_, v.s, v.n);
-				break;
-			case Piece::other:
-				field(*sp.plan, p.value, values, p.value);
-				break;
+			if (p.kind == Piece::udec ||
+			    p.kind == Piece::sdec) { // (the text before it and it: one reserve)
+				const size_t n = p.before.size();
+				o_.reserve(n + 21);
+				char *q = o_.ptr();
+				copy_short(q, p.before.data(), n);
+				o_.ptr() = p.kind == Piece::udec ? put_u64(q + n, v.u) : put_i64(q + n, v.i);
+				continue;
 			}
+			o_.put(p.before);
+			if (p.kind == Piece::string)
+				append_escaped(o_, v.s, v.n);
+			else
+				field(*sp.plan, p.value, values, p.value);
 		}
 		o_.put(sp.end);
 	}
