@@ -16,6 +16,10 @@
 #include <stdexcept>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "analysis/progress.hpp"
 #include "analysis/view_filter.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -377,6 +381,7 @@ void append_u64(std::string &o, uint64_t v)
 	o.append(s, b + sizeof b);
 }
 
+#if !defined(__SSE2__)
 // The bytes babeltrace2 escapes in strings.
 struct EscapedBytes {
 	bool t[256];
@@ -387,6 +392,46 @@ struct EscapedBytes {
 	}
 };
 constexpr EscapedBytes kEscaped;
+#endif
+
+// The index of the first byte of s[0, n) that babeltrace2 escapes, n if
+// none: sixteen bytes at a time where SSE2 is (the last few copied into a
+// block of sixteen: nothing past s + n is read).
+inline size_t first_escaped(const char *s, size_t n)
+{
+#if defined(__SSE2__)
+	for (size_t i = 0;; i += 16) {
+		const size_t left = n - i;
+		__m128i v;
+		if (left >= 16) {
+			v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
+		} else {
+			if (left == 0)
+				return n;
+			char b[16] = {};
+			copy_short(b, s + i, left);
+			v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b));
+		}
+		const auto eq = [&](char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+		const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v); // (bytes below 0x20)
+		const __m128i any =
+			_mm_or_si128(_mm_or_si128(_mm_or_si128(control, eq(0x7f)), _mm_or_si128(eq('\\'), eq('\''))),
+		                     _mm_or_si128(eq('"'), eq('?')));
+		auto mask = static_cast<unsigned>(_mm_movemask_epi8(any));
+		if (left < 16)
+			mask &= (1u << left) - 1;
+		if (mask)
+			return i + static_cast<size_t>(__builtin_ctz(mask));
+		if (left <= 16)
+			return n;
+	}
+#else
+	size_t j = 0;
+	while (j < n && !kEscaped.t[static_cast<unsigned char>(s[j])])
+		++j;
+	return j;
+#endif
+}
 
 // babeltrace2's string escapes.
 void append_escaped(Buf &o, const char *s, size_t n)
@@ -396,9 +441,7 @@ void append_escaped(Buf &o, const char *s, size_t n)
 	*p++ = '"';
 	for (size_t i = 0; i < n; ++i) {
 		// the run of bytes shown as they are, copied at once
-		size_t j = i;
-		while (j < n && !kEscaped.t[static_cast<unsigned char>(s[j])])
-			++j;
+		const size_t j = i + first_escaped(s + i, n - i);
 		copy_short(p, s + i, j - i);
 		p += j - i;
 		if (j == n)
