@@ -679,7 +679,9 @@ int verb_export(const Args &a)
 		}
 		throw CliError("unknown format '" + a.format + "' (--format): give one of " + names);
 	}
-	const auto [targets, out] = split_last(a);
+	const auto split = split_last(a); // (not a structured binding: clang 14 does not let a lambda capture one)
+	const Args &targets = split.first;
+	const std::string &out = split.second;
 	if (std::filesystem::is_directory(out))
 		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
 		               a.format + " TRACE... OUT)");
