@@ -3,7 +3,7 @@
 // uses every construct the decoder runs: bit fields in both orders,
 // variants, enums, nested arrays, sequences, strings, text arrays, floats,
 // and a plain struct with a string (which counting steps over by itself).
-// The whole trace is read through TraceSet (packet index, events, merge):
+// The whole trace is read through TraceSet (packets, events, merge):
 // each outcome is the events or a ReadError naming the file and an offset
 // inside it; never a crash, a hang or unbounded memory. It is read three
 // times: decoding every payload, stepping over every payload, and over
