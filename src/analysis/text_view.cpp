@@ -16,6 +16,10 @@
 #include <stdexcept>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "analysis/progress.hpp"
 #include "analysis/view_filter.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -317,21 +321,58 @@ inline unsigned decimal_digits(uint64_t v)
 	return guess + (v >= kPowers[guess]);
 }
 
-void append_u64(Buf &o, uint64_t v)
+// Stores v (< 10^8) as exactly 8 digits at p (two independent halves).
+inline char *eight_digits(char *p, uint32_t v)
 {
-	const unsigned n = decimal_digits(v);
-	o.reserve(n);
-	digits_before(o.ptr() + n, v);
-	o.ptr() += n;
+	const uint32_t high = v / 10000, low = v % 10000;
+	std::memcpy(p, kDigitPairs + 2 * (high / 100), 2);
+	std::memcpy(p + 2, kDigitPairs + 2 * (high % 100), 2);
+	std::memcpy(p + 4, kDigitPairs + 2 * (low / 100), 2);
+	std::memcpy(p + 6, kDigitPairs + 2 * (low % 100), 2);
+	return p + 8;
 }
-void append_i64(Buf &o, int64_t v)
+
+// Stores the decimal digits of v at p (room for 20); returns their end.
+// Beyond 8 digits, the low ones 8 at a time (an address: 15 digits).
+inline char *put_u64(char *p, uint64_t v)
 {
-	if (v < 0) {
-		o.put('-');
-		append_u64(o, 0 - static_cast<uint64_t>(v));
-	} else {
-		append_u64(o, static_cast<uint64_t>(v));
+	constexpr uint64_t k8 = 100000000;
+	if (v >= k8) {
+		uint64_t high = v / k8;
+		const auto low = static_cast<uint32_t>(v % k8);
+		if (high >= k8) {
+			p = put_u64(p, high / k8);
+			p = eight_digits(p, static_cast<uint32_t>(high % k8));
+		} else {
+			const unsigned n = decimal_digits(high);
+			digits_before(p + n, high);
+			p += n;
+		}
+		return eight_digits(p, low);
 	}
+	const unsigned n = decimal_digits(v);
+	digits_before(p + n, v);
+	return p + n;
+}
+
+// v, after a '-' when negative (room for 21).
+inline char *put_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return put_u64(p, static_cast<uint64_t>(v));
+	*p = '-';
+	return put_u64(p + 1, 0 - static_cast<uint64_t>(v));
+}
+
+inline void append_u64(Buf &o, uint64_t v)
+{
+	o.reserve(20);
+	o.ptr() = put_u64(o.ptr(), v);
+}
+inline void append_i64(Buf &o, int64_t v)
+{
+	o.reserve(21);
+	o.ptr() = put_i64(o.ptr(), v);
 }
 void append_u64(std::string &o, uint64_t v)
 {
@@ -340,6 +381,7 @@ void append_u64(std::string &o, uint64_t v)
 	o.append(s, b + sizeof b);
 }
 
+#if !defined(__SSE2__)
 // The bytes babeltrace2 escapes in strings.
 struct EscapedBytes {
 	bool t[256];
@@ -350,6 +392,46 @@ struct EscapedBytes {
 	}
 };
 constexpr EscapedBytes kEscaped;
+#endif
+
+// The index of the first byte of s[0, n) that babeltrace2 escapes, n if
+// none: sixteen bytes at a time where SSE2 is (the last few copied into a
+// block of sixteen: nothing past s + n is read).
+inline size_t first_escaped(const char *s, size_t n)
+{
+#if defined(__SSE2__)
+	for (size_t i = 0;; i += 16) {
+		const size_t left = n - i;
+		__m128i v;
+		if (left >= 16) {
+			v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
+		} else {
+			if (left == 0)
+				return n;
+			char b[16] = {};
+			copy_short(b, s + i, left);
+			v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b));
+		}
+		const auto eq = [&](char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+		const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v); // (bytes below 0x20)
+		const __m128i any =
+			_mm_or_si128(_mm_or_si128(_mm_or_si128(control, eq(0x7f)), _mm_or_si128(eq('\\'), eq('\''))),
+		                     _mm_or_si128(eq('"'), eq('?')));
+		auto mask = static_cast<unsigned>(_mm_movemask_epi8(any));
+		if (left < 16)
+			mask &= (1u << left) - 1;
+		if (mask)
+			return i + static_cast<size_t>(__builtin_ctz(mask));
+		if (left <= 16)
+			return n;
+	}
+#else
+	size_t j = 0;
+	while (j < n && !kEscaped.t[static_cast<unsigned char>(s[j])])
+		++j;
+	return j;
+#endif
+}
 
 // babeltrace2's string escapes.
 void append_escaped(Buf &o, const char *s, size_t n)
@@ -359,9 +441,7 @@ void append_escaped(Buf &o, const char *s, size_t n)
 	*p++ = '"';
 	for (size_t i = 0; i < n; ++i) {
 		// the run of bytes shown as they are, copied at once
-		size_t j = i;
-		while (j < n && !kEscaped.t[static_cast<unsigned char>(s[j])])
-			++j;
+		const size_t j = i + first_escaped(s + i, n - i);
 		copy_short(p, s + i, j - i);
 		p += j - i;
 		if (j == n)
@@ -424,7 +504,7 @@ uint64_t low_bits(uint64_t v, unsigned bits) { return bits < 64 ? v & ((uint64_t
 struct Piece {
 	std::string before;
 	uint32_t value; // its op's index, and its value's (one value per member)
-	enum Kind : uint8_t { udec, string, other } kind;
+	enum Kind : uint8_t { udec, sdec, string, other } kind; // (udec, sdec: decimal integers, not enumerations)
 };
 
 // How one scope of an event class prints: directly from its pieces and the
@@ -723,8 +803,8 @@ public:
 		if (streams_.size() <= s.index())
 			streams_.resize(s.index() + 1);
 		StreamText &st = streams_[s.index()];
-		if (st.packet != s.packet() || st.packet == nullptr) {
-			st.packet = s.packet();
+		if (st.packet != s.packets_reached()) {
+			st.packet = s.packets_reached();
 			st.packet_shown = scope_shows(s.plans().packet_context);
 			st.packet_text.clear();
 			if (st.packet_shown) {
@@ -801,11 +881,13 @@ public:
 				pending += name;
 				pending += " = ";
 				first = false;
-				const bool udec = m.kind <= OpKind::u64 &&
-				                  m.type->kind != reader::TypeKind::enumeration &&
-				                  m.type->base == reader::Base::dec;
+				const bool dec =
+					m.type->kind == reader::TypeKind::integer && m.type->base == reader::Base::dec;
+				const bool udec = dec && m.kind <= OpKind::u64;
+				const bool sdec = dec && m.kind == OpKind::integer && m.type->is_signed;
 				sp.pieces.push_back({std::move(pending), 1 + k,
 				                     udec                       ? Piece::udec
+				                     : sdec                     ? Piece::sdec
 				                     : m.kind == OpKind::string ? Piece::string
 				                                                : Piece::other});
 				pending.clear();
@@ -825,19 +907,21 @@ public:
 	void run(const ScopeProgram &sp, const Value *values)
 	{
 		for (const Piece &p : sp.pieces) {
-			o_.put(p.before);
 			const Value &v = values[p.value];
-			switch (p.kind) {
-			case Piece::udec:
-				append_u64(o_, v.u);
-				break;
-			case Piece::string:
-				append_escaped(o_, v.s, v.n);
-				break;
-			case Piece::other:
-				field(*sp.plan, p.value, values, p.value);
-				break;
+			if (p.kind == Piece::udec ||
+			    p.kind == Piece::sdec) { // (the text before it and it: one reserve)
+				const size_t n = p.before.size();
+				o_.reserve(n + 21);
+				char *q = o_.ptr();
+				copy_short(q, p.before.data(), n);
+				o_.ptr() = p.kind == Piece::udec ? put_u64(q + n, v.u) : put_i64(q + n, v.i);
+				continue;
 			}
+			o_.put(p.before);
+			if (p.kind == Piece::string)
+				append_escaped(o_, v.s, v.n);
+			else
+				field(*sp.plan, p.value, values, p.value);
 		}
 		o_.put(sp.end);
 	}
@@ -894,7 +978,7 @@ public:
 
 private:
 	struct StreamText {
-		const reader::PacketEntry *packet = nullptr;
+		uint64_t packet = 0; // Stream::packets_reached() of the packet_text
 		bool packet_shown = false;
 		std::string packet_text;
 		std::vector<EventProgram> programs; // by index in the stream class's events
@@ -1020,7 +1104,18 @@ ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &o
 	Progress progress("view", set.bytes_total(), err,
 	                  Progress::on_terminal(err) && !(::isatty(out_fd) && Progress::on_terminal(stdout)));
 	uint64_t items = 0;
-	while (const reader::Item *it = set.next()) {
+	// A packet found damaged when reached ends the reading: the events
+	// before it are written, then the error (file and offset) is thrown.
+	const auto next = [&] {
+		try {
+			return set.next();
+		} catch (const reader::ReadError &) {
+			out.flush();
+			progress.clear();
+			throw;
+		}
+	};
+	while (const reader::Item *it = next()) {
 		if ((++items & 0xfff) == 0)
 			progress.update(set.bytes_done());
 		if (!resolved) {

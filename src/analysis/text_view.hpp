@@ -47,7 +47,9 @@ struct ViewStats {
 };
 
 // Prints the events of the traces to out_fd, the discarded-items warnings to
-// err. Throws ctf::reader::ReadError (file and offset) for a damaged trace.
+// err. Throws ctf::reader::ReadError (file and offset) for a damaged trace:
+// a packet found damaged when its stream reaches it, after the lines of the
+// events before it are written.
 ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &options, int out_fd, FILE *err);
 
 // The printer of view_traces for items merged elsewhere (analysis/live_view.hpp):

@@ -23,7 +23,7 @@ std::string read_file(const fs::path &path)
 	return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void check_stream(const std::string &file, bool ours, TraceScan &out)
+void scan_stream(const std::string &file, bool ours, TraceScan &out)
 {
 	std::error_code ec;
 	const uint64_t size = fs::file_size(file, ec);
@@ -33,19 +33,8 @@ void check_stream(const std::string &file, bool ours, TraceScan &out)
 		                       "without them");
 		return;
 	}
-	if (!ours)
-		return; // another tracer's packets: their sizes are where its metadata says
-	try {
-		const ctf::StreamCheck c = ctf::check_stream_file(file);
-		if (c.ok())
-			return;
-		const std::string at = std::to_string(c.whole);
-		out.warnings.push_back(file + ": at offset " + at + ", " + c.problem +
-		                       ": readers may reject the whole trace; `truncate -s " + at + " " + file +
-		                       "` keeps the " + std::to_string(c.packets) + " whole packets before it");
-	} catch (const std::system_error &e) {
-		out.warnings.push_back(std::string(e.what()) + ": the trace is shown without it");
-	}
+	if (ours) // (another tracer's packets: their sizes are where its metadata says)
+		out.ours.push_back(file);
 }
 
 // babeltrace2's view of a directory: a `metadata` file makes it a trace,
@@ -82,7 +71,7 @@ void scan(const fs::path &dir, int depth, TraceScan &out)
 		const bool ours = ctf::written_by_tracery(read_file(dir / "metadata"));
 		std::sort(files.begin(), files.end());
 		for (const fs::path &f : files)
-			check_stream(f.string(), ours, out);
+			scan_stream(f.string(), ours, out);
 	}
 	if (depth + 1 > kMaxDepth)
 		return;
@@ -92,6 +81,25 @@ void scan(const fs::path &dir, int depth, TraceScan &out)
 }
 
 } // namespace
+
+std::vector<std::string> check_streams(const std::vector<std::string> &files)
+{
+	std::vector<std::string> out;
+	for (const std::string &file : files) {
+		try {
+			const ctf::StreamCheck c = ctf::check_stream_file(file);
+			if (c.ok())
+				continue;
+			const std::string at = std::to_string(c.whole);
+			out.push_back(file + ": at offset " + at + ", " + c.problem +
+			              ": readers may reject the whole trace; `truncate -s " + at + " " + file +
+			              "` keeps the " + std::to_string(c.packets) + " whole packets before it");
+		} catch (const std::system_error &e) {
+			out.push_back(std::string(e.what()) + ": the trace is shown without it");
+		}
+	}
+	return out;
+}
 
 TraceScan scan_traces(const std::string &dir)
 {

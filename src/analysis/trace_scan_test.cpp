@@ -1,6 +1,6 @@
 // analysis/trace_scan_test.cpp — scan_traces() on made-up trace directories:
-// which directories are traces, and the warnings for empty stream files and
-// files that are not whole packets.
+// which directories are traces, the warnings for empty stream files and the
+// files to check; check_streams() on files that are not whole packets.
 #include "analysis/trace_scan.hpp"
 #include "base/test_temp_dir.hpp"
 
@@ -53,6 +53,9 @@ TEST_F(TraceScanTest, SoundTraceHasNoWarning)
 	const auto scan = analysis::scan_traces(dir_);
 	EXPECT_EQ(scan.traces, std::vector<std::string>{dir_});
 	EXPECT_TRUE(scan.warnings.empty()) << scan.warnings[0];
+	EXPECT_EQ(scan.ours, (std::vector<std::string>{dir_ + "/chan_0", dir_ + "/chan_1"}));
+	const auto checked = analysis::check_streams(scan.ours);
+	EXPECT_TRUE(checked.empty()) << checked[0];
 }
 
 TEST_F(TraceScanTest, NoMetadataNoTrace)
@@ -80,6 +83,7 @@ TEST_F(TraceScanTest, EmptyStreamFileNamed)
 	ASSERT_EQ(scan.warnings.size(), 1u);
 	EXPECT_EQ(scan.warnings[0].rfind(t + "/chan_1 is empty (0 bytes)", 0), 0u) << scan.warnings[0];
 	EXPECT_EQ(scan.warnings[0].find('\n'), std::string::npos);
+	EXPECT_EQ(scan.ours, std::vector<std::string>{t + "/chan_0"}); // (not the empty one)
 }
 
 TEST_F(TraceScanTest, CutPacketNamedWithItsOffsetAndTheFix)
@@ -88,8 +92,10 @@ TEST_F(TraceScanTest, CutPacketNamedWithItsOffsetAndTheFix)
 	const std::string f = t + "/chan_0";
 	fs::resize_file(f, fs::file_size(f) - 1);
 	const auto scan = analysis::scan_traces(dir_);
-	ASSERT_EQ(scan.warnings.size(), 1u);
-	const std::string &w = scan.warnings[0];
+	EXPECT_TRUE(scan.warnings.empty()) << scan.warnings[0]; // (said by check_streams, when the reading fails)
+	const auto checked = analysis::check_streams(scan.ours);
+	ASSERT_EQ(checked.size(), 1u);
+	const std::string &w = checked[0];
 	const std::string whole = std::to_string(84 + 200);
 	EXPECT_EQ(w.rfind(f + ": at offset " + whole + ", ", 0), 0u) << w;
 	EXPECT_NE(w.find("`truncate -s " + whole + " " + f + "` keeps the 1 whole packets"), std::string::npos) << w;
@@ -110,6 +116,7 @@ TEST_F(TraceScanTest, AnotherTracersPacketsAreNotWalkedButEmptyFilesAreNamed)
 	const auto scan = analysis::scan_traces(dir_);
 	ASSERT_EQ(scan.warnings.size(), 1u);
 	EXPECT_NE(scan.warnings[0].find("stream_1 is empty"), std::string::npos) << scan.warnings[0];
+	EXPECT_TRUE(scan.ours.empty()) << scan.ours[0];
 }
 
 TEST_F(TraceScanTest, MissingDirectoryThrowsNamingIt)

@@ -470,10 +470,16 @@ int verb_snapshot_record(const Args &a)
 
 namespace {
 
+// The traces of the targets, and the stream files to check if reading them fails.
+struct TraceInputs {
+	std::vector<analysis::ViewInput> inputs;
+	std::vector<std::string> check; // analysis::TraceScan::ours
+};
+
 // The traces one TARGET names, after the warnings about it: TARGET is a
 // trace directory when it looks like a path (it has a '/', or a directory of
 // that name exists), else a session name.
-void view_target(const std::string &target, std::vector<analysis::ViewInput> &inputs)
+void view_target(const std::string &target, TraceInputs &traces)
 {
 	std::string path;
 	json session = json::object(); // the session's status, when TARGET names one
@@ -535,16 +541,44 @@ void view_target(const std::string &target, std::vector<analysis::ViewInput> &in
 			        "buffers and are not shown; run `tracery stop %s` first to see them all\n",
 			        name.c_str(), name.c_str());
 	} else {
-		// An empty stream file holds no event, and a packet cut short
-		// makes the whole trace unreadable: say which files first.
+		// An empty stream file holds no event: say which first. (A packet
+		// cut short makes the whole trace unreadable: reading() names it.)
 		for (const auto &w : scan.warnings)
 			fprintf(stderr, "tracery: warning: %s\n", w.c_str());
+		traces.check.insert(traces.check.end(), scan.ours.begin(), scan.ours.end());
 	}
 	for (const std::string &t : scan.traces) {
 		std::string rel = std::filesystem::path(t).lexically_relative(path).string();
 		if (rel == ".")
 			rel.clear();
-		inputs.push_back({t, rel});
+		traces.inputs.push_back({t, rel});
+	}
+}
+
+// The traces of the targets (default: the current session's), after the
+// warnings about them.
+TraceInputs trace_inputs(const Args &a)
+{
+	TraceInputs traces;
+	if (a.targets.empty())
+		view_target("", traces);
+	for (const std::string &t : a.targets)
+		view_target(t, traces);
+	return traces;
+}
+
+// read(inputs); when it fails (a damaged trace: the reader's error names the
+// file and the offset), first a warning for each stream file that is not
+// whole packets, with the fix, as before the reading when it began.
+template <class Read>
+int reading(const TraceInputs &traces, Read &&read)
+{
+	try {
+		return read(traces.inputs);
+	} catch (...) {
+		for (const std::string &w : analysis::check_streams(traces.check))
+			fprintf(stderr, "tracery: warning: %s\n", w.c_str());
+		throw;
 	}
 }
 
@@ -565,33 +599,19 @@ int verb_view(const Args &a)
 	}
 	if (a.from_now)
 		throw CliError("--from-now goes with --live");
-	std::vector<analysis::ViewInput> inputs;
-	if (a.targets.empty())
-		view_target("", inputs);
-	for (const std::string &t : a.targets)
-		view_target(t, inputs);
+	const TraceInputs traces = trace_inputs(a);
 	fflush(stdout);
 	// A reader that goes away (`tracery view | head`) ends the output
 	// quietly: EPIPE instead of the signal.
 	signal(SIGPIPE, SIG_IGN);
 	// A damaged trace throws an error naming the file and the offset.
-	analysis::view_traces(inputs, options, STDOUT_FILENO, stderr);
-	return 0;
+	return reading(traces, [&](const auto &inputs) {
+		analysis::view_traces(inputs, options, STDOUT_FILENO, stderr);
+		return 0;
+	});
 }
 
 namespace {
-
-// The traces of the targets (default: the current session's), after the
-// warnings about them.
-std::vector<analysis::ViewInput> trace_inputs(const Args &a)
-{
-	std::vector<analysis::ViewInput> inputs;
-	if (a.targets.empty())
-		view_target("", inputs);
-	for (const std::string &t : a.targets)
-		view_target(t, inputs);
-	return inputs;
-}
 
 int print_report(const analysis::Report &r, bool json)
 {
@@ -613,22 +633,26 @@ analysis::sql::OutputFormat query_format(const Args &a)
 
 int verb_stats(const Args &a)
 {
-	analysis::EventWalk walk(trace_inputs(a), "stats", analysis::stats_reads_fields, analysis::stats_counts);
-	return print_report(analysis::trace_stats(walk), a.json);
+	return reading(trace_inputs(a), [&](const auto &inputs) {
+		analysis::EventWalk walk(inputs, "stats", analysis::stats_reads_fields, analysis::stats_counts);
+		return print_report(analysis::trace_stats(walk), a.json);
+	});
 }
 
 int verb_analyze(const Args &a, const std::string &kind)
 {
-	analysis::EventWalk walk(trace_inputs(a), "analyze " + kind);
-	if (kind == "cputop")
-		return print_report(analysis::analyze_cputop(walk), a.json);
-	if (kind == "syscalls")
-		return print_report(analysis::analyze_syscalls(walk), a.json);
-	if (kind == "schedlat")
-		return print_report(analysis::analyze_schedlat(walk), a.json);
-	if (kind == "irq")
-		return print_report(analysis::analyze_irq(walk), a.json);
-	return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
+	return reading(trace_inputs(a), [&](const auto &inputs) {
+		analysis::EventWalk walk(inputs, "analyze " + kind);
+		if (kind == "cputop")
+			return print_report(analysis::analyze_cputop(walk), a.json);
+		if (kind == "syscalls")
+			return print_report(analysis::analyze_syscalls(walk), a.json);
+		if (kind == "schedlat")
+			return print_report(analysis::analyze_schedlat(walk), a.json);
+		if (kind == "irq")
+			return print_report(analysis::analyze_irq(walk), a.json);
+		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
+	});
 }
 
 namespace {
@@ -655,12 +679,18 @@ int verb_export(const Args &a)
 		}
 		throw CliError("unknown format '" + a.format + "' (--format): give one of " + names);
 	}
-	const auto [targets, out] = split_last(a);
+	const auto split = split_last(a); // (not a structured binding: clang 14 does not let a lambda capture one)
+	const Args &targets = split.first;
+	const std::string &out = split.second;
 	if (std::filesystem::is_directory(out))
 		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
 		               a.format + " TRACE... OUT)");
-	analysis::EventWalk walk(trace_inputs(targets), std::string("export ") + f->name);
-	const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force});
+	analysis::ExportCounts n;
+	reading(trace_inputs(targets), [&](const auto &inputs) {
+		analysis::EventWalk walk(inputs, std::string("export ") + f->name);
+		n = f->write(walk, out, {a.spans, a.counters, a.force});
+		return 0;
+	});
 	fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events), out.c_str());
 	if (n.discarded)
 		fprintf(stderr, "tracery: the traces lost %llu events (not in the export)\n",
@@ -676,13 +706,16 @@ int verb_query(const Args &a)
 		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
 	}
-	analysis::EventWalk walk(trace_inputs(targets), "query");
 	analysis::sql::Db db(""); // a temporary file SQLite removes, its pages cached in memory up to a bound
-	analysis::sql::fresh_database_pragmas(db);
-	analysis::sql::LoadOptions load;
-	for (const std::string &s : a.spans)
-		load.spans.push_back(analysis::sql::parse_span(s));
-	analysis::sql::load_traces(walk, db, load);
+	reading(trace_inputs(targets), [&](const auto &inputs) {
+		analysis::EventWalk walk(inputs, "query");
+		analysis::sql::fresh_database_pragmas(db);
+		analysis::sql::LoadOptions load;
+		for (const std::string &s : a.spans)
+			load.spans.push_back(analysis::sql::parse_span(s));
+		analysis::sql::load_traces(walk, db, load);
+		return 0;
+	});
 	analysis::sql::run_query(db, sql, query_format(a), stdout);
 	return 0;
 }

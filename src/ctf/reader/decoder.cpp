@@ -393,7 +393,7 @@ private:
 			plan.ops[index].flat = plan.ops.size() - index - 1 == op.count;
 			plan.ops[index].plain = plan.ops[index].flat;
 			for (size_t k = index + 1; k < plan.ops.size(); ++k) {
-				plan.ops[index].flat &= plan.ops[k].kind <= OpKind::u64;
+				plan.ops[index].flat &= detail::byte_int(plan.ops[k]);
 				// (a register is given later, when a path names the field: plain is checked again then)
 				plan.ops[index].plain &=
 					(plan.ops[k].kind <= OpKind::u64 || plan.ops[k].kind == OpKind::string) &&
@@ -506,6 +506,7 @@ const TracePlans::EventPlans *TracePlans::StreamPlans::sparse_event(uint64_t id)
 namespace {
 
 using detail::kNoFit;
+using detail::load_byte_int;
 using detail::load_le_bytes;
 using detail::load_uint;
 using detail::string_length;
@@ -653,13 +654,13 @@ private:
 
 	void apply_role(const Op &op, uint64_t raw) { reader::apply_role(st_, op, raw); }
 
-	// A u8/u16/u32/u64 op: after align() the position is on a byte.
+	// A byte_int() op: after align() the position is on a byte.
 	void byte_integer(const Op &op)
 	{
 		align(op.align);
 		need(op.size, op);
 		const uint8_t *p = base_ + (pos_ >> 3);
-		const uint64_t raw = load_uint(op.kind, p);
+		const uint64_t raw = load_byte_int(op, p);
 		pos_ += op.size;
 		integer_result(op, raw);
 	}
@@ -867,7 +868,7 @@ private:
 
 namespace {
 
-// A flat root struct (Op::flat: its members are all u8/u16/u32/u64, roles
+// A flat root struct (Op::flat: its members are all byte_int(), roles
 // and registers allowed: a packet context) read as the ops would read it,
 // without running them; kNoFit when a member does not fit (nothing
 // appended: the ops then say what is wrong).
@@ -893,7 +894,7 @@ uint64_t run_flat(const Plan &plan, const uint8_t *base, uint64_t bit_pos, uint6
 	for (uint32_t k = 0; k < root.count; ++k) {
 		const Op &m = plan.ops[1 + k];
 		pos = (pos + m.align - 1) & ~(uint64_t{m.align} - 1);
-		const uint64_t raw = load_uint(m.kind, base + (pos >> 3));
+		const uint64_t raw = load_byte_int(m, base + (pos >> 3));
 		pos += m.size;
 		if (m.reg >= 0)
 			st.regs[static_cast<size_t>(m.reg)] = raw;

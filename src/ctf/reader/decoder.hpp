@@ -97,7 +97,7 @@ struct Op {
 	bool is_signed = false;
 	bool big_endian = false;
 	bool shown = true;  // what babeltrace2 shows: not the fields the reader consumes itself
-	bool flat = false;  // structure: its members are all u8/u16/u32/u64 ops (decoded in one loop)
+	bool flat = false;  // structure: its members are all whole-byte integers (byte_int(); decoded in one loop)
 	bool plain = false; // members u8/u16/u32/u64 or strings, no role or register: decoded without running ops
 	uint8_t size = 0;   // integer bits
 	uint32_t align = 1;
@@ -237,6 +237,29 @@ inline uint64_t load_uint(OpKind kind, const uint8_t *p)
 	default:
 		return load_le_bytes(p, 8);
 	}
+}
+
+// Whether an integer op is read whole from bytes: a u8/u16/u32/u64 op, or a
+// little-endian byte-aligned integer of 8, 16, 32 or 64 bits (signed, an
+// enumeration).
+inline bool byte_int(const Op &op)
+{
+	return op.kind <= OpKind::u64 || (op.kind == OpKind::integer && !op.big_endian && op.align % 8 == 0 &&
+	                                  (op.size == 8 || op.size == 16 || op.size == 32 || op.size == 64));
+}
+
+// The value of a byte_int() op at p (sign-extended when signed), as the
+// bit reader gives it.
+inline uint64_t load_byte_int(const Op &op, const uint8_t *p)
+{
+	if (op.kind <= OpKind::u64)
+		return load_uint(op.kind, p);
+	uint64_t raw = load_le_bytes(p, op.size / 8u);
+	if (op.is_signed && op.size < 64) {
+		const uint64_t m = uint64_t{1} << (op.size - 1);
+		raw = (raw ^ m) - m;
+	}
+	return raw;
 }
 
 // The bytes before the NUL among the avail at p, or SIZE_MAX if none is:

@@ -244,6 +244,25 @@ TEST(Decoder, FlatStructsAsTheGenericOps)
 	EXPECT_EQ(d.values[3].u, 0x8000000000000008u);
 	EXPECT_EQ(d.end, 13u * 8);
 	EXPECT_TRUE(ep->fields.ops[0].plain); // and without roles or registers: no ops run at all
+	// byte-aligned little-endian signed integers (a kernel syscall's return value) too, sign-extended
+	const Decoded sig =
+		decode("le",
+	               "integer { size = 64; align = 8; signed = true; } r; integer { size = 16; align = 8; signed = "
+	               "true; } s; integer { size = 8; align = 8; signed = true; } t;",
+	               {0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x80, 0x7f});
+	EXPECT_TRUE(sig.plans->stream(0)->event(0)->fields.ops[0].flat);
+	EXPECT_FALSE(sig.plans->stream(0)->event(0)->fields.ops[0].plain); // (run_plain reads unsigned kinds only)
+	ASSERT_EQ(sig.values.size(), 4u);
+	EXPECT_EQ(sig.values[1].i, -2);
+	EXPECT_EQ(sig.values[2].i, -32768);
+	EXPECT_EQ(sig.values[3].i, 127);
+	EXPECT_EQ(sig.end, 11u * 8);
+	// a big-endian or unaligned one is not
+	EXPECT_FALSE(decode("le", "integer { size = 16; align = 8; signed = true; byte_order = be; } r;", {0, 1})
+	                     .plans->stream(0)
+	                     ->event(0)
+	                     ->fields.ops[0]
+	                     .flat);
 	try {
 		decode("le", "uint8_t a; uint32_t b;", {7, 1, 2});
 		ADD_FAILURE();

@@ -1,6 +1,6 @@
 // ctf/reader/trace_reader.cpp — opening traces (metadata, mapped stream
-// files, packet index), iterating a stream's packets and events, and the
-// merge of all streams.
+// files), iterating a stream's packets (each indexed and checked when
+// reached) and events, and the merge of all streams.
 #include "ctf/reader/trace_reader.hpp"
 
 #include <fcntl.h>
@@ -38,6 +38,58 @@ ClockConverter::ClockConverter(const Clock &c) : freq_(c.freq), ghz_(c.freq == 1
 		ghz_ ? offset
 		     : static_cast<uint64_t>((1e9 * static_cast<double>(offset)) / static_cast<double>(c.freq));
 	base_ns_ = static_cast<int64_t>(static_cast<uint64_t>(offset_s) * 1000000000u + offset_ns);
+	// ns() below known_: 1e9 c / freq < about 2^61, base_ns_ within 2^62 of 0.
+	constexpr int64_t kBase = int64_t{1} << 62;
+	if (freq_ == 0 || base_ns_ > kBase || base_ns_ < -kBase) {
+		known_ = 0;
+	} else {
+		const double k = 0x1p61 * static_cast<double>(freq_) / 1e9;
+		known_ = k >= 0x1p62 ? uint64_t{1} << 62 : static_cast<uint64_t>(k);
+	}
+}
+
+ClockConverter::Before ClockConverter::before(int64_t t) const
+{
+	Before b;
+	b.t = t;
+	b.known = known_;
+	const auto lt = [&](uint64_t c) { return ns(c) < t; };
+	if (known_ == 0 || !lt(0)) // (ns(0) is the least: none is before t)
+		return b;
+	if (lt(known_ - 1)) {
+		b.below = known_;
+		return b;
+	}
+	// The first value not before t, between lo (before) and hi (not): from
+	// the inverse's estimate by doubling steps, then halving.
+	uint64_t lo = 0, hi = known_ - 1;
+	const double e = (static_cast<double>(t) - static_cast<double>(base_ns_)) * static_cast<double>(freq_) / 1e9;
+	const uint64_t guess = e <= 0 ? 0 : e >= static_cast<double>(hi) ? hi : static_cast<uint64_t>(e);
+	if (lt(guess)) {
+		lo = guess;
+		for (uint64_t step = 1; step < hi - lo; step *= 2) {
+			if (!lt(lo + step)) {
+				hi = lo + step;
+				break;
+			}
+			lo += step;
+		}
+	} else {
+		hi = guess;
+		for (uint64_t step = 1; step < hi - lo; step *= 2) {
+			if (lt(hi - step)) {
+				lo = hi - step;
+				break;
+			}
+			hi -= step;
+		}
+	}
+	while (hi - lo > 1) {
+		const uint64_t m = lo + (hi - lo) / 2;
+		(lt(m) ? lo : hi) = m;
+	}
+	b.below = hi;
+	return b;
 }
 
 class StreamFile {
@@ -89,7 +141,7 @@ public:
 	std::string path;
 	const uint8_t *data;
 	uint64_t size;
-	std::vector<PacketEntry> packets;
+	PacketEntry first; // its first packet's (add_trace, append_packet)
 	const TracePlans::StreamPlans *plans = nullptr;
 	mutable uint64_t released = 0;  // bytes [0, released) were given back (release_before)
 	mutable uint64_t populated = 0; // bytes [.., populated) were mapped (populate)
@@ -187,14 +239,16 @@ int64_t uuid_place(const Plan &plan)
 
 // Reads the header and context of the packet at data + off (the file or
 // buffer holding size bytes from data) into pe, checked as a reader must:
-// magic, trace UUID, stream class, sizes. Returns the packet's stream class.
-// Throws ReadError naming path and the offset.
+// magic, trace UUID, stream class, sizes; the context's values into
+// `values` unless null. Returns the packet's stream class. Throws ReadError
+// naming path and the offset.
 const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &path, const uint8_t *data, uint64_t off,
                                             uint64_t size, PacketEntry &pe, DecodeState &st,
-                                            std::vector<Value> &scratch)
+                                            std::vector<Value> &scratch, std::vector<Value> *values)
 {
 	const TracePlans &plans = *t.plans;
 	// Positions are bits from the packet's start (CTF aligns within a packet).
+	pe = PacketEntry{};
 	pe.offset = off;
 	st.packet = &pe.f;
 	const uint8_t *pkt = data + off;
@@ -233,7 +287,7 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 		                        std::to_string(t.cls.streams.size()) + " stream classes");
 	}
 	try {
-		pos = run_plan(sp->packet_context, pkt, pos, left, st, nullptr); // (its roles only)
+		pos = run_plan(sp->packet_context, pkt, pos, left, st, values);
 	} catch (const DecodeError &e) {
 		throw ReadError(path, off + e.bit_offset() / 8, std::string("packet context: ") + e.what());
 	}
@@ -253,6 +307,7 @@ const TracePlans::StreamPlans *index_packet(const Trace &t, const std::string &p
 		                        " bits) are larger than its content (" + std::to_string(pe.content_bits) +
 		                        " bits)");
 	pe.data_bit = pos;
+	st.packet = nullptr;
 	return sp;
 }
 
@@ -337,33 +392,12 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		madvise(m, size, MADV_SEQUENTIAL);
 		files_.push_back(std::make_unique<StreamFile>(path, static_cast<const uint8_t *>(m), size));
 		StreamFile &f = *files_.back();
-
-		uint64_t off = 0;
-		bool has_instance = false;
-		uint64_t instance = 0;
-		uint64_t last = 0; // the last packet's bytes
-		while (off < size) {
-			if (last < StreamFile::kPopulate / 64) // (small packets: every page is read)
-				f.populate(off, off + 1);
-			PacketEntry pe;
-			const TracePlans::StreamPlans *sp = index_packet(*t, path, f.data, off, size, pe, st, scratch);
-			if (f.plans && f.plans != sp)
-				throw ReadError(path, off, "the file's packets are of different stream classes");
-			f.plans = sp;
-			if (pe.f.has_stream_instance_id) {
-				has_instance = true;
-				instance = pe.f.stream_instance_id;
-			}
-			f.packets.push_back(pe);
-			bytes_total_ += pe.packet_bits / 8;
-			last = pe.packet_bits / 8;
-			off += pe.packet_bits / 8;
-			f.release_before(off);
-		}
-		f.release_before(size, true);
-		f.released = f.populated = 0; // the reading maps the pages again
-		if (has_instance)
-			groups[{f.plans->cls->id, instance}].push_back(&f);
+		// Its first packet: its stream class and instance (the others are
+		// indexed when the reading reaches them, load_packet).
+		f.plans = index_packet(*t, path, f.data, 0, size, f.first, st, scratch, nullptr);
+		bytes_total_ += size;
+		if (f.first.f.has_stream_instance_id)
+			groups[{f.plans->cls->id, f.first.f.stream_instance_id}].push_back(&f);
 		else
 			singles.emplace_back(f.plans->cls->id, &f);
 	}
@@ -372,7 +406,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 	auto make_stream = [&](const TracePlans::StreamPlans *sp, uint64_t id, std::vector<StreamFile *> fl) {
 		// A stream's files in the order of their first packets' beginnings.
 		std::stable_sort(fl.begin(), fl.end(), [](const StreamFile *a, const StreamFile *b) {
-			return a->packets.front().f.begin < b->packets.front().f.begin;
+			return a->first.f.begin < b->first.f.begin;
 		});
 		auto s = std::make_unique<Stream>();
 		s->trace_ = &trace;
@@ -381,9 +415,7 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 		s->name_ = fl.front()->path;
 		if (sp->clock)
 			s->clock_ = ClockConverter(*sp->clock);
-		for (const StreamFile *f : fl)
-			for (uint32_t i = 0; i < f->packets.size(); ++i)
-				s->packets_.push_back({f, i});
+		s->files_.assign(fl.begin(), fl.end());
 		s->st_.regs.assign(plans.registers(), 0);
 		s->order_ = streams_.size();
 		streams_.push_back(std::move(s));
@@ -396,32 +428,37 @@ void TraceSet::add_trace(const std::string &dir, const std::string &name_suffix)
 	traces_.push_back(std::move(t));
 }
 
+// The stream's next packet, indexed and checked here (index_packet), its
+// context's values decoded; false when it has no more (yet, if in memory).
 bool TraceSet::load_packet(Stream &s)
 {
-	if (s.next_packet_ >= s.packets_.size())
-		return false;
-	const Stream::PacketRef ref = s.packets_[s.next_packet_++];
-	if (s.packet_)
-		s.file_->release_before(ref.file == s.file_ ? ref.file->packets[ref.index].offset : s.file_->size,
-		                        ref.file != s.file_);
-	s.prev_packet_ = s.packet_;
-	s.file_ = ref.file;
-	s.packet_ = &ref.file->packets[ref.index];
-	const PacketEntry &p = *s.packet_;
-	bytes_done_ += p.packet_bits / 8;
-	s.file_->populate(p.offset, p.offset + p.content_bits / 8);
-	// The packet context again, for its values (what the index kept is its roles).
-	PacketFields pf;
-	s.st_.packet = &pf;
-	s.packet_values_.clear();
-	try {
-		const uint8_t *pkt = s.file_->data + p.offset;
-		uint64_t pos = run_plan(s.trace_->plans->packet_header(), pkt, 0, p.content_bits, s.st_, nullptr);
-		run_plan(s.plans_->packet_context, pkt, pos, p.content_bits, s.st_, &s.packet_values_);
-	} catch (const DecodeError &e) {
-		throw ReadError(s.file_->path, p.offset + e.bit_offset() / 8, e.what());
+	while (!s.file_ || s.next_offset_ >= s.file_->size) {
+		if (s.next_file_ >= s.files_.size())
+			return false;
+		if (s.file_)
+			s.file_->release_before(s.file_->size, true);
+		s.file_ = s.files_[s.next_file_++];
+		s.next_offset_ = 0;
 	}
-	s.st_.packet = nullptr;
+	const StreamFile &f = *s.file_;
+	const uint64_t off = s.next_offset_;
+	f.release_before(off);
+	// (a kernel trace's packets are small: mapped a MiB at a time)
+	f.populate(off, off + 1);
+	if (s.packet_) {
+		s.prev_entry_ = s.entry_;
+		s.prev_packet_ = &s.prev_entry_;
+	}
+	s.packet_values_.clear();
+	if (index_packet(*s.trace_, f.path, f.data, off, f.size, s.entry_, s.st_, scratch_, &s.packet_values_) !=
+	    f.plans)
+		throw ReadError(f.path, off, "the file's packets are of different stream classes");
+	s.packet_ = &s.entry_;
+	++s.packets_reached_;
+	const PacketEntry &p = s.entry_;
+	s.next_offset_ = off + p.packet_bits / 8;
+	bytes_done_ += p.packet_bits / 8;
+	f.populate(off, off + p.content_bits / 8);
 	if (p.f.has_begin)
 		s.st_.clock = p.f.begin;
 	s.pos_ = p.data_bit;
@@ -694,6 +731,11 @@ void TraceSet::plan_steps(Stream &s) const
 	}
 	if (counted_)
 		s.tallies_.resize(s.steps_.size());
+	s.compact_.fill(0);
+	const std::vector<uint32_t> &index = s.plans_->event_index;
+	if (s.plans_->event_header.compact_header)
+		for (size_t id = 0; id < 31 && id < index.size(); ++id)
+			s.compact_[id] = index[id];
 }
 
 void TraceSet::start()
@@ -733,6 +775,18 @@ const Item *TraceSet::next()
 	return &it;
 }
 
+namespace {
+
+// The clock after a compact event header (w: its 32 bits): the 27-bit
+// timestamp replaces the clock's low bits, carrying over when it is less.
+inline uint64_t compact_clock(uint64_t clock, uint32_t w)
+{
+	constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
+	return clock + (((w >> 5) - clock) & kMask);
+}
+
+} // namespace
+
 // Counts s's current event (of a counted class) and the events after it in
 // its packet while they are of counted classes and come before every other
 // stream's current item. Returns true when s's current item is counted
@@ -747,11 +801,11 @@ bool TraceSet::count_run(Stream &s)
 	const Stream *rival = heap_.size() < 2                                ? nullptr
 	                      : heap_.size() == 2 || less(heap_[1], heap_[2]) ? heap_[1]
 	                                                                      : heap_[2];
-	const int64_t bound = rival ? rival->item_.ns : 0; // an event before this time comes before it
+	// an event before the rival's time comes before it (every one, without a rival)
+	const ClockConverter::Before before_rival =
+		rival ? s.clock_.before(rival->item_.ns) : ClockConverter::Before{0, UINT64_MAX, UINT64_MAX};
 	const TracePlans::StreamPlans &sp = *s.plans_;
-	// (ids found here: none when the header is not compact)
-	const uint32_t *index = sp.event_index.data();
-	const size_t classes = sp.event_header.compact_header ? sp.event_index.size() : 0;
+	const uint32_t *compact = s.compact_.data();
 	const uint8_t *base = s.file_->data + s.packet_->offset;
 	const Stream::ClassStep *steps = s.steps_.data();
 	Stream::Tally *tallies = s.tallies_.data();
@@ -779,10 +833,10 @@ bool TraceSet::count_run(Stream &s)
 			return false;
 		uint32_t w;
 		std::memcpy(&w, base + (p >> 3), 4); // little-endian host
-		const uint32_t id = w & 31;
-		if (id == 31 || id >= classes || !index[id])
+		const uint32_t c1 = compact[w & 31];
+		if (!c1)
 			return false;
-		const size_t ki = index[id] - 1;
+		const size_t ki = c1 - 1;
 		const Stream::ClassStep &step = steps[ki];
 		uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
 		if (q > end)
@@ -803,13 +857,8 @@ bool TraceSet::count_run(Stream &s)
 		                                  detail::kNoFit) {
 			return false;
 		}
-		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
-		const uint64_t ts = w >> 5;
-		uint64_t c = (clock & ~kMask) | ts;
-		if (ts < (clock & kMask))
-			c += uint64_t{1} << 27;
 		k = ki;
-		clock = c;
+		clock = compact_clock(clock, w);
 		bits = q - pos;
 		pos = q;
 		return true;
@@ -821,9 +870,11 @@ bool TraceSet::count_run(Stream &s)
 	// event of another class, one that does not fit, or one not before the
 	// rival (the main loop reads those again).
 	const auto same_class = [&](uint32_t id, const Stream::ClassStep &step) {
-		constexpr uint64_t kMask = (uint64_t{1} << 27) - 1;
-		uint64_t n = 0, run = 0;
-		while (pos < end) {
+		const uint64_t align = step.align, fixed = step.bits, tail = step.tail;
+		const bool one_string = step.one_string;
+		const uint64_t start = pos;
+		uint64_t n = 0;
+		while (true) {
 			const uint64_t p = (pos + 7) & ~uint64_t{7};
 			if (p > end || end - p < 32)
 				break;
@@ -831,25 +882,21 @@ bool TraceSet::count_run(Stream &s)
 			std::memcpy(&w, base + (p >> 3), 4); // little-endian host
 			if ((w & 31) != id)
 				break;
-			uint64_t q = (p + 32 + step.align - 1) & ~(step.align - 1);
-			if (q > end || step.bits > end - q)
+			uint64_t q = (p + 32 + align - 1) & ~(align - 1);
+			if (q > end || fixed > end - q)
 				break;
-			q += step.bits;
-			if (step.one_string) {
+			q += fixed;
+			if (one_string) {
 				const size_t len =
 					detail::string_length(base + (q >> 3), static_cast<size_t>((end - q) >> 3));
-				if (len == SIZE_MAX || step.tail > end - q - (len + 1) * 8)
+				if (len == SIZE_MAX || tail > end - q - (len + 1) * 8)
 					break;
-				q += (len + 1) * 8 + step.tail;
+				q += (len + 1) * 8 + tail;
 			}
-			const uint64_t ts = w >> 5;
-			uint64_t c = (clock & ~kMask) | ts;
-			if (ts < (clock & kMask))
-				c += uint64_t{1} << 27;
-			if (rival && s.clock_.ns(c) >= bound)
+			const uint64_t c = compact_clock(clock, w);
+			if (!before_rival(s.clock_, c))
 				break;
 			++n;
-			run += q - pos;
 			bits = q - pos;
 			clock = c;
 			pos = q;
@@ -858,7 +905,7 @@ bool TraceSet::count_run(Stream &s)
 			Stream::Tally &t = tallies[k];
 			seq += n;
 			t.events += n;
-			t.bits += run;
+			t.bits += pos - start;
 			t.last_cycles = clock;
 			t.last_seq = seq;
 		}
@@ -883,7 +930,7 @@ bool TraceSet::count_run(Stream &s)
 			break;
 		if (next_compact()) {
 			const Stream::ClassStep &step = steps[k];
-			if (step.counted && (!rival || s.clock_.ns(clock) < bound))
+			if (step.counted && before_rival(s.clock_, clock))
 				continue;
 			// the item, given or compared
 			st.clock = clock;
@@ -1060,24 +1107,24 @@ void TraceSet::append_packet(Stream &s, std::span<const uint8_t> packet)
 {
 	if (packet.empty())
 		throw ReadError(s.name_, 0, "an empty packet");
-	// The packets the stream has left behind (all but the current one and the
-	// one before it, which the discarded counts compare with) are dropped.
-	const size_t keep_from = s.next_packet_ >= 2 ? s.next_packet_ - 2 : 0;
+	// The packets the stream has left behind (all but the current one: the
+	// one before it, which the discarded counts compare with, is a copy) are
+	// dropped.
+	const size_t keep_from = s.next_file_ >= 1 ? s.next_file_ - 1 : 0;
 	if (keep_from > 0) {
 		for (size_t i = 0; i < keep_from; ++i) {
-			const StreamFile *f = s.packets_[i].file;
+			const StreamFile *f = s.files_[i];
 			std::erase_if(files_, [&](const std::unique_ptr<StreamFile> &o) { return o.get() == f; });
 		}
-		s.packets_.erase(s.packets_.begin(), s.packets_.begin() + static_cast<std::ptrdiff_t>(keep_from));
-		s.next_packet_ -= keep_from;
+		s.files_.erase(s.files_.begin(), s.files_.begin() + static_cast<std::ptrdiff_t>(keep_from));
+		s.next_file_ -= keep_from;
 	}
 	const Trace &t = *s.trace_;
 	auto f = std::make_unique<StreamFile>(s.name_, map_copy(packet, s.name_), packet.size());
 	DecodeState st;
 	st.regs.assign(t.plans->registers(), 0);
-	std::vector<Value> scratch;
-	PacketEntry pe;
-	const TracePlans::StreamPlans *sp = index_packet(t, s.name_, f->data, 0, f->size, pe, st, scratch);
+	PacketEntry &pe = f->first;
+	const TracePlans::StreamPlans *sp = index_packet(t, s.name_, f->data, 0, f->size, pe, st, scratch_, nullptr);
 	if (pe.packet_bits != f->size * 8)
 		throw ReadError(s.name_, 0,
 		                "the packet declares " + std::to_string(pe.packet_bits / 8) + " bytes, not the " +
@@ -1093,9 +1140,8 @@ void TraceSet::append_packet(Stream &s, std::span<const uint8_t> packet)
 		plan_steps(s);
 	}
 	f->plans = sp;
-	f->packets.push_back(pe);
 	bytes_total_ += packet.size();
-	s.packets_.push_back({f.get(), 0});
+	s.files_.push_back(f.get());
 	files_.push_back(std::move(f));
 }
 

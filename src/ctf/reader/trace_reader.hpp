@@ -1,9 +1,9 @@
 // ctf/reader/trace_reader.hpp — CTF traces read from disk: each trace's
-// metadata and decode plans, its stream files memory-mapped with a packet
-// index, and a merge of every stream of one or several traces in timestamp
-// order (babeltrace2's order, ties included), with the discarded events
-// (events_discarded deltas) and discarded packets (packet_seq_num gaps)
-// where they occur.
+// metadata and decode plans, its stream files memory-mapped and their packets
+// indexed as each stream reaches them, and a merge of every stream of one or
+// several traces in timestamp order (babeltrace2's order, ties included),
+// with the discarded events (events_discarded deltas) and discarded packets
+// (packet_seq_num gaps) where they occur.
 //
 //   TraceSet set;
 //   set.add_trace("/t/ust/uid/0/64-bit", "ust/uid/0/64-bit");   // throws ReadError
@@ -12,7 +12,11 @@
 //   while (const Item *it = set.next()) ...                        // throws ReadError
 //
 // An Item is valid until the next call of next(). Every error names the
-// stream file (or metadata) and the byte offset.
+// stream file (or metadata) and the byte offset. add_trace() reads the first
+// packet of each stream file (its stream class and instance, for the order of
+// a stream's files); the others are checked when their stream reaches them,
+// so that a damaged packet further on is an error of next(), after the items
+// before it.
 //
 // Live reading (analysis/live_view.hpp): traces whose metadata comes as
 // text, streams whose packets come one at a time from memory, and the
@@ -34,6 +38,7 @@
 //   for (size_t i = 0; i < set.streams(); ++i) set.stream(i).tallies() ...
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,10 +67,25 @@ public:
 		return base_ns_ + static_cast<int64_t>(static_cast<uint64_t>(d));
 	}
 
+	// Many clock values compared with one time t (is ns(c) < t?) without
+	// converting each: the values below `below` are before t, those from
+	// `below` to `known` are not, the others are converted (ns() is known to
+	// grow with the value, without overflow, only below `known`).
+	struct Before {
+		int64_t t = 0;
+		uint64_t below = 0, known = 0;
+		bool operator()(const ClockConverter &c, uint64_t cycles) const
+		{
+			return cycles < below || (cycles >= known && c.ns(cycles) < t);
+		}
+	};
+	Before before(int64_t t) const;
+
 private:
 	int64_t base_ns_ = 0;
 	uint64_t freq_ = 1000000000;
 	bool ghz_ = true;
+	uint64_t known_ = uint64_t{1} << 61; // Before::known
 };
 
 struct Trace {
@@ -131,8 +151,11 @@ public:
 	bool has_clock() const { return plans_->clock != nullptr; }
 	// Its place among the TraceSet's streams (0, 1, ...), for per-stream state of callers.
 	size_t index() const { return order_; }
-	// The packet of the item it gave last (null before its first).
+	// The packet of the item it gave last (null before its first); the same
+	// entry, rewritten, for each of its packets.
 	const PacketEntry *packet() const { return packet_; }
+	// How many packets it has reached (1 for the first): tells a new packet.
+	uint64_t packets_reached() const { return packets_reached_; }
 
 	// The events of one class counted without items (TraceSet::count_events_of).
 	struct Tally {
@@ -150,16 +173,15 @@ private:
 	uint64_t id_ = 0;
 	std::string name_;
 	ClockConverter clock_;
-	struct PacketRef {
-		const StreamFile *file;
-		uint32_t index;
-	};
-	std::vector<PacketRef> packets_;
-	// iteration
-	size_t next_packet_ = 0;
+	std::vector<const StreamFile *> files_; // in the order read
+	// iteration: file_ is files_[next_file_ - 1], its next packet at next_offset_
+	size_t next_file_ = 0;
 	const StreamFile *file_ = nullptr;
-	const PacketEntry *packet_ = nullptr;
-	const PacketEntry *prev_packet_ = nullptr;
+	uint64_t next_offset_ = 0;
+	PacketEntry entry_, prev_entry_;           // the current packet's, the one before's
+	const PacketEntry *packet_ = nullptr;      // &entry_ once a packet is reached
+	const PacketEntry *prev_packet_ = nullptr; // &prev_entry_ from the second
+	uint64_t packets_reached_ = 0;
 	uint64_t pos_ = 0, end_ = 0; // bits, from the current packet's start
 	DecodeState st_;
 	bool pending_events_msg_ = false, pending_packets_msg_ = false;
@@ -188,6 +210,10 @@ private:
 		uint64_t tail = 0;
 	};
 	std::vector<ClassStep> steps_;
+	// By a compact event header's 5-bit id (31: extended): the index in
+	// plans_->events of its class + 1; 0 for none, and for all when the
+	// header is not compact (count_run reads the compact ones).
+	std::array<uint32_t, 32> compact_{};
 	Item item_;
 	// counting
 	std::vector<Tally> tallies_;
@@ -201,15 +227,15 @@ public:
 	TraceSet(const TraceSet &) = delete;
 	TraceSet &operator=(const TraceSet &) = delete;
 
-	// Opens the trace in dir (its metadata, stream files and packet index).
-	// name_suffix: the trace's path relative to what was asked for ("" for
-	// the directory itself). Throws ReadError.
+	// Opens the trace in dir (its metadata, its stream files and their first
+	// packets). name_suffix: the trace's path relative to what was asked for
+	// ("" for the directory itself). Throws ReadError.
 	void add_trace(const std::string &dir, const std::string &name_suffix);
 	const std::vector<std::unique_ptr<Trace>> &traces() const { return traces_; }
 	size_t streams() const { return streams_.size(); }
 	// Files skipped because empty.
 	const std::vector<std::string> &empty_files() const { return empty_files_; }
-	// Bytes of all packets, and of those loaded so far (for progress).
+	// Bytes of all stream files, and of the packets reached so far (for progress).
 	uint64_t bytes_total() const { return bytes_total_; }
 	uint64_t bytes_done() const { return bytes_done_; }
 
@@ -293,6 +319,7 @@ private:
 	std::vector<Stream *> owed_; // counting: their items, owed before held_
 	const Item *held_ = nullptr;
 	Item run_item_;
+	std::vector<Value> scratch_; // index_packet's
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;
 	std::vector<std::unique_ptr<Trace>> retired_traces_;                    // replaced by update_text_trace
 	std::map<std::pair<const Trace *, uint64_t>, uint64_t> next_memory_id_; // ids of streams without one
