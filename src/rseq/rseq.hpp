@@ -66,6 +66,14 @@ namespace tracery::rseq {
 #define TRACERY_RSEQ_ENTER          \
 	"leaq 3b(%%rip), %%rax\n\t" \
 	"movq %%rax, %%fs:8(%[off])\n\t"
+// What the function holding a section returns, by where the section ended: 1 after the store, 0 from the C label
+// `gave_up`, -1 from `aborted`.
+#define TRACERY_RSEQ_RETURN_OUTCOME \
+	return 1;                   \
+	gave_up:                    \
+	return 0;                   \
+	aborted:                    \
+	return -1
 // The section's end (label 2, right after its committing store) and the abort handler.
 #define TRACERY_RSEQ_END                          \
 	"2:\n\t"                                  \
@@ -123,11 +131,7 @@ inline bool registered() noexcept { return current_cpu() >= 0; }
 		: "rax", "xmm0", "xmm1", "memory", "cc"
 		: gave_up, aborted);
 	// clang-format on
-	return 1;
-gave_up:
-	return 0;
-aborted:
-	return -1;
+	TRACERY_RSEQ_RETURN_OUTCOME;
 }
 
 // If the TSC (read after every earlier instruction, lfence) is below `deadline`: store v at *p, with no
@@ -158,11 +162,7 @@ aborted:
 		: "rax", "rdx", "memory", "cc"
 		: gave_up, aborted);
 	// clang-format on
-	return 1;
-gave_up:
-	return 0;
-aborted:
-	return -1;
+	TRACERY_RSEQ_RETURN_OUTCOME;
 }
 
 #else
