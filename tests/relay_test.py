@@ -92,7 +92,9 @@ class RelayTest(RelaydTestCase):
         self.assertEqual(code, 0, err)
         code2, out2, err2 = babeltrace2(copy)
         self.assertEqual(code2, 0, err2)
-        self.assertEqual(err2, "")
+        # babeltrace2 says nothing of either, or (when the recording lost events on a loaded machine) warns of
+        # the same losses in both: the copy carries the original's discarded-event counts.
+        self.assertEqual(err2.replace(copy, "TRACE"), err.replace(self.trace, "TRACE"))
         self.assertGreater(out.count("bench:ev"), 1000)
         self.assertEqual(out2, out)
         for name in self.streams():
