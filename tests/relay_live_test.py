@@ -119,7 +119,7 @@ class RelayLiveTest(RelaydTestCase):
 
     @classmethod
     def make_traces(cls):
-        small = {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"}
+        small = {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "128"}
         cls.trace = os.path.join(cls.tmp, "first")
         run_traced([program("bench", "tracery-bench"), "20000", "2", "ev"], cls.trace, small)
         cls.second = os.path.join(cls.tmp, "second")  # another program, run later

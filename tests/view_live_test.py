@@ -23,7 +23,7 @@ from relaytest import RelaydTestCase, ties_sorted
 from tracetest import program, run_traced
 
 PERIOD_MS = 200
-SMALL = {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "64"}
+SMALL = {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "128"}
 
 
 def tracery_view(*args):
