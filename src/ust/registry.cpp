@@ -71,10 +71,10 @@ ProbeArray *make_array(uint32_t count)
 	return a;
 }
 
-// The probe array of an event whose probes were all detached (or whose object
-// unregisters it): an emitter that read `enabled` before that calls a probe
-// that does nothing, so tracery_fire needs no test for a null array. Never
-// freed.
+// The probe array of an event from its registration on, and again once its
+// probes were all detached (or its object unregisters it): an emitter that read
+// `enabled` before that calls a probe that does nothing, so tracery_fire needs
+// no test for a null array. Never freed.
 void no_probe(void *, const tracery_event_desc *, const tracery_arg *) {}
 
 ProbeArray *no_probes()
@@ -111,7 +111,7 @@ void publish(tracery_event_desc *desc, ProbeArray *next)
 	__atomic_store_n(&gate, nullptr, __ATOMIC_RELEASE);
 	ProbeArray *prev = static_cast<ProbeArray *>(desc->probes);
 	__atomic_store_n(&desc->probes, next, __ATOMIC_RELEASE); // rcu_assign_pointer
-	__atomic_store_n(&desc->enabled, next->count ? 1 : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&desc->enabled, next->count ? 1 : 0, __ATOMIC_RELEASE);
 	if (prev && prev != no_probes()) {
 		rcu::synchronize();
 		free(prev);
@@ -127,7 +127,8 @@ template <bool kGatePassed>
 __attribute__((always_inline)) inline void call_in_section(tracery_event_desc *desc, const tracery_arg *args,
                                                            tracery_gate_fn gate)
 {
-	// Never null once `enabled` was 1 (no_probes).
+	// Never null: no_probes() from the event's registration on, which happened
+	// before any thread could reach its emitter (the object's constructor).
 	const Probe &p = static_cast<const ProbeArray *>(__atomic_load_n(&desc->probes, __ATOMIC_ACQUIRE))->first;
 	if (kGatePassed && __builtin_expect(p.gate == gate, 1))
 		p.gate_passed_fn(p.priv, desc, args);
@@ -249,6 +250,8 @@ void tracery_register_events(tracery_event_desc *const *begin, tracery_event_des
 				d->runtime = reg;
 			}
 			if (reg->refs++ == 0) {
+				if (!d->probes)
+					__atomic_store_n(&d->probes, no_probes(), __ATOMIC_RELEASE);
 				registered().push_back(d);
 				added.push_back(d);
 			}

@@ -154,6 +154,30 @@ TEST(Registry, UnregisterRemovesEventsAndProbes)
 	EXPECT_EQ(tracery_probe_attach(&desc, count_probe, &s), -1) << "unknown event";
 }
 
+// An emitter may see `enabled` set by the first attach before it sees that
+// attach's probe array: what it reads then is the array the registration
+// published, whose probe does nothing.
+TEST(Registry, RegisteredEventHasAProbeArrayBeforeAnyAttach)
+{
+	static tracery_field_desc fields[] = {{"x", TRACERY_TYPE_U8, 0, 0, nullptr}};
+	static tracery_event_desc desc = {"dyn", "fresh", fields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	tracery_event_desc *const section[] = {&desc};
+	ASSERT_EQ(desc.probes, nullptr);
+	tracery_register_events(section, section + 1);
+	ASSERT_NE(desc.probes, nullptr);
+	EXPECT_EQ(desc.enabled, 0);
+	const uint8_t x = 1;
+	const tracery_arg args[] = {{&x, 0}};
+	tracery_fire(&desc, args);
+	Seen s;
+	ASSERT_EQ(tracery_probe_attach(&desc, count_probe, &s), 0);
+	tracery_fire(&desc, args);
+	EXPECT_EQ(s.calls.load(), 1u);
+	EXPECT_EQ(tracery_probe_detach(&desc, count_probe, &s), 0);
+	EXPECT_NE(desc.probes, nullptr);
+	tracery_unregister_events(section, section + 1);
+}
+
 // regtest:pair has only scalars: its gate takes the emitter's parameters
 // and lets through only events with a even.
 int even_a_gate(uint64_t a, int32_t) { return a % 2 == 0; }
