@@ -20,7 +20,7 @@ import sys
 import time
 import unittest
 
-from daemontest import DaemonTestCase, UsersTestCase, read_line
+from daemontest import DaemonTestCase, UsersTestCase, go, read_line
 from tracefs_globals import global_settings, tracefs_root
 from tracetest import program
 
@@ -71,16 +71,13 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         t("enable-event", "-u", "kw:*", "-s", "k")
         t("enable-event", "-k", "--syscall", "getpid", "-s", "k")
         t("enable-event", "-k", "sched_switch", "-s", "k")
-        p = self.d.spawn([workload, str(GETPIDS), str(ROUNDS)])
-        pid = int(read_line(p, "ready")[0])
-        self.d.wait_registered(pid)
+        p, pid = self.d.spawn_registered([workload, str(GETPIDS), str(ROUNDS)])
         out = t("track", "-k", "--pid", str(pid), "-s", "k").stdout
         self.assertIn(f"pids {pid} and their descendants", out)
         t("start", "k")
         instances = our_instances(self.root, daemon)
         self.assertEqual(instances, [f"tracery-{daemon}-u0-k"])
-        p.stdin.write("go\n")
-        p.stdin.flush()
+        go(p)
         read_line(p, "done")
         p.wait(timeout=30)
         stop = t("stop", "k").stdout
@@ -185,15 +182,12 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
 
     def workload(self, calls, rounds):
         """A kernel-workload registered with the daemon, waiting for its go: (process, pid)."""
-        p = self.d.spawn([program("tests", "kernel-workload"), str(calls), str(rounds)])
-        pid = int(read_line(p, "ready")[0])
-        self.d.wait_registered(pid)
+        p, pid = self.d.spawn_registered([program("tests", "kernel-workload"), str(calls), str(rounds)])
         return p, pid
 
     @staticmethod
     def run_workload(p):
-        p.stdin.write("go\n")
-        p.stdin.flush()
+        go(p)
         read_line(p, "done")
         p.wait(timeout=30)
 
@@ -516,8 +510,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         late = self.d.spawn([user, "2"])
         late_pid = int(read_line(late, "ready")[0])
         for p in (early, late):
-            p.stdin.write("go\n")
-            p.stdin.flush()
+            go(p)
             read_line(p, "done")
             p.wait(timeout=30)
         t("stop", "lib")
@@ -714,8 +707,7 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         pid = int(read_line(p, "ready")[0])
         os.sched_setaffinity(pid, {cpu})  # its main thread, and the thread it makes later
         t("start", "a")
-        p.stdin.write("go\n")
-        p.stdin.flush()
+        go(p)
         read_line(p, "done")
         p.wait(timeout=30)
         hog.kill()

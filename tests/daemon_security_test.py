@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import unittest
 
-from daemontest import UsersTestCase, end_process, read_line, run_admin
+from daemontest import UsersTestCase, end_process, go, read_line, run_admin
 from tracetest import Trace, program
 
 
@@ -24,9 +24,7 @@ class OtherUser(UsersTestCase):
         daemon_pid = self.d.start_daemon("--group", self.group)
         path = self.session("secret", events=("emit:*",))
         self.d.tracery("start", "secret")
-        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "10", "wait"])
-        pid = int(read_line(emitter, "ready")[0])
-        self.d.wait_registered(pid)
+        emitter, pid = self.d.spawn_registered([program("tests", "daemon-emitter"), "count", "10", "wait"])
 
         # Not in the daemon's group: refused outright.
         proc = self.as_user("list")
@@ -64,8 +62,7 @@ class OtherUser(UsersTestCase):
         self.assertIn("mine", self.d.tracery("list").stdout)  # root sees every session
 
         # Root's session went on untouched.
-        emitter.stdin.write("go\n")
-        emitter.stdin.flush()
+        go(emitter)
         self.assertEqual(emitter.wait(timeout=30), 0)
         self.assertIn("[started]", self.d.tracery("status", "secret").stdout)
         self.d.tracery("stop", "secret")
@@ -158,8 +155,7 @@ class OtherUser(UsersTestCase):
         self.assertIn(f"pid {their_pids[1]} (uid {uid}): the buffer quota of uid {uid} is", status)
         self.assertIn("buffer quota of uid 0:", status)
         for p in theirs + [mine]:
-            p.stdin.write("go\n")
-            p.stdin.flush()
+            go(p)
             self.assertEqual(p.wait(timeout=30), 0)
         self.d.tracery("stop")
         by_pid = {}

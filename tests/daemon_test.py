@@ -9,8 +9,8 @@ import subprocess
 import time
 import unittest
 
-from daemontest import DaemonTestCase, read_line
-from tracetest import Trace, babeltrace2_text, program
+from daemontest import DaemonTestCase, go, read_line
+from tracetest import Trace, program
 
 
 def lost_counts(stop_output):
@@ -65,8 +65,7 @@ class Basics(DaemonTestCase):
         while f"programs tracing into it: {pid}" not in self.d.tracery("status").stdout:
             self.assertLess(time.time(), deadline)
             time.sleep(0.05)
-        emitter.stdin.write("go\n")
-        emitter.stdin.flush()
+        go(emitter)
         self.assertEqual(read_line(emitter, "done"), ["1000"])
         self.assertEqual(emitter.wait(timeout=30), 0)
         self.d.tracery("stop")
@@ -74,9 +73,7 @@ class Basics(DaemonTestCase):
 
     def test_list_userspace_events_of_running_programs(self):
         self.d.start_daemon()
-        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "1", "wait"])
-        pid = int(read_line(emitter, "ready")[0])
-        self.d.wait_registered(pid)
+        emitter, pid = self.d.spawn_registered([program("tests", "daemon-emitter"), "count", "1", "wait"])
         listing = self.d.tracery("list", "-u").stdout
         self.assertIn(f"PID: {pid} - Name: daemon-emitter", listing)
         self.assertIn("emit:tick (i u64)", listing)
@@ -191,13 +188,10 @@ class Sessions(DaemonTestCase):
         self.d.start_daemon()
         path = self.session("s", events=("emit:other",))
         self.d.tracery("start")
-        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "100", "wait"])
-        pid = int(read_line(emitter, "ready")[0])
-        self.d.wait_registered(pid)
+        emitter, pid = self.d.spawn_registered([program("tests", "daemon-emitter"), "count", "100", "wait"])
         self.d.tracery("enable-event", "-u", "emit:tick")
         self.d.tracery("disable-event", "-u", "emit:other")
-        emitter.stdin.write("go\n")
-        emitter.stdin.flush()
+        go(emitter)
         self.assertEqual(emitter.wait(timeout=30), 0)
         self.d.tracery("stop")
         self.assertEqual(collections.Counter(e["name"] for e in Trace(path).events), {"emit:tick": 100})
@@ -208,9 +202,7 @@ class DaemonDeath(DaemonTestCase):
         self.d.start_daemon()
         self.session("s", events=("emit:tick",))
         self.d.tracery("start")
-        emitter = self.d.spawn([program("tests", "daemon-emitter"), "spin", "3"])
-        pid = int(read_line(emitter, "ready")[0])
-        self.d.wait_registered(pid)
+        emitter, pid = self.d.spawn_registered([program("tests", "daemon-emitter"), "spin", "3"])
         time.sleep(0.5)
         self.d.kill_daemon(signal.SIGKILL)
         count = int(read_line(emitter, "done", timeout=60)[0])
@@ -448,8 +440,7 @@ class Quotas(DaemonTestCase):
         self.assertNotIn("not traced", small)
         self.assertIn(f"channel chan does not trace program {second_pid} (uid 0)", self.d.log())
         for p in (first, second):
-            p.stdin.write("go\n")
-            p.stdin.flush()
+            go(p)
             self.assertEqual(p.wait(timeout=30), 0)
         # Their buffers went with them: a third program fits in both channels.
         deadline = time.time() + 10
@@ -483,8 +474,7 @@ class Quotas(DaemonTestCase):
         self.assertIn(f"warning: channel chan does not trace program {pids[1]}: the buffer quota of uid 0 is", out)
         self.assertNotIn(f"program {pids[0]}", out)
         for p in emitters:
-            p.stdin.write("go\n")
-            p.stdin.flush()
+            go(p)
             self.assertEqual(p.wait(timeout=30), 0)
         self.d.tracery("stop")
         self.assertEqual(collections.Counter(e["context"]["vpid"] for e in Trace(path).events), {pids[0]: 100})
@@ -518,8 +508,7 @@ class Quotas(DaemonTestCase):
         self.d.tracery("enable-channel", "-u", "later", "-s", "s")
         self.d.tracery("start")
         self.assertIn(f"programs tracing into it: {emitter_pid}", self.status())
-        emitter.stdin.write("go\n")
-        emitter.stdin.flush()
+        go(emitter)
         self.assertEqual(emitter.wait(timeout=30), 0)
         self.d.tracery("stop")
         self.assertEqual(len(Trace(path).events), 100)

@@ -80,6 +80,14 @@ class DaemonEnv:
             raise AssertionError(f"{argv} exited {p.returncode}: {err}")
         return out
 
+    def spawn_registered(self, argv, extra_env=None):
+        """A test program in its waiting mode (it prints "ready PID", then waits for go()), once `tracery list -u`
+        shows it: (process, pid)."""
+        p = self.spawn(argv, extra_env=extra_env)
+        pid = int(read_line(p, "ready")[0])
+        self.wait_registered(pid)
+        return p, pid
+
     def wait_registered(self, pid, timeout=10):
         """Waits until `tracery list -u` shows the program."""
         deadline = time.time() + timeout
@@ -136,6 +144,12 @@ def run_admin(*argv):
         if proc.returncode != 10 or time.time() > deadline:
             raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
         time.sleep(0.1)
+
+
+def go(proc):
+    """Lets a test program waiting on its stdin (spawn_registered) go on."""
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
 
 
 def read_line(proc, prefix, timeout=30):

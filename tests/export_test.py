@@ -17,7 +17,7 @@ import tempfile
 import unittest
 
 from analyze_test import forge, tracery
-from daemontest import DaemonEnv, read_line
+from daemontest import DaemonEnv, go, read_line
 from tracetest import program
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "analysis", "proto")
@@ -263,9 +263,7 @@ def record_kernel_workload(d):
 def run_kernel_workload(d, session, calls, timeout=30, track=False):
     """Runs kernel-workload (calls getpid calls, 100 round trips) while session records; returns its pid.
     track: the session's kernel events only of the workload (a busy machine's others make a large trace)."""
-    p = d.spawn([program("tests", "kernel-workload"), str(calls), "100"])
-    pid = int(read_line(p, "ready")[0])
-    d.wait_registered(pid)
+    p, pid = d.spawn_registered([program("tests", "kernel-workload"), str(calls), "100"])
     # The workload and a CPU-bound process share one CPU, which is then never idle: a kernel may not record
     # the switches away from the idle task, and a thread switched in unrecorded is not known to run there, so
     # its system calls would be nobody's (as daemon_kernel_test's LttngAnalysesTest explains).
@@ -276,8 +274,7 @@ def run_kernel_workload(d, session, calls, timeout=30, track=False):
     if track:
         d.tracery("track", "-k", "--pid", str(pid), "-s", session)
     d.tracery("start", session)
-    p.stdin.write("go\n")
-    p.stdin.flush()
+    go(p)
     read_line(p, "done")
     hog.kill()
     hog.wait(timeout=30)

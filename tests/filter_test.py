@@ -2,10 +2,9 @@
 and TRACERY_FILTER in daemonless mode, on real instrumented programs, with
 both filter engines (JIT and interpreter); traces read back with bt2."""
 import os
-import re
 import unittest
 
-from daemontest import DaemonTestCase, read_line
+from daemontest import DaemonTestCase, go, read_line
 from tracetest import Trace, TraceDirTestCase, program, run_traced
 
 ENGINES = ("jit", "interpreter")
@@ -84,9 +83,7 @@ class DaemonFilters(DaemonTestCase):
 
     def test_filter_enabled_while_the_program_runs(self):
         self.d.start_daemon()
-        emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "900", "wait"])
-        pid = int(read_line(emitter, "ready")[0])
-        self.d.wait_registered(pid)
+        emitter, pid = self.d.spawn_registered([program("tests", "daemon-emitter"), "count", "900", "wait"])
         path = self.out("s")
         self.d.tracery("create", "s", "--output", path)
         self.d.tracery("enable-event", "-u", "emit:tick")
@@ -94,8 +91,7 @@ class DaemonFilters(DaemonTestCase):
         # Running program, started session: the new rule reaches the program
         # before the command returns.
         self.d.tracery("enable-event", "-u", "emit:other", "--filter", "i >= 600")
-        emitter.stdin.write("go\n")
-        emitter.stdin.flush()
+        go(emitter)
         self.assertEqual(read_line(emitter, "done"), ["900"])
         self.assertEqual(emitter.wait(timeout=30), 0)
         self.d.tracery("stop")
@@ -135,8 +131,7 @@ class BadFilters(DaemonTestCase):
         self.assertEqual(caret_column(err, expression), expression.index("tga"))
         err = self.fails("enable-event", "-u", "emit:tick", "--filter", "i < \"x\"", expect="string")
         self.assertNotIn("emit:", self.d.tracery("status").stdout)
-        emitter.stdin.write("go\n")
-        emitter.stdin.flush()
+        go(emitter)
 
 
 class DaemonlessFilters(TraceDirTestCase):

@@ -25,7 +25,7 @@ import threading
 import time
 import unittest
 
-from daemontest import DaemonTestCase, read_line
+from daemontest import DaemonTestCase, go, read_line
 from relaytest import Relay
 from tracetest import program
 
@@ -132,16 +132,13 @@ class LiveDaemonTest(DaemonTestCase):
 
     def program(self, cpu):
         """daemon-emitter count N wait on one CPU: registered, its events waiting for go()."""
-        p = self.d.spawn(["taskset", "-c", str(cpu), program("tests", "daemon-emitter"), "count", str(N), "wait"])
-        pid = int(read_line(p, "ready")[0])
-        self.d.wait_registered(pid)
+        p, pid = self.d.spawn_registered(["taskset", "-c", str(cpu), program("tests", "daemon-emitter"), "count", str(N), "wait"])
         return p, pid
 
     @staticmethod
     def go(p):
         """Lets the program emit; returns once it has (the time of its last event, time.monotonic)."""
-        p.stdin.write("go\n")
-        p.stdin.flush()
+        go(p)
         read_line(p, "done")
         return time.monotonic()
 
