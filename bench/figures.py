@@ -54,8 +54,8 @@ def main():
             ("enabled, overwrite, 1 thread", 1, "ev", {"TRACERY_MODE": "overwrite"}),
             ("string event, discard, 1 thread", 1, "str", {}),
         ]
-        print(f"| configuration | median ns/event | median events/s | runs |")
-        print(f"| --- | ---: | ---: | ---: |")
+        print("| configuration | median ns/event | median events/s | runs |")
+        print("| --- | ---: | ---: | ---: |")
         for label, threads, kind, env in configs:
             per, rate = [], []
             for r in range(args.runs):

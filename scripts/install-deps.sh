@@ -3,7 +3,7 @@
 # Each package and why it is there is listed in README.md ("Dependencies").
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format pyflakes3
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libasmjit-dev
   babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace

@@ -4,7 +4,6 @@ arrays and sequences, several streams, packet-format metadata, and damaged
 files. Values are packed as the metadata written with them says; the tests
 then read the traces with babeltrace2 and with `tracery view`."""
 import struct
-import uuid as uuidlib
 
 
 class BitWriter:

@@ -3,7 +3,6 @@ TRACERY_OUTPUT, their traces read back with babeltrace2."""
 import collections
 import os
 import re
-import subprocess
 import time
 import unittest
 

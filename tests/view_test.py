@@ -17,7 +17,7 @@ import unittest
 import uuid
 
 from ctf_forge import BitWriter, metadata_packets
-from daemontest import DaemonEnv, read_line
+from daemontest import DaemonEnv
 from tracetest import program, run_traced
 
 HAVE_BT2 = shutil.which("babeltrace2") is not None
