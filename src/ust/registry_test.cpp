@@ -159,20 +159,21 @@ TEST(Registry, UnregisterRemovesEventsAndProbes)
 // published, whose probe does nothing.
 TEST(Registry, RegisteredEventHasAProbeArrayBeforeAnyAttach)
 {
-	static tracery_field_desc fields[] = {{"x", TRACERY_TYPE_U8, 0, 0, nullptr}};
+	static tracery_field_desc fields[] = {{"x", TRACERY_TYPE_U64, 0, 0, nullptr}};
 	static tracery_event_desc desc = {"dyn", "fresh", fields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 	tracery_event_desc *const section[] = {&desc};
 	ASSERT_EQ(desc.probes, nullptr);
 	tracery_register_events(section, section + 1);
 	ASSERT_NE(desc.probes, nullptr);
 	EXPECT_EQ(desc.enabled, 0);
-	const uint8_t x = 1;
+	const uint64_t x = 3; // count_probe reads a U64
 	const tracery_arg args[] = {{&x, 0}};
 	tracery_fire(&desc, args);
 	Seen s;
 	ASSERT_EQ(tracery_probe_attach(&desc, count_probe, &s), 0);
 	tracery_fire(&desc, args);
 	EXPECT_EQ(s.calls.load(), 1u);
+	EXPECT_EQ(s.sum_a.load(), 3u);
 	EXPECT_EQ(tracery_probe_detach(&desc, count_probe, &s), 0);
 	EXPECT_NE(desc.probes, nullptr);
 	tracery_unregister_events(section, section + 1);
