@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/monotonic.hpp"
 #include "base/tick_scale.hpp"
 
 #ifndef TRACERY_CLOCK_HAVE_TSC // -DTRACERY_CLOCK_HAVE_TSC=0 builds the vdso-only variant
@@ -178,12 +179,7 @@ struct alignas(64) State {
 };
 extern State g_state;
 
-inline uint64_t now_vdso() noexcept
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
+inline uint64_t now_vdso() noexcept { return base::monotonic_ns(); }
 
 #if TRACERY_CLOCK_HAVE_TSC
 // lfence makes rdtsc wait until every earlier instruction (in particular the caller's loads)

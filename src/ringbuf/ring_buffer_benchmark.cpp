@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "base/cpu.hpp"
+#include "base/monotonic.hpp"
 #include "ringbuf/ring_buffer.hpp"
 
 namespace {
@@ -41,13 +42,6 @@ struct CounterClock {
 	uint64_t operator()() { return t += 3; }
 };
 
-uint64_t mono_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // Arg: payload bytes. Sync::atomic: thread i writes buffer i (per-CPU use) unless kSameBuffer. Sync::rseq: each
 // thread writes the buffer of the CPU it runs on, as the tracer does.
 template <Sync kSync, bool kRealClock, bool kSameBuffer>
@@ -68,7 +62,7 @@ void BM_ReserveCommit(benchmark::State &state)
 		const uint32_t cpu = kSync == Sync::rseq ? static_cast<uint32_t>(rseq::current_cpu()) : fixed_cpu;
 		bool ok;
 		if constexpr (kRealClock) {
-			ok = ch.reserve(cpu, payload, true, mono_ns, r);
+			ok = ch.reserve(cpu, payload, true, tracery::base::monotonic_ns, r);
 		} else {
 			ok = ch.reserve(cpu, payload, true, counter, r);
 		}
@@ -93,7 +87,7 @@ BENCHMARK_TEMPLATE(BM_ReserveCommit, Sync::rseq, true, false)->Arg(8)->Threads(1
 void BM_MonotonicClock(benchmark::State &state)
 {
 	for (auto _ : state)
-		benchmark::DoNotOptimize(mono_ns());
+		benchmark::DoNotOptimize(tracery::base::monotonic_ns());
 }
 BENCHMARK(BM_MonotonicClock);
 

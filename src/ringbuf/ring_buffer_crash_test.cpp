@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/monotonic.hpp"
 #include "ringbuf/ring_buffer.hpp"
 #include "ringbuf/test_records.hpp"
 
@@ -27,13 +28,6 @@ using namespace testing;
 
 constexpr int kIterations = 25; // about 1 s, also under sanitizers
 constexpr uint64_t kNone = ~uint64_t{0};
-
-uint64_t mono_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 struct Progress { // in a MAP_SHARED anonymous page
 	std::atomic<int> started;
@@ -50,7 +44,7 @@ struct Progress { // in a MAP_SHARED anonymous page
 		if (seq % 331 == 0)
 			filler = 3000; // big records: frequent sub-buffer switches
 		Channel::Reservation r;
-		if (ch.reserve(cpu, kPayloadFixed + filler, seq % 13 != 0, mono_ns, r)) {
+		if (ch.reserve(cpu, kPayloadFixed + filler, seq % 13 != 0, base::monotonic_ns, r)) {
 			write_record(r, 0, seq, filler);
 			ch.commit(r);
 			prog.last_committed.store(seq, std::memory_order_release);
@@ -170,8 +164,8 @@ TEST(RingBufferCrash, DiscardModeStreamingConsumerRecoversAfterSigkill)
 		// The consumer maps the channel itself and streams while the child writes.
 		auto consumer = Channel::attach(::dup(ch->fd()));
 		Reader rd(cpus);
-		const uint64_t stop = mono_ns() + (2 + rng() % 40) * 1000000ull;
-		while (mono_ns() < stop) {
+		const uint64_t stop = base::monotonic_ns() + (2 + rng() % 40) * 1000000ull;
+		while (base::monotonic_ns() < stop) {
 			rd.drain(*consumer);
 			consumer->wait_for_data(1);
 		}
@@ -211,8 +205,8 @@ TEST(RingBufferCrash, OverwriteModeFlightRecorderAfterSigkill)
 		Progress *prog = nullptr;
 		const pid_t pid = run_child(*ch, prog, cpus);
 		// A slow start (sanitizers, a loaded machine) must not leave the recorder empty.
-		const uint64_t give_up = mono_ns() + 10'000'000'000ull;
-		while (prog->last_done.load() == kNone && mono_ns() < give_up)
+		const uint64_t give_up = base::monotonic_ns() + 10'000'000'000ull;
+		while (prog->last_done.load() == kNone && base::monotonic_ns() < give_up)
 			sched_yield();
 		struct timespec d {
 			0, static_cast<long>((1 + rng() % 20) * 1000000)

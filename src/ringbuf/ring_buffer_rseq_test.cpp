@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/cpu.hpp"
+#include "base/monotonic.hpp"
 #include "ringbuf/ring_buffer.hpp"
 #include "ringbuf/test_internals.hpp"
 #include "ringbuf/test_records.hpp"
@@ -65,13 +66,6 @@ uint64_t records_per_producer()
 	if (const char *e = std::getenv("RINGBUF_RSEQ_RECORDS"))
 		return std::strtoull(e, nullptr, 10);
 	return kDefaultRecords;
-}
-
-uint64_t mono_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 uint32_t config_cpus() { return base::possible_cpus(); }
@@ -185,7 +179,7 @@ void emit(ThreadCtx *ctx, uint32_t id, bool flag_window)
 		em.wrong_hint++;
 	}
 	Reservation r;
-	if (!g_channel->reserve(want, kPayloadFixed + filler, seq % 13 != 0, mono_ns, r)) {
+	if (!g_channel->reserve(want, kPayloadFixed + filler, seq % 13 != 0, base::monotonic_ns, r)) {
 		em.drops++;
 		if (wrong)
 			em.wrong_hint_dropped++;
@@ -559,7 +553,7 @@ TEST_F(RingBufferRseqStress, DiscardModeMigrationsSignalsAndPinnedFlushes)
 			const bool finished = done.load(std::memory_order_acquire);
 			if (finished)
 				for (uint32_t cpu = 0; cpu < num_cpus_; ++cpu)
-					if (!c.flush(cpu, mono_ns()))
+					if (!c.flush(cpu, base::monotonic_ns()))
 						final_flush_failures++;
 			bool got = false;
 			for (uint32_t cpu = 0; cpu < num_cpus_; ++cpu) {
@@ -592,7 +586,7 @@ TEST_F(RingBufferRseqStress, DiscardModeMigrationsSignalsAndPinnedFlushes)
 				break;
 			if (!finished && iter % 4 == 0) { // a pinned flush of a random buffer, racing with its writers
 				const uint32_t cpu = allowed_[rng() % allowed_.size()] % num_cpus_;
-				if (!c.flush(cpu, mono_ns()))
+				if (!c.flush(cpu, base::monotonic_ns()))
 					flush_failures++;
 				flushes++;
 				const cpu_set_t now = my_affinity();
@@ -666,7 +660,7 @@ TEST_F(RingBufferRseqStress, OverwriteModeSnapshotsUnderMigrations)
 		while (!done.load(std::memory_order_acquire) && error.empty()) {
 			for (uint32_t cpu = 0; cpu < num_cpus_ && error.empty(); ++cpu) {
 				if (rng() % 4 == 0) {
-					if (!ch->flush(cpu, mono_ns()))
+					if (!ch->flush(cpu, base::monotonic_ns()))
 						flush_failures++;
 					flushes++;
 				}
@@ -729,7 +723,7 @@ TEST_F(RingBufferRseqStress, OverwriteModeSnapshotsUnderMigrations)
 	Verifier final_ver(num_cpus_);
 	uint32_t written_cpus = 0;
 	for (uint32_t c = 0; c < num_cpus_; ++c) {
-		ASSERT_TRUE(ch->flush(c, mono_ns())) << "cpu " << c;
+		ASSERT_TRUE(ch->flush(c, base::monotonic_ns())) << "cpu " << c;
 		const uint64_t max_end = g_max_end[c].load();
 		const auto snap = ch->snapshot(c);
 		if (max_end == 0) {
@@ -768,7 +762,7 @@ struct Written {
 
 bool reserve_and_write(Channel &ch, uint32_t cpu, uint32_t id, uint64_t seq, Written &w)
 {
-	if (!ch.reserve(cpu, kPayloadFixed + 16, true, mono_ns, w.r))
+	if (!ch.reserve(cpu, kPayloadFixed + 16, true, base::monotonic_ns, w.r))
 		return false;
 	w.id = id;
 	w.seq = seq;
@@ -833,8 +827,8 @@ TEST(RingBufferRseq, ReservationGoesToTheBufferOfTheCpuTheThreadRunsOn)
 	EXPECT_EQ(ch->lost(a) + ch->lost(b), 0u);
 
 	// Flushed from CPU b: flush(a) must run on a meanwhile and leave the caller pinned to b as before.
-	EXPECT_TRUE(ch->flush(a, mono_ns()));
-	EXPECT_TRUE(ch->flush(b, mono_ns()));
+	EXPECT_TRUE(ch->flush(a, base::monotonic_ns()));
+	EXPECT_TRUE(ch->flush(b, base::monotonic_ns()));
 	const cpu_set_t after = my_affinity();
 	EXPECT_EQ(cpus_of(after), std::vector<uint32_t>{b}) << "flush() must restore the caller's affinity";
 	EXPECT_EQ(in.write_offset(a), 4096u);
@@ -871,7 +865,7 @@ TEST(RingBufferRseq, CommitAfterMigrationCompletesTheSubbuf)
 	ch->commit(w1.r);
 	EXPECT_EQ(in.prefix(a, 0), w1.r.size);
 	EXPECT_EQ(in.ooo(a, 0), 0u);
-	EXPECT_TRUE(ch->flush(a, mono_ns()));
+	EXPECT_TRUE(ch->flush(a, base::monotonic_ns()));
 	EXPECT_EQ(cpus_of(my_affinity()), std::vector<uint32_t>{b});
 	EXPECT_EQ(in.committed(a, 0, 4096), 4096u);
 	uint32_t size = 0;
@@ -891,7 +885,7 @@ TEST(RingBufferRseq, CommitAfterMigrationCompletesTheSubbuf)
 	EXPECT_EQ(in.prefix(a, 1), 4096u) << "w2, in flight, holds the prefix at its start";
 	EXPECT_EQ(in.ooo(a, 1), w3.r.size);
 	ASSERT_TRUE(pin_to(b));
-	EXPECT_TRUE(ch->flush(a, mono_ns()));
+	EXPECT_TRUE(ch->flush(a, base::monotonic_ns()));
 	EXPECT_FALSE(ch->data_ready(a)) << "a record of the flushed sub-buffer is still in flight";
 	EXPECT_TRUE(read_subbuf(*ch, a).empty());
 	EXPECT_EQ(in.committed(a, 1, 4096), 4096u - w2.r.size);
@@ -902,7 +896,7 @@ TEST(RingBufferRseq, CommitAfterMigrationCompletesTheSubbuf)
 	EXPECT_EQ(read_subbuf(*ch, a, &size), (Records{{1, 11}, {1, 12}}));
 	EXPECT_EQ(size, w2.r.size + w3.r.size);
 	EXPECT_EQ(ch->lost(a), 0u);
-	EXPECT_TRUE(ch->flush(a, mono_ns())) << "nothing open: a no-op";
+	EXPECT_TRUE(ch->flush(a, base::monotonic_ns())) << "nothing open: a no-op";
 	EXPECT_EQ(in.write_offset(a), 8192u);
 }
 
@@ -923,7 +917,7 @@ TEST(RingBufferRseq, StaleCpuHintIsNotDroppedBecauseThatBufferIsFull)
 	uint64_t written = 0;
 	for (;;) { // fill a's buffer (no consumer) until a record is dropped
 		Reservation r;
-		if (!ch->reserve(a, kPayload, true, mono_ns, r))
+		if (!ch->reserve(a, kPayload, true, base::monotonic_ns, r))
 			break;
 		ASSERT_EQ(r.cpu, a);
 		ch->commit(r);
@@ -933,7 +927,7 @@ TEST(RingBufferRseq, StaleCpuHintIsNotDroppedBecauseThatBufferIsFull)
 	ASSERT_TRUE(pin_to(b));
 	Reservation r{};
 	r.cpu = ~0u;
-	EXPECT_TRUE(ch->reserve(a, kPayload, true, mono_ns, r))
+	EXPECT_TRUE(ch->reserve(a, kPayload, true, base::monotonic_ns, r))
 		<< "a thread on CPU " << b << " with a stale hint (CPU " << a << ") had its record dropped because CPU "
 		<< a << "'s buffer is full, although its own buffer is empty";
 	if (r.cpu == b)
@@ -985,8 +979,9 @@ TEST(RingBufferRseq, RacingInOrderAndOutOfOrderFinalCommitsWakeTheConsumer)
 	for (uint64_t i = 0; i < kRounds; ++i) {
 		Reservation r1{}, r2{};
 		// r1 opens a sub-buffer of a, r2 fills it exactly (no padding): their two commits complete it.
-		const bool ok1 = ch->reserve(a, 100, false, mono_ns, r1);
-		const bool ok2 = ok1 && ch->reserve(a, kSize - (100 + kExtendedHs) - kExtendedHs, false, mono_ns, r2);
+		const bool ok1 = ch->reserve(a, 100, false, base::monotonic_ns, r1);
+		const bool ok2 =
+			ok1 && ch->reserve(a, kSize - (100 + kExtendedHs) - kExtendedHs, false, base::monotonic_ns, r2);
 		if (error.empty() && (!ok1 || !ok2 || r1.cpu != a || r2.cpu != a || r1.offset % kSize != 0 ||
 		                      r2.offset + r2.size != r1.offset + kSize))
 			error = "round " + std::to_string(i) + ": unexpected reservations";

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/monotonic.hpp"
 #include "ringbuf/ring_buffer.hpp"
 #include "ringbuf/test_records.hpp"
 
@@ -64,13 +65,6 @@ uint64_t records_per_producer()
 	return kDefaultRecords;
 }
 
-uint64_t mono_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // Global state shared with the signal handler (which may only touch lock-free atomics and its thread's context).
 Channel *g_channel = nullptr;
 std::atomic<uint64_t> g_clock_jump{0}; // bumped by 2^28 now and then: forces extended headers
@@ -92,7 +86,10 @@ struct ThreadCtx {
 thread_local ThreadCtx *t_ctx = nullptr;
 
 // Clocks of different "processes" disagree by a few ns: the buffer clamps.
-uint64_t skewed_clock(uint64_t skew) { return mono_ns() + g_clock_jump.load(std::memory_order_relaxed) - skew; }
+uint64_t skewed_clock(uint64_t skew)
+{
+	return base::monotonic_ns() + g_clock_jump.load(std::memory_order_relaxed) - skew;
+}
 
 // Emits one record for `id`; async-signal-safe.
 void emit(uint32_t id, uint32_t cpu, uint64_t skew)
@@ -314,7 +311,7 @@ TEST_F(RingBufferStress, DiscardModeEveryRecordReadOnceOrCountedLost)
 			const bool finished = done.load(std::memory_order_acquire);
 			if (finished)
 				for (uint32_t cpu = 0; cpu < kCpus; ++cpu)
-					c.flush(cpu, mono_ns());
+					c.flush(cpu, base::monotonic_ns());
 			bool got = false;
 			for (uint32_t cpu = 0; cpu < kCpus; ++cpu) {
 				Channel::SubbufView v;
@@ -346,7 +343,7 @@ TEST_F(RingBufferStress, DiscardModeEveryRecordReadOnceOrCountedLost)
 					break;
 				if (++idle % 16 == 0) // like the daemon's periodic flush
 					for (uint32_t cpu = 0; cpu < kCpus; ++cpu)
-						c.flush(cpu, mono_ns());
+						c.flush(cpu, base::monotonic_ns());
 				c.wait_for_data(1);
 			}
 		}
@@ -408,7 +405,7 @@ TEST_F(RingBufferStress, OverwriteModeSnapshotsAreConsistent)
 		while (!done.load(std::memory_order_acquire) && error.empty()) {
 			for (uint32_t cpu = 0; cpu < kCpus; ++cpu) {
 				if (snapshots % 8 == 0)
-					reader_ch->flush(cpu, mono_ns());
+					reader_ch->flush(cpu, base::monotonic_ns());
 				auto snap = reader_ch->snapshot(cpu);
 				++snapshots;
 				Verifier
@@ -444,7 +441,7 @@ TEST_F(RingBufferStress, OverwriteModeSnapshotsAreConsistent)
 		EXPECT_EQ(ch->lost(c), drops) << "cpu " << c;
 		// Producers are done: after a flush the snapshot is exactly the M newest sub-buffers, ending with the newest
 		// record written.
-		ch->flush(c, mono_ns());
+		ch->flush(c, base::monotonic_ns());
 		auto snap = ch->snapshot(c);
 		ASSERT_EQ(snap.size(), kM) << "cpu " << c;
 		const uint64_t newest = (max_end - 1) / kS;
