@@ -182,8 +182,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
 
     def workload(self, calls, rounds):
         """A kernel-workload registered with the daemon, waiting for its go: (process, pid)."""
-        p, pid = self.d.spawn_registered([program("tests", "kernel-workload"), str(calls), str(rounds)])
-        return p, pid
+        return self.d.spawn_registered([program("tests", "kernel-workload"), str(calls), str(rounds)])
 
     @staticmethod
     def run_workload(p):

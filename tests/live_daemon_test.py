@@ -131,12 +131,12 @@ class LiveDaemonTest(DaemonTestCase):
         return viewer
 
     def program(self, cpu):
-        """daemon-emitter count N wait on one CPU: registered, its events waiting for go()."""
-        p, pid = self.d.spawn_registered(["taskset", "-c", str(cpu), program("tests", "daemon-emitter"), "count", str(N), "wait"])
-        return p, pid
+        """daemon-emitter count N wait on one CPU: registered, its events waiting for emit_all()."""
+        return self.d.spawn_registered(["taskset", "-c", str(cpu), program("tests", "daemon-emitter"), "count", str(N),
+                                        "wait"])
 
     @staticmethod
-    def go(p):
+    def emit_all(p):
         """Lets the program emit; returns once it has (the time of its last event, time.monotonic)."""
         go(p)
         read_line(p, "done")
@@ -188,7 +188,7 @@ class LiveDaemonTest(DaemonTestCase):
         pids = []
         for cpu in self.cpus:  # one CPU busy, the other idle: its beacons hold nothing back
             p, pid = self.program(cpu)
-            emitted = self.go(p)
+            emitted = self.emit_all(p)
             lines = self.assertPrintedSoon(viewer, pid, emitted)
             self.assertEqual({re.search(r"cpu_id = (\d+)", l).group(1) for l in lines}, {str(cpu)})
             self.assertEqual(p.wait(timeout=10), 0)
@@ -208,7 +208,7 @@ class LiveDaemonTest(DaemonTestCase):
         pids = []
         # Two at a time, one on each CPU, each with its own buffers: both printed, then both gone.
         both = [self.program(cpu) for cpu in self.cpus]
-        emitted = [self.go(p) for p, _ in both]
+        emitted = [self.emit_all(p) for p, _ in both]
         for (p, pid), t in zip(both, emitted):
             self.assertPrintedSoon(viewer, pid, t)
             self.assertEqual(p.wait(timeout=10), 0)
@@ -216,7 +216,7 @@ class LiveDaemonTest(DaemonTestCase):
         # Then one after the other, each starting once the last is gone.
         for cpu in self.cpus:
             p, pid = self.program(cpu)
-            self.assertPrintedSoon(viewer, pid, self.go(p))
+            self.assertPrintedSoon(viewer, pid, self.emit_all(p))
             self.assertEqual(p.wait(timeout=10), 0)
             pids.append(pid)
         idle.kill()
@@ -249,7 +249,7 @@ class LiveDaemonTest(DaemonTestCase):
         self.assertTrue(any("sched_switch:" in l for l in list(viewer.lines)),
                         "no kernel event printed within four periods:\n" + "".join(viewer.err))
         p, pid = self.program(self.cpus[1])
-        self.assertPrintedSoon(viewer, pid, self.go(p))
+        self.assertPrintedSoon(viewer, pid, self.emit_all(p))
         self.assertEqual(p.wait(timeout=10), 0)
         self.destroy_and_check("kbusy", viewer, [pid])
 
@@ -258,19 +258,19 @@ class LiveDaemonTest(DaemonTestCase):
         viewer = self.kernel_session("kidle", "--syscall", "acct")
         time.sleep(2 * PERIOD_MS / 1000)  # beacons given out
         p, pid = self.program(self.cpus[1])
-        self.assertPrintedSoon(viewer, pid, self.go(p))
+        self.assertPrintedSoon(viewer, pid, self.emit_all(p))
         self.assertEqual(p.wait(timeout=10), 0)
         self.destroy_and_check("kidle", viewer, [pid])
 
     def test_late_attach_sees_new_events(self):
         self.live_session("late")
         p, before = self.program(self.cpus[0])
-        self.go(p)
+        self.emit_all(p)
         self.assertEqual(p.wait(timeout=10), 0)
         self.wait_in_copy("late", before)  # sent by a live flush, written by the relay
         viewer = self.attach("late")
         p, after = self.program(self.cpus[1])
-        self.assertPrintedSoon(viewer, after, self.go(p))
+        self.assertPrintedSoon(viewer, after, self.emit_all(p))
         self.assertEqual(p.wait(timeout=10), 0)
         lines = self.destroy_and_check("late", viewer, [after])
         self.assertEqual(viewer.of(before), [])
