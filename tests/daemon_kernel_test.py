@@ -52,6 +52,12 @@ class KernelMixin:
         self.addCleanup(lambda: self.assertEqual(global_settings(self.root), before,
                                                  "a global tracefs setting changed"))
 
+    def dump(self, path):
+        """The events of the kernel trace at path, as kernel_session_dump.py writes them."""
+        r = subprocess.run([sys.executable, DUMP, path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [json.loads(line) for line in r.stdout.splitlines()]
+
 
 class KernelSessionTest(KernelMixin, DaemonTestCase):
     def setUp(self):
@@ -189,11 +195,6 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         go(p)
         read_line(p, "done")
         p.wait(timeout=30)
-
-    def dump(self, path):
-        r = subprocess.run([sys.executable, DUMP, path], capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return [json.loads(line) for line in r.stdout.splitlines()]
 
     def test_restart_continues_the_kernel_trace_with_the_changes_made_while_stopped(self):
         """Stopped, a session's kernel events and tracked pids change; started again, its kernel trace goes
@@ -792,6 +793,45 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
                                sum(cpu_ns.values()) / duration / len(cpus), delta=1e-12)
         self.check_tracery_analyses(kernel, stats, top, dump_order, (begin, end, calls, tid_ns, migrations, cpu_ns))
         t("destroy", "a")
+
+    def test_membarrier_calls_of_libtracery_count_for_their_thread(self):
+        """libtracery's grace periods call membarrier (at load: QUERY and REGISTER_PRIVATE_EXPEDITED; when a
+        probe array is replaced, as at exit: PRIVATE_EXPEDITED). Its flags are 0, so the kernel ignores its
+        cpu_id argument, which is the CPU of the call: lttng-analyses, which takes that argument for the
+        event's CPU, counts every call for the thread that made it."""
+        self.d.start_daemon()
+        path = self.out("m")
+        t = self.d.tracery
+        t("create", "m", "--output", path)
+        t("enable-event", "-k", "--syscall", "membarrier", "-s", "m")
+        t("enable-event", "-k", "sched_switch", "-s", "m")
+        t("track", "-k", "--pid", str(os.getpid()), "-s", "m")  # the programs below are its children
+        # The last CPU, where a call would be misplaced were its cpu_id 0; kept busy, so that each switch to
+        # the program is recorded (see test_syscallstats_and_cputop_agree_with_the_trace).
+        cpu = max(os.sched_getaffinity(0))
+        hog = self.d.spawn(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"],
+                           stdin=subprocess.DEVNULL)
+        t("start", "m")
+        hello = program("examples", "hello-c")
+        p = subprocess.Popen(["taskset", "-c", str(cpu), hello, "lttng-analyses"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**self.d.env, "TRACERY_OUTPUT": self.out("hello")})
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        hog.kill()
+        hog.wait(timeout=30)
+        self.assertIn("channel0 (kernel): 0 events lost", t("stop", "m").stdout)
+        kernel = os.path.join(path, "kernel")
+        events = [m for m in self.dump(kernel) if m.get("e") == "syscall_entry_membarrier"]
+        self.assertTrue({0, 8, 16} <= {m["f"]["cmd"] for m in events}, events)
+        self.assertEqual([(m["f"]["cpu_id"], m["f"]["flags"]) for m in events], [(m["cpu"], 0) for m in events])
+        stats = mi_results("lttng-syscallstats-mi", kernel)
+        counted = {}
+        for table in stats:
+            if table["class"] != "total":
+                tid = int(re.search(r"TID: (\d+)\)\]$", table["class"]["title"]).group(1))
+                counted.update({tid: row[1]["value"] for row in table["data"] if row[0]["name"] == "membarrier"})
+        self.assertEqual(counted, {p.pid: len(events)})  # taskset runs hello-c in its own process
+        t("destroy", "m")
 
     def check_tracery_analyses(self, kernel, stats, top, dump_order, bt1_figures):
         """`tracery analyze syscalls` and `cputop` on the trace: the -mi tools' figures (counts per thread and call,

@@ -65,9 +65,15 @@ std::mutex &gp_mutex()
 bool initialized = false;    // under gp_mutex
 bool use_membarrier = false; // under gp_mutex
 
-// flags and cpu_id 0: a kernel trace shows the call's arguments, and tools
-// such as lttng-analyses take a cpu_id argument for the event's CPU.
-long membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+// flags 0, so the kernel ignores cpu_id. It is the CPU the call is made on all
+// the same: a kernel trace shows the call's arguments, and lttng-analyses
+// takes a payload field named cpu_id for the CPU of the event (with 0 there,
+// it put the entries of calls made elsewhere on CPU 0's running thread).
+long membarrier(int cmd)
+{
+	const int cpu = sched_getcpu();
+	return syscall(__NR_membarrier, cmd, 0, cpu < 0 ? 0 : cpu);
+}
 
 // A full memory barrier. GCC's ThreadSanitizer does not model fences
 // (-Wtsan): what it checks here is the release and acquire of the records.
