@@ -173,6 +173,27 @@ class HostileProgram(UsersTestCase):
         self.assertEqual(len(later.events) + later.discarded, 200)
         self.assertNotIn(f"PID: {bad_pid} ", self.d.tracery("list", "-u").stdout)
 
+    def test_program_cannot_resize_its_buffers(self):
+        """A program of another user that shrinks or grows the ring buffer files the daemon sent it is refused
+        (their size is sealed): the daemon maps the same files, and a shrink would make its next access a SIGBUS.
+        The daemon lives on and traces the next program."""
+        daemon = self.d.start_daemon("--group", self.group)
+        path = self.session("sealed")
+        self.d.tracery("start", "sealed")
+        bad = subprocess.run(["runuser", "-p", "-u", self.hostile, "--", program("tests", "daemon-emitter"),
+                              "truncate"], env=dict(self.d.env, HOME="/"), capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(bad.returncode, 0, bad.stderr)
+        refused, attempts = map(int, bad.stdout.split("refused ")[1].split(" of "))
+        self.assertGreater(attempts, 0)
+        self.assertEqual(refused, attempts, bad.stdout)
+        self.d.run([program("tests", "daemon-emitter"), "count", "100"])
+        time.sleep(0.3)  # the consumer's next look at every buffer, the hostile user's included
+        self.assertEqual(self.d.daemon_pid(), daemon)
+        self.assertIn("sealed", self.d.tracery("stop", "sealed").stdout)
+        trace = Trace(self.part_of(path, "channel0_uid0_"))
+        self.assertEqual(len(trace.events) + trace.discarded, 200)
+
 
 if __name__ == "__main__":
     unittest.main()

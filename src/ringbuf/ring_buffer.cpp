@@ -191,11 +191,16 @@ std::unique_ptr<Channel> Channel::create(const Config &config, const char *name)
 {
 	validate(config);
 	const Layout l = compute_layout(config);
-	base::Fd fd{::memfd_create(name && *name ? name : "tracery-ringbuf", MFD_CLOEXEC)};
+	base::Fd fd{::memfd_create(name && *name ? name : "tracery-ringbuf", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
 	if (!fd)
 		throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: memfd_create");
 	if (::ftruncate(fd.get(), static_cast<off_t>(l.total_size)) != 0)
 		throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: ftruncate");
+	// The size is final: a process the file is handed to (a traced program,
+	// when the daemon made it) cannot shrink it under another's mapping, whose
+	// next access would be a SIGBUS, nor unseal it.
+	if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: sealing the memfd's size");
 	// MAP_POPULATE: the producer hot path must not take page faults.
 	void *map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
 	if (map == MAP_FAILED)

@@ -5,6 +5,9 @@
 #include "ringbuf/ring_buffer.hpp"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -131,6 +134,28 @@ TEST(RingBufferHostile, ConsistentBufferIsNeverQuarantined)
 
 // A program writing random bytes over its whole mapping, header included, while its writers emit and the consumer
 // reads: every consumer call returns, and what it hands out is at most a sub-buffer, readable to its end.
+// Whoever holds the channel's file (a traced program holds the daemon's) cannot change its size: a shrink
+// would make every other mapping's next access a SIGBUS, in the consumer first.
+TEST(RingBufferHostile, FileSizeIsSealed)
+{
+	auto ch = Channel::create(small_config(Mode::discard), "sealed");
+	struct stat st;
+	ASSERT_EQ(fstat(ch->fd(), &st), 0);
+	const off_t size = st.st_size;
+	EXPECT_EQ(ftruncate(ch->fd(), 0), -1);
+	EXPECT_EQ(errno, EPERM);
+	EXPECT_EQ(ftruncate(ch->fd(), size + 4096), -1);
+	EXPECT_EQ(errno, EPERM);
+	EXPECT_EQ(fcntl(ch->fd(), F_ADD_SEALS, 0), -1) << "the seals themselves are sealed";
+	EXPECT_EQ(errno, EPERM);
+	ASSERT_EQ(fstat(ch->fd(), &st), 0);
+	EXPECT_EQ(st.st_size, size);
+	fill(*ch, 0, 50); // more than a sub-buffer: one is complete
+	Channel::SubbufView v{};
+	ASSERT_TRUE(ch->get_subbuf(0, v));
+	EXPECT_TRUE(ch->put_subbuf(0, v));
+}
+
 TEST(RingBufferHostile, RandomBytesOverTheMappingWhileWritingAndConsuming)
 {
 	for (uint32_t seed : {1u, 2u, 3u, 4u}) {

@@ -794,9 +794,14 @@ TEST(RingBuffer, AttachRefusesCorruptHeader)
 	const uint32_t st = 128;
 	corrupt(offsetof(detail::ChannelHeader, subbuf_state_size), &st, 4, "subbuf_state_size");
 	{
-		auto ch = Channel::create(cfg, "truncated");
-		ASSERT_EQ(::ftruncate(ch->fd(), 8192), 0);
-		expect_attach_error(::dup(ch->fd()), "smaller than the channel size");
+		// A channel's first 8 KiB in a file of their own (a channel's file cannot shrink: it is sealed).
+		auto ch = Channel::create(cfg, "whole");
+		std::vector<uint8_t> head(8192);
+		ASSERT_EQ(::pread(ch->fd(), head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+		const int truncated = ::memfd_create("truncated", MFD_CLOEXEC);
+		ASSERT_GE(truncated, 0);
+		ASSERT_EQ(::write(truncated, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+		expect_attach_error(truncated, "smaller than the channel size");
 	}
 	const int empty = ::memfd_create("empty", MFD_CLOEXEC);
 	ASSERT_GE(empty, 0);

@@ -17,15 +17,24 @@
  *                                   of them into the first 8 KiB (headers and
  *                                   control words); prints "scribbling
  *                                   MAPPINGS" when it starts, "done SCRIBBLES"
+ *   daemon-emitter truncate         a hostile program: emits one emit:tick, then
+ *                                   tries to shrink each ring buffer file the
+ *                                   daemon sent to 0 bytes and to grow it (a
+ *                                   shrink would make the daemon's next access
+ *                                   to its mapping a SIGBUS); prints "refused
+ *                                   REFUSED of ATTEMPTS", exits
  */
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,11 +119,60 @@ static int scribble(uint64_t seed, double seconds)
 	return n > 0 ? 0 : 3;
 }
 
+/* The descriptors of the ring buffer files the daemon sent, as find_buffers finds their mappings. */
+static int find_buffer_fds(int *out, int max)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while (n < max && (e = readdir(d))) {
+		char link[300], target[256];
+		snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+		const ssize_t len = readlink(link, target, sizeof target - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		if (strstr(target, "memfd:tracery-"))
+			out[n++] = atoi(e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+static int truncate_buffers(void)
+{
+	TRACERY_EMIT(emit, tick, 0);
+	int fds[16], n = 0;
+	for (double give_up = now_s() + 10; n == 0 && now_s() < give_up; usleep(10000))
+		n = find_buffer_fds(fds, 16);
+	int attempts = 0, refused = 0;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (fstat(fds[i], &st) != 0)
+			continue;
+		const off_t sizes[] = {0, st.st_size + 4096};
+		for (int k = 0; k < 2; k++, attempts++)
+			if (ftruncate(fds[i], sizes[k]) != 0 && errno == EPERM)
+				refused++;
+	}
+	printf("refused %d of %d\n", refused, attempts);
+	fflush(stdout);
+	return n > 0 ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "truncate")) {
+		printf("ready %d\n", getpid());
+		fflush(stdout);
+		return truncate_buffers();
+	}
 	if (argc < 3) {
 		fprintf(stderr,
-		        "usage: daemon-emitter count N [wait] | hold N | spin SECONDS | exec PROG ARGS... | scribble SEED SECONDS\n");
+		        "usage: daemon-emitter count N [wait] | hold N | spin SECONDS | exec PROG ARGS... | scribble SEED SECONDS "
+		        "| truncate\n");
 		return 2;
 	}
 	printf("ready %d\n", getpid());
