@@ -572,6 +572,25 @@ class BadInput(DaemonTestCase):
         self.d.tracery("stop", "good")
         self.assertEqual(len(Trace(self.out("good")).events), 9)
 
+    def test_a_fifo_in_place_of_the_metadata_blocks_nothing(self):
+        """The owner of a session puts a FIFO where its metadata was, then a program brings events the session
+        has not seen: the daemon adds their classes by writing the metadata anew from what it holds (never
+        opening what is there), so it answers every command at once and the trace reads whole."""
+        self.d.start_daemon()
+        path = self.session("fifo")
+        self.d.tracery("start", "fifo")
+        metadata = os.path.join(path, "metadata")
+        os.unlink(metadata)
+        os.mkfifo(metadata)
+        self.d.run([program("tests", "daemon-emitter"), "count", "10"], timeout=20)
+        start = time.monotonic()
+        self.d.tracery("list")
+        self.assertLess(time.monotonic() - start, 1.0)
+        self.d.tracery("stop", "fifo")
+        self.assertTrue(os.path.isfile(metadata))
+        self.assertEqual(collections.Counter(e["name"] for e in Trace(path).events),
+                         {"emit:tick": 10, "emit:other": 10})
+
     def test_bad_payload_jit_under_the_daemon_is_named_and_traced(self):
         self.d.start_daemon()
         path = self.session("s")

@@ -21,20 +21,20 @@ void TraceOutput::create_local() const
 		ctf::make_directories(local_dir_, 0700);
 }
 
-void TraceOutput::write_metadata(std::string_view text) const
+void TraceOutput::write_metadata(std::string_view text)
 {
-	if (link_)
-		link_->append_metadata(trace_, text);
-	if (!local_dir_.empty())
-		ctf::TraceDir(local_dir_).write_metadata(text);
+	metadata_.clear();
+	append_metadata(text);
 }
 
-void TraceOutput::append_metadata(std::string_view text) const
+void TraceOutput::append_metadata(std::string_view text)
 {
 	if (link_)
 		link_->append_metadata(trace_, text);
-	if (!local_dir_.empty())
-		ctf::TraceDir(local_dir_).append_metadata(text);
+	if (local_dir_.empty())
+		return;
+	metadata_ += text;
+	ctf::TraceDir(local_dir_).write_metadata(metadata_);
 }
 
 std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t num_cpus) const

@@ -26,9 +26,12 @@ public:
 	void create_local() const;
 	// The whole metadata (locally: the file, replaced); then appends. Throw
 	// std::system_error for the local file (the relay's copy has the text
-	// anyway).
-	void write_metadata(std::string_view text) const;
-	void append_metadata(std::string_view text) const;
+	// anyway). The local file is replaced by each append too, from the text
+	// kept here, never read: it is in a directory of the session's owner, who
+	// may have put anything there (a FIFO whose open would block the daemon,
+	// a huge file it would copy).
+	void write_metadata(std::string_view text);
+	void append_metadata(std::string_view text);
 	// The sink of one channel buffer's streams.
 	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus) const;
 
@@ -40,7 +43,8 @@ public:
 private:
 	std::string local_dir_;
 	std::shared_ptr<RelayLink> link_;
-	uint32_t trace_ = 0; // on link_
+	uint32_t trace_ = 0;   // on link_
+	std::string metadata_; // all given so far, for the local file
 };
 
 } // namespace tracery::consumer

@@ -122,6 +122,22 @@ TEST(TraceDir, MakeDirectories)
 	EXPECT_THROW(make_directories(tmp.path() + "/file"), std::system_error);
 }
 
+// What stands at the metadata's path in a directory another user owns: an
+// append neither blocks on a FIFO nor follows a symbolic link.
+TEST(TraceDir, AppendRefusesWhatIsNotARegularFile)
+{
+	TmpDir tmp;
+	const TraceDir dir = TraceDir::create(tmp.path() + "/t");
+	ASSERT_EQ(::mkfifo(dir.metadata_path().c_str(), 0600), 0);
+	EXPECT_THROW(dir.append_metadata("B\n"), std::system_error); // at once: no writer ever opens the FIFO
+	ASSERT_EQ(::unlink(dir.metadata_path().c_str()), 0);
+	const TraceDir other = TraceDir::create(tmp.path() + "/other");
+	other.write_metadata("A\n");
+	ASSERT_EQ(::symlink(other.metadata_path().c_str(), dir.metadata_path().c_str()), 0);
+	EXPECT_THROW(dir.append_metadata("B\n"), std::system_error);
+	EXPECT_EQ(slurp(other.metadata_path()), "A\n");
+}
+
 TEST(TraceDir, WriteAndAppendMetadata)
 {
 	TmpDir tmp;

@@ -180,12 +180,16 @@ void TraceDir::write_metadata(std::string_view text, mode_t mode, bool durable) 
 void TraceDir::append_metadata(std::string_view blocks, bool durable) const
 {
 	const std::string target = metadata_path();
-	const base::Fd old(::open(target.c_str(), O_RDONLY | O_CLOEXEC));
+	// A regular file only: no symbolic link followed, and an open that does
+	// not wait (a FIFO's would, for a writer).
+	const base::Fd old(::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
 	if (!old)
 		throw_errno(errno, "open " + target);
 	struct stat st;
 	if (::fstat(old.get(), &st) < 0)
 		throw_errno(errno, "stat " + target);
+	if (!S_ISREG(st.st_mode))
+		throw_errno(EINVAL, target + " is not a regular file");
 	publish(path_, target, old.get(), blocks, st.st_mode & 07777, durable);
 }
 

@@ -123,7 +123,7 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
 	chmod(output_.c_str(), 0700);
 }
 
-const consumer::TraceOutput &TraceSession::user_output()
+consumer::TraceOutput &TraceSession::user_output()
 {
 	if (!user_output_)
 		user_output_.emplace(local() ? user_dir() : "", relay_.link, "ust");

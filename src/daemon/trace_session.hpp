@@ -221,7 +221,7 @@ private:
 	std::string buffer_prefix(const Channel &ch, const std::string &owner) const;
 	// Where the user trace goes (user_dir(), the relay's "ust", or both):
 	// made on first use, once the layout is fixed.
-	const consumer::TraceOutput &user_output();
+	consumer::TraceOutput &user_output();
 
 	BufferQuota &quota_;
 	uint64_t id_;
