@@ -116,6 +116,39 @@ class WrongTypes(DaemonTestCase):
             self.assert_daemon_serves(message)
         self.assertIn("sent a malformed message and is disconnected", self.d.log())
 
+    def test_acks_of_requests_never_sent_are_not_kept(self):
+        """A program acknowledges requests the daemon never sent it, each ack carrying a megabyte of refused
+        filters: they are ignored, and the daemon's memory stays where it was (it kept the newest 64 such
+        lists whole, parsed, per program)."""
+        def rss_kib():
+            with open(f"/proc/{self.pid}/status") as f:
+                return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+
+        refused = [{"event": "app:e", "reason": "r"}] * 30_000  # about 1 MB of JSON
+        with self.connect() as s:
+            s.settimeout(10)
+            s.sendall(frame({"type": "hello", "procname": "p", "events": []}, PROGRAM))
+
+            def acks(first, count):
+                for seq in range(first, first + count):
+                    s.sendall(frame({"type": "ack", "seq": 1000 + seq, "session": seq, "tracing": True,
+                                     "refused": refused}, PROGRAM))
+                # The daemon handles a program's messages in order: once it answers this one, it has taken
+                # the acks.
+                s.sendall(frame({"type": "new_events", "req": first, "events": []}, PROGRAM))
+                data = b""
+                while b'"ids"' not in data:
+                    chunk = s.recv(65536)
+                    self.assertTrue(chunk, "the daemon closed the connection")
+                    data += chunk
+
+            acks(0, 4)
+            before = rss_kib()
+            acks(4, 60)
+            grown = rss_kib() - before
+        self.assert_daemon_serves("acks of requests never sent")
+        self.assertLess(grown, 64 * 1024, f"the daemon grew by {grown} KiB")
+
 
 if __name__ == "__main__":
     unittest.main()

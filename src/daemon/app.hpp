@@ -22,8 +22,8 @@ struct App {
 	base::Fd sock;
 	// Guarded by the daemon's lock:
 	std::map<std::string, nlohmann::json> events;
-	std::set<uint64_t> acked;
-	std::map<uint64_t, nlohmann::json> refused; // request -> filters it refused
+	std::map<uint64_t, uint64_t> awaiting;      // request sent, not yet acknowledged -> its session
+	std::map<uint64_t, nlohmann::json> refused; // acknowledged request -> filters it refused (the newest few)
 	std::set<uint64_t> tracing;                 // sessions whose buffers it confirmed it writes into
 	bool gone = false;
 

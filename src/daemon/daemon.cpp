@@ -110,16 +110,57 @@ uint64_t Daemon::join(TraceSession &s, App &app, const std::vector<Buffer *> &bu
 		c["clock"] = clock::tick_unit_name(s.tick_unit());
 		fds.push_back(b->ring->fd());
 	}
-	const uint64_t seq = next_seq_++;
-	if (!app.send({{control::kTypeKey, control::msg::kStartSession},
-	               {"session", s.id()},
-	               {"name", s.name()},
-	               {"seq", seq},
-	               {"channels", chans}},
-	              fds))
-		return 0;
-	members_[s.id()].insert(app.id);
+	const uint64_t seq = request(
+		app, s, {{control::kTypeKey, control::msg::kStartSession}, {"name", s.name()}, {"channels", chans}},
+		fds);
+	if (seq)
+		members_[s.id()].insert(app.id);
 	return seq;
+}
+
+uint64_t Daemon::request(App &app, const TraceSession &s, json msg, std::span<const int> fds)
+{
+	const uint64_t seq = next_seq_++;
+	msg["session"] = s.id();
+	msg["seq"] = seq;
+	if (!app.send(msg, fds))
+		return 0;
+	app.awaiting[seq] = s.id();
+	return seq;
+}
+
+void Daemon::take_ack(App &app, const json &ack)
+{
+	const uint64_t seq = ack.value("seq", uint64_t{0});
+	const auto it = app.awaiting.find(seq);
+	if (it == app.awaiting.end())
+		return; // not a request of ours, or acknowledged before
+	const uint64_t session = it->second;
+	app.awaiting.erase(it);
+	if (ack.value("tracing", false))
+		app.tracing.insert(session);
+	const json refused = ack.value("refused", json::array());
+	if (!refused.is_array() || refused.empty())
+		return;
+	// A filter is refused once per event: no more entries than the program
+	// has events, and each reason cut to a line.
+	constexpr size_t kMaxReason = 512;
+	json kept = json::array();
+	for (const auto &r : refused) {
+		if (kept.size() >= app.events.size() || !r.is_object())
+			break;
+		std::string event = r.value("event", ""), reason = r.value("reason", "");
+		if (event.size() > kMaxReason)
+			event.resize(kMaxReason);
+		if (reason.size() > kMaxReason)
+			reason.resize(kMaxReason);
+		log(Level::warn, "program %d refused the filter of %s: %s", app.cred.pid, event.c_str(),
+		    reason.c_str());
+		kept.push_back({{"event", std::move(event)}, {"reason", std::move(reason)}});
+	}
+	app.refused[seq] = std::move(kept);
+	if (app.refused.size() > 64) // nobody waits for the oldest any more
+		app.refused.erase(app.refused.begin());
 }
 
 json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock)
@@ -128,7 +169,7 @@ json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending
 		json pids = json::array();
 		for (auto [id, seq] : pending)
 			if (auto it = apps_.find(id);
-			    it != apps_.end() && !it->second->gone && !it->second->acked.count(seq))
+			    it != apps_.end() && !it->second->gone && it->second->awaiting.count(seq))
 				pids.push_back(it->second->cred.pid);
 		return pids;
 	};
@@ -163,11 +204,9 @@ json Daemon::update_members(TraceSession &s, Lock &lock)
 		auto it = apps_.find(id);
 		if (it == apps_.end() || it->second->gone)
 			continue;
-		const uint64_t seq = next_seq_++;
-		if (it->second->send({{control::kTypeKey, control::msg::kUpdate},
-		                      {"session", s.id()},
-		                      {"seq", seq},
-		                      {"channels", session_ids(s, *it->second)}}))
+		if (const uint64_t seq = request(
+			    *it->second, s,
+			    {{control::kTypeKey, control::msg::kUpdate}, {"channels", session_ids(s, *it->second)}}))
 			pending.emplace_back(id, seq);
 	}
 	s.busy++;
@@ -203,17 +242,7 @@ void Daemon::app_message(App &app, const control::Message &msg)
 	Lock lock(mutex_);
 	const std::string type = msg.body.value(control::kTypeKey, "");
 	if (type == control::msg::kAck) {
-		app.acked.insert(msg.body.value("seq", uint64_t{0}));
-		if (const json refused = msg.body.value("refused", json::array()); !refused.empty()) {
-			app.refused[msg.body.value("seq", uint64_t{0})] = refused;
-			if (app.refused.size() > 64) // nobody waits for the oldest any more
-				app.refused.erase(app.refused.begin());
-			for (const auto &r : refused)
-				log(Level::warn, "program %d refused the filter of %s: %s", app.cred.pid,
-				    r.value("event", "").c_str(), r.value("reason", "").c_str());
-		}
-		if (msg.body.value("tracing", false))
-			app.tracing.insert(msg.body.value("session", uint64_t{0}));
+		take_ack(app, msg.body);
 		acks_.notify_all();
 	} else if (type == control::msg::kNewEvents) {
 		for (const auto &schema : msg.body.value("events", json::array()))
@@ -315,10 +344,8 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 		auto it = apps_.find(id);
 		if (it == apps_.end())
 			continue;
-		const uint64_t seq = next_seq_++;
 		it->second->tracing.erase(s.id());
-		if (it->second->send(
-			    {{control::kTypeKey, control::msg::kStopSession}, {"session", s.id()}, {"seq", seq}}))
+		if (const uint64_t seq = request(*it->second, s, {{control::kTypeKey, control::msg::kStopSession}}))
 			pending.emplace_back(id, seq);
 	}
 	json late = wait_acks(pending, lock);

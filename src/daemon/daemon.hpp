@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -104,6 +105,13 @@ private:
 	// and ids to a program; returns the sequence number its ack will carry
 	// (0 if nothing was sent: no buffer at all, or the send failed).
 	uint64_t join(TraceSession &s, App &app, const std::vector<Buffer *> &buffers);
+	// Sends a request about session s that the program acknowledges (msg gets
+	// its "session" and "seq"); returns the seq, 0 if the send failed.
+	uint64_t request(App &app, const TraceSession &s, nlohmann::json msg, std::span<const int> fds = {});
+	// What a program's ack says, if it acknowledges a request of ours: the
+	// filters it refused (kept for refusals(), bounded) and whether it writes
+	// into the session's buffers. Other acks are ignored.
+	void take_ack(App &app, const nlohmann::json &ack);
 	// Waits (lock released, at most quiesce_timeout_ms) until every program
 	// acknowledged its sequence number or is gone; returns the pids of late ones.
 	nlohmann::json wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);
