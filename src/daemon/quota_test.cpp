@@ -212,5 +212,32 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	EXPECT_EQ(q.used(1000), 0u);
 }
 
+// A per-PID buffer belongs to a user too: when another user's program gets a
+// pid whose earlier program's connection lingers, it gets a buffer of its own,
+// and the end of that earlier program leaves the new one alone.
+TEST_F(SessionQuota, AReusedPidOfAnotherUserGetsItsOwnBuffer)
+{
+	ChannelSpec spec;
+	spec.name = "pp";
+	spec.subbuf_size = 4096;
+	spec.per_pid = true;
+	BufferQuota q(uint64_t{1} << 30);
+	auto s = session(q);
+	Channel &ch = s->add_channel(spec);
+	std::string why;
+	Buffer *theirs = s->buffer_for(ch, 2000, 42, &why);
+	ASSERT_NE(theirs, nullptr);
+	Buffer *mine = s->buffer_for(ch, 1000, 42, &why);
+	ASSERT_NE(mine, nullptr);
+	EXPECT_NE(mine, theirs);
+	EXPECT_EQ(mine->charge.uid(), 1000u);
+	EXPECT_EQ(ch.buffers.size(), 2u);
+	EXPECT_TRUE(s->program_ended(42, 2000).empty()) << "uid 2000's program ending retires nothing of uid 1000";
+	EXPECT_EQ(s->buffer_for(ch, 1000, 42, &why), mine);
+	const auto retired = s->program_ended(42, 1000);
+	ASSERT_EQ(retired.size(), 1u);
+	EXPECT_EQ(retired[0].buffer.get(), mine);
+}
+
 } // namespace
 } // namespace tracery::daemon

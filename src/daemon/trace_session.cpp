@@ -371,13 +371,17 @@ Buffer *TraceSession::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string 
 {
 	const std::string owner = ch.spec().per_pid ? "pid" + std::to_string(pid) : "uid" + std::to_string(uid);
 	if (auto it = ch.buffers.find(owner); it != ch.buffers.end()) {
-		if (!it->second->ring->quarantined())
+		const bool quarantined = it->second->ring->quarantined();
+		if (!quarantined && it->second->charge.uid() == uid)
 			return it->second.get();
-		// Its programs wrote over it (ringbuf::Channel::fault): the owner's
-		// later programs get a new one; this one is finished at stop.
+		// Its programs wrote over it (ringbuf::Channel::fault), or (per PID)
+		// the pid is another user's program's now, while the connection of
+		// the one it was made for lingers: later programs get a new one;
+		// this one is finished at stop.
 		auto old = std::move(it->second);
 		ch.buffers.erase(it);
-		ch.buffers["quarantined-" + owner + "-" + std::to_string(next_instance_++)] = std::move(old);
+		ch.buffers[(quarantined ? "quarantined-" : "ended-") + owner + "-" + std::to_string(next_instance_++)] =
+			std::move(old);
 	}
 	auto charge = quota_.try_charge(uid, ch.buffer_bytes(), refused);
 	if (!charge)
@@ -457,8 +461,8 @@ std::vector<TraceSession::Retired> TraceSession::program_ended(pid_t pid, uid_t 
 	for (auto &ch : channels_) {
 		if (ch->spec().per_pid) {
 			auto it = ch->buffers.find("pid" + std::to_string(pid));
-			if (it == ch->buffers.end())
-				continue;
+			if (it == ch->buffers.end() || it->second->charge.uid() != uid)
+				continue; // none, or another user's program's since the pid was reused
 			if (snapshot_) {
 				// Kept for `snapshot record`, under a name a new program of this pid cannot take.
 				it->second->ring->recover_after_producer_death();
