@@ -26,6 +26,7 @@ struct App {
 	std::map<uint64_t, nlohmann::json> refused; // acknowledged request -> filters it refused (the newest few)
 	std::set<uint64_t> tracing;                 // sessions whose buffers it confirmed it writes into
 	bool gone = false;
+	bool told_unknown_type = false; // a message of an unknown type was logged
 
 	// Sends without ever blocking (the daemon's lock may be held): what the
 	// socket does not take now waits here, and on_blocked asks the server

@@ -219,8 +219,7 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
 {
 	Lock lock(mutex_);
 	app->procname = hello.value("procname", "");
-	for (const auto &schema : hello.value("events", json::array()))
-		app->events[event::schema_key(schema)] = schema;
+	add_events(*app, hello.value("events", json::array()));
 	apps_[app->id] = app;
 	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
 	    app->cred.uid, app->events.size());
@@ -237,6 +236,19 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
 	app->send({{control::kTypeKey, control::msg::kReady}});
 }
 
+void Daemon::add_events(App &app, const json &schemas)
+{
+	for (const auto &schema : schemas) {
+		try {
+			json checked = event::checked_schema(schema);
+			std::string key = event::schema_key(checked);
+			app.events[std::move(key)] = std::move(checked);
+		} catch (const std::invalid_argument &e) {
+			log(Level::warn, "program %d: an event it declared is not traced: %s", app.cred.pid, e.what());
+		}
+	}
+}
+
 void Daemon::app_message(App &app, const control::Message &msg)
 {
 	Lock lock(mutex_);
@@ -245,8 +257,7 @@ void Daemon::app_message(App &app, const control::Message &msg)
 		take_ack(app, msg.body);
 		acks_.notify_all();
 	} else if (type == control::msg::kNewEvents) {
-		for (const auto &schema : msg.body.value("events", json::array()))
-			app.events[event::schema_key(schema)] = schema;
+		add_events(app, msg.body.value("events", json::array()));
 		json sessions = json::array();
 		for (auto &[name, s] : sessions_)
 			if (s->state == SessionState::started && members_[s->id()].count(app.id))
@@ -254,8 +265,10 @@ void Daemon::app_message(App &app, const control::Message &msg)
 		app.send({{control::kTypeKey, control::msg::kIds},
 		          {"req", msg.body.value("req", uint64_t{0})},
 		          {"sessions", sessions}});
-	} else {
-		log(Level::warn, "program %d: unknown message type '%s'", app.cred.pid, type.c_str());
+	} else if (!app.told_unknown_type) { // once: a program may send many
+		app.told_unknown_type = true;
+		log(Level::warn, "program %d: unknown message type '%s' (further ones not logged)", app.cred.pid,
+		    type.c_str());
 	}
 }
 

@@ -112,6 +112,10 @@ private:
 	// filters it refused (kept for refusals(), bounded) and whether it writes
 	// into the session's buffers. Other acks are ignored.
 	void take_ack(App &app, const nlohmann::json &ack);
+	// Keeps the events a program declares (its hello, new_events), each
+	// schema checked and rebuilt (event::checked_schema); one that describes
+	// no valid event is logged and left out.
+	void add_events(App &app, const nlohmann::json &schemas);
 	// Waits (lock released, at most quiesce_timeout_ms) until every program
 	// acknowledged its sequence number or is gone; returns the pids of late ones.
 	nlohmann::json wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);

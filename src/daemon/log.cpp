@@ -12,6 +12,7 @@ FILE *g_out = stderr;
 Level g_max = Level::info;
 std::mutex g_mutex;
 constexpr const char *kNames[] = {"error", "warn", "info", "debug"};
+constexpr size_t kMaxMessage = 2048;
 } // namespace
 
 bool parse_level(const std::string &s, Level &out)
@@ -40,13 +41,22 @@ void log(Level level, const char *fmt, ...)
 	tm t;
 	localtime_r(&ts.tv_sec, &t);
 	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &t);
-	std::lock_guard lock(g_mutex);
-	fprintf(g_out, "%s.%03ld traceryd %s: ", when, ts.tv_nsec / 1000000, kNames[static_cast<int>(level)]);
+	// Messages quote what programs and clients sent: one line each, of at
+	// most kMaxMessage bytes, with control characters shown as '?', so that
+	// no peer can forge a line or make one without end.
+	char message[kMaxMessage + 1];
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(g_out, fmt, ap);
+	const int n = vsnprintf(message, sizeof message, fmt, ap);
 	va_end(ap);
-	fputc('\n', g_out);
+	if (n < 0)
+		return;
+	for (char *c = message; *c; ++c)
+		if (static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f)
+			*c = '?';
+	std::lock_guard lock(g_mutex);
+	fprintf(g_out, "%s.%03ld traceryd %s: %s%s\n", when, ts.tv_nsec / 1000000, kNames[static_cast<int>(level)],
+	        message, static_cast<size_t>(n) > kMaxMessage ? " [cut]" : "");
 	fflush(g_out);
 }
 

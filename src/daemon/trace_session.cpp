@@ -210,8 +210,6 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 			}
 		}
 		ids[key] = ch.id_for(key, &is_new);
-		if (is_new)
-			schemas_[key] = schema;
 	}
 	if (!blocks.empty()) {
 		metadata_ += blocks;

@@ -244,7 +244,6 @@ private:
 	std::set<std::string> used_prefixes_;
 	uint64_t next_instance_ = 0;
 	uint32_t snapshots_ = 0;
-	std::map<std::string, nlohmann::json> schemas_;                       // key -> schema of every event with an id
 	std::map<std::pair<std::string, std::string>, std::string> bytecode_; // (key, filter) -> hex
 };
 

@@ -86,6 +86,12 @@ std::string fields_summary(const json &schema)
 	return out;
 }
 
+json checked_schema(const json &schema)
+{
+	const OwnedEventDesc desc(schema);
+	return schema_of(desc.desc());
+}
+
 const char *OwnedEventDesc::keep(const std::string &s) { return strings_.emplace_back(s).c_str(); }
 
 OwnedEventDesc::OwnedEventDesc(const json &schema)

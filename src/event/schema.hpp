@@ -22,6 +22,10 @@ std::string schema_key(const nlohmann::json &schema);
 std::string full_name(const nlohmann::json &schema); // "provider:name"
 // "name type, name type..." for listings.
 std::string fields_summary(const nlohmann::json &schema);
+// A schema received from a program, checked as OwnedEventDesc checks it
+// (throws std::invalid_argument naming what is wrong) and rebuilt from the
+// event it describes: only the keys schema_of() writes are left.
+nlohmann::json checked_schema(const nlohmann::json &schema);
 
 // A tracery_event_desc built from a schema, owning its strings and arrays.
 class OwnedEventDesc {
