@@ -14,9 +14,11 @@
 #include <tracery/internal/probe.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <vector>
 
 namespace tracery::ust {
@@ -56,10 +58,46 @@ std::vector<tracery_event_desc *> &registered()
 	return *v;
 }
 
+// Listeners are called outside the registry's lock (they attach probes,
+// which take it). remove_listener() returns only once no call into the
+// listener runs, so that it may be destroyed right after (a session the
+// daemon ended while another thread dlopens a library); a call after the
+// removal is not made. Under the registry's lock.
+struct Calls {
+	std::multiset<RegistryListener *> running;
+	std::condition_variable *ended = new std::condition_variable; // replaced in a forked child, never freed
+};
+
+Calls &calls()
+{
+	static auto *c = new Calls;
+	return *c;
+}
+
 std::vector<RegistryListener *> &listeners()
 {
 	static auto *v = new std::vector<RegistryListener *>;
 	return *v;
+}
+
+// Calls fn(l) for each listener of `snapshot` still listening, outside the
+// registry's lock (not held by the caller), each call counted as running.
+template <typename Fn>
+void call_listeners(const std::vector<RegistryListener *> &snapshot, Fn fn)
+{
+	for (RegistryListener *l : snapshot) {
+		{
+			std::lock_guard lock(registry_mutex());
+			const auto &now = listeners();
+			if (std::find(now.begin(), now.end(), l) == now.end())
+				continue;
+			calls().running.insert(l);
+		}
+		fn(l);
+		std::lock_guard lock(registry_mutex());
+		calls().running.erase(calls().running.find(l));
+		calls().ended->notify_all();
+	}
 }
 
 ProbeArray *make_array(uint32_t count)
@@ -173,9 +211,10 @@ void add_listener(RegistryListener *l)
 
 void remove_listener(RegistryListener *l)
 {
-	std::lock_guard lock(registry_mutex());
+	std::unique_lock lock(registry_mutex());
 	auto &v = listeners();
 	v.erase(std::remove(v.begin(), v.end(), l), v.end());
+	calls().ended->wait(lock, [&] { return calls().running.count(l) == 0; });
 }
 
 std::vector<tracery_event_desc *> registered_events()
@@ -198,7 +237,14 @@ void unlock_after_fork()
 	registry_mutex().unlock();
 }
 
-void after_fork_in_child() { rcu::after_fork_child(); }
+void after_fork_in_child()
+{
+	rcu::after_fork_child();
+	// The calls of the parent's other threads never end here; a waiter's
+	// state in the old condition variable is the parent's.
+	calls().running.clear();
+	calls().ended = new std::condition_variable;
+}
 
 int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate,
                  tracery_probe_fn gate_passed_fn)
@@ -259,8 +305,7 @@ void tracery_register_events(tracery_event_desc *const *begin, tracery_event_des
 		to_notify = listeners();
 	}
 	for (auto *d : added)
-		for (auto *l : to_notify)
-			l->on_event_registered(d);
+		call_listeners(to_notify, [d](RegistryListener *l) { l->on_event_registered(d); });
 }
 
 void tracery_unregister_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)
@@ -287,8 +332,7 @@ void tracery_unregister_events(tracery_event_desc *const *begin, tracery_event_d
 	// Listeners detach their probes; the descriptor memory goes away with
 	// the object right after this returns, so nothing may run a probe on it.
 	for (auto *d : removed) {
-		for (auto *l : to_notify)
-			l->on_event_unregistered(d);
+		call_listeners(to_notify, [d](RegistryListener *l) { l->on_event_unregistered(d); });
 		std::lock_guard lock(registry_mutex());
 		publish(d, nullptr);
 		delete static_cast<Registration *>(d->runtime);

@@ -20,6 +20,8 @@ public:
 
 // Adds a listener and replays the events registered so far to it.
 void add_listener(RegistryListener *listener);
+// Once it returns, no call into the listener runs or is made: it may be
+// destroyed. Not from the listener's own calls (it would wait for itself).
 void remove_listener(RegistryListener *listener);
 
 std::vector<tracery_event_desc *> registered_events();

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -176,6 +178,57 @@ TEST(Registry, RegisteredEventHasAProbeArrayBeforeAnyAttach)
 	EXPECT_EQ(s.sum_a.load(), 3u);
 	EXPECT_EQ(tracery_probe_detach(&desc, count_probe, &s), 0);
 	EXPECT_NE(desc.probes, nullptr);
+	tracery_unregister_events(section, section + 1);
+}
+
+// A session the daemon ends on its thread while another thread's dlopen
+// registers events: remove_listener() waits for the call into the listener
+// that runs, and the registration calls no listener removed before it got
+// to it, so the listener may be destroyed once removed.
+TEST(Registry, ARemovedListenerIsNeitherCalledNorDestroyedUnderACall)
+{
+	static tracery_field_desc fields[] = {{"x", TRACERY_TYPE_U64, 0, 0, nullptr}};
+	static tracery_event_desc desc = {"dyn", "late", fields, 1, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	tracery_event_desc *const section[] = {&desc};
+	struct Blocking : tracery::ust::RegistryListener {
+		std::atomic<bool> entered{false}, release{false}, left{false};
+		void on_event_registered(tracery_event_desc *d) override
+		{
+			if (d != &desc)
+				return;
+			entered = true;
+			while (!release)
+				std::this_thread::yield();
+			left = true;
+		}
+		void on_event_unregistered(tracery_event_desc *) override {}
+	};
+	struct Counting : tracery::ust::RegistryListener {
+		std::atomic<int> calls{0};
+		void on_event_registered(tracery_event_desc *d) override { calls += d == &desc; }
+		void on_event_unregistered(tracery_event_desc *) override {}
+	};
+	auto blocking = std::make_unique<Blocking>();
+	auto counting = std::make_unique<Counting>();
+	tracery::ust::add_listener(blocking.get());
+	tracery::ust::add_listener(counting.get());
+	std::thread loader([&] { tracery_register_events(section, section + 1); });
+	while (!blocking->entered)
+		std::this_thread::yield();
+	std::atomic<bool> removed{false};
+	std::thread daemon_link([&] {
+		tracery::ust::remove_listener(counting.get()); // not called yet: removed at once
+		tracery::ust::remove_listener(blocking.get()); // waits for the call that runs
+		removed = true;
+	});
+	std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	EXPECT_FALSE(removed.load()) << "remove_listener returned while the listener's call ran";
+	blocking->release = true;
+	daemon_link.join();
+	EXPECT_TRUE(blocking->left.load());
+	blocking.reset();
+	loader.join();
+	EXPECT_EQ(counting->calls.load(), 0) << "called after its removal";
 	tracery_unregister_events(section, section + 1);
 }
 
