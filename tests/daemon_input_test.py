@@ -116,6 +116,28 @@ class WrongTypes(DaemonTestCase):
             self.assert_daemon_serves(message)
         self.assertIn("sent a malformed message and is disconnected", self.d.log())
 
+    def test_a_connected_programs_bad_schema_does_not_break_listings(self):
+        """A program stays connected with events whose schemas are valid JSON but describe no event: they are
+        left out when they arrive (one log line each), and `tracery list -u` lists the rest."""
+        good = {"provider": "p", "name": "good", "fields": [{"name": "x", "type": "u32"}]}
+        bad = [{"provider": "p", "name": "e1", "fields": [1]},
+               {"provider": "p", "name": "e2", "fields": [{"name": 5, "type": "u8"}]},
+               {"provider": "p", "name": "e3", "fields": [{"name": "x", "type": "u8", "pad": [{}] * 1000}] * 17}]
+        with self.connect() as s:
+            s.sendall(frame({"type": "hello", "procname": "p", "events": bad + [good]}, PROGRAM))
+            deadline = time.time() + 5
+            listing = None
+            while time.time() < deadline:
+                listing = self.d.tracery("list", "-u", check=False)
+                if "p:good" in listing.stdout:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(listing.returncode, 0, listing.stderr)
+            self.assertIn("p:good", listing.stdout)
+            self.assertNotIn("p:e", listing.stdout)
+        self.assertEqual(self.d.log().count("an event it declared is not traced"), 3, self.d.log())
+        self.assert_daemon_serves("bad schemas")
+
     def test_acks_of_requests_never_sent_are_not_kept(self):
         """A program acknowledges requests the daemon never sent it, each ack carrying a megabyte of refused
         filters: they are ignored, and the daemon's memory stays where it was (it kept the newest 64 such
