@@ -20,6 +20,22 @@ class OtherUser(UsersTestCase):
     def as_user(self, *args):
         return self.d.tracery(*args, check=False, env=self.user_env, user=self.user)
 
+    def test_owners_write_with_their_own_groups_only(self):
+        """A member's trace goes only where its own uid and gid may write: not into a directory that only
+        root's group may write (root:root, 0770), though the system daemon was started by root, whose
+        supplementary groups include root's (as under sudo)."""
+        self.d.start_daemon("--group", self.group, extra_groups=[0])
+        member, home, _ = self.add_user("g", in_group=True)
+        shared = self.out("root-group")
+        os.makedirs(shared)
+        os.chown(shared, 0, 0)
+        os.chmod(shared, 0o770)
+        r = self.d.tracery("create", "g", "--output", os.path.join(shared, "t"), check=False,
+                           env=dict(self.d.env, HOME=home), user=member)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("cannot create output directory", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(shared, "t")))
+
     def test_other_user_cannot_see_or_control_or_read(self):
         daemon_pid = self.d.start_daemon("--group", self.group)
         path = self.session("secret", events=("emit:*",))

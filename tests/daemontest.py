@@ -28,9 +28,10 @@ class DaemonEnv:
         self.cli = program("src", "cli", "tracery")
 
     # ---- the daemon
-    def start_daemon(self, *extra):
+    def start_daemon(self, *extra, extra_groups=None):
+        """traceryd --daemonize; extra_groups: supplementary groups to start it with (as a shell's would be)."""
         proc = subprocess.run([self.traceryd, "--daemonize", "--log-level", "debug", *extra], env=self.env,
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True, timeout=30, extra_groups=extra_groups)
         if proc.returncode != 0:
             raise AssertionError(f"traceryd failed: {proc.stderr}")
         return self.daemon_pid()

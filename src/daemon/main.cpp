@@ -190,6 +190,12 @@ int serve(const Args &args)
 	else
 		opt.group = static_cast<gid_t>(-1);
 
+	// The files a system daemon writes for a session's owner are checked
+	// against the owner's uid and gid (base::FsCreds) and the process's
+	// supplementary groups, which FsCreds does not change: root's (group
+	// root under sudo) would let an owner write where only that group may.
+	if (opt.system && ::setgroups(0, nullptr) != 0)
+		throw std::runtime_error(std::string("cannot drop the supplementary groups: ") + strerror(errno));
 	prepare_rundir(opt.rundir, opt.system);
 	LockFile lock(control::lock_path(opt.rundir));
 	Level level;
