@@ -29,7 +29,8 @@ std::vector<std::string> logged(void (*write)())
 TEST(Log, APeersTextStaysOnOneBoundedLine)
 {
 	const auto lines = logged([] {
-		log(Level::warn, "program 7: unknown message type '%s'", "x\n2026-11-27 traceryd error: forged\r\x1b[2J");
+		log(Level::warn, "program 7: unknown message type '%s'",
+		    "x\n2026-11-27 traceryd error: forged\r\x1b[2J");
 		log(Level::info, "long: %s", std::string(100000, 'a').c_str());
 		log(Level::debug, "not shown at info");
 	});
