@@ -296,20 +296,30 @@ struct RelayServer::Impl {
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 	}
 
-	// HELLO, applied here: the reply, then the writer thread (and the live
-	// index of a live session). "" or why the connection closes.
+	// HELLO, applied here: the session's directory and writer thread, the
+	// reply (refused if either failed), the live index of a live session.
+	// "" or why the connection closes.
 	std::string hello(uint64_t id, Connection &c, const cr::Frame &f)
 	{
 		cr::HelloReply reply;
-		const std::string why = c.writer.apply(f, &reply);
+		std::string why = c.writer.apply(f, &reply);
+		if (why.empty()) {
+			// Its writer thread and eventfd: out of threads or descriptors,
+			// this session is refused, and the others go on.
+			c.relative_dir = c.writer.relative_dir();
+			try {
+				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
+			} catch (const std::exception &e) {
+				why = cat("could not start the session's writer: ", e.what());
+				reply = {};
+			}
+		}
 		if (!why.empty() && reply.text.empty())
 			reply = {.accepted = false, .text = why.substr(0, cr::kMaxReplyText)};
 		if (!reply_to(c, reply))
 			return "could not send the HELLO reply";
 		if (!why.empty())
 			return why;
-		c.relative_dir = c.writer.relative_dir();
-		c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
 		if (!watch(EPOLL_CTL_ADD, c.queue->event_fd(), EPOLLIN, tag(id, writer)))
 			return cat("epoll: ", std::strerror(errno));
 		const auto &h = std::get<cr::Hello>(f);
@@ -532,10 +542,22 @@ struct RelayServer::Impl {
 			close_viewer(id, "no CONNECT in time");
 	}
 
+	// One connection's turn. Whatever it throws (out of memory, a bug) closes
+	// that connection only, never the loop.
 	void dispatch(uint64_t t)
 	{
 		const uint64_t id = (t - kFirstTag) / 4;
-		switch ((t - kFirstTag) % 4) {
+		try {
+			serve_tag(id, static_cast<Kind>((t - kFirstTag) % 4));
+		} catch (const std::exception &e) {
+			close_conn(id, cat("closed on an internal error: ", e.what()));
+			close_viewer(id, cat("closed on an internal error: ", e.what()));
+		}
+	}
+
+	void serve_tag(uint64_t id, Kind kind)
+	{
+		switch (kind) {
 		case sender:
 			if (conns.count(id) && conns.at(id)->reading)
 				serve(id);

@@ -7,7 +7,8 @@
 // is told so (NOTICE) and not read until they catch up. A viewer is answered
 // from the live sessions' in-memory index and the files already written
 // (LiveViewer). A malformed frame or request, or a refused one, closes that
-// connection with one log line.
+// connection with one log line; so does a session whose writer thread cannot
+// start, or anything thrown while serving one connection.
 #pragma once
 
 #include "base/fd.hpp"

@@ -3,7 +3,8 @@
 // writes_behind and then caught_up, the log says both, SYNC is answered
 // only once every packet before it is written, every packet is on disk, and
 // a viewer is answered at once while the sender's writes are behind; a
-// viewer that says nothing is closed after the deadline.
+// viewer that says nothing is closed after the deadline. A session whose
+// writer thread cannot start is refused alone.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -15,12 +16,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -86,6 +89,36 @@ bool viewer_answered(uint16_t port)
 	}
 	::close(fd);
 	return ok && live::get_be32(reply + 8) == live::kMajor;
+}
+
+// The process's soft limit on `resource` at `soft`, for its scope.
+struct SoftLimit {
+	int resource;
+	rlimit old{};
+	SoftLimit(int r, rlim_t soft) : resource(r)
+	{
+		::getrlimit(r, &old);
+		rlimit now = old;
+		now.rlim_cur = soft;
+		EXPECT_EQ(::setrlimit(r, &now), 0);
+	}
+	~SoftLimit() { ::setrlimit(resource, &old); }
+	SoftLimit(const SoftLimit &) = delete;
+	SoftLimit &operator=(const SoftLimit &) = delete;
+};
+
+// This process's address space (VmSize), bytes.
+rlim_t address_space()
+{
+	std::ifstream in("/proc/self/status");
+	std::string word;
+	while (in >> word)
+		if (word == "VmSize:") {
+			rlim_t kib = 0;
+			in >> kib;
+			return kib * 1024;
+		}
+	return 0;
 }
 
 TEST(RelayServer, SlowDiskIsToldAndSyncWaitsForTheWrites)
@@ -184,6 +217,41 @@ TEST(RelayServer, FastDiskSaysNothing)
 	EXPECT_EQ(written, 60u);
 	EXPECT_TRUE(notices.empty());
 	EXPECT_EQ(s.count("writes behind"), 0u);
+}
+
+// A writer thread that cannot start (no address space left for its stack)
+// refuses that HELLO and closes that connection; before, the exception ended
+// the relay and every session with it.
+TEST(RelayServer, SessionWhoseWriterCannotStartIsRefusedAlone)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	GTEST_SKIP() << "ASan's shadow mappings leave no room for an address-space limit";
+#else
+	Server s(ServerOptions{});
+	cr::RelayConnection first, refused, later;
+	ASSERT_EQ(first.connect("127.0.0.1", s.server->port()), "");
+	ASSERT_EQ(first.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "first"}), "");
+	ASSERT_EQ(refused.connect("127.0.0.1", s.server->port()), "");
+	{
+		SoftLimit as(RLIMIT_AS, address_space() + 2 * 1024 * 1024); // less than a thread's stack
+		EXPECT_NE(refused.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "no"}),
+		          "");
+	}
+	for (int i = 0; i < 100 && !s.count("could not start the session's writer"); i++)
+		std::this_thread::sleep_for(10ms);
+	EXPECT_EQ(s.count("could not start the session's writer"), 1u);
+	// The relay goes on: the first session still writes, a new one is accepted.
+	ASSERT_EQ(first.add_trace(1, "t"), "");
+	ASSERT_EQ(first.add_stream(1, 1, "c_0"), "");
+	ASSERT_EQ(first.send_packet(1, {.packet_size_bits = 8192, .content_size_bits = 8192},
+	                            std::vector<uint8_t>(1024, 1)),
+	          "");
+	uint64_t written = 0;
+	ASSERT_EQ(first.sync(&written), "");
+	EXPECT_EQ(written, 1u);
+	ASSERT_EQ(later.connect("127.0.0.1", s.server->port()), "");
+	EXPECT_EQ(later.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "later"}), "");
+#endif
 }
 
 } // namespace
