@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -148,28 +149,25 @@ base::Fd listen_on(const std::string &addr, uint16_t port, uint16_t *bound)
 	return fd;
 }
 
-// Accepts one pending connection: its fd (non-blocking, no Nagle) or none.
-base::Fd accept_one(int listen_fd, std::string *peer, const std::function<void(const std::string &)> &say)
-{
-	sockaddr_storage ss{};
-	socklen_t len = sizeof ss;
-	base::Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-	if (!fd) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-			say(cat("accept: ", std::strerror(errno)));
-		return fd;
-	}
-	*peer = peer_name(ss);
-	const int one = 1;
-	::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	return fd;
-}
+// A listening socket. Out of descriptors (or memory), accept leaves the
+// connection pending and epoll would report it again at once, forever: the
+// socket is left out of epoll for kAcceptPause instead (the connection waits
+// in the backlog), and that is logged at most once per kAcceptSayEvery.
+struct Listener {
+	base::Fd fd;
+	uint64_t tag = 0;
+	bool paused = false;
+	Clock::time_point resume{}, said{};
+};
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+constexpr auto kAcceptSayEvery = std::chrono::seconds(10);
 
 } // namespace
 
 struct RelayServer::Impl {
 	ServerOptions opt;
-	base::Fd listen_fd, live_listen_fd, epoll_fd, stop_fd, signal_fd;
+	Listener listener, live_listener; // senders', viewers'
+	base::Fd epoll_fd, stop_fd, signal_fd;
 	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
 	std::map<uint64_t, Draining> draining;                 // by the id its connection had
@@ -190,11 +188,68 @@ struct RelayServer::Impl {
 		return ::epoll_ctl(epoll_fd.get(), op, fd, &ev) == 0;
 	}
 
+	// Accepts one pending connection: its fd (non-blocking, no Nagle) or none.
+	base::Fd accept_one(Listener &l, std::string *peer)
+	{
+		sockaddr_storage ss{};
+		socklen_t len = sizeof ss;
+		base::Fd fd(
+			::accept4(l.fd.get(), reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+		if (!fd) {
+			const int err = errno;
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+				pause(l, err);
+			else if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && err != ECONNABORTED)
+				say(cat("accept: ", std::strerror(err)));
+			return fd;
+		}
+		*peer = peer_name(ss);
+		const int one = 1;
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		return fd;
+	}
+
+	void pause(Listener &l, int err)
+	{
+		const auto now = Clock::now();
+		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, l.fd.get(), nullptr);
+		l.paused = true;
+		l.resume = now + kAcceptPause;
+		if (l.said == Clock::time_point{} || now - l.said >= kAcceptSayEvery) {
+			l.said = now;
+			say(cat("accept: ", std::strerror(err), "; not accepting for ",
+			        std::to_string(kAcceptPause.count()), " ms (said at most every ",
+			        std::to_string(kAcceptSayEvery.count()), " s)"));
+		}
+	}
+
+	// The paused listeners whose time has come, back in epoll.
+	void resume_listeners()
+	{
+		const auto now = Clock::now();
+		for (Listener *l : {&listener, &live_listener})
+			if (l->paused && now >= l->resume) {
+				l->paused = !watch(EPOLL_CTL_ADD, l->fd.get(), EPOLLIN, l->tag);
+				l->resume = now + kAcceptPause; // when epoll_ctl failed
+			}
+	}
+
+	// How long the loop may wait: 1 s, less when a listener resumes sooner.
+	int wait_ms() const
+	{
+		auto ms = std::chrono::milliseconds(1000);
+		const auto now = Clock::now();
+		for (const Listener *l : {&listener, &live_listener})
+			if (l->paused)
+				ms = std::min(ms, std::chrono::ceil<std::chrono::milliseconds>(l->resume - now));
+		return static_cast<int>(std::max<int64_t>(ms.count(), 0));
+	}
+
 	void accept_senders()
 	{
 		for (int n = 0; n < 64; n++) { // bounded: back to the loop after a burst
 			std::string peer;
-			base::Fd fd = accept_one(listen_fd.get(), &peer, self->log);
+			base::Fd fd = accept_one(listener, &peer);
 			if (!fd)
 				return;
 			if (conns.size() >= opt.max_connections) {
@@ -214,7 +269,7 @@ struct RelayServer::Impl {
 	{
 		for (int n = 0; n < 64; n++) {
 			std::string peer;
-			base::Fd fd = accept_one(live_listen_fd.get(), &peer, self->log);
+			base::Fd fd = accept_one(live_listener, &peer);
 			if (!fd)
 				return;
 			peer = cat("viewer ", peer);
@@ -584,14 +639,15 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	impl_->self = this;
 	impl_->opt = std::move(options);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
-	impl_->listen_fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_);
-	impl_->live_listen_fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_);
+	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
+	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
+	                        .tag = kLiveListenTag};
 	impl_->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
 	impl_->stop_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (!impl_->epoll_fd || !impl_->stop_fd)
 		throw std::runtime_error(cat("epoll/eventfd: ", std::strerror(errno)));
 	for (auto [fd, tag] :
-	     {std::pair{impl_->listen_fd.get(), kListenTag}, std::pair{impl_->live_listen_fd.get(), kLiveListenTag},
+	     {std::pair{impl_->listener.fd.get(), kListenTag}, std::pair{impl_->live_listener.fd.get(), kLiveListenTag},
 	      std::pair{impl_->stop_fd.get(), kStopTag}})
 		if (!impl_->watch(EPOLL_CTL_ADD, fd, EPOLLIN, tag))
 			throw std::runtime_error(cat("epoll_ctl: ", std::strerror(errno)));
@@ -623,7 +679,7 @@ void RelayServer::run(bool handle_signals)
 	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
 	epoll_event events[64];
 	for (;;) {
-		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, 1000);
+		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, s.wait_ms());
 		if (n < 0 && errno != EINTR)
 			throw std::runtime_error(cat("epoll_wait: ", std::strerror(errno)));
 		for (int i = 0; i < n; i++) {
@@ -642,6 +698,7 @@ void RelayServer::run(bool handle_signals)
 			else if (tag >= kFirstTag)
 				s.dispatch(tag);
 		}
+		s.resume_listeners();
 		s.expire_silent();
 	}
 }

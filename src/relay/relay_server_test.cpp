@@ -3,8 +3,10 @@
 // writes_behind and then caught_up, the log says both, SYNC is answered
 // only once every packet before it is written, every packet is on disk, and
 // a viewer is answered at once while the sender's writes are behind; a
-// viewer that says nothing is closed after the deadline. A session whose
-// writer thread cannot start is refused alone.
+// viewer that says nothing is closed after the deadline. Out of resources:
+// a session whose writer thread cannot start is refused alone, and a relay
+// out of descriptors at accept waits (one log line) instead of spinning, then
+// serves the connection that waited.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -67,28 +69,44 @@ struct Server {
 	}
 };
 
-// A raw viewer's round trip: CONNECT, then its reply's 20 bytes within a second.
-bool viewer_answered(uint16_t port)
+bool connect_to(int fd, uint16_t port)
 {
-	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sockaddr_in a{};
 	a.sin_family = AF_INET;
 	a.sin_port = htons(port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bool ok = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+	return ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+}
+
+// A raw viewer's round trip on a connected socket (closed after): CONNECT,
+// then its reply's 20 bytes within `ms`.
+bool answered(int fd, int ms)
+{
+	bool ok = true;
 	const auto req = live::encode_request({.cmd = live::Command::connect, .major = 2, .minor = 4, .type = 1});
 	ok = ok && ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
 	size_t got = 0;
 	uint8_t reply[20];
 	while (ok && got < sizeof reply) {
 		pollfd p{fd, POLLIN, 0};
-		ok = ::poll(&p, 1, 1000) == 1;
+		ok = ::poll(&p, 1, ms) == 1;
 		const ssize_t n = ok ? ::recv(fd, reply + got, sizeof reply - got, 0) : -1;
 		ok = n > 0;
 		got += ok ? static_cast<size_t>(n) : 0;
 	}
 	::close(fd);
 	return ok && live::get_be32(reply + 8) == live::kMajor;
+}
+
+// The same on a new connection, within a second.
+bool viewer_answered(uint16_t port)
+{
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!connect_to(fd, port)) {
+		::close(fd);
+		return false;
+	}
+	return answered(fd, 1000);
 }
 
 // The process's soft limit on `resource` at `soft`, for its scope.
@@ -183,11 +201,7 @@ TEST(RelayServer, SilentViewerIsClosed)
 	o.hello_timeout_ms = 100;
 	Server s(o);
 	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_port = htons(s.server->live_port());
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+	ASSERT_TRUE(connect_to(fd, s.server->live_port()));
 	pollfd p{fd, POLLIN, 0};
 	ASSERT_EQ(::poll(&p, 1, 5000), 1); // closed by the relay (the loop wakes at least once a second)
 	char c;
@@ -252,6 +266,34 @@ TEST(RelayServer, SessionWhoseWriterCannotStartIsRefusedAlone)
 	ASSERT_EQ(later.connect("127.0.0.1", s.server->port()), "");
 	EXPECT_EQ(later.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "later"}), "");
 #endif
+}
+
+// Every descriptor taken: accept fails (EMFILE) with the connection still
+// pending. The relay stops watching that socket for a moment and says so
+// once, instead of waking at once again and again (a CPU spun and a log
+// line each time, before); with descriptors again, the connection that
+// waited is served.
+TEST(RelayServer, OutOfDescriptorsAtAcceptWaitsQuietly)
+{
+	Server s(ServerOptions{});
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_GE(fd, 0);
+	{
+		int highest = fd;
+		for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd"))
+			highest = std::max(highest, std::stoi(e.path().filename().string()));
+		SoftLimit nofile(RLIMIT_NOFILE, static_cast<rlim_t>(highest) + 1);
+		std::vector<int> filler; // the free numbers below the limit
+		for (int d; (d = ::dup(fd)) >= 0;)
+			filler.push_back(d);
+		ASSERT_TRUE(connect_to(fd, s.server->live_port())); // pending: accept has no descriptor to give
+		std::this_thread::sleep_for(1500ms);
+		EXPECT_EQ(s.count("accept: "), 1u);
+		EXPECT_EQ(s.count("Too many open files"), 1u);
+		for (int d : filler)
+			::close(d);
+	}
+	EXPECT_TRUE(answered(fd, 3000));
 }
 
 } // namespace
