@@ -451,7 +451,9 @@ struct RelayServer::Impl {
 		}
 	}
 
-	// What the writer thread wrote: SYNC replies, the live index, the end.
+	// What the writer thread wrote: the live index, SYNC replies, the end.
+	// All of it goes into the live index before any reply, which may fail
+	// and close the connection: what was taken from the queue is not lost.
 	void written(uint64_t id)
 	{
 		Connection &c = *conns.at(id);
@@ -462,9 +464,11 @@ struct RelayServer::Impl {
 				if (const std::string warn = c.live->apply(w, registry.next_id); !warn.empty())
 					say(cat(who(c), ": ", warn));
 			c.bye_written |= std::holds_alternative<cr::Bye>(w.frame);
+		}
+		for (const Written &w : r.written) {
 			const auto *sync = std::get_if<cr::Sync>(&w.frame);
 			if (sync && !c.gone &&
-			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = c.packets}))
+			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = w.packets}))
 				return close_conn(id, "could not send the SYNC reply");
 		}
 		if (!r.error.empty())
