@@ -252,8 +252,11 @@ struct RelayServer::Impl {
 			base::Fd fd = accept_one(listener, &peer);
 			if (!fd)
 				return;
-			if (conns.size() >= opt.max_connections) {
-				say(cat(peer, ": refused, already ", std::to_string(conns.size()), " senders"));
+			// A closed sender's session still being written counts: its queue
+			// and thread are held until then, so reconnecting does not add more.
+			if (conns.size() + draining.size() >= opt.max_connections) {
+				say(cat(peer, ": refused, already ", std::to_string(conns.size()), " senders and ",
+				        std::to_string(draining.size()), " closed ones still being written"));
 				continue;
 			}
 			const uint64_t id = next_id++;

@@ -24,6 +24,7 @@ struct ServerOptions {
 	uint16_t port = 5342;      // 0: any free port (tests)
 	uint16_t live_port = 5344; // viewers; 0: any free port (tests)
 	std::string output;        // exists
+	// Senders at once, counting the closed ones whose frames are still being written.
 	size_t max_connections = 1024;
 	size_t max_viewers = 64;
 	int hello_timeout_ms = 10000; // a sender without HELLO, a viewer without CONNECT, this long: closed

@@ -6,7 +6,8 @@
 // viewer that says nothing is closed after the deadline. Out of resources:
 // a session whose writer thread cannot start is refused alone, and a relay
 // out of descriptors at accept waits (one log line) instead of spinning, then
-// serves the connection that waited.
+// serves the connection that waited. A sender closed for a bad frame whose
+// frames are still being written counts against the cap on senders.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -294,6 +295,54 @@ TEST(RelayServer, OutOfDescriptorsAtAcceptWaitsQuietly)
 			::close(d);
 	}
 	EXPECT_TRUE(answered(fd, 3000));
+}
+
+// A sender closed for a malformed frame while its writes wait on a slow disk
+// still holds its queue and writer thread: it counts against
+// max_connections until they are written, so a sender that is closed and
+// reconnects again and again cannot pile them up. Before, it did not count.
+TEST(RelayServer, ClosedSenderStillWritingCountsAgainstTheCap)
+{
+	std::atomic<bool> slow{true};
+	ServerOptions o;
+	o.max_connections = 1;
+	o.before_write = [&] {
+		while (slow)
+			std::this_thread::sleep_for(1ms);
+	};
+	Server s(o);
+	cr::RelayConnection bad;
+	ASSERT_EQ(bad.connect("127.0.0.1", s.server->port()), "");
+	ASSERT_EQ(bad.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "bad"}), "");
+	ASSERT_EQ(bad.add_trace(1, "t"), "");
+	ASSERT_EQ(bad.add_stream(1, 1, "c_0"), "");
+	ASSERT_EQ(bad.send_packet(1, {.packet_size_bits = 8192, .content_size_bits = 8192},
+	                          std::vector<uint8_t>(1024, 1)),
+	          "");
+	const std::vector<uint8_t> garbage(12, 'X');
+	ASSERT_EQ(bad.send_raw(garbage), "");
+	for (int i = 0; i < 200 && !s.count("malformed frame"); i++)
+		std::this_thread::sleep_for(10ms);
+	ASSERT_EQ(s.count("malformed frame"), 1u);
+
+	cr::RelayConnection again; // while the bad one's frames wait for the disk
+	ASSERT_EQ(again.connect("127.0.0.1", s.server->port()), "");
+	EXPECT_NE(again.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "again"}), "");
+	EXPECT_EQ(s.count("refused, already 0 senders and 1 closed ones still being written"), 1u);
+
+	slow = false; // written: room again
+	bool accepted = false;
+	for (int i = 0; i < 100 && !accepted; i++) {
+		cr::RelayConnection later;
+		accepted =
+			later.connect("127.0.0.1", s.server->port()).empty() &&
+			later.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "later"})
+				.empty();
+		if (!accepted)
+			std::this_thread::sleep_for(20ms);
+	}
+	EXPECT_TRUE(accepted);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/h/bad-19700101-000000/t/c_0"), 1024u);
 }
 
 } // namespace
