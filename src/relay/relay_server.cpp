@@ -92,6 +92,7 @@ struct Viewer {
 	LiveViewer::FileRange file;
 	std::string closing; // why it closes once its reply is sent
 	Clock::time_point opened = Clock::now();
+	Clock::time_point active = opened; // the last bytes read from it or sent to it
 	Viewer(base::Fd f, LiveRegistry &registry, std::string peer)
 		: fd(std::move(f)), state(registry, std::move(peer))
 	{
@@ -161,6 +162,7 @@ struct Listener {
 };
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 constexpr auto kAcceptSayEvery = std::chrono::seconds(10);
+constexpr int kKeepIdle = 60, kKeepInterval = 10, kKeepProbes = 6; // TCP keepalive: seconds, seconds, count
 
 } // namespace
 
@@ -206,6 +208,13 @@ struct RelayServer::Impl {
 		*peer = peer_name(ss);
 		const int one = 1;
 		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		// A peer gone without a word (its host down, a cable out): probed after
+		// kKeepIdle idle, then every kKeepInterval; kKeepProbes unanswered and
+		// its reads fail (ETIMEDOUT), which closes it.
+		::setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE, &kKeepIdle, sizeof kKeepIdle);
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL, &kKeepInterval, sizeof kKeepInterval);
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPCNT, &kKeepProbes, sizeof kKeepProbes);
 		return fd;
 	}
 
@@ -516,6 +525,7 @@ struct RelayServer::Impl {
 				return false;
 			}
 			v.out_at += static_cast<size_t>(n);
+			v.active = Clock::now();
 		}
 		while (v.file.size > 0) {
 			off_t off = static_cast<off_t>(v.file.offset);
@@ -533,6 +543,7 @@ struct RelayServer::Impl {
 			}
 			v.file.offset += static_cast<uint64_t>(n);
 			v.file.size -= static_cast<uint64_t>(n);
+			v.active = Clock::now();
 		}
 		v.out.clear();
 		v.out_at = 0;
@@ -555,6 +566,8 @@ struct RelayServer::Impl {
 			v.in.resize(at + static_cast<size_t>(std::max<ssize_t>(got, 0)));
 			if (got == 0)
 				return close_viewer(id, "");
+			if (got > 0)
+				v.active = Clock::now();
 			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				return close_viewer(id, cat("recv: ", std::strerror(errno)));
 		}
@@ -587,21 +600,28 @@ struct RelayServer::Impl {
 		watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLIN, tag(id, viewer));
 	}
 
+	// Senders without HELLO, viewers without CONNECT, in time; viewers past
+	// CONNECT that have sent nothing and taken nothing for too long.
 	void expire_silent()
 	{
 		const auto now = Clock::now();
+		const auto hello_timeout = std::chrono::milliseconds(opt.hello_timeout_ms);
 		std::vector<uint64_t> late;
 		for (const auto &[id, c] : conns)
-			if (!c->queue && now - c->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
+			if (!c->queue && now - c->opened > hello_timeout)
 				late.push_back(id);
 		for (uint64_t id : late)
 			close_conn(id, "no HELLO in time");
-		late.clear();
+		std::vector<std::pair<uint64_t, std::string>> silent;
 		for (const auto &[id, v] : viewers)
-			if (!v->state.connected() && now - v->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
-				late.push_back(id);
-		for (uint64_t id : late)
-			close_viewer(id, "no CONNECT in time");
+			if (!v->state.connected() && now - v->opened > hello_timeout)
+				silent.emplace_back(id, "no CONNECT in time");
+			else if (v->state.connected() &&
+			         now - v->active > std::chrono::milliseconds(opt.viewer_idle_timeout_ms))
+				silent.emplace_back(id, cat("nothing sent or read for ",
+				                            std::to_string(opt.viewer_idle_timeout_ms), " ms"));
+		for (const auto &[id, why] : silent)
+			close_viewer(id, why);
 	}
 
 	// One connection's turn. Whatever it throws (out of memory, a bug) closes

@@ -7,7 +7,9 @@
 // a session whose writer thread cannot start is refused alone, and a relay
 // out of descriptors at accept waits (one log line) instead of spinning, then
 // serves the connection that waited. A sender closed for a bad frame whose
-// frames are still being written counts against the cap on senders.
+// frames are still being written counts against the cap on senders. A
+// viewer silent after CONNECT is closed after viewer_idle_timeout_ms;
+// accepted sockets have TCP keepalive.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -25,9 +27,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace tracery::relay {
@@ -79,24 +83,38 @@ bool connect_to(int fd, uint16_t port)
 	return ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
 }
 
-// A raw viewer's round trip on a connected socket (closed after): CONNECT,
-// then its reply's 20 bytes within `ms`.
-bool answered(int fd, int ms)
+// One request of a raw viewer and its reply's `size` bytes, each part within `ms`.
+bool round_trip(int fd, const live::Request &r, uint8_t *reply, size_t size, int ms)
 {
-	bool ok = true;
-	const auto req = live::encode_request({.cmd = live::Command::connect, .major = 2, .minor = 4, .type = 1});
-	ok = ok && ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+	const auto req = live::encode_request(r);
+	bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
 	size_t got = 0;
-	uint8_t reply[20];
-	while (ok && got < sizeof reply) {
+	while (ok && got < size) {
 		pollfd p{fd, POLLIN, 0};
 		ok = ::poll(&p, 1, ms) == 1;
-		const ssize_t n = ok ? ::recv(fd, reply + got, sizeof reply - got, 0) : -1;
+		const ssize_t n = ok ? ::recv(fd, reply + got, size - got, 0) : -1;
 		ok = n > 0;
 		got += ok ? static_cast<size_t>(n) : 0;
 	}
+	return ok;
+}
+
+// A raw viewer's CONNECT on a connected socket: answered with the major
+// version within `ms`.
+bool connected(int fd, int ms)
+{
+	uint8_t reply[20];
+	return round_trip(fd, {.cmd = live::Command::connect, .major = 2, .minor = 4, .type = 1}, reply, sizeof reply,
+	                  ms) &&
+	       live::get_be32(reply + 8) == live::kMajor;
+}
+
+// The same, then closed.
+bool answered(int fd, int ms)
+{
+	const bool ok = connected(fd, ms);
 	::close(fd);
-	return ok && live::get_be32(reply + 8) == live::kMajor;
+	return ok;
 }
 
 // The same on a new connection, within a second.
@@ -343,6 +361,73 @@ TEST(RelayServer, ClosedSenderStillWritingCountsAgainstTheCap)
 	}
 	EXPECT_TRUE(accepted);
 	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/h/bad-19700101-000000/t/c_0"), 1024u);
+}
+
+// A viewer past CONNECT that sends nothing is closed after
+// viewer_idle_timeout_ms (before, only a viewer without CONNECT was: 64
+// silent ones held every viewer out, one attached held its session); one
+// that keeps asking stays.
+TEST(RelayServer, ViewerSilentAfterConnectIsClosed)
+{
+	ServerOptions o;
+	o.viewer_idle_timeout_ms = 300;
+	Server s(o);
+	const int talker = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(connect_to(talker, s.server->live_port()));
+	ASSERT_TRUE(connect_to(silent, s.server->live_port()));
+	ASSERT_TRUE(connected(talker, 1000));
+	ASSERT_TRUE(connected(silent, 1000));
+	for (int i = 0; i < 20; i++) { // 2 s of LIST_SESSIONS, one every 100 ms
+		std::this_thread::sleep_for(100ms);
+		uint8_t count[4];
+		ASSERT_TRUE(round_trip(talker, {.cmd = live::Command::list_sessions}, count, sizeof count, 1000)) << i;
+	}
+	pollfd p{silent, POLLIN, 0};
+	ASSERT_EQ(::poll(&p, 1, 0), 1); // closed meanwhile
+	char c;
+	EXPECT_EQ(::recv(silent, &c, 1, 0), 0);
+	EXPECT_EQ(s.count("nothing sent or read for 300 ms"), 1u);
+	::close(silent);
+	::close(talker);
+}
+
+// The relay's end of the connection from local port `client` to `port`: the
+// timer field of its /proc/net/tcp line ("02": keepalive), or "".
+std::string relay_side_timer(uint16_t port, uint16_t client)
+{
+	char local[8], remote[8];
+	std::snprintf(local, sizeof local, ":%04X", port);
+	std::snprintf(remote, sizeof remote, ":%04X", client);
+	std::ifstream in("/proc/net/tcp");
+	std::string line;
+	while (std::getline(in, line)) {
+		std::istringstream fields(line);
+		std::string sl, l, r, st, queues, timer;
+		fields >> sl >> l >> r >> st >> queues >> timer;
+		if (l.ends_with(local) && r.ends_with(remote))
+			return timer.substr(0, 2);
+	}
+	return "";
+}
+
+// Accepted sockets, senders' and viewers', have TCP keepalive: a peer gone
+// without a word is found out and closed.
+TEST(RelayServer, AcceptedSocketsHaveKeepalive)
+{
+	Server s(ServerOptions{});
+	for (const uint16_t port : {s.server->port(), s.server->live_port()}) {
+		const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ASSERT_TRUE(connect_to(fd, port));
+		sockaddr_in me{};
+		socklen_t len = sizeof me;
+		ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len), 0);
+		std::string timer;
+		for (int i = 0; i < 200 && (timer = relay_side_timer(port, ntohs(me.sin_port))) != "02"; i++)
+			std::this_thread::sleep_for(10ms);
+		EXPECT_EQ(timer, "02") << port;
+		::close(fd);
+	}
 }
 
 } // namespace
