@@ -406,7 +406,7 @@ class RelayLiveTest(RelaydTestCase):
         # fill its socket, one fails, and the connection is closed. Every packet written (the ones the writer
         # thread handed back with that SYNC as well) must reach the live index an attached viewer reads;
         # before, the rest of that batch was lost from it.
-        count = 200000
+        chunk = 20000
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         s.settimeout(30)
@@ -432,12 +432,15 @@ class RelayLiveTest(RelaydTestCase):
             status, given = v.attach(self.session_id(v, "unread-syncs"), seek=1)
             self.assertEqual(status, 1)
             data = [g for g in given if g[2] == 0][0][0]
-            pair = [frame(PACKET, struct.pack("<I8Q", 0, 64, 64, i, i, 0, 0, 0, 0) + bytes(8))
-                    + frame(SYNC, struct.pack("<Q", i + 1)) for i in range(count)]
-            try:
-                s.sendall(b"".join(pair))
-            except OSError:
-                pass  # closed by the relay meanwhile
+            # Until a reply does not fit (some 150,000 pairs with Linux's default socket buffers): the relay
+            # closes the connection, which fails a send here.
+            for at in range(0, 50 * chunk, chunk):
+                pairs = b"".join(frame(PACKET, struct.pack("<I8Q", 0, 64, 64, i, i, 0, 0, 0, 0) + bytes(8))
+                                 + frame(SYNC, struct.pack("<Q", i + 1)) for i in range(at, at + chunk))
+                try:
+                    s.sendall(pairs)
+                except OSError:
+                    break
             self.wait_log("unread-syncs", "could not send the SYNC reply")
             seen = 0
             deadline = time.monotonic() + 60
