@@ -144,6 +144,12 @@ struct SoftLimit {
 	SoftLimit &operator=(const SoftLimit &) = delete;
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // This process's address space (VmSize), bytes.
 rlim_t address_space()
 {
@@ -257,9 +263,8 @@ TEST(RelayServer, FastDiskSaysNothing)
 // the relay and every session with it.
 TEST(RelayServer, SessionWhoseWriterCannotStartIsRefusedAlone)
 {
-#if defined(__SANITIZE_ADDRESS__)
-	GTEST_SKIP() << "ASan's shadow mappings leave no room for an address-space limit";
-#else
+	if (kAddressSanitizer)
+		GTEST_SKIP() << "ASan's shadow mappings leave no room for an address-space limit";
 	Server s(ServerOptions{});
 	cr::RelayConnection first, refused, later;
 	ASSERT_EQ(first.connect("127.0.0.1", s.server->port()), "");
@@ -284,7 +289,6 @@ TEST(RelayServer, SessionWhoseWriterCannotStartIsRefusedAlone)
 	EXPECT_EQ(written, 1u);
 	ASSERT_EQ(later.connect("127.0.0.1", s.server->port()), "");
 	EXPECT_EQ(later.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "later"}), "");
-#endif
 }
 
 // Every descriptor taken: accept fails (EMFILE) with the connection still
