@@ -11,7 +11,9 @@ mid-session (another program's) and the first trace's stream closed
 mid-session are both read through, as is a trace whose only stream closes
 and which gets a new one later; babeltrace2 exits 0 once the session ends. Then hostile viewers (wrong sizes, unknown commands, out of order,
 unknown sessions, a stream not given, bytes beyond the index, a second
-viewer) are each closed with a log line, and the relay serves on."""
+viewer) are each closed with a log line, and the relay serves on. A sender
+closed because it reads none of its SYNC replies leaves every packet it had
+written in the live index its viewer reads."""
 import os
 import re
 import select
@@ -23,6 +25,7 @@ import threading
 import time
 import unittest
 
+from relay_test import METADATA, PACKET, STREAM, SYNC, SYNC_REPLY, TRACE, frame, hello, string
 from relaytest import RelaydTestCase, ties_sorted
 from tracetest import program, run_traced
 
@@ -397,6 +400,63 @@ class RelayLiveTest(RelaydTestCase):
             sender.wait()
             for f in (sender.stdin, sender.stdout, sender.stderr):
                 f.close()
+
+    def test_sender_closed_on_a_sync_reply_loses_no_index_entry(self):
+        # A sender that sends PACKET+SYNC pairs and reads none of the replies: the relay's SYNC_REPLY sends
+        # fill its socket, one fails, and the connection is closed. Every packet written (the ones the writer
+        # thread handed back with that SYNC as well) must reach the live index an attached viewer reads;
+        # before, the rest of that batch was lost from it.
+        chunk = 20000
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(30)
+        s.connect(("127.0.0.1", self.port))
+
+        def reply():
+            head = s.recv(12, socket.MSG_WAITALL)
+            kind, size = struct.unpack("<IHHI", head)[2:]
+            return kind, s.recv(size, socket.MSG_WAITALL) if size else b""
+
+        s.sendall(hello("testhost", "unread-syncs", live_period_ns=10**9))
+        kind, body = reply()
+        self.assertEqual(body[0], 0, body)  # accepted
+        s.sendall(frame(TRACE, struct.pack("<I", 1) + string("t"))
+                  + frame(METADATA, struct.pack("<I", 1) + b"/* CTF 1.8 */\n")
+                  + frame(STREAM, struct.pack("<II", 0, 1) + string("c0")) + frame(SYNC, struct.pack("<Q", 0)))
+        self.assertEqual(reply()[0], SYNC_REPLY)
+        copy = os.path.join(self.output, body[3:].decode())
+        v = Viewer(self.live_port)
+        try:
+            v.connect()
+            v.create()
+            status, given = v.attach(self.session_id(v, "unread-syncs"), seek=1)
+            self.assertEqual(status, 1)
+            data = [g for g in given if g[2] == 0][0][0]
+            # Until a reply does not fit (some 150,000 pairs with Linux's default socket buffers): the relay
+            # closes the connection, which fails a send here.
+            for at in range(0, 50 * chunk, chunk):
+                pairs = b"".join(frame(PACKET, struct.pack("<I8Q", 0, 64, 64, i, i, 0, 0, 0, 0) + bytes(8))
+                                 + frame(SYNC, struct.pack("<Q", i + 1)) for i in range(at, at + chunk))
+                try:
+                    s.sendall(pairs)
+                except OSError:
+                    break
+            self.wait_log("unread-syncs", "could not send the SYNC reply")
+            seen = 0
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                status = v.next_index(data)[7]
+                if status == 1:  # OK
+                    seen += 1
+                elif status == 3:  # HUP: the session is over and every entry given
+                    break
+                else:
+                    time.sleep(0.01)
+            self.assertEqual(status, 3)
+            self.assertEqual(seen, os.path.getsize(os.path.join(copy, "t", "c0")) // 8)
+        finally:
+            v.close()
+            s.close()
 
     def test_hostile_viewers_are_closed_alone(self):
         sender, _ = self.start_sender("target", "--interval", "10")

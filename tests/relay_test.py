@@ -19,6 +19,7 @@ from tracetest import program, run_traced
 
 MAGIC = 0x594C5254
 HELLO, TRACE, METADATA, STREAM, PACKET, BYE = 1, 3, 4, 5, 6, 9
+SYNC, SYNC_REPLY = 10, 11
 TRACE_PATH = "ust/uid/1000/64-bit"
 
 
@@ -31,8 +32,9 @@ def string(s):
     return struct.pack("<H", len(b)) + b
 
 
-def hello(host, session):
-    return frame(HELLO, struct.pack("<HHQQ", 1, 0, int(time.time() * 1e9), 0) + string(host) + string(session))
+def hello(host, session, live_period_ns=0):
+    return frame(HELLO, struct.pack("<HHQQ", 1, 0, int(time.time() * 1e9), live_period_ns) + string(host)
+                 + string(session))
 
 
 def babeltrace2(path):

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -91,6 +92,7 @@ struct Viewer {
 	LiveViewer::FileRange file;
 	std::string closing; // why it closes once its reply is sent
 	Clock::time_point opened = Clock::now();
+	Clock::time_point active = opened; // the last bytes read from it or sent to it
 	Viewer(base::Fd f, LiveRegistry &registry, std::string peer)
 		: fd(std::move(f)), state(registry, std::move(peer))
 	{
@@ -148,28 +150,26 @@ base::Fd listen_on(const std::string &addr, uint16_t port, uint16_t *bound)
 	return fd;
 }
 
-// Accepts one pending connection: its fd (non-blocking, no Nagle) or none.
-base::Fd accept_one(int listen_fd, std::string *peer, const std::function<void(const std::string &)> &say)
-{
-	sockaddr_storage ss{};
-	socklen_t len = sizeof ss;
-	base::Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-	if (!fd) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-			say(cat("accept: ", std::strerror(errno)));
-		return fd;
-	}
-	*peer = peer_name(ss);
-	const int one = 1;
-	::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	return fd;
-}
+// A listening socket. Out of descriptors (or memory), accept leaves the
+// connection pending and epoll would report it again at once, forever: the
+// socket is left out of epoll for kAcceptPause instead (the connection waits
+// in the backlog), and that is logged at most once per kAcceptSayEvery.
+struct Listener {
+	base::Fd fd;
+	uint64_t tag = 0;
+	bool paused = false;
+	Clock::time_point resume{}, said{};
+};
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+constexpr auto kAcceptSayEvery = std::chrono::seconds(10);
+constexpr int kKeepIdle = 60, kKeepInterval = 10, kKeepProbes = 6; // TCP keepalive: seconds, seconds, count
 
 } // namespace
 
 struct RelayServer::Impl {
 	ServerOptions opt;
-	base::Fd listen_fd, live_listen_fd, epoll_fd, stop_fd, signal_fd;
+	Listener listener, live_listener; // senders', viewers'
+	base::Fd epoll_fd, stop_fd, signal_fd;
 	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
 	std::map<uint64_t, Draining> draining;                 // by the id its connection had
@@ -190,15 +190,82 @@ struct RelayServer::Impl {
 		return ::epoll_ctl(epoll_fd.get(), op, fd, &ev) == 0;
 	}
 
+	// Accepts one pending connection: its fd (non-blocking, no Nagle) or none.
+	base::Fd accept_one(Listener &l, std::string *peer)
+	{
+		sockaddr_storage ss{};
+		socklen_t len = sizeof ss;
+		base::Fd fd(
+			::accept4(l.fd.get(), reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+		if (!fd) {
+			const int err = errno;
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+				pause(l, err);
+			else if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && err != ECONNABORTED)
+				say(cat("accept: ", std::strerror(err)));
+			return fd;
+		}
+		*peer = peer_name(ss);
+		const int one = 1;
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		// A peer gone without a word (its host down, a cable out): probed after
+		// kKeepIdle idle, then every kKeepInterval; kKeepProbes unanswered and
+		// its reads fail (ETIMEDOUT), which closes it.
+		::setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE, &kKeepIdle, sizeof kKeepIdle);
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL, &kKeepInterval, sizeof kKeepInterval);
+		::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPCNT, &kKeepProbes, sizeof kKeepProbes);
+		return fd;
+	}
+
+	void pause(Listener &l, int err)
+	{
+		const auto now = Clock::now();
+		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, l.fd.get(), nullptr);
+		l.paused = true;
+		l.resume = now + kAcceptPause;
+		if (l.said == Clock::time_point{} || now - l.said >= kAcceptSayEvery) {
+			l.said = now;
+			say(cat("accept: ", std::strerror(err), "; not accepting for ",
+			        std::to_string(kAcceptPause.count()), " ms (said at most every ",
+			        std::to_string(kAcceptSayEvery.count()), " s)"));
+		}
+	}
+
+	// The paused listeners whose time has come, back in epoll.
+	void resume_listeners()
+	{
+		const auto now = Clock::now();
+		for (Listener *l : {&listener, &live_listener})
+			if (l->paused && now >= l->resume) {
+				l->paused = !watch(EPOLL_CTL_ADD, l->fd.get(), EPOLLIN, l->tag);
+				l->resume = now + kAcceptPause; // when epoll_ctl failed
+			}
+	}
+
+	// How long the loop may wait: 1 s, less when a listener resumes sooner.
+	int wait_ms() const
+	{
+		auto ms = std::chrono::milliseconds(1000);
+		const auto now = Clock::now();
+		for (const Listener *l : {&listener, &live_listener})
+			if (l->paused)
+				ms = std::min(ms, std::chrono::ceil<std::chrono::milliseconds>(l->resume - now));
+		return static_cast<int>(std::max<int64_t>(ms.count(), 0));
+	}
+
 	void accept_senders()
 	{
 		for (int n = 0; n < 64; n++) { // bounded: back to the loop after a burst
 			std::string peer;
-			base::Fd fd = accept_one(listen_fd.get(), &peer, self->log);
+			base::Fd fd = accept_one(listener, &peer);
 			if (!fd)
 				return;
-			if (conns.size() >= opt.max_connections) {
-				say(cat(peer, ": refused, already ", std::to_string(conns.size()), " senders"));
+			// A closed sender's session still being written counts: its queue
+			// and thread are held until then, so reconnecting does not add more.
+			if (conns.size() + draining.size() >= opt.max_connections) {
+				say(cat(peer, ": refused, already ", std::to_string(conns.size()), " senders and ",
+				        std::to_string(draining.size()), " closed ones still being written"));
 				continue;
 			}
 			const uint64_t id = next_id++;
@@ -214,7 +281,7 @@ struct RelayServer::Impl {
 	{
 		for (int n = 0; n < 64; n++) {
 			std::string peer;
-			base::Fd fd = accept_one(live_listen_fd.get(), &peer, self->log);
+			base::Fd fd = accept_one(live_listener, &peer);
 			if (!fd)
 				return;
 			peer = cat("viewer ", peer);
@@ -296,20 +363,30 @@ struct RelayServer::Impl {
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 	}
 
-	// HELLO, applied here: the reply, then the writer thread (and the live
-	// index of a live session). "" or why the connection closes.
+	// HELLO, applied here: the session's directory and writer thread, the
+	// reply (refused if either failed), the live index of a live session.
+	// "" or why the connection closes.
 	std::string hello(uint64_t id, Connection &c, const cr::Frame &f)
 	{
 		cr::HelloReply reply;
-		const std::string why = c.writer.apply(f, &reply);
+		std::string why = c.writer.apply(f, &reply);
+		if (why.empty()) {
+			// Its writer thread and eventfd: out of threads or descriptors,
+			// this session is refused, and the others go on.
+			c.relative_dir = c.writer.relative_dir();
+			try {
+				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
+			} catch (const std::exception &e) {
+				why = cat("could not start the session's writer: ", e.what());
+				reply = {};
+			}
+		}
 		if (!why.empty() && reply.text.empty())
 			reply = {.accepted = false, .text = why.substr(0, cr::kMaxReplyText)};
 		if (!reply_to(c, reply))
 			return "could not send the HELLO reply";
 		if (!why.empty())
 			return why;
-		c.relative_dir = c.writer.relative_dir();
-		c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
 		if (!watch(EPOLL_CTL_ADD, c.queue->event_fd(), EPOLLIN, tag(id, writer)))
 			return cat("epoll: ", std::strerror(errno));
 		const auto &h = std::get<cr::Hello>(f);
@@ -386,7 +463,9 @@ struct RelayServer::Impl {
 		}
 	}
 
-	// What the writer thread wrote: SYNC replies, the live index, the end.
+	// What the writer thread wrote: the live index, SYNC replies, the end.
+	// All of it goes into the live index before any reply, which may fail
+	// and close the connection: what was taken from the queue is not lost.
 	void written(uint64_t id)
 	{
 		Connection &c = *conns.at(id);
@@ -397,9 +476,11 @@ struct RelayServer::Impl {
 				if (const std::string warn = c.live->apply(w, registry.next_id); !warn.empty())
 					say(cat(who(c), ": ", warn));
 			c.bye_written |= std::holds_alternative<cr::Bye>(w.frame);
+		}
+		for (const Written &w : r.written) {
 			const auto *sync = std::get_if<cr::Sync>(&w.frame);
 			if (sync && !c.gone &&
-			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = c.packets}))
+			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = w.packets}))
 				return close_conn(id, "could not send the SYNC reply");
 		}
 		if (!r.error.empty())
@@ -444,6 +525,7 @@ struct RelayServer::Impl {
 				return false;
 			}
 			v.out_at += static_cast<size_t>(n);
+			v.active = Clock::now();
 		}
 		while (v.file.size > 0) {
 			off_t off = static_cast<off_t>(v.file.offset);
@@ -461,6 +543,7 @@ struct RelayServer::Impl {
 			}
 			v.file.offset += static_cast<uint64_t>(n);
 			v.file.size -= static_cast<uint64_t>(n);
+			v.active = Clock::now();
 		}
 		v.out.clear();
 		v.out_at = 0;
@@ -483,6 +566,8 @@ struct RelayServer::Impl {
 			v.in.resize(at + static_cast<size_t>(std::max<ssize_t>(got, 0)));
 			if (got == 0)
 				return close_viewer(id, "");
+			if (got > 0)
+				v.active = Clock::now();
 			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				return close_viewer(id, cat("recv: ", std::strerror(errno)));
 		}
@@ -515,27 +600,46 @@ struct RelayServer::Impl {
 		watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLIN, tag(id, viewer));
 	}
 
+	// Senders without HELLO, viewers without CONNECT, in time; viewers past
+	// CONNECT that have sent nothing and taken nothing for too long.
 	void expire_silent()
 	{
 		const auto now = Clock::now();
+		const auto hello_timeout = std::chrono::milliseconds(opt.hello_timeout_ms);
 		std::vector<uint64_t> late;
 		for (const auto &[id, c] : conns)
-			if (!c->queue && now - c->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
+			if (!c->queue && now - c->opened > hello_timeout)
 				late.push_back(id);
 		for (uint64_t id : late)
 			close_conn(id, "no HELLO in time");
-		late.clear();
+		std::vector<std::pair<uint64_t, std::string>> silent;
 		for (const auto &[id, v] : viewers)
-			if (!v->state.connected() && now - v->opened > std::chrono::milliseconds(opt.hello_timeout_ms))
-				late.push_back(id);
-		for (uint64_t id : late)
-			close_viewer(id, "no CONNECT in time");
+			if (!v->state.connected() && now - v->opened > hello_timeout)
+				silent.emplace_back(id, "no CONNECT in time");
+			else if (v->state.connected() &&
+			         now - v->active > std::chrono::milliseconds(opt.viewer_idle_timeout_ms))
+				silent.emplace_back(id, cat("nothing sent or read for ",
+				                            std::to_string(opt.viewer_idle_timeout_ms), " ms"));
+		for (const auto &[id, why] : silent)
+			close_viewer(id, why);
 	}
 
+	// One connection's turn. Whatever it throws (out of memory, a bug) closes
+	// that connection only, never the loop.
 	void dispatch(uint64_t t)
 	{
 		const uint64_t id = (t - kFirstTag) / 4;
-		switch ((t - kFirstTag) % 4) {
+		try {
+			serve_tag(id, static_cast<Kind>((t - kFirstTag) % 4));
+		} catch (const std::exception &e) {
+			close_conn(id, cat("closed on an internal error: ", e.what()));
+			close_viewer(id, cat("closed on an internal error: ", e.what()));
+		}
+	}
+
+	void serve_tag(uint64_t id, Kind kind)
+	{
+		switch (kind) {
 		case sender:
 			if (conns.count(id) && conns.at(id)->reading)
 				serve(id);
@@ -562,14 +666,15 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	impl_->self = this;
 	impl_->opt = std::move(options);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
-	impl_->listen_fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_);
-	impl_->live_listen_fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_);
+	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
+	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
+	                        .tag = kLiveListenTag};
 	impl_->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
 	impl_->stop_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (!impl_->epoll_fd || !impl_->stop_fd)
 		throw std::runtime_error(cat("epoll/eventfd: ", std::strerror(errno)));
 	for (auto [fd, tag] :
-	     {std::pair{impl_->listen_fd.get(), kListenTag}, std::pair{impl_->live_listen_fd.get(), kLiveListenTag},
+	     {std::pair{impl_->listener.fd.get(), kListenTag}, std::pair{impl_->live_listener.fd.get(), kLiveListenTag},
 	      std::pair{impl_->stop_fd.get(), kStopTag}})
 		if (!impl_->watch(EPOLL_CTL_ADD, fd, EPOLLIN, tag))
 			throw std::runtime_error(cat("epoll_ctl: ", std::strerror(errno)));
@@ -601,7 +706,7 @@ void RelayServer::run(bool handle_signals)
 	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
 	epoll_event events[64];
 	for (;;) {
-		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, 1000);
+		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, s.wait_ms());
 		if (n < 0 && errno != EINTR)
 			throw std::runtime_error(cat("epoll_wait: ", std::strerror(errno)));
 		for (int i = 0; i < n; i++) {
@@ -620,6 +725,7 @@ void RelayServer::run(bool handle_signals)
 			else if (tag >= kFirstTag)
 				s.dispatch(tag);
 		}
+		s.resume_listeners();
 		s.expire_silent();
 	}
 }

@@ -7,7 +7,10 @@
 // is told so (NOTICE) and not read until they catch up. A viewer is answered
 // from the live sessions' in-memory index and the files already written
 // (LiveViewer). A malformed frame or request, or a refused one, closes that
-// connection with one log line.
+// connection with one log line; so does a session whose writer thread cannot
+// start, or anything thrown while serving one connection. A viewer past
+// CONNECT that sends and takes nothing for viewer_idle_timeout_ms is closed;
+// every accepted socket has TCP keepalive.
 #pragma once
 
 #include "base/fd.hpp"
@@ -23,9 +26,13 @@ struct ServerOptions {
 	uint16_t port = 5342;      // 0: any free port (tests)
 	uint16_t live_port = 5344; // viewers; 0: any free port (tests)
 	std::string output;        // exists
+	// Senders at once, counting the closed ones whose frames are still being written.
 	size_t max_connections = 1024;
 	size_t max_viewers = 64;
 	int hello_timeout_ms = 10000; // a sender without HELLO, a viewer without CONNECT, this long: closed
+	// A viewer past CONNECT that sends nothing and takes nothing of its replies this long: closed
+	// (babeltrace2 and tracery view --live ask again and again while they read a session).
+	int viewer_idle_timeout_ms = 60000;
 	// A sender's frames queued and not yet written: over queue_high, it is not
 	// read (and told so) until they are under queue_low.
 	size_t queue_high = 64u * 1024 * 1024, queue_low = 16u * 1024 * 1024;

@@ -3,7 +3,13 @@
 // writes_behind and then caught_up, the log says both, SYNC is answered
 // only once every packet before it is written, every packet is on disk, and
 // a viewer is answered at once while the sender's writes are behind; a
-// viewer that says nothing is closed after the deadline.
+// viewer that says nothing is closed after the deadline. Out of resources:
+// a session whose writer thread cannot start is refused alone, and a relay
+// out of descriptors at accept waits (one log line) instead of spinning, then
+// serves the connection that waited. A sender closed for a bad frame whose
+// frames are still being written counts against the cap on senders. A
+// viewer silent after CONNECT is closed after viewer_idle_timeout_ms;
+// accepted sockets have TCP keepalive.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -15,13 +21,17 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace tracery::relay {
@@ -64,28 +74,94 @@ struct Server {
 	}
 };
 
-// A raw viewer's round trip: CONNECT, then its reply's 20 bytes within a second.
-bool viewer_answered(uint16_t port)
+bool connect_to(int fd, uint16_t port)
 {
-	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sockaddr_in a{};
 	a.sin_family = AF_INET;
 	a.sin_port = htons(port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bool ok = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
-	const auto req = live::encode_request({.cmd = live::Command::connect, .major = 2, .minor = 4, .type = 1});
-	ok = ok && ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+	return ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+}
+
+// One request of a raw viewer and its reply's `size` bytes, each part within `ms`.
+bool round_trip(int fd, const live::Request &r, uint8_t *reply, size_t size, int ms)
+{
+	const auto req = live::encode_request(r);
+	bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
 	size_t got = 0;
-	uint8_t reply[20];
-	while (ok && got < sizeof reply) {
+	while (ok && got < size) {
 		pollfd p{fd, POLLIN, 0};
-		ok = ::poll(&p, 1, 1000) == 1;
-		const ssize_t n = ok ? ::recv(fd, reply + got, sizeof reply - got, 0) : -1;
+		ok = ::poll(&p, 1, ms) == 1;
+		const ssize_t n = ok ? ::recv(fd, reply + got, size - got, 0) : -1;
 		ok = n > 0;
 		got += ok ? static_cast<size_t>(n) : 0;
 	}
+	return ok;
+}
+
+// A raw viewer's CONNECT on a connected socket: answered with the major
+// version within `ms`.
+bool connected(int fd, int ms)
+{
+	uint8_t reply[20];
+	return round_trip(fd, {.cmd = live::Command::connect, .major = 2, .minor = 4, .type = 1}, reply, sizeof reply,
+	                  ms) &&
+	       live::get_be32(reply + 8) == live::kMajor;
+}
+
+// The same, then closed.
+bool answered(int fd, int ms)
+{
+	const bool ok = connected(fd, ms);
 	::close(fd);
-	return ok && live::get_be32(reply + 8) == live::kMajor;
+	return ok;
+}
+
+// The same on a new connection, within a second.
+bool viewer_answered(uint16_t port)
+{
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!connect_to(fd, port)) {
+		::close(fd);
+		return false;
+	}
+	return answered(fd, 1000);
+}
+
+// The process's soft limit on `resource` at `soft`, for its scope.
+struct SoftLimit {
+	int resource;
+	rlimit old{};
+	SoftLimit(int r, rlim_t soft) : resource(r)
+	{
+		::getrlimit(r, &old);
+		rlimit now = old;
+		now.rlim_cur = soft;
+		EXPECT_EQ(::setrlimit(r, &now), 0);
+	}
+	~SoftLimit() { ::setrlimit(resource, &old); }
+	SoftLimit(const SoftLimit &) = delete;
+	SoftLimit &operator=(const SoftLimit &) = delete;
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// This process's address space (VmSize), bytes.
+rlim_t address_space()
+{
+	std::ifstream in("/proc/self/status");
+	std::string word;
+	while (in >> word)
+		if (word == "VmSize:") {
+			rlim_t kib = 0;
+			in >> kib;
+			return kib * 1024;
+		}
+	return 0;
 }
 
 TEST(RelayServer, SlowDiskIsToldAndSyncWaitsForTheWrites)
@@ -150,11 +226,7 @@ TEST(RelayServer, SilentViewerIsClosed)
 	o.hello_timeout_ms = 100;
 	Server s(o);
 	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_port = htons(s.server->live_port());
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+	ASSERT_TRUE(connect_to(fd, s.server->live_port()));
 	pollfd p{fd, POLLIN, 0};
 	ASSERT_EQ(::poll(&p, 1, 5000), 1); // closed by the relay (the loop wakes at least once a second)
 	char c;
@@ -184,6 +256,182 @@ TEST(RelayServer, FastDiskSaysNothing)
 	EXPECT_EQ(written, 60u);
 	EXPECT_TRUE(notices.empty());
 	EXPECT_EQ(s.count("writes behind"), 0u);
+}
+
+// A writer thread that cannot start (no address space left for its stack)
+// refuses that HELLO and closes that connection; before, the exception ended
+// the relay and every session with it.
+TEST(RelayServer, SessionWhoseWriterCannotStartIsRefusedAlone)
+{
+	if (kAddressSanitizer)
+		GTEST_SKIP() << "ASan's shadow mappings leave no room for an address-space limit";
+	Server s(ServerOptions{});
+	cr::RelayConnection first, refused, later;
+	ASSERT_EQ(first.connect("127.0.0.1", s.server->port()), "");
+	ASSERT_EQ(first.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "first"}), "");
+	ASSERT_EQ(refused.connect("127.0.0.1", s.server->port()), "");
+	{
+		SoftLimit as(RLIMIT_AS, address_space() + 2 * 1024 * 1024); // less than a thread's stack
+		EXPECT_NE(refused.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "no"}),
+		          "");
+	}
+	for (int i = 0; i < 100 && !s.count("could not start the session's writer"); i++)
+		std::this_thread::sleep_for(10ms);
+	EXPECT_EQ(s.count("could not start the session's writer"), 1u);
+	// The relay goes on: the first session still writes, a new one is accepted.
+	ASSERT_EQ(first.add_trace(1, "t"), "");
+	ASSERT_EQ(first.add_stream(1, 1, "c_0"), "");
+	ASSERT_EQ(first.send_packet(1, {.packet_size_bits = 8192, .content_size_bits = 8192},
+	                            std::vector<uint8_t>(1024, 1)),
+	          "");
+	uint64_t written = 0;
+	ASSERT_EQ(first.sync(&written), "");
+	EXPECT_EQ(written, 1u);
+	ASSERT_EQ(later.connect("127.0.0.1", s.server->port()), "");
+	EXPECT_EQ(later.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "later"}), "");
+}
+
+// Every descriptor taken: accept fails (EMFILE) with the connection still
+// pending. The relay stops watching that socket for a moment and says so
+// once, instead of waking at once again and again (a CPU spun and a log
+// line each time, before); with descriptors again, the connection that
+// waited is served.
+TEST(RelayServer, OutOfDescriptorsAtAcceptWaitsQuietly)
+{
+	Server s(ServerOptions{});
+	const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_GE(fd, 0);
+	{
+		int highest = fd;
+		for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd"))
+			highest = std::max(highest, std::stoi(e.path().filename().string()));
+		SoftLimit nofile(RLIMIT_NOFILE, static_cast<rlim_t>(highest) + 1);
+		std::vector<int> filler; // the free numbers below the limit
+		for (int d; (d = ::dup(fd)) >= 0;)
+			filler.push_back(d);
+		ASSERT_TRUE(connect_to(fd, s.server->live_port())); // pending: accept has no descriptor to give
+		std::this_thread::sleep_for(1500ms);
+		EXPECT_EQ(s.count("accept: "), 1u);
+		EXPECT_EQ(s.count("Too many open files"), 1u);
+		for (int d : filler)
+			::close(d);
+	}
+	EXPECT_TRUE(answered(fd, 3000));
+}
+
+// A sender closed for a malformed frame while its writes wait on a slow disk
+// still holds its queue and writer thread: it counts against
+// max_connections until they are written, so a sender that is closed and
+// reconnects again and again cannot pile them up. Before, it did not count.
+TEST(RelayServer, ClosedSenderStillWritingCountsAgainstTheCap)
+{
+	std::atomic<bool> slow{true};
+	ServerOptions o;
+	o.max_connections = 1;
+	o.before_write = [&] {
+		while (slow)
+			std::this_thread::sleep_for(1ms);
+	};
+	Server s(o);
+	cr::RelayConnection bad;
+	ASSERT_EQ(bad.connect("127.0.0.1", s.server->port()), "");
+	ASSERT_EQ(bad.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "bad"}), "");
+	ASSERT_EQ(bad.add_trace(1, "t"), "");
+	ASSERT_EQ(bad.add_stream(1, 1, "c_0"), "");
+	ASSERT_EQ(bad.send_packet(1, {.packet_size_bits = 8192, .content_size_bits = 8192},
+	                          std::vector<uint8_t>(1024, 1)),
+	          "");
+	const std::vector<uint8_t> garbage(12, 'X');
+	ASSERT_EQ(bad.send_raw(garbage), "");
+	for (int i = 0; i < 200 && !s.count("malformed frame"); i++)
+		std::this_thread::sleep_for(10ms);
+	ASSERT_EQ(s.count("malformed frame"), 1u);
+
+	cr::RelayConnection again; // while the bad one's frames wait for the disk
+	ASSERT_EQ(again.connect("127.0.0.1", s.server->port()), "");
+	EXPECT_NE(again.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "again"}), "");
+	EXPECT_EQ(s.count("refused, already 0 senders and 1 closed ones still being written"), 1u);
+
+	slow = false; // written: room again
+	bool accepted = false;
+	for (int i = 0; i < 100 && !accepted; i++) {
+		cr::RelayConnection later;
+		accepted =
+			later.connect("127.0.0.1", s.server->port()).empty() &&
+			later.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "later"})
+				.empty();
+		if (!accepted)
+			std::this_thread::sleep_for(20ms);
+	}
+	EXPECT_TRUE(accepted);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/h/bad-19700101-000000/t/c_0"), 1024u);
+}
+
+// A viewer past CONNECT that sends nothing is closed after
+// viewer_idle_timeout_ms (before, only a viewer without CONNECT was: 64
+// silent ones held every viewer out, one attached held its session); one
+// that keeps asking stays.
+TEST(RelayServer, ViewerSilentAfterConnectIsClosed)
+{
+	ServerOptions o;
+	o.viewer_idle_timeout_ms = 300;
+	Server s(o);
+	const int talker = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(connect_to(talker, s.server->live_port()));
+	ASSERT_TRUE(connect_to(silent, s.server->live_port()));
+	ASSERT_TRUE(connected(talker, 1000));
+	ASSERT_TRUE(connected(silent, 1000));
+	for (int i = 0; i < 20; i++) { // 2 s of LIST_SESSIONS, one every 100 ms
+		std::this_thread::sleep_for(100ms);
+		uint8_t count[4];
+		ASSERT_TRUE(round_trip(talker, {.cmd = live::Command::list_sessions}, count, sizeof count, 1000)) << i;
+	}
+	pollfd p{silent, POLLIN, 0};
+	ASSERT_EQ(::poll(&p, 1, 0), 1); // closed meanwhile
+	char c;
+	EXPECT_EQ(::recv(silent, &c, 1, 0), 0);
+	EXPECT_EQ(s.count("nothing sent or read for 300 ms"), 1u);
+	::close(silent);
+	::close(talker);
+}
+
+// The relay's end of the connection from local port `client` to `port`: the
+// timer field of its /proc/net/tcp line ("02": keepalive), or "".
+std::string relay_side_timer(uint16_t port, uint16_t client)
+{
+	char local[8], remote[8];
+	std::snprintf(local, sizeof local, ":%04X", port);
+	std::snprintf(remote, sizeof remote, ":%04X", client);
+	std::ifstream in("/proc/net/tcp");
+	std::string line;
+	while (std::getline(in, line)) {
+		std::istringstream fields(line);
+		std::string sl, l, r, st, queues, timer;
+		fields >> sl >> l >> r >> st >> queues >> timer;
+		if (l.ends_with(local) && r.ends_with(remote))
+			return timer.substr(0, 2);
+	}
+	return "";
+}
+
+// Accepted sockets, senders' and viewers', have TCP keepalive: a peer gone
+// without a word is found out and closed.
+TEST(RelayServer, AcceptedSocketsHaveKeepalive)
+{
+	Server s(ServerOptions{});
+	for (const uint16_t port : {s.server->port(), s.server->live_port()}) {
+		const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ASSERT_TRUE(connect_to(fd, port));
+		sockaddr_in me{};
+		socklen_t len = sizeof me;
+		ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &len), 0);
+		std::string timer;
+		for (int i = 0; i < 200 && (timer = relay_side_timer(port, ntohs(me.sin_port))) != "02"; i++)
+			std::this_thread::sleep_for(10ms);
+		EXPECT_EQ(timer, "02") << port;
+		::close(fd);
+	}
 }
 
 } // namespace
