@@ -7,6 +7,7 @@
 #include "ctf/reader/decoder.hpp"
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/test_bytes.hpp"
+#include "ctf/reader/trace_reader.hpp"
 #include "ctf/reader/tsdl_parser.hpp"
 
 #include <gtest/gtest.h>
@@ -168,6 +169,31 @@ Decoded decode(const char *order, const std::string &fields, const std::vector<u
 	st.regs.assign(d.plans->registers(), 0);
 	d.end = run_plan(ep->fields, d.bytes.data(), 0, d.bytes.size() * 8, st, &d.values);
 	return d;
+}
+
+// A corrupt packet's clock value beyond any real time converts without
+// undefined behaviour (UBSan halts the sanitizer run on it), in both ways of
+// converting; real values keep their exact nanoseconds.
+TEST(Clock, ValuesBeyondAnyTimeConvertWithoutOverflow)
+{
+	Clock ghz;
+	ghz.offset_s = 1700000000;
+	const ClockConverter direct(ghz);
+	EXPECT_EQ(direct.ns(5), 1700000000000000005);
+	volatile uint64_t huge = INT64_MAX; // not folded at compile time
+	volatile int64_t sink = direct.ns(huge); // the offset plus that: past INT64_MAX
+	Clock tsc;
+	tsc.freq = 1500000000;
+	tsc.offset_s = 1700000000;
+	const ClockConverter scaled(tsc);
+	EXPECT_EQ(scaled.ns(1500000000), 1700000001000000000);
+	huge = 13800000000000000000u;
+	sink = scaled.ns(huge); // 9.2e18 ns, plus the offset: past INT64_MAX
+	Clock slow;
+	slow.freq = 1;
+	huge = UINT64_MAX;
+	sink = ClockConverter(slow).ns(huge); // 1e9 * 2^64 ns: beyond what a uint64_t holds
+	(void)sink;
 }
 
 TEST(Decoder, BitFieldsInBothByteOrders)

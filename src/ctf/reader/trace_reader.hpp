@@ -59,12 +59,15 @@ class ClockConverter {
 public:
 	ClockConverter() = default;
 	explicit ClockConverter(const Clock &c);
+	// Wraps (defined, never trapped) where a corrupt trace's value is beyond
+	// any real time.
 	int64_t ns(uint64_t cycles) const
 	{
 		if (ghz_)
-			return base_ns_ + static_cast<int64_t>(cycles);
+			return static_cast<int64_t>(static_cast<uint64_t>(base_ns_) + cycles);
 		const double d = (1e9 * static_cast<double>(cycles)) / static_cast<double>(freq_);
-		return base_ns_ + static_cast<int64_t>(static_cast<uint64_t>(d));
+		const uint64_t n = d < 0x1p64 ? static_cast<uint64_t>(d) : UINT64_MAX;
+		return static_cast<int64_t>(static_cast<uint64_t>(base_ns_) + n);
 	}
 
 	// Many clock values compared with one time t (is ns(c) < t?) without
