@@ -180,7 +180,7 @@ TEST(Clock, ValuesBeyondAnyTimeConvertWithoutOverflow)
 	ghz.offset_s = 1700000000;
 	const ClockConverter direct(ghz);
 	EXPECT_EQ(direct.ns(5), 1700000000000000005);
-	volatile uint64_t huge = INT64_MAX; // not folded at compile time
+	volatile uint64_t huge = INT64_MAX;      // not folded at compile time
 	volatile int64_t sink = direct.ns(huge); // the offset plus that: past INT64_MAX
 	Clock tsc;
 	tsc.freq = 1500000000;
