@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <set>
 #include <vector>
 
@@ -65,7 +66,7 @@ std::vector<tracery_event_desc *> &registered()
 // removal is not made. Under the registry's lock.
 struct Calls {
 	std::multiset<RegistryListener *> running;
-	std::condition_variable *ended = new std::condition_variable; // replaced in a forked child, never freed
+	std::condition_variable ended; // made anew in a forked child
 };
 
 Calls &calls()
@@ -96,7 +97,7 @@ void call_listeners(const std::vector<RegistryListener *> &snapshot, Fn fn)
 		fn(l);
 		std::lock_guard lock(registry_mutex());
 		calls().running.erase(calls().running.find(l));
-		calls().ended->notify_all();
+		calls().ended.notify_all();
 	}
 }
 
@@ -214,7 +215,7 @@ void remove_listener(RegistryListener *l)
 	std::unique_lock lock(registry_mutex());
 	auto &v = listeners();
 	v.erase(std::remove(v.begin(), v.end(), l), v.end());
-	calls().ended->wait(lock, [&] { return calls().running.count(l) == 0; });
+	calls().ended.wait(lock, [&] { return calls().running.count(l) == 0; });
 }
 
 std::vector<tracery_event_desc *> registered_events()
@@ -243,7 +244,7 @@ void after_fork_in_child()
 	// The calls of the parent's other threads never end here; a waiter's
 	// state in the old condition variable is the parent's.
 	calls().running.clear();
-	calls().ended = new std::condition_variable;
+	new (&calls().ended) std::condition_variable;
 }
 
 int attach_probe(tracery_event_desc *desc, tracery_probe_fn fn, void *priv, tracery_gate_fn gate,
