@@ -585,7 +585,7 @@ class BadInput(DaemonTestCase):
         self.d.run([program("tests", "daemon-emitter"), "count", "10"], timeout=20)
         start = time.monotonic()
         self.d.tracery("list")
-        self.assertLess(time.monotonic() - start, 1.0)
+        self.assertLess(time.monotonic() - start, 5.0)  # blocked, it would never answer
         self.d.tracery("stop", "fifo")
         self.assertTrue(os.path.isfile(metadata))
         self.assertEqual(collections.Counter(e["name"] for e in Trace(path).events),
