@@ -629,11 +629,15 @@ struct RelayServer::Impl {
 	void dispatch(uint64_t t)
 	{
 		const uint64_t id = (t - kFirstTag) / 4;
+		const auto kind = static_cast<Kind>((t - kFirstTag) % 4);
 		try {
-			serve_tag(id, static_cast<Kind>((t - kFirstTag) % 4));
+			serve_tag(id, kind);
 		} catch (const std::exception &e) {
-			close_conn(id, cat("closed on an internal error: ", e.what()));
-			close_viewer(id, cat("closed on an internal error: ", e.what()));
+			const std::string why = cat("closed on an internal error: ", e.what());
+			if (kind == Kind::viewer)
+				close_viewer(id, why);
+			else
+				close_conn(id, why);
 		}
 	}
 
