@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analysis/read/progress.hpp"
+#include "analysis/read/time_range.hpp"
 #include "analysis/read/trace_scan.hpp"
 #include "ctf/reader/fields.hpp"
 #include "ctf/reader/trace_reader.hpp"
@@ -98,19 +99,6 @@ private:
 	ctf::reader::TraceSet set_;
 	Progress progress_;
 	uint64_t count_ = 0;
-};
-
-// The time of the first and the last event seen.
-struct TimeRange {
-	bool any = false;
-	int64_t first = 0, last = 0;
-	void see(int64_t ns)
-	{
-		if (!any)
-			first = ns;
-		any = true;
-		last = ns;
-	}
 };
 
 // Calls f(event) for each event of the walk (not the discarded-items

@@ -25,8 +25,8 @@ namespace tracery::analysis {
 
 struct ViewOptions {
 	// Only events at or after begin / at or before end: times as
-	// parse_time() reads them ("" for no bound). A bad time throws
-	// std::invalid_argument.
+	// parse_time() (read/time_range.hpp) reads them ("" for no bound). A
+	// bad time throws std::invalid_argument.
 	std::string begin, end;
 	// Only events whose name matches one of these globs ('*' any run).
 	std::vector<std::string> names;
@@ -74,10 +74,5 @@ private:
 	struct Impl;
 	std::unique_ptr<Impl> impl_;
 };
-
-// "2024-05-01 12:00:00.5", "12:00:00.000000001" (local time, on the day of
-// the trace's first event: first_ns), "1714564800.5" (seconds from the
-// epoch) or a plain integer of ns from the epoch. nullopt if unreadable.
-std::optional<int64_t> parse_time(const std::string &text, std::optional<int64_t> first_ns);
 
 } // namespace tracery::analysis
