@@ -151,14 +151,16 @@ inline char *put_i64(char *p, int64_t v)
 
 inline void append_unsigned(std::string &out, uint64_t v)
 {
-	char b[24];
-	out.append(b, put_u64(b, v));
+	char b[20];
+	const char *start = digits_before(b + sizeof b, v);
+	out.append(start, static_cast<size_t>(b + sizeof b - start));
 }
 
 inline void append_signed(std::string &out, int64_t v)
 {
-	char b[24];
-	out.append(b, put_i64(b, v));
+	if (v < 0)
+		out += '-';
+	append_unsigned(out, v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v));
 }
 
 // v as printf's "%g" writes it (babeltrace2's text format), at p (room
