@@ -11,8 +11,13 @@
 // sizes, contexts) and the same error. Then counted (TraceSet::
 // count_events_of, every event class): the same events, bytes, first and
 // last clock values per class, losses and error as the events read one by
-// one (up to the error: a damaged packet is found when reached).
+// one (up to the error: a damaged packet is found when reached). Every
+// decoded scope is also walked through the field API (fields.hpp) as the
+// printer walks it: each field read is one of the scope's values, each
+// member and element starts where the one before it ended, and the root
+// ends with the scope's last value.
 #include "base/fuzz_check.hpp"
+#include "ctf/reader/fields.hpp"
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
 
@@ -79,6 +84,46 @@ struct Reading {
 	bool operator==(const Reading &) const = default;
 };
 
+// Reads f and what it holds as a reader of fields does; returns the index
+// after its values (f.end(), checked against the walk).
+size_t walk(const Field &f, size_t size)
+{
+	tracery::base::fuzz_check(f.index() < size, "fuzz_packet", "a field is one of its scope's values");
+	size_t end = f.index() + 1;
+	switch (f.kind()) {
+	case FieldKind::integer:
+		f.for_each_label([](const std::string &) {});
+		break;
+	case FieldKind::string: { // (its bytes are in the mapped file)
+		unsigned sum = 0;
+		for (const char c : f.text())
+			sum += static_cast<unsigned char>(c);
+		tracery::base::fuzz_check(sum <= 255 * f.text().size(), "fuzz_packet", "text is read");
+		break;
+	}
+	case FieldKind::structure:
+		for (const Field m : f.members()) {
+			tracery::base::fuzz_check(m.index() == end, "fuzz_packet", "a member follows the one before");
+			end = walk(m, size);
+		}
+		break;
+	case FieldKind::array:
+		for (const Field e : f.elements()) {
+			tracery::base::fuzz_check(e.index() == end, "fuzz_packet", "an element follows the one before");
+			end = walk(e, size);
+		}
+		break;
+	case FieldKind::variant:
+		tracery::base::fuzz_check(f.option_index() < f.decl().option_count(), "fuzz_packet", "an option");
+		end = walk(f.option(), size);
+		break;
+	default:
+		break;
+	}
+	tracery::base::fuzz_check(f.end() == end, "fuzz_packet", "a field ends where its walk ends");
+	return end;
+}
+
 // skip: the event classes (one letter each) whose payloads are stepped over, not decoded.
 Reading read(const std::string &dir, const std::string &stream, size_t size, std::string_view skip)
 {
@@ -91,10 +136,18 @@ Reading read(const std::string &dir, const std::string &stream, size_t size, std
 			set.decode_fields_of([&](const Trace &, const EventClass &cls) { return decoded(cls); });
 		set.start();
 		while (const Item *it = set.next()) {
-			if (it->kind == ItemKind::event)
+			if (it->kind == ItemKind::event) {
 				tracery::base::fuzz_check(
 					decoded(*it->event->cls) ? it->fields.size() >= 1 : it->fields.empty(),
 					"fuzz_packet", "an event has its fields' struct, unless stepped over");
+				for (const Scope sc : {Scope::packet_context, Scope::stream_event_context,
+				                       Scope::event_context, Scope::payload})
+					if (const Field root = scope_field(*it, sc))
+						tracery::base::fuzz_check(walk(root, scope_values(*it, sc).size()) ==
+						                                  scope_values(*it, sc).size(),
+						                          "fuzz_packet",
+						                          "a scope's walk reads all its values");
+			}
 			r.items.insert(r.items.end(),
 			               {static_cast<uint64_t>(it->kind), static_cast<uint64_t>(it->ns), it->bits,
 			                it->count, it->packet_context.size(), it->stream_context.size()});
