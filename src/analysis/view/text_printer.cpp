@@ -67,16 +67,17 @@ void TextPrinter::time(int64_t ns)
 
 void TextPrinter::integer(const FieldDecl &d, uint64_t raw)
 {
-	switch (d.base()) {
+	const reader::FieldType &t = *d.type();
+	switch (t.base) {
 	case reader::Base::dec:
-		if (d.is_signed())
+		if (t.is_signed)
 			o_.put_signed(static_cast<int64_t>(raw));
 		else
 			o_.put_unsigned(raw);
 		break;
 	case reader::Base::hex: {
 		// the value's bits rounded up to whole hex digits
-		const uint64_t v = low_bits(raw, (d.bits() + 3) & ~3u);
+		const uint64_t v = low_bits(raw, (t.size + 3) & ~3u);
 		char b[24];
 		snprintf(b, sizeof b, "0x%" PRIX64, v);
 		o_.put(b, strlen(b));
@@ -84,7 +85,7 @@ void TextPrinter::integer(const FieldDecl &d, uint64_t raw)
 	}
 	case reader::Base::oct: {
 		// a negative value's bits rounded up to whole octal digits
-		const uint64_t v = d.is_signed() ? low_bits(raw, ((d.bits() - 1) / 3 + 1) * 3) : raw;
+		const uint64_t v = t.is_signed ? low_bits(raw, ((t.size - 1) / 3 + 1) * 3) : raw;
 		char b[32];
 		snprintf(b, sizeof b, "0%" PRIo64, v);
 		o_.put(b, strlen(b));
@@ -92,8 +93,8 @@ void TextPrinter::integer(const FieldDecl &d, uint64_t raw)
 	}
 	case reader::Base::bin:
 		o_.lit("0b");
-		o_.reserve(d.bits());
-		for (unsigned i = d.bits(); i-- > 0;)
+		o_.reserve(t.size);
+		for (unsigned i = t.size; i-- > 0;)
 			*o_.ptr()++ = (raw >> i) & 1 ? '1' : '0';
 		break;
 	}
@@ -157,16 +158,6 @@ void TextPrinter::field(const Field &f)
 	}
 }
 
-bool TextPrinter::wanted(std::string_view shown) const
-{
-	if (all_fields_)
-		return true;
-	for (const std::string &f : fields_)
-		if (f == shown)
-			return true;
-	return false;
-}
-
 // "{ a = 1, b = 2 }" of the members shown (at a scope's root, also only
 // those --fields names).
 void TextPrinter::structure(const Field &f, bool root, std::string_view before)
@@ -207,73 +198,18 @@ bool TextPrinter::scope_shows(const FieldDecl &root) const
 	return false;
 }
 
-void TextPrinter::event(const reader::Item &it)
-{
-	const reader::Stream &s = *it.stream;
-	if (s.has_clock()) {
-		o_.put('[');
-		time(it.ns);
-		if (have_last_) {
-			const uint64_t d = static_cast<uint64_t>(it.ns) - static_cast<uint64_t>(last_ns_);
-			o_.reserve(40);
-			char *p = o_.ptr();
-			std::memcpy(p, "] (+", 4);
-			p += 4;
-			if (d < static_cast<uint64_t>(kNsPerS)) {
-				*p++ = '0';
-			} else {
-				char b[24];
-				char *q = digits_before(b + sizeof b, d / kNsPerS);
-				const auto n = static_cast<size_t>(b + sizeof b - q);
-				std::memcpy(p, q, n);
-				p += n;
-			}
-			*p++ = '.';
-			p = nine_digits(p, static_cast<uint32_t>(d % kNsPerS));
-			*p++ = ')';
-			*p++ = ' ';
-			o_.ptr() = p;
-		} else {
-			o_.lit("] (+?.????????"
-			       "?) ");
-		}
-		last_ns_ = it.ns;
-		have_last_ = true;
-	}
-	const EventProgram &prog = head(it);
-	for (const ScopeProgram &sp : prog.scopes) {
-		const std::span<const Value> values = reader::scope_values(it, sp.root.scope());
-		if (sp.direct)
-			run(sp, values.data());
-		else
-			structure(Field(sp.root, values.data(), 0), true, sp.before);
-	}
-	o_.put(prog.end);
-}
-
 // "host name: " of the event's class, then "{ packet context }": the packet
 // context's text is the same for all the events of a packet, made once per
-// packet of each stream; the rest of the line's text once per class and
-// stream (program()). Returns that class's program.
-const TextPrinter::EventProgram &TextPrinter::head(const reader::Item &it)
+// packet of each stream (packet()); the rest of the line's text once per
+// class and stream (program()). Returns that class's program.
+[[gnu::always_inline]] inline const TextPrinter::EventProgram &TextPrinter::head(const reader::Item &it)
 {
 	const reader::Stream &s = *it.stream;
 	if (streams_.size() <= s.index())
 		streams_.resize(s.index() + 1);
 	StreamText &st = streams_[s.index()];
-	if (st.packet != s.packets_reached()) {
-		st.packet = s.packets_reached();
-		const FieldDecl packet = reader::scope_root(it, Scope::packet_context);
-		st.packet_shown = scope_shows(packet);
-		st.packet_text.clear();
-		if (st.packet_shown) {
-			if (!scratch_)
-				scratch_ = std::make_unique<TextBuffer>();
-			scratch_->clear();
-			TextPrinter(*scratch_, fields_).structure(Field(packet, it.packet_context.data(), 0), true);
-			st.packet_text.assign(scratch_->data(), scratch_->size());
-		}
-	}
+	if (st.packet != s.packets_reached())
+		packet(it, st);
 	const auto &events = s.plans().events;
 	const auto cls = static_cast<size_t>(it.event - events.data());
 	if (st.programs.size() != events.size())
@@ -284,6 +220,22 @@ const TextPrinter::EventProgram &TextPrinter::head(const reader::Item &it)
 	o_.put(prog.name);
 	o_.put(st.packet_text);
 	return prog;
+}
+
+// The text of the packet context of the event's packet.
+void TextPrinter::packet(const reader::Item &it, StreamText &st)
+{
+	st.packet = it.stream->packets_reached();
+	const FieldDecl packet = reader::scope_root(it, Scope::packet_context);
+	st.packet_shown = scope_shows(packet);
+	st.packet_text.clear();
+	if (st.packet_shown) {
+		if (!scratch_)
+			scratch_ = std::make_unique<TextBuffer>();
+		scratch_->clear();
+		TextPrinter(*scratch_, fields_).structure(Field(packet, it.packet_context.data(), 0), true);
+		st.packet_text.assign(scratch_->data(), scratch_->size());
+	}
 }
 
 // The text of an event class's line after its packet context, made once:
@@ -353,7 +305,7 @@ void TextPrinter::program(const reader::Item &it, bool packet_shown, EventProgra
 }
 
 // A direct scope's program over its values.
-void TextPrinter::run(const ScopeProgram &sp, const Value *values)
+[[gnu::always_inline]] inline void TextPrinter::run(const ScopeProgram &sp, const Value *values)
 {
 	for (const Piece &p : sp.pieces) {
 		const Field f(p.decl, values, p.value);
@@ -375,6 +327,50 @@ void TextPrinter::run(const ScopeProgram &sp, const Value *values)
 		}
 	}
 	o_.put(sp.end);
+}
+
+void TextPrinter::event(const reader::Item &it)
+{
+	const reader::Stream &s = *it.stream;
+	if (s.has_clock()) {
+		o_.put('[');
+		time(it.ns);
+		if (have_last_) {
+			const uint64_t d = static_cast<uint64_t>(it.ns) - static_cast<uint64_t>(last_ns_);
+			o_.reserve(40);
+			char *p = o_.ptr();
+			std::memcpy(p, "] (+", 4);
+			p += 4;
+			if (d < static_cast<uint64_t>(kNsPerS)) {
+				*p++ = '0';
+			} else {
+				char b[24];
+				char *q = digits_before(b + sizeof b, d / kNsPerS);
+				const auto n = static_cast<size_t>(b + sizeof b - q);
+				std::memcpy(p, q, n);
+				p += n;
+			}
+			*p++ = '.';
+			p = nine_digits(p, static_cast<uint32_t>(d % kNsPerS));
+			*p++ = ')';
+			*p++ = ' ';
+			o_.ptr() = p;
+		} else {
+			o_.lit("] (+?.????????"
+			       "?) ");
+		}
+		last_ns_ = it.ns;
+		have_last_ = true;
+	}
+	const EventProgram &prog = head(it);
+	for (const ScopeProgram &sp : prog.scopes) {
+		const std::span<const Value> values = reader::scope_values(it, sp.root.scope());
+		if (sp.direct)
+			run(sp, values.data());
+		else
+			structure(Field(sp.root, values.data(), 0), true, sp.before);
+	}
+	o_.put(prog.end);
 }
 
 void TextPrinter::discarded(const reader::Item &it, FILE *err)

@@ -81,10 +81,19 @@ private:
 	void time(int64_t ns);
 	void integer(const ctf::reader::FieldDecl &d, uint64_t raw);
 	void field(const ctf::reader::Field &f);
-	bool wanted(std::string_view shown) const;
+	bool wanted(std::string_view shown) const
+	{
+		if (all_fields_)
+			return true;
+		for (const std::string &f : fields_)
+			if (f == shown)
+				return true;
+		return false;
+	}
 	void structure(const ctf::reader::Field &f, bool root, std::string_view before = {});
 	bool scope_shows(const ctf::reader::FieldDecl &root) const;
 	const EventProgram &head(const ctf::reader::Item &it);
+	void packet(const ctf::reader::Item &it, StreamText &st);
 	void program(const ctf::reader::Item &it, bool packet_shown, EventProgram &prog);
 	void run(const ScopeProgram &sp, const ctf::reader::Value *values);
 

@@ -77,14 +77,17 @@ class FieldDecl {
 public:
 	FieldDecl() = default;
 	// The root of a scope (at 0), or a field in it.
-	FieldDecl(const Plan &plan, Scope scope, uint32_t at = 0) : plan_(&plan), at_(at), scope_(scope) {}
+	FieldDecl(const Plan &plan, Scope scope, uint32_t at = 0)
+		: plan_(&plan), op_(plan.empty() ? nullptr : &plan.ops[at]), scope_(scope)
+	{
+	}
 	// False for a scope the event class does not have.
-	explicit operator bool() const { return plan_ && !plan_->empty(); }
+	explicit operator bool() const { return op_ != nullptr; }
 
 	Scope scope() const { return scope_; }
 	// Its place in the scope (0: the root), as FieldRef::op holds it, and
 	// the field at another place of the same scope.
-	uint32_t place() const { return at_; }
+	uint32_t place() const { return static_cast<uint32_t>(op_ - plan_->ops.data()); }
 	FieldDecl at_place(uint32_t place) const { return {*plan_, scope_, place}; }
 	FieldKind kind() const { return kind_of(op().kind); }
 	// The name as shown (members; "" for the root, elements and options).
@@ -116,7 +119,7 @@ public:
 	Members members() const;
 	// The member shown (or, exactly, written) with that name; empty if none.
 	FieldDecl member(std::string_view name) const;
-	FieldDecl element() const { return {*plan_, scope_, at_ + 1}; }
+	FieldDecl element() const { return {plan_, op_ + 1, scope_}; }
 	// An array's length (a sequence's depends on the event: nullopt).
 	std::optional<uint64_t> fixed_length() const
 	{
@@ -129,11 +132,12 @@ public:
 	// 0 when that depends on the event (a sequence or variant in it).
 	uint64_t value_count() const { return op().values; }
 
-	bool operator==(const FieldDecl &o) const { return plan_ == o.plan_ && at_ == o.at_; }
+	bool operator==(const FieldDecl &o) const { return op_ == o.op_; }
 
 private:
 	friend class Field;
-	const Op &op() const { return plan_->ops[at_]; }
+	FieldDecl(const Plan *plan, const Op *op, Scope scope) : plan_(plan), op_(op), scope_(scope) {}
+	const Op &op() const { return *op_; }
 	static FieldKind kind_of(OpKind k)
 	{
 		static constexpr FieldKind kKinds[] = {
@@ -144,11 +148,11 @@ private:
 		};
 		return kKinds[static_cast<size_t>(k)];
 	}
-	// The place after this field's subtree (its next sibling's).
-	uint32_t after() const { return op().next; }
+	// The op after this field's subtree (its next sibling's).
+	const Op *after() const { return plan_->ops.data() + op_->next; }
 
 	const Plan *plan_ = nullptr;
-	uint32_t at_ = 0;
+	const Op *op_ = nullptr; // its op in plan_ (the scope's decode plan)
 	Scope scope_ = Scope::payload;
 };
 
@@ -162,7 +166,7 @@ public:
 		Iterator &operator++()
 		{
 			if (--left_)
-				d_.at_ = d_.after();
+				d_.op_ = d_.after();
 			return *this;
 		}
 		bool operator!=(End) const { return left_ != 0; }
@@ -186,7 +190,7 @@ private:
 
 inline FieldDecl::Members FieldDecl::members() const
 {
-	return *this ? Members({*plan_, scope_, at_ + 1}, member_count()) : Members({}, 0);
+	return *this ? Members({plan_, op_ + 1, scope_}, member_count()) : Members({}, 0);
 }
 
 inline FieldDecl FieldDecl::member(std::string_view name) const
@@ -246,7 +250,10 @@ public:
 	{
 		if (const uint64_t n = decl_.value_count())
 			return at_ + n;
-		return skip_values(*decl_.plan_, decl_.at_, values_, at_);
+		if (decl_.kind() == FieldKind::array) // a sequence
+			if (const uint64_t n = decl_.element().value_count())
+				return at_ + 1 + length() * n;
+		return skip_values(*decl_.plan_, decl_.place(), values_, at_);
 	}
 
 private:
@@ -269,7 +276,7 @@ public:
 			if (--left_) {
 				const size_t next = f_.end();
 				if (!same_decl_)
-					f_.decl_.at_ = f_.decl_.after();
+					f_.decl_.op_ = f_.decl_.after();
 				f_.at_ = next;
 			}
 			return *this;
@@ -297,7 +304,7 @@ private:
 
 inline Field::Children Field::members() const
 {
-	return {Field({*decl_.plan_, decl_.scope_, decl_.at_ + 1}, values_, at_ + 1), decl_.member_count(), false};
+	return {Field({decl_.plan_, decl_.op_ + 1, decl_.scope_}, values_, at_ + 1), decl_.member_count(), false};
 }
 
 inline Field::Children Field::elements() const
