@@ -1,26 +1,7 @@
-// ctf/reader/fields.cpp — scopes' roots and fields found by name (see
-// fields.hpp).
+// ctf/reader/fields.cpp — fields found by name (see fields.hpp).
 #include "ctf/reader/fields.hpp"
 
 namespace tracery::ctf::reader {
-
-FieldDecl scope_root(const TracePlans::StreamPlans &stream, const TracePlans::EventPlans *event, Scope scope)
-{
-	switch (scope) {
-	case Scope::packet_context:
-		return {stream.packet_context, scope};
-	case Scope::event_header:
-		return {stream.event_header, scope};
-	case Scope::stream_event_context:
-		return {stream.event_context, scope};
-	case Scope::event_context:
-		return event ? FieldDecl(event->context, scope) : FieldDecl();
-	case Scope::payload:
-		return event ? FieldDecl(event->fields, scope) : FieldDecl();
-	default:
-		return {};
-	}
-}
 
 FieldRef find_member(const FieldDecl &root, std::string_view name)
 {
@@ -63,7 +44,7 @@ FieldRef find_context_field(const TracePlans::StreamPlans &stream, const TracePl
 	return find_in(stream, event, {Scope::event_context, Scope::stream_event_context, Scope::packet_context}, name);
 }
 
-Field field_at(const Item &event, const FieldRef &ref)
+Field detail::field_by_walk(const Item &event, const FieldRef &ref)
 {
 	if (!ref)
 		return {};
@@ -71,10 +52,6 @@ Field field_at(const Item &event, const FieldRef &ref)
 	const FieldDecl root = scope_root(event, ref.scope);
 	if (values.empty() || !root)
 		return {};
-	if (ref.index >= 0)
-		return static_cast<size_t>(ref.index) < values.size()
-		               ? Field(root.at_place(ref.op), values.data(), static_cast<size_t>(ref.index))
-		               : Field();
 	for (const Field m : Field(root, values.data(), 0).members())
 		if (m.decl().place() == ref.op)
 			return m.index() < values.size() ? m : Field();

@@ -42,8 +42,10 @@
 //
 // Every accessor is inline: walking a field costs what walking the decoded
 // values costs. A member's or element's successor is found from the values
-// its own subtree takes (a constant for fixed-size fields; sequences and
-// variants are walked).
+// its own subtree takes (a constant for fixed-size fields and sequences of
+// them; other sequences and variants are walked). FieldDecls and FieldRefs
+// stay valid as long as the trace's plans (the TraceSet); a Field as long as
+// its Item (until the next item).
 #pragma once
 
 #include <cstddef>
@@ -326,7 +328,23 @@ inline Field Field::element(uint64_t i) const
 // The root of a scope of an event class (a structure; empty when the class
 // has no such scope). event may be null for the stream class's scopes; the
 // packet header is the trace's (FieldDecl(plans.packet_header(), ...)).
-FieldDecl scope_root(const TracePlans::StreamPlans &stream, const TracePlans::EventPlans *event, Scope scope);
+inline FieldDecl scope_root(const TracePlans::StreamPlans &stream, const TracePlans::EventPlans *event, Scope scope)
+{
+	switch (scope) {
+	case Scope::packet_context:
+		return {stream.packet_context, scope};
+	case Scope::event_header:
+		return {stream.event_header, scope};
+	case Scope::stream_event_context:
+		return {stream.event_context, scope};
+	case Scope::event_context:
+		return event ? FieldDecl(event->context, scope) : FieldDecl();
+	case Scope::payload:
+		return event ? FieldDecl(event->fields, scope) : FieldDecl();
+	default:
+		return {};
+	}
+}
 inline FieldDecl scope_root(const Item &event, Scope scope)
 {
 	return scope_root(event.stream->plans(), event.event, scope);
@@ -393,8 +411,18 @@ inline FieldDecl decl_of(const Item &event, const FieldRef &ref)
 }
 
 // The field ref names, with its value in this event (empty when ref is,
-// or its scope's values were not decoded).
-Field field_at(const Item &event, const FieldRef &ref);
+// or its scope's values were not decoded). Inline when ref has an index.
+namespace detail {
+Field field_by_walk(const Item &event, const FieldRef &ref); // (the members before it walked)
+} // namespace detail
+inline Field field_at(const Item &event, const FieldRef &ref)
+{
+	if (ref.index < 0)
+		return detail::field_by_walk(event, ref);
+	const std::span<const Value> values = scope_values(event, ref.scope);
+	const auto i = static_cast<size_t>(ref.index);
+	return i < values.size() ? Field(decl_of(event, ref), values.data(), i) : Field();
+}
 
 // Its integer value (sign-extended when signed); nullopt when ref is empty
 // or not an integer.
