@@ -1,7 +1,7 @@
 // A session's channel in the daemon: see channel.hpp.
 #include "daemon/channel.hpp"
 
-#include "consumer/trace_channel.hpp"
+#include "consumer/ring_config.hpp"
 
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -88,12 +88,11 @@ std::vector<std::string> Channel::filters_of(const std::string &full_name) const
 	return filters;
 }
 
-uint32_t Channel::id_for(const std::string &key, bool *is_new)
+uint32_t Channel::id_for(const std::string &key)
 {
 	auto [it, inserted] = ids_.try_emplace(key, next_id_);
 	if (inserted)
 		next_id_++;
-	*is_new = inserted;
 	return it->second;
 }
 
@@ -105,15 +104,14 @@ uint64_t Channel::lost() const
 	return n;
 }
 
-ringbuf::Config Channel::ring_config() const
+ringbuf::Config ring_config(const ChannelSpec &spec)
 {
-	return consumer::trace_channel_config(spec_.num_subbuf, spec_.subbuf_size, spec_.mode);
+	return consumer::ring_config(spec.num_subbuf, spec.subbuf_size, spec.mode);
 }
 
 std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
 {
-	auto ring = consumer::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode,
-	                                           "tracery-" + spec_.name);
+	auto ring = consumer::create_ring(spec_.num_subbuf, spec_.subbuf_size, spec_.mode, "tracery-" + spec_.name);
 	fchmod(ring->fd(), 0600);
 	return ring;
 }

@@ -33,6 +33,10 @@ struct ChannelSpec {
 	event::ContextOptions context{};
 };
 
+// The ring buffers of a channel of these options (consumer/ring_config.hpp):
+// what the ring buffer and the buffer quota check before one is made.
+ringbuf::Config ring_config(const ChannelSpec &spec);
+
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
@@ -74,9 +78,9 @@ public:
 	const std::vector<Rule> &rules() const { return enabled_; }
 	const std::vector<std::string> &disabled_patterns() const { return disabled_; }
 
-	// The id of an event version (schema key) in this channel; *is_new when
-	// it was given now (its metadata must be written).
-	uint32_t id_for(const std::string &key, bool *is_new);
+	// The id of an event version (schema key) in this channel, given on
+	// first use (the next free one).
+	uint32_t id_for(const std::string &key);
 	const std::map<std::string, uint32_t> &ids() const { return ids_; }
 
 	// "uid1000", "pid4242": never an empty slot (a buffer goes in once made).
@@ -91,7 +95,7 @@ public:
 	nlohmann::json quarantined() const;
 
 	// The ring buffers of this channel: their config, and what each one takes.
-	ringbuf::Config ring_config() const;
+	ringbuf::Config ring_config() const { return daemon::ring_config(spec_); }
 	uint64_t buffer_bytes() const { return ringbuf::Channel::mapping_size_for(ring_config()); }
 	// A new ring buffer with this channel's options (owner-only memfd).
 	// Throws std::runtime_error or std::system_error.

@@ -4,7 +4,7 @@
 #include "base/test_temp_dir.hpp"
 #include "daemon/trace_session.hpp"
 
-#include "consumer/trace_channel.hpp"
+#include "consumer/ring_config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -84,7 +84,7 @@ TEST(BufferQuota, DefaultIsAQuarterOfMemoryInWholeMiB)
 
 ringbuf::Config config(uint32_t cpus, uint32_t num_subbuf, uint32_t subbuf_size)
 {
-	ringbuf::Config c = consumer::trace_channel_config(num_subbuf, subbuf_size, ringbuf::Mode::discard);
+	ringbuf::Config c = consumer::ring_config(num_subbuf, subbuf_size, ringbuf::Mode::discard);
 	c.num_cpus = cpus;
 	return c;
 }
@@ -143,8 +143,7 @@ TEST_F(SessionQuota, ChannelsAreCheckedAgainstTheQuota)
 	ChannelSpec small;
 	small.name = "small";
 	small.subbuf_size = 4096;
-	const uint64_t one =
-		ringbuf::Channel::mapping_size_for(consumer::trace_channel_config(4, 4096, ringbuf::Mode::discard));
+	const uint64_t one = ringbuf::Channel::mapping_size_for(consumer::ring_config(4, 4096, ringbuf::Mode::discard));
 	BufferQuota q(2 * one);
 	auto s = session(q);
 	s->add_channel(small);
@@ -172,8 +171,7 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	spec.name = "pp";
 	spec.subbuf_size = 4096;
 	spec.per_pid = true;
-	const uint64_t one =
-		ringbuf::Channel::mapping_size_for(consumer::trace_channel_config(4, 4096, ringbuf::Mode::discard));
+	const uint64_t one = ringbuf::Channel::mapping_size_for(consumer::ring_config(4, 4096, ringbuf::Mode::discard));
 	BufferQuota q(one + one / 2); // room for one buffer per user
 	auto s = session(q);
 	Channel &ch = s->add_channel(spec);
