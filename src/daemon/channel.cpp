@@ -31,11 +31,46 @@ uint64_t Buffer::lost() const
 	return n;
 }
 
-void Channel::note_quarantined(const std::string &owner, const std::string &fault)
+Buffer *Channel::buffer(const std::string &key) const
 {
-	quarantined_done_.emplace_back(owner, fault);
-	if (quarantined_done_.size() > kQuarantinedKept)
-		quarantined_done_.pop_front();
+	const auto it = buffers_.find(key);
+	return it == buffers_.end() ? nullptr : it->second.get();
+}
+
+void Channel::add_buffer(const std::string &key, std::unique_ptr<Buffer> b) { buffers_.emplace(key, std::move(b)); }
+
+void Channel::set_aside(const std::string &key, const std::string &new_key)
+{
+	auto node = buffers_.extract(key);
+	if (!node)
+		return;
+	node.key() = new_key;
+	buffers_.insert(std::move(node));
+}
+
+std::unique_ptr<Buffer> Channel::take_buffer(const std::string &key)
+{
+	auto node = buffers_.extract(key);
+	return node ? std::move(node.mapped()) : nullptr;
+}
+
+std::vector<std::unique_ptr<Buffer>> Channel::take_buffers()
+{
+	std::vector<std::unique_ptr<Buffer>> out;
+	for (auto &[key, b] : buffers_)
+		out.push_back(std::move(b));
+	buffers_.clear();
+	return out;
+}
+
+void Channel::note_finished(const Buffer &b)
+{
+	if (b.ring->quarantined()) {
+		quarantined_done_.emplace_back(b.owner, b.ring->fault());
+		if (quarantined_done_.size() > kQuarantinedKept)
+			quarantined_done_.pop_front();
+	}
+	lost_done_ += b.lost();
 }
 
 nlohmann::json Channel::quarantined() const
@@ -43,7 +78,7 @@ nlohmann::json Channel::quarantined() const
 	nlohmann::json out = nlohmann::json::array();
 	for (const auto &[owner, fault] : quarantined_done_)
 		out.push_back({{"buffer", owner}, {"fault", fault}});
-	for (const auto &[key, b] : buffers)
+	for (const auto &[key, b] : buffers_)
 		if (b->ring->quarantined())
 			out.push_back({{"buffer", b->owner}, {"fault", b->ring->fault()}});
 	return out;
@@ -98,8 +133,8 @@ uint32_t Channel::id_for(const std::string &key)
 
 uint64_t Channel::lost() const
 {
-	uint64_t n = lost_done;
-	for (const auto &[owner, b] : buffers)
+	uint64_t n = lost_done_;
+	for (const auto &[owner, b] : buffers_)
 		n += b->lost();
 	return n;
 }

@@ -186,13 +186,13 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	// A second program of that user does not fit; one of another user does.
 	EXPECT_EQ(s->buffer_for(ch, 1000, 12, &why, &made), nullptr);
 	EXPECT_TRUE(contains(why, "uid 1000")) << why;
-	EXPECT_EQ(ch.buffers.count("pid12"), 0u); // no empty slot
+	EXPECT_EQ(ch.buffers().count("pid12"), 0u); // no empty slot
 	EXPECT_EQ(q.used(1000), one);
 	ASSERT_NE(s->buffer_for(ch, 2000, 21, &why, &made), nullptr);
 	EXPECT_EQ(q.used(2000), one);
 	// Undone (a start that failed): the buffers and their charges are gone.
 	s->drop_new_buffers(made);
-	EXPECT_TRUE(ch.buffers.empty());
+	EXPECT_TRUE(ch.buffers().empty());
 	EXPECT_EQ(q.used(1000), 0u);
 	EXPECT_EQ(q.used(2000), 0u);
 	// A program that ends gives its per-PID buffer back; the end of the session gives back all.
@@ -229,7 +229,7 @@ TEST_F(SessionQuota, AReusedPidOfAnotherUserGetsItsOwnBuffer)
 	ASSERT_NE(mine, nullptr);
 	EXPECT_NE(mine, theirs);
 	EXPECT_EQ(mine->charge.uid(), 1000u);
-	EXPECT_EQ(ch.buffers.size(), 2u);
+	EXPECT_EQ(ch.buffers().size(), 2u);
 	EXPECT_TRUE(s->program_ended(42, 2000).empty()) << "uid 2000's program ending retires nothing of uid 1000";
 	EXPECT_EQ(s->buffer_for(ch, 1000, 42, &why), mine);
 	const auto retired = s->program_ended(42, 1000);

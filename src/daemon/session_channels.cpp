@@ -51,18 +51,16 @@ Buffer *SessionChannels::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::stri
                                     std::vector<NewBuffer> *made)
 {
 	const std::string owner = ch.spec().per_pid ? "pid" + std::to_string(pid) : "uid" + std::to_string(uid);
-	if (auto it = ch.buffers.find(owner); it != ch.buffers.end()) {
-		const bool quarantined = it->second->ring->quarantined();
-		if (!quarantined && it->second->charge.uid() == uid)
-			return it->second.get();
+	if (Buffer *old = ch.buffer(owner)) {
+		const bool quarantined = old->ring->quarantined();
+		if (!quarantined && old->charge.uid() == uid)
+			return old;
 		// Its programs wrote over it (ringbuf::Channel::fault), or (per PID)
 		// the pid is another user's program's now, while the connection of
 		// the one it was made for lingers: later programs get a new one;
 		// this one is finished at stop.
-		auto old = std::move(it->second);
-		ch.buffers.erase(it);
-		ch.buffers[(quarantined ? "quarantined-" : "ended-") + owner + "-" + std::to_string(next_instance_++)] =
-			std::move(old);
+		ch.set_aside(owner, (quarantined ? "quarantined-" : "ended-") + owner + "-" +
+		                            std::to_string(next_instance_++));
 	}
 	auto charge = quota_.try_charge(uid, ch.buffer_bytes(), refused);
 	if (!charge)
@@ -96,7 +94,7 @@ Buffer *SessionChannels::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::stri
 	if (made)
 		made->push_back({&ch, owner, prefix});
 	Buffer *out = b.get();
-	ch.buffers.emplace(owner, std::move(b));
+	ch.add_buffer(owner, std::move(b));
 	return out;
 }
 
@@ -106,9 +104,8 @@ void SessionChannels::drop_new_buffers(const std::vector<NewBuffer> &made)
 		// Its consumer ends its streams (a live session announced them to the
 		// relay with an empty packet each; otherwise nothing was written, and
 		// no file is made).
-		if (auto it = n.channel->buffers.find(n.owner); it != n.channel->buffers.end() && it->second->consumer)
-			it->second->consumer->finish();
-		n.channel->buffers.erase(n.owner);
+		if (const std::unique_ptr<Buffer> b = n.channel->take_buffer(n.owner); b && b->consumer)
+			b->consumer->finish();
 		used_prefixes_.erase(n.prefix);
 	}
 }
@@ -131,9 +128,7 @@ void SessionChannels::finish(Retired &r) const
 
 void SessionChannels::account(Retired &r)
 {
-	if (r.buffer->ring->quarantined())
-		r.channel->note_quarantined(r.buffer->owner, r.buffer->ring->fault());
-	r.channel->lost_done += r.buffer->lost();
+	r.channel->note_finished(*r.buffer);
 	r.buffer.reset(); // gives its quota charge back
 }
 
@@ -142,22 +137,19 @@ std::vector<SessionChannels::Retired> SessionChannels::program_ended(pid_t pid, 
 	std::vector<Retired> retired;
 	for (auto &ch : channels_) {
 		if (ch->spec().per_pid) {
-			auto it = ch->buffers.find("pid" + std::to_string(pid));
-			if (it == ch->buffers.end() || it->second->charge.uid() != uid)
+			const std::string key = "pid" + std::to_string(pid);
+			Buffer *b = ch->buffer(key);
+			if (!b || b->charge.uid() != uid)
 				continue; // none, or another user's program's since the pid was reused
 			if (session_.snapshot) {
 				// Kept for `snapshot record`, under a name a new program of this pid cannot take.
-				it->second->ring->recover_after_producer_death();
-				auto b = std::move(it->second);
-				ch->buffers.erase(it);
-				ch->buffers["ended-pid" + std::to_string(pid) + "-" +
-				            std::to_string(next_instance_++)] = std::move(b);
+				b->ring->recover_after_producer_death();
+				ch->set_aside(key, "ended-" + key + "-" + std::to_string(next_instance_++));
 				continue;
 			}
-			retired.push_back({ch.get(), std::move(it->second), true});
-			ch->buffers.erase(it);
-		} else if (auto it = ch->buffers.find("uid" + std::to_string(uid)); it != ch->buffers.end()) {
-			it->second->producer_died = true;
+			retired.push_back({ch.get(), ch->take_buffer(key), true});
+		} else if (Buffer *b = ch->buffer("uid" + std::to_string(uid))) {
+			b->producer_died = true;
 		}
 	}
 	return retired;
@@ -167,18 +159,17 @@ std::vector<SessionChannels::Retired> SessionChannels::retire_buffers(bool recov
 {
 	std::vector<Retired> retired;
 	for (auto &ch : channels_) {
-		for (auto it = ch->buffers.begin(); it != ch->buffers.end();) {
-			Buffer &b = *it->second;
-			const bool rec = recover && b.producer_died;
-			if (session_.snapshot) {
-				if (rec)
-					b.ring->recover_after_producer_death();
-				b.producer_died = false;
-				++it;
-				continue;
+		if (session_.snapshot) { // kept for `snapshot record`
+			for (const auto &[key, b] : ch->buffers()) {
+				if (recover && b->producer_died)
+					b->ring->recover_after_producer_death();
+				b->producer_died = false;
 			}
-			retired.push_back({ch.get(), std::move(it->second), rec});
-			it = ch->buffers.erase(it);
+			continue;
+		}
+		for (auto &b : ch->take_buffers()) {
+			const bool rec = recover && b->producer_died;
+			retired.push_back({ch.get(), std::move(b), rec});
 		}
 	}
 	return retired;

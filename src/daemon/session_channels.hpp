@@ -47,7 +47,7 @@ public:
 	// See TraceSession::buffer_for.
 	struct NewBuffer {
 		Channel *channel;
-		std::string owner;  // its key in channel->buffers
+		std::string owner;  // its key in channel->buffers()
 		std::string prefix; // of its stream files
 	};
 	Buffer *buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string *refused, std::vector<NewBuffer> *made);

@@ -33,7 +33,7 @@ SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> 
 {
 	SnapshotPlan plan{session_.output + "/snapshot-" + std::to_string(++taken_) + "-" + now_stamp(), metadata, {}};
 	for (auto &ch : channels)
-		for (auto &[owner, b] : ch->buffers)
+		for (const auto &[owner, b] : ch->buffers())
 			plan.parts.push_back({ch.get(), owner, b.get()});
 	return plan;
 }

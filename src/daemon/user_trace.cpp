@@ -65,8 +65,10 @@ void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &chan
 	std::string text = writer_.preamble();
 	for (const auto &c : channels)
 		text += ctf::MetadataWriter::stream_class(c->index(), c->spec().context);
-	text += metadata_; // event classes given before (none in practice)
-	if (!session_.snapshot) {
+	text += held_; // event classes given before
+	if (session_.snapshot) {
+		held_ = std::move(text);
+	} else {
 		base::FsCreds as_owner(session_.owner, session_.owner_gid);
 		try {
 			output().create_local();
@@ -76,8 +78,8 @@ void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &chan
 			                         "': " + strerror(e.code().value()) +
 			                         "; free some space or create the session with another --output");
 		}
+		held_.clear();
 	}
-	metadata_ = text;
 	metadata_written_ = true;
 }
 
@@ -101,17 +103,18 @@ json UserTrace::ids_for(Channel &ch, const std::map<std::string, json> &events)
 		}
 		ids[key] = ch.id_for(key);
 	}
-	if (!blocks.empty()) {
-		metadata_ += blocks;
-		if (metadata_written_ && !session_.snapshot) {
-			base::FsCreds as_owner(session_.owner, session_.owner_gid);
-			try {
-				output().append_metadata(blocks);
-			} catch (const std::exception &e) {
-				log(Level::error, "session %s: cannot append to the metadata of %s: %s",
-				    session_.name.c_str(), session_.output.c_str(), e.what());
-			}
-		}
+	if (blocks.empty())
+		return ids;
+	if (!metadata_written_ || session_.snapshot) {
+		held_ += blocks;
+		return ids;
+	}
+	base::FsCreds as_owner(session_.owner, session_.owner_gid);
+	try {
+		output().append_metadata(blocks);
+	} catch (const std::exception &e) {
+		log(Level::error, "session %s: cannot append to the metadata of %s: %s", session_.name.c_str(),
+		    session_.output.c_str(), e.what());
 	}
 	return ids;
 }

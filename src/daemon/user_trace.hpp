@@ -1,10 +1,11 @@
 // A session's user trace: where it goes (a directory, the relay's "ust"
 // trace, or both: consumer/trace_output.hpp), its metadata, and the ids its
-// channels give to the events programs bring. The metadata is written at the
+// channels give to the events programs bring. The metadata is made at the
 // first start (preamble, one stream class per channel, the event classes
-// known so far); event classes are appended as programs bring new events.
-// The whole text is kept here for `snapshot record` (TraceOutput keeps its
-// own copy of what it wrote, for its local file).
+// known so far); event classes are added as programs bring new events. The
+// text is kept once: where it is written (the TraceOutput rewrites its local
+// file from its copy, the relay link resends its own), or here in a snapshot
+// session, which writes nothing until `snapshot record`.
 #pragma once
 
 #include "daemon/channel.hpp"
@@ -34,11 +35,12 @@ public:
 	// The layout is decided: the user trace's local directory ("": none).
 	void set_local_dir(std::string dir);
 
-	// At the first start: the metadata file. Throws std::runtime_error.
+	// At the first start: the metadata file (a snapshot session's is kept
+	// for its snapshots). Throws std::runtime_error.
 	void write_metadata(const std::vector<std::unique_ptr<Channel>> &channels);
 	bool metadata_written() const { return metadata_written_; }
-	// The whole metadata so far.
-	const std::string &metadata() const { return metadata_; }
+	// A snapshot session's whole metadata so far, which each snapshot writes.
+	const std::string &snapshot_metadata() const { return held_; }
 
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
@@ -49,7 +51,10 @@ private:
 	std::string local_dir_;
 	std::optional<consumer::TraceOutput> output_;
 	ctf::MetadataWriter writer_;
-	std::string metadata_;
+	// The metadata no TraceOutput keeps: a snapshot session's, all of it;
+	// another session's event classes given before its first start (none in
+	// practice).
+	std::string held_;
 	bool metadata_written_ = false;
 };
 
