@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A flood of the system daemon's socket (issue 16, item 2): an unprivileged
+"""A flood of the system daemon's socket: an unprivileged
 user (made here with useradd, removed afterwards; skipped unless root) opens
 3,000 idle connections, then for FLOOD_SECONDS keeps opening more that send
 half a header, commands it may not send, commands and hellos over the size
