@@ -5,13 +5,13 @@
 #include "cli/current.hpp"
 #include "cli/print.hpp"
 
-#include "analysis/analyses.hpp"
-#include "analysis/export.hpp"
+#include "analysis/analyze/analyses.hpp"
+#include "analysis/export/export.hpp"
+#include "analysis/read/trace_scan.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite_export.hpp"
-#include "analysis/text_view.hpp"
-#include "analysis/trace_scan.hpp"
-#include "analysis/trace_stats.hpp"
+#include "analysis/stats/trace_stats.hpp"
+#include "analysis/view/text_view.hpp"
 
 #include "base/cat.hpp"
 #include "base/sizes.hpp"
@@ -472,7 +472,7 @@ namespace {
 
 // The traces of the targets, and the stream files to check if reading them fails.
 struct TraceInputs {
-	std::vector<analysis::ViewInput> inputs;
+	std::vector<analysis::TraceInput> inputs;
 	std::vector<std::string> check; // analysis::TraceScan::ours
 };
 

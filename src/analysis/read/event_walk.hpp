@@ -1,0 +1,136 @@
+// analysis/read/event_walk.hpp — what every statistic and analysis shares: the
+// merged items of the traces given (with a progress bar on a terminal), and
+// what is worked out once per event class (ClassCache: fields found by name,
+// ctf/reader/fields.hpp, then read by index from each event).
+//
+//   EventWalk walk(inputs, "analyze");              // throws ReadError
+//   ClassCache<Handler> cache;                      // per event class: what to do, which fields
+//   while (const Item *it = walk.next()) {
+//       const Handler &h = cache.get(*it, [&] { return Handler{find_field(*it, "prev_tid"), ...}; });
+//       if (auto v = int_field(*it, h.prev_tid)) ...
+//   }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/read/progress.hpp"
+#include "analysis/read/trace_scan.hpp"
+#include "ctf/reader/fields.hpp"
+#include "ctf/reader/trace_reader.hpp"
+
+namespace tracery::analysis {
+
+// Fields found by name (ctf/reader/fields.hpp): find_field, find_context_field,
+// int_field, text_field and field_at take an Item and are found by
+// argument-dependent lookup.
+using ctf::reader::FieldRef;
+
+// For the code that still walks decode plans itself (export/export_model.cpp)
+// until it reads fields through ctf/reader/fields.hpp: a scope's plan and
+// values in this event, and the value a FieldRef names (null when none).
+const ctf::reader::Plan &plan_of(const ctf::reader::Item &event, ctf::reader::Scope scope);
+inline std::span<const ctf::reader::Value> values_of(const ctf::reader::Item &event, ctf::reader::Scope scope)
+{
+	return ctf::reader::scope_values(event, scope);
+}
+const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
+
+// Something computed once per event class (the same EventPlans for every
+// event of that class in that stream class of that trace).
+template <class T>
+class ClassCache {
+public:
+	template <class Make>
+	const T &get(const ctf::reader::Item &event, Make &&make)
+	{
+		if (event.event == last_key_)
+			return *last_;
+		auto [where, added] = map_.try_emplace(event.event);
+		if (added)
+			where->second = make();
+		last_key_ = event.event;
+		last_ = &where->second;
+		return *last_;
+	}
+
+private:
+	std::unordered_map<const ctf::reader::TracePlans::EventPlans *, T> map_;
+	const ctf::reader::TracePlans::EventPlans *last_key_ = nullptr;
+	const T *last_ = nullptr;
+};
+
+// The items of the traces in time order, with the progress bar (label) on
+// stderr when it is a terminal.
+class EventWalk {
+public:
+	// fields: the event classes whose payloads are decoded (default: all;
+	// the others' items have no field values); counted: those whose events
+	// are only counted (TraceSet::count_events_of; default: none). Throws
+	// ctf::reader::ReadError.
+	EventWalk(const std::vector<TraceInput> &inputs, const std::string &label,
+	          ctf::reader::TraceSet::FieldsWanted fields = {}, ctf::reader::TraceSet::Counted counted = {});
+	const ctf::reader::Item *next()
+	{
+		const ctf::reader::Item *it = set_.next();
+		if (!it) {
+			progress_.finish();
+			return it;
+		}
+		// (every 4096 events, counted ones included)
+		const uint64_t before = count_;
+		count_ += it->kind == ctf::reader::ItemKind::counted ? it->count : 1;
+		if ((before ^ count_) >> 12)
+			progress_.update(set_.bytes_done());
+		return it;
+	}
+	const ctf::reader::TraceSet &set() const { return set_; }
+
+private:
+	// Adds the traces and starts the merge; returns the bytes to read.
+	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<TraceInput> &inputs,
+	                     ctf::reader::TraceSet::FieldsWanted fields, ctf::reader::TraceSet::Counted counted);
+
+	ctf::reader::TraceSet set_;
+	Progress progress_;
+	uint64_t count_ = 0;
+};
+
+// The time of the first and the last event seen.
+struct TimeRange {
+	bool any = false;
+	int64_t first = 0, last = 0;
+	void see(int64_t ns)
+	{
+		if (!any)
+			first = ns;
+		any = true;
+		last = ns;
+	}
+};
+
+// Calls f(event) for each event of the walk (not the discarded-items
+// reports), after range has seen its time.
+template <class F>
+void for_each_event(EventWalk &walk, TimeRange &range, F &&f)
+{
+	while (const ctf::reader::Item *it = walk.next()) {
+		if (it->kind != ctf::reader::ItemKind::event)
+			continue;
+		range.see(it->ns);
+		f(*it);
+	}
+}
+
+// "syscall_entry_read" → "read" when name starts with prefix, else "".
+inline std::string_view after_prefix(std::string_view name, std::string_view prefix)
+{
+	return name.size() > prefix.size() && name.substr(0, prefix.size()) == prefix ? name.substr(prefix.size())
+	                                                                              : std::string_view{};
+}
+
+} // namespace tracery::analysis
