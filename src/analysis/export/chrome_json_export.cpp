@@ -2,6 +2,7 @@
 // model (see chrome_json_export.hpp).
 #include "analysis/export/chrome_json_export.hpp"
 
+#include "analysis/export/output_file.hpp"
 #include "analysis/output/json_text.hpp"
 
 #include <charconv>

@@ -55,7 +55,7 @@ ExportCounts write_sqlite(EventWalk &walk, const std::string &out, const ExportR
 	}
 }
 
-// The timeline formats: the export model's events (export_model.hpp) given
+// The timeline formats: the timeline model's events (timeline.hpp) given
 // to `write` with the file open.
 using TimelineWriter = ExportCounts (*)(EventWalk &, const ExportOptions &, int, const std::string &);
 

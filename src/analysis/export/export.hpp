@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/export/export_model.hpp"
+#include "analysis/export/timeline.hpp"
 #include "analysis/read/event_walk.hpp"
 
 namespace tracery::analysis {

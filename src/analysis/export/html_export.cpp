@@ -3,6 +3,7 @@
 // track and per chunk.
 #include "analysis/export/html_export.hpp"
 
+#include "analysis/export/output_file.hpp"
 #include "analysis/output/json_text.hpp"
 
 #include <charconv>

@@ -1,4 +1,4 @@
-// analysis/export/export_model_test.cpp — the export model's pieces that need no
+// analysis/export/timeline_test.cpp — the timeline model's pieces that need no
 // trace: JSON strings (escapes, bytes that are not UTF-8; the HTML export's
 // that cannot end a script element), decoded values as JSON, the name table, and the --span /
 // --counter arguments.
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "analysis/export/export_model.hpp"
 #include "analysis/export/html_export.hpp"
+#include "analysis/export/timeline.hpp"
 #include "analysis/output/json_text.hpp"
 
 namespace {
