@@ -4,6 +4,7 @@
 
 #include "base/utf8.hpp"
 
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -51,6 +52,54 @@ void append_json_string(std::string &out, std::string_view s)
 		}
 	}
 	out += '"';
+}
+
+namespace {
+
+constexpr int64_t kExactInJs = int64_t{1} << 53; // integers a JavaScript number holds exactly
+
+} // namespace
+
+void append_decimal(std::string &out, int64_t v)
+{
+	char b[24];
+	const auto r = std::to_chars(b, b + sizeof b, v);
+	out.append(b, r.ptr);
+}
+
+void append_json_number(std::string &out, int64_t v)
+{
+	if (v >= -kExactInJs && v <= kExactInJs) {
+		append_decimal(out, v);
+		return;
+	}
+	out += '"';
+	append_decimal(out, v);
+	out += '"';
+}
+
+void append_json_number(std::string &out, uint64_t v)
+{
+	if (v <= static_cast<uint64_t>(kExactInJs)) {
+		append_decimal(out, static_cast<int64_t>(v));
+		return;
+	}
+	char b[24];
+	const auto r = std::to_chars(b, b + sizeof b, v);
+	out += '"';
+	out.append(b, r.ptr);
+	out += '"';
+}
+
+void append_json_number(std::string &out, double v)
+{
+	if (!std::isfinite(v)) {
+		out += std::isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"";
+		return;
+	}
+	char b[32];
+	const auto r = std::to_chars(b, b + sizeof b, v); // the shortest that reads back the same
+	out.append(b, r.ptr);
 }
 
 namespace {

@@ -1,8 +1,10 @@
 // analysis/output/json_text.hpp — text from hostile traces made safe for JSON and
 // for SQL TEXT: invalid UTF-8 bytes replaced by '?' (base/utf8.hpp), JSON
-// string escaping, and a decoded field (struct, array, sequence, variant)
-// written as JSON. The one writer of decoded values as JSON, for the exports'
-// compound fields and the SQL tables' JSON columns.
+// string escaping, numbers for JavaScript's JSON readers (the one number
+// formatting of the Chrome JSON and HTML exports), and a decoded field
+// (struct, array, sequence, variant) written as JSON. The one writer of
+// decoded values as JSON, for the exports' compound fields and the SQL
+// tables' JSON columns.
 #pragma once
 
 #include "ctf/reader/decoder.hpp"
@@ -21,6 +23,19 @@ void append_utf8(std::string &out, std::string_view s);
 // s as a JSON string, quoted: '"', '\\' and control characters escaped (as
 // \u00XX), bytes that are not UTF-8 replaced by '?'.
 void append_json_string(std::string &out, std::string_view s);
+
+// An integer's decimal digits (ids, pids, times: what no JSON reader rounds
+// in practice).
+void append_decimal(std::string &out, int64_t v);
+
+// A value as a JSON number for readers that hold numbers in doubles
+// (JavaScript: browsers, chrome://tracing, Perfetto's UI): integers as
+// numbers, or as strings beyond ±2^53 where a double would round them;
+// floating point in the shortest form that reads back the same, NaN and the
+// infinities (which JSON lacks) as the strings "nan", "inf" and "-inf".
+void append_json_number(std::string &out, int64_t v);
+void append_json_number(std::string &out, uint64_t v);
+void append_json_number(std::string &out, double v);
 
 // The value of op i of plan at values[v] as JSON, and its subtree: integers
 // as numbers, enumerations as their first label (a number when no label
