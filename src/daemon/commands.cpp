@@ -5,6 +5,7 @@
 
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
+#include "daemon/session_status.hpp"
 
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
@@ -151,7 +152,7 @@ TraceSession &Daemon::session_for(const json &req, const control::PeerCred &peer
 	if (!s)
 		throw CommandError("no session named '" + name +
 		                   "': see `tracery list`, or create it with `tracery create " + name + "`");
-	if (s->state == SessionState::stopping || s->busy)
+	if (s->in_use())
 		throw CommandError("session '" + name + "' is busy (being stopped or updated): try again in a moment");
 	return *s;
 }
@@ -190,7 +191,7 @@ json Daemon::cmd_create(const json &req, const control::PeerCred &peer, Lock &lo
 	    output.empty() ? "-" : output.c_str(), relayed ? ", sent to the relay at " : "", relay_url.c_str());
 	json reply = {{"session", name}, {"output", output}, {"snapshot", s->snapshot()}};
 	if (relayed)
-		reply["relay"] = s->relay_status();
+		reply["relay"] = relay_status(*s);
 	sessions_[{peer.uid, name}] = std::move(s);
 	return reply;
 }
@@ -241,7 +242,7 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 	std::vector<SessionKey> keys;
 	if (req.value("all", false)) {
 		for (auto &[key, s] : sessions_)
-			if (may_access(*s, peer) && s->state != SessionState::stopping && !s->busy)
+			if (may_access(*s, peer) && !s->in_use())
 				keys.push_back(key);
 	} else {
 		const TraceSession &s = session_for(req, peer);
@@ -252,9 +253,9 @@ json Daemon::cmd_destroy(const json &req, const control::PeerCred &peer, Lock &l
 		auto it = sessions_.find(key);
 		// stop_session below lets other requests in: one of them may have
 		// taken a session of the list meanwhile.
-		if (it == sessions_.end() || it->second->state == SessionState::stopping || it->second->busy)
+		if (it == sessions_.end() || it->second->in_use())
 			continue;
-		if (it->second->state == SessionState::started)
+		if (it->second->started())
 			stop_session(*it->second, lock);
 		it = sessions_.find(key); // stop_session may have let another request in: look it up again
 		if (it == sessions_.end())
@@ -346,7 +347,7 @@ json Daemon::cmd_enable_event(const json &req, const control::PeerCred &peer, Lo
 	else
 		ch->enable(patterns, filter);
 	json reply = {{"session", s.name()}, {"channel", ch->spec().name}, {"patterns", patterns}};
-	if (s.state == SessionState::started)
+	if (s.started())
 		reply["refused"] = update_members(s, lock); // returns once the programs apply it (bounded)
 	return reply;
 }
@@ -385,28 +386,28 @@ json Daemon::cmd_add_context(const json &req, const control::PeerCred &peer, Loc
 json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
-	if (s.state == SessionState::started)
+	if (s.started())
 		throw CommandError("session '" + s.name() + "' is already started");
 	// What can fail comes first (the kernel's tracing, the buffers of the
 	// running programs, the metadata), and is undone if it does: a failed
 	// start leaves the session as it was. Channels over a user's quota only
 	// leave programs untraced.
 	s.fix_layout();
-	if (s.kernel.any_events()) {
+	if (s.kernel_spec().any_events()) {
 		check_kernel_access(peer); // a member may have left the group since
 		// The kernel starts without the lock (the state dump reads /proc).
 		// The journal lists it before its first kernel packet is written.
-		s.starting_kernel = true;
+		s.begin_kernel_start();
 		note_open_traces();
 		try {
 			without_lock(s, lock, [&] { s.start_kernel(kernel::open_tracefs(true).root); });
 		} catch (const std::exception &e) {
-			s.starting_kernel = false;
+			s.end_kernel_start();
 			note_open_traces();
 			log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 			throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 		}
-		s.starting_kernel = false;
+		s.end_kernel_start();
 	}
 	std::vector<std::pair<App *, std::vector<Buffer *>>> joining;
 	std::vector<Refusal> refused;
@@ -431,7 +432,7 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 	}
-	s.state = SessionState::started;
+	s.mark_started();
 	note_open_traces(); // before its first packet: a crash from here on is repaired at the next start
 	for (const auto &ch : s.channels())
 		ch->clear_not_traced();
@@ -442,9 +443,9 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 			pending.emplace_back(app->id, seq);
 	// Programs running now trace from the moment start returns (bounded wait).
 	const std::string name = s.name();
-	s.busy++;
+	s.begin_busy();
 	json late = wait_acks(pending, lock);
-	s.busy--;
+	s.end_busy();
 	log(Level::info, "session %s started with %zu programs", name.c_str(), pending.size());
 	json not_traced = json::array();
 	for (const auto &r : refused)
@@ -460,7 +461,7 @@ json Daemon::cmd_start(const json &req, const control::PeerCred &peer, Lock &loc
 json Daemon::cmd_stop(const json &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req, peer);
-	if (s.state != SessionState::started)
+	if (!s.started())
 		throw CommandError("session '" + s.name() + "' is not started");
 	json reply = stop_session(s, lock);
 	log(Level::info, "session %s stopped", s.name().c_str());
@@ -470,7 +471,7 @@ json Daemon::cmd_stop(const json &req, const control::PeerCred &peer, Lock &lock
 json Daemon::cmd_status(const json &req, const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = session_for(req, peer);
-	json st = s.status();
+	json st = session_status(s);
 	json pids = json::array();
 	for (uint64_t id : members_[s.id()])
 		if (auto it = apps_.find(id); it != apps_.end() && it->second->tracing.count(s.id()))
@@ -488,9 +489,9 @@ json Daemon::cmd_list(const json &, const control::PeerCred &peer, Lock &)
 			out.push_back({{"name", s->name()},
 			               {"owner", s->owner()},
 			               {"output", s->output()},
-			               {"state", state_name(s->state)},
+			               {"state", state_name(s->state())},
 			               {"snapshot", s->snapshot()},
-			               {"relay", s->relay_status()}});
+			               {"relay", relay_status(*s)}});
 	return {{"sessions", out}};
 }
 
@@ -521,7 +522,7 @@ json Daemon::cmd_snapshot(const json &req, const control::PeerCred &peer, Lock &
 	if (!s.ever_started())
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
 	// Copying and writing whole buffers takes a while: not with the lock.
-	const TraceSession::SnapshotPlan plan = s.plan_snapshot();
+	const SnapshotPlan plan = s.plan_snapshot();
 	std::string path;
 	without_lock(s, lock, [&] { path = s.write_snapshot(plan); });
 	return {{"session", s.name()}, {"path", path}};

@@ -5,6 +5,7 @@
 #include "base/fs_creds.hpp"
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
+#include "daemon/session_status.hpp"
 
 #include "event/schema.hpp"
 
@@ -209,9 +210,9 @@ json Daemon::update_members(TraceSession &s, Lock &lock)
 			    {{control::kTypeKey, control::msg::kUpdate}, {"channels", session_ids(s, *it->second)}}))
 			pending.emplace_back(id, seq);
 	}
-	s.busy++;
+	s.begin_busy();
 	wait_acks(pending, lock);
-	s.busy--;
+	s.end_busy();
 	return refusals(pending);
 }
 
@@ -224,7 +225,7 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
 	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
 	    app->cred.uid, app->events.size());
 	for (auto &[name, s] : sessions_) {
-		if (s->state != SessionState::started || !traces(*s, *app))
+		if (!s->started() || !traces(*s, *app))
 			continue;
 		// A channel whose buffer does not fit or cannot be made does not
 		// trace this program; the others do. Nothing here throws.
@@ -260,7 +261,7 @@ void Daemon::app_message(App &app, const control::Message &msg)
 		add_events(app, msg.body.value("events", json::array()));
 		json sessions = json::array();
 		for (auto &[name, s] : sessions_)
-			if (s->state == SessionState::started && members_[s->id()].count(app.id))
+			if (s->started() && members_[s->id()].count(app.id))
 				sessions.push_back({{"session", s->id()}, {"channels", session_ids(*s, app)}});
 		app.send({{control::kTypeKey, control::msg::kIds},
 		          {"req", msg.body.value("req", uint64_t{0})},
@@ -287,8 +288,6 @@ void Daemon::app_gone(App &app)
 	log(Level::info, "program %d (%s) is gone", app.cred.pid, app.procname.c_str());
 	if (work.empty())
 		return;
-	for (auto &[s, r] : work)
-		s->finishing++;
 	to_finish_.push_back(std::move(work));
 	retired_.notify_one();
 }
@@ -331,10 +330,8 @@ void Daemon::finish_unlocked(RetiredWork work, Lock &lock)
 	for (auto &[s, r] : work)
 		s->finish(r);
 	lock.lock();
-	for (auto &[s, r] : work) {
+	for (auto &[s, r] : work)
 		s->account(r);
-		s->finishing--;
-	}
 	finished_.notify_all();
 }
 
@@ -345,13 +342,14 @@ json Daemon::lost_report(const TraceSession &s) const
 		lost.push_back({{"channel", ch->spec().name}, {"lost", ch->lost()}});
 	const kernel::KernelSession *k = s.kernel_session();
 	if (k && !s.snapshot()) // a snapshot session's kernel losses are in each snapshot's trace
-		lost.push_back({{"channel", s.kernel.channel_name() + " (kernel)"}, {"lost", k->counts().discarded}});
+		lost.push_back(
+			{{"channel", s.kernel_spec().channel_name() + " (kernel)"}, {"lost", k->counts().discarded}});
 	return lost;
 }
 
 json Daemon::stop_session(TraceSession &s, Lock &lock)
 {
-	s.state = SessionState::stopping;
+	s.mark_stopping();
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
 	for (uint64_t id : members_[s.id()]) {
 		auto it = apps_.find(id);
@@ -368,12 +366,10 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	members_.erase(s.id());
 	// Buffers of programs that ended meanwhile are being finished by other
 	// threads: the trace is whole once they are too.
-	finished_.wait(lock, [&] { return s.finishing == 0; });
+	finished_.wait(lock, [&] { return !s.finishing_buffers(); });
 	RetiredWork work;
-	for (auto &r : s.retire_buffers(late.empty())) {
-		s.finishing++;
+	for (auto &r : s.retire_buffers(late.empty()))
 		work.emplace_back(&s, std::move(r));
-	}
 	finish_unlocked(std::move(work), lock);
 	// The kernel trace too: every page drained, the streams closed, without
 	// the lock (`stopping` keeps other commands off the session). Then what
@@ -382,7 +378,7 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	const std::string kernel_error = s.stop_kernel();
 	const std::string relay_error = s.relay_link() ? s.relay_link()->flush(kRelayStopTimeoutMs) : "";
 	lock.lock();
-	s.state = SessionState::stopped;
+	s.mark_stopped();
 	json quarantined = json::array();
 	for (const auto &ch : s.channels())
 		for (auto q : ch->quarantined()) {
@@ -397,7 +393,7 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	if (!kernel_error.empty())
 		reply["kernel_error"] = kernel_error;
 	if (s.relay_link()) {
-		reply["relay"] = s.relay_status();
+		reply["relay"] = relay_status(s);
 		if (!relay_error.empty())
 			reply["relay_error"] = relay_error;
 	}
@@ -444,10 +440,10 @@ void Daemon::shutdown()
 	Lock lock(mutex_);
 	std::vector<SessionKey> started;
 	for (auto &[key, s] : sessions_)
-		if (s->state == SessionState::started)
+		if (s->started())
 			started.push_back(key);
 	for (const auto &key : started) // stop_session lets other requests in: look each up again
-		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->state == SessionState::started)
+		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->started())
 			stop_session(*it->second, lock);
 	// The relays are told that their sessions end (BYE), without the lock.
 	std::vector<std::shared_ptr<consumer::RelayLink>> relays;

@@ -121,7 +121,7 @@ TraceSession &Daemon::kernel_session_for(const json &req, const control::PeerCre
 {
 	check_kernel_access(peer);
 	TraceSession &s = session_for(req, peer);
-	if (s.state == SessionState::started || s.state == SessionState::stopping)
+	if (s.started() || s.stopping())
 		throw KernelError("session '" + s.name() +
 		                  "' is tracing: its kernel events and tracked pids change while it is stopped "
 		                  "(`tracery stop`, change them, `tracery start`)");
@@ -149,10 +149,10 @@ json Daemon::enable_probe(TraceSession &s, const json &req, const control::PeerC
 	if (!kernel::valid_event_name(name))
 		throw KernelError("bad probe event name '" + name.substr(0, kMaxNameLength) +
 		                  "': use letters, digits and '_' (not first a digit), at most 64");
-	if (s.kernel.probes.count(name) || s.kernel.tracepoints.count(name))
+	if (s.kernel_spec().probes.count(name) || s.kernel_spec().tracepoints.count(name))
 		throw KernelError("session '" + s.name() + "' has a kernel event '" + name +
 		                  "' already: disable it first, or name the probe otherwise");
-	if (s.kernel.probes.size() >= kMaxNames)
+	if (s.kernel_spec().probes.size() >= kMaxNames)
 		throw KernelError("too many probes in session '" + s.name() + "': at most " +
 		                  std::to_string(kMaxNames));
 	kernel::ProbeSpec spec;
@@ -193,21 +193,21 @@ json Daemon::enable_probe(TraceSession &s, const json &req, const control::PeerC
 			throw KernelError(e.what());
 		}
 	});
-	if (s.kernel.probes.count(name))
+	if (s.kernel_spec().probes.count(name))
 		throw KernelError("session '" + s.name() + "' got a probe '" + name + "' meanwhile");
 	json notes = json::array();
 	for (const std::string &n : probe.sites.at(0).notes)
 		notes.push_back(n);
 	json reply = {{"session", s.name()},
-	              {"channel", s.kernel.channel_name()},
+	              {"channel", s.kernel_spec().channel_name()},
 	              {"events", json::array({"probe " + name + " (" + spec_text + ")" +
 	                                      (filter.empty() ? "" : " (filter: " + filter + ")")})},
 	              {"sites", probe.sites.size()},
 	              {"args_source", probe.sites.at(0).args_source},
 	              {"notes", notes}};
 	if (!filter.empty())
-		s.kernel.filters[kernel::probe_rule(name)] = filter;
-	s.kernel.probes.emplace(name, std::move(probe));
+		s.edit_kernel_spec().filters[kernel::probe_rule(name)] = filter;
+	s.edit_kernel_spec().probes.emplace(name, std::move(probe));
 	return reply;
 }
 
@@ -224,7 +224,7 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 		throw KernelError("no kernel event given: name tracepoints (e.g. sched_switch, 'irq:*'), or system "
 		                  "calls with --syscall NAME[,NAME...] or --syscall -a");
 	const std::string channel = req.value("channel", "");
-	const std::string kchannel = s.kernel.channel_name();
+	const std::string kchannel = s.kernel_spec().channel_name();
 	if (!channel.empty() && channel != kchannel)
 		throw KernelError("no kernel channel '" + channel + "' in session '" + s.name() + "' (it has '" +
 		                  kchannel + "'): create it with `tracery enable-channel -k " + channel +
@@ -237,7 +237,7 @@ json Daemon::cmd_kernel_event(const json &req, const control::PeerCred &peer, Lo
 	std::vector<std::string> not_recorded; // events a filter's rule does not record
 	if (disable && !filter.empty())
 		throw KernelError("disable-event takes no --filter: it disables the events named");
-	KernelSpec &k = s.kernel;
+	KernelSpec &k = s.edit_kernel_spec();
 	// The rules of this request, as KernelSessionConfig::filters names them.
 	std::vector<std::string> rules = tracepoints;
 	for (const std::string &c : syscalls)
@@ -347,8 +347,8 @@ json Daemon::cmd_kernel_channel(const json &req, const control::PeerCred &peer, 
 	    }))
 		throw KernelError("bad channel name '" + name.substr(0, kMaxNameLength) +
 		                  "': use letters, digits and '_'");
-	if (!s.kernel.channel.empty() && s.kernel.channel != name)
-		throw KernelError("session '" + s.name() + "' has kernel channel '" + s.kernel.channel +
+	if (!s.kernel_spec().channel.empty() && s.kernel_spec().channel != name)
+		throw KernelError("session '" + s.name() + "' has kernel channel '" + s.kernel_spec().channel +
 		                  "' already: the kernel domain has one channel (its tracefs instance's buffer)");
 	const uint64_t subbuf = size_of(req, "subbuf_size", "--subbuf-size");
 	const uint64_t num = size_of(req, "num_subbuf", "--num-subbuf");
@@ -358,14 +358,15 @@ json Daemon::cmd_kernel_channel(const json &req, const control::PeerCred &peer, 
 	if (subbuf * num > kMaxKernelBufferPerCpu)
 		throw KernelError("a kernel buffer of " + base::format_size(subbuf * num) +
 		                  " per CPU is more than 1G: give a smaller --subbuf-size or --num-subbuf");
-	s.kernel.channel = name;
-	s.kernel.subbuf_size = subbuf;
-	s.kernel.num_subbuf = num;
-	s.kernel.overwrite = req.value("overwrite", false);
+	KernelSpec &k = s.edit_kernel_spec();
+	k.channel = name;
+	k.subbuf_size = subbuf;
+	k.num_subbuf = num;
+	k.overwrite = req.value("overwrite", false);
 	return {{"session", s.name()},
 	        {"channel", name},
-	        {"buffer_bytes", s.kernel.subbuf_size * s.kernel.num_subbuf},
-	        {"overwrite", s.kernel.overwrite}};
+	        {"buffer_bytes", k.subbuf_size * k.num_subbuf},
+	        {"overwrite", k.overwrite}};
 }
 
 json Daemon::cmd_kernel_track(const json &req, const control::PeerCred &peer, Lock &)
@@ -373,7 +374,7 @@ json Daemon::cmd_kernel_track(const json &req, const control::PeerCred &peer, Lo
 	TraceSession &s = kernel_session_for(req, peer);
 	const bool untrack = req.value(control::kCmdKey, "") == control::cmd::kKernelUntrack;
 	const std::vector<pid_t> pids = pids_of(req);
-	KernelSpec &k = s.kernel;
+	KernelSpec &k = s.edit_kernel_spec();
 	if (untrack) {
 		for (pid_t p : pids)
 			if (!k.pids.count(p))

@@ -28,7 +28,7 @@ bool identity_field(std::string_view name)
 }
 
 // The members of a scope's plan worth showing, with their types.
-void shown_fields(const reader::Item &it, FieldRef::Scope scope, NameTable &names, std::vector<ShownField> &out)
+void shown_fields(const reader::Item &it, reader::Scope scope, NameTable &names, std::vector<ShownField> &out)
 {
 	const Plan &plan = plan_of(it, scope);
 	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
@@ -40,7 +40,7 @@ void shown_fields(const reader::Item &it, FieldRef::Scope scope, NameTable &name
 			std::string_view n = *m.name;
 			if (!n.empty() && n[0] == '_')
 				n.remove_prefix(1);
-			if (scope == FieldRef::Scope::fields || !identity_field(n)) {
+			if (scope == reader::Scope::payload || !identity_field(n)) {
 				ShownField f;
 				f.name = names.id(n);
 				f.ref = find_field(it, n);
@@ -71,9 +71,9 @@ void shown_fields(const reader::Item &it, FieldRef::Scope scope, NameTable &name
 
 void shown_fields(const reader::Item &event, NameTable &names, std::vector<ShownField> &out)
 {
-	shown_fields(event, FieldRef::Scope::fields, names, out);
-	shown_fields(event, FieldRef::Scope::context, names, out);
-	shown_fields(event, FieldRef::Scope::stream_context, names, out);
+	shown_fields(event, reader::Scope::payload, names, out);
+	shown_fields(event, reader::Scope::event_context, names, out);
+	shown_fields(event, reader::Scope::stream_event_context, names, out);
 }
 
 FieldValue field_value_of(const reader::Item &event, const ShownField &field, std::string &scratch)

@@ -140,7 +140,7 @@ FieldRef find_event_cpu(const reader::Item &event) { return find_field(event, "c
 FieldRef find_tid_context(const reader::Item &event)
 {
 	FieldRef tid = find_field(event, "tid");
-	if (tid.scope == FieldRef::Scope::fields)
+	if (tid.scope == reader::Scope::payload)
 		return {};
 	return tid;
 }
