@@ -16,7 +16,6 @@
 namespace tracery::analysis {
 
 namespace reader = ctf::reader;
-using reader::Value;
 
 void ExportOptions::add_span(const std::string &spec)
 {
@@ -387,9 +386,9 @@ private:
 		if (p.counter >= 0) {
 			e.counter_track = counter_track(p.counter, counter_pid);
 			if (p.counter_double) {
-				const Value *v = field_value(it, p.counter_field);
+				const reader::Field f = reader::field_at(it, p.counter_field);
 				e.counter_double = true;
-				e.counter_value = v ? v->f : 0;
+				e.counter_value = f ? f.as_double() : 0;
 			} else {
 				e.counter_int = int_or(it, p.counter_field, 0);
 				e.counter_value = static_cast<double>(e.counter_int);

@@ -7,7 +7,7 @@
 // tables' JSON columns.
 #pragma once
 
-#include "ctf/reader/decoder.hpp"
+#include "ctf/reader/fields.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -37,16 +37,16 @@ void append_json_number(std::string &out, int64_t v);
 void append_json_number(std::string &out, uint64_t v);
 void append_json_number(std::string &out, double v);
 
-// The value of op i of plan at values[v] as JSON, and its subtree: integers
-// as numbers, enumerations as their first label (a number when no label
-// covers the value), floats as numbers or null when not finite, text as
-// strings, structs as objects (member names without TSDL's escaping '_'),
-// arrays and sequences as arrays, a variant as its selected option's value.
-// Returns the index of the value after the subtree. Bounded for hostile
-// plans and values: past 64 levels of nesting, past the end of values, or a
-// variant selecting an option that does not exist, it writes null and
-// returns values.size().
-size_t append_json_value(std::string &out, const ctf::reader::Plan &plan, uint32_t i,
+// The field of decl whose first value is values[v] as JSON, and its
+// subtree: integers as numbers, enumerations as their first label (a number
+// when no label covers the value), floats as numbers or null when not
+// finite, text as strings, structs as objects (members by their shown
+// names), arrays and sequences as arrays, a variant as its selected option's
+// value. Returns the index of the value after the subtree. Bounded for
+// hostile metadata and values: past 64 levels of nesting, past the end of
+// values, or a variant selecting an option that does not exist, it writes
+// null and returns values.size().
+size_t append_json_value(std::string &out, const ctf::reader::FieldDecl &decl,
                          std::span<const ctf::reader::Value> values, size_t v);
 
 } // namespace tracery::analysis

@@ -3,16 +3,20 @@
 // (integers beyond 2^53 quoted, the shortest floats, non-finite as strings),
 // and decoded values as JSON, bounded.
 #include "analysis/output/json_text.hpp"
+#include "ctf/reader/tsdl_parser.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace {
 
 using namespace tracery::analysis;
+namespace ctf = tracery::ctf;
 
 std::string json(std::string_view s)
 {
@@ -33,68 +37,90 @@ TEST(ExportJson, StringsEscapedAndValidUtf8)
 	EXPECT_EQ(json(""), "\"\"");
 }
 
-// A decoded struct { _id: u32, xs: sequence of double, v: variant { a: s64, b: string } }
-// written as JSON, then the same plan with values a hostile trace could give.
+// The payload declaration of the one event class of a trace's metadata (a
+// stream 0 with an event 0 whose fields are `fields`, after `types`).
+struct Declared {
+	ctf::reader::TraceClass tc;
+	std::unique_ptr<ctf::reader::TracePlans> plans;
+	ctf::reader::FieldDecl payload;
+};
+
+std::unique_ptr<Declared> declare(const std::string &types, const std::string &fields)
+{
+	auto d = std::make_unique<Declared>();
+	d->tc = ctf::reader::parse_tsdl("typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+	                                "typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
+	                                "typealias integer { size = 64; align = 8; signed = true; } := int64_t;\n"
+	                                "trace { major = 1; minor = 8; byte_order = le; };\n"
+	                                "stream { id = 0; };\n" +
+	                                types + "event { name = \"e\"; id = 0; stream_id = 0; fields := struct { " +
+	                                fields + " }; };\n");
+	d->plans = std::make_unique<ctf::reader::TracePlans>(d->tc);
+	const auto *stream = d->plans->stream(0);
+	d->payload = ctf::reader::scope_root(*stream, stream->event(0), ctf::reader::Scope::payload);
+	return d;
+}
+
+ctf::reader::Value value(uint64_t u, uint64_t n = 0)
+{
+	ctf::reader::Value x;
+	x.u = u;
+	x.n = n;
+	return x;
+}
+
+ctf::reader::Value real(double f)
+{
+	ctf::reader::Value x;
+	x.f = f;
+	x.n = 0;
+	return x;
+}
+
+// A decoded struct { _id: u32, n, xs: sequence of double, tag, v: variant { a: s64, b: string } }
+// written as JSON, then the same declaration with values a hostile trace could give.
 TEST(ExportJson, DecodedValuesAsJsonBounded)
 {
-	namespace r = tracery::ctf::reader;
-	const std::string id = "_id", xs = "xs", v = "v", a = "a", b = "b";
-	r::Plan plan;
-	plan.ops.resize(7);
-	plan.ops[0] = {.kind = r::OpKind::structure, .next = 7, .count = 3};
-	plan.ops[1] = {.kind = r::OpKind::u32, .next = 2, .name = &id};
-	plan.ops[2] = {.kind = r::OpKind::sequence, .next = 4, .name = &xs};
-	plan.ops[3] = {.kind = r::OpKind::float64, .next = 4};
-	plan.ops[4] = {.kind = r::OpKind::variant, .next = 7, .count = 2, .table = 0, .name = &v};
-	plan.ops[5] = {.kind = r::OpKind::integer, .is_signed = true, .next = 6, .name = &a};
-	plan.ops[6] = {.kind = r::OpKind::string, .next = 7, .name = &b};
-	r::Selector options;
-	options.option_ops = {5, 6};
-	plan.selectors.push_back(options);
-	const auto value = [](uint64_t u, uint64_t n = 0) {
-		r::Value x;
-		x.u = u;
-		x.n = n;
-		return x;
-	};
-	const auto real = [](double f) {
-		r::Value x;
-		x.f = f;
-		x.n = 0;
-		return x;
-	};
+	const auto d =
+		declare("", "uint32_t _id; uint8_t n; floating_point { exp_dig = 11; mant_dig = 53; align = 8; } "
+	                    "xs[n]; enum : uint8_t { a, b } tag; variant <tag> { int64_t a; string b; } v;");
+	ASSERT_TRUE(d->payload);
 	const char text[] = "q\"";
-	r::Value str;
+	ctf::reader::Value str;
 	str.s = text;
 	str.n = 2;
-	const auto json_of = [&](std::vector<r::Value> vals, size_t *next = nullptr) {
+	const auto json_of = [&](std::vector<ctf::reader::Value> vals, size_t *next = nullptr) {
 		std::string o;
-		const size_t n = append_json_value(o, plan, 0, vals, 0);
+		const size_t n = append_json_value(o, d->payload, vals, 0);
 		if (next)
 			*next = n;
 		return o;
 	};
 	size_t next = 0;
-	EXPECT_EQ(json_of({value(0), value(7), value(0, 2), real(1.5), real(NAN), value(1, 1), str}, &next),
-	          "{\"id\":7,\"xs\":[1.5,null],\"v\":\"q\\\"\"}");
-	EXPECT_EQ(next, 7u);
-	r::Value minus = value(0);
+	EXPECT_EQ(json_of({value(0), value(7), value(2), value(0, 2), real(1.5), real(NAN), value(1), value(0, 1), str},
+	                  &next),
+	          "{\"id\":7,\"n\":2,\"xs\":[1.5,null],\"tag\":\"b\",\"v\":\"q\\\"\"}");
+	EXPECT_EQ(next, 9u);
+	ctf::reader::Value minus = value(0);
 	minus.i = -3;
-	EXPECT_EQ(json_of({value(0), value(7), value(0, 0), value(0, 0), minus}), "{\"id\":7,\"xs\":[],\"v\":-3}");
+	EXPECT_EQ(json_of({value(0), value(7), value(0), value(0, 0), value(0), value(0, 0), minus}),
+	          "{\"id\":7,\"n\":0,\"xs\":[],\"tag\":\"a\",\"v\":-3}");
 	// A variant selecting an option that does not exist, and a sequence longer than the values.
-	EXPECT_EQ(json_of({value(0), value(7), value(0, 0), value(0, 9)}, &next), "{\"id\":7,\"xs\":[],\"v\":null}");
+	EXPECT_EQ(json_of({value(0), value(7), value(0), value(0, 0), value(0), value(0, 9)}, &next),
+	          "{\"id\":7,\"n\":0,\"xs\":[],\"tag\":\"a\",\"v\":null}");
+	EXPECT_EQ(next, 6u);
+	EXPECT_EQ(json_of({value(0), value(7), value(0), value(0, 1000000)}, &next),
+	          "{\"id\":7,\"n\":0,\"xs\":[],\"tag\":null,\"v\":null}");
 	EXPECT_EQ(next, 4u);
-	EXPECT_EQ(json_of({value(0), value(7), value(0, 1000000)}, &next), "{\"id\":7,\"xs\":[],\"v\":null}");
-	EXPECT_EQ(next, 3u);
-	// Metadata nested deeper than 64 levels: 80 structs, each the only member of the one before.
-	r::Plan deep;
-	deep.ops.resize(81);
-	for (uint32_t k = 0; k < 80; ++k)
-		deep.ops[k] = {.kind = r::OpKind::structure, .next = 81, .count = 1, .name = &id};
-	deep.ops[80] = {.kind = r::OpKind::u32, .next = 81, .name = &id};
-	std::vector<r::Value> many(81, value(5));
+	// Types nested deeper than 64 levels: 80 structs, each the only member of the one before.
+	std::string types = "struct s0 { uint32_t _id; };\n";
+	for (int k = 1; k < 80; ++k)
+		types += "struct s" + std::to_string(k) + " { struct s" + std::to_string(k - 1) + " _id; };\n";
+	const auto deep = declare(types, "struct s79 _id;");
+	ASSERT_TRUE(deep->payload);
+	std::vector<ctf::reader::Value> many(82, value(5));
 	std::string o;
-	EXPECT_EQ(append_json_value(o, deep, 0, many, 0), many.size());
+	EXPECT_EQ(append_json_value(o, deep->payload, many, 0), many.size());
 	const std::string level = "{\"id\":";
 	EXPECT_EQ(o, [&] {
 		std::string want;
