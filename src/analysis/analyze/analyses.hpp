@@ -24,6 +24,7 @@
 #include "analysis/model/spans.hpp"
 #include "analysis/model/syscalls.hpp"
 #include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
 

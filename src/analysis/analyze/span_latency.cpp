@@ -62,16 +62,15 @@ Report analyze_latency(EventWalk &walk, const SpanOptions &options)
 			return;
 		}
 		// the process: its context, else the trace's (a per-process buffer's env)
-		const reader::TraceClass &tc = it->stream->trace().cls;
+		const EnvProcess env = env_process(it->stream->trace().cls);
 		int64_t pid = -1;
 		if (const auto v = int_field(*it, f.pid))
 			pid = *v;
-		else if (const auto *env = tc.env_value("vpid"); env && std::holds_alternative<int64_t>(*env))
-			pid = std::get<int64_t>(*env);
+		else if (env.pid)
+			pid = *env.pid;
 		std::string_view procname = text_field(*it, f.procname);
-		if (const auto *env = tc.env_value("procname");
-		    procname.empty() && env && std::holds_alternative<std::string>(*env))
-			procname = std::get<std::string>(*env);
+		if (procname.empty())
+			procname = env.procname;
 		spans.on_end(it->ns, key, pid, procname);
 	});
 	return spans.report(range.first, range.last, options.begin + " to " + options.end);

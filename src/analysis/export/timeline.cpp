@@ -12,6 +12,7 @@
 #include "analysis/model/spans.hpp"
 #include "analysis/model/syscalls.hpp"
 #include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 
 namespace tracery::analysis {
 
@@ -203,12 +204,9 @@ private:
 			p.vtid = find_field(it, "vtid");
 			p.procname = find_field(it, "procname");
 			// a per-process buffer's trace says its process in its env
-			const reader::TraceClass &tc = it.stream->trace().cls;
-			if (const auto *env = tc.env_value("vpid"); env && std::holds_alternative<int64_t>(*env))
-				p.env_pid = std::get<int64_t>(*env);
-			if (const auto *env = tc.env_value("procname");
-			    env && std::holds_alternative<std::string>(*env))
-				p.env_procname = std::get<std::string>(*env);
+			const EnvProcess env = env_process(it.stream->trace().cls);
+			p.env_pid = env.pid;
+			p.env_procname = env.procname;
 			if (!p.vpid && !p.vtid) {
 				if (p.env_pid) {
 					process(*p.env_pid,

@@ -5,6 +5,7 @@
 #include "analysis/model/kernel_events.hpp"
 #include "analysis/model/syscalls.hpp"
 #include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 #include "analysis/output/json_text.hpp"
 #include "analysis/sql/derived.hpp"
 #include "analysis/sql/event_tables.hpp"
@@ -42,10 +43,9 @@ ClassInfo class_info(const reader::Item &it)
 	if (!ci.tid)
 		ci.tid = find_context_field(it, "tid");
 	ci.procname = find_context_field(it, "procname");
-	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
-		ci.env_pid = std::get<int64_t>(*v);
-	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
-		ci.env_procname = std::get<std::string>(*v);
+	const EnvProcess env = env_process(tc);
+	ci.env_pid = env.pid;
+	ci.env_procname = env.procname;
 	if (ci.kernel)
 		ci.k = KernelEvent::of(it);
 	return ci;

@@ -5,6 +5,7 @@
 #include "analysis/model/kernel_events.hpp"
 #include "analysis/model/scheduling.hpp"
 #include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 
 #include <algorithm>
 #include <map>
@@ -95,10 +96,9 @@ bool is_task_event(const reader::TraceClass &tc, const std::string &name)
 // The source's trace-wide part: its env and domain.
 void from_env(const reader::TraceClass &tc, Source &s)
 {
-	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
-		s.env_pid = std::get<int64_t>(*v);
-	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
-		s.env_procname = std::get<std::string>(*v);
+	const EnvProcess env = env_process(tc);
+	s.env_pid = env.pid;
+	s.env_procname = env.procname;
 	s.kernel = is_kernel_trace(tc);
 }
 
