@@ -68,7 +68,7 @@ public:
 	bool in_use() const { return lifecycle_.in_use(); }
 	void begin_busy() { lifecycle_.begin_busy(); }
 	void end_busy() { lifecycle_.end_busy(); }
-	// Whether buffers retired from it are not accounted yet (see Retired).
+	// Whether buffers retired from it are not accounted yet (see Buffers below).
 	bool finishing_buffers() const { return lifecycle_.finishing(); }
 	void begin_kernel_start() { lifecycle_.begin_kernel_start(); }
 	void end_kernel_start() { lifecycle_.end_kernel_start(); }
@@ -118,40 +118,20 @@ public:
 		return filters_.filters_for(ch, events);
 	}
 
-	// The buffer a program of (uid, pid) writes into, made on first use (or
-	// when the one there is quarantined) and charged to uid's buffer quota.
-	// nullptr if it does not fit in that quota (*refused says why, in one
-	// line). Throws std::runtime_error, naming the channel and the fix, if it
-	// cannot be made; nothing changes then. The buffers it makes are added to
-	// *made, if given.
+	// Buffers (session_channels.hpp). Retired buffers count as finishing
+	// (finishing_buffers()) until they are accounted: stop and destroy wait
+	// for that, so that their channels stay.
 	using NewBuffer = SessionChannels::NewBuffer;
 	Buffer *buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string *refused,
 	                   std::vector<NewBuffer> *made = nullptr)
 	{
 		return channels_.buffer_for(ch, uid, pid, refused, made);
 	}
-	// Undoes buffer_for: drops the buffers it made (nothing was written to
-	// them: no program has them) and frees their file names.
 	void drop_new_buffers(const std::vector<NewBuffer> &made) { channels_.drop_new_buffers(made); }
-	// Finishing a buffer (recovery, the consumer's last drain, closing its
-	// files) waits for the consumer thread and writes up to a whole buffer
-	// to disk: the daemon does it without its lock. So buffers are first
-	// taken out of their channel (retired, lock held), then finished (lock
-	// released; finishing_buffers() is true until every retired buffer is
-	// accounted, and stop and destroy wait for that, so `channel` stays
-	// valid), then accounted (lock held: their lost events and faults go to
-	// the channel).
 	using Retired = SessionChannels::Retired;
-	// A per-PID program ended: its buffers are retired (in a snapshot
-	// session: recovered and kept, under another name). Per-UID buffers are
-	// marked for recovery at the next stop.
 	std::vector<Retired> program_ended(pid_t pid, uid_t uid);
-	// Stop: every buffer is retired (snapshot sessions keep theirs).
-	// recover: no program writes into them any more (all quiesced).
 	std::vector<Retired> retire_buffers(bool recover);
-	// Any thread, without the daemon's lock: flush, drain and close.
 	void finish(Retired &r) const { channels_.finish(r); }
-	// Lock held, after finish().
 	void account(Retired &r);
 
 	// `snapshot record` (session_snapshot.hpp): planned with the lock held,
