@@ -4,7 +4,7 @@
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
 
-#include "analysis/export/export.hpp"
+#include "cli/export_formats.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 	}
 
 	std::string formats_help = "The format:";
-	for (const auto &f : tracery::analysis::export_formats()) {
+	for (const auto &f : tracery::cli::export_formats()) {
 		formats_help += "\n  ";
 		formats_help += f.name;
 		formats_help += ": ";

@@ -3,10 +3,10 @@
 
 #include "cli/client.hpp"
 #include "cli/current.hpp"
+#include "cli/export_formats.hpp"
 #include "cli/print.hpp"
 
 #include "analysis/analyze/analyses.hpp"
-#include "analysis/export/export.hpp"
 #include "analysis/read/trace_scan.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite_export.hpp"
@@ -670,10 +670,10 @@ std::pair<Args, std::string> split_last(const Args &a)
 
 int verb_export(const Args &a)
 {
-	const analysis::ExportFormat *f = analysis::find_export_format(a.format);
+	const ExportFormat *f = find_export_format(a.format);
 	if (!f) {
 		std::string names;
-		for (const auto &e : analysis::export_formats()) {
+		for (const auto &e : export_formats()) {
 			names += names.empty() ? "" : ", ";
 			names += e.name;
 		}

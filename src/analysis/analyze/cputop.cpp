@@ -112,7 +112,7 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 
 Report analyze_cputop(EventWalk &walk)
 {
-	ClassCache<SchedEvent> cache;
+	ClassCache<KernelEvent> cache;
 	CpuOf cpu_of;
 	TaskTable tasks;
 	CpuTop top;
@@ -121,18 +121,18 @@ Report analyze_cputop(EventWalk &walk)
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
 		top.begin(range.first);
-		tasks.observe(*it);
-		const SchedEvent &f = cache.get(*it, [&] { return SchedEvent::of(*it); });
+		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
+		tasks.observe(*it, f);
 		const auto cpu = cpu_of(*it);
 		if (cpu)
 			top.on_cpu(*cpu);
-		if (f.kind == SchedEvent::sched_switch) {
+		if (f.kind == KernelEvent::sched_switch) {
 			const auto prev = int_field(*it, f.prev_tid), next = int_field(*it, f.next_tid);
 			if (cpu && prev && next) {
 				top.on_switch(it->ns, *cpu, *prev, *next);
 				++switches;
 			}
-		} else if (f.kind == SchedEvent::migrate) {
+		} else if (f.kind == KernelEvent::sched_migrate) {
 			if (const auto tid = int_field(*it, f.tid))
 				top.on_migrate(*tid);
 		}

@@ -88,48 +88,32 @@ Report IrqStats::report(int64_t begin, int64_t end)
 
 Report analyze_irq(EventWalk &walk)
 {
-	struct Fields {
-		enum Kind : uint8_t { other, irq_entry, irq_exit, soft_entry, soft_exit } kind = other;
-		FieldRef id, name;
-	};
-	ClassCache<Fields> cache;
+	ClassCache<KernelEvent> cache;
 	CpuOf cpu_of;
 	IrqStats irq;
 	TimeRange range;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
-		const Fields &f = cache.get(*it, [&] {
-			const std::string &name = it->event->cls->name;
-			if (name == "irq_handler_entry")
-				return Fields{Fields::irq_entry, find_field(*it, "irq"), find_field(*it, "name")};
-			if (name == "irq_handler_exit")
-				return Fields{Fields::irq_exit, find_field(*it, "irq"), {}};
-			if (name == "softirq_entry")
-				return Fields{Fields::soft_entry, find_field(*it, "vec"), {}};
-			if (name == "softirq_exit")
-				return Fields{Fields::soft_exit, find_field(*it, "vec"), {}};
-			return Fields{};
-		});
-		if (f.kind == Fields::other)
+		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
+		const bool hard = f.kind == KernelEvent::irq_entry || f.kind == KernelEvent::irq_exit;
+		if (!hard && f.kind != KernelEvent::softirq_entry && f.kind != KernelEvent::softirq_exit)
 			return;
 		const auto cpu = cpu_of(*it);
-		const auto id = int_field(*it, f.id);
+		const auto id = int_field(*it, hard ? f.irq : f.vec);
 		if (!cpu || !id)
 			return;
 		switch (f.kind) {
-		case Fields::irq_entry:
-			irq.on_irq_entry(it->ns, *cpu, *id, text_field(*it, f.name));
+		case KernelEvent::irq_entry:
+			irq.on_irq_entry(it->ns, *cpu, *id, text_field(*it, f.comm));
 			break;
-		case Fields::irq_exit:
+		case KernelEvent::irq_exit:
 			irq.on_irq_exit(it->ns, *cpu, *id);
 			break;
-		case Fields::soft_entry:
+		case KernelEvent::softirq_entry:
 			irq.on_softirq_entry(it->ns, *cpu, *id);
 			break;
-		case Fields::soft_exit:
+		default:
 			irq.on_softirq_exit(it->ns, *cpu, *id);
-			break;
-		case Fields::other:
 			break;
 		}
 	});

@@ -59,22 +59,22 @@ Report SchedLat::report(int64_t begin, int64_t end, const TaskTable &tasks)
 
 Report analyze_schedlat(EventWalk &walk)
 {
-	ClassCache<SchedEvent> cache;
+	ClassCache<KernelEvent> cache;
 	TaskTable tasks;
 	SchedLat lat;
 	TimeRange range;
 	uint64_t switches = 0, wakeups = 0;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
-		tasks.observe(*it);
-		const SchedEvent &f = cache.get(*it, [&] { return SchedEvent::of(*it); });
-		if (f.kind == SchedEvent::sched_switch) {
+		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
+		tasks.observe(*it, f);
+		if (f.kind == KernelEvent::sched_switch) {
 			const auto prev = int_field(*it, f.prev_tid), next = int_field(*it, f.next_tid);
 			if (prev && next) {
 				lat.on_switch(it->ns, *prev, *next);
 				++switches;
 			}
-		} else if (f.kind == SchedEvent::wakeup) {
+		} else if (f.kind == KernelEvent::sched_wake) {
 			if (const auto tid = int_field(*it, f.tid)) {
 				lat.on_wakeup(it->ns, *tid);
 				++wakeups;

@@ -14,48 +14,9 @@ namespace tracery::analysis {
 
 namespace reader = ctf::reader;
 
-void SyscallPairs::on_switch(int64_t cpu, int64_t next_tid)
-{
-	if (next_tid != 0)
-		current_[cpu] = next_tid;
-	else
-		current_.erase(cpu);
-}
-
-std::optional<int64_t> SyscallPairs::running(int64_t cpu) const
-{
-	const auto c = current_.find(cpu);
-	return c == current_.end() ? std::nullopt : std::optional<int64_t>(c->second);
-}
-
-void SyscallPairs::on_entry(int64_t ns, int64_t cpu, std::string_view call)
-{
-	const auto c = current_.find(cpu);
-	if (c == current_.end())
-		return;
-	Call &p = entered_[c->second];
-	p.tid = c->second;
-	p.cpu = cpu;
-	p.name = call;
-	p.entry_ns = ns;
-}
-
-const SyscallPairs::Call *SyscallPairs::on_exit(int64_t cpu)
-{
-	const auto c = current_.find(cpu);
-	if (c == current_.end())
-		return nullptr;
-	const auto e = entered_.find(c->second);
-	if (e == entered_.end())
-		return nullptr;
-	std::swap(done_, e->second);
-	entered_.erase(e);
-	return &done_;
-}
-
 void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret)
 {
-	const SyscallPairs::Call *c = pairs_.on_exit(cpu);
+	const SyscallTracker::Call *c = pairs_.on_exit(cpu);
 	if (!c)
 		return;
 	Calls &calls = per_tid_[{c->tid, c->name}];
@@ -142,12 +103,7 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 
 Report analyze_syscalls(EventWalk &walk)
 {
-	struct Fields {
-		enum Kind : uint8_t { other, sched_switch, entry, exit } kind = other;
-		FieldRef a; // next_tid / ret
-		std::string call;
-	};
-	ClassCache<Fields> cache;
+	ClassCache<KernelEvent> cache;
 	CpuOf cpu_of;
 	TaskTable tasks;
 	Syscalls calls;
@@ -155,36 +111,26 @@ Report analyze_syscalls(EventWalk &walk)
 	uint64_t seen = 0;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
-		tasks.observe(*it);
-		const Fields &f = cache.get(*it, [&] {
-			const std::string &name = it->event->cls->name;
-			if (name == "sched_switch")
-				return Fields{Fields::sched_switch, find_field(*it, "next_tid"), {}};
-			if (const auto call = after_prefix(name, "syscall_entry_"); !call.empty())
-				return Fields{Fields::entry, {}, std::string(call)};
-			if (const auto call = after_prefix(name, "syscall_exit_"); !call.empty())
-				return Fields{Fields::exit, find_field(*it, "ret"), std::string(call)};
-			return Fields{};
-		});
-		if (f.kind == Fields::other)
+		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
+		tasks.observe(*it, f);
+		if (f.kind != KernelEvent::sched_switch && f.kind != KernelEvent::syscall_entry &&
+		    f.kind != KernelEvent::syscall_exit)
 			return;
 		const auto cpu = cpu_of(*it);
 		if (!cpu)
 			return;
 		switch (f.kind) {
-		case Fields::sched_switch:
-			if (const auto next = int_field(*it, f.a))
+		case KernelEvent::sched_switch:
+			if (const auto next = int_field(*it, f.next_tid))
 				calls.on_switch(*cpu, *next);
 			break;
-		case Fields::entry:
+		case KernelEvent::syscall_entry:
 			++seen;
 			calls.on_entry(it->ns, *cpu, f.call);
 			break;
-		case Fields::exit:
+		default:
 			++seen;
-			calls.on_exit(it->ns, *cpu, int_field(*it, f.a));
-			break;
-		case Fields::other:
+			calls.on_exit(it->ns, *cpu, int_field(*it, f.ret));
 			break;
 		}
 	});

@@ -2,23 +2,14 @@
 // model (see chrome_json_export.hpp).
 #include "analysis/export/chrome_json_export.hpp"
 
+#include "analysis/export/output_file.hpp"
 #include "analysis/output/json_text.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstdio>
 #include <unordered_map>
 
 namespace tracery::analysis {
 
 namespace {
-
-void append_int(std::string &o, int64_t v)
-{
-	char b[24];
-	const auto r = std::to_chars(b, b + sizeof b, v);
-	o.append(b, r.ptr);
-}
 
 // ns as µs with three decimals.
 void append_us(std::string &o, int64_t ns)
@@ -27,23 +18,12 @@ void append_us(std::string &o, int64_t ns)
 		o += '-';
 		ns = ns == INT64_MIN ? INT64_MAX : -ns;
 	}
-	append_int(o, ns / 1000);
+	append_decimal(o, ns / 1000);
 	const auto frac = static_cast<int>(ns % 1000);
 	o += '.';
 	o += static_cast<char>('0' + frac / 100);
 	o += static_cast<char>('0' + frac / 10 % 10);
 	o += static_cast<char>('0' + frac % 10);
-}
-
-void append_double(std::string &o, double v)
-{
-	if (!std::isfinite(v)) { // JSON has no NaN or infinities
-		append_json_string(o, std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-		return;
-	}
-	char b[32];
-	snprintf(b, sizeof b, "%.17g", v);
-	o += b;
 }
 
 class ChromeJsonSink final : public ExportSink {
@@ -104,16 +84,13 @@ public:
 			const FieldValue v = field_value_of(*e.item, sf, scratch_);
 			switch (v.type) {
 			case ShownField::i64:
-				append_int(out_, v.i);
+				append_json_number(out_, v.i);
 				break;
-			case ShownField::u64: {
-				char b[24];
-				const auto res = std::to_chars(b, b + sizeof b, v.u);
-				out_.append(b, res.ptr);
+			case ShownField::u64:
+				append_json_number(out_, v.u);
 				break;
-			}
 			case ShownField::f64:
-				append_double(out_, v.f);
+				append_json_number(out_, v.f);
 				break;
 			case ShownField::compound:
 				out_ += v.s; // JSON already
@@ -129,9 +106,9 @@ public:
 			head("C", counter_names_[e.counter_track], (*names_)[e.category], e.ts, cr);
 			out_ += ",\"args\":{\"value\":";
 			if (e.counter_double)
-				append_double(out_, e.counter_value);
+				append_json_number(out_, e.counter_value);
 			else
-				append_int(out_, e.counter_int);
+				append_json_number(out_, e.counter_int);
 			out_ += "}}";
 		}
 		maybe_flush();
@@ -157,14 +134,14 @@ public:
 		     {std::pair{",\"prev_tid\":", e.prev_tid}, std::pair{",\"prev_prio\":", e.prev_prio},
 		      std::pair{",\"prev_state\":", e.prev_state}}) {
 			out_ += k;
-			append_int(out_, v);
+			append_decimal(out_, v);
 		}
 		out_ += ",\"next_comm\":";
 		append_json_string(out_, e.next_comm);
 		for (const auto &[k, v] :
 		     {std::pair{",\"next_tid\":", e.next_tid}, std::pair{",\"next_prio\":", e.next_prio}}) {
 			out_ += k;
-			append_int(out_, v);
+			append_decimal(out_, v);
 		}
 		out_ += "}}";
 		maybe_flush();
@@ -179,11 +156,11 @@ public:
 		out_ += ",\"s\":\"t\",\"args\":{\"comm\":";
 		append_json_string(out_, e.comm);
 		out_ += ",\"tid\":";
-		append_int(out_, e.tid);
+		append_decimal(out_, e.tid);
 		out_ += ",\"prio\":";
-		append_int(out_, e.prio);
+		append_decimal(out_, e.prio);
 		out_ += ",\"target_cpu\":";
-		append_int(out_, e.target_cpu);
+		append_decimal(out_, e.target_cpu);
 		out_ += "}}";
 		maybe_flush();
 	}
@@ -230,7 +207,7 @@ private:
 		}
 		for (const auto &[key, v] : {std::pair{",\"pid\":", r.pid}, std::pair{",\"tid\":", r.tid}}) {
 			out_ += key;
-			append_int(out_, v);
+			append_decimal(out_, v);
 		}
 	}
 	void head(const char *ph, std::string_view name, std::string_view cat, int64_t ts, const Row &r)

@@ -7,13 +7,13 @@
 // CPU's row (its duration since the CPU's previous switch; "i" for a CPU's
 // first); a counter field gives one "C" entry more; "M" entries name
 // processes and threads. `ts` in µs (ns as decimals), on the export clock
-// (export_model.hpp). Written as it goes.
+// (timeline.hpp). Written as it goes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "analysis/export/export_model.hpp"
+#include "analysis/export/timeline.hpp"
 
 namespace tracery::analysis {
 

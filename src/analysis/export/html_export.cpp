@@ -3,10 +3,9 @@
 // track and per chunk.
 #include "analysis/export/html_export.hpp"
 
+#include "analysis/export/output_file.hpp"
 #include "analysis/output/json_text.hpp"
 
-#include <charconv>
-#include <cmath>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -43,50 +42,6 @@ namespace {
 constexpr size_t kChunkBytes = size_t{1} << 20;   // a chunk is written when its columns reach this
 constexpr size_t kInternMaxLength = 96;           // longer strings are written where they occur
 constexpr size_t kInternBudget = size_t{4} << 20; // bytes of interned strings, at most
-constexpr int64_t kExactInJs = int64_t{1} << 53;  // integers a JS number holds exactly
-
-void append_int(std::string &o, int64_t v)
-{
-	char b[24];
-	const auto r = std::to_chars(b, b + sizeof b, v);
-	o.append(b, r.ptr);
-}
-
-// An integer as a JSON number, or as a string where a JS number would round it.
-void append_exact(std::string &o, int64_t v)
-{
-	if (v >= -kExactInJs && v <= kExactInJs) {
-		append_int(o, v);
-		return;
-	}
-	o += '"';
-	append_int(o, v);
-	o += '"';
-}
-
-void append_exact(std::string &o, uint64_t v)
-{
-	if (v <= static_cast<uint64_t>(kExactInJs)) {
-		append_int(o, static_cast<int64_t>(v));
-		return;
-	}
-	char b[24];
-	const auto r = std::to_chars(b, b + sizeof b, v);
-	o += '"';
-	o.append(b, r.ptr);
-	o += '"';
-}
-
-void append_double(std::string &o, double v)
-{
-	if (!std::isfinite(v)) {
-		o += std::isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"";
-		return;
-	}
-	char b[32];
-	const auto r = std::to_chars(b, b + sizeof b, v); // the shortest that reads back the same
-	o.append(b, r.ptr);
-}
 
 struct StringHash {
 	using is_transparent = void;
@@ -142,13 +97,13 @@ public:
 			const FieldValue v = field_value_of(*e.item, sf, scratch_);
 			switch (v.type) {
 			case ShownField::i64:
-				append_exact(c.v, v.i);
+				append_json_number(c.v, v.i);
 				break;
 			case ShownField::u64:
-				append_exact(c.v, v.u);
+				append_json_number(c.v, v.u);
 				break;
 			case ShownField::f64:
-				append_double(c.v, v.f);
+				append_json_number(c.v, v.f);
 				break;
 			default:
 				text(c.v, v.s);
@@ -161,9 +116,9 @@ public:
 			Column &cc = start_event(id_of(e.counter_track), e.ts,
 			                         special(e.counter_double ? counter_f64 : counter_int));
 			if (e.counter_double)
-				append_double(cc.v, e.counter_value);
+				append_json_number(cc.v, e.counter_value);
 			else
-				append_exact(cc.v, e.counter_int);
+				append_json_number(cc.v, e.counter_int);
 			cc.v += ',';
 			end_event(cc);
 		}
@@ -260,7 +215,7 @@ private:
 	{
 		tracks_ += '[';
 		for (const int64_t v : {int64_t{id}, static_cast<int64_t>(kind), parent, pid, tid, cpu}) {
-			append_exact(tracks_, v);
+			append_json_number(tracks_, v);
 			tracks_ += ',';
 		}
 		append_html_json_string(tracks_, name);
@@ -286,7 +241,7 @@ private:
 			touched_.push_back(track);
 		}
 		const size_t before = c.t.size();
-		append_int(c.t, static_cast<int64_t>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(c.last)));
+		append_decimal(c.t, static_cast<int64_t>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(c.last)));
 		c.t += ',';
 		c.last = ts;
 		pending_ += c.t.size() - before;
@@ -299,7 +254,7 @@ private:
 	{
 		Column &c = column(track, ts);
 		event_start_ = c.size();
-		append_int(c.k, kind);
+		append_decimal(c.k, kind);
 		c.k += ',';
 		return c;
 	}
@@ -308,7 +263,7 @@ private:
 	void integers(Column &c, std::initializer_list<int64_t> values)
 	{
 		for (const int64_t v : values) {
-			append_exact(c.v, v);
+			append_json_number(c.v, v);
 			c.v += ',';
 		}
 	}
@@ -324,7 +279,7 @@ private:
 				append_html_json_string(kinds_json_, s);
 				kinds_json_ += ',';
 			}
-			append_int(kinds_json_, k.phase);
+			append_decimal(kinds_json_, k.phase);
 			kinds_json_ += ",[";
 			for (size_t i = 0; i < k.fields.size(); ++i) {
 				if (i)
@@ -374,7 +329,7 @@ private:
 	{
 		if (s.size() <= kInternMaxLength) {
 			if (const auto it = strings_.find(s); it != strings_.end()) {
-				append_int(o, it->second);
+				append_decimal(o, it->second);
 				return;
 			}
 			if (intern_bytes_ + s.size() <= kInternBudget) {
@@ -383,7 +338,7 @@ private:
 				strings_.emplace(std::string(s), id);
 				append_html_json_string(strs_, s);
 				strs_ += ',';
-				append_int(o, id);
+				append_decimal(o, id);
 				return;
 			}
 		}
@@ -405,9 +360,9 @@ private:
 		if (origin_set_ && !head_written_) {
 			head_written_ = true;
 			out_ += "\"head\":{\"clock\":";
-			append_int(out_, clock_.id);
+			append_decimal(out_, clock_.id);
 			out_ += ",\"origin\":\"";
-			append_int(out_, origin_);
+			append_decimal(out_, origin_);
 			out_ += "\"},";
 		}
 		const auto list = [this](const char *key, std::string &items) {
@@ -428,7 +383,7 @@ private:
 			if (i)
 				out_ += ',';
 			out_ += '[';
-			append_int(out_, touched_[i]);
+			append_decimal(out_, touched_[i]);
 			for (std::string *s : {&c.t, &c.k, &c.v}) {
 				out_ += ",[";
 				if (!s->empty())

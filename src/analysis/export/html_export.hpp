@@ -28,7 +28,7 @@
 
 #include <string>
 
-#include "analysis/export/export_model.hpp"
+#include "analysis/export/timeline.hpp"
 
 namespace tracery::analysis {
 

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "analysis/export/output_file.hpp"
 #include "analysis/export/proto/perfetto_trace.pb.h"
 #include "analysis/export/proto_writer.hpp"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/export/export_model.hpp"
+#include "analysis/export/timeline.hpp"
 
 namespace tracery::analysis {
 

@@ -4,6 +4,7 @@
 
 #include "base/utf8.hpp"
 
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +12,6 @@
 namespace tracery::analysis {
 
 namespace reader = ctf::reader;
-using reader::OpKind;
 
 void append_utf8(std::string &out, std::string_view s)
 {
@@ -55,26 +55,71 @@ void append_json_string(std::string &out, std::string_view s)
 
 namespace {
 
+constexpr int64_t kExactInJs = int64_t{1} << 53; // integers a JavaScript number holds exactly
+
+} // namespace
+
+void append_decimal(std::string &out, int64_t v)
+{
+	char b[24];
+	const auto r = std::to_chars(b, b + sizeof b, v);
+	out.append(b, r.ptr);
+}
+
+void append_json_number(std::string &out, int64_t v)
+{
+	if (v >= -kExactInJs && v <= kExactInJs) {
+		append_decimal(out, v);
+		return;
+	}
+	out += '"';
+	append_decimal(out, v);
+	out += '"';
+}
+
+void append_json_number(std::string &out, uint64_t v)
+{
+	if (v <= static_cast<uint64_t>(kExactInJs)) {
+		append_decimal(out, static_cast<int64_t>(v));
+		return;
+	}
+	char b[24];
+	const auto r = std::to_chars(b, b + sizeof b, v);
+	out += '"';
+	out.append(b, r.ptr);
+	out += '"';
+}
+
+void append_json_number(std::string &out, double v)
+{
+	if (!std::isfinite(v)) {
+		out += std::isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"";
+		return;
+	}
+	char b[32];
+	const auto r = std::to_chars(b, b + sizeof b, v); // the shortest that reads back the same
+	out.append(b, r.ptr);
+}
+
+namespace {
+
 constexpr int kMaxDepth = 64;
 
-size_t append_value(std::string &out, const reader::Plan &plan, uint32_t i, std::span<const reader::Value> values,
-                    size_t v, int depth)
+size_t append_value(std::string &out, const reader::FieldDecl &decl, std::span<const reader::Value> values, size_t v,
+                    int depth)
 {
 	if (v >= values.size() || depth > kMaxDepth) {
 		out += "null";
 		return values.size();
 	}
-	const reader::Op &op = plan.ops[i];
-	const reader::Value &val = values[v];
-	switch (op.kind) {
-	case OpKind::u8:
-	case OpKind::u16:
-	case OpKind::u32:
-	case OpKind::u64:
-	case OpKind::integer: {
-		if (op.type && op.type->kind == reader::TypeKind::enumeration) {
+	// Each child is read at the index its previous sibling's subtree ended,
+	// as found here: bounded by values, whatever lengths the trace claims.
+	const reader::Field field(decl, values.data(), v);
+	switch (decl.kind()) {
+	case reader::FieldKind::integer: {
+		if (decl.is_enumeration()) {
 			bool any = false;
-			reader::for_each_enum_label(*op.type, val.u, [&](const std::string &label) {
+			field.for_each_label([&](const std::string &label) {
 				if (!any)
 					append_json_string(out, label);
 				any = true;
@@ -83,68 +128,58 @@ size_t append_value(std::string &out, const reader::Plan &plan, uint32_t i, std:
 				return v + 1;
 		}
 		char b[24];
-		if (op.is_signed)
-			snprintf(b, sizeof b, "%" PRId64, val.i);
+		if (decl.is_signed())
+			snprintf(b, sizeof b, "%" PRId64, field.as_signed());
 		else
-			snprintf(b, sizeof b, "%" PRIu64, val.u);
+			snprintf(b, sizeof b, "%" PRIu64, field.as_unsigned());
 		out += b;
 		return v + 1;
 	}
-	case OpKind::float32:
-	case OpKind::float64: {
-		if (!std::isfinite(val.f)) {
+	case reader::FieldKind::floating: {
+		if (!std::isfinite(field.as_double())) {
 			out += "null";
 			return v + 1;
 		}
 		char b[32];
-		snprintf(b, sizeof b, "%.17g", val.f);
+		snprintf(b, sizeof b, "%.17g", field.as_double());
 		out += b;
 		return v + 1;
 	}
-	case OpKind::string:
-	case OpKind::text_array:
-	case OpKind::text_sequence:
-		append_json_string(out, {val.s, static_cast<size_t>(val.n)});
+	case reader::FieldKind::string:
+		append_json_string(out, field.text());
 		return v + 1;
-	case OpKind::structure: {
+	case reader::FieldKind::structure: {
 		out += '{';
 		size_t w = v + 1;
-		uint32_t c = i + 1;
-		for (uint32_t k = 0; k < op.count; ++k) {
-			const reader::Op &m = plan.ops[c];
-			if (k)
+		bool first = true;
+		for (const reader::FieldDecl m : decl.members()) {
+			if (!first)
 				out += ',';
-			std::string_view name = m.name ? std::string_view(*m.name) : std::string_view();
-			if (!name.empty() && name[0] == '_')
-				name.remove_prefix(1);
-			append_json_string(out, name);
+			first = false;
+			append_json_string(out, m.name());
 			out += ':';
-			w = append_value(out, plan, c, values, w, depth + 1);
-			c = m.next;
+			w = append_value(out, m, values, w, depth + 1);
 		}
 		out += '}';
 		return w;
 	}
-	case OpKind::array:
-	case OpKind::sequence: {
+	case reader::FieldKind::array: {
 		out += '[';
 		size_t w = v + 1;
-		for (uint64_t k = 0; k < val.n && w < values.size(); ++k) {
+		for (uint64_t k = 0; k < field.length() && w < values.size(); ++k) {
 			if (k)
 				out += ',';
-			w = append_value(out, plan, i + 1, values, w, depth + 1);
+			w = append_value(out, decl.element(), values, w, depth + 1);
 		}
 		out += ']';
 		return w;
 	}
-	case OpKind::variant: {
-		const auto &options = plan.selectors[op.table].option_ops;
-		if (val.n >= options.size()) {
+	case reader::FieldKind::variant:
+		if (field.option_index() >= decl.option_count()) {
 			out += "null";
 			return values.size();
 		}
-		return append_value(out, plan, options[val.n], values, v + 1, depth + 1);
-	}
+		return append_value(out, decl.option(field.option_index()), values, v + 1, depth + 1);
 	}
 	out += "null";
 	return v + 1;
@@ -152,10 +187,10 @@ size_t append_value(std::string &out, const reader::Plan &plan, uint32_t i, std:
 
 } // namespace
 
-size_t append_json_value(std::string &out, const reader::Plan &plan, uint32_t i, std::span<const reader::Value> values,
+size_t append_json_value(std::string &out, const reader::FieldDecl &decl, std::span<const reader::Value> values,
                          size_t v)
 {
-	return append_value(out, plan, i, values, v, 0);
+	return append_value(out, decl, values, v, 0);
 }
 
 } // namespace tracery::analysis

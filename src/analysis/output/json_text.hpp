@@ -1,11 +1,13 @@
 // analysis/output/json_text.hpp — text from hostile traces made safe for JSON and
 // for SQL TEXT: invalid UTF-8 bytes replaced by '?' (base/utf8.hpp), JSON
-// string escaping, and a decoded field (struct, array, sequence, variant)
-// written as JSON. The one writer of decoded values as JSON, for the exports'
-// compound fields and the SQL tables' JSON columns.
+// string escaping, numbers for JavaScript's JSON readers (the one number
+// formatting of the Chrome JSON and HTML exports), and a decoded field
+// (struct, array, sequence, variant) written as JSON. The one writer of
+// decoded values as JSON, for the exports' compound fields and the SQL
+// tables' JSON columns.
 #pragma once
 
-#include "ctf/reader/decoder.hpp"
+#include "ctf/reader/fields.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,16 +24,29 @@ void append_utf8(std::string &out, std::string_view s);
 // \u00XX), bytes that are not UTF-8 replaced by '?'.
 void append_json_string(std::string &out, std::string_view s);
 
-// The value of op i of plan at values[v] as JSON, and its subtree: integers
-// as numbers, enumerations as their first label (a number when no label
-// covers the value), floats as numbers or null when not finite, text as
-// strings, structs as objects (member names without TSDL's escaping '_'),
-// arrays and sequences as arrays, a variant as its selected option's value.
-// Returns the index of the value after the subtree. Bounded for hostile
-// plans and values: past 64 levels of nesting, past the end of values, or a
-// variant selecting an option that does not exist, it writes null and
-// returns values.size().
-size_t append_json_value(std::string &out, const ctf::reader::Plan &plan, uint32_t i,
+// An integer's decimal digits (ids, pids, times: what no JSON reader rounds
+// in practice).
+void append_decimal(std::string &out, int64_t v);
+
+// A value as a JSON number for readers that hold numbers in doubles
+// (JavaScript: browsers, chrome://tracing, Perfetto's UI): integers as
+// numbers, or as strings beyond ±2^53 where a double would round them;
+// floating point in the shortest form that reads back the same, NaN and the
+// infinities (which JSON lacks) as the strings "nan", "inf" and "-inf".
+void append_json_number(std::string &out, int64_t v);
+void append_json_number(std::string &out, uint64_t v);
+void append_json_number(std::string &out, double v);
+
+// The field of decl whose first value is values[v] as JSON, and its
+// subtree: integers as numbers, enumerations as their first label (a number
+// when no label covers the value), floats as numbers or null when not
+// finite, text as strings, structs as objects (members by their shown
+// names), arrays and sequences as arrays, a variant as its selected option's
+// value. Returns the index of the value after the subtree. Bounded for
+// hostile metadata and values: past 64 levels of nesting, past the end of
+// values, or a variant selecting an option that does not exist, it writes
+// null and returns values.size().
+size_t append_json_value(std::string &out, const ctf::reader::FieldDecl &decl,
                          std::span<const ctf::reader::Value> values, size_t v);
 
 } // namespace tracery::analysis

@@ -31,16 +31,6 @@ namespace tracery::analysis {
 // argument-dependent lookup.
 using ctf::reader::FieldRef;
 
-// For the code that still walks decode plans itself (export/export_model.cpp)
-// until it reads fields through ctf/reader/fields.hpp: a scope's plan and
-// values in this event, and the value a FieldRef names (null when none).
-const ctf::reader::Plan &plan_of(const ctf::reader::Item &event, ctf::reader::Scope scope);
-inline std::span<const ctf::reader::Value> values_of(const ctf::reader::Item &event, ctf::reader::Scope scope)
-{
-	return ctf::reader::scope_values(event, scope);
-}
-const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
-
 // Something computed once per event class (the same EventPlans for every
 // event of that class in that stream class of that trace).
 template <class T>

@@ -2,7 +2,7 @@
 // fed plain arguments (what the unit tests drive with made-up sequences):
 // thread states from the scheduler's events, and processes from the threads
 // the task table knows. System calls and user spans are paired by the
-// analyses' SyscallPairs and OpenSpans (analyses.hpp).
+// model's SyscallPairs and OpenSpans (model/syscalls.hpp, model/spans.hpp).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/analyze/analyses.hpp"
+#include "analysis/model/tasks.hpp"
 
 namespace tracery::analysis::sql {
 

@@ -1,8 +1,7 @@
 // analysis/sql/derived_test.cpp — the SQL export's cores on made-up
 // sequences: thread states (preempted or blocked by prev_state, wake-ups of
 // blocked threads only, the exit's last switch, the idle task), processes
-// from the task table, system calls paired across a migration, spans nested
-// per key; and what the user sees of SQL: quoting of hostile names, UTF-8
+// from the task table; and what the user sees of SQL: quoting of hostile names, UTF-8
 // repair, JSON strings, and query output as text, CSV and JSON.
 #include "analysis/sql/derived.hpp"
 #include "analysis/output/json_text.hpp"
@@ -96,39 +95,6 @@ TEST(Processes, FromTheMainThreadElseAnyThread)
 	EXPECT_EQ(p[2].pid, 300);
 	EXPECT_EQ(p[2].name, "lonely");
 	EXPECT_FALSE(p[0].ppid.has_value());
-}
-
-TEST(SyscallPairs, TheEntrysThreadCpuAndNameAcrossAMigration)
-{
-	SyscallPairs p;
-	p.on_entry(5, 0, "read"); // nobody known on CPU 0
-	EXPECT_EQ(p.on_exit(0), nullptr);
-	p.on_switch(0, 11);
-	EXPECT_EQ(p.running(0), 11);
-	p.on_entry(10, 0, "futex");
-	p.on_switch(0, 0);
-	EXPECT_EQ(p.running(0), std::nullopt);
-	p.on_switch(1, 11); // 11 migrates with its call open
-	const SyscallPairs::Call *c = p.on_exit(1);
-	ASSERT_NE(c, nullptr);
-	EXPECT_EQ(c->tid, 11);
-	EXPECT_EQ(c->cpu, 0);
-	EXPECT_EQ(c->entry_ns, 10);
-	EXPECT_EQ(c->name, "futex");
-	EXPECT_EQ(p.on_exit(1), nullptr); // one exit per entry
-}
-
-TEST(OpenSpans, NestedPerKeyLastInFirstOut)
-{
-	OpenSpans<int> o;
-	o.begin("a", 1);
-	o.begin("a", 2);
-	o.begin("b", 3);
-	EXPECT_EQ(o.end("a"), 2);
-	EXPECT_EQ(o.end("c"), std::nullopt);
-	EXPECT_EQ(o.unfinished(), 2u);
-	EXPECT_EQ(o.end("a"), 1);
-	EXPECT_EQ(o.end("a"), std::nullopt);
 }
 
 TEST(Sql, QuotingAndText)

@@ -10,7 +10,6 @@
 namespace tracery::analysis::sql {
 
 namespace reader = ctf::reader;
-using reader::OpKind;
 
 namespace {
 
@@ -28,8 +27,6 @@ std::string lower(std::string_view s)
 			c = static_cast<char>(c - 'A' + 'a');
 	return r;
 }
-
-std::string shown(const std::string &name) { return !name.empty() && name[0] == '_' ? name.substr(1) : name; }
 
 // A name not yet in `taken` (compared as SQLite does, ignoring ASCII case):
 // name, else _name, else name_2, name_3...
@@ -112,7 +109,7 @@ EventTables::EventTables(Db &db, const reader::TraceSet &set) : db_(db)
 					if (!scope || scope->kind != reader::TypeKind::structure)
 						return;
 					for (const reader::Member &m : scope->members) {
-						const std::string name = shown(m.name);
+						const std::string name(reader::shown_name(m.name));
 						const char *type = m.type ? sql_type(*m.type) : "TEXT";
 						auto key = std::make_tuple(payload, name, std::string(type));
 						if (tab.index.count(key))
@@ -170,79 +167,61 @@ EventTables::Sink EventTables::make_sink(const reader::Item &it)
 		s.batch = Stmt(db_, insert_sql(s.table->name, s.columns, kBatchRows));
 	s.one = Stmt(db_, insert_sql(s.table->name, s.columns, 1));
 	s.cells.resize(s.columns * (s.batch ? kBatchRows : 1));
-	const auto members = [&](const reader::Plan &plan, bool payload, std::vector<Member> &out) {
-		if (plan.empty() || plan.ops[0].kind != OpKind::structure)
-			return;
-		uint32_t c = 1;
-		for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
-			const reader::Op &op = plan.ops[c];
+	const auto members = [&](reader::Scope scope, bool payload, std::vector<Member> &out) {
+		for (const reader::FieldDecl d : reader::scope_root(it, scope).members()) {
 			Member &m = out.emplace_back();
-			const char *type = op.type ? sql_type(*op.type) : "TEXT";
-			const auto i = s.table->index.find(
-				{payload, op.name ? shown(*op.name) : std::string(), std::string(type)});
+			m.decl = d;
+			const char *type = d.type() ? sql_type(*d.type()) : "TEXT";
+			const auto i = s.table->index.find({payload, std::string(d.name()), std::string(type)});
 			if (i != s.table->index.end())
 				m.column = static_cast<int>(kFixedColumns + i->second);
-			m.is_signed = op.is_signed;
-			switch (op.kind) {
-			case OpKind::u8:
-			case OpKind::u16:
-			case OpKind::u32:
-			case OpKind::u64:
-			case OpKind::integer:
-				m.kind = op.type && op.type->kind == reader::TypeKind::enumeration ? Member::enumeration
-				                                                                   : Member::integer;
+			switch (d.kind()) {
+			case reader::FieldKind::integer:
+				m.kind = d.is_enumeration() ? Member::enumeration : Member::integer;
 				break;
-			case OpKind::float32:
-			case OpKind::float64:
+			case reader::FieldKind::floating:
 				m.kind = Member::real;
 				break;
-			case OpKind::string:
-			case OpKind::text_array:
-			case OpKind::text_sequence:
+			case reader::FieldKind::string:
 				m.kind = Member::text;
 				break;
 			default:
 				m.kind = Member::json;
 			}
-			c = op.next;
 		}
 	};
-	members(it.stream->plans().event_context, false, s.stream_context);
-	members(it.event->context, false, s.context);
-	members(it.event->fields, true, s.fields);
+	members(reader::Scope::stream_event_context, false, s.stream_context);
+	members(reader::Scope::event_context, false, s.context);
+	members(reader::Scope::payload, true, s.fields);
 	return s;
 }
 
-void EventTables::fill_scope(Cell *row, std::vector<Member> &members, const reader::Plan &plan,
-                             std::span<const reader::Value> values)
+void EventTables::fill_scope(Cell *row, std::vector<Member> &members, std::span<const reader::Value> values)
 {
 	size_t v = 1;
-	uint32_t c = 1;
 	for (Member &m : members) {
 		if (v >= values.size())
 			break;
-		const reader::Value &val = values[v];
-		const uint32_t op = c;
-		c = plan.ops[c].next;
+		const reader::Field field(m.decl, values.data(), v);
 		if (m.column < 0) {
-			v = reader::skip_values(plan, op, values.data(), v);
+			v = field.end();
 			continue;
 		}
 		Cell &cell = row[m.column];
 		switch (m.kind) {
 		case Member::integer:
 			cell.type = Cell::integer;
-			cell.i = val.i;
+			cell.i = field.as_signed();
 			++v;
 			continue;
 		case Member::real:
 			cell.type = Cell::real;
-			cell.f = val.f;
+			cell.f = field.as_double();
 			++v;
 			continue;
 		case Member::enumeration: {
 			const std::string *label = nullptr;
-			reader::for_each_enum_label(*plan.ops[op].type, val.u, [&](const std::string &l) {
+			field.for_each_label([&](const std::string &l) {
 				if (!label)
 					label = &l;
 			});
@@ -251,22 +230,21 @@ void EventTables::fill_scope(Cell *row, std::vector<Member> &members, const read
 			if (label)
 				append_utf8(cell.s, *label);
 			else
-				cell.s = m.is_signed ? std::to_string(val.i) : std::to_string(val.u);
+				cell.s = field.is_signed() ? std::to_string(field.as_signed())
+				                           : std::to_string(field.as_unsigned());
 			++v;
 			continue;
 		}
-		case Member::text: {
-			const std::string_view text(val.s, static_cast<size_t>(val.n));
+		case Member::text:
 			cell.type = Cell::text;
 			cell.s.clear();
-			append_utf8(cell.s, text);
+			append_utf8(cell.s, field.text());
 			++v;
 			continue;
-		}
 		case Member::json:
 			cell.type = Cell::text;
 			cell.s.clear();
-			v = append_json_value(cell.s, plan, op, values, v);
+			v = append_json_value(cell.s, m.decl, values, v);
 			continue;
 		}
 	}
@@ -289,9 +267,9 @@ void EventTables::insert(const reader::Item &it, std::optional<int64_t> cpu, std
 		row[k + 1].type = *fixed[k] ? Cell::integer : Cell::null;
 		row[k + 1].i = fixed[k]->value_or(0);
 	}
-	fill_scope(row, s.stream_context, it.stream->plans().event_context, it.stream_context);
-	fill_scope(row, s.context, it.event->context, it.context);
-	fill_scope(row, s.fields, it.event->fields, it.fields);
+	fill_scope(row, s.stream_context, it.stream_context);
+	fill_scope(row, s.context, it.context);
+	fill_scope(row, s.fields, it.fields);
 	++s.table->rows;
 	if (++s.pending * s.columns == s.cells.size())
 		flush(s);

@@ -69,9 +69,9 @@ private:
 	// What one event class binds: per member of each scope, its column
 	// (-1: none).
 	struct Member {
+		ctf::reader::FieldDecl decl;
 		int column = -1;
 		enum Kind : uint8_t { integer, enumeration, real, text, json } kind = integer;
-		bool is_signed = false;
 	};
 	// Rows wait in batches of kBatchRows, inserted by one multi-row INSERT.
 	static constexpr size_t kBatchRows = 32;
@@ -84,8 +84,7 @@ private:
 		std::vector<Member> stream_context, context, fields;
 	};
 	Sink make_sink(const ctf::reader::Item &it);
-	void fill_scope(Cell *row, std::vector<Member> &members, const ctf::reader::Plan &plan,
-	                std::span<const ctf::reader::Value> values);
+	void fill_scope(Cell *row, std::vector<Member> &members, std::span<const ctf::reader::Value> values);
 	void flush(Sink &s);
 
 	Db &db_;

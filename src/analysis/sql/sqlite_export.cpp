@@ -2,6 +2,10 @@
 // database (see sqlite_export.hpp).
 #include "analysis/sql/sqlite_export.hpp"
 
+#include "analysis/model/kernel_events.hpp"
+#include "analysis/model/syscalls.hpp"
+#include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 #include "analysis/output/json_text.hpp"
 #include "analysis/sql/derived.hpp"
 #include "analysis/sql/event_tables.hpp"
@@ -19,24 +23,18 @@ constexpr uint64_t kRowsPerTransaction = 1 << 20;
 
 // What the export does with an event class, found once.
 struct ClassInfo {
-	enum Role : uint8_t { plain, sched_switch, wakeup, syscall_entry, syscall_exit, process_exit } role = plain;
 	bool kernel = false;
-	bool task_event = false; // TaskTable::observe learns from it
+	KernelEvent k; // kernel: the event's kind and fields
 	FieldRef cpu, pid, tid, procname;
 	std::optional<int64_t> env_pid; // a per-process buffer's
 	std::string_view env_procname;
-	FieldRef a, b, c; // sched_switch: prev_tid, prev_state, next_tid; wakeup, exit: tid; syscall exit: ret
-	std::string call; // syscall name
 };
 
 ClassInfo class_info(const reader::Item &it)
 {
 	ClassInfo ci;
-	const std::string &name = it.event->cls->name;
 	const reader::TraceClass &tc = it.stream->trace().cls;
-	const auto *domain = tc.env_value("domain");
-	ci.kernel =
-		domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
+	ci.kernel = is_kernel_trace(tc);
 	ci.cpu = find_context_field(it, "cpu_id");
 	ci.pid = find_context_field(it, "vpid");
 	if (!ci.pid)
@@ -45,32 +43,11 @@ ClassInfo class_info(const reader::Item &it)
 	if (!ci.tid)
 		ci.tid = find_context_field(it, "tid");
 	ci.procname = find_context_field(it, "procname");
-	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
-		ci.env_pid = std::get<int64_t>(*v);
-	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
-		ci.env_procname = std::get<std::string>(*v);
-	if (!ci.kernel)
-		return ci;
-	ci.task_event = name == "sched_switch" || name == "sched_process_fork" || name == "sched_process_exec" ||
-	                name == "sched_process_exit" || name == "lttng_statedump_process_state";
-	if (name == "sched_switch") {
-		ci.role = ClassInfo::sched_switch;
-		ci.a = find_field(it, "prev_tid");
-		ci.b = find_field(it, "prev_state");
-		ci.c = find_field(it, "next_tid");
-	} else if (name == "sched_waking" || name == "sched_wakeup" || name == "sched_wakeup_new") {
-		ci.role = ClassInfo::wakeup;
-		ci.a = find_field(it, "tid");
-	} else if (name == "sched_process_exit") {
-		ci.role = ClassInfo::process_exit;
-		ci.a = find_field(it, "tid");
-	} else if (const auto call = after_prefix(name, "syscall_entry_"); !call.empty()) {
-		ci.role = ClassInfo::syscall_entry;
-		ci.call = call;
-	} else if (const auto call = after_prefix(name, "syscall_exit_"); !call.empty()) {
-		ci.role = ClassInfo::syscall_exit;
-		ci.a = find_field(it, "ret");
-	}
+	const EnvProcess env = env_process(tc);
+	ci.env_pid = env.pid;
+	ci.env_procname = env.procname;
+	if (ci.kernel)
+		ci.k = KernelEvent::of(it);
 	return ci;
 }
 
@@ -82,15 +59,15 @@ struct Begun {
 
 struct SpanState {
 	SpanEvents events;
-	OpenSpans<Begun> open;
+	OpenSpans<std::string, Begun> open;
 	std::string name; // "BEGIN to END"
 };
 
 } // namespace
 
-LatencyOptions parse_span(const std::string &spec)
+SpanOptions parse_span(const std::string &spec)
 {
-	LatencyOptions o;
+	SpanOptions o;
 	std::vector<std::string> parts;
 	size_t from = 0;
 	for (;;) {
@@ -124,7 +101,7 @@ void fresh_database_pragmas(Db &db)
 uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 {
 	std::vector<std::unique_ptr<SpanState>> spans;
-	for (const LatencyOptions &o : options.spans)
+	for (const SpanOptions &o : options.spans)
 		spans.push_back(std::make_unique<SpanState>(
 			SpanState{SpanEvents(walk.set(), o), {}, o.begin + " to " + o.end}));
 
@@ -263,39 +240,39 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 		}
 		if (!c.kernel)
 			continue;
-		switch (c.role) {
-		case ClassInfo::plain:
-			break;
-		case ClassInfo::sched_switch: {
-			const auto prev = int_field(*it, c.a), next = int_field(*it, c.c);
+		const KernelEvent &k = c.k;
+		switch (k.kind) {
+		case KernelEvent::sched_switch: {
+			const auto prev = int_field(*it, k.prev_tid), next = int_field(*it, k.next_tid);
 			if (cpu && next)
 				calls.on_switch(*cpu, *next);
 			if (cpu && prev && next)
-				states.on_switch(it->ns, *cpu, *prev, int_field(*it, c.b).value_or(0), *next);
+				states.on_switch(it->ns, *cpu, *prev, int_field(*it, k.prev_state).value_or(0), *next);
 			break;
 		}
-		case ClassInfo::wakeup:
-			if (const auto t = int_field(*it, c.a))
+		case KernelEvent::sched_wake:
+			if (const auto t = int_field(*it, k.tid))
 				states.on_wakeup(it->ns, *t);
 			break;
-		case ClassInfo::process_exit:
-			if (const auto t = int_field(*it, c.a))
+		case KernelEvent::process_exit:
+			if (const auto t = int_field(*it, k.tid))
 				states.on_exit(*t);
 			break;
-		case ClassInfo::syscall_entry:
+		case KernelEvent::syscall_entry:
 			if (cpu)
-				calls.on_entry(it->ns, *cpu, c.call);
+				calls.on_entry(it->ns, *cpu, k.call);
 			break;
-		case ClassInfo::syscall_exit:
+		case KernelEvent::syscall_exit:
 			if (cpu)
-				if (const SyscallPairs::Call *call = calls.on_exit(*cpu))
+				if (const SyscallTracker::Call *call = calls.on_exit(*cpu))
 					slice(call->entry_ns, it->ns, "syscall", call->name,
 					      Begun{call->entry_ns, call->cpu, tasks.pid(call->tid), call->tid},
-					      int_field(*it, c.a), {});
+					      int_field(*it, k.ret), {});
+			break;
+		default:
 			break;
 		}
-		if (c.task_event)
-			tasks.observe(*it);
+		tasks.observe(*it, k);
 	}
 	states.finish(range.last);
 

@@ -1,9 +1,9 @@
 // analysis/sql/sqlite_export.hpp — traces loaded into an SQLite database
 // (`tracery export --format sqlite`, and `tracery query`'s database): the
 // per-event tables and the events view (event_tables.hpp), the streams and
-// the events they lost, and the derived tables: slices (system calls paired
-// as `analyze syscalls` pairs them, user spans paired as `analyze latency`
-// does), thread_state, threads and processes. Streamed: one prepared
+// the events they lost, and the derived tables: slices (system calls and
+// user spans paired by the kernel model, model/syscalls.hpp and
+// model/spans.hpp, as `analyze syscalls` and `analyze latency` pair them), thread_state, threads and processes. Streamed: one prepared
 // statement per event class, a transaction per batch of rows, memory
 // independent of the trace's size. docs/sql.md describes the schema.
 #pragma once
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyze/analyses.hpp"
+#include "analysis/model/spans.hpp"
 #include "analysis/read/event_walk.hpp"
 #include "analysis/sql/sqlite.hpp"
 
@@ -20,12 +20,12 @@ namespace tracery::analysis::sql {
 
 struct LoadOptions {
 	// User spans: begin and end events, paired per thread or by a field.
-	std::vector<LatencyOptions> spans;
+	std::vector<SpanOptions> spans;
 };
 
 // "BEGIN,END[,FIELD]" (--span): throws std::invalid_argument naming --span
 // and the fix.
-LatencyOptions parse_span(const std::string &spec);
+SpanOptions parse_span(const std::string &spec);
 
 // Settings for a database written once from scratch: no rollback journal, no
 // sync, exclusive lock, a bounded page cache.

@@ -2,7 +2,10 @@
 // losses per stream (see trace_stats.hpp).
 #include "analysis/stats/trace_stats.hpp"
 
-#include "analysis/analyze/analyses.hpp"
+#include "analysis/model/kernel_events.hpp"
+#include "analysis/model/scheduling.hpp"
+#include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 
 #include <algorithm>
 #include <map>
@@ -56,9 +59,8 @@ struct Source {
 
 // What one event class needs, found once.
 struct ClassInfo : Source {
-	enum Kind : uint8_t { plain, task_event } kind = plain; // task_event: TaskTable and CPU's task
 	Count *name = nullptr;
-	FieldRef next_tid; // sched_switch
+	KernelEvent task_event; // other unless is_task_event: for TaskTable and the CPU's task
 };
 
 // A map's entry for a key, the last key's found again without a lookup
@@ -82,27 +84,22 @@ private:
 	typename Map::mapped_type *last_ = nullptr;
 };
 
-bool is_kernel(const reader::TraceClass &tc)
-{
-	const auto *domain = tc.env_value("domain");
-	return domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
-}
-
 // An event class whose payload tells which task runs or exists.
 bool is_task_event(const reader::TraceClass &tc, const std::string &name)
 {
-	return is_kernel(tc) &&
-	       (name == "sched_switch" || name == "sched_process_fork" || name == "lttng_statedump_process_state");
+	if (!is_kernel_trace(tc))
+		return false;
+	const KernelEvent::Kind k = KernelEvent::kind_of(name);
+	return k == KernelEvent::sched_switch || k == KernelEvent::process_fork || k == KernelEvent::process_statedump;
 }
 
 // The source's trace-wide part: its env and domain.
 void from_env(const reader::TraceClass &tc, Source &s)
 {
-	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
-		s.env_pid = std::get<int64_t>(*v);
-	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
-		s.env_procname = std::get<std::string>(*v);
-	s.kernel = is_kernel(tc);
+	const EnvProcess env = env_process(tc);
+	s.env_pid = env.pid;
+	s.env_procname = env.procname;
+	s.kernel = is_kernel_trace(tc);
 }
 
 } // namespace
@@ -133,7 +130,7 @@ Report trace_stats(EventWalk &walk)
 	// else the env procname of its first event (seq)
 	std::unordered_map<int64_t, std::pair<uint64_t, std::string_view>> env_names;
 	std::map<std::pair<std::string, std::string>, Loss> losses; // (trace, stream file)
-	std::unordered_map<int64_t, int64_t> running;               // kernel: CPU -> tid
+	RunningTasks running;                                       // kernel
 	std::optional<int64_t> running_pid;                         // the process of running[running_pid_cpu]
 	int64_t running_pid_cpu = 0;
 	bool running_pid_known = false;
@@ -158,8 +155,8 @@ Report trace_stats(EventWalk &walk)
 			// after a task event (which may change either) or on another CPU
 			if (!running_pid_known || *cpu != running_pid_cpu) {
 				running_pid.reset();
-				if (const auto r = running.find(*cpu); r != running.end())
-					running_pid = tasks.pid(r->second).value_or(r->second);
+				if (const auto r = running.running(*cpu))
+					running_pid = tasks.pid(*r).value_or(*r);
 				running_pid_cpu = *cpu;
 				running_pid_known = true;
 			}
@@ -209,8 +206,7 @@ Report trace_stats(EventWalk &walk)
 			const reader::TraceClass &tc = it->stream->trace().cls;
 			from_env(tc, ci);
 			if (is_task_event(tc, name)) {
-				ci.kind = ClassInfo::task_event;
-				ci.next_tid = find_field(*it, "next_tid");
+				ci.task_event = KernelEvent::of(*it);
 				ci.pid = {}; // fields of another task
 			}
 			return ci;
@@ -218,16 +214,12 @@ Report trace_stats(EventWalk &walk)
 		total.add(*it);
 		c.name->add(*it);
 		attribute(*it, c, 1, it->bits, it->seq);
-		if (c.kind == ClassInfo::task_event) {
+		if (c.task_event.kind != KernelEvent::other) {
 			running_pid_known = false;
-			tasks.observe(*it);
+			tasks.observe(*it, c.task_event);
 			const auto cpu = int_field(*it, c.cpu);
-			if (const auto next = int_field(*it, c.next_tid); next && cpu) {
-				if (*next)
-					running[*cpu] = *next;
-				else
-					running.erase(*cpu);
-			}
+			if (const auto next = int_field(*it, c.task_event.next_tid); next && cpu)
+				running.on_switch(*cpu, *next);
 		}
 	}
 	// the counted events' names and times

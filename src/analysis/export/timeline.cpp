@@ -1,26 +1,22 @@
-// analysis/export/export_model.cpp — the events of traces as tracks, slices,
+// analysis/export/timeline.cpp — the events of traces as tracks, slices,
 // instants, counters and scheduler events for the exports (see
-// export_model.hpp).
-#include "analysis/export/export_model.hpp"
+// timeline.hpp).
+#include "analysis/export/timeline.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <map>
 #include <set>
 #include <stdexcept>
 
-#include "analysis/output/json_text.hpp"
+#include "analysis/model/kernel_events.hpp"
+#include "analysis/model/scheduling.hpp"
+#include "analysis/model/spans.hpp"
+#include "analysis/model/syscalls.hpp"
+#include "analysis/model/tasks.hpp"
+#include "analysis/model/trace_env.hpp"
 
 namespace tracery::analysis {
 
 namespace reader = ctf::reader;
-using reader::Op;
-using reader::OpKind;
-using reader::Plan;
-using reader::Value;
 
 void ExportOptions::add_span(const std::string &spec)
 {
@@ -45,21 +41,6 @@ void ExportOptions::add_counter(const std::string &spec)
 	counters.push_back({spec.substr(0, colon), spec.substr(colon + 1)});
 }
 
-void write_all(int fd, const void *p, size_t n, const std::string &what)
-{
-	const auto *b = static_cast<const uint8_t *>(p);
-	while (n) {
-		const ssize_t w = ::write(fd, b, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			throw std::runtime_error("cannot write " + what + ": " + strerror(errno));
-		}
-		b += w;
-		n -= static_cast<size_t>(w);
-	}
-}
-
 uint32_t NameTable::id(std::string_view name)
 {
 	if (const auto it = ids_.find(name); it != ids_.end())
@@ -72,127 +53,16 @@ uint32_t NameTable::id(std::string_view name)
 
 namespace {
 
-bool is_integer(OpKind k)
-{
-	return k == OpKind::u8 || k == OpKind::u16 || k == OpKind::u32 || k == OpKind::u64 || k == OpKind::integer;
-}
-
-} // namespace
-
-FieldValue field_value_of(const reader::Item &event, const ShownField &field, std::string &scratch)
-{
-	FieldValue r;
-	r.type = field.type;
-	const Value *v;
-	if (field.ref.index >= 0) { // at a fixed index: the common case, without a call
-		const std::span<const Value> values = values_of(event, field.ref.scope);
-		const auto i = static_cast<size_t>(field.ref.index);
-		v = i < values.size() ? &values[i] : nullptr;
-	} else {
-		v = field_value(event, field.ref);
-	}
-	if (!v) {
-		r.type = ShownField::text;
-		return r;
-	}
-	switch (field.type) {
-	case ShownField::i64:
-		r.i = v->i;
-		break;
-	case ShownField::u64:
-		r.u = v->u;
-		break;
-	case ShownField::f64:
-		r.f = v->f;
-		break;
-	case ShownField::text:
-		r.s = {v->s, static_cast<size_t>(v->n)};
-		break;
-	case ShownField::enumeration: {
-		const Op &op = plan_of(event, field.ref.scope).ops[field.ref.op];
-		scratch.clear();
-		reader::for_each_enum_label(*op.type, v->u, [&](const std::string &label) {
-			if (!scratch.empty())
-				scratch += ',';
-			scratch += label;
-		});
-		if (scratch.empty())
-			scratch = op.is_signed ? std::to_string(v->i) : std::to_string(v->u);
-		r.s = scratch;
-		break;
-	}
-	case ShownField::compound: {
-		const Plan &plan = plan_of(event, field.ref.scope);
-		const std::span<const Value> values = values_of(event, field.ref.scope);
-		scratch.clear();
-		append_json_value(scratch, plan, field.ref.op, values, static_cast<size_t>(v - values.data()));
-		r.s = scratch;
-		break;
-	}
-	}
-	return r;
-}
-
-namespace {
-
 constexpr uint64_t kIdMask = (uint64_t{1} << 48) - 1;
 uint64_t uuid_of(TrackKind kind, int64_t id)
 {
 	return (uint64_t{static_cast<uint8_t>(kind)} << 56) | (static_cast<uint64_t>(id) & kIdMask);
 }
 
-// Identity contexts, shown as tracks rather than as fields.
-bool identity_field(std::string_view name)
-{
-	return name == "vpid" || name == "vtid" || name == "procname" || name == "pid" || name == "tid" ||
-	       name == "cpu_id";
-}
-
-// The members of a scope's plan worth showing, with their types.
-void shown_fields(const reader::Item &it, reader::Scope scope, NameTable &names, std::vector<ShownField> &out)
-{
-	const Plan &plan = plan_of(it, scope);
-	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
-		return;
-	uint32_t c = 1;
-	for (uint32_t k = 0; k < plan.ops[0].count; ++k) {
-		const Op &m = plan.ops[c];
-		if (m.name && m.shown) {
-			std::string_view n = *m.name;
-			if (!n.empty() && n[0] == '_')
-				n.remove_prefix(1);
-			if (scope == reader::Scope::payload || !identity_field(n)) {
-				ShownField f;
-				f.name = names.id(n);
-				f.ref = find_field(it, n);
-				if (f.ref.scope != scope ||
-				    f.ref.op != c) // a payload field of that name wins: skip the context's
-					f.ref = {};
-				if (f.ref) {
-					if (m.type && m.type->kind == reader::TypeKind::enumeration)
-						f.type = ShownField::enumeration;
-					else if (is_integer(m.kind))
-						f.type = m.is_signed ? ShownField::i64 : ShownField::u64;
-					else if (m.kind == OpKind::float32 || m.kind == OpKind::float64)
-						f.type = ShownField::f64;
-					else if (m.kind == OpKind::string || m.kind == OpKind::text_array ||
-					         m.kind == OpKind::text_sequence)
-						f.type = ShownField::text;
-					else
-						f.type = ShownField::compound;
-					out.push_back(f);
-				}
-			}
-		}
-		c = m.next;
-	}
-}
-
 // What to do with the events of one class.
 struct ClassPlan {
-	enum Kind : uint8_t { user, syscall_entry, syscall_exit, sched_switch, sched_wake, kernel_other } kind = user;
-	enum Task : uint8_t { no_task, statedump, fork, exec } task = no_task;
-	SchedWakeEvent::Kind wake = SchedWakeEvent::waking;
+	bool kernel = false;
+	KernelEvent k; // kernel: its kind and fields
 	uint32_t name = 0, slice_name = 0, category = 0;
 	int span = -1; // index in options.spans
 	bool span_begin = false;
@@ -204,9 +74,7 @@ struct ClassPlan {
 	std::optional<int64_t> env_pid; // the trace's env: a per-process buffer's
 	std::string env_procname;
 	uint64_t fixed_track = 0; // the track of every event of the class, when it has no vpid or vtid
-	FieldRef cpu, tid;        // kernel: packet's cpu_id, a tid context
-	// scheduler fields / task fields
-	FieldRef f[7];
+	FieldRef cpu, tid;        // kernel: the CPU it is about, a tid context
 };
 
 // Arithmetic on values of hostile traces: two's complement, never undefined.
@@ -257,8 +125,6 @@ private:
 		bool announced = false, syscalls_announced = false;
 		int64_t pid = 0;
 		std::string name;
-		std::vector<int> spans; // open spans, innermost last
-		bool in_syscall = false;
 		uint64_t task_gen = 0; // tasks_gen_ when its pid and name were last taken from tasks_
 	};
 	struct Process {
@@ -321,67 +187,26 @@ private:
 	{
 		ClassPlan p;
 		const std::string &name = it.event->cls->name;
-		const reader::EnvValue *domain = it.stream->trace().cls.env_value("domain");
-		const bool kernel = domain && std::holds_alternative<std::string>(*domain) &&
-		                    std::get<std::string>(*domain) == "kernel";
+		p.kernel = is_kernel_trace(it.stream->trace().cls);
 		p.name = p.slice_name = names_.id(name);
-		p.category = kernel ? cat_kernel_ : cat_ust_;
-		shown_fields(it, reader::Scope::payload, names_, p.fields);
-		shown_fields(it, reader::Scope::event_context, names_, p.fields);
-		shown_fields(it, reader::Scope::stream_event_context, names_, p.fields);
-		p.cpu = find_field(it, "cpu_id");
-		if (kernel) {
-			p.kind = ClassPlan::kernel_other;
-			p.tid = find_field(it, "tid");
-			if (p.tid.scope == reader::Scope::payload) // a payload field, not the context
-				p.tid = {};
-			if (name == "sched_switch") {
-				p.kind = ClassPlan::sched_switch;
-				int k = 0;
-				for (const char *f : {"prev_comm", "prev_tid", "prev_prio", "prev_state", "next_comm",
-				                      "next_tid", "next_prio"})
-					p.f[k++] = find_field(it, f);
-			} else if (name == "sched_waking" || name == "sched_wakeup" || name == "sched_wakeup_new") {
-				p.kind = ClassPlan::sched_wake;
-				p.wake = name == "sched_waking"   ? SchedWakeEvent::waking
-				         : name == "sched_wakeup" ? SchedWakeEvent::wakeup
-				                                  : SchedWakeEvent::wakeup_new;
-				int k = 0;
-				for (const char *f : {"comm", "tid", "prio", "target_cpu"})
-					p.f[k++] = find_field(it, f);
-			} else if (const auto call = after_prefix(name, "syscall_entry_"); !call.empty()) {
-				p.kind = ClassPlan::syscall_entry;
-				p.slice_name = names_.id(call);
+		p.category = p.kernel ? cat_kernel_ : cat_ust_;
+		shown_fields(it, names_, p.fields);
+		if (p.kernel) {
+			p.k = KernelEvent::of(it);
+			p.cpu = find_event_cpu(it);
+			p.tid = find_tid_context(it);
+			if (p.k.kind == KernelEvent::syscall_entry || p.k.kind == KernelEvent::syscall_exit) {
+				p.slice_name = names_.id(p.k.call);
 				p.category = cat_syscall_;
-			} else if (const auto call = after_prefix(name, "syscall_exit_"); !call.empty()) {
-				p.kind = ClassPlan::syscall_exit;
-				p.slice_name = names_.id(call);
-				p.category = cat_syscall_;
-			}
-			if (name == "lttng_statedump_process_state") {
-				p.task = ClassPlan::statedump;
-				p.f[0] = find_field(it, "tid");
-				p.f[1] = find_field(it, "pid");
-			} else if (name == "sched_process_fork") {
-				p.task = ClassPlan::fork;
-				p.f[0] = find_field(it, "child_tid");
-				p.f[1] = find_field(it, "child_pid");
-			} else if (name == "sched_process_exec") {
-				p.task = ClassPlan::exec;
-				p.f[0] = find_field(it, "tid");
-				p.f[2] = find_field(it, "filename");
 			}
 		} else {
 			p.vpid = find_field(it, "vpid");
 			p.vtid = find_field(it, "vtid");
 			p.procname = find_field(it, "procname");
 			// a per-process buffer's trace says its process in its env
-			const reader::TraceClass &tc = it.stream->trace().cls;
-			if (const auto *env = tc.env_value("vpid"); env && std::holds_alternative<int64_t>(*env))
-				p.env_pid = std::get<int64_t>(*env);
-			if (const auto *env = tc.env_value("procname");
-			    env && std::holds_alternative<std::string>(*env))
-				p.env_procname = std::get<std::string>(*env);
+			const EnvProcess env = env_process(it.stream->trace().cls);
+			p.env_pid = env.pid;
+			p.env_procname = env.procname;
 			if (!p.vpid && !p.vtid) {
 				if (p.env_pid) {
 					process(*p.env_pid,
@@ -405,16 +230,13 @@ private:
 			if (c.event != name)
 				continue;
 			p.counter_field = find_field(it, c.field);
-			const Value *v = field_value(it, p.counter_field);
-			const Op *op =
-				p.counter_field ? &plan_of(it, p.counter_field.scope).ops[p.counter_field.op] : nullptr;
-			if (!v || !op ||
-			    !(is_integer(op->kind) || op->kind == OpKind::float32 || op->kind == OpKind::float64))
+			bool integer = false;
+			if (!counter_field(it, p.counter_field, integer))
 				throw std::invalid_argument("--counter " + c.event + ":" + c.field + ": the event " +
 				                            name + " has no integer or floating point field '" +
 				                            c.field + "'");
 			p.counter = static_cast<int>(k);
-			p.counter_double = !is_integer(op->kind);
+			p.counter_double = !integer;
 			break;
 		}
 		return p;
@@ -528,8 +350,6 @@ private:
 		return uuid;
 	}
 
-	int64_t &current(int64_t cpu) { return running_[cpu]; }
-
 	// The kernel thread tid's track, with what the task table knows of it.
 	Thread &kernel_thread(int64_t tid)
 	{
@@ -557,16 +377,16 @@ private:
 		e.category = p.category;
 		e.fields = &p.fields;
 		std::optional<int64_t> counter_pid;
-		if (p.category == cat_ust_)
+		if (!p.kernel)
 			user(it, p, e, counter_pid);
 		else if (!kernel(it, p, e, counter_pid))
 			return; // a scheduler event, given as such
 		if (p.counter >= 0) {
 			e.counter_track = counter_track(p.counter, counter_pid);
 			if (p.counter_double) {
-				const Value *v = field_value(it, p.counter_field);
+				const reader::Field f = reader::field_at(it, p.counter_field);
 				e.counter_double = true;
-				e.counter_value = v ? v->f : 0;
+				e.counter_value = f ? f.as_double() : 0;
 			} else {
 				e.counter_int = int_or(it, p.counter_field, 0);
 				e.counter_value = static_cast<double>(e.counter_int);
@@ -599,18 +419,18 @@ private:
 			}
 			return;
 		}
-		Thread &t = thread(*tid, pid ? *pid : *tid, procname);
+		thread(*tid, pid ? *pid : *tid, procname);
 		e.track = uuid_of(TrackKind::thread, *tid);
 		if (p.span < 0)
 			return;
 		if (p.span_begin) {
-			if (t.spans.size() < 4096) { // deeper: an instant
-				t.spans.push_back(p.span);
+			if (spans_.depth(*tid) < 4096) { // deeper: an instant
+				spans_.begin(*tid, p.span);
 				e.phase = Phase::begin;
 				e.name = p.slice_name;
 			}
-		} else if (!t.spans.empty() && t.spans.back() == p.span) {
-			t.spans.pop_back();
+		} else if (const int *open = spans_.innermost(*tid); open && *open == p.span) {
+			spans_.end(*tid);
 			e.phase = Phase::end;
 			e.name = p.slice_name;
 		}
@@ -623,56 +443,51 @@ private:
 		int64_t cpu = int_or(it, p.cpu, -1);
 		if (cpu < 0 || cpu >= 65536)
 			cpu = -1;
-		if (p.task != ClassPlan::no_task || p.kind == ClassPlan::sched_switch) {
-			tasks_.observe(it);
+		const KernelEvent &k = p.k;
+		if (k.kind == KernelEvent::sched_switch || k.kind == KernelEvent::process_statedump ||
+		    k.kind == KernelEvent::process_fork || k.kind == KernelEvent::process_exec) {
+			tasks_.observe(it, k);
 			++tasks_gen_;
-		}
-		if (p.task == ClassPlan::exec) {
-			if (const auto tid = int_field(it, p.f[0])) {
-				std::string_view file = text_field(it, p.f[2]);
-				if (const size_t slash = file.rfind('/'); slash != std::string_view::npos)
-					file.remove_prefix(slash + 1);
-				tasks_.set(*tid, std::nullopt, file.substr(0, 15));
-				kernel_thread(*tid);
-			}
-		} else if (p.task != ClassPlan::no_task) {
-			if (const auto tid = int_field(it, p.f[0]))
-				kernel_thread(*tid);
+			if (k.kind != KernelEvent::sched_switch)
+				if (const auto tid = int_field(it, k.tid))
+					kernel_thread(*tid);
 		}
 		int64_t running = 0;
 		if (const auto tid = int_field(it, p.tid))
 			running = *tid;
 		else if (cpu >= 0)
-			running = current(cpu);
-		switch (p.kind) {
-		case ClassPlan::sched_switch: {
+			running = running_.running(cpu).value_or(0);
+		switch (k.kind) {
+		case KernelEvent::sched_switch: {
 			SchedSwitchEvent s;
 			s.item = &it;
 			s.ts = e.ts;
 			s.cpu = cpu < 0 ? 0 : cpu;
-			s.prev_comm = text_field(it, p.f[0]);
-			s.prev_tid = int_or(it, p.f[1], 0);
-			s.prev_prio = wrapping_add(int_or(it, p.f[2], 20), 100);
-			s.prev_state = int_or(it, p.f[3], 0);
-			s.next_comm = text_field(it, p.f[4]);
-			s.next_tid = int_or(it, p.f[5], 0);
-			s.next_prio = wrapping_add(int_or(it, p.f[6], 20), 100);
+			s.prev_comm = text_field(it, k.prev_comm);
+			s.prev_tid = int_or(it, k.prev_tid, 0);
+			s.prev_prio = wrapping_add(int_or(it, k.prev_prio, 20), 100);
+			s.prev_state = int_or(it, k.prev_state, 0);
+			s.next_comm = text_field(it, k.next_comm);
+			s.next_tid = int_or(it, k.next_tid, 0);
+			s.next_prio = wrapping_add(int_or(it, k.next_prio, 20), 100);
 			if (cpu >= 0)
-				current(cpu) = s.next_tid;
+				running_.on_switch(cpu, s.next_tid);
 			sink_.sched_switch(s);
 			return false;
 		}
-		case ClassPlan::sched_wake: {
+		case KernelEvent::sched_wake: {
 			SchedWakeEvent s;
 			s.item = &it;
-			s.kind = p.wake;
+			s.kind = k.wake == KernelEvent::waking   ? SchedWakeEvent::waking
+			         : k.wake == KernelEvent::wakeup ? SchedWakeEvent::wakeup
+			                                         : SchedWakeEvent::wakeup_new;
 			s.ts = e.ts;
 			s.cpu = cpu < 0 ? 0 : cpu;
 			s.current_tid = running;
-			s.comm = text_field(it, p.f[0]);
-			s.tid = int_or(it, p.f[1], 0);
-			s.prio = wrapping_add(int_or(it, p.f[2], 20), 100);
-			s.target_cpu = int_or(it, p.f[3], s.cpu);
+			s.comm = text_field(it, k.comm);
+			s.tid = int_or(it, k.tid, 0);
+			s.prio = wrapping_add(int_or(it, k.prio, 20), 100);
+			s.target_cpu = int_or(it, k.target_cpu, s.cpu);
 			sink_.sched_wake(s);
 			return false;
 		}
@@ -686,10 +501,13 @@ private:
 		Thread &t = kernel_thread(running);
 		counter_pid = t.pid;
 		e.track = uuid_of(TrackKind::thread, running);
-		if (p.kind == ClassPlan::syscall_entry) {
+		// system calls paired per thread (model/syscalls.hpp): a call the
+		// thread never returned from (exit, execve, a lost exit) ends at its
+		// next entry; an exit without its entry stays an instant
+		if (k.kind == KernelEvent::syscall_entry) {
 			e.track = syscall_track(running, t);
 			e.name = p.slice_name;
-			if (t.in_syscall) { // the last call never returned (exit, execve, a lost exit): ended here
+			if (syscalls_.enter(running, it.ns, cpu, k.call)) {
 				ExportEvent end = e;
 				end.phase = Phase::end;
 				end.fields = &no_fields_;
@@ -697,12 +515,10 @@ private:
 				sink_.event(end);
 				++counts_.syscalls_closed;
 			}
-			t.in_syscall = true;
 			e.phase = Phase::begin;
-		} else if (p.kind == ClassPlan::syscall_exit && t.in_syscall) {
+		} else if (k.kind == KernelEvent::syscall_exit && syscalls_.exit(running)) {
 			e.track = syscall_track(running, t);
 			e.name = p.slice_name;
-			t.in_syscall = false;
 			e.phase = Phase::end;
 		}
 		return true;
@@ -721,7 +537,9 @@ private:
 	Thread *last_thread_ = nullptr;
 	int64_t last_tid_ = 0;
 	std::unordered_map<int64_t, Process> processes_;
-	std::unordered_map<int64_t, int64_t> running_; // CPU -> running tid
+	RunningTasks running_;
+	SyscallTracker syscalls_;
+	OpenSpans<int64_t, int> spans_; // per thread: the open spans' indexes in options.spans
 	std::set<int64_t> cpu_tracks_;
 	std::unordered_map<const reader::Trace *, size_t> trace_tracks_;
 	std::map<std::pair<int, int64_t>, size_t> counter_tracks_;

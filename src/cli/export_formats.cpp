@@ -1,5 +1,5 @@
-// analysis/export/export.cpp — the table of export formats (see export.hpp).
-#include "analysis/export/export.hpp"
+// cli/export_formats.cpp — the table of export formats (see export_formats.hpp).
+#include "cli/export_formats.hpp"
 
 #include "analysis/export/chrome_json_export.hpp"
 #include "analysis/export/html_export.hpp"
@@ -15,7 +15,12 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace tracery::analysis {
+namespace tracery::cli {
+
+using analysis::EventWalk;
+using analysis::ExportCounts;
+using analysis::ExportOptions;
+namespace sql = analysis::sql;
 
 namespace {
 
@@ -55,7 +60,7 @@ ExportCounts write_sqlite(EventWalk &walk, const std::string &out, const ExportR
 	}
 }
 
-// The timeline formats: the export model's events (export_model.hpp) given
+// The timeline formats: the timeline model's events (timeline.hpp) given
 // to `write` with the file open.
 using TimelineWriter = ExportCounts (*)(EventWalk &, const ExportOptions &, int, const std::string &);
 
@@ -84,17 +89,17 @@ ExportCounts write_timeline(TimelineWriter write, EventWalk &walk, const std::st
 
 ExportCounts write_perfetto(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
-	return write_timeline(export_perfetto, walk, out, request);
+	return write_timeline(analysis::export_perfetto, walk, out, request);
 }
 
 ExportCounts write_chrome_json(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
-	return write_timeline(export_chrome_json, walk, out, request);
+	return write_timeline(analysis::export_chrome_json, walk, out, request);
 }
 
 ExportCounts write_html(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
-	return write_timeline(export_html, walk, out, request);
+	return write_timeline(analysis::export_html, walk, out, request);
 }
 
 } // namespace
@@ -131,4 +136,4 @@ const ExportFormat *find_export_format(std::string_view name)
 	return nullptr;
 }
 
-} // namespace tracery::analysis
+} // namespace tracery::cli

@@ -1,6 +1,9 @@
-// analysis/export/export_model.hpp — what `tracery export` shares between the
-// formats of other tools (Perfetto's protobuf, Chrome's JSON): the walk over
-// the traces' events, turned into timelines those tools draw.
+// analysis/export/timeline.hpp — the timeline model the export formats
+// (Perfetto's protobuf, Chrome's JSON, the HTML page) are written from: the
+// walk over the traces' events turned into the tracks, slices, instants and
+// counters those tools draw, given to a sink (one per format). What the
+// kernel's events mean (tasks, the running task of each CPU, system calls
+// paired) comes from the kernel model, model/.
 //
 // - tracks: a process, a thread (its pid and name from the user events'
 //   vpid/vtid/procname contexts, or the kernel's state dump, fork, exec and
@@ -9,7 +12,9 @@
 //   their first use, and again when their name or process changes;
 // - events: user events are instants, or the begin and end of a slice when
 //   named as a span's (paired per thread, innermost first); system calls are
-//   slices of their thread (syscall_entry_* to syscall_exit_*); a field
+//   slices of their thread (syscall_entry_* to syscall_exit_*, paired by
+//   model/syscalls.hpp: a call the thread never returned from ends at its
+//   next entry, an exit without its entry is an instant); a field
 //   marked as a counter gives its event a counter value; every other event
 //   is an instant on its thread's track (the running thread of its CPU for
 //   kernel events), else its CPU's;
@@ -31,7 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/analyze/analyses.hpp"
+#include "analysis/export/event_fields.hpp"
 #include "analysis/read/event_walk.hpp"
 
 namespace tracery::analysis {
@@ -66,24 +71,6 @@ struct TrackInfo {
 	uint64_t parent = 0; // uuid of the track it belongs to, 0 for none
 	int64_t pid = 0, tid = 0, cpu = 0;
 	std::string_view name;
-};
-
-// A field shown with its event: its name (an id of the name table) and how
-// to read it.
-struct ShownField {
-	enum Type : uint8_t { i64, u64, f64, text, enumeration, compound };
-	uint32_t name = 0;
-	Type type = i64;
-	FieldRef ref;
-};
-
-// A field's value in one event (text: valid until the next value()).
-struct FieldValue {
-	ShownField::Type type = ShownField::i64;
-	int64_t i = 0;
-	uint64_t u = 0;
-	double f = 0;
-	std::string_view s; // text, an enumeration's label(s), a compound value as JSON
 };
 
 enum class Phase : uint8_t { instant, begin, end };
@@ -153,12 +140,5 @@ struct ExportCounts {
 // Walks every event of walk into sink. Throws ctf::reader::ReadError for a
 // damaged trace, std::invalid_argument for options naming no event or field.
 ExportCounts export_events(EventWalk &walk, const ExportOptions &options, ExportSink &sink);
-
-// The value of a shown field of an event (reads the event's decoded values).
-FieldValue field_value_of(const ctf::reader::Item &event, const ShownField &field, std::string &scratch);
-
-// Writes all n bytes to fd; throws std::runtime_error naming what (the
-// output file) on an error.
-void write_all(int fd, const void *p, size_t n, const std::string &what);
 
 } // namespace tracery::analysis

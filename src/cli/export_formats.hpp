@@ -1,8 +1,9 @@
-// analysis/export/export.hpp — `tracery export --format FORMAT`: the formats traces
-// are written to, in one table (export.cpp) that the command's --format
-// option and its help list. A format is a name, a line of help and a writer
-// from the merged events of the traces to the output path; adding one is
-// adding a row.
+// cli/export_formats.hpp — `tracery export --format FORMAT`: the formats traces
+// are written to, in one table (export_formats.cpp) that the command's
+// --format option and its help list. A format is a name, a line of help and a
+// writer from the merged events of the traces to the output path; adding one
+// is adding a row. The table sits above the products it lists: the SQLite
+// database (analysis/sql) and the timeline formats (analysis/export).
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/export/export_model.hpp"
+#include "analysis/export/timeline.hpp"
 #include "analysis/read/event_walk.hpp"
 
-namespace tracery::analysis {
+namespace tracery::cli {
 
 // What the command asks of a format.
 struct ExportRequest {
@@ -33,7 +34,8 @@ struct ExportFormat {
 	// half-written; returns the events written and those the traces lost.
 	// Throws ctf::reader::ReadError (a damaged trace: file and offset),
 	// std::invalid_argument (a bad option, named), std::runtime_error.
-	ExportCounts (*write)(EventWalk &walk, const std::string &out, const ExportRequest &request);
+	analysis::ExportCounts (*write)(analysis::EventWalk &walk, const std::string &out,
+	                                const ExportRequest &request);
 };
 
 // Every format, in the order --help lists them.
@@ -41,4 +43,4 @@ const std::vector<ExportFormat> &export_formats();
 // The format of that name, null if none.
 const ExportFormat *find_export_format(std::string_view name);
 
-} // namespace tracery::analysis
+} // namespace tracery::cli
