@@ -1,8 +1,6 @@
 // analysis/output/report_test.cpp — distributions (nearest-rank percentiles, sample
-// standard deviation, log2 buckets), reports as JSON and text, and the
-// progress line.
+// standard deviation, log2 buckets), reports as JSON and text.
 #include "analysis/output/report.hpp"
-#include "analysis/read/progress.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -152,31 +150,6 @@ TEST(Report, Text)
 	EXPECT_NE(text.find("a         1.500      25.00\n"), std::string::npos) << text;
 	EXPECT_NE(text.find("bb            -     100.00\n"), std::string::npos) << text;
 	EXPECT_NE(text.find("a note\n"), std::string::npos) << text;
-}
-
-TEST(Progress, Line)
-{
-	// 250 MB of 1 GB in 2 s: 125 MB/s, 6 s left; the bar (a quarter full) takes the rest of the 80 columns
-	const std::string l = Progress::line("stats", 250000000, 1000000000, 2.0, 80);
-	EXPECT_EQ(l, "stats [######                    ]   25%  250.0 MB/1.0 GB  125.0 MB/s  0:06 left");
-	EXPECT_EQ(l.size(), 80u);
-	EXPECT_LE(Progress::line("stats", 1, 2, 1.0, 40).size(), 40u);
-}
-
-TEST(Progress, DrawsNothingWhenDisabledOrWithinTheFirstSecond)
-{
-	char *buf = nullptr;
-	size_t size = 0;
-	FILE *f = open_memstream(&buf, &size);
-	{
-		Progress off("x", 100, f, false);
-		off.update(50);
-		Progress quick("x", 100, f, true);
-		quick.update(50); // before a second has passed
-	}
-	fclose(f);
-	EXPECT_EQ(size, 0u);
-	free(buf);
 }
 
 } // namespace

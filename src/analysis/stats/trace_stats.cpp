@@ -231,8 +231,7 @@ Report trace_stats(EventWalk &walk)
 			if (!t.events)
 				continue;
 			const int64_t first = s.clock().ns(t.first_cycles), last = s.clock().ns(t.last_cycles);
-			names[s.plans().events[k].cls->name].add(t.events, t.bits, t.first_seq, first, t.last_seq,
-			                                         last);
+			names[s.event_class(k).name].add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
 			total.add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
 		}
 	}

@@ -372,7 +372,7 @@ void interleaved_streams(bool compact)
 	{
 		tracery::ctf::reader::TraceSet set; // (the headers the reader reads itself when compact)
 		set.add_trace(t.dir.string(), "");
-		EXPECT_EQ(set.stream(0).plans().event_header.compact_header, compact);
+		EXPECT_EQ(set.stream(0).compact_header(), compact);
 	}
 	const std::string all = stats_of(t.dir, Mode::all_fields);
 	EXPECT_EQ(all.find("error"), std::string::npos) << all;

@@ -210,10 +210,9 @@ bool TextPrinter::scope_shows(const FieldDecl &root) const
 	StreamText &st = streams_[s.index()];
 	if (st.packet != s.packets_reached())
 		packet(it, st);
-	const auto &events = s.plans().events;
-	const auto cls = static_cast<size_t>(it.event - events.data());
-	if (st.programs.size() != events.size())
-		st.programs.resize(events.size());
+	const size_t cls = s.class_index(it);
+	if (st.programs.size() != s.event_classes())
+		st.programs.resize(s.event_classes());
 	EventProgram &prog = st.programs[cls];
 	if (!prog.made)
 		program(it, st.packet_shown, prog);

@@ -211,7 +211,7 @@ Counts count(const std::string &dir, bool counting)
 			if (!t.events)
 				continue;
 			tallied += t.events;
-			std::array<uint64_t, 4> &n = c.classes[s.plans().events[k].cls->name];
+			std::array<uint64_t, 4> &n = c.classes[s.event_class(k).name];
 			n = {n[0] + t.events, n[1] + t.bits, n[0] ? n[2] : t.first_cycles, t.last_cycles};
 		}
 	}

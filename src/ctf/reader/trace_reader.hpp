@@ -166,8 +166,16 @@ public:
 		uint64_t first_cycles = 0, last_cycles = 0; // the first's and the last's clock values
 		uint64_t first_seq = 0, last_seq = 0;       // and their places in the order (Item::seq)
 	};
-	// By event class, as plans().events (empty unless counting).
+	// By event class, as event_class(k) (empty unless counting).
 	const std::vector<Tally> &tallies() const { return tallies_; }
+
+	// Its event classes, by index: the index of tallies() and class_index().
+	size_t event_classes() const { return plans_->events.size(); }
+	const EventClass &event_class(size_t k) const { return *plans_->events[k].cls; }
+	// The index among them of an event item's class (it.event of this stream).
+	size_t class_index(const Item &it) const { return static_cast<size_t>(it.event - plans_->events.data()); }
+	// Whether its event headers have LTTng's compact layout (read without running the header's plan).
+	bool compact_header() const { return plans_->event_header.compact_header; }
 
 private:
 	friend class TraceSet;
