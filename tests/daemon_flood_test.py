@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""A flood of the system daemon's socket (issue 16, item 2): an unprivileged
+"""A flood of the system daemon's socket: an unprivileged
 user (made here with useradd, removed afterwards; skipped unless root) opens
 3,000 idle connections, then for FLOOD_SECONDS keeps opening more that send
 half a header, commands it may not send, commands and hellos over the size
 limits, a hello cut short after 1 MiB, garbage and the old protocol version,
 while root and a member of the daemon's group each run sessions (create,
 enable-event, start, a traced program, stop, status, list; view at the end).
-Their commands answer within BOUND_S each (docs/architecture.md states the
+Their commands answer within BOUND_S each (src/daemon/README.md states the
 bound), the flood gets its refusals (permission denied from the header, the
 size limits, the version), and once the flood is gone the daemon's threads,
 descriptors and memory are back where they were (memory only without a

@@ -1,5 +1,5 @@
-"""A hostile program cannot hang, crash or starve the session daemon (issue 16,
-item 1: shared memory is input). A root daemon's session traces well-behaved
+"""A hostile program cannot hang, crash or starve the session daemon (shared
+memory is input). A root daemon's session traces well-behaved
 programs of root and, as a second unprivileged user, a program that writes
 random bytes over its own ring buffer mappings while it emits. For several
 seeds, throughout: every command of root and of a `tracing`-group user answers

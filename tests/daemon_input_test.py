@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Control messages whose fields have the wrong JSON type (issue 16): a
+"""Control messages whose fields have the wrong JSON type: a
 client of the daemon's socket, or a traced program, sends well-framed
 messages whose bodies are valid JSON but not what the protocol says
 (src/control/messages.hpp): a number where a string belongs, an object where

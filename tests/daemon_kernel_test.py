@@ -1,4 +1,4 @@
-"""traceryd's kernel domain (issue 17): `tracery enable-event -k` (tracepoints, --syscall), `track -k` and
+"""traceryd's kernel domain: `tracery enable-event -k` (tracepoints, --syscall), `track -k` and
 user events in one session, written as OUTPUT/ust + OUTPUT/kernel and read back merged by babeltrace2; the
 one-line refusal of -k for a user neither root nor in the daemon's group; a session stopped, changed and started
 again continuing its kernel trace; a snapshot session's kernel part; `-k -a`; a daemon killed with SIGKILL leaves

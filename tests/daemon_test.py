@@ -348,7 +348,7 @@ def vm_size(pid):
 
 
 class Quotas(DaemonTestCase):
-    """Channel sizes and the per-user buffer quota (issue 16): refused with
+    """Channel sizes and the per-user buffer quota: refused with
     the limit in the message, and a failed command changes nothing."""
 
     def fails(self, *args, expect):
@@ -371,11 +371,11 @@ class Quotas(DaemonTestCase):
     def test_oversized_channels_are_refused_and_the_session_still_works(self):
         pid = self.d.start_daemon()
         path = self.session("s", events=())
-        # 1024 x 1 GiB per CPU: beyond the 2^40 bytes a ring buffer may hold (issue 16: aborted the daemon).
+        # 1024 x 1 GiB per CPU: beyond the 2^40 bytes a ring buffer may hold (once aborted the daemon).
         self.fails("enable-channel", "-u", "big", "--subbuf-size", "1G", "--num-subbuf", "1024",
                    expect=["cannot enable channel 'big'", "exceeds 2^40", f"({possible_cpus()} CPU",
                            "use a smaller --subbuf-size or --num-subbuf"])
-        # 512 x 1 GiB per CPU fits a ring buffer, not the default quota (a quarter of the memory; issue 16: OOM).
+        # 512 x 1 GiB per CPU fits a ring buffer, not the default quota (a quarter of the memory; it once woke the OOM killer).
         self.fails("enable-channel", "-u", "big", "--subbuf-size", "1G", "--num-subbuf", "512",
                    expect=["cannot enable channel 'big'", "more than the buffer quota of", "per user",
                            "--buffer-quota"])
@@ -496,7 +496,7 @@ class Quotas(DaemonTestCase):
         self.addCleanup(restore)
         self.fails("start", expect=["cannot start session 's': cannot make the", "buffer of channel 'chan'",
                                     "Cannot allocate memory", "free some memory"])
-        # Issue 16: the session stayed "started" with an empty buffer slot, and status crashed the daemon.
+        # This once left the session "started" with an empty buffer slot, and status crashed the daemon.
         self.alive(pid)
         status = self.status()
         self.assertIn("[created]", status)
@@ -522,7 +522,7 @@ class Quotas(DaemonTestCase):
         self.d.tracery("start")
         restore = self.limit_address_space(pid, 64 << 20)
         self.addCleanup(restore)
-        # Issue 16: an uncaught exception here aborted the daemon.
+        # An uncaught exception here once aborted the daemon.
         out = self.d.run([program("tests", "daemon-emitter"), "count", "100"])
         untraced = int(out.split()[1])
         restore()

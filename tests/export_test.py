@@ -1,5 +1,5 @@
 """`tracery export --format perfetto|chrome-json`: the Perfetto trace decodes with `protoc --decode` against the
-project's .proto (src/analysis/proto/perfetto_trace.proto), and its packets have the structure Perfetto's trace
+project's .proto (src/analysis/export/proto/perfetto_trace.proto), and its packets have the structure Perfetto's trace
 processor needs: the clock snapshot first, the sequence's incremental state cleared by its first packet, every track
 uuid and interned name defined before its use, timestamps that never go back on a track (or a CPU's ftrace events),
 one track event per user event, slices balanced per track, spans and counters where the command line asked. The
@@ -20,7 +20,7 @@ from analyze_test import forge, tracery
 from daemontest import DaemonEnv, go, read_line
 from tracetest import program
 
-PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "analysis", "proto")
+PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "analysis", "export", "proto")
 HAVE_PROTOC = shutil.which("protoc") is not None
 BASE = 1700000000 * 10**9  # the forged trace's clock offset (ns from the Epoch)
 

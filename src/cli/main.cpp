@@ -4,7 +4,7 @@
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
 
-#include "analysis/export.hpp"
+#include "analysis/export/export.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -5,13 +5,13 @@
 #include "cli/current.hpp"
 #include "cli/print.hpp"
 
-#include "analysis/analyses.hpp"
-#include "analysis/export.hpp"
+#include "analysis/analyze/analyses.hpp"
+#include "analysis/export/export.hpp"
+#include "analysis/read/trace_scan.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite_export.hpp"
-#include "analysis/text_view.hpp"
-#include "analysis/trace_scan.hpp"
-#include "analysis/trace_stats.hpp"
+#include "analysis/stats/trace_stats.hpp"
+#include "analysis/view/text_view.hpp"
 
 #include "base/cat.hpp"
 #include "base/sizes.hpp"

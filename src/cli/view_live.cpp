@@ -1,6 +1,6 @@
 // cli/view_live.cpp — `tracery view --live net://HOST[:PORT]/host/HOSTNAME/SESSION`:
 // the lttng-live conversation (control/live_client.hpp) feeding the live
-// reading and printing (analysis/live_view.hpp). Per round: GET_NEXT_INDEX
+// reading and printing (analysis/view/live_view.hpp). Per round: GET_NEXT_INDEX
 // of each stream the merge waits on (and its packet when there is one),
 // the metadata when a reply says it grew, the new streams when one says
 // there are some or when every stream has hung up; then whatever can be
@@ -9,7 +9,7 @@
 // output is closed, or on SIGINT / SIGTERM (quietly, exit 0); an error of
 // the relay or of the trace ends it with a message and exit 1, after what
 // could be printed.
-#include "analysis/live_view.hpp"
+#include "analysis/view/live_view.hpp"
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
 #include "control/live_client.hpp"

@@ -57,8 +57,8 @@ enum class Kind : uint16_t {
 const char *kind_name(Kind kind);
 
 // The largest body a receiver accepts, by the kind of its connection, and
-// how many descriptors may come with a frame. docs/architecture.md (threat
-// model) says why these sizes hold the largest legitimate messages.
+// how many descriptors may come with a frame. src/daemon/README.md (limits)
+// says why these sizes hold the largest legitimate messages.
 struct Limits {
 	uint32_t command;
 	uint32_t program;

@@ -8,7 +8,7 @@
 //       20     4  stream_id            (stream class)
 //       24     8  stream_instance_id   (which stream of that class)
 //          packet.context
-//       32     8  timestamp_begin      (clock "monotonic", ns)
+//       32     8  timestamp_begin      (ticks of the clock named "monotonic")
 //       40     8  timestamp_end
 //       48     8  content_size         (bits, whole packet incl. these 84 bytes)
 //       56     8  packet_size          (bits, == content_size: no padding)
@@ -16,6 +16,13 @@
 //       72     8  events_discarded     (cumulative count for the stream)
 //       80     4  cpu_id
 //       84        events...
+//
+// A tick is what the trace's timestamps count (clock::TickUnit), chosen by
+// whoever writes the metadata (traceryd per session, or the program itself
+// without a daemon): TSC cycles where its trace clock uses a TSC backend,
+// else nanoseconds. The metadata's clock is named "monotonic" either way; it
+// declares the tick rate (freq: 1 GHz, or the calibrated TSC rate) and the
+// time of day of tick 0 (metadata.hpp, base/tick_scale.hpp).
 #pragma once
 
 #include <cstddef>
@@ -37,7 +44,7 @@ inline constexpr size_t kContentSizeOffset = 48;
 inline constexpr size_t kPacketSizeOffset = 56;
 
 struct PacketInfo {
-	// Clock values (ns) of the packet's first and last instants: every event
+	// Clock values (ticks) of the packet's first and last instants: every event
 	// timestamp t must satisfy timestamp_begin <= t <= timestamp_end, and a
 	// reader starts decoding compact timestamps from timestamp_begin.
 	uint64_t timestamp_begin = 0;

@@ -15,7 +15,7 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 // daemon populates at once and that stay resident while tracing (shared
 // memory: reclaim cannot drop them, and most machines have no swap to move
 // them to); when they exhaust memory, the OOM killer takes other processes
-// with the daemon (issue 16: 512 x 1 GiB grew the daemon to 24 GB). A quarter
+// with the daemon (a channel of 512 x 1 GiB grew the daemon to 24 GB). A quarter
 // leaves three quarters to the traced programs themselves and to the page
 // cache the consumers write the trace through, and still gives a user room
 // for many programs with default channels (4 x 512 KiB per CPU): a 2-CPU

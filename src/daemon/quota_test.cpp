@@ -97,7 +97,8 @@ TEST(ChannelRefusal, SizesTheRingBufferRefuse)
 	const std::string num = channel_refusal("c2", config(2, 3, 4096), 0, 64 * kGiB);
 	EXPECT_EQ(num, "cannot enable channel 'c2': num_subbuf = 3 must be a power of two in 2..65536; "
 	               "change --num-subbuf");
-	// Issue 16: 1024 x 1 GiB on 2 CPUs is 2 TiB, beyond what a ring buffer may hold, whatever the quota.
+	// 1024 x 1 GiB on 2 CPUs is 2 TiB, beyond what a ring buffer may hold, whatever the quota (it once
+	// aborted the daemon).
 	const std::string big = channel_refusal("big", config(2, 1024, 1u << 30), 0, UINT64_MAX);
 	EXPECT_TRUE(contains(big, "cannot enable channel 'big': num_cpus x num_subbuf x subbuf_size = 2199023255552 "
 	                          "bytes exceeds 2^40 (2 CPUs x 1024 x 1 GiB"))

@@ -6,8 +6,8 @@
 // to bounded thread pools served round-robin per user (FairQueue): commands
 // to a few workers (Daemon::handle_command may wait for programs' acks),
 // programs' messages, in order, to one thread. Per-user limits bound what a
-// user's connections hold; docs/architecture.md (threat model) states them
-// and the delay one user's flood can cause another's command.
+// user's connections hold; src/daemon/README.md states them and the delay
+// one user's flood can cause another's command.
 #pragma once
 
 #include "daemon/daemon.hpp"

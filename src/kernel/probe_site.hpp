@@ -1,4 +1,4 @@
-// kernel/probe_site.hpp — dynamic probes on unmodified programs (issue 18):
+// kernel/probe_site.hpp — dynamic probes on unmodified programs:
 // a --userspace-probe spec resolved, from the ELF file it names, into what
 // one line of tracefs's uprobe_events needs (the probed instruction's file
 // offset, the SDT semaphore's, the fetch-args that record the arguments).

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/analyses.hpp"
+#include "analysis/analyze/analyses.hpp"
 
 namespace tracery::analysis::sql {
 

@@ -5,7 +5,7 @@
 // per key; and what the user sees of SQL: quoting of hostile names, UTF-8
 // repair, JSON strings, and query output as text, CSV and JSON.
 #include "analysis/sql/derived.hpp"
-#include "analysis/json_text.hpp"
+#include "analysis/output/json_text.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite.hpp"
 

@@ -2,7 +2,7 @@
 // (see event_tables.hpp).
 #include "analysis/sql/event_tables.hpp"
 
-#include "analysis/json_text.hpp"
+#include "analysis/output/json_text.hpp"
 
 #include <algorithm>
 #include <set>

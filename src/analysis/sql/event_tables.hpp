@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/event_walk.hpp"
+#include "analysis/read/event_walk.hpp"
 #include "analysis/sql/sqlite.hpp"
 #include "ctf/reader/trace_reader.hpp"
 

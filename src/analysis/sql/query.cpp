@@ -3,8 +3,8 @@
 // a time so that a large result needs no more memory than a block.
 #include "analysis/sql/query.hpp"
 
-#include "analysis/json_text.hpp"
-#include "analysis/report.hpp"
+#include "analysis/output/json_text.hpp"
+#include "analysis/output/report.hpp"
 
 #include <cmath>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // database (see sqlite_export.hpp).
 #include "analysis/sql/sqlite_export.hpp"
 
-#include "analysis/json_text.hpp"
+#include "analysis/output/json_text.hpp"
 #include "analysis/sql/derived.hpp"
 #include "analysis/sql/event_tables.hpp"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyses.hpp"
-#include "analysis/event_walk.hpp"
+#include "analysis/analyze/analyses.hpp"
+#include "analysis/read/event_walk.hpp"
 #include "analysis/sql/sqlite.hpp"
 
 namespace tracery::analysis::sql {

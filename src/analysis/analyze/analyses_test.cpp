@@ -1,0 +1,227 @@
+// analysis/analyze/analyses_test.cpp — the analyses' cores on made-up event
+// sequences: cputop's rules (a task first seen leaving ran from the start, the
+// idle task, a CPU busy from the start until its first switch), system calls
+// counted for the task on the exit's CPU under the entry's name, wake-up
+// latency from the earliest wake-up, IRQs paired per CPU, spans nested per key.
+#include "analysis/analyze/analyses.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace tracery::analysis;
+
+namespace {
+
+const Table &table(const Report &r, const std::string &key)
+{
+	for (const Table &t : r.tables)
+		if (t.key == key)
+			return t;
+	throw std::runtime_error("no table " + key);
+}
+
+size_t column(const Table &t, const std::string &key)
+{
+	for (size_t i = 0; i < t.columns.size(); ++i)
+		if (t.columns[i].key == key)
+			return i;
+	throw std::runtime_error("no column " + key);
+}
+
+// The cell of column `key` in the row whose first cell is `id`.
+Cell cell(const Report &r, const std::string &tab, int64_t id, const std::string &key)
+{
+	const Table &t = table(r, tab);
+	for (const auto &row : t.rows)
+		if (std::get<int64_t>(row[0]) == id)
+			return row[column(t, key)];
+	throw std::runtime_error("no row " + std::to_string(id) + " in " + tab);
+}
+Cell cell(const Report &r, const std::string &tab, const std::string &id, const std::string &key)
+{
+	const Table &t = table(r, tab);
+	for (const auto &row : t.rows)
+		if (std::get<std::string>(row[0]) == id)
+			return row[column(t, key)];
+	throw std::runtime_error("no row " + id + " in " + tab);
+}
+
+int64_t i64(const Cell &c) { return std::get<int64_t>(c); }
+double dbl(const Cell &c) { return std::get<double>(c); }
+
+TEST(CpuTop, FollowsTheSwitchesOfEachCpu)
+{
+	CpuTop top;
+	TaskTable tasks;
+	tasks.set(101, 100, "worker");
+	tasks.set(100, 100, "main");
+	top.begin(1000);
+	top.on_cpu(0);
+	top.on_cpu(1);
+	// CPU 0: 100 was running since the start; at 1100 it leaves for 101, which leaves for idle at 1300.
+	top.on_switch(1100, 0, 100, 101);
+	top.on_switch(1300, 0, 101, 0);
+	// CPU 1: idle until 1200 (first switch leaves the idle task), then 100 migrated there runs to the end.
+	top.on_migrate(100);
+	top.on_switch(1200, 1, 0, 100);
+	const Report r = top.report(2000, tasks);
+	EXPECT_EQ(r.begin_ns, 1000);
+	EXPECT_EQ(r.end_ns, 2000);
+	// 100: [1000, 1100] + [1200, 2000]; 101: [1100, 1300]
+	EXPECT_EQ(i64(cell(r, "per_thread", 100, "cpu_ns")), 900);
+	EXPECT_EQ(i64(cell(r, "per_thread", 101, "cpu_ns")), 200);
+	EXPECT_DOUBLE_EQ(dbl(cell(r, "per_thread", 100, "usage")), 0.9);
+	EXPECT_EQ(i64(cell(r, "per_thread", 100, "migrations")), 1);
+	EXPECT_EQ(i64(cell(r, "per_thread", 101, "pid")), 100);
+	EXPECT_EQ(std::get<std::string>(cell(r, "per_thread", 101, "comm")), "worker");
+	// the idle task is no thread
+	for (const auto &row : table(r, "per_thread").rows)
+		EXPECT_NE(i64(row[0]), 0);
+	// the process adds up its threads
+	EXPECT_EQ(i64(cell(r, "per_process", 100, "cpu_ns")), 1100);
+	EXPECT_EQ(i64(cell(r, "per_process", 100, "threads")), 2);
+	// CPU 0 busy from the start (a switch away from a task) to 1300; CPU 1 was busy from the start until
+	// its first switch too (the rule knows nothing before it), then from 1200 to the end.
+	EXPECT_EQ(i64(cell(r, "per_cpu", 0, "busy_ns")), 300);
+	EXPECT_EQ(i64(cell(r, "per_cpu", 1, "busy_ns")), 200 + 800);
+	EXPECT_DOUBLE_EQ(dbl(table(r, "total").rows[0][2]), 1300.0 / 1000 / 2);
+	// busiest thread first
+	EXPECT_EQ(i64(table(r, "per_thread").rows[0][0]), 100);
+}
+
+TEST(CpuTop, ATaskSeenOnlyMigratingHasNoTime)
+{
+	CpuTop top;
+	top.begin(0);
+	top.on_migrate(7);
+	top.on_switch(10, 0, 5, 6);
+	const Report r = top.report(100, TaskTable());
+	EXPECT_EQ(i64(cell(r, "per_thread", 7, "cpu_ns")), 0);
+	EXPECT_EQ(i64(cell(r, "per_thread", 5, "cpu_ns")), 10);
+	EXPECT_EQ(i64(cell(r, "per_thread", 6, "cpu_ns")), 90);
+}
+
+TEST(Syscalls, CountsForTheTaskOnTheExitsCpuUnderTheEntrysName)
+{
+	Syscalls s;
+	TaskTable tasks;
+	tasks.set(11, 10, "app");
+	s.on_entry(5, 0, "read"); // no task known on CPU 0 yet: not counted
+	s.on_exit(6, 0, 3);
+	s.on_switch(0, 11);
+	s.on_entry(10, 0, "read");
+	s.on_exit(25, 0, 3); // 15 ns
+	s.on_entry(30, 0, "openat");
+	s.on_exit(70, 0, -2); // 40 ns, an error
+	s.on_exit(80, 0, 0);  // no entry since the last counted exit
+	s.on_entry(100, 0, "read");
+	s.on_switch(0, 0);    // to idle
+	s.on_exit(120, 0, 1); // nobody runs: not counted
+	s.on_switch(1, 11);   // 11 goes on on CPU 1, its read still open
+	s.on_exit(160, 1, 1); // 60 ns, the exit's CPU runs 11
+	s.on_switch(1, 12);
+	s.on_entry(200, 1, "getpid");
+	s.on_exit(201, 1, 12);
+	const Report r = s.report(0, 300, tasks);
+	const Table &t = table(r, "per_thread");
+	ASSERT_EQ(t.rows.size(), 3u);
+	const auto row = [&](int64_t tid, const std::string &call) {
+		for (const auto &row : t.rows)
+			if (i64(row[0]) == tid && std::get<std::string>(row[column(t, "syscall")]) == call)
+				return row;
+		throw std::runtime_error("no row");
+	};
+	const auto read = row(11, "read");
+	EXPECT_EQ(i64(read[column(t, "count")]), 2);
+	EXPECT_EQ(i64(read[column(t, "min_ns")]), 15);
+	EXPECT_EQ(i64(read[column(t, "max_ns")]), 60);
+	EXPECT_DOUBLE_EQ(dbl(read[column(t, "mean_ns")]), 37.5);
+	EXPECT_EQ(i64(read[column(t, "errors")]), 0);
+	EXPECT_EQ(i64(read[column(t, "pid")]), 10);
+	EXPECT_EQ(i64(row(11, "openat")[column(t, "errors")]), 1);
+	EXPECT_EQ(i64(row(12, "getpid")[column(t, "max_ns")]), 1);
+	EXPECT_EQ(i64(cell(r, "per_syscall", "read", "count")), 2);
+	// per process: 11 counts under its process 10; 12 (process unknown) under itself
+	const Table &p = table(r, "per_process");
+	EXPECT_EQ(p.rows.size(), 3u);
+	EXPECT_EQ(i64(p.rows[0][0]), 10);
+	// the histogram holds all 4 calls: 1 ns [0, 2), 15 [8, 16), 40 [32, 64), 60 [32, 64)
+	const Table &h = table(r, "histogram");
+	int64_t n = 0;
+	for (const auto &row : h.rows)
+		n += i64(row[2]);
+	EXPECT_EQ(n, 4);
+	EXPECT_EQ(i64(h.rows.front()[0]), 0);
+	EXPECT_EQ(i64(h.rows.back()[0]), 32);
+	EXPECT_EQ(i64(h.rows.back()[2]), 2);
+}
+
+TEST(SchedLat, FromTheEarliestWakeupToTheSwitchIn)
+{
+	SchedLat s;
+	s.on_wakeup(100, 5);    // waking
+	s.on_wakeup(110, 5);    // wakeup of the same wake-up: the earlier counts
+	s.on_switch(150, 9, 5); // 50
+	s.on_wakeup(200, 6);
+	s.on_switch(210, 6, 7); // 6 left the CPU after its wake-up: it did not wait
+	s.on_switch(300, 7, 6); // not counted
+	s.on_wakeup(400, 5);
+	s.on_switch(420, 6, 5); // 20
+	s.on_wakeup(500, 0);    // the idle task: ignored
+	s.on_switch(600, 5, 0);
+	const Report r = s.report(0, 1000, TaskTable());
+	EXPECT_EQ(i64(cell(r, "per_thread", 5, "count")), 2);
+	EXPECT_EQ(i64(cell(r, "per_thread", 5, "min_ns")), 20);
+	EXPECT_EQ(i64(cell(r, "per_thread", 5, "max_ns")), 50);
+	EXPECT_EQ(table(r, "per_thread").rows.size(), 1u);
+	EXPECT_EQ(i64(table(r, "all").rows[0][0]), 2);
+}
+
+TEST(Irq, PairsEntriesAndExitsPerCpu)
+{
+	IrqStats s;
+	EXPECT_FALSE(s.any());
+	s.on_irq_entry(100, 0, 24, "eth0");
+	s.on_irq_entry(105, 1, 24, "eth0");
+	s.on_irq_exit(130, 1, 24); // 25 on CPU 1
+	s.on_irq_exit(140, 0, 24); // 40 on CPU 0
+	s.on_irq_exit(150, 0, 24); // no entry open
+	s.on_softirq_entry(200, 0, 3);
+	s.on_softirq_exit(260, 0, 2); // another vector: not paired
+	s.on_softirq_entry(300, 0, 3);
+	s.on_softirq_exit(307, 0, 3);
+	EXPECT_TRUE(s.any());
+	const Report r = s.report(0, 1000);
+	EXPECT_EQ(i64(cell(r, "hard", 24, "count")), 2);
+	EXPECT_EQ(i64(cell(r, "hard", 24, "min_ns")), 25);
+	EXPECT_EQ(i64(cell(r, "hard", 24, "max_ns")), 40);
+	EXPECT_EQ(std::get<std::string>(cell(r, "hard", 24, "name")), "eth0");
+	EXPECT_EQ(i64(cell(r, "soft", 3, "count")), 1);
+	EXPECT_EQ(i64(cell(r, "soft", 3, "max_ns")), 7);
+	EXPECT_EQ(std::get<std::string>(cell(r, "soft", 3, "name")), "NET_RX");
+}
+
+TEST(Spans, PairPerKeyLastInFirstOut)
+{
+	Spans s;
+	s.on_end(5, "1", 10, "app"); // no begin yet
+	s.on_begin(10, "1");
+	s.on_begin(12, "2");
+	s.on_begin(20, "1");          // nested in the first
+	s.on_end(25, "1", 10, "app"); // 5
+	s.on_end(40, "1", 10, "app"); // 30
+	s.on_end(52, "2", 20, "db");  // 40
+	s.on_begin(60, "2");          // never ended
+	const Report r = s.report(0, 100, "a to b");
+	const Table &all = table(r, "all");
+	EXPECT_EQ(i64(all.rows[0][column(all, "count")]), 3);
+	EXPECT_EQ(i64(all.rows[0][column(all, "min_ns")]), 5);
+	EXPECT_EQ(i64(all.rows[0][column(all, "max_ns")]), 40);
+	EXPECT_EQ(i64(all.rows[0][column(all, "p50_ns")]), 30);
+	EXPECT_EQ(i64(cell(r, "per_process", 10, "count")), 2);
+	EXPECT_EQ(i64(cell(r, "per_process", 20, "max_ns")), 40);
+	ASSERT_EQ(r.notes.size(), 2u);
+	EXPECT_NE(r.notes[0].find("1 span(s) begun and not ended"), std::string::npos);
+	EXPECT_NE(r.notes[1].find("1 end event(s) without a begin"), std::string::npos);
+}
+
+} // namespace

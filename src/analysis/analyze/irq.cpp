@@ -1,0 +1,144 @@
+// analysis/analyze/irq.cpp — `tracery analyze irq`: how long hard IRQ handlers
+// (irq_handler_entry/exit) and soft IRQs (softirq_entry/exit) ran, per IRQ
+// line and per soft IRQ vector, from the entry to the exit on the same CPU.
+#include "analysis/analyze/analyses.hpp"
+
+#include <stdexcept>
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+
+namespace {
+
+// The kernel's soft IRQ vectors (include/linux/interrupt.h).
+std::string softirq_name(int64_t vec)
+{
+	static const char *const names[] = {"HI",       "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
+	                                    "IRQ_POLL", "TASKLET", "SCHED",  "HRTIMER", "RCU"};
+	if (vec >= 0 && vec < static_cast<int64_t>(std::size(names)))
+		return names[vec];
+	return "vector " + std::to_string(vec);
+}
+
+} // namespace
+
+void IrqStats::on_irq_entry(int64_t ns, int64_t cpu, int64_t irq, std::string_view name)
+{
+	seen_ = true;
+	hard_open_[cpu] = {irq, ns};
+	Line &l = hard_[irq];
+	if (l.name.empty())
+		l.name = name;
+}
+
+void IrqStats::on_irq_exit(int64_t ns, int64_t cpu, int64_t irq)
+{
+	seen_ = true;
+	const auto o = hard_open_.find(cpu);
+	if (o == hard_open_.end() || o->second.id != irq)
+		return;
+	hard_[irq].d.add(ns - o->second.ns);
+	hard_all_.add(ns - o->second.ns);
+	hard_open_.erase(o);
+}
+
+void IrqStats::on_softirq_entry(int64_t ns, int64_t cpu, int64_t vec)
+{
+	seen_ = true;
+	soft_open_[cpu] = {vec, ns};
+}
+
+void IrqStats::on_softirq_exit(int64_t ns, int64_t cpu, int64_t vec)
+{
+	seen_ = true;
+	const auto o = soft_open_.find(cpu);
+	if (o == soft_open_.end() || o->second.id != vec)
+		return;
+	Line &l = soft_[vec];
+	l.name = softirq_name(vec);
+	l.d.add(ns - o->second.ns);
+	soft_all_.add(ns - o->second.ns);
+	soft_open_.erase(o);
+}
+
+Report IrqStats::report(int64_t begin, int64_t end)
+{
+	Report r = Report::ranged("irq", begin, end);
+	for (auto [lines, key, title] :
+	     {std::tuple{&hard_, "hard", "Hard IRQ handlers"}, std::tuple{&soft_, "soft", "Soft IRQs"}}) {
+		Table &t = r.tables.emplace_back();
+		t.key = key;
+		t.title = title;
+		t.columns = {{lines == &hard_ ? "irq" : "vec", lines == &hard_ ? "IRQ" : "Vector", Format::integer},
+		             {"name", "Name", Format::text}};
+		summary_columns(t.columns);
+		for (auto &[id, line] : *lines) {
+			if (!line.d.count())
+				continue;
+			std::vector<Cell> &row = t.rows.emplace_back();
+			row = {id, line.name};
+			summary_cells(line.d.summary(), row);
+		}
+	}
+	r.tables.push_back(histogram_table("hard_histogram", "Hard IRQ handler durations", hard_all_));
+	r.tables.push_back(histogram_table("soft_histogram", "Soft IRQ durations", soft_all_));
+	return r;
+}
+
+Report analyze_irq(EventWalk &walk)
+{
+	struct Fields {
+		enum Kind : uint8_t { other, irq_entry, irq_exit, soft_entry, soft_exit } kind = other;
+		FieldRef id, name;
+	};
+	ClassCache<Fields> cache;
+	CpuOf cpu_of;
+	IrqStats irq;
+	TimeRange range;
+	for_each_event(walk, range, [&](const reader::Item &event) {
+		const reader::Item *it = &event;
+		const Fields &f = cache.get(*it, [&] {
+			const std::string &name = it->event->cls->name;
+			if (name == "irq_handler_entry")
+				return Fields{Fields::irq_entry, find_field(*it, "irq"), find_field(*it, "name")};
+			if (name == "irq_handler_exit")
+				return Fields{Fields::irq_exit, find_field(*it, "irq"), {}};
+			if (name == "softirq_entry")
+				return Fields{Fields::soft_entry, find_field(*it, "vec"), {}};
+			if (name == "softirq_exit")
+				return Fields{Fields::soft_exit, find_field(*it, "vec"), {}};
+			return Fields{};
+		});
+		if (f.kind == Fields::other)
+			return;
+		const auto cpu = cpu_of(*it);
+		const auto id = int_field(*it, f.id);
+		if (!cpu || !id)
+			return;
+		switch (f.kind) {
+		case Fields::irq_entry:
+			irq.on_irq_entry(it->ns, *cpu, *id, text_field(*it, f.name));
+			break;
+		case Fields::irq_exit:
+			irq.on_irq_exit(it->ns, *cpu, *id);
+			break;
+		case Fields::soft_entry:
+			irq.on_softirq_entry(it->ns, *cpu, *id);
+			break;
+		case Fields::soft_exit:
+			irq.on_softirq_exit(it->ns, *cpu, *id);
+			break;
+		case Fields::other:
+			break;
+		}
+	});
+	if (!irq.any())
+		throw std::runtime_error(
+			"the trace has no irq_handler_entry/exit or softirq_entry/exit event, which irq "
+			"needs: record a kernel trace with `tracery enable-event -k "
+			"'irq_handler_*,softirq_*'`");
+	return irq.report(range.first, range.last);
+}
+
+} // namespace tracery::analysis

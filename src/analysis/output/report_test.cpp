@@ -1,0 +1,182 @@
+// analysis/output/report_test.cpp — distributions (nearest-rank percentiles, sample
+// standard deviation, log2 buckets), reports as JSON and text, and the
+// progress line.
+#include "analysis/output/report.hpp"
+#include "analysis/read/progress.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+using namespace tracery::analysis;
+
+namespace {
+
+TEST(Distribution, SummaryAndPercentiles)
+{
+	Distribution d;
+	for (int64_t v = 100; v >= 1; --v) // 1..100, unsorted
+		d.add(v);
+	const auto s = d.summary();
+	EXPECT_EQ(s.count, 100u);
+	EXPECT_EQ(s.min, 1);
+	EXPECT_EQ(s.max, 100);
+	EXPECT_EQ(s.total, 5050);
+	EXPECT_DOUBLE_EQ(s.mean, 50.5);
+	EXPECT_NEAR(s.stdev, std::sqrt(841.6666666666666), 1e-9); // sample: sum of squares 83325 / 99
+	EXPECT_EQ(s.p50, 50);
+	EXPECT_EQ(s.p90, 90);
+	EXPECT_EQ(s.p99, 99);
+	Distribution one;
+	one.add(7);
+	const auto o = one.summary();
+	EXPECT_EQ(o.p50, 7);
+	EXPECT_EQ(o.p99, 7);
+	EXPECT_EQ(o.stdev, 0);
+}
+
+TEST(Distribution, Log2Histogram)
+{
+	Distribution d;
+	for (int64_t v : {0, 1, 2, 3, 4, 1000, 1023, 1024})
+		d.add(v);
+	const auto h = d.histogram();
+	ASSERT_EQ(h.size(), 11u); // [0,2) .. [1024,2048)
+	EXPECT_EQ(h[0].lo, 0);
+	EXPECT_EQ(h[0].hi, 2);
+	EXPECT_EQ(h[0].count, 2u);
+	EXPECT_EQ(h[1].lo, 2);
+	EXPECT_EQ(h[1].count, 2u);
+	EXPECT_EQ(h[2].count, 1u);
+	EXPECT_EQ(h[3].count, 0u); // empty buckets between stay
+	EXPECT_EQ(h[9].lo, 512);
+	EXPECT_EQ(h[9].count, 2u);
+	EXPECT_EQ(h[10].lo, 1024);
+	EXPECT_EQ(h[10].hi, 2048);
+	EXPECT_EQ(h[10].count, 1u);
+	EXPECT_TRUE(Distribution().histogram().empty());
+}
+
+// Beyond kExactLimit values: bounded memory, every figure but the
+// percentiles still exact, the percentiles within 1/128, merges as adds.
+TEST(Distribution, ManyValuesInBuckets)
+{
+	constexpr int64_t kN = 100000;
+	Distribution d, first_half, second_half, small;
+	for (int64_t v = kN; v >= 1; --v) {
+		d.add(v * 10);
+		(v <= kN / 2 ? first_half : second_half).add(v * 10);
+	}
+	small.add(7);
+	small.add(3);
+	const auto s = d.summary();
+	EXPECT_EQ(s.count, uint64_t(kN));
+	EXPECT_EQ(s.min, 10);
+	EXPECT_EQ(s.max, kN * 10);
+	EXPECT_EQ(s.total, 10 * kN * (kN + 1) / 2);
+	EXPECT_DOUBLE_EQ(s.mean, 5.0 * (kN + 1));
+	// Sample standard deviation of 10, 20 .. 10 N: 10 sqrt(N (N + 1) / 12).
+	EXPECT_NEAR(s.stdev, 10 * std::sqrt(double(kN) * (kN + 1) / 12), 1e-6);
+	for (const auto &[got, exact] : {std::pair{s.p50, 500000.0}, {s.p90, 900000.0}, {s.p99, 990000.0}})
+		EXPECT_NEAR(double(got), exact, exact / 128) << exact;
+	const auto h = d.histogram();
+	uint64_t total = 0;
+	for (const auto &b : h) {
+		total += b.count;
+		// The values 10 v in [lo, hi): exactly the log2 bucket's count.
+		const int64_t first = std::max<int64_t>((b.lo + 9) / 10, 1),
+			      last = std::min<int64_t>((b.hi - 1) / 10, kN);
+		EXPECT_EQ(b.count, uint64_t(std::max<int64_t>(last - first + 1, 0))) << b.lo;
+	}
+	EXPECT_EQ(total, uint64_t(kN));
+
+	Distribution merged;
+	merged.merge(small);
+	merged.merge(first_half);
+	merged.merge(second_half);
+	merged.merge(Distribution());
+	const auto m = merged.summary();
+	EXPECT_EQ(m.count, uint64_t(kN + 2));
+	EXPECT_EQ(m.min, 3);
+	EXPECT_EQ(m.max, kN * 10);
+	EXPECT_EQ(m.total, s.total + 10);
+	EXPECT_NEAR(m.mean, double(s.total + 10) / (kN + 2), 1e-6);
+	EXPECT_NEAR(m.p50, 500000.0, 500000.0 / 128);
+}
+
+Report sample()
+{
+	Report r;
+	r.kind = "test";
+	r.has_range = true;
+	r.begin_ns = 1000;
+	r.end_ns = 3500;
+	Table &t = r.tables.emplace_back();
+	t.key = "rows";
+	t.title = "Rows";
+	t.columns = {
+		{"name", "Name", Format::text}, {"ns", "Time", Format::duration}, {"share", "Share", Format::ratio}};
+	t.rows.push_back({std::string("a"), int64_t{1500}, 0.25});
+	t.rows.push_back({std::string("bb"), Cell(), 1.0});
+	r.notes.push_back("a note");
+	return r;
+}
+
+TEST(Report, Json)
+{
+	const auto j = nlohmann::json::parse(to_json(sample()));
+	EXPECT_EQ(j["kind"], "test");
+	EXPECT_EQ(j["duration_ns"], 2500);
+	ASSERT_EQ(j["rows"].size(), 2u);
+	EXPECT_EQ(j["rows"][0]["name"], "a");
+	EXPECT_EQ(j["rows"][0]["ns"], 1500);
+	EXPECT_EQ(j["rows"][0]["share"], 0.25);
+	EXPECT_TRUE(j["rows"][1]["ns"].is_null());
+	EXPECT_EQ(j["notes"][0], "a note");
+}
+
+TEST(Report, Text)
+{
+	char *buf = nullptr;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	print_text(sample(), f);
+	fclose(f);
+	const std::string text(buf, size);
+	free(buf);
+	EXPECT_NE(text.find("(0.000002500 s)"), std::string::npos) << text;
+	EXPECT_NE(text.find("Name  Time (µs)  Share (%)\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("a         1.500      25.00\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("bb            -     100.00\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("a note\n"), std::string::npos) << text;
+}
+
+TEST(Progress, Line)
+{
+	// 250 MB of 1 GB in 2 s: 125 MB/s, 6 s left; the bar (a quarter full) takes the rest of the 80 columns
+	const std::string l = Progress::line("stats", 250000000, 1000000000, 2.0, 80);
+	EXPECT_EQ(l, "stats [######                    ]   25%  250.0 MB/1.0 GB  125.0 MB/s  0:06 left");
+	EXPECT_EQ(l.size(), 80u);
+	EXPECT_LE(Progress::line("stats", 1, 2, 1.0, 40).size(), 40u);
+}
+
+TEST(Progress, DrawsNothingWhenDisabledOrWithinTheFirstSecond)
+{
+	char *buf = nullptr;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	{
+		Progress off("x", 100, f, false);
+		off.update(50);
+		Progress quick("x", 100, f, true);
+		quick.update(50); // before a second has passed
+	}
+	fclose(f);
+	EXPECT_EQ(size, 0u);
+	free(buf);
+}
+
+} // namespace

@@ -1,0 +1,326 @@
+// analysis/stats/trace_stats.cpp — counting events per name, CPU, process and the
+// losses per stream (see trace_stats.hpp).
+#include "analysis/stats/trace_stats.hpp"
+
+#include "analysis/analyze/analyses.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace tracery::analysis {
+
+namespace reader = ctf::reader;
+
+namespace {
+
+// Events counted: how many, their bytes, and for event names the time of
+// the first and the last in the order of the merge (seq: their places in it,
+// Item::seq), which counted runs of several streams are combined by.
+struct Count {
+	uint64_t events = 0, bits = 0;
+	uint64_t first_seq = 0, last_seq = 0;
+	int64_t first = 0, last = 0;
+	void add(uint64_t n, uint64_t b)
+	{
+		events += n;
+		bits += b;
+	}
+	void add(uint64_t n, uint64_t b, uint64_t fseq, int64_t fns, uint64_t lseq, int64_t lns)
+	{
+		if (!events || fseq < first_seq) {
+			first_seq = fseq;
+			first = fns;
+		}
+		if (!events || lseq > last_seq) {
+			last_seq = lseq;
+			last = lns;
+		}
+		add(n, b);
+	}
+	void add(const reader::Item &it) { add(1, it.bits, it.seq, it.ns, it.seq, it.ns); }
+};
+
+struct Loss {
+	uint64_t events = 0, packets = 0;
+};
+
+// Where the CPU and the process of an event are: per event class, or per
+// stream for its counted runs (only in its packet context or its trace's env).
+struct Source {
+	FieldRef cpu, pid, procname;
+	std::optional<int64_t> env_pid; // a per-process buffer's vpid
+	std::string_view env_procname;
+	bool kernel = false;
+};
+
+// What one event class needs, found once.
+struct ClassInfo : Source {
+	enum Kind : uint8_t { plain, task_event } kind = plain; // task_event: TaskTable and CPU's task
+	Count *name = nullptr;
+	FieldRef next_tid; // sched_switch
+};
+
+// A map's entry for a key, the last key's found again without a lookup
+// (events come in runs of one CPU, one process). The map only grows.
+template <class Map>
+class LastEntry {
+public:
+	explicit LastEntry(Map &map) : map_(map) {}
+	typename Map::mapped_type &operator[](const typename Map::key_type &key)
+	{
+		if (!last_ || key != key_) {
+			last_ = &map_[key];
+			key_ = key;
+		}
+		return *last_;
+	}
+
+private:
+	Map &map_;
+	typename Map::key_type key_{};
+	typename Map::mapped_type *last_ = nullptr;
+};
+
+bool is_kernel(const reader::TraceClass &tc)
+{
+	const auto *domain = tc.env_value("domain");
+	return domain && std::holds_alternative<std::string>(*domain) && std::get<std::string>(*domain) == "kernel";
+}
+
+// An event class whose payload tells which task runs or exists.
+bool is_task_event(const reader::TraceClass &tc, const std::string &name)
+{
+	return is_kernel(tc) &&
+	       (name == "sched_switch" || name == "sched_process_fork" || name == "lttng_statedump_process_state");
+}
+
+// The source's trace-wide part: its env and domain.
+void from_env(const reader::TraceClass &tc, Source &s)
+{
+	if (const auto *v = tc.env_value("vpid"); v && std::holds_alternative<int64_t>(*v))
+		s.env_pid = std::get<int64_t>(*v);
+	if (const auto *v = tc.env_value("procname"); v && std::holds_alternative<std::string>(*v))
+		s.env_procname = std::get<std::string>(*v);
+	s.kernel = is_kernel(tc);
+}
+
+} // namespace
+
+bool stats_reads_fields(const reader::Trace &trace, const reader::EventClass &cls)
+{
+	return is_task_event(trace.cls, cls.name);
+}
+
+bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPlans &stream,
+                  const reader::TracePlans::EventPlans &event)
+{
+	using S = FieldRef::Scope;
+	for (const char *name : {"cpu_id", "vpid", "pid", "procname"})
+		if (find_member(event.context, S::context, name) ||
+		    find_member(stream.event_context, S::stream_context, name))
+			return false;
+	return !find_member(stream.packet_context, S::packet_context, "procname") &&
+	       !is_task_event(trace.cls, event.cls->name);
+}
+
+Report trace_stats(EventWalk &walk)
+{
+	std::map<std::string, Count> names;
+	std::map<int64_t, Count> cpus;
+	std::unordered_map<int64_t, Count> processes;
+	std::unordered_map<int64_t, std::string> process_names; // the last procname context of each
+	// else the env procname of its first event (seq)
+	std::unordered_map<int64_t, std::pair<uint64_t, std::string_view>> env_names;
+	std::map<std::pair<std::string, std::string>, Loss> losses; // (trace, stream file)
+	std::unordered_map<int64_t, int64_t> running;               // kernel: CPU -> tid
+	std::optional<int64_t> running_pid;                         // the process of running[running_pid_cpu]
+	int64_t running_pid_cpu = 0;
+	bool running_pid_known = false;
+	LastEntry cpu_count(cpus);
+	LastEntry process_count(processes);
+	LastEntry process_name(process_names);
+	TaskTable tasks;
+	ClassCache<ClassInfo> cache;
+	std::vector<std::optional<Source>> stream_sources(walk.set().streams()); // of counted runs
+	Count total;
+	// n events (bits) of the item (an event or a counted run) on their CPU
+	// and process, from the first's place seq on.
+	const auto attribute = [&](const reader::Item &it, const Source &c, uint64_t n, uint64_t bits, uint64_t seq) {
+		const auto cpu = int_field(it, c.cpu);
+		if (cpu)
+			cpu_count[*cpu].add(n, bits);
+		std::optional<int64_t> pid = int_field(it, c.pid);
+		if (!pid && c.env_pid)
+			pid = c.env_pid;
+		if (!pid && c.kernel && cpu) {
+			// the process of the task running on the CPU, found again only
+			// after a task event (which may change either) or on another CPU
+			if (!running_pid_known || *cpu != running_pid_cpu) {
+				running_pid.reset();
+				if (const auto r = running.find(*cpu); r != running.end())
+					running_pid = tasks.pid(r->second).value_or(r->second);
+				running_pid_cpu = *cpu;
+				running_pid_known = true;
+			}
+			pid = running_pid;
+		}
+		if (!pid)
+			return;
+		process_count[*pid].add(n, bits);
+		if (const auto name = text_field(it, c.procname); !name.empty()) {
+			if (std::string &known = process_name[*pid]; known != name)
+				known = name;
+		} else if (!c.env_procname.empty()) {
+			if (const auto [e, added] = env_names.try_emplace(*pid, seq, c.env_procname);
+			    !added && seq < e->second.first)
+				e->second = {seq, c.env_procname};
+		}
+	};
+	while (const reader::Item *it = walk.next()) {
+		if (it->kind == reader::ItemKind::counted) {
+			std::optional<Source> &source = stream_sources[it->stream->index()];
+			if (!source) {
+				using S = FieldRef::Scope;
+				const reader::Plan &packet = it->stream->plans().packet_context;
+				source.emplace();
+				source->cpu = find_member(packet, S::packet_context, "cpu_id");
+				source->pid = find_member(packet, S::packet_context, "vpid");
+				if (!source->pid)
+					source->pid = find_member(packet, S::packet_context, "pid");
+				from_env(it->stream->trace().cls, *source);
+			}
+			attribute(*it, *source, it->count, it->bits, it->seq);
+			continue;
+		}
+		if (it->kind != reader::ItemKind::event) {
+			Loss &l = losses[{it->stream->trace().name, it->stream->name()}];
+			(it->kind == reader::ItemKind::discarded_events ? l.events : l.packets) += it->count;
+			continue;
+		}
+		const ClassInfo &c = cache.get(*it, [&] {
+			ClassInfo ci;
+			const std::string &name = it->event->cls->name;
+			ci.name = &names[name];
+			ci.cpu = find_context_field(*it, "cpu_id");
+			ci.pid = find_context_field(*it, "vpid");
+			if (!ci.pid)
+				ci.pid = find_context_field(*it, "pid");
+			ci.procname = find_context_field(*it, "procname");
+			const reader::TraceClass &tc = it->stream->trace().cls;
+			from_env(tc, ci);
+			if (is_task_event(tc, name)) {
+				ci.kind = ClassInfo::task_event;
+				ci.next_tid = find_field(*it, "next_tid");
+				ci.pid = {}; // fields of another task
+			}
+			return ci;
+		});
+		total.add(*it);
+		c.name->add(*it);
+		attribute(*it, c, 1, it->bits, it->seq);
+		if (c.kind == ClassInfo::task_event) {
+			running_pid_known = false;
+			tasks.observe(*it);
+			const auto cpu = int_field(*it, c.cpu);
+			if (const auto next = int_field(*it, c.next_tid); next && cpu) {
+				if (*next)
+					running[*cpu] = *next;
+				else
+					running.erase(*cpu);
+			}
+		}
+	}
+	// the counted events' names and times
+	for (size_t i = 0; i < walk.set().streams(); ++i) {
+		const reader::Stream &s = walk.set().stream(i);
+		const std::vector<reader::Stream::Tally> &tallies = s.tallies();
+		for (size_t k = 0; k < tallies.size(); ++k) {
+			const reader::Stream::Tally &t = tallies[k];
+			if (!t.events)
+				continue;
+			const int64_t first = s.clock().ns(t.first_cycles), last = s.clock().ns(t.last_cycles);
+			names[s.plans().events[k].cls->name].add(t.events, t.bits, t.first_seq, first, t.last_seq,
+			                                         last);
+			total.add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
+		}
+	}
+	for (const auto &[pid, e] : env_names)
+		process_names.try_emplace(pid, e.second);
+
+	Report r;
+	r.kind = "stats";
+	r.has_range = total.events > 0;
+	r.begin_ns = total.first;
+	r.end_ns = total.last;
+	const double seconds = static_cast<double>(total.last - total.first) / 1e9;
+	const auto rate = [&](const Count &c) {
+		return cell_of(seconds > 0 ? std::optional<double>(static_cast<double>(c.events) / seconds)
+		                           : std::nullopt);
+	};
+	const auto bytes = [](const Count &c) { return static_cast<int64_t>(c.bits / 8); };
+	const std::vector<Column> counts = {{"count", "Count", Format::integer},
+	                                    {"rate", "Rate (/s)", Format::rate},
+	                                    {"bytes", "Bytes", Format::integer}};
+	const auto row = [&](std::vector<Cell> head, const Count &c) {
+		head.insert(head.end(), {static_cast<int64_t>(c.events), rate(c), bytes(c)});
+		return head;
+	};
+	const auto by_count = [](auto &v) {
+		std::stable_sort(v.begin(), v.end(),
+		                 [](const auto &a, const auto &b) { return a.second->events > b.second->events; });
+	};
+
+	Table &tt = r.tables.emplace_back();
+	tt.key = "total";
+	tt.title = "All events";
+	tt.columns = counts;
+	tt.columns.insert(tt.columns.begin() + 1, {"streams", "Streams", Format::integer});
+	tt.rows.push_back(row({}, total));
+	tt.rows.back().insert(tt.rows.back().begin() + 1, static_cast<int64_t>(walk.set().streams()));
+
+	Table &nt = r.add("per_event", "Per event name", {{"name", "Event", Format::text}});
+	nt.columns.insert(nt.columns.end(), counts.begin(), counts.end());
+	nt.columns.push_back({"first_ns", "First", Format::time});
+	nt.columns.push_back({"last_ns", "Last", Format::time});
+	std::vector<std::pair<std::string, const Count *>> nv;
+	for (const auto &[name, c] : names)
+		if (c.events)
+			nv.emplace_back(name, &c);
+	by_count(nv);
+	for (const auto &[name, c] : nv) {
+		nt.rows.push_back(row({name}, *c));
+		nt.rows.back().insert(nt.rows.back().end(), {c->first, c->last});
+	}
+
+	Table &pt = r.add("per_process", "Per process",
+	                  {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}});
+	pt.columns.insert(pt.columns.end(), counts.begin(), counts.end());
+	std::vector<std::pair<int64_t, const Count *>> pv;
+	for (const auto &[pid, c] : processes)
+		pv.emplace_back(pid, &c);
+	std::sort(pv.begin(), pv.end());
+	by_count(pv);
+	for (const auto &[pid, c] : pv) {
+		const auto n = process_names.find(pid);
+		pt.rows.push_back(row({pid, n != process_names.end() ? n->second : tasks.comm(pid)}, *c));
+	}
+
+	Table &ct = r.add("per_cpu", "Per CPU", {{"cpu", "CPU", Format::integer}});
+	ct.columns.insert(ct.columns.end(), counts.begin(), counts.end());
+	for (const auto &[cpu, c] : cpus)
+		ct.rows.push_back(row({cpu}, c));
+
+	Table &lt = r.add("lost", "Lost events per stream",
+	                  {{"trace", "Trace", Format::text},
+	                   {"stream", "Stream", Format::text},
+	                   {"discarded_events", "Events", Format::integer},
+	                   {"discarded_packets", "Packets", Format::integer}});
+	for (const auto &[s, l] : losses)
+		lt.rows.push_back({s.first, s.second, static_cast<int64_t>(l.events), static_cast<int64_t>(l.packets)});
+	if (losses.empty())
+		r.notes.push_back("No stream lost events.");
+	return r;
+}
+
+} // namespace tracery::analysis

@@ -1,0 +1,33 @@
+// analysis/stats/trace_stats.hpp — `tracery stats`: what traces hold, counted
+// without formatting a single event: per event name its count, rate, first
+// and last time and bytes (as stored, headers included); per CPU (the
+// packet's cpu_id) and per process (the vpid/pid context, else a per-process
+// buffer's env, else in a kernel trace the task sched_switch put on the
+// event's CPU, by its process when the state dump or a fork told it); and the
+// events and packets each stream lost (events_discarded, packet_seq_num
+// gaps).
+#pragma once
+
+#include "analysis/output/report.hpp"
+#include "analysis/read/event_walk.hpp"
+
+namespace tracery::analysis {
+
+// Reads every item of the walk (events, losses and, when the walk counts
+// with stats_counts, the runs of counted events), then the tallies of the
+// walk's streams. Throws ctf::reader::ReadError.
+Report trace_stats(EventWalk &walk);
+
+// The event classes whose payloads trace_stats reads (a kernel trace's
+// sched_switch, sched_process_fork and state dump): the walk need decode no
+// other's (EventWalk walk(inputs, "stats", stats_reads_fields)).
+bool stats_reads_fields(const ctf::reader::Trace &trace, const ctf::reader::EventClass &cls);
+
+// The event classes trace_stats only counts (TraceSet::count_events_of):
+// those whose CPU and process are not in their own or their stream's event
+// context (at most in the packet context or the env), but a kernel trace's
+// task events. EventWalk walk(inputs, "stats", stats_reads_fields, stats_counts).
+bool stats_counts(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
+                  const ctf::reader::TracePlans::EventPlans &event);
+
+} // namespace tracery::analysis
