@@ -73,9 +73,9 @@ std::string now_stamp()
 	return buf;
 }
 
-json context_names(const event::ContextOptions &c)
+std::vector<std::string> context_names(const event::ContextOptions &c)
 {
-	json out = json::array();
+	std::vector<std::string> out;
 	if (c.vpid)
 		out.push_back("vpid");
 	if (c.vtid)
@@ -190,9 +190,9 @@ void TraceSession::write_metadata()
 	metadata_written_ = true;
 }
 
-json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &events)
+std::map<std::string, uint32_t> TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &events)
 {
-	json ids = json::object();
+	std::map<std::string, uint32_t> ids;
 	std::string blocks;
 	for (const auto &[key, schema] : events) {
 		if (!ch.enabled(event::full_name(schema)))
@@ -226,14 +226,15 @@ json TraceSession::ids_for(Channel &ch, const std::map<std::string, json> &event
 	return ids;
 }
 
-json TraceSession::filters_for(const Channel &ch, const std::map<std::string, json> &events)
+std::map<std::string, std::vector<std::string>> TraceSession::filters_for(const Channel &ch,
+                                                                         const std::map<std::string, json> &events)
 {
-	json out = json::object();
+	std::map<std::string, std::vector<std::string>> out;
 	for (const auto &[key, schema] : events) {
 		const std::string name = event::full_name(schema);
 		if (!ch.enabled(name))
 			continue;
-		json programs = json::array();
+		std::vector<std::string> programs;
 		for (const auto &expression : ch.filters_of(name)) {
 			auto [it, is_new] = bytecode_.try_emplace({key, expression});
 			if (is_new) {
@@ -545,7 +546,7 @@ std::string TraceSession::write_snapshot(const SnapshotPlan &plan)
 	return plan.dir;
 }
 
-json TraceSession::probes_status() const
+std::vector<control::ProbeStatus> TraceSession::probes_status() const
 {
 	std::map<std::string, kernel::KernelSession::ProbeCounts> counts;
 	if (kernel_session_) {
@@ -555,108 +556,106 @@ json TraceSession::probes_status() const
 			// Shown without counts.
 		}
 	}
-	json out = json::array();
+	std::vector<control::ProbeStatus> out;
 	for (const auto &[name, p] : kernel.probes) {
-		json args = json::array();
+		control::ProbeStatus probe{name, p.spec, p.sites.size(), {}, p.sites.at(0).args_source, {}, {}};
 		for (const kernel::ProbeArg &a : p.sites.at(0).args)
-			args.push_back(a.name + (a.c_type.empty() ? "" : " (" + a.c_type + ")"));
-		json probe = {{"name", name},
-		              {"spec", p.spec},
-		              {"sites", p.sites.size()},
-		              {"args", args},
-		              {"args_source", p.sites.at(0).args_source}};
+			probe.args.push_back(a.name + (a.c_type.empty() ? "" : " (" + a.c_type + ")"));
 		if (const auto c = counts.find(name); c != counts.end()) {
-			probe["hits"] = c->second.hits;
-			if (c->second.recorded)
-				probe["recorded"] = *c->second.recorded;
+			probe.hits = c->second.hits;
+			probe.recorded = c->second.recorded;
 		}
 		out.push_back(std::move(probe));
 	}
 	return out;
 }
 
-json TraceSession::status() const
+control::StatusReply TraceSession::status() const
 {
-	json chans = json::array();
+	control::StatusReply out;
 	for (const auto &c : channels_) {
 		const ChannelSpec &s = c->spec();
-		json enabled = json::array();
+		control::ChannelStatus ch;
+		ch.name = s.name;
+		ch.subbuf_size = s.subbuf_size;
+		ch.num_subbuf = s.num_subbuf;
+		ch.mode = s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard";
+		ch.buffers = s.per_pid ? "per-pid" : "per-uid";
+		ch.context = context_names(s.context);
 		for (const auto &r : c->rules())
-			enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
-		json events = json::array();
+			ch.enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
+		ch.disabled = c->disabled_patterns();
 		for (const auto &[key, id] : c->ids())
-			events.push_back({{"name", key.substr(0, key.find('#'))}, {"id", id}});
-		json not_traced = json::array();
+			ch.events.push_back({key.substr(0, key.find('#')), id});
+		ch.lost = c->lost();
+		ch.buffer_bytes = c->buffer_bytes();
 		for (const auto &n : c->not_traced())
-			not_traced.push_back({{"pid", n.pid}, {"uid", n.uid}, {"reason", n.reason}});
-		chans.push_back({{"name", s.name},
-		                 {"subbuf_size", s.subbuf_size},
-		                 {"num_subbuf", s.num_subbuf},
-		                 {"mode", s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard"},
-		                 {"buffers", s.per_pid ? "per-pid" : "per-uid"},
-		                 {"context", context_names(s.context)},
-		                 {"enabled", enabled},
-		                 {"disabled", c->disabled_patterns()},
-		                 {"events", events},
-		                 {"lost", c->lost()},
-		                 {"buffer_bytes", c->buffer_bytes()},
-		                 {"not_traced", not_traced},
-		                 {"not_traced_total", c->not_traced_total()},
-		                 {"quarantined", c->quarantined()}});
+			ch.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});
+		ch.not_traced_total = c->not_traced_total();
+		ch.quarantined = c->quarantined();
+		out.channels.push_back(std::move(ch));
 	}
-	json out = {{"name", name_},         {"output", output_}, {"state", state_name(state)}, {"owner", owner_},
-	            {"snapshot", snapshot_}, {"channels", chans}, {"snapshots", snapshots_}};
+	out.name = name_;
+	out.output = output_;
+	out.state = state_name(state);
+	out.owner = owner_;
+	out.snapshot = snapshot_;
+	out.snapshots = snapshots_;
 	if (kernel.any_events() || !kernel.pids.empty() || !kernel.channel.empty() || kernel_session_) {
-		json k = {{"tracepoints", kernel.tracepoints},
-		          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
-		          {"filters", kernel.filters},
-		          {"probes", probes_status()},
-		          {"channel", kernel.channel_name()},
-		          {"subbuf_size", kernel.subbuf_size},
-		          {"num_subbuf", kernel.num_subbuf},
-		          {"mode", kernel.overwrite || snapshot_ ? "overwrite" : "discard"},
-		          {"pids", kernel.pids},
-		          {"follow_children", kernel.follow_children}};
+		control::KernelStatus k;
+		k.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
+		if (kernel.all_syscalls)
+			k.syscalls = {"*"};
+		else
+			k.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
+		k.filters = kernel.filters;
+		k.probes = probes_status();
+		k.channel = kernel.channel_name();
+		k.subbuf_size = kernel.subbuf_size;
+		k.num_subbuf = kernel.num_subbuf;
+		k.mode = kernel.overwrite || snapshot_ ? "overwrite" : "discard";
+		k.pids.assign(kernel.pids.begin(), kernel.pids.end());
+		k.follow_children = kernel.follow_children;
 		if (kernel_session_) {
-			json events = json::array();
+			k.events.emplace();
 			for (const kernel::Tracepoint &tp : kernel_session_->events())
-				events.push_back(tp.full_name());
+				k.events->push_back(tp.full_name());
 			const kernel::KernelTraceCounts n = kernel_session_->counts();
-			k["events"] = events;
 			if (!snapshot_) { // a snapshot session's kernel trace is in each snapshot-N-DATE/kernel
-				k["written"] = n.events;
-				k["lost"] = n.discarded;
-				k["trace"] = local() ? kernel_session_->trace_dir() : "kernel/ of the relay's copy";
+				k.written = n.events;
+				k.lost = n.discarded;
+				k.trace = local() ? kernel_session_->trace_dir() : "kernel/ of the relay's copy";
 			}
 		}
-		out["kernel"] = std::move(k);
+		out.kernel = std::move(k);
 	}
 	if (kernel_domain_ && !snapshot_ && local())
-		out["user_trace"] = user_dir();
-	if (relay_.link)
-		out["relay"] = relay_status();
+		out.user_trace = user_dir();
+	out.relay = relay_status();
 	return out;
 }
 
-json TraceSession::relay_status() const
+std::optional<control::RelayStatus> TraceSession::relay_status() const
 {
 	if (!relay_.link)
-		return nullptr;
+		return std::nullopt;
 	const consumer::RelayLink::Counts c = relay_.link->counts();
-	return {{"url", relay_.url},
-	        {"live_period_ns", relay_.live_period_ns},
-	        {"connected", c.connected},
-	        {"path", c.relay_path},
-	        {"connections", c.connections},
-	        {"packets_sent", c.packets_sent},
-	        {"packets_confirmed", c.packets_confirmed},
-	        {"packets_dropped", c.packets_dropped},
-	        {"bytes_dropped", c.bytes_dropped},
-	        {"packets_dropped_counted", c.packets_dropped_counted},
-	        {"events_dropped", c.events_dropped},
-	        {"packets_unconfirmed", c.packets_unconfirmed},
-	        {"packets_queued", c.packets_queued},
-	        {"error", c.error}};
+	control::RelayStatus r;
+	r.url = relay_.url;
+	r.live_period_ns = relay_.live_period_ns;
+	r.connected = c.connected;
+	r.path = c.relay_path;
+	r.connections = c.connections;
+	r.packets_sent = c.packets_sent;
+	r.packets_confirmed = c.packets_confirmed;
+	r.packets_dropped = c.packets_dropped;
+	r.bytes_dropped = c.bytes_dropped;
+	r.packets_dropped_counted = c.packets_dropped_counted;
+	r.events_dropped = c.events_dropped;
+	r.packets_unconfirmed = c.packets_unconfirmed;
+	r.packets_queued = c.packets_queued;
+	r.error = c.error;
+	return r;
 }
 
 } // namespace tracery::daemon

@@ -15,6 +15,8 @@
 #include "ctf/metadata.hpp"
 #include "ctf/uuid.hpp"
 
+#include "control/messages.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <sys/types.h>
@@ -87,7 +89,7 @@ public:
 	bool local() const { return !output_.empty(); }
 	const std::shared_ptr<consumer::RelayLink> &relay_link() const { return relay_.link; }
 	// The relay's counts, for status and stop (null without a relay).
-	nlohmann::json relay_status() const;
+	std::optional<control::RelayStatus> relay_status() const;
 	SessionState state = SessionState::created;
 	int busy = 0;      // a command waits for programs (lock released): others keep off
 	int finishing = 0; // buffers taken out of it being finished without the daemon's lock: stop waits for them
@@ -143,12 +145,13 @@ public:
 	void write_metadata();
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
-	nlohmann::json ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
+	std::map<std::string, uint32_t> ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
 	// The filters of those events that `ch` records only when a filter
 	// accepts them, compiled for each event version: schema key -> [hex of
 	// the bytecode]. A filter that does not apply to an event's field types
 	// becomes one that rejects every event (and is logged).
-	nlohmann::json filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events);
+	std::map<std::string, std::vector<std::string>> filters_for(const Channel &ch,
+	                                                            const std::map<std::string, nlohmann::json> &events);
 
 	// The buffer a program of (uid, pid) writes into, made on first use (or
 	// when the one there is quarantined) and charged to uid's buffer quota. nullptr if it does not fit in that quota
@@ -208,8 +211,9 @@ public:
 	// Returns the directory; throws std::runtime_error.
 	std::string write_snapshot(const SnapshotPlan &plan);
 
-	nlohmann::json status() const;
-	nlohmann::json probes_status() const; // the kernel spec's probes, for status
+	// Its status, but for what the daemon knows (its programs, the quota).
+	control::StatusReply status() const;
+	std::vector<control::ProbeStatus> probes_status() const; // the kernel spec's probes, for status
 	// What the trace's timestamps count; every program writing into it is
 	// told (clock/trace_clock.hpp).
 	clock::TickUnit tick_unit() const { return tick_unit_; }
