@@ -184,7 +184,9 @@ inline json tag_value(Tag tag)
 template <class T>
 [[noreturn]] void unknown_field(const char *message, const Path *path, const json &j)
 {
-	for (const auto &[key, value] : j.items()) {
+	for (const auto &item : j.items()) {
+		const std::string &key =
+			item.key(); // (not a structured binding: clang 14 does not let a lambda capture one)
 		bool named = false;
 		std::apply([&](const auto &...f) { ((named = named || key == f.key), ...); }, T::kFields);
 		if constexpr (Message<T>)
