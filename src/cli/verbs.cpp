@@ -489,7 +489,7 @@ namespace {
 
 // The traces of the targets, and the stream files to check if reading them fails.
 struct TraceInputs {
-	std::vector<analysis::ViewInput> inputs;
+	std::vector<analysis::TraceInput> inputs;
 	std::vector<std::string> check; // analysis::TraceScan::ours
 };
 

@@ -23,10 +23,10 @@ struct App {
 	base::Fd sock;
 	// Guarded by the daemon's lock:
 	std::map<std::string, nlohmann::json> events;
-	std::map<uint64_t, uint64_t> awaiting;      // request sent, not yet acknowledged -> its session
+	std::map<uint64_t, uint64_t> awaiting; // request sent, not yet acknowledged -> its session
 	// acknowledged request -> filters it refused (the newest few)
 	std::map<uint64_t, std::vector<control::FilterRefusal>> refused;
-	std::set<uint64_t> tracing;                 // sessions whose buffers it confirmed it writes into
+	std::set<uint64_t> tracing; // sessions whose buffers it confirmed it writes into
 	bool gone = false;
 	bool told_unknown_type = false; // a message of an unknown type was logged
 

@@ -1,7 +1,7 @@
 // A session's channel in the daemon: see channel.hpp.
 #include "daemon/channel.hpp"
 
-#include "consumer/trace_channel.hpp"
+#include "consumer/ring_config.hpp"
 
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -31,11 +31,46 @@ uint64_t Buffer::lost() const
 	return n;
 }
 
-void Channel::note_quarantined(const std::string &owner, const std::string &fault)
+Buffer *Channel::buffer(const std::string &key) const
 {
-	quarantined_done_.emplace_back(owner, fault);
-	if (quarantined_done_.size() > kQuarantinedKept)
-		quarantined_done_.pop_front();
+	const auto it = buffers_.find(key);
+	return it == buffers_.end() ? nullptr : it->second.get();
+}
+
+void Channel::add_buffer(const std::string &key, std::unique_ptr<Buffer> b) { buffers_.emplace(key, std::move(b)); }
+
+void Channel::set_aside(const std::string &key, const std::string &new_key)
+{
+	auto node = buffers_.extract(key);
+	if (!node)
+		return;
+	node.key() = new_key;
+	buffers_.insert(std::move(node));
+}
+
+std::unique_ptr<Buffer> Channel::take_buffer(const std::string &key)
+{
+	auto node = buffers_.extract(key);
+	return node ? std::move(node.mapped()) : nullptr;
+}
+
+std::vector<std::unique_ptr<Buffer>> Channel::take_buffers()
+{
+	std::vector<std::unique_ptr<Buffer>> out;
+	for (auto &[key, b] : buffers_)
+		out.push_back(std::move(b));
+	buffers_.clear();
+	return out;
+}
+
+void Channel::note_finished(const Buffer &b)
+{
+	if (b.ring->quarantined()) {
+		quarantined_done_.emplace_back(b.owner, b.ring->fault());
+		if (quarantined_done_.size() > kQuarantinedKept)
+			quarantined_done_.pop_front();
+	}
+	lost_done_ += b.lost();
 }
 
 std::vector<control::Quarantined> Channel::quarantined() const
@@ -43,7 +78,7 @@ std::vector<control::Quarantined> Channel::quarantined() const
 	std::vector<control::Quarantined> out;
 	for (const auto &[owner, fault] : quarantined_done_)
 		out.push_back({owner, fault, std::nullopt});
-	for (const auto &[key, b] : buffers)
+	for (const auto &[key, b] : buffers_)
 		if (b->ring->quarantined())
 			out.push_back({b->owner, b->ring->fault(), std::nullopt});
 	return out;
@@ -88,32 +123,30 @@ std::vector<std::string> Channel::filters_of(const std::string &full_name) const
 	return filters;
 }
 
-uint32_t Channel::id_for(const std::string &key, bool *is_new)
+uint32_t Channel::id_for(const std::string &key)
 {
 	auto [it, inserted] = ids_.try_emplace(key, next_id_);
 	if (inserted)
 		next_id_++;
-	*is_new = inserted;
 	return it->second;
 }
 
 uint64_t Channel::lost() const
 {
-	uint64_t n = lost_done;
-	for (const auto &[owner, b] : buffers)
+	uint64_t n = lost_done_;
+	for (const auto &[owner, b] : buffers_)
 		n += b->lost();
 	return n;
 }
 
-ringbuf::Config Channel::ring_config() const
+ringbuf::Config ring_config(const ChannelSpec &spec)
 {
-	return consumer::trace_channel_config(spec_.num_subbuf, spec_.subbuf_size, spec_.mode);
+	return consumer::ring_config(spec.num_subbuf, spec.subbuf_size, spec.mode);
 }
 
 std::unique_ptr<ringbuf::Channel> Channel::make_ring() const
 {
-	auto ring = consumer::create_trace_channel(spec_.num_subbuf, spec_.subbuf_size, spec_.mode,
-	                                           "tracery-" + spec_.name);
+	auto ring = consumer::create_ring(spec_.num_subbuf, spec_.subbuf_size, spec_.mode, "tracery-" + spec_.name);
 	fchmod(ring->fd(), 0600);
 	return ring;
 }

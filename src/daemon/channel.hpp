@@ -32,6 +32,10 @@ struct ChannelSpec {
 	event::ContextOptions context{};
 };
 
+// The ring buffers of a channel of these options (consumer/ring_config.hpp):
+// what the ring buffer and the buffer quota check before one is made.
+ringbuf::Config ring_config(const ChannelSpec &spec);
+
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
@@ -73,24 +77,40 @@ public:
 	const std::vector<Rule> &rules() const { return enabled_; }
 	const std::vector<std::string> &disabled_patterns() const { return disabled_; }
 
-	// The id of an event version (schema key) in this channel; *is_new when
-	// it was given now (its metadata must be written).
-	uint32_t id_for(const std::string &key, bool *is_new);
+	// The id of an event version (schema key) in this channel, given on
+	// first use (the next free one).
+	uint32_t id_for(const std::string &key);
 	const std::map<std::string, uint32_t> &ids() const { return ids_; }
 
-	// "uid1000", "pid4242": never an empty slot (a buffer goes in once made).
-	std::map<std::string, std::unique_ptr<Buffer>> buffers;
-	uint64_t lost_done = 0; // events lost in buffers already finished
+	// Its buffers (session_channels.hpp says when they are made and
+	// finished), by key: whose programs write into it ("uid1000",
+	// "pid4242"), or, once set aside, a key no program's buffer takes. Never
+	// an empty slot: a buffer goes in once made.
+	using Buffers = std::map<std::string, std::unique_ptr<Buffer>>;
+	const Buffers &buffers() const { return buffers_; }
+	// nullptr if there is none of that key.
+	Buffer *buffer(const std::string &key) const;
+	void add_buffer(const std::string &key, std::unique_ptr<Buffer> b);
+	// Moves a buffer to `new_key`: kept, but no program's any more.
+	void set_aside(const std::string &key, const std::string &new_key);
+	// Takes a buffer out (nullptr if there is none of that key).
+	std::unique_ptr<Buffer> take_buffer(const std::string &key);
+	// Takes every buffer out.
+	std::vector<std::unique_ptr<Buffer>> take_buffers();
+	// A buffer taken out was finished: its lost events, and its fault if it
+	// was quarantined, stay counted here.
+	void note_finished(const Buffer &b);
+
+	// Events lost in its buffers, live or finished.
 	uint64_t lost() const;
 	// The buffers found inconsistent (their programs wrote over them), live
 	// or finished (buffer "uid1001", fault "cpu 0: ..."), at most
 	// kQuarantinedKept of the finished ones.
 	static constexpr size_t kQuarantinedKept = 16;
-	void note_quarantined(const std::string &owner, const std::string &fault);
 	std::vector<control::Quarantined> quarantined() const;
 
 	// The ring buffers of this channel: their config, and what each one takes.
-	ringbuf::Config ring_config() const;
+	ringbuf::Config ring_config() const { return daemon::ring_config(spec_); }
 	uint64_t buffer_bytes() const { return ringbuf::Channel::mapping_size_for(ring_config()); }
 	// A new ring buffer with this channel's options (owner-only memfd).
 	// Throws std::runtime_error or std::system_error.
@@ -117,6 +137,8 @@ private:
 	std::vector<std::string> disabled_;
 	std::map<std::string, uint32_t> ids_;
 	uint32_t next_id_ = 0;
+	Buffers buffers_;
+	uint64_t lost_done_ = 0; // events lost in buffers already finished
 	std::deque<NotTraced> not_traced_;
 	uint64_t not_traced_total_ = 0;
 	std::deque<std::pair<std::string, std::string>> quarantined_done_; // (owner, fault) of finished buffers

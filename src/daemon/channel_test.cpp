@@ -44,13 +44,11 @@ TEST(DaemonChannel, FiltersOfAnEvent)
 TEST(DaemonChannel, IdsAreGivenOncePerEventVersion)
 {
 	Channel ch(3, ChannelSpec{});
-	bool is_new = false;
-	EXPECT_EQ(ch.id_for("app:a#1", &is_new), 0u);
-	EXPECT_TRUE(is_new);
-	EXPECT_EQ(ch.id_for("app:b#1", &is_new), 1u);
-	EXPECT_EQ(ch.id_for("app:a#1", &is_new), 0u);
-	EXPECT_FALSE(is_new);
-	EXPECT_EQ(ch.id_for("app:a#2", &is_new), 2u);
+	EXPECT_EQ(ch.id_for("app:a#1"), 0u);
+	EXPECT_EQ(ch.id_for("app:b#1"), 1u);
+	EXPECT_EQ(ch.id_for("app:a#1"), 0u);
+	EXPECT_EQ(ch.ids().size(), 2u);
+	EXPECT_EQ(ch.id_for("app:a#2"), 2u);
 }
 
 TEST(DaemonChannel, RingHasTheChannelOptions)

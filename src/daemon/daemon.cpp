@@ -7,6 +7,7 @@
 #include "base/fs_creds.hpp"
 #include "control/messages.hpp"
 #include "daemon/log.hpp"
+#include "daemon/session_status.hpp"
 
 #include "event/schema.hpp"
 
@@ -57,9 +58,9 @@ std::pair<std::string, Daemon::Command> Daemon::command(Handler handler)
 {
 	return {Request::tag.name,
 	        [handler](Daemon &d, const json &body, const control::PeerCred &peer, Lock &lock) -> json {
-		        return control::encode(
-			        typename Request::Reply{handler(d, control::decode<Request>(body), peer, lock)});
-	        }};
+			return control::encode(
+				typename Request::Reply{handler(d, control::decode<Request>(body), peer, lock)});
+		}};
 }
 
 json Daemon::handle_command(const json &req, const control::PeerCred &peer)
@@ -101,8 +102,8 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);
 	if (it == commands.end())
-		return control::encode(control::ErrorReply{
-			"unknown request '" + cmd + "': tracery and traceryd are from different releases"});
+		return control::encode(control::ErrorReply{"unknown request '" + cmd +
+		                                           "': tracery and traceryd are from different releases"});
 	Lock lock(mutex_);
 	try {
 		return it->second(*this, req, peer, lock);
@@ -136,7 +137,7 @@ TraceSession &Daemon::session_for(const std::string &name, const control::PeerCr
 	if (!s)
 		throw CommandError("no session named '" + name +
 		                   "': see `tracery list`, or create it with `tracery create " + name + "`");
-	if (s->state == SessionState::stopping || s->busy)
+	if (s->in_use())
 		throw CommandError("session '" + name + "' is busy (being stopped or updated): try again in a moment");
 	return *s;
 }
@@ -301,9 +302,9 @@ std::vector<control::ProgramRefusal> Daemon::update_members(TraceSession &s, Loc
 		if (const uint64_t seq = request(*it->second, s, std::move(update)))
 			pending.emplace_back(id, seq);
 	}
-	s.busy++;
+	s.begin_busy();
 	wait_acks(pending, lock);
-	s.busy--;
+	s.end_busy();
 	return refusals(pending);
 }
 
@@ -317,7 +318,7 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &body)
 	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
 	    app->cred.uid, app->events.size());
 	for (auto &[name, s] : sessions_) {
-		if (s->state != SessionState::started || !traces(*s, *app))
+		if (!s->started() || !traces(*s, *app))
 			continue;
 		// A channel whose buffer does not fit or cannot be made does not
 		// trace this program; the others do. Nothing here throws.
@@ -357,7 +358,7 @@ void Daemon::app_message(App &app, const control::Message &msg)
 		control::Ids ids;
 		ids.req = events.req;
 		for (auto &[name, s] : sessions_)
-			if (s->state == SessionState::started && members_[s->id()].count(app.id))
+			if (s->started() && members_[s->id()].count(app.id))
 				ids.sessions.push_back({s->id(), session_ids(*s, app)});
 		app.send(control::encode(ids));
 	} else {
@@ -385,8 +386,6 @@ void Daemon::app_gone(App &app)
 	log(Level::info, "program %d (%s) is gone", app.cred.pid, app.procname.c_str());
 	if (work.empty())
 		return;
-	for (auto &[s, r] : work)
-		s->finishing++;
 	to_finish_.push_back(std::move(work));
 	retired_.notify_one();
 }
@@ -429,10 +428,8 @@ void Daemon::finish_unlocked(RetiredWork work, Lock &lock)
 	for (auto &[s, r] : work)
 		s->finish(r);
 	lock.lock();
-	for (auto &[s, r] : work) {
+	for (auto &[s, r] : work)
 		s->account(r);
-		s->finishing--;
-	}
 	finished_.notify_all();
 }
 
@@ -443,13 +440,13 @@ std::vector<control::LostCount> Daemon::lost_report(const TraceSession &s) const
 		lost.push_back({ch->spec().name, ch->lost()});
 	const kernel::KernelSession *k = s.kernel_session();
 	if (k && !s.snapshot()) // a snapshot session's kernel losses are in each snapshot's trace
-		lost.push_back({s.kernel.channel_name() + " (kernel)", k->counts().discarded});
+		lost.push_back({s.kernel_spec().channel_name() + " (kernel)", k->counts().discarded});
 	return lost;
 }
 
 control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 {
-	s.state = SessionState::stopping;
+	s.mark_stopping();
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
 	for (uint64_t id : members_[s.id()]) {
 		auto it = apps_.find(id);
@@ -466,12 +463,10 @@ control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 	members_.erase(s.id());
 	// Buffers of programs that ended meanwhile are being finished by other
 	// threads: the trace is whole once they are too.
-	finished_.wait(lock, [&] { return s.finishing == 0; });
+	finished_.wait(lock, [&] { return !s.finishing_buffers(); });
 	RetiredWork work;
-	for (auto &r : s.retire_buffers(late.empty())) {
-		s.finishing++;
+	for (auto &r : s.retire_buffers(late.empty()))
 		work.emplace_back(&s, std::move(r));
-	}
 	finish_unlocked(std::move(work), lock);
 	// The kernel trace too: every page drained, the streams closed, without
 	// the lock (`stopping` keeps other commands off the session). Then what
@@ -480,7 +475,7 @@ control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 	const std::string kernel_error = s.stop_kernel();
 	const std::string relay_error = s.relay_link() ? s.relay_link()->flush(kRelayStopTimeoutMs) : "";
 	lock.lock();
-	s.state = SessionState::stopped;
+	s.mark_stopped();
 	control::StopReply reply;
 	reply.session = s.name();
 	reply.lost = lost_report(s);
@@ -493,7 +488,7 @@ control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 	if (!kernel_error.empty())
 		reply.kernel_error = kernel_error;
 	if (s.relay_link()) {
-		reply.relay = s.relay_status();
+		reply.relay = relay_status(s);
 		if (!relay_error.empty())
 			reply.relay_error = relay_error;
 	}
@@ -540,10 +535,10 @@ void Daemon::shutdown()
 	Lock lock(mutex_);
 	std::vector<SessionKey> started;
 	for (auto &[key, s] : sessions_)
-		if (s->state == SessionState::started)
+		if (s->started())
 			started.push_back(key);
 	for (const auto &key : started) // stop_session lets other requests in: look each up again
-		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->state == SessionState::started)
+		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->started())
 			stop_session(*it->second, lock);
 	// The relays are told that their sessions end (BYE), without the lock.
 	std::vector<std::shared_ptr<consumer::RelayLink>> relays;

@@ -73,7 +73,8 @@ public:
 private:
 	using Lock = std::unique_lock<std::mutex>;
 	// A command: its request decoded, carried out, its reply encoded.
-	using Command = std::function<nlohmann::json(Daemon &, const nlohmann::json &, const control::PeerCred &, Lock &)>;
+	using Command =
+		std::function<nlohmann::json(Daemon &, const nlohmann::json &, const control::PeerCred &, Lock &)>;
 	// The command of `Request`, carried out by handler(daemon, request, peer, lock).
 	template <class Request, class Handler>
 	static std::pair<std::string, Command> command(Handler handler);
@@ -86,7 +87,7 @@ private:
 	static void without_lock(TraceSession &s, Lock &lock, Work &&work)
 	{
 		std::exception_ptr failed;
-		s.busy++;
+		s.begin_busy();
 		lock.unlock();
 		try {
 			work();
@@ -94,7 +95,7 @@ private:
 			failed = std::current_exception();
 		}
 		lock.lock();
-		s.busy--;
+		s.end_busy();
 		if (failed)
 			std::rethrow_exception(failed);
 	}
@@ -151,7 +152,7 @@ private:
 	// meanwhile, which keeps every other command off it.
 	control::StopReply stop_session(TraceSession &s, Lock &lock);
 	// Finishes retired buffers with the lock released (TraceSession::Retired).
-	// Their sessions' `finishing` counts them until they are accounted.
+	// Their sessions count them as finishing until they are accounted.
 	using RetiredWork = std::vector<std::pair<TraceSession *, TraceSession::Retired>>;
 	void finish_unlocked(RetiredWork work, Lock &lock);
 	// The thread that finishes the buffers of programs that ended
@@ -219,7 +220,7 @@ private:
 	std::vector<JournalEntry> journaled_; // what journal_ holds
 	std::mutex mutex_;
 	std::condition_variable acks_;
-	std::condition_variable finished_; // a session's `finishing` fell
+	std::condition_variable finished_; // a session's retired buffers were accounted
 	std::condition_variable retired_;  // work for finisher()
 	std::deque<RetiredWork> to_finish_;
 	bool closing_ = false; // the finisher ends once to_finish_ is empty

@@ -50,9 +50,10 @@ std::vector<std::string> names_of(const std::optional<std::vector<std::string>> 
 			               extra.find(c) != std::string::npos;
 			});
 		if (!ok)
-			throw CommandError(std::string("bad ") + what + " '" + s.substr(0, kMaxNameLength) +
-			                   "': use letters, digits and '_'" +
-			                   (extra.empty() ? "" : ", with '*' wildcards and SYSTEM:NAME (e.g. 'irq:*')"));
+			throw CommandError(
+				std::string("bad ") + what + " '" + s.substr(0, kMaxNameLength) +
+				"': use letters, digits and '_'" +
+				(extra.empty() ? "" : ", with '*' wildcards and SYSTEM:NAME (e.g. 'irq:*')"));
 	}
 	return list;
 }
@@ -103,22 +104,22 @@ void Daemon::check_kernel_access(const control::PeerCred &peer) const
 	if (peer.uid == 0 || (options_.system && in_group(peer.uid, peer.gid, options_.group)))
 		return;
 	throw CommandError("kernel tracing (-k) needs root or membership in group '" + options_.group_name +
-	                  "' of the system session daemon: ask an administrator to add you to it, or trace user "
-	                  "space only (-u)");
+	                   "' of the system session daemon: ask an administrator to add you to it, or trace user "
+	                   "space only (-u)");
 }
 
 TraceSession &Daemon::kernel_session_for(const std::string &name, const control::PeerCred &peer)
 {
 	check_kernel_access(peer);
 	TraceSession &s = session_for(name, peer);
-	if (s.state == SessionState::started || s.state == SessionState::stopping)
+	if (s.started() || s.stopping())
 		throw CommandError("session '" + s.name() +
-		                  "' is tracing: its kernel events and tracked pids change while it is stopped "
-		                  "(`tracery stop`, change them, `tracery start`)");
+		                   "' is tracing: its kernel events and tracked pids change while it is stopped "
+		                   "(`tracery stop`, change them, `tracery start`)");
 	if (s.ever_started() && !s.kernel_domain())
 		throw CommandError("session '" + s.name() +
-		                  "' was started without kernel events, so its user trace is OUTPUT itself and "
-		                  "there is no OUTPUT/kernel beside it: create a new session to trace the kernel");
+		                   "' was started without kernel events, so its user trace is OUTPUT itself and "
+		                   "there is no OUTPUT/kernel beside it: create a new session to trace the kernel");
 	return s;
 }
 
@@ -133,13 +134,13 @@ control::KernelEventsReply Daemon::enable_probe(TraceSession &s, const control::
 		                   " bytes, an event name, --args and --filter as text");
 	if (!kernel::valid_event_name(name))
 		throw CommandError("bad probe event name '" + name.substr(0, kMaxNameLength) +
-		                  "': use letters, digits and '_' (not first a digit), at most 64");
-	if (s.kernel.probes.count(name) || s.kernel.tracepoints.count(name))
+		                   "': use letters, digits and '_' (not first a digit), at most 64");
+	if (s.kernel_spec().probes.count(name) || s.kernel_spec().tracepoints.count(name))
 		throw CommandError("session '" + s.name() + "' has a kernel event '" + name +
-		                  "' already: disable it first, or name the probe otherwise");
-	if (s.kernel.probes.size() >= kMaxNames)
+		                   "' already: disable it first, or name the probe otherwise");
+	if (s.kernel_spec().probes.size() >= kMaxNames)
 		throw CommandError("too many probes in session '" + s.name() + "': at most " +
-		                  std::to_string(kMaxNames));
+		                   std::to_string(kMaxNames));
 	kernel::ProbeSpec spec;
 	try {
 		spec = kernel::parse_probe_spec(spec_text);
@@ -162,7 +163,7 @@ control::KernelEventsReply Daemon::enable_probe(TraceSession &s, const control::
 				throw CommandError("cannot open '" + spec.path + "': " + strerror(errno));
 			if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
 				throw CommandError("'" + spec.path +
-				                  "' is not a regular file: probe an executable or a library");
+				                   "' is not a regular file: probe an executable or a library");
 			probe.sites = kernel::resolve_probe(fd.get(), spec, args);
 			probe.file = std::make_shared<base::Fd>(std::move(fd));
 			if (!filter.empty()) {
@@ -171,25 +172,25 @@ control::KernelEventsReply Daemon::enable_probe(TraceSession &s, const control::
 				if (!filter::kernel_filter(filter, kernel::probe_filter_fields(probe.sites.at(0)),
 				                           &error))
 					throw CommandError("the filter of probe '" + name +
-					                  "' cannot be evaluated by the kernel: " +
-					                  filter::render_error(filter, error));
+					                   "' cannot be evaluated by the kernel: " +
+					                   filter::render_error(filter, error));
 			}
 		} catch (const kernel::ProbeError &e) {
 			throw CommandError(e.what());
 		}
 	});
-	if (s.kernel.probes.count(name))
+	if (s.kernel_spec().probes.count(name))
 		throw CommandError("session '" + s.name() + "' got a probe '" + name + "' meanwhile");
 	control::KernelEventsReply reply;
 	reply.session = s.name();
-	reply.channel = s.kernel.channel_name();
+	reply.channel = s.kernel_spec().channel_name();
 	reply.events = {"probe " + name + " (" + spec_text + ")" + (filter.empty() ? "" : " (filter: " + filter + ")")};
 	reply.sites = probe.sites.size();
 	reply.args_source = probe.sites.at(0).args_source;
 	reply.notes = probe.sites.at(0).notes;
 	if (!filter.empty())
-		s.kernel.filters[kernel::probe_rule(name)] = filter;
-	s.kernel.probes.emplace(name, std::move(probe));
+		s.edit_kernel_spec().filters[kernel::probe_rule(name)] = filter;
+	s.edit_kernel_spec().probes.emplace(name, std::move(probe));
 	return reply;
 }
 
@@ -204,13 +205,13 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 	const bool all_syscalls = req.all_syscalls.value_or(false);
 	if (tracepoints.empty() && syscalls.empty() && !all_syscalls)
 		throw CommandError("no kernel event given: name tracepoints (e.g. sched_switch, 'irq:*'), or system "
-		                  "calls with --syscall NAME[,NAME...] or --syscall -a");
+		                   "calls with --syscall NAME[,NAME...] or --syscall -a");
 	const std::string &channel = req.channel;
-	const std::string kchannel = s.kernel.channel_name();
+	const std::string kchannel = s.kernel_spec().channel_name();
 	if (!channel.empty() && channel != kchannel)
 		throw CommandError("no kernel channel '" + channel + "' in session '" + s.name() + "' (it has '" +
-		                  kchannel + "'): create it with `tracery enable-channel -k " + channel +
-		                  "` before enabling events");
+		                   kchannel + "'): create it with `tracery enable-channel -k " + channel +
+		                   "` before enabling events");
 	const std::string filter = req.filter.value_or("");
 	if (filter.size() > filter::kMaxExpressionLength)
 		throw CommandError("bad filter: give an expression of at most " +
@@ -218,7 +219,7 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 	std::vector<std::string> not_recorded; // events a filter's rule does not record
 	if (disable && !filter.empty())
 		throw CommandError("disable-event takes no --filter: it disables the events named");
-	KernelSpec &k = s.kernel;
+	KernelSpec &k = s.edit_kernel_spec();
 	// The rules of this request, as KernelSessionConfig::filters names them.
 	std::vector<std::string> rules = tracepoints;
 	for (const std::string &c : syscalls)
@@ -237,11 +238,11 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 		for (const std::string &t : tracepoints)
 			if (!k.tracepoints.count(t) && !k.probes.count(t))
 				throw CommandError("kernel event '" + t + "' is not enabled in session '" + s.name() +
-				                  "': see `tracery status`");
+				                   "': see `tracery status`");
 		for (const std::string &c : syscalls)
 			if (!k.syscalls.count(c))
 				throw CommandError("system call '" + c + "' is not enabled in session '" + s.name() +
-				                  "': see `tracery status`");
+				                   "': see `tracery status`");
 		for (const std::string &t : tracepoints) {
 			k.tracepoints.erase(t);
 			if (k.probes.erase(t))
@@ -259,18 +260,18 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 		if (k.tracepoints.size() + tracepoints.size() > kMaxNames ||
 		    k.syscalls.size() + syscalls.size() > kMaxNames)
 			throw CommandError("too many kernel events in session '" + s.name() + "': at most " +
-			                  std::to_string(kMaxNames) + " patterns and system calls");
+			                   std::to_string(kMaxNames) + " patterns and system calls");
 		// Checked against this kernel now, so that a mistyped name fails here.
 		const std::vector<kernel::Tracepoint> known = kernel::list_tracepoints(tracefs_root());
 		for (const std::string &t : tracepoints)
 			if (kernel::match_tracepoints(known, t).empty())
 				throw CommandError("no kernel tracepoint matches '" + t +
-				                  "': see `tracery list -k` for this kernel's tracepoints");
+				                   "': see `tracery list -k` for this kernel's tracepoints");
 		const std::vector<std::string> known_calls = kernel::list_syscalls(known);
 		for (const std::string &c : syscalls)
 			if (!std::binary_search(known_calls.begin(), known_calls.end(), c))
 				throw CommandError("no system call '" + c +
-				                  "' in this kernel's tracepoints: see `tracery list -k --syscall`");
+				                   "' in this kernel's tracepoints: see `tracery list -k --syscall`");
 		for (const std::string &r : rules) {
 			const bool enabled = r == kernel::syscall_rule("*") ? k.all_syscalls
 			                     : r.starts_with("syscall ")    ? k.syscalls.count(r.substr(8)) > 0
@@ -279,9 +280,9 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 			const std::string before = it == k.filters.end() ? "" : it->second;
 			if (enabled && before != filter)
 				throw CommandError("kernel event '" + r + "' is enabled already " +
-				                  (before.empty() ? std::string("without a filter")
-				                                  : "with the filter '" + before + "'") +
-				                  ": disable it first to change its filter");
+				                   (before.empty() ? std::string("without a filter")
+				                                   : "with the filter '" + before + "'") +
+				                   ": disable it first to change its filter");
 		}
 		if (!filter.empty()) {
 			// The kernel evaluates it: translated now for every event it
@@ -316,48 +317,49 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 }
 
 control::KernelEnableChannelReply Daemon::cmd_kernel_channel(const control::KernelEnableChannel &req,
-                                                            const control::PeerCred &peer, Lock &)
+                                                             const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = kernel_session_for(req.session, peer);
 	if (s.ever_started())
 		throw CommandError("session '" + s.name() +
-		                  "' has been started: its kernel buffer was made then; create a new session for "
-		                  "another kernel channel");
+		                   "' has been started: its kernel buffer was made then; create a new session for "
+		                   "another kernel channel");
 	const std::string &name = req.channel;
 	if (name.empty() || name.size() > kMaxNameLength || !std::all_of(name.begin(), name.end(), [](char c) {
 		    return isalnum(static_cast<unsigned char>(c)) || c == '_';
 	    }))
 		throw CommandError("bad channel name '" + name.substr(0, kMaxNameLength) +
-		                  "': use letters, digits and '_'");
-	if (!s.kernel.channel.empty() && s.kernel.channel != name)
-		throw CommandError("session '" + s.name() + "' has kernel channel '" + s.kernel.channel +
-		                  "' already: the kernel domain has one channel (its tracefs instance's buffer)");
+		                   "': use letters, digits and '_'");
+	if (!s.kernel_spec().channel.empty() && s.kernel_spec().channel != name)
+		throw CommandError("session '" + s.name() + "' has kernel channel '" + s.kernel_spec().channel +
+		                   "' already: the kernel domain has one channel (its tracefs instance's buffer)");
 	const uint64_t subbuf = size_of(req.subbuf_size, "--subbuf-size");
 	const uint64_t num = size_of(req.num_subbuf, "--num-subbuf");
 	if ((subbuf == 0) != (num == 0))
 		throw CommandError("give both --subbuf-size and --num-subbuf (the kernel buffer of each CPU is their "
-		                  "product), or neither for the kernel's default size");
+		                   "product), or neither for the kernel's default size");
 	if (subbuf * num > kMaxKernelBufferPerCpu)
 		throw CommandError("a kernel buffer of " + base::format_size(subbuf * num) +
-		                  " per CPU is more than 1G: give a smaller --subbuf-size or --num-subbuf");
-	s.kernel.channel = name;
-	s.kernel.subbuf_size = subbuf;
-	s.kernel.num_subbuf = num;
-	s.kernel.overwrite = req.overwrite;
-	return {s.name(), name, s.kernel.subbuf_size * s.kernel.num_subbuf, s.kernel.overwrite};
+		                   " per CPU is more than 1G: give a smaller --subbuf-size or --num-subbuf");
+	KernelSpec &k = s.edit_kernel_spec();
+	k.channel = name;
+	k.subbuf_size = subbuf;
+	k.num_subbuf = num;
+	k.overwrite = req.overwrite;
+	return {s.name(), name, k.subbuf_size * k.num_subbuf, k.overwrite};
 }
 
 control::KernelTrackingReply Daemon::cmd_kernel_track(const control::KernelTracking &req, bool untrack,
-                                                     const control::PeerCred &peer, Lock &)
+                                                      const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = kernel_session_for(req.session, peer);
 	const std::vector<pid_t> pids = pids_of(req.pids);
-	KernelSpec &k = s.kernel;
+	KernelSpec &k = s.edit_kernel_spec();
 	if (untrack) {
 		for (pid_t p : pids)
 			if (!k.pids.count(p))
 				throw CommandError("pid " + std::to_string(p) + " is not tracked in session '" +
-				                  s.name() + "': see `tracery status`");
+				                   s.name() + "': see `tracery status`");
 		for (pid_t p : pids)
 			k.pids.erase(p);
 	} else {

@@ -4,7 +4,7 @@
 #include "base/test_temp_dir.hpp"
 #include "daemon/trace_session.hpp"
 
-#include "consumer/trace_channel.hpp"
+#include "consumer/ring_config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -84,7 +84,7 @@ TEST(BufferQuota, DefaultIsAQuarterOfMemoryInWholeMiB)
 
 ringbuf::Config config(uint32_t cpus, uint32_t num_subbuf, uint32_t subbuf_size)
 {
-	ringbuf::Config c = consumer::trace_channel_config(num_subbuf, subbuf_size, ringbuf::Mode::discard);
+	ringbuf::Config c = consumer::ring_config(num_subbuf, subbuf_size, ringbuf::Mode::discard);
 	c.num_cpus = cpus;
 	return c;
 }
@@ -144,8 +144,7 @@ TEST_F(SessionQuota, ChannelsAreCheckedAgainstTheQuota)
 	ChannelSpec small;
 	small.name = "small";
 	small.subbuf_size = 4096;
-	const uint64_t one =
-		ringbuf::Channel::mapping_size_for(consumer::trace_channel_config(4, 4096, ringbuf::Mode::discard));
+	const uint64_t one = ringbuf::Channel::mapping_size_for(consumer::ring_config(4, 4096, ringbuf::Mode::discard));
 	BufferQuota q(2 * one);
 	auto s = session(q);
 	s->add_channel(small);
@@ -173,8 +172,7 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	spec.name = "pp";
 	spec.subbuf_size = 4096;
 	spec.per_pid = true;
-	const uint64_t one =
-		ringbuf::Channel::mapping_size_for(consumer::trace_channel_config(4, 4096, ringbuf::Mode::discard));
+	const uint64_t one = ringbuf::Channel::mapping_size_for(consumer::ring_config(4, 4096, ringbuf::Mode::discard));
 	BufferQuota q(one + one / 2); // room for one buffer per user
 	auto s = session(q);
 	Channel &ch = s->add_channel(spec);
@@ -189,13 +187,13 @@ TEST_F(SessionQuota, BuffersAreChargedToTheirUserAndGivenBack)
 	// A second program of that user does not fit; one of another user does.
 	EXPECT_EQ(s->buffer_for(ch, 1000, 12, &why, &made), nullptr);
 	EXPECT_TRUE(contains(why, "uid 1000")) << why;
-	EXPECT_EQ(ch.buffers.count("pid12"), 0u); // no empty slot
+	EXPECT_EQ(ch.buffers().count("pid12"), 0u); // no empty slot
 	EXPECT_EQ(q.used(1000), one);
 	ASSERT_NE(s->buffer_for(ch, 2000, 21, &why, &made), nullptr);
 	EXPECT_EQ(q.used(2000), one);
 	// Undone (a start that failed): the buffers and their charges are gone.
 	s->drop_new_buffers(made);
-	EXPECT_TRUE(ch.buffers.empty());
+	EXPECT_TRUE(ch.buffers().empty());
 	EXPECT_EQ(q.used(1000), 0u);
 	EXPECT_EQ(q.used(2000), 0u);
 	// A program that ends gives its per-PID buffer back; the end of the session gives back all.
@@ -232,7 +230,7 @@ TEST_F(SessionQuota, AReusedPidOfAnotherUserGetsItsOwnBuffer)
 	ASSERT_NE(mine, nullptr);
 	EXPECT_NE(mine, theirs);
 	EXPECT_EQ(mine->charge.uid(), 1000u);
-	EXPECT_EQ(ch.buffers.size(), 2u);
+	EXPECT_EQ(ch.buffers().size(), 2u);
 	EXPECT_TRUE(s->program_ended(42, 2000).empty()) << "uid 2000's program ending retires nothing of uid 1000";
 	EXPECT_EQ(s->buffer_for(ch, 1000, 42, &why), mine);
 	const auto retired = s->program_ended(42, 1000);

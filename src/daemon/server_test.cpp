@@ -84,7 +84,8 @@ private:
 // The error a reply carries, or the reply itself.
 std::string error_of(const json &reply)
 {
-	return control::is<control::ErrorReply>(reply) ? control::decode<control::ErrorReply>(reply).error : reply.dump();
+	return control::is<control::ErrorReply>(reply) ? control::decode<control::ErrorReply>(reply).error
+	                                               : reply.dump();
 }
 bool is_ready(const json &reply) { return control::is<control::Ready>(reply); }
 
@@ -181,9 +182,9 @@ TEST(Server, TheEventSchemasOfAUsersProgramsAreBounded)
 	base::Fd first = r.connect();
 	EXPECT_TRUE(is_ready(registered(first)));
 	base::Fd second = r.connect(); // two hellos of 542 bytes: over
-	EXPECT_EQ(error_of(registered(second)), "the event schemas of the programs of uid " + std::to_string(geteuid()) +
-	                                               " would take " + std::to_string(2 * hello.dump().size()) +
-	                                               " bytes, over the limit of 1000");
+	EXPECT_EQ(error_of(registered(second)),
+	          "the event schemas of the programs of uid " + std::to_string(geteuid()) + " would take " +
+	                  std::to_string(2 * hello.dump().size()) + " bytes, over the limit of 1000");
 	first.reset(); // its schemas are given back once it is gone
 	json reply;
 	for (int i = 0; i < 100 && !is_ready(reply); i++) {

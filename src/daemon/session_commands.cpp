@@ -5,6 +5,7 @@
 #include "daemon/daemon.hpp"
 
 #include "daemon/log.hpp"
+#include "daemon/session_status.hpp"
 
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
@@ -77,7 +78,7 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 	                                        std::move(relay));
 	log(Level::info, "uid %u created session %s in %s%s%s", peer.uid, name.c_str(),
 	    output.empty() ? "-" : output.c_str(), relayed ? ", sent to the relay at " : "", relay_url.c_str());
-	const control::CreateReply reply{name, output, s->snapshot(), s->relay_status()};
+	const control::CreateReply reply{name, output, s->snapshot(), relay_status(*s)};
 	sessions_[{peer.uid, name}] = std::move(s);
 	return reply;
 }
@@ -127,7 +128,7 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 	std::vector<SessionKey> keys;
 	if (req.all.value_or(false)) {
 		for (auto &[key, s] : sessions_)
-			if (may_access(*s, peer) && s->state != SessionState::stopping && !s->busy)
+			if (may_access(*s, peer) && !s->in_use())
 				keys.push_back(key);
 	} else {
 		const TraceSession &s = session_for(req.session.value_or(""), peer);
@@ -138,9 +139,9 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 		auto it = sessions_.find(key);
 		// stop_session below lets other requests in: one of them may have
 		// taken a session of the list meanwhile.
-		if (it == sessions_.end() || it->second->state == SessionState::stopping || it->second->busy)
+		if (it == sessions_.end() || it->second->in_use())
 			continue;
-		if (it->second->state == SessionState::started)
+		if (it->second->started())
 			stop_session(*it->second, lock);
 		it = sessions_.find(key); // stop_session may have let another request in: look it up again
 		if (it == sessions_.end())
@@ -165,28 +166,28 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 control::StartReply Daemon::cmd_start(const control::Start &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req.session, peer);
-	if (s.state == SessionState::started)
+	if (s.started())
 		throw CommandError("session '" + s.name() + "' is already started");
 	// What can fail comes first (the kernel's tracing, the buffers of the
 	// running programs, the metadata), and is undone if it does: a failed
 	// start leaves the session as it was. Channels over a user's quota only
 	// leave programs untraced.
 	s.fix_layout();
-	if (s.kernel.any_events()) {
+	if (s.kernel_spec().any_events()) {
 		check_kernel_access(peer); // a member may have left the group since
 		// The kernel starts without the lock (the state dump reads /proc).
 		// The journal lists it before its first kernel packet is written.
-		s.starting_kernel = true;
+		s.begin_kernel_start();
 		note_open_traces();
 		try {
 			without_lock(s, lock, [&] { s.start_kernel(kernel::open_tracefs(true).root); });
 		} catch (const std::exception &e) {
-			s.starting_kernel = false;
+			s.end_kernel_start();
 			note_open_traces();
 			log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 			throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 		}
-		s.starting_kernel = false;
+		s.end_kernel_start();
 	}
 	std::vector<std::pair<App *, std::vector<Buffer *>>> joining;
 	std::vector<Refusal> refused;
@@ -211,7 +212,7 @@ control::StartReply Daemon::cmd_start(const control::Start &req, const control::
 		log(Level::warn, "session %s not started: %s", s.name().c_str(), e.what());
 		throw CommandError("cannot start session '" + s.name() + "': " + e.what());
 	}
-	s.state = SessionState::started;
+	s.mark_started();
 	note_open_traces(); // before its first packet: a crash from here on is repaired at the next start
 	for (const auto &ch : s.channels())
 		ch->clear_not_traced();
@@ -222,10 +223,10 @@ control::StartReply Daemon::cmd_start(const control::Start &req, const control::
 			pending.emplace_back(app->id, seq);
 	// Programs running now trace from the moment start returns (bounded wait).
 	const std::string name = s.name();
-	s.busy++;
+	s.begin_busy();
 	control::StartReply reply;
 	reply.not_attached = wait_acks(pending, lock);
-	s.busy--;
+	s.end_busy();
 	log(Level::info, "session %s started with %zu programs", name.c_str(), pending.size());
 	reply.session = name;
 	reply.programs = pending.size();
@@ -238,7 +239,7 @@ control::StartReply Daemon::cmd_start(const control::Start &req, const control::
 control::StopReply Daemon::cmd_stop(const control::Stop &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req.session, peer);
-	if (s.state != SessionState::started)
+	if (!s.started())
 		throw CommandError("session '" + s.name() + "' is not started");
 	control::StopReply reply = stop_session(s, lock);
 	log(Level::info, "session %s stopped", s.name().c_str());
@@ -248,7 +249,7 @@ control::StopReply Daemon::cmd_stop(const control::Stop &req, const control::Pee
 control::StatusReply Daemon::cmd_status(const control::Status &req, const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = session_for(req.session, peer);
-	control::StatusReply st = s.status();
+	control::StatusReply st = session_status(s);
 	for (uint64_t id : members_[s.id()])
 		if (auto it = apps_.find(id); it != apps_.end() && it->second->tracing.count(s.id()))
 			st.programs.push_back(it->second->cred.pid);
@@ -261,8 +262,8 @@ control::ListReply Daemon::cmd_list(const control::List &, const control::PeerCr
 	control::ListReply reply;
 	for (auto &[key, s] : sessions_)
 		if (may_access(*s, peer))
-			reply.sessions.push_back({s->name(), s->owner(), s->output(), state_name(s->state), s->snapshot(),
-			                          s->relay_status()});
+			reply.sessions.push_back({s->name(), s->owner(), s->output(), state_name(s->state()),
+			                          s->snapshot(), relay_status(*s)});
 	return reply;
 }
 
@@ -276,7 +277,7 @@ control::SnapshotRecordReply Daemon::cmd_snapshot(const control::SnapshotRecord 
 	if (!s.ever_started())
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
 	// Copying and writing whole buffers takes a while: not with the lock.
-	const TraceSession::SnapshotPlan plan = s.plan_snapshot();
+	const SnapshotPlan plan = s.plan_snapshot();
 	std::string path;
 	without_lock(s, lock, [&] { path = s.write_snapshot(plan); });
 	return {s.name(), path};

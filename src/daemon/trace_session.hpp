@@ -1,21 +1,27 @@
-// A tracing session in the daemon: its owner, output directory, channels and
-// state; the trace's metadata (written at the first start, event classes
-// appended as programs bring events); the buffers' lifecycle (made when a
-// program joins, drained and written at stop or when a per-PID program
-// ends); and snapshot records.
+// A tracing session in the daemon: the owner of its parts, each with one job,
+// and the rules that join them (a channel is added before the first start;
+// the layout of its traces is decided then; retired buffers count as being
+// finished until they are accounted).
+//
+//   session_identity.hpp   what it is: name, owner, output, relay, trace uuid
+//   session_lifecycle.hpp  its state and the guards that keep commands off it
+//   kernel_domain.hpp      its kernel events and kernel trace
+//   session_channels.hpp   its channels and their buffers' lifecycle
+//   user_trace.hpp         where its user trace goes, its metadata, event ids
+//   filter_cache.hpp       the event filters compiled for its programs
+//   session_snapshot.hpp   `snapshot record`
+//   session_status.hpp     what `tracery status` and `list` show of it
 #pragma once
 
 #include "daemon/channel.hpp"
-
-#include "base/fd.hpp"
-#include "consumer/relay_link.hpp"
-#include "consumer/trace_output.hpp"
-#include "kernel/kernel_session.hpp"
-
-#include "ctf/metadata.hpp"
-#include "ctf/uuid.hpp"
-
-#include "control/messages.hpp"
+#include "daemon/filter_cache.hpp"
+#include "daemon/kernel_domain.hpp"
+#include "daemon/quota.hpp"
+#include "daemon/session_channels.hpp"
+#include "daemon/session_identity.hpp"
+#include "daemon/session_lifecycle.hpp"
+#include "daemon/session_snapshot.hpp"
+#include "daemon/user_trace.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -23,52 +29,10 @@
 
 #include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 namespace tracery::daemon {
-
-enum class SessionState { created, started, stopping, stopped };
-const char *state_name(SessionState s);
-
-// What `enable-event -k`, `enable-channel -k` and `track -k` asked of a
-// session's kernel domain (kernel/kernel_session.hpp does it at start).
-struct KernelSpec {
-	std::set<std::string> tracepoints; // patterns of kernel::match_tracepoints()
-	std::set<std::string> syscalls;
-	bool all_syscalls = false;
-	// Filter expressions by rule (kernel::KernelSessionConfig::filters).
-	std::map<std::string, std::string> filters;
-	std::string channel;                      // enable-channel -k NAME ("": the default, channel0)
-	uint64_t subbuf_size = 0, num_subbuf = 0; // 0: the kernel's default buffer size
-	bool overwrite = false;
-	std::set<pid_t> pids; // empty: every process
-	bool follow_children = true;
-	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
-	// enabled, from the file opened then with the requester's credentials
-	// (held open: the kernel is given that very file, /proc/self/fd/N).
-	struct Probe {
-		std::string spec; // as given, the path made absolute
-		std::string args; // --args, "" if none
-		bool is_return = false;
-		std::vector<kernel::ProbeSite> sites;
-		std::shared_ptr<base::Fd> file;
-	};
-	std::map<std::string, Probe> probes;
-
-	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty() || !probes.empty(); }
-	std::string channel_name() const { return channel.empty() ? "channel0" : channel; }
-};
-
-// A session streamed to a relay (`tracery create --set-url`): its link,
-// connected, and its live period (0: not live).
-struct SessionRelay {
-	std::shared_ptr<consumer::RelayLink> link;
-	std::string url; // HOST:PORT, for status
-	uint64_t live_period_ns = 0;
-};
 
 class TraceSession {
 public:
@@ -78,177 +42,114 @@ public:
 	// With a relay, `output` is the local copy's directory, "" for none.
 	TraceSession(uint64_t id, std::string name, uid_t owner, gid_t owner_gid, std::string output, bool snapshot,
 	             BufferQuota &quota, SessionRelay relay = {});
+	// Its parts refer to its identity.
+	TraceSession(const TraceSession &) = delete;
+	TraceSession &operator=(const TraceSession &) = delete;
 
-	uint64_t id() const { return id_; }
-	const std::string &name() const { return name_; }
-	uid_t owner() const { return owner_; }
-	gid_t owner_gid() const { return owner_gid_; }
-	const std::string &output() const { return output_; }
-	bool snapshot() const { return snapshot_; }
-	// Whether its traces are written to disk here (not only sent to a relay).
-	bool local() const { return !output_.empty(); }
-	const std::shared_ptr<consumer::RelayLink> &relay_link() const { return relay_.link; }
-	// The relay's counts, for status and stop (null without a relay).
-	std::optional<control::RelayStatus> relay_status() const;
-	SessionState state = SessionState::created;
-	int busy = 0;      // a command waits for programs (lock released): others keep off
-	int finishing = 0; // buffers taken out of it being finished without the daemon's lock: stop waits for them
-	bool ever_started() const { return metadata_written_ || state != SessionState::created; }
-	// A start is starting the kernel trace (lock released): its files are
-	// being written before the session is `started`.
-	bool starting_kernel = false;
+	// What it is (session_identity.hpp).
+	const SessionIdentity &identity() const { return identity_; }
+	uint64_t id() const { return identity_.id; }
+	const std::string &name() const { return identity_.name; }
+	uid_t owner() const { return identity_.owner; }
+	gid_t owner_gid() const { return identity_.owner_gid; }
+	const std::string &output() const { return identity_.output; }
+	bool snapshot() const { return identity_.snapshot; }
+	bool local() const { return identity_.local(); }
+	const std::shared_ptr<consumer::RelayLink> &relay_link() const { return identity_.relay.link; }
+	clock::TickUnit tick_unit() const { return identity_.tick_unit; }
+
+	// Where it is in its life, and who keeps off it (session_lifecycle.hpp).
+	SessionState state() const { return lifecycle_.state(); }
+	bool started() const { return lifecycle_.started(); }
+	bool stopping() const { return lifecycle_.stopping(); }
+	void mark_started() { lifecycle_.mark_started(); }
+	void mark_stopping() { lifecycle_.mark_stopping(); }
+	void mark_stopped() { lifecycle_.mark_stopped(); }
+	bool in_use() const { return lifecycle_.in_use(); }
+	void begin_busy() { lifecycle_.begin_busy(); }
+	void end_busy() { lifecycle_.end_busy(); }
+	// Whether buffers retired from it are not accounted yet (see Buffers below).
+	bool finishing_buffers() const { return lifecycle_.finishing(); }
+	void begin_kernel_start() { lifecycle_.begin_kernel_start(); }
+	void end_kernel_start() { lifecycle_.end_kernel_start(); }
+	bool ever_started() const { return user_trace_.metadata_written() || !lifecycle_.created(); }
 	// Whether the output may hold stream files: the journal of open traces
 	// (trace_journal.hpp) lists the session.
 	bool may_have_trace() const
 	{
-		return local() && (ever_started() || starting_kernel || kernel_session_ != nullptr);
+		return local() && (ever_started() || lifecycle_.starting_kernel() || kernel_.trace() != nullptr);
 	}
 
-	// The kernel domain. Set before the first start: a session with kernel
-	// events then writes its user trace to OUTPUT/ust and its kernel trace
-	// to OUTPUT/kernel (one trace per directory, so that babeltrace2 OUTPUT
-	// merges both); a session without keeps its user trace in OUTPUT.
-	KernelSpec kernel;
-	bool kernel_domain() const { return kernel_domain_; }
+	// The kernel domain (kernel_domain.hpp).
+	const KernelSpec &kernel_spec() const { return kernel_.spec(); }
+	KernelSpec &edit_kernel_spec() { return kernel_.edit_spec(); }
+	// Whether its traces are laid out with a kernel trace: OUTPUT/ust and OUTPUT/kernel.
+	bool kernel_domain() const { return kernel_.in_layout(); }
 	// Where the user trace is (OUTPUT or OUTPUT/ust).
-	std::string user_dir() const { return kernel_domain_ ? output_ + "/ust" : output_; }
-	// At each start, before anything is written: with kernel events, checks
-	// them against this kernel and starts tracing them (the first time, a
-	// new instance and OUTPUT/kernel; then the same ones, continued),
-	// without the daemon's lock (reads /proc for the state dump). Throws
-	// std::runtime_error (one line) with nothing left running.
-	void start_kernel(const std::string &tracefs_root);
-	// Stop (and a start whose user part failed): drains every page, the
-	// kernel trace stays open for the next start (without the daemon's
-	// lock). Returns "" or the one-line error of a failed reader.
-	std::string stop_kernel();
-	// Destroy: closes the kernel trace and removes the tracefs instance.
-	// Returns "" or why it could not.
-	std::string destroy_kernel();
+	std::string user_dir() const { return kernel_domain() ? output() + "/ust" : output(); }
 	// Decides the layout (first start only): see kernel_domain().
 	void fix_layout();
+	void start_kernel(const std::string &tracefs_root) { kernel_.start(tracefs_root); }
+	std::string stop_kernel() { return kernel_.stop(); }
+	std::string destroy_kernel() { return kernel_.destroy(); }
 	// The kernel trace of the last start, if any (counts).
-	const kernel::KernelSession *kernel_session() const { return kernel_session_.get(); }
+	const kernel::KernelSession *kernel_session() const { return kernel_.trace(); }
 
-	Channel *find_channel(const std::string &name);
+	// Channels (session_channels.hpp).
+	Channel *find_channel(const std::string &name) { return channels_.find(name); }
 	// Throws std::runtime_error if the name is taken, the session has
-	// started, or the channel's buffers could never be made: sizes the ring
-	// buffer refuses on this machine, or more than the buffer quota for one
-	// program with the session's other channels (channel_refusal).
+	// started, or the channel's buffers could never be made (SessionChannels::add).
 	Channel &add_channel(ChannelSpec spec);
 	// The channel named, or the default one (made on first use).
 	Channel &channel_or_default(const std::string &name);
-	const std::vector<std::unique_ptr<Channel>> &channels() const { return channels_; }
+	const std::vector<std::unique_ptr<Channel>> &channels() const { return channels_.all(); }
 
-	// At the first start: the metadata file (preamble, one stream class per
-	// channel, the event classes known so far). Throws std::runtime_error.
-	void write_metadata();
+	// At the first start: the metadata file (user_trace.hpp). Throws std::runtime_error.
+	void write_metadata() { user_trace_.write_metadata(channels_.all()); }
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
-	std::map<std::string, uint32_t> ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
-	// The filters of those events that `ch` records only when a filter
-	// accepts them, compiled for each event version: schema key -> [hex of
-	// the bytecode]. A filter that does not apply to an event's field types
-	// becomes one that rejects every event (and is logged).
+	std::map<std::string, uint32_t> ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events)
+	{
+		return user_trace_.ids_for(ch, events);
+	}
+	// Their filters, compiled (filter_cache.hpp).
 	std::map<std::string, std::vector<std::string>> filters_for(const Channel &ch,
-	                                                            const std::map<std::string, nlohmann::json> &events);
+	                                                            const std::map<std::string, nlohmann::json> &events)
+	{
+		return filters_.filters_for(ch, events);
+	}
 
-	// The buffer a program of (uid, pid) writes into, made on first use (or
-	// when the one there is quarantined) and charged to uid's buffer quota. nullptr if it does not fit in that quota
-	// (*refused says why, in one line). Throws std::runtime_error, naming the
-	// channel and the fix, if it cannot be made; nothing changes then. The
-	// buffers it makes are added to *made, if given.
-	struct NewBuffer {
-		Channel *channel;
-		std::string owner;  // its key in channel->buffers
-		std::string prefix; // of its stream files
-	};
+	// Buffers (session_channels.hpp). Retired buffers count as finishing
+	// (finishing_buffers()) until they are accounted: stop and destroy wait
+	// for that, so that their channels stay.
+	using NewBuffer = SessionChannels::NewBuffer;
 	Buffer *buffer_for(Channel &ch, uid_t uid, pid_t pid, std::string *refused,
-	                   std::vector<NewBuffer> *made = nullptr);
-	// Undoes buffer_for: drops the buffers it made (nothing was written to
-	// them: no program has them) and frees their file names.
-	void drop_new_buffers(const std::vector<NewBuffer> &made);
-	// Finishing a buffer (recovery, the consumer's last drain, closing its
-	// files) waits for the consumer thread and writes up to a whole buffer
-	// to disk: the daemon does it without its lock. So buffers are first
-	// taken out of their channel (retired, lock held), then finished (lock
-	// released; the session's `finishing` counts them meanwhile, and stop
-	// and destroy wait for it to fall to 0, so `channel` stays valid), then
-	// accounted (lock held: their lost events and faults go to the channel).
-	struct Retired {
-		Channel *channel;
-		std::unique_ptr<Buffer> buffer;
-		bool recover; // no program writes into it any more
-	};
-	// A per-PID program ended: its buffers are retired (in a snapshot
-	// session: recovered and kept, under another name). Per-UID buffers are
-	// marked for recovery at the next stop.
+	                   std::vector<NewBuffer> *made = nullptr)
+	{
+		return channels_.buffer_for(ch, uid, pid, refused, made);
+	}
+	void drop_new_buffers(const std::vector<NewBuffer> &made) { channels_.drop_new_buffers(made); }
+	using Retired = SessionChannels::Retired;
 	std::vector<Retired> program_ended(pid_t pid, uid_t uid);
-	// Stop: every buffer is retired (snapshot sessions keep theirs).
-	// recover: no program writes into them any more (all quiesced).
 	std::vector<Retired> retire_buffers(bool recover);
-	// Any thread, without the daemon's lock: flush, drain and close.
-	void finish(Retired &r) const;
-	// Lock held, after finish().
+	void finish(Retired &r) const { channels_.finish(r); }
 	void account(Retired &r);
-	// `snapshot record` copies the newest data of every buffer into
-	// OUTPUT/snapshot-N-DATE (with a kernel domain: its ust/ and kernel/,
-	// the kernel part read out of the tracefs buffer, see
-	// kernel/kernel_session.hpp): planned with the daemon's lock held,
-	// written without it while the session is busy (so its buffers stay:
-	// only destroy and a failed start drop a snapshot session's buffers).
-	struct SnapshotPlan {
-		std::string dir;
-		std::string metadata;
-		struct Part {
-			const Channel *channel;
-			std::string owner;
-			Buffer *buffer;
-		};
-		std::vector<Part> parts;
-	};
-	SnapshotPlan plan_snapshot();
-	// Returns the directory; throws std::runtime_error.
-	std::string write_snapshot(const SnapshotPlan &plan);
 
-	// Its status, but for what the daemon knows (its programs, the quota).
-	control::StatusReply status() const;
-	std::vector<control::ProbeStatus> probes_status() const; // the kernel spec's probes, for status
-	// What the trace's timestamps count; every program writing into it is
-	// told (clock/trace_clock.hpp).
-	clock::TickUnit tick_unit() const { return tick_unit_; }
+	// `snapshot record` (session_snapshot.hpp): planned with the lock held,
+	// written without it while the session is busy.
+	SnapshotPlan plan_snapshot() { return snapshots_.plan(channels_.all(), user_trace_.snapshot_metadata()); }
+	// Returns the directory; throws std::runtime_error.
+	std::string write_snapshot(const SnapshotPlan &plan) { return snapshots_.write(plan, kernel_); }
+	uint32_t snapshots_taken() const { return snapshots_.taken(); }
 
 private:
-	// Logs what the consumer of `owner`'s buffer in `ch` reports, naming both.
-	consumer::ChannelConsumer::ProblemReport problem_log(const Channel &ch, const std::string &owner) const;
-	// A prefix of stream files no buffer of this session used yet (not reserved).
-	std::string buffer_prefix(const Channel &ch, const std::string &owner) const;
-	// Where the user trace goes (user_dir(), the relay's "ust", or both):
-	// made on first use, once the layout is fixed.
-	consumer::TraceOutput &user_output();
-
-	BufferQuota &quota_;
-	uint64_t id_;
-	std::string name_;
-	uid_t owner_;
-	gid_t owner_gid_;
-	std::string output_;
-	bool snapshot_;
-	ctf::Uuid uuid_;
-	clock::TickUnit tick_unit_ = clock::preferred_tick_unit();
-	base::TickScale clock_scale_; // the user trace's, written identically in the kernel trace's metadata
-	bool kernel_domain_ = false;
-	std::unique_ptr<kernel::KernelSession> kernel_session_;
-	SessionRelay relay_;
-	std::optional<consumer::TraceOutput> user_output_;
-	std::unique_ptr<ctf::MetadataWriter> writer_;
-	std::string metadata_;
-	bool metadata_written_ = false;
-	std::vector<std::unique_ptr<Channel>> channels_;
-	std::set<std::string> used_prefixes_;
-	uint64_t next_instance_ = 0;
-	uint32_t snapshots_ = 0;
-	std::map<std::pair<std::string, std::string>, std::string> bytecode_; // (key, filter) -> hex
+	SessionIdentity identity_; // first: every part refers to it
+	SessionLifecycle lifecycle_;
+	KernelDomain kernel_;
+	UserTrace user_trace_;
+	SessionChannels channels_;
+	FilterCache filters_;
+	SnapshotRecorder snapshots_;
 };
 
 } // namespace tracery::daemon

@@ -46,8 +46,8 @@ uint32_t size_argument(const std::optional<uint64_t> &size, const char *option, 
 
 } // namespace
 
-control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChannel &req,
-                                                       const control::PeerCred &peer, Lock &)
+control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChannel &req, const control::PeerCred &peer,
+                                                       Lock &)
 {
 	TraceSession &s = session_for(req.session, peer);
 	ChannelSpec spec;
@@ -117,13 +117,12 @@ control::EventRulesReply Daemon::cmd_event_rules(const control::EventRules &req,
 	else
 		ch->enable(patterns, filter);
 	control::EventRulesReply reply{s.name(), ch->spec().name, patterns, std::nullopt};
-	if (s.state == SessionState::started)
+	if (s.started())
 		reply.refused = update_members(s, lock); // returns once the programs apply it (bounded)
 	return reply;
 }
 
-control::AddContextReply Daemon::cmd_add_context(const control::AddContext &req, const control::PeerCred &peer,
-                                                 Lock &)
+control::AddContextReply Daemon::cmd_add_context(const control::AddContext &req, const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = session_for(req.session, peer);
 	if (s.ever_started())
@@ -152,8 +151,7 @@ control::AddContextReply Daemon::cmd_add_context(const control::AddContext &req,
 	return {s.name()};
 }
 
-control::ListEventsReply Daemon::cmd_list_events(const control::ListEvents &, const control::PeerCred &peer,
-                                                 Lock &)
+control::ListEventsReply Daemon::cmd_list_events(const control::ListEvents &, const control::PeerCred &peer, Lock &)
 {
 	control::ListEventsReply reply;
 	for (auto &[id, app] : apps_) {

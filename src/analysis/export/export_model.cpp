@@ -149,7 +149,7 @@ bool identity_field(std::string_view name)
 }
 
 // The members of a scope's plan worth showing, with their types.
-void shown_fields(const reader::Item &it, FieldRef::Scope scope, NameTable &names, std::vector<ShownField> &out)
+void shown_fields(const reader::Item &it, reader::Scope scope, NameTable &names, std::vector<ShownField> &out)
 {
 	const Plan &plan = plan_of(it, scope);
 	if (plan.empty() || plan.ops[0].kind != OpKind::structure)
@@ -161,7 +161,7 @@ void shown_fields(const reader::Item &it, FieldRef::Scope scope, NameTable &name
 			std::string_view n = *m.name;
 			if (!n.empty() && n[0] == '_')
 				n.remove_prefix(1);
-			if (scope == FieldRef::Scope::fields || !identity_field(n)) {
+			if (scope == reader::Scope::payload || !identity_field(n)) {
 				ShownField f;
 				f.name = names.id(n);
 				f.ref = find_field(it, n);
@@ -326,14 +326,14 @@ private:
 		                    std::get<std::string>(*domain) == "kernel";
 		p.name = p.slice_name = names_.id(name);
 		p.category = kernel ? cat_kernel_ : cat_ust_;
-		shown_fields(it, FieldRef::Scope::fields, names_, p.fields);
-		shown_fields(it, FieldRef::Scope::context, names_, p.fields);
-		shown_fields(it, FieldRef::Scope::stream_context, names_, p.fields);
+		shown_fields(it, reader::Scope::payload, names_, p.fields);
+		shown_fields(it, reader::Scope::event_context, names_, p.fields);
+		shown_fields(it, reader::Scope::stream_event_context, names_, p.fields);
 		p.cpu = find_field(it, "cpu_id");
 		if (kernel) {
 			p.kind = ClassPlan::kernel_other;
 			p.tid = find_field(it, "tid");
-			if (p.tid.scope == FieldRef::Scope::fields) // a payload field, not the context
+			if (p.tid.scope == reader::Scope::payload) // a payload field, not the context
 				p.tid = {};
 			if (name == "sched_switch") {
 				p.kind = ClassPlan::sched_switch;

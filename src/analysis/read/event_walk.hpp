@@ -1,7 +1,7 @@
 // analysis/read/event_walk.hpp — what every statistic and analysis shares: the
 // merged items of the traces given (with a progress bar on a terminal), and
-// fields found by name once per event class, then read by index from each
-// event's decoded values.
+// what is worked out once per event class (ClassCache: fields found by name,
+// ctf/reader/fields.hpp, then read by index from each event).
 //
 //   EventWalk walk(inputs, "analyze");              // throws ReadError
 //   ClassCache<Handler> cache;                      // per event class: what to do, which fields
@@ -19,69 +19,26 @@
 #include <vector>
 
 #include "analysis/read/progress.hpp"
-#include "analysis/view/text_view.hpp"
+#include "analysis/read/trace_scan.hpp"
+#include "ctf/reader/fields.hpp"
 #include "ctf/reader/trace_reader.hpp"
 
 namespace tracery::analysis {
 
-// Where a field is: its scope, its op in that scope's plan, and its value's
-// index when every member before it has a fixed number of values.
-struct FieldRef {
-	enum class Scope : uint8_t { none, packet_context, stream_context, context, fields };
-	Scope scope = Scope::none;
-	uint32_t op = 0;
-	int64_t index = -1;   // -1: found by walking the members
-	bool integer = false; // an integer (or enumeration) field
-	explicit operator bool() const { return scope != Scope::none; }
-};
+// Fields found by name (ctf/reader/fields.hpp): find_field, find_context_field,
+// int_field, text_field and field_at take an Item and are found by
+// argument-dependent lookup.
+using ctf::reader::FieldRef;
 
-// The member of that name (as shown: without one leading '_') of the event's
-// payload, else its context, its stream's event context, its packet context.
-FieldRef find_field(const ctf::reader::Item &event, std::string_view name);
-
-// The member of that name of the event's context, else its stream's event
-// context, else its packet context (never its payload).
-FieldRef find_context_field(const ctf::reader::Item &event, std::string_view name);
-
-// The member of that name of a scope's root struct (plan), found as the
-// functions above find it; ref.scope is `scope`.
-FieldRef find_member(const ctf::reader::Plan &plan, FieldRef::Scope scope, std::string_view name);
-
-// The field's value in this event (null when ref is empty).
-const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
-// Its integer value (sign-extended when signed); nullopt when empty or not an integer.
-[[gnu::always_inline]] inline std::optional<int64_t> int_field(const ctf::reader::Item &event, const FieldRef &ref)
+// For the code that still walks decode plans itself (export/export_model.cpp)
+// until it reads fields through ctf/reader/fields.hpp: a scope's plan and
+// values in this event, and the value a FieldRef names (null when none).
+const ctf::reader::Plan &plan_of(const ctf::reader::Item &event, ctf::reader::Scope scope);
+inline std::span<const ctf::reader::Value> values_of(const ctf::reader::Item &event, ctf::reader::Scope scope)
 {
-	if (!ref.integer)
-		return std::nullopt;
-	if (ref.index >= 0) { // the common case, inline
-		std::span<const ctf::reader::Value> v;
-		switch (ref.scope) {
-		case FieldRef::Scope::packet_context:
-			v = event.packet_context;
-			break;
-		case FieldRef::Scope::stream_context:
-			v = event.stream_context;
-			break;
-		case FieldRef::Scope::context:
-			v = event.context;
-			break;
-		default:
-			v = event.fields;
-			break;
-		}
-		const auto i = static_cast<size_t>(ref.index);
-		return i < v.size() ? std::optional<int64_t>(v[i].i) : std::nullopt;
-	}
-	const ctf::reader::Value *v = field_value(event, ref);
-	return v ? std::optional<int64_t>(v->i) : std::nullopt;
+	return ctf::reader::scope_values(event, scope);
 }
-// Its text; empty when empty or not text.
-std::string_view text_field(const ctf::reader::Item &event, const FieldRef &ref);
-// The plan of the field's scope in this event (ops[ref.op] is the field's op).
-const ctf::reader::Plan &plan_of(const ctf::reader::Item &event, FieldRef::Scope scope);
-// The decoded values of that scope in this event.
-std::span<const ctf::reader::Value> values_of(const ctf::reader::Item &event, FieldRef::Scope scope);
+const ctf::reader::Value *field_value(const ctf::reader::Item &event, const FieldRef &ref);
 
 // Something computed once per event class (the same EventPlans for every
 // event of that class in that stream class of that trace).
@@ -115,7 +72,7 @@ public:
 	// the others' items have no field values); counted: those whose events
 	// are only counted (TraceSet::count_events_of; default: none). Throws
 	// ctf::reader::ReadError.
-	EventWalk(const std::vector<ViewInput> &inputs, const std::string &label,
+	EventWalk(const std::vector<TraceInput> &inputs, const std::string &label,
 	          ctf::reader::TraceSet::FieldsWanted fields = {}, ctf::reader::TraceSet::Counted counted = {});
 	const ctf::reader::Item *next()
 	{
@@ -135,7 +92,7 @@ public:
 
 private:
 	// Adds the traces and starts the merge; returns the bytes to read.
-	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<ViewInput> &inputs,
+	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<TraceInput> &inputs,
 	                     ctf::reader::TraceSet::FieldsWanted fields, ctf::reader::TraceSet::Counted counted);
 
 	ctf::reader::TraceSet set_;

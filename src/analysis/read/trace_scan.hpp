@@ -15,6 +15,13 @@
 
 namespace tracery::analysis {
 
+// A trace to read: its directory, and the name babeltrace2 gives it below
+// what the user named.
+struct TraceInput {
+	std::string dir;         // a trace directory (one of TraceScan::traces)
+	std::string name_suffix; // its path relative to what the user named ("" for that directory)
+};
+
 struct TraceScan {
 	// The directories at or below the one scanned that hold a `metadata`
 	// file (sorted): each is a trace.

@@ -115,12 +115,12 @@ bool stats_reads_fields(const reader::Trace &trace, const reader::EventClass &cl
 bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPlans &stream,
                   const reader::TracePlans::EventPlans &event)
 {
-	using S = FieldRef::Scope;
+	using S = reader::Scope;
 	for (const char *name : {"cpu_id", "vpid", "pid", "procname"})
-		if (find_member(event.context, S::context, name) ||
-		    find_member(stream.event_context, S::stream_context, name))
+		if (find_member(scope_root(stream, &event, S::event_context), name) ||
+		    find_member(scope_root(stream, &event, S::stream_event_context), name))
 			return false;
-	return !find_member(stream.packet_context, S::packet_context, "procname") &&
+	return !find_member(scope_root(stream, &event, S::packet_context), "procname") &&
 	       !is_task_event(trace.cls, event.cls->name);
 }
 
@@ -181,13 +181,12 @@ Report trace_stats(EventWalk &walk)
 		if (it->kind == reader::ItemKind::counted) {
 			std::optional<Source> &source = stream_sources[it->stream->index()];
 			if (!source) {
-				using S = FieldRef::Scope;
-				const reader::Plan &packet = it->stream->plans().packet_context;
+				const reader::FieldDecl packet = scope_root(*it, reader::Scope::packet_context);
 				source.emplace();
-				source->cpu = find_member(packet, S::packet_context, "cpu_id");
-				source->pid = find_member(packet, S::packet_context, "vpid");
+				source->cpu = find_member(packet, "cpu_id");
+				source->pid = find_member(packet, "vpid");
 				if (!source->pid)
-					source->pid = find_member(packet, S::packet_context, "pid");
+					source->pid = find_member(packet, "pid");
 				from_env(it->stream->trace().cls, *source);
 			}
 			attribute(*it, *source, it->count, it->bits, it->seq);

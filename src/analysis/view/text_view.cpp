@@ -1084,13 +1084,13 @@ std::optional<int64_t> parse_time(const std::string &text, std::optional<int64_t
 	return static_cast<int64_t>(secs) * kNsPerS + static_cast<int64_t>(frac);
 }
 
-ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &options, int out_fd, FILE *err)
+ViewStats view_traces(const std::vector<TraceInput> &inputs, const ViewOptions &options, int out_fd, FILE *err)
 {
 	std::optional<ViewFilter> filter; // a bad expression is said before the traces are read
 	if (!options.filter.empty())
 		filter.emplace(options.filter);
 	reader::TraceSet set;
-	for (const ViewInput &in : inputs)
+	for (const TraceInput &in : inputs)
 		set.add_trace(in.dir, in.name_suffix);
 	if (filter)
 		filter->bind(set, [&](const std::string &name) { return name_wanted(options.names, name); });

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/read/trace_scan.hpp"
+
 namespace tracery::ctf::reader {
 class TraceSet;
 struct Item;
@@ -36,11 +38,6 @@ struct ViewOptions {
 	std::string filter;
 };
 
-struct ViewInput {
-	std::string dir;         // a trace directory
-	std::string name_suffix; // its path relative to what the user named ("" for that directory)
-};
-
 struct ViewStats {
 	uint64_t events = 0;        // events printed
 	bool output_closed = false; // the reader of stdout went away (EPIPE): stopped early
@@ -50,7 +47,7 @@ struct ViewStats {
 // err. Throws ctf::reader::ReadError (file and offset) for a damaged trace:
 // a packet found damaged when its stream reaches it, after the lines of the
 // events before it are written.
-ViewStats view_traces(const std::vector<ViewInput> &inputs, const ViewOptions &options, int out_fd, FILE *err);
+ViewStats view_traces(const std::vector<TraceInput> &inputs, const ViewOptions &options, int out_fd, FILE *err);
 
 // The printer of view_traces for items merged elsewhere (analysis/view/live_view.hpp):
 // the same lines and warnings, with the same --names, --fields and --filter

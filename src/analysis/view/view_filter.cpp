@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ctf/reader/fields.hpp"
 #include "ctf/reader/trace_reader.hpp"
 #include "filter/compiler.hpp"
 #include "filter/glob.hpp"
@@ -21,14 +22,14 @@ using filter::Error;
 using filter::Expr;
 using filter::ExprKind;
 using filter::Operator;
+using reader::Field;
+using reader::FieldDecl;
+using reader::FieldKind;
+using reader::Scope;
 
 namespace {
 
 enum class Kind : uint8_t { integer, floating, string };
-
-// Where a field's values are: which scope of the item, and the member
-// ordinals from that scope's root struct down to it.
-enum class Scope : uint8_t { packet_context, stream_context, event_context, fields };
 
 struct Val {
 	int64_t i = 0;
@@ -47,9 +48,9 @@ struct Node {
 	bool literal = false;     // a string constant (a glob)
 	Val value;                // constant
 	std::string text;         // string constant (its bytes as the glob reads them)
-	// field, element
-	Scope scope = Scope::fields;
-	const reader::Plan *plan = nullptr;
+	// field, element: the root of its scope, and the member ordinals from it
+	// down to the field
+	FieldDecl root;
 	std::vector<uint32_t> path;
 	uint64_t index = 0; // element
 	std::unique_ptr<Node> lhs, rhs;
@@ -57,63 +58,46 @@ struct Node {
 
 // A field reference as the expression writes it, found in one event class.
 struct Found {
-	Scope scope;
-	const reader::Plan *plan;
+	FieldDecl root; // its scope's
 	std::vector<uint32_t> path;
-	uint32_t op; // its op's index in plan
+	FieldDecl decl;
 };
 
 struct EventScopes {
 	const reader::TracePlans::StreamPlans *stream;
 	const reader::TracePlans::EventPlans *event;
-	const reader::Plan &plan(Scope s) const
-	{
-		switch (s) {
-		case Scope::packet_context:
-			return stream->packet_context;
-		case Scope::stream_context:
-			return stream->event_context;
-		case Scope::event_context:
-			return event->context;
-		default:
-			return event->fields;
-		}
-	}
+	FieldDecl root(Scope s) const { return scope_root(*stream, event, s); }
 };
 
-bool name_is(const std::string &metadata_name, std::string_view wanted)
+// The member of a scope's root struct that path "a.b.c" names (structs
+// only; each name as shown or as written).
+std::optional<Found> find_in(const FieldDecl &root, std::string_view dotted)
 {
-	if (metadata_name == wanted)
-		return true;
-	return !metadata_name.empty() && metadata_name[0] == '_' && std::string_view(metadata_name).substr(1) == wanted;
-}
-
-// The member of plan's root struct path "a.b.c" names (structs only).
-std::optional<Found> find_in(const reader::Plan &plan, Scope scope, std::string_view dotted)
-{
-	if (plan.empty() || plan.ops[0].kind != reader::OpKind::structure)
+	if (!root)
 		return std::nullopt;
-	Found f{scope, &plan, {}, 0};
-	uint32_t i = 0;
+	Found f{root, {}, root};
 	while (true) {
 		const size_t dot = dotted.find('.');
 		const std::string_view part = dotted.substr(0, dot);
-		const reader::Op &s = plan.ops[i];
-		if (s.kind != reader::OpKind::structure)
+		if (f.decl.kind() != FieldKind::structure)
 			return std::nullopt;
-		uint32_t c = i + 1, k = 0;
-		for (; k < s.count; ++k, c = plan.ops[c].next)
-			if (plan.ops[c].name && name_is(*plan.ops[c].name, part))
+		uint32_t k = 0;
+		FieldDecl found;
+		for (const FieldDecl m : f.decl.members()) {
+			if (m.metadata_name() && (m.name() == part || *m.metadata_name() == part)) {
+				found = m;
 				break;
-		if (k == s.count)
+			}
+			++k;
+		}
+		if (!found)
 			return std::nullopt;
 		f.path.push_back(k);
-		i = c;
+		f.decl = found;
 		if (dot == std::string_view::npos)
 			break;
 		dotted.remove_prefix(dot + 1);
 	}
-	f.op = i;
 	return f;
 }
 
@@ -133,36 +117,30 @@ const char *context_name(ContextName c)
 
 std::optional<Found> resolve_field(const EventScopes &ev, const std::string &name)
 {
-	return find_in(ev.plan(Scope::fields), Scope::fields, name);
+	return find_in(ev.root(Scope::payload), name);
 }
 
 std::optional<Found> resolve_context(const EventScopes &ev, ContextName c)
 {
 	const char *name = context_name(c);
-	static constexpr Scope kContextOrder[] = {Scope::event_context, Scope::stream_context, Scope::packet_context};
-	static constexpr Scope kCpuOrder[] = {Scope::packet_context, Scope::event_context, Scope::stream_context};
+	static constexpr Scope kContextOrder[] = {Scope::event_context, Scope::stream_event_context,
+	                                          Scope::packet_context};
+	static constexpr Scope kCpuOrder[] = {Scope::packet_context, Scope::event_context, Scope::stream_event_context};
 	for (const Scope s : c == ContextName::cpu_id ? kCpuOrder : kContextOrder)
-		if (auto f = find_in(ev.plan(s), s, name))
+		if (auto f = find_in(ev.root(s), name))
 			return f;
 	return std::nullopt;
 }
 
-Kind kind_of_op(const reader::Op &op, bool &ok)
+Kind kind_of(const FieldDecl &d, bool &ok)
 {
 	ok = true;
-	switch (op.kind) {
-	case reader::OpKind::u8:
-	case reader::OpKind::u16:
-	case reader::OpKind::u32:
-	case reader::OpKind::u64:
-	case reader::OpKind::integer:
+	switch (d.kind()) {
+	case FieldKind::integer:
 		return Kind::integer;
-	case reader::OpKind::float32:
-	case reader::OpKind::float64:
+	case FieldKind::floating:
 		return Kind::floating;
-	case reader::OpKind::string:
-	case reader::OpKind::text_array:
-	case reader::OpKind::text_sequence:
+	case FieldKind::string:
 		return Kind::string;
 	default:
 		ok = false;
@@ -301,52 +279,31 @@ public:
 private:
 	bool load(const Node &n, Val &out) const
 	{
-		std::span<const reader::Value> values;
-		switch (n.scope) {
-		case Scope::packet_context:
-			values = item_->packet_context;
-			break;
-		case Scope::stream_context:
-			values = item_->stream_context;
-			break;
-		case Scope::event_context:
-			values = item_->context;
-			break;
-		default:
-			values = item_->fields;
-			break;
-		}
-		const reader::Plan &plan = *n.plan;
-		uint32_t i = 0;
-		size_t v = 0;
+		Field f(n.root, reader::scope_values(*item_, n.root.scope()).data(), 0);
 		for (const uint32_t k : n.path) {
-			uint32_t c = i + 1;
-			size_t w = v + 1;
-			for (uint32_t j = 0; j < k; ++j) {
-				w = reader::skip_values(plan, c, values.data(), w);
-				c = plan.ops[c].next;
-			}
-			i = c;
-			v = w;
+			auto m = f.members().begin();
+			for (uint32_t j = 0; j < k; ++j)
+				++m;
+			f = *m;
 		}
 		if (n.node == NodeKind::element) {
-			if (n.index >= values[v].n)
+			if (n.index >= f.length())
 				return false; // a sequence shorter than the index
-			v += 1 + n.index;
-			i += 1;
+			f = f.element(n.index);
 		}
-		const reader::Value &val = values[v];
 		switch (n.kind) {
 		case Kind::integer:
-			out.i = val.i;
+			out.i = f.as_signed();
 			break;
 		case Kind::floating:
-			out.f = val.f;
+			out.f = f.as_double();
 			break;
-		case Kind::string:
-			out.s = val.s;
-			out.n = static_cast<size_t>(val.n);
+		case Kind::string: {
+			const std::string_view text = f.text();
+			out.s = text.data();
+			out.n = text.size();
 			break;
+		}
 		}
 		return true;
 	}
@@ -417,17 +374,17 @@ private:
 			const auto f = e.kind == ExprKind::field ? resolve_field(ev_, e.text)
 			                                         : resolve_context(ev_, e.context);
 			// (the caller checked that every reference resolves)
-			const reader::Op &op = f->plan->ops[f->op];
+			const FieldDecl &d = f->decl;
 			bool ok;
-			n->kind = kind_of_op(op, ok);
+			n->kind = kind_of(d, ok);
 			if (!ok) {
 				const std::string name = e.kind == ExprKind::field
 				                                 ? e.text
 				                                 : std::string("$ctx.") + context_name(e.context);
 				Error err{"'" + name + "' ", e.position};
-				if (op.kind == reader::OpKind::array || op.kind == reader::OpKind::sequence)
+				if (d.kind() == FieldKind::array)
 					err.message += "is an array; compare one element, e.g. " + name + "[0]";
-				else if (op.kind == reader::OpKind::structure)
+				else if (d.kind() == FieldKind::structure)
 					err.message +=
 						"is a structure; compare one of its members, e.g. " + name + ".x";
 				else
@@ -440,8 +397,7 @@ private:
 				                    (n->kind == Kind::string ? "a string" : "a number"),
 				            e.position};
 			n->node = NodeKind::field;
-			n->scope = f->scope;
-			n->plan = f->plan;
+			n->root = f->root;
 			n->path = f->path;
 			return n;
 		}
@@ -452,19 +408,17 @@ private:
 			if (index->value.i < 0)
 				throw Error{"negative index", e.lhs->position};
 			const auto f = resolve_field(ev_, e.text);
-			const reader::Op &op = f->plan->ops[f->op];
-			if (op.kind != reader::OpKind::array && op.kind != reader::OpKind::sequence)
+			if (f->decl.kind() != FieldKind::array)
 				throw type_error(e, "is not an array or a sequence");
 			bool ok;
-			n->kind = kind_of_op(f->plan->ops[f->op + 1], ok);
+			n->kind = kind_of(f->decl.element(), ok);
 			if (!ok || n->kind == Kind::string)
 				throw type_error(e, "has elements that are not numbers");
 			n->node = NodeKind::element;
-			n->scope = f->scope;
-			n->plan = f->plan;
+			n->root = f->root;
 			n->path = f->path;
 			n->index = static_cast<uint64_t>(index->value.i);
-			if (op.kind == reader::OpKind::array && n->index >= op.count)
+			if (const auto length = f->decl.fixed_length(); length && n->index >= *length)
 				throw Missing{}; // past the array: no event of this class passes
 			return n;
 		}
@@ -592,21 +546,14 @@ void ViewFilter::bind(const reader::TraceSet &set, const std::function<bool(cons
 			}
 			std::string best;
 			size_t best_distance = 3; // suggest names at most 2 edits away
-			for (const EventScopes &ev : events) {
-				const reader::Plan &p = ev.plan(Scope::fields);
-				if (p.empty())
-					continue;
-				uint32_t c = 1;
-				for (uint32_t k = 0; k < p.ops[0].count; ++k, c = p.ops[c].next) {
-					std::string_view shown = *p.ops[c].name;
-					if (!shown.empty() && shown[0] == '_')
-						shown.remove_prefix(1);
+			for (const EventScopes &ev : events)
+				for (const FieldDecl m : ev.root(Scope::payload).members()) {
+					const std::string_view shown = m.name();
 					if (const size_t d = filter::edit_distance(r->text, shown); d < best_distance) {
 						best = shown;
 						best_distance = d;
 					}
 				}
-			}
 			m.fail(Error{"unknown field '" + r->text + "'" +
 			                     (best.empty() ? "" : "; did you mean '" + best + "'?"),
 			             r->position});

@@ -18,8 +18,6 @@ constexpr size_t kMaxOpsPerPlan = size_t{1} << 18;
 constexpr size_t kMaxOpsPerTrace = size_t{1} << 21;
 constexpr int kMaxDepth = 128;
 
-enum class Scope : uint8_t { packet_header, packet_context, event_header, stream_event_context, event_context, fields };
-constexpr int kScopes = 6;
 constexpr const char *kScopePrefix[kScopes] = {"trace.packet.header.", "stream.packet.context.",
                                                "stream.event.header.", "stream.event.context.",
                                                "event.context.",       "event.fields."};
@@ -76,7 +74,7 @@ public:
 				sp->events.push_back(std::move(ep));
 				TracePlans::EventPlans &e = sp->events.back();
 				compile_scope(e.context, ec.context.get(), Scope::event_context);
-				compile_scope(e.fields, ec.fields.get(), Scope::fields);
+				compile_scope(e.fields, ec.fields.get(), Scope::payload);
 				const auto index = static_cast<uint32_t>(sp->events.size());
 				if (eid < kDenseIds) {
 					if (sp->event_index.size() <= eid)

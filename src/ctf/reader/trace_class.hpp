@@ -23,6 +23,21 @@ enum class Encoding : uint8_t { none, utf8, ascii };
 // the trace block is read: resolved when decode plans are made.
 enum class ByteOrder : uint8_t { native, le, be };
 
+// The scopes of a trace's fields, in the order a packet holds them: the
+// packet's header and context, then for each event its header, its stream
+// class's event context, its own context and its payload (TSDL's
+// trace.packet.header, stream.packet.context, stream.event.header,
+// stream.event.context, event.context and event.fields).
+enum class Scope : uint8_t {
+	packet_header,
+	packet_context,
+	event_header,
+	stream_event_context,
+	event_context,
+	payload
+};
+inline constexpr int kScopes = 6;
+
 struct FieldType;
 using TypePtr = std::shared_ptr<const FieldType>;
 

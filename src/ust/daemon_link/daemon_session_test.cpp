@@ -3,7 +3,7 @@
 // bytecode that fails is refused with its reason, leaving the event off.
 #include <tracery/tracepoint.h>
 
-#include "consumer/trace_channel.hpp"
+#include "consumer/ring_config.hpp"
 #include "control/messages.hpp"
 #include "control/wire.hpp"
 #include "event/schema.hpp"
@@ -43,8 +43,7 @@ protected:
 
 	std::string hex_of(const filter::Program &p) { return control::to_hex(filter::encode(p)); }
 
-	std::unique_ptr<ringbuf::Channel> ring_ =
-		consumer::create_trace_channel(2, 4096, ringbuf::Mode::discard, "dstest");
+	std::unique_ptr<ringbuf::Channel> ring_ = consumer::create_ring(2, 4096, ringbuf::Mode::discard, "dstest");
 };
 
 // The trace's clock comes from the daemon: a unit this program knows is taken,

@@ -3,7 +3,7 @@
 
 #include "clock/trace_clock.hpp"
 #include "consumer/file_sink.hpp"
-#include "consumer/trace_channel.hpp"
+#include "consumer/ring_config.hpp"
 
 #include <unistd.h>
 
@@ -35,8 +35,7 @@ void LocalTracer::after_fork_in_child()
 
 std::unique_ptr<ringbuf::Channel> LocalTracer::make_channel()
 {
-	return consumer::create_trace_channel(config_.num_subbuf, config_.subbuf_size, config_.mode,
-	                                      "tracery-channel0");
+	return consumer::create_ring(config_.num_subbuf, config_.subbuf_size, config_.mode, "tracery-channel0");
 }
 
 void LocalTracer::start_consumer()

@@ -1,12 +1,12 @@
-// consumer/trace_channel.cpp — see trace_channel.hpp.
-#include "consumer/trace_channel.hpp"
+// consumer/ring_config.cpp — see ring_config.hpp.
+#include "consumer/ring_config.hpp"
 
 #include "base/cpu.hpp"
 #include "ctf/event_header.hpp"
 
 namespace tracery::consumer {
 
-ringbuf::Config trace_channel_config(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode)
+ringbuf::Config ring_config(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode)
 {
 	ringbuf::Config c{};
 	c.num_cpus = base::possible_cpus();
@@ -21,10 +21,10 @@ ringbuf::Config trace_channel_config(uint32_t num_subbuf, uint32_t subbuf_size, 
 	return c;
 }
 
-std::unique_ptr<ringbuf::Channel> create_trace_channel(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
-                                                       const std::string &name)
+std::unique_ptr<ringbuf::Channel> create_ring(uint32_t num_subbuf, uint32_t subbuf_size, ringbuf::Mode mode,
+                                              const std::string &name)
 {
-	return ringbuf::Channel::create(trace_channel_config(num_subbuf, subbuf_size, mode), name.c_str());
+	return ringbuf::Channel::create(ring_config(num_subbuf, subbuf_size, mode), name.c_str());
 }
 
 } // namespace tracery::consumer

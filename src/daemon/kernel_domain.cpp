@@ -1,0 +1,105 @@
+// A session's kernel domain: see kernel_domain.hpp.
+#include "daemon/kernel_domain.hpp"
+
+#include "daemon/log.hpp"
+
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace tracery::daemon {
+
+void KernelDomain::start(const std::string &tracefs_root)
+{
+	if (!spec_.any_events())
+		return;
+	const SessionIdentity &s = session_;
+	kernel::KernelSessionConfig c;
+	c.session_name = s.name;
+	// Users' session names may be the same: "u1000-NAME".
+	// (built by appending: GCC 12 at -O3 warns of "u" + std::string here, -Wrestrict)
+	c.instance_label = std::to_string(s.owner);
+	c.instance_label.insert(0, 1, 'u').append(1, '-').append(s.name);
+	c.output = s.output;
+	c.local = s.local();
+	c.relay = s.relay.link;
+	c.live_period_ns = s.relay.live_period_ns;
+	c.channel = spec_.channel_name();
+	c.tracepoints.assign(spec_.tracepoints.begin(), spec_.tracepoints.end());
+	c.syscalls.assign(spec_.syscalls.begin(), spec_.syscalls.end());
+	c.all_syscalls = spec_.all_syscalls;
+	c.filters = spec_.filters;
+	for (const auto &[name, probe] : spec_.probes)
+		c.probes.push_back(
+			{name, probe.is_return, "/proc/self/fd/" + std::to_string(probe.file->get()), probe.sites});
+	c.pids.assign(spec_.pids.begin(), spec_.pids.end());
+	c.follow_children = spec_.follow_children;
+	c.subbuf_size = spec_.subbuf_size;
+	c.num_subbuf = spec_.num_subbuf;
+	c.overwrite = spec_.overwrite || s.snapshot; // a snapshot session's buffer is a flight recorder
+	c.snapshot = s.snapshot;
+	c.trace_uuid = ctf::Uuid::random();
+	c.clock_uuid = s.uuid; // the user trace's clock has no uuid of its own: the trace's
+	c.tick_unit = s.tick_unit;
+	c.clock_scale = s.clock_scale;
+	if (s.owner != geteuid()) {
+		c.file_uid = s.owner;
+		c.file_gid = s.owner_gid;
+	}
+	try {
+		if (trace_) { // started before: the same instance and trace go on
+			trace_->reconfigure(c);
+			trace_->start();
+		} else {
+			auto k = std::make_unique<kernel::KernelSession>(tracefs_root, std::move(c));
+			k->start();
+			trace_ = std::move(k);
+		}
+	} catch (const std::exception &e) {
+		throw std::runtime_error(std::string("kernel: ") + e.what());
+	}
+	log(Level::info, "session %s: kernel tracing in %s (%zu tracepoints)", s.name.c_str(),
+	    trace_->instance_path().c_str(), trace_->events().size());
+}
+
+std::string KernelDomain::stop()
+{
+	if (!trace_)
+		return "";
+	try {
+		trace_->stop();
+	} catch (const std::exception &e) {
+		log(Level::error, "session %s: %s", session_.name.c_str(), e.what());
+		return e.what();
+	}
+	return "";
+}
+
+std::string KernelDomain::destroy()
+{
+	if (!trace_)
+		return "";
+	std::string error;
+	try {
+		trace_->destroy();
+	} catch (const std::exception &e) {
+		log(Level::error, "session %s: kernel instance not removed: %s", session_.name.c_str(), e.what());
+		error = e.what();
+	}
+	trace_.reset();
+	return error;
+}
+
+void KernelDomain::snapshot(const std::string &dir)
+{
+	if (!trace_)
+		return;
+	// Its own credentials: tracefs is the daemon's, the files the owner's.
+	try {
+		trace_->snapshot(dir);
+	} catch (const std::exception &e) {
+		throw std::runtime_error("cannot write the kernel part of snapshot '" + dir + "': " + e.what());
+	}
+}
+
+} // namespace tracery::daemon

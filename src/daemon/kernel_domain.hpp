@@ -1,0 +1,97 @@
+// A session's kernel domain: what `enable-event -k`, `enable-channel -k` and
+// `track -k` asked of it (KernelSpec), and the kernel trace that does it
+// (kernel/kernel_session.hpp), started, stopped and destroyed with the
+// session. A session with kernel events writes its user trace to OUTPUT/ust
+// and its kernel trace to OUTPUT/kernel (one trace per directory, so that
+// babeltrace2 OUTPUT merges both); a session without keeps its user trace in
+// OUTPUT. That layout is decided at the first start.
+#pragma once
+
+#include "daemon/session_identity.hpp"
+
+#include "base/fd.hpp"
+#include "kernel/kernel_session.hpp"
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tracery::daemon {
+
+// What the kernel commands asked of a session's kernel domain
+// (kernel/kernel_session.hpp does it at start).
+struct KernelSpec {
+	std::set<std::string> tracepoints; // patterns of kernel::match_tracepoints()
+	std::set<std::string> syscalls;
+	bool all_syscalls = false;
+	// Filter expressions by rule (kernel::KernelSessionConfig::filters).
+	std::map<std::string, std::string> filters;
+	std::string channel;                      // enable-channel -k NAME ("": the default, channel0)
+	uint64_t subbuf_size = 0, num_subbuf = 0; // 0: the kernel's default buffer size
+	bool overwrite = false;
+	std::set<pid_t> pids; // empty: every process
+	bool follow_children = true;
+	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
+	// enabled, from the file opened then with the requester's credentials
+	// (held open: the kernel is given that very file, /proc/self/fd/N).
+	struct Probe {
+		std::string spec; // as given, the path made absolute
+		std::string args; // --args, "" if none
+		bool is_return = false;
+		std::vector<kernel::ProbeSite> sites;
+		std::shared_ptr<base::Fd> file;
+	};
+	std::map<std::string, Probe> probes;
+
+	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty() || !probes.empty(); }
+	std::string channel_name() const { return channel.empty() ? "channel0" : channel; }
+};
+
+class KernelDomain {
+public:
+	explicit KernelDomain(const SessionIdentity &session) : session_(session) {}
+
+	const KernelSpec &spec() const { return spec_; }
+	// For the kernel commands, while the domain may change (not while the
+	// session traces: Daemon::kernel_session_for).
+	KernelSpec &edit_spec() { return spec_; }
+
+	// Whether the session's traces are laid out with a kernel trace (see
+	// above): decided by decide_layout() at the first start.
+	bool in_layout() const { return in_layout_; }
+	// A failed first start may have begun the kernel trace: it goes on.
+	void decide_layout() { in_layout_ = spec_.any_events() || trace_ != nullptr; }
+
+	// At each start, before anything is written: with kernel events, checks
+	// them against this kernel and starts tracing them (the first time, a
+	// new instance and OUTPUT/kernel; then the same ones, continued),
+	// without the daemon's lock (reads /proc for the state dump). Throws
+	// std::runtime_error (one line) with nothing left running.
+	void start(const std::string &tracefs_root);
+	// Stop (and a start whose user part failed): drains every page, the
+	// kernel trace stays open for the next start (without the daemon's
+	// lock). Returns "" or the one-line error of a failed reader.
+	std::string stop();
+	// Destroy: closes the kernel trace and removes the tracefs instance.
+	// Returns "" or why it could not.
+	std::string destroy();
+	// `snapshot record`: the kernel part of snapshot directory `dir`, read
+	// out of the tracefs buffer (none without a kernel trace). Throws
+	// std::runtime_error (one line).
+	void snapshot(const std::string &dir);
+
+	// The kernel trace of the last start, if any (counts).
+	const kernel::KernelSession *trace() const { return trace_.get(); }
+
+private:
+	const SessionIdentity &session_;
+	KernelSpec spec_;
+	bool in_layout_ = false;
+	std::unique_ptr<kernel::KernelSession> trace_;
+};
+
+} // namespace tracery::daemon
