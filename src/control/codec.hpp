@@ -62,7 +62,6 @@ constexpr Tag refusal() { return {Tag::Kind::refusal, "error"}; }
 // How a field is present in a body.
 enum class Presence {
 	required, // always there (a std::optional member: null when empty)
-	fallback, // may be missing (the member keeps its initial value); always written
 	optional, // a std::optional member: missing when empty
 };
 
@@ -77,11 +76,6 @@ template <class T, class M>
 constexpr Field<T, M> field(const char *key, M T::*member)
 {
 	return {key, member, Presence::required};
-}
-template <class T, class M>
-constexpr Field<T, M> field_or_default(const char *key, M T::*member)
-{
-	return {key, member, Presence::fallback};
 }
 template <class T, class M>
 constexpr Field<T, std::optional<M>> optional_field(const char *key, std::optional<M> T::*member)
