@@ -53,51 +53,51 @@ bool Daemon::may_access(const TraceSession &s, const control::PeerCred &peer) co
 
 bool Daemon::traces(const TraceSession &s, const App &app) const { return s.owner() == 0 || s.owner() == app.cred.uid; }
 
+namespace {
+
+// A handler of two requests (enable and disable, track and untrack), told
+// by `flag` which one it has: handler(request, flag, peer, lock).
+template <class Handler>
+auto with_flag(Handler handler, bool flag)
+{
+	return [handler, flag](auto &daemon, const auto &request, const auto &peer, auto &lock) {
+		return (daemon.*handler)(request, flag, peer, lock);
+	};
+}
+
+} // namespace
+
 template <class Request, class Handler>
 std::pair<std::string, Daemon::Command> Daemon::command(Handler handler)
 {
 	return {Request::tag.name,
 	        [handler](Daemon &d, const json &body, const control::PeerCred &peer, Lock &lock) -> json {
-			return control::encode(
-				typename Request::Reply{handler(d, control::decode<Request>(body), peer, lock)});
+			return control::encode(typename Request::Reply{
+				std::invoke(handler, d, control::decode<Request>(body), peer, lock)});
 		}};
 }
 
 json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 {
-	using D = Daemon;
-	using P = control::PeerCred;
 	static const std::map<std::string, Command> commands = {
-		command<control::Create>(std::mem_fn(&D::cmd_create)),
-		command<control::Destroy>(std::mem_fn(&D::cmd_destroy)),
-		command<control::EnableChannel>(std::mem_fn(&D::cmd_enable_channel)),
-		command<control::EnableEvent>([](D &d, const control::EventRules &r, const P &p, Lock &l) {
-			return d.cmd_event_rules(r, false, p, l);
-		}),
-		command<control::DisableEvent>([](D &d, const control::EventRules &r, const P &p, Lock &l) {
-			return d.cmd_event_rules(r, true, p, l);
-		}),
-		command<control::AddContext>(std::mem_fn(&D::cmd_add_context)),
-		command<control::Start>(std::mem_fn(&D::cmd_start)),
-		command<control::Stop>(std::mem_fn(&D::cmd_stop)),
-		command<control::Status>(std::mem_fn(&D::cmd_status)),
-		command<control::List>(std::mem_fn(&D::cmd_list)),
-		command<control::ListEvents>(std::mem_fn(&D::cmd_list_events)),
-		command<control::SnapshotRecord>(std::mem_fn(&D::cmd_snapshot)),
-		command<control::KernelEnableEvent>([](D &d, const control::KernelEvents &r, const P &p, Lock &l) {
-			return d.cmd_kernel_event(r, false, p, l);
-		}),
-		command<control::KernelDisableEvent>([](D &d, const control::KernelEvents &r, const P &p, Lock &l) {
-			return d.cmd_kernel_event(r, true, p, l);
-		}),
-		command<control::KernelEnableChannel>(std::mem_fn(&D::cmd_kernel_channel)),
-		command<control::KernelTrack>([](D &d, const control::KernelTracking &r, const P &p, Lock &l) {
-			return d.cmd_kernel_track(r, false, p, l);
-		}),
-		command<control::KernelUntrack>([](D &d, const control::KernelTracking &r, const P &p, Lock &l) {
-			return d.cmd_kernel_track(r, true, p, l);
-		}),
-		command<control::KernelList>(std::mem_fn(&D::cmd_kernel_list)),
+		command<control::Create>(&Daemon::cmd_create),
+		command<control::Destroy>(&Daemon::cmd_destroy),
+		command<control::EnableChannel>(&Daemon::cmd_enable_channel),
+		command<control::EnableEvent>(with_flag(&Daemon::cmd_event_rules, false)),
+		command<control::DisableEvent>(with_flag(&Daemon::cmd_event_rules, true)),
+		command<control::AddContext>(&Daemon::cmd_add_context),
+		command<control::Start>(&Daemon::cmd_start),
+		command<control::Stop>(&Daemon::cmd_stop),
+		command<control::Status>(&Daemon::cmd_status),
+		command<control::List>(&Daemon::cmd_list),
+		command<control::ListEvents>(&Daemon::cmd_list_events),
+		command<control::SnapshotRecord>(&Daemon::cmd_snapshot),
+		command<control::KernelEnableEvent>(with_flag(&Daemon::cmd_kernel_event, false)),
+		command<control::KernelDisableEvent>(with_flag(&Daemon::cmd_kernel_event, true)),
+		command<control::KernelEnableChannel>(&Daemon::cmd_kernel_channel),
+		command<control::KernelTrack>(with_flag(&Daemon::cmd_kernel_track, false)),
+		command<control::KernelUntrack>(with_flag(&Daemon::cmd_kernel_track, true)),
+		command<control::KernelList>(&Daemon::cmd_kernel_list),
 	};
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);
