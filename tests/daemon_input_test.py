@@ -89,9 +89,13 @@ class WrongTypes(DaemonTestCase):
             self.assertEqual(len(replies), 1, f"{body} -> {replies}")
             self.assertIs(replies[0].get("ok"), False, f"{body} -> {replies}")
             self.assertTrue(replies[0].get("error"), f"{body} -> {replies}")
-        # The frame's kind says who speaks, not the body: this one is carried out.
+        # The frame's kind says who speaks, not the body: this one is taken for the command it names, whose
+        # fields are exactly its own.
         with self.connect() as s:
             s.sendall(frame({"role": ["app"], "type": "hello", "cmd": "list"}))
+            self.assertEqual(read_frames(s), [{"ok": False, "error": "list: unknown field 'role'"}])
+        with self.connect() as s:
+            s.sendall(frame({"cmd": "list"}))
             self.assertEqual(read_frames(s), [{"ok": True, "sessions": []}])
 
     def test_a_program_sending_fields_of_the_wrong_type_is_dropped(self):

@@ -35,7 +35,13 @@ base::Fd connect_daemon()
 
 } // namespace
 
-json request(const json &req)
+void bad_reply(const control::DecodeError &e)
+{
+	throw CliError(std::string("the session daemon's reply does not fit this command (") + e.what() +
+	               "): tracery and traceryd are from different releases");
+}
+
+json exchange(const json &req)
 {
 	if (const size_t size = req.dump().size(); size > control::kDaemonLimits.command)
 		throw CliError("the request is " + std::to_string(size) +
@@ -56,9 +62,14 @@ json request(const json &req)
 		throw CliError("the session daemon closed the connection" + (why.empty() ? std::string() : ": " + why) +
 		               "; see its log, or restart it with `traceryd --daemonize`");
 	}
-	if (!reply.body.value("ok", false))
-		throw CliError(reply.body.value("error", "the session daemon refused the request"));
-	return reply.body;
+	if (control::is<control::ErrorReply>(reply.body)) {
+		try {
+			throw CliError(control::decode<control::ErrorReply>(reply.body).error);
+		} catch (const control::DecodeError &e) {
+			bad_reply(e);
+		}
+	}
+	return std::move(reply.body);
 }
 
 } // namespace tracery::cli

@@ -2,18 +2,21 @@
 // status, lost-event counts, the events of running programs.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "control/messages.hpp"
+
+#include <optional>
+#include <vector>
 
 namespace tracery::cli {
 
-void print_sessions(const nlohmann::json &reply);
-void print_status(const nlohmann::json &status);
-void print_lost(const nlohmann::json &lost); // [{"channel", "lost"}]
-// [{"buffer", "fault"[, "channel"]}]: buffers a program wrote over, one warning line each.
-void print_quarantined(const nlohmann::json &quarantined, const char *indent);
-// A session's relay (TraceSession::relay_status): where, connected or not,
-// what was sent, confirmed, not sent; nothing for null.
-void print_relay(const nlohmann::json &relay, const char *indent);
-void print_program_events(const nlohmann::json &reply);
+void print_sessions(const control::ListReply &reply);
+void print_status(const control::StatusReply &status);
+void print_lost(const std::vector<control::LostCount> &lost);
+// Buffers a program wrote over, one warning line each.
+void print_quarantined(const std::vector<control::Quarantined> &quarantined, const char *indent);
+// A session's relay: where, connected or not, what was sent, confirmed, not
+// sent; nothing without one.
+void print_relay(const std::optional<control::RelayStatus> &relay, const char *indent);
+void print_program_events(const control::ListEventsReply &reply);
 
 } // namespace tracery::cli

@@ -38,8 +38,6 @@
 namespace tracery::cli {
 
 using base::cat;
-using nlohmann::json;
-
 namespace {
 
 // -u and -k exclude each other (as in lttng).
@@ -131,19 +129,19 @@ uint64_t parse_period(const std::string &s)
 	return ns;
 }
 
-json session_request(const char *cmd, const Args &a)
-{
-	return {{control::kCmdKey, cmd}, {"session", session_or_current(a.session)}};
-}
+// The session a request names: -s NAME, or the current one.
+control::SessionRequest named_session(const Args &a) { return {session_or_current(a.session)}; }
 
 } // namespace
 
 int verb_create(const Args &a)
 {
 	std::string url = a.url;
-	json req = {{control::kCmdKey, control::cmd::kCreate}, {"session", a.session}, {"snapshot", a.snapshot}};
+	control::Create req;
+	req.session = a.session;
+	req.snapshot = a.snapshot;
 	if (a.live_given) {
-		req["live_period_ns"] = parse_period(a.live.empty() ? "1s" : a.live);
+		req.live_period_ns = parse_period(a.live.empty() ? "1s" : a.live);
 		if (url.empty())
 			url = "net://localhost";
 	}
@@ -160,19 +158,18 @@ int verb_create(const Args &a)
 			throw CliError(
 				"--output names the local copy of a session sent to a relay: add --local-copy, or "
 				"drop --output");
-		req["url"] = url;
-		req["local_copy"] = a.local_copy;
+		req.url = url;
+		req.local_copy = a.local_copy;
 	}
 	if (local)
-		req["output"] = a.output.empty() ? default_output(a.session) : absolute(a.output);
-	json r = request(req);
+		req.output = a.output.empty() ? default_output(a.session) : absolute(a.output);
+	const control::CreateReply r = request(req);
 	set_current_session(a.session);
-	std::string where = r.value("output", "");
-	if (r.contains("relay")) {
-		const json &relay = r["relay"];
-		where = cat("the relay at ", relay.value("url", ""), " (its ", relay.value("path", ""), ")",
+	std::string where = r.output;
+	if (r.relay) {
+		where = cat("the relay at ", r.relay->url, " (its ", r.relay->path, ")",
 		            where.empty() ? "" : " and to ", where);
-		if (const uint64_t p = relay.value("live_period_ns", uint64_t{0}))
+		if (const uint64_t p = r.relay->live_period_ns)
 			where += cat(", live every ", std::to_string(p / 1000000), " ms");
 	}
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
@@ -182,20 +179,39 @@ int verb_create(const Args &a)
 
 int verb_destroy(const Args &a)
 {
-	json req = {{control::kCmdKey, control::cmd::kDestroy}};
+	control::Destroy req;
 	if (a.all)
-		req["all"] = true;
+		req.all = true;
 	else
-		req["session"] = session_or_current(a.session);
-	json r = request(req);
-	for (const auto &n : r["destroyed"]) {
-		forget_current_session(n.get<std::string>());
-		printf("Session '%s' destroyed\n", n.get<std::string>().c_str());
+		req.session = session_or_current(a.session);
+	const control::DestroyReply r = request(req);
+	for (const std::string &n : r.destroyed) {
+		forget_current_session(n);
+		printf("Session '%s' destroyed\n", n.c_str());
 	}
-	if (r["destroyed"].empty())
+	if (r.destroyed.empty())
 		printf("No session to destroy\n");
 	return 0;
 }
+
+namespace {
+
+// The channel's name, sizes and mode, of a user space or a kernel channel.
+template <class Request>
+Request channel_request(const Args &a)
+{
+	Request req;
+	req.session = session_or_current(a.session);
+	req.channel = a.channel;
+	if (!a.subbuf_size.empty())
+		req.subbuf_size = parse_size(a.subbuf_size, "--subbuf-size");
+	if (!a.num_subbuf.empty())
+		req.num_subbuf = parse_size(a.num_subbuf, "--num-subbuf");
+	req.overwrite = a.overwrite;
+	return req;
+}
+
+} // namespace
 
 int verb_enable_channel(const Args &a)
 {
@@ -205,38 +221,31 @@ int verb_enable_channel(const Args &a)
 		               "kernel has one buffer per CPU)");
 	if (a.buffers_pid && a.buffers_uid)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
-	json req = session_request(a.kernel ? control::cmd::kKernelEnableChannel : control::cmd::kEnableChannel, a);
-	req["channel"] = a.channel;
-	if (!a.subbuf_size.empty())
-		req["subbuf_size"] = parse_size(a.subbuf_size, "--subbuf-size");
-	if (!a.num_subbuf.empty())
-		req["num_subbuf"] = parse_size(a.num_subbuf, "--num-subbuf");
-	req["overwrite"] = a.overwrite;
-	if (!a.kernel)
-		req["per_pid"] = a.buffers_pid;
-	json r = request(req);
-	const uint64_t bytes = r.value("buffer_bytes", uint64_t{0});
-	if (a.kernel)
+	if (a.kernel) {
+		const auto r = request(channel_request<control::KernelEnableChannel>(a));
 		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
-		       r.value("session", "").c_str(),
-		       bytes ? base::format_size(bytes).c_str() : "the kernel's default buffer size");
-	else
-		printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(),
-		       r.value("session", "").c_str(), base::format_size(bytes).c_str());
+		       r.session.c_str(),
+		       r.buffer_bytes ? base::format_size(r.buffer_bytes).c_str() : "the kernel's default buffer size");
+		return 0;
+	}
+	auto req = channel_request<control::EnableChannel>(a);
+	req.per_pid = a.buffers_pid;
+	const auto r = request(req);
+	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(), r.session.c_str(),
+	       base::format_size(r.buffer_bytes).c_str());
 	return 0;
 }
 
 // Programs that refused a filter (its bytecode failed their verifier) do not
 // record the event: a failure of the command.
-void check_refusals(const json &reply)
+void check_refusals(const std::vector<control::ProgramRefusal> &refused)
 {
-	const json refused = reply.value("refused", json::array());
 	if (refused.empty())
 		return;
 	std::string what;
 	for (const auto &r : refused)
-		what += (what.empty() ? "" : "; ") + std::string("program ") + std::to_string(r.value("pid", 0)) +
-		        " refused the filter of " + r.value("event", "") + ": " + r.value("reason", "");
+		what += (what.empty() ? "" : "; ") + std::string("program ") + std::to_string(r.pid) +
+		        " refused the filter of " + r.event + ": " + r.reason;
 	fflush(stdout);
 	throw CliError(what + " (those programs do not record the event; report this as a bug)");
 }
@@ -255,20 +264,22 @@ int kernel_probe(const Args &a, const std::vector<std::string> &names)
 			throw CliError(std::string("cannot read the working directory: ") + strerror(errno));
 		spec.insert(colon + 1, std::string(cwd) + "/");
 	}
-	json req = session_request(control::cmd::kKernelEnableEvent, a);
-	req["probe"] = spec;
-	req["probe_name"] = names[0];
-	req["args"] = a.probe_args;
-	req["filter"] = a.filter;
-	req["channel"] = a.channel;
-	json r = request(req);
-	for (const auto &e : r["events"])
-		printf("Kernel event %s enabled in channel '%s' of session '%s'\n", e.get<std::string>().c_str(),
-		       r.value("channel", "").c_str(), r.value("session", "").c_str());
-	const size_t sites = r.value("sites", size_t{1});
-	printf("  %zu probe site%s; arguments: %s\n", sites, sites == 1 ? "" : "s", r.value("args_source", "").c_str());
-	for (const auto &n : r.value("notes", json::array()))
-		printf("  %s\n", n.get<std::string>().c_str());
+	control::KernelEnableEvent req;
+	req.session = session_or_current(a.session);
+	req.probe = spec;
+	req.probe_name = names[0];
+	req.args = a.probe_args;
+	req.filter = a.filter;
+	req.channel = a.channel;
+	const control::KernelEnableEventReply r = request(req);
+	for (const std::string &e : r.events)
+		printf("Kernel event %s enabled in channel '%s' of session '%s'\n", e.c_str(), r.channel.c_str(),
+		       r.session.c_str());
+	const uint64_t sites = r.sites.value_or(1);
+	printf("  %llu probe site%s; arguments: %s\n", static_cast<unsigned long long>(sites), sites == 1 ? "" : "s",
+	       r.args_source.value_or("").c_str());
+	for (const std::string &n : r.notes.value_or(std::vector<std::string>{}))
+		printf("  %s\n", n.c_str());
 	return 0;
 }
 
@@ -290,20 +301,24 @@ int kernel_event(const Args &a, bool disable)
 	if (!a.all && names.empty())
 		throw CliError(std::string("no kernel event given: name tracepoints (e.g. sched_switch, 'irq:*') or ") +
 		               "system calls with --syscall NAME[,NAME...] or --syscall -a");
-	json req = session_request(disable ? control::cmd::kKernelDisableEvent : control::cmd::kKernelEnableEvent, a);
+	control::KernelEvents req;
+	req.session = session_or_current(a.session);
 	// -a: every system call, and without --syscall every tracepoint too.
-	req[a.syscall ? "syscalls" : "tracepoints"] = a.all && !a.syscall ? std::vector<std::string>{"*"} : names;
-	req["all_syscalls"] = a.all;
-	req["channel"] = a.channel;
+	(a.syscall ? req.syscalls : req.tracepoints) = a.all && !a.syscall ? std::vector<std::string>{"*"} : names;
+	req.all_syscalls = a.all;
+	req.channel = a.channel;
 	if (!a.filter.empty())
-		req["filter"] = a.filter;
-	json r = request(req);
-	for (const auto &e : r["events"])
-		printf("Kernel event %s %s in channel '%s' of session '%s'\n", e.get<std::string>().c_str(),
-		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(),
-		       r.value("session", "").c_str());
-	for (const auto &n : r.value("not_recorded", json::array()))
-		printf("  %s\n", n.get<std::string>().c_str());
+		req.filter = a.filter;
+	control::KernelEventsReply r;
+	if (disable)
+		r = request(control::KernelDisableEvent{req});
+	else
+		r = request(control::KernelEnableEvent{req});
+	for (const std::string &e : r.events)
+		printf("Kernel event %s %s in channel '%s' of session '%s'\n", e.c_str(),
+		       disable ? "disabled" : "enabled", r.channel.c_str(), r.session.c_str());
+	for (const std::string &n : r.not_recorded.value_or(std::vector<std::string>{}))
+		printf("  %s\n", n.c_str());
 	return 0;
 }
 
@@ -319,19 +334,23 @@ int verb_enable_event(const Args &a, bool disable)
 		if (!filter::parse(a.filter, &e))
 			throw CliError("bad filter: " + filter::render_error(a.filter, e));
 	}
-	const std::vector<std::string> patterns = split_commas(a.patterns);
-	json req = session_request(disable ? control::cmd::kDisableEvent : control::cmd::kEnableEvent, a);
-	req["patterns"] = patterns;
-	req["all"] = a.all;
-	req["channel"] = a.channel;
+	control::EventRules req;
+	req.session = session_or_current(a.session);
+	req.patterns = split_commas(a.patterns);
+	req.all = a.all;
+	req.channel = a.channel;
 	if (!a.filter.empty())
-		req["filter"] = a.filter;
-	json r = request(req);
-	for (const auto &p : r["patterns"])
-		printf("Event %s %s in channel '%s' of session '%s'%s\n", p.get<std::string>().c_str(),
-		       disable ? "disabled" : "enabled", r.value("channel", "").c_str(), r.value("session", "").c_str(),
+		req.filter = a.filter;
+	control::EventRulesReply r;
+	if (disable)
+		r = request(control::DisableEvent{req});
+	else
+		r = request(control::EnableEvent{req});
+	for (const std::string &p : r.patterns)
+		printf("Event %s %s in channel '%s' of session '%s'%s\n", p.c_str(), disable ? "disabled" : "enabled",
+		       r.channel.c_str(), r.session.c_str(),
 		       a.filter.empty() ? "" : (" with filter '" + a.filter + "'").c_str());
-	check_refusals(r);
+	check_refusals(r.refused.value_or(std::vector<control::ProgramRefusal>{}));
 	return 0;
 }
 
@@ -341,55 +360,51 @@ int verb_add_context(const Args &a)
 	if (a.kernel)
 		throw CliError("add-context has no kernel domain: drop -k (kernel events carry their cpu_id, and "
 		               "their own fields)");
-	json req = session_request(control::cmd::kAddContext, a);
-	req["channel"] = a.channel;
-	req["types"] = a.contexts;
-	json r = request(req);
+	const control::AddContextReply r =
+		request(control::AddContext{session_or_current(a.session), a.channel, a.contexts});
 	for (const auto &t : a.contexts)
-		printf("Context %s added to session '%s'\n", t.c_str(), r.value("session", "").c_str());
+		printf("Context %s added to session '%s'\n", t.c_str(), r.session.c_str());
 	return 0;
 }
 
 int verb_start(const Args &a)
 {
-	json r = request(session_request(control::cmd::kStart, a));
-	printf("Tracing started for session '%s' (%d running programs)\n", r.value("session", "").c_str(),
-	       r.value("programs", 0));
-	for (const auto &n : r.value("not_traced", json::array()))
-		printf("  warning: channel %s does not trace program %d: %s\n", n.value("channel", "").c_str(),
-		       n.value("pid", 0), n.value("reason", "").c_str());
-	check_refusals(r);
+	const control::StartReply r = request(control::Start{named_session(a)});
+	printf("Tracing started for session '%s' (%d running programs)\n", r.session.c_str(),
+	       static_cast<int>(r.programs));
+	for (const auto &n : r.not_traced)
+		printf("  warning: channel %s does not trace program %d: %s\n", n.channel.value_or("").c_str(), n.pid,
+		       n.reason.c_str());
+	check_refusals(r.refused);
 	return 0;
 }
 
 int verb_stop(const Args &a)
 {
-	json r = request(session_request(control::cmd::kStop, a));
-	printf("Tracing stopped for session '%s'\n", r.value("session", "").c_str());
-	print_lost(r["lost"]);
-	print_relay(r.value("relay", json()), "  ");
-	if (r.contains("relay_error"))
-		printf("  warning: relay: %s\n", r.value("relay_error", "").c_str());
-	print_quarantined(r.value("quarantined", json::array()), "  ");
-	if (r.contains("kernel_error"))
-		printf("  warning: the kernel trace may be incomplete: %s\n", r.value("kernel_error", "").c_str());
-	for (const auto &pid : r.value("not_detached", json::array()))
-		printf("  warning: program %d did not detach in time; its last events may be incomplete\n",
-		       pid.get<int>());
-	if (r.value("disk_full", false)) {
+	const control::StopReply r = request(control::Stop{named_session(a)});
+	printf("Tracing stopped for session '%s'\n", r.session.c_str());
+	print_lost(r.lost);
+	print_relay(r.relay, "  ");
+	if (r.relay_error)
+		printf("  warning: relay: %s\n", r.relay_error->c_str());
+	print_quarantined(r.quarantined, "  ");
+	if (r.kernel_error)
+		printf("  warning: the kernel trace may be incomplete: %s\n", r.kernel_error->c_str());
+	for (const int32_t pid : r.not_detached)
+		printf("  warning: program %d did not detach in time; its last events may be incomplete\n", pid);
+	if (r.disk_full.value_or(false)) {
 		fflush(stdout);
 		throw CliError(
-			"the disk holding " +
-			request({{control::kCmdKey, control::cmd::kStatus}, {"session", r.value("session", "")}})
-				.value("output", std::string()) +
-			" is full: the trace may miss packets; free some space (or use another --output) and trace again");
+			"the disk holding " + request(control::Status{{r.session}}).output +
+			" is full: the trace may miss packets; free some space (or use another --output) and trace "
+			"again");
 	}
 	return 0;
 }
 
 int verb_status(const Args &a)
 {
-	print_status(request(session_request(control::cmd::kStatus, a)));
+	print_status(request(control::Status{named_session(a)}));
 	return 0;
 }
 
@@ -399,27 +414,27 @@ int verb_list(const Args &a)
 	if (a.syscall && !a.kernel)
 		throw CliError("--syscall lists the kernel's system calls: add -k");
 	if (a.kernel) {
-		json r = request({{control::kCmdKey, control::cmd::kKernelList}});
+		const control::KernelListReply r = request(control::KernelList{});
 		if (!a.syscall) {
-			printf("Kernel tracepoints (%zu):\n", r["tracepoints"].size());
-			for (const auto &t : r["tracepoints"])
-				printf("      %s\n", t.get<std::string>().c_str());
+			printf("Kernel tracepoints (%zu):\n", r.tracepoints.size());
+			for (const std::string &t : r.tracepoints)
+				printf("      %s\n", t.c_str());
 		}
 		printf("%sKernel system calls (%zu; enable-event -k --syscall NAME):\n", a.syscall ? "" : "\n",
-		       r["syscalls"].size());
-		for (const auto &c : r["syscalls"])
-			printf("      %s\n", c.get<std::string>().c_str());
+		       r.syscalls.size());
+		for (const std::string &c : r.syscalls)
+			printf("      %s\n", c.c_str());
 		return 0;
 	}
 	if (a.userspace) {
-		print_program_events(request({{control::kCmdKey, control::cmd::kListEvents}}));
+		print_program_events(request(control::ListEvents{}));
 		return 0;
 	}
 	if (!a.session.empty()) {
-		print_status(request({{control::kCmdKey, control::cmd::kStatus}, {"session", a.session}}));
+		print_status(request(control::Status{{a.session}}));
 		return 0;
 	}
-	print_sessions(request({{control::kCmdKey, control::cmd::kList}}));
+	print_sessions(request(control::List{}));
 	return 0;
 }
 
@@ -430,41 +445,43 @@ int verb_track(const Args &a, bool untrack)
 		throw CliError(std::string(untrack ? "untrack" : "track") +
 		               " scopes kernel events to processes: add -k (user space events come from the programs "
 		               "that register)");
-	json pids = json::array();
+	control::KernelTracking req;
+	req.session = session_or_current(a.session);
 	for (const std::string &p : split_commas(a.pids)) {
 		char *end = nullptr;
 		errno = 0;
 		const unsigned long v = strtoul(p.c_str(), &end, 10);
 		if (p.empty() || !isdigit(static_cast<unsigned char>(p[0])) || *end || errno || v == 0 || v > INT32_MAX)
 			throw CliError("bad --pid '" + p + "': give process ids (e.g. --pid 1234,5678)");
-		pids.push_back(v);
+		req.pids.push_back(v);
 	}
-	if (pids.empty())
+	if (req.pids.empty())
 		throw CliError("no pid given: --pid PID[,PID...]");
-	json req = session_request(untrack ? control::cmd::kKernelUntrack : control::cmd::kKernelTrack, a);
-	req["pids"] = pids;
 	if (!untrack)
-		req["follow_children"] = a.follow_children;
-	json r = request(req);
+		req.follow_children = a.follow_children;
+	control::KernelTrackingReply r;
+	if (untrack)
+		r = request(control::KernelUntrack{req});
+	else
+		r = request(control::KernelTrack{req});
 	std::string tracked;
-	for (const auto &p : r["pids"]) {
+	for (const int32_t p : r.pids) {
 		// Appended piece by piece: GCC 12 at -O3 warns on `"," + std::to_string(...)` (-Wrestrict, a false
 		// positive: GCC bug 105651).
 		if (!tracked.empty())
 			tracked += ',';
-		tracked += std::to_string(p.get<int>());
+		tracked += std::to_string(p);
 	}
-	printf("Session '%s' traces the kernel events of %s%s\n", r.value("session", "").c_str(),
+	printf("Session '%s' traces the kernel events of %s%s\n", r.session.c_str(),
 	       tracked.empty() ? "every process" : ("pids " + tracked).c_str(),
-	       !tracked.empty() && r.value("follow_children", true) ? " and their descendants" : "");
+	       !tracked.empty() && r.follow_children ? " and their descendants" : "");
 	return 0;
 }
 
 int verb_snapshot_record(const Args &a)
 {
-	json r = request(session_request(control::cmd::kSnapshotRecord, a));
-	printf("Snapshot of session '%s' recorded in %s\n", r.value("session", "").c_str(),
-	       r.value("path", "").c_str());
+	const control::SnapshotRecordReply r = request(control::SnapshotRecord{named_session(a)});
+	printf("Snapshot of session '%s' recorded in %s\n", r.session.c_str(), r.path.c_str());
 	return 0;
 }
 
@@ -482,7 +499,7 @@ struct TraceInputs {
 void view_target(const std::string &target, TraceInputs &traces)
 {
 	std::string path;
-	json session = json::object(); // the session's status, when TARGET names one
+	std::optional<control::StatusReply> session; // when TARGET names one
 	struct stat st;
 	const bool exists = !target.empty() && stat(target.c_str(), &st) == 0;
 	if (target.find('/') != std::string::npos || (exists && S_ISDIR(st.st_mode))) {
@@ -498,13 +515,12 @@ void view_target(const std::string &target, TraceInputs &traces)
 				"file), or a session name");
 		path = target;
 	} else {
-		session = request({{control::kCmdKey, control::cmd::kStatus}, {"session", session_or_current(target)}});
-		path = session.value("output", "");
-		if (path.empty() && session.value("relay", json()).is_object())
-			throw CliError("session '" + session.value("name", "") + "' is sent to the relay at " +
-			               session["relay"].value("url", "") +
-			               " and not written here: read the relay's copy (" +
-			               session["relay"].value("path", "") +
+		session = request(control::Status{{session_or_current(target)}});
+		path = session->output;
+		if (path.empty() && session->relay)
+			throw CliError("session '" + session->name + "' is sent to the relay at " +
+			               session->relay->url + " and not written here: read the relay's copy (" +
+			               session->relay->path +
 			               " under its --output), or create the session with --local-copy");
 	}
 	analysis::TraceScan scan;
@@ -514,23 +530,23 @@ void view_target(const std::string &target, TraceInputs &traces)
 		throw CliError(std::string(e.what()) + ": view the trace as a user who may read it");
 	}
 	if (scan.traces.empty()) {
-		const std::string name = session.value("name", "");
-		if (name.empty())
+		if (!session)
 			throw CliError(
 				"'" + path +
 				"' is not a trace: neither it nor a directory below it has a metadata file; give the "
 				"directory of a trace");
-		if (session.value("snapshot", false))
+		const std::string &name = session->name;
+		if (session->snapshot)
 			throw CliError("session '" + name + "' has no snapshot in " + path +
 			               " yet: record one with `tracery snapshot record -s " + name + "`");
 		throw CliError("session '" + name + "' has no trace in " + path +
 		               " yet (no metadata file): `tracery start " + name + "` it first");
 	}
-	if (session.value("state", "") == "started") {
+	if (session && session->state == "started") {
 		// Its consumers write a sub-buffer once it is full: what is on disk
 		// is the older part, stream files still growing (not checked).
-		const std::string name = session.value("name", "");
-		if (session.value("snapshot", false))
+		const std::string &name = session->name;
+		if (session->snapshot)
 			fprintf(stderr,
 			        "tracery: warning: session '%s' is still running: its snapshots hold the events up to "
 			        "when they were recorded; `tracery snapshot record -s %s` for the newest\n",

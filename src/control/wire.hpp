@@ -29,6 +29,21 @@ namespace tracery::control {
 using json = nlohmann::json;
 
 inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
+// The protocol's version, in every frame's header. The compatibility rule:
+// - A receiver refuses a frame of another version at its header
+//   (header_kind, FrameDecoder), before reading its body: the daemon answers
+//   a command with one line, and the tracery command and libtracery say
+//   that the daemon is of another release. So both sides of a connection
+//   speak this version.
+// - Any change to the framing or to a message's fields (messages.hpp: a
+//   field added, removed, renamed or of another JSON type, an optional one
+//   made required) is a new version: the decoders are strict (codec.hpp),
+//   and an unknown or missing field is an error, never skipped.
+// - A new command or program message keeps the version: a daemon answers a
+//   command it does not know with "unknown request" (one line), and each
+//   side ignores a program message of a type it does not know (the daemon
+//   logs the first).
+// - A daemon, a tracery command and a libtracery of the same build always agree.
 // 2: the header's kind (it was a reserved 0 in version 1).
 inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderSize = 12;

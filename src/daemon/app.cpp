@@ -26,7 +26,7 @@ void App::shutdown_link() { shutdown(sock.get(), SHUT_RDWR); }
 
 bool App::send(const nlohmann::json &msg, std::span<const int> fds)
 {
-	const std::string type = control::string_field(msg, control::kTypeKey);
+	const std::string type = control::type_of(msg);
 	std::lock_guard lock(send_mutex_);
 	const std::string text = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 	if (text.size() > control::kPeerLimits.program) {

@@ -3,6 +3,7 @@
 // and the stop requests it acknowledged.
 #pragma once
 
+#include "control/messages.hpp"
 #include "control/wire.hpp"
 
 #include <deque>
@@ -22,13 +23,14 @@ struct App {
 	base::Fd sock;
 	// Guarded by the daemon's lock:
 	std::map<std::string, nlohmann::json> events;
-	std::map<uint64_t, uint64_t> awaiting;      // request sent, not yet acknowledged -> its session
-	std::map<uint64_t, nlohmann::json> refused; // acknowledged request -> filters it refused (the newest few)
-	std::set<uint64_t> tracing;                 // sessions whose buffers it confirmed it writes into
+	std::map<uint64_t, uint64_t> awaiting; // request sent, not yet acknowledged -> its session
+	// acknowledged request -> filters it refused (the newest few)
+	std::map<uint64_t, std::vector<control::FilterRefusal>> refused;
+	std::set<uint64_t> tracing; // sessions whose buffers it confirmed it writes into
 	bool gone = false;
 	bool told_unknown_type = false; // a message of an unknown type was logged
 
-	// Sends without ever blocking (the daemon's lock may be held): what the
+	// Sends a message (a body control::encode made) without ever blocking (the daemon's lock may be held): what the
 	// socket does not take now waits here, and on_blocked asks the server
 	// to flush() when the socket can take more. A program that lets more
 	// than kMaxQueued bytes wait does not read its socket, and is

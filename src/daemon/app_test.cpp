@@ -38,13 +38,17 @@ TEST(App, SendsNeverBlockAndArriveInOrderWithTheirDescriptors)
 	int pipefd[2];
 	ASSERT_EQ(pipe(pipefd), 0);
 	base::Fd read_end(pipefd[0]);
+	// Messages numbered by their seq, padded by their name.
+	const auto message = [&](int i) {
+		return control::encode(control::StartSession{1, static_cast<uint64_t>(i), pad, {}});
+	};
 	for (int i = 0; i < kMessages; i++) {
 		if (i == kMessages / 2) { // queued behind others by now: sent later, with its message
 			const int fds[] = {pipefd[1]};
-			ASSERT_TRUE(l.app.send({{"n", i}, {"pad", pad}}, fds));
+			ASSERT_TRUE(l.app.send(message(i), fds));
 			close(pipefd[1]); // the App keeps its own copy until it is sent
 		} else {
-			ASSERT_TRUE(l.app.send({{"n", i}, {"pad", pad}}));
+			ASSERT_TRUE(l.app.send(message(i)));
 		}
 	}
 	EXPECT_GT(l.blocked, 0);
@@ -58,8 +62,9 @@ TEST(App, SendsNeverBlockAndArriveInOrderWithTheirDescriptors)
 			ASSERT_EQ(control::recv_message(l.program.get(), control::Kind::program, m, &why),
 			          control::RecvStatus::ok)
 				<< why;
-			order.push_back(m.body["n"].get<int>());
-			EXPECT_EQ(m.fds.size(), m.body["n"] == kMessages / 2 ? 1u : 0u) << m.body["n"];
+			const int n = static_cast<int>(control::decode<control::StartSession>(m.body).seq);
+			order.push_back(n);
+			EXPECT_EQ(m.fds.size(), n == kMessages / 2 ? 1u : 0u) << n;
 			if (!m.fds.empty()) {
 				ASSERT_EQ(write(m.fds[0].get(), "ok", 2), 2);
 			}
@@ -83,7 +88,7 @@ TEST(App, AProgramThatDoesNotReadIsDropped)
 	Linked l;
 	const std::string mib(1 << 20, 'm');
 	size_t sent = 0;
-	while (l.app.send({{"pad", mib}}))
+	while (l.app.send(control::encode(control::StartSession{1, 1, mib, {}})))
 		ASSERT_LE(++sent, App::kMaxQueued / mib.size() + 64) << "never dropped";
 	EXPECT_GE(sent, App::kMaxQueued / mib.size() - 1);
 	EXPECT_FALSE(l.app.wants_write()); // what waited is dropped with it

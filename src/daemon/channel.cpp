@@ -73,14 +73,14 @@ void Channel::note_finished(const Buffer &b)
 	lost_done_ += b.lost();
 }
 
-nlohmann::json Channel::quarantined() const
+std::vector<control::Quarantined> Channel::quarantined() const
 {
-	nlohmann::json out = nlohmann::json::array();
+	std::vector<control::Quarantined> out;
 	for (const auto &[owner, fault] : quarantined_done_)
-		out.push_back({{"buffer", owner}, {"fault", fault}});
+		out.push_back({owner, fault, std::nullopt});
 	for (const auto &[key, b] : buffers_)
 		if (b->ring->quarantined())
-			out.push_back({{"buffer", b->owner}, {"fault", b->ring->fault()}});
+			out.push_back({b->owner, b->ring->fault(), std::nullopt});
 	return out;
 }
 

@@ -9,10 +9,9 @@
 
 #include "base/sizes.hpp"
 #include "consumer/channel_consumer.hpp"
+#include "control/messages.hpp"
 #include "event/context.hpp"
 #include "ringbuf/ring_buffer.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <sys/types.h>
 
@@ -105,10 +104,10 @@ public:
 	// Events lost in its buffers, live or finished.
 	uint64_t lost() const;
 	// The buffers found inconsistent (their programs wrote over them), live
-	// or finished: [{"buffer": "uid1001", "fault": "cpu 0: ..."}], at most
+	// or finished (buffer "uid1001", fault "cpu 0: ..."), at most
 	// kQuarantinedKept of the finished ones.
 	static constexpr size_t kQuarantinedKept = 16;
-	nlohmann::json quarantined() const;
+	std::vector<control::Quarantined> quarantined() const;
 
 	// The ring buffers of this channel: their config, and what each one takes.
 	ringbuf::Config ring_config() const { return daemon::ring_config(spec_); }

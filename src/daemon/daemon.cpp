@@ -1,5 +1,7 @@
-// traceryd state and the conversation with programs: see daemon.hpp.
-// The commands of the tracery command are in commands.cpp.
+// The core of traceryd: its state, the commands' dispatch and the sessions
+// they name, and the conversation with programs (registration, requests and
+// their acknowledgements, stopping a session's programs, their end). See
+// daemon.hpp; the commands themselves are in *_commands.cpp.
 #include "daemon/daemon.hpp"
 
 #include "base/fs_creds.hpp"
@@ -51,13 +53,105 @@ bool Daemon::may_access(const TraceSession &s, const control::PeerCred &peer) co
 
 bool Daemon::traces(const TraceSession &s, const App &app) const { return s.owner() == 0 || s.owner() == app.cred.uid; }
 
-json Daemon::session_ids(TraceSession &s, App &app)
+namespace {
+
+// A handler of two requests (enable and disable, track and untrack), told
+// by `flag` which one it has: handler(request, flag, peer, lock).
+template <class Handler>
+auto with_flag(Handler handler, bool flag)
 {
-	json chans = json::array();
-	for (const auto &ch : s.channels())
-		chans.push_back({{"index", ch->index()},
-		                 {"ids", s.ids_for(*ch, app.events)},
-		                 {"filters", s.filters_for(*ch, app.events)}});
+	return [handler, flag](auto &daemon, const auto &request, const auto &peer, auto &lock) {
+		return (daemon.*handler)(request, flag, peer, lock);
+	};
+}
+
+} // namespace
+
+template <class Request, class Handler>
+std::pair<std::string, Daemon::Command> Daemon::command(Handler handler)
+{
+	return {Request::tag.name,
+	        [handler](Daemon &d, const json &body, const control::PeerCred &peer, Lock &lock) -> json {
+			return control::encode(typename Request::Reply{
+				std::invoke(handler, d, control::decode<Request>(body), peer, lock)});
+		}};
+}
+
+json Daemon::handle_command(const json &req, const control::PeerCred &peer)
+{
+	static const std::map<std::string, Command> commands = {
+		command<control::Create>(&Daemon::cmd_create),
+		command<control::Destroy>(&Daemon::cmd_destroy),
+		command<control::EnableChannel>(&Daemon::cmd_enable_channel),
+		command<control::EnableEvent>(with_flag(&Daemon::cmd_event_rules, false)),
+		command<control::DisableEvent>(with_flag(&Daemon::cmd_event_rules, true)),
+		command<control::AddContext>(&Daemon::cmd_add_context),
+		command<control::Start>(&Daemon::cmd_start),
+		command<control::Stop>(&Daemon::cmd_stop),
+		command<control::Status>(&Daemon::cmd_status),
+		command<control::List>(&Daemon::cmd_list),
+		command<control::ListEvents>(&Daemon::cmd_list_events),
+		command<control::SnapshotRecord>(&Daemon::cmd_snapshot),
+		command<control::KernelEnableEvent>(with_flag(&Daemon::cmd_kernel_event, false)),
+		command<control::KernelDisableEvent>(with_flag(&Daemon::cmd_kernel_event, true)),
+		command<control::KernelEnableChannel>(&Daemon::cmd_kernel_channel),
+		command<control::KernelTrack>(with_flag(&Daemon::cmd_kernel_track, false)),
+		command<control::KernelUntrack>(with_flag(&Daemon::cmd_kernel_track, true)),
+		command<control::KernelList>(&Daemon::cmd_kernel_list),
+	};
+	const std::string cmd = control::command_of(req);
+	auto it = commands.find(cmd);
+	if (it == commands.end())
+		return control::encode(control::ErrorReply{"unknown request '" + cmd +
+		                                           "': tracery and traceryd are from different releases"});
+	Lock lock(mutex_);
+	try {
+		return it->second(*this, req, peer, lock);
+	} catch (const std::exception &e) {
+		return control::encode(control::ErrorReply{e.what()});
+	}
+}
+
+TraceSession &Daemon::session_for(const std::string &name, const control::PeerCred &peer)
+{
+	TraceSession *s = nullptr;
+	if (auto it = sessions_.find({peer.uid, name}); it != sessions_.end()) {
+		s = it->second.get();
+	} else if (peer.uid == 0) {
+		// Root may act on every session: another user's, when the name is
+		// not ambiguous.
+		std::string owners;
+		int found = 0;
+		for (auto &[key, t] : sessions_) {
+			if (key.second == name) {
+				owners += (found++ ? ", " : "") + std::to_string(key.first);
+				s = t.get();
+			}
+		}
+		if (found > 1)
+			throw CommandError(
+				"users " + owners + " each have a session named '" + name +
+				"' and root has none: run the command as its owner (runuser -u USER -- tracery ...)");
+	}
+	// Other users' sessions are not there for a user: no name tells of them.
+	if (!s)
+		throw CommandError("no session named '" + name +
+		                   "': see `tracery list`, or create it with `tracery create " + name + "`");
+	if (s->in_use())
+		throw CommandError("session '" + name + "' is busy (being stopped or updated): try again in a moment");
+	return *s;
+}
+
+std::vector<control::ChannelRules> Daemon::session_ids(TraceSession &s, App &app)
+{
+	std::vector<control::ChannelRules> chans;
+	for (const auto &ch : s.channels()) {
+		control::ChannelRules c;
+		c.index = ch->index();
+		c.ids = s.ids_for(*ch, app.events);
+		c.filters = s.filters_for(*ch, app.events);
+		chans.push_back(std::move(c));
+	}
 	return chans;
 }
 
@@ -97,77 +191,77 @@ uint64_t Daemon::join(TraceSession &s, App &app, const std::vector<Buffer *> &bu
 {
 	if (std::none_of(buffers.begin(), buffers.end(), [](const Buffer *b) { return b != nullptr; }))
 		return 0;
-	json chans = session_ids(s, app);
+	control::StartSession start;
+	start.name = s.name();
+	start.channels = session_ids(s, app);
 	std::vector<int> fds;
 	for (const auto &ch : s.channels()) {
-		json &c = chans[ch->index()];
+		control::ChannelRules &c = start.channels[ch->index()];
 		Buffer *b = buffers[ch->index()];
 		if (!b) {
-			c["buffer"] = false; // this channel does not trace the program
+			c.buffer = false; // this channel does not trace the program
 			continue;
 		}
 		const event::ContextOptions &ctx = ch->spec().context;
-		c["context"] = {{"vpid", ctx.vpid}, {"vtid", ctx.vtid}, {"procname", ctx.procname}};
-		c["clock"] = clock::tick_unit_name(s.tick_unit());
+		c.context = control::ContextFlags{ctx.vpid, ctx.vtid, ctx.procname};
+		c.clock = clock::tick_unit_name(s.tick_unit());
 		fds.push_back(b->ring->fd());
 	}
-	const uint64_t seq = request(
-		app, s, {{control::kTypeKey, control::msg::kStartSession}, {"name", s.name()}, {"channels", chans}},
-		fds);
+	const uint64_t seq = request(app, s, std::move(start), fds);
 	if (seq)
 		members_[s.id()].insert(app.id);
 	return seq;
 }
 
-uint64_t Daemon::request(App &app, const TraceSession &s, json msg, std::span<const int> fds)
+template <class Message>
+uint64_t Daemon::request(App &app, const TraceSession &s, Message msg, std::span<const int> fds)
 {
 	const uint64_t seq = next_seq_++;
-	msg["session"] = s.id();
-	msg["seq"] = seq;
-	if (!app.send(msg, fds))
+	msg.session = s.id();
+	msg.seq = seq;
+	if (!app.send(control::encode(msg), fds))
 		return 0;
 	app.awaiting[seq] = s.id();
 	return seq;
 }
 
-void Daemon::take_ack(App &app, const json &ack)
+void Daemon::take_ack(App &app, const control::Ack &ack)
 {
-	const uint64_t seq = ack.value("seq", uint64_t{0});
+	const uint64_t seq = ack.seq;
 	const auto it = app.awaiting.find(seq);
 	if (it == app.awaiting.end())
 		return; // not a request of ours, or acknowledged before
 	const uint64_t session = it->second;
 	app.awaiting.erase(it);
-	if (ack.value("tracing", false))
+	if (ack.tracing)
 		app.tracing.insert(session);
-	const json refused = ack.value("refused", json::array());
-	if (!refused.is_array() || refused.empty())
+	if (ack.refused.empty())
 		return;
 	// A filter is refused once per event: no more entries than the program
 	// has events, and each reason cut to a line.
 	constexpr size_t kMaxReason = 512;
-	json kept = json::array();
-	for (const auto &r : refused) {
-		if (kept.size() >= app.events.size() || !r.is_object())
+	std::vector<control::FilterRefusal> kept;
+	for (const auto &r : ack.refused) {
+		if (kept.size() >= app.events.size())
 			break;
-		std::string event = r.value("event", ""), reason = r.value("reason", "");
+		std::string event = r.event, reason = r.reason;
 		if (event.size() > kMaxReason)
 			event.resize(kMaxReason);
 		if (reason.size() > kMaxReason)
 			reason.resize(kMaxReason);
 		log(Level::warn, "program %d refused the filter of %s: %s", app.cred.pid, event.c_str(),
 		    reason.c_str());
-		kept.push_back({{"event", std::move(event)}, {"reason", std::move(reason)}});
+		kept.push_back({std::move(event), std::move(reason)});
 	}
 	app.refused[seq] = std::move(kept);
 	if (app.refused.size() > 64) // nobody waits for the oldest any more
 		app.refused.erase(app.refused.begin());
 }
 
-json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock)
+std::vector<int32_t> Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock)
 {
 	auto late = [&] {
-		json pids = json::array();
+		std::vector<int32_t> pids;
 		for (auto [id, seq] : pending)
 			if (auto it = apps_.find(id);
 			    it != apps_.end() && !it->second->gone && it->second->awaiting.count(seq))
@@ -179,9 +273,9 @@ json Daemon::wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending
 	return late();
 }
 
-json Daemon::refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending)
+std::vector<control::ProgramRefusal> Daemon::refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending)
 {
-	json out = json::array();
+	std::vector<control::ProgramRefusal> out;
 	for (auto [id, seq] : pending) {
 		auto it = apps_.find(id);
 		if (it == apps_.end())
@@ -190,24 +284,22 @@ json Daemon::refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending)
 		if (r == it->second->refused.end())
 			continue;
 		for (const auto &one : r->second)
-			out.push_back({{"pid", it->second->cred.pid},
-			               {"event", one.value("event", "")},
-			               {"reason", one.value("reason", "")}});
+			out.push_back({it->second->cred.pid, one.event, one.reason});
 		it->second->refused.erase(r);
 	}
 	return out;
 }
 
-json Daemon::update_members(TraceSession &s, Lock &lock)
+std::vector<control::ProgramRefusal> Daemon::update_members(TraceSession &s, Lock &lock)
 {
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
 	for (uint64_t id : members_[s.id()]) {
 		auto it = apps_.find(id);
 		if (it == apps_.end() || it->second->gone)
 			continue;
-		if (const uint64_t seq = request(
-			    *it->second, s,
-			    {{control::kTypeKey, control::msg::kUpdate}, {"channels", session_ids(s, *it->second)}}))
+		control::Update update;
+		update.channels = session_ids(s, *it->second);
+		if (const uint64_t seq = request(*it->second, s, std::move(update)))
 			pending.emplace_back(id, seq);
 	}
 	s.begin_busy();
@@ -216,11 +308,12 @@ json Daemon::update_members(TraceSession &s, Lock &lock)
 	return refusals(pending);
 }
 
-void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
+void Daemon::app_registered(const std::shared_ptr<App> &app, const json &body)
 {
+	const control::Hello hello = control::decode<control::Hello>(body);
 	Lock lock(mutex_);
-	app->procname = hello.value("procname", "");
-	add_events(*app, hello.value("events", json::array()));
+	app->procname = hello.procname;
+	add_events(*app, hello.events);
 	apps_[app->id] = app;
 	log(Level::info, "program %d (%s, uid %u) registered with %zu events", app->cred.pid, app->procname.c_str(),
 	    app->cred.uid, app->events.size());
@@ -234,10 +327,10 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &hello)
 		note(*s, refused);
 		join(*s, *app, buffers);
 	}
-	app->send({{control::kTypeKey, control::msg::kReady}});
+	app->send(control::encode(control::Ready{}));
 }
 
-void Daemon::add_events(App &app, const json &schemas)
+void Daemon::add_events(App &app, const std::vector<json> &schemas)
 {
 	for (const auto &schema : schemas) {
 		try {
@@ -252,21 +345,26 @@ void Daemon::add_events(App &app, const json &schemas)
 
 void Daemon::app_message(App &app, const control::Message &msg)
 {
-	Lock lock(mutex_);
-	const std::string type = msg.body.value(control::kTypeKey, "");
+	const std::string type = control::type_of(msg.body);
 	if (type == control::msg::kAck) {
-		take_ack(app, msg.body);
+		const control::Ack ack = control::decode<control::Ack>(msg.body);
+		Lock lock(mutex_);
+		take_ack(app, ack);
 		acks_.notify_all();
 	} else if (type == control::msg::kNewEvents) {
-		add_events(app, msg.body.value("events", json::array()));
-		json sessions = json::array();
+		const control::NewEvents events = control::decode<control::NewEvents>(msg.body);
+		Lock lock(mutex_);
+		add_events(app, events.events);
+		control::Ids ids;
+		ids.req = events.req;
 		for (auto &[name, s] : sessions_)
 			if (s->started() && members_[s->id()].count(app.id))
-				sessions.push_back({{"session", s->id()}, {"channels", session_ids(*s, app)}});
-		app.send({{control::kTypeKey, control::msg::kIds},
-		          {"req", msg.body.value("req", uint64_t{0})},
-		          {"sessions", sessions}});
-	} else if (!app.told_unknown_type) { // once: a program may send many
+				ids.sessions.push_back({s->id(), session_ids(*s, app)});
+		app.send(control::encode(ids));
+	} else {
+		Lock lock(mutex_);
+		if (app.told_unknown_type) // once: a program may send many
+			return;
 		app.told_unknown_type = true;
 		log(Level::warn, "program %d: unknown message type '%s' (further ones not logged)", app.cred.pid,
 		    type.c_str());
@@ -335,19 +433,18 @@ void Daemon::finish_unlocked(RetiredWork work, Lock &lock)
 	finished_.notify_all();
 }
 
-json Daemon::lost_report(const TraceSession &s) const
+std::vector<control::LostCount> Daemon::lost_report(const TraceSession &s) const
 {
-	json lost = json::array();
+	std::vector<control::LostCount> lost;
 	for (const auto &ch : s.channels())
-		lost.push_back({{"channel", ch->spec().name}, {"lost", ch->lost()}});
+		lost.push_back({ch->spec().name, ch->lost()});
 	const kernel::KernelSession *k = s.kernel_session();
 	if (k && !s.snapshot()) // a snapshot session's kernel losses are in each snapshot's trace
-		lost.push_back(
-			{{"channel", s.kernel_spec().channel_name() + " (kernel)"}, {"lost", k->counts().discarded}});
+		lost.push_back({s.kernel_spec().channel_name() + " (kernel)", k->counts().discarded});
 	return lost;
 }
 
-json Daemon::stop_session(TraceSession &s, Lock &lock)
+control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 {
 	s.mark_stopping();
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
@@ -356,10 +453,10 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 		if (it == apps_.end())
 			continue;
 		it->second->tracing.erase(s.id());
-		if (const uint64_t seq = request(*it->second, s, {{control::kTypeKey, control::msg::kStopSession}}))
+		if (const uint64_t seq = request(*it->second, s, control::StopSession{}))
 			pending.emplace_back(id, seq);
 	}
-	json late = wait_acks(pending, lock);
+	std::vector<int32_t> late = wait_acks(pending, lock);
 	if (!late.empty())
 		log(Level::warn, "session %s: %zu programs did not detach within %d ms", s.name().c_str(), late.size(),
 		    options_.quiesce_timeout_ms);
@@ -379,23 +476,21 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	const std::string relay_error = s.relay_link() ? s.relay_link()->flush(kRelayStopTimeoutMs) : "";
 	lock.lock();
 	s.mark_stopped();
-	json quarantined = json::array();
+	control::StopReply reply;
+	reply.session = s.name();
+	reply.lost = lost_report(s);
+	reply.not_detached = std::move(late);
 	for (const auto &ch : s.channels())
 		for (auto q : ch->quarantined()) {
-			q["channel"] = ch->spec().name;
-			quarantined.push_back(std::move(q));
+			q.channel = ch->spec().name;
+			reply.quarantined.push_back(std::move(q));
 		}
-	json reply = {{"ok", true},
-	              {"session", s.name()},
-	              {"lost", lost_report(s)},
-	              {"not_detached", late},
-	              {"quarantined", quarantined}};
 	if (!kernel_error.empty())
-		reply["kernel_error"] = kernel_error;
+		reply.kernel_error = kernel_error;
 	if (s.relay_link()) {
-		reply["relay"] = relay_status(s);
+		reply.relay = relay_status(s);
 		if (!relay_error.empty())
-			reply["relay_error"] = relay_error;
+			reply.relay_error = relay_error;
 	}
 	// The consumers do not tell us of failed writes (they log them). A disk that
 	// cannot take one more packet (a failed write is truncated away) is full.
@@ -405,7 +500,7 @@ json Daemon::stop_session(TraceSession &s, Lock &lock)
 	struct statvfs vfs;
 	if (!s.snapshot() && s.local() && statvfs(s.output().c_str(), &vfs) == 0 &&
 	    static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < packet)
-		reply["disk_full"] = true;
+		reply.disk_full = true;
 	return reply;
 }
 

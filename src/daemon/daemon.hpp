@@ -1,18 +1,22 @@
 // The state of traceryd: sessions and registered programs under one lock,
 // the commands of the tracery command, and the conversation with programs
 // (registration, buffers and enable states sent to them, quiescing them at
-// stop, their end).
+// stop, their end). The core is daemon.cpp; the commands are in
+// session_commands.cpp (a session's life), user_commands.cpp (user space)
+// and kernel_commands.cpp (-k).
 #pragma once
 
 #include "daemon/app.hpp"
 #include "daemon/trace_journal.hpp"
 #include "daemon/trace_session.hpp"
 
+#include "control/messages.hpp"
 #include "control/wire.hpp"
 
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +39,12 @@ struct DaemonOptions {
 // supplementary groups included.
 bool in_group(uid_t uid, gid_t primary, gid_t group);
 
+// A command refused: its one line, naming the problem and the fix, is the
+// reply's error.
+struct CommandError : std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
 class Daemon {
 public:
 	explicit Daemon(DaemonOptions options);
@@ -46,10 +56,12 @@ public:
 	const DaemonOptions &options() const { return options_; }
 
 	// A request of the tracery command from a peer with these credentials;
-	// the reply is {"ok": true, ...} or {"ok": false, "error": "one line"}.
+	// the reply is its command's, or control::ErrorReply (one line; a
+	// request that is not exactly its message names the field).
 	nlohmann::json handle_command(const nlohmann::json &request, const control::PeerCred &peer);
 
 	// Programs: registration (hello), later messages, end of connection.
+	// A message that is not exactly its struct throws control::DecodeError.
 	void app_registered(const std::shared_ptr<App> &app, const nlohmann::json &hello);
 	void app_message(App &app, const control::Message &msg);
 	void app_gone(App &app);
@@ -60,7 +72,12 @@ public:
 
 private:
 	using Lock = std::unique_lock<std::mutex>;
-	using Handler = nlohmann::json (Daemon::*)(const nlohmann::json &, const control::PeerCred &, Lock &);
+	// A command: its request decoded, carried out, its reply encoded.
+	using Command =
+		std::function<nlohmann::json(Daemon &, const nlohmann::json &, const control::PeerCred &, Lock &)>;
+	// The command of `Request`, carried out by handler(daemon, request, peer, lock).
+	template <class Request, class Handler>
+	static std::pair<std::string, Command> command(Handler handler);
 
 	// Runs `work` without the lock, `s` marked busy meanwhile (other
 	// commands keep off it: work that reads files or /proc, or waits for the
@@ -87,7 +104,7 @@ private:
 	// The session a request names: the peer's own of that name; for root,
 	// failing that, another user's if only one user has one of that name.
 	// Throws (one line) if there is none the peer may see, or it is busy.
-	TraceSession &session_for(const nlohmann::json &req, const control::PeerCred &peer);
+	TraceSession &session_for(const std::string &name, const control::PeerCred &peer);
 	// The buffer `app` writes into in each channel of `s`, made where
 	// missing; nullptr for a channel that does not trace it (over its user's
 	// buffer quota, or a buffer that could not be made), with the reason
@@ -105,32 +122,35 @@ private:
 	// and ids to a program; returns the sequence number its ack will carry
 	// (0 if nothing was sent: no buffer at all, or the send failed).
 	uint64_t join(TraceSession &s, App &app, const std::vector<Buffer *> &buffers);
-	// Sends a request about session s that the program acknowledges (msg gets
-	// its "session" and "seq"); returns the seq, 0 if the send failed.
-	uint64_t request(App &app, const TraceSession &s, nlohmann::json msg, std::span<const int> fds = {});
+	// Sends a request about session s that the program acknowledges
+	// (StartSession, Update, StopSession: given its session and seq);
+	// returns the seq, 0 if the send failed.
+	template <class Message>
+	uint64_t request(App &app, const TraceSession &s, Message msg, std::span<const int> fds = {});
 	// What a program's ack says, if it acknowledges a request of ours: the
 	// filters it refused (kept for refusals(), bounded) and whether it writes
 	// into the session's buffers. Other acks are ignored.
-	void take_ack(App &app, const nlohmann::json &ack);
+	void take_ack(App &app, const control::Ack &ack);
 	// Keeps the events a program declares (its hello, new_events), each
 	// schema checked and rebuilt (event::checked_schema); one that describes
 	// no valid event is logged and left out.
-	void add_events(App &app, const nlohmann::json &schemas);
+	void add_events(App &app, const std::vector<nlohmann::json> &schemas);
 	// Waits (lock released, at most quiesce_timeout_ms) until every program
 	// acknowledged its sequence number or is gone; returns the pids of late ones.
-	nlohmann::json wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);
-	nlohmann::json session_ids(TraceSession &s, App &app);
+	std::vector<int32_t> wait_acks(const std::vector<std::pair<uint64_t, uint64_t>> &pending, Lock &lock);
+	// The ids and filters of the program's events in each channel of s.
+	std::vector<control::ChannelRules> session_ids(TraceSession &s, App &app);
 	// Sends the session's new event rules to its programs and waits (bounded)
 	// until they apply them. Returns the filters they refused (see refusals).
-	nlohmann::json update_members(TraceSession &s, Lock &lock);
-	// [{"pid", "event", "reason"}]: the filters refused in the acknowledgements
-	// of these requests (taken: each is reported once).
-	nlohmann::json refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending);
+	std::vector<control::ProgramRefusal> update_members(TraceSession &s, Lock &lock);
+	// The filters refused in the acknowledgements of these requests (taken:
+	// each is reported once).
+	std::vector<control::ProgramRefusal> refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending);
 	// Stops a started session: quiesces its programs, waits for the buffers
 	// being finished elsewhere, finishes the rest (lock released) and
 	// returns the reply of `stop`. `s` stays valid: it is `stopping`
 	// meanwhile, which keeps every other command off it.
-	nlohmann::json stop_session(TraceSession &s, Lock &lock);
+	control::StopReply stop_session(TraceSession &s, Lock &lock);
 	// Finishes retired buffers with the lock released (TraceSession::Retired).
 	// Their sessions count them as finishing until they are accounted.
 	using RetiredWork = std::vector<std::pair<TraceSession *, TraceSession::Retired>>;
@@ -139,48 +159,60 @@ private:
 	// (app_gone), so that a program's end holds up no other program's
 	// messages.
 	void finisher();
-	nlohmann::json lost_report(const TraceSession &s) const;
+	std::vector<control::LostCount> lost_report(const TraceSession &s) const;
 	// Rewrites the journal of open traces (trace_journal.hpp) if the set of
 	// sessions that have been started and not destroyed changed: call it
 	// before a session's first packet is written and after one is destroyed.
 	void note_open_traces();
 
-	nlohmann::json cmd_create(const nlohmann::json &, const control::PeerCred &, Lock &);
+	// A session's life (session_commands.cpp).
+	control::CreateReply cmd_create(const control::Create &, const control::PeerCred &, Lock &);
 	// `create --set-url`: the URL checked, the connection made and HELLO
 	// answered (lock released meanwhile). Throws (one line) otherwise.
-	SessionRelay open_relay(const std::string &session, const std::string &url, const nlohmann::json &req,
-	                        Lock &lock);
+	SessionRelay open_relay(const std::string &session, const std::string &url,
+	                        std::optional<uint64_t> live_period_ns, Lock &lock);
 	static constexpr int kRelayConnectTimeoutMs = 3000;
 	// stop and destroy wait at most this for the relay to confirm what was queued.
 	static constexpr int kRelayStopTimeoutMs = 10000;
 	static constexpr size_t kRelayQueueBytes = 64u << 20; // per session
 	static constexpr uint64_t kMinLivePeriodNs = 10'000'000, kMaxLivePeriodNs = 3'600'000'000'000;
-	nlohmann::json cmd_destroy(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_enable_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_enable_event(const nlohmann::json &, const control::PeerCred &, Lock &);
+	control::DestroyReply cmd_destroy(const control::Destroy &, const control::PeerCred &, Lock &);
+	control::StartReply cmd_start(const control::Start &, const control::PeerCred &, Lock &);
+	control::StopReply cmd_stop(const control::Stop &, const control::PeerCred &, Lock &);
+	control::StatusReply cmd_status(const control::Status &, const control::PeerCred &, Lock &);
+	control::ListReply cmd_list(const control::List &, const control::PeerCred &, Lock &);
+	control::SnapshotRecordReply cmd_snapshot(const control::SnapshotRecord &, const control::PeerCred &, Lock &);
+
+	// User space (user_commands.cpp).
+	control::EnableChannelReply cmd_enable_channel(const control::EnableChannel &, const control::PeerCred &,
+	                                               Lock &);
+	// enable-event, and disable-event with `disable`.
+	control::EventRulesReply cmd_event_rules(const control::EventRules &, bool disable, const control::PeerCred &,
+	                                         Lock &);
 	void check_filter(const std::string &expression, const std::vector<std::string> &patterns,
 	                  const control::PeerCred &peer) const;
-	nlohmann::json cmd_add_context(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_start(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_stop(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_status(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_list(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_list_events(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_snapshot(const nlohmann::json &, const control::PeerCred &, Lock &);
+	control::AddContextReply cmd_add_context(const control::AddContext &, const control::PeerCred &, Lock &);
+	control::ListEventsReply cmd_list_events(const control::ListEvents &, const control::PeerCred &, Lock &);
+
 	// The kernel domain (kernel_commands.cpp).
 	// Throws (one line) unless the peer may trace the kernel: root, or a
 	// member of the daemon's group.
 	void check_kernel_access(const control::PeerCred &peer) const;
 	// The session a kernel request names, if its kernel domain may change
 	// now (not while tracing; see kernel_commands.cpp).
-	TraceSession &kernel_session_for(const nlohmann::json &req, const control::PeerCred &peer);
-	nlohmann::json cmd_kernel_event(const nlohmann::json &, const control::PeerCred &, Lock &);
+	TraceSession &kernel_session_for(const std::string &name, const control::PeerCred &peer);
+	// enable-event -k, and disable-event -k with `disable`.
+	control::KernelEventsReply cmd_kernel_event(const control::KernelEvents &, bool disable,
+	                                            const control::PeerCred &, Lock &);
 	// enable-event -k --userspace-probe: resolved without the lock.
-	nlohmann::json enable_probe(TraceSession &s, const nlohmann::json &req, const control::PeerCred &peer,
-	                            Lock &lock);
-	nlohmann::json cmd_kernel_channel(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_kernel_track(const nlohmann::json &, const control::PeerCred &, Lock &);
-	nlohmann::json cmd_kernel_list(const nlohmann::json &, const control::PeerCred &, Lock &);
+	control::KernelEventsReply enable_probe(TraceSession &s, const control::KernelEvents &req,
+	                                        const control::PeerCred &peer, Lock &lock);
+	control::KernelEnableChannelReply cmd_kernel_channel(const control::KernelEnableChannel &,
+	                                                     const control::PeerCred &, Lock &);
+	// track -k, and untrack -k with `untrack`.
+	control::KernelTrackingReply cmd_kernel_track(const control::KernelTracking &, bool untrack,
+	                                              const control::PeerCred &, Lock &);
+	control::KernelListReply cmd_kernel_list(const control::KernelList &, const control::PeerCred &, Lock &);
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it

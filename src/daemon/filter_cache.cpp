@@ -11,14 +11,15 @@ namespace tracery::daemon {
 
 using nlohmann::json;
 
-json FilterCache::filters_for(const Channel &ch, const std::map<std::string, json> &events)
+std::map<std::string, std::vector<std::string>> FilterCache::filters_for(const Channel &ch,
+                                                                         const std::map<std::string, json> &events)
 {
-	json out = json::object();
+	std::map<std::string, std::vector<std::string>> out;
 	for (const auto &[key, schema] : events) {
 		const std::string name = event::full_name(schema);
 		if (!ch.enabled(name))
 			continue;
-		json programs = json::array();
+		std::vector<std::string> programs;
 		for (const auto &expression : ch.filters_of(name)) {
 			auto [it, is_new] = bytecode_.try_emplace({key, expression});
 			if (is_new) {

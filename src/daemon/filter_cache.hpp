@@ -23,7 +23,8 @@ public:
 	// accepts them, compiled for each event version: schema key -> [hex of
 	// the bytecode]. A filter that does not apply to an event's field types
 	// becomes one that rejects every event (and is logged).
-	nlohmann::json filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events);
+	std::map<std::string, std::vector<std::string>>
+	filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events);
 
 private:
 	const SessionIdentity &session_;

@@ -34,7 +34,7 @@ constexpr size_t kTrimAfter = 4u << 20;    // messages held at once that make me
 
 std::string error_frame(control::Kind kind, const std::string &why)
 {
-	return control::encode_frame(kind, json{{"ok", false}, {"error", why}}.dump());
+	return control::encode_frame(kind, control::encode(control::ErrorReply{why}).dump());
 }
 
 void add(int epoll, int fd, uint64_t id, uint32_t events)
@@ -520,7 +520,7 @@ std::string Server::answer(CommandJob &job)
 	control::Message msg;
 	std::string why;
 	if (!control::parse_frame(std::move(job.frame), msg, &why)) {
-		reply = {{"ok", false}, {"error", why}};
+		reply = control::encode(control::ErrorReply{why});
 	} else {
 		try {
 			reply = daemon_.handle_command(msg.body, job.peer);
@@ -528,16 +528,16 @@ std::string Server::answer(CommandJob &job)
 			// A field of the wrong JSON type (nlohmann's type_error) outside the
 			// handlers' own error handling: the request is refused, nothing else.
 			log(Level::warn, "malformed request from pid %d: %s", job.peer.pid, e.what());
-			reply = {{"ok", false}, {"error", std::string("malformed request: ") + e.what()}};
+			reply = control::encode(control::ErrorReply{std::string("malformed request: ") + e.what()});
 		}
 	}
 	// Strings that are not UTF-8 (a name read from a hostile ELF file, ...) become U+FFFD rather than
 	// an exception that would end the daemon.
 	std::string text = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 	if (text.size() > control::kPeerLimits.command)
-		text = json{{"ok", false},
-		            {"error", "the reply of " + std::to_string(text.size()) + " bytes is over the limit of " +
-		                              std::to_string(control::kPeerLimits.command)}}
+		text = control::encode(control::ErrorReply{"the reply of " + std::to_string(text.size()) +
+		                                           " bytes is over the limit of " +
+		                                           std::to_string(control::kPeerLimits.command)})
 		               .dump();
 	return control::encode_frame(control::Kind::command, text);
 }
@@ -594,11 +594,10 @@ void Server::handle_program(uid_t uid, ProgramJob &job)
 	if (!control::parse_frame(std::move(job.frame), msg, &why))
 		throw std::runtime_error(why);
 	// What the daemon keeps of a program is its events' schemas: bounded per user.
-	if (job.what == ProgramJob::hello ||
-	    control::string_field(msg.body, control::kTypeKey) == control::msg::kNewEvents) {
+	if (job.what == ProgramJob::hello || control::is<control::NewEvents>(msg.body)) {
 		if (const std::string over = take_schemas(uid, job.app->id, size); !over.empty()) {
 			log(Level::warn, "program %d is disconnected: %s", job.app->cred.pid, over.c_str());
-			job.app->send({{"ok", false}, {"error", over}}); // libtracery prints it
+			job.app->send(control::encode(control::ErrorReply{over})); // libtracery prints it
 			job.app->shutdown_link();
 			return;
 		}

@@ -47,28 +47,28 @@ public:
 		setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		return fd;
 	}
-	// A command's reply.
-	json command(const json &request) const
+	// The reply to `list`.
+	json list() const
 	{
 		base::Fd fd = connect();
-		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::command, request));
+		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::command, control::encode(control::List{})));
 		return reply(fd.get(), control::Kind::command);
 	}
+	// A message received (an ErrorReply saying why if none came).
 	static json reply(int fd, control::Kind kind)
 	{
 		control::Message m;
 		std::string why;
 		if (control::recv_message(fd, kind, m, &why) != control::RecvStatus::ok)
-			return {{"recv", why.empty() ? "end of stream" : why}};
+			return control::encode(control::ErrorReply{"recv: " + (why.empty() ? "end of stream" : why)});
 		return m.body;
 	}
 	// A registered program's connection (its hello answered with ready).
 	base::Fd program() const
 	{
 		base::Fd fd = connect();
-		EXPECT_TRUE(control::send_message(
-			fd.get(), control::Kind::program,
-			{{control::kTypeKey, control::msg::kHello}, {"procname", "p"}, {"events", json::array()}}));
+		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::program,
+		                                  control::encode(control::Hello{"p", {}})));
 		return fd;
 	}
 
@@ -81,7 +81,13 @@ private:
 	std::thread thread_;
 };
 
-const json kList = {{control::kCmdKey, control::cmd::kList}};
+// The error a reply carries, or the reply itself.
+std::string error_of(const json &reply)
+{
+	return control::is<control::ErrorReply>(reply) ? control::decode<control::ErrorReply>(reply).error
+	                                               : reply.dump();
+}
+bool is_ready(const json &reply) { return control::is<control::Ready>(reply); }
 
 std::string uid_text() { return "uid " + std::to_string(geteuid()) + " has "; }
 
@@ -94,19 +100,19 @@ TEST(Server, AUserWithTooManyWaitingConnectionsIsRefusedAtAccept)
 	for (int i = 0; i < 3; i++)
 		idle.push_back(r.connect());
 	base::Fd fourth = r.connect();
-	EXPECT_EQ(Running::reply(fourth.get(), control::Kind::command)["error"],
+	EXPECT_EQ(error_of(Running::reply(fourth.get(), control::Kind::command)),
 	          uid_text() + "3 connections waiting or in a request, the most a user may have: try again when they "
 	                       "are answered");
 	idle.pop_back();
 	// Once the daemon saw one go, a command is answered again.
 	json reply;
 	for (int i = 0; i < 100; i++) {
-		reply = r.command(kList);
-		if (reply.value("ok", false))
+		reply = r.list();
+		if (control::is<control::ListReply>(reply))
 			break;
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	}
-	EXPECT_EQ(reply, (json{{"ok", true}, {"sessions", json::array()}}));
+	EXPECT_EQ(reply, control::encode(control::ListReply{}));
 }
 
 TEST(Server, AFirstMessageMustBeWholeInTime)
@@ -124,7 +130,7 @@ TEST(Server, AFirstMessageMustBeWholeInTime)
 	EXPECT_LT(waited, std::chrono::milliseconds(3000));
 	// A registered program may then be silent for longer.
 	base::Fd program = r.program();
-	EXPECT_EQ(Running::reply(program.get(), control::Kind::program)[control::kTypeKey], control::msg::kReady);
+	EXPECT_TRUE(is_ready(Running::reply(program.get(), control::Kind::program)));
 	std::this_thread::sleep_for(std::chrono::milliseconds(700));
 	EXPECT_EQ(recv(program.get(), &byte, 1, MSG_DONTWAIT), -1); // nothing, and not closed
 	EXPECT_EQ(errno, EAGAIN);
@@ -140,11 +146,11 @@ TEST(Server, BytesHeldForAUserAreBounded)
 	// The daemon refuses and closes when over: the send may be cut short.
 	(void)send(fd.get(), frame.data(), 300 << 10, MSG_NOSIGNAL);
 	const json reply = Running::reply(fd.get(), control::Kind::program);
-	const std::string error = reply.value("error", "");
+	const std::string error = error_of(reply);
 	EXPECT_EQ(error.rfind(uid_text(), 0), 0u) << reply;
 	EXPECT_NE(error.find(" bytes of unfinished messages, over the limit of 204800 per user"), std::string::npos)
 		<< reply;
-	EXPECT_EQ(r.command(kList)["ok"], true);
+	EXPECT_TRUE(control::is<control::ListReply>(r.list()));
 }
 
 TEST(Server, ProgramsOfAUserAreBounded)
@@ -155,13 +161,12 @@ TEST(Server, ProgramsOfAUserAreBounded)
 	std::vector<base::Fd> programs;
 	for (int i = 0; i < 2; i++) {
 		programs.push_back(r.program());
-		EXPECT_EQ(Running::reply(programs.back().get(), control::Kind::program)[control::kTypeKey],
-		          control::msg::kReady);
+		EXPECT_TRUE(is_ready(Running::reply(programs.back().get(), control::Kind::program)));
 	}
 	base::Fd third = r.program();
-	EXPECT_EQ(Running::reply(third.get(), control::Kind::program)["error"],
+	EXPECT_EQ(error_of(Running::reply(third.get(), control::Kind::program)),
 	          uid_text() + "2 programs registered, the most a user may have");
-	EXPECT_EQ(r.command(kList)["ok"], true); // programs do not count against commands
+	EXPECT_TRUE(control::is<control::ListReply>(r.list())); // programs do not count against commands
 }
 
 TEST(Server, TheEventSchemasOfAUsersProgramsAreBounded)
@@ -169,27 +174,25 @@ TEST(Server, TheEventSchemasOfAUsersProgramsAreBounded)
 	ServerLimits limits;
 	limits.schemas_per_user = 1000;
 	Running r(limits);
-	const json hello = {{control::kTypeKey, control::msg::kHello},
-	                    {"procname", std::string(500, 'p')},
-	                    {"events", json::array()}};
+	const json hello = control::encode(control::Hello{std::string(500, 'p'), {}});
 	auto registered = [&](const base::Fd &fd) {
 		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::program, hello));
 		return Running::reply(fd.get(), control::Kind::program);
 	};
 	base::Fd first = r.connect();
-	EXPECT_EQ(registered(first)[control::kTypeKey], control::msg::kReady);
+	EXPECT_TRUE(is_ready(registered(first)));
 	base::Fd second = r.connect(); // two hellos of 542 bytes: over
-	EXPECT_EQ(registered(second)["error"], "the event schemas of the programs of uid " + std::to_string(geteuid()) +
-	                                               " would take " + std::to_string(2 * hello.dump().size()) +
-	                                               " bytes, over the limit of 1000");
+	EXPECT_EQ(error_of(registered(second)),
+	          "the event schemas of the programs of uid " + std::to_string(geteuid()) + " would take " +
+	                  std::to_string(2 * hello.dump().size()) + " bytes, over the limit of 1000");
 	first.reset(); // its schemas are given back once it is gone
 	json reply;
-	for (int i = 0; i < 100 && reply[control::kTypeKey] != control::msg::kReady; i++) {
+	for (int i = 0; i < 100 && !is_ready(reply); i++) {
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
 		base::Fd third = r.connect();
 		reply = registered(third);
 	}
-	EXPECT_EQ(reply[control::kTypeKey], control::msg::kReady);
+	EXPECT_TRUE(is_ready(reply)) << reply;
 }
 
 } // namespace

@@ -6,13 +6,11 @@
 
 namespace tracery::daemon {
 
-using nlohmann::json;
-
 namespace {
 
-json context_names(const event::ContextOptions &c)
+std::vector<std::string> context_names(const event::ContextOptions &c)
 {
-	json out = json::array();
+	std::vector<std::string> out;
 	if (c.vpid)
 		out.push_back("vpid");
 	if (c.vtid)
@@ -22,36 +20,32 @@ json context_names(const event::ContextOptions &c)
 	return out;
 }
 
-json channel_status(const Channel &c)
+control::ChannelStatus channel_status(const Channel &c)
 {
 	const ChannelSpec &s = c.spec();
-	json enabled = json::array();
+	control::ChannelStatus out;
+	out.name = s.name;
+	out.subbuf_size = s.subbuf_size;
+	out.num_subbuf = s.num_subbuf;
+	out.mode = s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard";
+	out.buffers = s.per_pid ? "per-pid" : "per-uid";
+	out.context = context_names(s.context);
 	for (const auto &r : c.rules())
-		enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
-	json events = json::array();
+		out.enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
+	out.disabled = c.disabled_patterns();
 	for (const auto &[key, id] : c.ids())
-		events.push_back({{"name", key.substr(0, key.find('#'))}, {"id", id}});
-	json not_traced = json::array();
+		out.events.push_back({key.substr(0, key.find('#')), id});
+	out.lost = c.lost();
+	out.buffer_bytes = c.buffer_bytes();
 	for (const auto &n : c.not_traced())
-		not_traced.push_back({{"pid", n.pid}, {"uid", n.uid}, {"reason", n.reason}});
-	return {{"name", s.name},
-	        {"subbuf_size", s.subbuf_size},
-	        {"num_subbuf", s.num_subbuf},
-	        {"mode", s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard"},
-	        {"buffers", s.per_pid ? "per-pid" : "per-uid"},
-	        {"context", context_names(s.context)},
-	        {"enabled", enabled},
-	        {"disabled", c.disabled_patterns()},
-	        {"events", events},
-	        {"lost", c.lost()},
-	        {"buffer_bytes", c.buffer_bytes()},
-	        {"not_traced", not_traced},
-	        {"not_traced_total", c.not_traced_total()},
-	        {"quarantined", c.quarantined()}};
+		out.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});
+	out.not_traced_total = c.not_traced_total();
+	out.quarantined = c.quarantined();
+	return out;
 }
 
 // The kernel spec's probes, with their hit counts while there is a kernel trace.
-json probes_status(const KernelSpec &spec, const kernel::KernelSession *trace)
+std::vector<control::ProbeStatus> probes_status(const KernelSpec &spec, const kernel::KernelSession *trace)
 {
 	std::map<std::string, kernel::KernelSession::ProbeCounts> counts;
 	if (trace) {
@@ -61,50 +55,47 @@ json probes_status(const KernelSpec &spec, const kernel::KernelSession *trace)
 			// Shown without counts.
 		}
 	}
-	json out = json::array();
+	std::vector<control::ProbeStatus> out;
 	for (const auto &[name, p] : spec.probes) {
-		json args = json::array();
+		control::ProbeStatus probe{name, p.spec, p.sites.size(), {}, p.sites.at(0).args_source, {}, {}};
 		for (const kernel::ProbeArg &a : p.sites.at(0).args)
-			args.push_back(a.name + (a.c_type.empty() ? "" : " (" + a.c_type + ")"));
-		json probe = {{"name", name},
-		              {"spec", p.spec},
-		              {"sites", p.sites.size()},
-		              {"args", args},
-		              {"args_source", p.sites.at(0).args_source}};
+			probe.args.push_back(a.name + (a.c_type.empty() ? "" : " (" + a.c_type + ")"));
 		if (const auto c = counts.find(name); c != counts.end()) {
-			probe["hits"] = c->second.hits;
-			if (c->second.recorded)
-				probe["recorded"] = *c->second.recorded;
+			probe.hits = c->second.hits;
+			probe.recorded = c->second.recorded;
 		}
 		out.push_back(std::move(probe));
 	}
 	return out;
 }
 
-json kernel_status(const TraceSession &s)
+control::KernelStatus kernel_status(const TraceSession &s)
 {
 	const KernelSpec &kernel = s.kernel_spec();
 	const kernel::KernelSession *trace = s.kernel_session();
-	json k = {{"tracepoints", kernel.tracepoints},
-	          {"syscalls", kernel.all_syscalls ? json::array({"*"}) : json(kernel.syscalls)},
-	          {"filters", kernel.filters},
-	          {"probes", probes_status(kernel, trace)},
-	          {"channel", kernel.channel_name()},
-	          {"subbuf_size", kernel.subbuf_size},
-	          {"num_subbuf", kernel.num_subbuf},
-	          {"mode", kernel.overwrite || s.snapshot() ? "overwrite" : "discard"},
-	          {"pids", kernel.pids},
-	          {"follow_children", kernel.follow_children}};
+	control::KernelStatus k;
+	k.tracepoints.assign(kernel.tracepoints.begin(), kernel.tracepoints.end());
+	if (kernel.all_syscalls)
+		k.syscalls = {"*"};
+	else
+		k.syscalls.assign(kernel.syscalls.begin(), kernel.syscalls.end());
+	k.filters = kernel.filters;
+	k.probes = probes_status(kernel, trace);
+	k.channel = kernel.channel_name();
+	k.subbuf_size = kernel.subbuf_size;
+	k.num_subbuf = kernel.num_subbuf;
+	k.mode = kernel.overwrite || s.snapshot() ? "overwrite" : "discard";
+	k.pids.assign(kernel.pids.begin(), kernel.pids.end());
+	k.follow_children = kernel.follow_children;
 	if (trace) {
-		json events = json::array();
+		k.events.emplace();
 		for (const kernel::Tracepoint &tp : trace->events())
-			events.push_back(tp.full_name());
+			k.events->push_back(tp.full_name());
 		const kernel::KernelTraceCounts n = trace->counts();
-		k["events"] = events;
 		if (!s.snapshot()) { // a snapshot session's kernel trace is in each snapshot-N-DATE/kernel
-			k["written"] = n.events;
-			k["lost"] = n.discarded;
-			k["trace"] = s.local() ? trace->trace_dir() : "kernel/ of the relay's copy";
+			k.written = n.events;
+			k.lost = n.discarded;
+			k.trace = s.local() ? trace->trace_dir() : "kernel/ of the relay's copy";
 		}
 	}
 	return k;
@@ -112,48 +103,48 @@ json kernel_status(const TraceSession &s)
 
 } // namespace
 
-json session_status(const TraceSession &s)
+control::StatusReply session_status(const TraceSession &s)
 {
-	json chans = json::array();
+	control::StatusReply out;
+	out.name = s.name();
+	out.output = s.output();
+	out.state = state_name(s.state());
+	out.owner = s.owner();
+	out.snapshot = s.snapshot();
 	for (const auto &c : s.channels())
-		chans.push_back(channel_status(*c));
-	json out = {{"name", s.name()},
-	            {"output", s.output()},
-	            {"state", state_name(s.state())},
-	            {"owner", s.owner()},
-	            {"snapshot", s.snapshot()},
-	            {"channels", chans},
-	            {"snapshots", s.snapshots_taken()}};
+		out.channels.push_back(channel_status(*c));
+	out.snapshots = s.snapshots_taken();
 	const KernelSpec &kernel = s.kernel_spec();
 	if (kernel.any_events() || !kernel.pids.empty() || !kernel.channel.empty() || s.kernel_session())
-		out["kernel"] = kernel_status(s);
+		out.kernel = kernel_status(s);
 	if (s.kernel_domain() && !s.snapshot() && s.local())
-		out["user_trace"] = s.user_dir();
-	if (s.relay_link())
-		out["relay"] = relay_status(s);
+		out.user_trace = s.user_dir();
+	out.relay = relay_status(s);
 	return out;
 }
 
-json relay_status(const TraceSession &s)
+std::optional<control::RelayStatus> relay_status(const TraceSession &s)
 {
 	const SessionRelay &relay = s.identity().relay;
 	if (!relay.link)
-		return nullptr;
+		return std::nullopt;
 	const consumer::RelayLink::Counts c = relay.link->counts();
-	return {{"url", relay.url},
-	        {"live_period_ns", relay.live_period_ns},
-	        {"connected", c.connected},
-	        {"path", c.relay_path},
-	        {"connections", c.connections},
-	        {"packets_sent", c.packets_sent},
-	        {"packets_confirmed", c.packets_confirmed},
-	        {"packets_dropped", c.packets_dropped},
-	        {"bytes_dropped", c.bytes_dropped},
-	        {"packets_dropped_counted", c.packets_dropped_counted},
-	        {"events_dropped", c.events_dropped},
-	        {"packets_unconfirmed", c.packets_unconfirmed},
-	        {"packets_queued", c.packets_queued},
-	        {"error", c.error}};
+	control::RelayStatus r;
+	r.url = relay.url;
+	r.live_period_ns = relay.live_period_ns;
+	r.connected = c.connected;
+	r.path = c.relay_path;
+	r.connections = c.connections;
+	r.packets_sent = c.packets_sent;
+	r.packets_confirmed = c.packets_confirmed;
+	r.packets_dropped = c.packets_dropped;
+	r.bytes_dropped = c.bytes_dropped;
+	r.packets_dropped_counted = c.packets_dropped_counted;
+	r.events_dropped = c.events_dropped;
+	r.packets_unconfirmed = c.packets_unconfirmed;
+	r.packets_queued = c.packets_queued;
+	r.error = c.error;
+	return r;
 }
 
 } // namespace tracery::daemon

@@ -5,13 +5,16 @@
 
 #include "daemon/trace_session.hpp"
 
-#include <nlohmann/json.hpp>
+#include "control/messages.hpp"
+
+#include <optional>
 
 namespace tracery::daemon {
 
-// The session, its channels, its kernel domain and its relay.
-nlohmann::json session_status(const TraceSession &s);
-// The relay's counts (null without a relay).
-nlohmann::json relay_status(const TraceSession &s);
+// The session, its channels, its kernel domain and its relay (what the
+// daemon knows of it, its programs and its owner's quota, is the caller's).
+control::StatusReply session_status(const TraceSession &s);
+// The relay's counts (none without a relay).
+std::optional<control::RelayStatus> relay_status(const TraceSession &s);
 
 } // namespace tracery::daemon

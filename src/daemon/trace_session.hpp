@@ -108,12 +108,13 @@ public:
 	void write_metadata() { user_trace_.write_metadata(channels_.all()); }
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
-	nlohmann::json ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events)
+	std::map<std::string, uint32_t> ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events)
 	{
 		return user_trace_.ids_for(ch, events);
 	}
 	// Their filters, compiled (filter_cache.hpp).
-	nlohmann::json filters_for(const Channel &ch, const std::map<std::string, nlohmann::json> &events)
+	std::map<std::string, std::vector<std::string>> filters_for(const Channel &ch,
+	                                                            const std::map<std::string, nlohmann::json> &events)
 	{
 		return filters_.filters_for(ch, events);
 	}

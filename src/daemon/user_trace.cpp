@@ -83,9 +83,9 @@ void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &chan
 	metadata_written_ = true;
 }
 
-json UserTrace::ids_for(Channel &ch, const std::map<std::string, json> &events)
+std::map<std::string, uint32_t> UserTrace::ids_for(Channel &ch, const std::map<std::string, json> &events)
 {
-	json ids = json::object();
+	std::map<std::string, uint32_t> ids;
 	std::string blocks;
 	for (const auto &[key, schema] : events) {
 		if (!ch.enabled(event::full_name(schema)))

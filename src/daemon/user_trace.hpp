@@ -44,7 +44,7 @@ public:
 
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
-	nlohmann::json ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
+	std::map<std::string, uint32_t> ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events);
 
 private:
 	const SessionIdentity &session_;

@@ -121,10 +121,8 @@ public:
 		if (!connected_)
 			return; // announced in the hello, or no daemon
 		const uint64_t req = next_req_++;
-		json msg = {{control::kTypeKey, control::msg::kNewEvents},
-		            {"req", req},
-		            {"events", json::array({event::schema_of(*desc)})}};
-		if (!control::send_message(sock_.get(), control::Kind::program, msg))
+		const control::NewEvents msg{req, {event::schema_of(*desc)}};
+		if (!control::send_message(sock_.get(), control::Kind::program, control::encode(msg)))
 			return;
 		if (slow_)
 			return; // a daemon that did not answer in time is not waited for again until it answers
@@ -213,22 +211,20 @@ private:
 			std::lock_guard lock(mutex_);
 			if (quit_)
 				return false;
-			json events = json::array();
+			control::Hello hello{program_invocation_short_name, {}};
 			for (auto *d : registered_events())
-				events.push_back(event::schema_of(*d));
-			json hello = {{control::kTypeKey, control::msg::kHello},
-			              {"procname", program_invocation_short_name},
-			              {"events", events}};
-			if (const size_t size = hello.dump().size(); size > control::kDaemonLimits.program) {
+				hello.events.push_back(event::schema_of(*d));
+			const json body = control::encode(hello);
+			if (const size_t size = body.dump().size(); size > control::kDaemonLimits.program) {
 				if (!too_large_) // said once: the program's events do not change while it waits
 					fprintf(stderr,
 					        "tracery: this program's %zu events take %zu bytes, over the session daemon's "
 					        "limit of %u for a program: it is not traced by the session daemon\n",
-					        events.size(), size, control::kDaemonLimits.program);
+					        hello.events.size(), size, control::kDaemonLimits.program);
 				too_large_ = true;
 				return false;
 			}
-			if (!control::send_message(s.get(), control::Kind::program, hello))
+			if (!control::send_message(s.get(), control::Kind::program, body))
 				continue;
 			sock_ = std::move(s);
 			connected_ = true;
@@ -267,68 +263,94 @@ private:
 
 	void handle(control::Message &msg)
 	{
-		const std::string type = msg.body.value(control::kTypeKey, "");
-		const uint64_t sid = msg.body.value("session", uint64_t{0});
+		const std::string type = control::type_of(msg.body);
 		std::lock_guard lock(mutex_);
-		if (type == control::msg::kStartSession) {
-			std::vector<int> fds;
-			for (auto &f : msg.fds)
-				fds.push_back(f.release());
-			sessions_.erase(sid);
-			bool tracing = false;
-			json refused = json::array();
-			try {
-				auto s = std::make_unique<DaemonSession>(msg.body["channels"], std::move(fds));
-				s->start();
-				refused = s->take_refusals();
-				sessions_[sid] = std::move(s);
-				tracing = true;
-			} catch (const std::exception &e) {
-				fprintf(stderr, "tracery: session '%s' cannot trace this program: %s\n",
-				        msg.body.value("name", "").c_str(), e.what());
-			}
-			ack(msg.body, tracing, refused);
-		} else if (type == control::msg::kUpdate) {
-			json refused = json::array();
-			if (auto it = sessions_.find(sid); it != sessions_.end()) {
-				it->second->update(msg.body["channels"]);
-				refused = it->second->take_refusals();
-			}
-			ack(msg.body, false, refused);
-		} else if (type == control::msg::kIds) {
-			for (const auto &s : msg.body.value("sessions", json::array()))
-				if (auto it = sessions_.find(s.value("session", uint64_t{0})); it != sessions_.end())
-					it->second->update(s["channels"]);
-			pending_.erase(msg.body.value("req", uint64_t{0}));
-			slow_ = false;
-			cv_.notify_all();
-		} else if (type == control::msg::kStopSession) {
-			sessions_.erase(sid); // detaches and waits for writers first
-			ack(msg.body, false);
-		} else if (type == control::msg::kReady) {
-			initial_done_ = true;
-			ready_ = true;
-			cv_.notify_all();
-		} else if (msg.body.contains("error")) { // refused (a limit of the daemon's), then closed
-			// Said once: a retry is likely refused alike.
-			if (const std::string error = control::string_field(msg.body, "error"); error != refusal_) {
-				fprintf(stderr, "tracery: the session daemon refused this program: %s\n",
-				        error.c_str());
-				refusal_ = error;
-			}
+		// A message that is not exactly what its type says comes from a
+		// daemon of another build: said, and left unanswered.
+		try {
+			if (type == control::msg::kStartSession)
+				start_session(control::decode<control::StartSession>(msg.body), msg.fds);
+			else if (type == control::msg::kUpdate)
+				update_session(control::decode<control::Update>(msg.body));
+			else if (type == control::msg::kIds)
+				take_ids(control::decode<control::Ids>(msg.body));
+			else if (type == control::msg::kStopSession)
+				stop_session(control::decode<control::StopSession>(msg.body));
+			else if (type == control::msg::kReady)
+				registration_done(control::decode<control::Ready>(msg.body));
+			else if (control::is<control::ErrorReply>(
+					 msg.body)) // refused (a limit of the daemon's), then closed
+				daemon_refused(control::decode<control::ErrorReply>(msg.body));
+		} catch (const control::DecodeError &e) {
+			fprintf(stderr, "tracery: session daemon link: %s\n", e.what());
 		}
 	}
 
-	// Caller holds mutex_. Tells the daemon a request was carried out, and
-	// which filters were refused ([{"event", "reason"}]).
-	void ack(const json &request, bool tracing, const json &refused = json::array())
+	// Caller holds mutex_ (handle()), as for the others below.
+	void start_session(const control::StartSession &start, std::vector<base::Fd> &buffers)
+	{
+		std::vector<int> fds;
+		for (auto &f : buffers)
+			fds.push_back(f.release());
+		sessions_.erase(start.session);
+		bool tracing = false;
+		std::vector<control::FilterRefusal> refused;
+		try {
+			auto s = std::make_unique<DaemonSession>(start.channels, std::move(fds));
+			s->start();
+			refused = s->take_refusals();
+			sessions_[start.session] = std::move(s);
+			tracing = true;
+		} catch (const std::exception &e) {
+			fprintf(stderr, "tracery: session '%s' cannot trace this program: %s\n", start.name.c_str(),
+			        e.what());
+		}
+		ack(start.seq, start.session, tracing, std::move(refused));
+	}
+	void update_session(const control::Update &update)
+	{
+		std::vector<control::FilterRefusal> refused;
+		if (auto it = sessions_.find(update.session); it != sessions_.end()) {
+			it->second->update(update.channels);
+			refused = it->second->take_refusals();
+		}
+		ack(update.seq, update.session, false, std::move(refused));
+	}
+	void take_ids(const control::Ids &ids)
+	{
+		for (const control::SessionRules &s : ids.sessions)
+			if (auto it = sessions_.find(s.session); it != sessions_.end())
+				it->second->update(s.channels);
+		pending_.erase(ids.req);
+		slow_ = false;
+		cv_.notify_all();
+	}
+	void stop_session(const control::StopSession &stop)
+	{
+		sessions_.erase(stop.session); // detaches and waits for writers first
+		ack(stop.seq, stop.session, false);
+	}
+	void registration_done(const control::Ready &)
+	{
+		initial_done_ = true;
+		ready_ = true;
+		cv_.notify_all();
+	}
+	void daemon_refused(const control::ErrorReply &refusal)
+	{
+		// Said once: a retry is likely refused alike.
+		if (refusal.error != refusal_) {
+			fprintf(stderr, "tracery: the session daemon refused this program: %s\n",
+			        refusal.error.c_str());
+			refusal_ = refusal.error;
+		}
+	}
+
+	// Tells the daemon a request was carried out, and which filters were refused.
+	void ack(uint64_t seq, uint64_t session, bool tracing, std::vector<control::FilterRefusal> refused = {})
 	{
 		control::send_message(sock_.get(), control::Kind::program,
-		                      {{control::kTypeKey, control::msg::kAck},
-		                       {"seq", request.value("seq", uint64_t{0})},
-		                       {"session", request.value("session", uint64_t{0})},
-		                       {"tracing", tracing},
-		                       {"refused", refused}});
+		                      control::encode(control::Ack{seq, session, tracing, std::move(refused)}));
 	}
 
 	// Caller holds mutex_.

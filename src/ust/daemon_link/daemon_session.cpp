@@ -9,8 +9,6 @@
 
 namespace tracery::ust {
 
-using nlohmann::json;
-
 namespace {
 std::string key_of(const tracery_event_desc &desc) { return event::schema_key(event::schema_of(desc)); }
 } // namespace
@@ -52,64 +50,54 @@ void DaemonCatalog::filter_refused(const tracery_event_desc &desc, const std::st
 {
 	EventCatalog::filter_refused(desc, why);
 	std::lock_guard lock(mutex_);
-	refused_.push_back({{"event", std::string(desc.provider) + ":" + desc.name}, {"reason", why}});
+	refused_.push_back({std::string(desc.provider) + ":" + desc.name, why});
 }
 
-json DaemonCatalog::take_refusals()
+std::vector<control::FilterRefusal> DaemonCatalog::take_refusals()
 {
 	std::lock_guard lock(mutex_);
-	return std::exchange(refused_, json::array());
+	return std::exchange(refused_, {});
 }
 
 bool DaemonCatalog::has(const tracery_event_desc &desc) { return id_for(desc) >= 0; }
 
-void DaemonCatalog::set(const json &ids, const json &filters)
+void DaemonCatalog::set(const std::map<std::string, uint32_t> &ids,
+                        const std::map<std::string, std::vector<std::string>> &filters)
 {
-	std::map<std::string, uint32_t> next;
-	for (const auto &[key, id] : ids.items())
-		if (id.is_number_unsigned())
-			next[key] = id.get<uint32_t>();
-	std::map<std::string, std::vector<std::string>> next_filters;
-	for (const auto &[key, list] : filters.items())
-		for (const auto &hex : list)
-			next_filters[key].push_back(hex.is_string() ? hex.get<std::string>() : "?");
 	std::lock_guard lock(mutex_);
-	ids_.swap(next);
-	filters_.swap(next_filters);
+	ids_ = ids;
+	filters_ = filters;
 }
 
-DaemonSession::DaemonSession(const json &channels, std::vector<int> fds)
+DaemonSession::DaemonSession(const std::vector<control::ChannelRules> &channels, std::vector<int> fds)
 {
 	std::vector<base::Fd> owned;
 	for (int fd : fds)
 		owned.emplace_back(fd);
-	// A channel with "buffer": false does not trace this program (no buffer
-	// fits its user's quota): it has no tracer and takes no fd.
-	const auto has_buffer = [](const json &c) { return !c.is_object() || c.value("buffer", true); };
-	if (!channels.is_array() ||
-	    static_cast<size_t>(std::count_if(channels.begin(), channels.end(), has_buffer)) != owned.size())
+	// A channel whose `buffer` is false does not trace this program (no
+	// buffer fits its user's quota): it has no tracer and takes no fd.
+	const auto has_buffer = [](const control::ChannelRules &c) { return c.buffer.value_or(true); };
+	if (static_cast<size_t>(std::count_if(channels.begin(), channels.end(), has_buffer)) != owned.size())
 		throw std::runtime_error("the daemon sent " + std::to_string(owned.size()) + " buffers for " +
 		                         std::to_string(channels.size()) + " channels");
 	size_t next_fd = 0;
-	for (size_t i = 0; i < channels.size(); i++) {
-		const json &c = channels[i];
+	for (const control::ChannelRules &c : channels) {
 		if (!has_buffer(c)) {
 			tracers_.push_back(nullptr);
 			continue;
 		}
-		const json ctx = c.value("context", json::object());
-		event::ContextOptions context{ctx.value("vpid", false), ctx.value("vtid", false),
-		                              ctx.value("procname", false)};
+		const control::ContextFlags ctx = c.context.value_or(control::ContextFlags{});
+		event::ContextOptions context{ctx.vpid, ctx.vtid, ctx.procname};
 		auto t = std::make_unique<Tracer>();
-		t->filters = c.value("filters", json::object());
-		t->catalog.set(c.value("ids", json::object()), t->filters);
+		t->filters = c.filters;
+		t->catalog.set(c.ids, t->filters);
 		auto ring = ringbuf::Channel::attach(owned[next_fd++].release());
 		if (ring->config().sync == ringbuf::Sync::rseq && !ringbuf::Channel::rseq_available())
 			fprintf(stderr,
 			        "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
 			        "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
 		// Older daemons send no clock: their traces count ns.
-		const std::string clock_name = c.value("clock", std::string("ns"));
+		const std::string clock_name = c.clock.value_or("ns");
 		clock::TickUnit unit;
 		if (!clock::parse_tick_unit(clock_name, unit))
 			throw std::runtime_error("the daemon asks for timestamps in '" + clock_name +
@@ -137,17 +125,15 @@ void DaemonSession::stop()
 			t->session->stop();
 }
 
-void DaemonSession::update(const json &channels)
+void DaemonSession::update(const std::vector<control::ChannelRules> &channels)
 {
-	for (const auto &c : channels) {
-		const size_t index = c.value("index", size_t{0});
-		if (index >= tracers_.size() || !tracers_[index])
+	for (const control::ChannelRules &c : channels) {
+		if (c.index >= tracers_.size() || !tracers_[c.index])
 			continue;
-		Tracer &t = *tracers_[index];
-		const json filters = c.value("filters", json::object());
-		const bool new_filters = filters != t.filters;
-		t.catalog.set(c.value("ids", json::object()), filters);
-		t.filters = filters;
+		Tracer &t = *tracers_[c.index];
+		const bool new_filters = c.filters != t.filters;
+		t.catalog.set(c.ids, c.filters);
+		t.filters = c.filters;
 		for (tracery_event_desc *desc : registered_events()) {
 			if (new_filters || !t.catalog.has(*desc))
 				t.session->on_event_unregistered(desc); // no-op if not attached
@@ -157,12 +143,13 @@ void DaemonSession::update(const json &channels)
 	}
 }
 
-json DaemonSession::take_refusals()
+std::vector<control::FilterRefusal> DaemonSession::take_refusals()
 {
-	json all = json::array();
+	std::vector<control::FilterRefusal> all;
 	for (auto &t : tracers_)
-		for (auto &r : t ? t->catalog.take_refusals() : json::array())
-			all.push_back(std::move(r));
+		if (t)
+			for (auto &r : t->catalog.take_refusals())
+				all.push_back(std::move(r));
 	return all;
 }
 

@@ -6,7 +6,7 @@
 
 #include "ust/session.hpp"
 
-#include <nlohmann/json.hpp>
+#include "control/messages.hpp"
 
 #include <map>
 #include <memory>
@@ -25,38 +25,39 @@ public:
 	std::optional<std::vector<filter::Program>> filters_for(const tracery_event_desc &desc) override;
 	void filter_refused(const tracery_event_desc &desc, const std::string &why) override;
 	bool has(const tracery_event_desc &desc);
-	void set(const nlohmann::json &ids, const nlohmann::json &filters);
-	// [{"event", "reason"}] of the filters refused since the last call.
-	nlohmann::json take_refusals();
+	void set(const std::map<std::string, uint32_t> &ids,
+	         const std::map<std::string, std::vector<std::string>> &filters);
+	// The filters refused since the last call.
+	std::vector<control::FilterRefusal> take_refusals();
 
 private:
 	std::mutex mutex_;
 	std::map<std::string, uint32_t> ids_;
 	std::map<std::string, std::vector<std::string>> filters_; // key -> bytecode
-	nlohmann::json refused_ = nlohmann::json::array();
+	std::vector<control::FilterRefusal> refused_;
 };
 
 class DaemonSession {
 public:
-	// channels: [{"index", "ids", "context"}], fds: one buffer per channel
-	// (taken), except the channels marked "buffer": false, which do not
-	// trace this program (over its user's buffer quota in the daemon).
-	// Throws if a buffer cannot be mapped.
-	DaemonSession(const nlohmann::json &channels, std::vector<int> fds);
+	// channels: StartSession's, fds: one buffer per channel (taken), except
+	// the channels whose `buffer` is false, which do not trace this program
+	// (over its user's buffer quota in the daemon). Throws if a buffer cannot
+	// be mapped.
+	DaemonSession(const std::vector<control::ChannelRules> &channels, std::vector<int> fds);
 	~DaemonSession(); // stops
 	void start();
 	// Detaches every probe and waits until no thread writes into the buffers.
 	void stop();
 	// New ids and filters: attaches the events newly given an id, detaches
 	// the others; an event whose filters changed is attached again.
-	void update(const nlohmann::json &channels);
+	void update(const std::vector<control::ChannelRules> &channels);
 	// The filters this program refused since the last call (see DaemonCatalog).
-	nlohmann::json take_refusals();
+	std::vector<control::FilterRefusal> take_refusals();
 
 private:
 	struct Tracer {
-		DaemonCatalog catalog;  // outlives the session that refers to it
-		nlohmann::json filters; // as the daemon last sent them
+		DaemonCatalog catalog;                                   // outlives the session that refers to it
+		std::map<std::string, std::vector<std::string>> filters; // as the daemon last sent them
 		std::unique_ptr<Session> session;
 	};
 	std::vector<std::unique_ptr<Tracer>> tracers_; // by channel index; null: no buffer

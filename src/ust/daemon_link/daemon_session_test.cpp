@@ -4,6 +4,7 @@
 #include <tracery/tracepoint.h>
 
 #include "consumer/ring_config.hpp"
+#include "control/messages.hpp"
 #include "control/wire.hpp"
 #include "event/schema.hpp"
 #include "filter/compiler.hpp"
@@ -18,16 +19,24 @@ TRACERY_EVENT(dstest, ev, TRACERY_U64(a), TRACERY_U32(b))
 namespace tracery::ust {
 namespace {
 
-using nlohmann::json;
+using control::ChannelRules;
+using Filters = std::vector<std::string>;
+
+// Channel `index` with the ids and filters of these event keys.
+ChannelRules rules(uint64_t index, std::map<std::string, uint32_t> ids,
+                   std::map<std::string, std::vector<std::string>> filters = {})
+{
+	return {index, std::move(ids), std::move(filters), std::nullopt, std::nullopt, std::nullopt};
+}
 
 // One channel holding dstest:ev with the given filter bytecode (hex).
 class DaemonSessionFilters : public ::testing::Test {
 protected:
-	std::unique_ptr<DaemonSession> start_with(const json &filters)
+	std::unique_ptr<DaemonSession> start_with(const Filters &filters)
 	{
 		const std::string key = event::schema_key(event::schema_of(tracery_event__dstest__ev));
-		json channels = json::array({{{"index", 0}, {"ids", {{key, 0u}}}, {"filters", {{key, filters}}}}});
-		auto session = std::make_unique<DaemonSession>(channels, std::vector<int>{dup(ring_->fd())});
+		auto session = std::make_unique<DaemonSession>(std::vector{rules(0, {{key, 0u}}, {{key, filters}})},
+		                                               std::vector<int>{dup(ring_->fd())});
 		session->start();
 		return session;
 	}
@@ -42,11 +51,12 @@ protected:
 // a unit the trace's metadata does not declare.
 TEST_F(DaemonSessionFilters, ClockUnitFromTheDaemon)
 {
+	std::vector<ChannelRules> channels{rules(0, {})};
 	for (const char *unit : {"tsc", "ns"}) {
-		json channels = json::array({{{"index", 0}, {"ids", json::object()}, {"clock", unit}}});
+		channels[0].clock = unit;
 		EXPECT_NO_THROW(DaemonSession(channels, std::vector<int>{dup(ring_->fd())})) << unit;
 	}
-	json channels = json::array({{{"index", 0}, {"ids", json::object()}, {"clock", "furlongs"}}});
+	channels[0].clock = "furlongs";
 	try {
 		DaemonSession session(channels, std::vector<int>{dup(ring_->fd())});
 		ADD_FAILURE() << "a session with an unknown clock unit was accepted";
@@ -60,8 +70,8 @@ TEST_F(DaemonSessionFilters, VerifiedFilterIsAttached)
 	filter::Error error;
 	auto compiled = filter::compile_filter("a % 3 == 0", tracery_event__dstest__ev, &error);
 	ASSERT_TRUE(compiled) << error.message;
-	auto session = start_with(json::array({hex_of(compiled->program)}));
-	EXPECT_EQ(session->take_refusals(), json::array());
+	auto session = start_with({hex_of(compiled->program)});
+	EXPECT_TRUE(session->take_refusals().empty());
 	EXPECT_EQ(tracery_event__dstest__ev.enabled, 1);
 	session->stop();
 	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
@@ -71,31 +81,31 @@ TEST_F(DaemonSessionFilters, BytecodeThatFailsVerificationIsRefused)
 {
 	// Loads field 7 of an event with two fields.
 	filter::Program bad{{{filter::Op::load_field, TRACERY_TYPE_U64, 7, 0, 0}, {filter::Op::ret, 0, 0, 0, 0}}, {}};
-	auto session = start_with(json::array({hex_of(bad)}));
-	const json refused = session->take_refusals();
-	ASSERT_EQ(refused.size(), 1u) << refused.dump();
-	EXPECT_EQ(refused[0]["event"], "dstest:ev");
-	EXPECT_NE(refused[0]["reason"].get<std::string>().find("insn 0"), std::string::npos) << refused.dump();
-	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);    // not recorded unfiltered either
-	EXPECT_EQ(session->take_refusals(), json::array()); // reported once
+	auto session = start_with({hex_of(bad)});
+	const auto refused = session->take_refusals();
+	ASSERT_EQ(refused.size(), 1u);
+	EXPECT_EQ(refused[0].event, "dstest:ev");
+	EXPECT_NE(refused[0].reason.find("insn 0"), std::string::npos) << refused[0].reason;
+	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0); // not recorded unfiltered either
+	EXPECT_TRUE(session->take_refusals().empty());   // reported once
 }
 
 TEST_F(DaemonSessionFilters, GarbageIsRefused)
 {
-	auto session = start_with(json::array({"54524642zz"}));
-	const json refused = session->take_refusals();
+	auto session = start_with({"54524642zz"});
+	const auto refused = session->take_refusals();
 	ASSERT_EQ(refused.size(), 1u);
-	EXPECT_EQ(refused[0]["reason"], "the bytecode is not hex");
+	EXPECT_EQ(refused[0].reason, "the bytecode is not hex");
 	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
 }
 
 TEST_F(DaemonSessionFilters, NewFiltersReattachTheEvent)
 {
-	auto session = start_with(json::array());
+	auto session = start_with({});
 	EXPECT_EQ(tracery_event__dstest__ev.enabled, 1);
 	const std::string key = event::schema_key(event::schema_of(tracery_event__dstest__ev));
 	filter::Program bad{{{filter::Op::ret, 0, 0, 0, 0}}, {}}; // ret with an empty stack
-	session->update(json::array({{{"index", 0}, {"ids", {{key, 0u}}}, {"filters", {{key, {hex_of(bad)}}}}}}));
+	session->update({rules(0, {{key, 0u}}, {{key, {hex_of(bad)}}})});
 	EXPECT_EQ(session->take_refusals().size(), 1u);
 	EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
 }
@@ -106,16 +116,17 @@ TEST_F(DaemonSessionFilters, ChannelWithoutBufferTracesNothing)
 {
 	const std::string key = event::schema_key(event::schema_of(tracery_event__dstest__ev));
 	{
-		json none = json::array({{{"index", 0}, {"buffer", false}, {"ids", {{key, 0u}}}}});
+		std::vector<ChannelRules> none{rules(0, {{key, 0u}})};
+		none[0].buffer = false;
 		DaemonSession session(none, {});
 		session.start();
 		EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
-		session.update(json::array({{{"index", 0}, {"ids", {{key, 0u}}}}})); // ignored, no crash
+		session.update({rules(0, {{key, 0u}})}); // ignored, no crash
 		EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
-		EXPECT_EQ(session.take_refusals(), json::array());
+		EXPECT_TRUE(session.take_refusals().empty());
 	}
-	json second = json::array(
-		{{{"index", 0}, {"buffer", false}, {"ids", {{key, 0u}}}}, {{"index", 1}, {"ids", {{key, 0u}}}}});
+	std::vector<ChannelRules> second{rules(0, {{key, 0u}}), rules(1, {{key, 0u}})};
+	second[0].buffer = false;
 	{
 		DaemonSession session(second, std::vector<int>{dup(ring_->fd())}); // the fd is channel 1's
 		session.start();
@@ -124,7 +135,7 @@ TEST_F(DaemonSessionFilters, ChannelWithoutBufferTracesNothing)
 		EXPECT_EQ(tracery_event__dstest__ev.enabled, 0);
 	}
 	// Buffers and channels that do not match: refused, naming both counts.
-	second[0].erase("buffer");
+	second[0].buffer.reset();
 	try {
 		DaemonSession session(second, std::vector<int>{dup(ring_->fd())});
 		ADD_FAILURE() << "one buffer for two channels was accepted";

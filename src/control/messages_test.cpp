@@ -1,0 +1,399 @@
+// Unit tests of the control protocol's messages (messages.hpp, codec.hpp):
+// every message round-trips, empty and with every field set; the bodies are
+// the ones the daemon, the command and libtracery have always sent; and the
+// decoder's strictness errors (unknown field, missing field, wrong type,
+// number out of range, wrong tag), each with its exact message.
+#include "control/messages.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tracery::control {
+namespace {
+
+using nlohmann::json;
+
+RelayStatus relay()
+{
+	return {"relay.example:5342", 500000000, true, "host/s-1", 2, 10, 9, 1, 4096, 1, 7, 1, 3, "reset"};
+}
+
+// A message with every field set.
+template <class T>
+T full();
+
+template <>
+ErrorReply full()
+{
+	return {"no session named 's'"};
+}
+template <>
+Create full()
+{
+	return {"s", true, "/tmp/t", "net://h", true, 1000000000};
+}
+template <>
+CreateReply full()
+{
+	return {"s", "/tmp/t", true, relay()};
+}
+template <>
+Destroy full()
+{
+	return {true, "s"};
+}
+template <>
+DestroyReply full()
+{
+	return {{"a", "b"}};
+}
+template <>
+EnableChannel full()
+{
+	return {"s", "c", 4096, 8, true, true};
+}
+template <>
+EnableChannelReply full()
+{
+	return {"s", "c", 1 << 20};
+}
+EventRules rules() { return {"s", {"app:*", "b:c"}, true, "c", "x > 1"}; }
+EventRulesReply rules_reply() { return {"s", "c", {"app:*"}, std::vector<ProgramRefusal>{{42, "app:e", "bad"}}}; }
+template <>
+EnableEvent full()
+{
+	return {rules()};
+}
+template <>
+EnableEventReply full()
+{
+	return {rules_reply()};
+}
+template <>
+DisableEvent full()
+{
+	return {rules()};
+}
+template <>
+DisableEventReply full()
+{
+	return {rules_reply()};
+}
+template <>
+AddContext full()
+{
+	return {"s", "c", {"vpid", "procname"}};
+}
+template <>
+AddContextReply full()
+{
+	return {"s"};
+}
+template <>
+Start full()
+{
+	return {{"s"}};
+}
+template <>
+StartReply full()
+{
+	return {"s", 3, {7}, {{8, std::nullopt, "c", "over quota"}}, {{9, "app:e", "bad"}}};
+}
+template <>
+Stop full()
+{
+	return {{"s"}};
+}
+template <>
+StopReply full()
+{
+	return {"s", {{"c", 5}}, {7}, {{"uid1000", "cpu 0: bad", "c"}}, "drain failed", relay(), "timeout", true};
+}
+template <>
+Status full()
+{
+	return {{"s"}};
+}
+template <>
+StatusReply full()
+{
+	ChannelStatus c{"c",
+	                4096,
+	                8,
+	                "discard",
+	                "per-uid",
+	                {"vpid"},
+	                {"app:*", "b:c (filter: x > 1)"},
+	                {"b:d"},
+	                {{"app:e", 0}},
+	                3,
+	                1 << 15,
+	                {{8, 1000, std::nullopt, "over quota"}},
+	                9,
+	                {{"pid7", "bad", {}}}};
+	ProbeStatus p{"p", "elf:/bin/true:main", 1, {"argc (int)"}, "DWARF", 10, 4};
+	KernelStatus k{{"sched_switch"},
+	               {"*"},
+	               {{"sched_switch", "prev_tid == 1"}},
+	               {p},
+	               "k",
+	               4096,
+	               4,
+	               "overwrite",
+	               {1, 2},
+	               false,
+	               std::vector<std::string>{"sched:sched_switch"},
+	               100,
+	               2,
+	               "/tmp/t/kernel"};
+	return {"s", "/tmp/t", "started", 1000, false, {c}, 2, k, "/tmp/t/ust", relay(), {7, 8}, {1000, 1 << 30, 4096}};
+}
+template <>
+List full()
+{
+	return {};
+}
+template <>
+ListReply full()
+{
+	return {{{"s", 1000, "/tmp/t", "created", true, std::nullopt}, {"r", 0, "", "started", false, relay()}}};
+}
+template <>
+ListEvents full()
+{
+	return {};
+}
+template <>
+ListEventsReply full()
+{
+	return {{{42, 1000, "app", {{"app:e", "x: u32"}}}}};
+}
+template <>
+SnapshotRecord full()
+{
+	return {{"s"}};
+}
+template <>
+SnapshotRecordReply full()
+{
+	return {"s", "/tmp/t/snapshot-1"};
+}
+KernelEvents kernel_events()
+{
+	return {"s", "k", "x > 1", {{"irq:*"}}, {{"openat"}}, true, "elf:/bin/true:main", "p", "a"};
+}
+KernelEventsReply kernel_reply()
+{
+	return {"s", "k", {"irq:*"}, std::vector<std::string>{"irq:x"}, 2, "DWARF", std::vector<std::string>{"note"}};
+}
+template <>
+KernelEnableEvent full()
+{
+	return {kernel_events()};
+}
+template <>
+KernelEnableEventReply full()
+{
+	return {kernel_reply()};
+}
+template <>
+KernelDisableEvent full()
+{
+	return {kernel_events()};
+}
+template <>
+KernelDisableEventReply full()
+{
+	return {kernel_reply()};
+}
+template <>
+KernelEnableChannel full()
+{
+	return {"s", "k", 4096, 4, true};
+}
+template <>
+KernelEnableChannelReply full()
+{
+	return {"s", "k", 16384, true};
+}
+template <>
+KernelTrack full()
+{
+	return {{"s", {1, 2}, false}};
+}
+template <>
+KernelTrackReply full()
+{
+	return {{"s", {1, 2}, false}};
+}
+template <>
+KernelUntrack full()
+{
+	return {{"s", {1}, std::nullopt}};
+}
+template <>
+KernelUntrackReply full()
+{
+	return {{"s", {2}, true}};
+}
+template <>
+KernelList full()
+{
+	return {};
+}
+template <>
+KernelListReply full()
+{
+	return {{"irq:irq_handler_entry"}, {"openat"}};
+}
+json schema() { return {{"provider", "app"}, {"name", "e"}, {"fields", json::array()}}; }
+template <>
+Hello full()
+{
+	return {"app", {schema()}};
+}
+template <>
+NewEvents full()
+{
+	return {3, {schema()}};
+}
+template <>
+Ack full()
+{
+	return {4, 1, true, {{"app:e", "bad"}}};
+}
+template <>
+Ready full()
+{
+	return {};
+}
+ChannelRules channel_rules()
+{
+	return {0, {{"app:e#1", 0}}, {{"app:e#1", {"00ff"}}}, false, ContextFlags{true, false, true}, "tsc"};
+}
+template <>
+StartSession full()
+{
+	return {1, 4, "s", {channel_rules()}};
+}
+template <>
+Update full()
+{
+	return {1, 5, {channel_rules()}};
+}
+template <>
+Ids full()
+{
+	return {3, {{1, {channel_rules()}}}};
+}
+template <>
+StopSession full()
+{
+	return {1, 6};
+}
+
+template <class T>
+void round_trip(const T &m)
+{
+	const json body = encode(m);
+	EXPECT_TRUE(is<T>(body)) << body;
+	EXPECT_EQ(decode<T>(body), m) << body;
+	EXPECT_EQ(decode<T>(json::parse(body.dump())), m) << body; // as on the wire
+}
+
+TEST(Messages, EveryMessageRoundTrips)
+{
+	std::apply(
+		[](auto... m) {
+			(round_trip(m), ...);
+			(round_trip(full<decltype(m)>()), ...);
+		},
+		AllMessages{});
+}
+
+// What the command, the daemon and libtracery sent before these structs.
+TEST(Messages, BodiesAreTheSameAsBefore)
+{
+	EnableChannel channel;
+	channel.session = "s";
+	channel.channel = "c";
+	EXPECT_EQ(encode(channel).dump(),
+	          R"({"channel":"c","cmd":"enable-channel","overwrite":false,"per_pid":false,"session":"s"})");
+	Destroy all;
+	all.all = true;
+	EXPECT_EQ(encode(all).dump(), R"({"all":true,"cmd":"destroy"})");
+	EXPECT_EQ(encode(Ready{}).dump(), R"({"type":"ready"})");
+	EXPECT_EQ(encode(ErrorReply{"why"}).dump(), R"({"error":"why","ok":false})");
+	ListReply list{{{"s", 1000, "/t", "created", false, std::nullopt}}};
+	EXPECT_EQ(
+		encode(list).dump(),
+		R"({"ok":true,"sessions":[{"name":"s","output":"/t","owner":1000,"relay":null,"snapshot":false,"state":"created"}]})");
+	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt};
+	EXPECT_EQ(encode(Update{2, 9, {update}}).dump(),
+	          R"({"channels":[{"filters":{},"ids":{"k":3},"index":1}],"seq":9,"session":2,"type":"update"})");
+}
+
+std::string error_of(auto decoder)
+{
+	try {
+		decoder();
+	} catch (const DecodeError &e) {
+		return e.what();
+	}
+	return "no error";
+}
+
+TEST(Messages, DecodingIsStrict)
+{
+	json create = encode(full<Create>());
+	create["colour"] = "red";
+	EXPECT_EQ(error_of([&] { decode<Create>(create); }), "create: unknown field 'colour'");
+
+	json start = encode(full<Start>());
+	start.erase("session");
+	EXPECT_EQ(error_of([&] { decode<Start>(start); }), "start: missing field 'session'");
+
+	json channel = encode(full<EnableChannel>());
+	channel["subbuf_size"] = "4k";
+	EXPECT_EQ(
+		error_of([&] { decode<EnableChannel>(channel); }),
+		"enable-channel: field 'subbuf_size' is a string, expected an integer from 0 to 18446744073709551615");
+	channel["subbuf_size"] = -1;
+	EXPECT_EQ(error_of([&] { decode<EnableChannel>(channel); }),
+	          "enable-channel: field 'subbuf_size' is -1, expected an integer from 0 to 18446744073709551615");
+
+	json status = encode(full<StatusReply>());
+	status["channels"][0]["events"][0]["id"] = 4294967296;
+	EXPECT_EQ(
+		error_of([&] { decode<StatusReply>(status); }),
+		"status reply: field 'channels[0].events[0].id' is 4294967296, expected an integer from 0 to 4294967295");
+	status = encode(full<StatusReply>());
+	status["kernel"]["probes"][0]["hits"] = true;
+	EXPECT_EQ(
+		error_of([&] { decode<StatusReply>(status); }),
+		"status reply: field 'kernel.probes[0].hits' is true, expected an integer from 0 to 18446744073709551615");
+	status = encode(full<StatusReply>());
+	status["relay"]["extra"] = 1;
+	EXPECT_EQ(error_of([&] { decode<StatusReply>(status); }), "status reply: unknown field 'relay.extra'");
+
+	json ack = encode(full<Ack>());
+	ack["refused"][0].erase("reason");
+	EXPECT_EQ(error_of([&] { decode<Ack>(ack); }), "ack: missing field 'refused[0].reason'");
+	ack = encode(full<Ack>());
+	ack["tracing"] = "yes";
+	EXPECT_EQ(error_of([&] { decode<Ack>(ack); }), "ack: field 'tracing' is a string, expected true or false");
+
+	json session = encode(full<StartSession>());
+	session["channels"][0]["filters"]["app:e#1"][0] = 7;
+	EXPECT_EQ(error_of([&] { decode<StartSession>(session); }),
+	          "start_session: field 'channels[0].filters.app:e#1[0]' is 7, expected a string");
+
+	EXPECT_EQ(error_of([&] { decode<Hello>(json::array()); }), "hello: the body is an array, expected an object");
+	EXPECT_EQ(error_of([&] { decode<Hello>(encode(full<NewEvents>())); }), "hello: field 'type' is not \"hello\"");
+	EXPECT_EQ(error_of([&] { decode<ListReply>(encode(ErrorReply{"x"})); }), "list reply: field 'ok' is not true");
+	EXPECT_EQ(error_of([&] { decode<ErrorReply>(json{{"ok", false}}); }), "error reply: missing field 'error'");
+	EXPECT_FALSE(is<ListReply>(encode(ErrorReply{"x"})));
+	EXPECT_TRUE(is<ErrorReply>(encode(ErrorReply{"x"})));
+}
+
+} // namespace
+} // namespace tracery::control

@@ -1,0 +1,168 @@
+// The user space domain's requests of the tracery command (-u, the
+// default), as traceryd answers them: a session's channels, the events they
+// enable or disable (with filters, checked against the programs' events),
+// the context their events carry, and the events of running programs. Every
+// error is one line naming the problem and the fix; a failed command leaves
+// every session as it was.
+#include "daemon/daemon.hpp"
+
+#include "event/schema.hpp"
+#include "filter/compiler.hpp"
+#include "filter/parser.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <climits>
+
+namespace tracery::daemon {
+
+namespace {
+
+std::vector<std::string> patterns_of(const control::EventRules &req)
+{
+	if (req.all)
+		return {"*"};
+	for (const std::string &s : req.patterns)
+		if (s.empty() || (s != "*" && s.find(':') == std::string::npos))
+			throw CommandError("bad event pattern '" + s +
+			                   "': write PROVIDER:NAME, with * wildcards (e.g. 'app:*')");
+	if (req.patterns.empty())
+		throw CommandError("no event given: name events (PROVIDER:NAME, * wildcards) or use -a for all");
+	return req.patterns;
+}
+
+// A size of the request: a number below 2^32 (the command sends what
+// base::parse_size read), else the default.
+uint32_t size_argument(const std::optional<uint64_t> &size, const char *option, uint32_t fallback)
+{
+	if (!size)
+		return fallback;
+	if (*size > UINT32_MAX)
+		throw CommandError(std::string("bad ") + option + " '" + std::to_string(*size) +
+		                   "': give a power of two, optionally with k, M or G");
+	return static_cast<uint32_t>(*size);
+}
+
+} // namespace
+
+control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChannel &req, const control::PeerCred &peer,
+                                                       Lock &)
+{
+	TraceSession &s = session_for(req.session, peer);
+	ChannelSpec spec;
+	spec.name = req.channel;
+	spec.subbuf_size = size_argument(req.subbuf_size, "--subbuf-size", spec.subbuf_size);
+	spec.num_subbuf = size_argument(req.num_subbuf, "--num-subbuf", spec.num_subbuf);
+	spec.mode = req.overwrite ? ringbuf::Mode::overwrite : ringbuf::Mode::discard;
+	spec.per_pid = req.per_pid;
+	// Sizes the ring buffer refuses on this machine, or beyond the buffer
+	// quota, are refused here, naming the limit (TraceSession::add_channel).
+	Channel &ch = s.add_channel(spec);
+	return {s.name(), ch.spec().name, ch.buffer_bytes()};
+}
+
+// A filter is refused when it does not parse or, checked against the events
+// the patterns match in the programs the user can trace now, names a field
+// none of them has or applies to none of their field types.
+void Daemon::check_filter(const std::string &expression, const std::vector<std::string> &patterns,
+                          const control::PeerCred &peer) const
+{
+	filter::Error error;
+	auto expr = filter::parse(expression, &error);
+	if (!expr)
+		throw CommandError("bad filter: " + filter::render_error(expression, error));
+	std::map<std::string, std::unique_ptr<event::OwnedEventDesc>> known;
+	for (const auto &[id, app] : apps_) {
+		if (app->gone || (peer.uid != 0 && app->cred.uid != peer.uid))
+			continue;
+		for (const auto &[key, schema] : app->events) {
+			const std::string name = event::full_name(schema);
+			if (known.count(key) ||
+			    std::none_of(patterns.begin(), patterns.end(), [&](const std::string &p) {
+				    return fnmatch(p.c_str(), name.c_str(), 0) == 0;
+			    }))
+				continue;
+			try {
+				known[key] = std::make_unique<event::OwnedEventDesc>(schema);
+			} catch (const std::exception &) {
+				// not traceable anyway
+			}
+		}
+	}
+	if (known.empty())
+		return; // no program has these events yet: each checks it when it comes
+	std::vector<const tracery_event_desc *> descs;
+	for (const auto &[key, d] : known)
+		descs.push_back(&d->desc());
+	if (auto e = filter::check_fields(*expr, descs))
+		throw CommandError("bad filter: " + filter::render_error(expression, *e));
+}
+
+control::EventRulesReply Daemon::cmd_event_rules(const control::EventRules &req, bool disable,
+                                                 const control::PeerCred &peer, Lock &lock)
+{
+	TraceSession &s = session_for(req.session, peer);
+	const std::vector<std::string> patterns = patterns_of(req);
+	const std::string &chname = req.channel;
+	Channel *ch = disable ? s.find_channel(chname.empty() ? "channel0" : chname) : &s.channel_or_default(chname);
+	if (!ch)
+		throw CommandError("no channel '" + (chname.empty() ? "channel0" : chname) + "' in session '" +
+		                   s.name() + "'");
+	const std::string filter = disable ? "" : req.filter.value_or("");
+	if (!filter.empty())
+		check_filter(filter, patterns, peer);
+	if (disable)
+		ch->disable(patterns);
+	else
+		ch->enable(patterns, filter);
+	control::EventRulesReply reply{s.name(), ch->spec().name, patterns, std::nullopt};
+	if (s.started())
+		reply.refused = update_members(s, lock); // returns once the programs apply it (bounded)
+	return reply;
+}
+
+control::AddContextReply Daemon::cmd_add_context(const control::AddContext &req, const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = session_for(req.session, peer);
+	if (s.ever_started())
+		throw CommandError("session '" + s.name() +
+		                   "' has been started: add context before the first `tracery start`");
+	std::vector<Channel *> targets;
+	if (req.channel.empty() && !s.channels().empty()) {
+		for (const auto &c : s.channels())
+			targets.push_back(c.get());
+	} else {
+		targets.push_back(&s.channel_or_default(req.channel));
+	}
+	for (const std::string &type : req.types) {
+		for (Channel *c : targets) {
+			event::ContextOptions &o = c->spec().context;
+			if (type == "vpid")
+				o.vpid = true;
+			else if (type == "vtid")
+				o.vtid = true;
+			else if (type == "procname")
+				o.procname = true;
+			else
+				throw CommandError("unknown context '" + type + "': use vpid, vtid or procname");
+		}
+	}
+	return {s.name()};
+}
+
+control::ListEventsReply Daemon::cmd_list_events(const control::ListEvents &, const control::PeerCred &peer, Lock &)
+{
+	control::ListEventsReply reply;
+	for (auto &[id, app] : apps_) {
+		if (app->gone || (peer.uid != 0 && peer.uid != app->cred.uid))
+			continue;
+		control::ProgramEvents program{app->cred.pid, app->cred.uid, app->procname, {}};
+		for (const auto &[key, schema] : app->events)
+			program.events.push_back({event::full_name(schema), event::fields_summary(schema)});
+		reply.programs.push_back(std::move(program));
+	}
+	return reply;
+}
+
+} // namespace tracery::daemon
