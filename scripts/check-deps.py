@@ -11,10 +11,12 @@ bench/ and examples/, and checks each include against the tables below:
     include that exists next to the including file names that file instead.
     A component may include itself and the components RULES lists for it.
     A directory under src/ that RULES does not list is an error.
-  - Inside a component with SUBCOMPONENTS (src/ust/): the core (files
-    directly in src/ust/, and in its subdirectories not listed there) may not
-    include a sub-component (src/ust/local/, src/ust/daemon_link/); each
-    sub-component may include the core, itself and what it lists, nothing else.
+  - Inside a component with SUBCOMPONENTS (src/ust/, src/analysis/): the
+    core (files directly in the component's directory, and in its
+    subdirectories not listed there) may not include a sub-component
+    (src/ust/local/, src/analysis/view/, ...); each sub-component may include
+    the core, itself and what it lists, nothing else: the reading side's
+    products (view, stats, analyze, export, sql) never include each other.
   - Public headers (include/tracery/..., written <tracery/...> or
     "tracery/..."): each may be included only by whom PUBLIC_HEADERS says. A
     public header not in that table is an error (add it). Headers under
@@ -29,6 +31,13 @@ bench/ and examples/, and checks each include against the tables below:
 
 System and third-party headers (<...> other than <tracery/...>, and quoted
 includes that name no project file or component) are not checked.
+
+Some knowledge is not a header of its own, so an include rule cannot keep it
+in its place: NAME_RULES lists names (patterns on the code, comments left
+out) that only some paths may write: the reader's decode plans outside
+src/ctf/reader/, a control message's field read or written by its JSON key
+in the daemon, the command or libtracery. Each use elsewhere is reported as
+    path:line: WHAT
 
 Output: one line per forbidden include,
     path:line: COMPONENT may not include "X/..." (COMPONENT may use: ...)
@@ -76,7 +85,36 @@ SUBCOMPONENTS = {
         'daemon_link': [],
         'lib': ['local', 'daemon_link'],  # the library's constructor: chooses local or daemon_link
     },
+    # The reading side's rooms: read/ and output/ at the bottom, model/ over
+    # read/, and the products over the three, never including each other.
+    'analysis': {
+        'read': [],
+        'output': [],
+        'model': ['read'],
+        'view': ['read', 'model', 'output'],
+        'stats': ['read', 'model', 'output'],
+        'analyze': ['read', 'model', 'output'],
+        'export': ['read', 'model', 'output'],
+        'sql': ['read', 'model', 'output'],
+    },
 }
+
+# Names that only some paths may write, whatever they include: (what is
+# wrong, the pattern, the path prefixes where the rule applies, the prefixes
+# where the names are allowed, whether the pattern reads string literals).
+# Matched on each line of the code without its comments (and without the
+# text of its string literals, unless the rule reads them).
+NAME_RULES = [
+    ("uses the reader's decode plans, which only src/ctf/reader/ knows: "
+     'read fields through ctf/reader/fields.hpp',
+     re.compile(r'\bOpKind\b|\breader::(?:Op|Plan|Selector)\b|\bskip_values\b|\brun_plan\b|\.ops\b|\bplans\(\)'),
+     ('src/', 'tests/', 'bench/', 'examples/'), ('src/ctf/reader/',), False),
+    ('names a control message field by its JSON key: a field is named once, in its '
+     'message struct in src/control/ (control/messages.hpp)',
+     re.compile(r'\["[a-z_]+"\]|\.at\("|\.value\("'),
+     ('src/daemon/', 'src/cli/', 'src/ust/'), (), True),
+]
+
 
 EVERY_COMPONENT = '*'
 TESTS = 'test sources'  # *_test.c(pp), *_benchmark.cpp, fuzz/ (in any component)
@@ -102,6 +140,7 @@ SOURCE_EXTENSIONS = ('.c', '.cc', '.cpp', '.cxx', '.h', '.hh', '.hpp', '.hxx', '
 SCANNED_DIRS = ('src', 'include', 'tests', 'bench', 'examples')
 
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]')
+STRING_LITERAL_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 TEST_SOURCE_RE = re.compile(r'(_test\.(c|cc|cpp)|_benchmark\.(cc|cpp))$')
 TEST_HELPER_RE = re.compile(r'^(test_|testing[._])|_test_|_testing\.')
 
@@ -249,6 +288,7 @@ class Checker:
         self.violations = []  # (path, line, message)
         self.unknown = {}  # unknown component -> files
         self.edges = 0
+        self.names = 0  # uses of NAME_RULES' names where they are not allowed
 
     def may_use(self, w):
         """The components and public headers a file may include, for messages."""
@@ -331,6 +371,19 @@ class Checker:
                 continue
             who = w.who()
             self.violations.append((path, line, f'{who} may not include {shown} ({who} may use: {self.may_use(w)})'))
+        self.check_names(path, text)
+
+    def check_names(self, path, text):
+        rules = [(what, pattern, in_strings) for what, pattern, applies, allowed, in_strings in NAME_RULES
+                 if path.startswith(applies) and not path.startswith(allowed)]
+        if not rules:
+            return
+        for number, line in enumerate(strip_comments(text).split('\n'), 1):
+            bare = STRING_LITERAL_RE.sub('""', line)
+            for what, pattern, in_strings in rules:
+                if pattern.search(line if in_strings else bare):
+                    self.names += 1
+                    self.violations.append((path, number, what))
 
     def run(self):
         for path in self.files:
@@ -348,7 +401,8 @@ def report(checker, out=sys.stdout):
     if checker.violations:
         forbidden = [p for p, line, _ in checker.violations if line]
         others = len(checker.violations) - len(forbidden)
-        print(f'check-deps: {len(forbidden)} forbidden includes in {len(set(forbidden))} files'
+        print(f'check-deps: {len(forbidden) - checker.names} forbidden includes and {checker.names} misplaced names'
+              f' in {len(set(forbidden))} files'
               + (f', {others} unknown components or misplaced files' if others else '')
               + f' ({len(checker.files)} files, {checker.edges} includes checked)', file=out)
         return 1
@@ -419,6 +473,21 @@ SELF_TEST_TREE = [
      '#include <tracery/internal/entry.h> // forbidden\n'),
     ('src/relay/relay.cpp', '#include "control/wire.hpp"\n#include "ringbuf/ring_buffer.hpp" // forbidden\n'),
     ('src/analysis/stats.cpp', '#include "filter/filter.hpp"\n#include "consumer/consumer.hpp" // forbidden\n'),
+    ('src/analysis/read/walk.hpp', '#include "ctf/reader/trace_reader.hpp"\n'
+     '#include "analysis/model/tasks.hpp" // forbidden\n#include "analysis/view/printer.hpp" // forbidden\n'),
+    ('src/analysis/model/tasks.hpp', '#include "analysis/read/walk.hpp"\n#include "analysis/output/writer.hpp" // forbidden\n'),
+    ('src/analysis/view/printer.cpp',
+     '#include "analysis/read/walk.hpp"\n#include "analysis/model/tasks.hpp"\n#include "analysis/output/writer.hpp"\n'
+     '#include "analysis/export/json.hpp" // forbidden\n'
+     'void print(const Plan &plan) { for (auto &op : plan.ops) show(op); } // forbidden\n'
+     'reader::OpKind kind; // forbidden\n'
+     'std::string ops = "plan.ops"; // a string names no plan\n'),
+    ('src/analysis/export/json.cpp', '#include "analysis/sql/query.hpp" // forbidden\n#include "analysis/output/writer.hpp"\n'),
+    ('src/ctf/reader/decoder.cpp', '#include "ctf/reader/decoder.hpp"\nreader::OpKind k = plan.ops[0].kind; skip_values(plan);\n'),
+    ('src/daemon/commands.cpp', 'uint64_t size = req["subbuf_size"]; // forbidden\n'
+     'bool on = req.value("overwrite", false); // forbidden\nauto d = req.at("dir"); // forbidden\n'
+     'auto m = control::decode<EnableChannel>(req);\n'),
+    ('src/relay/relay_writer.cpp', 'auto host = index["host"];\n'),
     ('src/cli/main.cpp', '#include "analysis/stats.hpp"\n#include "control/wire.hpp"\n'
      '#include "daemon/daemon.hpp" // forbidden\n#include <CLI/CLI.hpp>\n#include "generated_version.h"\n'),
     ('include/tracery/tracepoint.h', '#include <stdint.h>\n#include "tracery/internal/entry.h"\n'
@@ -449,10 +518,11 @@ def self_test():
         expected = set()
         allowed = 0
         for path, text in SELF_TEST_TREE:
-            for line, _, _ in includes(text):
-                if text.split('\n')[line - 1].rstrip().endswith('// forbidden'):
+            include_lines = {line for line, _, _ in includes(text)}
+            for line, code in enumerate(text.split('\n'), 1):
+                if code.rstrip().endswith('// forbidden'):
                     expected.add((path, line))
-                else:
+                elif line in include_lines:
                     allowed += 1
         flagged = {(p, l) for p, l, _ in checker.violations if l}
         for p, l in sorted(expected - flagged):
@@ -494,7 +564,7 @@ def self_test():
     if failures:
         print(f'check-deps self-test: {failures} failures')
         return 1
-    print(f'check-deps self-test: {len(expected)} forbidden includes and the unknown component reported, '
+    print(f'check-deps self-test: {len(expected)} forbidden includes and names and the unknown component reported, '
           f'{allowed} allowed includes not; the tree without them passes')
     return 0
 
