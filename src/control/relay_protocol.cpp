@@ -358,8 +358,7 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 		m.text = r.str();
 		if (!(why = leftover()).empty())
 			return why;
-		if (kind != static_cast<uint8_t>(NoticeKind::writes_behind) &&
-		    kind != static_cast<uint8_t>(NoticeKind::caught_up))
+		if (kind == 0 || kind > kLastNoticeKind)
 			return cat("NOTICE: unknown kind ", std::to_string(kind));
 		if (m.text.size() > kMaxReplyText)
 			return "NOTICE: text longer than 4096 bytes";

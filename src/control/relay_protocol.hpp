@@ -116,7 +116,11 @@ struct SyncReply {
 enum class NoticeKind : uint8_t {
 	writes_behind = 1, // the relay's disk is behind: it reads this connection only as fast as it writes
 	caught_up = 2,     // it reads at full speed again
+	write_failed = 3,  // its disk refuses the session's writes (full, I/O error): it keeps what it holds, reads
+			   // nothing more of this connection and retries; the text says why and where
+	write_resumed = 4, // its writes succeed again: it reads this connection again
 };
+inline constexpr uint8_t kLastNoticeKind = 4;
 struct Notice {
 	NoticeKind kind = NoticeKind::writes_behind;
 	std::string text; // one line for the sender's log, at most 4096 bytes

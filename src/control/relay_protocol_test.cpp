@@ -181,8 +181,10 @@ TEST(RelayProtocol, BodyLengths)
 	b[8] = 15;
 	EXPECT_EQ(error_of(b), "SYNC_REPLY: body too short for its fields");
 	b = encode(Notice{.kind = NoticeKind::caught_up, .text = "x"});
-	b[kHeaderSize] = 3;
-	EXPECT_EQ(error_of(b), "NOTICE: unknown kind 3");
+	b[kHeaderSize] = kLastNoticeKind + 1;
+	EXPECT_EQ(error_of(b), "NOTICE: unknown kind 5");
+	b[kHeaderSize] = 0;
+	EXPECT_EQ(error_of(b), "NOTICE: unknown kind 0");
 	EXPECT_EQ(frame_error(Notice{.kind = NoticeKind::writes_behind, .text = std::string(4097, 'x')}),
 	          "NOTICE: text longer than 4096 bytes");
 }
