@@ -4,7 +4,7 @@ per source, or be counted as discarded; nothing may be torn."""
 import collections
 import unittest
 
-from tracetest import Trace, TraceDirTestCase, program, run_traced
+from tracetest import FlatTrace, TraceDirTestCase, program, run_traced
 
 
 class SignalStress(TraceDirTestCase):
@@ -14,10 +14,10 @@ class SignalStress(TraceDirTestCase):
         _, thread_events, signal_events = proc.stdout.split()
         thread_events, signal_events = int(thread_events), int(signal_events)
         self.assertGreater(signal_events, 0, "the timer signal never fired")
-        trace = Trace(self.trace_dir)
+        trace = FlatTrace(self.trace_dir)
         seqs = collections.defaultdict(list)
         for e in trace.events:
-            p = e["payload"]
+            p = e["fields"]
             if e["name"] == "stress:thread":
                 self.assertLess(p["source"], threads, "torn record")
                 self.assertLess(p["seq"], per_thread, "torn record")
