@@ -16,7 +16,7 @@ import time
 import unittest
 
 from daemontest import UsersTestCase, read_line
-from tracetest import Trace, program
+from tracetest import FlatTrace, program
 
 SEEDS = (1, 2, 3)
 WELL_BEHAVED = 4          # root's programs per seed, started one by one while the hostile one scribbles
@@ -165,11 +165,11 @@ class HostileProgram(UsersTestCase):
         # Root's programs, and the hostile user's later one: every event is in the trace or counted lost.
         # Their stream files and the metadata make traces of their own (the hostile program's files hold
         # whatever it wrote before it was caught).
-        trace = Trace(self.part_of(path, "channel0_uid0_"))
+        trace = FlatTrace(self.part_of(path, "channel0_uid0_"))
         emitted = WELL_BEHAVED * EVENTS_EACH * 2
         self.assertGreater(len(trace.events), 0)
         self.assertEqual(len(trace.events) + trace.discarded, emitted)
-        later = Trace(self.part_of(path, f"channel0_uid{self.hostile_uid}-2_"))
+        later = FlatTrace(self.part_of(path, f"channel0_uid{self.hostile_uid}-2_"))
         self.assertEqual(len(later.events) + later.discarded, 200)
         self.assertNotIn(f"PID: {bad_pid} ", self.d.tracery("list", "-u").stdout)
 
@@ -191,7 +191,7 @@ class HostileProgram(UsersTestCase):
         time.sleep(0.3)  # the consumer's next look at every buffer, the hostile user's included
         self.assertEqual(self.d.daemon_pid(), daemon)
         self.assertIn("sealed", self.d.tracery("stop", "sealed").stdout)
-        trace = Trace(self.part_of(path, "channel0_uid0_"))
+        trace = FlatTrace(self.part_of(path, "channel0_uid0_"))
         self.assertEqual(len(trace.events) + trace.discarded, 200)
 
 
