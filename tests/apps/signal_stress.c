@@ -60,9 +60,11 @@ int main(int argc, char **argv)
 	pthread_t t[64];
 	for (unsigned i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
-	pthread_barrier_wait(&ready);
+	/* Armed before the threads are let go: a main thread preempted between
+	 * the two would otherwise let them finish before the first signal. */
 	struct itimerval every = {{0, 200}, {0, 200}}; /* 200 us */
 	setitimer(ITIMER_REAL, &every, NULL);
+	pthread_barrier_wait(&ready);
 	for (unsigned i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	struct itimerval off = {{0, 0}, {0, 0}};
