@@ -7,6 +7,7 @@
 #include "cli/print.hpp"
 
 #include "analysis/analyze/analyses.hpp"
+#include "analysis/read/event_walk.hpp"
 #include "analysis/read/trace_scan.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite_export.hpp"
@@ -598,6 +599,22 @@ int reading(const TraceInputs &traces, Read &&read)
 	}
 }
 
+// reading() of the traces' merged items for a product (stats, analyze,
+// export, query): a damaged packet ends the walk where view stops, the
+// product is made of the items before it (product(walk) returns the exit
+// status), then the walk's error is thrown, as view's is.
+template <class Product>
+int walking(const TraceInputs &traces, const std::string &label, Product &&product,
+            analysis::EventWalk::FieldsWanted fields = {}, analysis::EventWalk::Counted counted = {})
+{
+	return reading(traces, [&](const auto &inputs) {
+		analysis::EventWalk walk(inputs, label, std::move(fields), std::move(counted));
+		const int status = product(walk);
+		walk.throw_if_stopped();
+		return status;
+	});
+}
+
 } // namespace
 
 int verb_view(const Args &a)
@@ -649,16 +666,15 @@ analysis::sql::OutputFormat query_format(const Args &a)
 
 int verb_stats(const Args &a)
 {
-	return reading(trace_inputs(a), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, "stats", analysis::stats_reads_fields, analysis::stats_counts);
-		return print_report(analysis::trace_stats(walk), a.json);
-	});
+	return walking(
+		trace_inputs(a), "stats",
+		[&](analysis::EventWalk &walk) { return print_report(analysis::trace_stats(walk), a.json); },
+		analysis::stats_reads_fields, analysis::stats_counts);
 }
 
 int verb_analyze(const Args &a, const std::string &kind)
 {
-	return reading(trace_inputs(a), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, "analyze " + kind);
+	return walking(trace_inputs(a), "analyze " + kind, [&](analysis::EventWalk &walk) {
 		if (kind == "cputop")
 			return print_report(analysis::analyze_cputop(walk), a.json);
 		if (kind == "syscalls")
@@ -701,39 +717,37 @@ int verb_export(const Args &a)
 	if (std::filesystem::is_directory(out))
 		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
 		               a.format + " TRACE... OUT)");
-	analysis::ExportCounts n;
-	reading(trace_inputs(targets), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, std::string("export ") + f->name);
-		n = f->write(walk, out, {a.spans, a.counters, a.force});
+	return walking(trace_inputs(targets), std::string("export ") + f->name, [&](analysis::EventWalk &walk) {
+		const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force});
+		fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events),
+		        out.c_str());
+		if (n.discarded)
+			fprintf(stderr, "tracery: the traces lost %llu events (not in the export)\n",
+			        static_cast<unsigned long long>(n.discarded));
 		return 0;
 	});
-	fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events), out.c_str());
-	if (n.discarded)
-		fprintf(stderr, "tracery: the traces lost %llu events (not in the export)\n",
-		        static_cast<unsigned long long>(n.discarded));
-	return 0;
 }
 
 int verb_query(const Args &a)
 {
-	const auto [targets, sql] = split_last(a);
+	const auto split = split_last(a); // (not a structured binding: the lambda below captures sql)
+	const Args &targets = split.first;
+	const std::string &sql = split.second;
 	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
 		analysis::sql::Db db(targets.targets[0], SQLITE_OPEN_READONLY);
 		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
 	}
 	analysis::sql::Db db(""); // a temporary file SQLite removes, its pages cached in memory up to a bound
-	reading(trace_inputs(targets), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, "query");
+	return walking(trace_inputs(targets), "query", [&](analysis::EventWalk &walk) {
 		analysis::sql::fresh_database_pragmas(db);
 		analysis::sql::LoadOptions load;
 		for (const std::string &s : a.spans)
 			load.spans.push_back(analysis::sql::parse_span(s));
 		analysis::sql::load_traces(walk, db, load);
+		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
 	});
-	analysis::sql::run_query(db, sql, query_format(a), stdout);
-	return 0;
 }
 
 int verb_version()

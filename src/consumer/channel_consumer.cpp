@@ -2,6 +2,7 @@
 #include "consumer/channel_consumer.hpp"
 
 #include "base/background_thread.hpp"
+#include "base/diagnostics.hpp"
 #include "clock/trace_clock.hpp"
 
 #include <sys/resource.h>
@@ -115,7 +116,7 @@ void ChannelConsumer::report(const std::string &line)
 	if (report_)
 		report_(line);
 	else
-		fprintf(stderr, "tracery: %s\n", line.c_str());
+		base::diagnostic("%s", line.c_str());
 }
 
 void ChannelConsumer::report_error(const std::exception &e)

@@ -37,7 +37,7 @@ public:
 	using ProblemReport = std::function<void(const std::string &)>;
 	// ticks: what the trace's timestamps count, for the packets the
 	// consumer closes itself (flush at the end, lost-events packets).
-	// Problems go to `report`; by default to stderr, as "tracery: ...".
+	// Problems go to `report`; by default to base::diagnostic ("tracery: ...").
 	ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks,
 	                ProblemReport report = {});
 	~ChannelConsumer();
