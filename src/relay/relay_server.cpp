@@ -12,9 +12,12 @@
 #include "relay/relay_server.hpp"
 
 #include "base/cat.hpp"
+#include "base/sizes.hpp"
 #include "control/live_protocol.hpp"
 #include "control/relay_protocol.hpp"
+#include "relay/frame_receiver.hpp"
 #include "relay/live_session.hpp"
+#include "relay/memory_budget.hpp"
 #include "relay/session_writer.hpp"
 #include "relay/write_queue.hpp"
 
@@ -34,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -59,8 +63,11 @@ using Clock = std::chrono::steady_clock;
 struct Connection {
 	base::Fd fd;
 	std::string peer;
-	cr::Decoder decoder;
-	SessionWriter writer; // until HELLO is accepted; then the queue's
+	FrameReceiver receiver;
+	size_t grant = 0;            // charged to the budget for the next read
+	size_t held_charged = 0;     // charged for what the receiver holds
+	bool waiting_memory = false; // out of epoll until its read can be charged
+	SessionWriter writer;        // until HELLO is accepted; then the queue's
 	std::unique_ptr<WriteQueue> queue;
 	std::shared_ptr<LiveSession> live; // a live session's index, for viewers
 	std::string relative_dir;
@@ -168,7 +175,11 @@ constexpr int kKeepIdle = 60, kKeepInterval = 10, kKeepProbes = 6; // TCP keepal
 
 struct RelayServer::Impl {
 	ServerOptions opt;
-	Listener listener, live_listener; // senders', viewers'
+	// Before the connections and queues that charge it: it outlives them.
+	std::unique_ptr<MemoryBudget> budget;
+	std::deque<uint64_t> memory_turns; // senders waiting for memory to read, first come first
+	Clock::time_point memory_said{};   // the last "memory budget reached" line
+	Listener listener, live_listener;  // senders', viewers'
 	base::Fd epoll_fd, stop_fd, signal_fd;
 	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
@@ -313,6 +324,7 @@ struct RelayServer::Impl {
 			say(cat(who(c), ": ", line));
 		if (c.live)
 			registry.sessions.erase(c.live->id); // no longer listed
+		budget->release(c.grant + c.held_charged);
 		if (c.reading)
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 		if (c.queue) {
@@ -375,7 +387,7 @@ struct RelayServer::Impl {
 			// this session is refused, and the others go on.
 			c.relative_dir = c.writer.relative_dir();
 			try {
-				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
+				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), *budget, opt.before_write);
 			} catch (const std::exception &e) {
 				why = cat("could not start the session's writer: ", e.what());
 				reply = {};
@@ -402,52 +414,129 @@ struct RelayServer::Impl {
 		return {};
 	}
 
-	// Decodes what the connection has buffered: HELLO applied, the rest
-	// queued for the writer thread. "" or why the connection closes.
-	std::string drain(uint64_t id, Connection &c)
+	// Bytes read from the connection: HELLO applied, the other frames
+	// queued for the writer thread (charged to the budget until written),
+	// the rest of a frame kept by the receiver. "" or why the connection
+	// closes.
+	std::string take(uint64_t id, Connection &c, std::span<const uint8_t> bytes)
 	{
-		cr::Frame f;
-		cr::Decoder::Status st;
-		while ((st = c.decoder.next(f)) == cr::Decoder::Status::frame) {
-			if (c.queue) {
-				c.queue->push(std::move(f));
+		std::vector<FrameReceiver::Received> frames;
+		std::string malformed;
+		while (!bytes.empty() && malformed.empty()) {
+			frames.clear();
+			bytes = bytes.subspan(c.receiver.take(bytes, frames, Clock::now(), &malformed));
+			for (FrameReceiver::Received &r : frames) {
+				if (c.queue) {
+					const size_t charge = frame_charge(r.size);
+					budget->charge(charge);
+					c.queue->push(std::move(r.frame), charge);
+					continue;
+				}
+				// Before HELLO: HELLO itself, or a frame the writer refuses.
+				std::string why = std::holds_alternative<cr::Hello>(r.frame)
+				                          ? hello(id, c, r.frame)
+				                          : c.writer.apply(r.frame, nullptr);
+				if (!why.empty())
+					return why;
+				c.receiver.allow_full_frames();
+			}
+		}
+		budget->charge(c.receiver.held());
+		budget->release(c.held_charged);
+		c.held_charged = c.receiver.held();
+		return malformed.empty() ? std::string() : cat("malformed frame: ", malformed);
+	}
+
+	// The least a read of this connection may be given: what its frame
+	// still lacks, up to a slice; a whole slice between frames.
+	static size_t least_read(const Connection &c)
+	{
+		return c.receiver.in_frame() ? std::min(kSlice, c.receiver.missing()) : kSlice;
+	}
+
+	// Charges the connection's next read to the budget, or puts it in line
+	// for memory (out of epoll: it waits in TCP) and says no.
+	bool charge_read(uint64_t id, Connection &c)
+	{
+		if (c.grant > 0)
+			return true;
+		if (!c.queue) {
+			// Before HELLO, the HELLO's bytes only, whatever the budget (546
+			// bytes a sender): no sender waits for memory to be answered.
+			c.grant = cr::kHeaderSize + kMaxHelloBody - c.receiver.held();
+			budget->charge(c.grant);
+			return true;
+		}
+		if (memory_turns.empty() && budget->room() >= least_read(c)) {
+			c.grant = std::min(kSlice, budget->room());
+			budget->charge(c.grant);
+			return true;
+		}
+		const auto now = Clock::now();
+		if (memory_turns.empty() && now - memory_said >= kAcceptSayEvery) {
+			memory_said = now;
+			say(cat("memory budget reached (", base::format_size(budget->used()), " of ",
+			        base::format_size(budget->limit()),
+			        " held from senders): senders are read in turn as memory is freed (said at most every ",
+			        std::to_string(kAcceptSayEvery.count()), " s)"));
+		}
+		c.waiting_memory = true;
+		memory_turns.push_back(id);
+		set_reading(id, c, false);
+		return false;
+	}
+
+	// Memory freed: the senders waiting for it read again, in the order
+	// they came, as long as their reads fit.
+	void serve_memory_turns()
+	{
+		while (!memory_turns.empty()) {
+			const auto it = conns.find(memory_turns.front());
+			if (it == conns.end() || !it->second->waiting_memory) {
+				memory_turns.pop_front();
 				continue;
 			}
-			// Before HELLO: HELLO itself, or a frame the writer refuses.
-			std::string why =
-				std::holds_alternative<cr::Hello>(f) ? hello(id, c, f) : c.writer.apply(f, nullptr);
-			if (!why.empty())
-				return why;
+			Connection &c = *it->second;
+			if (budget->room() < least_read(c))
+				return;
+			c.grant = std::min(kSlice, budget->room());
+			budget->charge(c.grant);
+			c.waiting_memory = false;
+			memory_turns.pop_front();
+			set_reading(it->first, c, true);
 		}
-		if (st == cr::Decoder::Status::error)
-			return cat("malformed frame: ", c.decoder.error());
-		return {};
 	}
 
 	void serve(uint64_t id)
 	{
 		Connection &c = *conns.at(id);
 		for (int n = 0; n < kSlicesPerWakeup && c.reading; n++) {
-			const ssize_t got = ::recv(c.fd.get(), slice.data(), slice.size(), 0);
+			if (!charge_read(id, c))
+				return;
+			const ssize_t got = ::recv(c.fd.get(), slice.data(), c.grant, 0);
+			if (got < 0 && errno == EINTR)
+				continue;
+			budget->release(c.grant);
+			c.grant = 0;
 			if (got < 0) {
-				if (errno == EINTR)
-					continue;
 				if (errno == EAGAIN || errno == EWOULDBLOCK)
 					break;
 				return close_conn(id, cat("recv: ", std::strerror(errno)));
 			}
 			if (got == 0) {
-				c.gone_line = c.decoder.buffered()
+				c.gone_line = c.receiver.held()
 				                      ? "closed without BYE, in the middle of a frame (dropped)"
 				                      : "closed without BYE";
+				c.receiver.drop();
+				budget->release(c.held_charged);
+				c.held_charged = 0;
 				c.gone = true;
 				set_reading(id, c, false);
 				if (!c.queue)
 					return close_conn(id, c.gone_line);
 				return written(id); // ends it once everything queued is written
 			}
-			c.decoder.feed({slice.data(), static_cast<size_t>(got)});
-			if (std::string why = drain(id, c); !why.empty())
+			if (std::string why = take(id, c, {slice.data(), static_cast<size_t>(got)}); !why.empty())
 				return close_conn(id, why);
 			if (c.queue && !c.behind && c.queue->queued_bytes() > opt.queue_high) {
 				const std::string line =
@@ -600,18 +689,28 @@ struct RelayServer::Impl {
 		watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLIN, tag(id, viewer));
 	}
 
-	// Senders without HELLO, viewers without CONNECT, in time; viewers past
-	// CONNECT that have sent nothing and taken nothing for too long.
+	// Senders without HELLO, or with a frame begun and not whole, in time;
+	// viewers without CONNECT in time; viewers past CONNECT that have sent
+	// nothing and taken nothing for too long.
 	void expire_silent()
 	{
 		const auto now = Clock::now();
 		const auto hello_timeout = std::chrono::milliseconds(opt.hello_timeout_ms);
-		std::vector<uint64_t> late;
+		const auto frame_timeout = std::chrono::milliseconds(opt.frame_timeout_ms);
+		std::vector<std::pair<uint64_t, std::string>> late;
 		for (const auto &[id, c] : conns)
 			if (!c->queue && now - c->opened > hello_timeout)
-				late.push_back(id);
-		for (uint64_t id : late)
-			close_conn(id, "no HELLO in time");
+				late.emplace_back(id, "no HELLO in time");
+			else if (c->receiver.in_frame() && now - c->receiver.frame_started() > frame_timeout)
+				late.emplace_back(id,
+				                  cat("a frame not whole ", std::to_string(opt.frame_timeout_ms),
+				                      " ms after its header (",
+				                      std::to_string(c->receiver.body_size() - c->receiver.missing()),
+				                      " of its ", std::to_string(c->receiver.body_size()),
+				                      " bytes came): closed, ", base::format_size(c->receiver.held()),
+				                      " released"));
+		for (const auto &[id, why] : late)
+			close_conn(id, why);
 		std::vector<std::pair<uint64_t, std::string>> silent;
 		for (const auto &[id, v] : viewers)
 			if (!v->state.connected() && now - v->opened > hello_timeout)
@@ -669,6 +768,14 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	std::unique_ptr<Impl> guard(impl_);
 	impl_->self = this;
 	impl_->opt = std::move(options);
+	// A budget that cannot hold one whole frame and a read could never
+	// complete the largest frames.
+	constexpr size_t kLeastBudget = frame_charge(cr::kHeaderSize + cr::kMaxBody) + kSlice;
+	if (impl_->opt.memory_budget < kLeastBudget)
+		throw std::runtime_error(cat("memory budget ", base::format_size(impl_->opt.memory_budget),
+		                             ": at least ", base::format_size(kLeastBudget),
+		                             " (one whole frame and a read)"));
+	impl_->budget = std::make_unique<MemoryBudget>(impl_->opt.memory_budget);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
 	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
 	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
@@ -731,6 +838,7 @@ void RelayServer::run(bool handle_signals)
 		}
 		s.resume_listeners();
 		s.expire_silent();
+		s.serve_memory_turns();
 	}
 }
 

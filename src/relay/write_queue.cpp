@@ -14,22 +14,8 @@ namespace tracery::relay {
 
 namespace cr = control::relay;
 
-namespace {
-
-// What a queued frame costs: its bytes, and a little for the rest.
-size_t cost(const cr::Frame &f)
-{
-	if (const auto *p = std::get_if<cr::Packet>(&f))
-		return p->bytes.size() + 64;
-	if (const auto *m = std::get_if<cr::Metadata>(&f))
-		return m->text.size() + 64;
-	return 64;
-}
-
-} // namespace
-
-WriteQueue::WriteQueue(SessionWriter writer, std::function<void()> before_write)
-	: writer_(std::move(writer)), before_write_(std::move(before_write)),
+WriteQueue::WriteQueue(SessionWriter writer, MemoryBudget &budget, std::function<void()> before_write)
+	: writer_(std::move(writer)), budget_(budget), before_write_(std::move(before_write)),
 	  event_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))
 {
 	if (!event_)
@@ -47,14 +33,16 @@ WriteQueue::~WriteQueue()
 	thread_.join();
 }
 
-void WriteQueue::push(cr::Frame f)
+void WriteQueue::push(cr::Frame f, size_t charge)
 {
 	{
 		std::lock_guard lock(mu_);
-		if (failed_)
+		if (failed_) {
+			budget_.release(charge);
 			return;
-		queued_bytes_ += cost(f);
-		queue_.push_back(std::move(f));
+		}
+		queued_bytes_ += charge;
+		queue_.push_back({std::move(f), charge});
 	}
 	cv_.notify_one();
 }
@@ -83,9 +71,9 @@ void WriteQueue::run()
 		cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
 		if (queue_.empty())
 			return; // stopping, everything written
-		cr::Frame f = std::move(queue_.front());
+		cr::Frame f = std::move(queue_.front().frame);
+		const size_t c = queue_.front().charge;
 		queue_.pop_front();
-		const size_t c = cost(f);
 		busy_ = true;
 		lock.unlock();
 
@@ -107,6 +95,7 @@ void WriteQueue::run()
 		lock.lock();
 		busy_ = false;
 		queued_bytes_ -= c;
+		budget_.release(c);
 		const bool wake = results_.written.empty() && results_.error.empty();
 		if (why.empty()) {
 			results_.written.push_back(std::move(w));
@@ -114,6 +103,7 @@ void WriteQueue::run()
 			results_.error = why;
 			failed_ = true;
 			queue_.clear();
+			budget_.release(queued_bytes_);
 			queued_bytes_ = 0;
 		}
 		if (wake) {
