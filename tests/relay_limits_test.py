@@ -1,10 +1,18 @@
-"""relay_limits_test: what tracery-relayd holds from senders stays within its memory budget, and a sender stalled
-in the middle of a frame is closed at its deadline. A real tracery-relayd (--memory-budget 64M --frame-timeout 2)
+"""relay_limits_test: what tracery-relayd holds from senders stays within its memory budget, a sender stalled
+in the middle of a frame is closed at its deadline, and a full disk holds its senders instead of closing them. A real tracery-relayd (--memory-budget 64M --frame-timeout 2)
 and 150 senders that each say HELLO, then send a PACKET of 16 MiB all but its last byte (2.4 GiB in all if the
 relay took it): the relay's peak resident memory (VmHWM) stays under the budget plus a fixed overhead, it says
 that its budget is reached, every stalled sender is closed by the deadline (one log line each, never before two
 seconds after its frame began), and a sender that comes meanwhile (relay-send with a real trace) gets its whole
-session written and readable by babeltrace2."""
+session written and readable by babeltrace2.
+
+A relay writing to a small tmpfs (root only) that fills while relay-send sends a real trace: the sender is told
+(NOTICE write_failed, with the path and the error), its connection stays open and no other session directory
+appears, the log says it once; once space is freed the writes resume (NOTICE write_resumed), every packet is
+written once, whole, with its index entry, and babeltrace2 prints the copy as the original. A sender that leaves
+while the disk is full: at the relay's end, the log counts the packets and bytes not written per stream, and
+with those written they are all the packets it sent."""
+import glob
 import os
 import re
 import selectors
@@ -16,11 +24,12 @@ import tempfile
 import time
 import unittest
 
+from relay_test import packets_of, read_index
 from relaytest import Relay
 from tracetest import program, run_traced
 
 MAGIC = 0x594C5254
-HELLO, PACKET = 1, 6
+HELLO, TRACE, METADATA, STREAM, PACKET = 1, 3, 4, 5, 6
 MiB = 1024 * 1024
 BUDGET = 64 * MiB
 # What the relay holds besides the budget: its code and libraries (4 MiB), the loop's read buffer, each
@@ -35,9 +44,15 @@ def frame_header(kind, length):
     return struct.pack("<IHHI", MAGIC, 1, kind, length)
 
 
+def string(s):
+    return struct.pack("<H", len(s)) + s.encode()
+
+
+def frame(kind, body):
+    return frame_header(kind, len(body)) + body
+
+
 def hello(host, session):
-    def string(s):
-        return struct.pack("<H", len(s)) + s.encode()
     body = struct.pack("<HHQQ", 1, 0, int(time.time() * 1e9), 0) + string(host) + string(session)
     return frame_header(HELLO, len(body)) + body
 
@@ -154,6 +169,128 @@ class StalledSendersTest(unittest.TestCase):
         self.assertEqual(relayed.returncode, 0, relayed.stderr)
         self.assertEqual(relayed.stdout, original.stdout)
         self.assertEqual(relayed.stdout.count("bench:ev"), 5000)
+
+
+class TmpfsDisk:
+    """A tmpfs of `size` mounted at `path` (made), filled but for `room` bytes by a file that free() removes."""
+
+    def __init__(self, path, size, room):
+        os.mkdir(path)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tracery-relay-test", path], check=True)
+        self.path = path
+        self.filler = os.path.join(path, "filler")
+        st = os.statvfs(path)
+        with open(self.filler, "wb") as f:
+            f.write(bytes(st.f_bavail * st.f_frsize - room))
+
+    def free(self):
+        os.unlink(self.filler)
+
+    def umount(self):
+        subprocess.run(["umount", self.path], check=True)
+
+
+@unittest.skipIf(os.geteuid() != 0, "mounting a tmpfs needs root")
+@unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
+class FullDiskTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tracery-relay-disk-")
+        # The relay writes on the tmpfs (TMP/disk); its log is in TMP.
+        self.disk = TmpfsDisk(os.path.join(self.tmp, "disk"), "2m", 96 * 1024)
+        self.relay = Relay(self.tmp, name="disk")
+
+    def tearDown(self):
+        try:
+            self.relay.stop()
+        finally:
+            self.disk.umount()
+            if not os.environ.get("TRACERY_KEEP_TRACE"):
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def refusals(self):
+        return [l for l in self.relay.text().splitlines() if "the disk refuses this session's writes" in l]
+
+    def test_full_disk_holds_the_sender_and_writes_resume(self):
+        trace = os.path.join(self.tmp, "original")
+        run_traced([program("bench", "tracery-bench"), "20000", "1", "ev"], trace,
+                   {"TRACERY_SUBBUF_SIZE": "4k", "TRACERY_NUM_SUBBUF": "128"})
+        sender = subprocess.Popen([program("tests", "relay-send"), "127.0.0.1", str(self.relay.port), trace,
+                                   "testhost", "full", "--notices"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        try:
+            self.relay.wait_log("the disk refuses this session's writes")
+            time.sleep(1.6)  # three more tries
+            self.assertIsNone(sender.poll(), "the sender ended while the disk was full")
+            self.assertEqual(len(self.refusals()), 1, self.relay.text())
+            self.assertIn("No space left on device", self.refusals()[0])
+            self.assertEqual(len(os.listdir(os.path.join(self.disk.path, "testhost"))), 1)
+            self.disk.free()
+            out, err = sender.communicate(timeout=60)
+        finally:
+            if sender.poll() is None:
+                sender.kill()
+                sender.wait()
+        self.assertEqual(sender.returncode, 0, err)  # and the relay wrote every packet sent (relay-send checks)
+        self.relay.wait_log(f"({out.strip()})", "ended with BYE")
+        text = self.relay.text()
+        self.assertEqual(len(self.refusals()), 1, text)
+        self.assertEqual(text.count("the disk takes this session's writes again"), 1, text)
+        self.assertNotIn("closed", text)
+        self.assertEqual(glob.glob(os.path.join(self.disk.path, "testhost", "*")),
+                         [os.path.join(self.disk.path, out.strip())])
+
+        notices = re.findall(r"relay-send: notice (\d): (.*)", err)
+        self.assertEqual([kind for kind, _ in notices], ["3", "4"], err)
+        copy = os.path.join(self.disk.path, out.strip(), "ust/uid/1000/64-bit")
+        self.assertIn(f"({copy}/", notices[0][1])
+        self.assertIn("No space left on device", notices[0][1])
+
+        streams = sorted(f for f in os.listdir(trace) if f != "metadata")
+        for name in streams:
+            _, entries = read_index(os.path.join(copy, "index", name + ".idx"))
+            self.assertEqual(entries, packets_of(os.path.join(copy, name)), name)
+            self.assertEqual(len(entries), len(packets_of(os.path.join(trace, name))), name)
+        original = subprocess.run(["babeltrace2", trace], capture_output=True, text=True, timeout=120)
+        relayed = subprocess.run(["babeltrace2", copy], capture_output=True, text=True, timeout=120)
+        self.assertEqual(relayed.returncode, 0, relayed.stderr)
+        self.assertEqual(relayed.stdout, original.stdout)
+
+    def test_what_a_full_disk_kept_from_a_sender_gone_is_counted_at_the_end(self):
+        packet_size = 8192
+        sent = {"a_0": 40, "b_0": 25}
+        s = socket.create_connection(("127.0.0.1", self.relay.port), timeout=10)
+        s.sendall(hello("testhost", "gone"))
+        s.recv(4096)  # HELLO_REPLY
+        s.sendall(frame(TRACE, struct.pack("<I", 1) + string("t")) + frame(METADATA, struct.pack("<I", 1) + b"x" * 100))
+        for n, (name, count) in enumerate(sent.items()):
+            s.sendall(frame(STREAM, struct.pack("<II", n + 1, 1) + string(name)))
+            for seq in range(count):
+                index = struct.pack("<I8Q", n + 1, packet_size * 8, packet_size * 8, seq, seq, 0, 0, n, seq)
+                s.sendall(frame(PACKET, index + bytes([seq % 256]) * packet_size))
+        self.relay.wait_log("the disk refuses this session's writes")
+        s.close()
+        time.sleep(1.2)  # two more tries
+        self.assertEqual(len(self.refusals()), 1)
+        self.relay.stop()
+        lost = [l for l in self.relay.text().splitlines() if "as the relay stops, not written" in l]
+        self.assertEqual(len(lost), 1, self.relay.text())
+        self.assertIn("No space left on device", lost[0])
+        session = glob.glob(os.path.join(self.disk.path, "testhost", "gone-*"))[0]
+        # What the relay read of it (the rest never left the socket's buffers): written whole, or counted.
+        not_written_in_all = 0
+        for name, count in sent.items():
+            path = os.path.join(session, "t", name)
+            written = 0
+            if os.path.exists(path):
+                written = len(read_index(os.path.join(session, "t", "index", name + ".idx"))[1])
+                self.assertEqual(os.path.getsize(path), written * packet_size)
+            m = re.search(rf" (\d+) packets \(([^)]*)\) of t/{name};", lost[0])
+            not_written = int(m.group(1)) if m else 0
+            if m:
+                self.assertEqual(m.group(2), f"{not_written * packet_size // 1024} KiB")
+            self.assertLessEqual(written + not_written, count, lost[0])
+            not_written_in_all += not_written
+        self.assertGreater(not_written_in_all, 0, lost[0])
 
 
 if __name__ == "__main__":

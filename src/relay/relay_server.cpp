@@ -72,12 +72,13 @@ struct Connection {
 	std::shared_ptr<LiveSession> live; // a live session's index, for viewers
 	std::string relative_dir;
 	Clock::time_point opened;
-	uint64_t packets = 0;     // written
-	bool reading = true;      // in epoll (not while behind, nor once gone)
-	bool behind = false;      // told NOTICE writes_behind
-	bool bye_written = false; // the session ended with BYE
-	bool gone = false;        // the sender closed: the end is logged once all is written
-	std::string gone_line;    // what is logged then without BYE
+	uint64_t packets = 0; // written
+	bool reading = true;  // in epoll (not while behind, refused by the disk, waiting for memory, nor once gone)
+	bool behind = false;  // told NOTICE writes_behind
+	bool disk_refused = false; // told NOTICE write_failed
+	bool bye_written = false;  // the session ended with BYE
+	bool gone = false;         // the sender closed: the end is logged once all is written
+	std::string gone_line;     // what is logged then without BYE
 	Connection(base::Fd f, std::string p, const std::string &output)
 		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now())
 	{
@@ -89,6 +90,7 @@ struct Connection {
 struct Draining {
 	std::unique_ptr<WriteQueue> queue;
 	std::shared_ptr<LiveSession> live;
+	std::string who, relative_dir; // for the log
 };
 
 struct Viewer {
@@ -328,7 +330,7 @@ struct RelayServer::Impl {
 		if (c.reading)
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 		if (c.queue) {
-			draining.emplace(id, Draining{std::move(c.queue), c.live});
+			draining.emplace(id, Draining{std::move(c.queue), c.live, who(c), c.relative_dir});
 			drained(id);
 		} else if (c.live) {
 			c.live->over = true;
@@ -345,6 +347,8 @@ struct RelayServer::Impl {
 		for (const Written &w : r.written)
 			if (d.live)
 				d.live->apply(w, registry.next_id); // its sender is gone: nothing to tell it
+		for (const WriteQueue::DiskChange &change : r.disk)
+			say(cat(d.who, ": ", disk_line(d.relative_dir, change)));
 		if (!r.idle)
 			return;
 		if (d.live)
@@ -360,6 +364,37 @@ struct RelayServer::Impl {
 		const auto bytes = cr::encode(f);
 		return ::send(c.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
 		       static_cast<ssize_t>(bytes.size());
+	}
+
+	// What the log and the NOTICE say of a change of the disk's answer.
+	std::string disk_line(const std::string &relative_dir, const WriteQueue::DiskChange &change) const
+	{
+		if (!change.refused)
+			return "the disk takes this session's writes again; reading its sender again";
+		return cat("the disk refuses this session's writes (", opt.output, "/", relative_dir, "/", change.why,
+		           "): its frames are kept and tried again every ",
+		           std::to_string(WriteQueue::kRetryEvery.count()), " ms; its sender is not read meanwhile");
+	}
+
+	// Its sender told, and read again or not: "" or why the connection closes.
+	std::string disk_changed(uint64_t id, Connection &c, const WriteQueue::DiskChange &change)
+	{
+		c.disk_refused = change.refused;
+		const std::string line = disk_line(c.relative_dir, change);
+		say(cat(who(c), ": ", line));
+		if (c.gone)
+			return {};
+		const auto kind = change.refused ? cr::NoticeKind::write_failed : cr::NoticeKind::write_resumed;
+		if (!reply_to(c, cr::Notice{.kind = kind, .text = line.substr(0, cr::kMaxReplyText)}))
+			return "could not send a NOTICE";
+		update_reading(id, c);
+		return {};
+	}
+
+	// Read unless its writes are behind or refused, it waits for memory, or it is gone.
+	void update_reading(uint64_t id, Connection &c)
+	{
+		set_reading(id, c, !c.behind && !c.disk_refused && !c.waiting_memory && !c.gone);
 	}
 
 	// Out of epoll while not read: a peer that resets its end while it waits
@@ -472,6 +507,17 @@ struct RelayServer::Impl {
 			budget->charge(c.grant);
 			return true;
 		}
+		// In line only with bytes waiting (a turn given to an idle sender
+		// would hold its charge idle); its end or an error is read at once.
+		uint8_t byte = 0;
+		const ssize_t peek = ::recv(c.fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (peek < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false; // epoll says when bytes come
+		if (peek <= 0) {
+			c.grant = 1;
+			budget->charge(c.grant);
+			return true;
+		}
 		const auto now = Clock::now();
 		if (memory_turns.empty() && now - memory_said >= kAcceptSayEvery) {
 			memory_said = now;
@@ -497,13 +543,18 @@ struct RelayServer::Impl {
 				continue;
 			}
 			Connection &c = *it->second;
+			if (c.disk_refused) { // back in line once its disk takes its writes
+				c.waiting_memory = false;
+				memory_turns.pop_front();
+				continue;
+			}
 			if (budget->room() < least_read(c))
 				return;
 			c.grant = std::min(kSlice, budget->room());
 			budget->charge(c.grant);
 			c.waiting_memory = false;
 			memory_turns.pop_front();
-			set_reading(it->first, c, true);
+			update_reading(it->first, c);
 		}
 	}
 
@@ -566,10 +617,16 @@ struct RelayServer::Impl {
 					say(cat(who(c), ": ", warn));
 			c.bye_written |= std::holds_alternative<cr::Bye>(w.frame);
 		}
-		for (const Written &w : r.written) {
-			const auto *sync = std::get_if<cr::Sync>(&w.frame);
+		// The sender hears of the disk's changes where they came among the
+		// SYNC replies (write_resumed before the replies it made possible).
+		size_t change = 0;
+		for (size_t i = 0; i <= r.written.size(); i++) {
+			for (; change < r.disk.size() && r.disk[change].at <= i; change++)
+				if (const std::string why = disk_changed(id, c, r.disk[change]); !why.empty())
+					return close_conn(id, why);
+			const auto *sync = i < r.written.size() ? std::get_if<cr::Sync>(&r.written[i].frame) : nullptr;
 			if (sync && !c.gone &&
-			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = w.packets}))
+			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = r.written[i].packets}))
 				return close_conn(id, "could not send the SYNC reply");
 		}
 		if (!r.error.empty())
@@ -581,7 +638,7 @@ struct RelayServer::Impl {
 				if (!reply_to(c, cr::Notice{.kind = cr::NoticeKind::caught_up,
 				                            .text = "writes caught up"}))
 					return close_conn(id, "could not send a NOTICE");
-				set_reading(id, c, true);
+				update_reading(id, c);
 			}
 		}
 		if (c.gone && r.idle)
@@ -825,6 +882,15 @@ void RelayServer::run(bool handle_signals)
 			if (tag == kStopTag || tag == kSignalTag) {
 				log("stopping");
 				s.viewers.clear();
+				// Each writer thread writes what it has queued; what the disk
+				// still refuses is said, per session.
+				for (auto &[id, c] : s.conns)
+					if (c->queue)
+						if (const std::string lost = c->queue->finish(); !lost.empty())
+							log(cat(s.who(*c), ": ", lost));
+				for (auto &[id, d] : s.draining)
+					if (const std::string lost = d.queue->finish(); !lost.empty())
+						log(cat(d.who, ": ", lost));
 				s.conns.clear(); // each writer thread writes what it has queued
 				s.draining.clear();
 				return;

@@ -4,7 +4,8 @@
 // slices (no sender can hold the loop), its bytes decoded
 // (control::relay::Decoder) and queued to its session's writer thread
 // (WriteQueue), which does the disk writes; a sender whose writes fall behind
-// is told so (NOTICE) and not read until they catch up. A viewer is answered
+// is told so (NOTICE) and not read until they catch up, and so is one whose
+// disk refuses its writes (full, failing) until it takes them again. A viewer is answered
 // from the live sessions' in-memory index and the files already written
 // (LiveViewer). A malformed frame or request, or a refused one, closes that
 // connection with one log line; so does a session whose writer thread cannot
