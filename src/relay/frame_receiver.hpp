@@ -57,8 +57,10 @@ public:
 	// The body bytes that frame still lacks, and all it has (for the log).
 	size_t missing() const { return body_size_ - body_have_; }
 	size_t body_size() const { return body_size_; }
-	// When its header came.
+	// When its header came, moved later by the time the relay held it unread
+	// (postpone): what its deadline counts from.
 	Clock::time_point frame_started() const { return started_; }
+	void postpone(Clock::duration held) { started_ += held; }
 	// Forgets the frame being received (its sender is gone).
 	void drop();
 

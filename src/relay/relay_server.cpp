@@ -75,10 +75,11 @@ struct Connection {
 	uint64_t packets = 0; // written
 	bool reading = true;  // in epoll (not while behind, refused by the disk, waiting for memory, nor once gone)
 	bool behind = false;  // told NOTICE writes_behind
-	bool disk_refused = false; // told NOTICE write_failed
-	bool bye_written = false;  // the session ended with BYE
-	bool gone = false;         // the sender closed: the end is logged once all is written
-	std::string gone_line;     // what is logged then without BYE
+	bool disk_refused = false;      // told NOTICE write_failed
+	Clock::time_point held_since{}; // behind or refused since then: its frame's deadline waits
+	bool bye_written = false;       // the session ended with BYE
+	bool gone = false;              // the sender closed: the end is logged once all is written
+	std::string gone_line;          // what is logged then without BYE
 	Connection(base::Fd f, std::string p, const std::string &output)
 		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now())
 	{
@@ -391,10 +392,19 @@ struct RelayServer::Impl {
 		return {};
 	}
 
-	// Read unless its writes are behind or refused, it waits for memory, or it is gone.
+	// Read unless its writes are behind or refused, it waits for memory, or
+	// it is gone. While its disk holds it, the deadline of the frame it is
+	// in the middle of waits (the relay, not the sender, is slow then).
 	void update_reading(uint64_t id, Connection &c)
 	{
-		set_reading(id, c, !c.behind && !c.disk_refused && !c.waiting_memory && !c.gone);
+		const bool held = c.behind || c.disk_refused;
+		if (held && c.held_since == Clock::time_point{}) {
+			c.held_since = Clock::now();
+		} else if (!held && c.held_since != Clock::time_point{}) {
+			c.receiver.postpone(Clock::now() - c.held_since);
+			c.held_since = {};
+		}
+		set_reading(id, c, !held && !c.waiting_memory && !c.gone);
 	}
 
 	// Out of epoll while not read: a peer that resets its end while it waits
@@ -596,7 +606,7 @@ struct RelayServer::Impl {
 				            "disk takes it");
 				say(cat(who(c), ": ", line));
 				c.behind = true;
-				set_reading(id, c, false);
+				update_reading(id, c);
 				if (!reply_to(c, cr::Notice{.kind = cr::NoticeKind::writes_behind, .text = line}))
 					return close_conn(id, "could not send a NOTICE");
 			}
@@ -758,7 +768,8 @@ struct RelayServer::Impl {
 		for (const auto &[id, c] : conns)
 			if (!c->queue && now - c->opened > hello_timeout)
 				late.emplace_back(id, "no HELLO in time");
-			else if (c->receiver.in_frame() && now - c->receiver.frame_started() > frame_timeout)
+			else if (c->receiver.in_frame() && c->held_since == Clock::time_point{} &&
+			         now - c->receiver.frame_started() > frame_timeout)
 				late.emplace_back(id,
 				                  cat("a frame not whole ", std::to_string(opt.frame_timeout_ms),
 				                      " ms after its header (",

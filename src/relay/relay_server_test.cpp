@@ -255,6 +255,57 @@ TEST(RelayServer, DiskRefusalHoldsTheSenderUntilWritesResume)
 	EXPECT_EQ(s.count("closed"), 0u);
 }
 
+// A frame the relay is in the middle of when its disk refuses a write: the
+// time the relay does not read it is not counted against its deadline.
+TEST(RelayServer, FrameDeadlineWaitsWhileTheDiskRefuses)
+{
+	std::atomic<bool> gate{true};
+	ServerOptions o;
+	o.frame_timeout_ms = 1000;
+	o.before_write = [&] {
+		while (!gate)
+			std::this_thread::sleep_for(1ms);
+	};
+	Server s(o);
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
+	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+	std::string dir;
+	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "held"}, &dir), "");
+	ASSERT_EQ(c.add_trace(1, "t"), "");
+	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	ASSERT_EQ(c.sync(), "");
+	const std::vector<uint8_t> bytes(4096, 3);
+	const cr::PacketIndex index{.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8};
+	std::vector<uint8_t> second;
+	cr::append_frame(second, cr::Packet{.stream_id = 1, .index = index, .bytes = bytes});
+	{
+		SoftLimit full(RLIMIT_FSIZE, 1000); // the first packet is refused
+		gate = false;                       // ... once the relay holds half of the second
+		ASSERT_EQ(c.send_packet(1, index, bytes), "");
+		ASSERT_EQ(c.send_raw({second.data(), second.size() / 2}), "");
+		std::this_thread::sleep_for(200ms);
+		gate = true;
+		for (int i = 0; i < 300 && notices.empty(); i++)
+			ASSERT_EQ(c.poll_notices(10), "");
+		ASSERT_EQ(notices.size(), 1u);
+		EXPECT_EQ(notices[0].kind, cr::NoticeKind::write_failed);
+		std::this_thread::sleep_for(1500ms); // past the frame's deadline, had it run
+		EXPECT_EQ(s.count("a frame not whole"), 0u);
+	}
+	for (int i = 0; i < 300 && notices.size() < 2; i++)
+		ASSERT_EQ(c.poll_notices(10), "");
+	ASSERT_EQ(notices.size(), 2u);
+	EXPECT_EQ(notices[1].kind, cr::NoticeKind::write_resumed);
+	ASSERT_EQ(c.send_raw({second.data() + second.size() / 2, second.size() - second.size() / 2}), "");
+	uint64_t written = 0;
+	ASSERT_EQ(c.sync(&written), "");
+	EXPECT_EQ(written, 2u);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), 2 * 4096u);
+	EXPECT_EQ(s.count("closed"), 0u);
+}
+
 TEST(RelayServer, SilentViewerIsClosed)
 {
 	ServerOptions o;
