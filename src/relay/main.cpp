@@ -1,7 +1,9 @@
 // relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
 // serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
-//   tracery-relayd [--listen ADDR] [--port P] [--live-port P] [--output DIR] [--daemonize]
+//   tracery-relayd [--listen ADDR] [--port P] [--live-port P] [--output DIR]
+//                  [--memory-budget SIZE] [--frame-timeout SECONDS] [--daemonize]
+#include "base/sizes.hpp"
 #include "relay/relay_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -10,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -28,8 +31,26 @@ int main(int argc, char **argv)
 	app.add_option("--live-port", opt.live_port, "port live viewers connect to (0: any free one, logged)")
 		->capture_default_str();
 	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
+	std::string budget = "512M";
+	app.add_option("--memory-budget", budget,
+	               "all the relay holds from senders (frames arriving and queued for the disk): 512M, 1G, ...; "
+	               "a sender whose read does not fit waits its turn")
+		->capture_default_str();
+	double frame_timeout_s = opt.frame_timeout_ms / 1000.0;
+	app.add_option("--frame-timeout", frame_timeout_s,
+	               "seconds a sender has to complete a frame once its header came; then it is closed")
+		->check(CLI::Range(0.1, 3600.0))
+		->capture_default_str();
 	app.add_flag("--daemonize", daemonize, "run in the background (log lines still go to stderr)");
 	CLI11_PARSE(app, argc, argv);
+	const auto budget_bytes = tracery::base::parse_size(budget);
+	if (!budget_bytes || *budget_bytes > SIZE_MAX) {
+		std::fprintf(stderr, "tracery-relayd: --memory-budget %s: not a size (512M, 1G, ...)\n",
+		             budget.c_str());
+		return 1;
+	}
+	opt.memory_budget = static_cast<size_t>(*budget_bytes);
+	opt.frame_timeout_ms = static_cast<int>(frame_timeout_s * 1000);
 
 	if (output.empty()) {
 		const char *home = std::getenv("HOME");

@@ -12,9 +12,12 @@
 #include "relay/relay_server.hpp"
 
 #include "base/cat.hpp"
+#include "base/sizes.hpp"
 #include "control/live_protocol.hpp"
 #include "control/relay_protocol.hpp"
+#include "relay/frame_receiver.hpp"
 #include "relay/live_session.hpp"
+#include "relay/memory_budget.hpp"
 #include "relay/session_writer.hpp"
 #include "relay/write_queue.hpp"
 
@@ -34,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -59,18 +63,23 @@ using Clock = std::chrono::steady_clock;
 struct Connection {
 	base::Fd fd;
 	std::string peer;
-	cr::Decoder decoder;
-	SessionWriter writer; // until HELLO is accepted; then the queue's
+	FrameReceiver receiver;
+	size_t grant = 0;            // charged to the budget for the next read
+	size_t held_charged = 0;     // charged for what the receiver holds
+	bool waiting_memory = false; // out of epoll until its read can be charged
+	SessionWriter writer;        // until HELLO is accepted; then the queue's
 	std::unique_ptr<WriteQueue> queue;
 	std::shared_ptr<LiveSession> live; // a live session's index, for viewers
 	std::string relative_dir;
 	Clock::time_point opened;
-	uint64_t packets = 0;     // written
-	bool reading = true;      // in epoll (not while behind, nor once gone)
-	bool behind = false;      // told NOTICE writes_behind
-	bool bye_written = false; // the session ended with BYE
-	bool gone = false;        // the sender closed: the end is logged once all is written
-	std::string gone_line;    // what is logged then without BYE
+	uint64_t packets = 0; // written
+	bool reading = true;  // in epoll (not while behind, refused by the disk, waiting for memory, nor once gone)
+	bool behind = false;  // told NOTICE writes_behind
+	bool disk_refused = false;      // told NOTICE write_failed
+	Clock::time_point held_since{}; // behind or refused since then: its frame's deadline waits
+	bool bye_written = false;       // the session ended with BYE
+	bool gone = false;              // the sender closed: the end is logged once all is written
+	std::string gone_line;          // what is logged then without BYE
 	Connection(base::Fd f, std::string p, const std::string &output)
 		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now())
 	{
@@ -82,6 +91,7 @@ struct Connection {
 struct Draining {
 	std::unique_ptr<WriteQueue> queue;
 	std::shared_ptr<LiveSession> live;
+	std::string who, relative_dir; // for the log
 };
 
 struct Viewer {
@@ -168,7 +178,11 @@ constexpr int kKeepIdle = 60, kKeepInterval = 10, kKeepProbes = 6; // TCP keepal
 
 struct RelayServer::Impl {
 	ServerOptions opt;
-	Listener listener, live_listener; // senders', viewers'
+	// Before the connections and queues that charge it: it outlives them.
+	std::unique_ptr<MemoryBudget> budget;
+	std::deque<uint64_t> memory_turns; // senders waiting for memory to read, first come first
+	Clock::time_point memory_said{};   // the last "memory budget reached" line
+	Listener listener, live_listener;  // senders', viewers'
 	base::Fd epoll_fd, stop_fd, signal_fd;
 	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
@@ -313,10 +327,11 @@ struct RelayServer::Impl {
 			say(cat(who(c), ": ", line));
 		if (c.live)
 			registry.sessions.erase(c.live->id); // no longer listed
+		budget->release(c.grant + c.held_charged);
 		if (c.reading)
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 		if (c.queue) {
-			draining.emplace(id, Draining{std::move(c.queue), c.live});
+			draining.emplace(id, Draining{std::move(c.queue), c.live, who(c), c.relative_dir});
 			drained(id);
 		} else if (c.live) {
 			c.live->over = true;
@@ -333,6 +348,8 @@ struct RelayServer::Impl {
 		for (const Written &w : r.written)
 			if (d.live)
 				d.live->apply(w, registry.next_id); // its sender is gone: nothing to tell it
+		for (const WriteQueue::DiskChange &change : r.disk)
+			say(cat(d.who, ": ", disk_line(d.relative_dir, change)));
 		if (!r.idle)
 			return;
 		if (d.live)
@@ -348,6 +365,46 @@ struct RelayServer::Impl {
 		const auto bytes = cr::encode(f);
 		return ::send(c.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
 		       static_cast<ssize_t>(bytes.size());
+	}
+
+	// What the log and the NOTICE say of a change of the disk's answer.
+	std::string disk_line(const std::string &relative_dir, const WriteQueue::DiskChange &change) const
+	{
+		if (!change.refused)
+			return "the disk takes this session's writes again; reading its sender again";
+		return cat("the disk refuses this session's writes (", opt.output, "/", relative_dir, "/", change.why,
+		           "): its frames are kept and tried again every ",
+		           std::to_string(WriteQueue::kRetryEvery.count()), " ms; its sender is not read meanwhile");
+	}
+
+	// Its sender told, and read again or not: "" or why the connection closes.
+	std::string disk_changed(uint64_t id, Connection &c, const WriteQueue::DiskChange &change)
+	{
+		c.disk_refused = change.refused;
+		const std::string line = disk_line(c.relative_dir, change);
+		say(cat(who(c), ": ", line));
+		if (c.gone)
+			return {};
+		const auto kind = change.refused ? cr::NoticeKind::write_failed : cr::NoticeKind::write_resumed;
+		if (!reply_to(c, cr::Notice{.kind = kind, .text = line.substr(0, cr::kMaxReplyText)}))
+			return "could not send a NOTICE";
+		update_reading(id, c);
+		return {};
+	}
+
+	// Read unless its writes are behind or refused, it waits for memory, or
+	// it is gone. While its disk holds it, the deadline of the frame it is
+	// in the middle of waits (the relay, not the sender, is slow then).
+	void update_reading(uint64_t id, Connection &c)
+	{
+		const bool held = c.behind || c.disk_refused;
+		if (held && c.held_since == Clock::time_point{}) {
+			c.held_since = Clock::now();
+		} else if (!held && c.held_since != Clock::time_point{}) {
+			c.receiver.postpone(Clock::now() - c.held_since);
+			c.held_since = {};
+		}
+		set_reading(id, c, !held && !c.waiting_memory && !c.gone);
 	}
 
 	// Out of epoll while not read: a peer that resets its end while it waits
@@ -375,7 +432,7 @@ struct RelayServer::Impl {
 			// this session is refused, and the others go on.
 			c.relative_dir = c.writer.relative_dir();
 			try {
-				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), opt.before_write);
+				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), *budget, opt.before_write);
 			} catch (const std::exception &e) {
 				why = cat("could not start the session's writer: ", e.what());
 				reply = {};
@@ -402,52 +459,145 @@ struct RelayServer::Impl {
 		return {};
 	}
 
-	// Decodes what the connection has buffered: HELLO applied, the rest
-	// queued for the writer thread. "" or why the connection closes.
-	std::string drain(uint64_t id, Connection &c)
+	// Bytes read from the connection: HELLO applied, the other frames
+	// queued for the writer thread (charged to the budget until written),
+	// the rest of a frame kept by the receiver. "" or why the connection
+	// closes.
+	std::string take(uint64_t id, Connection &c, std::span<const uint8_t> bytes)
 	{
-		cr::Frame f;
-		cr::Decoder::Status st;
-		while ((st = c.decoder.next(f)) == cr::Decoder::Status::frame) {
-			if (c.queue) {
-				c.queue->push(std::move(f));
+		std::vector<FrameReceiver::Received> frames;
+		std::string malformed;
+		while (!bytes.empty() && malformed.empty()) {
+			frames.clear();
+			bytes = bytes.subspan(c.receiver.take(bytes, frames, Clock::now(), &malformed));
+			for (FrameReceiver::Received &r : frames) {
+				if (c.queue) {
+					const size_t charge = frame_charge(r.size);
+					budget->charge(charge);
+					c.queue->push(std::move(r.frame), charge);
+					continue;
+				}
+				// Before HELLO: HELLO itself, or a frame the writer refuses.
+				std::string why = std::holds_alternative<cr::Hello>(r.frame)
+				                          ? hello(id, c, r.frame)
+				                          : c.writer.apply(r.frame, nullptr);
+				if (!why.empty())
+					return why;
+				c.receiver.allow_full_frames();
+			}
+		}
+		budget->charge(c.receiver.held());
+		budget->release(c.held_charged);
+		c.held_charged = c.receiver.held();
+		return malformed.empty() ? std::string() : cat("malformed frame: ", malformed);
+	}
+
+	// The least a read of this connection may be given: what its frame
+	// still lacks, up to a slice; a whole slice between frames.
+	static size_t least_read(const Connection &c)
+	{
+		return c.receiver.in_frame() ? std::min(kSlice, c.receiver.missing()) : kSlice;
+	}
+
+	// Charges the connection's next read to the budget, or puts it in line
+	// for memory (out of epoll: it waits in TCP) and says no.
+	bool charge_read(uint64_t id, Connection &c)
+	{
+		if (c.grant > 0)
+			return true;
+		if (!c.queue) {
+			// Before HELLO, the HELLO's bytes only, whatever the budget (546
+			// bytes a sender): no sender waits for memory to be answered.
+			c.grant = cr::kHeaderSize + kMaxHelloBody - c.receiver.held();
+			budget->charge(c.grant);
+			return true;
+		}
+		if (memory_turns.empty() && budget->room() >= least_read(c)) {
+			c.grant = std::min(kSlice, budget->room());
+			budget->charge(c.grant);
+			return true;
+		}
+		// In line only with bytes waiting (a turn given to an idle sender
+		// would hold its charge idle); its end or an error is read at once.
+		uint8_t byte = 0;
+		const ssize_t peek = ::recv(c.fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (peek < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false; // epoll says when bytes come
+		if (peek <= 0) {
+			c.grant = 1;
+			budget->charge(c.grant);
+			return true;
+		}
+		const auto now = Clock::now();
+		if (memory_turns.empty() && now - memory_said >= kAcceptSayEvery) {
+			memory_said = now;
+			say(cat("memory budget reached (", base::format_size(budget->used()), " of ",
+			        base::format_size(budget->limit()),
+			        " held from senders): senders are read in turn as memory is freed (said at most every ",
+			        std::to_string(kAcceptSayEvery.count()), " s)"));
+		}
+		c.waiting_memory = true;
+		memory_turns.push_back(id);
+		set_reading(id, c, false);
+		return false;
+	}
+
+	// Memory freed: the senders waiting for it read again, in the order
+	// they came, as long as their reads fit.
+	void serve_memory_turns()
+	{
+		while (!memory_turns.empty()) {
+			const auto it = conns.find(memory_turns.front());
+			if (it == conns.end() || !it->second->waiting_memory) {
+				memory_turns.pop_front();
 				continue;
 			}
-			// Before HELLO: HELLO itself, or a frame the writer refuses.
-			std::string why =
-				std::holds_alternative<cr::Hello>(f) ? hello(id, c, f) : c.writer.apply(f, nullptr);
-			if (!why.empty())
-				return why;
+			Connection &c = *it->second;
+			if (c.disk_refused) { // back in line once its disk takes its writes
+				c.waiting_memory = false;
+				memory_turns.pop_front();
+				continue;
+			}
+			if (budget->room() < least_read(c))
+				return;
+			c.grant = std::min(kSlice, budget->room());
+			budget->charge(c.grant);
+			c.waiting_memory = false;
+			memory_turns.pop_front();
+			update_reading(it->first, c);
 		}
-		if (st == cr::Decoder::Status::error)
-			return cat("malformed frame: ", c.decoder.error());
-		return {};
 	}
 
 	void serve(uint64_t id)
 	{
 		Connection &c = *conns.at(id);
 		for (int n = 0; n < kSlicesPerWakeup && c.reading; n++) {
-			const ssize_t got = ::recv(c.fd.get(), slice.data(), slice.size(), 0);
+			if (!charge_read(id, c))
+				return;
+			const ssize_t got = ::recv(c.fd.get(), slice.data(), c.grant, 0);
+			if (got < 0 && errno == EINTR)
+				continue;
+			budget->release(c.grant);
+			c.grant = 0;
 			if (got < 0) {
-				if (errno == EINTR)
-					continue;
 				if (errno == EAGAIN || errno == EWOULDBLOCK)
 					break;
 				return close_conn(id, cat("recv: ", std::strerror(errno)));
 			}
 			if (got == 0) {
-				c.gone_line = c.decoder.buffered()
+				c.gone_line = c.receiver.held()
 				                      ? "closed without BYE, in the middle of a frame (dropped)"
 				                      : "closed without BYE";
+				c.receiver.drop();
+				budget->release(c.held_charged);
+				c.held_charged = 0;
 				c.gone = true;
 				set_reading(id, c, false);
 				if (!c.queue)
 					return close_conn(id, c.gone_line);
 				return written(id); // ends it once everything queued is written
 			}
-			c.decoder.feed({slice.data(), static_cast<size_t>(got)});
-			if (std::string why = drain(id, c); !why.empty())
+			if (std::string why = take(id, c, {slice.data(), static_cast<size_t>(got)}); !why.empty())
 				return close_conn(id, why);
 			if (c.queue && !c.behind && c.queue->queued_bytes() > opt.queue_high) {
 				const std::string line =
@@ -456,7 +606,7 @@ struct RelayServer::Impl {
 				            "disk takes it");
 				say(cat(who(c), ": ", line));
 				c.behind = true;
-				set_reading(id, c, false);
+				update_reading(id, c);
 				if (!reply_to(c, cr::Notice{.kind = cr::NoticeKind::writes_behind, .text = line}))
 					return close_conn(id, "could not send a NOTICE");
 			}
@@ -477,10 +627,16 @@ struct RelayServer::Impl {
 					say(cat(who(c), ": ", warn));
 			c.bye_written |= std::holds_alternative<cr::Bye>(w.frame);
 		}
-		for (const Written &w : r.written) {
-			const auto *sync = std::get_if<cr::Sync>(&w.frame);
+		// The sender hears of the disk's changes where they came among the
+		// SYNC replies (write_resumed before the replies it made possible).
+		size_t change = 0;
+		for (size_t i = 0; i <= r.written.size(); i++) {
+			for (; change < r.disk.size() && r.disk[change].at <= i; change++)
+				if (const std::string why = disk_changed(id, c, r.disk[change]); !why.empty())
+					return close_conn(id, why);
+			const auto *sync = i < r.written.size() ? std::get_if<cr::Sync>(&r.written[i].frame) : nullptr;
 			if (sync && !c.gone &&
-			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = w.packets}))
+			    !reply_to(c, cr::SyncReply{.token = sync->token, .packets_written = r.written[i].packets}))
 				return close_conn(id, "could not send the SYNC reply");
 		}
 		if (!r.error.empty())
@@ -492,7 +648,7 @@ struct RelayServer::Impl {
 				if (!reply_to(c, cr::Notice{.kind = cr::NoticeKind::caught_up,
 				                            .text = "writes caught up"}))
 					return close_conn(id, "could not send a NOTICE");
-				set_reading(id, c, true);
+				update_reading(id, c);
 			}
 		}
 		if (c.gone && r.idle)
@@ -600,18 +756,29 @@ struct RelayServer::Impl {
 		watch(EPOLL_CTL_MOD, v.fd.get(), EPOLLIN, tag(id, viewer));
 	}
 
-	// Senders without HELLO, viewers without CONNECT, in time; viewers past
-	// CONNECT that have sent nothing and taken nothing for too long.
+	// Senders without HELLO, or with a frame begun and not whole, in time;
+	// viewers without CONNECT in time; viewers past CONNECT that have sent
+	// nothing and taken nothing for too long.
 	void expire_silent()
 	{
 		const auto now = Clock::now();
 		const auto hello_timeout = std::chrono::milliseconds(opt.hello_timeout_ms);
-		std::vector<uint64_t> late;
+		const auto frame_timeout = std::chrono::milliseconds(opt.frame_timeout_ms);
+		std::vector<std::pair<uint64_t, std::string>> late;
 		for (const auto &[id, c] : conns)
 			if (!c->queue && now - c->opened > hello_timeout)
-				late.push_back(id);
-		for (uint64_t id : late)
-			close_conn(id, "no HELLO in time");
+				late.emplace_back(id, "no HELLO in time");
+			else if (c->receiver.in_frame() && c->held_since == Clock::time_point{} &&
+			         now - c->receiver.frame_started() > frame_timeout)
+				late.emplace_back(id,
+				                  cat("a frame not whole ", std::to_string(opt.frame_timeout_ms),
+				                      " ms after its header (",
+				                      std::to_string(c->receiver.body_size() - c->receiver.missing()),
+				                      " of its ", std::to_string(c->receiver.body_size()),
+				                      " bytes came): closed, ", base::format_size(c->receiver.held()),
+				                      " released"));
+		for (const auto &[id, why] : late)
+			close_conn(id, why);
 		std::vector<std::pair<uint64_t, std::string>> silent;
 		for (const auto &[id, v] : viewers)
 			if (!v->state.connected() && now - v->opened > hello_timeout)
@@ -669,6 +836,14 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	std::unique_ptr<Impl> guard(impl_);
 	impl_->self = this;
 	impl_->opt = std::move(options);
+	// A budget that cannot hold one whole frame and a read could never
+	// complete the largest frames.
+	constexpr size_t kLeastBudget = frame_charge(cr::kHeaderSize + cr::kMaxBody) + kSlice;
+	if (impl_->opt.memory_budget < kLeastBudget)
+		throw std::runtime_error(cat("memory budget ", base::format_size(impl_->opt.memory_budget),
+		                             ": at least ", base::format_size(kLeastBudget),
+		                             " (one whole frame and a read)"));
+	impl_->budget = std::make_unique<MemoryBudget>(impl_->opt.memory_budget);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
 	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
 	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
@@ -718,6 +893,15 @@ void RelayServer::run(bool handle_signals)
 			if (tag == kStopTag || tag == kSignalTag) {
 				log("stopping");
 				s.viewers.clear();
+				// Each writer thread writes what it has queued; what the disk
+				// still refuses is said, per session.
+				for (auto &[id, c] : s.conns)
+					if (c->queue)
+						if (const std::string lost = c->queue->finish(); !lost.empty())
+							log(cat(s.who(*c), ": ", lost));
+				for (auto &[id, d] : s.draining)
+					if (const std::string lost = d.queue->finish(); !lost.empty())
+						log(cat(d.who, ": ", lost));
 				s.conns.clear(); // each writer thread writes what it has queued
 				s.draining.clear();
 				return;
@@ -731,6 +915,7 @@ void RelayServer::run(bool handle_signals)
 		}
 		s.resume_listeners();
 		s.expire_silent();
+		s.serve_memory_turns();
 	}
 }
 

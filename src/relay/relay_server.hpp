@@ -4,13 +4,16 @@
 // slices (no sender can hold the loop), its bytes decoded
 // (control::relay::Decoder) and queued to its session's writer thread
 // (WriteQueue), which does the disk writes; a sender whose writes fall behind
-// is told so (NOTICE) and not read until they catch up. A viewer is answered
+// is told so (NOTICE) and not read until they catch up, and so is one whose
+// disk refuses its writes (full, failing) until it takes them again. A viewer is answered
 // from the live sessions' in-memory index and the files already written
 // (LiveViewer). A malformed frame or request, or a refused one, closes that
 // connection with one log line; so does a session whose writer thread cannot
 // start, or anything thrown while serving one connection. A viewer past
 // CONNECT that sends and takes nothing for viewer_idle_timeout_ms is closed;
-// every accepted socket has TCP keepalive.
+// every accepted socket has TCP keepalive. What the relay holds from senders
+// is bounded by one memory budget (MemoryBudget), and a frame begun must be
+// whole within frame_timeout_ms.
 #pragma once
 
 #include "base/fd.hpp"
@@ -36,6 +39,13 @@ struct ServerOptions {
 	// A sender's frames queued and not yet written: over queue_high, it is not
 	// read (and told so) until they are under queue_low.
 	size_t queue_high = 64u * 1024 * 1024, queue_low = 16u * 1024 * 1024;
+	// All the relay holds from senders (frames arriving, frames queued for
+	// the writer threads): a read that does not fit waits for memory to be
+	// freed, in turn (docs/relay-protocol.md, Limits). At least one whole
+	// frame and a read (17 MiB).
+	size_t memory_budget = 512u * 1024 * 1024;
+	// A frame whose header came and whose body is not whole this long after: its sender is closed.
+	int frame_timeout_ms = 30000;
 	// Runs on a session's writer thread before each frame is written (tests: a slow disk).
 	std::function<void()> before_write;
 };
