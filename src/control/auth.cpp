@@ -213,6 +213,18 @@ std::string Keyring::load(const std::string &path, Keyring *out)
 	return why;
 }
 
+std::string load_key(const std::string &path, Key *out)
+{
+	Keyring ring;
+	if (std::string why = Keyring::load(path, &ring); !why.empty())
+		return why;
+	if (ring.size() != 1)
+		return cat(path, ": ", std::to_string(ring.size()),
+		           " keys, where a sender's key file holds one (its `NAME SECRET` line of the relay's keys)");
+	*out = ring.keys().front();
+	return {};
+}
+
 std::string random_bytes(std::span<uint8_t> out)
 {
 	if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1)

@@ -100,6 +100,10 @@ private:
 	std::vector<Key> keys_;
 };
 
+// A client's key file: a keys file (as Keyring::load reads it, with the
+// same checks) holding exactly one key. "" and *out set, or why not.
+std::string load_key(const std::string &path, Key *out);
+
 // Fills out with random bytes from the system's CSPRNG: "" or why not.
 std::string random_bytes(std::span<uint8_t> out);
 

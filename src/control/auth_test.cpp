@@ -292,6 +292,18 @@ TEST_F(KeysFile, ReadsKeys)
 	EXPECT_EQ(Keyring::load(write("host-1 " + kHexA, 0400), &r), "");
 }
 
+TEST_F(KeysFile, ClientKeyFileHoldsOneKey)
+{
+	Key k;
+	ASSERT_EQ(load_key(write("host-1 " + kHexA + "\n", 0600), &k), "");
+	EXPECT_EQ(k.name, "host-1");
+	EXPECT_EQ(k.secret.bytes()[1], 0x11);
+	const std::string path = write("host-1 " + kHexA + "\nhost-2 " + kHexB + "\n", 0600);
+	EXPECT_EQ(load_key(path, &k),
+	          path + ": 2 keys, where a sender's key file holds one (its `NAME SECRET` line of the relay's keys)");
+	EXPECT_NE(load_key(write("host-1 " + kHexA + "\n", 0644), &k), "");
+}
+
 TEST_F(KeysFile, RefusesFilesOthersMayRead)
 {
 	Keyring r;
