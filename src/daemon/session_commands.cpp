@@ -149,7 +149,8 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 	if (!why.empty())
 		throw CommandError("cannot reach the relay at " + relay.url + " (" + why +
 		                   "): start tracery-relayd there, or fix --set-url net://HOST[:PORT] (default port " +
-		                   std::to_string(control::relay::kDefaultPort) + ")");
+		                   std::to_string(control::relay::kDefaultPort) +
+		                   "), or the key and CAs the relay asks for (--relay-key, --relay-ca)");
 	return relay;
 }
 

@@ -35,7 +35,8 @@ const auth::Keyring &ring()
 		for (const char *name : {"host-1", "host-2"}) {
 			auth::Key key;
 			key.name = name;
-			auth::parse_secret("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", &key.secret);
+			auth::parse_secret("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+			                   &key.secret);
 			k.add(std::move(key));
 		}
 		return k;
