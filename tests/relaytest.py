@@ -18,7 +18,7 @@ from tracetest import program
 
 
 def start_relayd(output, log_path, port=0, args=()):
-    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT [ARGS] (port 0: one the system picks), its
+    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT (port 0: one the system picks) and args, its
     stderr to log_path; returns (its process, the sender port, the live viewers' port, the open log file)."""
     log = open(log_path, "w+")
     proc = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", str(port), "--live-port", "0",

@@ -29,7 +29,15 @@ ErrorReply full()
 template <>
 Create full()
 {
-	return {"s", true, "/tmp/t", "net://h", true, 1000000000};
+	return {"s",
+	        true,
+	        "/tmp/t",
+	        "net://h",
+	        true,
+	        1000000000,
+	        "host-1",
+	        std::string(64, 'a'),
+	        "-----BEGIN CERTIFICATE-----"};
 }
 template <>
 CreateReply full()

@@ -18,6 +18,7 @@
 #include "relay/frame_receiver.hpp"
 #include "relay/live_session.hpp"
 #include "relay/memory_budget.hpp"
+#include "relay/sender_gate.hpp"
 #include "relay/session_writer.hpp"
 #include "relay/write_queue.hpp"
 
@@ -80,8 +81,10 @@ struct Connection {
 	bool bye_written = false;       // the session ended with BYE
 	bool gone = false;              // the sender closed: the end is logged once all is written
 	std::string gone_line;          // what is logged then without BYE
-	Connection(base::Fd f, std::string p, const std::string &output)
-		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now())
+	SenderGate gate;                // TLS, authentication, the sender the limits count
+	Connection(base::Fd f, std::string p, const std::string &output, const SenderPolicy &policy)
+		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now()),
+		  gate(policy, fd.get(), peer)
 	{
 	}
 };
@@ -188,6 +191,7 @@ struct RelayServer::Impl {
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
 	std::map<uint64_t, Draining> draining;                 // by the id its connection had
 	LiveRegistry registry;
+	SenderLimits limits;
 	uint64_t next_id = 1;
 	std::vector<uint8_t> slice = std::vector<uint8_t>(kSlice);
 	RelayServer *self = nullptr;
@@ -287,7 +291,7 @@ struct RelayServer::Impl {
 				say(cat(peer, ": epoll: ", std::strerror(errno)));
 				continue;
 			}
-			conns.emplace(id, std::make_unique<Connection>(std::move(fd), peer, opt.output));
+			conns.emplace(id, std::make_unique<Connection>(std::move(fd), peer, opt.output, opt.senders));
 		}
 	}
 
@@ -328,6 +332,7 @@ struct RelayServer::Impl {
 		if (c.live)
 			registry.sessions.erase(c.live->id); // no longer listed
 		budget->release(c.grant + c.held_charged);
+		limits.close_session(c.gate);
 		if (c.reading)
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 		if (c.queue) {
@@ -360,12 +365,7 @@ struct RelayServer::Impl {
 
 	// Sends one of the relay's frames, whole, or says it could not (a sender
 	// that does not read what the relay sends fills its socket and is closed).
-	static bool reply_to(Connection &c, const cr::Frame &f)
-	{
-		const auto bytes = cr::encode(f);
-		return ::send(c.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-		       static_cast<ssize_t>(bytes.size());
-	}
+	static bool reply_to(Connection &c, const cr::Frame &f) { return c.gate.send(cr::encode(f)); }
 
 	// What the log and the NOTICE say of a change of the disk's answer.
 	std::string disk_line(const std::string &relative_dir, const WriteQueue::DiskChange &change) const
@@ -426,7 +426,10 @@ struct RelayServer::Impl {
 	std::string hello(uint64_t id, Connection &c, const cr::Frame &f)
 	{
 		cr::HelloReply reply;
-		std::string why = c.writer.apply(f, &reply);
+		// The sender's limits first: a refused HELLO makes no directory.
+		std::string why = limits.open_session(c.gate, opt.senders, Clock::now());
+		if (why.empty())
+			why = c.writer.apply(f, &reply);
 		if (why.empty()) {
 			// Its writer thread and eventfd: out of threads or descriptors,
 			// this session is refused, and the others go on.
@@ -477,6 +480,15 @@ struct RelayServer::Impl {
 					c.queue->push(std::move(r.frame), charge);
 					continue;
 				}
+				// Before HELLO: authentication, then HELLO if the gate lets it through.
+				bool taken = false;
+				std::string note;
+				if (std::string why = c.gate.on_frame(r.frame, &taken, &note); !why.empty())
+					return why;
+				if (!note.empty())
+					say(cat(who(c), ": ", note));
+				if (taken)
+					continue;
 				// Before HELLO: HELLO itself, or a frame the writer refuses.
 				std::string why = std::holds_alternative<cr::Hello>(r.frame)
 				                          ? hello(id, c, r.frame)
@@ -574,7 +586,7 @@ struct RelayServer::Impl {
 		for (int n = 0; n < kSlicesPerWakeup && c.reading; n++) {
 			if (!charge_read(id, c))
 				return;
-			const ssize_t got = ::recv(c.fd.get(), slice.data(), c.grant, 0);
+			const ssize_t got = c.gate.recv(slice.data(), c.grant);
 			if (got < 0 && errno == EINTR)
 				continue;
 			budget->release(c.grant);
@@ -582,6 +594,8 @@ struct RelayServer::Impl {
 			if (got < 0) {
 				if (errno == EAGAIN || errno == EWOULDBLOCK)
 					break;
+				if (errno == EPROTO)
+					return close_conn(id, c.gate.error());
 				return close_conn(id, cat("recv: ", std::strerror(errno)));
 			}
 			if (got == 0) {
@@ -844,6 +858,8 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 		                             ": at least ", base::format_size(kLeastBudget),
 		                             " (one whole frame and a read)"));
 	impl_->budget = std::make_unique<MemoryBudget>(impl_->opt.memory_budget);
+	if (std::string why = check_policy(impl_->opt.listen, impl_->opt.senders); !why.empty())
+		throw std::runtime_error(why);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
 	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
 	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
@@ -882,6 +898,12 @@ void RelayServer::run(bool handle_signals)
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
+	log(cat("senders: ", s.opt.senders.tls ? "TLS, " : "in clear, ",
+	        s.opt.senders.keys ? cat(std::to_string(s.opt.senders.keys->size()), " keys") : "no keys",
+	        s.opt.senders.allow_unauthenticated || !s.opt.senders.keys ? ", unauthenticated ones taken" : "",
+	        "; at most ", std::to_string(s.opt.senders.max_sessions_per_sender), " sessions open and ",
+	        std::to_string(s.opt.senders.max_dirs_per_sender), " directories made per ",
+	        std::to_string(s.opt.senders.dir_window.count()), " s per sender"));
 	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
 	epoll_event events[64];
 	for (;;) {

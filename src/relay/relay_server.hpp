@@ -17,6 +17,7 @@
 #pragma once
 
 #include "base/fd.hpp"
+#include "relay/sender_gate.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -46,13 +47,16 @@ struct ServerOptions {
 	size_t memory_budget = 512u * 1024 * 1024;
 	// A frame whose header came and whose body is not whole this long after: its sender is closed.
 	int frame_timeout_ms = 30000;
+	// Who may send, through what, how much (sender_gate.hpp).
+	SenderPolicy senders;
 	// Runs on a session's writer thread before each frame is written (tests: a slow disk).
 	std::function<void()> before_write;
 };
 
 class RelayServer {
 public:
-	// Binds and listens; throws std::runtime_error saying why not.
+	// Binds and listens; throws std::runtime_error saying why not (also a
+	// listen address beyond loopback that check_policy() refuses).
 	explicit RelayServer(ServerOptions options);
 	~RelayServer();
 	RelayServer(const RelayServer &) = delete;
