@@ -241,7 +241,8 @@ class RelayAuthTest(unittest.TestCase):
                      "refused: HELLO without authentication")
         p = self.send(self.plain, "tls-to-clear", "--key", self.key, "--ca", ca)
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("TLS handshake", p.stderr)
+        self.assertIn("TLS handshake: the peer closed the connection (a relay without --tls-cert closes TLS "
+                      "connections)", p.stderr)
         self.plain.wait_log("malformed frame: bad magic")
 
     def test_replayed_swapped_and_malformed_messages_are_refused(self):
@@ -364,7 +365,8 @@ class RelayLimitsTest(unittest.TestCase):
         try:
             line = proc.stderr.readline()
             self.assertIn("listening on 0.0.0.0:", line)
-            self.assertIn("unauthenticated ones taken", proc.stderr.readline())
+            self.assertIn("live viewers on 0.0.0.0:", proc.stderr.readline())
+            self.assertIn("senders: in clear, no keys, unauthenticated ones taken", proc.stderr.readline())
         finally:
             proc.terminate()
             proc.wait(timeout=10)
