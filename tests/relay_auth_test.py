@@ -250,7 +250,13 @@ class RelayAuthTest(unittest.TestCase):
         # The relay's proof checks out against this second implementation, and HELLO follows.
         c = Conn(self.plain.port)
         self.assertTrue(c.authenticate(name, secret))
-        c.close()
+        accepted, path = c.hello("h", "proved", time.time_ns())
+        self.assertTrue(accepted, path)
+        self.assertRegex(path, r"^h/proved-\d{8}-\d{6}$")
+        # Authentication frames after HELLO end the connection.
+        c.send(frame(AUTH_REQUEST, bytes([1]) + string(name) + bytes(32)))
+        self.assertTrue(c.closed())
+        self.plain.wait_log("(h/proved-", "AUTH_REQUEST after HELLO")
         # A proof recorded on one connection, replayed on another: a fresh challenge there.
         first = Conn(self.plain.port)
         cn = secrets.token_bytes(32)

@@ -413,6 +413,9 @@ struct RelayServer::Impl {
 		cr::Decoder::Status st;
 		while ((st = c.decoder.next(f)) == cr::Decoder::Status::frame) {
 			if (c.queue) {
+				if (cr::type_of(f) >= cr::Type::auth_request)
+					return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(f))),
+					           " after HELLO");
 				c.queue->push(std::move(f));
 				continue;
 			}
