@@ -475,6 +475,9 @@ struct RelayServer::Impl {
 			bytes = bytes.subspan(c.receiver.take(bytes, frames, Clock::now(), &malformed));
 			for (FrameReceiver::Received &r : frames) {
 				if (c.queue) {
+					if (cr::type_of(r.frame) >= cr::Type::auth_request)
+						return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(r.frame))),
+						           " after HELLO");
 					const size_t charge = frame_charge(r.size);
 					budget->charge(charge);
 					c.queue->push(std::move(r.frame), charge);
@@ -898,13 +901,13 @@ void RelayServer::run(bool handle_signals)
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
+	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
 	log(cat("senders: ", s.opt.senders.tls ? "TLS, " : "in clear, ",
 	        s.opt.senders.keys ? cat(std::to_string(s.opt.senders.keys->size()), " keys") : "no keys",
 	        s.opt.senders.allow_unauthenticated || !s.opt.senders.keys ? ", unauthenticated ones taken" : "",
 	        "; at most ", std::to_string(s.opt.senders.max_sessions_per_sender), " sessions open and ",
 	        std::to_string(s.opt.senders.max_dirs_per_sender), " directories made per ",
 	        std::to_string(s.opt.senders.dir_window.count()), " s per sender"));
-	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
 	epoll_event events[64];
 	for (;;) {
 		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, s.wait_ms());
