@@ -65,6 +65,11 @@ def status_kib(pid, field):
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def no_sanitizer_report(test, relay):
+    """The relay's log holds no sanitizer report (TRACERY_SANITIZE builds write them there)."""
+    test.assertFalse([l for l in relay.text().splitlines() if "runtime error" in l or "Sanitizer" in l])
+
+
 class Stalled:
     """A sender that says HELLO, then sends a 16 MiB PACKET all but its last byte, as fast as the relay takes it."""
 
@@ -104,6 +109,7 @@ class StalledSendersTest(unittest.TestCase):
 
     def tearDown(self):
         self.relay.stop()
+        no_sanitizer_report(self, self.relay)
         if not os.environ.get("TRACERY_KEEP_TRACE"):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -205,6 +211,7 @@ class FullDiskTest(unittest.TestCase):
     def tearDown(self):
         try:
             self.relay.stop()
+            no_sanitizer_report(self, self.relay)
         finally:
             self.disk.umount()
             if not os.environ.get("TRACERY_KEEP_TRACE"):
