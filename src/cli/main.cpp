@@ -60,6 +60,10 @@ int main(int argc, char **argv)
 			     "Live session: partial sub-buffers sent every PERIOD (default 1s; e.g. --live=500ms), "
 			     "idle streams announced; implies --set-url net://localhost unless given")
 	               ->expected(0, 1);
+	create->add_flag("--public-live", a.public_live,
+	                 "With --live: list and serve the session on the relay's plain lttng-live port too, where "
+	                 "anyone who reaches that port reads it (babeltrace2 net://, no authentication); without, "
+	                 "only viewers authenticated as the session's sender see it");
 
 	auto *destroy = verb("destroy", "Stop and destroy a session (its trace stays on disk)",
 	                     [&] { return verb_destroy(a); });

@@ -18,11 +18,12 @@ struct Args {
 	bool local_copy = false; // create --local-copy
 	std::string live;        // create --live[=PERIOD]
 	bool live_given = false;
-	bool all = false;       // destroy --all, enable-event -a
-	bool userspace = false; // -u (the default domain)
-	bool kernel = false;    // -k
-	bool syscall = false;   // enable-event -k --syscall, list -k --syscall
-	std::string channel;    // -c / enable-channel NAME
+	bool public_live = false; // create --public-live
+	bool all = false;         // destroy --all, enable-event -a
+	bool userspace = false;   // -u (the default domain)
+	bool kernel = false;      // -k
+	bool syscall = false;     // enable-event -k --syscall, list -k --syscall
+	std::string channel;      // -c / enable-channel NAME
 	std::vector<std::string> patterns;
 	std::string filter;
 	std::string userspace_probe; // enable-event -k --userspace-probe=SPEC

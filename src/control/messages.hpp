@@ -174,6 +174,7 @@ struct Create {
 	std::optional<std::string> url;         // --set-url
 	std::optional<bool> local_copy;         // with url
 	std::optional<uint64_t> live_period_ns; // --live
+	std::optional<bool> public_live;        // --public-live (with --live)
 	static constexpr auto kFields = std::tuple{
 		field("session", &Create::session),
 		field("snapshot", &Create::snapshot),
@@ -181,6 +182,7 @@ struct Create {
 		optional_field("url", &Create::url),
 		optional_field("local_copy", &Create::local_copy),
 		optional_field("live_period_ns", &Create::live_period_ns),
+		optional_field("public_live", &Create::public_live),
 	};
 	bool operator==(const Create &) const = default;
 };

@@ -29,7 +29,7 @@ ErrorReply full()
 template <>
 Create full()
 {
-	return {"s", true, "/tmp/t", "net://h", true, 1000000000};
+	return {"s", true, "/tmp/t", "net://h", true, 1000000000, true};
 }
 template <>
 CreateReply full()

@@ -67,7 +67,7 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 		if (snapshot)
 			throw CommandError("--set-url does not take --snapshot: a snapshot session's traces are "
 			                   "written by `snapshot record` into its output directory");
-		relay = open_relay(name, url, req.live_period_ns, lock);
+		relay = open_relay(name, url, req.live_period_ns, req.public_live.value_or(false), lock);
 		// The connection was made without the lock: the name may be taken since.
 		if (sessions_.count({peer.uid, name}))
 			throw CommandError("a session named '" + name + "' was created meanwhile: pick another name");
@@ -84,7 +84,7 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 }
 
 SessionRelay Daemon::open_relay(const std::string &session, const std::string &url,
-                                std::optional<uint64_t> live_period_ns, Lock &lock)
+                                std::optional<uint64_t> live_period_ns, bool public_live, Lock &lock)
 {
 	std::string why;
 	const auto u = control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why);
@@ -97,6 +97,8 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 			throw CommandError("bad --live period '" + std::to_string(*live_period_ns) +
 			                   "': give 10ms to 1h (e.g. --live=500ms; without a value, 1s)");
 		relay.live_period_ns = *live_period_ns;
+	} else if (public_live) {
+		throw CommandError("--public-live marks a live session: add --live[=PERIOD]");
 	}
 	consumer::RelayLinkConfig c;
 	c.host = u->host;
@@ -107,6 +109,7 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 								 std::chrono::system_clock::now().time_since_epoch())
 	                                                         .count());
 	c.hello.live_period_ns = relay.live_period_ns;
+	c.hello.flags = public_live ? control::relay::kHelloPublicLive : 0;
 	c.queue_bytes = kRelayQueueBytes;
 	c.log = [session](const std::string &line) {
 		log(Level::warn, "session %s: %s", session.c_str(), line.c_str());

@@ -1,7 +1,7 @@
 // relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
 // serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
-//   tracery-relayd [--listen ADDR] [--port P] [--live-port P] [--output DIR] [--daemonize]
+//   tracery-relayd [--listen ADDR] [--port P] [--live-listen ADDR] [--live-port P] [--output DIR] [--daemonize]
 #include "relay/relay_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -25,7 +25,13 @@ int main(int argc, char **argv)
 	bool daemonize = false;
 	app.add_option("--listen", opt.listen, "address to listen on (IPv4 or IPv6)")->capture_default_str();
 	app.add_option("--port", opt.port, "port senders connect to (0: any free one, logged)")->capture_default_str();
-	app.add_option("--live-port", opt.live_port, "port live viewers connect to (0: any free one, logged)")
+	app.add_option("--live-port", opt.live_port,
+	               "plain lttng-live port (babeltrace2 net://; 0: any free one, logged): serves only the "
+	               "sessions their senders marked public (tracery create --public-live)")
+		->capture_default_str();
+	app.add_option("--live-listen", opt.live_listen,
+	               "address of the plain lttng-live port, which has no authentication: beyond loopback, "
+	               "whoever reaches it reads the public sessions")
 		->capture_default_str();
 	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
 	app.add_flag("--daemonize", daemonize, "run in the background (log lines still go to stderr)");

@@ -93,8 +93,8 @@ struct Viewer {
 	std::string closing; // why it closes once its reply is sent
 	Clock::time_point opened = Clock::now();
 	Clock::time_point active = opened; // the last bytes read from it or sent to it
-	Viewer(base::Fd f, LiveRegistry &registry, std::string peer)
-		: fd(std::move(f)), state(registry, std::move(peer))
+	Viewer(base::Fd f, LiveRegistry &registry, std::string peer, ViewerAccess access)
+		: fd(std::move(f)), state(registry, std::move(peer), std::move(access))
 	{
 	}
 };
@@ -294,7 +294,7 @@ struct RelayServer::Impl {
 				say(cat(peer, ": epoll: ", std::strerror(errno)));
 				continue;
 			}
-			viewers.emplace(id, std::make_unique<Viewer>(std::move(fd), registry, peer));
+			viewers.emplace(id, std::make_unique<Viewer>(std::move(fd), registry, peer, ViewerAccess{}));
 		}
 	}
 
@@ -397,6 +397,7 @@ struct RelayServer::Impl {
 			c.live->name = h.session;
 			c.live->dir = cat(opt.output, "/", c.relative_dir);
 			c.live->live_period_ns = h.live_period_ns;
+			c.live->public_live = (h.flags & cr::kHelloPublicLive) != 0;
 			registry.sessions.emplace(c.live->id, c.live);
 		}
 		return {};
@@ -587,7 +588,9 @@ struct RelayServer::Impl {
 				const LiveSession &ls = *registry.sessions.at(req.id);
 				say(cat(v.state.peer(), ": attached to ", ls.hostname, "/", ls.name, " (session ",
 				        std::to_string(req.id), ") ",
-				        req.seek == live::kSeekLast ? "from its last packet" : "from its beginning"));
+				        req.seek == live::kSeekLast ? "from its last packet" : "from its beginning",
+				        ", ", std::to_string(ls.viewers), " of ",
+				        std::to_string(registry.max_viewers_per_session), " viewers"));
 			}
 			if (!flush(id, v)) {
 				if (viewers.count(id))
@@ -671,7 +674,8 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	impl_->opt = std::move(options);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
 	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
-	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
+	impl_->registry.max_viewers_per_session = impl_->opt.max_viewers_per_session;
+	impl_->live_listener = {.fd = listen_on(impl_->opt.live_listen, impl_->opt.live_port, &live_port_),
 	                        .tag = kLiveListenTag};
 	impl_->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
 	impl_->stop_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -707,7 +711,8 @@ void RelayServer::run(bool handle_signals)
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
-	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
+	log(cat("live viewers on ", s.opt.live_listen, ":", std::to_string(live_port_),
+	        " (plain lttng-live: the sessions marked public)"));
 	epoll_event events[64];
 	for (;;) {
 		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, s.wait_ms());

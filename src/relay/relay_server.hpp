@@ -23,13 +23,17 @@ namespace tracery::relay {
 
 struct ServerOptions {
 	std::string listen = "127.0.0.1";
-	uint16_t port = 5342;      // 0: any free port (tests)
-	uint16_t live_port = 5344; // viewers; 0: any free port (tests)
+	uint16_t port = 5342; // 0: any free port (tests)
+	// The plain lttng-live port (babeltrace2; no authentication: it serves
+	// only the sessions their senders marked public), on its own address.
+	std::string live_listen = "127.0.0.1";
+	uint16_t live_port = 5344; // 0: any free port (tests)
 	std::string output;        // exists
 	// Senders at once, counting the closed ones whose frames are still being written.
 	size_t max_connections = 1024;
-	size_t max_viewers = 64;
-	int hello_timeout_ms = 10000; // a sender without HELLO, a viewer without CONNECT, this long: closed
+	size_t max_viewers = 64;               // viewer connections at once
+	uint32_t max_viewers_per_session = 16; // attached to one session at once
+	int hello_timeout_ms = 10000;          // a sender without HELLO, a viewer without CONNECT, this long: closed
 	// A viewer past CONNECT that sends nothing and takes nothing of its replies this long: closed
 	// (babeltrace2 and tracery view --live ask again and again while they read a session).
 	int viewer_idle_timeout_ms = 60000;

@@ -8,7 +8,7 @@
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
 //              [--stall-after N]
 //              [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream]
-//               [--second-trace DIR PATH [--together]] [--split] [--notices]]
+//               [--second-trace DIR PATH [--together]] [--split] [--notices] [--public-live]]
 // Without --live: the metadata in two appends, then the stream files one
 // after the other, each followed by a BEACON at its last time and CLOSE_STREAM.
 // --vanish-after N: after N packets, sends half of the next one (with
@@ -32,7 +32,8 @@
 // (programs that exit, then others that start, in one trace; with several
 // streams whose packets overlap in time, the new ones may begin before the
 // old ones ended, which a viewer refuses). --notices:
-// prints each NOTICE of the relay on stderr.
+// prints each NOTICE of the relay on stderr. --public-live: HELLO marks the
+// session public (served on the relay's plain lttng-live port).
 // Prints the relay's path of the session on stdout.
 #include "base/byte_order.hpp"
 #include "control/relay_connection.hpp"
@@ -293,7 +294,8 @@ int main(int argc, char **argv)
 {
 	std::vector<std::string> args;
 	long vanish_after = -1, stall_after = -1, live_ms = 0, interval_ms = 10;
-	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false, together = false;
+	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false, together = false,
+	     public_live = false;
 	std::string second_dir, second_path;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
@@ -317,6 +319,8 @@ int main(int argc, char **argv)
 			notices = true;
 		else if (a == "--together")
 			together = true;
+		else if (a == "--public-live")
+			public_live = true;
 		else if (a == "--second-trace" && i + 2 < argc) {
 			second_dir = argv[++i];
 			second_path = argv[++i];
@@ -326,7 +330,7 @@ int main(int argc, char **argv)
 	if (args.size() < 5 || args.size() > 6)
 		die("usage: relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame] "
 		    "[--stall-after N] [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream] "
-		    "[--second-trace DIR PATH [--together]] [--split] [--notices]]");
+		    "[--second-trace DIR PATH [--together]] [--split] [--notices] [--public-live]]");
 	const std::string trace_path = args.size() == 6 ? args[5] : "ust/uid/1000/64-bit";
 	const Source first = read_source(args[2], 1, trace_path, 1);
 
@@ -343,7 +347,8 @@ int main(int argc, char **argv)
 	                                            static_cast<uint64_t>(now.tv_nsec),
 	                        .live_period_ns = static_cast<uint64_t>(live_ms) * 1000000u,
 	                        .hostname = args[3],
-	                        .session = args[4]},
+	                        .session = args[4],
+	                        .flags = public_live ? cr::kHelloPublicLive : 0},
 	              &relay_path));
 	std::printf("%s\n", relay_path.c_str());
 	std::fflush(stdout);
