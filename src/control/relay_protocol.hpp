@@ -6,6 +6,8 @@
 // order) is the relay's.
 #pragma once
 
+#include "control/auth.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -42,8 +44,12 @@ enum class Type : uint16_t {
 	sync = 10,
 	sync_reply = 11,
 	notice = 12,
+	auth_request = 13,
+	auth_challenge = 14,
+	auth_response = 15,
+	auth_result = 16,
 };
-inline constexpr uint16_t kLastType = 12;
+inline constexpr uint16_t kLastType = 16;
 
 // HELLO's flags (minor 1 and later; a minor 0 HELLO has none).
 inline constexpr uint32_t kHelloPublicLive = 1; // a live session served on the relay's plain lttng-live port too
@@ -131,8 +137,31 @@ struct Notice {
 	bool operator==(const Notice &) const = default;
 };
 
+// Authentication before HELLO (docs/relay-protocol.md, *Authentication*):
+// the four messages of control/auth.hpp as frames. Method 1 is auth.hpp's
+// HMAC-SHA-256 challenge-response, the only one.
+inline constexpr uint8_t kAuthMethod = 1;
+struct AuthRequest { // sender → relay
+	uint8_t method = kAuthMethod;
+	auth::Request request; // key name (a valid key name), sender's nonce
+	bool operator==(const AuthRequest &) const = default;
+};
+struct AuthChallenge { // relay → sender
+	auth::Challenge challenge;
+	bool operator==(const AuthChallenge &) const = default;
+};
+struct AuthResponse { // sender → relay
+	auth::Response response;
+	bool operator==(const AuthResponse &) const = default;
+};
+struct AuthResult {          // relay → sender
+	auth::Result result; // refused: its proof is all zero
+	std::string text;    // why refused (the same whatever was wrong), at most 4096 bytes
+	bool operator==(const AuthResult &) const = default;
+};
+
 using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync,
-                           SyncReply, Notice>;
+                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult>;
 
 // The frame's type (the header's type field).
 Type type_of(const Frame &f);

@@ -2,6 +2,8 @@
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
 // serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
 //   tracery-relayd [--listen ADDR] [--port P] [--live-listen ADDR] [--live-port P] [--output DIR] [--daemonize]
+//                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
+//                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
 #include "relay/relay_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -35,7 +37,44 @@ int main(int argc, char **argv)
 		->capture_default_str();
 	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
 	app.add_flag("--daemonize", daemonize, "run in the background (log lines still go to stderr)");
+	std::string keys_file, tls_cert, tls_key;
+	auto &senders = opt.senders;
+	app.add_option("--auth-keys", keys_file,
+	               "senders authenticate with a key of this file (lines `NAME SECRET`, the secret in hex; "
+	               "mode 600); required to listen beyond loopback");
+	auto *cert = app.add_option("--tls-cert", tls_cert,
+	                            "senders connect with TLS: the relay's certificate "
+	                            "chain (PEM)");
+	auto *key = app.add_option("--tls-key", tls_key, "the private key of --tls-cert (PEM)");
+	cert->needs(key);
+	key->needs(cert);
+	app.add_flag("--allow-unauthenticated", senders.allow_unauthenticated,
+	             "take senders without a key too, even beyond loopback (counted by their address)");
+	app.add_option("--max-sessions-per-sender", senders.max_sessions_per_sender,
+	               "sessions one sender (key, or address) may have open at once")
+		->capture_default_str()
+		->check(CLI::Range(size_t{1}, size_t{1u << 20}));
+	app.add_option("--max-dirs-per-sender", senders.max_dirs_per_sender,
+	               "session directories one sender may make per hour (each HELLO, reconnections too)")
+		->capture_default_str()
+		->check(CLI::Range(size_t{1}, size_t{1u << 20}));
 	CLI11_PARSE(app, argc, argv);
+
+	if (!keys_file.empty()) {
+		auto ring = std::make_shared<tracery::control::auth::Keyring>();
+		if (const std::string why = tracery::control::auth::Keyring::load(keys_file, ring.get());
+		    !why.empty()) {
+			std::fprintf(stderr, "tracery-relayd: --auth-keys %s\n", why.c_str());
+			return 1;
+		}
+		senders.keys = std::move(ring);
+	}
+	if (!tls_cert.empty())
+		if (const std::string why = tracery::control::tls::Context::server(tls_cert, tls_key, &senders.tls);
+		    !why.empty()) {
+			std::fprintf(stderr, "tracery-relayd: %s\n", why.c_str());
+			return 1;
+		}
 
 	if (output.empty()) {
 		const char *home = std::getenv("HOME");

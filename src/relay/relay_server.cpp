@@ -15,6 +15,7 @@
 #include "control/live_protocol.hpp"
 #include "control/relay_protocol.hpp"
 #include "relay/live_session.hpp"
+#include "relay/sender_gate.hpp"
 #include "relay/session_writer.hpp"
 #include "relay/write_queue.hpp"
 
@@ -71,8 +72,10 @@ struct Connection {
 	bool bye_written = false; // the session ended with BYE
 	bool gone = false;        // the sender closed: the end is logged once all is written
 	std::string gone_line;    // what is logged then without BYE
-	Connection(base::Fd f, std::string p, const std::string &output)
-		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now())
+	SenderGate gate;          // TLS, authentication, the sender the limits count
+	Connection(base::Fd f, std::string p, const std::string &output, const SenderPolicy &policy)
+		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now()),
+		  gate(policy, fd.get(), peer)
 	{
 	}
 };
@@ -174,6 +177,7 @@ struct RelayServer::Impl {
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
 	std::map<uint64_t, Draining> draining;                 // by the id its connection had
 	LiveRegistry registry;
+	SenderLimits limits;
 	uint64_t next_id = 1;
 	std::vector<uint8_t> slice = std::vector<uint8_t>(kSlice);
 	RelayServer *self = nullptr;
@@ -273,7 +277,7 @@ struct RelayServer::Impl {
 				say(cat(peer, ": epoll: ", std::strerror(errno)));
 				continue;
 			}
-			conns.emplace(id, std::make_unique<Connection>(std::move(fd), peer, opt.output));
+			conns.emplace(id, std::make_unique<Connection>(std::move(fd), peer, opt.output, opt.senders));
 		}
 	}
 
@@ -313,6 +317,7 @@ struct RelayServer::Impl {
 			say(cat(who(c), ": ", line));
 		if (c.live)
 			registry.sessions.erase(c.live->id); // no longer listed
+		limits.close_session(c.gate);
 		if (c.reading)
 			::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
 		if (c.queue) {
@@ -343,12 +348,7 @@ struct RelayServer::Impl {
 
 	// Sends one of the relay's frames, whole, or says it could not (a sender
 	// that does not read what the relay sends fills its socket and is closed).
-	static bool reply_to(Connection &c, const cr::Frame &f)
-	{
-		const auto bytes = cr::encode(f);
-		return ::send(c.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-		       static_cast<ssize_t>(bytes.size());
-	}
+	static bool reply_to(Connection &c, const cr::Frame &f) { return c.gate.send(cr::encode(f)); }
 
 	// Out of epoll while not read: a peer that resets its end while it waits
 	// cannot make the loop spin on EPOLLHUP.
@@ -369,7 +369,10 @@ struct RelayServer::Impl {
 	std::string hello(uint64_t id, Connection &c, const cr::Frame &f)
 	{
 		cr::HelloReply reply;
-		std::string why = c.writer.apply(f, &reply);
+		// The sender's limits first: a refused HELLO makes no directory.
+		std::string why = limits.open_session(c.gate, opt.senders, Clock::now());
+		if (why.empty())
+			why = c.writer.apply(f, &reply);
 		if (why.empty()) {
 			// Its writer thread and eventfd: out of threads or descriptors,
 			// this session is refused, and the others go on.
@@ -414,6 +417,15 @@ struct RelayServer::Impl {
 				c.queue->push(std::move(f));
 				continue;
 			}
+			// Before HELLO: authentication, then HELLO if the gate lets it through.
+			bool taken = false;
+			std::string note;
+			if (std::string why = c.gate.on_frame(f, &taken, &note); !why.empty())
+				return why;
+			if (!note.empty())
+				say(cat(who(c), ": ", note));
+			if (taken)
+				continue;
 			// Before HELLO: HELLO itself, or a frame the writer refuses.
 			std::string why =
 				std::holds_alternative<cr::Hello>(f) ? hello(id, c, f) : c.writer.apply(f, nullptr);
@@ -429,12 +441,14 @@ struct RelayServer::Impl {
 	{
 		Connection &c = *conns.at(id);
 		for (int n = 0; n < kSlicesPerWakeup && c.reading; n++) {
-			const ssize_t got = ::recv(c.fd.get(), slice.data(), slice.size(), 0);
+			const ssize_t got = c.gate.recv(slice.data(), slice.size());
 			if (got < 0) {
 				if (errno == EINTR)
 					continue;
 				if (errno == EAGAIN || errno == EWOULDBLOCK)
 					break;
+				if (errno == EPROTO)
+					return close_conn(id, c.gate.error());
 				return close_conn(id, cat("recv: ", std::strerror(errno)));
 			}
 			if (got == 0) {
@@ -672,6 +686,8 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	std::unique_ptr<Impl> guard(impl_);
 	impl_->self = this;
 	impl_->opt = std::move(options);
+	if (std::string why = check_policy(impl_->opt.listen, impl_->opt.senders); !why.empty())
+		throw std::runtime_error(why);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
 	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
 	impl_->registry.max_viewers_per_session = impl_->opt.max_viewers_per_session;
@@ -711,6 +727,12 @@ void RelayServer::run(bool handle_signals)
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
+	log(cat("senders: ", s.opt.senders.tls ? "TLS, " : "in clear, ",
+	        s.opt.senders.keys ? cat(std::to_string(s.opt.senders.keys->size()), " keys") : "no keys",
+	        s.opt.senders.allow_unauthenticated || !s.opt.senders.keys ? ", unauthenticated ones taken" : "",
+	        "; at most ", std::to_string(s.opt.senders.max_sessions_per_sender), " sessions open and ",
+	        std::to_string(s.opt.senders.max_dirs_per_sender), " directories made per ",
+	        std::to_string(s.opt.senders.dir_window.count()), " s per sender"));
 	log(cat("live viewers on ", s.opt.live_listen, ":", std::to_string(live_port_),
 	        " (plain lttng-live: the sessions marked public)"));
 	epoll_event events[64];

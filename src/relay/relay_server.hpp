@@ -14,6 +14,7 @@
 #pragma once
 
 #include "base/fd.hpp"
+#include "relay/sender_gate.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -40,13 +41,16 @@ struct ServerOptions {
 	// A sender's frames queued and not yet written: over queue_high, it is not
 	// read (and told so) until they are under queue_low.
 	size_t queue_high = 64u * 1024 * 1024, queue_low = 16u * 1024 * 1024;
+	// Who may send, through what, how much (sender_gate.hpp).
+	SenderPolicy senders;
 	// Runs on a session's writer thread before each frame is written (tests: a slow disk).
 	std::function<void()> before_write;
 };
 
 class RelayServer {
 public:
-	// Binds and listens; throws std::runtime_error saying why not.
+	// Binds and listens; throws std::runtime_error saying why not (also a
+	// listen address beyond loopback that check_policy() refuses).
 	explicit RelayServer(ServerOptions options);
 	~RelayServer();
 	RelayServer(const RelayServer &) = delete;
