@@ -17,12 +17,13 @@ import unittest
 from tracetest import program
 
 
-def start_relayd(output, log_path, port=0):
-    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT (port 0: one the system picks), its stderr
-    to log_path; returns (its process, the sender port, the live viewers' port, the open log file)."""
+def start_relayd(output, log_path, port=0, extra=()):
+    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT (port 0: one the system picks) and extra
+    arguments, its stderr to log_path; returns (its process, the sender port, the live viewers' port, the open log
+    file)."""
     log = open(log_path, "w+")
     proc = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", str(port), "--live-port", "0",
-                             "--output", output], stderr=log)
+                             "--output", output, *extra], stderr=log)
     deadline = time.time() + 10
     while time.time() < deadline:
         with open(log_path) as f:

@@ -616,10 +616,10 @@ int verb_view(const Args &a)
 	if (!a.live_url.empty()) {
 		if (!a.targets.empty() || !a.begin.empty() || !a.end.empty())
 			throw CliError("--live reads a relay's live session: give it no TARGET, --begin or --end");
-		return view_live(a.live_url, a.from_now, options);
+		return view_live(a, options);
 	}
-	if (a.from_now)
-		throw CliError("--from-now goes with --live");
+	if (a.from_now || !a.view_key.empty() || !a.view_ca.empty())
+		throw CliError("--from-now, --relay-key and --relay-ca go with --live");
 	const TraceInputs traces = trace_inputs(a);
 	fflush(stdout);
 	// A reader that goes away (`tracery view | head`) ends the output

@@ -1,13 +1,16 @@
 // relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
-// serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
-//   tracery-relayd [--listen ADDR] [--port P] [--live-listen ADDR] [--live-port P] [--output DIR] [--daemonize]
+// serves the live ones to lttng-live viewers: babeltrace2 net:// on --live-port
+// (the sessions marked public), tracery view --live on --viewer-port (authenticated).
+//   tracery-relayd [--listen ADDR] [--port P] [--live-listen ADDR] [--live-port P] [--viewer-port P]
+//                  [--output DIR] [--daemonize]
 //                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
 //                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
 #include "relay/relay_server.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +33,11 @@ int main(int argc, char **argv)
 	app.add_option("--live-port", opt.live_port,
 	               "plain lttng-live port (babeltrace2 net://; 0: any free one, logged): serves only the "
 	               "sessions their senders marked public (tracery create --public-live)")
+		->capture_default_str();
+	app.add_option("--viewer-port", opt.viewer_port,
+	               "authenticated viewer port (tracery view --live --key FILE; 0: any free one, logged), on "
+	               "--listen, with --auth-keys only: each viewer sees the live sessions sent with its key's name, "
+	               "through TLS when --tls-cert is given")
 		->capture_default_str();
 	app.add_option("--live-listen", opt.live_listen,
 	               "address of the plain lttng-live port, which has no authentication: beyond loopback, "
@@ -90,6 +98,9 @@ int main(int argc, char **argv)
 	opt.output = real;
 	std::free(real);
 
+	// TLS writes go through OpenSSL's write(2), which raises SIGPIPE on a peer
+	// gone mid-write: that peer's connection closes, not the relay.
+	::signal(SIGPIPE, SIG_IGN);
 	// A session may hold many stream files open: the soft limit up to the hard one.
 	rlimit rl{};
 	if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
