@@ -15,10 +15,12 @@
 
 #include "base/cat.hpp"
 #include "base/sizes.hpp"
+#include "control/auth.hpp"
 #include "control/messages.hpp"
 #include "control/paths.hpp"
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
+#include "control/tls.hpp"
 #include "control/wire.hpp"
 #include "filter/parser.hpp"
 
@@ -134,6 +136,34 @@ control::SessionRequest named_session(const Args &a) { return {session_or_curren
 
 } // namespace
 
+namespace {
+
+// create --relay-key and --relay-ca: the files read here, with the user's
+// rights (the key file refused if others may read it), their contents sent
+// to the daemon.
+void relay_security(const Args &a, control::Create &req)
+{
+	if (!a.relay_key.empty()) {
+		control::auth::Key key;
+		if (std::string why = control::auth::load_key(a.relay_key, &key); !why.empty())
+			throw CliError("--relay-key " + why);
+		req.relay_key_name = key.name;
+		req.relay_key_secret = control::auth::secret_hex(key.secret);
+	}
+	if (!a.relay_ca.empty()) {
+		std::string pem;
+		control::tls::Context check;
+		std::string why = control::tls::Context::read_pem_file(a.relay_ca, &pem);
+		if (why.empty())
+			why = control::tls::Context::client_from_pem(pem, a.relay_ca, &check);
+		if (!why.empty())
+			throw CliError("--relay-ca " + why);
+		req.relay_ca_pem = std::move(pem);
+	}
+}
+
+} // namespace
+
 int verb_create(const Args &a)
 {
 	std::string url = a.url;
@@ -164,6 +194,10 @@ int verb_create(const Args &a)
 				"drop --output");
 		req.url = url;
 		req.local_copy = a.local_copy;
+		relay_security(a, req);
+	} else if (!a.relay_key.empty() || !a.relay_ca.empty()) {
+		throw CliError("--relay-key and --relay-ca are for a session sent to a relay: give --set-url "
+		               "net://HOST[:PORT] too, or drop them");
 	}
 	if (local)
 		req.output = a.output.empty() ? default_output(a.session) : absolute(a.output);

@@ -16,6 +16,8 @@ struct Args {
 	bool snapshot = false;   // create --snapshot
 	std::string url;         // create --set-url
 	bool local_copy = false; // create --local-copy
+	std::string relay_key;   // create --relay-key FILE
+	std::string relay_ca;    // create --relay-ca FILE
 	std::string live;        // create --live[=PERIOD]
 	bool live_given = false;
 	bool public_live = false; // create --public-live

@@ -246,7 +246,7 @@ bool RelayLink::connect(Lock &lock, int timeout_ms)
 {
 	lock.unlock();
 	std::string path;
-	std::string why = conn_.connect(config_.host, config_.port, timeout_ms);
+	std::string why = conn_.connect(config_.host, config_.port, timeout_ms, config_.security);
 	if (why.empty())
 		why = conn_.hello(config_.hello, &path, timeout_ms);
 	lock.lock();

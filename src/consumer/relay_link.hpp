@@ -43,8 +43,9 @@ namespace tracery::consumer {
 struct RelayLinkConfig {
 	std::string host;
 	uint16_t port = 0;
-	control::relay::Hello hello;           // hostname, session, creation time, live period
-	size_t queue_bytes = 64 * 1024 * 1024; // packets waiting to be sent, at most
+	control::relay::Hello hello;             // hostname, session, creation time, live period
+	size_t queue_bytes = 64 * 1024 * 1024;   // packets waiting to be sent, at most
+	control::relay::ClientSecurity security; // TLS and the key, when the relay asks for them
 	// Lines for the daemon's log (connected, lost, reconnected): from the
 	// sender thread.
 	std::function<void(const std::string &)> log;

@@ -117,6 +117,18 @@ std::string parse_secret(std::string_view hex, Secret *out)
 	return {};
 }
 
+std::string secret_hex(const Secret &secret)
+{
+	static const char digits[] = "0123456789abcdef";
+	std::string out;
+	out.reserve(2 * secret.bytes().size());
+	for (const uint8_t b : secret.bytes()) {
+		out.push_back(digits[b >> 4]);
+		out.push_back(digits[b & 15]);
+	}
+	return out;
+}
+
 std::string Keyring::add(Key key)
 {
 	if (!valid_key_name(key.name))

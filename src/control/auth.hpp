@@ -77,6 +77,9 @@ bool valid_key_name(std::string_view name);
 // set, or why not (the digits are never repeated in the message).
 std::string parse_secret(std::string_view hex, Secret *out);
 
+// The secret in hex (to pass it along to the process that uses it).
+std::string secret_hex(const Secret &secret);
+
 // Keys by name, as a keys file lists them.
 class Keyring {
 public:

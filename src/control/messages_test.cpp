@@ -29,7 +29,16 @@ ErrorReply full()
 template <>
 Create full()
 {
-	return {"s", true, "/tmp/t", "net://h", true, 1000000000, true};
+	return {"s",
+	        true,
+	        "/tmp/t",
+	        "net://h",
+	        true,
+	        1000000000,
+	        true,
+	        "host-1",
+	        std::string(64, 'a'),
+	        "-----BEGIN CERTIFICATE-----"};
 }
 template <>
 CreateReply full()

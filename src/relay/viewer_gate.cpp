@@ -61,8 +61,8 @@ ViewerGate::Step ViewerGate::advance()
 		case tls::Io::closed:
 			return fail("closed during the TLS handshake");
 		case tls::Io::error:
-			return fail(cat(tls_.error(), " (a viewer without the relay's CA, or not TLS: "
-			                              "this port takes `tracery view --live --ca FILE --key FILE`)"));
+			return fail(cat(tls_.error(), " (a viewer without the relay's CA, or not TLS: this port "
+			                              "takes `tracery view --live --relay-key FILE --relay-ca FILE`)"));
 		}
 	}
 	uint8_t buf[tls::kMaxRecord];
@@ -88,8 +88,8 @@ ViewerGate::Step ViewerGate::advance()
 				return step;
 		if (st == cr::Decoder::Status::error)
 			return fail(cat("not an authenticated viewer (", decoder_.error(),
-			                "): this port takes `tracery view --live --key FILE`; babeltrace2 reads the "
-			                "sessions marked public on the plain lttng-live port"));
+			                "): this port takes `tracery view --live --relay-key FILE`; babeltrace2 reads "
+			                "the sessions marked public on the plain lttng-live port"));
 	}
 }
 
@@ -114,7 +114,7 @@ ViewerGate::Step ViewerGate::on_frame(const cr::Frame &f)
 		if (std::string why = exchange_->answer(r->response, &result.result); !why.empty()) {
 			result.text = "authentication refused"; // the same whatever was wrong
 			reply(result);
-			return fail(cat("refused: ", why));
+			return fail(why);
 		}
 		if (decoder_.buffered() > 0)
 			return fail("bytes after AUTH_RESPONSE before AUTH_RESULT was read");
