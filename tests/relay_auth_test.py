@@ -241,7 +241,8 @@ class RelayAuthTest(unittest.TestCase):
                      "refused: HELLO without authentication")
         p = self.send(self.plain, "tls-to-clear", "--key", self.key, "--ca", ca)
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("TLS handshake", p.stderr)
+        self.assertIn("TLS handshake: the peer closed the connection (a relay without --tls-cert closes TLS "
+                      "connections)", p.stderr)
         self.plain.wait_log("malformed frame: bad magic")
 
     def test_replayed_swapped_and_malformed_messages_are_refused(self):
@@ -249,7 +250,13 @@ class RelayAuthTest(unittest.TestCase):
         # The relay's proof checks out against this second implementation, and HELLO follows.
         c = Conn(self.plain.port)
         self.assertTrue(c.authenticate(name, secret))
-        c.close()
+        accepted, path = c.hello("h", "proved", time.time_ns())
+        self.assertTrue(accepted, path)
+        self.assertRegex(path, r"^h/proved-\d{8}-\d{6}$")
+        # Authentication frames after HELLO end the connection.
+        c.send(frame(AUTH_REQUEST, bytes([1]) + string(name) + bytes(32)))
+        self.assertTrue(c.closed())
+        self.plain.wait_log("(h/proved-", "AUTH_REQUEST after HELLO")
         # A proof recorded on one connection, replayed on another: a fresh challenge there.
         first = Conn(self.plain.port)
         cn = secrets.token_bytes(32)
@@ -364,7 +371,8 @@ class RelayLimitsTest(unittest.TestCase):
         try:
             line = proc.stderr.readline()
             self.assertIn("listening on 0.0.0.0:", line)
-            self.assertIn("unauthenticated ones taken", proc.stderr.readline())
+            self.assertIn("live viewers on 0.0.0.0:", proc.stderr.readline())
+            self.assertIn("senders: in clear, no keys, unauthenticated ones taken", proc.stderr.readline())
         finally:
             proc.terminate()
             proc.wait(timeout=10)

@@ -131,7 +131,9 @@ std::string RelayConnection::connect(const std::string &host, uint16_t port, int
 		if (std::string why = tls::Channel::client(security.tls, fd_.get(), host, &tls_); !why.empty())
 			return fail(std::move(why));
 		if (std::string why = tls_.handshake_wait(timeout_ms); !why.empty())
-			return fail(std::move(why));
+			return fail(why == "TLS handshake: the peer closed the connection"
+			                    ? cat(why, " (a relay without --tls-cert closes TLS connections)")
+			                    : why);
 	}
 	if (security.key)
 		return authenticate(*security.key, timeout_ms);

@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +69,50 @@ int left_ms(Clock::time_point deadline)
 {
 	const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
 	return static_cast<int>(std::max<int64_t>(left, 0));
+}
+
+// OpenSSL's socket BIO writes with write(2): a peer gone would raise
+// SIGPIPE, which ends a process that does not ignore it (the relay). The
+// same BIO but for its writes, sent with MSG_NOSIGNAL.
+int write_no_sigpipe(BIO *b, const char *in, int n)
+{
+	int fd = -1;
+	BIO_get_fd(b, &fd);
+	const ssize_t sent = ::send(fd, in, static_cast<size_t>(n), MSG_NOSIGNAL);
+	BIO_clear_retry_flags(b);
+	if (sent <= 0 && BIO_sock_should_retry(static_cast<int>(sent)))
+		BIO_set_retry_write(b);
+	return static_cast<int>(sent);
+}
+
+const BIO_METHOD *socket_method()
+{
+	static BIO_METHOD *const method = [] {
+		const BIO_METHOD *sock = BIO_s_socket();
+		BIO_METHOD *m = BIO_meth_new(BIO_TYPE_SOCKET, "socket, no SIGPIPE");
+		if (m) {
+			BIO_meth_set_write(m, write_no_sigpipe);
+			BIO_meth_set_read(m, BIO_meth_get_read(sock));
+			BIO_meth_set_puts(m, BIO_meth_get_puts(sock));
+			BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock));
+			BIO_meth_set_create(m, BIO_meth_get_create(sock));
+			BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock));
+		}
+		return m;
+	}();
+	return method;
+}
+
+// ssl reads and writes fd (not closed with it): false if out of memory.
+bool attach(SSL *ssl, int fd)
+{
+	const BIO_METHOD *method = socket_method();
+	BIO *bio = method ? BIO_new(method) : nullptr;
+	if (!bio)
+		return false;
+	BIO_set_fd(bio, fd, BIO_NOCLOSE);
+	SSL_set_bio(ssl, bio, bio);
+	return true;
 }
 
 // Waits for the socket as io asks: true if ready, false when timed out.
@@ -202,7 +247,7 @@ std::string Channel::client(const Context &ctx, int fd, const std::string &host,
 	ERR_clear_error();
 	Channel c;
 	c.ssl_ = SSL_new(ctx.get());
-	if (!c.ssl_ || SSL_set_fd(c.ssl_, fd) != 1)
+	if (!c.ssl_ || !attach(c.ssl_, fd))
 		return cat("TLS: ", openssl_errors());
 	c.fd_ = fd;
 	// The certificate must name the host: an IP address as an IP address, else as a DNS name (and SNI).
@@ -225,7 +270,7 @@ std::string Channel::server(const Context &ctx, int fd, Channel *out)
 	ERR_clear_error();
 	Channel c;
 	c.ssl_ = SSL_new(ctx.get());
-	if (!c.ssl_ || SSL_set_fd(c.ssl_, fd) != 1)
+	if (!c.ssl_ || !attach(c.ssl_, fd))
 		return cat("TLS: ", openssl_errors());
 	c.fd_ = fd;
 	SSL_set_accept_state(c.ssl_);

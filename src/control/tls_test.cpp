@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -181,6 +182,21 @@ TEST_F(Tls, NonBlockingHandshakeAndBytesBothWays)
 
 	client.shutdown();
 	EXPECT_EQ(server.read(buf, sizeof buf, &got), Io::closed);
+}
+
+TEST_F(Tls, WritingToAPeerGoneRaisesNoSignal)
+{
+	Channel client, server;
+	ASSERT_EQ(Channel::client(client_ctx, client_fd, "relay.test", &client), "");
+	ASSERT_EQ(Channel::server(server_ctx, server_fd, &server), "");
+	ASSERT_EQ(handshake_both(client, server), "");
+	::close(client_fd);
+	client_fd = ::open("/dev/null", O_RDONLY); // closed again by TearDown
+	// The first write may still reach the socket's buffer; then EPIPE, not SIGPIPE.
+	Io io = Io::done;
+	for (int i = 0; i < 10 && io == Io::done; i++)
+		io = server.write("after the end", 13);
+	EXPECT_EQ(io, Io::closed);
 }
 
 TEST_F(Tls, AnIpAddressIsCheckedAsOne)

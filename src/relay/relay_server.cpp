@@ -429,6 +429,9 @@ struct RelayServer::Impl {
 		cr::Decoder::Status st;
 		while ((st = c.decoder.next(f)) == cr::Decoder::Status::frame) {
 			if (c.queue) {
+				if (cr::type_of(f) >= cr::Type::auth_request)
+					return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(f))),
+					           " after HELLO");
 				c.queue->push(std::move(f));
 				continue;
 			}
@@ -830,12 +833,6 @@ void RelayServer::run(bool handle_signals)
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
-	log(cat("senders: ", s.opt.senders.tls ? "TLS, " : "in clear, ",
-	        s.opt.senders.keys ? cat(std::to_string(s.opt.senders.keys->size()), " keys") : "no keys",
-	        s.opt.senders.allow_unauthenticated || !s.opt.senders.keys ? ", unauthenticated ones taken" : "",
-	        "; at most ", std::to_string(s.opt.senders.max_sessions_per_sender), " sessions open and ",
-	        std::to_string(s.opt.senders.max_dirs_per_sender), " directories made per ",
-	        std::to_string(s.opt.senders.dir_window.count()), " s per sender"));
 	log(cat("live viewers on ", s.opt.live_listen, ":", std::to_string(live_port_),
 	        " (plain lttng-live: the sessions marked public)"));
 	if (s.viewer_listener.fd)
@@ -844,6 +841,12 @@ void RelayServer::run(bool handle_signals)
 		        ", the senders' keys: each sees its key's sessions)"));
 	else
 		log("no authenticated viewer port (it takes the senders' keys: --auth-keys)");
+	log(cat("senders: ", s.opt.senders.tls ? "TLS, " : "in clear, ",
+	        s.opt.senders.keys ? cat(std::to_string(s.opt.senders.keys->size()), " keys") : "no keys",
+	        s.opt.senders.allow_unauthenticated || !s.opt.senders.keys ? ", unauthenticated ones taken" : "",
+	        "; at most ", std::to_string(s.opt.senders.max_sessions_per_sender), " sessions open and ",
+	        std::to_string(s.opt.senders.max_dirs_per_sender), " directories made per ",
+	        std::to_string(s.opt.senders.dir_window.count()), " s per sender"));
 	epoll_event events[64];
 	for (;;) {
 		const int n = ::epoll_wait(s.epoll_fd.get(), events, 64, s.wait_ms());
