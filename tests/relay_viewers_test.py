@@ -57,7 +57,7 @@ class RelayViewersTest(RelaydTestCase):
         cls.bob_nobody = cls.write_key("bob-nobody.key", f"bob {bob}", nobody if os.geteuid() == 0 else None)
         cls.wrong_nobody = cls.write_key("wrong-nobody.key", f"alice {secrets.token_hex(32)}",
                                          nobody if os.geteuid() == 0 else None)
-        cls.relay_args = ["--viewer-port", "0", "--auth-keys", cls.keys, "--tls-cert", cls.cert, "--tls-key", key]
+        cls.relay_args = ["--auth-keys", cls.keys, "--tls-cert", cls.cert, "--tls-key", key]
 
     @classmethod
     def setUpClass(cls):

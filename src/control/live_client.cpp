@@ -26,7 +26,7 @@ const char *status_name(AttachStatus s)
 	case AttachStatus::ok:
 		return "OK";
 	case AttachStatus::already:
-		return "another viewer is attached to it";
+		return "it has as many viewers as the relay takes for one session";
 	case AttachStatus::unknown:
 		return "the relay does not know that session (any more)";
 	case AttachStatus::not_live:

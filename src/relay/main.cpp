@@ -10,7 +10,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -98,9 +97,6 @@ int main(int argc, char **argv)
 	opt.output = real;
 	std::free(real);
 
-	// TLS writes go through OpenSSL's write(2), which raises SIGPIPE on a peer
-	// gone mid-write: that peer's connection closes, not the relay.
-	::signal(SIGPIPE, SIG_IGN);
 	// A session may hold many stream files open: the soft limit up to the hard one.
 	rlimit rl{};
 	if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
