@@ -371,7 +371,9 @@ class RelayLimitsTest(unittest.TestCase):
         try:
             line = proc.stderr.readline()
             self.assertIn("listening on 0.0.0.0:", line)
-            self.assertIn("live viewers on 0.0.0.0:", proc.stderr.readline())
+            # The plain lttng-live port stays on loopback (--live-listen); no keys, no authenticated viewer port.
+            self.assertIn("live viewers on 127.0.0.1:", proc.stderr.readline())
+            self.assertIn("no authenticated viewer port", proc.stderr.readline())
             self.assertIn("senders: in clear, no keys, unauthenticated ones taken", proc.stderr.readline())
         finally:
             proc.terminate()

@@ -265,6 +265,7 @@ class RelayDaemonTest(DaemonTestCase):
                 (["--local-copy"], "--local-copy keeps a copy of what --set-url sends"),
                 (["--set-url", self.url, "--output", self.out("x")], "--output names the local copy"),
                 (["--live=5us"], "bad --live period '5us'"),
+                (["--set-url", self.url, "--public-live"], "--public-live marks a live session"),
                 (["--set-url", self.url, "--snapshot"], "--set-url does not take --snapshot")):
             with self.subTest(args=args):
                 r = self.d.tracery("create", "bad", *args, check=False)
@@ -276,6 +277,7 @@ class RelayDaemonTest(DaemonTestCase):
         self.d.start_daemon()
         out = self.d.tracery("create", "live", "--live=200ms", "--set-url", self.url).stdout
         self.assertIn("live every 200 ms", out)
+        self.assertNotIn("public", out)
         self.d.tracery("enable-event", "-u", "emit:*", "-s", "live")
         self.d.tracery("start", "live")
         emitter = self.d.spawn([program("tests", "daemon-emitter"), "hold", "100"], stdin=subprocess.DEVNULL)

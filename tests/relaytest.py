@@ -18,11 +18,12 @@ from tracetest import program
 
 
 def start_relayd(output, log_path, port=0, args=()):
-    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT (port 0: one the system picks) and args, its
+    """Starts tracery-relayd --port PORT --live-port 0 --viewer-port 0 --output OUTPUT (port 0: one the system picks;
+    the authenticated viewer port is opened with --auth-keys only) and args, its
     stderr to log_path; returns (its process, the sender port, the live viewers' port, the open log file)."""
     log = open(log_path, "w+")
     proc = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", str(port), "--live-port", "0",
-                             "--output", output, *args], stderr=log)
+                             "--viewer-port", "0", "--output", output, *args], stderr=log)
     deadline = time.time() + 10
     while time.time() < deadline:
         with open(log_path) as f:

@@ -175,6 +175,10 @@ int verb_create(const Args &a)
 		req.live_period_ns = parse_period(a.live.empty() ? "1s" : a.live);
 		if (url.empty())
 			url = "net://localhost";
+		if (a.public_live)
+			req.public_live = true;
+	} else if (a.public_live) {
+		throw CliError("--public-live marks a live session: add --live[=PERIOD], or drop --public-live");
 	}
 	if (a.local_copy && url.empty())
 		throw CliError(
@@ -205,7 +209,8 @@ int verb_create(const Args &a)
 		where = cat("the relay at ", r.relay->url, " (its ", r.relay->path, ")",
 		            where.empty() ? "" : " and to ", where);
 		if (const uint64_t p = r.relay->live_period_ns)
-			where += cat(", live every ", std::to_string(p / 1000000), " ms");
+			where += cat(", live every ", std::to_string(p / 1000000), " ms",
+			             a.public_live ? ", public (the relay's plain lttng-live port serves it)" : "");
 	}
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
 	       where.c_str());
@@ -662,10 +667,10 @@ int verb_view(const Args &a)
 	if (!a.live_url.empty()) {
 		if (!a.targets.empty() || !a.begin.empty() || !a.end.empty())
 			throw CliError("--live reads a relay's live session: give it no TARGET, --begin or --end");
-		return view_live(a.live_url, a.from_now, options);
+		return view_live(a, options);
 	}
-	if (a.from_now)
-		throw CliError("--from-now goes with --live");
+	if (a.from_now || !a.view_key.empty() || !a.view_ca.empty())
+		throw CliError("--from-now, --relay-key and --relay-ca go with --live");
 	const TraceInputs traces = trace_inputs(a);
 	fflush(stdout);
 	// A reader that goes away (`tracery view | head`) ends the output

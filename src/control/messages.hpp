@@ -174,6 +174,7 @@ struct Create {
 	std::optional<std::string> url;         // --set-url
 	std::optional<bool> local_copy;         // with url
 	std::optional<uint64_t> live_period_ns; // --live
+	std::optional<bool> public_live;        // --public-live (with --live)
 	// --relay-key: the key's name and secret (hex), read by the command from
 	// the user's file (the daemon opens no file for a client); --relay-ca:
 	// the PEM text of the CAs that sign the relay's certificate (TLS).
@@ -185,6 +186,7 @@ struct Create {
 		optional_field("url", &Create::url),
 		optional_field("local_copy", &Create::local_copy),
 		optional_field("live_period_ns", &Create::live_period_ns),
+		optional_field("public_live", &Create::public_live),
 		optional_field("relay_key_name", &Create::relay_key_name),
 		optional_field("relay_key_secret", &Create::relay_key_secret),
 		optional_field("relay_ca_pem", &Create::relay_ca_pem),

@@ -35,6 +35,7 @@ Create full()
 	        "net://h",
 	        true,
 	        1000000000,
+	        true,
 	        "host-1",
 	        std::string(64, 'a'),
 	        "-----BEGIN CERTIFICATE-----"};

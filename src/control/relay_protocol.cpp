@@ -163,6 +163,8 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.put(m.live_period_ns);
 				w.str(m.hostname);
 				w.str(m.session);
+				if (m.minor >= 1)
+					w.put(m.flags);
 			} else if constexpr (std::is_same_v<M, HelloReply>) {
 				w.put(static_cast<uint8_t>(m.accepted ? 0 : 1));
 				w.str(m.text);
@@ -263,8 +265,13 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 		m.live_period_ns = r.get<uint64_t>();
 		m.hostname = r.str();
 		m.session = r.str();
+		if (m.minor >= 1)
+			m.flags = r.get<uint32_t>();
 		if (!(why = leftover()).empty())
 			return why;
+		if (m.flags & ~kHelloKnownFlags)
+			return cat("HELLO: flags ", std::to_string(m.flags),
+			           " has bits this relay does not know (only 1, public live)");
 		if (!valid_name(m.hostname))
 			return "HELLO: the hostname is not a valid name";
 		if (!valid_name(m.session))

@@ -20,7 +20,7 @@ namespace tracery::control::relay {
 
 inline constexpr uint32_t kMagic = 0x594C5254; // the bytes "TRLY" (little-endian)
 inline constexpr uint16_t kVersion = 1;
-inline constexpr uint16_t kMajor = 1, kMinor = 0; // of HELLO
+inline constexpr uint16_t kMajor = 1, kMinor = 1; // of HELLO (minor 0: without its flags)
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxBody = 16u * 1024 * 1024 + 4096;
 inline constexpr uint16_t kDefaultPort = 5342;
@@ -51,11 +51,15 @@ enum class Type : uint16_t {
 };
 inline constexpr uint16_t kLastType = 16;
 
+// HELLO's flags (minor 1 and later; a minor 0 HELLO has none).
+inline constexpr uint32_t kHelloPublicLive = 1; // a live session served on the relay's plain lttng-live port too
+inline constexpr uint32_t kHelloKnownFlags = kHelloPublicLive;
 struct Hello {
 	uint16_t major = kMajor, minor = kMinor;
 	uint64_t creation_time_ns = 0; // since the Unix epoch
 	uint64_t live_period_ns = 0;   // 0: not live
 	std::string hostname, session;
+	uint32_t flags = 0; // kHello*; sent from minor 1 on
 	bool operator==(const Hello &) const = default;
 };
 struct HelloReply {

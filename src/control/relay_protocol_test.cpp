@@ -37,6 +37,13 @@ std::vector<Frame> every_message()
 	              .live_period_ns = 1000000000,
 	              .hostname = "host-1",
 	              .session = "my_session"},
+	        Hello{.major = 1,
+	              .minor = 1,
+	              .creation_time_ns = 1,
+	              .live_period_ns = 500000000,
+	              .hostname = "h",
+	              .session = "public",
+	              .flags = kHelloPublicLive},
 	        HelloReply{.accepted = true, .text = "host-1/my_session-20251124-160000"},
 	        HelloReply{.accepted = false, .text = "too many sessions"},
 	        Trace{.id = 1, .path = "ust/uid/1000/64-bit"},
@@ -105,7 +112,7 @@ TEST(RelayProtocol, HeaderBytes)
 TEST(RelayProtocol, PacketBodyLayout)
 {
 	const auto frames = every_message();
-	const auto b = encode(frames[6]);
+	const auto b = encode(frames[7]);
 	ASSERT_EQ(b.size(), kHeaderSize + kPacketFixed + 8);
 	// stream id, then packet size 64 bits, content size 40 bits
 	EXPECT_EQ(b[12], 7);
@@ -117,7 +124,7 @@ TEST(RelayProtocol, PacketBodyLayout)
 
 TEST(RelayProtocol, PacketHeadThenBytesIsThePacketFrame)
 {
-	const auto p = std::get<Packet>(every_message()[6]);
+	const auto p = std::get<Packet>(every_message()[7]);
 	std::vector<uint8_t> b;
 	append_packet_head(b, p.stream_id, p.index, p.bytes.size());
 	EXPECT_EQ(b.size(), kHeaderSize + kPacketFixed);
@@ -203,6 +210,29 @@ TEST(RelayProtocol, BodyLengths)
 	          "NOTICE: text longer than 4096 bytes");
 }
 
+TEST(RelayProtocol, HelloFlagsFromMinorOne)
+{
+	// Minor 0: the body ends with the session name; minor 1 appends the flags.
+	Hello h{.minor = 0, .creation_time_ns = 1, .live_period_ns = 2, .hostname = "h", .session = "s"};
+	const auto old = encode(h);
+	EXPECT_EQ(old.size(), kHeaderSize + 2 + 2 + 8 + 8 + 3 + 3);
+	h.minor = 1;
+	h.flags = kHelloPublicLive;
+	auto b = encode(h);
+	ASSERT_EQ(b.size(), old.size() + 4);
+	EXPECT_EQ(b[old.size()], 1);
+	EXPECT_EQ(b[old.size() + 1] | b[old.size() + 2] | b[old.size() + 3], 0);
+	// A minor 1 HELLO without its flags, and flags this relay does not know.
+	auto cut = old;
+	cut[kHeaderSize + 2] = 1;
+	EXPECT_EQ(error_of(cut), "HELLO: body too short for its fields");
+	b[old.size()] = 3;
+	EXPECT_EQ(error_of(b), "HELLO: flags 3 has bits this relay does not know (only 1, public live)");
+	b[old.size()] = 0;
+	b[old.size() + 3] = 0x80;
+	EXPECT_EQ(error_of(b), "HELLO: flags 2147483648 has bits this relay does not know (only 1, public live)");
+}
+
 TEST(RelayProtocol, AuthFrames)
 {
 	// The exact bytes of AUTH_REQUEST: method, the key name as a string, the nonce.
@@ -265,7 +295,7 @@ TEST(RelayProtocol, NamesAndPaths)
 
 TEST(RelayProtocol, PacketSizes)
 {
-	auto p = std::get<Packet>(every_message()[6]);
+	auto p = std::get<Packet>(every_message()[7]);
 	p.index.packet_size_bits = 63;
 	EXPECT_EQ(frame_error(p), "PACKET: packet size 63 bits is not a positive whole number of bytes");
 	p.index.packet_size_bits = 0;

@@ -114,6 +114,7 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
                                 Lock &lock)
 {
 	const std::optional<uint64_t> live_period_ns = req.live_period_ns;
+	const bool public_live = req.public_live.value_or(false);
 	std::string why;
 	const auto u = control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why);
 	if (!u)
@@ -126,6 +127,8 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 			throw CommandError("bad --live period '" + std::to_string(*live_period_ns) +
 			                   "': give 10ms to 1h (e.g. --live=500ms; without a value, 1s)");
 		relay.live_period_ns = *live_period_ns;
+	} else if (public_live) {
+		throw CommandError("--public-live marks a live session: add --live[=PERIOD]");
 	}
 	consumer::RelayLinkConfig c;
 	c.host = u->host;
@@ -136,6 +139,7 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 								 std::chrono::system_clock::now().time_since_epoch())
 	                                                         .count());
 	c.hello.live_period_ns = relay.live_period_ns;
+	c.hello.flags = public_live ? control::relay::kHelloPublicLive : 0;
 	c.queue_bytes = kRelayQueueBytes;
 	c.security = std::move(security);
 	c.log = [session](const std::string &line) {

@@ -1,8 +1,9 @@
 // relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
-// serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
-//   tracery-relayd [--listen ADDR] [--port P] [--live-port P] [--output DIR] [--daemonize]
-//                  [--memory-budget SIZE] [--frame-timeout SECONDS]
+// serves the live ones to lttng-live viewers: babeltrace2 net:// on --live-port
+// (the sessions marked public), tracery view --live on --viewer-port (authenticated).
+//   tracery-relayd [--listen ADDR] [--port P] [--live-listen ADDR] [--live-port P] [--viewer-port P]
+//                  [--output DIR] [--daemonize] [--memory-budget SIZE] [--frame-timeout SECONDS]
 //                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
 //                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
 #include "base/sizes.hpp"
@@ -30,7 +31,18 @@ int main(int argc, char **argv)
 	bool daemonize = false;
 	app.add_option("--listen", opt.listen, "address to listen on (IPv4 or IPv6)")->capture_default_str();
 	app.add_option("--port", opt.port, "port senders connect to (0: any free one, logged)")->capture_default_str();
-	app.add_option("--live-port", opt.live_port, "port live viewers connect to (0: any free one, logged)")
+	app.add_option("--live-port", opt.live_port,
+	               "plain lttng-live port (babeltrace2 net://; 0: any free one, logged): serves only the "
+	               "sessions their senders marked public (tracery create --public-live)")
+		->capture_default_str();
+	app.add_option("--viewer-port", opt.viewer_port,
+	               "authenticated viewer port (tracery view --live --key FILE; 0: any free one, logged), on "
+	               "--listen, with --auth-keys only: each viewer sees the live sessions sent with its key's name, "
+	               "through TLS when --tls-cert is given")
+		->capture_default_str();
+	app.add_option("--live-listen", opt.live_listen,
+	               "address of the plain lttng-live port, which has no authentication: beyond loopback, "
+	               "whoever reaches it reads the public sessions")
 		->capture_default_str();
 	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
 	std::string budget = "512M";

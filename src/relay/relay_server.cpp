@@ -20,6 +20,7 @@
 #include "relay/memory_budget.hpp"
 #include "relay/sender_gate.hpp"
 #include "relay/session_writer.hpp"
+#include "relay/viewer_gate.hpp"
 #include "relay/write_queue.hpp"
 
 #include <arpa/inet.h>
@@ -56,7 +57,8 @@ constexpr size_t kSlice = 256 * 1024; // bytes read at once
 constexpr int kSlicesPerWakeup = 8;   // then the other connections' turn
 constexpr size_t kViewerInput = 4096; // bytes of requests buffered per viewer
 // epoll tags: the fixed ones, then kFirstTag + 4 * id + kind.
-constexpr uint64_t kListenTag = 1, kStopTag = 2, kSignalTag = 3, kLiveListenTag = 4, kFirstTag = 16;
+constexpr uint64_t kListenTag = 1, kStopTag = 2, kSignalTag = 3, kLiveListenTag = 4, kViewerListenTag = 5,
+		   kFirstTag = 16;
 enum Kind : uint64_t { sender = 0, writer = 1, viewer = 2 };
 
 using Clock = std::chrono::steady_clock;
@@ -97,19 +99,23 @@ struct Draining {
 	std::string who, relative_dir; // for the log
 };
 
+// A viewer of either port: on the authenticated one, its gate until it is
+// admitted, then its transport (TLS or not).
 struct Viewer {
 	base::Fd fd;
-	LiveViewer state;
+	std::string peer;
+	std::unique_ptr<ViewerGate> gate;  // the authenticated port's
+	std::unique_ptr<LiveViewer> state; // once admitted (at once on the plain port)
 	std::vector<uint8_t> in, out;
 	size_t out_at = 0;
 	LiveViewer::FileRange file;
+	std::vector<uint8_t> chunk; // TLS: file bytes read, not yet taken by TLS
+	size_t chunk_at = 0;
 	std::string closing; // why it closes once its reply is sent
 	Clock::time_point opened = Clock::now();
 	Clock::time_point active = opened; // the last bytes read from it or sent to it
-	Viewer(base::Fd f, LiveRegistry &registry, std::string peer)
-		: fd(std::move(f)), state(registry, std::move(peer))
-	{
-	}
+	Viewer(base::Fd f, std::string p) : fd(std::move(f)), peer(std::move(p)) {}
+	bool tls() const { return gate && gate->tls(); }
 };
 
 std::string peer_name(const sockaddr_storage &ss)
@@ -183,9 +189,9 @@ struct RelayServer::Impl {
 	ServerOptions opt;
 	// Before the connections and queues that charge it: it outlives them.
 	std::unique_ptr<MemoryBudget> budget;
-	std::deque<uint64_t> memory_turns; // senders waiting for memory to read, first come first
-	Clock::time_point memory_said{};   // the last "memory budget reached" line
-	Listener listener, live_listener;  // senders', viewers'
+	std::deque<uint64_t> memory_turns;                 // senders waiting for memory to read, first come first
+	Clock::time_point memory_said{};                   // the last "memory budget reached" line
+	Listener listener, live_listener, viewer_listener; // senders', plain viewers', authenticated viewers'
 	base::Fd epoll_fd, stop_fd, signal_fd;
 	std::map<uint64_t, std::unique_ptr<Connection>> conns; // by id
 	std::map<uint64_t, std::unique_ptr<Viewer>> viewers;   // by id
@@ -254,7 +260,7 @@ struct RelayServer::Impl {
 	void resume_listeners()
 	{
 		const auto now = Clock::now();
-		for (Listener *l : {&listener, &live_listener})
+		for (Listener *l : {&listener, &live_listener, &viewer_listener})
 			if (l->paused && now >= l->resume) {
 				l->paused = !watch(EPOLL_CTL_ADD, l->fd.get(), EPOLLIN, l->tag);
 				l->resume = now + kAcceptPause; // when epoll_ctl failed
@@ -266,7 +272,7 @@ struct RelayServer::Impl {
 	{
 		auto ms = std::chrono::milliseconds(1000);
 		const auto now = Clock::now();
-		for (const Listener *l : {&listener, &live_listener})
+		for (const Listener *l : {&listener, &live_listener, &viewer_listener})
 			if (l->paused)
 				ms = std::min(ms, std::chrono::ceil<std::chrono::milliseconds>(l->resume - now));
 		return static_cast<int>(std::max<int64_t>(ms.count(), 0));
@@ -295,14 +301,17 @@ struct RelayServer::Impl {
 		}
 	}
 
-	void accept_viewers()
+	// Viewers of the plain port (l: live_listener) or of the authenticated one
+	// (viewer_listener), which pass a gate first; at most opt.max_viewers of both.
+	void accept_viewers(Listener &l)
 	{
+		const bool plain = &l == &live_listener;
 		for (int n = 0; n < 64; n++) {
 			std::string peer;
-			base::Fd fd = accept_one(live_listener, &peer);
+			base::Fd fd = accept_one(l, &peer);
 			if (!fd)
 				return;
-			peer = cat("viewer ", peer);
+			peer = cat(plain ? "viewer " : "authenticated viewer ", peer);
 			if (viewers.size() >= opt.max_viewers) {
 				say(cat(peer, ": refused, already ", std::to_string(viewers.size()), " viewers"));
 				continue;
@@ -312,7 +321,12 @@ struct RelayServer::Impl {
 				say(cat(peer, ": epoll: ", std::strerror(errno)));
 				continue;
 			}
-			viewers.emplace(id, std::make_unique<Viewer>(std::move(fd), registry, peer));
+			auto v = std::make_unique<Viewer>(std::move(fd), peer);
+			if (plain)
+				v->state = std::make_unique<LiveViewer>(registry, peer, ViewerAccess{});
+			else
+				v->gate = std::make_unique<ViewerGate>(opt.senders.keys, opt.senders.tls, v->fd.get());
+			viewers.emplace(id, std::move(v));
 		}
 	}
 
@@ -457,6 +471,8 @@ struct RelayServer::Impl {
 			c.live->name = h.session;
 			c.live->dir = cat(opt.output, "/", c.relative_dir);
 			c.live->live_period_ns = h.live_period_ns;
+			c.live->public_live = (h.flags & cr::kHelloPublicLive) != 0;
+			c.live->identity = c.gate.key_name();
 			registry.sessions.emplace(c.live->id, c.live);
 		}
 		return {};
@@ -679,28 +695,30 @@ struct RelayServer::Impl {
 		if (it == viewers.end())
 			return;
 		if (!line.empty())
-			say(cat(it->second->state.peer(), ": ", line));
+			say(cat(it->second->peer, ": ", line));
 		::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, it->second->fd.get(), nullptr);
 		viewers.erase(it);
 	}
 
-	// Sends what the viewer's reply still holds: true when all is sent.
-	bool flush(uint64_t id, Viewer &v)
+	// Why a viewer's send or recv failed (errno): TLS's reason when it was TLS.
+	static std::string viewer_error(const Viewer &v, const char *what)
 	{
-		while (v.out_at < v.out.size()) {
-			const ssize_t n =
-				::send(v.fd.get(), v.out.data() + v.out_at, v.out.size() - v.out_at, MSG_NOSIGNAL);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno != EAGAIN && errno != EWOULDBLOCK)
-					close_viewer(id, cat("send: ", std::strerror(errno)));
-				return false;
-			}
-			v.out_at += static_cast<size_t>(n);
-			v.active = Clock::now();
-		}
-		while (v.file.size > 0) {
+		return errno == EPROTO && v.gate ? v.gate->why() : cat(what, ": ", std::strerror(errno));
+	}
+
+	// Bytes to the viewer, through its gate when it has one (TLS: at most a
+	// record at a time, the same bytes again after EAGAIN).
+	static ssize_t viewer_send(Viewer &v, const uint8_t *p, size_t n)
+	{
+		return v.gate ? v.gate->send(p, n) : ::send(v.fd.get(), p, n, MSG_NOSIGNAL);
+	}
+
+	// The file bytes of a reply, sent as the viewer's socket takes them: true
+	// when all are. In clear, sendfile; through TLS, a record's worth read
+	// (page-cached bytes) and written at a time.
+	bool flush_file(uint64_t id, Viewer &v)
+	{
+		while (!v.tls() && v.file.size > 0) {
 			off_t off = static_cast<off_t>(v.file.offset);
 			const ssize_t n = ::sendfile(v.fd.get(), v.file.fd, &off, v.file.size);
 			if (n < 0) {
@@ -718,31 +736,108 @@ struct RelayServer::Impl {
 			v.file.size -= static_cast<uint64_t>(n);
 			v.active = Clock::now();
 		}
+		while (v.tls() && (v.file.size > 0 || v.chunk_at < v.chunk.size())) {
+			if (v.chunk_at == v.chunk.size()) {
+				v.chunk.resize(std::min<uint64_t>(v.file.size, control::tls::kMaxRecord));
+				const ssize_t n = ::pread(v.file.fd, v.chunk.data(), v.chunk.size(),
+				                          static_cast<off_t>(v.file.offset));
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0) {
+					close_viewer(id, n < 0 ? cat("read: ", std::strerror(errno))
+					                       : "a file is shorter than its index says");
+					return false;
+				}
+				v.chunk.resize(static_cast<size_t>(n));
+				v.chunk_at = 0;
+				v.file.offset += static_cast<uint64_t>(n);
+				v.file.size -= static_cast<uint64_t>(n);
+			}
+			const ssize_t n = viewer_send(v, v.chunk.data() + v.chunk_at, v.chunk.size() - v.chunk_at);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					close_viewer(id, viewer_error(v, "send"));
+				return false;
+			}
+			v.chunk_at += static_cast<size_t>(n);
+			v.active = Clock::now();
+		}
+		v.chunk.clear();
+		v.chunk_at = 0;
+		return true;
+	}
+
+	// Sends what the viewer's reply still holds: true when all is sent.
+	bool flush(uint64_t id, Viewer &v)
+	{
+		while (v.out_at < v.out.size()) {
+			const ssize_t n = viewer_send(v, v.out.data() + v.out_at, v.out.size() - v.out_at);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					close_viewer(id, viewer_error(v, "send"));
+				return false;
+			}
+			v.out_at += static_cast<size_t>(n);
+			v.active = Clock::now();
+		}
+		if (!flush_file(id, v))
+			return false;
 		v.out.clear();
 		v.out_at = 0;
+		return true;
+	}
+
+	// A viewer of the authenticated port at its gate: true once admitted
+	// (its LiveViewer made, seeing the sessions of its key name).
+	bool admit(uint64_t id, Viewer &v)
+	{
+		if (v.state)
+			return true;
+		switch (v.gate->advance()) {
+		case ViewerGate::Step::waiting:
+			return false;
+		case ViewerGate::Step::closed:
+			close_viewer(id, v.gate->why());
+			return false;
+		case ViewerGate::Step::admitted:
+			break;
+		}
+		v.active = Clock::now();
+		say(cat(v.peer, ": authenticated as key ", v.gate->identity(), v.gate->over()));
+		v.state = std::make_unique<LiveViewer>(registry, v.peer,
+		                                       ViewerAccess{.plain = false, .identity = v.gate->identity()});
 		return true;
 	}
 
 	void serve_viewer(uint64_t id)
 	{
 		Viewer &v = *viewers.at(id);
+		if (!admit(id, v))
+			return; // at its gate still, or closed
 		if (!flush(id, v))
 			return; // still sending (EPOLLOUT), or closed
 		if (!v.closing.empty())
 			return close_viewer(id, v.closing);
 		// Reads only what fits the request buffer; a viewer that sends more
-		// than it reads replies to waits in its own socket.
+		// than it reads replies to waits in its own socket. Through TLS, room
+		// for a whole record, so that nothing decrypted waits unseen by epoll.
 		if (v.in.size() < kViewerInput) {
 			const size_t at = v.in.size();
-			v.in.resize(kViewerInput);
-			const ssize_t got = ::recv(v.fd.get(), v.in.data() + at, kViewerInput - at, 0);
+			const size_t room = v.tls() ? control::tls::kMaxRecord : kViewerInput - at;
+			v.in.resize(at + room);
+			const ssize_t got = v.gate ? v.gate->recv(v.in.data() + at, room)
+			                           : ::recv(v.fd.get(), v.in.data() + at, room, 0);
 			v.in.resize(at + static_cast<size_t>(std::max<ssize_t>(got, 0)));
 			if (got == 0)
 				return close_viewer(id, "");
 			if (got > 0)
 				v.active = Clock::now();
 			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				return close_viewer(id, cat("recv: ", std::strerror(errno)));
+				return close_viewer(id, viewer_error(v, "recv"));
 		}
 		for (;;) {
 			live::Request req;
@@ -755,12 +850,14 @@ struct RelayServer::Impl {
 				return close_viewer(id, cat("malformed request: ", why));
 			v.in.erase(v.in.begin(), v.in.begin() + static_cast<ptrdiff_t>(used));
 			v.file = {};
-			v.closing = v.state.handle(req, v.out, &v.file);
+			v.closing = v.state->handle(req, v.out, &v.file);
 			if (req.cmd == live::Command::attach_session && v.closing.empty()) {
 				const LiveSession &ls = *registry.sessions.at(req.id);
-				say(cat(v.state.peer(), ": attached to ", ls.hostname, "/", ls.name, " (session ",
+				say(cat(v.peer, ": attached to ", ls.hostname, "/", ls.name, " (session ",
 				        std::to_string(req.id), ") ",
-				        req.seek == live::kSeekLast ? "from its last packet" : "from its beginning"));
+				        req.seek == live::kSeekLast ? "from its last packet" : "from its beginning",
+				        ", ", std::to_string(ls.viewers), " of ",
+				        std::to_string(registry.max_viewers_per_session), " viewers"));
 			}
 			if (!flush(id, v)) {
 				if (viewers.count(id))
@@ -798,9 +895,11 @@ struct RelayServer::Impl {
 			close_conn(id, why);
 		std::vector<std::pair<uint64_t, std::string>> silent;
 		for (const auto &[id, v] : viewers)
-			if (!v->state.connected() && now - v->opened > hello_timeout)
+			if (!v->state && now - v->opened > hello_timeout)
+				silent.emplace_back(id, "not authenticated in time");
+			else if (v->state && !v->state->connected() && now - v->opened > hello_timeout)
 				silent.emplace_back(id, "no CONNECT in time");
-			else if (v->state.connected() &&
+			else if (v->state && v->state->connected() &&
 			         now - v->active > std::chrono::milliseconds(opt.viewer_idle_timeout_ms))
 				silent.emplace_back(id, cat("nothing sent or read for ",
 				                            std::to_string(opt.viewer_idle_timeout_ms), " ms"));
@@ -865,8 +964,13 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 		throw std::runtime_error(why);
 	log = [](const std::string &line) { std::fprintf(stderr, "tracery-relayd: %s\n", line.c_str()); };
 	impl_->listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.port, &port_), .tag = kListenTag};
-	impl_->live_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.live_port, &live_port_),
+	impl_->registry.max_viewers_per_session = impl_->opt.max_viewers_per_session;
+	impl_->live_listener = {.fd = listen_on(impl_->opt.live_listen, impl_->opt.live_port, &live_port_),
 	                        .tag = kLiveListenTag};
+	// The authenticated viewer port: with the senders' keys only.
+	if (impl_->opt.senders.keys)
+		impl_->viewer_listener = {.fd = listen_on(impl_->opt.listen, impl_->opt.viewer_port, &viewer_port_),
+		                          .tag = kViewerListenTag};
 	impl_->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
 	impl_->stop_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (!impl_->epoll_fd || !impl_->stop_fd)
@@ -876,6 +980,9 @@ RelayServer::RelayServer(ServerOptions options) : impl_(new Impl)
 	      std::pair{impl_->stop_fd.get(), kStopTag}})
 		if (!impl_->watch(EPOLL_CTL_ADD, fd, EPOLLIN, tag))
 			throw std::runtime_error(cat("epoll_ctl: ", std::strerror(errno)));
+	if (impl_->viewer_listener.fd &&
+	    !impl_->watch(EPOLL_CTL_ADD, impl_->viewer_listener.fd.get(), EPOLLIN, kViewerListenTag))
+		throw std::runtime_error(cat("epoll_ctl: ", std::strerror(errno)));
 	guard.release();
 }
 
@@ -901,7 +1008,14 @@ void RelayServer::run(bool handle_signals)
 			throw std::runtime_error(cat("signalfd: ", std::strerror(errno)));
 	}
 	log(cat("listening on ", s.opt.listen, ":", std::to_string(port_), ", writing under ", s.opt.output));
-	log(cat("live viewers on ", s.opt.listen, ":", std::to_string(live_port_)));
+	log(cat("live viewers on ", s.opt.live_listen, ":", std::to_string(live_port_),
+	        " (plain lttng-live: the sessions marked public)"));
+	if (s.viewer_listener.fd)
+		log(cat("authenticated viewers on ", s.opt.listen, ":", std::to_string(viewer_port_),
+		        s.opt.senders.tls ? " (TLS" : " (in clear",
+		        ", the senders' keys: each sees its key's sessions)"));
+	else
+		log("no authenticated viewer port (it takes the senders' keys: --auth-keys)");
 	log(cat("senders: ", s.opt.senders.tls ? "TLS, " : "in clear, ",
 	        s.opt.senders.keys ? cat(std::to_string(s.opt.senders.keys->size()), " keys") : "no keys",
 	        s.opt.senders.allow_unauthenticated || !s.opt.senders.keys ? ", unauthenticated ones taken" : "",
@@ -934,7 +1048,9 @@ void RelayServer::run(bool handle_signals)
 			if (tag == kListenTag)
 				s.accept_senders();
 			else if (tag == kLiveListenTag)
-				s.accept_viewers();
+				s.accept_viewers(s.live_listener);
+			else if (tag == kViewerListenTag)
+				s.accept_viewers(s.viewer_listener);
 			else if (tag >= kFirstTag)
 				s.dispatch(tag);
 		}

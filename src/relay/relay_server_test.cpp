@@ -11,9 +11,13 @@
 // viewer silent after CONNECT is closed after viewer_idle_timeout_ms;
 // accepted sockets have TCP keepalive. A disk that refuses writes holds its
 // sender (NOTICE write_failed) until it takes them again (write_resumed).
+// The authenticated viewer port, in clear: a viewer's key shows the live
+// sessions sent with that key's name only; a wrong secret and a plain
+// lttng-live client are refused.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
+#include "control/live_client.hpp"
 #include "control/live_protocol.hpp"
 #include "control/relay_connection.hpp"
 #include "relay/test_soft_limit.hpp"
@@ -55,6 +59,7 @@ struct Server {
 		o.listen = "127.0.0.1";
 		o.port = 0;
 		o.live_port = 0;
+		o.viewer_port = 0;
 		o.output = tmp.path();
 		server = std::make_unique<RelayServer>(o);
 		server->log = [this](const std::string &l) {
@@ -518,6 +523,48 @@ TEST(RelayServer, AcceptedSocketsHaveKeepalive)
 		EXPECT_EQ(timer, "02") << port;
 		::close(fd);
 	}
+}
+
+TEST(RelayServer, ViewerPortShowsTheSessionsOfTheViewersKey)
+{
+	namespace auth = control::auth;
+	const auto key = [](const std::string &name, uint8_t fill) {
+		return auth::Key{.name = name, .secret = auth::Secret(std::vector<uint8_t>(32, fill))};
+	};
+	auto keys = std::make_shared<auth::Keyring>();
+	ASSERT_EQ(keys->add(key("alice", 1)), "");
+	ASSERT_EQ(keys->add(key("bob", 2)), "");
+	ServerOptions o;
+	o.senders.keys = keys;
+	Server s(o);
+	ASSERT_NE(s.server->viewer_port(), 0);
+	cr::RelayConnection alice;
+	ASSERT_EQ(alice.connect("127.0.0.1", s.server->port(), 5000, {.key = key("alice", 1), .tls = {}}), "");
+	ASSERT_EQ(alice.hello({.creation_time_ns = 1, .live_period_ns = 1000000, .hostname = "h", .session = "mine"}),
+	          "");
+	const auto listed = [&](const auth::Key &k) {
+		live::LiveClient c;
+		c.connect("127.0.0.1", s.server->viewer_port(), 5000, {.key = k, .tls = {}});
+		std::vector<std::string> names;
+		for (const live::SessionEntry &e : c.list_sessions())
+			names.push_back(e.hostname + "/" + e.name);
+		return names;
+	};
+	EXPECT_EQ(listed(key("alice", 1)), std::vector<std::string>{"h/mine"});
+	EXPECT_EQ(listed(key("bob", 2)), std::vector<std::string>{});
+	try {
+		listed(key("alice", 3));
+		ADD_FAILURE() << "a wrong secret was taken";
+	} catch (const live::LiveError &e) {
+		EXPECT_NE(std::string(e.what()).find("did not authenticate the key alice: "), std::string::npos)
+			<< e.what();
+	}
+	EXPECT_EQ(s.count("authentication refused: a wrong proof for the key alice"), 1u);
+	// A plain lttng-live viewer (babeltrace2's first bytes): closed at once, nothing listed.
+	live::LiveClient plain;
+	EXPECT_THROW(plain.connect("127.0.0.1", s.server->viewer_port(), 5000), live::LiveError);
+	EXPECT_EQ(s.count("not an authenticated viewer"), 1u);
+	EXPECT_EQ(s.count("authenticated as key alice"), 2u); // the sender, the first viewer
 }
 
 } // namespace

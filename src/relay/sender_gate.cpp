@@ -198,7 +198,8 @@ std::string SenderGate::on_frame(const cr::Frame &f, bool *taken, std::string *l
 		if (!reply(result))
 			return "could not send AUTH_RESULT";
 		admitted_ = true;
-		sender_ = cat("key ", exchange_->key_name());
+		key_name_ = exchange_->key_name();
+		sender_ = cat("key ", key_name_);
 		*log_line = cat("authenticated as key ", exchange_->key_name(),
 		                tls_ ? cat(" over ", tls_.description()) : "");
 		exchange_.reset();

@@ -63,6 +63,8 @@ public:
 	std::string on_frame(const control::relay::Frame &f, bool *taken, std::string *log_line);
 	// Whom the limits count: "key NAME" or "address ADDRESS".
 	const std::string &sender() const { return sender_; }
+	// The key name it authenticated with, or "" (live viewers of that key see its sessions).
+	const std::string &key_name() const { return key_name_; }
 	// A session of this connection is counted in SenderLimits.
 	bool counted = false;
 
@@ -73,7 +75,7 @@ private:
 
 	const SenderPolicy &policy_;
 	int fd_;
-	std::string address_, sender_, error_;
+	std::string address_, sender_, key_name_, error_;
 	control::tls::Channel tls_;
 	std::unique_ptr<control::auth::ServerExchange> exchange_;
 	bool admitted_ = false;
