@@ -36,6 +36,7 @@ control::ChannelStatus channel_status(const Channel &c)
 	for (const auto &[key, id] : c.ids())
 		out.events.push_back({key.substr(0, key.find('#')), id});
 	out.lost = c.lost();
+	out.write_loss = c.write_loss();
 	out.buffer_bytes = c.buffer_bytes();
 	for (const auto &n : c.not_traced())
 		out.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""disk_full_test: a daemon session writing to a 16 MiB tmpfs while
+tracery-bench emits 20,000,000 events (2 threads x 10 M) accounts for every
+one of them: emitted = recorded (what `tracery stats` reads in the trace) +
+lost (what `tracery stop` reports), exactly; the trace itself counts as
+discarded all but what stop says it does not (no packet after them could be
+written), and babeltrace2 warns of them; `status` says that writes are
+refused, why and where, while it happens; `stop` exits non-zero naming the
+disk and the file. Twice: with the disk still full at stop, and with space
+freed before stop (writing resumes by itself; the counts still add up and
+stop still fails, from the counts, not from the free space at that moment).
+
+Needs root (it mounts the tmpfs); skipped otherwise."""
+import json
+import os
+import re
+import subprocess
+import time
+import unittest
+
+from daemontest import DaemonTestCase
+from tracetest import program
+
+THREADS = 2
+PER_THREAD = 10_000_000
+
+
+class DiskFullTest(DaemonTestCase):
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root: mounts a 16 MiB tmpfs for the trace")
+        super().setUp()
+        self.disk = self.out("disk")
+        os.makedirs(self.disk)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", self.disk], check=True)
+        self.addCleanup(self.unmount)
+
+    def unmount(self):
+        # The daemon's files on it are closed once its sessions are gone.
+        self.d.tracery("destroy", "--all", check=False)
+        if subprocess.run(["umount", self.disk], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", self.disk], capture_output=True)
+
+    def trace_session(self, filler_bytes=0):
+        """A session on the tmpfs (after a filler file, if any), tracery-bench run to its end: (trace, filler)."""
+        filler = os.path.join(self.disk, "filler")
+        if filler_bytes:
+            with open(filler, "wb") as f:
+                f.write(b"\0" * filler_bytes)
+        self.d.start_daemon()
+        trace = os.path.join(self.disk, "t")
+        self.d.tracery("create", "full", "--output", trace)
+        self.d.tracery("enable-event", "-u", "bench:ev", "-s", "full")
+        self.d.tracery("start", "full")
+        self.d.run([program("bench", "tracery-bench"), str(PER_THREAD), str(THREADS), "ev"])
+        return trace, filler
+
+    def status_write_loss(self):
+        """status's lines about refused writes."""
+        out = self.d.tracery("status", "full").stdout
+        return [line.strip() for line in out.splitlines() if "writes were refused" in line]
+
+    def stop(self):
+        """tracery stop, which must fail: (lost, not in trace, its output)."""
+        proc = self.d.tracery("stop", "full", check=False)
+        out = proc.stdout + proc.stderr
+        self.assertNotEqual(proc.returncode, 0, out)
+        self.assertIn("disk full (No space left on device) writing " + self.disk + "/t/", proc.stderr)
+        lost = sum(int(n) for n in re.findall(r"channel \S+: (\d+) events? lost\n", proc.stdout))
+        not_in_trace = sum(int(n) for n in re.findall(r"does not count (\d+) of the lost", proc.stdout))
+        self.assertNotIn("could not be counted", out)
+        return lost, not_in_trace, out
+
+    def trace_counts(self, trace):
+        """What our reader finds in the trace: (events, discarded events)."""
+        proc = subprocess.run([self.d.cli, "stats", "--json", trace], capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = json.loads(proc.stdout)
+        events = sum(row["count"] for row in report["total"])
+        discarded = sum(row["discarded_events"] for row in report["lost"])
+        return events, discarded
+
+    def babeltrace2_discarded(self, trace):
+        """The discarded events babeltrace2 warns of, summed."""
+        proc = subprocess.run(f"babeltrace2 {trace} 2>&1 >/dev/null | grep -o 'discarded [0-9]* events'",
+                              shell=True, capture_output=True, text=True, timeout=300)
+        return sum(int(n) for n in re.findall(r"discarded (\d+) events", proc.stdout))
+
+    def check_accounted(self, trace, lost, not_in_trace, stop_output):
+        recorded, discarded = self.trace_counts(trace)
+        self.assertGreater(recorded, 100_000)
+        self.assertGreater(lost, 1_000_000)
+        self.assertEqual(recorded + lost, THREADS * PER_THREAD,
+                         f"recorded {recorded} + lost {lost}\n{stop_output}\n{self.d.log()}")
+        self.assertEqual(discarded, lost - not_in_trace, stop_output)
+        if discarded:
+            self.assertEqual(self.babeltrace2_discarded(trace), discarded)
+
+    def test_full_at_stop(self):
+        trace, _ = self.trace_session()
+        refused = self.status_write_loss()
+        self.assertEqual(len(refused), 1, refused)
+        self.assertRegex(refused[0], r"^writes refused now; \d+ events lost because writes were refused: disk full "
+                         r"\(No space left on device\) writing " + re.escape(self.disk + "/t/"))
+        lost, not_in_trace, out = self.stop()
+        self.check_accounted(trace, lost, not_in_trace, out)
+        self.assertIn("writing the trace is refused (disk full", self.d.log())
+
+    def test_space_freed_before_stop(self):
+        trace, filler = self.trace_session(filler_bytes=4 << 20)
+        self.assertTrue(self.status_write_loss()[0].startswith("writes refused now;"))
+        os.unlink(filler)
+        # Writing resumes by itself (the consumer tries again every 250 ms).
+        deadline = time.time() + 20
+        while self.status_write_loss()[0].startswith("writes refused now;"):
+            self.assertLess(time.time(), deadline, self.d.log())
+            time.sleep(0.1)
+        self.assertIn("writing the trace resumed", self.d.log())
+        lost, not_in_trace, out = self.stop()
+        # With space again, the last packets carry every loss.
+        self.assertEqual(not_in_trace, 0, out)
+        self.check_accounted(trace, lost, not_in_trace, out)
+
+
+if __name__ == "__main__":
+    unittest.main()
