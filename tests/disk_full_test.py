@@ -9,6 +9,8 @@ refused, why and where, while it happens; `stop` exits non-zero naming the
 disk and the file. Twice: with the disk still full at stop, and with space
 freed before stop (writing resumes by itself; the counts still add up and
 stop still fails, from the counts, not from the free space at that moment).
+And a snapshot to a full disk fails, saying what it did not write, and
+leaves the buffers for the next one once there is room.
 
 Needs root (it mounts the tmpfs); skipped otherwise."""
 import json
@@ -120,6 +122,34 @@ class DiskFullTest(DaemonTestCase):
         # With space again, the last packets carry every loss.
         self.assertEqual(not_in_trace, 0, out)
         self.check_accounted(trace, lost, not_in_trace, out)
+
+    def test_snapshot_to_a_full_disk(self):
+        filler = os.path.join(self.disk, "filler")
+        with open(filler, "wb") as f:
+            f.write(b"\0" * (15 << 20))
+        self.d.start_daemon()
+        self.d.tracery("create", "snap", "--snapshot", "--output", os.path.join(self.disk, "s"))
+        self.d.tracery("enable-event", "-u", "bench:ev", "-s", "snap")
+        self.d.tracery("start", "snap")
+        self.d.run([program("bench", "tracery-bench"), "1000000", "1", "ev"])
+        # Half a buffer fits: the command fails and says what it did not write.
+        proc = self.d.tracery("snapshot", "record", "-s", "snap", check=False)
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        first = re.search(r"snapshot '(\S+)' is incomplete: disk full \(No space left on device\) writing (\S+); "
+                          r"(\d+) events of channel channel0 not written; the buffers are intact: free some space "
+                          r"and record the snapshot again", proc.stderr)
+        self.assertIsNotNone(first, proc.stderr)
+        self.assertTrue(first.group(2).startswith(first.group(1) + "/channel0_uid0_"), proc.stderr)
+        in_first, discarded = self.trace_counts(first.group(1))
+        not_written = int(first.group(3))
+        self.assertGreater(not_written, 10_000)
+        self.assertEqual(discarded, not_written)  # its last packets carry them
+        # With space again, the buffers (untouched since) give a whole snapshot.
+        os.unlink(filler)
+        rec = self.d.tracery("snapshot", "record", "-s", "snap").stdout
+        second = re.search(r"recorded in (\S+)", rec).group(1)
+        in_second, _ = self.trace_counts(second)
+        self.assertEqual(in_first + not_written, in_second)
 
 
 if __name__ == "__main__":
