@@ -10,7 +10,9 @@ disk and the file. Twice: with the disk still full at stop, and with space
 freed before stop (writing resumes by itself; the counts still add up and
 stop still fails, from the counts, not from the free space at that moment).
 And a snapshot to a full disk fails, saying what it did not write, and
-leaves the buffers for the next one once there is room.
+leaves the buffers for the next one once there is room; a kernel trace to a
+full disk stops reading the kernel's buffers instead of reading pages into
+nothing (the kernel counts what it drops), and adds up as well.
 
 Needs root (it mounts the tmpfs); skipped otherwise."""
 import json
@@ -20,7 +22,8 @@ import subprocess
 import time
 import unittest
 
-from daemontest import DaemonTestCase
+from daemontest import DaemonTestCase, go, read_line
+from tracefs_globals import tracefs_root
 from tracetest import program
 
 THREADS = 2
@@ -68,7 +71,7 @@ class DiskFullTest(DaemonTestCase):
         out = proc.stdout + proc.stderr
         self.assertNotEqual(proc.returncode, 0, out)
         self.assertIn("disk full (No space left on device) writing " + self.disk + "/t/", proc.stderr)
-        lost = sum(int(n) for n in re.findall(r"channel \S+: (\d+) events? lost\n", proc.stdout))
+        lost = sum(int(n) for n in re.findall(r"^  channel .+?: (\d+) events? lost$", proc.stdout, re.M))
         not_in_trace = sum(int(n) for n in re.findall(r"does not count (\d+) of the lost", proc.stdout))
         self.assertNotIn("could not be counted", out)
         return lost, not_in_trace, out
@@ -150,6 +153,38 @@ class DiskFullTest(DaemonTestCase):
         second = re.search(r"recorded in (\S+)", rec).group(1)
         in_second, _ = self.trace_counts(second)
         self.assertEqual(in_first + not_written, in_second)
+
+    def test_kernel_trace_to_a_full_disk(self):
+        if tracefs_root() is None:
+            self.skipTest("no tracefs mounted")
+        calls = 400_000
+        filler = os.path.join(self.disk, "filler")
+        with open(filler, "wb") as f:
+            f.write(b"\0" * (15 << 20))
+        self.d.start_daemon()
+        trace = os.path.join(self.disk, "t")
+        self.d.tracery("create", "full", "--output", trace)
+        self.d.tracery("enable-event", "-k", "--syscall", "getpid", "-s", "full")
+        p, pid = self.d.spawn_registered([program("tests", "kernel-workload"), str(calls), "0"])
+        self.d.tracery("track", "-k", "--pid", str(pid), "-s", "full")
+        self.d.tracery("start", "full")
+        go(p)
+        read_line(p, "done")
+        p.wait(timeout=60)
+        # The readers wait instead of reading pages into nothing: the kernel counts what it drops.
+        refused = self.status_write_loss()
+        self.assertEqual(len(refused), 1, refused)
+        self.assertIn("writes refused now;", refused[0])
+        self.assertIn("writing " + trace + "/kernel/channel0_", refused[0])
+        lost, not_in_trace, out = self.stop()
+        recorded, discarded = self.trace_counts(os.path.join(trace, "kernel"))
+        # Each call's entry and exit, and those of the calls the runtime makes (under 200 on a roomy disk).
+        self.assertGreater(lost, 100_000, out)
+        self.assertGreaterEqual(recorded + lost, 2 * calls, out)
+        self.assertLessEqual(recorded + lost, 2 * calls + 1000, out)
+        self.assertEqual(discarded, lost - not_in_trace, out)
+        if discarded:
+            self.assertEqual(self.babeltrace2_discarded(os.path.join(trace, "kernel")), discarded)
 
 
 if __name__ == "__main__":

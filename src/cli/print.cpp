@@ -171,6 +171,7 @@ void print_kernel(const control::KernelStatus &k)
 		printf("    %zu kernel events enabled; %llu written to %s, %llu lost\n", k.events->size(),
 		       static_cast<unsigned long long>(k.written.value_or(0)), k.trace->c_str(),
 		       static_cast<unsigned long long>(k.lost.value_or(0)));
+		print_write_loss(k.write_loss, "      ");
 	}
 }
 

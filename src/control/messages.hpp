@@ -464,6 +464,7 @@ struct KernelStatus {
 	// was written where and lost.
 	std::optional<std::vector<std::string>> events;
 	std::optional<uint64_t> written, lost;
+	std::optional<WriteLoss> write_loss; // when writes were refused
 	std::optional<std::string> trace;
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
@@ -479,6 +480,7 @@ struct KernelStatus {
 		optional_field("events", &KernelStatus::events),
 		optional_field("written", &KernelStatus::written),
 		optional_field("lost", &KernelStatus::lost),
+		optional_field("write_loss", &KernelStatus::write_loss),
 		optional_field("trace", &KernelStatus::trace),
 	};
 	bool operator==(const KernelStatus &) const = default;

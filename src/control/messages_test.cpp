@@ -151,6 +151,7 @@ StatusReply full()
 	               std::vector<std::string>{"sched:sched_switch"},
 	               100,
 	               2,
+	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel"};
 	return {"s", "/tmp/t", "started", 1000, false, {c}, 2, k, "/tmp/t/ust", relay(), {7, 8}, {1000, 1 << 30, 4096}};
 }

@@ -166,6 +166,11 @@ std::optional<control::WriteLoss> Channel::write_loss() const
 	consumer::WriteLosses w = write_done_;
 	for (const auto &[owner, b] : buffers_)
 		add(w, b->write_losses());
+	return write_loss_of(w);
+}
+
+std::optional<control::WriteLoss> write_loss_of(const consumer::WriteLosses &w)
+{
 	if (w.reason.empty())
 		return std::nullopt;
 	return control::WriteLoss{w.events, w.unwritten_uncounted, w.not_in_trace, w.refusing, w.reason};

@@ -37,6 +37,10 @@ struct ChannelSpec {
 // what the ring buffer and the buffer quota check before one is made.
 ringbuf::Config ring_config(const ChannelSpec &spec);
 
+// What refused writes cost a trace, as status and stop show it; nullopt when
+// no write was refused.
+std::optional<control::WriteLoss> write_loss_of(const consumer::WriteLosses &w);
+
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {

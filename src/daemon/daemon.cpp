@@ -439,7 +439,8 @@ std::vector<control::LostCount> Daemon::lost_report(const TraceSession &s) const
 		lost.push_back({ch->spec().name, ch->lost(), ch->write_loss()});
 	const kernel::KernelSession *k = s.kernel_session();
 	if (k && !s.snapshot()) // a snapshot session's kernel losses are in each snapshot's trace
-		lost.push_back({s.kernel_spec().channel_name() + " (kernel)", k->counts().discarded, std::nullopt});
+		lost.push_back({s.kernel_spec().channel_name() + " (kernel)", k->counts().discarded,
+		                write_loss_of(k->write_losses())});
 	return lost;
 }
 

@@ -96,6 +96,7 @@ control::KernelStatus kernel_status(const TraceSession &s)
 		if (!s.snapshot()) { // a snapshot session's kernel trace is in each snapshot-N-DATE/kernel
 			k.written = n.events;
 			k.lost = n.discarded;
+			k.write_loss = write_loss_of(trace->write_losses());
 			k.trace = s.local() ? trace->trace_dir() : "kernel/ of the relay's copy";
 		}
 	}
