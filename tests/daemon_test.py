@@ -619,7 +619,7 @@ class BadInput(DaemonTestCase):
         self.d.tracery("enable-event", "-u", "emit:*", "-s", "full")
         self.d.tracery("start", "full")
         self.d.run([program("tests", "daemon-emitter"), "count", "100000"])
-        self.fails("stop", "full", expect="is full")
+        self.fails("stop", "full", expect="disk full")
         self.assertIn("[started]", self.d.tracery("status", "other").stdout)
         self.d.run([program("examples", "hello-c")])
         self.d.tracery("stop", "other")

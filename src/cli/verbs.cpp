@@ -432,12 +432,15 @@ int verb_stop(const Args &a)
 		printf("  warning: the kernel trace may be incomplete: %s\n", r.kernel_error->c_str());
 	for (const int32_t pid : r.not_detached)
 		printf("  warning: program %d did not detach in time; its last events may be incomplete\n", pid);
-	if (r.disk_full.value_or(false)) {
+	std::string refused;
+	for (const auto &c : r.lost)
+		if (c.write_loss)
+			refused += (refused.empty() ? "" : "; ") + ("channel " + c.channel + ": ") +
+			           std::to_string(c.write_loss->events) + " events lost, " + c.write_loss->reason;
+	if (!refused.empty()) {
 		fflush(stdout);
-		throw CliError(
-			"the disk holding " + request(control::Status{{r.session}}).output +
-			" is full: the trace may miss packets; free some space (or use another --output) and trace "
-			"again");
+		throw CliError("the trace lost events because writes were refused (" + refused +
+		               "): free some space (or use another --output) and trace again");
 	}
 	return 0;
 }

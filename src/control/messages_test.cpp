@@ -115,7 +115,13 @@ Stop full()
 template <>
 StopReply full()
 {
-	return {"s", {{"c", 5}}, {7}, {{"uid1000", "cpu 0: bad", "c"}}, "drain failed", relay(), "timeout", true};
+	return {"s",
+	        {{"c", 5, WriteLoss{4, 1, 2, false, "disk full (No space left on device) writing /t/c_0"}}},
+	        {7},
+	        {{"uid1000", "cpu 0: bad", "c"}},
+	        "drain failed",
+	        relay(),
+	        "timeout"};
 }
 template <>
 Status full()
@@ -135,6 +141,7 @@ StatusReply full()
 	                {"b:d"},
 	                {{"app:e", 0}},
 	                3,
+	                WriteLoss{3, 0, 0, true, "I/O error (Input/output error) writing /t/c_1"},
 	                1 << 15,
 	                {{8, 1000, std::nullopt, "over quota"}},
 	                9,
@@ -153,6 +160,7 @@ StatusReply full()
 	               std::vector<std::string>{"sched:sched_switch"},
 	               100,
 	               2,
+	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel"};
 	return {"s", "/tmp/t", "started", 1000, false, {c}, 2, k, "/tmp/t/ust", relay(), {7, 8}, {1000, 1 << 30, 4096}};
 }

@@ -45,7 +45,9 @@ inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
 //   logs the first).
 // - A daemon, a tracery command and a libtracery of the same build always agree.
 // 2: the header's kind (it was a reserved 0 in version 1).
-// 3: create's relay key and CAs (relay_key_name, relay_key_secret, relay_ca_pem).
+// 3: create's relay key and CAs (relay_key_name, relay_key_secret, relay_ca_pem);
+// what refused writes cost (WriteLoss) in status and stop, instead of
+// stop's disk_full.
 inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kMaxFds = 64;
