@@ -12,8 +12,9 @@
 // accepted sockets have TCP keepalive. A disk that refuses writes holds its
 // sender (NOTICE write_failed) until it takes them again (write_resumed).
 // The authenticated viewer port, in clear: a viewer's key shows the live
-// sessions sent with that key's name only; a wrong secret and a plain
-// lttng-live client are refused.
+// sessions sent with that key's name only; a wrong secret, a plain
+// lttng-live client, frames out of turn and more than 4 KiB before
+// admission are refused.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
@@ -565,6 +566,24 @@ TEST(RelayServer, ViewerPortShowsTheSessionsOfTheViewersKey)
 	EXPECT_THROW(plain.connect("127.0.0.1", s.server->viewer_port(), 5000), live::LiveError);
 	EXPECT_EQ(s.count("not an authenticated viewer"), 1u);
 	EXPECT_EQ(s.count("authenticated as key alice"), 2u); // the sender, the first viewer
+	// Frames out of turn, and more than the gate holds before admission: closed, each said.
+	const auto closed_after = [&](const std::vector<uint8_t> &bytes) {
+		const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		EXPECT_TRUE(connect_to(fd, s.server->viewer_port()));
+		EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+		pollfd p{fd, POLLIN, 0};
+		char c;
+		const bool closed = ::poll(&p, 1, 5000) == 1 && ::recv(fd, &c, 1, 0) <= 0;
+		::close(fd);
+		return closed;
+	};
+	EXPECT_TRUE(closed_after(cr::encode(cr::Hello{.hostname = "h", .session = "s"})));
+	EXPECT_EQ(s.count("HELLO where AUTH_REQUEST was due"), 1u);
+	EXPECT_TRUE(closed_after(cr::encode(cr::AuthResponse{})));
+	EXPECT_EQ(s.count("AUTH_RESPONSE before AUTH_REQUEST"), 1u);
+	const std::vector<uint8_t> big = cr::encode(cr::Metadata{.trace_id = 1, .text = std::string(8000, 'x')});
+	EXPECT_TRUE(closed_after(big));
+	EXPECT_EQ(s.count("more than 4096 bytes before it was authenticated"), 1u);
 }
 
 } // namespace
