@@ -46,7 +46,7 @@ inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
 // - A daemon, a tracery command and a libtracery of the same build always agree.
 // 2: the header's kind (it was a reserved 0 in version 1).
 // 3: what refused writes cost (WriteLoss) in status and stop, instead of
-// stop's disk_full.
+// stop's disk_full; the relay's refusal (RelayStatus::relay_write_error).
 inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kMaxFds = 64;
