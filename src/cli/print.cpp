@@ -126,6 +126,10 @@ void print_relay(const std::optional<control::RelayStatus> &relay, const char *i
 		       indent, n(r.packets_unconfirmed));
 	if (r.packets_queued)
 		printf("%srelay: %llu packets queued, not sent yet\n", indent, n(r.packets_queued));
+	if (!r.relay_write_error.empty())
+		printf("%swarning: the relay's disk refuses writes: %s (what does not fit in the queue meanwhile is "
+		       "counted as lost under its channel)\n",
+		       indent, r.relay_write_error.c_str());
 }
 
 namespace {

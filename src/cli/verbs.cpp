@@ -440,7 +440,7 @@ int verb_stop(const Args &a)
 	if (!refused.empty()) {
 		fflush(stdout);
 		throw CliError("the trace lost events because writes were refused (" + refused +
-		               "): free some space (or use another --output) and trace again");
+		               "): make room on that disk, or choose another --output or relay, and trace again");
 	}
 	return 0;
 }

@@ -155,6 +155,7 @@ struct RelayStatus {
 	uint64_t packets_dropped = 0, bytes_dropped = 0, packets_dropped_counted = 0, events_dropped = 0;
 	uint64_t packets_unconfirmed = 0, packets_queued = 0;
 	std::string error;
+	std::string relay_write_error; // while the relay says its disk refuses the session's writes
 	static constexpr auto kFields = std::tuple{
 		field("url", &RelayStatus::url),
 		field("live_period_ns", &RelayStatus::live_period_ns),
@@ -170,6 +171,7 @@ struct RelayStatus {
 		field("packets_unconfirmed", &RelayStatus::packets_unconfirmed),
 		field("packets_queued", &RelayStatus::packets_queued),
 		field("error", &RelayStatus::error),
+		field("relay_write_error", &RelayStatus::relay_write_error),
 	};
 	bool operator==(const RelayStatus &) const = default;
 };

@@ -14,7 +14,21 @@ using nlohmann::json;
 
 RelayStatus relay()
 {
-	return {"relay.example:5342", 500000000, true, "host/s-1", 2, 10, 9, 1, 4096, 1, 7, 1, 3, "reset"};
+	return {"relay.example:5342",
+	        500000000,
+	        true,
+	        "host/s-1",
+	        2,
+	        10,
+	        9,
+	        1,
+	        4096,
+	        1,
+	        7,
+	        1,
+	        3,
+	        "reset",
+	        "disk full (No space left on device) writing host/s-1/ust/c_0"};
 }
 
 // A message with every field set.

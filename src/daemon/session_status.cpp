@@ -146,6 +146,7 @@ std::optional<control::RelayStatus> relay_status(const TraceSession &s)
 	r.packets_unconfirmed = c.packets_unconfirmed;
 	r.packets_queued = c.packets_queued;
 	r.error = c.error;
+	r.relay_write_error = c.relay_write_error;
 	return r;
 }
 
