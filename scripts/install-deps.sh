@@ -11,6 +11,7 @@ packages=(
   libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev
   protobuf-compiler libprotobuf-dev
   libsqlite3-dev sqlite3
+  libssl-dev openssl
   chromium
 )
 missing=()

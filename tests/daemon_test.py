@@ -596,7 +596,7 @@ class BadInput(DaemonTestCase):
         path = self.session("s")
         self.d.tracery("start")
         emitter = self.d.spawn([program("tests", "daemon-emitter"), "count", "100"], stdin=subprocess.DEVNULL,
-                               extra_env={"TRACERY_PAYLOAD_JIT": "maybe"})
+                               extra_env={"TRACERY_PAYLOAD_JIT": "maybe", "TRACERY_LOG": "stderr"})
         _, err = emitter.communicate(timeout=60)
         self.assertEqual(emitter.returncode, 0, err)
         self.assertEqual(err.splitlines(), ["tracery: TRACERY_PAYLOAD_JIT='maybe' is not valid: use 0 (the generic "
@@ -619,7 +619,7 @@ class BadInput(DaemonTestCase):
         self.d.tracery("enable-event", "-u", "emit:*", "-s", "full")
         self.d.tracery("start", "full")
         self.d.run([program("tests", "daemon-emitter"), "count", "100000"])
-        self.fails("stop", "full", expect="is full")
+        self.fails("stop", "full", expect="disk full")
         self.assertIn("[started]", self.d.tracery("status", "other").stdout)
         self.d.run([program("examples", "hello-c")])
         self.d.tracery("stop", "other")

@@ -134,7 +134,25 @@ class Processes(TraceDirTestCase):
 
 class BadSettings(TraceDirTestCase):
     def run_bench(self, env):
-        return run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], self.trace_dir, env)
+        """tracery-bench with env, its diagnostics asked for on its stderr (TRACERY_LOG)."""
+        return run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], self.trace_dir,
+                          {"TRACERY_LOG": "stderr", **env})
+
+    def test_nothing_on_the_programs_stderr_unless_asked(self):
+        proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], self.trace_dir,
+                          {"TRACERY_MODE": "ring"})
+        self.assertEqual(proc.stderr, "")
+        self.assertIn("TOTAL threads 1 events 10", proc.stdout)
+        self.assertFalse(os.path.exists(self.trace_dir))
+        log = os.path.join(self.tmp, "tracery.log")
+        proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], self.trace_dir,
+                          {"TRACERY_MODE": "ring", "TRACERY_LOG": log})
+        self.assertEqual(proc.stderr, "")
+        with open(log) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 1, lines)
+        self.assertTrue(lines[0].startswith("tracery: TRACERY_MODE='ring'"), lines[0])
+        self.assertTrue(lines[0].endswith("; this run is not traced"), lines[0])
 
     def test_bad_values_print_one_line_and_run_untraced(self):
         for var, value in [("TRACERY_MODE", "ring"), ("TRACERY_SUBBUF_SIZE", "1000"),
@@ -157,7 +175,7 @@ class BadSettings(TraceDirTestCase):
             with self.subTest(value=value):
                 trace_dir = os.path.join(self.tmp, value)
                 proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], trace_dir,
-                                  {"TRACERY_PAYLOAD_JIT": value})
+                                  {"TRACERY_PAYLOAD_JIT": value, "TRACERY_LOG": "stderr"})
                 self.assertEqual(proc.stderr, "")
                 self.assertEqual(len(Trace(trace_dir).events), 10)
 
@@ -171,7 +189,8 @@ class BadSettings(TraceDirTestCase):
             self.assertEqual(f.read(), before)
 
     def test_unwritable_output(self):
-        proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], "/proc/tracery-no-such-dir", {})
+        proc = run_traced([program("bench", "tracery-bench"), "10", "1", "ev"], "/proc/tracery-no-such-dir",
+                          {"TRACERY_LOG": "stderr"})
         self.assertEqual(proc.returncode, 0)
         self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
         self.assertIn("not traced", proc.stderr)

@@ -152,7 +152,7 @@ class DaemonlessFilters(TraceDirTestCase):
 
     def test_bad_filter_leaves_the_program_untraced(self):
         proc = run_traced([program("bench", "tracery-bench"), "100", "1", "ev"], self.trace_dir,
-                          {"TRACERY_FILTER": "a %% 3"})
+                          {"TRACERY_FILTER": "a %% 3", "TRACERY_LOG": "stderr"})
         self.assertIn("TRACERY_FILTER", proc.stderr)
         self.assertIn("expected an operand here", proc.stderr)
         self.assertEqual(caret_column(proc.stderr, "a %% 3"), 3)

@@ -118,7 +118,8 @@ class LiveDaemonTest(DaemonTestCase):
     def live_session(self, name, *channel_args):
         """A live session (PERIOD_MS) sent to the relay: emit:* with a vpid context, in a channel with
         channel_args (per-UID buffers by default)."""
-        self.d.tracery("create", name, f"--live={PERIOD_MS}ms", "--set-url", f"net://127.0.0.1:{self.relay.port}")
+        self.d.tracery("create", name, f"--live={PERIOD_MS}ms", "--public-live", "--set-url",
+                       f"net://127.0.0.1:{self.relay.port}")
         self.d.tracery("enable-channel", "-u", "chan", "-s", name, *channel_args)
         self.d.tracery("enable-event", "-u", "emit:*", "-s", name, "-c", "chan")
         self.d.tracery("add-context", "-u", "-t", "vpid", "-s", name, "-c", "chan")
@@ -232,7 +233,8 @@ class LiveDaemonTest(DaemonTestCase):
             self.skipTest("kernel tracing needs root (tracefs instances); skipped")
         if not any(os.path.isdir(p + "/instances") for p in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")):
             self.skipTest("no tracefs mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing; skipped")
-        self.d.tracery("create", name, f"--live={PERIOD_MS}ms", "--set-url", f"net://127.0.0.1:{self.relay.port}")
+        self.d.tracery("create", name, f"--live={PERIOD_MS}ms", "--public-live", "--set-url",
+                       f"net://127.0.0.1:{self.relay.port}")
         self.d.tracery("enable-event", "-k", *kernel_events, "-s", name)
         self.d.tracery("enable-channel", "-u", "chan", "-s", name, "--buffers-pid")
         self.d.tracery("enable-event", "-u", "emit:*", "-s", name, "-c", "chan")

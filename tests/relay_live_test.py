@@ -10,8 +10,10 @@ idle stream (beacons only) does not hold back the busy one; a trace added
 mid-session (another program's) and the first trace's stream closed
 mid-session are both read through, as is a trace whose only stream closes
 and which gets a new one later; babeltrace2 exits 0 once the session ends. Then hostile viewers (wrong sizes, unknown commands, out of order,
-unknown sessions, a stream not given, bytes beyond the index, a second
-viewer) are each closed with a log line, and the relay serves on. A sender
+unknown sessions, a stream not given, bytes beyond the index) are each
+closed with a log line, and the relay serves on; a second viewer of a
+session attaches too. The plain port lists only the sessions their senders
+marked public. A sender
 closed because it reads none of its SYNC replies leaves every packet it had
 written in the live index its viewer reads."""
 import os
@@ -143,10 +145,12 @@ class RelayLiveTest(RelaydTestCase):
         assert p.returncode == 0, p.stderr
         return p.stdout
 
-    def start_sender(self, session, *extra, trace=None):
-        """relay-send --live --wait-go (of self.trace, or trace): its packets wait for a line on its stdin (go())."""
+    def start_sender(self, session, *extra, trace=None, public=True):
+        """relay-send --live --wait-go (of self.trace, or trace), the session marked public unless told: its packets
+        wait for a line on its stdin (go())."""
         p = subprocess.Popen([program("tests", "relay-send"), "127.0.0.1", str(self.port), trace or self.trace,
-                              "testhost", session, "--live", str(PERIOD_MS), "--wait-go", *extra], stdin=subprocess.PIPE,
+                              "testhost", session, "--live", str(PERIOD_MS), "--wait-go",
+                              *(["--public-live"] if public else []), *extra], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         relative = p.stdout.readline().strip()
         self.assertTrue(relative, p.stderr.read() if p.poll() is not None else "no session path")
@@ -387,19 +391,56 @@ class RelayLiveTest(RelaydTestCase):
             self.assertEqual(index[6], 0)
             self.assertGreater(index[4], 0)
             self.assertEqual(index[8] & 1, 1)  # NEW_METADATA: none read yet
-            # A second viewer of the session is refused (ALREADY, 2), and closed.
+            # A second viewer attaches too (each has its own position): the same streams, both counted.
             w = Viewer(self.live_port)
-            w.connect()
-            w.create()
-            self.assertEqual(w.attach(sid)[0], 2)
-            self.assertTrue(w.closed())
-            self.wait_log(f":{w.port}: ATTACH_SESSION of session {sid}, which has a viewer already")
+            try:
+                w.connect()
+                w.create()
+                self.assertEqual(w.attach(sid), (1, given))
+                self.wait_log(f":{w.port}: attached to testhost/byhand (session {sid})", "2 of 16 viewers")
+                self.assertEqual([s[2] for s in w.sessions() if s[5] == "byhand"], [2])
+                self.assertEqual(w.next_index(given[1][0])[7], 5)
+            finally:
+                w.close()
         finally:
             v.close()
             sender.kill()
             sender.wait()
             for f in (sender.stdin, sender.stdout, sender.stderr):
                 f.close()
+
+    def test_plain_port_serves_only_public_sessions(self):
+        shown, _ = self.start_sender("shown", "--interval", "10")
+        hidden, _ = self.start_sender("hidden", "--interval", "10", public=False)
+        senders = (shown, hidden)
+        try:
+            # Both HELLOs are answered (start_sender read the reply): both sessions are in the relay's registry.
+            v = Viewer(self.live_port)
+            try:
+                v.connect()
+                names = [s[5] for s in v.sessions()]
+            finally:
+                v.close()
+            self.assertIn("shown", names)
+            self.assertNotIn("hidden", names)
+            listing = subprocess.run(["babeltrace2", "-i", "lttng-live", f"net://localhost:{self.live_port}"],
+                                     capture_output=True, text=True, timeout=60)
+            self.assertEqual(listing.returncode, 0, listing.stderr)
+            self.assertIn(f"net://localhost:{self.live_port}/host/testhost/shown ", listing.stdout)
+            self.assertNotIn("hidden", listing.stdout)
+            # Named in a URL, it is not there: babeltrace2 told to fail on a missing session fails.
+            bt = subprocess.run(["babeltrace2", "--component=source.ctf.lttng-live", "--params",
+                                 f'inputs=["net://localhost:{self.live_port}/host/testhost/hidden"],'
+                                 'session-not-found-action="fail"'], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(bt.returncode, 0)
+            self.assertEqual(bt.stdout, "")
+            self.assertIn("hidden", bt.stderr)
+        finally:
+            for s in senders:
+                s.kill()
+                s.wait()
+                for f in (s.stdin, s.stdout, s.stderr):
+                    f.close()
 
     def test_sender_closed_on_a_sync_reply_loses_no_index_entry(self):
         # A sender that sends PACKET+SYNC pairs and reads none of the replies: the relay's SYNC_REPLY sends
@@ -417,7 +458,7 @@ class RelayLiveTest(RelaydTestCase):
             kind, size = struct.unpack("<IHHI", head)[2:]
             return kind, s.recv(size, socket.MSG_WAITALL) if size else b""
 
-        s.sendall(hello("testhost", "unread-syncs", live_period_ns=10**9))
+        s.sendall(hello("testhost", "unread-syncs", live_period_ns=10**9, flags=1))
         kind, body = reply()
         self.assertEqual(body[0], 0, body)  # accepted
         s.sendall(frame(TRACE, struct.pack("<I", 1) + string("t"))

@@ -32,9 +32,10 @@ def string(s):
     return struct.pack("<H", len(b)) + b
 
 
-def hello(host, session, live_period_ns=0):
-    return frame(HELLO, struct.pack("<HHQQ", 1, 0, int(time.time() * 1e9), live_period_ns) + string(host)
-                 + string(session))
+def hello(host, session, live_period_ns=0, flags=None):
+    """HELLO of minor 0 (no flags), or of minor 1 with flags (1: a live session served on the plain port)."""
+    return frame(HELLO, struct.pack("<HHQQ", 1, 0 if flags is None else 1, int(time.time() * 1e9), live_period_ns)
+                 + string(host) + string(session) + (b"" if flags is None else struct.pack("<I", flags)))
 
 
 def babeltrace2(path):

@@ -17,12 +17,13 @@ import unittest
 from tracetest import program
 
 
-def start_relayd(output, log_path, port=0):
-    """Starts tracery-relayd --port PORT --live-port 0 --output OUTPUT (port 0: one the system picks), its stderr
-    to log_path; returns (its process, the sender port, the live viewers' port, the open log file)."""
+def start_relayd(output, log_path, port=0, args=()):
+    """Starts tracery-relayd --port PORT --live-port 0 --viewer-port 0 --output OUTPUT (port 0: one the system picks;
+    the authenticated viewer port is opened with --auth-keys only) and args, its
+    stderr to log_path; returns (its process, the sender port, the live viewers' port, the open log file)."""
     log = open(log_path, "w+")
     proc = subprocess.Popen([program("src", "relay", "tracery-relayd"), "--port", str(port), "--live-port", "0",
-                             "--output", output], stderr=log)
+                             "--viewer-port", "0", "--output", output, *args], stderr=log)
     deadline = time.time() + 10
     while time.time() < deadline:
         with open(log_path) as f:
@@ -58,10 +59,10 @@ class Relay:
     """A tracery-relayd in the foreground, writing under TMP/NAME (for one test; RelaydTestCase has one for a
     whole class), its log in TMP."""
 
-    def __init__(self, tmp, port=0, name="relay"):
+    def __init__(self, tmp, port=0, name="relay", args=()):
         self.output = os.path.join(tmp, name)
         self.log_path = os.path.join(tmp, f"{name}-{time.time_ns()}.log")
-        self.proc, self.port, self.live_port, self.log = start_relayd(self.output, self.log_path, port)
+        self.proc, self.port, self.live_port, self.log = start_relayd(self.output, self.log_path, port, args)
 
     def text(self):
         with open(self.log_path) as f:

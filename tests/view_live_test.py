@@ -4,7 +4,8 @@ daemonless mode, paced, with beacons every period.
 
 Checks: every event printed while the sender is still sending, the output byte for byte `tracery view`'s
 of the source traces (also two traces traced at the same time, on two CPUs, merged) and babeltrace2's
-(-i lttng-live) of the same trace sent again as another session (one viewer per session); the discarded-events warnings on stderr the same but
+(-i lttng-live) of the same trace sent again as another session, and of the same session read at once by
+both (a third viewer killed midway disturbs neither); the discarded-events warnings on stderr the same but
 for the trace's name and the stream's (the relay's path in the session, not the source's directory);
 an idle stream (beacons only) does not hold back the busy one; --names, --fields and --filter as view's;
 a session that is not there gives an error listing those that are; the relay going away mid-session
@@ -90,6 +91,7 @@ class ViewLiveTest(RelaydTestCase):
         """relay-send --live --wait-go: its packets wait for go()."""
         p = subprocess.Popen([program("tests", "relay-send"), "127.0.0.1", str(port or self.port),
                               trace or self.trace, "testhost", session, "--live", str(PERIOD_MS), "--wait-go",
+                              "--public-live",
                               *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         self.assertTrue(p.stdout.readline().strip(), "relay-send gave no session path")
@@ -142,6 +144,33 @@ class ViewLiveTest(RelaydTestCase):
         code, bt_out, bt_err, _ = self.watch("whole-bt", "--interval", "5", babeltrace2=True)
         self.assertEqual(code, 0, bt_err)
         self.assertEqual(ties_sorted(out.splitlines()), ties_sorted(bt_out.splitlines()))
+
+    def test_viewers_side_by_side(self):
+        # babeltrace2 and tracery view --live on one session at once, with a third viewer killed midway:
+        # each has its own position, so both print every event, the same lines, and the one that vanished
+        # disturbs neither.
+        sender = self.start_sender("shared", "--interval", "5")
+        bt = Run(["babeltrace2", "-i", "lttng-live", f"net://localhost:{self.live_port}/host/testhost/shared"])
+        ours = self.live_view("shared")
+        doomed = self.live_view("shared")
+        for n in (1, 2, 3):
+            self.wait_log("attached to testhost/shared (session ", f"{n} of 16 viewers")
+        self.go(sender)
+        deadline = time.time() + 30
+        while len(doomed.lines) < 1000 and time.time() < deadline:
+            time.sleep(0.01)
+        doomed.p.kill()
+        self.assertEqual(doomed.wait()[0], -signal.SIGKILL)
+        self.close_sender(sender)
+        code, out, err = ours.wait()
+        self.assertEqual(code, 0, err)
+        bt_code, bt_out, bt_err = bt.wait()
+        self.assertEqual(bt_code, 0, bt_err)
+        self.assertEqual(out, tracery_view(self.trace).stdout)
+        self.assertGreater(len(out.splitlines()), 10000)
+        self.assertEqual(ties_sorted(out.splitlines()), ties_sorted(bt_out.splitlines()))
+        self.assertGreaterEqual(len(doomed.lines), 1000)
+        self.assertEqual(len(self.wait_log("viewer 127.0.0.1:", "attached to testhost/shared")), 3)
 
     def test_interleaved_traces_as_view(self):
         # Both declared at once, their packets sent in the order of their beginnings: the merge puts
@@ -209,8 +238,9 @@ class ViewLiveTest(RelaydTestCase):
             while not ports and time.time() < deadline:
                 with open(log) as f:
                     text = f.read()
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+),.*\n.*live viewers on 127\.0\.0\.1:(\d+)", text)
-                ports = (int(m.group(1)), int(m.group(2))) if m else None
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+),", text)
+                n = re.search(r"live viewers on 127\.0\.0\.1:(\d+)", text)
+                ports = (int(m.group(1)), int(n.group(1))) if m and n else None
                 time.sleep(0.05)
             self.assertTrue(ports, "the second tracery-relayd did not start")
             sender = self.start_sender("doomed", "--interval", "5", port=ports[0])

@@ -55,11 +55,21 @@ int main(int argc, char **argv)
 	                   "writing them here");
 	create->add_flag("--local-copy", a.local_copy,
 	                 "With --set-url: also write the traces here (to --output or the default directory)");
+	create->add_option("--relay-key", a.relay_key,
+	                   "With --set-url: authenticate to the relay with the key of FILE (one line `NAME SECRET`, "
+	                   "the secret in hex, as in the relay's --auth-keys; mode 600)");
+	create->add_option("--relay-ca", a.relay_ca,
+	                   "With --set-url: TLS to the relay, its certificate signed by a CA of FILE (PEM) and "
+	                   "naming the URL's host");
 	live = create->add_option(
 			     "--live", a.live,
 			     "Live session: partial sub-buffers sent every PERIOD (default 1s; e.g. --live=500ms), "
 			     "idle streams announced; implies --set-url net://localhost unless given")
 	               ->expected(0, 1);
+	create->add_flag("--public-live", a.public_live,
+	                 "With --live: list and serve the session on the relay's plain lttng-live port too, where "
+	                 "anyone who reaches that port reads it (babeltrace2 net://, no authentication); without, "
+	                 "only viewers authenticated as the session's sender see it");
 
 	auto *destroy = verb("destroy", "Stop and destroy a session (its trace stays on disk)",
 	                     [&] { return verb_destroy(a); });
@@ -180,6 +190,13 @@ int main(int argc, char **argv)
 	                 "Print the events of a live session as they come from a relay: "
 	                 "net://HOST[:PORT]/host/HOSTNAME/SESSION (port 5344 by default), until it ends");
 	view->add_flag("--from-now", a.from_now, "With --live: only what the session sends from now on");
+	view->add_option("--relay-key", a.view_key,
+	                 "With --live: authenticate with the key of FILE (the key a sender gives, `NAME SECRET`, "
+	                 "mode 600) on the relay's authenticated viewer port (5345 by default), which shows the "
+	                 "live sessions sent with that key's name; without it, the plain port shows the public ones");
+	view->add_option("--relay-ca", a.view_ca,
+	                 "With --live --relay-key: TLS, the relay's certificate checked with the CAs of FILE (PEM) "
+	                 "and the URL's host");
 
 	const char *targets_help = "Session names or trace directories (default: the current session); a directory may "
 				   "hold several traces (ust/, kernel/, snapshots)";

@@ -55,11 +55,30 @@ void print_sessions(const control::ListReply &reply)
 		               .c_str());
 }
 
+void print_write_loss(const std::optional<control::WriteLoss> &loss, const char *indent)
+{
+	if (!loss)
+		return;
+	const control::WriteLoss &w = *loss;
+	printf("%s%s%llu event%s lost because writes were refused: %s%s\n", indent,
+	       w.refusing ? "writes refused now; " : "", static_cast<unsigned long long>(w.events),
+	       w.events == 1 ? "" : "s", w.reason.c_str(), w.refusing ? "" : " (writing resumed or ended)");
+	if (w.uncounted_subbufs > 0)
+		printf("%sand %llu sub-buffer%s not written whose events could not be counted\n", indent,
+		       static_cast<unsigned long long>(w.uncounted_subbufs), w.uncounted_subbufs == 1 ? "" : "s");
+	if (w.not_in_trace > 0)
+		printf("%sthe trace itself does not count %llu of the lost events (no packet after them could be "
+		       "written)\n",
+		       indent, static_cast<unsigned long long>(w.not_in_trace));
+}
+
 void print_lost(const std::vector<control::LostCount> &lost)
 {
-	for (const auto &c : lost)
+	for (const auto &c : lost) {
 		printf("  channel %s: %llu event%s lost\n", c.channel.c_str(), static_cast<unsigned long long>(c.lost),
 		       c.lost == 1 ? "" : "s");
+		print_write_loss(c.write_loss, "    ");
+	}
 }
 
 void print_quarantined(const std::vector<control::Quarantined> &quarantined, const char *indent)
@@ -107,6 +126,10 @@ void print_relay(const std::optional<control::RelayStatus> &relay, const char *i
 		       indent, n(r.packets_unconfirmed));
 	if (r.packets_queued)
 		printf("%srelay: %llu packets queued, not sent yet\n", indent, n(r.packets_queued));
+	if (!r.relay_write_error.empty())
+		printf("%swarning: the relay's disk refuses writes: %s (what does not fit in the queue meanwhile is "
+		       "counted as lost under its channel)\n",
+		       indent, r.relay_write_error.c_str());
 }
 
 namespace {
@@ -152,6 +175,7 @@ void print_kernel(const control::KernelStatus &k)
 		printf("    %zu kernel events enabled; %llu written to %s, %llu lost\n", k.events->size(),
 		       static_cast<unsigned long long>(k.written.value_or(0)), k.trace->c_str(),
 		       static_cast<unsigned long long>(k.lost.value_or(0)));
+		print_write_loss(k.write_loss, "      ");
 	}
 }
 
@@ -170,6 +194,7 @@ void print_status(const control::StatusReply &s)
 			events += (events.empty() ? "" : ", ") + e.name + " (id " + std::to_string(e.id) + ")";
 		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
 		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(c.lost), c.lost == 1 ? "" : "s");
+		print_write_loss(c.write_loss, "      ");
 		print_quarantined(c.quarantined, "    ");
 		// Programs this channel does not trace (over their user's buffer quota, or no buffer could be made).
 		if (const uint64_t n = c.not_traced_total; n > 0) {

@@ -12,6 +12,8 @@ namespace tracery::cli {
 void print_sessions(const control::ListReply &reply);
 void print_status(const control::StatusReply &status);
 void print_lost(const std::vector<control::LostCount> &lost);
+// What refused writes (a full disk...) cost a channel's trace, if anything.
+void print_write_loss(const std::optional<control::WriteLoss> &loss, const char *indent);
 // Buffers a program wrote over, one warning line each.
 void print_quarantined(const std::vector<control::Quarantined> &quarantined, const char *indent);
 // A session's relay: where, connected or not, what was sent, confirmed, not

@@ -7,6 +7,7 @@
 #include "cli/print.hpp"
 
 #include "analysis/analyze/analyses.hpp"
+#include "analysis/read/event_walk.hpp"
 #include "analysis/read/trace_scan.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite_export.hpp"
@@ -15,10 +16,12 @@
 
 #include "base/cat.hpp"
 #include "base/sizes.hpp"
+#include "control/auth.hpp"
 #include "control/messages.hpp"
 #include "control/paths.hpp"
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
+#include "control/tls.hpp"
 #include "control/wire.hpp"
 #include "filter/parser.hpp"
 
@@ -134,6 +137,34 @@ control::SessionRequest named_session(const Args &a) { return {session_or_curren
 
 } // namespace
 
+namespace {
+
+// create --relay-key and --relay-ca: the files read here, with the user's
+// rights (the key file refused if others may read it), their contents sent
+// to the daemon.
+void relay_security(const Args &a, control::Create &req)
+{
+	if (!a.relay_key.empty()) {
+		control::auth::Key key;
+		if (std::string why = control::auth::load_key(a.relay_key, &key); !why.empty())
+			throw CliError("--relay-key " + why);
+		req.relay_key_name = key.name;
+		req.relay_key_secret = control::auth::secret_hex(key.secret);
+	}
+	if (!a.relay_ca.empty()) {
+		std::string pem;
+		control::tls::Context check;
+		std::string why = control::tls::Context::read_pem_file(a.relay_ca, &pem);
+		if (why.empty())
+			why = control::tls::Context::client_from_pem(pem, a.relay_ca, &check);
+		if (!why.empty())
+			throw CliError("--relay-ca " + why);
+		req.relay_ca_pem = std::move(pem);
+	}
+}
+
+} // namespace
+
 int verb_create(const Args &a)
 {
 	std::string url = a.url;
@@ -144,6 +175,10 @@ int verb_create(const Args &a)
 		req.live_period_ns = parse_period(a.live.empty() ? "1s" : a.live);
 		if (url.empty())
 			url = "net://localhost";
+		if (a.public_live)
+			req.public_live = true;
+	} else if (a.public_live) {
+		throw CliError("--public-live marks a live session: add --live[=PERIOD], or drop --public-live");
 	}
 	if (a.local_copy && url.empty())
 		throw CliError(
@@ -160,6 +195,10 @@ int verb_create(const Args &a)
 				"drop --output");
 		req.url = url;
 		req.local_copy = a.local_copy;
+		relay_security(a, req);
+	} else if (!a.relay_key.empty() || !a.relay_ca.empty()) {
+		throw CliError("--relay-key and --relay-ca are for a session sent to a relay: give --set-url "
+		               "net://HOST[:PORT] too, or drop them");
 	}
 	if (local)
 		req.output = a.output.empty() ? default_output(a.session) : absolute(a.output);
@@ -170,7 +209,8 @@ int verb_create(const Args &a)
 		where = cat("the relay at ", r.relay->url, " (its ", r.relay->path, ")",
 		            where.empty() ? "" : " and to ", where);
 		if (const uint64_t p = r.relay->live_period_ns)
-			where += cat(", live every ", std::to_string(p / 1000000), " ms");
+			where += cat(", live every ", std::to_string(p / 1000000), " ms",
+			             a.public_live ? ", public (the relay's plain lttng-live port serves it)" : "");
 	}
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
 	       where.c_str());
@@ -392,12 +432,15 @@ int verb_stop(const Args &a)
 		printf("  warning: the kernel trace may be incomplete: %s\n", r.kernel_error->c_str());
 	for (const int32_t pid : r.not_detached)
 		printf("  warning: program %d did not detach in time; its last events may be incomplete\n", pid);
-	if (r.disk_full.value_or(false)) {
+	std::string refused;
+	for (const auto &c : r.lost)
+		if (c.write_loss)
+			refused += (refused.empty() ? "" : "; ") + ("channel " + c.channel + ": ") +
+			           std::to_string(c.write_loss->events) + " events lost, " + c.write_loss->reason;
+	if (!refused.empty()) {
 		fflush(stdout);
-		throw CliError(
-			"the disk holding " + request(control::Status{{r.session}}).output +
-			" is full: the trace may miss packets; free some space (or use another --output) and trace "
-			"again");
+		throw CliError("the trace lost events because writes were refused (" + refused +
+		               "): make room on that disk, or choose another --output or relay, and trace again");
 	}
 	return 0;
 }
@@ -598,6 +641,22 @@ int reading(const TraceInputs &traces, Read &&read)
 	}
 }
 
+// reading() of the traces' merged items for a product (stats, analyze,
+// export, query): a damaged packet ends the walk where view stops, the
+// product is made of the items before it (product(walk) returns the exit
+// status), then the walk's error is thrown, as view's is.
+template <class Product>
+int walking(const TraceInputs &traces, const std::string &label, Product &&product,
+            analysis::EventWalk::FieldsWanted fields = {}, analysis::EventWalk::Counted counted = {})
+{
+	return reading(traces, [&](const auto &inputs) {
+		analysis::EventWalk walk(inputs, label, std::move(fields), std::move(counted));
+		const int status = product(walk);
+		walk.throw_if_stopped();
+		return status;
+	});
+}
+
 } // namespace
 
 int verb_view(const Args &a)
@@ -611,10 +670,10 @@ int verb_view(const Args &a)
 	if (!a.live_url.empty()) {
 		if (!a.targets.empty() || !a.begin.empty() || !a.end.empty())
 			throw CliError("--live reads a relay's live session: give it no TARGET, --begin or --end");
-		return view_live(a.live_url, a.from_now, options);
+		return view_live(a, options);
 	}
-	if (a.from_now)
-		throw CliError("--from-now goes with --live");
+	if (a.from_now || !a.view_key.empty() || !a.view_ca.empty())
+		throw CliError("--from-now, --relay-key and --relay-ca go with --live");
 	const TraceInputs traces = trace_inputs(a);
 	fflush(stdout);
 	// A reader that goes away (`tracery view | head`) ends the output
@@ -649,16 +708,15 @@ analysis::sql::OutputFormat query_format(const Args &a)
 
 int verb_stats(const Args &a)
 {
-	return reading(trace_inputs(a), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, "stats", analysis::stats_reads_fields, analysis::stats_counts);
-		return print_report(analysis::trace_stats(walk), a.json);
-	});
+	return walking(
+		trace_inputs(a), "stats",
+		[&](analysis::EventWalk &walk) { return print_report(analysis::trace_stats(walk), a.json); },
+		analysis::stats_reads_fields, analysis::stats_counts);
 }
 
 int verb_analyze(const Args &a, const std::string &kind)
 {
-	return reading(trace_inputs(a), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, "analyze " + kind);
+	return walking(trace_inputs(a), "analyze " + kind, [&](analysis::EventWalk &walk) {
 		if (kind == "cputop")
 			return print_report(analysis::analyze_cputop(walk), a.json);
 		if (kind == "syscalls")
@@ -701,39 +759,37 @@ int verb_export(const Args &a)
 	if (std::filesystem::is_directory(out))
 		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
 		               a.format + " TRACE... OUT)");
-	analysis::ExportCounts n;
-	reading(trace_inputs(targets), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, std::string("export ") + f->name);
-		n = f->write(walk, out, {a.spans, a.counters, a.force});
+	return walking(trace_inputs(targets), std::string("export ") + f->name, [&](analysis::EventWalk &walk) {
+		const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force});
+		fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events),
+		        out.c_str());
+		if (n.discarded)
+			fprintf(stderr, "tracery: the traces lost %llu events (not in the export)\n",
+			        static_cast<unsigned long long>(n.discarded));
 		return 0;
 	});
-	fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events), out.c_str());
-	if (n.discarded)
-		fprintf(stderr, "tracery: the traces lost %llu events (not in the export)\n",
-		        static_cast<unsigned long long>(n.discarded));
-	return 0;
 }
 
 int verb_query(const Args &a)
 {
-	const auto [targets, sql] = split_last(a);
+	const auto split = split_last(a); // (not a structured binding: the lambda below captures sql)
+	const Args &targets = split.first;
+	const std::string &sql = split.second;
 	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
 		analysis::sql::Db db(targets.targets[0], SQLITE_OPEN_READONLY);
 		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
 	}
 	analysis::sql::Db db(""); // a temporary file SQLite removes, its pages cached in memory up to a bound
-	reading(trace_inputs(targets), [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, "query");
+	return walking(trace_inputs(targets), "query", [&](analysis::EventWalk &walk) {
 		analysis::sql::fresh_database_pragmas(db);
 		analysis::sql::LoadOptions load;
 		for (const std::string &s : a.spans)
 			load.spans.push_back(analysis::sql::parse_span(s));
 		analysis::sql::load_traces(walk, db, load);
+		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
 	});
-	analysis::sql::run_query(db, sql, query_format(a), stdout);
-	return 0;
 }
 
 int verb_version()

@@ -16,13 +16,16 @@ struct Args {
 	bool snapshot = false;   // create --snapshot
 	std::string url;         // create --set-url
 	bool local_copy = false; // create --local-copy
+	std::string relay_key;   // create --relay-key FILE
+	std::string relay_ca;    // create --relay-ca FILE
 	std::string live;        // create --live[=PERIOD]
 	bool live_given = false;
-	bool all = false;       // destroy --all, enable-event -a
-	bool userspace = false; // -u (the default domain)
-	bool kernel = false;    // -k
-	bool syscall = false;   // enable-event -k --syscall, list -k --syscall
-	std::string channel;    // -c / enable-channel NAME
+	bool public_live = false; // create --public-live
+	bool all = false;         // destroy --all, enable-event -a
+	bool userspace = false;   // -u (the default domain)
+	bool kernel = false;      // -k
+	bool syscall = false;     // enable-event -k --syscall, list -k --syscall
+	std::string channel;      // -c / enable-channel NAME
 	std::vector<std::string> patterns;
 	std::string filter;
 	std::string userspace_probe; // enable-event -k --userspace-probe=SPEC
@@ -36,6 +39,7 @@ struct Args {
 	std::vector<std::string> fields;         // view --fields
 	std::string live_url;                    // view --live URL
 	bool from_now = false;                   // view --live --from-now
+	std::string view_key, view_ca;           // view --live --relay-key/--relay-ca
 	std::vector<std::string> pids;           // track/untrack --pid
 	bool follow_children = true;             // track --follow-children / --no-follow-children
 	bool json = false;                       // stats/analyze/query --json
@@ -59,8 +63,8 @@ int verb_list(const Args &a);
 int verb_snapshot_record(const Args &a);
 int verb_track(const Args &a, bool untrack);
 int verb_view(const Args &a);
-// view --live URL [--from-now] (view_live.cpp)
-int view_live(const std::string &url, bool from_now, const analysis::ViewOptions &options);
+// view --live URL [--from-now] [--relay-key FILE [--relay-ca FILE]] (view_live.cpp)
+int view_live(const Args &a, const analysis::ViewOptions &options);
 int verb_stats(const Args &a);
 // kind: cputop, syscalls, schedlat, irq, latency
 int verb_analyze(const Args &a, const std::string &kind);

@@ -1,5 +1,6 @@
-// cli/view_live.cpp — `tracery view --live net://HOST[:PORT]/host/HOSTNAME/SESSION`:
-// the lttng-live conversation (control/live_client.hpp) feeding the live
+// cli/view_live.cpp — `tracery view --live net://HOST[:PORT]/host/HOSTNAME/SESSION`
+// (with --relay-key FILE [--relay-ca FILE]: on the relay's authenticated
+// viewer port, TLS with the CAs): the lttng-live conversation (control/live_client.hpp) feeding the live
 // reading and printing (analysis/view/live_view.hpp). Per round: GET_NEXT_INDEX
 // of each stream the merge waits on (and its packet when there is one),
 // the metadata when a reply says it grew, the new streams when one says
@@ -165,14 +166,30 @@ uint64_t find_session(live::LiveClient &c, const live::LiveUrl &url, const std::
 
 } // namespace
 
-int view_live(const std::string &url_text, bool from_now, const analysis::ViewOptions &options)
+int view_live(const Args &a, const analysis::ViewOptions &options)
 {
+	const std::string &url_text = a.live_url;
 	live::LiveUrl url;
 	try {
 		url = live::parse_live_url(url_text);
 	} catch (const std::invalid_argument &e) {
 		throw CliError(e.what());
 	}
+	// The authenticated viewer port: its default port, the key, TLS when given the CAs.
+	control::relay::ClientSecurity security;
+	if (!a.view_ca.empty() && a.view_key.empty())
+		throw CliError("--relay-ca goes with --relay-key: the relay's TLS viewer port takes authenticated "
+		               "viewers only");
+	if (!a.view_key.empty()) {
+		security.key.emplace();
+		if (std::string why = control::auth::load_key(a.view_key, &*security.key); !why.empty())
+			throw CliError("--relay-key " + why);
+		if (!url.port_given)
+			url.port = live::kDefaultViewerPort;
+	}
+	if (!a.view_ca.empty())
+		if (std::string why = control::tls::Context::client_from_file(a.view_ca, &security.tls); !why.empty())
+			throw CliError("--relay-ca " + why);
 	struct sigaction sa {};
 	sa.sa_handler = on_signal; // no SA_RESTART: a wait for the relay ends at once
 	sigaction(SIGINT, &sa, nullptr);
@@ -181,11 +198,11 @@ int view_live(const std::string &url_text, bool from_now, const analysis::ViewOp
 	analysis::LiveView view(options, STDOUT_FILENO, stderr);
 	live::LiveClient c;
 	try {
-		c.connect(url.host, url.port);
+		c.connect(url.host, url.port, 30000, security);
 		const uint64_t id = find_session(c, url, url_text);
 		c.create_session();
 		LiveSession session(c, view, id);
-		session.take(c.attach(id, from_now ? live::kSeekLast : live::kSeekBeginning));
+		session.take(c.attach(id, a.from_now ? live::kSeekLast : live::kSeekBeginning));
 		bool over = false;
 		while (!over && !g_interrupted) {
 			const bool brought = session.round(&over);

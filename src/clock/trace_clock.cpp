@@ -33,17 +33,21 @@
 //  as forward steps (which never go back).
 #include "clock/trace_clock.hpp"
 
+#include "base/diagnostics.hpp"
 #include "rseq/rseq.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -107,6 +111,10 @@ constinit Writer g_w;
 constinit std::atomic<bool> g_ready{false};
 constinit std::atomic<uint64_t> g_init_mono{0}; // CLOCK_MONOTONIC at the end of init()
 constinit std::once_flag g_atfork_once;
+// detail::disturb_calibration_for_testing(): the next calibrations sleep this
+// long after their first sample.
+constinit std::atomic<uint64_t> g_test_pause_ns{0};
+constinit std::atomic<int> g_test_pauses{0};
 
 #if TRACERY_CLOCK_HAVE_TSC
 
@@ -114,9 +122,17 @@ constexpr double kFracScale = double(uint64_t(1) << kFracBits);
 
 // Tunables.
 constexpr uint64_t kInitCalibrationNs = 2'000'000; // regression window at init
-constexpr int kBurstSamples = 48;                  // samples per anchor burst (~3 us)
-constexpr double kMaxAnchorUncertaintyNs = 1000;   // a burst wider than this is retried
-constexpr double kSwitchMarginS = 0.010;           // new parameters take effect 10 ms later
+// The window is that of the samples kept (at least kMinCalibrationSamples),
+// so a thread preempted at its start still calibrates over a whole window, up
+// to kMaxCalibrationNs in all; a calibration that still fails (a longer
+// preemption, every anchor burst disturbed) is made again, at most
+// kCalibrationAttempts times, after yielding the CPU.
+constexpr uint64_t kMaxCalibrationNs = 50'000'000;
+constexpr long double kMinCalibrationSamples = 100;
+constexpr int kCalibrationAttempts = 4;
+constexpr int kBurstSamples = 48;                // samples per anchor burst (~3 us)
+constexpr double kMaxAnchorUncertaintyNs = 1000; // a burst wider than this is retried
+constexpr double kSwitchMarginS = 0.010;         // new parameters take effect 10 ms later
 constexpr double kGuardS = 0.001;
 constexpr double kMinBaselineS = 0.5; // rate estimate from anchors >= 0.5 s apart
 constexpr double kMinUsableBaselineS = 0.05;
@@ -296,13 +312,23 @@ bool calibrate_slope(uint64_t duration_ns, double &slope, uint64_t &samples)
 		min_w = std::min(min_w, x.t2 - x.t1);
 	}
 	const Sample first = take_sample();
+	if (g_test_pauses.load(std::memory_order_relaxed) > 0) {
+		g_test_pauses.fetch_sub(1, std::memory_order_relaxed);
+		const uint64_t pause = g_test_pause_ns.load(std::memory_order_relaxed);
+		timespec ts{time_t(pause / 1'000'000'000), long(pause % 1'000'000'000)};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+		}
+	}
 	long double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+	uint64_t first_kept_mono = 0;
 	for (;;) {
 		const Sample x = take_sample();
 		const uint64_t w = x.t2 - x.t1;
 		if (w < min_w)
 			min_w = w;
 		if (w <= min_w + min_w / 2) {
+			if (n == 0)
+				first_kept_mono = x.mono;
 			const long double xv = 0.5L * ((long double)(x.t1 - first.t1) + (long double)(x.t2 - first.t1));
 			const long double yv = (long double)(x.mono - first.mono) + 0.5L;
 			n += 1;
@@ -311,12 +337,15 @@ bool calibrate_slope(uint64_t duration_ns, double &slope, uint64_t &samples)
 			sxx += xv * xv;
 			sxy += xv * yv;
 		}
-		if (x.mono - first.mono >= duration_ns)
+		// Kept samples over the whole window (a preemption before the first
+		// one does not shorten it), within a bound.
+		const bool spanned = n >= kMinCalibrationSamples && x.mono - first_kept_mono >= duration_ns;
+		if (spanned || x.mono - first.mono >= kMaxCalibrationNs)
 			break;
 	}
 	samples = uint64_t(n);
 	const long double den = n * sxx - sx * sx;
-	if (n < 100 || !(den > 0))
+	if (n < kMinCalibrationSamples || !(den > 0))
 		return false;
 	slope = double((n * sxy - sx * sy) / den);
 	return slope > 1e-3 && slope < 1e3; // 1 MHz .. 1 THz
@@ -470,10 +499,9 @@ void init_locked()
 		} else if (v == "vdso") {
 			want = Want::vdso;
 		} else if (v != "auto") {
-			std::fprintf(stderr,
-			             "tracery: ignoring TRACERY_CLOCK='%s' (expected 'tsc', 'tsc-ordered' or "
-			             "'vdso'); using the automatic clock choice\n",
-			             env);
+			base::diagnostic("ignoring TRACERY_CLOCK='%s' (expected 'tsc', 'tsc-ordered' or 'vdso'); using "
+			                 "the automatic clock choice",
+			                 env);
 		}
 	}
 	st.forced = want != Want::automatic;
@@ -487,11 +515,23 @@ void init_locked()
 		const uint64_t t0 = detail::now_vdso();
 		double slope = 0;
 		Anchor a;
-		bool ok = calibrate_slope(kInitCalibrationNs, slope, st.calibration_samples);
-		if (ok) {
+		bool ok = false;
+		for (int attempt = 0; attempt < kCalibrationAttempts && !ok; ++attempt) {
+			if (attempt > 0)
+				sched_yield(); // (a fresh time slice: the last attempt was preempted)
+			st.calibration_attempts = uint64_t(attempt) + 1;
+			ok = calibrate_slope(kInitCalibrationNs, slope, st.calibration_samples);
+			if (!ok) {
+				st.calibration_failure = "a preemption left too few undisturbed samples";
+				continue;
+			}
 			w.slope = slope;
 			ok = measure_anchor(slope, a);
+			if (!ok)
+				st.calibration_failure = "every anchor burst was disturbed";
 		}
+		if (ok)
+			st.calibration_failure = "";
 		st.calibration_ns = detail::now_vdso() - t0;
 		if (ok) {
 			// First block: a single line through the anchor's upper bound.
@@ -513,22 +553,24 @@ void init_locked()
 			st.init_cost_tsc_ns = cost_tsc(tsc_kind);
 			use_tsc = forced_tsc || st.init_cost_tsc_ns <= kTscMustBeFaster * st.init_cost_vdso_ns;
 		} else {
-			std::fprintf(stderr, "tracery: TSC calibration failed; using the vdso clock\n");
+			// The vdso clock is as exact, only slower to read: nothing
+			// the program or its trace needs to be told unless asked.
+			base::diagnostic("TSC calibration failed %llu times (%s); using the vdso clock",
+			                 (unsigned long long)st.calibration_attempts, st.calibration_failure);
 		}
 		if (forced_tsc && ok && !st.tsc_eligible)
-			std::fprintf(stderr,
-			             "tracery: TRACERY_CLOCK=%s forced although the kernel clocksource is not an "
-			             "invariant TSC; timestamps may drift between resyncs\n",
-			             backend_name(tsc_kind));
+			base::diagnostic("TRACERY_CLOCK=%s forced although the kernel clocksource is not an invariant "
+			                 "TSC; timestamps may drift between resyncs",
+			                 backend_name(tsc_kind));
 		if (want == Want::tsc_ordered && ok && !lfence_serializing())
-			std::fprintf(stderr,
-			             "tracery: TRACERY_CLOCK=tsc-ordered: lfence is not known to be serializing on "
-			             "this CPU, so reads may not be ordered\n");
+			base::diagnostic(
+				"TRACERY_CLOCK=tsc-ordered: lfence is not known to be serializing on this CPU, "
+				"so reads may not be ordered");
 	}
 #else
 	if (forced_tsc)
-		std::fprintf(stderr, "tracery: TRACERY_CLOCK=%s is not available on this CPU; using the vdso clock\n",
-		             backend_name(tsc_kind));
+		base::diagnostic("TRACERY_CLOCK=%s is not available on this CPU; using the vdso clock",
+		                 backend_name(tsc_kind));
 #endif
 	st.backend = use_tsc ? tsc_kind : Backend::vdso;
 	st.initialized = true;
@@ -819,13 +861,19 @@ std::string report()
 			std::snprintf(buf, sizeof buf, "  %-11s unavailable on this CPU\n", c.name);
 		out += buf;
 	}
+	if (*s.calibration_failure) {
+		std::snprintf(buf, sizeof buf, "  TSC calibration failed %llu times: %s\n",
+		              (unsigned long long)s.calibration_attempts, s.calibration_failure);
+		out += buf;
+	}
 	if (s.tsc_hz > 0) {
 		std::snprintf(
 			buf, sizeof buf,
-			"  tsc %.6f MHz; init calibration %.2f ms, %llu samples; anchor bracket %.1f ns\n"
+			"  tsc %.6f MHz; init calibration %.2f ms (%llu attempts), %llu samples; anchor bracket %.1f ns\n"
 			"  resyncs %llu (skipped %llu, forward steps %llu, late %llu); last error %.1f ns, max %.1f ns\n",
-			s.tsc_hz * 1e-6, double(s.calibration_ns) * 1e-6, (unsigned long long)s.calibration_samples,
-			s.anchor_uncertainty_ns, (unsigned long long)s.resyncs, (unsigned long long)s.resyncs_skipped,
+			s.tsc_hz * 1e-6, double(s.calibration_ns) * 1e-6, (unsigned long long)s.calibration_attempts,
+			(unsigned long long)s.calibration_samples, s.anchor_uncertainty_ns,
+			(unsigned long long)s.resyncs, (unsigned long long)s.resyncs_skipped,
 			(unsigned long long)s.steps_forward, (unsigned long long)s.late_publishes, s.last_error_ns,
 			s.max_abs_error_ns);
 		out += buf;
@@ -841,6 +889,12 @@ void reset_for_testing()
 	g_state.mode.store(uint32_t(Backend::vdso), std::memory_order_release);
 	g_w = Writer{};
 	g_ready.store(false, std::memory_order_release);
+}
+
+void disturb_calibration_for_testing(uint64_t pause_ns, int calibrations)
+{
+	g_test_pause_ns.store(pause_ns, std::memory_order_relaxed);
+	g_test_pauses.store(calibrations, std::memory_order_relaxed);
 }
 
 bool perturb_for_testing(int64_t ahead_ns)

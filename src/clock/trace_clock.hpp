@@ -58,9 +58,11 @@ enum class Backend : uint32_t { vdso = 0, tsc = 1, tsc_ordered = 2 };
 inline constexpr bool is_tsc(Backend b) noexcept { return b != Backend::vdso; }
 
 // Chooses and calibrates the backend (a few ms the first time). Idempotent and thread-safe.
-// TRACERY_CLOCK=tsc|tsc-ordered|vdso forces a backend; any other non-empty value prints one
-// line on stderr and keeps the automatic choice (tsc where eligible and cheaper than the
-// vDSO, else vdso). Not async-signal-safe.
+// TRACERY_CLOCK=tsc|tsc-ordered|vdso forces a backend; any other non-empty value is reported
+// (base::diagnostic) and keeps the automatic choice (tsc where eligible and cheaper than the
+// vDSO, else vdso). A TSC calibration that fails (kCalibrationAttempts attempts, each
+// disturbed) falls back to vdso, reported likewise, its reason in stats(). Not
+// async-signal-safe.
 void init();
 
 // Monotonic nanoseconds on the CLOCK_MONOTONIC timeline. Hot path; defined inline below.
@@ -138,23 +140,25 @@ std::string report();
 struct Stats {
 	Backend backend = Backend::vdso;
 	bool initialized = false;
-	bool forced = false;              // chosen through TRACERY_CLOCK
-	bool tsc_eligible = false;        // clocksource tsc, constant+nonstop TSC, serializing lfence
-	const char *tsc_note = "";        // why (not) eligible
-	double tsc_hz = 0;                // current estimate of the TSC rate (CLOCK_MONOTONIC Hz)
-	double init_cost_vdso_ns = 0;     // per-read costs measured at init (0: not measured)
-	double init_cost_tsc_ns = 0;      // of the tsc backend init() chose or was asked for
-	uint64_t calibration_ns = 0;      // duration of the initial calibration
-	uint64_t calibration_samples = 0; // samples kept for the regression
-	double anchor_uncertainty_ns = 0; // width of the last CLOCK_MONOTONIC bracket
-	uint64_t resyncs = 0;             // parameter blocks published by resync()
-	uint64_t resyncs_skipped = 0;     // too close to the previous one, or noisy measurement
-	uint64_t steps_forward = 0;       // corrections too large to slew (clock behind)
-	uint64_t late_publishes = 0;      // writer descheduled near the switch point (see .cpp)
-	double max_overrun_ns = 0;        // longest a block became visible after its switch point: a reader
-					  // may then have stepped back by |m0 - m1| times this (see .cpp)
-	double last_error_ns = 0;         // now() - CLOCK_MONOTONIC measured by the last resync
-	double max_abs_error_ns = 0;      // largest |error| seen by any resync
+	bool forced = false;                  // chosen through TRACERY_CLOCK
+	bool tsc_eligible = false;            // clocksource tsc, constant+nonstop TSC, serializing lfence
+	const char *tsc_note = "";            // why (not) eligible
+	double tsc_hz = 0;                    // current estimate of the TSC rate (CLOCK_MONOTONIC Hz)
+	double init_cost_vdso_ns = 0;         // per-read costs measured at init (0: not measured)
+	double init_cost_tsc_ns = 0;          // of the tsc backend init() chose or was asked for
+	uint64_t calibration_ns = 0;          // duration of the initial calibration
+	uint64_t calibration_samples = 0;     // samples kept for the regression
+	uint64_t calibration_attempts = 0;    // calibrations made (more than 1: the first ones were disturbed)
+	const char *calibration_failure = ""; // why the last attempt failed ("" if one succeeded)
+	double anchor_uncertainty_ns = 0;     // width of the last CLOCK_MONOTONIC bracket
+	uint64_t resyncs = 0;                 // parameter blocks published by resync()
+	uint64_t resyncs_skipped = 0;         // too close to the previous one, or noisy measurement
+	uint64_t steps_forward = 0;           // corrections too large to slew (clock behind)
+	uint64_t late_publishes = 0;          // writer descheduled near the switch point (see .cpp)
+	double max_overrun_ns = 0;            // longest a block became visible after its switch point: a reader
+					      // may then have stepped back by |m0 - m1| times this (see .cpp)
+	double last_error_ns = 0;             // now() - CLOCK_MONOTONIC measured by the last resync
+	double max_abs_error_ns = 0;          // largest |error| seen by any resync
 };
 Stats stats();
 
@@ -244,6 +248,9 @@ void reset_for_testing();
 // and later resync() calls must slew it back. Returns false (and does nothing) with the vdso
 // backend or while a previous block's switch point is less than ~1 ms away.
 bool perturb_for_testing(int64_t ahead_ns);
+// The next `calibrations` TSC calibrations sleep pause_ns after their first sample, as a
+// thread preempted there would be.
+void disturb_calibration_for_testing(uint64_t pause_ns, int calibrations);
 
 } // namespace detail
 

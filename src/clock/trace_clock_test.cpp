@@ -221,6 +221,58 @@ TEST(TraceClock, TscCalibrationIsAccurateWithoutResync)
 	// the tolerance (a rate error above ~3e-6 would show here).
 	expect_bracketed(20000, "300 ms after init without resync");
 }
+
+// A thread preempted right after the calibration's first sample (as under CPU load) once
+// left too few samples in the 2 ms window, and the program fell back to the vdso clock,
+// saying so on its stderr. The window now counts from the first sample kept.
+TEST(TraceClock, CalibrationPreemptedAtItsStartStillCalibrates)
+{
+	tc::detail::disturb_calibration_for_testing(5'000'000, 1);
+	testing::internal::CaptureStderr();
+	reinit("tsc");
+	EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+	const tc::Stats s = tc::stats();
+	EXPECT_EQ(tc::backend(), tc::Backend::tsc);
+	EXPECT_EQ(s.calibration_attempts, 1u);
+	EXPECT_STREQ(s.calibration_failure, "");
+	EXPECT_GT(s.calibration_samples, 100u);
+	EXPECT_GE(s.calibration_ns, 7'000'000u); // the pause, then a whole window
+	expect_bracketed(20000, "after a calibration preempted at its start");
+}
+
+// Calibrations preempted for longer than their bound every time: the vdso clock, as exact,
+// one line through base::diagnostic (stderr in a test; in a traced program only where
+// TRACERY_LOG says), and the reason in stats() and the report.
+TEST(TraceClock, CalibrationThatKeepsFailingFallsBackToTheVdsoClock)
+{
+	tc::detail::disturb_calibration_for_testing(60'000'000, 4);
+	testing::internal::CaptureStderr();
+	reinit("tsc");
+	const std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_EQ(err, "tracery: TSC calibration failed 4 times (a preemption left too few undisturbed samples); using "
+	               "the vdso clock\n");
+	const tc::Stats s = tc::stats();
+	EXPECT_EQ(tc::backend(), tc::Backend::vdso);
+	EXPECT_EQ(s.calibration_attempts, 4u);
+	EXPECT_STREQ(s.calibration_failure, "a preemption left too few undisturbed samples");
+	expect_bracketed(1000, "vdso after failed calibrations");
+	EXPECT_NE(tc::report().find("TSC calibration failed 4 times: a preemption left too few undisturbed samples"),
+	          std::string::npos);
+	tc::detail::disturb_calibration_for_testing(0, 0);
+	reinit(nullptr); // (the next tests start from a calibrated clock)
+}
+
+// After a first attempt disturbed beyond its bound, the second succeeds.
+TEST(TraceClock, DisturbedCalibrationIsMadeAgain)
+{
+	tc::detail::disturb_calibration_for_testing(60'000'000, 1);
+	reinit("tsc");
+	const tc::Stats s = tc::stats();
+	EXPECT_EQ(tc::backend(), tc::Backend::tsc);
+	EXPECT_EQ(s.calibration_attempts, 2u);
+	EXPECT_STREQ(s.calibration_failure, "");
+	expect_bracketed(20000, "after a second calibration");
+}
 #endif
 
 TEST(TraceClock, MonotonicWithinEachThreadWhileResyncing)

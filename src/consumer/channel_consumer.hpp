@@ -5,6 +5,17 @@
 // Channel::wait_for_data); overwrite mode keeps the newest data in memory and
 // writes it on finish().
 //
+// A packet its sink does not take (sink.hpp: WriteRefused, a full disk, say)
+// is not dropped: the sub-buffer stays in the ring buffer, unreleased, and is
+// offered again every 250 ms (the stream waits: its later sub-buffers after
+// it). Meanwhile the buffer fills and its writers drop records and count
+// them exactly (ringbuf::Channel::lost), so the stream's next packet carries
+// them as discarded events; writing resumes by itself once the sink takes
+// packets again. What finish() still cannot write is decoded and counted
+// (set_event_counter) and carried by a last empty packet when it can be
+// written. write_losses() says, from any thread, how many events the refused
+// writes cost and why.
+//
 // The ring buffer may be written by a hostile or broken program: the ring
 // buffer quarantines a channel it finds inconsistent, and the consumer adds
 // what only a reader of successive sub-buffers sees (a stream's timestamps,
@@ -23,21 +34,45 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <string>
 #include <vector>
 
 namespace tracery::consumer {
 
+// What refused writes cost a consumer's trace so far (ChannelConsumer::write_losses).
+struct WriteLosses {
+	// Events lost because the sink refused packets: dropped by the writers
+	// while a stream waited, and in sub-buffers finish() could not write.
+	uint64_t events = 0;
+	// Of these, in sub-buffers finish() could not write, by count: their
+	// events were decoded and counted (unwritten_events), or could not be
+	// (unwritten_uncounted sub-buffers, whose events are not in `events`).
+	uint64_t unwritten_events = 0;
+	uint64_t unwritten_uncounted = 0;
+	// After finish(): events lost (for any reason) that the trace does not
+	// count as discarded, because no packet after them could be written.
+	uint64_t not_in_trace = 0;
+	bool refusing = false; // a stream waits for its sink to take a packet now
+	std::string reason;    // the last refusal ("" if none)
+	bool operator==(const WriteLosses &) const = default;
+};
+
 class ChannelConsumer {
 public:
-	// Told, once each, that writing the trace failed or that the channel is
-	// quarantined (one line, without a trailing newline). Called from the
-	// consumer thread or from finish().
+	// Told, once each, that the channel is quarantined, and when writes are
+	// refused and resume (one line, without a trailing newline). Called from
+	// the consumer thread or from finish().
 	using ProblemReport = std::function<void(const std::string &)>;
+	// Counts the events of a packet of the stream of `cpu` that could not be
+	// written (its header and context fields, its event bytes) by decoding
+	// it; throws std::exception when it cannot.
+	using EventCounter =
+		std::function<uint64_t(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size)>;
 	// ticks: what the trace's timestamps count, for the packets the
 	// consumer closes itself (flush at the end, lost-events packets).
-	// Problems go to `report`; by default to stderr, as "tracery: ...".
+	// Problems go to `report`; by default to base::diagnostic ("tracery: ...").
 	ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<PacketSink> sink, clock::TickSource ticks,
 	                ProblemReport report = {});
 	~ChannelConsumer();
@@ -53,13 +88,21 @@ public:
 	// that stream's last packet, writes it an empty packet dated then
 	// (PacketSink::streams_started).
 	void set_live_period(uint64_t period_ns) { live_period_ns_ = period_ns; }
+	// Before finish(): how it counts the events of sub-buffers it cannot
+	// write. Without one they are reported as sub-buffers, not counted.
+	void set_event_counter(EventCounter counter) { counter_ = std::move(counter); }
 	// Returns once the thread runs (its start-up, the C library's and any
 	// sanitizer's, is over).
 	void start_thread();
 	// Stops the thread, closes the partial sub-buffers and writes everything
 	// left (discard) or the newest data (overwrite), then a last empty
-	// packet per stream if events were lost after its last packet.
+	// packet per stream if events were lost after its last packet. A stream
+	// whose sink still refuses gets one more try; what it cannot take is
+	// counted (set_event_counter) and released, and the last empty packet
+	// carries it too.
 	void finish();
+	// What refused writes cost so far; any thread.
+	WriteLosses write_losses() const;
 	// Around fork(): before_fork waits until the thread is between two
 	// pieces of work (waiting for data), so that it holds no lock of the C
 	// library or of a sanitizer's allocator that the child would inherit
@@ -72,14 +115,26 @@ public:
 
 	// Writes the complete sub-buffers, at most one buffer's worth per CPU
 	// (so that a program filling its buffer as fast as it is written cannot
-	// keep a caller here); returns the packets written.
-	size_t drain();
+	// keep a caller here), a waiting stream's first; returns the packets
+	// written.
+	size_t drain() { return drain_streams(true); }
 
 private:
+	enum class Written { yes, refused, dropped }; // dropped: the channel is quarantined
 	static void *thread_main(void *arg);
 	// Wakes the thread from its wait and joins it, if it runs.
 	void stop_thread();
-	void write(const ringbuf::Channel::SubbufView &v);
+	// all_now: also the streams that wait, whatever their next try's time.
+	size_t drain_streams(bool all_now);
+	Written write(const ringbuf::Channel::SubbufView &v);
+	// The sink refused the oldest sub-buffer of `cpu` (or took it again).
+	void hold(uint32_t cpu, const std::string &reason, uint64_t now);
+	void release(uint32_t cpu);
+	bool holding() const;
+	// finish(): the sub-buffers of a stream that still cannot be written,
+	// counted and released.
+	void count_unwritten(uint32_t cpu);
+	void account_unwritten(const ringbuf::Channel::SubbufView &v);
 	// An empty packet on the stream of `cpu` carrying a lost count.
 	void write_empty(uint32_t cpu, uint64_t timestamp, uint64_t lost_before);
 	// Live sessions: packet 0 of every stream, empty, dated created_ts_.
@@ -92,7 +147,6 @@ private:
 	void report_quarantine();
 	void write_final_lost_packets();
 	void live_tick(); // see set_live_period
-	void report_error(const std::exception &e);
 	void report(const std::string &line);
 
 	ringbuf::Channel &channel_;
@@ -111,12 +165,29 @@ private:
 	// streams_started() when its last packet was written.
 	std::vector<uint64_t> seq_shift_, streams_seen_;
 	bool announced_ = false;
+	EventCounter counter_;
+	// Per stream: whether a packet of it was written; when to offer its
+	// waiting sub-buffer again (CLOCK_MONOTONIC ns); the events_discarded its
+	// last packet carried.
+	std::vector<bool> begun_;
+	std::vector<uint64_t> retry_at_, shown_lost_;
+	// Guards what write_losses() reads (written by the consumer's thread
+	// under it, read there without it): per stream, whether its oldest
+	// sub-buffer was refused and waits, the lost count when it began to wait, the events lost to refusals in waits that ended, the
+	// events counted in sub-buffers never written; and the totals.
+	mutable std::mutex losses_mutex_;
+	std::vector<bool> held_;
+	std::vector<uint64_t> lost_at_hold_, hold_lost_, unwritten_;
+	uint64_t unwritten_uncounted_ = 0;
+	uint32_t streams_held_ = 0;
+	std::string reason_;
+	std::optional<uint64_t> not_in_trace_; // set by finish()
 	pthread_t thread_{};
 	bool thread_running_ = false;
 	std::atomic<bool> stop_{false};
 	std::mutex busy_;                  // held by the thread except while it waits for data
 	std::binary_semaphore started_{0}; // released by the thread once it runs
-	bool failed_ = false;
+	bool close_reported_ = false;
 };
 
 } // namespace tracery::consumer

@@ -7,12 +7,15 @@
 
 #include "clock/trace_clock.hpp"
 #include "consumer/file_sink.hpp"
+#include "consumer/tee_sink.hpp"
 #include "ctf/event_header.hpp"
 #include "ctf/packet.hpp"
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +55,34 @@ public:
 private:
 	std::vector<Packet> &packets_;
 	int &closed_;
+};
+
+// A sink that refuses every packet (WriteRefused) while `refuse` says so,
+// but for empty ones when `take_empty` says so; what it took is kept.
+class RefusingSink final : public PacketSink {
+public:
+	struct State {
+		std::vector<RecordingSink::Packet> packets;
+		bool refuse = true;
+		bool take_empty = false;
+		int refused = 0;
+	};
+	explicit RefusingSink(State &state) : s_(state) {}
+
+	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override
+	{
+		if (s_.refuse && !(s_.take_empty && size == 0)) {
+			s_.refused++;
+			throw WriteRefused("disk full (No space left on device) writing /t/chan_0");
+		}
+		const auto *p = static_cast<const uint8_t *>(events);
+		s_.packets.push_back({cpu, info, size ? std::vector<uint8_t>(p, p + size) : std::vector<uint8_t>{}});
+	}
+	void close() override {}
+	void abandon_after_fork() override {}
+
+private:
+	State &s_;
 };
 
 std::unique_ptr<ringbuf::Channel> small_channel()
@@ -142,6 +173,182 @@ TEST(ChannelConsumer, EventsLostAfterTheLastPacketGoInAnEmptyOne)
 	EXPECT_EQ(packets[4].info.events_discarded, 10u);
 	EXPECT_EQ(packets[4].info.seq, 4u);
 	EXPECT_EQ(closed, 1);
+}
+
+// The records of the test's sub-buffers are 100 bytes each: what the trace's
+// decoder would count.
+uint64_t count_test_records(uint32_t, const ctf::PacketInfo &, const void *, size_t size) { return size / 100; }
+
+TEST(ChannelConsumer, RefusedPacketWaitsAndTheNextCarriesTheEventsDroppedMeanwhile)
+{
+	auto ch = small_channel();
+	RefusingSink::State sink;
+	ChannelConsumer consumer(*ch, std::make_unique<RefusingSink>(sink), clock::TickSource::ns,
+	                         [](const std::string &) {});
+
+	// A sub-buffer completes; the disk refuses it: it stays in the buffer.
+	uint32_t written = 0, dropped = 0, i = 0;
+	for (; i < 60; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, 1));
+	EXPECT_EQ(consumer.drain(), 0u);
+	EXPECT_EQ(sink.refused, 1);
+	WriteLosses w = consumer.write_losses();
+	EXPECT_TRUE(w.refusing);
+	EXPECT_EQ(w.reason, "disk full (No space left on device) writing /t/chan_0");
+	EXPECT_EQ(w.events, 0u);
+	// Offered again, still refused; meanwhile the writers fill the buffer and drop the rest, counted.
+	EXPECT_EQ(consumer.drain(), 0u);
+	EXPECT_EQ(sink.refused, 2);
+	for (; i < 260; i++)
+		(write_record(*ch, 1000 + i, 96, 1) ? written : dropped)++;
+	EXPECT_EQ(written, 100u); // 160 records fill the 4 sub-buffers
+	EXPECT_EQ(dropped, 100u);
+	EXPECT_EQ(consumer.write_losses().events, 100u);
+	EXPECT_TRUE(sink.packets.empty());
+
+	// Space returns: the complete sub-buffers in order, the first as it was
+	// (the fourth is still open: no writer could move past it).
+	sink.refuse = false;
+	EXPECT_EQ(consumer.drain(), 3u);
+	ASSERT_EQ(sink.packets.size(), 3u);
+	for (uint64_t k = 0; k < 3; k++) {
+		EXPECT_EQ(sink.packets[k].info.seq, k);
+		EXPECT_EQ(sink.packets[k].events.size(), 4000u);
+		EXPECT_EQ(sink.packets[k].info.timestamp_begin, 1000 + 40 * k);
+		EXPECT_EQ(sink.packets[k].info.events_discarded, 0u);
+	}
+	w = consumer.write_losses();
+	EXPECT_FALSE(w.refusing);
+	EXPECT_EQ(w.events, 100u);
+	// Writing goes on; the first sub-buffer opened after the drops carries them as discarded events.
+	for (; i < 300; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, 1));
+	consumer.finish();
+	ASSERT_EQ(sink.packets.size(), 5u);
+	EXPECT_EQ(sink.packets[3].info.events_discarded, 0u);
+	EXPECT_EQ(sink.packets[4].info.events_discarded, 100u);
+	EXPECT_EQ(sink.packets[4].info.seq, 4u);
+	EXPECT_EQ(sink.packets[4].events.size(), 4000u);
+	EXPECT_EQ(consumer.write_losses().not_in_trace, 0u);
+	EXPECT_EQ(consumer.write_losses().events, 100u);
+}
+
+TEST(ChannelConsumer, WhatFinishCannotWriteIsCountedAndTheLastEmptyPacketCarriesIt)
+{
+	for (const bool empty_taken : {false, true}) {
+		SCOPED_TRACE(empty_taken ? "the last empty packet written" : "nothing written");
+		auto ch = small_channel();
+		RefusingSink::State sink;
+		sink.take_empty = empty_taken;
+		ChannelConsumer consumer(*ch, std::make_unique<RefusingSink>(sink), clock::TickSource::ns,
+		                         [](const std::string &) {});
+		consumer.set_event_counter(count_test_records);
+		// A sub-buffer refused; then the buffer fills (4 sub-buffers of 40 records) and 25 records are dropped.
+		uint32_t written = 0, dropped = 0;
+		for (uint32_t i = 0; i < 185; i++) {
+			if (i == 60) {
+				EXPECT_EQ(consumer.drain(), 0u);
+			}
+			(write_record(*ch, 1000 + i, 96, 1) ? written : dropped)++;
+		}
+		ASSERT_EQ(dropped, 25u);
+		consumer.finish();
+
+		const WriteLosses w = consumer.write_losses();
+		EXPECT_FALSE(w.refusing);
+		EXPECT_EQ(w.unwritten_events, 160u); // every record written, counted
+		EXPECT_EQ(w.unwritten_uncounted, 0u);
+		EXPECT_EQ(w.events, 185u);
+		if (empty_taken) {
+			// The trace counts them all: its last packet, after the sub-buffers it
+			// skips, and an empty one before it from which readers count.
+			ASSERT_EQ(sink.packets.size(), 2u);
+			EXPECT_EQ(sink.packets[0].info.events_discarded, 0u);
+			EXPECT_EQ(sink.packets[0].info.seq, 4u);
+			EXPECT_EQ(sink.packets[1].info.events_discarded, 185u);
+			EXPECT_EQ(sink.packets[1].info.seq, 5u);
+			EXPECT_EQ(w.not_in_trace, 0u);
+		} else {
+			EXPECT_TRUE(sink.packets.empty());
+			EXPECT_EQ(w.not_in_trace, 185u);
+		}
+		EXPECT_FALSE(ch->data_ready(0)); // released
+	}
+}
+
+TEST(ChannelConsumer, WithoutCounterUnwrittenSubBuffersAreReportedUncounted)
+{
+	auto ch = small_channel();
+	RefusingSink::State sink;
+	std::vector<std::string> reports;
+	ChannelConsumer consumer(*ch, std::make_unique<RefusingSink>(sink), clock::TickSource::ns,
+	                         [&](const std::string &line) { reports.push_back(line); });
+	for (uint32_t i = 0; i < 100; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, 1));
+	consumer.finish(); // 2 full sub-buffers and the partial third
+	const WriteLosses w = consumer.write_losses();
+	EXPECT_EQ(w.unwritten_uncounted, 3u);
+	EXPECT_EQ(w.events, 0u);
+	ASSERT_EQ(reports.size(), 2u);
+	EXPECT_EQ(reports[0], "writing the trace is refused (disk full (No space left on device) writing /t/chan_0): "
+	                      "its events are counted as lost until writes succeed again");
+	EXPECT_EQ(reports[1], "0 events lost because writes were refused (disk full (No space left on device) "
+	                      "writing /t/chan_0), and 3 sub-buffers not written whose events are unknown");
+}
+
+TEST(ChannelConsumer, ThreadOffersARefusedPacketAgainAndResumes)
+{
+	auto ch = small_channel();
+	RefusingSink::State sink;
+	std::mutex m; // the thread writes into `sink`
+	struct Locked final : PacketSink {
+		RefusingSink inner;
+		std::mutex &m;
+		Locked(RefusingSink::State &s, std::mutex &mu) : inner(s), m(mu) {}
+		void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override
+		{
+			std::lock_guard lock(m);
+			inner.write_packet(cpu, info, events, size);
+		}
+		void close() override {}
+		void abandon_after_fork() override {}
+	};
+	ChannelConsumer consumer(*ch, std::make_unique<Locked>(sink, m), clock::TickSource::ns,
+	                         [](const std::string &) {});
+	consumer.start_thread();
+	const auto wait_for = [&](auto done) {
+		for (int t = 0; t < 500 && !done(); t++)
+			usleep(10'000);
+		return done();
+	};
+	const auto refused = [&](int n) {
+		return [&, n] {
+			std::lock_guard lock(m);
+			return sink.refused >= n;
+		};
+	};
+	uint32_t i = 0;
+	for (; i < 60; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, 1));
+	ASSERT_TRUE(wait_for(refused(1)));
+	for (; i < 200; i++) // 100 fit, 40 are dropped
+		write_record(*ch, 1000 + i, 96, 1);
+	EXPECT_TRUE(wait_for(refused(2))); // offered again
+	EXPECT_TRUE(consumer.write_losses().refusing);
+	{
+		std::lock_guard lock(m);
+		sink.refuse = false;
+	}
+	EXPECT_TRUE(wait_for([&] {
+		std::lock_guard lock(m);
+		return sink.packets.size() == 3; // the fourth is still open
+	}));
+	EXPECT_FALSE(consumer.write_losses().refusing);
+	EXPECT_EQ(consumer.write_losses().events, 40u);
+	consumer.finish();
+	std::lock_guard lock(m);
+	ASSERT_EQ(sink.packets.size(), 5u);
+	EXPECT_EQ(sink.packets[4].info.events_discarded, 40u);
 }
 
 TEST(ChannelConsumer, LiveStreamsBeginWithAnEmptyPacketDatedBeforeAnyRecord)
@@ -334,6 +541,67 @@ TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)
 	EXPECT_EQ(std::memcmp(file.data() + ctf::kPacketPrefixSize, events, sizeof events), 0);
 
 	EXPECT_THROW(sink.write_packet(4, info, events, 1), std::out_of_range); // no such CPU
+}
+
+TEST(FileSink, RefusedWriteIsCutBackToTheLastWholePacket)
+{
+	const base::TestTempDir dir("tracery-consumer-test");
+	const ctf::Uuid uuid = *ctf::Uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
+	FileSink sink(dir.path(), StreamNames{"chan", 0, 0, uuid}, 1);
+	const std::vector<uint8_t> events(4000, 7);
+	ctf::PacketInfo info{};
+	sink.write_packet(0, info, events.data(), events.size());
+	const uint64_t one = ctf::kPacketPrefixSize + events.size();
+
+	// The file may not grow past 1.5 packets: the second packet is written in
+	// part, then refused (EFBIG), and cut back.
+	struct rlimit old;
+	ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+	const auto old_handler = signal(SIGXFSZ, SIG_IGN);
+	struct rlimit small = old;
+	small.rlim_cur = one + one / 2;
+	ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+	info.seq = 1;
+	std::string why;
+	try {
+		sink.write_packet(0, info, events.data(), events.size());
+	} catch (const WriteRefused &e) {
+		why = e.what();
+	}
+	ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_handler);
+	EXPECT_EQ(why, "file too large (File too large) writing " + dir.path() + "/chan_0");
+	EXPECT_EQ(std::filesystem::file_size(dir.path() + "/chan_0"), one);
+
+	// Offered again once writes are allowed: two whole packets.
+	sink.write_packet(0, info, events.data(), events.size());
+	sink.close();
+	const std::vector<uint8_t> file = read_file(dir.path() + "/chan_0");
+	ASSERT_EQ(file.size(), 2 * one);
+	EXPECT_EQ(base::load_le<uint32_t>(file.data() + one), ctf::kPacketMagic);
+	EXPECT_EQ(base::load_le<uint64_t>(file.data() + one + 64), 1u); // packet_seq_num
+}
+
+// One side refuses: the packet, offered again, goes only to that side.
+TEST(TeeSink, PacketOfferedAgainGoesOnlyToTheSinkThatRefusedIt)
+{
+	RefusingSink::State refusing;
+	std::vector<RecordingSink::Packet> taken;
+	int closed = 0;
+	TeeSink tee(std::make_unique<RefusingSink>(refusing), std::make_unique<RecordingSink>(taken, closed));
+	ctf::PacketInfo info{};
+	info.seq = 5;
+	EXPECT_THROW(tee.write_packet(0, info, nullptr, 0), WriteRefused);
+	EXPECT_EQ(taken.size(), 1u);
+	EXPECT_THROW(tee.write_packet(0, info, nullptr, 0), WriteRefused);
+	refusing.refuse = false;
+	tee.write_packet(0, info, nullptr, 0);
+	EXPECT_EQ(taken.size(), 1u);
+	ASSERT_EQ(refusing.packets.size(), 1u);
+	info.seq = 6;
+	tee.write_packet(0, info, nullptr, 0);
+	EXPECT_EQ(taken.size(), 2u);
+	EXPECT_EQ(refusing.packets.size(), 2u);
 }
 
 } // namespace

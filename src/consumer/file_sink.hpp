@@ -1,5 +1,7 @@
 // consumer/file_sink.hpp — the sink of a local trace: one CTF stream file per
-// CPU buffer, DIR/PREFIX_CPU, created when its first packet comes.
+// CPU buffer, DIR/PREFIX_CPU, created when its first packet comes. A write
+// the file system refuses (full, over quota, I/O error) is cut back to the
+// file's previous end and thrown as WriteRefused naming the file.
 #pragma once
 
 #include "consumer/sink.hpp"
@@ -10,6 +12,10 @@
 #include <vector>
 
 namespace tracery::consumer {
+
+// The reason of a refused write of errno `err` to `path`, in one line: "disk
+// full (No space left on device) writing PATH".
+std::string write_refusal(int err, const std::string &path);
 
 class FileSink final : public PacketSink {
 public:
@@ -22,6 +28,7 @@ public:
 
 private:
 	ctf::StreamWriter &stream(uint32_t cpu);
+	std::string path(uint32_t cpu) const;
 
 	std::string dir_;
 	StreamNames names_;

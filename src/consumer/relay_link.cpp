@@ -3,6 +3,7 @@
 
 #include "base/background_thread.hpp"
 #include "base/cat.hpp"
+#include "consumer/event_count.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -27,7 +28,10 @@ constexpr auto kIdleWait = std::chrono::milliseconds(250);
 
 RelayLink::RelayLink(RelayLinkConfig config) : config_(std::move(config))
 {
-	conn_.on_notice = [this](const cr::Notice &n) { log(cat("relay: ", n.text)); };
+	conn_.on_notice = [this](const cr::Notice &n) {
+		log(cat("relay: ", n.text));
+		notices_.push_back(n); // the sender thread's alone, as replies_
+	};
 	// Read by the sender thread alone (check_replies), then used under the lock.
 	conn_.on_sync_reply = [this](const cr::SyncReply &r) { replies_.push_back(r); };
 }
@@ -108,17 +112,19 @@ void RelayLink::count_dropped(size_t bytes, uint64_t events)
 	}
 }
 
-bool RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::span<const uint8_t> head,
-                            std::span<const uint8_t> events, uint64_t event_count)
+RelayLink::Sent RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::span<const uint8_t> head,
+                                       std::span<const uint8_t> events, uint64_t event_count)
 {
 	const size_t size = head.size() + events.size();
 	Bytes bytes;
 	{
 		const std::lock_guard lock(mutex_);
-		if (stop_ || counts_.bytes_queued + size > config_.queue_bytes) {
+		if (stop_ || size > config_.queue_bytes) {
 			count_dropped(size, event_count);
-			return false;
+			return Sent::dropped;
 		}
+		if (counts_.bytes_queued + size > config_.queue_bytes)
+			return Sent::full;
 		counts_.bytes_queued += size; // reserved: the copy below is made without the lock
 		counts_.packets_queued++;
 		for (auto it = spare_.begin(); it != spare_.end(); ++it) {
@@ -144,7 +150,7 @@ bool RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &index, std::
 			streams_started_.fetch_add(1, std::memory_order_release);
 	}
 	work_.notify_one();
-	return true;
+	return Sent::queued;
 }
 
 void RelayLink::beacon(uint32_t stream, uint64_t timestamp)
@@ -189,13 +195,36 @@ std::string RelayLink::flush(int timeout_ms)
 	    flush_confirmed_ >= generation)
 		return {};
 	const Counts &c = counts_;
-	std::string why = c.connected ? cat("the relay did not confirm in ", std::to_string(timeout_ms), " ms")
-	                              : cat("the relay at ", config_.host, ":", std::to_string(config_.port),
-	                                    " is not connected (", c.error, ")");
+	std::string why = !c.relay_write_error.empty()
+	                          ? cat("the relay's disk refuses writes (", c.relay_write_error, ")")
+	                  : c.connected ? cat("the relay did not confirm in ", std::to_string(timeout_ms), " ms")
+	                                : cat("the relay at ", config_.host, ":", std::to_string(config_.port),
+	                                      " is not connected (", c.error, ")");
+	uint64_t events = 0, uncounted = 0;
+	for (const Item &item : queue_) {
+		if (item.kind != Kind::packet)
+			continue;
+		const uint64_t n = events_of(item);
+		(n == ctf::kEventsUnknown ? uncounted : events) += n == ctf::kEventsUnknown ? 1 : n;
+	}
 	return cat(why, ": ", std::to_string(c.packets_queued), " packets (", std::to_string(c.bytes_queued),
-	           " bytes) still queued, ",
-	           std::to_string(c.packets_sent - c.packets_confirmed - c.packets_unconfirmed),
+	           " bytes, ", std::to_string(events), " events",
+	           uncounted ? cat(" and ", std::to_string(uncounted), " packets whose events could not be counted")
+	                     : std::string(),
+	           ") still queued, ", std::to_string(c.packets_sent - c.packets_confirmed - c.packets_unconfirmed),
 	           " sent and not confirmed");
+}
+
+uint64_t RelayLink::events_of(const Item &item) const
+{
+	if (item.events != ctf::kEventsUnknown)
+		return item.events;
+	try {
+		const StreamState &s = streams_.at(item.stream - 1);
+		return count_events(traces_.at(s.trace - 1).metadata, {item.bytes.data.get(), item.bytes.size});
+	} catch (const std::exception &) {
+		return ctf::kEventsUnknown;
+	}
 }
 
 std::string RelayLink::bye(int timeout_ms)
@@ -213,7 +242,7 @@ std::string RelayLink::bye(int timeout_ms)
 	thread_running_ = false;
 	for (const Item &item : queue_)
 		if (item.kind == Kind::packet)
-			count_dropped(item.bytes.size, item.events);
+			count_dropped(item.bytes.size, events_of(item)); // decoded: their events are counted
 	queue_.clear();
 	counts_.packets_queued = counts_.bytes_queued = 0;
 	return why;
@@ -221,9 +250,22 @@ std::string RelayLink::bye(int timeout_ms)
 
 // ---- the sender thread
 
+void RelayLink::apply_notices()
+{
+	for (const cr::Notice &n : notices_) {
+		if (n.kind == cr::NoticeKind::write_failed)
+			counts_.relay_write_error = n.text.empty() ? "no reason given" : n.text;
+		else if (n.kind == cr::NoticeKind::write_resumed)
+			counts_.relay_write_error.clear();
+	}
+	notices_.clear();
+}
+
 void RelayLink::disconnected(const std::string &why)
 {
 	conn_.close();
+	apply_notices();
+	counts_.relay_write_error.clear(); // a new connection is a new session of the relay
 	const bool was = counts_.connected;
 	counts_.connected = false;
 	counts_.error = why;
@@ -246,7 +288,7 @@ bool RelayLink::connect(Lock &lock, int timeout_ms)
 {
 	lock.unlock();
 	std::string path;
-	std::string why = conn_.connect(config_.host, config_.port, timeout_ms);
+	std::string why = conn_.connect(config_.host, config_.port, timeout_ms, config_.security);
 	if (why.empty())
 		why = conn_.hello(config_.hello, &path, timeout_ms);
 	lock.lock();
@@ -361,6 +403,7 @@ bool RelayLink::check_replies(Lock &lock, int timeout_ms)
 	lock.unlock();
 	const std::string why = conn_.poll_notices(timeout_ms); // fills replies_
 	lock.lock();
+	apply_notices();
 	for (const cr::SyncReply &r : replies_) {
 		while (!syncs_.empty() && syncs_.front().token <= r.token) {
 			if (syncs_.front().token == r.token) {
@@ -383,18 +426,31 @@ void RelayLink::run()
 {
 	Lock lock(mutex_);
 	auto retry_at = Clock::now();
+	auto connected_at = Clock::now(); // open() connected
 	int retry_ms = kMinRetryMs;
+	bool was_connected = counts_.connected;
 	while (!stop_) {
 		if (!counts_.connected) {
+			if (was_connected) {
+				// The delay starts small again only after a connection that
+				// lasted: one that fails at once (a relay that accepts and
+				// closes) waits longer each time.
+				was_connected = false;
+				if (Clock::now() - connected_at >= std::chrono::milliseconds(kStableMs))
+					retry_ms = kMinRetryMs;
+				retry_at = Clock::now() + std::chrono::milliseconds(retry_ms);
+				retry_ms = std::min(retry_ms * kRetryGrowth, kMaxRetryMs);
+			}
 			if (Clock::now() < retry_at) {
 				work_.wait_until(lock, retry_at, [&] { return stop_; });
 				continue;
 			}
 			if (connect(lock, kConnectTimeoutMs)) {
-				retry_ms = kMinRetryMs;
+				was_connected = true;
+				connected_at = Clock::now();
 			} else {
 				retry_at = Clock::now() + std::chrono::milliseconds(retry_ms);
-				retry_ms = std::min(retry_ms * 2, kMaxRetryMs);
+				retry_ms = std::min(retry_ms * kRetryGrowth, kMaxRetryMs);
 			}
 			continue;
 		}

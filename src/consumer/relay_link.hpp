@@ -4,8 +4,12 @@
 //
 // Consumer threads never wait on the network: send_packet() copies the
 // packet into the queue (under a mutex held only for the bookkeeping) and
-// returns; when the queue holds its limit of bytes, or the relay is not
-// connected and the queue is full, the packet is dropped whole and counted.
+// returns; when the queue holds its limit of bytes (the relay is slow, not
+// connected, or its disk refuses writes), the packet is not taken, and the
+// caller offers it again later (RelaySink throws WriteRefused: its consumer
+// keeps the sub-buffer, and the ring buffer counts what its programs drop
+// meanwhile). Only a packet larger than the whole queue, or one given after
+// the link ended, is dropped and counted.
 // The sender thread alone talks to the relay, with no lock held while it
 // does.
 //
@@ -15,7 +19,11 @@
 // connection the whole text again), and the streams (STREAM: declared on a
 // connection before its first packet there). So a reconnection (after the
 // relay went away: a new HELLO, tried again with a growing delay up to
-// kMaxRetryMs) makes the relay's new session directory readable on its own.
+// kMaxRetryMs, which starts again from kMinRetryMs only after a connection
+// that lasted kStableMs: a relay that accepts and fails at once gets a
+// handful of sessions a minute, not a storm) makes the relay's new session
+// directory readable on its own. A relay whose disk refuses writes says so
+// (NOTICE write_failed, then write_resumed): counts() shows it meanwhile.
 // Packets sent on a connection that broke before the relay confirmed them
 // (SYNC, sent every kSyncIntervalMs while packets flow) are counted as
 // unconfirmed: they may or may not be on the relay's disk.
@@ -43,8 +51,9 @@ namespace tracery::consumer {
 struct RelayLinkConfig {
 	std::string host;
 	uint16_t port = 0;
-	control::relay::Hello hello;           // hostname, session, creation time, live period
-	size_t queue_bytes = 64 * 1024 * 1024; // packets waiting to be sent, at most
+	control::relay::Hello hello;             // hostname, session, creation time, live period
+	size_t queue_bytes = 64 * 1024 * 1024;   // packets waiting to be sent, at most
+	control::relay::ClientSecurity security; // TLS and the key, when the relay asks for them
 	// Lines for the daemon's log (connected, lost, reconnected): from the
 	// sender thread.
 	std::function<void(const std::string &)> log;
@@ -54,7 +63,9 @@ class RelayLink {
 public:
 	static constexpr int kSyncIntervalMs = 250;
 	static constexpr int kMinRetryMs = 200;
-	static constexpr int kMaxRetryMs = 5000;
+	static constexpr int kMaxRetryMs = 30000;
+	static constexpr int kRetryGrowth = 4;
+	static constexpr int kStableMs = 10000;
 
 	explicit RelayLink(RelayLinkConfig config);
 	~RelayLink(); // ends the sender thread (without BYE: see bye())
@@ -74,9 +85,11 @@ public:
 	uint32_t add_stream(uint32_t trace, const std::string &name);
 	// Queues a packet of `stream`: the parts are copied one after the other
 	// (the packet's header and context, then its events; event_count of them,
-	// or ctf::kEventsUnknown). Never waits for the network; false if the
-	// packet was dropped (counted).
-	bool send_packet(uint32_t stream, const control::relay::PacketIndex &index, std::span<const uint8_t> head,
+	// or ctf::kEventsUnknown). Never waits for the network. full: not taken
+	// (the queue holds its limit: offer it again later); dropped: larger than
+	// the whole queue, or the link ended (counted).
+	enum class Sent { queued, full, dropped };
+	Sent send_packet(uint32_t stream, const control::relay::PacketIndex &index, std::span<const uint8_t> head,
 	                 std::span<const uint8_t> events, uint64_t event_count = ctf::kEventsUnknown);
 	// The stream has nothing new up to `timestamp` (live); dropped with the
 	// packets when the queue is full.
@@ -89,10 +102,11 @@ public:
 
 	// Waits, at most timeout_ms, until everything queued before the call is
 	// sent and the relay has confirmed it (SYNC). "" or what is not
-	// confirmed (one line).
+	// confirmed (one line: why, the packets still queued and their events,
+	// decoded with their trace's metadata).
 	std::string flush(int timeout_ms);
 	// flush(), then BYE; the sender thread ends. What was not sent is
-	// counted as dropped.
+	// counted as dropped, with its events (decoded).
 	std::string bye(int timeout_ms);
 
 	struct Counts {
@@ -109,6 +123,9 @@ public:
 		bool connected = false;
 		std::string relay_path; // the relay's directory of the session on the current (last) connection
 		std::string error;      // why the last connection ended, or the last attempt failed
+		// While the relay says that its disk refuses the session's writes
+		// (NOTICE write_failed, until write_resumed or a new connection): its text.
+		std::string relay_write_error;
 	};
 	Counts counts() const;
 	const RelayLinkConfig &config() const { return config_; }
@@ -142,6 +159,9 @@ private:
 
 	using Lock = std::unique_lock<std::mutex>;
 	void count_dropped(size_t bytes, uint64_t events); // with the lock held
+	// The events of a queued packet: given, or decoded with its trace's
+	// metadata (the end's packets not sent); ctf::kEventsUnknown if neither.
+	uint64_t events_of(const Item &item) const; // lock held
 	static void *thread_main(void *arg);
 	void run();
 	// The sender thread's steps, called with the lock held, which each
@@ -153,6 +173,7 @@ private:
 	bool sync(Lock &lock, uint64_t flush_generation);
 	bool check_replies(Lock &lock, int timeout_ms);
 	void disconnected(const std::string &why); // lock held
+	void apply_notices();                      // lock held
 	static size_t cost(const Item &item);      // what it counts against queue_bytes
 	void log(const std::string &line) const;
 
@@ -181,6 +202,7 @@ private:
 	};
 	std::deque<PendingSync> syncs_;
 	std::vector<control::relay::SyncReply> replies_; // read by check_replies (the sender thread's alone)
+	std::vector<control::relay::Notice> notices_;    // likewise; applied under the lock
 	static constexpr size_t kMaxPendingSyncs = 4;
 	uint64_t next_token_ = 0;
 	uint64_t sent_at_last_sync_ = 0;

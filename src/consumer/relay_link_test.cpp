@@ -2,13 +2,14 @@
 // test on loopback (it decodes what the link sends with the protocol's
 // decoder and answers HELLO and SYNC): producer threads queueing packets at
 // once (the stress test of the send queue, run under ThreadSanitizer too:
-// label tsan), every packet either delivered or counted as dropped; a
+// label tsan), every packet either delivered or refused back to its caller; a
 // relay that goes away and comes back gets a new HELLO and the whole
 // metadata again; a relay that is not there is a clear error; packets the
 // link drops are counted, with their events when they were counted, which
 // the stream's next packets carry as discarded events.
 #include "consumer/relay_link.hpp"
 #include "consumer/relay_sink.hpp"
+#include "consumer/sink.hpp"
 
 #include "control/relay_protocol.hpp"
 #include "ctf/packet.hpp"
@@ -79,6 +80,10 @@ public:
 	uint16_t port = 0;
 	std::mutex mutex;
 	uint64_t packets = 0, hellos = 0, beacons = 0, closes = 0, byes = 0;
+	// Set before the link connects: NOTICEs sent after each HELLO reply;
+	// whether to close the connection right after it (a relay that fails at once).
+	std::vector<cr::Notice> notices_after_hello;
+	bool close_after_hello = false;
 	std::map<uint64_t, std::string> metadata; // by connection (hello count)
 	std::vector<cr::Packet> got;              // the first packets
 	std::vector<std::string> errors;
@@ -119,6 +124,10 @@ private:
 				if (std::holds_alternative<cr::Hello>(f)) {
 					hellos++;
 					reply(c, cr::HelloReply{true, "testhost/s-" + std::to_string(hellos)});
+					for (const cr::Notice &n : notices_after_hello)
+						reply(c, n);
+					if (close_after_hello)
+						return;
 				} else if (const auto *m = std::get_if<cr::Metadata>(&f)) {
 					metadata[hellos] += m->text;
 				} else if (const auto *p = std::get_if<cr::Packet>(&f)) {
@@ -172,7 +181,7 @@ cr::PacketIndex index_of(size_t bytes, uint64_t seq)
 TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
 {
 	FakeRelay relay;
-	// A small queue: the producers fill it faster than loopback drains it, so some packets are dropped.
+	// A small queue: the producers fill it faster than loopback drains it, so some packets are refused.
 	RelayLink link(config(relay.port, 256 * 1024));
 	ASSERT_EQ(link.open(2000), "");
 	const uint32_t trace = link.add_trace("ust");
@@ -181,7 +190,7 @@ TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
 	std::vector<uint32_t> streams;
 	for (int t = 0; t < kThreads; t++)
 		streams.push_back(link.add_stream(trace, "chan_" + std::to_string(t)));
-	std::atomic<uint64_t> accepted{0};
+	std::atomic<uint64_t> accepted{0}, refused{0};
 	std::atomic<uint64_t> streams_used{0}; // a stream none of whose packets was queued is never declared
 	EXPECT_EQ(link.streams_started(), 0u);
 	std::vector<std::thread> producers;
@@ -191,9 +200,17 @@ TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
 			const uint8_t head[84] = {};
 			uint64_t mine = 0;
 			for (int i = 0; i < kPackets; i++) {
-				if (link.send_packet(streams[t], index_of(sizeof head + events.size(), i), head,
-				                     events))
+				switch (link.send_packet(streams[t], index_of(sizeof head + events.size(), i), head,
+				                         events)) {
+				case RelayLink::Sent::queued:
 					mine++;
+					break;
+				case RelayLink::Sent::full:
+					refused++; // the caller's to offer again: a RelaySink's consumer does
+					break;
+				case RelayLink::Sent::dropped:
+					break;
+				}
 				if (i % 100 == 0)
 					link.beacon(streams[t], static_cast<uint64_t>(i));
 				if (i % 8 == 0) // bursts, as sub-buffers come: the sender drains some between them
@@ -209,7 +226,8 @@ TEST(RelayLink, ConcurrentProducersEveryPacketDeliveredOrCounted)
 	EXPECT_EQ(link.flush(10000), "");
 	const RelayLink::Counts c = link.counts();
 	EXPECT_EQ(c.packets_sent, accepted.load());
-	EXPECT_EQ(c.packets_sent + c.packets_dropped, uint64_t{kThreads} * kPackets);
+	EXPECT_EQ(c.packets_dropped, 0u); // none larger than the queue
+	EXPECT_EQ(c.packets_sent + refused.load(), uint64_t{kThreads} * kPackets);
 	EXPECT_EQ(c.packets_confirmed, c.packets_sent);
 	EXPECT_EQ(c.packets_unconfirmed, 0u);
 	EXPECT_EQ(c.packets_queued, 0u);
@@ -297,6 +315,66 @@ TEST(RelayLink, ReconnectsWithANewHelloAndTheWholeMetadata)
 	EXPECT_EQ(relay.metadata[1].substr(0, 6), "first;");
 	EXPECT_EQ(relay.metadata[relay.hellos], "first;second;");
 	EXPECT_TRUE(relay.errors.empty());
+}
+
+TEST(RelaySink, FullQueueRefusesThePacketWhichIsTakenOnceThereIsRoom)
+{
+	FakeRelay relay;
+	relay.notices_after_hello = {{cr::NoticeKind::write_failed, "disk full writing testhost/s-1/ust/chan_0"}};
+	auto link = std::make_shared<RelayLink>(config(relay.port, 3000));
+	// Queued before the sender thread runs: nothing drains the queue yet.
+	const uint32_t trace = link->add_trace("ust");
+	link->append_metadata(trace, "/* CTF 1.8 */\n");
+	RelaySink sink(link, trace, StreamNames{"chan", 0, 0, {}}, 1);
+	const std::vector<uint8_t> events(2000, 1);
+	ctf::PacketInfo info{};
+	sink.write_packet(0, info, events.data(), events.size());
+	info.seq = 1;
+	std::string why;
+	try {
+		sink.write_packet(0, info, events.data(), events.size());
+	} catch (const WriteRefused &e) {
+		why = e.what();
+	}
+	EXPECT_EQ(why, "the relay at 127.0.0.1:" + std::to_string(relay.port) +
+	                       " is not connected () and the queue of packets for it is full");
+	EXPECT_EQ(link->counts().packets_dropped, 0u);
+	// The relay connects and says its disk refuses writes; then the queue drains and the packet is taken.
+	ASSERT_EQ(link->open(2000), "");
+	for (int i = 0; i < 500 && link->counts().relay_write_error.empty(); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	EXPECT_EQ(link->counts().relay_write_error, "disk full writing testhost/s-1/ust/chan_0");
+	for (int i = 0; i < 500; i++) {
+		try {
+			sink.write_packet(0, info, events.data(), events.size());
+			break;
+		} catch (const WriteRefused &e) {
+			why = e.what();
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		}
+	}
+	EXPECT_EQ(link->flush(5000), "");
+	const RelayLink::Counts c = link->counts();
+	EXPECT_EQ(c.packets_sent, 2u);
+	EXPECT_EQ(c.packets_dropped, 0u);
+	EXPECT_EQ(link->bye(5000), "");
+	relay.wait_for_bye();
+	const std::lock_guard lock(relay.mutex);
+	ASSERT_EQ(relay.got.size(), 2u);
+	EXPECT_EQ(relay.got[1].index.packet_seq_num, 1u); // no gap: nothing was dropped
+}
+
+TEST(RelayLink, RelayFailingAtOnceGetsNoReconnectStorm)
+{
+	FakeRelay relay;
+	relay.close_after_hello = true;
+	RelayLink link(config(relay.port, 1 << 20));
+	ASSERT_EQ(link.open(2000), "");
+	// Each connection dies at once: the delays grow (200 ms, 800 ms, 3.2 s...) instead of starting again.
+	std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+	const std::lock_guard lock(relay.mutex);
+	EXPECT_GE(relay.hellos, 2u);
+	EXPECT_LE(relay.hellos, 3u);
 }
 
 TEST(RelayLink, NoRelayIsAClearError)

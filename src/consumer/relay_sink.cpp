@@ -41,9 +41,23 @@ void RelaySink::write_packet(uint32_t cpu, const ctf::PacketInfo &info, const vo
 	index.stream_class_id = names_.stream_id;
 	index.stream_instance_id = instance;
 	index.packet_seq_num = info.seq;
-	if (!link_->send_packet(id, index, head, {static_cast<const uint8_t *>(events), size}, info.events) &&
-	    info.events != ctf::kEventsUnknown)
-		dropped_events_[cpu] += info.events;
+	switch (link_->send_packet(id, index, head, {static_cast<const uint8_t *>(events), size}, info.events)) {
+	case RelayLink::Sent::queued:
+		break;
+	case RelayLink::Sent::full: {
+		const RelayLink::Counts c = link_->counts();
+		const std::string relay = link_->config().host + ":" + std::to_string(link_->config().port);
+		throw WriteRefused(!c.relay_write_error.empty() ? "the disk of the relay at " + relay +
+		                                                          " refuses writes: " + c.relay_write_error
+		                   : c.connected ? "the queue of packets for the relay at " + relay + " is full"
+		                                 : "the relay at " + relay + " is not connected (" + c.error +
+		                                           ") and the queue of packets for it is full");
+	}
+	case RelayLink::Sent::dropped:
+		if (info.events != ctf::kEventsUnknown)
+			dropped_events_[cpu] += info.events;
+		break;
+	}
 }
 
 void RelaySink::idle(uint32_t cpu, uint64_t timestamp)

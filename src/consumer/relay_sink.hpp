@@ -2,7 +2,9 @@
 // a relay (relay_link.hpp): one stream per CPU buffer, PREFIX_CPU in the
 // relay's copy of the trace as in a local one, declared with its first
 // packet; each packet is built (header, context) and queued with its index
-// fields. A packet the link drops leaves a gap in the stream's
+// fields. A packet the link cannot take now (its queue is full) is refused
+// (WriteRefused: the consumer offers it again later). A packet the link
+// drops (larger than its queue, or after its end) leaves a gap in the stream's
 // packet_seq_num, which readers report as discarded packets; when its events
 // were counted (the kernel's), the stream's later packets count them in
 // their events_discarded as well, which readers report as discarded events.

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace tracery::consumer {
@@ -26,14 +27,27 @@ struct StreamNames {
 	ctf::Uuid uuid;
 };
 
+// Thrown by PacketSink::write_packet when the destination refuses writes for
+// now (a full disk, a quota, a file too large, an I/O error, a relay link
+// whose queue is full): nothing of the packet was taken, and the same packet
+// may be offered again later. what() is the reason in one line, with the
+// path: "disk full (No space left on device) writing /t/ust/channel0_0".
+class WriteRefused : public std::runtime_error {
+public:
+	using std::runtime_error::runtime_error;
+};
+
 class PacketSink {
 public:
 	virtual ~PacketSink() = default;
 
 	// One packet of the stream of CPU buffer `cpu`: `size` bytes of whole
 	// records at `events` (nullptr when size is 0: a packet that only carries
-	// a lost-events count). Throws std::exception on failure; the sink must
-	// stay usable for later packets.
+	// a lost-events count). Throws WriteRefused when the packet was not
+	// taken (the stream holds whole packets only, as before the call), or
+	// another std::exception on failure; the sink must stay usable for later
+	// packets, and the consumer offers a refused packet again (see
+	// channel_consumer.hpp).
 	virtual void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) = 0;
 	// Live sessions: the stream of CPU buffer `cpu` had nothing new up to
 	// `timestamp` (the packets' clock). Only a relay has a use for it.

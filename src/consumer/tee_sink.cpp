@@ -29,7 +29,23 @@ void TeeSink::both(F &&f)
 
 void TeeSink::write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size)
 {
-	both([&](PacketSink &s) { s.write_packet(cpu, info, events, size); });
+	std::exception_ptr failed;
+	for (size_t i = 0; i < 2; i++) {
+		std::vector<uint64_t> &taken = taken_[i];
+		if (cpu < taken.size() && taken[cpu] > info.seq)
+			continue; // it took this packet when it was offered before
+		try {
+			(i == 0 ? *first_ : *second_).write_packet(cpu, info, events, size);
+			if (cpu >= taken.size())
+				taken.resize(cpu + 1, 0);
+			taken[cpu] = info.seq + 1;
+		} catch (...) {
+			if (!failed)
+				failed = std::current_exception();
+		}
+	}
+	if (failed)
+		std::rethrow_exception(failed);
 }
 
 void TeeSink::idle(uint32_t cpu, uint64_t timestamp)

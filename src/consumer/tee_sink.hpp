@@ -1,11 +1,15 @@
 // consumer/tee_sink.hpp — one channel buffer's packets to two sinks (the
 // local copy and the relay of `tracery create --set-url ... --local-copy`):
 // each packet goes to both, and one failing does not keep it from the other.
+// A packet one of them refused (WriteRefused) is offered again by the
+// consumer: then it goes only to the one that did not take it.
 #pragma once
 
 #include "consumer/sink.hpp"
 
+#include <array>
 #include <memory>
+#include <vector>
 
 namespace tracery::consumer {
 
@@ -25,6 +29,8 @@ private:
 	void both(F &&f);
 
 	std::unique_ptr<PacketSink> first_, second_;
+	// Per sink, per CPU: the packet_seq_num after the last packet it took.
+	std::array<std::vector<uint64_t>, 2> taken_;
 };
 
 } // namespace tracery::consumer

@@ -23,7 +23,7 @@ void TraceOutput::create_local() const
 
 void TraceOutput::write_metadata(std::string_view text)
 {
-	metadata_.clear();
+	metadata_->assign("");
 	append_metadata(text);
 }
 
@@ -31,10 +31,17 @@ void TraceOutput::append_metadata(std::string_view text)
 {
 	if (link_)
 		link_->append_metadata(trace_, text);
-	if (local_dir_.empty())
-		return;
-	metadata_ += text;
-	ctf::TraceDir(local_dir_).write_metadata(metadata_);
+	metadata_->append(text);
+	if (!local_dir_.empty())
+		ctf::TraceDir(local_dir_).write_metadata(metadata_->text());
+}
+
+ChannelConsumer::EventCounter TraceOutput::event_counter(const StreamNames &names) const
+{
+	return [metadata = metadata_, names](uint32_t cpu, const ctf::PacketInfo &info, const void *events,
+	                                     size_t size) {
+		return count_events(metadata->text(), names, cpu, info, events, size);
+	};
 }
 
 std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t num_cpus) const

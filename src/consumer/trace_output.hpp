@@ -5,6 +5,8 @@
 // they are kept, sent or both.
 #pragma once
 
+#include "consumer/channel_consumer.hpp"
+#include "consumer/event_count.hpp"
 #include "consumer/relay_link.hpp"
 #include "consumer/sink.hpp"
 
@@ -34,6 +36,9 @@ public:
 	void append_metadata(std::string_view text);
 	// The sink of one channel buffer's streams.
 	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus) const;
+	// What counts the events of their packets that cannot be written, with
+	// the metadata given so far (when it counts); any thread.
+	ChannelConsumer::EventCounter event_counter(const StreamNames &names) const;
 
 	const std::string &local_dir() const { return local_dir_; }
 	// Before anything is written: another local directory ("": none).
@@ -43,8 +48,9 @@ public:
 private:
 	std::string local_dir_;
 	std::shared_ptr<RelayLink> link_;
-	uint32_t trace_ = 0;   // on link_
-	std::string metadata_; // all given so far, for the local file
+	uint32_t trace_ = 0; // on link_
+	// All given so far: the local file's text, and the counters'.
+	std::shared_ptr<SharedMetadata> metadata_ = std::make_shared<SharedMetadata>();
 };
 
 } // namespace tracery::consumer

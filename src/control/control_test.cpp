@@ -60,8 +60,8 @@ TEST(Wire, RejectsOtherVersionsAndGarbage)
 	Message m;
 	std::string why;
 	EXPECT_EQ(recv_message(p.b.get(), Kind::command, m, &why), RecvStatus::error);
-	EXPECT_EQ(why,
-	          "protocol version 1, expected 2: traceryd, tracery and libtracery must come from the same release");
+	EXPECT_EQ(why, "protocol version 1, expected " + std::to_string(kProtocolVersion) +
+	                       ": traceryd, tracery and libtracery must come from the same release");
 
 	Pair q;
 	ASSERT_EQ(write(q.a.get(), "GET / HTTP/1.0\r\n", 16), 16);
@@ -155,15 +155,17 @@ TEST(FrameDecoder, RefusesBadHeadersFromTheirTwelveBytes)
 		memcpy(h.data() + 8, &length, 4);
 		return h;
 	};
+	const uint16_t v = kProtocolVersion;
 	const Case cases[] = {
-		{header(0x1234, 2, 1, 2), "not a tracery control message (bad magic)", std::nullopt},
-		{header(kMagic, 3, 1, 2),
-	         "protocol version 3, expected 2: traceryd, tracery and libtracery must come from the same release",
+		{header(0x1234, v, 1, 2), "not a tracery control message (bad magic)", std::nullopt},
+		{header(kMagic, v + 1, 1, 2),
+	         "protocol version " + std::to_string(v + 1) + ", expected " + std::to_string(v) +
+	                 ": traceryd, tracery and libtracery must come from the same release",
 	         std::nullopt},
-		{header(kMagic, 2, 0, 2), "unknown connection kind 0 (1: a command, 2: a program)", std::nullopt},
-		{header(kMagic, 2, 1, (1u << 20) + 1),
+		{header(kMagic, v, 0, 2), "unknown connection kind 0 (1: a command, 2: a program)", std::nullopt},
+		{header(kMagic, v, 1, (1u << 20) + 1),
 	         "a command message of 1048577 bytes is over the limit of 1048576 bytes", Kind::command},
-		{header(kMagic, 2, 2, (16u << 20) + 1),
+		{header(kMagic, v, 2, (16u << 20) + 1),
 	         "a program message of 16777217 bytes is over the limit of 16777216 bytes", Kind::program},
 	};
 	for (const Case &c : cases) {
@@ -177,9 +179,9 @@ TEST(FrameDecoder, RefusesBadHeadersFromTheirTwelveBytes)
 	}
 	// A command's largest body is accepted, and a program's.
 	FrameDecoder d(kDaemonLimits);
-	EXPECT_EQ(feed(d, header(kMagic, 2, 1, 1u << 20), {}).state, FrameDecoder::State::body);
+	EXPECT_EQ(feed(d, header(kMagic, v, 1, 1u << 20), {}).state, FrameDecoder::State::body);
 	FrameDecoder e(kDaemonLimits);
-	EXPECT_EQ(feed(e, header(kMagic, 2, 2, 16u << 20), {}).state, FrameDecoder::State::body);
+	EXPECT_EQ(feed(e, header(kMagic, v, 2, 16u << 20), {}).state, FrameDecoder::State::body);
 }
 
 TEST(FrameDecoder, KeepsTheKindOfTheConnection)

@@ -1,9 +1,10 @@
 // control/live_client.cpp — the lttng-live viewer's requests and replies
-// over one blocking socket, each read bounded in time.
+// over one blocking socket (through TLS when asked), each read bounded in
+// time; on the authenticated viewer port, the challenge-response first.
 #include "control/live_client.hpp"
 
+#include "base/byte_order.hpp"
 #include "base/cat.hpp"
-#include "control/relay_connection.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -25,7 +26,7 @@ const char *status_name(AttachStatus s)
 	case AttachStatus::ok:
 		return "OK";
 	case AttachStatus::already:
-		return "another viewer is attached to it";
+		return "it has as many viewers as the relay takes for one session";
 	case AttachStatus::unknown:
 		return "the relay does not know that session (any more)";
 	case AttachStatus::not_live:
@@ -77,6 +78,7 @@ LiveUrl parse_live_url(const std::string &url)
 			throw std::invalid_argument(
 				cat("'", url, "': port '", port, "' is not a number from 1 to 65535"));
 		u.port = static_cast<uint16_t>(v);
+		u.port_given = true;
 	}
 	const std::string host_prefix = "/host/";
 	const size_t last = path.rfind('/');
@@ -91,27 +93,88 @@ LiveUrl parse_live_url(const std::string &url)
 	return u;
 }
 
-void LiveClient::connect(const std::string &host, uint16_t port, int timeout_ms)
+void LiveClient::connect(const std::string &host, uint16_t port, int timeout_ms, const relay::ClientSecurity &security)
 {
 	timeout_ms_ = timeout_ms;
 	peer_ = cat(host, ":", std::to_string(port));
 	if (const std::string why = relay::connect_tcp(host, port, timeout_ms, fd_); !why.empty())
 		throw LiveError(cat("cannot connect to the relay's live port: ", why));
+	if (security.tls) {
+		std::string why = tls::Channel::client(security.tls, fd_.get(), host, &tls_);
+		if (why.empty())
+			why = tls_.handshake_wait(timeout_ms);
+		if (!why.empty())
+			throw LiveError(cat("the relay ", peer_, ": ", why));
+	}
+	if (security.key)
+		authenticate(*security.key);
 	send({.cmd = Command::connect, .major = kMajor, .minor = kMinor, .type = kClientCommand});
 	decode_connect_reply(read(kConnectReplySize, "CONNECT"));
 }
 
-void LiveClient::send(const Request &r)
+void LiveClient::authenticate(const auth::Key &key)
 {
-	const std::vector<uint8_t> bytes = encode_request(r);
+	auth::ClientExchange exchange(auth::Service::live_viewer, key, tls_ ? tls_.binding() : std::vector<uint8_t>{});
+	// Each of the relay's frames: its header, then its body (bounded by the header's check).
+	const auto frame = [&](const char *what) {
+		std::vector<uint8_t> bytes = read(relay::kHeaderSize, what);
+		const uint32_t body = base::load_le<uint32_t>(bytes.data() + 8);
+		if (body > relay::kMaxReplyText + 64)
+			throw LiveError(cat("the relay ", peer_, " answered ", what, " with a frame of ",
+			                    std::to_string(body), " bytes: not a viewer port of tracery-relayd?"));
+		const std::vector<uint8_t> rest = read(body, what);
+		bytes.insert(bytes.end(), rest.begin(), rest.end());
+		relay::Decoder d;
+		d.feed(bytes);
+		relay::Frame f;
+		if (d.next(f) != relay::Decoder::Status::frame)
+			throw LiveError(cat("the relay ", peer_, " answered ", what, " with ", d.error()));
+		return f;
+	};
+	const auto fail = [&](const std::string &why) {
+		return LiveError(cat("the relay ", peer_, " did not authenticate the key ", key.name, ": ", why));
+	};
+	relay::AuthRequest request;
+	if (std::string why = exchange.request(&request.request); !why.empty())
+		throw fail(why);
+	send_bytes(relay::encode(request), "AUTH_REQUEST");
+	relay::Frame f = frame("AUTH_REQUEST");
+	if (const auto *refused = std::get_if<relay::AuthResult>(&f))
+		throw fail(refused->text);
+	const auto *challenge = std::get_if<relay::AuthChallenge>(&f);
+	if (!challenge)
+		throw fail(cat("it sent ", relay::type_name(static_cast<uint16_t>(relay::type_of(f))),
+		               " where AUTH_CHALLENGE was due"));
+	relay::AuthResponse response;
+	if (std::string why = exchange.respond(challenge->challenge, &response.response); !why.empty())
+		throw fail(why);
+	send_bytes(relay::encode(response), "AUTH_RESPONSE");
+	f = frame("AUTH_RESPONSE");
+	const auto *result = std::get_if<relay::AuthResult>(&f);
+	if (!result)
+		throw fail(cat("it sent ", relay::type_name(static_cast<uint16_t>(relay::type_of(f))),
+		               " where AUTH_RESULT was due"));
+	if (std::string why = exchange.check(result->result); !why.empty())
+		throw fail(result->text.empty() ? why : cat(why, " (", result->text, ")"));
+}
+
+void LiveClient::send(const Request &r) { send_bytes(encode_request(r), command_name(static_cast<uint32_t>(r.cmd))); }
+
+void LiveClient::send_bytes(const std::vector<uint8_t> &bytes, const char *what)
+{
+	if (tls_) {
+		if (std::string why = tls_.write_all(bytes, timeout_ms_); !why.empty())
+			throw LiveError(cat("the relay ", peer_, " (", what, "): ", why));
+		return;
+	}
 	size_t done = 0;
 	while (done < bytes.size()) {
 		const ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			throw LiveError(cat("the relay ", peer_, " (", command_name(static_cast<uint32_t>(r.cmd)),
-			                    "): ", n < 0 ? std::strerror(errno) : "closed"));
+			throw LiveError(
+				cat("the relay ", peer_, " (", what, "): ", n < 0 ? std::strerror(errno) : "closed"));
 		done += static_cast<size_t>(n);
 	}
 }
@@ -120,16 +183,28 @@ void LiveClient::read(uint8_t *p, size_t n, const char *what)
 {
 	size_t done = 0;
 	while (done < n) {
-		pollfd pf{fd_.get(), POLLIN, 0};
-		const int ready = ::poll(&pf, 1, timeout_ms_);
-		if (ready < 0 && errno == EINTR)
-			throw LiveError(cat("interrupted while waiting for the relay's ", what, " reply"));
-		if (ready == 0)
-			throw LiveError(cat("the relay ", peer_, " did not answer ", what, " within ",
-			                    std::to_string(timeout_ms_ / 1000), " s"));
-		const ssize_t got = ::recv(fd_.get(), p + done, n - done, 0);
-		if (got < 0 && errno == EINTR)
-			continue;
+		ssize_t got = 0;
+		if (tls_) {
+			size_t one = 0;
+			const tls::Io io = tls_.read_wait(p + done, n - done, &one, timeout_ms_);
+			if (io == tls::Io::error)
+				throw LiveError(cat("the relay ", peer_, " (", what, "): ", tls_.error()));
+			if (io == tls::Io::want_read)
+				throw LiveError(cat("the relay ", peer_, " did not answer ", what, " within ",
+				                    std::to_string(timeout_ms_ / 1000), " s"));
+			got = io == tls::Io::done ? static_cast<ssize_t>(one) : 0;
+		} else {
+			pollfd pf{fd_.get(), POLLIN, 0};
+			const int ready = ::poll(&pf, 1, timeout_ms_);
+			if (ready < 0 && errno == EINTR)
+				throw LiveError(cat("interrupted while waiting for the relay's ", what, " reply"));
+			if (ready == 0)
+				throw LiveError(cat("the relay ", peer_, " did not answer ", what, " within ",
+				                    std::to_string(timeout_ms_ / 1000), " s"));
+			got = ::recv(fd_.get(), p + done, n - done, 0);
+			if (got < 0 && errno == EINTR)
+				continue;
+		}
 		if (got <= 0)
 			throw LiveError(
 				cat("the relay ", peer_, " went away: ",

@@ -1,12 +1,19 @@
 // control/live_client.hpp — the viewer's end of the lttng-live protocol
 // (`tracery view --live`): one TCP connection to a relay's live port, one
 // request at a time, each reply read whole within a deadline and decoded by
-// live_protocol.hpp's strict decoders. Every failure throws LiveError saying
-// which request and what was wrong; the connection is then unusable.
+// live_protocol.hpp's strict decoders. On the relay's authenticated viewer
+// port, the connection is first TLS (when given the CAs) and authenticated
+// with a key (the relay protocol's AUTH_* frames, the live viewer service of
+// auth.hpp, the relay's proof checked), then speaks the same lttng-live.
+// Every failure throws LiveError saying which request and what was wrong;
+// the connection is then unusable.
 #pragma once
 
 #include "base/fd.hpp"
+#include "control/auth.hpp"
 #include "control/live_protocol.hpp"
+#include "control/relay_connection.hpp"
+#include "control/tls.hpp"
 
 #include <cstdint>
 #include <stdexcept>
@@ -25,6 +32,7 @@ public:
 struct LiveUrl {
 	std::string host;
 	uint16_t port = kDefaultPort;
+	bool port_given = false;
 	std::string hostname, session;
 };
 // Throws std::invalid_argument saying what the URL lacks.
@@ -32,9 +40,12 @@ LiveUrl parse_live_url(const std::string &url);
 
 class LiveClient {
 public:
-	// Connects and says CONNECT (2.4, a command connection). timeout_ms:
-	// for the connection, then for each reply.
-	void connect(const std::string &host, uint16_t port, int timeout_ms = 30000);
+	// Connects (TLS and authentication as security says) and says CONNECT
+	// (2.4, a command connection). timeout_ms: for the connection, the
+	// handshake and authentication, then for each reply.
+	// (The same key and CAs a sender would give: relay::ClientSecurity.)
+	void connect(const std::string &host, uint16_t port, int timeout_ms = 30000,
+	             const relay::ClientSecurity &security = {});
 	std::vector<SessionEntry> list_sessions();
 	void create_session();
 	// ATTACH_SESSION (seek: kSeekBeginning or kSeekLast): its streams. A
@@ -51,11 +62,15 @@ public:
 
 private:
 	void send(const Request &r);
+	void send_bytes(const std::vector<uint8_t> &bytes, const char *what);
 	// Exactly n bytes of the reply to `what`.
 	void read(uint8_t *p, size_t n, const char *what);
 	std::vector<uint8_t> read(size_t n, const char *what);
+	// The challenge-response before CONNECT.
+	void authenticate(const auth::Key &key);
 
 	base::Fd fd_;
+	tls::Channel tls_; // when the connection is TLS
 	int timeout_ms_ = 30000;
 	std::string peer_;
 };

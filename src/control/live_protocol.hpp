@@ -17,6 +17,8 @@
 namespace tracery::control::live {
 
 inline constexpr uint16_t kDefaultPort = 5344;
+// tracery-relayd's authenticated viewer port (TLS and a key, then this protocol).
+inline constexpr uint16_t kDefaultViewerPort = 5345;
 // The protocol version the relay implements: 2.4, the one babeltrace2 2.0 speaks.
 inline constexpr uint32_t kMajor = 2, kMinor = 4;
 inline constexpr size_t kHeaderSize = 16; // u64 payload size, u32 command, u32 command version

@@ -121,6 +121,28 @@ struct Quarantined {
 	bool operator==(const Quarantined &) const = default;
 };
 
+// Events a channel's trace lost because its output refused writes (a full
+// disk, a quota, an I/O error; consumer::WriteLosses): counted in the
+// channel's `lost` too.
+struct WriteLoss {
+	uint64_t events = 0;
+	// Sub-buffers not written whose events could not be counted (not in `events`).
+	uint64_t uncounted_subbufs = 0;
+	// Once its buffers are finished: of the channel's lost events, those its
+	// trace does not count as discarded (no packet after them could be written).
+	uint64_t not_in_trace = 0;
+	bool refusing = false; // writes are refused now
+	std::string reason;    // the last refusal, with the file
+	static constexpr auto kFields = std::tuple{
+		field("events", &WriteLoss::events),
+		field("uncounted_subbufs", &WriteLoss::uncounted_subbufs),
+		field("not_in_trace", &WriteLoss::not_in_trace),
+		field("refusing", &WriteLoss::refusing),
+		field("reason", &WriteLoss::reason),
+	};
+	bool operator==(const WriteLoss &) const = default;
+};
+
 // A session's relay (create --set-url): where, connected or not, what was
 // sent, confirmed, not sent (consumer::RelayLink::Counts).
 struct RelayStatus {
@@ -133,6 +155,7 @@ struct RelayStatus {
 	uint64_t packets_dropped = 0, bytes_dropped = 0, packets_dropped_counted = 0, events_dropped = 0;
 	uint64_t packets_unconfirmed = 0, packets_queued = 0;
 	std::string error;
+	std::string relay_write_error; // while the relay says its disk refuses the session's writes
 	static constexpr auto kFields = std::tuple{
 		field("url", &RelayStatus::url),
 		field("live_period_ns", &RelayStatus::live_period_ns),
@@ -148,6 +171,7 @@ struct RelayStatus {
 		field("packets_unconfirmed", &RelayStatus::packets_unconfirmed),
 		field("packets_queued", &RelayStatus::packets_queued),
 		field("error", &RelayStatus::error),
+		field("relay_write_error", &RelayStatus::relay_write_error),
 	};
 	bool operator==(const RelayStatus &) const = default;
 };
@@ -174,6 +198,11 @@ struct Create {
 	std::optional<std::string> url;         // --set-url
 	std::optional<bool> local_copy;         // with url
 	std::optional<uint64_t> live_period_ns; // --live
+	std::optional<bool> public_live;        // --public-live (with --live)
+	// --relay-key: the key's name and secret (hex), read by the command from
+	// the user's file (the daemon opens no file for a client); --relay-ca:
+	// the PEM text of the CAs that sign the relay's certificate (TLS).
+	std::optional<std::string> relay_key_name, relay_key_secret, relay_ca_pem;
 	static constexpr auto kFields = std::tuple{
 		field("session", &Create::session),
 		field("snapshot", &Create::snapshot),
@@ -181,6 +210,10 @@ struct Create {
 		optional_field("url", &Create::url),
 		optional_field("local_copy", &Create::local_copy),
 		optional_field("live_period_ns", &Create::live_period_ns),
+		optional_field("public_live", &Create::public_live),
+		optional_field("relay_key_name", &Create::relay_key_name),
+		optional_field("relay_key_secret", &Create::relay_key_secret),
+		optional_field("relay_ca_pem", &Create::relay_ca_pem),
 	};
 	bool operator==(const Create &) const = default;
 };
@@ -335,8 +368,10 @@ struct Start : SessionRequest {
 struct LostCount {
 	std::string channel; // "NAME (kernel)" for the kernel's
 	uint64_t lost = 0;
+	std::optional<WriteLoss> write_loss; // when writes were refused
 	static constexpr auto kFields =
-		std::tuple{field("channel", &LostCount::channel), field("lost", &LostCount::lost)};
+		std::tuple{field("channel", &LostCount::channel), field("lost", &LostCount::lost),
+	                   optional_field("write_loss", &LostCount::write_loss)};
 	bool operator==(const LostCount &) const = default;
 };
 struct StopReply {
@@ -348,7 +383,6 @@ struct StopReply {
 	std::optional<std::string> kernel_error;
 	std::optional<RelayStatus> relay;
 	std::optional<std::string> relay_error;
-	std::optional<bool> disk_full; // true when the output's disk is full
 	static constexpr auto kFields = std::tuple{
 		field("session", &StopReply::session),
 		field("lost", &StopReply::lost),
@@ -357,7 +391,6 @@ struct StopReply {
 		optional_field("kernel_error", &StopReply::kernel_error),
 		optional_field("relay", &StopReply::relay),
 		optional_field("relay_error", &StopReply::relay_error),
-		optional_field("disk_full", &StopReply::disk_full),
 	};
 	bool operator==(const StopReply &) const = default;
 };
@@ -384,6 +417,7 @@ struct ChannelStatus {
 	std::vector<std::string> disabled;
 	std::vector<EventId> events; // recorded so far
 	uint64_t lost = 0;
+	std::optional<WriteLoss> write_loss; // when writes were refused
 	uint64_t buffer_bytes = 0;
 	std::vector<NotTraced> not_traced; // the newest
 	uint64_t not_traced_total = 0;
@@ -399,6 +433,7 @@ struct ChannelStatus {
 		field("disabled", &ChannelStatus::disabled),
 		field("events", &ChannelStatus::events),
 		field("lost", &ChannelStatus::lost),
+		optional_field("write_loss", &ChannelStatus::write_loss),
 		field("buffer_bytes", &ChannelStatus::buffer_bytes),
 		field("not_traced", &ChannelStatus::not_traced),
 		field("not_traced_total", &ChannelStatus::not_traced_total),
@@ -440,6 +475,7 @@ struct KernelStatus {
 	// was written where and lost.
 	std::optional<std::vector<std::string>> events;
 	std::optional<uint64_t> written, lost;
+	std::optional<WriteLoss> write_loss; // when writes were refused
 	std::optional<std::string> trace;
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
@@ -455,6 +491,7 @@ struct KernelStatus {
 		optional_field("events", &KernelStatus::events),
 		optional_field("written", &KernelStatus::written),
 		optional_field("lost", &KernelStatus::lost),
+		optional_field("write_loss", &KernelStatus::write_loss),
 		optional_field("trace", &KernelStatus::trace),
 	};
 	bool operator==(const KernelStatus &) const = default;

@@ -14,7 +14,21 @@ using nlohmann::json;
 
 RelayStatus relay()
 {
-	return {"relay.example:5342", 500000000, true, "host/s-1", 2, 10, 9, 1, 4096, 1, 7, 1, 3, "reset"};
+	return {"relay.example:5342",
+	        500000000,
+	        true,
+	        "host/s-1",
+	        2,
+	        10,
+	        9,
+	        1,
+	        4096,
+	        1,
+	        7,
+	        1,
+	        3,
+	        "reset",
+	        "disk full (No space left on device) writing host/s-1/ust/c_0"};
 }
 
 // A message with every field set.
@@ -29,7 +43,16 @@ ErrorReply full()
 template <>
 Create full()
 {
-	return {"s", true, "/tmp/t", "net://h", true, 1000000000};
+	return {"s",
+	        true,
+	        "/tmp/t",
+	        "net://h",
+	        true,
+	        1000000000,
+	        true,
+	        "host-1",
+	        std::string(64, 'a'),
+	        "-----BEGIN CERTIFICATE-----"};
 }
 template <>
 CreateReply full()
@@ -106,7 +129,13 @@ Stop full()
 template <>
 StopReply full()
 {
-	return {"s", {{"c", 5}}, {7}, {{"uid1000", "cpu 0: bad", "c"}}, "drain failed", relay(), "timeout", true};
+	return {"s",
+	        {{"c", 5, WriteLoss{4, 1, 2, false, "disk full (No space left on device) writing /t/c_0"}}},
+	        {7},
+	        {{"uid1000", "cpu 0: bad", "c"}},
+	        "drain failed",
+	        relay(),
+	        "timeout"};
 }
 template <>
 Status full()
@@ -126,6 +155,7 @@ StatusReply full()
 	                {"b:d"},
 	                {{"app:e", 0}},
 	                3,
+	                WriteLoss{3, 0, 0, true, "I/O error (Input/output error) writing /t/c_1"},
 	                1 << 15,
 	                {{8, 1000, std::nullopt, "over quota"}},
 	                9,
@@ -144,6 +174,7 @@ StatusReply full()
 	               std::vector<std::string>{"sched:sched_switch"},
 	               100,
 	               2,
+	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel"};
 	return {"s", "/tmp/t", "started", 1000, false, {c}, 2, k, "/tmp/t/ust", relay(), {7, 8}, {1000, 1 << 30, 4096}};
 }

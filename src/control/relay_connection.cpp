@@ -1,7 +1,8 @@
 // control/relay_connection.cpp — RelayConnection: TCP connect with a
-// timeout, frames checked then sent whole (a packet as its head and its bytes
-// in one sendmsg), the relay's frames (HELLO_REPLY, SYNC_REPLY, NOTICE) read
-// with the relay protocol's decoder.
+// timeout, then TLS and authentication when asked, frames checked then sent
+// whole (in clear, a packet as its head and its bytes in one sendmsg), the
+// relay's frames (HELLO_REPLY, SYNC_REPLY, NOTICE, AUTH_*) read with the
+// relay protocol's decoder.
 #include "control/relay_connection.hpp"
 
 #include "base/cat.hpp"
@@ -59,9 +60,15 @@ std::string send_all(int fd, iovec *iov, int count)
 
 std::string RelayConnection::fail(std::string why)
 {
+	close();
+	return why;
+}
+
+void RelayConnection::close()
+{
+	tls_ = tls::Channel();
 	fd_.reset();
 	in_ = Decoder();
-	return why;
 }
 
 std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, base::Fd &out)
@@ -109,26 +116,78 @@ std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, 
 	return why;
 }
 
-std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms)
+std::string RelayConnection::connect(const std::string &host, uint16_t port, int timeout_ms,
+                                     const ClientSecurity &security)
 {
-	in_ = Decoder();
+	close();
 	if (std::string why = connect_tcp(host, port, timeout_ms, fd_); !why.empty())
 		return why;
 	// A relay that takes nothing for this long fails the send (the sender thread must not hang on it).
 	const timeval send_timeout{kSendTimeoutMs / 1000, 0};
 	::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+	if (security.tls) {
+		// TLS waits with poll (tls.hpp): the socket is non-blocking.
+		::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
+		if (std::string why = tls::Channel::client(security.tls, fd_.get(), host, &tls_); !why.empty())
+			return fail(std::move(why));
+		if (std::string why = tls_.handshake_wait(timeout_ms); !why.empty())
+			return fail(why == "TLS handshake: the peer closed the connection"
+			                    ? cat(why, " (a relay without --tls-cert closes TLS connections)")
+			                    : why);
+	}
+	if (security.key)
+		return authenticate(*security.key, timeout_ms);
 	return {};
 }
 
-std::string RelayConnection::send_raw(std::span<const uint8_t> bytes)
+std::string RelayConnection::authenticate(const auth::Key &key, int timeout_ms)
+{
+	auth::ClientExchange exchange(auth::Service::relay_sender, key, tls_ ? tls_.binding() : std::vector<uint8_t>{});
+	AuthRequest request;
+	if (std::string why = exchange.request(&request.request); !why.empty())
+		return fail(std::move(why));
+	if (std::string why = send_frame(request); !why.empty())
+		return fail(std::move(why));
+	Frame f;
+	if (std::string why = read_reply(Type::auth_challenge, f, timeout_ms); !why.empty())
+		return why;
+	if (const auto *refused = std::get_if<AuthResult>(&f))
+		return fail(cat("the relay refused to authenticate the key ", key.name, ": ", refused->text));
+	if (const auto *refused = std::get_if<HelloReply>(&f))
+		return fail(cat("the relay refused the connection: ", refused->text));
+	AuthResponse response;
+	if (std::string why = exchange.respond(std::get<AuthChallenge>(f).challenge, &response.response); !why.empty())
+		return fail(std::move(why));
+	if (std::string why = send_frame(response); !why.empty())
+		return fail(std::move(why));
+	if (std::string why = read_reply(Type::auth_result, f, timeout_ms); !why.empty())
+		return why;
+	const auto &result = std::get<AuthResult>(f);
+	if (std::string why = exchange.check(result.result); !why.empty())
+		return fail(result.text.empty() ? why : cat(why, ": ", result.text));
+	return {};
+}
+
+std::string RelayConnection::send_pieces(std::initializer_list<std::span<const uint8_t>> pieces)
 {
 	if (!fd_)
 		return "not connected";
-	iovec iov{const_cast<uint8_t *>(bytes.data()), bytes.size()};
-	if (std::string why = send_all(fd_.get(), &iov, 1); !why.empty())
+	if (tls_) {
+		for (const auto piece : pieces)
+			if (std::string why = tls_.write_all(piece, kSendTimeoutMs); !why.empty())
+				return fail(std::move(why));
+		return {};
+	}
+	iovec iov[2];
+	int count = 0;
+	for (const auto piece : pieces)
+		iov[count++] = {const_cast<uint8_t *>(piece.data()), piece.size()};
+	if (std::string why = send_all(fd_.get(), iov, count); !why.empty())
 		return fail(std::move(why));
 	return {};
 }
+
+std::string RelayConnection::send_raw(std::span<const uint8_t> bytes) { return send_pieces({bytes}); }
 
 std::string RelayConnection::send_frame(const Frame &f)
 {
@@ -199,7 +258,11 @@ std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, in
 				on_sync_reply(*r);
 				continue;
 			}
-			if (!want || type_of(out) != *want)
+			// A relay that will not authenticate answers the request with its refusal.
+			const bool refused_auth =
+				want == Type::auth_challenge &&
+				(std::holds_alternative<AuthResult>(out) || std::holds_alternative<HelloReply>(out));
+			if (!refused_auth && (!want || type_of(out) != *want))
 				return fail(
 					cat("the relay sent ", type_name(static_cast<uint16_t>(type_of(out))),
 				            want ? cat(" where ", type_name(static_cast<uint16_t>(*want)), " was due")
@@ -208,19 +271,31 @@ std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, in
 		}
 		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
 			deadline - std::chrono::steady_clock::now());
-		pollfd p{fd_.get(), POLLIN, 0};
-		const int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-		if (ready < 0 && errno == EINTR)
-			continue;
-		if (ready != 1) {
+		const int wait_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+		ssize_t n = 0;
+		if (tls_) {
+			size_t got = 0;
+			const tls::Io io = tls_.read_wait(buf, sizeof buf, &got, wait_ms);
+			if (io == tls::Io::error)
+				return fail(tls_.error());
+			n = io == tls::Io::done ? static_cast<ssize_t>(got) : io == tls::Io::closed ? 0 : -1;
+		} else {
+			pollfd p{fd_.get(), POLLIN, 0};
+			const int ready = ::poll(&p, 1, wait_ms);
+			if (ready < 0 && errno == EINTR)
+				continue;
+			n = ready == 1 ? ::recv(fd_.get(), buf, sizeof buf, 0) : -1;
+			if (ready == 1 && n < 0 && errno == EINTR)
+				continue;
+			if (ready == 1 && n < 0)
+				n = 0; // a failed read ends the connection as a close does
+		}
+		if (n < 0) { // nothing in time
 			if (!want)
 				return {}; // nothing more waiting
 			return fail(cat("no ", type_name(static_cast<uint16_t>(*want)), " from the relay in time"));
 		}
-		const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+		if (n == 0)
 			return fail(want ? cat("the relay closed the connection before its ",
 			                       type_name(static_cast<uint16_t>(*want)))
 			                 : std::string("the relay closed the connection"));
@@ -252,10 +327,7 @@ std::string RelayConnection::send_packet(uint32_t stream_id, const PacketIndex &
 		return "PACKET: larger than a frame may be";
 	std::vector<uint8_t> head;
 	append_packet_head(head, stream_id, index, bytes.size());
-	iovec iov[2] = {{head.data(), head.size()}, {const_cast<uint8_t *>(bytes.data()), bytes.size()}};
-	if (std::string why = send_all(fd_.get(), iov, 2); !why.empty())
-		return fail(std::move(why));
-	return {};
+	return send_pieces({head, bytes});
 }
 
 std::string RelayConnection::beacon(uint32_t stream_id, uint64_t timestamp)
@@ -268,7 +340,9 @@ std::string RelayConnection::close_stream(uint32_t stream_id) { return send_fram
 std::string RelayConnection::bye()
 {
 	std::string why = send_frame(Bye{});
-	fd_.reset();
+	if (tls_)
+		tls_.shutdown();
+	close();
 	return why;
 }
 

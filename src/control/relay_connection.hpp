@@ -5,14 +5,20 @@
 // relay never sees a malformed one from us. The relay's frames are read when
 // a reply is due (HELLO_REPLY, SYNC_REPLY) or asked for (poll_notices); its
 // NOTICEs go to on_notice, and the replies to SYNCs sent without waiting
-// (request_sync) to on_sync_reply.
+// (request_sync) to on_sync_reply. With a ClientSecurity, the connection
+// is TLS from its first byte (the relay's certificate checked against the
+// CAs and the host name) and/or authenticated before HELLO (AUTH_REQUEST ...
+// AUTH_RESULT, the relay's proof checked too).
 #pragma once
 
 #include "base/fd.hpp"
+#include "control/auth.hpp"
 #include "control/relay_protocol.hpp"
+#include "control/tls.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,12 +30,21 @@ namespace tracery::control::relay {
 // for timeout_ms: "" and out set, or why not (the lttng-live client uses it too).
 std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, base::Fd &out);
 
+// How a sender protects its connection and proves who it is.
+struct ClientSecurity {
+	std::optional<auth::Key> key; // authenticate with it before HELLO
+	tls::Context tls;             // set (a client's): TLS, the relay's certificate checked with its CAs
+};
+
 class RelayConnection {
 public:
 	static constexpr int kSendTimeoutMs = 5000;
 
 	// Each returns "" or why it failed; after a failure the connection is closed.
-	std::string connect(const std::string &host, uint16_t port, int timeout_ms = 5000);
+	// connect() makes the TLS handshake and authenticates as security says,
+	// each within timeout_ms.
+	std::string connect(const std::string &host, uint16_t port, int timeout_ms = 5000,
+	                    const ClientSecurity &security = {});
 	// Sends HELLO and waits (timeout_ms) for the reply; *relay_path: where the
 	// relay writes the session (relative to its output directory).
 	std::string hello(const Hello &h, std::string *relay_path = nullptr, int timeout_ms = 5000);
@@ -55,7 +70,7 @@ public:
 	std::function<void(const SyncReply &)> on_sync_reply;
 	// Sends BYE and closes.
 	std::string bye();
-	void close() { fd_.reset(); }
+	void close();
 	bool connected() const { return static_cast<bool>(fd_); }
 	// Raw bytes, for tests that play a hostile sender.
 	std::string send_raw(std::span<const uint8_t> bytes);
@@ -66,8 +81,13 @@ private:
 	// Reads the relay's frames until one of type `want` (into out), passing
 	// NOTICEs to on_notice; without `want`, until none is waiting.
 	std::string read_reply(std::optional<Type> want, Frame &out, int timeout_ms);
+	// Sends every byte of the pieces, in clear or through TLS.
+	std::string send_pieces(std::initializer_list<std::span<const uint8_t>> pieces);
+	// The challenge-response of control/auth.hpp, before HELLO.
+	std::string authenticate(const auth::Key &key, int timeout_ms);
 
 	base::Fd fd_;
+	tls::Channel tls_; // when the connection is TLS
 	Decoder in_;
 	uint64_t sync_token_ = 0;
 };

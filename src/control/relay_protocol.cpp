@@ -63,6 +63,16 @@ struct Reader {
 		at += n;
 		return s;
 	}
+	template <size_t N>
+	void fixed(std::array<uint8_t, N> &out)
+	{
+		if (bad || in.size() - at < N) {
+			bad = true;
+			return;
+		}
+		std::copy_n(in.data() + at, N, out.begin());
+		at += N;
+	}
 	std::span<const uint8_t> rest()
 	{
 		auto r = in.subspan(at);
@@ -127,8 +137,10 @@ Type type_of(const Frame &f) { return static_cast<Type>(f.index() + 1); }
 
 const char *type_name(uint16_t type)
 {
-	static const char *const names[] = {"HELLO",  "HELLO_REPLY",  "TRACE", "METADATA", "STREAM",     "PACKET",
-	                                    "BEACON", "CLOSE_STREAM", "BYE",   "SYNC",     "SYNC_REPLY", "NOTICE"};
+	static const char *const names[] = {"HELLO",        "HELLO_REPLY",    "TRACE",         "METADATA",
+	                                    "STREAM",       "PACKET",         "BEACON",        "CLOSE_STREAM",
+	                                    "BYE",          "SYNC",           "SYNC_REPLY",    "NOTICE",
+	                                    "AUTH_REQUEST", "AUTH_CHALLENGE", "AUTH_RESPONSE", "AUTH_RESULT"};
 	static_assert(std::size(names) == kLastType);
 	return type >= 1 && type <= kLastType ? names[type - 1] : "unknown";
 }
@@ -151,6 +163,8 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.put(m.live_period_ns);
 				w.str(m.hostname);
 				w.str(m.session);
+				if (m.minor >= 1)
+					w.put(m.flags);
 			} else if constexpr (std::is_same_v<M, HelloReply>) {
 				w.put(static_cast<uint8_t>(m.accepted ? 0 : 1));
 				w.str(m.text);
@@ -180,6 +194,18 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.put(m.packets_written);
 			} else if constexpr (std::is_same_v<M, Notice>) {
 				w.put(static_cast<uint8_t>(m.kind));
+				w.str(m.text);
+			} else if constexpr (std::is_same_v<M, AuthRequest>) {
+				w.put(m.method);
+				w.str(m.request.key_name);
+				w.bytes(m.request.client_nonce.data(), m.request.client_nonce.size());
+			} else if constexpr (std::is_same_v<M, AuthChallenge>) {
+				w.bytes(m.challenge.server_nonce.data(), m.challenge.server_nonce.size());
+			} else if constexpr (std::is_same_v<M, AuthResponse>) {
+				w.bytes(m.response.client_proof.data(), m.response.client_proof.size());
+			} else if constexpr (std::is_same_v<M, AuthResult>) {
+				w.put(static_cast<uint8_t>(m.result.accepted ? 0 : 1));
+				w.bytes(m.result.server_proof.data(), m.result.server_proof.size());
 				w.str(m.text);
 			}
 		},
@@ -239,8 +265,13 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 		m.live_period_ns = r.get<uint64_t>();
 		m.hostname = r.str();
 		m.session = r.str();
+		if (m.minor >= 1)
+			m.flags = r.get<uint32_t>();
 		if (!(why = leftover()).empty())
 			return why;
+		if (m.flags & ~kHelloKnownFlags)
+			return cat("HELLO: flags ", std::to_string(m.flags),
+			           " has bits this relay does not know (only 1, public live)");
 		if (!valid_name(m.hostname))
 			return "HELLO: the hostname is not a valid name";
 		if (!valid_name(m.session))
@@ -363,6 +394,53 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 		if (m.text.size() > kMaxReplyText)
 			return "NOTICE: text longer than 4096 bytes";
 		m.kind = static_cast<NoticeKind>(kind);
+		out = std::move(m);
+		return {};
+	}
+	case Type::auth_request: {
+		AuthRequest m;
+		m.method = r.get<uint8_t>();
+		m.request.key_name = r.str();
+		r.fixed(m.request.client_nonce);
+		if (!(why = leftover()).empty())
+			return why;
+		if (m.method != kAuthMethod)
+			return cat("AUTH_REQUEST: unknown method ", std::to_string(m.method));
+		if (!auth::valid_key_name(m.request.key_name))
+			return "AUTH_REQUEST: the key name is not a valid key name";
+		out = std::move(m);
+		return {};
+	}
+	case Type::auth_challenge: {
+		AuthChallenge m;
+		r.fixed(m.challenge.server_nonce);
+		if (!(why = leftover()).empty())
+			return why;
+		out = m;
+		return {};
+	}
+	case Type::auth_response: {
+		AuthResponse m;
+		r.fixed(m.response.client_proof);
+		if (!(why = leftover()).empty())
+			return why;
+		out = m;
+		return {};
+	}
+	case Type::auth_result: {
+		AuthResult m;
+		const uint8_t status = r.get<uint8_t>();
+		r.fixed(m.result.server_proof);
+		m.text = r.str();
+		if (!(why = leftover()).empty())
+			return why;
+		if (status > 1)
+			return cat("AUTH_RESULT: status ", std::to_string(status), " is neither 0 nor 1");
+		m.result.accepted = status == 0;
+		if (!m.result.accepted && m.result.server_proof != auth::Proof{})
+			return "AUTH_RESULT: a refusal with a proof";
+		if (m.text.size() > kMaxReplyText)
+			return "AUTH_RESULT: text longer than 4096 bytes";
 		out = std::move(m);
 		return {};
 	}

@@ -6,6 +6,8 @@
 // order) is the relay's.
 #pragma once
 
+#include "control/auth.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,7 +20,7 @@ namespace tracery::control::relay {
 
 inline constexpr uint32_t kMagic = 0x594C5254; // the bytes "TRLY" (little-endian)
 inline constexpr uint16_t kVersion = 1;
-inline constexpr uint16_t kMajor = 1, kMinor = 0; // of HELLO
+inline constexpr uint16_t kMajor = 1, kMinor = 1; // of HELLO (minor 0: without its flags)
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxBody = 16u * 1024 * 1024 + 4096;
 inline constexpr uint16_t kDefaultPort = 5342;
@@ -42,14 +44,22 @@ enum class Type : uint16_t {
 	sync = 10,
 	sync_reply = 11,
 	notice = 12,
+	auth_request = 13,
+	auth_challenge = 14,
+	auth_response = 15,
+	auth_result = 16,
 };
-inline constexpr uint16_t kLastType = 12;
+inline constexpr uint16_t kLastType = 16;
 
+// HELLO's flags (minor 1 and later; a minor 0 HELLO has none).
+inline constexpr uint32_t kHelloPublicLive = 1; // a live session served on the relay's plain lttng-live port too
+inline constexpr uint32_t kHelloKnownFlags = kHelloPublicLive;
 struct Hello {
 	uint16_t major = kMajor, minor = kMinor;
 	uint64_t creation_time_ns = 0; // since the Unix epoch
 	uint64_t live_period_ns = 0;   // 0: not live
 	std::string hostname, session;
+	uint32_t flags = 0; // kHello*; sent from minor 1 on
 	bool operator==(const Hello &) const = default;
 };
 struct HelloReply {
@@ -127,8 +137,31 @@ struct Notice {
 	bool operator==(const Notice &) const = default;
 };
 
+// Authentication before HELLO (docs/relay-protocol.md, *Authentication*):
+// the four messages of control/auth.hpp as frames. Method 1 is auth.hpp's
+// HMAC-SHA-256 challenge-response, the only one.
+inline constexpr uint8_t kAuthMethod = 1;
+struct AuthRequest { // sender → relay
+	uint8_t method = kAuthMethod;
+	auth::Request request; // key name (a valid key name), sender's nonce
+	bool operator==(const AuthRequest &) const = default;
+};
+struct AuthChallenge { // relay → sender
+	auth::Challenge challenge;
+	bool operator==(const AuthChallenge &) const = default;
+};
+struct AuthResponse { // sender → relay
+	auth::Response response;
+	bool operator==(const AuthResponse &) const = default;
+};
+struct AuthResult {          // relay → sender
+	auth::Result result; // refused: its proof is all zero
+	std::string text;    // why refused (the same whatever was wrong), at most 4096 bytes
+	bool operator==(const AuthResult &) const = default;
+};
+
 using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync,
-                           SyncReply, Notice>;
+                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult>;
 
 // The frame's type (the header's type field).
 Type type_of(const Frame &f);

@@ -9,6 +9,15 @@
 namespace tracery::control::relay {
 namespace {
 
+// 32 bytes: first, first + 1, ...
+std::array<uint8_t, 32> nonce(uint8_t first)
+{
+	std::array<uint8_t, 32> n;
+	for (size_t i = 0; i < n.size(); i++)
+		n[i] = static_cast<uint8_t>(first + i);
+	return n;
+}
+
 std::vector<Frame> every_message()
 {
 	Packet p;
@@ -28,6 +37,13 @@ std::vector<Frame> every_message()
 	              .live_period_ns = 1000000000,
 	              .hostname = "host-1",
 	              .session = "my_session"},
+	        Hello{.major = 1,
+	              .minor = 1,
+	              .creation_time_ns = 1,
+	              .live_period_ns = 500000000,
+	              .hostname = "h",
+	              .session = "public",
+	              .flags = kHelloPublicLive},
 	        HelloReply{.accepted = true, .text = "host-1/my_session-20251124-160000"},
 	        HelloReply{.accepted = false, .text = "too many sessions"},
 	        Trace{.id = 1, .path = "ust/uid/1000/64-bit"},
@@ -40,7 +56,12 @@ std::vector<Frame> every_message()
 	        Sync{.token = 0x0102030405060708ull},
 	        SyncReply{.token = 42, .packets_written = 1234567},
 	        Notice{.kind = NoticeKind::writes_behind, .text = "writes behind by 64 MiB"},
-	        Notice{.kind = NoticeKind::caught_up, .text = ""}};
+	        Notice{.kind = NoticeKind::caught_up, .text = ""},
+	        AuthRequest{.method = kAuthMethod, .request = {.key_name = "host-1", .client_nonce = nonce(1)}},
+	        AuthChallenge{.challenge = {.server_nonce = nonce(2)}},
+	        AuthResponse{.response = {.client_proof = nonce(3)}},
+	        AuthResult{.result = {.accepted = true, .server_proof = nonce(4)}, .text = ""},
+	        AuthResult{.result = {}, .text = "authentication refused"}};
 }
 
 std::vector<Frame> decode_all(const std::vector<uint8_t> &bytes, size_t piece, std::string *error = nullptr)
@@ -91,7 +112,7 @@ TEST(RelayProtocol, HeaderBytes)
 TEST(RelayProtocol, PacketBodyLayout)
 {
 	const auto frames = every_message();
-	const auto b = encode(frames[6]);
+	const auto b = encode(frames[7]);
 	ASSERT_EQ(b.size(), kHeaderSize + kPacketFixed + 8);
 	// stream id, then packet size 64 bits, content size 40 bits
 	EXPECT_EQ(b[12], 7);
@@ -103,7 +124,7 @@ TEST(RelayProtocol, PacketBodyLayout)
 
 TEST(RelayProtocol, PacketHeadThenBytesIsThePacketFrame)
 {
-	const auto p = std::get<Packet>(every_message()[6]);
+	const auto p = std::get<Packet>(every_message()[7]);
 	std::vector<uint8_t> b;
 	append_packet_head(b, p.stream_id, p.index, p.bytes.size());
 	EXPECT_EQ(b.size(), kHeaderSize + kPacketFixed);
@@ -136,8 +157,8 @@ TEST(RelayProtocol, HeaderRefusals)
 	b[4] = 2;
 	EXPECT_EQ(error_of(b), "protocol version 2, this relay speaks 1");
 	b = encode(Bye{});
-	b[6] = 13;
-	EXPECT_EQ(error_of(b), "unknown frame type 13");
+	b[6] = 17;
+	EXPECT_EQ(error_of(b), "unknown frame type 17");
 	b[6] = 0;
 	EXPECT_EQ(error_of(b), "unknown frame type 0");
 	// An oversized length is refused from the header alone, before any body.
@@ -189,6 +210,69 @@ TEST(RelayProtocol, BodyLengths)
 	          "NOTICE: text longer than 4096 bytes");
 }
 
+TEST(RelayProtocol, HelloFlagsFromMinorOne)
+{
+	// Minor 0: the body ends with the session name; minor 1 appends the flags.
+	Hello h{.minor = 0, .creation_time_ns = 1, .live_period_ns = 2, .hostname = "h", .session = "s"};
+	const auto old = encode(h);
+	EXPECT_EQ(old.size(), kHeaderSize + 2 + 2 + 8 + 8 + 3 + 3);
+	h.minor = 1;
+	h.flags = kHelloPublicLive;
+	auto b = encode(h);
+	ASSERT_EQ(b.size(), old.size() + 4);
+	EXPECT_EQ(b[old.size()], 1);
+	EXPECT_EQ(b[old.size() + 1] | b[old.size() + 2] | b[old.size() + 3], 0);
+	// A minor 1 HELLO without its flags, and flags this relay does not know.
+	auto cut = old;
+	cut[kHeaderSize + 2] = 1;
+	EXPECT_EQ(error_of(cut), "HELLO: body too short for its fields");
+	b[old.size()] = 3;
+	EXPECT_EQ(error_of(b), "HELLO: flags 3 has bits this relay does not know (only 1, public live)");
+	b[old.size()] = 0;
+	b[old.size() + 3] = 0x80;
+	EXPECT_EQ(error_of(b), "HELLO: flags 2147483648 has bits this relay does not know (only 1, public live)");
+}
+
+TEST(RelayProtocol, AuthFrames)
+{
+	// The exact bytes of AUTH_REQUEST: method, the key name as a string, the nonce.
+	const auto b = encode(AuthRequest{.request = {.key_name = "k1", .client_nonce = nonce(9)}});
+	ASSERT_EQ(b.size(), kHeaderSize + 1 + 2 + 2 + 32);
+	EXPECT_EQ(b[6], 13);
+	EXPECT_EQ(b[8], 37);
+	EXPECT_EQ(b[kHeaderSize], 1);
+	EXPECT_EQ(b[kHeaderSize + 1], 2);
+	EXPECT_EQ(b[kHeaderSize + 3], 'k');
+	EXPECT_EQ(b[kHeaderSize + 5], 9);
+	EXPECT_EQ(b.back(), 9 + 31);
+	EXPECT_EQ(encode(AuthChallenge{}).size(), kHeaderSize + 32);
+	EXPECT_EQ(encode(AuthResponse{}).size(), kHeaderSize + 32);
+	EXPECT_EQ(encode(AuthResult{.result = {}, .text = "no"}).size(), kHeaderSize + 1 + 32 + 2 + 2);
+
+	EXPECT_EQ(frame_error(AuthRequest{.method = 2, .request = {.key_name = "k1"}}),
+	          "AUTH_REQUEST: unknown method 2");
+	for (const std::string &bad : std::vector<std::string>{"", ".k", "a/b", std::string(65, 'a')})
+		EXPECT_EQ(frame_error(AuthRequest{.request = {.key_name = bad}}),
+		          "AUTH_REQUEST: the key name is not a valid key name")
+			<< bad;
+	EXPECT_EQ(frame_error(AuthRequest{.request = {.key_name = std::string(64, 'a')}}), "");
+	auto cut = encode(AuthChallenge{});
+	cut.pop_back();
+	cut[8] = 31;
+	EXPECT_EQ(error_of(cut), "AUTH_CHALLENGE: body too short for its fields");
+	auto longer = encode(AuthResponse{});
+	longer.push_back(0);
+	longer[8] = 33;
+	EXPECT_EQ(error_of(longer), "AUTH_RESPONSE: 1 bytes after the last field");
+	EXPECT_EQ(frame_error(AuthResult{.result = {.accepted = false, .server_proof = nonce(1)}, .text = ""}),
+	          "AUTH_RESULT: a refusal with a proof");
+	EXPECT_EQ(frame_error(AuthResult{.result = {.accepted = true}, .text = std::string(4097, 'x')}),
+	          "AUTH_RESULT: text longer than 4096 bytes");
+	auto status = encode(AuthResult{});
+	status[kHeaderSize] = 2;
+	EXPECT_EQ(error_of(status), "AUTH_RESULT: status 2 is neither 0 nor 1");
+}
+
 TEST(RelayProtocol, NamesAndPaths)
 {
 	EXPECT_TRUE(valid_relative_path("ust/uid/1000/64-bit"));
@@ -211,7 +295,7 @@ TEST(RelayProtocol, NamesAndPaths)
 
 TEST(RelayProtocol, PacketSizes)
 {
-	auto p = std::get<Packet>(every_message()[6]);
+	auto p = std::get<Packet>(every_message()[7]);
 	p.index.packet_size_bits = 63;
 	EXPECT_EQ(frame_error(p), "PACKET: packet size 63 bits is not a positive whole number of bytes");
 	p.index.packet_size_bits = 0;

@@ -45,7 +45,10 @@ inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
 //   logs the first).
 // - A daemon, a tracery command and a libtracery of the same build always agree.
 // 2: the header's kind (it was a reserved 0 in version 1).
-inline constexpr uint16_t kProtocolVersion = 2;
+// 3: create's relay key and CAs (relay_key_name, relay_key_secret, relay_ca_pem)
+// and public_live; what refused writes cost (WriteLoss) in status and stop,
+// instead of stop's disk_full; the relay's refusal (RelayStatus::relay_write_error).
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kMaxFds = 64;
 

@@ -25,11 +25,30 @@ uint64_t Buffer::lost() const
 {
 	if (ring->quarantined())
 		return 0;
-	uint64_t n = 0;
+	uint64_t n = write_losses().unwritten_events;
 	for (uint32_t cpu = 0; cpu < ring->config().num_cpus; cpu++)
 		n += ring->lost(cpu);
 	return n;
 }
+
+consumer::WriteLosses Buffer::write_losses() const
+{
+	return consumer ? consumer->write_losses() : consumer::WriteLosses{};
+}
+
+namespace {
+// b's added to a's; the reason: b's when it has one (the later).
+void add(consumer::WriteLosses &a, const consumer::WriteLosses &b)
+{
+	a.events += b.events;
+	a.unwritten_events += b.unwritten_events;
+	a.unwritten_uncounted += b.unwritten_uncounted;
+	a.not_in_trace += b.not_in_trace;
+	a.refusing = a.refusing || b.refusing;
+	if (!b.reason.empty())
+		a.reason = b.reason;
+}
+} // namespace
 
 Buffer *Channel::buffer(const std::string &key) const
 {
@@ -71,6 +90,9 @@ void Channel::note_finished(const Buffer &b)
 			quarantined_done_.pop_front();
 	}
 	lost_done_ += b.lost();
+	consumer::WriteLosses w = b.write_losses();
+	w.refusing = false; // finished
+	add(write_done_, w);
 }
 
 std::vector<control::Quarantined> Channel::quarantined() const
@@ -137,6 +159,21 @@ uint64_t Channel::lost() const
 	for (const auto &[owner, b] : buffers_)
 		n += b->lost();
 	return n;
+}
+
+std::optional<control::WriteLoss> Channel::write_loss() const
+{
+	consumer::WriteLosses w = write_done_;
+	for (const auto &[owner, b] : buffers_)
+		add(w, b->write_losses());
+	return write_loss_of(w);
+}
+
+std::optional<control::WriteLoss> write_loss_of(const consumer::WriteLosses &w)
+{
+	if (w.reason.empty())
+		return std::nullopt;
+	return control::WriteLoss{w.events, w.unwritten_uncounted, w.not_in_trace, w.refusing, w.reason};
 }
 
 ringbuf::Config ring_config(const ChannelSpec &spec)

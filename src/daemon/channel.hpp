@@ -18,6 +18,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct ChannelSpec {
 // what the ring buffer and the buffer quota check before one is made.
 ringbuf::Config ring_config(const ChannelSpec &spec);
 
+// What refused writes cost a trace, as status and stop show it; nullopt when
+// no write was refused.
+std::optional<control::WriteLoss> write_loss_of(const consumer::WriteLosses &w);
+
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
@@ -44,10 +49,13 @@ struct Buffer {
 	std::unique_ptr<ringbuf::Channel> ring;
 	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain
-	// Events lost, as its programs counted them; 0 once the ring buffer is
-	// quarantined (ringbuf::Channel::fault): its counters are not believed
-	// then, and the buffer is reported apart.
+	// Events lost, as its programs counted them, and those of sub-buffers
+	// its consumer could not write (consumer::WriteLosses); 0 once the ring
+	// buffer is quarantined (ringbuf::Channel::fault): its counters are not
+	// believed then, and the buffer is reported apart.
 	uint64_t lost() const;
+	// What refused writes cost its trace (none without a consumer).
+	consumer::WriteLosses write_losses() const;
 };
 
 class Channel {
@@ -103,6 +111,9 @@ public:
 
 	// Events lost in its buffers, live or finished.
 	uint64_t lost() const;
+	// What refused writes cost its buffers, live or finished; nullopt when
+	// no write was refused.
+	std::optional<control::WriteLoss> write_loss() const;
 	// The buffers found inconsistent (their programs wrote over them), live
 	// or finished (buffer "uid1001", fault "cpu 0: ..."), at most
 	// kQuarantinedKept of the finished ones.
@@ -138,7 +149,8 @@ private:
 	std::map<std::string, uint32_t> ids_;
 	uint32_t next_id_ = 0;
 	Buffers buffers_;
-	uint64_t lost_done_ = 0; // events lost in buffers already finished
+	uint64_t lost_done_ = 0;           // events lost in buffers already finished
+	consumer::WriteLosses write_done_; // and what refused writes cost them
 	std::deque<NotTraced> not_traced_;
 	uint64_t not_traced_total_ = 0;
 	std::deque<std::pair<std::string, std::string>> quarantined_done_; // (owner, fault) of finished buffers

@@ -13,7 +13,6 @@
 
 #include <grp.h>
 #include <pwd.h>
-#include <sys/statvfs.h>
 
 #include <climits>
 #include <cstdlib>
@@ -437,10 +436,11 @@ std::vector<control::LostCount> Daemon::lost_report(const TraceSession &s) const
 {
 	std::vector<control::LostCount> lost;
 	for (const auto &ch : s.channels())
-		lost.push_back({ch->spec().name, ch->lost()});
+		lost.push_back({ch->spec().name, ch->lost(), ch->write_loss()});
 	const kernel::KernelSession *k = s.kernel_session();
 	if (k && !s.snapshot()) // a snapshot session's kernel losses are in each snapshot's trace
-		lost.push_back({s.kernel_spec().channel_name() + " (kernel)", k->counts().discarded});
+		lost.push_back({s.kernel_spec().channel_name() + " (kernel)", k->counts().discarded,
+		                write_loss_of(k->write_losses())});
 	return lost;
 }
 
@@ -492,15 +492,6 @@ control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 		if (!relay_error.empty())
 			reply.relay_error = relay_error;
 	}
-	// The consumers do not tell us of failed writes (they log them). A disk that
-	// cannot take one more packet (a failed write is truncated away) is full.
-	uint64_t packet = 4096;
-	for (const auto &ch : s.channels())
-		packet = std::max<uint64_t>(packet, ch->spec().subbuf_size + 4096);
-	struct statvfs vfs;
-	if (!s.snapshot() && s.local() && statvfs(s.output().c_str(), &vfs) == 0 &&
-	    static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < packet)
-		reply.disk_full = true;
 	return reply;
 }
 

@@ -168,9 +168,10 @@ private:
 	// A session's life (session_commands.cpp).
 	control::CreateReply cmd_create(const control::Create &, const control::PeerCred &, Lock &);
 	// `create --set-url`: the URL checked, the connection made and HELLO
-	// answered (lock released meanwhile). Throws (one line) otherwise.
-	SessionRelay open_relay(const std::string &session, const std::string &url,
-	                        std::optional<uint64_t> live_period_ns, Lock &lock);
+	// answered (lock released meanwhile); --public-live: HELLO marks the live
+	// session for the relay's plain lttng-live port. Throws (one line) otherwise.
+	SessionRelay open_relay(const std::string &session, const std::string &url, const control::Create &req,
+	                        Lock &lock);
 	static constexpr int kRelayConnectTimeoutMs = 3000;
 	// stop and destroy wait at most this for the relay to confirm what was queued.
 	static constexpr int kRelayStopTimeoutMs = 10000;

@@ -81,12 +81,13 @@ Buffer *SessionChannels::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::stri
 	const std::string prefix = buffer_prefix(ch, owner);
 	if (!session_.snapshot) {
 		base::FsCreds as_owner(session_.owner, session_.owner_gid); // the consumer thread inherits it
-		auto sink = user_trace_.output().sink({prefix, ch.index(), next_instance_++ << 16, session_.uuid},
-		                                      b->ring->config().num_cpus);
+		const consumer::StreamNames names{prefix, ch.index(), next_instance_++ << 16, session_.uuid};
+		auto sink = user_trace_.output().sink(names, b->ring->config().num_cpus);
 		b->consumer = std::make_unique<consumer::ChannelConsumer>(*b->ring, std::move(sink),
 		                                                          clock::tick_source(session_.tick_unit),
 		                                                          buffer_problem_log(session_, ch, owner));
 		b->consumer->set_live_period(session_.relay.live_period_ns);
+		b->consumer->set_event_counter(user_trace_.output().event_counter(names));
 		if (ch.spec().mode == ringbuf::Mode::discard)
 			b->consumer->start_thread();
 	}

@@ -7,8 +7,11 @@
 #include "daemon/log.hpp"
 #include "daemon/session_status.hpp"
 
+#include "control/auth.hpp"
+#include "control/relay_connection.hpp"
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
+#include "control/tls.hpp"
 #include "kernel/tracefs.hpp"
 
 #include <unistd.h>
@@ -44,6 +47,30 @@ bool valid_session_name(const std::string &n)
 	return true;
 }
 
+// create --relay-key and --relay-ca, as the command read them: checked again.
+control::relay::ClientSecurity relay_security(const control::Create &req)
+{
+	control::relay::ClientSecurity security;
+	if (req.relay_key_name.has_value() != req.relay_key_secret.has_value())
+		throw CommandError("--relay-key: a key's name comes with its secret");
+	if (req.relay_key_name) {
+		control::auth::Key key;
+		key.name = *req.relay_key_name;
+		std::string why = control::auth::parse_secret(*req.relay_key_secret, &key.secret);
+		if (why.empty() && !control::auth::valid_key_name(key.name))
+			why = "a key name is 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'";
+		if (!why.empty())
+			throw CommandError("--relay-key: " + why);
+		security.key = std::move(key);
+	}
+	if (req.relay_ca_pem)
+		if (std::string why =
+		            control::tls::Context::client_from_pem(*req.relay_ca_pem, "--relay-ca", &security.tls);
+		    !why.empty())
+			throw CommandError(why);
+	return security;
+}
+
 } // namespace
 
 control::CreateReply Daemon::cmd_create(const control::Create &req, const control::PeerCred &peer, Lock &lock)
@@ -67,7 +94,7 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 		if (snapshot)
 			throw CommandError("--set-url does not take --snapshot: a snapshot session's traces are "
 			                   "written by `snapshot record` into its output directory");
-		relay = open_relay(name, url, req.live_period_ns, lock);
+		relay = open_relay(name, url, req, lock);
 		// The connection was made without the lock: the name may be taken since.
 		if (sessions_.count({peer.uid, name}))
 			throw CommandError("a session named '" + name + "' was created meanwhile: pick another name");
@@ -83,20 +110,25 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 	return reply;
 }
 
-SessionRelay Daemon::open_relay(const std::string &session, const std::string &url,
-                                std::optional<uint64_t> live_period_ns, Lock &lock)
+SessionRelay Daemon::open_relay(const std::string &session, const std::string &url, const control::Create &req,
+                                Lock &lock)
 {
+	const std::optional<uint64_t> live_period_ns = req.live_period_ns;
+	const bool public_live = req.public_live.value_or(false);
 	std::string why;
 	const auto u = control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why);
 	if (!u)
 		throw CommandError(why);
 	SessionRelay relay;
 	relay.url = control::relay::to_string(*u);
+	control::relay::ClientSecurity security = relay_security(req);
 	if (live_period_ns) {
 		if (*live_period_ns < kMinLivePeriodNs || *live_period_ns > kMaxLivePeriodNs)
 			throw CommandError("bad --live period '" + std::to_string(*live_period_ns) +
 			                   "': give 10ms to 1h (e.g. --live=500ms; without a value, 1s)");
 		relay.live_period_ns = *live_period_ns;
+	} else if (public_live) {
+		throw CommandError("--public-live marks a live session: add --live[=PERIOD]");
 	}
 	consumer::RelayLinkConfig c;
 	c.host = u->host;
@@ -107,7 +139,9 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 								 std::chrono::system_clock::now().time_since_epoch())
 	                                                         .count());
 	c.hello.live_period_ns = relay.live_period_ns;
+	c.hello.flags = public_live ? control::relay::kHelloPublicLive : 0;
 	c.queue_bytes = kRelayQueueBytes;
+	c.security = std::move(security);
 	c.log = [session](const std::string &line) {
 		log(Level::warn, "session %s: %s", session.c_str(), line.c_str());
 	};
@@ -119,7 +153,8 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 	if (!why.empty())
 		throw CommandError("cannot reach the relay at " + relay.url + " (" + why +
 		                   "): start tracery-relayd there, or fix --set-url net://HOST[:PORT] (default port " +
-		                   std::to_string(control::relay::kDefaultPort) + ")");
+		                   std::to_string(control::relay::kDefaultPort) +
+		                   "), or the key and CAs the relay asks for (--relay-key, --relay-ca)");
 	return relay;
 }
 

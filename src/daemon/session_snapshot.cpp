@@ -5,6 +5,7 @@
 #include "daemon/session_channels.hpp"
 
 #include "clock/trace_clock.hpp"
+#include "consumer/event_count.hpp"
 #include "consumer/file_sink.hpp"
 #include "ctf/trace_dir.hpp"
 
@@ -12,6 +13,7 @@
 #include <ctime>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 namespace tracery::daemon {
 
@@ -27,6 +29,28 @@ std::string now_stamp()
 	return buf;
 }
 
+// What the copies of a snapshot's buffers could not write, per channel.
+struct RefusedCopies {
+	std::string reason; // the last refusal
+	std::vector<std::string> channels;
+
+	void add(const std::string &channel, const consumer::WriteLosses &w)
+	{
+		reason = w.reason;
+		std::string line = std::to_string(w.events) + " event" + (w.events == 1 ? "" : "s");
+		if (w.unwritten_uncounted > 0)
+			line += " and " + std::to_string(w.unwritten_uncounted) + " sub-buffers of events not counted";
+		channels.push_back(line + " of channel " + channel);
+	}
+	std::string what_was_lost() const
+	{
+		std::string out;
+		for (const std::string &c : channels)
+			out += (out.empty() ? "" : ", ") + c;
+		return out + " not written";
+	}
+};
+
 } // namespace
 
 SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> &channels, const std::string &metadata)
@@ -41,6 +65,7 @@ SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> 
 std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kernel) const
 {
 	const std::string user_dir = kernel.in_layout() ? plan.dir + "/ust" : plan.dir;
+	RefusedCopies refused;
 	try {
 		base::FsCreds as_owner(session_.owner, session_.owner_gid);
 		if (kernel.in_layout())
@@ -50,20 +75,30 @@ std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kern
 		uint64_t instance = 0;
 		for (const auto &part : plan.parts) {
 			const Channel &ch = *part.channel;
-			auto sink = std::make_unique<consumer::FileSink>(
-				user_dir,
-				consumer::StreamNames{ch.spec().name + "_" + part.owner, ch.index(), instance++ << 16,
-			                              session_.uuid},
-				part.buffer->ring->config().num_cpus);
+			const consumer::StreamNames names{ch.spec().name + "_" + part.owner, ch.index(),
+			                                  instance++ << 16, session_.uuid};
+			auto sink = std::make_unique<consumer::FileSink>(user_dir, names,
+			                                                 part.buffer->ring->config().num_cpus);
 			consumer::ChannelConsumer copier(*part.buffer->ring, std::move(sink),
 			                                 clock::tick_source(session_.tick_unit),
 			                                 buffer_problem_log(session_, ch, part.owner));
+			copier.set_event_counter(
+				[&](uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) {
+					return consumer::count_events(plan.metadata, names, cpu, info, events, size);
+				});
 			copier.finish();
+			// The copy is refused (a full disk): the buffers are left as they were.
+			if (const consumer::WriteLosses w = copier.write_losses(); !w.reason.empty())
+				refused.add(ch.spec().name, w);
 		}
 	} catch (const std::system_error &e) {
 		throw std::runtime_error("cannot write snapshot '" + plan.dir + "': " + strerror(e.code().value()) +
 		                         "; free some space or check the output directory");
 	}
+	if (!refused.reason.empty())
+		throw std::runtime_error("snapshot '" + plan.dir + "' is incomplete: " + refused.reason + "; " +
+		                         refused.what_was_lost() +
+		                         "; the buffers are intact: free some space and record the snapshot again");
 	kernel.snapshot(plan.dir);
 	return plan.dir;
 }

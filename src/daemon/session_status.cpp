@@ -36,6 +36,7 @@ control::ChannelStatus channel_status(const Channel &c)
 	for (const auto &[key, id] : c.ids())
 		out.events.push_back({key.substr(0, key.find('#')), id});
 	out.lost = c.lost();
+	out.write_loss = c.write_loss();
 	out.buffer_bytes = c.buffer_bytes();
 	for (const auto &n : c.not_traced())
 		out.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});
@@ -95,6 +96,7 @@ control::KernelStatus kernel_status(const TraceSession &s)
 		if (!s.snapshot()) { // a snapshot session's kernel trace is in each snapshot-N-DATE/kernel
 			k.written = n.events;
 			k.lost = n.discarded;
+			k.write_loss = write_loss_of(trace->write_losses());
 			k.trace = s.local() ? trace->trace_dir() : "kernel/ of the relay's copy";
 		}
 	}
@@ -144,6 +146,7 @@ std::optional<control::RelayStatus> relay_status(const TraceSession &s)
 	r.packets_unconfirmed = c.packets_unconfirmed;
 	r.packets_queued = c.packets_queued;
 	r.error = c.error;
+	r.relay_write_error = c.relay_write_error;
 	return r;
 }
 

@@ -1,6 +1,8 @@
 // filter/filter.cpp — engine choice and filter loading.
 #include "filter/filter.hpp"
 
+#include "base/diagnostics.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,7 +25,7 @@ Engine default_engine()
 			return Engine::jit;
 		if (const std::optional<Engine> e = parse_engine(env))
 			return *e;
-		std::fprintf(stderr, "tracery: TRACERY_FILTER_ENGINE=%s is not jit or interpreter; using jit\n", env);
+		base::diagnostic("TRACERY_FILTER_ENGINE=%s is not jit or interpreter; using jit", env);
 		return Engine::jit;
 	}();
 	return engine;
@@ -42,7 +44,7 @@ std::unique_ptr<Filter> Filter::load(const Program &program, const tracery_event
 		if (filter->jit_)
 			filter->fn_ = filter->jit_->fn();
 		else
-			std::fprintf(stderr, "tracery: %s; interpreting the filter\n", jit_why.c_str());
+			base::diagnostic("%s; interpreting the filter", jit_why.c_str());
 	}
 	return filter;
 }

@@ -21,7 +21,7 @@ enum class Engine { jit, interpreter };
 std::optional<Engine> parse_engine(std::string_view name);
 
 // TRACERY_FILTER_ENGINE=jit|interpreter; jit when unset. Any other value:
-// jit, and one line on stderr (read once per process).
+// jit, and one line reported (base::diagnostic; read once per process).
 Engine default_engine();
 
 class Filter {

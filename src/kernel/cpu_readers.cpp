@@ -15,12 +15,13 @@ namespace tracery::kernel {
 namespace {
 
 constexpr auto kIdlePause = std::chrono::milliseconds(2);
+constexpr auto kHeldPause = std::chrono::milliseconds(20);
 
 } // namespace
 
 CpuReaders::CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page,
-                       OnIdle on_idle)
-	: layout_(layout), on_page_(std::move(on_page)), on_idle_(std::move(on_idle))
+                       OnIdle on_idle, Held held)
+	: layout_(layout), on_page_(std::move(on_page)), on_idle_(std::move(on_idle)), held_(std::move(held))
 {
 	cpus_.reserve(cpus.size());
 	for (const uint32_t cpu : cpus)
@@ -89,6 +90,10 @@ void CpuReaders::run(Cpu &c)
 			// Read the stop flag before reading: a stop seen here means
 			// tracing was off before this read, so EAGAIN is the end.
 			const bool last = stopping_.load();
+			if (!last && held_ && held_(c.cpu)) {
+				std::this_thread::sleep_for(kHeldPause);
+				continue;
+			}
 			const ssize_t n = ::read(c.fd.get(), page.data(), page.size());
 			if (n < 0 && errno == EINTR)
 				continue;

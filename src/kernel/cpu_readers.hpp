@@ -40,12 +40,18 @@ public:
 	// Called on the CPU's reader thread when a read found nothing: the
 	// CPU's buffer held no committed event then (live sessions' beacons).
 	using OnIdle = std::function<void(uint32_t cpu)>;
+	// Called on the CPU's reader thread before each read but those of
+	// stop(): true while the CPU's pages cannot be written (a full disk),
+	// and the reader then reads nothing for a while: the kernel's buffer
+	// fills and the kernel counts what it drops, instead of pages read and
+	// thrown away.
+	using Held = std::function<bool(uint32_t cpu)>;
 
 	// Opens trace_pipe_raw of each CPU in `cpus`, starts the threads and
 	// excludes their tids from the instance's events. Throws TracefsError
 	// (nothing is left running).
 	CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page,
-	           OnIdle on_idle = {});
+	           OnIdle on_idle = {}, Held held = {});
 	~CpuReaders(); // stop()
 	CpuReaders(const CpuReaders &) = delete;
 	CpuReaders &operator=(const CpuReaders &) = delete;
@@ -70,6 +76,7 @@ private:
 	PageLayout layout_;
 	OnPage on_page_;
 	OnIdle on_idle_;
+	Held held_;
 	std::vector<Cpu> cpus_;
 	std::vector<pid_t> tids_;
 	std::atomic<bool> stopping_{false};

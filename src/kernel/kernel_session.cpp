@@ -381,7 +381,7 @@ std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 			as_writer = true;
 			trace.write_page(cpu, page);
 		},
-		[&trace](uint32_t cpu) { trace.idle(cpu); });
+		[&trace](uint32_t cpu) { trace.idle(cpu); }, [&trace](uint32_t cpu) { return trace.held(cpu); });
 }
 
 void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trace)
@@ -491,6 +491,11 @@ void KernelSession::snapshot(const std::string &dir)
 	write_statedump(*trace);
 	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	trace->close();
+	if (const consumer::WriteLosses w = trace->write_losses(); !w.reason.empty())
+		throw std::runtime_error("the kernel part of snapshot '" + dir + "' is incomplete: " + w.reason + "; " +
+		                         std::to_string(w.events) +
+		                         " kernel events not written (a snapshot reads them out of the kernel's "
+		                         "buffer: they are gone)");
 }
 
 void KernelSession::destroy()
@@ -512,5 +517,10 @@ void KernelSession::destroy()
 }
 
 KernelTraceCounts KernelSession::counts() const { return trace_ ? trace_->counts() : KernelTraceCounts{}; }
+
+consumer::WriteLosses KernelSession::write_losses() const
+{
+	return trace_ ? trace_->write_losses() : consumer::WriteLosses{};
+}
 
 } // namespace tracery::kernel

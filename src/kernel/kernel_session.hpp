@@ -181,6 +181,8 @@ public:
 	std::string instance_path() const { return instance_ ? instance_->path() : ""; }
 	// Counts of the trace written (after stop(): final).
 	KernelTraceCounts counts() const;
+	// What refused writes cost its trace (KernelTrace::write_losses).
+	consumer::WriteLosses write_losses() const;
 	// Per probe defined in the kernel (by name): `hits`, the kernel's count
 	// of executions of its sites by any process (uprobe_hits()), and
 	// `recorded`, its events in the trace; what a filter or the tracked pids

@@ -15,6 +15,8 @@ namespace tracery::kernel {
 namespace {
 
 constexpr auto kStatsInterval = std::chrono::milliseconds(100);
+// A packet the sink refused is offered again this often.
+constexpr auto kRetryInterval = std::chrono::milliseconds(250);
 constexpr uint32_t kStreamClass = 0;
 
 // lttng-modules' state dump values (src/lttng-statedump-impl.c).
@@ -214,6 +216,10 @@ void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 {
 	Cpu &c = cpus_.at(cpu);
+	// Pages come while a packet waits only at the end (the reader drains
+	// the CPU then): this page is decoded and counted, not written.
+	if (c.pending && (std::chrono::steady_clock::now() < c.retry_at || !send(cpu, c, c.pending_info)))
+		return count_unwritten(c, page);
 	c.events.clear();
 	uint64_t begin = 0, prev = 0;
 	bool first = true;
@@ -265,6 +271,8 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	c.counts.bad_pages += n.bad_pages;
 }
 
+uint64_t KernelTrace::lost_so_far(const Cpu &c) { return std::max(c.lost_in_pages, c.lost_kernel) + c.unwritten; }
+
 void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events)
 {
 	ctf::PacketInfo info;
@@ -273,16 +281,98 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	info.timestamp_end = end;
 	// Readers give no count for a stream's first packet (nothing before it
 	// to subtract): it says 0, the next packet carries what was lost.
-	info.events_discarded = c.seq == 0 ? 0 : std::max(c.lost_in_pages, c.lost_kernel);
+	info.events_discarded = c.seq == 0 ? 0 : lost_so_far(c);
 	info.seq = c.seq;
 	info.cpu_id = cpu;
 	c.streams_seen = sink_->streams_started();
-	sink_->write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
+	send(cpu, c, info);
+}
+
+bool KernelTrace::send(uint32_t cpu, Cpu &c, const ctf::PacketInfo &info)
+{
+	const auto now = std::chrono::steady_clock::now();
+	try {
+		sink_->write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
+	} catch (const std::exception &e) {
+		// Kept, and offered again: the CPU's reader reads no more meanwhile
+		// (held), and the kernel counts what its buffer cannot take.
+		c.retry_at = now + kRetryInterval;
+		const uint64_t lost = lost_total_(cpu);
+		const std::lock_guard lock(counts_mutex_);
+		if (!c.pending) {
+			c.pending = true;
+			c.pending_info = info;
+			c.lost_at_hold = lost;
+			reason_ = e.what();
+		}
+		c.hold_lost_now = lost - std::min(lost, c.lost_at_hold);
+		return false;
+	}
+	if (c.pending) {
+		c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu)); // the next packet carries it
+		const std::lock_guard lock(counts_mutex_);
+		c.hold_lost += c.lost_kernel - std::min(c.lost_kernel, c.lost_at_hold);
+		c.hold_lost_now = 0;
+		c.pending = false;
+	}
 	++c.seq;
 	c.written_discarded = info.events_discarded;
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.discarded = info.events_discarded;
 	++c.counts.packets;
+	return true;
+}
+
+bool KernelTrace::held(uint32_t cpu)
+{
+	Cpu &c = cpus_.at(cpu);
+	if (!c.pending)
+		return false;
+	if (std::chrono::steady_clock::now() < c.retry_at)
+		return true;
+	return !send(cpu, c, c.pending_info);
+}
+
+void KernelTrace::count_unwritten(Cpu &c, std::span<const uint8_t> page)
+{
+	uint64_t events = 0;
+	const PageResult r = decoder_.decode(page, [&](const RawEvent &e) {
+		const uint16_t type = e.size >= 2 ? base::load_le<uint16_t>(e.payload) : 0;
+		const KernelEventClass *k = type < by_type_.size() ? by_type_[type] : nullptr;
+		if (k && e.size >= k->fixed_size) // what write_page would have written
+			++events;
+		c.last_ts = std::max(c.last_ts, e.timestamp);
+	});
+	if (r.lost_count_known && c.seq > 0)
+		c.lost_in_pages += r.lost;
+	const std::lock_guard lock(counts_mutex_);
+	c.unwritten += events;
+}
+
+void KernelTrace::give_up(uint32_t cpu, Cpu &c)
+{
+	if (!c.pending || send(cpu, c, c.pending_info))
+		return;
+	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
+	const std::lock_guard lock(counts_mutex_);
+	c.unwritten += c.pending_info.events;
+	c.hold_lost += c.lost_kernel - std::min(c.lost_kernel, c.lost_at_hold);
+	c.hold_lost_now = 0;
+	c.pending = false;
+}
+
+consumer::WriteLosses KernelTrace::write_losses() const
+{
+	const std::lock_guard lock(counts_mutex_);
+	consumer::WriteLosses w;
+	for (const Cpu &c : cpus_) {
+		w.events += c.hold_lost + c.hold_lost_now + c.unwritten;
+		w.unwritten_events += c.unwritten;
+		w.not_in_trace += c.not_in_trace;
+		w.refusing = w.refusing || c.pending;
+	}
+	w.reason = reason_;
+	return w;
 }
 
 void KernelTrace::set_live_period(std::chrono::nanoseconds period)
@@ -330,17 +420,23 @@ void KernelTrace::idle(uint32_t cpu)
 void KernelTrace::finish_cpu(uint32_t cpu)
 {
 	Cpu &c = cpus_.at(cpu);
+	give_up(cpu, c); // a packet still refused: its events are counted
 	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
 	c.events.clear();
 	const uint64_t end = std::max(now_(), c.last_ts);
 	if (c.seq == 0) { // every CPU has its stream, beginning with the earliest one, at 0 lost
 		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end, 0);
+		give_up(cpu, c);
 		c.last_ts = end;
 	}
 	// The last packet ends now, with the exact lost total.
-	if (c.last_ts != end || std::max(c.lost_in_pages, c.lost_kernel) != c.written_discarded)
+	if (c.last_ts != end || lost_so_far(c) != c.written_discarded)
 		write_packet(cpu, c, c.last_ts, end, 0);
+	give_up(cpu, c);
 	c.last_ts = end;
+	const std::lock_guard lock(counts_mutex_);
+	c.counts.discarded = lost_so_far(c); // all of them, whether the trace says so or not
+	c.not_in_trace = c.counts.discarded - std::min(c.counts.discarded, c.written_discarded);
 }
 
 void KernelTrace::write_statedump(const std::function<uint64_t()> &now)

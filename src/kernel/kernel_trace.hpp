@@ -18,6 +18,14 @@
 // packet claims), and what its page says was lost before it is not counted
 // (nothing can be, in discard mode; in a snapshot, the older events the
 // buffer overwrote are not losses within the stream).
+// A packet the sink refuses (a full disk: consumer::WriteRefused) is kept
+// and offered again every 250 ms; meanwhile held(cpu) tells the CPU's reader
+// to read nothing, so the kernel's buffer fills and the kernel counts what
+// it drops, which the packets after it carry. At the end, a packet still
+// refused and the pages drained after it are decoded and counted, not
+// written, and the last packet carries them too when it can be written;
+// write_losses() says what refusals cost and why.
+//
 // Timestamps are the trace clock's values as they are (the instance's
 // clock was chosen to be the user trace's), never going back within a
 // stream: an earlier one (a damaged page) is raised to the one before.
@@ -65,8 +73,10 @@ using LostTotal = std::function<uint64_t(uint32_t cpu)>;
 uint64_t parse_lost_total(std::string_view stats);
 
 struct KernelTraceCounts {
-	uint64_t events = 0;    // written
-	uint64_t discarded = 0; // lost in the kernel (sum over CPUs)
+	uint64_t events = 0; // written
+	// Lost (sum over CPUs): in the kernel, and, once the CPUs are finished,
+	// in pages that could not be written.
+	uint64_t discarded = 0;
 	uint64_t unknown = 0;   // of a type with no class (skipped)
 	uint64_t malformed = 0; // shorter than their format (skipped)
 	uint64_t bad_pages = 0; // pages whose decoding stopped at an error
@@ -90,6 +100,12 @@ public:
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
 	void write_page(uint32_t cpu, std::span<const uint8_t> page);
+	// Before each read of CPU `cpu` (the readers' callback, on its thread):
+	// whether a packet of the CPU waits, refused by the sink; it is offered
+	// again when due.
+	bool held(uint32_t cpu);
+	// What refused writes cost so far; any thread.
+	consumer::WriteLosses write_losses() const;
 	// Live sessions: every CPU's stream begins at once with an empty packet
 	// dated when the trace was made (a viewer learns of them together:
 	// babeltrace2 refuses a stream that appears later with older events);
@@ -143,8 +159,29 @@ private:
 		// add_event_classes() under counts_mutex_ (a deque keeps the
 		// counters where they are).
 		std::deque<std::atomic<uint64_t>> class_events;
-		std::vector<uint8_t> events; // the packet being built
+		std::vector<uint8_t> events; // the packet being built, or the one that waits
+		// A packet the sink refused waits (its fields; its events in
+		// `events`) until retry_at. Guarded by counts_mutex_ where
+		// write_losses() reads them (written by the CPU's writer only): the
+		// kernel's lost count when it began to wait, the events lost while
+		// packets waited (in waits that ended; in this one, as of its last
+		// try), the events of pages counted but not written, and once
+		// finished, the lost events no packet written counts.
+		bool pending = false;
+		ctf::PacketInfo pending_info;
+		std::chrono::steady_clock::time_point retry_at{};
+		uint64_t lost_at_hold = 0, hold_lost = 0, hold_lost_now = 0, unwritten = 0, not_in_trace = 0;
 	};
+	// Everything lost on the CPU so far (kernel, pages not written).
+	static uint64_t lost_so_far(const Cpu &c);
+	// Writes a packet of the CPU's stream (its events in c.events); false
+	// when the sink refused it (it waits then).
+	bool send(uint32_t cpu, Cpu &c, const ctf::PacketInfo &info);
+	// A page read while a packet waits: its events counted, not written.
+	void count_unwritten(Cpu &c, std::span<const uint8_t> page);
+	// The end: the packet that waits offered once more, else its events
+	// counted and the wait over.
+	void give_up(uint32_t cpu, Cpu &c);
 	void grow_class_counters(); // every CPU's class_events up to next_id_
 	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events);
 	// A packet of the state dump's stream (statedump_mutex_ held).
@@ -186,6 +223,7 @@ private:
 	std::atomic<int64_t> statedump_due_{0}; // steady_clock ns of its next live turn
 	uint64_t statedump_events_ = 0;
 	mutable std::mutex counts_mutex_;
+	std::string reason_; // the last refusal (counts_mutex_)
 };
 
 } // namespace tracery::kernel

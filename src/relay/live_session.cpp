@@ -195,7 +195,7 @@ std::optional<uint64_t> LiveSession::class_of(LiveStream &s)
 LiveViewer::~LiveViewer()
 {
 	for (auto &[id, a] : attached_)
-		a.session->attached = false;
+		a.session->viewers--;
 }
 
 std::string LiveViewer::handle(const live::Request &r, std::vector<uint8_t> &out, FileRange *file)
@@ -220,12 +220,16 @@ std::string LiveViewer::handle(const live::Request &r, std::vector<uint8_t> &out
 		return {};
 	case Command::list_sessions: {
 		ReplyWriter w(out);
-		w.u32(static_cast<uint32_t>(registry_.sessions.size()));
+		const auto count = std::count_if(registry_.sessions.begin(), registry_.sessions.end(),
+		                                 [&](const auto &e) { return access_.may_view(*e.second); });
+		w.u32(static_cast<uint32_t>(count));
 		for (const auto &[id, s] : registry_.sessions) {
+			if (!access_.may_view(*s))
+				continue;
 			const uint64_t us = std::clamp<uint64_t>(s->live_period_ns / 1000, 1, UINT32_MAX);
 			w.u64(id)
 				.u32(static_cast<uint32_t>(us))
-				.u32(s->attached ? 1 : 0)
+				.u32(s->viewers)
 				.u32(static_cast<uint32_t>(s->streams.size()))
 				.text(s->hostname, live::kHostNameSize)
 				.text(s->name, live::kNameSize);
@@ -263,13 +267,21 @@ std::string LiveViewer::attach(const live::Request &r, std::vector<uint8_t> &out
 	const auto it = registry_.sessions.find(r.id);
 	if (it == registry_.sessions.end())
 		return refuse(live::AttachStatus::unknown, cat("ATTACH_SESSION of unknown session ", n(r.id)));
+	if (!access_.may_view(*it->second))
+		return refuse(live::AttachStatus::unknown,
+		              cat("ATTACH_SESSION of session ", n(r.id), ", which this viewer may not see (",
+		                  access_.plain ? "not marked public" : "sent under another identity", ")"));
 	if (r.seek != live::kSeekBeginning && r.seek != live::kSeekLast)
 		return refuse(live::AttachStatus::seek_error, cat("ATTACH_SESSION with seek ", n(r.seek)));
-	if (it->second->attached)
-		return refuse(live::AttachStatus::already, cat("ATTACH_SESSION of session ", n(r.id),
-		                                               ", which has a viewer already (one at a time)"));
+	if (attached_.count(r.id))
+		return refuse(live::AttachStatus::already,
+		              cat("ATTACH_SESSION of session ", n(r.id), ", which this viewer has attached already"));
+	if (it->second->viewers >= registry_.max_viewers_per_session)
+		return refuse(live::AttachStatus::already,
+		              cat("ATTACH_SESSION of session ", n(r.id), ", which has ", n(it->second->viewers),
+		                  " viewers already (the most a session may have)"));
 	Attached a{.session = it->second, .streams = {}, .traces = {}};
-	a.session->attached = true;
+	a.session->viewers++;
 	std::vector<uint8_t> entries;
 	const uint32_t count = announce(a, r.seek == live::kSeekLast, entries);
 	ReplyWriter(out).u32(static_cast<uint32_t>(live::AttachStatus::ok)).u32(count);
@@ -485,7 +497,7 @@ std::string LiveViewer::detach(const live::Request &r, std::vector<uint8_t> &out
 		ReplyWriter(out).u32(static_cast<uint32_t>(live::DetachStatus::unknown));
 		return {};
 	}
-	it->second.session->attached = false;
+	it->second.session->viewers--;
 	for (auto n_it = names_.begin(); n_it != names_.end();) {
 		if (n_it->second.session == r.id) {
 			files_.erase(n_it->first);

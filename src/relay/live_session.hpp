@@ -2,8 +2,10 @@
 // HELLO has a live period) for its viewers: each trace's metadata size and
 // each stream's packets as the writer thread reports them written (an
 // in-memory index: offset, sizes, timestamps, events discarded, stream class),
-// its latest beacon, whether it is closed; and LiveViewer, one viewer
-// connection's state and its answer to each request (lttng-live, 2.4).
+// its latest beacon, whether it is closed, who may view it; and LiveViewer,
+// one viewer connection's state and its answer to each request (lttng-live,
+// 2.4). Any number of viewers (up to a cap) read a session at once, each
+// from its own position.
 // Both live on the relay's event loop thread only.
 #pragma once
 
@@ -60,8 +62,14 @@ struct LiveSession {
 	std::string hostname, name;
 	std::string dir; // absolute path of the session's directory
 	uint64_t live_period_ns = 0;
-	bool over = false;     // the sender is gone (BYE or not): nothing more will come
-	bool attached = false; // a viewer is attached (one at a time)
+	bool over = false; // the sender is gone (BYE or not): nothing more will come
+	// Who may view it: anyone on the plain lttng-live port when its sender
+	// marked it public (HELLO's flag); on the authenticated viewer port, the
+	// viewers of its sender's identity (the key's name; "" for a sender that
+	// did not authenticate: no viewer of that port sees it).
+	bool public_live = false;
+	std::string identity;
+	uint32_t viewers = 0; // attached now, each with its own position
 	std::map<uint32_t, LiveTrace> traces;
 	std::map<uint32_t, LiveStream> streams;
 
@@ -75,11 +83,29 @@ struct LiveSession {
 	std::optional<uint64_t> class_of(LiveStream &s);
 };
 
-// The live sessions of the relay, by id, and the ids it gives out.
+// The live sessions of the relay, by id, and the ids it gives out. A
+// session's index is held by its sender's connection (and its writer thread
+// until that is done) and by each viewer attached to it: it is dropped once
+// they are all gone.
 struct LiveRegistry {
 	std::map<uint64_t, std::shared_ptr<LiveSession>> sessions; // listed while not over
 	uint64_t next_id = 1;
 	uint64_t next_viewer_session = 1;
+	uint32_t max_viewers_per_session = 16;
+};
+
+// What one viewer connection may list and attach: on the plain lttng-live
+// port (no authentication: babeltrace2), the sessions marked public; on the
+// authenticated viewer port, those whose sender authenticated with the
+// viewer's identity. Sessions it may not see are neither listed nor
+// attachable (ATTACH says "unknown", as for a session that is not there).
+struct ViewerAccess {
+	bool plain = true;
+	std::string identity; // when not plain: the key name the viewer authenticated with
+	bool may_view(const LiveSession &s) const
+	{
+		return plain ? s.public_live : !s.identity.empty() && s.identity == identity;
+	}
 };
 
 // What begins each batch of metadata a viewer is given after the first
@@ -94,7 +120,10 @@ std::optional<uint64_t> single_stream_class(std::string_view tsdl);
 
 class LiveViewer {
 public:
-	LiveViewer(LiveRegistry &registry, std::string peer) : registry_(registry), peer_(std::move(peer)) {}
+	LiveViewer(LiveRegistry &registry, std::string peer, ViewerAccess access)
+		: registry_(registry), peer_(std::move(peer)), access_(std::move(access))
+	{
+	}
 	~LiveViewer();
 	LiveViewer(const LiveViewer &) = delete;
 	LiveViewer &operator=(const LiveViewer &) = delete;
@@ -111,6 +140,7 @@ public:
 	std::string handle(const live::Request &r, std::vector<uint8_t> &out, FileRange *file);
 
 	const std::string &peer() const { return peer_; }
+	const ViewerAccess &access() const { return access_; }
 	// CONNECT done.
 	bool connected() const { return connected_; }
 
@@ -160,6 +190,7 @@ private:
 
 	LiveRegistry &registry_;
 	std::string peer_;
+	ViewerAccess access_;
 	bool connected_ = false, created_ = false;
 	std::map<uint64_t, Attached> attached_; // by session id
 	std::map<uint64_t, Named> names_;       // by viewer id

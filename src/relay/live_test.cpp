@@ -3,7 +3,10 @@
 // LiveViewer's answers over a session fed as the writer thread feeds it
 // (relay/live_session.hpp): RETRY, INACTIVE from beacons, OK in order, HUP,
 // a trace dropped and given again, GET_PACKET bounds, the metadata's
-// signature at the start of each batch.
+// signature at the start of each batch; several viewers of one session, each
+// at its own position, up to the cap; which viewer sees which session (plain
+// port: those marked public; authenticated: its identity's); the index
+// dropped once its sender and its viewers are gone.
 #include "control/live_protocol.hpp"
 #include "relay/live_session.hpp"
 
@@ -17,6 +20,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 namespace tracery::relay {
 namespace {
@@ -109,7 +113,7 @@ struct Live {
 	base::TestTempDir tmp{"tracery-live-unit"};
 	LiveRegistry registry;
 	std::shared_ptr<LiveSession> s = std::make_shared<LiveSession>();
-	LiveViewer viewer{registry, "viewer test"};
+	LiveViewer viewer{registry, "viewer test", {}};
 	uint64_t offset = 0;
 
 	Live()
@@ -119,6 +123,7 @@ struct Live {
 		s->name = "s";
 		s->dir = tmp.path();
 		s->live_period_ns = 1000000;
+		s->public_live = true;
 		registry.sessions.emplace(s->id, s);
 		std::filesystem::create_directories(tmp.path() + "/t");
 		feed(cr::Trace{.id = 1, .path = "t"});
@@ -361,6 +366,44 @@ TEST(LiveViewer, MetadataBatchesBeginWithTheSignature)
 	EXPECT_EQ(f.offset + f.size, head.size() + 2 * events.size() + big.size());
 }
 
+// Another viewer of the registry: CONNECT and CREATE_SESSION done.
+std::unique_ptr<LiveViewer> connected(LiveRegistry &registry, const std::string &name, ViewerAccess access = {})
+{
+	auto v = std::make_unique<LiveViewer>(registry, name, std::move(access));
+	std::vector<uint8_t> out;
+	LiveViewer::FileRange f;
+	EXPECT_EQ(v->handle({.cmd = Command::connect, .major = 2, .minor = 4, .type = 1}, out, &f), "");
+	EXPECT_EQ(v->handle({.cmd = Command::create_session}, out, &f), "");
+	return v;
+}
+
+// ATTACH_SESSION from v: its status, and why v is closed ("" if it is not).
+std::pair<uint32_t, std::string> attach(const std::unique_ptr<LiveViewer> &v, uint64_t session,
+                                        uint32_t seek = live::kSeekBeginning)
+{
+	std::vector<uint8_t> out;
+	LiveViewer::FileRange f;
+	std::string why = v->handle({.cmd = Command::attach_session, .id = session, .seek = seek}, out, &f);
+	return {live::get_be32(&out[0]), why};
+}
+
+// The (hostname/name, viewers) of each session LIST_SESSIONS gives v.
+std::vector<std::pair<std::string, uint32_t>> listed(const std::unique_ptr<LiveViewer> &v)
+{
+	std::vector<uint8_t> out;
+	LiveViewer::FileRange f;
+	EXPECT_EQ(v->handle({.cmd = Command::list_sessions}, out, &f), "");
+	std::vector<std::pair<std::string, uint32_t>> got;
+	const uint32_t count = live::decode_session_count({out.data(), live::kCountReplySize});
+	EXPECT_EQ(out.size(), live::kCountReplySize + count * live::kSessionEntrySize);
+	for (uint32_t i = 0; i < count; i++) {
+		const live::SessionEntry e = live::decode_session_entry(
+			{out.data() + live::kCountReplySize + i * live::kSessionEntrySize, live::kSessionEntrySize});
+		got.emplace_back(e.hostname + "/" + e.name, e.clients);
+	}
+	return got;
+}
+
 TEST(LiveViewer, DetachLetsAnotherViewerAttach)
 {
 	Live l;
@@ -368,46 +411,146 @@ TEST(LiveViewer, DetachLetsAnotherViewerAttach)
 	l.stream(1, "c_0");
 	const auto given = l.attach(live::kSeekBeginning);
 	ASSERT_EQ(given.size(), 2u);
-	EXPECT_TRUE(l.s->attached);
+	EXPECT_EQ(l.s->viewers, 1u);
 	std::vector<uint8_t> r = l.ask({.cmd = Command::detach_session, .id = l.s->id});
 	EXPECT_EQ(live::get_be32(&r[0]), static_cast<uint32_t>(live::DetachStatus::ok));
-	EXPECT_FALSE(l.s->attached);
+	EXPECT_EQ(l.s->viewers, 0u);
 	r = l.ask({.cmd = Command::detach_session, .id = l.s->id});
 	EXPECT_EQ(live::get_be32(&r[0]), static_cast<uint32_t>(live::DetachStatus::unknown));
 	std::string why;
 	l.ask({.cmd = Command::get_next_index, .id = given[1].first}, &why); // no longer this viewer's
 	EXPECT_NE(why, "");
 
-	LiveViewer other(l.registry, "other");
-	std::vector<uint8_t> out;
-	LiveViewer::FileRange f;
-	other.handle({.cmd = Command::connect, .major = 2, .minor = 4, .type = 1}, out, &f);
-	other.handle({.cmd = Command::create_session}, out, &f);
-	out.clear();
-	EXPECT_EQ(other.handle({.cmd = Command::attach_session, .id = l.s->id, .seek = 1}, out, &f), "");
-	EXPECT_EQ(live::get_be32(&out[0]), static_cast<uint32_t>(live::AttachStatus::ok));
+	auto other = connected(l.registry, "other");
+	EXPECT_EQ(attach(other, l.s->id, live::kSeekLast),
+	          std::pair(static_cast<uint32_t>(live::AttachStatus::ok), std::string()));
 }
 
-TEST(LiveViewer, RefusesOutOfOrderAndSecondViewers)
+TEST(LiveViewer, SeveralViewersEachFromItsOwnPosition)
+{
+	Live l;
+	l.metadata("stream { id = 5; };\n");
+	l.stream(1, "c_0");
+	l.packet(1, "c_0", 64, 100, 200);
+	const auto given = l.attach(live::kSeekBeginning);
+	ASSERT_EQ(given.size(), 2u);
+	auto other = connected(l.registry, "other");
+	EXPECT_EQ(attach(other, l.s->id).first, static_cast<uint32_t>(live::AttachStatus::ok));
+	EXPECT_EQ(l.s->viewers, 2u);
+	EXPECT_EQ(listed(other), (std::vector<std::pair<std::string, uint32_t>>{{"h/s", 2}}));
+	const auto other_index = [&] {
+		std::vector<uint8_t> out;
+		LiveViewer::FileRange f;
+		EXPECT_EQ(other->handle({.cmd = Command::get_next_index, .id = given[1].first}, out, &f), "");
+		return std::pair(live::get_be64(&out[0]), live::get_be32(&out[56]));
+	};
+	// The first viewer reads both packets; the other still gets the first one, then the second.
+	l.packet(1, "c_0", 32, 200, 300);
+	EXPECT_EQ(l.index(given[1].first).offset, 0u);
+	EXPECT_EQ(l.index(given[1].first).offset, 64u);
+	EXPECT_EQ(l.index(given[1].first).status, kRetry);
+	EXPECT_EQ(other_index(), std::pair(uint64_t{0}, kOk));
+	// One viewer detaching leaves the other where it was.
+	l.ask({.cmd = Command::detach_session, .id = l.s->id});
+	EXPECT_EQ(l.s->viewers, 1u);
+	EXPECT_EQ(other_index(), std::pair(uint64_t{64}, kOk));
+	EXPECT_EQ(other_index().second, kRetry);
+	l.feed(cr::CloseStream{.stream_id = 1});
+	EXPECT_EQ(other_index().second, kHup);
+}
+
+TEST(LiveViewer, ViewersPerSessionAreCapped)
+{
+	Live l;
+	l.registry.max_viewers_per_session = 2;
+	l.attach(live::kSeekLast);
+	auto second = connected(l.registry, "second");
+	EXPECT_EQ(attach(second, l.s->id).first, static_cast<uint32_t>(live::AttachStatus::ok));
+	// The same viewer twice, and a third one: refused, closed, the others kept.
+	EXPECT_EQ(attach(second, l.s->id), std::pair(static_cast<uint32_t>(live::AttachStatus::already),
+	                                             "ATTACH_SESSION of session " + std::to_string(l.s->id) +
+	                                                     ", which this viewer has attached already"));
+	auto third = connected(l.registry, "third");
+	EXPECT_EQ(attach(third, l.s->id),
+	          std::pair(static_cast<uint32_t>(live::AttachStatus::already),
+	                    "ATTACH_SESSION of session " + std::to_string(l.s->id) +
+	                            ", which has 2 viewers already (the most a session may have)"));
+	EXPECT_EQ(l.s->viewers, 2u);
+	second.reset(); // a viewer that goes away (closed) leaves its place
+	auto fourth = connected(l.registry, "fourth");
+	EXPECT_EQ(attach(fourth, l.s->id).first, static_cast<uint32_t>(live::AttachStatus::ok));
+	EXPECT_EQ(l.s->viewers, 2u);
+}
+
+TEST(LiveViewer, WhoSeesWhichSession)
+{
+	Live l; // h/s: public, sent by no identity
+	const auto add = [&](const std::string &name, bool is_public, const std::string &identity) {
+		auto s = std::make_shared<LiveSession>();
+		s->id = l.registry.next_id++;
+		s->hostname = "h";
+		s->name = name;
+		s->dir = l.tmp.path();
+		s->public_live = is_public;
+		s->identity = identity;
+		l.registry.sessions.emplace(s->id, s);
+		return s->id;
+	};
+	const uint64_t alice_private = add("alice-private", false, "alice");
+	const uint64_t alice_public = add("alice-public", true, "alice");
+	const uint64_t bob_private = add("bob-private", false, "bob");
+	using List = std::vector<std::pair<std::string, uint32_t>>;
+
+	auto plain = connected(l.registry, "plain");
+	EXPECT_EQ(listed(plain), (List{{"h/s", 0}, {"h/alice-public", 0}}));
+	EXPECT_EQ(attach(plain, alice_private),
+	          std::pair(static_cast<uint32_t>(live::AttachStatus::unknown),
+	                    "ATTACH_SESSION of session " + std::to_string(alice_private) +
+	                            ", which this viewer may not see (not marked public)"));
+	auto alice = connected(l.registry, "alice", {.plain = false, .identity = "alice"});
+	EXPECT_EQ(listed(alice), (List{{"h/alice-private", 0}, {"h/alice-public", 0}}));
+	EXPECT_EQ(attach(alice, alice_private).first, static_cast<uint32_t>(live::AttachStatus::ok));
+	auto alice_again = connected(l.registry, "alice again", {.plain = false, .identity = "alice"});
+	EXPECT_EQ(attach(alice_again, bob_private),
+	          std::pair(static_cast<uint32_t>(live::AttachStatus::unknown),
+	                    "ATTACH_SESSION of session " + std::to_string(bob_private) +
+	                            ", which this viewer may not see (sent under another identity)"));
+	auto bob = connected(l.registry, "bob", {.plain = false, .identity = "bob"});
+	EXPECT_EQ(listed(bob), (List{{"h/bob-private", 0}}));
+	EXPECT_EQ(attach(bob, alice_public).first, static_cast<uint32_t>(live::AttachStatus::unknown));
+	// A session of a sender that did not authenticate: on the plain port only, if public.
+	auto nobody = connected(l.registry, "nobody", {.plain = false, .identity = ""});
+	EXPECT_EQ(listed(nobody), List{});
+	EXPECT_EQ(attach(nobody, l.s->id).first, static_cast<uint32_t>(live::AttachStatus::unknown));
+}
+
+TEST(LiveViewer, IndexDroppedOnceSenderAndViewersAreGone)
+{
+	Live l;
+	std::weak_ptr<LiveSession> index = l.s;
+	l.attach(live::kSeekBeginning);
+	auto other = connected(l.registry, "other");
+	EXPECT_EQ(attach(other, l.s->id).first, static_cast<uint32_t>(live::AttachStatus::ok));
+	// The sender goes: no longer listed, still read by its two viewers.
+	l.registry.sessions.clear();
+	l.s.reset();
+	EXPECT_FALSE(index.expired());
+	l.ask({.cmd = Command::detach_session, .id = index.lock()->id});
+	EXPECT_FALSE(index.expired());
+	EXPECT_EQ(index.lock()->viewers, 1u);
+	other.reset(); // the last viewer vanishes
+	EXPECT_TRUE(index.expired());
+}
+
+TEST(LiveViewer, RefusesOutOfOrder)
 {
 	Live l;
 	std::string why;
 	l.ask({.cmd = Command::list_sessions}, &why);
 	EXPECT_EQ(why, "LIST_SESSIONS before CONNECT");
-	LiveViewer other(l.registry, "other");
-	l.attach(live::kSeekLast);
-	std::vector<uint8_t> out;
-	LiveViewer::FileRange f;
-	other.handle({.cmd = Command::connect, .major = 2, .minor = 4, .type = 1}, out, &f);
-	other.handle({.cmd = Command::create_session}, out, &f);
-	out.clear();
-	why = other.handle({.cmd = Command::attach_session, .id = l.s->id, .seek = 2}, out, &f);
-	EXPECT_EQ(live::get_be32(&out[0]), static_cast<uint32_t>(live::AttachStatus::already));
-	EXPECT_NE(why, "");
-	out.clear();
-	why = other.handle({.cmd = Command::attach_session, .id = 999, .seek = 2}, out, &f);
-	EXPECT_EQ(live::get_be32(&out[0]), static_cast<uint32_t>(live::AttachStatus::unknown));
-	EXPECT_EQ(why, "ATTACH_SESSION of unknown session 999");
+	auto other = connected(l.registry, "other");
+	EXPECT_EQ(attach(other, 999), std::pair(static_cast<uint32_t>(live::AttachStatus::unknown),
+	                                        std::string("ATTACH_SESSION of unknown session 999")));
 }
 
 } // namespace

@@ -1,7 +1,12 @@
 // relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
-// serves the live ones to lttng-live viewers (babeltrace2 net://) on --live-port.
-//   tracery-relayd [--listen ADDR] [--port P] [--live-port P] [--output DIR] [--daemonize]
+// serves the live ones to lttng-live viewers: babeltrace2 net:// on --live-port
+// (the sessions marked public), tracery view --live on --viewer-port (authenticated).
+//   tracery-relayd [--listen ADDR] [--port P] [--live-listen ADDR] [--live-port P] [--viewer-port P]
+//                  [--output DIR] [--daemonize] [--memory-budget SIZE] [--frame-timeout SECONDS]
+//                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
+//                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
+#include "base/sizes.hpp"
 #include "relay/relay_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -10,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -25,11 +31,77 @@ int main(int argc, char **argv)
 	bool daemonize = false;
 	app.add_option("--listen", opt.listen, "address to listen on (IPv4 or IPv6)")->capture_default_str();
 	app.add_option("--port", opt.port, "port senders connect to (0: any free one, logged)")->capture_default_str();
-	app.add_option("--live-port", opt.live_port, "port live viewers connect to (0: any free one, logged)")
+	app.add_option("--live-port", opt.live_port,
+	               "plain lttng-live port (babeltrace2 net://; 0: any free one, logged): serves only the "
+	               "sessions their senders marked public (tracery create --public-live)")
+		->capture_default_str();
+	app.add_option("--viewer-port", opt.viewer_port,
+	               "authenticated viewer port (tracery view --live --key FILE; 0: any free one, logged), on "
+	               "--listen, with --auth-keys only: each viewer sees the live sessions sent with its key's name, "
+	               "through TLS when --tls-cert is given")
+		->capture_default_str();
+	app.add_option("--live-listen", opt.live_listen,
+	               "address of the plain lttng-live port, which has no authentication: beyond loopback, "
+	               "whoever reaches it reads the public sessions")
 		->capture_default_str();
 	app.add_option("--output", output, "directory the sessions go under (default: $HOME/tracery-relayd)");
+	std::string budget = "512M";
+	app.add_option("--memory-budget", budget,
+	               "all the relay holds from senders (frames arriving and queued for the disk): 512M, 1G, ...; "
+	               "a sender whose read does not fit waits its turn")
+		->capture_default_str();
+	double frame_timeout_s = opt.frame_timeout_ms / 1000.0;
+	app.add_option("--frame-timeout", frame_timeout_s,
+	               "seconds a sender has to complete a frame once its header came; then it is closed")
+		->check(CLI::Range(0.1, 3600.0))
+		->capture_default_str();
 	app.add_flag("--daemonize", daemonize, "run in the background (log lines still go to stderr)");
+	std::string keys_file, tls_cert, tls_key;
+	auto &senders = opt.senders;
+	app.add_option("--auth-keys", keys_file,
+	               "senders authenticate with a key of this file (lines `NAME SECRET`, the secret in hex; "
+	               "mode 600); required to listen beyond loopback");
+	auto *cert = app.add_option("--tls-cert", tls_cert,
+	                            "senders connect with TLS: the relay's certificate "
+	                            "chain (PEM)");
+	auto *key = app.add_option("--tls-key", tls_key, "the private key of --tls-cert (PEM)");
+	cert->needs(key);
+	key->needs(cert);
+	app.add_flag("--allow-unauthenticated", senders.allow_unauthenticated,
+	             "take senders without a key too, even beyond loopback (counted by their address)");
+	app.add_option("--max-sessions-per-sender", senders.max_sessions_per_sender,
+	               "sessions one sender (key, or address) may have open at once")
+		->capture_default_str()
+		->check(CLI::Range(size_t{1}, size_t{1u << 20}));
+	app.add_option("--max-dirs-per-sender", senders.max_dirs_per_sender,
+	               "session directories one sender may make per hour (each HELLO, reconnections too)")
+		->capture_default_str()
+		->check(CLI::Range(size_t{1}, size_t{1u << 20}));
 	CLI11_PARSE(app, argc, argv);
+	const auto budget_bytes = tracery::base::parse_size(budget);
+	if (!budget_bytes || *budget_bytes > SIZE_MAX) {
+		std::fprintf(stderr, "tracery-relayd: --memory-budget %s: not a size (512M, 1G, ...)\n",
+		             budget.c_str());
+		return 1;
+	}
+	opt.memory_budget = static_cast<size_t>(*budget_bytes);
+	opt.frame_timeout_ms = static_cast<int>(frame_timeout_s * 1000);
+
+	if (!keys_file.empty()) {
+		auto ring = std::make_shared<tracery::control::auth::Keyring>();
+		if (const std::string why = tracery::control::auth::Keyring::load(keys_file, ring.get());
+		    !why.empty()) {
+			std::fprintf(stderr, "tracery-relayd: --auth-keys %s\n", why.c_str());
+			return 1;
+		}
+		senders.keys = std::move(ring);
+	}
+	if (!tls_cert.empty())
+		if (const std::string why = tracery::control::tls::Context::server(tls_cert, tls_key, &senders.tls);
+		    !why.empty()) {
+			std::fprintf(stderr, "tracery-relayd: %s\n", why.c_str());
+			return 1;
+		}
 
 	if (output.empty()) {
 		const char *home = std::getenv("HOME");

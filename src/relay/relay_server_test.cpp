@@ -9,12 +9,19 @@
 // serves the connection that waited. A sender closed for a bad frame whose
 // frames are still being written counts against the cap on senders. A
 // viewer silent after CONNECT is closed after viewer_idle_timeout_ms;
-// accepted sockets have TCP keepalive.
+// accepted sockets have TCP keepalive. A disk that refuses writes holds its
+// sender (NOTICE write_failed) until it takes them again (write_resumed).
+// The authenticated viewer port, in clear: a viewer's key shows the live
+// sessions sent with that key's name only; a wrong secret, a plain
+// lttng-live client, frames out of turn and more than 4 KiB before
+// admission are refused.
 #include "relay/relay_server.hpp"
 
 #include "base/test_temp_dir.hpp"
+#include "control/live_client.hpp"
 #include "control/live_protocol.hpp"
 #include "control/relay_connection.hpp"
+#include "relay/test_soft_limit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -53,6 +60,7 @@ struct Server {
 		o.listen = "127.0.0.1";
 		o.port = 0;
 		o.live_port = 0;
+		o.viewer_port = 0;
 		o.output = tmp.path();
 		server = std::make_unique<RelayServer>(o);
 		server->log = [this](const std::string &l) {
@@ -128,22 +136,6 @@ bool viewer_answered(uint16_t port)
 	return answered(fd, 1000);
 }
 
-// The process's soft limit on `resource` at `soft`, for its scope.
-struct SoftLimit {
-	int resource;
-	rlimit old{};
-	SoftLimit(int r, rlim_t soft) : resource(r)
-	{
-		::getrlimit(r, &old);
-		rlimit now = old;
-		now.rlim_cur = soft;
-		EXPECT_EQ(::setrlimit(r, &now), 0);
-	}
-	~SoftLimit() { ::setrlimit(resource, &old); }
-	SoftLimit(const SoftLimit &) = delete;
-	SoftLimit &operator=(const SoftLimit &) = delete;
-};
-
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
 #else
@@ -218,6 +210,106 @@ TEST(RelayServer, SlowDiskIsToldAndSyncWaitsForTheWrites)
 	for (int i = 0; i < 200 && !s.count("ended with BYE, 60 packets"); i++)
 		std::this_thread::sleep_for(10ms);
 	EXPECT_EQ(s.count("ended with BYE, 60 packets"), 1u);
+}
+
+// A disk that refuses the session's writes (here files over RLIMIT_FSIZE:
+// EFBIG): the sender is told once (NOTICE write_failed, the path and the
+// error), is not closed, its SYNC waits; once the disk takes the writes
+// again it is told (write_resumed) and every packet is written once.
+TEST(RelayServer, DiskRefusalHoldsTheSenderUntilWritesResume)
+{
+	Server s(ServerOptions{});
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
+	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+	std::string dir;
+	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "full"}, &dir), "");
+	ASSERT_EQ(c.add_trace(1, "t"), "");
+	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	const std::vector<uint8_t> bytes(4096, 7);
+	auto wait_for = [&](cr::NoticeKind kind) {
+		for (int i = 0; i < 300 && (notices.empty() || notices.back().kind != kind); i++)
+			ASSERT_EQ(c.poll_notices(10), "");
+	};
+	{
+		SoftLimit full(RLIMIT_FSIZE, 10000); // two packets fit, the third is refused
+		for (int i = 0; i < 4; i++)
+			ASSERT_EQ(
+				c.send_packet(1, {.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8}, bytes),
+				"");
+		wait_for(cr::NoticeKind::write_failed);
+		ASSERT_EQ(notices.size(), 1u);
+		EXPECT_EQ(notices[0].text.find("the disk refuses this session's writes (" + s.tmp.path() + "/" + dir +
+		                               "/t/c_0: write failed: File too large)"),
+		          0u)
+			<< notices[0].text;
+		std::this_thread::sleep_for(1200ms); // two more tries, said nothing
+		ASSERT_EQ(c.poll_notices(), "");
+		EXPECT_EQ(notices.size(), 1u);
+		EXPECT_EQ(s.count("the disk refuses this session's writes"), 1u);
+		EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), 2 * 4096u);
+	}
+	wait_for(cr::NoticeKind::write_resumed);
+	ASSERT_EQ(notices.size(), 2u);
+	uint64_t written = 0;
+	ASSERT_EQ(c.sync(&written), "");
+	EXPECT_EQ(written, 4u);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), 4 * 4096u);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/index/c_0.idx"), 16u + 4 * 72);
+	EXPECT_EQ(s.count("the disk takes this session's writes again"), 1u);
+	EXPECT_EQ(s.count("closed"), 0u);
+}
+
+// A frame the relay is in the middle of when its disk refuses a write: the
+// time the relay does not read it is not counted against its deadline.
+TEST(RelayServer, FrameDeadlineWaitsWhileTheDiskRefuses)
+{
+	std::atomic<bool> gate{true};
+	ServerOptions o;
+	o.frame_timeout_ms = 1000;
+	o.before_write = [&] {
+		while (!gate)
+			std::this_thread::sleep_for(1ms);
+	};
+	Server s(o);
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
+	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+	std::string dir;
+	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "held"}, &dir), "");
+	ASSERT_EQ(c.add_trace(1, "t"), "");
+	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	ASSERT_EQ(c.sync(), "");
+	const std::vector<uint8_t> bytes(4096, 3);
+	const cr::PacketIndex index{.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8};
+	std::vector<uint8_t> second;
+	cr::append_frame(second, cr::Packet{.stream_id = 1, .index = index, .bytes = bytes});
+	{
+		SoftLimit full(RLIMIT_FSIZE, 1000); // the first packet is refused
+		gate = false;                       // ... once the relay holds half of the second
+		ASSERT_EQ(c.send_packet(1, index, bytes), "");
+		ASSERT_EQ(c.send_raw({second.data(), second.size() / 2}), "");
+		std::this_thread::sleep_for(200ms);
+		gate = true;
+		for (int i = 0; i < 300 && notices.empty(); i++)
+			ASSERT_EQ(c.poll_notices(10), "");
+		ASSERT_EQ(notices.size(), 1u);
+		EXPECT_EQ(notices[0].kind, cr::NoticeKind::write_failed);
+		std::this_thread::sleep_for(1500ms); // past the frame's deadline, had it run
+		EXPECT_EQ(s.count("a frame not whole"), 0u);
+	}
+	for (int i = 0; i < 300 && notices.size() < 2; i++)
+		ASSERT_EQ(c.poll_notices(10), "");
+	ASSERT_EQ(notices.size(), 2u);
+	EXPECT_EQ(notices[1].kind, cr::NoticeKind::write_resumed);
+	ASSERT_EQ(c.send_raw({second.data() + second.size() / 2, second.size() - second.size() / 2}), "");
+	uint64_t written = 0;
+	ASSERT_EQ(c.sync(&written), "");
+	EXPECT_EQ(written, 2u);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), 2 * 4096u);
+	EXPECT_EQ(s.count("closed"), 0u);
 }
 
 TEST(RelayServer, SilentViewerIsClosed)
@@ -432,6 +524,66 @@ TEST(RelayServer, AcceptedSocketsHaveKeepalive)
 		EXPECT_EQ(timer, "02") << port;
 		::close(fd);
 	}
+}
+
+TEST(RelayServer, ViewerPortShowsTheSessionsOfTheViewersKey)
+{
+	namespace auth = control::auth;
+	const auto key = [](const std::string &name, uint8_t fill) {
+		return auth::Key{.name = name, .secret = auth::Secret(std::vector<uint8_t>(32, fill))};
+	};
+	auto keys = std::make_shared<auth::Keyring>();
+	ASSERT_EQ(keys->add(key("alice", 1)), "");
+	ASSERT_EQ(keys->add(key("bob", 2)), "");
+	ServerOptions o;
+	o.senders.keys = keys;
+	Server s(o);
+	ASSERT_NE(s.server->viewer_port(), 0);
+	cr::RelayConnection alice;
+	ASSERT_EQ(alice.connect("127.0.0.1", s.server->port(), 5000, {.key = key("alice", 1), .tls = {}}), "");
+	ASSERT_EQ(alice.hello({.creation_time_ns = 1, .live_period_ns = 1000000, .hostname = "h", .session = "mine"}),
+	          "");
+	const auto listed = [&](const auth::Key &k) {
+		live::LiveClient c;
+		c.connect("127.0.0.1", s.server->viewer_port(), 5000, {.key = k, .tls = {}});
+		std::vector<std::string> names;
+		for (const live::SessionEntry &e : c.list_sessions())
+			names.push_back(e.hostname + "/" + e.name);
+		return names;
+	};
+	EXPECT_EQ(listed(key("alice", 1)), std::vector<std::string>{"h/mine"});
+	EXPECT_EQ(listed(key("bob", 2)), std::vector<std::string>{});
+	try {
+		listed(key("alice", 3));
+		ADD_FAILURE() << "a wrong secret was taken";
+	} catch (const live::LiveError &e) {
+		EXPECT_NE(std::string(e.what()).find("did not authenticate the key alice: "), std::string::npos)
+			<< e.what();
+	}
+	EXPECT_EQ(s.count("authentication refused: a wrong proof for the key alice"), 1u);
+	// A plain lttng-live viewer (babeltrace2's first bytes): closed at once, nothing listed.
+	live::LiveClient plain;
+	EXPECT_THROW(plain.connect("127.0.0.1", s.server->viewer_port(), 5000), live::LiveError);
+	EXPECT_EQ(s.count("not an authenticated viewer"), 1u);
+	EXPECT_EQ(s.count("authenticated as key alice"), 2u); // the sender, the first viewer
+	// Frames out of turn, and more than the gate holds before admission: closed, each said.
+	const auto closed_after = [&](const std::vector<uint8_t> &bytes) {
+		const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		EXPECT_TRUE(connect_to(fd, s.server->viewer_port()));
+		EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+		pollfd p{fd, POLLIN, 0};
+		char c;
+		const bool closed = ::poll(&p, 1, 5000) == 1 && ::recv(fd, &c, 1, 0) <= 0;
+		::close(fd);
+		return closed;
+	};
+	EXPECT_TRUE(closed_after(cr::encode(cr::Hello{.hostname = "h", .session = "s"})));
+	EXPECT_EQ(s.count("HELLO where AUTH_REQUEST was due"), 1u);
+	EXPECT_TRUE(closed_after(cr::encode(cr::AuthResponse{})));
+	EXPECT_EQ(s.count("AUTH_RESPONSE before AUTH_REQUEST"), 1u);
+	const std::vector<uint8_t> big = cr::encode(cr::Metadata{.trace_id = 1, .text = std::string(8000, 'x')});
+	EXPECT_TRUE(closed_after(big));
+	EXPECT_EQ(s.count("more than 4096 bytes before it was authenticated"), 1u);
 }
 
 } // namespace

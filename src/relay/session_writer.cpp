@@ -3,6 +3,8 @@
 // checked by the decoder, opened relative to directory fds, never following
 // a link, never reusing a file), packets appended whole before their index
 // entry, so what a vanished sender leaves is whole packets, each indexed.
+// Writes go to explicit offsets (pwrite): a file cut back after a failed
+// write is written again from where it ends.
 #include "relay/session_writer.hpp"
 
 #include "base/cat.hpp"
@@ -53,24 +55,33 @@ bool nested(const std::string &a, const std::string &b)
 
 } // namespace
 
-std::string write_all(int fd, const void *buf, size_t size)
+int write_all_at(int fd, const void *buf, size_t size, uint64_t offset)
 {
 	const auto *p = static_cast<const uint8_t *>(buf);
 	while (size > 0) {
-		const ssize_t n = ::write(fd, p, size);
+		const ssize_t n = ::pwrite(fd, p, size, static_cast<off_t>(offset));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return cat("write: ", errno_text());
+			return errno;
 		}
 		p += n;
 		size -= static_cast<size_t>(n);
+		offset += static_cast<uint64_t>(n);
 	}
-	return {};
+	return 0;
+}
+
+std::string SessionWriter::failed(const std::string &path, const char *what)
+{
+	const int err = errno;
+	disk_refused_ = err == ENOSPC || err == EDQUOT || err == EFBIG || err == EIO;
+	return cat(path, ": ", what, " failed: ", std::strerror(err));
 }
 
 std::string SessionWriter::apply(const cr::Frame &f, cr::HelloReply *reply)
 {
+	disk_refused_ = false;
 	if (bye_)
 		return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(f))), " after BYE");
 	if (const auto *h = std::get_if<cr::Hello>(&f))
@@ -172,13 +183,16 @@ std::string SessionWriter::trace(const cr::Trace &m)
 		start = slash + 1;
 	}
 	if (!dir)
-		return cat("trace directory ", m.path, ": ", errno_text());
+		return failed(m.path, "mkdir");
 	t.metadata.reset(create_file(dir.get(), "metadata"));
 	if (!t.metadata)
-		return cat(m.path, "/metadata: ", errno_text());
+		return failed(cat(m.path, "/metadata"), "create");
 	base::Fd index(make_dir(dir.get(), "index", true));
-	if (!index)
-		return cat(m.path, "/index: ", errno_text());
+	if (!index) {
+		std::string why = failed(cat(m.path, "/index"), "mkdir");
+		::unlinkat(dir.get(), "metadata", 0); // made by this frame: it may come again
+		return why;
+	}
 	t.dir = std::move(dir);
 	traces_.emplace(m.id, std::move(t));
 	return {};
@@ -192,8 +206,14 @@ std::string SessionWriter::metadata(const cr::Metadata &m)
 	TraceState &t = it->second;
 	if (m.text.size() > kMaxMetadata - t.metadata_bytes)
 		return cat("metadata of trace ", t.path, " over 16 MiB");
+	if (const int err = write_all_at(t.metadata.get(), m.text.data(), m.text.size(), t.metadata_bytes)) {
+		errno = err;
+		std::string why = failed(cat(t.path, "/metadata"), "write");
+		[[maybe_unused]] const int rc = ::ftruncate(t.metadata.get(), static_cast<off_t>(t.metadata_bytes));
+		return why;
+	}
 	t.metadata_bytes += m.text.size();
-	return write_all(t.metadata.get(), m.text.data(), m.text.size());
+	return {};
 }
 
 std::string SessionWriter::stream(const cr::Stream &m)
@@ -207,26 +227,46 @@ std::string SessionWriter::stream(const cr::Stream &m)
 		return cat("STREAM of unknown trace ", std::to_string(m.trace_id));
 	if (m.file == "metadata" || m.file == "index")
 		return cat("STREAM named ", m.file);
+	const TraceState &t = it->second;
 	StreamState s;
 	s.trace_id = m.trace_id;
 	s.file = m.file;
-	s.data.reset(create_file(it->second.dir.get(), m.file)); // O_EXCL: a name used twice fails here
+	s.data.reset(create_file(t.dir.get(), m.file)); // O_EXCL: a name used twice fails here
 	if (!s.data)
-		return cat(it->second.path, "/", m.file, ": ", errno_text());
-	base::Fd index_dir(::openat(it->second.dir.get(), "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+		return failed(cat(t.path, "/", m.file), "create");
+	const std::string index_name = cat(m.file, ".idx");
+	base::Fd index_dir(::openat(t.dir.get(), "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	if (index_dir)
-		s.index.reset(create_file(index_dir.get(), cat(m.file, ".idx")));
-	if (!s.index)
-		return cat(it->second.path, "/index/", m.file, ".idx: ", errno_text());
+		s.index.reset(create_file(index_dir.get(), index_name));
 	uint8_t header[kIndexHeaderSize];
 	put_be32(header, kIndexMagic);
 	put_be32(header + 4, kIndexMajor);
 	put_be32(header + 8, kIndexMinor);
 	put_be32(header + 12, kIndexEntrySize);
-	if (std::string why = write_all(s.index.get(), header, sizeof header); !why.empty())
+	const int err = s.index ? write_all_at(s.index.get(), header, sizeof header, 0) : errno;
+	if (!s.index || err) {
+		errno = err;
+		std::string why = failed(cat(t.path, "/index/", index_name), s.index ? "write" : "create");
+		// What this frame made goes: it may come again.
+		::unlinkat(t.dir.get(), m.file.c_str(), 0);
+		if (s.index)
+			::unlinkat(index_dir.get(), index_name.c_str(), 0);
 		return why;
+	}
 	streams_.emplace(m.id, std::move(s));
 	return {};
+}
+
+std::string SessionWriter::trace_path(uint32_t id) const
+{
+	const auto it = traces_.find(id);
+	return it == traces_.end() ? std::string() : it->second.path;
+}
+
+std::string SessionWriter::stream_path(uint32_t id) const
+{
+	const auto it = streams_.find(id);
+	return it == streams_.end() ? std::string() : cat(trace_path(it->second.trace_id), "/", it->second.file);
 }
 
 SessionWriter::StreamState *SessionWriter::open_stream(uint32_t id, const char *what, std::string &why)
@@ -249,7 +289,10 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	StreamState *s = open_stream(m.stream_id, "PACKET", why);
 	if (!s)
 		return why;
-	if (!(why = write_all(s->data.get(), m.bytes.data(), m.bytes.size())).empty()) {
+	const std::string &trace_path = traces_.at(s->trace_id).path;
+	if (const int err = write_all_at(s->data.get(), m.bytes.data(), m.bytes.size(), s->size)) {
+		errno = err;
+		why = failed(cat(trace_path, "/", s->file), "write");
 		// A packet written in part (a full disk): the file ends at the last whole one.
 		[[maybe_unused]] const int rc = ::ftruncate(s->data.get(), static_cast<off_t>(s->size));
 		return why;
@@ -262,10 +305,19 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	static_assert(sizeof fields == kIndexEntrySize);
 	for (size_t k = 0; k < 9; k++)
 		put_be64(entry + 8 * k, fields[k]);
+	if (const int err = write_all_at(s->index.get(), entry, sizeof entry, s->index_size)) {
+		errno = err;
+		why = failed(cat(trace_path, "/index/", s->file, ".idx"), "write");
+		// Neither the entry nor its packet stays: both may come again.
+		[[maybe_unused]] const int rc = ::ftruncate(s->index.get(), static_cast<off_t>(s->index_size));
+		[[maybe_unused]] const int rd = ::ftruncate(s->data.get(), static_cast<off_t>(s->size));
+		return why;
+	}
 	last_packet_offset_ = s->size;
 	s->size += m.bytes.size();
+	s->index_size += kIndexEntrySize;
 	++packets_;
-	return write_all(s->index.get(), entry, sizeof entry);
+	return {};
 }
 
 } // namespace tracery::relay

@@ -2,7 +2,9 @@
 // sender's connection: the session's checks that depend on what came before
 // (order, ids, counts, metadata size; docs/relay-protocol.md) and the files
 // they become under OUTPUT/HOSTNAME/SESSION-DATE/: each trace's metadata,
-// stream files and LTTng-format index (index/STREAM.idx).
+// stream files and LTTng-format index (index/STREAM.idx). A frame the disk
+// refuses (full, over quota, an I/O error) leaves no trace of itself (files
+// cut back, files it created removed) and can be applied again.
 #pragma once
 
 #include "base/fd.hpp"
@@ -29,9 +31,14 @@ public:
 	// output: the relay's output directory (exists).
 	explicit SessionWriter(std::string output) : output_(std::move(output)) {}
 
-	// Applies one decoded frame: "" or why the connection must close. Only
-	// HELLO makes a reply; it is then in *reply.
+	// Applies one decoded frame: "" or why not. Only HELLO makes a reply; it
+	// is then in *reply. When the disk refused it (disk_refused()), nothing
+	// of the frame was kept and it may be applied again later; any other
+	// failure closes the connection.
 	std::string apply(const control::relay::Frame &f, control::relay::HelloReply *reply);
+	// The last apply() failed because the disk refused a write or a new
+	// file (ENOSPC, EDQUOT, EFBIG, EIO); its message names the file.
+	bool disk_refused() const { return disk_refused_; }
 
 	bool said_hello() const { return session_dir_.has_value(); }
 	bool said_bye() const { return bye_; }
@@ -41,6 +48,9 @@ public:
 	uint64_t last_packet_offset() const { return last_packet_offset_; }
 	// "HOSTNAME/SESSION-DATE" once HELLO was accepted, else "".
 	const std::string &relative_dir() const { return relative_dir_; }
+	// A trace's path in the session, a stream's ("TRACE/FILE"); "" when not declared.
+	std::string trace_path(uint32_t id) const;
+	std::string stream_path(uint32_t id) const;
 
 private:
 	struct TraceState {
@@ -52,7 +62,8 @@ private:
 		uint32_t trace_id = 0;
 		std::string file;
 		base::Fd data, index;
-		uint64_t size = 0; // the stream file's length: the next packet's offset
+		uint64_t size = 0;                      // the stream file's length: the next packet's offset
+		uint64_t index_size = kIndexHeaderSize; // the index file's length
 		bool closed = false;
 	};
 
@@ -62,17 +73,20 @@ private:
 	std::string stream(const control::relay::Stream &m);
 	std::string packet(const control::relay::Packet &m);
 	StreamState *open_stream(uint32_t id, const char *what, std::string &why);
+	// Why a write or creation of `path` (in the session) failed, with errno;
+	// notes whether the disk refused it.
+	std::string failed(const std::string &path, const char *what);
 
 	std::string output_;
 	std::optional<base::Fd> session_dir_;
 	std::string relative_dir_;
-	bool bye_ = false;
+	bool bye_ = false, disk_refused_ = false;
 	uint64_t packets_ = 0, last_packet_offset_ = 0;
 	std::map<uint32_t, TraceState> traces_;
 	std::map<uint32_t, StreamState> streams_;
 };
 
-// Writes all of buf at the fd's current position: "" or why not.
-std::string write_all(int fd, const void *buf, size_t size);
+// Writes all of buf at `offset` in the file: 0, or the errno of the write that failed.
+int write_all_at(int fd, const void *buf, size_t size, uint64_t offset);
 
 } // namespace tracery::relay

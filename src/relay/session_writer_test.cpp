@@ -1,11 +1,14 @@
 // Unit tests of SessionWriter (relay/session_writer.hpp): the session's
 // checks that depend on what came before (order, ids, nesting, names,
 // counts, metadata size) and the bytes of the index it writes (the relay's
-// offsets, big-endian fields).
+// offsets, big-endian fields); a frame the disk refuses (files over
+// RLIMIT_FSIZE: EFBIG) leaves nothing of itself and is written whole when
+// applied again.
 #include "relay/session_writer.hpp"
 
 #include "base/cat.hpp"
 #include "base/test_temp_dir.hpp"
+#include "relay/test_soft_limit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -142,6 +145,41 @@ TEST(SessionWriter, Bounds)
 		ASSERT_EQ(s.w.apply(cr::Metadata{.trace_id = 0, .text = mib}, nullptr), "");
 	EXPECT_EQ(s.w.apply(cr::Metadata{.trace_id = 0, .text = "y"}, nullptr), "metadata of trace t0 over 16 MiB");
 	EXPECT_EQ(std::filesystem::file_size(s.dir() + "/t0/metadata"), 16u * 1024 * 1024);
+}
+
+TEST(SessionWriter, FrameRefusedByTheDiskLeavesNothingAndIsWrittenAgain)
+{
+	Session s;
+	ASSERT_EQ(s.w.apply(cr::Trace{.id = 1, .path = "kernel"}, nullptr), "");
+	ASSERT_EQ(s.w.apply(cr::Stream{.id = 9, .trace_id = 1, .file = "chan_0"}, nullptr), "");
+	ASSERT_EQ(s.w.apply(packet(9, 1000, 0), nullptr), "");
+	EXPECT_FALSE(s.w.disk_refused());
+	{
+		SoftLimit limit(RLIMIT_FSIZE, 1500); // the second packet's write stops half-way
+		EXPECT_EQ(s.w.apply(packet(9, 1000, 1), nullptr), "kernel/chan_0: write failed: File too large");
+		EXPECT_TRUE(s.w.disk_refused());
+		EXPECT_EQ(std::filesystem::file_size(s.dir() + "/kernel/chan_0"), 1000u); // cut back
+		EXPECT_EQ(s.w.packets(), 1u);
+		const std::string big(2000, 'm');
+		EXPECT_EQ(s.w.apply(cr::Metadata{.trace_id = 1, .text = big}, nullptr),
+		          "kernel/metadata: write failed: File too large");
+		EXPECT_TRUE(s.w.disk_refused());
+		EXPECT_EQ(std::filesystem::file_size(s.dir() + "/kernel/metadata"), 0u);
+		EXPECT_EQ(s.w.apply(packet(5, 10, 0), nullptr), "PACKET of unknown stream 5"); // not the disk's
+		EXPECT_FALSE(s.w.disk_refused());
+	}
+	ASSERT_EQ(s.w.apply(packet(9, 1000, 1), nullptr), "");
+	ASSERT_EQ(s.w.apply(cr::Metadata{.trace_id = 1, .text = std::string(2000, 'm')}, nullptr), "");
+	EXPECT_EQ(s.w.packets(), 2u);
+	EXPECT_EQ(s.w.last_packet_offset(), 1000u);
+	EXPECT_EQ(slurp(s.dir() + "/kernel/chan_0"), std::string(1000, '\0') + std::string(1000, '\1'));
+	EXPECT_EQ(slurp(s.dir() + "/kernel/metadata"), std::string(2000, 'm'));
+	const std::string idx = slurp(s.dir() + "/kernel/index/chan_0.idx");
+	ASSERT_EQ(idx.size(), 16u + 2 * 72);
+	EXPECT_EQ(be64(idx, 16 + 72), 1000u); // the second packet's offset
+	EXPECT_EQ(s.w.stream_path(9), "kernel/chan_0");
+	EXPECT_EQ(s.w.trace_path(1), "kernel");
+	EXPECT_EQ(s.w.stream_path(8), "");
 }
 
 } // namespace

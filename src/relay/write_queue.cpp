@@ -1,35 +1,26 @@
 // relay/write_queue.cpp — the writer thread of one session: frames in order,
 // one at a time, outside the lock; the loop is woken only when the results
-// it has not taken go from none to some.
+// it has not taken go from none to some. A frame the disk refuses stays the
+// thread's until it is written or the queue finishes.
 #include "relay/write_queue.hpp"
+
+#include "base/cat.hpp"
+#include "base/sizes.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 namespace tracery::relay {
 
 namespace cr = control::relay;
 
-namespace {
-
-// What a queued frame costs: its bytes, and a little for the rest.
-size_t cost(const cr::Frame &f)
-{
-	if (const auto *p = std::get_if<cr::Packet>(&f))
-		return p->bytes.size() + 64;
-	if (const auto *m = std::get_if<cr::Metadata>(&f))
-		return m->text.size() + 64;
-	return 64;
-}
-
-} // namespace
-
-WriteQueue::WriteQueue(SessionWriter writer, std::function<void()> before_write)
-	: writer_(std::move(writer)), before_write_(std::move(before_write)),
+WriteQueue::WriteQueue(SessionWriter writer, MemoryBudget &budget, std::function<void()> before_write)
+	: writer_(std::move(writer)), budget_(budget), before_write_(std::move(before_write)),
 	  event_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))
 {
 	if (!event_)
@@ -37,24 +28,31 @@ WriteQueue::WriteQueue(SessionWriter writer, std::function<void()> before_write)
 	thread_ = std::thread([this] { run(); });
 }
 
-WriteQueue::~WriteQueue()
+WriteQueue::~WriteQueue() { finish(); }
+
+std::string WriteQueue::finish()
 {
-	{
-		std::lock_guard lock(mu_);
-		stopping_ = true;
+	if (thread_.joinable()) {
+		{
+			std::lock_guard lock(mu_);
+			stopping_ = true;
+		}
+		cv_.notify_one();
+		thread_.join();
 	}
-	cv_.notify_one();
-	thread_.join();
+	return unwritten_;
 }
 
-void WriteQueue::push(cr::Frame f)
+void WriteQueue::push(cr::Frame f, size_t charge)
 {
 	{
 		std::lock_guard lock(mu_);
-		if (failed_)
+		if (failed_) {
+			budget_.release(charge);
 			return;
-		queued_bytes_ += cost(f);
-		queue_.push_back(std::move(f));
+		}
+		queued_bytes_ += charge;
+		queue_.push_back({std::move(f), charge});
 	}
 	cv_.notify_one();
 }
@@ -76,6 +74,67 @@ WriteQueue::Results WriteQueue::take()
 	return out;
 }
 
+template <typename Add>
+void WriteQueue::report(Add add)
+{
+	const bool had_none = results_.written.empty() && results_.disk.empty() && results_.error.empty();
+	add();
+	if (had_none) {
+		const uint64_t one = 1;
+		[[maybe_unused]] const ssize_t n = ::write(event_.get(), &one, sizeof one);
+	}
+}
+
+void WriteQueue::give_up(Queued current, const std::string &why)
+{
+	queue_.push_front(std::move(current));
+	struct Count {
+		uint64_t packets = 0, bytes = 0;
+	};
+	std::map<uint32_t, std::string> traces, streams; // declared by frames not written
+	std::map<uint32_t, Count> packets;               // by stream
+	std::map<uint32_t, uint64_t> metadata;           // bytes, by trace
+	size_t others = 0;
+	auto trace_name = [&](uint32_t id) {
+		const std::string known = writer_.trace_path(id);
+		return !known.empty() ? known : traces.count(id) ? traces[id] : base::cat("trace ", std::to_string(id));
+	};
+	for (const Queued &q : queue_) {
+		if (const auto *p = std::get_if<cr::Packet>(&q.frame)) {
+			packets[p->stream_id].packets++;
+			packets[p->stream_id].bytes += p->bytes.size();
+		} else if (const auto *m = std::get_if<cr::Metadata>(&q.frame)) {
+			metadata[m->trace_id] += m->text.size();
+		} else if (const auto *t = std::get_if<cr::Trace>(&q.frame)) {
+			traces[t->id] = t->path;
+			others++;
+		} else if (const auto *s = std::get_if<cr::Stream>(&q.frame)) {
+			streams[s->id] = base::cat(trace_name(s->trace_id), "/", s->file);
+			others++;
+		} else {
+			others++;
+		}
+	}
+	unwritten_ = base::cat("the disk still refusing (", why, ") as the relay stops, not written:");
+	for (const auto &[id, c] : packets) {
+		const std::string known = writer_.stream_path(id);
+		unwritten_ +=
+			base::cat(" ", std::to_string(c.packets), " packets (", base::format_size(c.bytes), ") of ",
+		                  !known.empty()      ? known
+		                  : streams.count(id) ? streams[id]
+		                                      : base::cat("stream ", std::to_string(id)),
+		                  ";");
+	}
+	for (const auto &[id, bytes] : metadata)
+		unwritten_ += base::cat(" ", base::format_size(bytes), " of metadata of ", trace_name(id), ";");
+	unwritten_ += base::cat(" other frames: ", std::to_string(others));
+	failed_ = true;
+	for (const Queued &q : queue_)
+		budget_.release(q.charge);
+	queue_.clear();
+	queued_bytes_ = 0;
+}
+
 void WriteQueue::run()
 {
 	std::unique_lock lock(mu_);
@@ -83,16 +142,37 @@ void WriteQueue::run()
 		cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
 		if (queue_.empty())
 			return; // stopping, everything written
-		cr::Frame f = std::move(queue_.front());
+		Queued q = std::move(queue_.front());
 		queue_.pop_front();
-		const size_t c = cost(f);
 		busy_ = true;
 		lock.unlock();
 
-		if (before_write_)
-			before_write_();
+		std::string why;
+		for (;;) {
+			if (before_write_)
+				before_write_();
+			why = writer_.apply(q.frame, nullptr);
+			if (why.empty() || !writer_.disk_refused())
+				break;
+			// Refused by the disk: nothing of it was kept; it is tried again.
+			lock.lock();
+			if (!refusing_) {
+				refusing_ = true;
+				report([&] {
+					results_.disk.push_back(
+						{.refused = true, .why = why, .at = results_.written.size()});
+				});
+			}
+			if (cv_.wait_for(lock, kRetryEvery, [this] { return stopping_; })) {
+				give_up(std::move(q), why);
+				busy_ = false;
+				return;
+			}
+			lock.unlock();
+		}
+		cr::Frame &f = q.frame;
+		const size_t c = q.charge;
 		Written w;
-		const std::string why = writer_.apply(f, nullptr);
 		if (auto *p = std::get_if<cr::Packet>(&f)) {
 			w.offset = writer_.last_packet_offset();
 			w.size = p->bytes.size();
@@ -107,19 +187,22 @@ void WriteQueue::run()
 		lock.lock();
 		busy_ = false;
 		queued_bytes_ -= c;
-		const bool wake = results_.written.empty() && results_.error.empty();
-		if (why.empty()) {
-			results_.written.push_back(std::move(w));
-		} else {
-			results_.error = why;
-			failed_ = true;
-			queue_.clear();
-			queued_bytes_ = 0;
-		}
-		if (wake) {
-			const uint64_t one = 1;
-			[[maybe_unused]] const ssize_t n = ::write(event_.get(), &one, sizeof one);
-		}
+		budget_.release(c);
+		report([&] {
+			if (refusing_ && why.empty()) {
+				refusing_ = false;
+				results_.disk.push_back({.refused = false, .why = {}, .at = results_.written.size()});
+			}
+			if (why.empty()) {
+				results_.written.push_back(std::move(w));
+			} else {
+				results_.error = why;
+				failed_ = true;
+				queue_.clear();
+				budget_.release(queued_bytes_);
+				queued_bytes_ = 0;
+			}
+		});
 	}
 }
 

@@ -1,6 +1,7 @@
 // Per-layout payload writers generated with asmjit. See payload_writer.hpp.
 #include "ust/payload_writer.hpp"
 
+#include "base/diagnostics.hpp"
 #include "event/payload.hpp"
 #include "filter/jit.hpp"
 
@@ -90,8 +91,8 @@ bool disabled_by_environment()
 		return false;
 	const std::optional<bool> on = parse_payload_jit(v);
 	if (!on)
-		std::fprintf(stderr, "tracery: TRACERY_PAYLOAD_JIT='%s' is not valid: %s; using the generated code\n",
-		             v, kPayloadJitValues);
+		base::diagnostic("TRACERY_PAYLOAD_JIT='%s' is not valid: %s; using the generated code", v,
+		                 kPayloadJitValues);
 	return on && !*on;
 }
 

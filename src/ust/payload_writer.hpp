@@ -23,8 +23,8 @@ using PayloadWriter = void (*)(uint8_t *dst, const tracery_arg *args);
 // a field that is not a scalar, no field or more than kMaxWriterFields, a
 // malformed descriptor, TRACERY_PAYLOAD_JIT=0 in the environment, or no code
 // could be generated. Thread-safe. Another value of TRACERY_PAYLOAD_JIT than
-// parse_payload_jit() accepts is reported on stderr (one line, at the first
-// call) and leaves the writers on; daemonless mode refuses it before (the run
+// parse_payload_jit() accepts is reported (base::diagnostic, one line, at the
+// first call) and leaves the writers on; daemonless mode refuses it before (the run
 // is not traced).
 PayloadWriter payload_writer_for(const tracery_event_desc &desc);
 

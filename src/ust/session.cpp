@@ -1,6 +1,7 @@
 // Session: binds matching events to a channel and writes their records.
 #include "ust/session.hpp"
 
+#include "base/diagnostics.hpp"
 #include "clock/trace_clock.hpp"
 #include "ctf/event_header.hpp"
 #include "filter/gate.hpp"
@@ -87,14 +88,14 @@ void Session::on_event_registered(tracery_event_desc *desc)
 
 void EventCatalog::filter_refused(const tracery_event_desc &desc, const std::string &why)
 {
-	fprintf(stderr, "tracery: event %s:%s is not traced: its filter was refused: %s\n", desc.provider, desc.name,
-	        why.c_str());
+	base::diagnostic("event %s:%s is not traced: its filter was refused: %s", desc.provider, desc.name,
+	                 why.c_str());
 }
 
 void Session::attach(tracery_event_desc *desc)
 {
 	if (const char *why = event::event_desc_error(*desc)) {
-		fprintf(stderr, "tracery: event %s:%s is not traced: %s\n", desc->provider, desc->name, why);
+		base::diagnostic("event %s:%s is not traced: %s", desc->provider, desc->name, why);
 		return;
 	}
 	event::EventLayout layout(*desc);

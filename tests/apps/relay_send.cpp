@@ -8,7 +8,8 @@
 //   relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame]
 //              [--stall-after N]
 //              [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream]
-//               [--second-trace DIR PATH [--together]] [--split] [--notices]]
+//               [--second-trace DIR PATH [--together]] [--split] [--notices] [--public-live]] [--key FILE]
+//              [--ca FILE]
 // Without --live: the metadata in two appends, then the stream files one
 // after the other, each followed by a BEACON at its last time and CLOSE_STREAM.
 // --vanish-after N: after N packets, sends half of the next one (with
@@ -32,7 +33,10 @@
 // (programs that exit, then others that start, in one trace; with several
 // streams whose packets overlap in time, the new ones may begin before the
 // old ones ended, which a viewer refuses). --notices:
-// prints each NOTICE of the relay on stderr.
+// prints each NOTICE of the relay on stderr. --public-live: HELLO marks the
+// session public (served on the relay's plain lttng-live port). --key FILE:
+// authenticates with the key of FILE (control/auth.hpp); --ca FILE: TLS, the
+// relay's certificate checked with the CAs of FILE and HOST.
 // Prints the relay's path of the session on stdout.
 #include "base/byte_order.hpp"
 #include "control/relay_connection.hpp"
@@ -293,8 +297,9 @@ int main(int argc, char **argv)
 {
 	std::vector<std::string> args;
 	long vanish_after = -1, stall_after = -1, live_ms = 0, interval_ms = 10;
-	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false, together = false;
-	std::string second_dir, second_path;
+	bool half_frame = false, idle_stream = false, split = false, notices = false, wait = false, together = false,
+	     public_live = false;
+	std::string second_dir, second_path, key_file, ca_file;
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
 		if (a == "--vanish-after" && i + 1 < argc)
@@ -317,6 +322,12 @@ int main(int argc, char **argv)
 			notices = true;
 		else if (a == "--together")
 			together = true;
+		else if (a == "--public-live")
+			public_live = true;
+		else if (a == "--key" && i + 1 < argc)
+			key_file = argv[++i];
+		else if (a == "--ca" && i + 1 < argc)
+			ca_file = argv[++i];
 		else if (a == "--second-trace" && i + 2 < argc) {
 			second_dir = argv[++i];
 			second_path = argv[++i];
@@ -326,7 +337,8 @@ int main(int argc, char **argv)
 	if (args.size() < 5 || args.size() > 6)
 		die("usage: relay-send HOST PORT TRACE_DIR HOSTNAME SESSION [TRACE_PATH] [--vanish-after N] [--half-frame] "
 		    "[--stall-after N] [--live PERIOD_MS [--interval MS] [--wait-go] [--idle-stream] "
-		    "[--second-trace DIR PATH [--together]] [--split] [--notices]]");
+		    "[--second-trace DIR PATH [--together]] [--split] [--notices] [--public-live]] [--key FILE] "
+		    "[--ca FILE]");
 	const std::string trace_path = args.size() == 6 ? args[5] : "ust/uid/1000/64-bit";
 	const Source first = read_source(args[2], 1, trace_path, 1);
 
@@ -335,7 +347,14 @@ int main(int argc, char **argv)
 		c.on_notice = [](const cr::Notice &n) {
 			std::fprintf(stderr, "relay-send: notice %d: %s\n", static_cast<int>(n.kind), n.text.c_str());
 		};
-	check(c.connect(args[0], static_cast<uint16_t>(std::atoi(args[1].c_str()))));
+	cr::ClientSecurity security;
+	if (!key_file.empty()) {
+		security.key.emplace();
+		check(tracery::control::auth::load_key(key_file, &*security.key));
+	}
+	if (!ca_file.empty())
+		check(tracery::control::tls::Context::client_from_file(ca_file, &security.tls));
+	check(c.connect(args[0], static_cast<uint16_t>(std::atoi(args[1].c_str())), 5000, security));
 	timespec now{};
 	clock_gettime(CLOCK_REALTIME, &now);
 	std::string relay_path;
@@ -343,7 +362,8 @@ int main(int argc, char **argv)
 	                                            static_cast<uint64_t>(now.tv_nsec),
 	                        .live_period_ns = static_cast<uint64_t>(live_ms) * 1000000u,
 	                        .hostname = args[3],
-	                        .session = args[4]},
+	                        .session = args[4],
+	                        .flags = public_live ? cr::kHelloPublicLive : 0},
 	              &relay_path));
 	std::printf("%s\n", relay_path.c_str());
 	std::fflush(stdout);

@@ -25,4 +25,14 @@ EventWalk::EventWalk(const std::vector<TraceInput> &inputs, const std::string &l
 {
 }
 
+const reader::Item *EventWalk::read_next()
+{
+	try {
+		return set_.next();
+	} catch (const reader::ReadError &e) {
+		stopped_.emplace(e);
+		return nullptr;
+	}
+}
+
 } // namespace tracery::analysis

@@ -9,6 +9,13 @@
 //       const Handler &h = cache.get(*it, [&] { return Handler{find_field(*it, "prev_tid"), ...}; });
 //       if (auto v = int_field(*it, h.prev_tid)) ...
 //   }
+//   ... the product's output ...
+//   walk.throw_if_stopped();                        // a damaged packet ended the walk early
+//
+// A packet found damaged when its stream reaches it ends the walk there, as
+// it ends `tracery view`: next() returns null, so that the product is made of
+// every item before it, and throw_if_stopped() then throws the reader's error
+// (the file and the offset).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,7 @@
 #include "analysis/read/time_range.hpp"
 #include "analysis/read/trace_scan.hpp"
 #include "ctf/reader/fields.hpp"
+#include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
 
 namespace tracery::analysis {
@@ -59,15 +67,20 @@ private:
 // stderr when it is a terminal.
 class EventWalk {
 public:
+	using FieldsWanted = ctf::reader::TraceSet::FieldsWanted;
+	using Counted = ctf::reader::TraceSet::Counted;
+
 	// fields: the event classes whose payloads are decoded (default: all;
 	// the others' items have no field values); counted: those whose events
 	// are only counted (TraceSet::count_events_of; default: none). Throws
-	// ctf::reader::ReadError.
+	// ctf::reader::ReadError (a trace that cannot be opened).
 	EventWalk(const std::vector<TraceInput> &inputs, const std::string &label,
 	          ctf::reader::TraceSet::FieldsWanted fields = {}, ctf::reader::TraceSet::Counted counted = {});
+	// The next item; null at the end, or where a damaged packet stopped
+	// the walk (stopped()).
 	const ctf::reader::Item *next()
 	{
-		const ctf::reader::Item *it = set_.next();
+		const ctf::reader::Item *it = stopped_ ? nullptr : read_next();
 		if (!it) {
 			progress_.finish();
 			return it;
@@ -80,8 +93,19 @@ public:
 		return it;
 	}
 	const ctf::reader::TraceSet &set() const { return set_; }
+	// The error of the damaged packet that ended the walk, if one did.
+	const ctf::reader::ReadError *stopped() const { return stopped_ ? &*stopped_ : nullptr; }
+	// Throws stopped(), if any: after the product of the items before it.
+	void throw_if_stopped() const
+	{
+		if (stopped_)
+			throw *stopped_;
+	}
 
 private:
+	// set_.next(), its ReadError kept in stopped_ (null returned).
+	const ctf::reader::Item *read_next();
+
 	// Adds the traces and starts the merge; returns the bytes to read.
 	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<TraceInput> &inputs,
 	                     ctf::reader::TraceSet::FieldsWanted fields, ctf::reader::TraceSet::Counted counted);
@@ -89,6 +113,7 @@ private:
 	ctf::reader::TraceSet set_;
 	Progress progress_;
 	uint64_t count_ = 0;
+	std::optional<ctf::reader::ReadError> stopped_;
 };
 
 // Calls f(event) for each event of the walk (not the discarded-items

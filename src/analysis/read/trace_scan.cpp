@@ -37,6 +37,20 @@ void scan_stream(const std::string &file, bool ours, TraceScan &out)
 		out.ours.push_back(file);
 }
 
+// A trace directory with a metadata file and no stream file shows nothing,
+// and babeltrace2 says nothing of it. A user trace's stream files are made
+// with their first packet, which its programs' buffers give when a
+// sub-buffer fills or the session stops.
+std::string no_streams_warning(const std::string &dir, const std::string &metadata)
+{
+	const bool user = metadata.find("domain = \"ust\";") != std::string::npos;
+	return dir + " has a metadata file but no stream file: " +
+	       (user ? "none of its programs' events reached the disk (their buffers were never flushed, as when "
+	               "the session daemon is killed while they trace, or no traced program ran)"
+	             : "none of its events reached the disk") +
+	       "; the other traces are shown";
+}
+
 // babeltrace2's view of a directory: a `metadata` file makes it a trace,
 // whose other files are stream files; hidden files are neither.
 void scan(const fs::path &dir, int depth, TraceScan &out)
@@ -68,7 +82,10 @@ void scan(const fs::path &dir, int depth, TraceScan &out)
 	}
 	if (has_metadata) {
 		out.traces.push_back(dir.string());
-		const bool ours = ctf::written_by_tracery(read_file(dir / "metadata"));
+		const std::string metadata = read_file(dir / "metadata");
+		const bool ours = ctf::written_by_tracery(metadata);
+		if (files.empty())
+			out.warnings.push_back(no_streams_warning(dir.string(), metadata));
 		std::sort(files.begin(), files.end());
 		for (const fs::path &f : files)
 			scan_stream(f.string(), ours, out);

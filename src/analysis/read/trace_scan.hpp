@@ -27,7 +27,10 @@ struct TraceScan {
 	// file (sorted): each is a trace.
 	std::vector<std::string> traces;
 	// One line per stream file of those traces that is empty: "FILE is empty
-	// (0 bytes): ...". A directory's files by name, then its subdirectories.
+	// (0 bytes): ...", and per trace that has no stream file: "DIR has a
+	// metadata file but no stream file: ..." (for a user trace, the likely
+	// cause: its programs' buffers were never flushed). A directory's files
+	// by name, then its subdirectories.
 	std::vector<std::string> warnings;
 	// The stream files of the traces Tracery wrote, in the same order: their
 	// packets have the layout check_streams() walks.

@@ -1,6 +1,6 @@
 // analysis/read/trace_scan_test.cpp — scan_traces() on made-up trace directories:
-// which directories are traces, the warnings for empty stream files and the
-// files to check; check_streams() on files that are not whole packets.
+// which directories are traces, the warnings for empty stream files and
+// traces without any, the files to check; check_streams() on files that are not whole packets.
 #include "analysis/read/trace_scan.hpp"
 #include "base/test_temp_dir.hpp"
 
@@ -117,6 +117,35 @@ TEST_F(TraceScanTest, AnotherTracersPacketsAreNotWalkedButEmptyFilesAreNamed)
 	ASSERT_EQ(scan.warnings.size(), 1u);
 	EXPECT_NE(scan.warnings[0].find("stream_1 is empty"), std::string::npos) << scan.warnings[0];
 	EXPECT_TRUE(scan.ours.empty()) << scan.ours[0];
+}
+
+TEST_F(TraceScanTest, UserTraceWithoutStreamFilesNamedWithTheLikelyCause)
+{
+	// A session's user trace and kernel trace, as a killed daemon leaves
+	// them: the user trace's metadata, none of its packets.
+	const std::string user = make_trace("ust", {});
+	const std::string kernel = make_trace("kernel", {"chan_0"});
+	std::ofstream(user + "/.hidden") << "x"; // (not a stream file)
+	const auto scan = analysis::scan_traces(dir_);
+	EXPECT_EQ(scan.traces, (std::vector<std::string>{kernel, user}));
+	ASSERT_EQ(scan.warnings.size(), 1u);
+	const std::string &w = scan.warnings[0];
+	EXPECT_EQ(w.rfind(user + " has a metadata file but no stream file: none of its programs' events reached "
+	                         "the disk (their buffers were never flushed, as when the session daemon is killed",
+	                  0),
+	          0u)
+		<< w;
+	EXPECT_EQ(w.find('\n'), std::string::npos);
+	EXPECT_EQ(scan.ours, std::vector<std::string>{kernel + "/chan_0"});
+}
+
+TEST_F(TraceScanTest, OtherTraceWithoutStreamFilesNamed)
+{
+	const std::string t = make_trace("", {}, false);
+	const auto scan = analysis::scan_traces(dir_);
+	ASSERT_EQ(scan.warnings.size(), 1u);
+	EXPECT_EQ(scan.warnings[0], t + " has a metadata file but no stream file: none of its events reached the "
+	                                "disk; the other traces are shown");
 }
 
 TEST_F(TraceScanTest, MissingDirectoryThrowsNamingIt)

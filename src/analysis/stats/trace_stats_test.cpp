@@ -268,7 +268,9 @@ std::vector<uint8_t> log_packet(uint64_t t0, uint32_t cpu, const std::vector<uin
 // stats' (stats_reads_fields), or events counted too (stats_counts: the command).
 enum class Mode { all_fields, skipping, counting };
 
-// The report as JSON, or the error.
+// The report as JSON; after the error where a damaged packet stopped the
+// walk (the report then counts what came before it, as `tracery stats`
+// prints it), or the error alone if the traces could not be opened.
 std::string stats_of(const fs::path &dir, Mode mode)
 {
 	try {
@@ -276,7 +278,8 @@ std::string stats_of(const fs::path &dir, Mode mode)
 		EventWalk walk({{dir.string(), ""}}, "stats",
 		               mode == Mode::all_fields ? TraceSet::FieldsWanted{} : stats_reads_fields,
 		               mode == Mode::counting ? stats_counts : TraceSet::Counted{});
-		return to_json(trace_stats(walk));
+		const std::string report = to_json(trace_stats(walk));
+		return walk.stopped() ? std::string("error: ") + walk.stopped()->what() + "\n" + report : report;
 	} catch (const tracery::ctf::reader::ReadError &e) {
 		return std::string("error: ") + e.what();
 	}
@@ -328,7 +331,8 @@ TEST(TraceStats, SkippingPayloadsKeepsTheKernelsTasks)
 TEST(TraceStats, SkippingPayloadsFailsAsDecodingThem)
 {
 	// each packet's content cut at every byte after its context: the same
-	// error (file, offset, message) or the same report
+	// error (file, offset, message) and report of the events before it, or
+	// the same report
 	for (const bool kernel : {false, true}) {
 		const TraceDir t(kernel ? kernel_metadata() : user_metadata());
 		std::vector<uint8_t> p = kernel ? kernel_packet(1000, 0, 100) : user_packet(1000, 0, 0, 40, "app");

@@ -946,7 +946,15 @@ bool TraceSet::count_run(Stream &s)
 		} else {
 			st.clock = clock;
 			s.pos_ = pos;
-			decode_event(s);
+			try {
+				decode_event(s);
+			} catch (const ReadError &) {
+				// the events counted before it: a run owed before the error
+				seq_ = seq;
+				s.run_events_ += seq - first_seq + 1;
+				s.run_bits_ += pos - from;
+				throw;
+			}
 			k = static_cast<size_t>(it.event - sp.events.data());
 			clock = st.clock;
 			bits = it.bits;
@@ -980,10 +988,32 @@ const Item *TraceSet::run_item(Stream &s)
 	return &it;
 }
 
-// next() when counting: the merge of next(), in which each stream's runs of
-// counted events are counted where they come (count_run), and their items
-// given at the end of their packets and before any other item.
+// next() when counting: next_counting_merge(); after a damaged packet, the
+// items of the runs counted before it, then its error.
 const Item *TraceSet::next_counting()
+{
+	if (failed_) {
+		if (owed_.empty())
+			throw *failed_;
+		Stream &s = *owed_.back();
+		owed_.pop_back();
+		return run_item(s);
+	}
+	try {
+		return next_counting_merge();
+	} catch (const ReadError &e) {
+		// A damaged packet: the runs counted before it, then the error.
+		failed_.emplace(e);
+		owed_.insert(owed_.end(), runs_.begin(), runs_.end());
+		runs_.clear();
+		return next_counting();
+	}
+}
+
+// The merge of next(), in which each stream's runs of counted events are
+// counted where they come (count_run), and their items given at the end of
+// their packets and before any other item.
+const Item *TraceSet::next_counting_merge()
 {
 	while (true) {
 		if (!owed_.empty()) {

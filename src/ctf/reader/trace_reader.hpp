@@ -43,11 +43,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "ctf/reader/decoder.hpp"
+#include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_class.hpp"
 
 namespace tracery::ctf::reader {
@@ -264,8 +266,10 @@ public:
 	// decode_fields_of's, with the same errors). Each stream tallies them
 	// (Stream::tallies()), and next() gives their runs as `counted` items:
 	// one at the end of each packet that has such events not yet given, and
-	// one for each stream that has some before any other item. Before start(),
-	// for traces read from files.
+	// one for each stream that has some before any other item. A damaged
+	// packet's ReadError comes after the items of the runs counted before it
+	// (as the events before it come first without counting), then again at
+	// every next(). Before start(), for traces read from files.
 	using Counted =
 		std::function<bool(const Trace &, const TracePlans::StreamPlans &, const TracePlans::EventPlans &)>;
 	void count_events_of(Counted counted) { counted_ = std::move(counted); }
@@ -308,6 +312,7 @@ private:
 	bool load_packet(Stream &s);
 	void decode_event(Stream &s);
 	const Item *next_counting();
+	const Item *next_counting_merge();
 	bool count_run(Stream &s);
 	const Item *run_item(Stream &s);
 	bool less(const Stream *a, const Stream *b) const;
@@ -329,6 +334,7 @@ private:
 	std::vector<Stream *> runs_; // counting: the streams with events counted and not yet given as an item
 	std::vector<Stream *> owed_; // counting: their items, owed before held_
 	const Item *held_ = nullptr;
+	std::optional<ReadError> failed_; // counting: thrown once owed_ is given
 	Item run_item_;
 	std::vector<Value> scratch_; // index_packet's
 	uint64_t bytes_total_ = 0, bytes_done_ = 0;

@@ -2,6 +2,7 @@
 #include "ust/daemon_link/daemon_client.hpp"
 
 #include "base/background_thread.hpp"
+#include "base/diagnostics.hpp"
 #include "ust/daemon_link/daemon_session.hpp"
 #include "ust/registry.hpp"
 
@@ -217,10 +218,10 @@ private:
 			const json body = control::encode(hello);
 			if (const size_t size = body.dump().size(); size > control::kDaemonLimits.program) {
 				if (!too_large_) // said once: the program's events do not change while it waits
-					fprintf(stderr,
-					        "tracery: this program's %zu events take %zu bytes, over the session daemon's "
-					        "limit of %u for a program: it is not traced by the session daemon\n",
-					        hello.events.size(), size, control::kDaemonLimits.program);
+					base::diagnostic(
+						"this program's %zu events take %zu bytes, over the session daemon's "
+						"limit of %u for a program: it is not traced by the session daemon",
+						hello.events.size(), size, control::kDaemonLimits.program);
 				too_large_ = true;
 				return false;
 			}
@@ -254,7 +255,7 @@ private:
 			if (control::recv_message(sock_.get(), control::Kind::program, msg, &why) !=
 			    control::RecvStatus::ok) {
 				if (!why.empty() && why != "Connection reset by peer")
-					fprintf(stderr, "tracery: session daemon link: %s\n", why.c_str());
+					base::diagnostic("session daemon link: %s", why.c_str());
 				return;
 			}
 			handle(msg);
@@ -282,7 +283,7 @@ private:
 					 msg.body)) // refused (a limit of the daemon's), then closed
 				daemon_refused(control::decode<control::ErrorReply>(msg.body));
 		} catch (const control::DecodeError &e) {
-			fprintf(stderr, "tracery: session daemon link: %s\n", e.what());
+			base::diagnostic("session daemon link: %s", e.what());
 		}
 	}
 
@@ -302,8 +303,7 @@ private:
 			sessions_[start.session] = std::move(s);
 			tracing = true;
 		} catch (const std::exception &e) {
-			fprintf(stderr, "tracery: session '%s' cannot trace this program: %s\n", start.name.c_str(),
-			        e.what());
+			base::diagnostic("session '%s' cannot trace this program: %s", start.name.c_str(), e.what());
 		}
 		ack(start.seq, start.session, tracing, std::move(refused));
 	}
@@ -340,8 +340,7 @@ private:
 	{
 		// Said once: a retry is likely refused alike.
 		if (refusal.error != refusal_) {
-			fprintf(stderr, "tracery: the session daemon refused this program: %s\n",
-			        refusal.error.c_str());
+			base::diagnostic("the session daemon refused this program: %s", refusal.error.c_str());
 			refusal_ = refusal.error;
 		}
 	}

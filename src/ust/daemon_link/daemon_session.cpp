@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/diagnostics.hpp"
 #include "control/wire.hpp"
 #include "event/schema.hpp"
 
@@ -93,9 +94,8 @@ DaemonSession::DaemonSession(const std::vector<control::ChannelRules> &channels,
 		t->catalog.set(c.ids, t->filters);
 		auto ring = ringbuf::Channel::attach(owned[next_fd++].release());
 		if (ring->config().sync == ringbuf::Sync::rseq && !ringbuf::Channel::rseq_available())
-			fprintf(stderr,
-			        "tracery: this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
-			        "daemon's per-CPU buffers need: its events are dropped and counted as lost\n");
+			base::diagnostic("this process has no rseq area (valgrind? glibc.pthread.rseq=0?), which the "
+			                 "daemon's per-CPU buffers need: its events are dropped and counted as lost");
 		// Older daemons send no clock: their traces count ns.
 		const std::string clock_name = c.clock.value_or("ns");
 		clock::TickUnit unit;

@@ -12,6 +12,7 @@
 #include "ust/registry.hpp"
 #include "ust/thread_context.hpp"
 
+#include "base/diagnostics.hpp"
 #include "clock/trace_clock.hpp"
 
 #include <pthread.h>
@@ -53,7 +54,7 @@ void after_fork_child()
 	try {
 		tracer->after_fork_in_child();
 	} catch (const std::exception &e) {
-		fprintf(stderr, "tracery: the forked process %d is not traced: %s\n", getpid(), e.what());
+		base::diagnostic("the forked process %d is not traced: %s", getpid(), e.what());
 	}
 }
 
@@ -61,6 +62,9 @@ const char *read_env(const char *name) { return getenv(name); }
 
 __attribute__((constructor(101))) void library_init()
 {
+	// The program's stderr is its own: the library's diagnostics go
+	// where TRACERY_LOG says, or nowhere.
+	base::diagnostics_only_when_asked();
 	clock::init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	std::string error;
@@ -69,8 +73,8 @@ __attribute__((constructor(101))) void library_init()
 		if (!error.empty()) {
 			// The first line says what is wrong (a filter's caret lines follow).
 			const size_t eol = std::min(error.find('\n'), error.size());
-			fprintf(stderr, "tracery: %s; this run is not traced%s\n", error.substr(0, eol).c_str(),
-			        error.substr(eol).c_str());
+			base::diagnostic("%s; this run is not traced%s", error.substr(0, eol).c_str(),
+			                 error.substr(eol).c_str());
 		} else {
 			daemon_client_start(); // no TRACERY_OUTPUT: traced on demand through traceryd
 		}
@@ -79,7 +83,7 @@ __attribute__((constructor(101))) void library_init()
 	try {
 		tracer = new LocalTracer(std::move(*config));
 	} catch (const std::exception &e) {
-		fprintf(stderr, "tracery: %s; this run is not traced\n", e.what());
+		base::diagnostic("%s; this run is not traced", e.what());
 	}
 }
 

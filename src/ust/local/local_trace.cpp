@@ -1,6 +1,7 @@
 // Daemonless trace directory and its fork-shared event catalog.
 #include "ust/local/local_trace.hpp"
 
+#include "base/diagnostics.hpp"
 #include "clock/trace_clock.hpp"
 
 #include <dirent.h>
@@ -138,7 +139,7 @@ std::optional<std::vector<filter::Program>> LocalTrace::filters_for(const tracer
 	std::string error;
 	auto programs = compile_filter_rules(filters_, desc, &error);
 	if (!programs)
-		fprintf(stderr, "tracery: %s\n", error.c_str());
+		base::diagnostic("%s", error.c_str());
 	return programs;
 }
 
