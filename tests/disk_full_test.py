@@ -23,6 +23,7 @@ import time
 import unittest
 
 from daemontest import DaemonTestCase, go, read_line
+from relaytest import Relay
 from tracefs_globals import tracefs_root
 from tracetest import program
 
@@ -153,6 +154,40 @@ class DiskFullTest(DaemonTestCase):
         second = re.search(r"recorded in (\S+)", rec).group(1)
         in_second, _ = self.trace_counts(second)
         self.assertEqual(in_first + not_written, in_second)
+
+    def test_relay_disk_full_then_freed(self):
+        # The relay writes to the tmpfs: it holds the session's sender while its disk refuses (NOTICE
+        # write_failed) and the daemon's send waits on it instead of reconnecting; the daemon's queue then its
+        # buffers fill and count what they drop. Once the disk has room (the tmpfs grown: what waits in the
+        # queues is more than 16 MiB) the relay writes what it kept and reads again, and the trace it wrote adds
+        # up exactly.
+        relay = Relay(os.path.dirname(self.disk), name=os.path.basename(self.disk))  # its log beside the tmpfs
+        self.addCleanup(relay.stop)
+        self.d.start_daemon()
+        self.d.tracery("create", "full", "--set-url", f"net://127.0.0.1:{relay.port}")
+        self.d.tracery("enable-event", "-u", "bench:ev", "-s", "full")
+        self.d.tracery("start", "full")
+        self.d.run([program("bench", "tracery-bench"), str(PER_THREAD), str(THREADS), "ev"])
+        relay.wait_log("the disk refuses this session's writes")
+        # The daemon reads the relay's NOTICE once its send has waited kSendTimeoutMs (5 s) on the relay.
+        deadline = time.time() + 15
+        while "the relay's disk refuses writes" not in self.d.tracery("status", "full").stdout:
+            self.assertLess(time.time(), deadline, self.d.log())
+            time.sleep(0.2)
+        subprocess.run(["mount", "-o", "remount,size=512m", self.disk], check=True)
+        relay.wait_log("the disk takes this session's writes again")
+        proc = self.d.tracery("stop", "full", check=False)
+        out = proc.stdout + proc.stderr
+        self.assertNotEqual(proc.returncode, 0, out)
+        self.assertNotIn("still queued", out)
+        lost = sum(int(n) for n in re.findall(r"^  channel .+?: (\d+) events? lost$", proc.stdout, re.M))
+        sessions = relay.sessions("full")
+        self.assertEqual(len(sessions), 1, sessions)  # held, never reconnected
+        recorded, discarded = self.trace_counts(os.path.join(sessions[0], "ust"))
+        self.assertGreater(recorded, 100_000)
+        self.assertGreater(lost, 1_000_000, out)
+        self.assertEqual(recorded + lost, THREADS * PER_THREAD, f"{out}\n{relay.text()}")
+        self.assertEqual(discarded, lost, out)
 
     def test_kernel_trace_to_a_full_disk(self):
         if tracefs_root() is None:

@@ -28,9 +28,16 @@ constexpr auto kIdleWait = std::chrono::milliseconds(250);
 
 RelayLink::RelayLink(RelayLinkConfig config) : config_(std::move(config))
 {
+	// Called on the sender thread, never with the lock held (every read of
+	// conn_ is made without it): status shows the relay's disk at once, even
+	// while a send waits on a relay that holds this sender.
 	conn_.on_notice = [this](const cr::Notice &n) {
 		log(cat("relay: ", n.text));
-		notices_.push_back(n); // the sender thread's alone, as replies_
+		const std::lock_guard lock(mutex_);
+		if (n.kind == cr::NoticeKind::write_failed)
+			counts_.relay_write_error = n.text.empty() ? "no reason given" : n.text;
+		else if (n.kind == cr::NoticeKind::write_resumed)
+			counts_.relay_write_error.clear();
 	};
 	// Read by the sender thread alone (check_replies), then used under the lock.
 	conn_.on_sync_reply = [this](const cr::SyncReply &r) { replies_.push_back(r); };
@@ -250,21 +257,10 @@ std::string RelayLink::bye(int timeout_ms)
 
 // ---- the sender thread
 
-void RelayLink::apply_notices()
-{
-	for (const cr::Notice &n : notices_) {
-		if (n.kind == cr::NoticeKind::write_failed)
-			counts_.relay_write_error = n.text.empty() ? "no reason given" : n.text;
-		else if (n.kind == cr::NoticeKind::write_resumed)
-			counts_.relay_write_error.clear();
-	}
-	notices_.clear();
-}
-
 void RelayLink::disconnected(const std::string &why)
 {
 	conn_.close();
-	apply_notices();
+	replies_.clear();                  // the old connection's
 	counts_.relay_write_error.clear(); // a new connection is a new session of the relay
 	const bool was = counts_.connected;
 	counts_.connected = false;
@@ -399,11 +395,10 @@ bool RelayLink::sync(Lock &lock, uint64_t flush_generation)
 bool RelayLink::check_replies(Lock &lock, int timeout_ms)
 {
 	last_poll_ = Clock::now();
-	replies_.clear();
 	lock.unlock();
-	const std::string why = conn_.poll_notices(timeout_ms); // fills replies_
+	// Adds to replies_, after those read while a send waited on the relay.
+	const std::string why = conn_.poll_notices(timeout_ms);
 	lock.lock();
-	apply_notices();
 	for (const cr::SyncReply &r : replies_) {
 		while (!syncs_.empty() && syncs_.front().token <= r.token) {
 			if (syncs_.front().token == r.token) {
@@ -415,6 +410,7 @@ bool RelayLink::check_replies(Lock &lock, int timeout_ms)
 	}
 	if (!replies_.empty())
 		progress_.notify_all();
+	replies_.clear();
 	if (!why.empty()) {
 		disconnected(why);
 		return false;

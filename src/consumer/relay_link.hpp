@@ -173,7 +173,6 @@ private:
 	bool sync(Lock &lock, uint64_t flush_generation);
 	bool check_replies(Lock &lock, int timeout_ms);
 	void disconnected(const std::string &why); // lock held
-	void apply_notices();                      // lock held
 	static size_t cost(const Item &item);      // what it counts against queue_bytes
 	void log(const std::string &line) const;
 
@@ -201,8 +200,9 @@ private:
 		uint64_t flush_generation;
 	};
 	std::deque<PendingSync> syncs_;
-	std::vector<control::relay::SyncReply> replies_; // read by check_replies (the sender thread's alone)
-	std::vector<control::relay::Notice> notices_;    // likewise; applied under the lock
+	// SYNC_REPLYs read by the sender thread (in check_replies, or while a send
+	// waited on the relay), applied by check_replies; the sender thread's alone.
+	std::vector<control::relay::SyncReply> replies_;
 	static constexpr size_t kMaxPendingSyncs = 4;
 	uint64_t next_token_ = 0;
 	uint64_t sent_at_last_sync_ = 0;

@@ -27,9 +27,12 @@ namespace {
 
 using base::cat;
 
-// Sends every byte of the iovecs (blocking socket).
-std::string send_all(int fd, iovec *iov, int count)
+// Sends the iovecs' bytes (blocking socket), advancing iov and count past
+// what was sent: "" and *stalled false once all is sent, or *stalled true
+// when the relay took nothing for kSendTimeoutMs; else why it failed.
+std::string send_all(int fd, iovec *&iov, int &count, bool *stalled)
 {
+	*stalled = false;
 	while (count > 0) {
 		msghdr msg{};
 		msg.msg_iov = iov;
@@ -38,9 +41,10 @@ std::string send_all(int fd, iovec *iov, int count)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return cat("send: the relay took nothing for ",
-				           std::to_string(RelayConnection::kSendTimeoutMs / 1000), " s");
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				*stalled = true;
+				return {};
+			}
 			return cat("send: ", std::strerror(errno));
 		}
 		while (count > 0 && static_cast<size_t>(n) >= iov->iov_len) {
@@ -69,6 +73,7 @@ void RelayConnection::close()
 	tls_ = tls::Channel();
 	fd_.reset();
 	in_ = Decoder();
+	relay_behind_ = relay_refused_ = false;
 }
 
 std::string connect_tcp(const std::string &host, uint16_t port, int timeout_ms, base::Fd &out)
@@ -182,9 +187,27 @@ std::string RelayConnection::send_pieces(std::initializer_list<std::span<const u
 	int count = 0;
 	for (const auto piece : pieces)
 		iov[count++] = {const_cast<uint8_t *>(piece.data()), piece.size()};
-	if (std::string why = send_all(fd_.get(), iov, count); !why.empty())
-		return fail(std::move(why));
-	return {};
+	iovec *next = iov;
+	const auto started = std::chrono::steady_clock::now();
+	for (;;) {
+		bool stalled = false;
+		if (std::string why = send_all(fd_.get(), next, count, &stalled); !why.empty())
+			return fail(std::move(why));
+		if (!stalled)
+			return {};
+		// The relay took nothing for kSendTimeoutMs: what it said meanwhile
+		// tells whether it holds this sender (then it reads again once its
+		// disk takes the writes) or is stuck.
+		if (std::string why = poll_notices(0); !why.empty())
+			return why;
+		const auto waited = std::chrono::steady_clock::now() - started;
+		if (!relay_behind_ && !relay_refused_)
+			return fail(
+				cat("send: the relay took nothing for ", std::to_string(kSendTimeoutMs / 1000), " s"));
+		if (waited >= std::chrono::milliseconds(kHeldSendLimitMs))
+			return fail(cat("send: the relay held this sender for ",
+			                std::to_string(kHeldSendLimitMs / 1000), " s"));
+	}
 }
 
 std::string RelayConnection::send_raw(std::span<const uint8_t> bytes) { return send_pieces({bytes}); }
@@ -248,6 +271,10 @@ std::string RelayConnection::read_reply(std::optional<Type> want, Frame &out, in
 			return fail(cat("the relay's reply: ", in_.error()));
 		if (st == Decoder::Status::frame) {
 			if (const auto *n = std::get_if<Notice>(&out)) {
+				if (n->kind == NoticeKind::writes_behind || n->kind == NoticeKind::caught_up)
+					relay_behind_ = n->kind == NoticeKind::writes_behind;
+				else
+					relay_refused_ = n->kind == NoticeKind::write_failed;
 				if (on_notice)
 					on_notice(*n);
 				continue;

@@ -1,7 +1,10 @@
 // control/relay_connection.hpp — the sending end of the relay protocol
 // (docs/relay-protocol.md): one TCP connection to tracery-relayd carrying
 // one session. Blocking sends (a send on which the relay takes nothing for
-// kSendTimeoutMs fails); every frame is checked before it leaves, so the
+// kSendTimeoutMs fails, unless the relay has said that it holds this sender:
+// its writes behind or refused by its disk; then the send reads the relay's
+// frames and waits on, up to kHeldSendLimitMs, in clear; through TLS it
+// fails as before); every frame is checked before it leaves, so the
 // relay never sees a malformed one from us. The relay's frames are read when
 // a reply is due (HELLO_REPLY, SYNC_REPLY) or asked for (poll_notices); its
 // NOTICEs go to on_notice, and the replies to SYNCs sent without waiting
@@ -39,6 +42,9 @@ struct ClientSecurity {
 class RelayConnection {
 public:
 	static constexpr int kSendTimeoutMs = 5000;
+	// How long a send may wait on a relay that holds this sender (its disk
+	// full: it keeps what it has and reads again once it can write).
+	static constexpr int kHeldSendLimitMs = 10 * 60 * 1000;
 
 	// Each returns "" or why it failed; after a failure the connection is closed.
 	// connect() makes the TLS handshake and authenticates as security says,
@@ -81,7 +87,8 @@ private:
 	// Reads the relay's frames until one of type `want` (into out), passing
 	// NOTICEs to on_notice; without `want`, until none is waiting.
 	std::string read_reply(std::optional<Type> want, Frame &out, int timeout_ms);
-	// Sends every byte of the pieces, in clear or through TLS.
+	// Sends every byte of the pieces, in clear or through TLS; in clear, waits
+	// on a relay that holds this sender.
 	std::string send_pieces(std::initializer_list<std::span<const uint8_t>> pieces);
 	// The challenge-response of control/auth.hpp, before HELLO.
 	std::string authenticate(const auth::Key &key, int timeout_ms);
@@ -90,6 +97,9 @@ private:
 	tls::Channel tls_; // when the connection is TLS
 	Decoder in_;
 	uint64_t sync_token_ = 0;
+	// What the relay's NOTICEs said last: it does not read this sender while
+	// either holds.
+	bool relay_behind_ = false, relay_refused_ = false;
 };
 
 } // namespace tracery::control::relay
