@@ -248,18 +248,25 @@ Proof compute_proof(Service service, bool from_server, std::string_view key_name
                     const Nonce &client_nonce, const Nonce &server_nonce, std::span<const uint8_t> binding)
 {
 	// Every variable-length part is length-prefixed: no two inputs give the same bytes.
-	std::vector<uint8_t> msg;
-	msg.reserve(kLabel.size() + 8 + key_name.size() + 2 * kNonceSize + binding.size());
-	msg.insert(msg.end(), kLabel.begin(), kLabel.end());
-	msg.push_back(0);
-	msg.push_back(static_cast<uint8_t>(service));
-	msg.push_back(from_server ? 'S' : 'C');
-	msg.push_back(static_cast<uint8_t>(key_name.size()));
-	msg.insert(msg.end(), key_name.begin(), key_name.end());
-	msg.insert(msg.end(), client_nonce.begin(), client_nonce.end());
-	msg.insert(msg.end(), server_nonce.begin(), server_nonce.end());
-	msg.push_back(static_cast<uint8_t>(binding.size()));
-	msg.insert(msg.end(), binding.begin(), binding.end());
+	// (Written into a buffer sized first: GCC 12 at -O2 with a sanitizer warns of an
+	// overflow it imagines in vector::insert after reserve.)
+	const uint8_t head[] = {0, static_cast<uint8_t>(service), static_cast<uint8_t>(from_server ? 'S' : 'C'),
+	                        static_cast<uint8_t>(key_name.size())};
+	const uint8_t binding_size = static_cast<uint8_t>(binding.size());
+	std::vector<uint8_t> msg(kLabel.size() + sizeof head + key_name.size() + 2 * kNonceSize + 1 + binding.size());
+	size_t at = 0;
+	const auto put = [&](const void *bytes, size_t n) {
+		if (n > 0)
+			std::memcpy(msg.data() + at, bytes, n);
+		at += n;
+	};
+	put(kLabel.data(), kLabel.size());
+	put(head, sizeof head);
+	put(key_name.data(), key_name.size());
+	put(client_nonce.data(), client_nonce.size());
+	put(server_nonce.data(), server_nonce.size());
+	put(&binding_size, 1);
+	put(binding.data(), binding.size());
 	Proof out{};
 	unsigned int len = 0;
 	const auto key = secret.bytes();
