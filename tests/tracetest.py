@@ -74,7 +74,7 @@ class FlatTrace:
     _LINE = re.compile(r"^\[[^]]*\] \S+ ([^:\s]+:[^:\s]+): (.*)$")
     _INTEGER = re.compile(r"-?\d+\Z")
     _STRING = re.compile(r'"[^"\\,{}]*"\Z')
-    _DISCARDED = re.compile(r"discarded (\d+) (events|packets) ")
+    _DISCARDED = re.compile(r"discarded (\d+) (event|packet)s? ")
 
     def __init__(self, path):
         proc = subprocess.run(["babeltrace2", "--no-delta", path], capture_output=True, text=True, timeout=600)
@@ -83,7 +83,7 @@ class FlatTrace:
         self.stderr = proc.stderr
         self.discarded = self.discarded_packets = 0
         for count, what in self._DISCARDED.findall(proc.stderr):
-            if what == "events":
+            if what == "event":
                 self.discarded += int(count)
             else:
                 self.discarded_packets += int(count)

@@ -11,6 +11,7 @@
 #include <tracery/tracepoint.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,6 +38,10 @@ static void *worker(void *arg)
 	uint32_t source = (uint32_t)(uintptr_t)arg;
 	TRACERY_EMIT(stress, thread, source, 0); /* first event outside the handler */
 	pthread_barrier_wait(&ready);
+	/* Not before the timer has fired once: a main thread preempted before
+	 * setitimer() would otherwise let the threads finish without a signal. */
+	while (atomic_load(&signal_seq) == 0)
+		sched_yield();
 	for (uint64_t i = 1; i < events_per_thread; i++)
 		TRACERY_EMIT(stress, thread, source, i);
 	return NULL;
@@ -60,11 +65,9 @@ int main(int argc, char **argv)
 	pthread_t t[64];
 	for (unsigned i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
-	/* Armed before the threads are let go: a main thread preempted between
-	 * the two would otherwise let them finish before the first signal. */
+	pthread_barrier_wait(&ready);
 	struct itimerval every = {{0, 200}, {0, 200}}; /* 200 us */
 	setitimer(ITIMER_REAL, &every, NULL);
-	pthread_barrier_wait(&ready);
 	for (unsigned i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	struct itimerval off = {{0, 0}, {0, 0}};
