@@ -56,6 +56,10 @@ def hardware_counter_opens():
     return fd >= 0
 
 
+def events_contexts(events):
+    return [e["context"] for e in events]
+
+
 class ContextChecks:
     """The checks of a trace of context-probe, shared by both modes."""
 
@@ -119,6 +123,24 @@ class DaemonlessContextTest(ContextChecks, unittest.TestCase):
         self.assertEqual(proc.stderr, "")
         self.check_trace(out, proc.stdout, probe)
 
+    def test_fork_child_reads_its_own(self):
+        """A fork child's counters are its own thread's, from 0 (not the parent's inherited ones), and it
+        reads its ids again."""
+        forker = program("tests", "forker")
+        out = os.path.join(self.tmp, "fork")
+        run_traced([forker, "2000"], out, {"TRACERY_CONTEXT": "vpid,vtid,pthread_id,pid_ns,perf:thread:task-clock"})
+        events = Trace(out).named("fork:tick")
+        by_phase = {p: [e["context"] for e in events if e["payload"]["phase"] == p] for p in (0, 1, 2)}
+        self.assertEqual([len(v) for v in by_phase.values()], [2000, 2000, 2000])
+        parent, child = by_phase[0][0]["vpid"], by_phase[1][0]["vpid"]
+        self.assertNotEqual(parent, child)
+        self.assertEqual({c["vtid"] for c in by_phase[1]}, {child})
+        self.assertEqual({c["pid_ns"] for c in events_contexts(events)}, {os.stat("/proc/self/ns/pid").st_ino})
+        # The parent's counter only grows; the child's starts again near 0.
+        parent_clock = [c["perf_thread_task_clock"] for c in by_phase[0] + by_phase[2]]
+        self.assertEqual(parent_clock, sorted(parent_clock))
+        self.assertLess(by_phase[1][0]["perf_thread_task_clock"], by_phase[0][-1]["perf_thread_task_clock"])
+
     def test_unknown_context_and_missing_counter_refused(self):
         probe = program("tests", "context-probe")
         out = os.path.join(self.tmp, "bad")
@@ -142,6 +164,15 @@ class DaemonContextTest(ContextChecks, DaemonTestCase):
         self.d.tracery("start", "c")
         stdout = self.d.run([probe, str(STEPS)])
         self.d.tracery("stop", "c")
+        self.check_trace(path, stdout, probe)
+
+    def test_every_context_per_process_buffers(self):
+        self.d.start_daemon()
+        probe = program("tests", "context-probe")
+        path = self.session("p", events=("ctx:*",), channel_args=["--buffers-pid"], context=CONTEXTS)
+        self.d.tracery("start", "p")
+        stdout = self.d.run([probe, str(STEPS)])
+        self.d.tracery("stop", "p")
         self.check_trace(path, stdout, probe)
 
     def test_add_context_refusals(self):
