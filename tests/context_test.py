@@ -107,8 +107,10 @@ class ContextChecks:
             values = [e["context"]["perf_thread_" + counter] for e in main]
             self.assertEqual(values, sorted(values), counter)
             self.assertGreater(values[-1], values[0], counter)
-        # The second thread has counters of its own, from 0.
+        # The second thread has counters of its own, from 0, closed when it exited: the main thread's remain.
         self.assertLess(events[-1]["context"]["perf_thread_page_fault"], PAGES_PER_STEP)
+        perf_fds = [int(line.split()[1]) for line in stdout.splitlines() if line.startswith("perf_fds ")]
+        self.assertEqual(perf_fds, [len(SOFTWARE_COUNTERS)])
 
 
 class DaemonlessContextTest(ContextChecks, unittest.TestCase):

@@ -7,11 +7,14 @@
  * two events), then a second thread emits ctx:step once. Printed on stdout:
  *   emit_step ADDRESS          the function's run-time address
  *   thread TID PTHREAD_ID      once per emitting thread
+ *   perf_fds N                 the perf counter fds open once the second
+ *                              thread is gone (its own are closed)
  */
 #define _GNU_SOURCE
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +39,25 @@ static void *second_thread(void *arg)
 	return NULL;
 }
 
+static int count_perf_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char target[64];
+		const ssize_t len = readlinkat(dirfd(d), e->d_name, target, sizeof target - 1);
+		if (len > 0) {
+			target[len] = '\0';
+			n += strcmp(target, "anon_inode:[perf_event]") == 0;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	const uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 8;
@@ -54,5 +76,6 @@ int main(int argc, char **argv)
 	pthread_t t;
 	if (pthread_create(&t, NULL, second_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
 		return 1;
+	printf("perf_fds %d\n", count_perf_fds());
 	return 0;
 }
