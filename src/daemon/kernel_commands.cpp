@@ -384,3 +384,31 @@ control::KernelListReply Daemon::cmd_kernel_list(const control::KernelList &, co
 }
 
 } // namespace tracery::daemon
+
+namespace tracery::daemon {
+
+control::TrackingReply Daemon::cmd_kernel_process_attrs(const control::Tracking &req, bool untrack,
+                                                        const control::PeerCred &peer, Lock &lock)
+{
+	control::KernelTracking pids{req.session, {}, untrack ? std::nullopt : req.follow_children};
+	bool every = false;
+	for (const control::TrackingChange &c : req.changes) {
+		if (c.attribute != "pid" || (c.all && untrack))
+			throw CommandError("the kernel domain tracks processes by --pid only, and `untrack -k --all` "
+			                   "is not supported: untrack the pids one by one");
+		every = every || c.all;
+		pids.pids.insert(pids.pids.end(), c.values.begin(), c.values.end());
+	}
+	if (every) {
+		TraceSession &s = kernel_session_for(req.session, peer);
+		s.edit_kernel_spec().pids.clear();
+	}
+	const control::KernelTrackingReply r = every && pids.pids.empty()
+	                                               ? control::KernelTrackingReply{req.session, {}, true}
+	                                               : cmd_kernel_track(pids, untrack, peer, lock);
+	control::DomainTracking tracking{
+		"kernel", {{"pid", r.pids.empty(), {r.pids.begin(), r.pids.end()}}}, r.follow_children};
+	return {r.session, std::move(tracking)};
+}
+
+} // namespace tracery::daemon
