@@ -383,10 +383,6 @@ control::KernelListReply Daemon::cmd_kernel_list(const control::KernelList &, co
 	return reply;
 }
 
-} // namespace tracery::daemon
-
-namespace tracery::daemon {
-
 control::TrackingReply Daemon::cmd_kernel_process_attrs(const control::Tracking &req, bool untrack,
                                                         const control::PeerCred &peer, Lock &lock)
 {
@@ -399,16 +395,13 @@ control::TrackingReply Daemon::cmd_kernel_process_attrs(const control::Tracking 
 		every = every || c.all;
 		pids.pids.insert(pids.pids.end(), c.values.begin(), c.values.end());
 	}
-	if (every) {
-		TraceSession &s = kernel_session_for(req.session, peer);
-		s.edit_kernel_spec().pids.clear();
-	}
-	const control::KernelTrackingReply r = every && pids.pids.empty()
-	                                               ? control::KernelTrackingReply{req.session, {}, true}
-	                                               : cmd_kernel_track(pids, untrack, peer, lock);
-	control::DomainTracking tracking{
-		"kernel", {{"pid", r.pids.empty(), {r.pids.begin(), r.pids.end()}}}, r.follow_children};
-	return {r.session, std::move(tracking)};
+	if (!every || !pids.pids.empty())
+		cmd_kernel_track(pids, untrack, peer, lock);
+	TraceSession &s = kernel_session_for(req.session, peer);
+	KernelSpec &k = s.edit_kernel_spec();
+	if (every) // track -k --all --pid: every process again
+		k.pids.clear();
+	return {s.name(), {"kernel", {{"pid", k.pids.empty(), {k.pids.begin(), k.pids.end()}}}, k.follow_children}};
 }
 
 } // namespace tracery::daemon
