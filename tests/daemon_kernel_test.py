@@ -79,7 +79,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
         t("enable-event", "-k", "sched_switch", "-s", "k")
         p, pid = self.d.spawn_registered([workload, str(GETPIDS), str(ROUNDS)])
         out = t("track", "-k", "--pid", str(pid), "-s", "k").stdout
-        self.assertIn(f"pids {pid} and their descendants", out)
+        self.assertIn(f"    Process IDs:          {pid} and their descendants\n", out)
         t("start", "k")
         instances = our_instances(self.root, daemon)
         self.assertEqual(instances, [f"tracery-{daemon}-u0-k"])
@@ -154,7 +154,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
                 (["enable-event", "-k", "sched_switch", "--filter", "x == 1"], "no field 'x' in this event"),
                 (["enable-channel", "-k", "kc", "--subbuf-size", "64k"], "give both --subbuf-size and --num-subbuf"),
                 (["track", "-k", "--pid", "0"], "bad --pid '0'"),
-                (["track", "--pid", "5"], "add -k"),
+                (["track", "--pid", "5"], "--pid is the kernel domain's (-k)"),
                 (["untrack", "-k", "--pid", "5"], "pid 5 is not tracked"),
                 (["disable-event", "-k", "sched_switch"], "kernel event 'sched_switch' is not enabled")):
             r = self.d.tracery(*args, "-s", "b", check=False)
@@ -162,7 +162,7 @@ class KernelSessionTest(KernelMixin, DaemonTestCase):
             self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
             self.assertIn(message, r.stderr)
         out = self.d.tracery("track", "-k", "--pid", "1", "--no-follow-children", "-s", "b").stdout
-        self.assertEqual(out, "Session 'b' traces the kernel events of pids 1\n")
+        self.assertIn("    Process IDs:          1\n", out)
         self.assertIn("    processes: 1 only\n", self.d.tracery("status", "b").stdout)
         listing = self.d.tracery("list", "-k").stdout
         self.assertIn("      sched:sched_switch\n", listing)

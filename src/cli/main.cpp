@@ -151,15 +151,15 @@ int main(int argc, char **argv)
 
 	for (bool untrack : {false, true}) {
 		auto *t = verb(untrack ? "untrack" : "track",
-		               untrack ? "Stop scoping a session's kernel events to these processes"
-		                       : "Scope a session's kernel events to these processes (before it starts)",
+		               untrack ? "Remove processes from those a session traces (--all: none), by process "
+		                         "attribute; while tracing too (the kernel domain: while stopped)"
+		                       : "Narrow a session's events to processes by attribute (every process until "
+		                         "then; --all: every one again); while tracing too (the kernel domain: while "
+		                         "stopped)",
 		               [&a, untrack] { return verb_track(a, untrack); });
 		domain_flags(t, a);
 		session_option(t, a);
-		t->add_option("-p,--pid", a.pids, "Process ids, comma-separated")->required();
-		if (!untrack)
-			t->add_flag("--follow-children,!--no-follow-children", a.follow_children,
-			            "Their descendants too (the default), or only them");
+		add_tracking_options(t, a.tracking, untrack);
 	}
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");

@@ -1,5 +1,6 @@
 // Presentation of the daemon's replies: see print.hpp.
 #include "cli/print.hpp"
+#include "cli/tracking.hpp"
 
 #include "base/sizes.hpp"
 
@@ -212,6 +213,8 @@ void print_status(const control::StatusReply &s)
 	printf("  buffer quota of uid %u: %s of %s in use\n", q.uid, base::format_size(q.used).c_str(),
 	       base::format_size(q.limit).c_str());
 	print_relay(s.relay, "  ");
+	for (const control::DomainTracking &t : s.tracking)
+		print_tracking(t, "  ");
 	printf("  programs tracing into it: %s\n", join(s.programs, "none").c_str());
 }
 

@@ -51,7 +51,8 @@ void one_domain(const Args &a)
 		throw CliError("-u and -k exclude each other: give one domain per command");
 }
 
-// "a,b" "c" -> a, b, c (empty parts dropped).
+} // namespace
+
 std::vector<std::string> split_commas(const std::vector<std::string> &args)
 {
 	std::vector<std::string> out;
@@ -70,6 +71,8 @@ std::vector<std::string> split_commas(const std::vector<std::string> &args)
 	}
 	return out;
 }
+
+namespace {
 
 std::string absolute(const std::string &path)
 {
@@ -504,40 +507,11 @@ int verb_list(const Args &a)
 int verb_track(const Args &a, bool untrack)
 {
 	one_domain(a);
-	if (!a.kernel)
-		throw CliError(std::string(untrack ? "untrack" : "track") +
-		               " scopes kernel events to processes: add -k (user space events come from the programs "
-		               "that register)");
-	control::KernelTracking req;
-	req.session = session_or_current(a.session);
-	for (const std::string &p : split_commas(a.pids)) {
-		char *end = nullptr;
-		errno = 0;
-		const unsigned long v = strtoul(p.c_str(), &end, 10);
-		if (p.empty() || !isdigit(static_cast<unsigned char>(p[0])) || *end || errno || v == 0 || v > INT32_MAX)
-			throw CliError("bad --pid '" + p + "': give process ids (e.g. --pid 1234,5678)");
-		req.pids.push_back(v);
-	}
-	if (req.pids.empty())
-		throw CliError("no pid given: --pid PID[,PID...]");
-	if (!untrack)
-		req.follow_children = a.follow_children;
-	control::KernelTrackingReply r;
-	if (untrack)
-		r = request(control::KernelUntrack{req});
-	else
-		r = request(control::KernelTrack{req});
-	std::string tracked;
-	for (const int32_t p : r.pids) {
-		// Appended piece by piece: GCC 12 at -O3 warns on `"," + std::to_string(...)` (-Wrestrict, a false
-		// positive: GCC bug 105651).
-		if (!tracked.empty())
-			tracked += ',';
-		tracked += std::to_string(p);
-	}
-	printf("Session '%s' traces the kernel events of %s%s\n", r.session.c_str(),
-	       tracked.empty() ? "every process" : ("pids " + tracked).c_str(),
-	       !tracked.empty() && r.follow_children ? " and their descendants" : "");
+	const control::Tracking req = tracking_request(a.tracking, a.kernel, untrack, session_or_current(a.session));
+	const control::TrackingReply r =
+		untrack ? control::TrackingReply(request(control::Untrack{req})) : request(control::Track{req});
+	printf("Tracking of session '%s' changed\n", r.session.c_str());
+	print_tracking(r.tracking, "  ");
 	return 0;
 }
 

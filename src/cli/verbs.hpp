@@ -1,6 +1,8 @@
 // The verbs of the tracery command, once their arguments are parsed.
 #pragma once
 
+#include "cli/tracking.hpp"
+
 #include <string>
 #include <vector>
 
@@ -41,8 +43,7 @@ struct Args {
 	std::string live_url;                    // view --live URL
 	bool from_now = false;                   // view --live --from-now
 	std::string view_key, view_ca;           // view --live --relay-key/--relay-ca
-	std::vector<std::string> pids;           // track/untrack --pid
-	bool follow_children = true;             // track --follow-children / --no-follow-children
+	TrackingArgs tracking;                   // track/untrack
 	bool json = false;                       // stats/analyze/query --json
 	std::string span_begin, span_end, match; // analyze latency --begin/--end/--match
 	std::string format;                      // export --format
@@ -51,6 +52,9 @@ struct Args {
 	bool force = false;                      // export --force
 	bool csv = false;                        // query --csv
 };
+
+// "a,b" "c" -> a, b, c (empty parts dropped).
+std::vector<std::string> split_commas(const std::vector<std::string> &args);
 
 int verb_create(const Args &a);
 int verb_destroy(const Args &a);

@@ -57,6 +57,9 @@ inline constexpr char kKernelEnableChannel[] = "kernel-enable-channel";
 inline constexpr char kKernelTrack[] = "kernel-track";
 inline constexpr char kKernelUntrack[] = "kernel-untrack";
 inline constexpr char kKernelList[] = "kernel-list";
+// Both domains: which processes a session's events come from.
+inline constexpr char kTrack[] = "track";
+inline constexpr char kUntrack[] = "untrack";
 } // namespace cmd
 
 // The messages between the daemon and a traced program.
@@ -461,6 +464,29 @@ struct ProbeStatus {
 	};
 	bool operator==(const ProbeStatus &) const = default;
 };
+// What `track` and `untrack` set, in each domain of a session: as LTTng's
+// process attribute trackers, an inclusion set per attribute, every value at
+// first. A process is traced when every attribute's set includes its value
+// (user space: vpid, vuid, vgid; the kernel: pid, vpid, uid, vuid, gid, vgid).
+struct ProcessAttrRule {
+	std::string attribute;
+	bool all = true;              // every value is included
+	std::vector<uint64_t> values; // without `all`: those included (none: no process)
+	static constexpr auto kFields =
+		std::tuple{field("attribute", &ProcessAttrRule::attribute), field("all", &ProcessAttrRule::all),
+	                   field("values", &ProcessAttrRule::values)};
+	bool operator==(const ProcessAttrRule &) const = default;
+};
+struct DomainTracking {
+	std::string domain;                  // "user" or "kernel"
+	std::vector<ProcessAttrRule> rules;  // each attribute of the domain, in the order above
+	std::optional<bool> follow_children; // the kernel's pid: their descendants too
+	static constexpr auto kFields =
+		std::tuple{field("domain", &DomainTracking::domain), field("rules", &DomainTracking::rules),
+	                   optional_field("follow_children", &DomainTracking::follow_children)};
+	bool operator==(const DomainTracking &) const = default;
+};
+
 struct KernelStatus {
 	std::vector<std::string> tracepoints;
 	std::vector<std::string> syscalls;          // ["*"]: every one
@@ -518,6 +544,7 @@ struct StatusReply {
 	std::optional<RelayStatus> relay;
 	std::vector<int32_t> programs; // pids tracing into it
 	BufferQuotaStatus buffer_quota;
+	std::vector<DomainTracking> tracking; // each domain's tracked process attributes
 	static constexpr auto kFields = std::tuple{
 		field("name", &StatusReply::name),
 		field("output", &StatusReply::output),
@@ -531,6 +558,7 @@ struct StatusReply {
 		optional_field("relay", &StatusReply::relay),
 		field("programs", &StatusReply::programs),
 		field("buffer_quota", &StatusReply::buffer_quota),
+		field("tracking", &StatusReply::tracking),
 	};
 	bool operator==(const StatusReply &) const = default;
 };
@@ -750,14 +778,69 @@ struct KernelList {
 	bool operator==(const KernelList &) const = default;
 };
 
+// track and untrack, either domain: changes to the sets of DomainTracking,
+// applied together or not at all, and at once to a started session's
+// programs (user space) or kernel trace.
+//   track   values: added to the set (a set of every value becomes just them)
+//           all:    the set includes every value again
+//   untrack values: removed from the set (each must be in it)
+//           all:    the set includes no value: no process is traced
+struct TrackingChange {
+	std::string attribute;        // pid, vpid, uid, vuid, gid, vgid
+	bool all = false;             // then no values
+	std::vector<uint64_t> values; // ids; the daemon checks their range
+	static constexpr auto kFields =
+		std::tuple{field("attribute", &TrackingChange::attribute), field("all", &TrackingChange::all),
+	                   field("values", &TrackingChange::values)};
+	bool operator==(const TrackingChange &) const = default;
+};
+struct TrackingReply {
+	std::string session;
+	DomainTracking tracking; // the domain's rules now
+	static constexpr auto kFields =
+		std::tuple{field("session", &TrackingReply::session), field("tracking", &TrackingReply::tracking)};
+	bool operator==(const TrackingReply &) const = default;
+};
+struct Tracking {
+	std::string session;
+	std::string domain; // "user" or "kernel"
+	std::vector<TrackingChange> changes;
+	std::optional<bool> follow_children; // the kernel's pid, track only
+	static constexpr auto kFields = std::tuple{
+		field("session", &Tracking::session), field("domain", &Tracking::domain),
+		field("changes", &Tracking::changes), optional_field("follow_children", &Tracking::follow_children)};
+	bool operator==(const Tracking &) const = default;
+};
+struct TrackReply : TrackingReply {
+	static constexpr Tag tag = reply_to(cmd::kTrack);
+};
+struct Track : Tracking {
+	static constexpr Tag tag = command(cmd::kTrack);
+	using Reply = TrackReply;
+};
+struct UntrackReply : TrackingReply {
+	static constexpr Tag tag = reply_to(cmd::kUntrack);
+};
+struct Untrack : Tracking {
+	static constexpr Tag tag = command(cmd::kUntrack);
+	using Reply = UntrackReply;
+};
+
 // ---- Between the daemon and a traced program.
 
 struct Hello {
 	static constexpr Tag tag = program_message(msg::kHello);
 	std::string procname;
 	std::vector<nlohmann::json> events; // schemas
+	// Its pid, uid and gid in its own namespaces (getpid(), getuid(),
+	// getgid()), for `track -u --vpid/--vuid/--vgid`. The daemon believes
+	// them only of a program in other namespaces than its own; missing: the
+	// values SO_PEERCRED gives.
+	std::optional<uint32_t> vpid, vuid, vgid;
 	static constexpr auto kFields =
-		std::tuple{field("procname", &Hello::procname), field("events", &Hello::events)};
+		std::tuple{field("procname", &Hello::procname), field("events", &Hello::events),
+	                   optional_field("vpid", &Hello::vpid), optional_field("vuid", &Hello::vuid),
+	                   optional_field("vgid", &Hello::vgid)};
 	bool operator==(const Hello &) const = default;
 };
 // Events of a library loaded later; the daemon answers with Ids.
@@ -864,7 +947,7 @@ using AllMessages =
                    StartReply, Stop, StopReply, Status, StatusReply, List, ListReply, ListEvents, ListEventsReply,
                    SnapshotRecord, SnapshotRecordReply, KernelEnableEvent, KernelEnableEventReply, KernelDisableEvent,
                    KernelDisableEventReply, KernelEnableChannel, KernelEnableChannelReply, KernelTrack,
-                   KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Hello, NewEvents,
-                   Ack, Ready, StartSession, Update, Ids, StopSession>;
+                   KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Track, TrackReply,
+                   Untrack, UntrackReply, Hello, NewEvents, Ack, Ready, StartSession, Update, Ids, StopSession>;
 
 } // namespace tracery::control

@@ -142,6 +142,7 @@ Status full()
 {
 	return {{"s"}};
 }
+DomainTracking domain_tracking() { return {"kernel", {{"pid", false, {1, 2}}, {"vuid", true, {}}}, true}; }
 template <>
 StatusReply full()
 {
@@ -176,7 +177,19 @@ StatusReply full()
 	               2,
 	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel"};
-	return {"s", "/tmp/t", "started", 1000, false, {c}, 2, k, "/tmp/t/ust", relay(), {7, 8}, {1000, 1 << 30, 4096}};
+	return {"s",
+	        "/tmp/t",
+	        "started",
+	        1000,
+	        false,
+	        {c},
+	        2,
+	        k,
+	        "/tmp/t/ust",
+	        relay(),
+	        {7, 8},
+	        {1000, 1 << 30, 4096},
+	        {domain_tracking()}};
 }
 template <>
 List full()
@@ -267,6 +280,26 @@ KernelUntrackReply full()
 	return {{"s", {2}, true}};
 }
 template <>
+Track full()
+{
+	return {{"s", "kernel", {{"pid", false, {7}}, {"vgid", true, {}}}, false}};
+}
+template <>
+TrackReply full()
+{
+	return {{"s", domain_tracking()}};
+}
+template <>
+Untrack full()
+{
+	return {{"s", "user", {{"vuid", false, {0, 1000}}}, std::nullopt}};
+}
+template <>
+UntrackReply full()
+{
+	return {{"s", {"user", {{"vpid", false, {}}, {"vuid", true, {}}, {"vgid", true, {}}}, std::nullopt}}};
+}
+template <>
 KernelList full()
 {
 	return {};
@@ -280,7 +313,7 @@ json schema() { return {{"provider", "app"}, {"name", "e"}, {"fields", json::arr
 template <>
 Hello full()
 {
-	return {"app", {schema()}};
+	return {"app", {schema()}, 1, 1000, 100};
 }
 template <>
 NewEvents full()

@@ -6,11 +6,44 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 
 namespace tracery::daemon {
+
+namespace {
+
+// Whether the process is in the daemon's namespace of this kind ("pid",
+// "user"); true when it cannot be told (its claims are then not believed).
+bool in_own_namespace(pid_t pid, const char *kind)
+{
+	struct stat mine, its;
+	const std::string self = std::string("/proc/self/ns/") + kind;
+	const std::string other = "/proc/" + std::to_string(pid) + "/ns/" + kind;
+	if (stat(self.c_str(), &mine) != 0 || stat(other.c_str(), &its) != 0)
+		return true;
+	return mine.st_ino == its.st_ino && mine.st_dev == its.st_dev;
+}
+
+} // namespace
+
+void App::registered_ids(const control::Hello &hello)
+{
+	ids = {static_cast<uint64_t>(cred.pid),
+	       static_cast<uint64_t>(cred.pid),
+	       cred.uid,
+	       cred.uid,
+	       cred.gid,
+	       cred.gid};
+	if (hello.vpid && !in_own_namespace(cred.pid, "pid"))
+		ids.vpid = *hello.vpid;
+	if (!in_own_namespace(cred.pid, "user")) {
+		ids.vuid = hello.vuid.value_or(ids.vuid);
+		ids.vgid = hello.vgid.value_or(ids.vgid);
+	}
+}
 
 bool App::drop(const char *what)
 {

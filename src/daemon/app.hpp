@@ -1,10 +1,11 @@
 // A program registered with the daemon: its identity (from SO_PEERCRED, not
-// from what it says), its events (schema key -> schema), its control socket,
+// from what it says, but for its ids in namespaces of its own), its events (schema key -> schema), its control socket,
 // and the stop requests it acknowledged.
 #pragma once
 
 #include "control/messages.hpp"
 #include "control/wire.hpp"
+#include "daemon/process_tracking.hpp"
 
 #include <deque>
 #include <functional>
@@ -20,6 +21,7 @@ struct App {
 	uint64_t id = 0;
 	control::PeerCred cred;
 	std::string procname;
+	ProcessIds ids; // for `track -u`: registered_ids()
 	base::Fd sock;
 	// Guarded by the daemon's lock:
 	std::map<std::string, nlohmann::json> events;
@@ -44,6 +46,12 @@ struct App {
 	std::function<void()> on_blocked;
 
 	static constexpr size_t kMaxQueued = 64u << 20;
+
+	// Its ids from its credentials and what its hello says: a program in
+	// the daemon's pid and user namespaces has the ids the daemon sees (its
+	// claims are ignored); another's vpid, vuid and vgid are what it says,
+	// as LTTng takes them.
+	void registered_ids(const control::Hello &hello);
 
 private:
 	struct Out {

@@ -50,7 +50,10 @@ bool Daemon::may_access(const TraceSession &s, const control::PeerCred &peer) co
 	return peer.uid == 0 || peer.uid == s.owner();
 }
 
-bool Daemon::traces(const TraceSession &s, const App &app) const { return s.owner() == 0 || s.owner() == app.cred.uid; }
+bool Daemon::traces(const TraceSession &s, const App &app) const
+{
+	return (s.owner() == 0 || s.owner() == app.cred.uid) && s.user_tracking().includes(app.ids);
+}
 
 namespace {
 
@@ -97,6 +100,8 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		command<control::KernelTrack>(with_flag(&Daemon::cmd_kernel_track, false)),
 		command<control::KernelUntrack>(with_flag(&Daemon::cmd_kernel_track, true)),
 		command<control::KernelList>(&Daemon::cmd_kernel_list),
+		command<control::Track>(with_flag(&Daemon::cmd_track, false)),
+		command<control::Untrack>(with_flag(&Daemon::cmd_track, true)),
 	};
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);
@@ -310,9 +315,39 @@ std::vector<control::ProgramRefusal> Daemon::update_members(TraceSession &s, Loc
 	return refusals(pending);
 }
 
+void Daemon::retrack_members(TraceSession &s, Lock &lock)
+{
+	std::set<uint64_t> &members = members_[s.id()];
+	std::vector<std::pair<uint64_t, uint64_t>> pending;
+	std::vector<Refusal> refused;
+	for (auto &[id, app] : apps_) {
+		const bool member = members.count(id) != 0;
+		if (app->gone || traces(s, *app) == member)
+			continue;
+		uint64_t seq = 0;
+		if (member) {
+			members.erase(id);
+			app->tracing.erase(s.id());
+			seq = request(*app, s, control::StopSession{});
+		} else {
+			seq = join(s, *app, buffers_for(s, *app, &refused));
+		}
+		if (seq)
+			pending.emplace_back(id, seq);
+	}
+	note(s, refused);
+	s.begin_busy();
+	const std::vector<int32_t> late = wait_acks(pending, lock);
+	s.end_busy();
+	if (!late.empty())
+		log(Level::warn, "session %s: %zu programs did not apply its new tracking within %d ms",
+		    s.name().c_str(), late.size(), options_.quiesce_timeout_ms);
+}
+
 void Daemon::app_registered(const std::shared_ptr<App> &app, const json &body)
 {
 	const control::Hello hello = control::decode<control::Hello>(body);
+	app->registered_ids(hello); // reads /proc: before the lock
 	Lock lock(mutex_);
 	app->procname = hello.procname;
 	add_events(*app, hello.events);

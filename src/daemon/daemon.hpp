@@ -143,6 +143,12 @@ private:
 	// Sends the session's new event rules to its programs and waits (bounded)
 	// until they apply them. Returns the filters they refused (see refusals).
 	std::vector<control::ProgramRefusal> update_members(TraceSession &s, Lock &lock);
+	// A started session's programs joined to it or detached from it as its
+	// tracking now says: those it now includes join it (buffers and ids sent,
+	// as at registration), those it excludes are sent StopSession (they stop
+	// writing into its buffers; what they wrote before stays in the trace).
+	// Returns once they acknowledge (bounded).
+	void retrack_members(TraceSession &s, Lock &lock);
 	// The filters refused in the acknowledgements of these requests (taken:
 	// each is reported once).
 	std::vector<control::ProgramRefusal> refusals(const std::vector<std::pair<uint64_t, uint64_t>> &pending);
@@ -194,6 +200,9 @@ private:
 	                  const control::PeerCred &peer) const;
 	control::AddContextReply cmd_add_context(const control::AddContext &, const control::PeerCred &, Lock &);
 	control::ListEventsReply cmd_list_events(const control::ListEvents &, const control::PeerCred &, Lock &);
+	// track and untrack (user_tracking.cpp), either domain; the kernel's
+	// attributes are kernel_commands.cpp's.
+	control::TrackingReply cmd_track(const control::Tracking &, bool untrack, const control::PeerCred &, Lock &);
 
 	// The kernel domain (kernel_commands.cpp).
 	// Throws (one line) unless the peer may trace the kernel: root, or a
@@ -214,6 +223,9 @@ private:
 	control::KernelTrackingReply cmd_kernel_track(const control::KernelTracking &, bool untrack,
 	                                              const control::PeerCred &, Lock &);
 	control::KernelListReply cmd_kernel_list(const control::KernelList &, const control::PeerCred &, Lock &);
+	// track -k and untrack -k with the tracking message (cmd_track's kernel half).
+	control::TrackingReply cmd_kernel_process_attrs(const control::Tracking &, bool untrack,
+	                                                const control::PeerCred &, Lock &);
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it

@@ -383,4 +383,25 @@ control::KernelListReply Daemon::cmd_kernel_list(const control::KernelList &, co
 	return reply;
 }
 
+control::TrackingReply Daemon::cmd_kernel_process_attrs(const control::Tracking &req, bool untrack,
+                                                        const control::PeerCred &peer, Lock &lock)
+{
+	control::KernelTracking pids{req.session, {}, untrack ? std::nullopt : req.follow_children};
+	bool every = false;
+	for (const control::TrackingChange &c : req.changes) {
+		if (c.attribute != "pid" || (c.all && untrack))
+			throw CommandError("the kernel domain tracks processes by --pid only, and `untrack -k --all` "
+			                   "is not supported: untrack the pids one by one");
+		every = every || c.all;
+		pids.pids.insert(pids.pids.end(), c.values.begin(), c.values.end());
+	}
+	if (!every || !pids.pids.empty())
+		cmd_kernel_track(pids, untrack, peer, lock);
+	TraceSession &s = kernel_session_for(req.session, peer);
+	KernelSpec &k = s.edit_kernel_spec();
+	if (every) // track -k --all --pid: every process again
+		k.pids.clear();
+	return {s.name(), {"kernel", {{"pid", k.pids.empty(), {k.pids.begin(), k.pids.end()}}}, k.follow_children}};
+}
+
 } // namespace tracery::daemon

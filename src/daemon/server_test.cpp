@@ -68,7 +68,7 @@ public:
 	{
 		base::Fd fd = connect();
 		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::program,
-		                                  control::encode(control::Hello{"p", {}})));
+		                                  control::encode(control::Hello{"p", {}, {}, {}, {}})));
 		return fd;
 	}
 
@@ -174,7 +174,7 @@ TEST(Server, TheEventSchemasOfAUsersProgramsAreBounded)
 	ServerLimits limits;
 	limits.schemas_per_user = 1000;
 	Running r(limits);
-	const json hello = control::encode(control::Hello{std::string(500, 'p'), {}});
+	const json hello = control::encode(control::Hello{std::string(500, 'p'), {}, {}, {}, {}});
 	auto registered = [&](const base::Fd &fd) {
 		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::program, hello));
 		return Running::reply(fd.get(), control::Kind::program);

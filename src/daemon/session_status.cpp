@@ -110,6 +110,7 @@ control::StatusReply session_status(const TraceSession &s)
 	if (s.kernel_domain() && !s.snapshot() && s.local())
 		out.user_trace = s.user_dir();
 	out.relay = relay_status(s);
+	out.tracking.push_back(s.user_tracking().status());
 	return out;
 }
 

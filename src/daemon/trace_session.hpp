@@ -11,11 +11,13 @@
 //   filter_cache.hpp       the event filters compiled for its programs
 //   session_snapshot.hpp   `snapshot record`
 //   session_status.hpp     what `tracery status` and `list` show of it
+//   process_tracking.hpp   the programs its user space events come from
 #pragma once
 
 #include "daemon/channel.hpp"
 #include "daemon/filter_cache.hpp"
 #include "daemon/kernel_domain.hpp"
+#include "daemon/process_tracking.hpp"
 #include "daemon/quota.hpp"
 #include "daemon/session_channels.hpp"
 #include "daemon/session_identity.hpp"
@@ -95,6 +97,10 @@ public:
 	// The kernel trace of the last start, if any (counts).
 	const kernel::KernelSession *kernel_session() const { return kernel_.trace(); }
 
+	// `track -u`: which programs it traces (process_tracking.hpp).
+	const ProcessTracking &user_tracking() const { return user_tracking_; }
+	ProcessTracking &edit_user_tracking() { return user_tracking_; }
+
 	// Channels (session_channels.hpp).
 	Channel *find_channel(const std::string &name) { return channels_.find(name); }
 	// Throws std::runtime_error if the name is taken, the session has
@@ -150,6 +156,7 @@ private:
 	SessionChannels channels_;
 	FilterCache filters_;
 	SnapshotRecorder snapshots_;
+	ProcessTracking user_tracking_{"user", {ProcessAttr::vpid, ProcessAttr::vuid, ProcessAttr::vgid}};
 };
 
 } // namespace tracery::daemon

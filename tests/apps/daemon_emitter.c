@@ -6,6 +6,10 @@
  *                                   line on stdin if "wait"), prints "done N", exits
  *   daemon-emitter hold N           emits N emit:tick, prints "done N", then
  *                                   sleeps until killed (SIGKILL test)
+ *   daemon-emitter rounds N         for each line on stdin, a round: emits N
+ *                                   emit:tick whose value is the round's number
+ *                                   (1, 2, ...), then prints "round R"; exits 0
+ *                                   at the end of stdin
  *   daemon-emitter spin SECONDS     emits emit:tick at full speed for SECONDS,
  *                                   prints "done COUNT", exits 0
  *   daemon-emitter exec PROG ARGS   emits one emit:tick, then execs PROG
@@ -171,7 +175,8 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3) {
 		fprintf(stderr,
-		        "usage: daemon-emitter count N [wait] | hold N | spin SECONDS | exec PROG ARGS... | scribble SEED SECONDS "
+		        "usage: daemon-emitter count N [wait] | hold N | rounds N | spin SECONDS | exec PROG ARGS... | scribble SEED "
+		        "SECONDS "
 		        "| truncate\n");
 		return 2;
 	}
@@ -186,6 +191,17 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "scribble"))
 		return argc > 3 ? scribble(strtoull(argv[2], NULL, 10), atof(argv[3])) : 2;
+	if (!strcmp(mode, "rounds")) {
+		const uint64_t per_round = strtoull(argv[2], NULL, 10);
+		char line[16];
+		for (uint64_t round = 1; fgets(line, sizeof line, stdin); round++) {
+			for (uint64_t i = 0; i < per_round; i++)
+				TRACERY_EMIT(emit, tick, round);
+			printf("round %llu\n", (unsigned long long)round);
+			fflush(stdout);
+		}
+		return 0;
+	}
 	if (!strcmp(mode, "spin")) {
 		double end = now_s() + atof(argv[2]);
 		uint64_t n = 0;

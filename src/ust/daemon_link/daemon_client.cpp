@@ -212,7 +212,9 @@ private:
 			std::lock_guard lock(mutex_);
 			if (quit_)
 				return false;
-			control::Hello hello{program_invocation_short_name, {}};
+			// Its ids as its own namespaces see them, for `track -u`.
+			control::Hello hello{
+				program_invocation_short_name, {}, static_cast<uint32_t>(getpid()), getuid(), getgid()};
 			for (auto *d : registered_events())
 				hello.events.push_back(event::schema_of(*d));
 			const json body = control::encode(hello);
