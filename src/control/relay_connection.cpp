@@ -173,14 +173,39 @@ std::string RelayConnection::authenticate(const auth::Key &key, int timeout_ms)
 	return {};
 }
 
+std::string RelayConnection::still_held(std::chrono::steady_clock::time_point started)
+{
+	// What the relay said meanwhile tells whether it holds this sender (then
+	// it reads again once its disk takes the writes) or is stuck.
+	if (std::string why = poll_notices(0); !why.empty())
+		return why;
+	if (!relay_behind_ && !relay_refused_)
+		return fail(cat("send: the relay took nothing for ", std::to_string(kSendTimeoutMs / 1000), " s"));
+	if (std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(kHeldSendLimitMs))
+		return fail(cat("send: the relay held this sender for ", std::to_string(kHeldSendLimitMs / 1000), " s"));
+	return {};
+}
+
 std::string RelayConnection::send_pieces(std::initializer_list<std::span<const uint8_t>> pieces)
 {
 	if (!fd_)
 		return "not connected";
+	const auto started = std::chrono::steady_clock::now();
 	if (tls_) {
-		for (const auto piece : pieces)
-			if (std::string why = tls_.write_all(piece, kSendTimeoutMs); !why.empty())
-				return fail(std::move(why));
+		for (const auto piece : pieces) {
+			for (;;) {
+				const tls::Io io = tls_.write_wait(piece, kSendTimeoutMs);
+				if (io == tls::Io::done)
+					break;
+				if (io == tls::Io::closed)
+					return fail("send: the relay closed the connection");
+				if (io == tls::Io::error)
+					return fail(tls_.error());
+				// The same bytes are written again once the relay reads.
+				if (std::string why = still_held(started); !why.empty())
+					return why;
+			}
+		}
 		return {};
 	}
 	iovec iov[2];
@@ -188,25 +213,14 @@ std::string RelayConnection::send_pieces(std::initializer_list<std::span<const u
 	for (const auto piece : pieces)
 		iov[count++] = {const_cast<uint8_t *>(piece.data()), piece.size()};
 	iovec *next = iov;
-	const auto started = std::chrono::steady_clock::now();
 	for (;;) {
 		bool stalled = false;
 		if (std::string why = send_all(fd_.get(), next, count, &stalled); !why.empty())
 			return fail(std::move(why));
 		if (!stalled)
 			return {};
-		// The relay took nothing for kSendTimeoutMs: what it said meanwhile
-		// tells whether it holds this sender (then it reads again once its
-		// disk takes the writes) or is stuck.
-		if (std::string why = poll_notices(0); !why.empty())
+		if (std::string why = still_held(started); !why.empty())
 			return why;
-		const auto waited = std::chrono::steady_clock::now() - started;
-		if (!relay_behind_ && !relay_refused_)
-			return fail(
-				cat("send: the relay took nothing for ", std::to_string(kSendTimeoutMs / 1000), " s"));
-		if (waited >= std::chrono::milliseconds(kHeldSendLimitMs))
-			return fail(cat("send: the relay held this sender for ",
-			                std::to_string(kHeldSendLimitMs / 1000), " s"));
 	}
 }
 

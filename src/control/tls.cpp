@@ -398,19 +398,29 @@ std::string Channel::handshake_wait(int timeout_ms)
 	}
 }
 
-std::string Channel::write_all(std::span<const uint8_t> bytes, int idle_timeout_ms)
+Io Channel::write_wait(std::span<const uint8_t> bytes, int idle_timeout_ms)
 {
 	for (;;) {
 		const Io io = write(bytes.data(), bytes.size());
-		if (io == Io::done)
-			return {};
-		if (io == Io::closed)
-			return "send: the peer closed the connection";
-		if (io == Io::error)
-			return error_;
+		if (io != Io::want_read && io != Io::want_write)
+			return io;
 		// Records already sent count as progress: the wait is per step.
 		if (!wait_for(fd_, io, idle_timeout_ms))
-			return cat("send: the peer took nothing for ", std::to_string(idle_timeout_ms / 1000), " s");
+			return Io::want_write;
+	}
+}
+
+std::string Channel::write_all(std::span<const uint8_t> bytes, int idle_timeout_ms)
+{
+	switch (write_wait(bytes, idle_timeout_ms)) {
+	case Io::done:
+		return {};
+	case Io::closed:
+		return "send: the peer closed the connection";
+	case Io::error:
+		return error_;
+	default:
+		return cat("send: the peer took nothing for ", std::to_string(idle_timeout_ms / 1000), " s");
 	}
 }
 
