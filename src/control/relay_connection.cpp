@@ -182,7 +182,8 @@ std::string RelayConnection::still_held(std::chrono::steady_clock::time_point st
 	if (!relay_behind_ && !relay_refused_)
 		return fail(cat("send: the relay took nothing for ", std::to_string(kSendTimeoutMs / 1000), " s"));
 	if (std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(kHeldSendLimitMs))
-		return fail(cat("send: the relay held this sender for ", std::to_string(kHeldSendLimitMs / 1000), " s"));
+		return fail(
+			cat("send: the relay held this sender for ", std::to_string(kHeldSendLimitMs / 1000), " s"));
 	return {};
 }
 
@@ -262,6 +263,22 @@ std::string RelayConnection::sync(uint64_t *packets_written, int timeout_ms)
 		                std::to_string(r.token)));
 	if (packets_written)
 		*packets_written = r.packets_written;
+	return {};
+}
+
+std::string RelayConnection::drop_unwritten(uint64_t token, uint64_t *packets_written, int timeout_ms)
+{
+	sync_token_ = token; // its answer is the one read_reply waits for
+	if (std::string why = send_frame(DropUnwritten{token}); !why.empty())
+		return why;
+	Frame f;
+	if (std::string why = read_reply(Type::sync_reply, f, timeout_ms); !why.empty())
+		return why;
+	const auto &r = std::get<SyncReply>(f);
+	if (r.token != token)
+		return fail(cat("the relay answered DROP_UNWRITTEN ", std::to_string(token), " with the token ",
+		                std::to_string(r.token)));
+	*packets_written = r.packets_written;
 	return {};
 }
 

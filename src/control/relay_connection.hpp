@@ -65,6 +65,12 @@ public:
 	// sent before is written; *packets_written: the session's packets on the
 	// relay's disk so far.
 	std::string sync(uint64_t *packets_written = nullptr, int timeout_ms = 10000);
+	// Sends DROP_UNWRITTEN and waits (timeout_ms) for the relay's final
+	// answer: *packets_written, the session's packets on its disk, all it
+	// will ever write of this connection (the relay then closes it).
+	// Answers to earlier request_sync() calls go to on_sync_reply meanwhile:
+	// token must be newer than theirs.
+	std::string drop_unwritten(uint64_t token, uint64_t *packets_written, int timeout_ms);
 	// Sends SYNC without waiting for the answer, which poll_notices()
 	// passes to on_sync_reply.
 	std::string request_sync(uint64_t token);

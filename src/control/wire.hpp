@@ -48,7 +48,9 @@ inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
 // 3: create's relay key and CAs (relay_key_name, relay_key_secret, relay_ca_pem)
 // and public_live; what refused writes cost (WriteLoss) in status and stop,
 // instead of stop's disk_full; the relay's refusal (RelayStatus::relay_write_error).
-inline constexpr uint16_t kProtocolVersion = 3;
+// 4: what the relay's disk still refused at stop (RelayStatus::packets_not_written,
+// packets_not_written_uncounted, events_not_written).
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kMaxFds = 64;
 
