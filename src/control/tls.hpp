@@ -109,6 +109,8 @@ public:
 	explicit operator bool() const { return ssl_ != nullptr; }
 
 private:
+	// c's SSL over fd, of ctx (a server's or a client's, as `server` says): "" or why not.
+	static std::string start(const Context &ctx, bool server, int fd, Channel *c);
 	Io result(int rc, const char *what);
 
 	ssl_st *ssl_ = nullptr;
