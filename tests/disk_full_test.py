@@ -14,6 +14,11 @@ leaves the buffers for the next one once there is room; a kernel trace to a
 full disk stops reading the kernel's buffers instead of reading pages into
 nothing (the kernel counts what it drops), and adds up as well.
 
+Through the relay too: its disk full, then grown before stop (the relay
+writes what it kept), or still full at stop, through TLS (the sender and
+the relay drop what was not written, and count it in events): the same
+sum, from the relay's copy and stop's report.
+
 Needs root (it mounts the tmpfs); skipped otherwise."""
 import json
 import os
@@ -155,39 +160,82 @@ class DiskFullTest(DaemonTestCase):
         in_second, _ = self.trace_counts(second)
         self.assertEqual(in_first + not_written, in_second)
 
-    def test_relay_disk_full_then_freed(self):
-        # The relay writes to the tmpfs: it holds the session's sender while its disk refuses (NOTICE
-        # write_failed) and the daemon's send waits on it instead of reconnecting; the daemon's queue then its
-        # buffers fill and count what they drop. Once the disk has room (the tmpfs grown: what waits in the
-        # queues is more than 16 MiB) the relay writes what it kept and reads again, and the trace it wrote adds
-        # up exactly.
-        relay = Relay(os.path.dirname(self.disk), name=os.path.basename(self.disk))  # its log beside the tmpfs
+    def relay_session(self, tls=False):
+        """A relay writing to the tmpfs, a daemon session sent to it, tracery-bench run to its end, the relay's
+        disk refusing (said by status): the relay."""
+        args, create = [], []
+        if tls:  # a self-signed certificate for 127.0.0.1, the sender's CA
+            cert, key = self.out("relay.pem"), self.out("relay.key")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-nodes", "-keyout", key, "-out", cert, "-subj", "/CN=relay", "-days", "1",
+                            "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+            args, create = ["--tls-cert", cert, "--tls-key", key], ["--relay-ca", cert]
+        relay = Relay(os.path.dirname(self.disk), name=os.path.basename(self.disk), args=args)
         self.addCleanup(relay.stop)
         self.d.start_daemon()
-        self.d.tracery("create", "full", "--set-url", f"net://127.0.0.1:{relay.port}")
+        self.d.tracery("create", "full", "--set-url", f"net://127.0.0.1:{relay.port}", *create)
         self.d.tracery("enable-event", "-u", "bench:ev", "-s", "full")
         self.d.tracery("start", "full")
         self.d.run([program("bench", "tracery-bench"), str(PER_THREAD), str(THREADS), "ev"])
         relay.wait_log("the disk refuses this session's writes")
-        # The daemon reads the relay's NOTICE once its send has waited kSendTimeoutMs (5 s) on the relay.
         deadline = time.time() + 15
         while "the relay's disk refuses writes" not in self.d.tracery("status", "full").stdout:
             self.assertLess(time.time(), deadline, self.d.log())
             time.sleep(0.2)
-        subprocess.run(["mount", "-o", "remount,size=512m", self.disk], check=True)
-        relay.wait_log("the disk takes this session's writes again")
+        return relay
+
+    def relay_stop(self, relay):
+        """tracery stop, which must fail: (lost in events, the relay's trace, stop's output), the relay's copy
+        being one session directory (held, never reconnected)."""
         proc = self.d.tracery("stop", "full", check=False)
         out = proc.stdout + proc.stderr
         self.assertNotEqual(proc.returncode, 0, out)
         self.assertNotIn("still queued", out)
+        self.assertNotIn("could not be counted", out)
+        self.assertNotIn("not confirmed", out)
         lost = sum(int(n) for n in re.findall(r"^  channel .+?: (\d+) events? lost$", proc.stdout, re.M))
+        lost += sum(int(n) for n in re.findall(r"holding (\d+) events not sent", proc.stdout))
+        lost += sum(int(n) for n in re.findall(r"relay: (\d+) events lost: \d+ packets sent were not written",
+                                               proc.stdout))
         sessions = relay.sessions("full")
-        self.assertEqual(len(sessions), 1, sessions)  # held, never reconnected
-        recorded, discarded = self.trace_counts(os.path.join(sessions[0], "ust"))
-        self.assertGreater(recorded, 100_000)
+        self.assertEqual(len(sessions), 1, sessions)
         self.assertGreater(lost, 1_000_000, out)
+        return lost, os.path.join(sessions[0], "ust"), out
+
+    def test_relay_disk_full_then_freed(self):
+        # The relay writes to the tmpfs: it tells the session's sender that its disk refuses (NOTICE
+        # write_failed) and the daemon holds its packets instead of reconnecting; the daemon's queue then its
+        # buffers fill and count what they drop. Once the disk has room (the tmpfs grown: what waits in the
+        # queues is more than 16 MiB) the relay writes what it kept, the sender sends again, and the trace it
+        # wrote adds up exactly.
+        relay = self.relay_session()
+        subprocess.run(["mount", "-o", "remount,size=512m", self.disk], check=True)
+        relay.wait_log("the disk takes this session's writes again")
+        lost, copy, out = self.relay_stop(relay)
+        self.assertNotIn("were not written", out)
+        recorded, discarded = self.trace_counts(copy)
+        self.assertGreater(recorded, 100_000)
         self.assertEqual(recorded + lost, THREADS * PER_THREAD, f"{out}\n{relay.text()}")
         self.assertEqual(discarded, lost, out)
+
+    def test_relay_disk_still_full_at_stop(self):
+        # Through TLS (the sender's waits read the relay's notices there too). At stop the sender drops what it
+        # still queues and asks the relay to drop what it has not written (DROP_UNWRITTEN): the relay's answer
+        # makes the count exact, in events.
+        relay = self.relay_session(tls=True)
+        time.sleep(6)  # past the 5 s a send may wait without a word from the relay: still no reconnection
+        lost, copy, out = self.relay_stop(relay)
+        self.assertIn("were not written, the relay's disk refusing them as the session stopped", out)
+        self.assertIn("relay: ", out)
+        relay.wait_log("ended with DROP_UNWRITTEN")
+        self.assertIn("dropped at the sender's request (the disk refusing: ", relay.text())
+        recorded, discarded = self.trace_counts(copy)
+        self.assertGreater(recorded, 100_000)
+        self.assertEqual(recorded + lost, THREADS * PER_THREAD, f"{out}\n{relay.text()}")
+        # The losses after the last packet written are in stop's report only.
+        self.assertLessEqual(discarded, lost, out)
+        self.assertNotIn("again: the session goes on", self.d.log())  # never reconnected
+        self.assertNotIn("took nothing for", self.d.log())
 
     def test_kernel_trace_to_a_full_disk(self):
         if tracefs_root() is None:

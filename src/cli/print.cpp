@@ -125,6 +125,14 @@ void print_relay(const std::optional<control::RelayStatus> &relay, const char *i
 		printf("%swarning: relay: %llu packets sent on connections that broke before the relay confirmed "
 		       "them: their events may be missing from its copy\n",
 		       indent, n(r.packets_unconfirmed));
+	if (r.packets_not_written)
+		printf("%swarning: relay: %llu events lost: %llu packets sent%s were not written, the relay's disk "
+		       "refusing them as the session stopped\n",
+		       indent, n(r.events_not_written), n(r.packets_not_written),
+		       r.packets_not_written_uncounted ? (" (" + std::to_string(r.packets_not_written_uncounted) +
+		                                          " of them with events that could not be counted)")
+		                                                 .c_str()
+		                                       : "");
 	if (r.packets_queued)
 		printf("%srelay: %llu packets queued, not sent yet\n", indent, n(r.packets_queued));
 	if (!r.relay_write_error.empty())

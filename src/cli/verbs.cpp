@@ -460,6 +460,9 @@ int verb_stop(const Args &a)
 		if (c.write_loss)
 			refused += (refused.empty() ? "" : "; ") + ("channel " + c.channel + ": ") +
 			           std::to_string(c.write_loss->events) + " events lost, " + c.write_loss->reason;
+	if (r.relay && r.relay->packets_not_written)
+		refused += (refused.empty() ? "" : "; ") + std::string("relay: ") +
+		           std::to_string(r.relay->events_not_written) + " events not written by its disk";
 	if (!refused.empty()) {
 		fflush(stdout);
 		throw CliError("the trace lost events because writes were refused (" + refused +

@@ -130,7 +130,7 @@ RelayLink::Sent RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &i
 			count_dropped(size, event_count);
 			return Sent::dropped;
 		}
-		if (counts_.bytes_queued + size > config_.queue_bytes)
+		if (counts_.bytes_queued + unconfirmed_bytes_ + size > config_.queue_bytes)
 			return Sent::full;
 		counts_.bytes_queued += size; // reserved: the copy below is made without the lock
 		counts_.packets_queued++;
@@ -195,13 +195,46 @@ std::string RelayLink::flush(int timeout_ms)
 	Lock lock(mutex_);
 	if (!thread_running_)
 		return "not connected to the relay";
+	if (wait_for_packets_ && queue_.empty())
+		return {}; // the end of the last connection was counted; nothing since
 	const uint64_t generation = ++flush_asked_;
 	work_.notify_one();
-	const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-	if (progress_.wait_until(lock, deadline, [&] { return flush_confirmed_ >= generation || stop_; }) &&
-	    flush_confirmed_ >= generation)
+	const auto started = Clock::now();
+	const auto deadline = started + std::chrono::milliseconds(timeout_ms);
+	const auto confirmed = [&] { return flush_confirmed_ >= generation || stop_; };
+	bool done = progress_.wait_until(
+		lock, std::min(deadline, started + std::chrono::milliseconds(kRefusedFlushWaitMs)), confirmed);
+	if (!done && counts_.relay_write_error.empty())
+		done = progress_.wait_until(lock, deadline, confirmed);
+	if (done && flush_confirmed_ >= generation)
 		return {};
 	const Counts &c = counts_;
+	if (!c.relay_write_error.empty() && c.connected && !stop_) {
+		// The relay's disk still refuses: what it has not written is dropped
+		// on both ends, and counted.
+		const std::string refusal = c.relay_write_error;
+		const Counts before = c;
+		const uint64_t drop = ++drops_asked_;
+		work_.notify_one();
+		// Bounded: the sender thread may be in a send the relay holds.
+		progress_.wait_for(lock, std::chrono::milliseconds(2 * kDropReplyTimeoutMs),
+		                   [&] { return drops_done_ >= drop || stop_; });
+		if (drops_done_ >= drop && last_drop_answered_) {
+			const uint64_t not_written = c.packets_not_written - before.packets_not_written;
+			const uint64_t uncounted =
+				c.packets_not_written_uncounted - before.packets_not_written_uncounted;
+			return cat("the relay's disk refused writes (", refusal,
+			           ") as the session ended: ", std::to_string(not_written), " packets sent holding ",
+			           std::to_string(c.events_not_written - before.events_not_written), " events",
+			           uncounted ? cat(" (and ", std::to_string(uncounted),
+			                           " packets whose events could not be counted)")
+			                     : std::string(),
+			           " were not written, and ",
+			           std::to_string(c.packets_dropped - before.packets_dropped),
+			           " packets queued holding ", std::to_string(c.events_dropped - before.events_dropped),
+			           " events were not sent");
+		}
+	}
 	std::string why = !c.relay_write_error.empty()
 	                          ? cat("the relay's disk refuses writes (", c.relay_write_error, ")")
 	                  : c.connected ? cat("the relay did not confirm in ", std::to_string(timeout_ms), " ms")
@@ -211,26 +244,60 @@ std::string RelayLink::flush(int timeout_ms)
 	for (const Item &item : queue_) {
 		if (item.kind != Kind::packet)
 			continue;
-		const uint64_t n = events_of(item);
+		const uint64_t n = events_of(item.stream, item.events, item.bytes);
 		(n == ctf::kEventsUnknown ? uncounted : events) += n == ctf::kEventsUnknown ? 1 : n;
 	}
 	return cat(why, ": ", std::to_string(c.packets_queued), " packets (", std::to_string(c.bytes_queued),
 	           " bytes, ", std::to_string(events), " events",
 	           uncounted ? cat(" and ", std::to_string(uncounted), " packets whose events could not be counted")
 	                     : std::string(),
-	           ") still queued, ", std::to_string(c.packets_sent - c.packets_confirmed - c.packets_unconfirmed),
+	           ") still queued, ",
+	           std::to_string(c.packets_sent - c.packets_confirmed - c.packets_unconfirmed - c.packets_not_written),
 	           " sent and not confirmed");
 }
 
-uint64_t RelayLink::events_of(const Item &item) const
+uint64_t RelayLink::events_of(uint32_t stream, uint64_t events, const Bytes &bytes) const
 {
-	if (item.events != ctf::kEventsUnknown)
-		return item.events;
+	if (events != ctf::kEventsUnknown)
+		return events;
 	try {
-		const StreamState &s = streams_.at(item.stream - 1);
-		return count_events(traces_.at(s.trace - 1).metadata, {item.bytes.data.get(), item.bytes.size});
+		const StreamState &s = streams_.at(stream - 1);
+		return count_events(traces_.at(s.trace - 1).metadata, {bytes.data.get(), bytes.size});
 	} catch (const std::exception &) {
 		return ctf::kEventsUnknown;
+	}
+}
+
+void RelayLink::drop_queued()
+{
+	for (const Item &item : queue_)
+		if (item.kind == Kind::packet)
+			count_dropped(item.bytes.size, events_of(item.stream, item.events, item.bytes));
+	queue_.clear();
+	counts_.packets_queued = counts_.bytes_queued = 0;
+}
+
+void RelayLink::recycle(Bytes bytes)
+{
+	if (bytes.data && spare_.size() < kSpareBuffers)
+		spare_.push_back(std::move(bytes));
+}
+
+void RelayLink::confirm(uint64_t written, bool all)
+{
+	while (!unconfirmed_.empty() && (all || unconfirmed_.front().ordinal <= written)) {
+		Unconfirmed u = std::move(unconfirmed_.front());
+		unconfirmed_.pop_front();
+		if (u.ordinal > written) {
+			counts_.packets_not_written++;
+			const uint64_t events = events_of(u.stream, u.events, u.bytes);
+			if (events == ctf::kEventsUnknown)
+				counts_.packets_not_written_uncounted++;
+			else
+				counts_.events_not_written += events;
+		}
+		unconfirmed_bytes_ -= u.bytes.size;
+		recycle(std::move(u.bytes));
 	}
 }
 
@@ -247,26 +314,29 @@ std::string RelayLink::bye(int timeout_ms)
 		pthread_join(thread_, nullptr);
 	const std::lock_guard lock(mutex_);
 	thread_running_ = false;
-	for (const Item &item : queue_)
-		if (item.kind == Kind::packet)
-			count_dropped(item.bytes.size, events_of(item)); // decoded: their events are counted
-	queue_.clear();
-	counts_.packets_queued = counts_.bytes_queued = 0;
+	drop_queued(); // decoded: their events are counted
 	return why;
 }
 
 // ---- the sender thread
 
-void RelayLink::disconnected(const std::string &why)
+void RelayLink::disconnected(const std::string &why, bool reconnect)
 {
 	conn_.close();
+	for (Unconfirmed &u : unconfirmed_)
+		recycle(std::move(u.bytes));
+	unconfirmed_.clear();
+	unconfirmed_bytes_ = 0;
+	sent_here_ = 0;
+	wait_for_packets_ = !reconnect;
 	replies_.clear();                  // the old connection's
 	counts_.relay_write_error.clear(); // a new connection is a new session of the relay
 	const bool was = counts_.connected;
 	counts_.connected = false;
 	counts_.error = why;
 	// What the relay did not confirm may or may not be on its disk.
-	counts_.packets_unconfirmed += counts_.packets_sent - counts_.packets_confirmed - counts_.packets_unconfirmed;
+	counts_.packets_unconfirmed += counts_.packets_sent - counts_.packets_confirmed - counts_.packets_unconfirmed -
+	                               counts_.packets_not_written;
 	syncs_.clear();
 	flush_synced_ = flush_confirmed_; // a flush waiting asks again on the next connection
 	for (TraceState &t : traces_) {
@@ -275,7 +345,7 @@ void RelayLink::disconnected(const std::string &why)
 	}
 	for (StreamState &s : streams_)
 		s.declared = false;
-	if (was)
+	if (was && reconnect)
 		log(cat("lost the relay at ", config_.host, ":", std::to_string(config_.port), ": ", why,
 		        "; connecting again, packets are queued meanwhile (then dropped and counted)"));
 }
@@ -362,12 +432,18 @@ bool RelayLink::send_next(Lock &lock)
 		counts_.packets_queued--;
 		if (why.empty()) {
 			counts_.packets_sent++;
+			// Kept until the relay confirms it: its events, or its bytes to count them.
+			Unconfirmed u{++sent_here_, item.stream, item.events, {}};
+			if (item.events == ctf::kEventsUnknown) {
+				unconfirmed_bytes_ += item.bytes.size;
+				u.bytes = std::move(item.bytes);
+			}
+			unconfirmed_.push_back(std::move(u));
 		} else {
 			count_dropped(item.bytes.size,
 			              item.events); // cut in the middle: the relay throws its part away
 		}
-		if (spare_.size() < kSpareBuffers)
-			spare_.push_back(std::move(item.bytes));
+		recycle(std::move(item.bytes));
 	}
 	if (!why.empty()) {
 		disconnected(why);
@@ -402,7 +478,9 @@ bool RelayLink::check_replies(Lock &lock, int timeout_ms)
 	for (const cr::SyncReply &r : replies_) {
 		while (!syncs_.empty() && syncs_.front().token <= r.token) {
 			if (syncs_.front().token == r.token) {
-				counts_.packets_confirmed = syncs_.front().packets_sent - counts_.packets_unconfirmed;
+				counts_.packets_confirmed = syncs_.front().packets_sent - counts_.packets_unconfirmed -
+				                            counts_.packets_not_written;
+				confirm(r.packets_written, false);
 				flush_confirmed_ = std::max(flush_confirmed_, syncs_.front().flush_generation);
 			}
 			syncs_.pop_front();
@@ -418,6 +496,34 @@ bool RelayLink::check_replies(Lock &lock, int timeout_ms)
 	return true;
 }
 
+bool RelayLink::drop_unwritten(Lock &lock)
+{
+	const uint64_t asked = drops_asked_;
+	drop_queued(); // not sent: counted, their events decoded
+	const uint64_t token = ++next_token_;
+	lock.unlock();
+	uint64_t written = 0;
+	std::string why = conn_.drop_unwritten(token, &written, kDropReplyTimeoutMs);
+	lock.lock();
+	if (why.empty() && written > sent_here_)
+		why = cat("the relay says it wrote ", std::to_string(written), " packets of the ",
+		          std::to_string(sent_here_), " sent");
+	last_drop_answered_ = why.empty();
+	if (why.empty()) {
+		confirm(written, true);
+		counts_.packets_confirmed =
+			counts_.packets_sent - counts_.packets_unconfirmed - counts_.packets_not_written;
+		log(cat("the relay dropped what its disk refused as the session ended: ",
+		        std::to_string(counts_.packets_not_written), " packets not written in all"));
+		disconnected("the relay dropped what its disk refused as the session ended", false);
+	} else {
+		disconnected(why);
+	}
+	drops_done_ = asked;
+	progress_.notify_all();
+	return false;
+}
+
 void RelayLink::run()
 {
 	Lock lock(mutex_);
@@ -426,6 +532,19 @@ void RelayLink::run()
 	int retry_ms = kMinRetryMs;
 	bool was_connected = counts_.connected;
 	while (!stop_) {
+		if (drops_asked_ > drops_done_ && !counts_.connected) { // nothing to drop on the relay
+			drops_done_ = drops_asked_;
+			last_drop_answered_ = false;
+			progress_.notify_all();
+		}
+		if (!counts_.connected && wait_for_packets_) {
+			if (queue_.empty()) {
+				work_.wait(lock,
+				           [&] { return stop_ || !queue_.empty() || drops_asked_ > drops_done_; });
+				continue;
+			}
+			wait_for_packets_ = false;
+		}
 		if (!counts_.connected) {
 			if (was_connected) {
 				// The delay starts small again only after a connection that
@@ -453,12 +572,23 @@ void RelayLink::run()
 		const auto now = Clock::now();
 		if (now - last_poll_ >= kPollInterval && !check_replies(lock, 0))
 			continue;
+		if (drops_asked_ > drops_done_) {
+			drop_unwritten(lock);
+			continue;
+		}
 		if (metadata_pending_ && !send_metadata(lock))
 			continue;
-		if (!queue_.empty()) {
-			if (counts_.packets_sent > sent_at_last_sync_ && syncs_.size() < kMaxPendingSyncs &&
-			    now - last_sync_ >= std::chrono::milliseconds(kSyncIntervalMs) && !sync(lock, 0))
-				continue;
+		// While the relay's disk refuses, packets wait here (counted if it
+		// still refuses at the end) and the relay is read for its notices.
+		const bool refused = !counts_.relay_write_error.empty();
+		// A SYNC every kSyncIntervalMs while packets flow, sooner while what
+		// is kept unconfirmed fills the queue.
+		if (counts_.packets_sent > sent_at_last_sync_ && syncs_.size() < kMaxPendingSyncs &&
+		    (now - last_sync_ >= std::chrono::milliseconds(kSyncIntervalMs) ||
+		     unconfirmed_bytes_ >= config_.queue_bytes / (2 * kMaxPendingSyncs)) &&
+		    !sync(lock, 0))
+			continue;
+		if (!queue_.empty() && !refused) {
 			send_next(lock);
 			continue;
 		}
@@ -467,12 +597,13 @@ void RelayLink::run()
 			sync(lock, flush_asked_);
 			continue;
 		}
-		if (!syncs_.empty()) { // answers due: wait for them on the socket
+		if (!syncs_.empty() || !queue_.empty()) { // answers or notices due: wait for them on the socket
 			check_replies(lock, static_cast<int>(kPollInterval.count()));
 			continue;
 		}
 		if (!work_.wait_for(lock, kIdleWait, [&] {
-			    return stop_ || !queue_.empty() || metadata_pending_ || flush_asked_ > flush_synced_;
+			    return stop_ || !queue_.empty() || metadata_pending_ || flush_asked_ > flush_synced_ ||
+			           drops_asked_ > drops_done_;
 		    }))
 			check_replies(lock, 0); // a relay that went away is noticed while idle too
 	}

@@ -24,9 +24,16 @@
 // handful of sessions a minute, not a storm) makes the relay's new session
 // directory readable on its own. A relay whose disk refuses writes says so
 // (NOTICE write_failed, then write_resumed): counts() shows it meanwhile.
-// Packets sent on a connection that broke before the relay confirmed them
-// (SYNC, sent every kSyncIntervalMs while packets flow) are counted as
-// unconfirmed: they may or may not be on the relay's disk.
+// No packet is sent meanwhile: they wait in the queue. Packets sent on a
+// connection that broke before the relay confirmed them (SYNC, sent every
+// kSyncIntervalMs while packets flow) are counted as unconfirmed: they may
+// or may not be on the relay's disk. So that the end is exact when the
+// relay's disk still refuses, the link keeps what it needs to count the
+// events of each packet sent and not yet confirmed (the count, or for a user
+// packet its bytes, charged to queue_bytes with the queue); flush() then
+// asks the relay to drop what it has not written (DROP_UNWRITTEN), and its
+// answer says which of those packets were written: the others' events are
+// counted as not written.
 #pragma once
 
 #include "control/relay_connection.hpp"
@@ -66,6 +73,10 @@ public:
 	static constexpr int kMaxRetryMs = 30000;
 	static constexpr int kRetryGrowth = 4;
 	static constexpr int kStableMs = 10000;
+	// How long flush() waits on a relay whose disk refuses before it asks it
+	// to drop what it has not written, and for the relay's answer.
+	static constexpr int kRefusedFlushWaitMs = 2000;
+	static constexpr int kDropReplyTimeoutMs = 5000;
 
 	explicit RelayLink(RelayLinkConfig config);
 	~RelayLink(); // ends the sender thread (without BYE: see bye())
@@ -103,7 +114,11 @@ public:
 	// Waits, at most timeout_ms, until everything queued before the call is
 	// sent and the relay has confirmed it (SYNC). "" or what is not
 	// confirmed (one line: why, the packets still queued and their events,
-	// decoded with their trace's metadata).
+	// decoded with their trace's metadata). When the relay's disk refuses
+	// writes (for kRefusedFlushWaitMs of the wait, at most timeout_ms), it
+	// asks the relay to drop what it has not written, drops what is queued,
+	// and counts both in events (packets_not_written, packets_dropped); the
+	// next connection waits for the next packet.
 	std::string flush(int timeout_ms);
 	// flush(), then BYE; the sender thread ends. What was not sent is
 	// counted as dropped, with its events (decoded).
@@ -118,6 +133,10 @@ public:
 		// their events: a user packet's are not counted.
 		uint64_t packets_dropped_counted = 0, events_dropped = 0;
 		uint64_t packets_unconfirmed = 0; // sent on a connection that broke before the relay confirmed them
+		// Sent, then dropped by the relay when its disk still refused them
+		// as the session ended (flush()), and their events; the packets whose
+		// events could not be counted are in packets_not_written only.
+		uint64_t packets_not_written = 0, packets_not_written_uncounted = 0, events_not_written = 0;
 		uint64_t packets_queued = 0, bytes_queued = 0;
 		uint64_t connections = 0; // HELLOs accepted
 		bool connected = false;
@@ -157,11 +176,24 @@ private:
 		bool started = false;  // a packet of it was queued
 	};
 
+	// A packet sent on the current connection, not yet confirmed written.
+	struct Unconfirmed {
+		uint64_t ordinal; // among the packets sent on the connection, from 1
+		uint32_t stream;
+		uint64_t events; // or ctf::kEventsUnknown: then its bytes are kept, to decode if it is not written
+		Bytes bytes;
+	};
+
 	using Lock = std::unique_lock<std::mutex>;
 	void count_dropped(size_t bytes, uint64_t events); // with the lock held
-	// The events of a queued packet: given, or decoded with its trace's
-	// metadata (the end's packets not sent); ctf::kEventsUnknown if neither.
-	uint64_t events_of(const Item &item) const; // lock held
+	void drop_queued();                                // the same: everything queued, counted
+	void recycle(Bytes bytes);                         // lock held: kept for reuse, or freed
+	// Lock held: the packets sent on this connection up to `written` are
+	// confirmed (given back); with `all`, the others are not written (counted).
+	void confirm(uint64_t written, bool all);
+	// The events of a packet of `stream`: given, or decoded with its trace's
+	// metadata (the end's packets not written); ctf::kEventsUnknown if neither.
+	uint64_t events_of(uint32_t stream, uint64_t events, const Bytes &bytes) const; // lock held
 	static void *thread_main(void *arg);
 	void run();
 	// The sender thread's steps, called with the lock held, which each
@@ -172,8 +204,10 @@ private:
 	bool send_next(Lock &lock);     // the oldest item of the queue
 	bool sync(Lock &lock, uint64_t flush_generation);
 	bool check_replies(Lock &lock, int timeout_ms);
-	void disconnected(const std::string &why); // lock held
-	static size_t cost(const Item &item);      // what it counts against queue_bytes
+	bool drop_unwritten(Lock &lock); // DROP_UNWRITTEN, then the connection ends
+	// Lock held. reconnect: at once (with the backoff), else once a packet is queued.
+	void disconnected(const std::string &why, bool reconnect = true);
+	static size_t cost(const Item &item); // what it counts against queue_bytes
 	void log(const std::string &line) const;
 
 	RelayLinkConfig config_;
@@ -190,6 +224,13 @@ private:
 	Counts counts_;
 	bool metadata_pending_ = false;
 	bool stop_ = false, say_bye_ = false;
+	bool wait_for_packets_ = false; // not connected after DROP_UNWRITTEN: connect for the next packet
+	// flush() asks for DROP_UNWRITTEN; done (answered or failed) by the sender thread.
+	uint64_t drops_asked_ = 0, drops_done_ = 0;
+	bool last_drop_answered_ = false;
+	std::deque<Unconfirmed> unconfirmed_;
+	size_t unconfirmed_bytes_ = 0; // their bytes kept, counted against queue_bytes
+	uint64_t sent_here_ = 0;       // packets sent on the current connection
 	// flush(): each call is a generation; a SYNC sent once the queue is
 	// empty carries the newest one, and its reply confirms it.
 	uint64_t flush_asked_ = 0, flush_synced_ = 0, flush_confirmed_ = 0;

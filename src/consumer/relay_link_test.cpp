@@ -6,7 +6,9 @@
 // relay that goes away and comes back gets a new HELLO and the whole
 // metadata again; a relay that is not there is a clear error; packets the
 // link drops are counted, with their events when they were counted, which
-// the stream's next packets carry as discarded events.
+// the stream's next packets carry as discarded events; a relay whose disk
+// refuses gets no packets until it takes writes again, and at the end is
+// asked to drop what it did not write, the events of which are counted.
 #include "consumer/relay_link.hpp"
 #include "consumer/relay_sink.hpp"
 #include "consumer/sink.hpp"
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -70,6 +73,13 @@ public:
 			std::this_thread::sleep_for(std::chrono::milliseconds(10));
 		}
 	}
+	// Sends a NOTICE on the current connection.
+	void notice(const cr::Notice &n)
+	{
+		const std::lock_guard lock(mutex);
+		if (const int c = conn_.load(); c >= 0)
+			reply(c, n);
+	}
 	// Ends the current connection (as a relay that dies would).
 	void drop_connection()
 	{
@@ -84,6 +94,11 @@ public:
 	// whether to close the connection right after it (a relay that fails at once).
 	std::vector<cr::Notice> notices_after_hello;
 	bool close_after_hello = false;
+	// Set before the link connects: the packets it writes; those after are
+	// held (a disk that refuses: NOTICE write_failed, SYNCs not answered)
+	// until DROP_UNWRITTEN, answered with the packets written.
+	uint64_t write_limit = UINT64_MAX;
+	uint64_t held = 0, drops = 0, after_drop = 0;
 	std::map<uint64_t, std::string> metadata; // by connection (hello count)
 	std::vector<cr::Packet> got;              // the first packets
 	std::vector<std::string> errors;
@@ -121,7 +136,17 @@ private:
 			cr::Decoder::Status st;
 			while ((st = d.next(f)) == cr::Decoder::Status::frame) {
 				const std::lock_guard lock(mutex);
-				if (std::holds_alternative<cr::Hello>(f)) {
+				if (drops > 0) {
+					after_drop++;
+				} else if (const auto *drop = std::get_if<cr::DropUnwritten>(&f)) {
+					drops++;
+					reply(c, cr::SyncReply{drop->token, written});
+				} else if (std::holds_alternative<cr::Packet>(f) && written == write_limit) {
+					if (held++ == 0)
+						reply(c, cr::Notice{cr::NoticeKind::write_failed, "disk full"});
+				} else if (std::holds_alternative<cr::Sync>(f) && held > 0) {
+					// answered once written: never, here
+				} else if (std::holds_alternative<cr::Hello>(f)) {
 					hellos++;
 					reply(c, cr::HelloReply{true, "testhost/s-" + std::to_string(hellos)});
 					for (const cr::Notice &n : notices_after_hello)
@@ -344,6 +369,10 @@ TEST(RelaySink, FullQueueRefusesThePacketWhichIsTakenOnceThereIsRoom)
 	for (int i = 0; i < 500 && link->counts().relay_write_error.empty(); i++)
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	EXPECT_EQ(link->counts().relay_write_error, "disk full writing testhost/s-1/ust/chan_0");
+	// Nothing is sent while the relay's disk refuses.
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	EXPECT_EQ(link->counts().packets_sent, 0u);
+	relay.notice({cr::NoticeKind::write_resumed, "writes again"});
 	for (int i = 0; i < 500; i++) {
 		try {
 			sink.write_packet(0, info, events.data(), events.size());
@@ -388,6 +417,61 @@ TEST(RelayLink, NoRelayIsAClearError)
 	const std::string why = link.open(1000);
 	EXPECT_NE(why.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << why;
 	EXPECT_NE(why.find("refused"), std::string::npos) << why;
+}
+
+// A relay whose disk refuses after its second packet: the link stops
+// sending, and flush() (the session's end) drops what is queued and asks
+// the relay to drop what it did not write; every event is counted once,
+// written, not sent or not written.
+TEST(RelayLink, RelayDiskFullAtTheEndCountsEveryEvent)
+{
+	FakeRelay relay;
+	relay.write_limit = 2;
+	RelayLink link(config(relay.port, 1 << 20));
+	ASSERT_EQ(link.open(2000), "");
+	const uint32_t trace = link.add_trace("kernel");
+	link.append_metadata(trace, "/* CTF 1.8 */\n");
+	const uint32_t stream = link.add_stream(trace, "chan_0");
+	const std::vector<uint8_t> events(1000, 5);
+	const uint8_t head[84] = {};
+	uint64_t all = 0, written = 0;
+	for (uint64_t i = 0; i < 40; i++) {
+		ASSERT_EQ(link.send_packet(stream, index_of(sizeof head + events.size(), i), head, events, i + 1),
+		          RelayLink::Sent::queued);
+		all += i + 1;
+		written += i < 2 ? i + 1 : 0;
+		if (i == 2) // the link reads the relay's NOTICE: the packets after wait in the queue
+			for (int w = 0; w < 500 && link.counts().relay_write_error.empty(); w++)
+				std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	EXPECT_EQ(link.counts().relay_write_error, "disk full");
+	const std::string why = link.flush(10000);
+	const RelayLink::Counts c = link.counts();
+	EXPECT_GE(c.packets_not_written, 1u);
+	EXPECT_EQ(c.packets_sent, 2 + c.packets_not_written);
+	EXPECT_EQ(c.packets_sent + c.packets_dropped, 40u);
+	EXPECT_EQ(c.packets_not_written_uncounted, 0u);
+	EXPECT_EQ(c.packets_dropped_counted, c.packets_dropped);
+	EXPECT_EQ(written + c.events_not_written + c.events_dropped, all);
+	EXPECT_EQ(c.packets_confirmed, 2u);
+	EXPECT_EQ(c.packets_unconfirmed, 0u);
+	EXPECT_EQ(c.packets_queued, 0u);
+	EXPECT_FALSE(c.connected);
+	EXPECT_EQ(why, "the relay's disk refused writes (disk full) as the session ended: " +
+	                       std::to_string(c.packets_not_written) + " packets sent holding " +
+	                       std::to_string(c.events_not_written) + " events were not written, and " +
+	                       std::to_string(c.packets_dropped) + " packets queued holding " +
+	                       std::to_string(c.events_dropped) + " events were not sent");
+	// The end is counted: nothing more to confirm, no BYE to a relay that closed.
+	EXPECT_EQ(link.flush(1000), "");
+	EXPECT_EQ(link.bye(1000), "");
+	const std::lock_guard lock(relay.mutex);
+	EXPECT_EQ(relay.packets, 2u);
+	EXPECT_EQ(relay.held, c.packets_not_written);
+	EXPECT_EQ(relay.drops, 1u);
+	EXPECT_EQ(relay.after_drop, 0u);
+	EXPECT_EQ(relay.hellos, 1u);
+	EXPECT_TRUE(relay.errors.empty());
 }
 
 } // namespace

@@ -4,9 +4,8 @@
 #include "control/auth.hpp"
 
 #include "base/cat.hpp"
-#include "base/fd.hpp"
+#include "base/whole_file.hpp"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -185,41 +184,28 @@ std::string Keyring::parse(std::string_view text, const std::string &what, Keyri
 
 std::string Keyring::load(const std::string &path, Keyring *out)
 {
-	base::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-	if (!fd)
-		return cat(path, ": ", std::strerror(errno));
-	struct stat st {};
-	if (::fstat(fd.get(), &st) != 0)
-		return cat(path, ": ", std::strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return cat(path, ": not a regular file (a keys file lists `NAME SECRET` lines)");
-	if (st.st_uid != ::geteuid() && st.st_uid != 0)
-		return cat(path, ": owned by uid ", std::to_string(st.st_uid),
-		           ", neither this user nor root: it holds secrets; chown it to uid ",
-		           std::to_string(::geteuid()));
-	if ((st.st_mode & 077) != 0) {
-		char mode[8];
-		std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-		return cat(path, ": mode ", mode,
-		           " lets group or others reach it, and it holds secrets; fix it with: chmod 600 ", path);
-	}
-	if (st.st_size > static_cast<off_t>(kMaxKeysFile))
-		return cat(path, ": over 1 MiB, too large for a keys file");
-	std::string text(static_cast<size_t>(st.st_size), '\0');
-	size_t got = 0;
-	while (got < text.size()) {
-		const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			OPENSSL_cleanse(text.data(), text.size());
-			return cat(path, ": ", std::strerror(errno));
+	base::WholeFileRules rules;
+	rules.max_size = kMaxKeysFile;
+	rules.what = "a keys file";
+	rules.not_regular_note = "(a keys file lists `NAME SECRET` lines)";
+	rules.secret = true;
+	rules.check = [&](const struct stat &st) -> std::string {
+		if (st.st_uid != ::geteuid() && st.st_uid != 0)
+			return cat(path, ": owned by uid ", std::to_string(st.st_uid),
+			           ", neither this user nor root: it holds secrets; chown it to uid ",
+			           std::to_string(::geteuid()));
+		if ((st.st_mode & 077) != 0) {
+			char mode[8];
+			std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+			return cat(path, ": mode ", mode,
+			           " lets group or others reach it, and it holds secrets; fix it with: chmod 600 ",
+			           path);
 		}
-		if (n == 0)
-			break;
-		got += static_cast<size_t>(n);
-	}
-	text.resize(got);
+		return {};
+	};
+	std::string text;
+	if (std::string why = base::read_whole_file(path, rules, &text); !why.empty())
+		return why;
 	std::string why = parse(text, path, out);
 	OPENSSL_cleanse(text.data(), text.size());
 	return why;

@@ -159,6 +159,9 @@ struct RelayStatus {
 	uint64_t packets_unconfirmed = 0, packets_queued = 0;
 	std::string error;
 	std::string relay_write_error; // while the relay says its disk refuses the session's writes
+	// Sent, then dropped by the relay whose disk still refused them at the
+	// session's stop; their events (those of the uncounted ones unknown).
+	uint64_t packets_not_written = 0, packets_not_written_uncounted = 0, events_not_written = 0;
 	static constexpr auto kFields = std::tuple{
 		field("url", &RelayStatus::url),
 		field("live_period_ns", &RelayStatus::live_period_ns),
@@ -175,6 +178,9 @@ struct RelayStatus {
 		field("packets_queued", &RelayStatus::packets_queued),
 		field("error", &RelayStatus::error),
 		field("relay_write_error", &RelayStatus::relay_write_error),
+		field("packets_not_written", &RelayStatus::packets_not_written),
+		field("packets_not_written_uncounted", &RelayStatus::packets_not_written_uncounted),
+		field("events_not_written", &RelayStatus::events_not_written),
 	};
 	bool operator==(const RelayStatus &) const = default;
 };

@@ -173,14 +173,40 @@ std::string RelayConnection::authenticate(const auth::Key &key, int timeout_ms)
 	return {};
 }
 
+std::string RelayConnection::still_held(std::chrono::steady_clock::time_point started)
+{
+	// What the relay said meanwhile tells whether it holds this sender (then
+	// it reads again once its disk takes the writes) or is stuck.
+	if (std::string why = poll_notices(0); !why.empty())
+		return why;
+	if (!relay_behind_ && !relay_refused_)
+		return fail(cat("send: the relay took nothing for ", std::to_string(kSendTimeoutMs / 1000), " s"));
+	if (std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(kHeldSendLimitMs))
+		return fail(
+			cat("send: the relay held this sender for ", std::to_string(kHeldSendLimitMs / 1000), " s"));
+	return {};
+}
+
 std::string RelayConnection::send_pieces(std::initializer_list<std::span<const uint8_t>> pieces)
 {
 	if (!fd_)
 		return "not connected";
+	const auto started = std::chrono::steady_clock::now();
 	if (tls_) {
-		for (const auto piece : pieces)
-			if (std::string why = tls_.write_all(piece, kSendTimeoutMs); !why.empty())
-				return fail(std::move(why));
+		for (const auto piece : pieces) {
+			for (;;) {
+				const tls::Io io = tls_.write_wait(piece, kSendTimeoutMs);
+				if (io == tls::Io::done)
+					break;
+				if (io == tls::Io::closed)
+					return fail("send: the relay closed the connection");
+				if (io == tls::Io::error)
+					return fail(tls_.error());
+				// The same bytes are written again once the relay reads.
+				if (std::string why = still_held(started); !why.empty())
+					return why;
+			}
+		}
 		return {};
 	}
 	iovec iov[2];
@@ -188,25 +214,14 @@ std::string RelayConnection::send_pieces(std::initializer_list<std::span<const u
 	for (const auto piece : pieces)
 		iov[count++] = {const_cast<uint8_t *>(piece.data()), piece.size()};
 	iovec *next = iov;
-	const auto started = std::chrono::steady_clock::now();
 	for (;;) {
 		bool stalled = false;
 		if (std::string why = send_all(fd_.get(), next, count, &stalled); !why.empty())
 			return fail(std::move(why));
 		if (!stalled)
 			return {};
-		// The relay took nothing for kSendTimeoutMs: what it said meanwhile
-		// tells whether it holds this sender (then it reads again once its
-		// disk takes the writes) or is stuck.
-		if (std::string why = poll_notices(0); !why.empty())
+		if (std::string why = still_held(started); !why.empty())
 			return why;
-		const auto waited = std::chrono::steady_clock::now() - started;
-		if (!relay_behind_ && !relay_refused_)
-			return fail(
-				cat("send: the relay took nothing for ", std::to_string(kSendTimeoutMs / 1000), " s"));
-		if (waited >= std::chrono::milliseconds(kHeldSendLimitMs))
-			return fail(cat("send: the relay held this sender for ",
-			                std::to_string(kHeldSendLimitMs / 1000), " s"));
 	}
 }
 
@@ -248,6 +263,22 @@ std::string RelayConnection::sync(uint64_t *packets_written, int timeout_ms)
 		                std::to_string(r.token)));
 	if (packets_written)
 		*packets_written = r.packets_written;
+	return {};
+}
+
+std::string RelayConnection::drop_unwritten(uint64_t token, uint64_t *packets_written, int timeout_ms)
+{
+	sync_token_ = token; // its answer is the one read_reply waits for
+	if (std::string why = send_frame(DropUnwritten{token}); !why.empty())
+		return why;
+	Frame f;
+	if (std::string why = read_reply(Type::sync_reply, f, timeout_ms); !why.empty())
+		return why;
+	const auto &r = std::get<SyncReply>(f);
+	if (r.token != token)
+		return fail(cat("the relay answered DROP_UNWRITTEN ", std::to_string(token), " with the token ",
+		                std::to_string(r.token)));
+	*packets_written = r.packets_written;
 	return {};
 }
 

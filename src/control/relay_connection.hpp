@@ -3,8 +3,8 @@
 // one session. Blocking sends (a send on which the relay takes nothing for
 // kSendTimeoutMs fails, unless the relay has said that it holds this sender:
 // its writes behind or refused by its disk; then the send reads the relay's
-// frames and waits on, up to kHeldSendLimitMs, in clear; through TLS it
-// fails as before); every frame is checked before it leaves, so the
+// frames and waits on, up to kHeldSendLimitMs, in clear as through TLS);
+// every frame is checked before it leaves, so the
 // relay never sees a malformed one from us. The relay's frames are read when
 // a reply is due (HELLO_REPLY, SYNC_REPLY) or asked for (poll_notices); its
 // NOTICEs go to on_notice, and the replies to SYNCs sent without waiting
@@ -19,6 +19,7 @@
 #include "control/relay_protocol.hpp"
 #include "control/tls.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -64,6 +65,12 @@ public:
 	// sent before is written; *packets_written: the session's packets on the
 	// relay's disk so far.
 	std::string sync(uint64_t *packets_written = nullptr, int timeout_ms = 10000);
+	// Sends DROP_UNWRITTEN and waits (timeout_ms) for the relay's final
+	// answer: *packets_written, the session's packets on its disk, all it
+	// will ever write of this connection (the relay then closes it).
+	// Answers to earlier request_sync() calls go to on_sync_reply meanwhile:
+	// token must be newer than theirs.
+	std::string drop_unwritten(uint64_t token, uint64_t *packets_written, int timeout_ms);
 	// Sends SYNC without waiting for the answer, which poll_notices()
 	// passes to on_sync_reply.
 	std::string request_sync(uint64_t token);
@@ -87,9 +94,14 @@ private:
 	// Reads the relay's frames until one of type `want` (into out), passing
 	// NOTICEs to on_notice; without `want`, until none is waiting.
 	std::string read_reply(std::optional<Type> want, Frame &out, int timeout_ms);
-	// Sends every byte of the pieces, in clear or through TLS; in clear, waits
-	// on a relay that holds this sender.
+	// Sends every byte of the pieces, in clear or through TLS, waiting on a
+	// relay that holds this sender.
 	std::string send_pieces(std::initializer_list<std::span<const uint8_t>> pieces);
+	// A send that began at `started` has had nothing taken for
+	// kSendTimeoutMs: reads the relay's frames, then "" to wait on (it holds
+	// this sender, for less than kHeldSendLimitMs), or why the send fails
+	// (the connection closed).
+	std::string still_held(std::chrono::steady_clock::time_point started);
 	// The challenge-response of control/auth.hpp, before HELLO.
 	std::string authenticate(const auth::Key &key, int timeout_ms);
 

@@ -137,10 +137,10 @@ Type type_of(const Frame &f) { return static_cast<Type>(f.index() + 1); }
 
 const char *type_name(uint16_t type)
 {
-	static const char *const names[] = {"HELLO",        "HELLO_REPLY",    "TRACE",         "METADATA",
-	                                    "STREAM",       "PACKET",         "BEACON",        "CLOSE_STREAM",
-	                                    "BYE",          "SYNC",           "SYNC_REPLY",    "NOTICE",
-	                                    "AUTH_REQUEST", "AUTH_CHALLENGE", "AUTH_RESPONSE", "AUTH_RESULT"};
+	static const char *const names[] = {
+		"HELLO",        "HELLO_REPLY",    "TRACE",         "METADATA",    "STREAM",        "PACKET",
+		"BEACON",       "CLOSE_STREAM",   "BYE",           "SYNC",        "SYNC_REPLY",    "NOTICE",
+		"AUTH_REQUEST", "AUTH_CHALLENGE", "AUTH_RESPONSE", "AUTH_RESULT", "DROP_UNWRITTEN"};
 	static_assert(std::size(names) == kLastType);
 	return type >= 1 && type <= kLastType ? names[type - 1] : "unknown";
 }
@@ -187,7 +187,7 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.put(m.timestamp);
 			} else if constexpr (std::is_same_v<M, CloseStream>) {
 				w.put(m.stream_id);
-			} else if constexpr (std::is_same_v<M, Sync>) {
+			} else if constexpr (std::is_same_v<M, Sync> || std::is_same_v<M, DropUnwritten>) {
 				w.put(m.token);
 			} else if constexpr (std::is_same_v<M, SyncReply>) {
 				w.put(m.token);
@@ -368,6 +368,14 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 		return {};
 	case Type::sync: {
 		Sync m;
+		m.token = r.get<uint64_t>();
+		if (!(why = leftover()).empty())
+			return why;
+		out = m;
+		return {};
+	}
+	case Type::drop_unwritten: {
+		DropUnwritten m;
 		m.token = r.get<uint64_t>();
 		if (!(why = leftover()).empty())
 			return why;

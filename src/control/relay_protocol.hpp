@@ -48,8 +48,9 @@ enum class Type : uint16_t {
 	auth_challenge = 14,
 	auth_response = 15,
 	auth_result = 16,
+	drop_unwritten = 17,
 };
-inline constexpr uint16_t kLastType = 16;
+inline constexpr uint16_t kLastType = 17;
 
 // HELLO's flags (minor 1 and later; a minor 0 HELLO has none).
 inline constexpr uint32_t kHelloPublicLive = 1; // a live session served on the relay's plain lttng-live port too
@@ -126,9 +127,9 @@ struct SyncReply {
 enum class NoticeKind : uint8_t {
 	writes_behind = 1, // the relay's disk is behind: it reads this connection only as fast as it writes
 	caught_up = 2,     // it reads at full speed again
-	write_failed = 3,  // its disk refuses the session's writes (full, I/O error): it keeps what it holds, reads
-			   // nothing more of this connection and retries; the text says why and where
-	write_resumed = 4, // its writes succeed again: it reads this connection again
+	write_failed = 3,  // its disk refuses the session's writes (full, I/O error): it keeps what it holds and
+			   // retries; the sender sends no packets meanwhile; the text says why and where
+	write_resumed = 4, // its writes succeed again: the sender sends its packets again
 };
 inline constexpr uint8_t kLastNoticeKind = 4;
 struct Notice {
@@ -160,8 +161,18 @@ struct AuthResult {          // relay → sender
 	bool operator==(const AuthResult &) const = default;
 };
 
+// The sender, at the session's end, asks a relay whose disk refuses its
+// writes to drop what it has not written: the relay writes nothing more of
+// the connection, answers with a SYNC_REPLY of the same token whose
+// packets_written is final (the sender counts the packets it sent after
+// those as not written), then closes the connection. Nothing follows it.
+struct DropUnwritten {
+	uint64_t token = 0;
+	bool operator==(const DropUnwritten &) const = default;
+};
+
 using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync,
-                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult>;
+                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult, DropUnwritten>;
 
 // The frame's type (the header's type field).
 Type type_of(const Frame &f);

@@ -157,8 +157,8 @@ TEST(RelayProtocol, HeaderRefusals)
 	b[4] = 2;
 	EXPECT_EQ(error_of(b), "protocol version 2, this relay speaks 1");
 	b = encode(Bye{});
-	b[6] = 17;
-	EXPECT_EQ(error_of(b), "unknown frame type 17");
+	b[6] = 18;
+	EXPECT_EQ(error_of(b), "unknown frame type 18");
 	b[6] = 0;
 	EXPECT_EQ(error_of(b), "unknown frame type 0");
 	// An oversized length is refused from the header alone, before any body.

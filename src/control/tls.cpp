@@ -5,17 +5,15 @@
 #include "control/tls.hpp"
 
 #include "base/cat.hpp"
-#include "base/fd.hpp"
+#include "base/whole_file.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -131,29 +129,11 @@ bool wait_for(int fd, Io io, int timeout_ms)
 
 std::string Context::read_pem_file(const std::string &path, std::string *out)
 {
-	base::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-	struct stat st {};
-	if (!fd || ::fstat(fd.get(), &st) != 0)
-		return cat(path, ": ", std::strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return cat(path, ": not a regular file (a PEM file of certificates is due)");
-	if (st.st_size > static_cast<off_t>(kMaxPemFile))
-		return cat(path, ": over 1 MiB, too large for a PEM file of certificates");
-	std::string text(static_cast<size_t>(st.st_size), '\0');
-	size_t got = 0;
-	while (got < text.size()) {
-		const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return cat(path, ": ", std::strerror(errno));
-		if (n == 0)
-			break;
-		got += static_cast<size_t>(n);
-	}
-	text.resize(got);
-	*out = std::move(text);
-	return {};
+	base::WholeFileRules rules;
+	rules.max_size = kMaxPemFile;
+	rules.what = "a PEM file of certificates";
+	rules.not_regular_note = "(a PEM file of certificates is due)";
+	return base::read_whole_file(path, rules, out);
 }
 
 std::string Context::server(const std::string &cert_file, const std::string &key_file, Context *out)
@@ -240,16 +220,23 @@ Channel &Channel::operator=(Channel &&o) noexcept
 	return *this;
 }
 
+std::string Channel::start(const Context &ctx, bool server, int fd, Channel *c)
+{
+	if (!ctx || ctx.is_server() != server)
+		return server ? "TLS: not a server's context" : "TLS: not a client's context";
+	ERR_clear_error();
+	c->ssl_ = SSL_new(ctx.get());
+	if (!c->ssl_ || !attach(c->ssl_, fd))
+		return cat("TLS: ", openssl_errors());
+	c->fd_ = fd;
+	return {};
+}
+
 std::string Channel::client(const Context &ctx, int fd, const std::string &host, Channel *out)
 {
-	if (!ctx || ctx.is_server())
-		return "TLS: not a client's context";
-	ERR_clear_error();
 	Channel c;
-	c.ssl_ = SSL_new(ctx.get());
-	if (!c.ssl_ || !attach(c.ssl_, fd))
-		return cat("TLS: ", openssl_errors());
-	c.fd_ = fd;
+	if (std::string why = start(ctx, false, fd, &c); !why.empty())
+		return why;
 	// The certificate must name the host: an IP address as an IP address, else as a DNS name (and SNI).
 	X509_VERIFY_PARAM *param = SSL_get0_param(c.ssl_);
 	in6_addr any{};
@@ -265,14 +252,9 @@ std::string Channel::client(const Context &ctx, int fd, const std::string &host,
 
 std::string Channel::server(const Context &ctx, int fd, Channel *out)
 {
-	if (!ctx || !ctx.is_server())
-		return "TLS: not a server's context";
-	ERR_clear_error();
 	Channel c;
-	c.ssl_ = SSL_new(ctx.get());
-	if (!c.ssl_ || !attach(c.ssl_, fd))
-		return cat("TLS: ", openssl_errors());
-	c.fd_ = fd;
+	if (std::string why = start(ctx, true, fd, &c); !why.empty())
+		return why;
 	SSL_set_accept_state(c.ssl_);
 	*out = std::move(c);
 	return {};
@@ -398,19 +380,29 @@ std::string Channel::handshake_wait(int timeout_ms)
 	}
 }
 
-std::string Channel::write_all(std::span<const uint8_t> bytes, int idle_timeout_ms)
+Io Channel::write_wait(std::span<const uint8_t> bytes, int idle_timeout_ms)
 {
 	for (;;) {
 		const Io io = write(bytes.data(), bytes.size());
-		if (io == Io::done)
-			return {};
-		if (io == Io::closed)
-			return "send: the peer closed the connection";
-		if (io == Io::error)
-			return error_;
+		if (io != Io::want_read && io != Io::want_write)
+			return io;
 		// Records already sent count as progress: the wait is per step.
 		if (!wait_for(fd_, io, idle_timeout_ms))
-			return cat("send: the peer took nothing for ", std::to_string(idle_timeout_ms / 1000), " s");
+			return Io::want_write;
+	}
+}
+
+std::string Channel::write_all(std::span<const uint8_t> bytes, int idle_timeout_ms)
+{
+	switch (write_wait(bytes, idle_timeout_ms)) {
+	case Io::done:
+		return {};
+	case Io::closed:
+		return "send: the peer closed the connection";
+	case Io::error:
+		return error_;
+	default:
+		return cat("send: the peer took nothing for ", std::to_string(idle_timeout_ms / 1000), " s");
 	}
 }
 

@@ -96,7 +96,11 @@ public:
 
 	// Waiting versions, with poll() on the socket. "" or why not.
 	std::string handshake_wait(int timeout_ms);
-	// Every byte, failing when the peer takes nothing for idle_timeout_ms.
+	// Every byte: done, want_write when the peer took nothing for
+	// idle_timeout_ms (call again with the same bytes: other steps, such as
+	// reading, may come between), closed or error.
+	Io write_wait(std::span<const uint8_t> bytes, int idle_timeout_ms);
+	// The same, failing when the peer takes nothing for idle_timeout_ms.
 	std::string write_all(std::span<const uint8_t> bytes, int idle_timeout_ms);
 	// Some bytes within timeout_ms: done (*got > 0), want_read (none in
 	// time), closed or error.
@@ -105,6 +109,8 @@ public:
 	explicit operator bool() const { return ssl_ != nullptr; }
 
 private:
+	// c's SSL over fd, of ctx (a server's or a client's, as `server` says): "" or why not.
+	static std::string start(const Context &ctx, bool server, int fd, Channel *c);
 	Io result(int rc, const char *what);
 
 	ssl_st *ssl_ = nullptr;

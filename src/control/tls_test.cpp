@@ -1,8 +1,9 @@
 // Unit tests of the TLS layer (control/tls.hpp) over socket pairs, with a CA
 // and certificates made here: handshakes driven step by step on
 // non-blocking sockets (as the relay's loop does) and with the waiting
-// helpers (as a sender does), bytes both ways, the channel binding equal on
-// both ends and different per connection; refused: a certificate for another
+// helpers (as a sender does), bytes both ways, a write held by its peer with
+// reads between its tries, the channel binding equal on both ends and
+// different per connection; refused: a certificate for another
 // host, one from an unknown CA, a peer limited to TLS 1.1, a key that is not
 // the certificate's, a CA file without certificates.
 #include "control/tls.hpp"
@@ -299,6 +300,40 @@ TEST_F(Tls, WaitingHelpersMoveMegabytes)
 	}
 	sender.join();
 	EXPECT_EQ(client_why, "");
+	EXPECT_EQ(got, sent);
+}
+
+// A peer that reads nothing for a while (a relay that holds its sender):
+// write_wait says so, the writer reads what the peer sent meanwhile (its
+// NOTICE), and the same bytes are all sent once the peer reads again.
+TEST_F(Tls, WriteWaitLetsTheWriterReadWhileThePeerHoldsIt)
+{
+	Channel client, server;
+	ASSERT_EQ(Channel::client(client_ctx, client_fd, "relay.test", &client), "");
+	ASSERT_EQ(Channel::server(server_ctx, server_fd, &server), "");
+	ASSERT_EQ(handshake_both(client, server), "");
+	std::vector<uint8_t> sent(4 << 20);
+	for (size_t i = 0; i < sent.size(); i++)
+		sent[i] = static_cast<uint8_t>(i * 13 + (i >> 9));
+	ASSERT_EQ(client.write_wait(sent, 50), Io::want_write); // the socket's buffers are full
+	ASSERT_EQ(server.write("held", 4), Io::done);
+	char note[16];
+	size_t n = 0;
+	ASSERT_EQ(client.read_wait(note, sizeof note, &n, 1000), Io::done);
+	EXPECT_EQ(std::string(note, n), "held");
+	std::vector<uint8_t> got;
+	std::thread reader([&] {
+		std::vector<uint8_t> buf(kMaxRecord);
+		while (got.size() < sent.size()) {
+			size_t r = 0;
+			if (server.read_wait(buf.data(), buf.size(), &r, 5000) != Io::done)
+				break;
+			got.insert(got.end(), buf.begin(), buf.begin() + static_cast<ptrdiff_t>(r));
+		}
+	});
+	const Io io = client.write_wait(sent, 5000);
+	reader.join();
+	EXPECT_EQ(io, Io::done);
 	EXPECT_EQ(got, sent);
 }
 

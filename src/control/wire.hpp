@@ -50,7 +50,9 @@ inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
 // instead of stop's disk_full; the relay's refusal (RelayStatus::relay_write_error).
 // 4: the contexts beyond vpid, vtid and procname (ContextFlags::more); the
 // program's ids in its namespaces in Hello (vpid, vuid, vgid); track and
-// untrack for both domains; status's tracking.
+// untrack for both domains; status's tracking; what the relay's disk still
+// refused at stop (RelayStatus::packets_not_written,
+// packets_not_written_uncounted, events_not_written).
 inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kMaxFds = 64;

@@ -136,6 +136,9 @@ std::optional<control::RelayStatus> relay_status(const TraceSession &s)
 	r.packets_queued = c.packets_queued;
 	r.error = c.error;
 	r.relay_write_error = c.relay_write_error;
+	r.packets_not_written = c.packets_not_written;
+	r.packets_not_written_uncounted = c.packets_not_written_uncounted;
+	r.events_not_written = c.events_not_written;
 	return r;
 }
 

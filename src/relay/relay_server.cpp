@@ -42,6 +42,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -76,14 +77,14 @@ struct Connection {
 	std::string relative_dir;
 	Clock::time_point opened;
 	uint64_t packets = 0; // written
-	bool reading = true;  // in epoll (not while behind, refused by the disk, waiting for memory, nor once gone)
+	bool reading = true;  // in epoll (not while behind, waiting for memory, after DROP_UNWRITTEN, nor once gone)
 	bool behind = false;  // told NOTICE writes_behind
-	bool disk_refused = false;      // told NOTICE write_failed
-	Clock::time_point held_since{}; // behind or refused since then: its frame's deadline waits
-	bool bye_written = false;       // the session ended with BYE
-	bool gone = false;              // the sender closed: the end is logged once all is written
-	std::string gone_line;          // what is logged then without BYE
-	SenderGate gate;                // TLS, authentication, the sender the limits count
+	Clock::time_point held_since{};     // behind since then: its frame's deadline waits
+	std::optional<uint64_t> drop_token; // DROP_UNWRITTEN's, answered once its writer thread dropped the rest
+	bool bye_written = false;           // the session ended with BYE
+	bool gone = false;                  // the sender closed: the end is logged once all is written
+	std::string gone_line;              // what is logged then without BYE
+	SenderGate gate;                    // TLS, authentication, the sender the limits count
 	Connection(base::Fd f, std::string p, const std::string &output, const SenderPolicy &policy)
 		: fd(std::move(f)), peer(std::move(p)), writer(output), opened(Clock::now()),
 		  gate(policy, fd.get(), peer)
@@ -385,16 +386,16 @@ struct RelayServer::Impl {
 	std::string disk_line(const std::string &relative_dir, const WriteQueue::DiskChange &change) const
 	{
 		if (!change.refused)
-			return "the disk takes this session's writes again; reading its sender again";
+			return "the disk takes this session's writes again; its sender may send its packets again";
 		return cat("the disk refuses this session's writes (", opt.output, "/", relative_dir, "/", change.why,
 		           "): its frames are kept and tried again every ",
-		           std::to_string(WriteQueue::kRetryEvery.count()), " ms; its sender is not read meanwhile");
+		           std::to_string(WriteQueue::kRetryEvery.count()),
+		           " ms; its sender holds its packets meanwhile");
 	}
 
-	// Its sender told, and read again or not: "" or why the connection closes.
-	std::string disk_changed(uint64_t id, Connection &c, const WriteQueue::DiskChange &change)
+	// Its sender told: "" or why the connection closes.
+	std::string disk_changed(Connection &c, const WriteQueue::DiskChange &change)
 	{
-		c.disk_refused = change.refused;
 		const std::string line = disk_line(c.relative_dir, change);
 		say(cat(who(c), ": ", line));
 		if (c.gone)
@@ -402,23 +403,25 @@ struct RelayServer::Impl {
 		const auto kind = change.refused ? cr::NoticeKind::write_failed : cr::NoticeKind::write_resumed;
 		if (!reply_to(c, cr::Notice{.kind = kind, .text = line.substr(0, cr::kMaxReplyText)}))
 			return "could not send a NOTICE";
-		update_reading(id, c);
 		return {};
 	}
 
-	// Read unless its writes are behind or refused, it waits for memory, or
-	// it is gone. While its disk holds it, the deadline of the frame it is
-	// in the middle of waits (the relay, not the sender, is slow then).
+	// Read unless its writes are behind, it waits for memory, it asked to
+	// drop what is not written, or it is gone: a sender whose disk refuses
+	// is still read (told, it sends no packets; what it sends anyway puts
+	// it behind), so that its DROP_UNWRITTEN comes through. While its disk
+	// holds it, the deadline of the frame it is in the middle of waits (the
+	// relay, not the sender, is slow then).
 	void update_reading(uint64_t id, Connection &c)
 	{
-		const bool held = c.behind || c.disk_refused;
+		const bool held = c.behind;
 		if (held && c.held_since == Clock::time_point{}) {
 			c.held_since = Clock::now();
 		} else if (!held && c.held_since != Clock::time_point{}) {
 			c.receiver.postpone(Clock::now() - c.held_since);
 			c.held_since = {};
 		}
-		set_reading(id, c, !held && !c.waiting_memory && !c.gone);
+		set_reading(id, c, !held && !c.waiting_memory && !c.gone && !c.drop_token);
 	}
 
 	// Out of epoll while not read: a peer that resets its end while it waits
@@ -491,6 +494,14 @@ struct RelayServer::Impl {
 			bytes = bytes.subspan(c.receiver.take(bytes, frames, Clock::now(), &malformed));
 			for (FrameReceiver::Received &r : frames) {
 				if (c.queue) {
+					if (c.drop_token)
+						return "a frame after DROP_UNWRITTEN";
+					if (const auto *drop = std::get_if<cr::DropUnwritten>(&r.frame)) {
+						c.drop_token = drop->token;
+						c.queue->drop_unwritten();
+						update_reading(id, c);
+						continue;
+					}
 					if (cr::type_of(r.frame) >= cr::Type::auth_request)
 						return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(r.frame))),
 						           " after HELLO");
@@ -584,11 +595,6 @@ struct RelayServer::Impl {
 				continue;
 			}
 			Connection &c = *it->second;
-			if (c.disk_refused) { // back in line once its disk takes its writes
-				c.waiting_memory = false;
-				memory_turns.pop_front();
-				continue;
-			}
 			if (budget->room() < least_read(c))
 				return;
 			c.grant = std::min(kSlice, budget->room());
@@ -665,7 +671,7 @@ struct RelayServer::Impl {
 		size_t change = 0;
 		for (size_t i = 0; i <= r.written.size(); i++) {
 			for (; change < r.disk.size() && r.disk[change].at <= i; change++)
-				if (const std::string why = disk_changed(id, c, r.disk[change]); !why.empty())
+				if (const std::string why = disk_changed(c, r.disk[change]); !why.empty())
 					return close_conn(id, why);
 			const auto *sync = i < r.written.size() ? std::get_if<cr::Sync>(&r.written[i].frame) : nullptr;
 			if (sync && !c.gone &&
@@ -674,6 +680,16 @@ struct RelayServer::Impl {
 		}
 		if (!r.error.empty())
 			return close_conn(id, r.error);
+		if (r.dropped) {
+			// Its writer thread stopped: c.packets is all it wrote.
+			if (!r.unwritten.empty())
+				say(cat(who(c), ": ", r.unwritten));
+			if (!c.gone &&
+			    !reply_to(c, cr::SyncReply{.token = *c.drop_token, .packets_written = c.packets}))
+				return close_conn(id, "could not send the SYNC reply");
+			return close_conn(
+				id, cat("ended with DROP_UNWRITTEN, ", std::to_string(c.packets), " packets written"));
+		}
 		if (c.behind && c.queue->queued_bytes() < opt.queue_low) {
 			c.behind = false;
 			say(cat(who(c), ": writes caught up"));

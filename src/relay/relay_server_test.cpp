@@ -10,7 +10,8 @@
 // frames are still being written counts against the cap on senders. A
 // viewer silent after CONNECT is closed after viewer_idle_timeout_ms;
 // accepted sockets have TCP keepalive. A disk that refuses writes holds its
-// sender (NOTICE write_failed) until it takes them again (write_resumed).
+// sender (NOTICE write_failed) until it takes them again (write_resumed), or
+// until the sender asks it to drop what it did not write (DROP_UNWRITTEN).
 // The authenticated viewer port, in clear: a viewer's key shows the live
 // sessions sent with that key's name only; a wrong secret, a plain
 // lttng-live client, frames out of turn and more than 4 KiB before
@@ -261,13 +262,15 @@ TEST(RelayServer, DiskRefusalHoldsTheSenderUntilWritesResume)
 	EXPECT_EQ(s.count("closed"), 0u);
 }
 
-// A frame the relay is in the middle of when its disk refuses a write: the
+// A frame the relay is in the middle of when its writes fall behind: the
 // time the relay does not read it is not counted against its deadline.
-TEST(RelayServer, FrameDeadlineWaitsWhileTheDiskRefuses)
+TEST(RelayServer, FrameDeadlineWaitsWhileWritesAreBehind)
 {
 	std::atomic<bool> gate{true};
 	ServerOptions o;
 	o.frame_timeout_ms = 1000;
+	o.queue_high = 1024;
+	o.queue_low = 512;
 	o.before_write = [&] {
 		while (!gate)
 			std::this_thread::sleep_for(1ms);
@@ -284,32 +287,73 @@ TEST(RelayServer, FrameDeadlineWaitsWhileTheDiskRefuses)
 	ASSERT_EQ(c.sync(), "");
 	const std::vector<uint8_t> bytes(4096, 3);
 	const cr::PacketIndex index{.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8};
-	std::vector<uint8_t> second;
+	// The first packet (over queue_high: behind once queued) and half of the second, at once.
+	std::vector<uint8_t> sent, second;
+	cr::append_frame(sent, cr::Packet{.stream_id = 1, .index = index, .bytes = bytes});
 	cr::append_frame(second, cr::Packet{.stream_id = 1, .index = index, .bytes = bytes});
-	{
-		SoftLimit full(RLIMIT_FSIZE, 1000); // the first packet is refused
-		gate = false;                       // ... once the relay holds half of the second
-		ASSERT_EQ(c.send_packet(1, index, bytes), "");
-		ASSERT_EQ(c.send_raw({second.data(), second.size() / 2}), "");
-		std::this_thread::sleep_for(200ms);
-		gate = true;
-		for (int i = 0; i < 300 && notices.empty(); i++)
-			ASSERT_EQ(c.poll_notices(10), "");
-		ASSERT_EQ(notices.size(), 1u);
-		EXPECT_EQ(notices[0].kind, cr::NoticeKind::write_failed);
-		std::this_thread::sleep_for(1500ms); // past the frame's deadline, had it run
-		EXPECT_EQ(s.count("a frame not whole"), 0u);
-	}
+	sent.insert(sent.end(), second.begin(), second.begin() + static_cast<ptrdiff_t>(second.size() / 2));
+	gate = false; // a disk that takes nothing for now
+	ASSERT_EQ(c.send_raw(sent), "");
+	for (int i = 0; i < 300 && notices.empty(); i++)
+		ASSERT_EQ(c.poll_notices(10), "");
+	ASSERT_EQ(notices.size(), 1u);
+	EXPECT_EQ(notices[0].kind, cr::NoticeKind::writes_behind);
+	std::this_thread::sleep_for(1500ms); // past the frame's deadline, had it run
+	EXPECT_EQ(s.count("a frame not whole"), 0u);
+	gate = true;
 	for (int i = 0; i < 300 && notices.size() < 2; i++)
 		ASSERT_EQ(c.poll_notices(10), "");
 	ASSERT_EQ(notices.size(), 2u);
-	EXPECT_EQ(notices[1].kind, cr::NoticeKind::write_resumed);
+	EXPECT_EQ(notices[1].kind, cr::NoticeKind::caught_up);
 	ASSERT_EQ(c.send_raw({second.data() + second.size() / 2, second.size() - second.size() / 2}), "");
 	uint64_t written = 0;
 	ASSERT_EQ(c.sync(&written), "");
 	EXPECT_EQ(written, 2u);
 	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), 2 * 4096u);
 	EXPECT_EQ(s.count("closed"), 0u);
+}
+
+// A sender whose disk refuses is still read, so that at its session's end
+// DROP_UNWRITTEN comes through: the relay drops the frame the disk refuses
+// and those after it, answers with the packets it wrote, says what it
+// dropped and closes the connection.
+TEST(RelayServer, DropUnwrittenEndsASessionTheDiskRefuses)
+{
+	Server s(ServerOptions{});
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
+	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+	std::string dir;
+	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "drop"}, &dir), "");
+	ASSERT_EQ(c.add_trace(1, "t"), "");
+	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	const std::vector<uint8_t> bytes(4096, 9);
+	const cr::PacketIndex index{.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8};
+	{
+		SoftLimit full(RLIMIT_FSIZE, 10000); // two packets fit, the third is refused
+		for (int i = 0; i < 3; i++)
+			ASSERT_EQ(c.send_packet(1, index, bytes), "");
+		for (int i = 0; i < 300 && notices.empty(); i++)
+			ASSERT_EQ(c.poll_notices(10), "");
+		ASSERT_EQ(notices.size(), 1u);
+		EXPECT_EQ(notices[0].kind, cr::NoticeKind::write_failed);
+		// Read still: one more packet, then the end.
+		ASSERT_EQ(c.send_packet(1, index, bytes), "");
+		uint64_t written = 0;
+		ASSERT_EQ(c.drop_unwritten(7, &written, 5000), "");
+		EXPECT_EQ(written, 2u);
+	}
+	for (int i = 0; i < 300 && !s.count("ended with DROP_UNWRITTEN"); i++)
+		std::this_thread::sleep_for(10ms);
+	EXPECT_EQ(s.count("ended with DROP_UNWRITTEN, 2 packets written"), 1u);
+	EXPECT_EQ(s.count("dropped at the sender's request (the disk refusing: "), 1u);
+	EXPECT_EQ(s.count(" 2 packets (8 KiB) of t/c_0;"), 1u);
+	EXPECT_EQ(c.poll_notices(1000), "the relay closed the connection");
+	// Nothing more of it is written once the disk has room.
+	std::this_thread::sleep_for(600ms);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/c_0"), 2 * 4096u);
+	EXPECT_EQ(std::filesystem::file_size(s.tmp.path() + "/" + dir + "/t/index/c_0.idx"), 16u + 2 * 72);
 }
 
 TEST(RelayServer, SilentViewerIsClosed)

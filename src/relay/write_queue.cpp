@@ -77,7 +77,8 @@ WriteQueue::Results WriteQueue::take()
 template <typename Add>
 void WriteQueue::report(Add add)
 {
-	const bool had_none = results_.written.empty() && results_.disk.empty() && results_.error.empty();
+	const bool had_none =
+		results_.written.empty() && results_.disk.empty() && results_.error.empty() && !results_.dropped;
 	add();
 	if (had_none) {
 		const uint64_t one = 1;
@@ -85,9 +86,8 @@ void WriteQueue::report(Add add)
 	}
 }
 
-void WriteQueue::give_up(Queued current, const std::string &why)
+std::string WriteQueue::give_up(const std::string &lead)
 {
-	queue_.push_front(std::move(current));
 	struct Count {
 		uint64_t packets = 0, bytes = 0;
 	};
@@ -115,31 +115,60 @@ void WriteQueue::give_up(Queued current, const std::string &why)
 			others++;
 		}
 	}
-	unwritten_ = base::cat("the disk still refusing (", why, ") as the relay stops, not written:");
+	std::string sum = queue_.empty() ? std::string() : base::cat(lead, ", not written:");
 	for (const auto &[id, c] : packets) {
 		const std::string known = writer_.stream_path(id);
-		unwritten_ +=
-			base::cat(" ", std::to_string(c.packets), " packets (", base::format_size(c.bytes), ") of ",
-		                  !known.empty()      ? known
-		                  : streams.count(id) ? streams[id]
-		                                      : base::cat("stream ", std::to_string(id)),
-		                  ";");
+		sum += base::cat(" ", std::to_string(c.packets), " packets (", base::format_size(c.bytes), ") of ",
+		                 !known.empty()      ? known
+		                 : streams.count(id) ? streams[id]
+		                                     : base::cat("stream ", std::to_string(id)),
+		                 ";");
 	}
 	for (const auto &[id, bytes] : metadata)
-		unwritten_ += base::cat(" ", base::format_size(bytes), " of metadata of ", trace_name(id), ";");
-	unwritten_ += base::cat(" other frames: ", std::to_string(others));
+		sum += base::cat(" ", base::format_size(bytes), " of metadata of ", trace_name(id), ";");
+	if (!sum.empty())
+		sum += base::cat(" other frames: ", std::to_string(others));
 	failed_ = true;
 	for (const Queued &q : queue_)
 		budget_.release(q.charge);
 	queue_.clear();
 	queued_bytes_ = 0;
+	return sum;
+}
+
+void WriteQueue::stop_here(std::optional<Queued> current, const std::string &why)
+{
+	if (current)
+		queue_.push_front(std::move(*current));
+	busy_ = false;
+	const std::string refused = why.empty() ? std::string() : base::cat(" (the disk refusing: ", why, ")");
+	if (dropping_) {
+		const std::string sum = give_up(base::cat("dropped at the sender's request", refused));
+		report([&] {
+			results_.dropped = true;
+			results_.unwritten = sum;
+		});
+	} else {
+		unwritten_ = give_up(base::cat("the disk still refusing (", why, ") as the relay stops"));
+	}
+}
+
+void WriteQueue::drop_unwritten()
+{
+	{
+		std::lock_guard lock(mu_);
+		dropping_ = true;
+	}
+	cv_.notify_one();
 }
 
 void WriteQueue::run()
 {
 	std::unique_lock lock(mu_);
 	for (;;) {
-		cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+		cv_.wait(lock, [this] { return stopping_ || dropping_ || !queue_.empty(); });
+		if (dropping_)
+			return stop_here(std::nullopt, {});
 		if (queue_.empty())
 			return; // stopping, everything written
 		Queued q = std::move(queue_.front());
@@ -163,11 +192,8 @@ void WriteQueue::run()
 						{.refused = true, .why = why, .at = results_.written.size()});
 				});
 			}
-			if (cv_.wait_for(lock, kRetryEvery, [this] { return stopping_; })) {
-				give_up(std::move(q), why);
-				busy_ = false;
-				return;
-			}
+			if (cv_.wait_for(lock, kRetryEvery, [this] { return stopping_ || dropping_; }))
+				return stop_here(std::move(q), why);
 			lock.unlock();
 		}
 		cr::Frame &f = q.frame;

@@ -10,7 +10,8 @@
 // (full, over quota, an I/O error) is kept and tried again every
 // kRetryEvery; the loop is told when the disk starts refusing and when it
 // takes the writes again, once each. At the end (finish) what the disk still
-// refuses is dropped and summed up (packets and bytes per stream).
+// refuses is dropped and summed up (packets and bytes per stream); the same
+// when the sender asks for it (drop_unwritten), at once.
 #pragma once
 
 #include "base/fd.hpp"
@@ -24,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,10 +72,17 @@ public:
 		std::vector<Written> written; // in the order the frames came
 		std::vector<DiskChange> disk; // in the order they came
 		std::string error;            // why the writer stopped (it drops what followed), or ""
-		bool idle = false;            // nothing queued or being written after these
+		// drop_unwritten() was done: the thread wrote what came before and
+		// stopped; what it dropped, summed up ("" if nothing).
+		bool dropped = false;
+		std::string unwritten;
+		bool idle = false; // nothing queued or being written after these
 	};
 	// What the writer did since the last call (clears the eventfd).
 	Results take();
+	// Drops what is not written yet (the frame the disk refuses included)
+	// and stops the thread: Results::dropped says when it is done.
+	void drop_unwritten();
 	// Writes what is queued (once more only, what the disk refuses), stops
 	// the thread and says what could not be written: "" when all was.
 	std::string finish();
@@ -87,9 +96,12 @@ private:
 	// With mu_ held: a result added by `add`, the loop woken if it had none waiting.
 	template <typename Add>
 	void report(Add add);
-	// With mu_ held: the frames left as the thread stops, their charges
-	// released, summed up in unwritten_.
-	void give_up(Queued current, const std::string &why);
+	// With mu_ held: the frames left as the thread stops (queue_), their
+	// charges released; their sum, after `lead`, or "" when there were none.
+	std::string give_up(const std::string &lead);
+	// With mu_ held: the thread stops, asked to (finish or drop_unwritten),
+	// what is queued (after `current`, if any) dropped; `why` the disk refused it.
+	void stop_here(std::optional<Queued> current, const std::string &why);
 
 	SessionWriter writer_;
 	MemoryBudget &budget_;
@@ -100,6 +112,7 @@ private:
 	std::deque<Queued> queue_;
 	size_t queued_bytes_ = 0;
 	bool busy_ = false, stopping_ = false, failed_ = false;
+	bool dropping_ = false; // drop_unwritten() asked
 	bool refusing_ = false; // the disk refuses the frame being tried
 	Results results_;
 	std::string unwritten_;
