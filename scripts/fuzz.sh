@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang into build-fuzz/ and runs each for
-# SECONDS (default 60): the filter parser+compiler, the bytecode verifier
+# SECONDS (default 60), as many at once as there are cores: the filter parser+compiler, the bytecode verifier
 # (with both engines on what it accepts), the control socket's framing and
 # bodies, every control message's decoder, the relay protocol's frames and its authentication exchange, the requests of live viewers and the replies `view --live` decodes, the event schemas programs send, the stream-file walk of the
 # trace reader, the reader's TSDL metadata parser and packet decoding, the kernel's tracefs format files and ring-buffer pages,
@@ -20,22 +20,43 @@ declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control 
 targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_messages fuzz_relay_frames fuzz_relay_auth fuzz_schema fuzz_stream_check fuzz_tsdl fuzz_packet fuzz_format fuzz_page fuzz_kernel_filter
   fuzz_sdt_args fuzz_probe_args fuzz_live_requests fuzz_live_replies)
 ninja -C build-fuzz "${targets[@]}"
-for t in "${targets[@]}"; do
+# One target's run: its log in build-fuzz/TARGET.log, its figures printed.
+run_target() {
+  local t=$1
   mkdir -p "build-fuzz/corpus/$t"
   # Seeds kept in the tree (well-formed inputs to start from), read only:
   # fuzz/seeds/TARGET where a component has several targets, else fuzz/seeds.
-  seeds=()
+  local seeds=()
   if [[ -d src/${dirs[$t]}/fuzz/seeds/$t ]]; then
     seeds=("src/${dirs[$t]}/fuzz/seeds/$t")
   elif [[ -d src/${dirs[$t]}/fuzz/seeds ]]; then
     seeds=("src/${dirs[$t]}/fuzz/seeds")
   fi
-  echo "fuzz: $t for ${seconds}s"
   if ! "build-fuzz/src/${dirs[$t]}/$t" -max_total_time="$seconds" -print_final_stats=1 "build-fuzz/corpus/$t" \
       "${seeds[@]}" >"build-fuzz/$t.log" 2>&1; then
     cat "build-fuzz/$t.log"
     echo "fuzz: $t found a failure (the input is saved as crash-*/leak-*/timeout-* in $PWD)" >&2
-    exit 1
+    return 1
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/$t.log"
+  echo "fuzz: $t ran ${seconds}s: $(grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/$t.log" |
+    tr -s ' \n' ' ')"
+}
+# As many targets at once as there are cores (each is single-threaded),
+# waited for in the order they started (they run the same time); the first
+# failure stops the run once the running ones end.
+jobs_max=$(nproc)
+running=()
+failed=0
+for t in "${targets[@]}"; do
+  if [[ ${#running[@]} -ge $jobs_max ]]; then
+    wait "${running[0]}" || failed=1
+    running=("${running[@]:1}")
+  fi
+  [[ $failed -eq 0 ]] || break
+  run_target "$t" &
+  running+=($!)
 done
+for pid in "${running[@]}"; do
+  wait "$pid" || failed=1
+done
+exit $failed

@@ -42,7 +42,7 @@ def count(what):
     with lock:
         counts[what] = counts.get(what, 0) + 1
 
-def header(kind, length, version=3):
+def header(kind, length, version=4):
     return struct.pack("<IHHI", 0x59435254, version, kind, length)
 
 def connect():
@@ -223,7 +223,7 @@ class Flood(UsersTestCase):
                                       "1048576 bytes", 0), 10)
         self.assertGreater(counts.get("huge-hello: a program message of 67108864 bytes is over the limit of "
                                       "16777216 bytes", 0), 10)
-        self.assertGreater(counts.get("version-1: protocol version 1, expected 3", 0), 10)
+        self.assertGreater(counts.get("version-1: protocol version 1, expected 4", 0), 10)
         self.assertGreater(counts.get("garbage: not a tracery control message (bad magic)", 0), 10)
         self.assertGreater(counts.get("denied-command: too many connections", 0), 10)
         self.assertIn("no whole message within 10000 ms", self.d.log())

@@ -16,7 +16,7 @@ import unittest
 from daemontest import DaemonTestCase
 
 MAGIC = 0x59435254  # "TRCY", src/control/wire.hpp
-VERSION = 3  # kProtocolVersion
+VERSION = 4  # kProtocolVersion
 COMMAND, PROGRAM = 1, 2  # control::Kind
 
 

@@ -448,7 +448,8 @@ class LttngViewTest(unittest.TestCase):
         lttng = lambda *a: subprocess.run(["lttng", *a], env=env, check=True, timeout=60, capture_output=True)
         lttng("create", "v", f"--output={out}")
         lttng("enable-event", "-u", "-a")
-        lttng("add-context", "-u", "-t", "vpid", "-t", "procname", "-t", "vtid")
+        lttng("add-context", "-u", "-t", "vpid", "-t", "procname", "-t", "vtid", "-t", "ip", "-t", "pthread_id",
+              "-t", "vuid", "-t", "vgid", "-t", "pid_ns", "-t", "net_ns", "-t", "perf:thread:page-fault")
         lttng("start")
         for kind in ("ev", "str"):
             subprocess.run([bench, "2000", "2", kind], env=env, check=True, timeout=120, capture_output=True)
@@ -457,6 +458,7 @@ class LttngViewTest(unittest.TestCase):
         ours = view(out).stdout
         self.assertEqual(ours, bt2(out).stdout)
         self.assertGreaterEqual(ours.count(b"bench:ev:"), 1)
+        self.assertIn(b", perf_thread_page_fault = ", ours)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@
 #include "control/relay_url.hpp"
 #include "control/tls.hpp"
 #include "control/wire.hpp"
+#include "event/context_table.hpp"
 #include "filter/parser.hpp"
 
 #include <fcntl.h>
@@ -394,8 +395,27 @@ int verb_enable_event(const Args &a, bool disable)
 	return 0;
 }
 
+// add-context --list: each name and its domains, as "vpid    user".
+void list_contexts()
+{
+	for (const event::ContextListing &c : event::context_listing()) {
+		const char *domains = c.domains == (event::kUserDomain | event::kKernelDomain) ? "user, kernel"
+		                      : c.domains == event::kKernelDomain                      ? "kernel"
+		                                                                               : "user";
+		printf("%-38.*s %s\n", static_cast<int>(c.name.size()), c.name.data(), domains);
+	}
+}
+
 int verb_add_context(const Args &a)
 {
+	if (a.list_contexts) {
+		if (!a.contexts.empty())
+			throw CliError("add-context --list takes no -t: it lists the contexts -t takes");
+		list_contexts();
+		return 0;
+	}
+	if (a.contexts.empty())
+		throw CliError("add-context needs -t NAME (one or more; `tracery add-context --list` lists them)");
 	one_domain(a);
 	if (a.kernel)
 		throw CliError("add-context has no kernel domain: drop -k (kernel events carry their cpu_id, and "

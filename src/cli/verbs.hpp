@@ -33,6 +33,7 @@ struct Args {
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
 	std::vector<std::string> contexts;
+	bool list_contexts = false;              // add-context --list
 	std::vector<std::string> targets;        // view NAME|DIR...
 	std::string begin, end;                  // view --begin/--end
 	std::vector<std::string> names;          // view --names

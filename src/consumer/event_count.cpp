@@ -55,4 +55,12 @@ uint64_t count_events(const std::string &metadata, const StreamNames &names, uin
 	return count_events(metadata, packet);
 }
 
+ChannelConsumer::EventCounter event_counter(std::shared_ptr<const SharedMetadata> metadata, StreamNames names)
+{
+	return [metadata = std::move(metadata), names = std::move(names)](uint32_t cpu, const ctf::PacketInfo &info,
+	                                                                  const void *events, size_t size) {
+		return count_events(metadata->text(), names, cpu, info, events, size);
+	};
+}
+
 } // namespace tracery::consumer

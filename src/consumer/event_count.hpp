@@ -6,6 +6,7 @@
 // it writes otherwise.
 #pragma once
 
+#include "consumer/channel_consumer.hpp"
 #include "consumer/sink.hpp"
 #include "ctf/packet.hpp"
 
@@ -41,5 +42,9 @@ uint64_t count_events(const std::string &metadata, std::span<const uint8_t> pack
 // (names), given as a consumer has it: header and context fields, events.
 uint64_t count_events(const std::string &metadata, const StreamNames &names, uint32_t cpu, const ctf::PacketInfo &info,
                       const void *events, size_t size);
+
+// A consumer's counter (ChannelConsumer::set_event_counter) for the streams
+// `names`, decoding with the metadata as it is when it counts.
+ChannelConsumer::EventCounter event_counter(std::shared_ptr<const SharedMetadata> metadata, StreamNames names);
 
 } // namespace tracery::consumer

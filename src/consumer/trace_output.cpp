@@ -38,10 +38,7 @@ void TraceOutput::append_metadata(std::string_view text)
 
 ChannelConsumer::EventCounter TraceOutput::event_counter(const StreamNames &names) const
 {
-	return [metadata = metadata_, names](uint32_t cpu, const ctf::PacketInfo &info, const void *events,
-	                                     size_t size) {
-		return count_events(metadata->text(), names, cpu, info, events, size);
-	};
+	return consumer::event_counter(metadata_, names);
 }
 
 std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t num_cpus) const

@@ -319,7 +319,7 @@ struct AddContext {
 	using Reply = AddContextReply;
 	std::string session;
 	std::string channel;            // "": every channel (or channel0)
-	std::vector<std::string> types; // vpid, vtid, procname
+	std::vector<std::string> types; // vpid, vtid, procname, ... (tracery add-context --list)
 	static constexpr auto kFields =
 		std::tuple{field("session", &AddContext::session), field("channel", &AddContext::channel),
 	                   field("types", &AddContext::types)};
@@ -791,9 +791,10 @@ struct Ready {
 // bytecode, control::to_hex); with StartSession, its buffer.
 struct ContextFlags {
 	bool vpid = false, vtid = false, procname = false;
+	std::vector<std::string> more; // the other contexts, by name (event/context_table.hpp)
 	static constexpr auto kFields =
 		std::tuple{field("vpid", &ContextFlags::vpid), field("vtid", &ContextFlags::vtid),
-	                   field("procname", &ContextFlags::procname)};
+	                   field("procname", &ContextFlags::procname), field("more", &ContextFlags::more)};
 	bool operator==(const ContextFlags &) const = default;
 };
 struct ChannelRules {

@@ -299,7 +299,12 @@ Ready full()
 }
 ChannelRules channel_rules()
 {
-	return {0, {{"app:e#1", 0}}, {{"app:e#1", {"00ff"}}}, false, ContextFlags{true, false, true}, "tsc"};
+	return {0,
+	        {{"app:e#1", 0}},
+	        {{"app:e#1", {"00ff"}}},
+	        false,
+	        ContextFlags{true, false, true, {"ip", "perf:thread:page-fault"}},
+	        "tsc"};
 }
 template <>
 StartSession full()

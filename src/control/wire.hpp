@@ -48,7 +48,8 @@ inline constexpr uint32_t kMagic = 0x59435254; // "TRCY"
 // 3: create's relay key and CAs (relay_key_name, relay_key_secret, relay_ca_pem)
 // and public_live; what refused writes cost (WriteLoss) in status and stop,
 // instead of stop's disk_full; the relay's refusal (RelayStatus::relay_write_error).
-inline constexpr uint16_t kProtocolVersion = 3;
+// 4: the contexts beyond vpid, vtid and procname (ContextFlags::more).
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kMaxFds = 64;
 

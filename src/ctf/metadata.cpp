@@ -244,7 +244,7 @@ std::string MetadataWriter::stream_class(uint32_t stream_id, const event::Contex
 	m += "\tid = " + std::to_string(stream_id) + ";\n";
 	m += "\tevent.header := struct event_header_compact;\n";
 	m += "\tpacket.context := struct packet_context;\n";
-	if (context.vpid || context.vtid || context.procname) {
+	if (context.vpid || context.vtid || context.procname || context.more) {
 		m += "\tevent.context := struct {\n";
 		if (context.vpid)
 			m += "\t\tint32_t _vpid;\n";
@@ -253,6 +253,11 @@ std::string MetadataWriter::stream_class(uint32_t stream_id, const event::Contex
 		if (context.procname)
 			m += "\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } _procname[" +
 			     std::to_string(event::kProcnameSize) + "];\n";
+		for (size_t i = 0; i < event::kUserContexts.size(); ++i)
+			if (context.more >> i & 1)
+				m += std::string(event::kUserContexts[i].size == 4 ? "\t\tuint32_t "
+				                                                   : "\t\tuint64_t ") +
+				     std::string(event::kUserContexts[i].field) + ";\n";
 		m += "\t} align(8);\n";
 	}
 	m += "};\n\n";

@@ -213,6 +213,18 @@ TEST(Metadata, StreamClass)
 	EXPECT_CONTAINS(tid, "int32_t _vtid;");
 	EXPECT_NOT_CONTAINS(tid, "_vpid");
 	EXPECT_NOT_CONTAINS(tid, "_procname");
+
+	// The other user contexts follow, in the table's order, as LTTng-UST types them.
+	tracery::event::ContextOptions more{false, true, false};
+	for (const char *name : {"perf:thread:page-fault", "vgid", "ip", "time_ns"})
+		ASSERT_TRUE(tracery::event::set_user_context(more, name));
+	EXPECT_CONTAINS(MetadataWriter::stream_class(2, more), "\tevent.context := struct {\n"
+	                                                       "\t\tint32_t _vtid;\n"
+	                                                       "\t\tuint64_t _ip;\n"
+	                                                       "\t\tuint32_t _vgid;\n"
+	                                                       "\t\tuint64_t _time_ns;\n"
+	                                                       "\t\tuint64_t _perf_thread_page_fault;\n"
+	                                                       "\t} align(8);\n");
 }
 
 TEST(Metadata, EventClassAllTypes)

@@ -202,7 +202,10 @@ uint64_t Daemon::join(TraceSession &s, App &app, const std::vector<Buffer *> &bu
 			continue;
 		}
 		const event::ContextOptions &ctx = ch->spec().context;
-		c.context = control::ContextFlags{ctx.vpid, ctx.vtid, ctx.procname};
+		c.context = control::ContextFlags{ctx.vpid, ctx.vtid, ctx.procname, {}};
+		for (size_t i = 0; i < event::kUserContexts.size(); ++i)
+			if (ctx.more >> i & 1)
+				c.context->more.emplace_back(event::kUserContexts[i].name);
 		c.clock = clock::tick_unit_name(s.tick_unit());
 		fds.push_back(b->ring->fd());
 	}

@@ -8,18 +8,6 @@ namespace tracery::daemon {
 
 namespace {
 
-std::vector<std::string> context_names(const event::ContextOptions &c)
-{
-	std::vector<std::string> out;
-	if (c.vpid)
-		out.push_back("vpid");
-	if (c.vtid)
-		out.push_back("vtid");
-	if (c.procname)
-		out.push_back("procname");
-	return out;
-}
-
 control::ChannelStatus channel_status(const Channel &c)
 {
 	const ChannelSpec &s = c.spec();
@@ -29,7 +17,7 @@ control::ChannelStatus channel_status(const Channel &c)
 	out.num_subbuf = s.num_subbuf;
 	out.mode = s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard";
 	out.buffers = s.per_pid ? "per-pid" : "per-uid";
-	out.context = context_names(s.context);
+	out.context = event::context_names(s.context);
 	for (const auto &r : c.rules())
 		out.enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
 	out.disabled = c.disabled_patterns();

@@ -128,6 +128,13 @@ control::AddContextReply Daemon::cmd_add_context(const control::AddContext &req,
 	if (s.ever_started())
 		throw CommandError("session '" + s.name() +
 		                   "' has been started: add context before the first `tracery start`");
+	event::ContextOptions added; // all checked before any channel changes
+	for (const std::string &type : req.types)
+		if (!event::set_user_context(added, type))
+			throw CommandError("unknown context '" + type +
+			                   "': `tracery add-context --list` lists those of user space (domain user)");
+	if (const std::string why = event::perf_counters_unavailable(added); !why.empty())
+		throw CommandError(why);
 	std::vector<Channel *> targets;
 	if (req.channel.empty() && !s.channels().empty()) {
 		for (const auto &c : s.channels())
@@ -135,19 +142,9 @@ control::AddContextReply Daemon::cmd_add_context(const control::AddContext &req,
 	} else {
 		targets.push_back(&s.channel_or_default(req.channel));
 	}
-	for (const std::string &type : req.types) {
-		for (Channel *c : targets) {
-			event::ContextOptions &o = c->spec().context;
-			if (type == "vpid")
-				o.vpid = true;
-			else if (type == "vtid")
-				o.vtid = true;
-			else if (type == "procname")
-				o.procname = true;
-			else
-				throw CommandError("unknown context '" + type + "': use vpid, vtid or procname");
-		}
-	}
+	for (const std::string &type : req.types)
+		for (Channel *c : targets)
+			event::set_user_context(c->spec().context, type);
 	return {s.name()};
 }
 

@@ -6,11 +6,18 @@
 //   vtid      int32 LE                  4 bytes
 //   procname  char[17], NUL padded     17 bytes (at most 16 bytes of name,
 //             cut at the first NUL, then NULs; invalid UTF-8 -> '?')
+//   then the contexts of kUserContexts (context_table.hpp) that are set in
+//   ContextOptions::more, in the table's order: uint32 or uint64 LE each.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "event/context_table.hpp"
 
 #include "base/byte_order.hpp"
 #include "base/utf8.hpp"
@@ -23,14 +30,25 @@ struct ContextOptions {
 	bool vpid = false;
 	bool vtid = false;
 	bool procname = false;
+	UserContextSet more = 0; // bit i: kUserContexts[i]
 
 	friend bool operator==(const ContextOptions &, const ContextOptions &) = default;
 };
 
 inline constexpr size_t context_size(const ContextOptions &o) noexcept
 {
-	return (o.vpid ? 4 : 0) + (o.vtid ? 4 : 0) + (o.procname ? kProcnameSize : 0);
+	return (o.vpid ? 4 : 0) + (o.vtid ? 4 : 0) + (o.procname ? kProcnameSize : 0) + user_contexts_size(o.more);
 }
+
+// Sets the user-space context `name` (add-context -t NAME) in o: false if
+// user space has no context of that name.
+bool set_user_context(ContextOptions &o, std::string_view name);
+// Why a perf counter of o cannot be counted by the calling thread ("" if
+// they all can): opens and closes each one, as LTTng-UST does before it
+// accepts one.
+std::string perf_counters_unavailable(const ContextOptions &o);
+// The names of o's contexts, in the order a record carries them.
+std::vector<std::string> context_names(const ContextOptions &o);
 
 // Writes the procname context field (17 bytes) from name, which points to
 // kProcnameSize readable bytes (a char[17], e.g. from prctl(PR_GET_NAME)) or
@@ -70,7 +88,8 @@ inline void write_procname(uint8_t *dst, const char *name) noexcept
 	}
 }
 
-// Writes context_size(o) bytes at dst. procname (17 readable bytes, or NULL
+// Writes the first context_size(o) - user_contexts_size(o.more) bytes at dst
+// (the caller writes those of `more` after them). procname (17 readable bytes, or NULL
 // for the empty string) is read only if o.procname: see write_procname().
 inline void write_context(uint8_t *dst, const ContextOptions &o, int32_t vpid, int32_t vtid,
                           const char procname[kProcnameSize]) noexcept

@@ -10,6 +10,7 @@
 
 #include "filter/jit.hpp"
 #include "ust/rcu.hpp"
+#include "ust/user_context.hpp"
 
 #include <tracery/internal/probe.h>
 
@@ -196,6 +197,19 @@ __attribute__((always_inline)) inline void run_probes(tracery_event_desc *desc, 
 	call_in_section<kGatePassed>(desc, args, gate);
 }
 
+// An entry point's body while a session records the ip context: the event's
+// emitting address (the entry point's return address) in a thread-local for
+// the session's probe; an event of a signal handler nests in the thread's.
+template <bool kGatePassed>
+__attribute__((noinline)) void run_probes_recording_ip(tracery_event_desc *desc, const tracery_arg *args,
+                                                       tracery_gate_fn gate, const void *emit_address)
+{
+	const void *outer = tls_emit_address;
+	tls_emit_address = emit_address;
+	run_probes<kGatePassed>(desc, args, gate);
+	tls_emit_address = outer;
+}
+
 } // namespace
 
 void add_listener(RegistryListener *l)
@@ -272,10 +286,17 @@ using namespace tracery::ust;
 
 extern "C" {
 
-void tracery_fire(tracery_event_desc *desc, const tracery_arg *args) { run_probes<false>(desc, args, nullptr); }
+void tracery_fire(tracery_event_desc *desc, const tracery_arg *args)
+{
+	if (__builtin_expect(recording_emit_address(), 0))
+		return run_probes_recording_ip<false>(desc, args, nullptr, __builtin_return_address(0));
+	run_probes<false>(desc, args, nullptr);
+}
 
 void tracery_fire_gate_passed(tracery_event_desc *desc, const tracery_arg *args, tracery_gate_fn gate)
 {
+	if (__builtin_expect(recording_emit_address(), 0))
+		return run_probes_recording_ip<true>(desc, args, gate, __builtin_return_address(0));
 	run_probes<true>(desc, args, gate);
 }
 

@@ -24,13 +24,27 @@ bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc)
 
 Session::Session(std::unique_ptr<ringbuf::Channel> channel, event::ContextOptions context, clock::TickSource ticks,
                  std::vector<std::string> patterns, EventCatalog &catalog)
-	: channel_(std::move(channel)), context_(context), ticks_(ticks),
-	  context_size_(static_cast<uint32_t>(event::context_size(context))), num_cpus_(channel_->config().num_cpus),
-	  patterns_(std::move(patterns)), catalog_(catalog)
+	: channel_(std::move(channel)), context_(context), user_contexts_(UserContextPlan::of(context.more)),
+	  ticks_(ticks), context_size_(static_cast<uint32_t>(event::context_size(context))),
+	  user_contexts_offset_(context_size_ - static_cast<uint32_t>(event::user_contexts_size(context.more))),
+	  num_cpus_(channel_->config().num_cpus), patterns_(std::move(patterns)), catalog_(catalog)
 {
+	if (records_ip())
+		ip_context_sessions.fetch_add(1, std::memory_order_relaxed);
 }
 
-Session::~Session() { stop(); }
+Session::~Session()
+{
+	stop();
+	if (records_ip())
+		ip_context_sessions.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool Session::records_ip() const
+{
+	const auto ip = event::find_user_context("ip");
+	return context_.more >> *ip & 1;
+}
 
 void Session::start()
 {
@@ -199,7 +213,10 @@ void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *
 			uint8_t *p = r.slot + r.header_size;
 			if (ctx_size) {
 				const ThreadContext &tc = thread_context();
-				event::write_context(p, b.session->context_, process_vpid(), tc.vtid, tc.procname);
+				const Session &s = *b.session;
+				event::write_context(p, s.context_, process_vpid(), tc.vtid, tc.procname);
+				if (s.user_contexts_.count) [[unlikely]]
+					write_user_contexts(p + s.user_contexts_offset_, s.user_contexts_);
 				p += ctx_size;
 			}
 			if (b.writer)

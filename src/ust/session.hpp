@@ -12,6 +12,7 @@
 #include "ringbuf/ring_buffer.hpp"
 #include "ust/payload_writer.hpp"
 #include "ust/registry.hpp"
+#include "ust/user_context.hpp"
 
 #include <tracery/internal/probe.h>
 
@@ -95,11 +96,14 @@ private:
 	static bool filters_accept(const Binding &b, const tracery_arg *args);
 	[[gnu::noinline]] static void record(void *priv, const tracery_event_desc *desc, const tracery_arg *args);
 	void attach(tracery_event_desc *desc);
+	bool records_ip() const;
 
 	std::unique_ptr<ringbuf::Channel> channel_;
 	event::ContextOptions context_;
+	UserContextPlan user_contexts_; // context_.more, entry by entry
 	clock::TickSource ticks_;
 	uint32_t context_size_;
+	uint32_t user_contexts_offset_; // where user_contexts_ begin in the context
 	uint32_t num_cpus_;
 	std::vector<std::string> patterns_;
 	EventCatalog &catalog_;

@@ -1,6 +1,9 @@
 // Caches of the context fields: see thread_context.hpp.
 #include "ust/thread_context.hpp"
 
+#include "ust/user_context.hpp"
+
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@ const ThreadContext &thread_context()
 		tls_context.vtid = static_cast<int32_t>(gettid());
 		prctl(PR_GET_NAME, tls_context.procname, 0, 0, 0);
 		tls_context.procname[16] = '\0';
+		tls_context.pthread_id = static_cast<uint64_t>(pthread_self());
 		tls_context_valid = true;
 	}
 	return tls_context;
@@ -43,6 +47,7 @@ uint32_t current_cpu_without_rseq()
 void reset_context_after_fork()
 {
 	tls_context_valid = false;
+	reset_user_context_after_fork();
 	__atomic_store_n(&cached_vpid, 0, __ATOMIC_RELAXED);
 }
 

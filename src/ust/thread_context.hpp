@@ -1,7 +1,8 @@
 // ust/thread_context.hpp — per-thread values recorded as context fields (vpid,
-// vtid, procname) and the current CPU. Cached so the hot path makes no system
-// call; reset on fork. A thread that renames itself after its first event
-// keeps recording the name it had then.
+// vtid, procname, pthread_id) and the current CPU. Cached so the hot path
+// makes no system call; reset on fork. A thread that renames itself after its
+// first event keeps recording the name it had then. The other user-space
+// contexts: user_context.hpp.
 #pragma once
 
 #include <sched.h>
@@ -14,6 +15,7 @@ namespace tracery::ust {
 struct ThreadContext {
 	int32_t vtid = 0;
 	char procname[17] = {};
+	uint64_t pthread_id = 0;
 };
 
 // The calling thread's context (filled on first use in the thread).

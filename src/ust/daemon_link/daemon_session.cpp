@@ -89,6 +89,11 @@ DaemonSession::DaemonSession(const std::vector<control::ChannelRules> &channels,
 		}
 		const control::ContextFlags ctx = c.context.value_or(control::ContextFlags{});
 		event::ContextOptions context{ctx.vpid, ctx.vtid, ctx.procname};
+		for (const std::string &name : ctx.more)
+			if (!event::set_user_context(context, name))
+				throw std::runtime_error("the daemon asks for context '" + name +
+				                         "', which this libtracery "
+				                         "does not know");
 		auto t = std::make_unique<Tracer>();
 		t->filters = c.filters;
 		t->catalog.set(c.ids, t->filters);

@@ -81,16 +81,17 @@ std::optional<DaemonlessConfig> read_daemonless_config(const char *(*getenv_fn)(
 	}
 	if (const char *ctx = getenv_fn("TRACERY_CONTEXT")) {
 		for (const auto &f : split_list(ctx)) {
-			if (f == "vpid")
-				c.context.vpid = true;
-			else if (f == "vtid")
-				c.context.vtid = true;
-			else if (f == "procname")
-				c.context.procname = true;
-			else {
-				*error = bad("TRACERY_CONTEXT", ctx, "list any of vpid,vtid,procname");
+			if (!event::set_user_context(c.context, f)) {
+				*error = bad(
+					"TRACERY_CONTEXT", ctx,
+					"list any of vpid,vtid,procname and the others of `tracery add-context --list` "
+					"with the domain user (e.g. vpid,vtid,perf:thread:page-fault)");
 				return std::nullopt;
 			}
+		}
+		if (const std::string why = event::perf_counters_unavailable(c.context); !why.empty()) {
+			*error = bad("TRACERY_CONTEXT", ctx, why.c_str());
+			return std::nullopt;
 		}
 	}
 	// Read by payload_writer_for(); checked here so that a bad value leaves

@@ -29,7 +29,7 @@ TEST(DaemonlessConfig, ReadsEveryVariable)
 {
 	env = {{"TRACERY_OUTPUT", "/tmp/x"},  {"TRACERY_EVENTS", "app:*,lib:open"},
 	       {"TRACERY_MODE", "overwrite"}, {"TRACERY_SUBBUF_SIZE", "64k"},
-	       {"TRACERY_NUM_SUBBUF", "8"},   {"TRACERY_CONTEXT", "vtid,procname"}};
+	       {"TRACERY_NUM_SUBBUF", "8"},   {"TRACERY_CONTEXT", "vtid,procname,ip,cgroup_id"}};
 	std::string err;
 	auto c = read_daemonless_config(fake_getenv, &err);
 	ASSERT_TRUE(c) << err;
@@ -42,6 +42,8 @@ TEST(DaemonlessConfig, ReadsEveryVariable)
 	EXPECT_FALSE(c->context.vpid);
 	EXPECT_TRUE(c->context.vtid);
 	EXPECT_TRUE(c->context.procname);
+	EXPECT_EQ(tracery::event::context_names(c->context),
+	          (std::vector<std::string>{"vtid", "procname", "ip", "cgroup_id"}));
 }
 
 TEST(DaemonlessConfig, DefaultsRecordEverythingInDiscardMode)
@@ -84,6 +86,7 @@ TEST(DaemonlessConfig, BadValuesNameVariableValueAndFix)
 		{"TRACERY_EVENTS", "justaname", "provider:name"},
 		{"TRACERY_EVENTS", ",", "at least one"},
 		{"TRACERY_CONTEXT", "vpid,cpu", "vpid,vtid,procname"},
+		{"TRACERY_CONTEXT", "ip,perf:thread:nope", "tracery add-context --list"},
 		{"TRACERY_PAYLOAD_JIT", "maybe", "use 0 (the generic loop) or 1"},
 		{"TRACERY_PAYLOAD_JIT", "", "use 0 (the generic loop) or 1"},
 	};

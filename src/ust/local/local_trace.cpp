@@ -114,7 +114,8 @@ LocalTrace::LocalTrace(const DaemonlessConfig &config)
 	info.hostname = host_name();
 	info.clock_scale = clock::tick_scale(tick_unit_);
 	ctf::MetadataWriter metadata(info);
-	dir_.write_metadata(metadata.preamble() + ctf::MetadataWriter::stream_class(0, config.context));
+	own_metadata_->assign(metadata.preamble() + ctf::MetadataWriter::stream_class(0, config.context));
+	dir_.write_metadata(own_metadata_->text());
 
 	void *mem = mmap(nullptr, sizeof(SharedCatalogPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
@@ -150,17 +151,24 @@ int64_t LocalTrace::id_for(const tracery_event_desc &desc)
 		return -1;
 	const uint64_t sig = signature_of(desc);
 	PageLock lock(&page_->lock);
-	for (uint32_t i = 0; i < page_->count; i++)
-		if (page_->entries[i].signature == sig && name == page_->entries[i].name)
-			return i;
-	if (page_->count == kMaxEvents)
-		return -1;
-	const uint32_t id = page_->count;
-	dir_.append_metadata(ctf::MetadataWriter::event_class(0, id, desc));
-	auto &e = page_->entries[id];
-	memcpy(e.name, name.c_str(), name.size() + 1);
-	e.signature = sig;
-	page_->count = id + 1;
+	uint32_t id = 0;
+	while (id < page_->count && !(page_->entries[id].signature == sig && name == page_->entries[id].name))
+		id++;
+	const std::string event_class = ctf::MetadataWriter::event_class(0, id, desc);
+	if (id == page_->count) {
+		if (id == kMaxEvents)
+			return -1;
+		dir_.append_metadata(event_class);
+		auto &e = page_->entries[id];
+		memcpy(e.name, name.c_str(), name.size() + 1);
+		e.signature = sig;
+		page_->count = id + 1;
+	}
+	if (in_own_metadata_.size() <= id)
+		in_own_metadata_.resize(id + 1);
+	if (!in_own_metadata_[id])
+		own_metadata_->append(event_class);
+	in_own_metadata_[id] = true;
 	return id;
 }
 

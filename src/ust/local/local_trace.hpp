@@ -5,6 +5,7 @@
 // event's TRACERY_FILTER filters.
 #pragma once
 
+#include "consumer/event_count.hpp"
 #include "ctf/metadata.hpp"
 #include "ctf/trace_dir.hpp"
 #include "ust/local/daemonless_config.hpp"
@@ -39,6 +40,11 @@ public:
 	// What the trace's timestamps count (the TSC where this process reads
 	// time from it, else ns): its metadata says so.
 	clock::TickUnit tick_unit() const { return tick_unit_; }
+	// The metadata of every event class this process has asked for (and
+	// those its parent had when it forked): enough to count the events of
+	// its own buffers when the disk refuses them, since the file may not
+	// have been written.
+	std::shared_ptr<const consumer::SharedMetadata> own_metadata() const { return own_metadata_; }
 
 private:
 	std::vector<FilterRule> filters_;
@@ -46,6 +52,8 @@ private:
 	ctf::Uuid uuid_;
 	ctf::TraceDir dir_;
 	SharedCatalogPage *page_ = nullptr;
+	std::shared_ptr<consumer::SharedMetadata> own_metadata_ = std::make_shared<consumer::SharedMetadata>();
+	std::vector<bool> in_own_metadata_; // by event id
 };
 
 } // namespace tracery::ust

@@ -41,13 +41,13 @@ std::unique_ptr<ringbuf::Channel> LocalTracer::make_channel()
 void LocalTracer::start_consumer()
 {
 	const uint32_t index = trace_.claim_process_index();
-	auto sink = std::make_unique<consumer::FileSink>(trace_.dir(),
-	                                                 consumer::StreamNames{"channel0_" + std::to_string(getpid()),
-	                                                                       0, static_cast<uint64_t>(index) << 16,
-	                                                                       trace_.uuid()},
-	                                                 session_->channel().config().num_cpus);
+	const consumer::StreamNames sink_names{"channel0_" + std::to_string(getpid()), 0,
+	                                       static_cast<uint64_t>(index) << 16, trace_.uuid()};
+	auto sink =
+		std::make_unique<consumer::FileSink>(trace_.dir(), sink_names, session_->channel().config().num_cpus);
 	consumer_ = std::make_unique<consumer::ChannelConsumer>(session_->channel(), std::move(sink),
 	                                                        clock::tick_source(trace_.tick_unit()));
+	consumer_->set_event_counter(consumer::event_counter(trace_.own_metadata(), sink_names));
 	if (config_.mode == ringbuf::Mode::discard)
 		consumer_->start_thread();
 }
