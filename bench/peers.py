@@ -70,6 +70,9 @@ PROGRAMS = {
     "traceryd": ("traceryd", "src/daemon/traceryd"),
     "tracery": ("tracery-cli", "src/cli/tracery"),
     "tracery-relayd": ("tracery-relayd", "src/relay/tracery-relayd"),
+    "lifecycle-plain": ("lifecycle-plain", "bench/lifecycle-plain"),
+    "lifecycle-tracery": ("lifecycle-tracery", "bench/lifecycle-tracery"),
+    "lifecycle-lttng": ("lifecycle-lttng", "bench/lifecycle-lttng"),
 }
 
 
@@ -84,7 +87,7 @@ def build(build_dir, names=("tracery-bench", "lttng-bench", "traceryd", "tracery
     for name in names:
         path = os.path.join(build_dir, PROGRAMS[name][1])
         if not os.access(path, os.X_OK):
-            hint = " (is liblttng-ust-dev installed? cmake found lttng-ust?)" if name == "lttng-bench" else ""
+            hint = " (is liblttng-ust-dev installed? cmake found lttng-ust?)" if "lttng" in name else ""
             raise Fail(f"{path} was not built{hint}")
         paths[name] = path
     return paths

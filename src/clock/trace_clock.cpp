@@ -483,27 +483,36 @@ void atfork_release() { g_mu.unlock(); }
 
 // ---------------------------------------------------------------------------------------
 
+enum class Want { automatic, tsc, tsc_ordered, vdso };
+
+// The backend TRACERY_CLOCK asks for; a value it does not know is reported
+// (base::diagnostic) and means the automatic choice.
+Want requested_backend()
+{
+	const char *env = std::getenv("TRACERY_CLOCK");
+	if (!env || !*env)
+		return Want::automatic;
+	const std::string_view v(env);
+	if (v == "tsc")
+		return Want::tsc;
+	if (v == "tsc-ordered")
+		return Want::tsc_ordered;
+	if (v == "vdso")
+		return Want::vdso;
+	if (v != "auto")
+		base::diagnostic("ignoring TRACERY_CLOCK='%s' (expected 'tsc', 'tsc-ordered' or 'vdso'); using "
+		                 "the automatic clock choice",
+		                 env);
+	return Want::automatic;
+}
+
 void init_locked()
 {
 	Writer &w = g_w;
 	w = Writer{};
 	Stats &st = w.st;
 
-	enum class Want { automatic, tsc, tsc_ordered, vdso } want = Want::automatic;
-	if (const char *env = std::getenv("TRACERY_CLOCK"); env && *env) {
-		const std::string_view v(env);
-		if (v == "tsc") {
-			want = Want::tsc;
-		} else if (v == "tsc-ordered") {
-			want = Want::tsc_ordered;
-		} else if (v == "vdso") {
-			want = Want::vdso;
-		} else if (v != "auto") {
-			base::diagnostic("ignoring TRACERY_CLOCK='%s' (expected 'tsc', 'tsc-ordered' or 'vdso'); using "
-			                 "the automatic clock choice",
-			                 env);
-		}
-	}
+	const Want want = requested_backend();
 	st.forced = want != Want::automatic;
 	st.tsc_eligible = tsc_eligible(&st.tsc_note);
 	const Backend tsc_kind = want == Want::tsc_ordered ? Backend::tsc_ordered : Backend::tsc;
@@ -756,11 +765,33 @@ int64_t realtime_offset_ns() noexcept
 
 TickUnit preferred_tick_unit() noexcept { return is_tsc(backend()) ? TickUnit::tsc : TickUnit::ns; }
 
+namespace {
+
+bool clock_env_is(std::string_view name)
+{
+	const char *env = std::getenv("TRACERY_CLOCK");
+	return env && name == env;
+}
+
+} // namespace
+
 TickSource tick_source(TickUnit unit) noexcept
 {
 #if TRACERY_CLOCK_HAVE_TSC
-	if (unit == TickUnit::tsc)
-		return backend() == Backend::tsc_ordered ? TickSource::tsc_ordered : TickSource::tsc;
+	if (unit == TickUnit::tsc) {
+		// Before init(), what it would choose without calibrating: only
+		// TRACERY_CLOCK makes the backend tsc-ordered (a value it does not
+		// know is reported once, as init() would).
+		static std::atomic<bool> reported{false};
+		bool ordered;
+		if (g_ready.load(std::memory_order_acquire))
+			ordered = backend() == Backend::tsc_ordered;
+		else if (!reported.exchange(true, std::memory_order_relaxed))
+			ordered = requested_backend() == Want::tsc_ordered;
+		else
+			ordered = clock_env_is("tsc-ordered");
+		return ordered ? TickSource::tsc_ordered : TickSource::tsc;
+	}
 #else
 	(void)unit;
 #endif

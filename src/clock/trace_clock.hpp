@@ -85,8 +85,11 @@ enum class TickSource : uint32_t { ns = 0, tsc = 1, tsc_ordered = 2 };
 TickUnit preferred_tick_unit() noexcept;
 // How this process reads `unit`. tsc reads the TSC whatever this process's own backend (the
 // trace decided; the TSC is one counter for the whole machine), with the lfence of the
-// tsc-ordered backend when that is this process's backend. A build without TSC support reads
-// ns for both units: its traces are then wrong, which a daemon of the same build never asks.
+// tsc-ordered backend when that is this process's backend (before init(): when TRACERY_CLOCK
+// asks for it). Needs no init(): a program traced by
+// the daemon in cycles never calibrates (now() before init() is the vdso clock, as exact).
+// A build without TSC support reads ns for both units: its traces are then wrong, which a
+// daemon of the same build never asks.
 TickSource tick_source(TickUnit unit) noexcept;
 const char *tick_unit_name(TickUnit unit) noexcept; // "ns" or "tsc"
 // The unit tick_unit_name() names; false for any other name.

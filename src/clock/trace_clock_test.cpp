@@ -634,6 +634,33 @@ TEST(TraceClock, TheTraceUnitDecidesWhatIsRead)
 	EXPECT_LE(n, m1);
 }
 
+// A program the daemon tells to write cycles needs no calibration: before init() the cycles are
+// read as TRACERY_CLOCK asks (ordered or not), and now() is the vdso clock.
+TEST(TraceClock, TicksNeedNoCalibration)
+{
+	tc::detail::reset_for_testing();
+	unsetenv("TRACERY_CLOCK");
+	EXPECT_EQ(tc::backend(), tc::Backend::vdso);
+	EXPECT_EQ(tc::tick_source(tc::TickUnit::ns), tc::TickSource::ns);
+#if TRACERY_CLOCK_HAVE_TSC
+	EXPECT_EQ(tc::tick_source(tc::TickUnit::tsc), tc::TickSource::tsc);
+	setenv("TRACERY_CLOCK", "tsc-ordered", 1);
+	EXPECT_EQ(tc::tick_source(tc::TickUnit::tsc), tc::TickSource::tsc_ordered);
+	unsetenv("TRACERY_CLOCK");
+	const uint64_t a = __builtin_ia32_rdtsc();
+	const uint64_t t = tc::ticks(tc::TickSource::tsc_ordered);
+	const uint64_t b = __builtin_ia32_rdtsc();
+	EXPECT_LE(a, t);
+	EXPECT_LE(t, b);
+#endif
+	EXPECT_EQ(tc::stats().calibration_attempts, 0u); // nothing above calibrated
+	const uint64_t m0 = mono();
+	const uint64_t n = tc::now();
+	const uint64_t m1 = mono();
+	EXPECT_LE(m0, n);
+	EXPECT_LE(n, m1);
+}
+
 TEST(TraceClock, ReportMeasuresEachBackend)
 {
 	reinit(nullptr);

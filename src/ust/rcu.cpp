@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -232,25 +233,29 @@ bool read_lock_slow()
 	return true;
 }
 
+// The kernel registers a process for membarrier at once while it has one
+// thread; with more, it waits for an RCU grace period of its own (10-20 ms
+// measured here) before returning. So the registration is made while the
+// process is single-threaded (libtracery's constructor calls init() before it
+// starts any thread), or else by the first writer that waits for readers:
+// until then the readers fence, and no thread of a process that is never
+// traced pays for it.
 void init()
 {
 	std::lock_guard lock(gp_mutex());
-	if (!initialized)
+	if (!initialized && __libc_single_threaded) {
 		choose_barrier();
-	initialized = true;
+		initialized = true;
+	}
 }
-
-namespace {
-
-// At load, as liburcu did: the registration's system calls then come before
-// anything is traced, not in the middle of a program's kernel trace.
-__attribute__((constructor)) void init_at_load() { init(); }
-
-} // namespace
 
 void synchronize()
 {
 	std::lock_guard lock(gp_mutex());
+	if (!initialized) {
+		choose_barrier();
+		initialized = true;
+	}
 	barrier_on_every_thread();
 	const uint64_t current = gp.fetch_add(kEpoch, std::memory_order_relaxed) + kEpoch;
 	for_each_reader([&](Reader &r) {

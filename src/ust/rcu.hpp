@@ -68,8 +68,11 @@ __attribute__((always_inline)) inline void read_unlock()
 	r->ctr.store(r->ctr.load(std::memory_order_relaxed) - 1, std::memory_order_release);
 }
 
-// Chooses how readers are ordered (membarrier or their own fences): at load,
-// and before the first pointer a reader may follow is published; idempotent.
+// Chooses how readers are ordered (membarrier or their own fences) while the
+// process has one thread, where registering for membarrier costs nothing;
+// idempotent. Called from libtracery's constructor before it starts a thread.
+// In a process that already has threads the choice is left to the first
+// synchronize(), and readers fence until then.
 void init();
 
 // Returns once every section that might have read a pointer replaced before

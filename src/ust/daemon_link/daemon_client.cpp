@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,12 +29,17 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 
 namespace tracery::ust {
 
 using nlohmann::json;
 
 namespace {
+
+// How long a program that found no daemon at start waits before it watches
+// the run directories for one (see DaemonClient::run).
+constexpr int kUnwatchedMs = 100;
 
 int register_timeout_ms()
 {
@@ -62,18 +68,32 @@ std::pair<base::Fd, bool> watch_run_dirs()
 	return {std::move(in), any};
 }
 
+// Whether a daemon's socket exists in one of the run directories: a stat()
+// each, so that a program started with no daemon never waits for its control
+// thread to find that out.
+bool daemon_socket_exists()
+{
+	struct stat st;
+	for (const auto &dir : control::client_dirs())
+		if (stat(control::socket_path(dir).c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+			return true;
+	return false;
+}
+
 class DaemonClient final : public RegistryListener {
 public:
 	void start()
 	{
 		timeout_ms_ = register_timeout_ms();
 		wake_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-		initial_done_ = false;
 		quit_ = false;
-		if (base::start_background_thread(thread_, &DaemonClient::thread_main, this) != 0)
-			return;
-		std::unique_lock lock(mutex_);
-		cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_), [this] { return initial_done_; });
+		// The first link is made here, on the thread that loads the library
+		// (alone in the process, or in a child after fork): the daemon answers
+		// within a round trip, where handing the work to the control thread
+		// would first wait for that thread to be scheduled.
+		if (timeout_ms_ > 0 && daemon_socket_exists() && connect_and_hello())
+			serve_until_ready();
+		base::start_background_thread(thread_, &DaemonClient::thread_main, this);
 	}
 
 	// At exit: the probes stay attached and the socket open, so threads still
@@ -127,6 +147,8 @@ public:
 			return;
 		if (slow_)
 			return; // a daemon that did not answer in time is not waited for again until it answers
+		if (sessions_.empty())
+			return; // no session traces the program: one that starts later gets the ids from the daemon
 		pending_.insert(req);
 		const uint64_t link = link_serial_;
 		if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_),
@@ -157,34 +179,83 @@ private:
 		return quit_;
 	}
 
-	void finish_initial()
+	bool linked()
 	{
 		std::lock_guard lock(mutex_);
-		initial_done_ = true;
-		cv_.notify_all();
+		return connected_;
+	}
+
+	// From start(): handles the daemon's messages until it has registered the
+	// program (the sessions that trace it started: their events are recorded
+	// from the program's first constructor on), at most TRACERY_REGISTER_TIMEOUT_MS.
+	// The control thread goes on from there.
+	void serve_until_ready()
+	{
+		const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+		while (!ready_) {
+			const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+				deadline - std::chrono::steady_clock::now());
+			pollfd p{sock_.get(), POLLIN, 0};
+			const int n = left.count() > 0 ? poll(&p, 1, static_cast<int>(left.count())) : 0;
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return; // not registered in time: the control thread waits on
+			if (!receive_and_handle()) {
+				drop_daemon();
+				return;
+			}
+		}
+	}
+
+	// Reads one message of the daemon's and handles it; false when the link
+	// ended (EOF, or a message that cannot be read).
+	bool receive_and_handle()
+	{
+		control::Message msg;
+		std::string why;
+		if (control::recv_message(sock_.get(), control::Kind::program, msg, &why) != control::RecvStatus::ok) {
+			if (!why.empty() && why != "Connection reset by peer")
+				base::diagnostic("session daemon link: %s", why.c_str());
+			return false;
+		}
+		handle(msg);
+		return true;
 	}
 
 	// The control thread holds busy_ whenever it is not blocked in poll().
 	void run()
 	{
 		std::unique_lock busy(busy_);
+		// With no daemon at start, the run directories are watched only after
+		// kUnwatchedMs: closing an inotify watch costs the process one of the
+		// kernel's grace periods (4-5 ms, then at its exit), which a
+		// short-lived program need not pay. A daemon that starts meanwhile is
+		// found when the wait ends.
+		int unwatched_ms = kUnwatchedMs;
 		while (!quitting()) {
-			auto [watch, watching] = watch_run_dirs();
-			if (!connect_and_hello()) {
-				finish_initial(); // no daemon: the program does not wait
-				pollfd p[2] = {{watch.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-				busy.unlock();
-				poll(p, 2, watching ? -1 : 5000);
-				usleep(1000); // let a new daemon finish its setup
-				busy.lock();
-				continue;
+			if (!linked()) {
+				base::Fd watch;
+				bool watching = false;
+				if (!unwatched_ms)
+					std::tie(watch, watching) =
+						watch_run_dirs(); // before connecting: no daemon slips between
+				if (!connect_and_hello()) {
+					pollfd p[2] = {{wake_.get(), POLLIN, 0}, {watch ? watch.get() : -1, POLLIN, 0}};
+					busy.unlock();
+					poll(p, 2, unwatched_ms ? unwatched_ms : watching ? -1 : 5000);
+					if (!unwatched_ms)
+						usleep(1000); // let a new daemon finish its setup
+					busy.lock();
+					unwatched_ms = 0;
+					continue;
+				}
 			}
-			watch.reset();
+			unwatched_ms = 0;
 			serve(busy);
 			if (quitting())
 				return; // exiting: leave everything to the kernel (see stop())
 			const bool was_ready = drop_daemon();
-			finish_initial();
 			// Refused: retry in a while (1 s, doubling up to a minute while
 			// refused), not in a loop that floods the daemon.
 			if (was_ready) {
@@ -252,15 +323,8 @@ private:
 				return;
 			if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			control::Message msg;
-			std::string why;
-			if (control::recv_message(sock_.get(), control::Kind::program, msg, &why) !=
-			    control::RecvStatus::ok) {
-				if (!why.empty() && why != "Connection reset by peer")
-					base::diagnostic("session daemon link: %s", why.c_str());
+			if (!receive_and_handle())
 				return;
-			}
-			handle(msg);
 		}
 	}
 
@@ -332,12 +396,7 @@ private:
 		sessions_.erase(stop.session); // detaches and waits for writers first
 		ack(stop.seq, stop.session, false);
 	}
-	void registration_done(const control::Ready &)
-	{
-		initial_done_ = true;
-		ready_ = true;
-		cv_.notify_all();
-	}
+	void registration_done(const control::Ready &) { ready_ = true; }
 	void daemon_refused(const control::ErrorReply &refusal)
 	{
 		// Said once: a retry is likely refused alike.
@@ -381,7 +440,6 @@ private:
 	base::Fd wake_;
 	base::Fd sock_;
 	bool connected_ = false;
-	bool initial_done_ = false;
 	bool quit_ = false;
 	bool slow_ = false;      // the daemon let a request time out
 	bool ready_ = false;     // the daemon registered the program on this link

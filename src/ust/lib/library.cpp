@@ -9,6 +9,7 @@
 #include "ust/daemon_link/daemon_client.hpp"
 #include "ust/local/daemonless_config.hpp"
 #include "ust/local/local_tracer.hpp"
+#include "ust/rcu.hpp"
 #include "ust/registry.hpp"
 #include "ust/thread_context.hpp"
 
@@ -65,7 +66,8 @@ __attribute__((constructor(101))) void library_init()
 	// The program's stderr is its own: the library's diagnostics go
 	// where TRACERY_LOG says, or nowhere.
 	base::diagnostics_only_when_asked();
-	clock::init();
+	// Before any thread exists, where it costs nothing (rcu.hpp).
+	rcu::init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	std::string error;
 	auto config = read_daemonless_config(read_env, &error);
@@ -81,6 +83,9 @@ __attribute__((constructor(101))) void library_init()
 		return;
 	}
 	try {
+		// Calibrated only here: a program traced by the daemon reads the
+		// cycles or the vdso clock, and one not traced reads no clock.
+		clock::init();
 		tracer = new LocalTracer(std::move(*config));
 	} catch (const std::exception &e) {
 		base::diagnostic("%s; this run is not traced", e.what());
