@@ -35,6 +35,7 @@
 #include "clock/trace_clock.hpp"
 #include "ctf/uuid.hpp"
 #include "filter/kernel_filter.hpp"
+#include "kernel/bpf/user_strings.hpp"
 #include "kernel/cpu_readers.hpp"
 #include "kernel/kernel_trace.hpp"
 #include "kernel/tracefs.hpp"
@@ -194,6 +195,11 @@ public:
 		std::optional<uint64_t> recorded;
 	};
 	std::map<std::string, ProbeCounts> probe_counts() const;
+	// System-call string arguments (bpf/user_strings.hpp): why they are not
+	// recorded ("" when they are, or when no enabled call has any), and
+	// what reading them counted.
+	const std::string &user_strings_warning() const noexcept { return user_strings_warning_; }
+	UserStringsCounts user_strings_counts() const;
 
 private:
 	void create_instance();
@@ -215,6 +221,11 @@ private:
 	// Removes the probes the configuration no longer has (after
 	// apply_events() disabled them).
 	void remove_dropped_probes();
+	// The BPF program attached to every enabled system call with string
+	// arguments (loaded with the first), before the instance enables them;
+	// if BPF is unavailable, user_strings_warning_ says why and their
+	// arguments are the pointers' values.
+	void attach_user_strings();
 
 	std::string root_;
 	KernelSessionConfig config_;
@@ -232,6 +243,8 @@ private:
 	std::optional<Instance> instance_;
 	PageLayout layout_{};
 	std::vector<uint32_t> cpus_;
+	std::unique_ptr<UserStrings> user_strings_; // outlives trace_
+	std::string user_strings_warning_;
 	std::unique_ptr<KernelTrace> trace_; // OUTPUT/kernel (not in snapshot sessions)
 	std::unique_ptr<CpuReaders> readers_;
 	bool started_ = false;
