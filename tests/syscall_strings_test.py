@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import unittest
 
 from daemontest import DaemonTestCase
