@@ -1,5 +1,5 @@
 """System-call arguments as lttng-modules records them, through traceryd: `cat /etc/hostname` traced with
-`--syscall openat,open,read,close,execve` gives `dfd = -100` (a signed int, although tracefs says an unsigned 8-byte
+`--syscall openat,open,read,close,execve,connect` gives `dfd = -100` (a signed int, although tracefs says an unsigned 8-byte
 field), `filename = "/etc/hostname"` and the execve path, read from the process's memory by the BPF program
 (src/kernel/bpf/), the same text in `tracery view` and babeltrace2; a NULL path (open(NULL) and openat(NULL)
 through syscall()) is an empty string with its `unfetched` bit set, not the pointer; lttng-iolog names the file
@@ -14,8 +14,14 @@ from daemontest import DaemonTestCase
 from daemon_kernel_test import KernelMixin
 
 # The shell waits for a line, then execs cat, which reads /etc/hostname, then Python opens NULL paths.
+# Then it connects to closed ports of 127.0.0.1 and ::1.
 SCRIPT = ("read line; /bin/cat /etc/hostname; exec /usr/bin/python3 -c "
-          "'import ctypes; libc = ctypes.CDLL(None); libc.syscall(2, None, 0, 0); libc.syscall(257, -100, None, 0, 0)'")
+          "'import ctypes, socket; libc = ctypes.CDLL(None); libc.syscall(2, None, 0, 0); "
+          "libc.syscall(257, -100, None, 0, 0)\n"
+          "for family, address in ((socket.AF_INET, (\"127.0.0.1\", 9)), (socket.AF_INET6, (\"::1\", 9))):\n"
+          "    s = socket.socket(family)\n"
+          "    s.connect_ex(address)\n"
+          "    s.close()'")
 
 
 class SyscallStringsTest(KernelMixin, DaemonTestCase):
@@ -28,7 +34,7 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         path = self.out("s")
         t = self.d.tracery
         t("create", "s", "--output", path)
-        t("enable-event", "-k", "--syscall", "openat,open,read,close,execve", "-s", "s")
+        t("enable-event", "-k", "--syscall", "openat,open,read,close,execve,connect", "-s", "s")
         t("enable-event", "-k", "sched_switch,sched_process_fork,sched_process_exec", "-s", "s")
         p = subprocess.Popen(["/bin/sh", "-c", SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.addCleanup(lambda: p.poll() is None and p.kill())
@@ -74,6 +80,17 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         # The NULL paths: empty, their bit set, never the pointer's value.
         self.assertIn('{ filename = "", flags = 0, mode = 0, unfetched = 1 }', fields("syscall_entry_open"))
         self.assertIn('{ dfd = -100, filename = "", flags = 0, mode = 0, unfetched = 1 }', opens)
+        # connect's address as lttng-modules' override records it.
+        connects = fields("syscall_entry_connect")
+        self.assertEqual(len(connects), 2, connects)
+        self.assertRegex(connects[0], r"^\{ fd = \d+, uservaddr = 0x[0-9A-F]+, addrlen = 0x10, family = 2, dport = 9, "
+                                      r"v4addr_length = 4, v4addr = \[ \[0\] = 127, \[1\] = 0, \[2\] = 0, \[3\] = 1 \], "
+                                      r"v6addr_length = 0, v6addr = \[ \], unfetched = 0 \}$")
+        self.assertRegex(connects[1], r"^\{ fd = \d+, uservaddr = 0x[0-9A-F]+, addrlen = 0x1C, family = 10, dport = 9, "
+                                      r"v4addr_length = 0, v4addr = \[ \], v6addr_length = 8, v6addr = \[ \[0\] = 0, "
+                                      r"\[1\] = 0, \[2\] = 0, \[3\] = 0, \[4\] = 0, \[5\] = 0, \[6\] = 0, \[7\] = 1 \], "
+                                      r"unfetched = 0 \}$")
+
         # lttng-analyses' I/O log names the file cat read.
         if shutil.which("lttng-iolog"):
             io = subprocess.run(["lttng-iolog", os.path.join(path, "kernel")], capture_output=True, text=True,

@@ -3,7 +3,6 @@
 
 #include <sys/utsname.h>
 
-#include <bit>
 #include <cstring>
 #include <fstream>
 #include <string_view>
@@ -187,6 +186,64 @@ CtfField syscall_integer(const FieldFormat &f, std::string_view c_type, bool hex
 	return field;
 }
 
+// connect's address as lttng-modules records it (its override of the
+// call's instrumentation): family, dport, v4addr (4 bytes) or v6addr (8
+// u16), from the bytes the BPF program copies at `address_arg` (of the
+// length at `length_arg`) into slot `slot`.
+void add_connect_address(KernelEventClass &c, size_t address_arg, size_t length_arg, int8_t slot)
+{
+	using Part = FieldSource::AddressPart;
+	if (address_arg >= 6 || length_arg >= 6)
+		return;
+	const auto add = [&](const char *name, CtfField::Type type, uint8_t size, Part part) {
+		c.fields.push_back({name, type, size, false});
+		FieldSource s;
+		s.user_string = slot;
+		s.address_part = part;
+		c.sources.push_back(s);
+	};
+	add("family", CtfField::Type::integer, 2, Part::family);
+	add("dport", CtfField::Type::integer, 2, Part::dport);
+	add("v4addr", CtfField::Type::sequence, 1, Part::v4addr);
+	add("v6addr", CtfField::Type::sequence, 2, Part::v6addr);
+	c.user_string_args |= address_cookie(address_arg, length_arg);
+}
+
+// Appends one part of a socket address (sockaddr bytes, untrusted) as
+// lttng-modules records it: the family if the bytes hold one; the port and
+// address of an AF_INET or AF_INET6 address long enough for its structure,
+// else 0 and empty sequences.
+void put_address_part(std::vector<uint8_t> &out, FieldSource::AddressPart part, std::string_view a)
+{
+	constexpr uint16_t kInet = 2, kInet6 = 10;
+	constexpr size_t kInetSize = 16, kInet6Size = 28;
+	const auto u8 = [&](size_t i) { return static_cast<uint8_t>(a[i]); };
+	const auto be16 = [&](size_t i) { return static_cast<uint16_t>(u8(i) << 8 | u8(i + 1)); };
+	const uint16_t family = a.size() >= 2 ? static_cast<uint16_t>(u8(0) | u8(1) << 8) : 0;
+	const bool inet = family == kInet && a.size() >= kInetSize;
+	const bool inet6 = family == kInet6 && a.size() >= kInet6Size;
+	switch (part) {
+	case FieldSource::AddressPart::family:
+		put_integer(out, family, 2);
+		break;
+	case FieldSource::AddressPart::dport:
+		put_integer(out, inet || inet6 ? be16(2) : 0, 2);
+		break;
+	case FieldSource::AddressPart::v4addr:
+		put_integer(out, inet ? 4 : 0, 4);
+		for (size_t i = 0; inet && i < 4; ++i)
+			out.push_back(u8(4 + i));
+		break;
+	case FieldSource::AddressPart::v6addr:
+		put_integer(out, inet6 ? 8 : 0, 4);
+		for (size_t i = 0; inet6 && i < 8; ++i)
+			put_integer(out, be16(8 + 2 * i), 2);
+		break;
+	case FieldSource::AddressPart::none:
+		break;
+	}
+}
+
 // A system call entry's fields: lttng-modules' when its table has the call
 // and this kernel's format has each of them, else the format's arguments
 // with their C types.
@@ -231,7 +288,12 @@ void add_syscall_entry_fields(KernelEventClass &c, const EventFormat &format, bo
 			c.sources.push_back({f});
 		}
 	}
-	if (strings > 0) {
+	if (name == "connect" && user_strings) {
+		for (CtfField &f : c.fields)
+			f.hex = f.hex || f.name == "uservaddr" || f.name == "addrlen"; // as its override has them
+		add_connect_address(c, arg_index("uservaddr"), arg_index("addrlen"), strings);
+	}
+	if (c.user_string_args != 0) {
 		c.fields.push_back({"unfetched", CtfField::Type::integer, 1, false});
 		FieldSource mask;
 		mask.unfetched_mask = true;
@@ -390,13 +452,18 @@ void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload,
 	std::optional<UserStringsRecord> record;
 	int expected = 0; // strings of the class
 	if (c.user_string_args != 0) {
-		expected = std::popcount(c.user_string_args);
+		expected = cookie_slots(c.user_string_args);
 		if (strings)
 			record = strings->take(payload, c.user_string_args);
 	}
 	for (size_t i = 0; i < c.fields.size(); ++i) {
 		const CtfField &f = c.fields[i];
 		const FieldSource &s = c.sources[i];
+		if (s.address_part != FieldSource::AddressPart::none) {
+			put_address_part(out, s.address_part,
+			                 record ? record->string(s.user_string) : std::string_view());
+			continue;
+		}
 		if (s.user_string >= 0) {
 			const std::string_view v = record ? record->string(s.user_string) : std::string_view();
 			put_string(out, reinterpret_cast<const uint8_t *>(v.data()), v.size());

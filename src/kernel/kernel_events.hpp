@@ -71,6 +71,10 @@ struct FieldSource {
 	// (bit i: string i): recorded empty, as lttng-modules records a string
 	// it cannot read.
 	bool unfetched_mask = false;
+	// A part of the socket address in the record's slot `user_string`, as
+	// lttng-modules' connect records it.
+	enum class AddressPart : uint8_t { none, family, dport, v4addr, v6addr };
+	AddressPart address_part = AddressPart::none;
 };
 
 struct KernelEventClass {
@@ -80,8 +84,9 @@ struct KernelEventClass {
 	uint32_t fixed_size = 0; // a shorter payload is malformed
 	std::vector<CtfField> fields;
 	std::vector<FieldSource> sources; // one per field
-	// Bit i: argument i (in the tracefs format's order) is a string the BPF
-	// program copies (its attach cookie); 0 for every other event.
+	// What the BPF program copies at this call (its attach cookie,
+	// bpf/user_strings.hpp: bit i, argument i is a string; a socket
+	// address); 0 for every other event.
 	uint64_t user_string_args = 0;
 
 	std::string tsdl(uint32_t stream_id) const { return event_class_tsdl(name, id, stream_id, fields); }

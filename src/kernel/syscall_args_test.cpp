@@ -211,3 +211,33 @@ TEST(UserStrings, StoreJoinsByThreadCallAndPointer)
 	EXPECT_TRUE(store.take(static_cast<uint32_t>(100 + (UserStringsStore::kMaxPending + 9) % 7), 257, 0b10, newest)
 	                    .has_value());
 }
+
+TEST(SyscallArgs, ConnectAddressAsLttngOverrideRecordsIt)
+{
+	const EventFormat format = testdata_format("syscalls", "sys_enter_connect");
+	const KernelEventClass c = make_event_class(format, 0, true);
+	std::vector<std::string> names;
+	for (const CtfField &f : c.fields)
+		names.push_back(f.name);
+	EXPECT_EQ(names, (std::vector<std::string>{"fd", "uservaddr", "addrlen", "family", "dport", "v4addr", "v6addr",
+	                                           "unfetched"}));
+	EXPECT_TRUE(c.fields[1].hex);
+	EXPECT_TRUE(c.fields[2].hex);
+	EXPECT_TRUE(c.fields[2].is_signed);
+	EXPECT_EQ(c.fields[5].type, CtfField::Type::sequence);
+	EXPECT_EQ(c.fields[6].size, 2);
+	EXPECT_EQ(c.user_string_args, address_cookie(1, 2));
+	EXPECT_EQ(cookie_pointer_args(c.user_string_args), 0b10u);
+	EXPECT_EQ(cookie_slots(c.user_string_args), 1);
+	// No record: no family, no port, empty addresses, its bit set.
+	std::vector<uint8_t> payload(40, 0);
+	const uint64_t args[] = {3, 0x7ffd0000, 16};
+	std::memcpy(payload.data() + 16, args, sizeof args);
+	std::vector<uint8_t> out;
+	encode_payload(c, payload, proc_tgid, out, nullptr);
+	const std::vector<uint8_t> expected = {3, 0, 0, 0, 0, 0, 0xfd, 0x7f, 0, 0, 0, 0, 16, 0, 0,
+	                                       0, 0, 0, 0, 0, 0, 0,    0,    0, 0, 0, 0, 0,  1};
+	EXPECT_EQ(out, expected);
+	// Without BPF: the override's fields are not there, the pointer is.
+	EXPECT_EQ(make_event_class(format, 0, false).fields.size(), 3u);
+}

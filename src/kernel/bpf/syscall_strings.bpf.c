@@ -78,6 +78,35 @@ int sys_enter_strings(struct sys_enter_context *ctx)
 			used += (__u32)n;
 		strings++;
 	}
+	/* A socket address: its length argument's bytes, at most
+	 * TRACERY_MAX_ADDRESS. */
+	const __u32 address = (mask >> TRACERY_COOKIE_ADDRESS_SHIFT) & 7;
+	const __u32 length_arg = (mask >> TRACERY_COOKIE_ADDRESS_LENGTH_SHIFT) & 7;
+	s->record.address = 0;
+	if (address >= 1 && address <= 6 && length_arg < 6 && strings < TRACERY_MAX_USER_STRINGS &&
+	    used <= (TRACERY_MAX_USER_STRINGS - 1) * TRACERY_MAX_USER_STRING) {
+		__u64 pointer = 0, length = 0;
+#pragma unroll
+		for (int i = 0; i < 6; i++) {
+			if (i == address - 1)
+				pointer = s->record.args[i];
+			if (i == length_arg)
+				length = s->record.args[i];
+		}
+		if (length > TRACERY_MAX_ADDRESS)
+			length = TRACERY_MAX_ADDRESS;
+		long n = -22; /* EINVAL: an empty address */
+		if (length > 0) {
+			n = bpf_probe_read_user(&s->data[used], length & 0xff, (const void *)pointer);
+			if (n == 0)
+				n = (long)length;
+		}
+		s->record.len[strings & 3] = (int)n;
+		if (n > 0)
+			used += (__u32)n;
+		strings++;
+		s->record.address = strings;
+	}
 	s->record.strings = strings;
 	const __u64 bytes = sizeof(struct tracery_syscall_record) + used;
 	if (bytes > sizeof(*s))

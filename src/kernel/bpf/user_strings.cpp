@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -40,6 +41,22 @@ std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
 } // namespace
 
+uint64_t address_cookie(size_t address_arg, size_t length_arg)
+{
+	return (uint64_t{address_arg + 1} << TRACERY_COOKIE_ADDRESS_SHIFT) |
+	       (uint64_t{length_arg} << TRACERY_COOKIE_ADDRESS_LENGTH_SHIFT);
+}
+
+uint64_t cookie_pointer_args(uint64_t cookie)
+{
+	uint64_t args = cookie & TRACERY_COOKIE_STRINGS;
+	if (const uint64_t address = (cookie >> TRACERY_COOKIE_ADDRESS_SHIFT) & 7; address >= 1 && address <= 6)
+		args |= uint64_t{1} << (address - 1);
+	return args;
+}
+
+int cookie_slots(uint64_t cookie) { return std::popcount(cookie_pointer_args(cookie)); }
+
 std::string_view UserStringsRecord::string(int i) const
 {
 	if (i < 0 || i >= count || len[i] <= 0)
@@ -47,7 +64,7 @@ std::string_view UserStringsRecord::string(int i) const
 	size_t at = 0;
 	for (int k = 0; k < i; ++k)
 		at += len[k] > 0 ? static_cast<size_t>(len[k]) : 0;
-	const size_t n = static_cast<size_t>(len[i]) - 1; // without the NUL
+	const size_t n = static_cast<size_t>(len[i]) - (i + 1 == address ? 0 : 1); // a string without its NUL
 	if (at > data.size() || n > data.size() - at)
 		return {};
 	return std::string_view(data).substr(at, n);
@@ -75,10 +92,13 @@ std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8
 	r.nr = h.nr;
 	std::memcpy(r.args, h.args, sizeof r.args);
 	r.count = static_cast<uint8_t>(h.strings);
+	if (h.address > h.strings)
+		return std::nullopt;
+	r.address = static_cast<uint8_t>(h.address);
 	size_t total = 0;
 	for (int i = 0; i < kMaxUserStrings; ++i) {
 		r.len[i] = i < r.count ? h.len[i] : 0;
-		if (r.len[i] > TRACERY_MAX_USER_STRING)
+		if (r.len[i] > (i + 1 == r.address ? TRACERY_MAX_ADDRESS : TRACERY_MAX_USER_STRING))
 			return std::nullopt;
 		total += r.len[i] > 0 ? static_cast<size_t>(r.len[i]) : 0;
 	}
@@ -91,7 +111,7 @@ std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8
 		if (r.len[i] <= 0)
 			continue;
 		at += static_cast<size_t>(r.len[i]);
-		if (r.data[at - 1] != '\0')
+		if (i + 1 != r.address && r.data[at - 1] != '\0')
 			return std::nullopt;
 	}
 	return r;
@@ -196,14 +216,14 @@ UserStrings::~UserStrings()
 		bpf_object__close(object_);
 }
 
-void UserStrings::attach(const std::string &syscall, uint64_t string_args)
+void UserStrings::attach(const std::string &syscall, uint64_t cookie)
 {
 	if (links_.count(syscall))
 		return;
 	bpf_program *prog = bpf_object__find_program_by_name(object_, "sys_enter_strings");
 	bpf_tracepoint_opts opts{};
 	opts.sz = sizeof opts;
-	opts.bpf_cookie = string_args;
+	opts.bpf_cookie = cookie;
 	const std::string tp = "sys_enter_" + syscall;
 	bpf_link *link = prog ? bpf_program__attach_tracepoint_opts(prog, "syscalls", tp.c_str(), &opts) : nullptr;
 	if (!link)
@@ -230,7 +250,7 @@ int UserStrings::on_record(void *self, void *data, size_t size)
 
 void UserStrings::poll() { ring_buffer__consume(ring_); }
 
-std::optional<UserStringsRecord> UserStrings::take(std::span<const uint8_t> payload, uint64_t string_args)
+std::optional<UserStringsRecord> UserStrings::take(std::span<const uint8_t> payload, uint64_t cookie)
 {
 	constexpr size_t kArgs = 16;
 	if (payload.size() < kArgs)
@@ -241,14 +261,15 @@ std::optional<UserStringsRecord> UserStrings::take(std::span<const uint8_t> payl
 	const size_t n = std::min<size_t>(6, (payload.size() - kArgs) / 8);
 	for (size_t i = 0; i < n; ++i)
 		args[i] = base::load_le<uint64_t>(payload.data() + kArgs + 8 * i);
+	const uint64_t pointers = cookie_pointer_args(cookie);
 	const std::lock_guard lock(mutex_);
 	poll();
-	std::optional<UserStringsRecord> r = store_.take(tid, nr, string_args, {args, n});
+	std::optional<UserStringsRecord> r = store_.take(tid, nr, pointers, {args, n});
 	// The program's record may be submitted a moment after the tracefs
 	// event (which probe the kernel calls first is not certain): waited for
 	// once, at most kLateRecordMs.
 	if (!r && ring_buffer__poll(ring_, kLateRecordMs) > 0)
-		r = store_.take(tid, nr, string_args, {args, n});
+		r = store_.take(tid, nr, pointers, {args, n});
 	if (r)
 		++counts_.joined;
 	else

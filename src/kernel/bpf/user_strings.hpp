@@ -45,19 +45,30 @@ namespace tracery::kernel {
 
 inline constexpr int8_t kMaxUserStrings = 4; // TRACERY_MAX_USER_STRINGS
 
-// One call's strings, as the BPF program read them (syscall_record.h).
+// The attach cookie of a call (syscall_record.h): bit i, argument i is a
+// string; a socket address at argument `address_arg` whose length is
+// argument `length_arg`.
+uint64_t address_cookie(size_t address_arg, size_t length_arg);
+// The arguments a cookie reads through (the pointers records are matched
+// by), and the slots of its records (strings, then the address).
+uint64_t cookie_pointer_args(uint64_t cookie);
+int cookie_slots(uint64_t cookie);
+
+// One call's strings and socket address, as the BPF program read them
+// (syscall_record.h): its slots.
 struct UserStringsRecord {
 	uint32_t tid = 0;
 	int32_t nr = 0;
 	uint64_t args[6] = {};
-	uint8_t count = 0;            // strings read or tried
-	int32_t len[kMaxUserStrings]; // bytes with the NUL; <= 0: not read
-	std::string data;             // the strings, one after the other
+	uint8_t count = 0;            // slots read or tried
+	uint8_t address = 0;          // 1 + the slot of the socket address, 0 if none
+	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); <= 0: not read
+	std::string data;             // the slots, one after the other
 	uint64_t seq = 0;             // order of arrival
 
-	// String i without its NUL; empty if it was not read.
+	// Slot i's bytes (a string without its NUL); empty if it was not read.
 	std::string_view string(int i) const;
-	// Bit i: string i of `expected` could not be read.
+	// Bit i: slot i of `expected` could not be read.
 	uint8_t unfetched(int expected) const;
 };
 
@@ -70,7 +81,7 @@ struct UserStringsCounts {
 	uint64_t joined = 0;    // given to their tracefs events
 	uint64_t lost = 0;      // the ring buffer was full: their events' strings are unfetched
 	uint64_t missing = 0;   // events written without a record (lost, late or dropped)
-	uint64_t faults = 0;    // strings the program could not read
+	uint64_t faults = 0;    // strings and addresses the program could not read
 	uint64_t unjoined = 0;  // records dropped unjoined (their events not traced)
 	uint64_t malformed = 0; // records that did not parse
 };
@@ -111,17 +122,16 @@ public:
 	UserStrings(const UserStrings &) = delete;
 	UserStrings &operator=(const UserStrings &) = delete;
 
-	// Attaches the program to syscalls:sys_enter_NAME, copying the
-	// arguments of `string_args` (bit i: argument i). Once per call; before
-	// the instance enables its events. Throws std::runtime_error.
-	void attach(const std::string &syscall, uint64_t string_args);
+	// Attaches the program to syscalls:sys_enter_NAME, copying what its
+	// attach cookie says (address_cookie()). Once per call; before the
+	// instance enables its events. Throws std::runtime_error.
+	void attach(const std::string &syscall, uint64_t cookie);
 	bool attached(const std::string &syscall) const;
 
-	// The strings of the call whose tracefs sys_enter payload is `payload`
-	// (common_pid at 4, __syscall_nr at 8, arguments from 16), its string
-	// arguments `string_args`; nullopt if there is no record (counted). Any
-	// thread.
-	std::optional<UserStringsRecord> take(std::span<const uint8_t> payload, uint64_t string_args);
+	// The record of the call whose tracefs sys_enter payload is `payload`
+	// (common_pid at 4, __syscall_nr at 8, arguments from 16), read as
+	// `cookie` says; nullopt if there is no record (counted). Any thread.
+	std::optional<UserStringsRecord> take(std::span<const uint8_t> payload, uint64_t cookie);
 
 	UserStringsCounts counts() const;
 
