@@ -3,13 +3,15 @@
 // makes getpid() system calls as fast as it can. bench/kernel-ingest runs
 // both modes alternating and prints the table of docs/performance.md.
 //
-//   kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] [--keep] [--strings]
+//   kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] [--keep]
+//                       [--strings | --openat]
 //
 // --strings: the child makes openat(AT_FDCWD, kMissingPath, O_RDONLY) calls
 // instead (failing with ENOENT), traced as syscalls:sys_enter_openat and
 // sys_exit_openat: Tracery's session reads each call's path with its BPF
 // program (src/kernel/bpf/) and joins it to the entry event, libtracefs
-// reads the pointer as tracefs records it.
+// reads the pointer as tracefs records it. --openat: the same calls, the
+// pointer only in both modes (the session's user_strings off).
 //
 // Both modes trace syscalls:sys_enter_getpid and sys_exit_getpid (what
 // `tracery enable-event -k --syscall getpid` enables) in a private tracefs
@@ -204,8 +206,9 @@ struct Options {
 	uint64_t buffer_kb = 0; // 0: the kernel's default
 	std::string tmpdir = "/tmp";
 	bool keep = false;
-	bool strings = false; // openat calls, their paths read (tracery)
-	const char *syscall() const { return strings ? "openat" : "getpid"; }
+	bool openat = false;  // openat calls instead of getpid
+	bool strings = false; // their paths read (tracery)
+	const char *syscall() const { return openat ? "openat" : "getpid"; }
 };
 
 struct Result {
@@ -239,8 +242,9 @@ uint64_t dir_bytes(const std::string &dir)
 
 Result run_tracery(const std::string &root, const Options &opt, const std::string &dir)
 {
-	Workload workload(opt.calls, opt.strings);
+	Workload workload(opt.calls, opt.openat);
 	kernel::KernelSessionConfig config;
+	config.user_strings = opt.strings;
 	config.session_name = std::string(kLabel);
 	config.output = dir;
 	config.syscalls = {opt.syscall()};
@@ -276,7 +280,7 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 
 Result run_libtracefs(const std::string &root, const Options &opt, const std::string &dir)
 {
-	Workload workload(opt.calls, opt.strings);
+	Workload workload(opt.calls, opt.openat);
 	kernel::Instance inst(root, kernel::instance_name(::getpid(), kLabel));
 	Result r;
 	r.clock = kernel::trace_clock_for(tracery::clock::preferred_tick_unit());
@@ -344,7 +348,7 @@ Result run_libtracefs(const std::string &root, const Options &opt, const std::st
 	std::fprintf(stderr,
 	             "kernel-ingest-bench: %s\n"
 	             "usage: kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] "
-	             "[--keep] [--strings]\n",
+	             "[--keep] [--strings | --openat]\n",
 	             why);
 	std::exit(2);
 }
@@ -373,7 +377,9 @@ Options parse(int argc, char **argv)
 		else if (a == "--keep")
 			opt.keep = true;
 		else if (a == "--strings")
-			opt.strings = true;
+			opt.strings = opt.openat = true;
+		else if (a == "--openat")
+			opt.openat = true;
 		else
 			usage("unknown option");
 	}
@@ -414,7 +420,7 @@ int main(int argc, char **argv)
 				"\"reader_cpu_ns\": %llu, \"reader_ns_per_event\": %.2f, \"workload_s\": %.4f, "
 				"\"events_per_s\": %.0f, \"buffer_size_kb\": %llu, \"clock\": \"%s\", "
 				"\"bytes_written\": %llu, \"strings_joined\": %llu, \"strings_missing\": %llu, "
-				"\"strings_lost\": %llu, \"strings_faults\": %llu}\n",
+				"\"strings_lost\": %llu, \"strings_faults\": %llu, \"strings_late\": %llu}\n",
 				opt.mode.c_str(), static_cast<unsigned long long>(opt.calls),
 				static_cast<unsigned long long>(expected), static_cast<unsigned long long>(r.events),
 				static_cast<unsigned long long>(r.lost_kernel),
@@ -428,7 +434,8 @@ int main(int argc, char **argv)
 				static_cast<unsigned long long>(r.strings.joined),
 				static_cast<unsigned long long>(r.strings.missing),
 				static_cast<unsigned long long>(r.strings.lost),
-				static_cast<unsigned long long>(r.strings.faults));
+				static_cast<unsigned long long>(r.strings.faults),
+				static_cast<unsigned long long>(r.strings.late));
 		}
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "kernel-ingest-bench: %s\n", e.what());

@@ -370,8 +370,8 @@ void KernelSession::attach_user_strings()
 {
 	constexpr uint64_t kRingBytes = 4 << 20;
 	constexpr std::string_view kEnter = "sys_enter_";
-	if (!user_strings_warning_.empty())
-		return; // BPF is not available: the pointers' values, as the first start said
+	if (!config_.user_strings || !user_strings_warning_.empty())
+		return; // not asked for, or BPF is not available: the pointers' values
 	for (const Tracepoint &tp : events_.events) {
 		if (tp.system != "syscalls" || !tp.name.starts_with(kEnter))
 			continue;

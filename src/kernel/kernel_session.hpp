@@ -75,6 +75,9 @@ struct KernelSessionConfig {
 	// a start no longer has it and at destroy. Their filters are keyed
 	// probe_rule(NAME).
 	std::vector<ProbeConfig> probes;
+	// System calls' string arguments and socket addresses read with BPF
+	// (bpf/user_strings.hpp); false: their pointers, as tracefs has them.
+	bool user_strings = true;
 	std::vector<pid_t> pids; // empty: every process
 	bool follow_children = true;
 	// The per-CPU buffer: subbuf_size * num_subbuf bytes (0: the kernel's

@@ -129,10 +129,10 @@ void UserStringsStore::add(UserStringsRecord record, uint64_t now_ns, UserString
 			it->second.pop_front();
 			--pending_;
 			++counts.unjoined;
-			if (it->second.empty())
-				by_tid_.erase(it);
 		}
 	}
+	if (by_tid_.size() > kMaxThreads)
+		std::erase_if(by_tid_, [](const auto &entry) { return entry.second.empty(); });
 	record.seq = next_seq_++;
 	order_.emplace_back(record.seq, record.tid);
 	by_tid_[record.tid].push_back({std::move(record), now_ns});
@@ -153,8 +153,6 @@ void UserStringsStore::expire(uint64_t now_ns, UserStringsCounts &counts)
 		it->second.pop_front();
 		--pending_;
 		++counts.unjoined;
-		if (it->second.empty())
-			by_tid_.erase(it);
 	}
 }
 
@@ -174,9 +172,8 @@ std::optional<UserStringsRecord> UserStringsStore::take(uint32_t tid, int32_t nr
 		UserStringsRecord r = std::move(w->record);
 		waiting.erase(w);
 		--pending_;
-		if (waiting.empty())
-			by_tid_.erase(it);
-		// Its entry in order_ is skipped when it reaches the front.
+		// Its entry in order_ is skipped when it reaches the front; the
+		// thread's queue stays (its memory reused for its next calls).
 		return r;
 	}
 	return std::nullopt;
@@ -268,8 +265,10 @@ std::optional<UserStringsRecord> UserStrings::take(std::span<const uint8_t> payl
 	// The program's record may be submitted a moment after the tracefs
 	// event (which probe the kernel calls first is not certain): waited for
 	// once, at most kLateRecordMs.
-	if (!r && ring_buffer__poll(ring_, kLateRecordMs) > 0)
+	if (!r && ring_buffer__poll(ring_, kLateRecordMs) > 0) {
 		r = store_.take(tid, nr, pointers, {args, n});
+		counts_.late += r.has_value();
+	}
 	if (r)
 		++counts_.joined;
 	else

@@ -79,6 +79,7 @@ std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8
 struct UserStringsCounts {
 	uint64_t records = 0;   // read from the ring buffer
 	uint64_t joined = 0;    // given to their tracefs events
+	uint64_t late = 0;      // of which arrived after their events were read
 	uint64_t lost = 0;      // the ring buffer was full: their events' strings are unfetched
 	uint64_t missing = 0;   // events written without a record (lost, late or dropped)
 	uint64_t faults = 0;    // strings and addresses the program could not read
@@ -91,6 +92,8 @@ class UserStringsStore {
 public:
 	static constexpr uint64_t kMaxPending = 1 << 16;
 	static constexpr uint64_t kMaxAgeNs = 2'000'000'000;
+	// Threads whose (empty) queues are kept; beyond, empty ones go.
+	static constexpr size_t kMaxThreads = 4096;
 
 	// `now_ns`: a steady clock reading, for the age bound.
 	void add(UserStringsRecord record, uint64_t now_ns, UserStringsCounts &counts);
@@ -106,6 +109,8 @@ private:
 		UserStringsRecord record;
 		uint64_t arrived_ns;
 	};
+	// Per thread, oldest first: a thread's calls whose events are not read
+	// yet (thousands when its reader is behind: taken from the front).
 	std::unordered_map<uint32_t, std::deque<Waiting>> by_tid_;
 	std::deque<std::pair<uint64_t, uint32_t>> order_; // (seq, tid), oldest first; taken ones skipped
 	uint64_t next_seq_ = 0;
