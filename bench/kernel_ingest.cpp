@@ -4,6 +4,14 @@
 // both modes alternating and prints the table of docs/performance.md.
 //
 //   kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] [--keep]
+//                       [--strings | --openat]
+//
+// --strings: the child makes openat(AT_FDCWD, kMissingPath, O_RDONLY) calls
+// instead (failing with ENOENT), traced as syscalls:sys_enter_openat and
+// sys_exit_openat: Tracery's session reads each call's path with its BPF
+// program (src/kernel/bpf/) and joins it to the entry event, libtracefs
+// reads the pointer as tracefs records it. --openat: the same calls, the
+// pointer only in both modes (the session's user_strings off).
 //
 // Both modes trace syscalls:sys_enter_getpid and sys_exit_getpid (what
 // `tracery enable-event -k --syscall getpid` enables) in a private tracefs
@@ -36,6 +44,7 @@
 // Never touches a global tracefs setting; the instance and the temporary
 // directory are removed at exit, also on SIGINT or SIGTERM (which kill the
 // child and end the run early, exit status 130).
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -112,11 +121,14 @@ struct ReaderCpu {
 	}
 };
 
+// A path no file has: each openat of the workload fails at once.
+constexpr const char *kMissingPath = "/tmp/tracery-kernel-ingest/no-such-file";
+
 // The workload: a child that waits for a byte on a pipe, then makes
-// `calls` getpid() system calls and exits.
+// `calls` getpid() (or, `strings`, openat()) system calls and exits.
 class Workload {
 public:
-	explicit Workload(uint64_t calls)
+	Workload(uint64_t calls, bool strings)
 	{
 		int fds[2];
 		if (::pipe(fds) != 0)
@@ -134,7 +146,10 @@ public:
 			if (::read(fds[0], &go, 1) != 1)
 				::_exit(1);
 			for (uint64_t i = 0; i < calls; ++i)
-				::syscall(SYS_getpid);
+				if (strings)
+					::syscall(SYS_openat, AT_FDCWD, kMissingPath, O_RDONLY);
+				else
+					::syscall(SYS_getpid);
 			::_exit(0);
 		}
 		::close(fds[0]);
@@ -191,6 +206,9 @@ struct Options {
 	uint64_t buffer_kb = 0; // 0: the kernel's default
 	std::string tmpdir = "/tmp";
 	bool keep = false;
+	bool openat = false;  // openat calls instead of getpid
+	bool strings = false; // their paths read (tracery)
+	const char *syscall() const { return openat ? "openat" : "getpid"; }
 };
 
 struct Result {
@@ -202,6 +220,7 @@ struct Result {
 	uint64_t buffer_kb = 0; // the instance's per-CPU buffer
 	uint64_t bytes_written = 0;
 	std::string clock;
+	tracery::kernel::UserStringsCounts strings; // tracery, --strings
 };
 
 uint64_t lost_total(const kernel::Instance &inst)
@@ -223,11 +242,12 @@ uint64_t dir_bytes(const std::string &dir)
 
 Result run_tracery(const std::string &root, const Options &opt, const std::string &dir)
 {
-	Workload workload(opt.calls);
+	Workload workload(opt.calls, opt.openat);
 	kernel::KernelSessionConfig config;
+	config.user_strings = opt.strings;
 	config.session_name = std::string(kLabel);
 	config.output = dir;
-	config.syscalls = {"getpid"};
+	config.syscalls = {opt.syscall()};
 	config.pids = {workload.pid()};
 	config.tick_unit = tracery::clock::preferred_tick_unit();
 	config.clock_scale = tracery::clock::tick_scale(config.tick_unit);
@@ -248,6 +268,9 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 	r.events = counts.events;
 	r.lost_kernel = counts.discarded;
 	r.lost_pages = counts.discarded;
+	r.strings = session.user_strings_counts();
+	if (opt.strings && !session.user_strings_warning().empty())
+		throw std::runtime_error(session.user_strings_warning());
 	r.clock = kernel::trace_clock_for(config.tick_unit);
 	r.buffer_kb = std::stoull(kernel::read_control(session.instance_path() + "/buffer_size_kb"));
 	session.destroy();
@@ -257,7 +280,7 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 
 Result run_libtracefs(const std::string &root, const Options &opt, const std::string &dir)
 {
-	Workload workload(opt.calls);
+	Workload workload(opt.calls, opt.openat);
 	kernel::Instance inst(root, kernel::instance_name(::getpid(), kLabel));
 	Result r;
 	r.clock = kernel::trace_clock_for(tracery::clock::preferred_tick_unit());
@@ -268,8 +291,8 @@ Result run_libtracefs(const std::string &root, const Options &opt, const std::st
 		inst.set_buffer_size_kb(opt.buffer_kb);
 	const pid_t pids[] = {workload.pid()};
 	inst.set_event_pids(pids, true);
-	inst.enable_event({"syscalls", "sys_enter_getpid"});
-	inst.enable_event({"syscalls", "sys_exit_getpid"});
+	inst.enable_event({"syscalls", std::string("sys_enter_") + opt.syscall()});
+	inst.enable_event({"syscalls", std::string("sys_exit_") + opt.syscall()});
 	r.buffer_kb = inst.buffer_size_kb();
 
 	const std::string out = dir + "/events.bin";
@@ -325,7 +348,7 @@ Result run_libtracefs(const std::string &root, const Options &opt, const std::st
 	std::fprintf(stderr,
 	             "kernel-ingest-bench: %s\n"
 	             "usage: kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] "
-	             "[--keep]\n",
+	             "[--keep] [--strings | --openat]\n",
 	             why);
 	std::exit(2);
 }
@@ -353,6 +376,10 @@ Options parse(int argc, char **argv)
 			opt.tmpdir = value();
 		else if (a == "--keep")
 			opt.keep = true;
+		else if (a == "--strings")
+			opt.strings = opt.openat = true;
+		else if (a == "--openat")
+			opt.openat = true;
 		else
 			usage("unknown option");
 	}
@@ -392,7 +419,8 @@ int main(int argc, char **argv)
 				"\"lost_kernel\": %llu, \"lost_pages\": %llu, \"missing\": %llu, "
 				"\"reader_cpu_ns\": %llu, \"reader_ns_per_event\": %.2f, \"workload_s\": %.4f, "
 				"\"events_per_s\": %.0f, \"buffer_size_kb\": %llu, \"clock\": \"%s\", "
-				"\"bytes_written\": %llu}\n",
+				"\"bytes_written\": %llu, \"strings_joined\": %llu, \"strings_missing\": %llu, "
+				"\"strings_lost\": %llu, \"strings_faults\": %llu, \"strings_late\": %llu}\n",
 				opt.mode.c_str(), static_cast<unsigned long long>(opt.calls),
 				static_cast<unsigned long long>(expected), static_cast<unsigned long long>(r.events),
 				static_cast<unsigned long long>(r.lost_kernel),
@@ -402,7 +430,12 @@ int main(int argc, char **argv)
 				static_cast<double>(r.reader_cpu_ns) / events, static_cast<double>(r.workload_ns) / 1e9,
 				static_cast<double>(expected) * 1e9 / static_cast<double>(r.workload_ns),
 				static_cast<unsigned long long>(r.buffer_kb), r.clock.c_str(),
-				static_cast<unsigned long long>(r.bytes_written));
+				static_cast<unsigned long long>(r.bytes_written),
+				static_cast<unsigned long long>(r.strings.joined),
+				static_cast<unsigned long long>(r.strings.missing),
+				static_cast<unsigned long long>(r.strings.lost),
+				static_cast<unsigned long long>(r.strings.faults),
+				static_cast<unsigned long long>(r.strings.late));
 		}
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "kernel-ingest-bench: %s\n", e.what());

@@ -9,6 +9,7 @@ packages=(
   babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace
   libtraceevent-dev libtracefs-dev
   libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev
+  libbpf-dev bpftool
   protobuf-compiler libprotobuf-dev
   libsqlite3-dev sqlite3
   libssl-dev openssl

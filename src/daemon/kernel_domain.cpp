@@ -60,6 +60,8 @@ void KernelDomain::start(const std::string &tracefs_root)
 	}
 	log(Level::info, "session %s: kernel tracing in %s (%zu tracepoints)", s.name.c_str(),
 	    trace_->instance_path().c_str(), trace_->events().size());
+	if (!trace_->user_strings_warning().empty())
+		log(Level::warn, "session %s: %s", s.name.c_str(), trace_->user_strings_warning().c_str());
 }
 
 std::string KernelDomain::stop()

@@ -10,7 +10,9 @@
 #include "base/byte_order.hpp"
 #include "base/utf8.hpp"
 #include "ctf/tsdl.hpp"
+#include "kernel/bpf/user_strings.hpp"
 #include "kernel/fields.hpp"
+#include "kernel/syscall_args.hpp"
 
 #ifndef TRACERY_VERSION_STRING
 #define TRACERY_VERSION_STRING "0.0.0"
@@ -169,6 +171,136 @@ std::string tsdl_integer(const CtfField &f)
 	       "; align = 8; signed = " + (f.is_signed ? "true" : "false") + "; base = 16; }";
 }
 
+// An argument of a system call's entry: an integer of its declared C type
+// (tracefs records every argument as an unsigned long).
+CtfField syscall_integer(const FieldFormat &f, std::string_view c_type, bool hex)
+{
+	CtfField field = ctf_field(f, f.name);
+	if (f.kind != FieldKind::scalar)
+		return field;
+	if (const std::optional<CIntegerType> t = c_integer_type(c_type)) {
+		field.size = t->size;
+		field.is_signed = t->is_signed;
+	}
+	field.hex = hex;
+	return field;
+}
+
+// connect's address as lttng-modules records it (its override of the
+// call's instrumentation): family, dport, v4addr (4 bytes) or v6addr (8
+// u16), from the bytes the BPF program copies at `address_arg` (of the
+// length at `length_arg`) into slot `slot`.
+void add_connect_address(KernelEventClass &c, size_t address_arg, size_t length_arg, int8_t slot)
+{
+	using Part = FieldSource::AddressPart;
+	if (address_arg >= 6 || length_arg >= 6)
+		return;
+	const auto add = [&](const char *name, CtfField::Type type, uint8_t size, Part part) {
+		c.fields.push_back({name, type, size, false});
+		FieldSource s;
+		s.user_string = slot;
+		s.address_part = part;
+		c.sources.push_back(s);
+	};
+	add("family", CtfField::Type::integer, 2, Part::family);
+	add("dport", CtfField::Type::integer, 2, Part::dport);
+	add("v4addr", CtfField::Type::sequence, 1, Part::v4addr);
+	add("v6addr", CtfField::Type::sequence, 2, Part::v6addr);
+	c.user_string_args |= address_cookie(address_arg, length_arg);
+}
+
+// Appends one part of a socket address (sockaddr bytes, untrusted) as
+// lttng-modules records it: the family if the bytes hold one; the port and
+// address of an AF_INET or AF_INET6 address long enough for its structure,
+// else 0 and empty sequences.
+void put_address_part(std::vector<uint8_t> &out, FieldSource::AddressPart part, std::string_view a)
+{
+	constexpr uint16_t kInet = 2, kInet6 = 10;
+	constexpr size_t kInetSize = 16, kInet6Size = 28;
+	const auto u8 = [&](size_t i) { return static_cast<uint8_t>(a[i]); };
+	const auto be16 = [&](size_t i) { return static_cast<uint16_t>(u8(i) << 8 | u8(i + 1)); };
+	const uint16_t family = a.size() >= 2 ? static_cast<uint16_t>(u8(0) | u8(1) << 8) : 0;
+	const bool inet = family == kInet && a.size() >= kInetSize;
+	const bool inet6 = family == kInet6 && a.size() >= kInet6Size;
+	switch (part) {
+	case FieldSource::AddressPart::family:
+		put_integer(out, family, 2);
+		break;
+	case FieldSource::AddressPart::dport:
+		put_integer(out, inet || inet6 ? be16(2) : 0, 2);
+		break;
+	case FieldSource::AddressPart::v4addr:
+		put_integer(out, inet ? 4 : 0, 4);
+		for (size_t i = 0; inet && i < 4; ++i)
+			out.push_back(u8(4 + i));
+		break;
+	case FieldSource::AddressPart::v6addr:
+		put_integer(out, inet6 ? 8 : 0, 4);
+		for (size_t i = 0; inet6 && i < 8; ++i)
+			put_integer(out, be16(8 + 2 * i), 2);
+		break;
+	case FieldSource::AddressPart::none:
+		break;
+	}
+}
+
+// A system call entry's fields: lttng-modules' when its table has the call
+// and this kernel's format has each of them, else the format's arguments
+// with their C types.
+void add_syscall_entry_fields(KernelEventClass &c, const EventFormat &format, bool user_strings)
+{
+	std::vector<std::string_view> args; // the format's arguments, in order
+	for (const FieldFormat &f : format.fields)
+		if (f.name != "__syscall_nr")
+			args.push_back(f.name);
+	const auto arg_index = [&](std::string_view name) {
+		return static_cast<size_t>(std::find(args.begin(), args.end(), name) - args.begin());
+	};
+	const std::string_view name = std::string_view(format.name).substr(std::string_view("sys_enter_").size());
+	const SyscallFields *lttng = lttng_syscall_fields(name);
+	bool known = lttng != nullptr;
+	for (size_t i = 0; known && i < lttng->fields.size(); ++i)
+		known = format.field(lttng->fields[i].name) != nullptr && arg_index(lttng->fields[i].name) < 6;
+	if (!known) {
+		for (const FieldFormat &f : format.fields)
+			if (f.name != "__syscall_nr") {
+				c.fields.push_back(syscall_integer(f, f.type, false));
+				c.sources.push_back({f});
+			}
+		return;
+	}
+	int8_t strings = 0;
+	for (const SyscallField &sf : lttng->fields) {
+		if (sf.direction == SyscallField::Direction::out)
+			continue; // recorded at the exit by lttng-modules
+		const FieldFormat &f = *format.field(sf.name);
+		if (sf.kind == SyscallField::Kind::string && user_strings && strings < kMaxUserStrings) {
+			CtfField field;
+			field.name = f.name;
+			field.type = CtfField::Type::string;
+			c.fields.push_back(field);
+			c.sources.push_back({f, 0, false, strings++});
+			c.user_string_args |= uint64_t{1} << arg_index(sf.name);
+		} else {
+			c.fields.push_back(syscall_integer(f,
+			                                   sf.kind == SyscallField::Kind::string ? f.type : sf.c_type,
+			                                   sf.kind == SyscallField::Kind::hex));
+			c.sources.push_back({f});
+		}
+	}
+	if (name == "connect" && user_strings) {
+		for (CtfField &f : c.fields)
+			f.hex = f.hex || f.name == "uservaddr" || f.name == "addrlen"; // as its override has them
+		add_connect_address(c, arg_index("uservaddr"), arg_index("addrlen"), strings);
+	}
+	if (c.user_string_args != 0) {
+		c.fields.push_back({"unfetched", CtfField::Type::integer, 1, false});
+		FieldSource mask;
+		mask.unfetched_mask = true;
+		c.sources.push_back(mask);
+	}
+}
+
 } // namespace
 
 std::vector<ctf::EnvEntry> lttng_kernel_identity()
@@ -225,7 +357,7 @@ std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stre
 	return m;
 }
 
-KernelEventClass make_event_class(const EventFormat &format, uint32_t id)
+KernelEventClass make_event_class(const EventFormat &format, uint32_t id, bool user_strings)
 {
 	if (format.id > 0xffff)
 		throw FormatError("event " + format.system + ":" + format.name + ": ID " + std::to_string(format.id) +
@@ -249,9 +381,12 @@ KernelEventClass make_event_class(const EventFormat &format, uint32_t id)
 		const bool entry = format.name.starts_with(kEnter);
 		c.name = std::string(entry ? "syscall_entry_" : "syscall_exit_") +
 		         format.name.substr((entry ? kEnter : kExit).size());
-		for (const FieldFormat &f : format.fields)
-			if (f.name != "__syscall_nr")
-				add(f, f.name, 0, false);
+		if (entry)
+			add_syscall_entry_fields(c, format, user_strings);
+		else
+			for (const FieldFormat &f : format.fields)
+				if (f.name != "__syscall_nr")
+					add(f, f.name, 0, false);
 		return c;
 	}
 	if (format.system == "sched")
@@ -312,11 +447,32 @@ void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n)
 }
 
 void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
-                    std::vector<uint8_t> &out)
+                    std::vector<uint8_t> &out, UserStrings *strings)
 {
+	std::optional<UserStringsRecord> record;
+	int expected = 0; // strings of the class
+	if (c.user_string_args != 0) {
+		expected = cookie_slots(c.user_string_args);
+		if (strings)
+			record = strings->take(payload, c.user_string_args);
+	}
 	for (size_t i = 0; i < c.fields.size(); ++i) {
 		const CtfField &f = c.fields[i];
 		const FieldSource &s = c.sources[i];
+		if (s.address_part != FieldSource::AddressPart::none) {
+			put_address_part(out, s.address_part,
+			                 record ? record->string(s.user_string) : std::string_view());
+			continue;
+		}
+		if (s.user_string >= 0) {
+			const std::string_view v = record ? record->string(s.user_string) : std::string_view();
+			put_string(out, reinterpret_cast<const uint8_t *>(v.data()), v.size());
+			continue;
+		}
+		if (s.unfetched_mask) {
+			put_integer(out, record ? record->unfetched(expected) : (1u << expected) - 1, 1);
+			continue;
+		}
 		switch (f.type) {
 		case CtfField::Type::integer: {
 			uint64_t v = 0;

@@ -64,6 +64,17 @@ struct FieldSource {
 	FieldFormat format; // the tracefs field
 	int64_t bias = 0;   // added to an integer (prio: -100)
 	bool tgid = false;  // the value is a tid: write its thread group id
+	// A system call's string argument: the user_string-th string the BPF
+	// program read for the call (bpf/user_strings.hpp); -1: none.
+	int8_t user_string = -1;
+	// The field saying which of the event's strings could not be read
+	// (bit i: string i): recorded empty, as lttng-modules records a string
+	// it cannot read.
+	bool unfetched_mask = false;
+	// A part of the socket address in the record's slot `user_string`, as
+	// lttng-modules' connect records it.
+	enum class AddressPart : uint8_t { none, family, dport, v4addr, v6addr };
+	AddressPart address_part = AddressPart::none;
 };
 
 struct KernelEventClass {
@@ -73,13 +84,21 @@ struct KernelEventClass {
 	uint32_t fixed_size = 0; // a shorter payload is malformed
 	std::vector<CtfField> fields;
 	std::vector<FieldSource> sources; // one per field
+	// What the BPF program copies at this call (its attach cookie,
+	// bpf/user_strings.hpp: bit i, argument i is a string; a socket
+	// address); 0 for every other event.
+	uint64_t user_string_args = 0;
 
 	std::string tsdl(uint32_t stream_id) const { return event_class_tsdl(name, id, stream_id, fields); }
 };
 
-// The class of a tracepoint with the conventions above. Throws FormatError
-// if the format's ID does not fit common_type (16 bits).
-KernelEventClass make_event_class(const EventFormat &format, uint32_t id);
+// The class of a tracepoint with the conventions above. A system call's
+// entry takes lttng-modules' fields and integer types (syscall_args.hpp);
+// with `user_strings` (the session reads them: bpf/user_strings.hpp) its
+// string arguments are strings, followed by an `unfetched` mask, else the
+// pointers' values. Throws FormatError if the format's ID does not fit
+// common_type (16 bits).
+KernelEventClass make_event_class(const EventFormat &format, uint32_t id, bool user_strings = false);
 
 // The class's fields as filter::kernel_filter() names them: integers and strings
 // by their trace names, with their tracefs field, bias and whether the
@@ -91,9 +110,13 @@ std::vector<filter::KernelField> filter_fields(const KernelEventClass &c);
 using TgidOf = std::function<int32_t(int32_t tid)>;
 int32_t proc_tgid(int32_t tid);
 
-// Appends the CTF payload of one event of class `c` to `out`.
+class UserStrings;
+
+// Appends the CTF payload of one event of class `c` to `out`; the strings
+// of a class with user_string_args come from `strings` (none read: empty,
+// their bits set in `unfetched`).
 void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
-                    std::vector<uint8_t> &out);
+                    std::vector<uint8_t> &out, UserStrings *strings = nullptr);
 
 // Little-endian appends, shared with the state dump.
 void put_integer(std::vector<uint8_t> &out, uint64_t value, unsigned size);

@@ -363,7 +363,41 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out,
 			const uint64_t before = cpu < baseline.size() ? baseline[cpu] : 0;
 			return total > before ? total - before : 0;
 		},
-		[source] { return clock::ticks(source); });
+		[source] { return clock::ticks(source); }, proc_tgid, user_strings_.get());
+}
+
+void KernelSession::attach_user_strings()
+{
+	constexpr uint64_t kRingBytes = 4 << 20;
+	constexpr std::string_view kEnter = "sys_enter_";
+	if (!config_.user_strings || !user_strings_warning_.empty())
+		return; // not asked for, or BPF is not available: the pointers' values
+	for (const Tracepoint &tp : events_.events) {
+		if (tp.system != "syscalls" || !tp.name.starts_with(kEnter))
+			continue;
+		const std::string call = tp.name.substr(kEnter.size());
+		if (user_strings_ && user_strings_->attached(call))
+			continue;
+		const uint64_t strings = make_event_class(read_format(root_, tp), 0, true).user_string_args;
+		if (strings == 0)
+			continue;
+		if (!user_strings_) {
+			try {
+				user_strings_ = std::make_unique<UserStrings>(kRingBytes);
+			} catch (const std::exception &e) {
+				user_strings_warning_ = std::string("system-call string arguments are recorded as "
+				                                    "pointers: ") +
+				                        e.what();
+				return;
+			}
+		}
+		user_strings_->attach(call, strings);
+	}
+}
+
+UserStringsCounts KernelSession::user_strings_counts() const
+{
+	return user_strings_ ? user_strings_->counts() : UserStringsCounts{};
 }
 
 std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
@@ -413,6 +447,7 @@ void KernelSession::start()
 	try {
 		if (first)
 			create_instance();
+		attach_user_strings();
 		const std::vector<EventFormat> added = apply_events(define_probes());
 		remove_dropped_probes();
 		instance_->set_event_pids(config_.pids, config_.follow_children);
@@ -423,6 +458,7 @@ void KernelSession::start()
 				                   {});
 				trace_->set_live_period(std::chrono::nanoseconds(config_.live_period_ns));
 			} else if (!added.empty()) {
+				trace_->set_user_strings(user_strings_.get());
 				base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 				trace_->add_event_classes(added);
 			}

@@ -35,6 +35,7 @@
 #include "clock/trace_clock.hpp"
 #include "ctf/uuid.hpp"
 #include "filter/kernel_filter.hpp"
+#include "kernel/bpf/user_strings.hpp"
 #include "kernel/cpu_readers.hpp"
 #include "kernel/kernel_trace.hpp"
 #include "kernel/tracefs.hpp"
@@ -74,6 +75,9 @@ struct KernelSessionConfig {
 	// a start no longer has it and at destroy. Their filters are keyed
 	// probe_rule(NAME).
 	std::vector<ProbeConfig> probes;
+	// System calls' string arguments and socket addresses read with BPF
+	// (bpf/user_strings.hpp); false: their pointers, as tracefs has them.
+	bool user_strings = true;
 	std::vector<pid_t> pids; // empty: every process
 	bool follow_children = true;
 	// The per-CPU buffer: subbuf_size * num_subbuf bytes (0: the kernel's
@@ -194,6 +198,11 @@ public:
 		std::optional<uint64_t> recorded;
 	};
 	std::map<std::string, ProbeCounts> probe_counts() const;
+	// System-call string arguments (bpf/user_strings.hpp): why they are not
+	// recorded ("" when they are, or when no enabled call has any), and
+	// what reading them counted.
+	const std::string &user_strings_warning() const noexcept { return user_strings_warning_; }
+	UserStringsCounts user_strings_counts() const;
 
 private:
 	void create_instance();
@@ -215,6 +224,11 @@ private:
 	// Removes the probes the configuration no longer has (after
 	// apply_events() disabled them).
 	void remove_dropped_probes();
+	// The BPF program attached to every enabled system call with string
+	// arguments (loaded with the first), before the instance enables them;
+	// if BPF is unavailable, user_strings_warning_ says why and their
+	// arguments are the pointers' values.
+	void attach_user_strings();
 
 	std::string root_;
 	KernelSessionConfig config_;
@@ -232,6 +246,8 @@ private:
 	std::optional<Instance> instance_;
 	PageLayout layout_{};
 	std::vector<uint32_t> cpus_;
+	std::unique_ptr<UserStrings> user_strings_; // outlives trace_
+	std::string user_strings_warning_;
 	std::unique_ptr<KernelTrace> trace_; // OUTPUT/kernel (not in snapshot sessions)
 	std::unique_ptr<CpuReaders> readers_;
 	bool started_ = false;

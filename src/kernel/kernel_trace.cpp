@@ -146,17 +146,19 @@ uint64_t parse_lost_total(std::string_view stats)
 
 KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
                          std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
-                         LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of)
+                         LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of, UserStrings *user_strings)
 	: out_(std::move(out)), uuid_(info.uuid), now_(std::move(now)), made_(now_()), earliest_(made_),
 	  decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
-	  sink_(out_.sink({channel, kStreamClass, 0, info.uuid}, num_cpus)), cpus_(num_cpus), num_cpus_(num_cpus)
+	  user_strings_(user_strings), sink_(out_.sink({channel, kStreamClass, 0, info.uuid}, num_cpus)),
+	  cpus_(num_cpus), num_cpus_(num_cpus)
 {
 	out_.create_local();
 	info.identity = lttng_kernel_identity();
 	const ctf::MetadataWriter writer(std::move(info));
 	std::string text = writer.preamble() + ctf::MetadataWriter::stream_class(kStreamClass, {});
 	for (const EventFormat &f : formats) {
-		classes_.push_back(make_event_class(f, static_cast<uint32_t>(classes_.size())));
+		classes_.push_back(
+			make_event_class(f, static_cast<uint32_t>(classes_.size()), user_strings_ != nullptr));
 		text += classes_.back().tsdl(kStreamClass);
 	}
 	index_classes();
@@ -203,7 +205,7 @@ void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 	{
 		const std::lock_guard lock(counts_mutex_); // events_of() reads classes_
 		for (const EventFormat &f : formats) {
-			classes_.push_back(make_event_class(f, next_id_++));
+			classes_.push_back(make_event_class(f, next_id_++, user_strings_ != nullptr));
 			text += classes_.back().tsdl(kStreamClass);
 		}
 	}
@@ -242,7 +244,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 			first = false;
 		}
 		put_header(c.events, k->id, prev, ts);
-		encode_payload(*k, payload, tgid_of_, c.events);
+		encode_payload(*k, payload, tgid_of_, c.events, user_strings_);
 		prev = c.last_ts = ts;
 		++n.events;
 		std::atomic<uint64_t> &of_class = c.class_events[k->id];

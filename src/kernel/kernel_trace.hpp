@@ -95,7 +95,8 @@ public:
 	// FormatError.
 	KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
 	            std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
-	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid);
+	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid,
+	            UserStrings *user_strings = nullptr);
 
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
@@ -123,6 +124,10 @@ public:
 	// one yet) ends with theirs, with an empty packet.
 	void finish();
 
+	// System-call strings from now on (a restart that enables the first
+	// call with string arguments), for the classes added after it. Not
+	// while pages are being written.
+	void set_user_strings(UserStrings *strings) noexcept { user_strings_ = strings; }
 	// More event classes (events enabled for a restart), appended to the
 	// metadata. Not while pages are being written.
 	void add_event_classes(std::span<const EventFormat> formats);
@@ -206,6 +211,7 @@ private:
 	PageDecoder decoder_;
 	LostTotal lost_total_;
 	TgidOf tgid_of_;
+	UserStrings *user_strings_;
 	std::deque<KernelEventClass> classes_;          // stable addresses for by_type_
 	std::vector<const KernelEventClass *> by_type_; // tracefs ID -> class
 	uint32_t statedump_id_ = 0;                     // start; process_state +1, end +2

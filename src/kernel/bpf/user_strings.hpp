@@ -1,0 +1,156 @@
+// kernel/bpf/user_strings.hpp — system-call string arguments (paths) read
+// from the calling process's memory, which tracefs cannot record on a
+// kernel without event probes: a BPF program (syscall_strings.bpf.c) on
+// syscalls:sys_enter_NAME copies them into a BPF ring buffer, and each
+// tracefs syscall_entry event takes its call's strings from here when the
+// kernel trace writes it.
+//
+// The join: tracefs stays the record of the call (its timestamp, order,
+// pid scoping, filters and lost counts); the BPF record adds the strings.
+// Both are written in the same tracepoint call (the program is attached
+// before the session's instance enables the call's events), so the record
+// is in the ring buffer by the time the tracefs event's page is read, or a
+// moment later: take(), given the tracefs payload, reads the ring buffer
+// (waiting up to 2 ms for a record not there yet) and takes the oldest
+// record of the same thread, system call and string pointers. A thread makes one call at a time, so a record
+// matches one event; records whose events were filtered out of the trace
+// (pid scoping, filters) are dropped after kMaxAge or when more than
+// kMaxPending wait, counted as `unjoined`.
+//
+// Nothing is lost silently: an event whose record the ring buffer could
+// not take (counted by the program, `lost`) or that was dropped is written
+// with its strings empty and their bits set in its `unfetched` field; a
+// string the program could not read (a fault: a bad pointer, or a page not
+// in memory, which BPF may not fault in) is empty with its bit set too —
+// lttng-modules records such a string as an empty string.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+struct bpf_object;
+struct bpf_link;
+struct ring_buffer;
+
+namespace tracery::kernel {
+
+inline constexpr int8_t kMaxUserStrings = 4; // TRACERY_MAX_USER_STRINGS
+
+// The attach cookie of a call (syscall_record.h): bit i, argument i is a
+// string; a socket address at argument `address_arg` whose length is
+// argument `length_arg`.
+uint64_t address_cookie(size_t address_arg, size_t length_arg);
+// The arguments a cookie reads through (the pointers records are matched
+// by), and the slots of its records (strings, then the address).
+uint64_t cookie_pointer_args(uint64_t cookie);
+int cookie_slots(uint64_t cookie);
+
+// One call's strings and socket address, as the BPF program read them
+// (syscall_record.h): its slots.
+struct UserStringsRecord {
+	uint32_t tid = 0;
+	int32_t nr = 0;
+	uint64_t args[6] = {};
+	uint8_t count = 0;            // slots read or tried
+	uint8_t address = 0;          // 1 + the slot of the socket address, 0 if none
+	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); <= 0: not read
+	std::string data;             // the slots, one after the other
+	uint64_t seq = 0;             // order of arrival
+
+	// Slot i's bytes (a string without its NUL); empty if it was not read.
+	std::string_view string(int i) const;
+	// Bit i: slot i of `expected` could not be read.
+	uint8_t unfetched(int expected) const;
+};
+
+// Parses one ring buffer record. nullopt if it is malformed (shorter than
+// its lengths say).
+std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8_t> bytes);
+
+struct UserStringsCounts {
+	uint64_t records = 0;   // read from the ring buffer
+	uint64_t joined = 0;    // given to their tracefs events
+	uint64_t late = 0;      // of which arrived after their events were read
+	uint64_t lost = 0;      // the ring buffer was full: their events' strings are unfetched
+	uint64_t missing = 0;   // events written without a record (lost, late or dropped)
+	uint64_t faults = 0;    // strings and addresses the program could not read
+	uint64_t unjoined = 0;  // records dropped unjoined (their events not traced)
+	uint64_t malformed = 0; // records that did not parse
+};
+
+// The records waiting for their tracefs events, bounded. Not thread-safe.
+class UserStringsStore {
+public:
+	static constexpr uint64_t kMaxPending = 1 << 16;
+	static constexpr uint64_t kMaxAgeNs = 2'000'000'000;
+	// Threads whose (empty) queues are kept; beyond, empty ones go.
+	static constexpr size_t kMaxThreads = 4096;
+
+	// `now_ns`: a steady clock reading, for the age bound.
+	void add(UserStringsRecord record, uint64_t now_ns, UserStringsCounts &counts);
+	// The oldest record of thread `tid` for call `nr` whose arguments named
+	// by `args_mask` equal `args`.
+	std::optional<UserStringsRecord> take(uint32_t tid, int32_t nr, uint64_t args_mask,
+	                                      std::span<const uint64_t> args);
+	void expire(uint64_t now_ns, UserStringsCounts &counts);
+	size_t pending() const noexcept { return pending_; }
+
+private:
+	struct Waiting {
+		UserStringsRecord record;
+		uint64_t arrived_ns;
+	};
+	// Per thread, oldest first: a thread's calls whose events are not read
+	// yet (thousands when its reader is behind: taken from the front).
+	std::unordered_map<uint32_t, std::deque<Waiting>> by_tid_;
+	std::deque<std::pair<uint64_t, uint32_t>> order_; // (seq, tid), oldest first; taken ones skipped
+	uint64_t next_seq_ = 0;
+	size_t pending_ = 0;
+};
+
+class UserStrings {
+public:
+	// Loads the BPF program and its ring buffer of `ring_bytes` (a power of
+	// 2 of at least a page). Throws std::runtime_error saying why BPF is not
+	// available (not root, no BPF, a kernel refusing the program).
+	explicit UserStrings(uint64_t ring_bytes);
+	~UserStrings();
+	UserStrings(const UserStrings &) = delete;
+	UserStrings &operator=(const UserStrings &) = delete;
+
+	// Attaches the program to syscalls:sys_enter_NAME, copying what its
+	// attach cookie says (address_cookie()). Once per call; before the
+	// instance enables its events. Throws std::runtime_error.
+	void attach(const std::string &syscall, uint64_t cookie);
+	bool attached(const std::string &syscall) const;
+
+	// The record of the call whose tracefs sys_enter payload is `payload`
+	// (common_pid at 4, __syscall_nr at 8, arguments from 16), read as
+	// `cookie` says; nullopt if there is no record (counted). Any thread.
+	std::optional<UserStringsRecord> take(std::span<const uint8_t> payload, uint64_t cookie);
+
+	UserStringsCounts counts() const;
+
+private:
+	void poll(); // mutex_ held
+	static int on_record(void *self, void *data, size_t size);
+
+	bpf_object *object_ = nullptr;
+	ring_buffer *ring_ = nullptr;
+	int lost_map_ = -1;
+	std::map<std::string, bpf_link *> links_;
+	mutable std::mutex mutex_;
+	UserStringsStore store_;
+	UserStringsCounts counts_;
+};
+
+} // namespace tracery::kernel
