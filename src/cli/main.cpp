@@ -124,7 +124,10 @@ int main(int argc, char **argv)
 
 	auto *ctx = verb("add-context", "Record context fields with every event of a channel",
 	                 [&] { return verb_add_context(a); });
-	ctx->add_option("-t,--type", a.contexts, "vpid, vtid or procname (repeatable)")->required();
+	ctx->add_option("-t,--type", a.contexts,
+	                "vpid, vtid or procname (repeatable); with -k: tid, pid, ppid, prio, procname, or a "
+	                "namespace: pid_ns, mnt_ns, net_ns, user_ns, uts_ns, ipc_ns, cgroup_ns, time_ns")
+		->required();
 	ctx->add_option("-c,--channel", a.channel, "Channel (default: every channel)");
 	domain_flags(ctx, a);
 	session_option(ctx, a);

@@ -57,6 +57,7 @@ inline constexpr char kKernelEnableChannel[] = "kernel-enable-channel";
 inline constexpr char kKernelTrack[] = "kernel-track";
 inline constexpr char kKernelUntrack[] = "kernel-untrack";
 inline constexpr char kKernelList[] = "kernel-list";
+inline constexpr char kKernelAddContext[] = "kernel-add-context";
 } // namespace cmd
 
 // The messages between the daemon and a traced program.
@@ -748,6 +749,27 @@ struct KernelList {
 	using Reply = KernelListReply;
 	static constexpr auto kFields = std::tuple{};
 	bool operator==(const KernelList &) const = default;
+};
+
+// add-context -k: the kernel events' context (kernel/kernel_context.hpp names them).
+struct KernelAddContextReply {
+	static constexpr Tag tag = reply_to(cmd::kKernelAddContext);
+	std::string session;
+	std::vector<std::string> contexts; // the kernel channel's, now
+	static constexpr auto kFields = std::tuple{field("session", &KernelAddContextReply::session),
+	                                           field("contexts", &KernelAddContextReply::contexts)};
+	bool operator==(const KernelAddContextReply &) const = default;
+};
+struct KernelAddContext {
+	static constexpr Tag tag = command(cmd::kKernelAddContext);
+	using Reply = KernelAddContextReply;
+	std::string session;
+	std::string channel; // "": the session's kernel channel
+	std::vector<std::string> types;
+	static constexpr auto kFields =
+		std::tuple{field("session", &KernelAddContext::session), field("channel", &KernelAddContext::channel),
+	                   field("types", &KernelAddContext::types)};
+	bool operator==(const KernelAddContext &) const = default;
 };
 
 // ---- Between the daemon and a traced program.

@@ -97,6 +97,7 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		command<control::KernelTrack>(with_flag(&Daemon::cmd_kernel_track, false)),
 		command<control::KernelUntrack>(with_flag(&Daemon::cmd_kernel_track, true)),
 		command<control::KernelList>(&Daemon::cmd_kernel_list),
+		command<control::KernelAddContext>(&Daemon::cmd_kernel_context),
 	};
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);

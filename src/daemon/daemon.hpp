@@ -214,6 +214,8 @@ private:
 	control::KernelTrackingReply cmd_kernel_track(const control::KernelTracking &, bool untrack,
 	                                              const control::PeerCred &, Lock &);
 	control::KernelListReply cmd_kernel_list(const control::KernelList &, const control::PeerCred &, Lock &);
+	control::KernelAddContextReply cmd_kernel_context(const control::KernelAddContext &, const control::PeerCred &,
+	                                                  Lock &);
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
