@@ -2,7 +2,7 @@
 same CPU, with and without `add-context -k -t tid -t pid -t procname`: every `dd` system call is attributed to dd's
 pid and tid in `tracery stats`, `tracery query` and the Perfetto export, and the contexts babeltrace2 prints are
 the shell's and dd's. Kernel events and system calls enabled and disabled while the session traces: their events
-are recorded exactly while they were on. tracefs's global settings are the same after each test as before. Needs
+are recorded exactly while they were on, and so are the calls of processes tracked and untracked then. tracefs's global settings are the same after each test as before. Needs
 root and a mounted tracefs (skipped with a message otherwise)."""
 import json
 import os
@@ -175,6 +175,39 @@ class KernelContextTest(KernelMixin, DaemonTestCase):
         self.assertIn("syscall_entry_getpid:", bt.stdout)
         self.assertIn("sched_switch:", bt.stdout)
         self.assertEqual(t("view", os.path.join(path, "kernel")).stdout, bt.stdout)
+
+    def test_processes_tracked_and_untracked_while_tracing(self):
+        t, path = self.new_session("pids")
+        t("enable-event", "-k", "--syscall", "getppid", "-s", "pids")
+        t("add-context", "-k", "-t", "tid", "-s", "pids")
+        code = ("import os, sys\nfor line in sys.stdin:\n    for _ in range(int(line)):\n        os.getppid()\n"
+                "    print('done', flush=True)")
+        a, b = (subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True) for _ in range(2))
+        for p in (a, b):
+            self.addCleanup(p.wait)
+            self.addCleanup(p.stdin.close)
+            self.addCleanup(p.stdout.close)
+
+        def calls(p, n):
+            p.stdin.write(f"{n}\n")
+            p.stdin.flush()
+            self.assertEqual(p.stdout.readline(), "done\n")
+
+        t("track", "-k", "--pid", str(a.pid), "-s", "pids")
+        t("start", "pids")
+        calls(a, 10)
+        calls(b, 11)  # not tracked yet
+        t("track", "-k", "--pid", str(b.pid), "-s", "pids")
+        calls(a, 12)
+        calls(b, 13)
+        t("untrack", "-k", "--pid", str(a.pid), "-s", "pids")
+        calls(a, 14)  # not tracked any more
+        calls(b, 15)
+        t("stop", "pids")
+        rows = self.query(path, "SELECT tid, count(*) AS n FROM events WHERE name = 'syscall_entry_getppid' "
+                                "GROUP BY tid ORDER BY tid")
+        self.assertEqual({r["tid"]: r["n"] for r in rows}, {a.pid: 22, b.pid: 28})
 
 
 if __name__ == "__main__":

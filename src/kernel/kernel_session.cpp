@@ -186,13 +186,22 @@ void KernelSession::reconfigure(const KernelSessionConfig &next)
 	config_.tracepoints = next.tracepoints;
 	config_.syscalls = next.syscalls;
 	config_.all_syscalls = next.all_syscalls;
+	const std::vector<pid_t> pids_before = config_.pids;
+	const bool follow_before = config_.follow_children;
 	config_.pids = next.pids;
 	config_.follow_children = next.follow_children;
 	if (!started_)
 		return;
 	apply_events(define_probes());
 	remove_dropped_probes();
-	instance_->set_event_pids(config_.pids, config_.follow_children);
+	// The pid list is changed, not written again: the kernel's list holds
+	// the descendants it added too.
+	if (pids_before == config_.pids && follow_before == config_.follow_children)
+		return;
+	if (follow_before != config_.follow_children || pids_before.empty() || config_.pids.empty())
+		instance_->set_event_pids(config_.pids, config_.follow_children);
+	else
+		instance_->change_event_pids(pids_before, config_.pids);
 }
 
 void KernelSession::create_instance()
