@@ -885,7 +885,7 @@ using AllMessages =
                    StartReply, Stop, StopReply, Status, StatusReply, List, ListReply, ListEvents, ListEventsReply,
                    SnapshotRecord, SnapshotRecordReply, KernelEnableEvent, KernelEnableEventReply, KernelDisableEvent,
                    KernelDisableEventReply, KernelEnableChannel, KernelEnableChannelReply, KernelTrack,
-                   KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Hello, NewEvents,
-                   Ack, Ready, StartSession, Update, Ids, StopSession>;
+                   KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, KernelAddContext,
+                   KernelAddContextReply, Hello, NewEvents, Ack, Ready, StartSession, Update, Ids, StopSession>;
 
 } // namespace tracery::control
