@@ -3,8 +3,9 @@
 # daemon (traceryd, in a private run directory so no real daemon is touched),
 # traces the sample programs examples/hello.c and examples/hello.cpp with the
 # tracery command, as lttng would, and prints the trace with babeltrace2; then
-# records hello-c again through a filter; as root with tracefs, records it
-# with its system calls and context switches in one kernel + user trace.
+# records hello-c again through a filter; as root, records it with its system
+# calls and context switches in one kernel + user trace (traceryd mounts
+# tracefs if it is not; the script says why when the kernel part cannot run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -47,7 +48,21 @@ tracery enable-event -u hello:step --filter 'value >= 0 && ratio < 0.8'
 tracery start
 trace_hello_c
 traces="$out/trace and $out/filtered"
-if [ "$(id -u)" = 0 ] && { [ -d /sys/kernel/tracing/instances ] || [ -d /sys/kernel/debug/tracing/instances ]; }; then
+# The kernel part needs root and tracefs. traceryd mounts tracefs when it is
+# not mounted (a fresh Debian 12 boots without it): asking it for the
+# kernel's tracepoints does that, or says why kernel tracing is impossible.
+kernel_skipped=
+if [ "$(id -u)" != 0 ]; then
+  kernel_skipped="kernel tracing needs root (run this script with sudo to see it)"
+elif ! kernel_skipped=$(build/src/cli/tracery list -k 2>&1 >/dev/null); then
+  kernel_skipped=${kernel_skipped#tracery: }
+else
+  kernel_skipped=
+fi
+if [ -n "$kernel_skipped" ]; then
+  echo
+  echo "# The combined kernel + user trace is not shown: $kernel_skipped"
+else
   echo
   echo "# Kernel and user space in one trace (root, tracefs): hello-c's events among its write system calls"
   echo "# and context switches, on one clock; only this script and what it runs ($$ and its descendants)."

@@ -125,8 +125,8 @@ int main(int argc, char **argv)
 	auto *ctx = verb("add-context", "Record context fields with every event of a channel",
 	                 [&] { return verb_add_context(a); });
 	ctx->add_option("-t,--type", a.contexts,
-	                "A context of `--list`, e.g. vpid, vtid, procname, perf:thread:page-fault "
-	                "(repeatable)");
+	                "A context of `--list`, e.g. vpid, vtid, procname, perf:thread:page-fault; with -k: "
+	                "tid, pid, ppid, prio, procname or a namespace's (repeatable)");
 	ctx->add_flag("--list", a.list_contexts, "List every context and the domains that have it");
 	ctx->add_option("-c,--channel", a.channel, "Channel (default: every channel)");
 	domain_flags(ctx, a);

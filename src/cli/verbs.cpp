@@ -420,9 +420,13 @@ int verb_add_context(const Args &a)
 	if (a.contexts.empty())
 		throw CliError("add-context needs -t NAME (one or more; `tracery add-context --list` lists them)");
 	one_domain(a);
-	if (a.kernel)
-		throw CliError("add-context has no kernel domain: drop -k (kernel events carry their cpu_id, and "
-		               "their own fields)");
+	if (a.kernel) {
+		const control::KernelAddContextReply r =
+			request(control::KernelAddContext{session_or_current(a.session), a.channel, a.contexts});
+		for (const auto &t : a.contexts)
+			printf("Kernel context %s added to session '%s'\n", t.c_str(), r.session.c_str());
+		return 0;
+	}
 	const control::AddContextReply r =
 		request(control::AddContext{session_or_current(a.session), a.channel, a.contexts});
 	for (const auto &t : a.contexts)

@@ -57,6 +57,7 @@ inline constexpr char kKernelEnableChannel[] = "kernel-enable-channel";
 inline constexpr char kKernelTrack[] = "kernel-track";
 inline constexpr char kKernelUntrack[] = "kernel-untrack";
 inline constexpr char kKernelList[] = "kernel-list";
+inline constexpr char kKernelAddContext[] = "kernel-add-context";
 // Both domains: which processes a session's events come from.
 inline constexpr char kTrack[] = "track";
 inline constexpr char kUntrack[] = "untrack";
@@ -832,6 +833,27 @@ struct Untrack : Tracking {
 	using Reply = UntrackReply;
 };
 
+// add-context -k: the kernel events' context (kernel/kernel_context.hpp names them).
+struct KernelAddContextReply {
+	static constexpr Tag tag = reply_to(cmd::kKernelAddContext);
+	std::string session;
+	std::vector<std::string> contexts; // the kernel channel's, now
+	static constexpr auto kFields = std::tuple{field("session", &KernelAddContextReply::session),
+	                                           field("contexts", &KernelAddContextReply::contexts)};
+	bool operator==(const KernelAddContextReply &) const = default;
+};
+struct KernelAddContext {
+	static constexpr Tag tag = command(cmd::kKernelAddContext);
+	using Reply = KernelAddContextReply;
+	std::string session;
+	std::string channel; // "": the session's kernel channel
+	std::vector<std::string> types;
+	static constexpr auto kFields =
+		std::tuple{field("session", &KernelAddContext::session), field("channel", &KernelAddContext::channel),
+	                   field("types", &KernelAddContext::types)};
+	bool operator==(const KernelAddContext &) const = default;
+};
+
 // ---- Between the daemon and a traced program.
 
 struct Hello {
@@ -954,6 +976,7 @@ using AllMessages =
                    SnapshotRecord, SnapshotRecordReply, KernelEnableEvent, KernelEnableEventReply, KernelDisableEvent,
                    KernelDisableEventReply, KernelEnableChannel, KernelEnableChannelReply, KernelTrack,
                    KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Track, TrackReply,
-                   Untrack, UntrackReply, Hello, NewEvents, Ack, Ready, StartSession, Update, Ids, StopSession>;
+                   Untrack, UntrackReply, KernelAddContext, KernelAddContextReply, Hello, NewEvents, Ack, Ready,
+                   StartSession, Update, Ids, StopSession>;
 
 } // namespace tracery::control

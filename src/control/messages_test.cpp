@@ -309,6 +309,16 @@ KernelListReply full()
 {
 	return {{"irq:irq_handler_entry"}, {"openat"}};
 }
+template <>
+KernelAddContext full()
+{
+	return {"s", "k", {"tid", "procname"}};
+}
+template <>
+KernelAddContextReply full()
+{
+	return {"s", {"tid", "pid", "procname"}};
+}
 json schema() { return {{"provider", "app"}, {"name", "e"}, {"fields", json::array()}}; }
 template <>
 Hello full()

@@ -102,6 +102,7 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		command<control::KernelList>(&Daemon::cmd_kernel_list),
 		command<control::Track>(with_flag(&Daemon::cmd_track, false)),
 		command<control::Untrack>(with_flag(&Daemon::cmd_track, true)),
+		command<control::KernelAddContext>(&Daemon::cmd_kernel_context),
 	};
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);

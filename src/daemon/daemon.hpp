@@ -226,6 +226,8 @@ private:
 	// track -k and untrack -k with the tracking message (cmd_track's kernel half).
 	control::TrackingReply cmd_kernel_process_attrs(const control::Tracking &, bool untrack,
 	                                                const control::PeerCred &, Lock &);
+	control::KernelAddContextReply cmd_kernel_context(const control::KernelAddContext &, const control::PeerCred &,
+	                                                  Lock &);
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it

@@ -2,9 +2,11 @@
 // and system calls a session enables, its kernel channel, the processes it
 // tracks, and the kernel's lists. What a client sends is untrusted: names,
 // patterns and pids are checked (character set, length, count) before
-// anything reads tracefs with them. The session's kernel domain is set
-// before its first start; start, stop and destroy (session_commands.cpp,
-// daemon.cpp) run it.
+// anything reads tracefs with them. The session's kernel channel and
+// contexts are set before its first start; its events and tracked
+// processes change at any time, at once while it traces (undone if the
+// kernel refuses the change); start, stop and destroy
+// (session_commands.cpp, daemon.cpp) run it.
 #include "daemon/daemon.hpp"
 
 #include "daemon/log.hpp"
@@ -12,6 +14,7 @@
 #include "base/fs_creds.hpp"
 #include "base/sizes.hpp"
 #include "filter/parser.hpp"
+#include "kernel/kernel_context.hpp"
 #include "kernel/kernel_session.hpp"
 #include "kernel/probe_site.hpp"
 #include "kernel/tracefs.hpp"
@@ -97,6 +100,26 @@ std::string tracefs_root()
 	}
 }
 
+// A change of the session's kernel spec (from `before`) takes effect at
+// once while it traces; undone if the kernel refuses it.
+void apply_while_tracing(TraceSession &s, const KernelSpec &before)
+{
+	if (!s.started())
+		return;
+	try {
+		s.apply_kernel();
+	} catch (const std::exception &e) {
+		s.edit_kernel_spec() = before;
+		try {
+			s.apply_kernel();
+		} catch (const std::exception &again) {
+			log(Level::error, "session %s: its kernel events could not be set back: %s", s.name().c_str(),
+			    again.what());
+		}
+		throw CommandError("session '" + s.name() + "' is unchanged: " + e.what());
+	}
+}
+
 } // namespace
 
 void Daemon::check_kernel_access(const control::PeerCred &peer) const
@@ -112,10 +135,8 @@ TraceSession &Daemon::kernel_session_for(const std::string &name, const control:
 {
 	check_kernel_access(peer);
 	TraceSession &s = session_for(name, peer);
-	if (s.started() || s.stopping())
-		throw CommandError("session '" + s.name() +
-		                   "' is tracing: its kernel events and tracked pids change while it is stopped "
-		                   "(`tracery stop`, change them, `tracery start`)");
+	if (s.stopping())
+		throw CommandError("session '" + s.name() + "' is stopping: try again once `tracery stop` returns");
 	if (s.ever_started() && !s.kernel_domain())
 		throw CommandError("session '" + s.name() +
 		                   "' was started without kernel events, so its user trace is OUTPUT itself and "
@@ -188,9 +209,11 @@ control::KernelEventsReply Daemon::enable_probe(TraceSession &s, const control::
 	reply.sites = probe.sites.size();
 	reply.args_source = probe.sites.at(0).args_source;
 	reply.notes = probe.sites.at(0).notes;
+	const KernelSpec before = s.kernel_spec();
 	if (!filter.empty())
 		s.edit_kernel_spec().filters[kernel::probe_rule(name)] = filter;
 	s.edit_kernel_spec().probes.emplace(name, std::move(probe));
+	apply_while_tracing(s, before);
 	return reply;
 }
 
@@ -219,6 +242,7 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 	std::vector<std::string> not_recorded; // events a filter's rule does not record
 	if (disable && !filter.empty())
 		throw CommandError("disable-event takes no --filter: it disables the events named");
+	const KernelSpec before = s.kernel_spec();
 	KernelSpec &k = s.edit_kernel_spec();
 	// The rules of this request, as KernelSessionConfig::filters names them.
 	std::vector<std::string> rules = tracepoints;
@@ -313,6 +337,7 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 	if (!filter.empty())
 		for (auto &n : names)
 			n += " (filter: " + filter + ")";
+	apply_while_tracing(s, before);
 	return {s.name(), kchannel, names, not_recorded, std::nullopt, std::nullopt, std::nullopt};
 }
 
@@ -354,6 +379,7 @@ control::KernelTrackingReply Daemon::cmd_kernel_track(const control::KernelTrack
 {
 	TraceSession &s = kernel_session_for(req.session, peer);
 	const std::vector<pid_t> pids = pids_of(req.pids);
+	const KernelSpec before = s.kernel_spec();
 	KernelSpec &k = s.edit_kernel_spec();
 	if (untrack) {
 		for (pid_t p : pids)
@@ -368,7 +394,45 @@ control::KernelTrackingReply Daemon::cmd_kernel_track(const control::KernelTrack
 		k.pids.insert(pids.begin(), pids.end());
 		k.follow_children = req.follow_children.value_or(true);
 	}
+	apply_while_tracing(s, before);
 	return {s.name(), {k.pids.begin(), k.pids.end()}, k.follow_children};
+}
+
+control::KernelAddContextReply Daemon::cmd_kernel_context(const control::KernelAddContext &req,
+                                                          const control::PeerCred &peer, Lock &)
+{
+	TraceSession &s = kernel_session_for(req.session, peer);
+	if (s.ever_started())
+		throw CommandError("session '" + s.name() +
+		                   "' has been started: its kernel events' context was set then (as LTTng's); "
+		                   "create a new session to add one");
+	const std::string kchannel = s.kernel_spec().channel_name();
+	if (!req.channel.empty() && req.channel != kchannel)
+		throw CommandError("no kernel channel '" + req.channel.substr(0, kMaxNameLength) + "' in session '" +
+		                   s.name() + "' (it has '" + kchannel + "')");
+	if (req.types.empty() || req.types.size() > kernel::kKernelContextCount)
+		throw CommandError("no context given: name one with -t (at most " +
+		                   std::to_string(kernel::kKernelContextCount) + ")");
+	std::vector<kernel::KernelContext> contexts = s.kernel_spec().contexts;
+	for (const std::string &t : req.types) {
+		const std::optional<kernel::KernelContext> c = kernel::parse_kernel_context(t);
+		if (!c) {
+			std::string known;
+			for (const std::string &n : kernel::kernel_context_names())
+				known += (known.empty() ? "" : ", ") + n;
+			throw CommandError("no kernel context '" + t.substr(0, kMaxNameLength) + "': give one of " +
+			                   known);
+		}
+		contexts.push_back(*c);
+	}
+	std::sort(contexts.begin(), contexts.end());
+	contexts.erase(std::unique(contexts.begin(), contexts.end()), contexts.end());
+	s.edit_kernel_spec().contexts = contexts;
+	control::KernelAddContextReply reply;
+	reply.session = s.name();
+	for (const kernel::KernelContext c : contexts)
+		reply.contexts.emplace_back(kernel::kernel_context_name(c));
+	return reply;
 }
 
 control::KernelListReply Daemon::cmd_kernel_list(const control::KernelList &, const control::PeerCred &peer, Lock &)

@@ -9,10 +9,8 @@
 
 namespace tracery::daemon {
 
-void KernelDomain::start(const std::string &tracefs_root)
+kernel::KernelSessionConfig KernelDomain::config() const
 {
-	if (!spec_.any_events())
-		return;
 	const SessionIdentity &s = session_;
 	kernel::KernelSessionConfig c;
 	c.session_name = s.name;
@@ -46,6 +44,27 @@ void KernelDomain::start(const std::string &tracefs_root)
 		c.file_uid = s.owner;
 		c.file_gid = s.owner_gid;
 	}
+	c.contexts = spec_.contexts;
+	return c;
+}
+
+void KernelDomain::apply()
+{
+	if (!trace_ || !trace_->started())
+		return;
+	try {
+		trace_->reconfigure(config());
+	} catch (const std::exception &e) {
+		throw std::runtime_error(std::string("kernel: ") + e.what());
+	}
+}
+
+void KernelDomain::start(const std::string &tracefs_root)
+{
+	if (!spec_.any_events())
+		return;
+	const SessionIdentity &s = session_;
+	kernel::KernelSessionConfig c = config();
 	try {
 		if (trace_) { // started before: the same instance and trace go on
 			trace_->reconfigure(c);

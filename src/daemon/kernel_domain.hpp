@@ -35,6 +35,7 @@ struct KernelSpec {
 	bool overwrite = false;
 	std::set<pid_t> pids; // empty: every process
 	bool follow_children = true;
+	std::vector<kernel::KernelContext> contexts; // add-context -k, sorted and unique
 	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
 	// enabled, from the file opened then with the requester's credentials
 	// (held open: the kernel is given that very file, /proc/self/fd/N).
@@ -56,8 +57,8 @@ public:
 	explicit KernelDomain(const SessionIdentity &session) : session_(session) {}
 
 	const KernelSpec &spec() const { return spec_; }
-	// For the kernel commands, while the domain may change (not while the
-	// session traces: Daemon::kernel_session_for).
+	// For the kernel commands (Daemon::kernel_session_for); while the
+	// session traces, apply() makes a change take effect.
 	KernelSpec &edit_spec() { return spec_; }
 
 	// Whether the session's traces are laid out with a kernel trace (see
@@ -72,6 +73,11 @@ public:
 	// without the daemon's lock (reads /proc for the state dump). Throws
 	// std::runtime_error (one line) with nothing left running.
 	void start(const std::string &tracefs_root);
+	// While the session traces: the spec's events and tracked pids take
+	// effect at once (nothing to do otherwise). Throws std::runtime_error
+	// (one line); the instance may then be partly changed: apply() the
+	// previous spec again.
+	void apply();
 	// Stop (and a start whose user part failed): drains every page, the
 	// kernel trace stays open for the next start (without the daemon's
 	// lock). Returns "" or the one-line error of a failed reader.
@@ -88,6 +94,7 @@ public:
 	const kernel::KernelSession *trace() const { return trace_.get(); }
 
 private:
+	kernel::KernelSessionConfig config() const; // of the spec and the session
 	const SessionIdentity &session_;
 	KernelSpec spec_;
 	bool in_layout_ = false;

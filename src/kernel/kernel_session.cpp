@@ -179,8 +179,6 @@ KernelSession::~KernelSession()
 
 void KernelSession::reconfigure(const KernelSessionConfig &next)
 {
-	if (started_)
-		throw std::logic_error("kernel session '" + config_.session_name + "' is started: stop it first");
 	KernelEvents events = resolve_events(root_, next);
 	events_ = std::move(events);
 	config_.filters = next.filters;
@@ -188,8 +186,23 @@ void KernelSession::reconfigure(const KernelSessionConfig &next)
 	config_.tracepoints = next.tracepoints;
 	config_.syscalls = next.syscalls;
 	config_.all_syscalls = next.all_syscalls;
+	const std::vector<pid_t> pids_before = config_.pids;
+	const bool follow_before = config_.follow_children;
 	config_.pids = next.pids;
 	config_.follow_children = next.follow_children;
+	if (!started_)
+		return;
+	prepare_user_strings();
+	apply_events(define_probes());
+	remove_dropped_probes();
+	// The pid list is changed, not written again: the kernel's list holds
+	// the descendants it added too.
+	if (pids_before == config_.pids && follow_before == config_.follow_children)
+		return;
+	if (follow_before != config_.follow_children || pids_before.empty() || config_.pids.empty())
+		instance_->set_event_pids(config_.pids, config_.follow_children);
+	else
+		instance_->change_event_pids(pids_before, config_.pids);
 }
 
 void KernelSession::create_instance()
@@ -290,7 +303,16 @@ void KernelSession::remove_dropped_probes()
 	}
 }
 
-std::vector<EventFormat> KernelSession::apply_events(const KernelEvents &probes)
+std::vector<uint16_t> KernelSession::unrecorded_types() const
+{
+	std::vector<uint16_t> out;
+	for (const Tracepoint &tp : bookkeeping_)
+		if (const auto it = formats_.find(tp); it != formats_.end() && it->second.id <= UINT16_MAX)
+			out.push_back(static_cast<uint16_t>(it->second.id));
+	return out;
+}
+
+void KernelSession::apply_events(const KernelEvents &probes)
 {
 	// The configuration's tracepoints and its probes' events, sorted.
 	KernelEvents all = events_;
@@ -307,22 +329,47 @@ std::vector<EventFormat> KernelSession::apply_events(const KernelEvents &probes)
 		sorted.events.push_back(all.events[i]);
 		sorted.rules.push_back(all.rules[i]);
 	}
+	// The thread table's events the configuration does not record: enabled
+	// without a filter, not written.
+	std::vector<Tracepoint> bookkeeping;
+	if (needs_thread_table(config_.contexts))
+		for (const auto &[system, name] : thread_table_events()) {
+			const Tracepoint tp{system, name};
+			if (!std::binary_search(sorted.events.begin(), sorted.events.end(), tp) &&
+			    ::access((root_ + "/events/" + system + "/" + name + "/format").c_str(), F_OK) == 0)
+				bookkeeping.push_back(tp);
+		}
 	std::vector<EventFormat> added;
-	for (const Tracepoint &tp : sorted.events)
-		if (!formats_.count(tp))
-			added.push_back(formats_.emplace(tp, read_format(root_, tp)).first->second);
+	for (const std::vector<Tracepoint> *list : {&sorted.events, &bookkeeping})
+		for (const Tracepoint &tp : *list)
+			if (!formats_.count(tp))
+				added.push_back(formats_.emplace(tp, read_format(root_, tp)).first->second);
 	// Every filter is translated before the instance's events change, and
 	// set before its event is enabled. An event none of whose rules can
 	// record it (each filters on a field it lacks) is not enabled.
-	std::vector<Tracepoint> wanted;
-	std::vector<std::string> filters;
+	std::vector<std::pair<Tracepoint, std::string>> chosen;
 	for (size_t i = 0; i < sorted.events.size(); ++i) {
 		const Tracepoint &tp = sorted.events[i];
-		if (std::optional<std::string> f =
-		            event_filter(tp, formats_.at(tp), sorted.rules[i], config_.filters)) {
-			wanted.push_back(tp);
-			filters.push_back(std::move(*f));
-		}
+		if (std::optional<std::string> f = event_filter(tp, formats_.at(tp), sorted.rules[i], config_.filters))
+			chosen.emplace_back(tp, std::move(*f));
+	}
+	for (const Tracepoint &tp : bookkeeping)
+		chosen.emplace_back(tp, "");
+	std::sort(chosen.begin(), chosen.end());
+	std::vector<Tracepoint> wanted;
+	std::vector<std::string> filters;
+	for (auto &[tp, f] : chosen) {
+		wanted.push_back(tp);
+		filters.push_back(std::move(f));
+	}
+	// The trace knows every class, and which are not written, before any
+	// event changes (while tracing, the readers write what comes next).
+	bookkeeping_ = std::move(bookkeeping);
+	if (trace_) {
+		base::FsCreds as_writer(config_.file_uid, config_.file_gid);
+		if (!added.empty())
+			trace_->add_event_classes(added);
+		trace_->set_unrecorded(unrecorded_types());
 	}
 	for (const Tracepoint &tp : enabled_)
 		if (!contains(wanted, tp))
@@ -338,7 +385,6 @@ std::vector<EventFormat> KernelSession::apply_events(const KernelEvents &probes)
 		if (!filters[i].empty())
 			filtered_.push_back(wanted[i]);
 	enabled_ = std::move(wanted);
-	return added;
 }
 
 std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out, std::vector<uint64_t> baseline) const
@@ -354,7 +400,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out,
 	for (const auto &[tp, format] : formats_)
 		formats.push_back(format);
 	const clock::TickSource source = clock::tick_source(config_.tick_unit);
-	return std::make_unique<KernelTrace>(
+	auto trace = std::make_unique<KernelTrace>(
 		std::move(out), config_.channel, std::move(info), formats, cpus_.back() + 1, layout_,
 		[this, baseline = std::move(baseline)](uint32_t cpu) {
 			// The stats are tracefs's.
@@ -363,10 +409,12 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out,
 			const uint64_t before = cpu < baseline.size() ? baseline[cpu] : 0;
 			return total > before ? total - before : 0;
 		},
-		[source] { return clock::ticks(source); }, proc_tgid, user_strings_.get());
+		[source] { return clock::ticks(source); }, proc_tgid, config_.contexts, user_strings_.get());
+	trace->set_unrecorded(unrecorded_types());
+	return trace;
 }
 
-void KernelSession::attach_user_strings()
+void KernelSession::prepare_user_strings()
 {
 	constexpr uint64_t kRingBytes = 4 << 20;
 	constexpr std::string_view kEnter = "sys_enter_";
@@ -393,6 +441,8 @@ void KernelSession::attach_user_strings()
 		}
 		user_strings_->attach(call, strings);
 	}
+	if (trace_)
+		trace_->set_user_strings(user_strings_.get());
 }
 
 UserStringsCounts KernelSession::user_strings_counts() const
@@ -447,8 +497,8 @@ void KernelSession::start()
 	try {
 		if (first)
 			create_instance();
-		attach_user_strings();
-		const std::vector<EventFormat> added = apply_events(define_probes());
+		prepare_user_strings();
+		apply_events(define_probes());
 		remove_dropped_probes();
 		instance_->set_event_pids(config_.pids, config_.follow_children);
 		if (!config_.snapshot) {
@@ -457,10 +507,6 @@ void KernelSession::start()
 				                                         config_.relay, "kernel"),
 				                   {});
 				trace_->set_live_period(std::chrono::nanoseconds(config_.live_period_ns));
-			} else if (!added.empty()) {
-				trace_->set_user_strings(user_strings_.get());
-				base::FsCreds as_writer(config_.file_uid, config_.file_gid);
-				trace_->add_event_classes(added);
 			}
 			readers_ = start_readers(*trace_);
 		}
@@ -484,6 +530,7 @@ void KernelSession::start()
 			probes_.clear();
 			enabled_.clear();
 			filtered_.clear();
+			bookkeeping_.clear();
 			formats_.clear();
 		}
 		throw;

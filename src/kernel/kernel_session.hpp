@@ -9,6 +9,9 @@
 // to the configuration's (reconfigure() may have changed them since the
 // last stop: new event classes are appended to the metadata), starts the
 // readers (their tids excluded), turns tracing on and writes a state dump.
+// reconfigure() while started changes the instance's events and pid
+// scoping at once, new event classes appended to the metadata before their
+// events are enabled (as LTTng's sessions do).
 // stop(): tracing off, every page drained, each CPU's exact lost total
 // written; the streams stay open for the next start, which continues them.
 // destroy(): the streams closed, the instance removed (also done by the
@@ -37,6 +40,7 @@
 #include "filter/kernel_filter.hpp"
 #include "kernel/bpf/user_strings.hpp"
 #include "kernel/cpu_readers.hpp"
+#include "kernel/kernel_context.hpp"
 #include "kernel/kernel_trace.hpp"
 #include "kernel/tracefs.hpp"
 #include "kernel/uprobes.hpp"
@@ -85,6 +89,10 @@ struct KernelSessionConfig {
 	uint64_t subbuf_size = 0;
 	uint64_t num_subbuf = 0;
 	bool overwrite = false; // a full buffer overwrites its oldest page (instead of dropping events)
+	// The events' context (add-context -k), sorted and unique: set once,
+	// at the first start (reconfigure() ignores it). Those that need the
+	// thread table have its events enabled too (kernel_context.hpp).
+	std::vector<KernelContext> contexts;
 	// Nothing read while tracing: snapshot() reads the newest pages (with
 	// overwrite, the kernel buffer is a flight recorder).
 	bool snapshot = false;
@@ -164,11 +172,14 @@ public:
 	// session costs probed programs nothing). Throws std::runtime_error if a
 	// reader failed (its message), after draining the others. Idempotent.
 	void stop();
-	// The events and tracked pids of the next start (while stopped): the
-	// tracepoints, syscalls, all_syscalls, filters, probes, pids and
-	// follow_children of `next`; its other fields are ignored (the buffer and clock are set
-	// once). Throws std::invalid_argument as the constructor, changing
-	// nothing; std::logic_error while started.
+	// The events and tracked pids: the tracepoints, syscalls,
+	// all_syscalls, filters, probes, pids and follow_children of `next`;
+	// its other fields are ignored (the buffer, clock and contexts are set
+	// once). Stopped: for the next start. Started: at once (new event
+	// classes in the metadata first). Throws std::invalid_argument as the
+	// constructor, changing nothing; while started, TracefsError,
+	// FormatError, ProbeError (the instance may then be partly changed:
+	// reconfigure again to the previous configuration).
 	void reconfigure(const KernelSessionConfig &next);
 	// Snapshot sessions, while started or stopped: the newest pages of every
 	// CPU into DIR/kernel (a new trace, state dump included). Throws
@@ -207,8 +218,12 @@ public:
 private:
 	void create_instance();
 	// Brings the instance's enabled events and their filters to events_
-	// and `probes` (formats_ gains the new ones; returns them).
-	std::vector<EventFormat> apply_events(const KernelEvents &probes);
+	// and `probes`, and the thread table's events if the contexts need
+	// them (formats_ gains the new ones, added to trace_ before any event
+	// is enabled).
+	void apply_events(const KernelEvents &probes);
+	// The tracefs IDs of the events enabled only for the thread table.
+	std::vector<uint16_t> unrecorded_types() const;
 	// A trace with every event class of formats_, written with the
 	// configuration's file credentials to `out`; `baseline`: the kernel's
 	// lost counts not to report.
@@ -227,14 +242,17 @@ private:
 	// The BPF program attached to every enabled system call with string
 	// arguments (loaded with the first), before the instance enables them;
 	// if BPF is unavailable, user_strings_warning_ says why and their
-	// arguments are the pointers' values.
-	void attach_user_strings();
+	// arguments are the pointers' values. Then the trace, if there is one
+	// already (a restart, a change while tracing), records the strings of
+	// the classes added after it.
+	void prepare_user_strings();
 
 	std::string root_;
 	KernelSessionConfig config_;
 	KernelEvents events_;                       // of the configuration
 	std::vector<Tracepoint> enabled_;           // in the instance, sorted
 	std::vector<Tracepoint> filtered_;          // with a filter in the instance, sorted
+	std::vector<Tracepoint> bookkeeping_;       // enabled for the thread table only, sorted
 	std::map<Tracepoint, EventFormat> formats_; // of every event enabled since the first start
 	// Before instance_: destroyed after it (an enabled event cannot go).
 	std::string probe_group_;

@@ -531,7 +531,7 @@ TEST_F(KernelSessionRoot, RestartContinuesTheTraceWithNewEvents)
 			std::invalid_argument);
 		session.reconfigure(config);
 		session.start();
-		EXPECT_THROW(session.reconfigure(config), std::logic_error);
+		session.reconfigure(config); // while started, the same configuration: nothing changes
 		child.calls(2000, 50);
 		session.stop();
 		session.start(); // again, unchanged

@@ -2,6 +2,7 @@
 #include "kernel/kernel_trace.hpp"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -146,20 +147,30 @@ uint64_t parse_lost_total(std::string_view stats)
 
 KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
                          std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
-                         LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of, UserStrings *user_strings)
+                         LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of,
+                         std::vector<KernelContext> contexts, UserStrings *user_strings)
 	: out_(std::move(out)), uuid_(info.uuid), now_(std::move(now)), made_(now_()), earliest_(made_),
 	  decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
-	  user_strings_(user_strings), sink_(out_.sink({channel, kStreamClass, 0, info.uuid}, num_cpus)),
-	  cpus_(num_cpus), num_cpus_(num_cpus)
+	  user_strings_(user_strings), contexts_(std::move(contexts)),
+	  sink_(out_.sink({channel, kStreamClass, 0, info.uuid}, num_cpus)), cpus_(num_cpus), num_cpus_(num_cpus)
 {
+	if (needs_thread_table(contexts_))
+		threads_ = std::make_unique<ThreadTable>(
+			std::any_of(contexts_.begin(), contexts_.end(),
+		                    [](KernelContext c) { return c >= KernelContext::pid_ns; }));
 	out_.create_local();
 	info.identity = lttng_kernel_identity();
 	const ctf::MetadataWriter writer(std::move(info));
 	std::string text = writer.preamble() + ctf::MetadataWriter::stream_class(kStreamClass, {});
+	// The CPU streams' context, inserted in the stream class (the state
+	// dump's stream is of the same class: its events carry it too, tid 0).
+	if (const std::string context = kernel_context_tsdl(contexts_); !context.empty())
+		text.insert(text.rfind("};"), context);
 	for (const EventFormat &f : formats) {
-		classes_.push_back(
-			make_event_class(f, static_cast<uint32_t>(classes_.size()), user_strings_ != nullptr));
+		classes_.push_back(make_event_class(f, static_cast<uint32_t>(classes_.size()),
+		                                    user_strings_.load(std::memory_order_relaxed) != nullptr));
 		text += classes_.back().tsdl(kStreamClass);
+		add_update(f);
 	}
 	index_classes();
 	statedump_id_ = static_cast<uint32_t>(classes_.size());
@@ -199,20 +210,42 @@ void KernelTrace::index_classes()
 		by_type_[c.type] = &c;
 }
 
+void KernelTrace::add_update(const EventFormat &f)
+{
+	if (!threads_ || f.id > UINT16_MAX)
+		return;
+	if (updates_.size() <= f.id)
+		updates_.resize(f.id + 1);
+	updates_[f.id] = ThreadUpdate::of(f);
+}
+
 void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 {
 	std::string text;
+	const std::unique_lock pages(classes_mutex_);
 	{
 		const std::lock_guard lock(counts_mutex_); // events_of() reads classes_
 		for (const EventFormat &f : formats) {
-			classes_.push_back(make_event_class(f, next_id_++, user_strings_ != nullptr));
+			classes_.push_back(make_event_class(f, next_id_++,
+			                                    user_strings_.load(std::memory_order_relaxed) != nullptr));
 			text += classes_.back().tsdl(kStreamClass);
+			add_update(f);
 		}
 	}
 	grow_class_counters();
 	index_classes();
+	// Before any event of theirs is enabled, so before any is read.
 	if (!text.empty())
 		out_.append_metadata(text);
+}
+
+void KernelTrace::set_unrecorded(std::vector<uint16_t> types)
+{
+	const std::unique_lock pages(classes_mutex_);
+	unrecorded_.assign(by_type_.size(), false);
+	for (const uint16_t t : types)
+		if (t < unrecorded_.size())
+			unrecorded_[t] = true;
 }
 
 void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
@@ -226,6 +259,10 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	uint64_t begin = 0, prev = 0;
 	bool first = true;
 	KernelTraceCounts n;
+	const std::shared_lock classes(classes_mutex_);
+	std::unique_lock<std::mutex> table;
+	if (threads_)
+		table = std::unique_lock(threads_->mutex());
 	const PageResult r = decoder_.decode(page, [&](const RawEvent &e) {
 		const std::span<const uint8_t> payload(e.payload, e.size);
 		const uint16_t type = e.size >= 2 ? base::load_le<uint16_t>(e.payload) : 0;
@@ -238,13 +275,20 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 			++n.malformed;
 			return;
 		}
+		if (threads_ && type < updates_.size())
+			threads_->update(updates_[type], payload); // first: an exec's own event has the new name
+		if (type < unrecorded_.size() && unrecorded_[type])
+			return;
 		const uint64_t ts = std::max(e.timestamp, c.last_ts);
 		if (first) {
 			begin = prev = c.seq == 0 ? first_begin(ts) : ts;
 			first = false;
 		}
 		put_header(c.events, k->id, prev, ts);
-		encode_payload(*k, payload, tgid_of_, c.events, user_strings_);
+		if (!contexts_.empty()) // the tid is common_pid, at offset 4 of every tracefs payload
+			put_kernel_context(c.events, contexts_, e.size >= 8 ? base::load_le<int32_t>(e.payload + 4) : 0,
+			                   threads_.get());
+		encode_payload(*k, payload, tgid_of_, c.events, user_strings_.load(std::memory_order_acquire));
 		prev = c.last_ts = ts;
 		++n.events;
 		std::atomic<uint64_t> &of_class = c.class_events[k->id];
@@ -341,7 +385,8 @@ void KernelTrace::count_unwritten(Cpu &c, std::span<const uint8_t> page)
 	const PageResult r = decoder_.decode(page, [&](const RawEvent &e) {
 		const uint16_t type = e.size >= 2 ? base::load_le<uint16_t>(e.payload) : 0;
 		const KernelEventClass *k = type < by_type_.size() ? by_type_[type] : nullptr;
-		if (k && e.size >= k->fixed_size) // what write_page would have written
+		if (k && e.size >= k->fixed_size &&
+		    !(type < unrecorded_.size() && unrecorded_[type])) // what write_page would have written
 			++events;
 		c.last_ts = std::max(c.last_ts, e.timestamp);
 	});
@@ -452,9 +497,18 @@ void KernelTrace::write_statedump(const std::function<uint64_t()> &now)
 	const uint64_t begin = statedump_packets_ == 0 ? std::min(earliest_.load(std::memory_order_relaxed), now())
 	                                               : std::max(now(), statedump_end_); // not before a beacon given
 	uint64_t prev = begin;
+	// Its events' context is the thread writing them, as LTTng's state dump
+	// events carry the context of the thread that runs it.
+	const int32_t self = static_cast<int32_t>(::gettid());
 	const auto header = [&](uint32_t id) {
 		const uint64_t ts = std::max(now(), prev);
 		put_header(events, id, prev, ts);
+		if (!contexts_.empty()) {
+			std::unique_lock<std::mutex> table;
+			if (threads_)
+				table = std::unique_lock(threads_->mutex());
+			put_kernel_context(events, contexts_, self, threads_.get());
+		}
 		prev = ts;
 	};
 	header(statedump_id_);

@@ -26,6 +26,11 @@
 // written, and the last packet carries them too when it can be written;
 // write_losses() says what refusals cost and why.
 //
+// Contexts (add-context -k, kernel_context.hpp): every event of the CPU
+// streams carries them, its tid from common_pid, the rest from a thread
+// table that events of the classes marked unrecorded (set_unrecorded())
+// keep up to date without being written.
+//
 // Timestamps are the trace clock's values as they are (the instance's
 // clock was chosen to be the user trace's), never going back within a
 // stream: an earlier one (a damaged page) is raised to the one before.
@@ -54,12 +59,14 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "consumer/trace_output.hpp"
 #include "ctf/metadata.hpp"
+#include "kernel/kernel_context.hpp"
 #include "kernel/kernel_events.hpp"
 #include "kernel/page_decoder.hpp"
 
@@ -91,12 +98,13 @@ public:
 	// files (CHANNEL_CPU, as LTTng names them). `info.identity` is replaced by
 	// lttng_kernel_identity(). `now` reads the trace clock (the tracefs
 	// instance's): the streams begin at its value here, and finish_cpu()
-	// ends a CPU's stream at its value then. Throws std::system_error,
+	// ends a CPU's stream at its value then. `contexts` (sorted, unique):
+	// the CPU streams' event context. Throws std::system_error,
 	// FormatError.
 	KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
 	            std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
 	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid,
-	            UserStrings *user_strings = nullptr);
+	            std::vector<KernelContext> contexts = {}, UserStrings *user_strings = nullptr);
 
 	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
 	// different CPUs may run concurrently; for one CPU, in order.
@@ -124,13 +132,19 @@ public:
 	// one yet) ends with theirs, with an empty packet.
 	void finish();
 
-	// System-call strings from now on (a restart that enables the first
-	// call with string arguments), for the classes added after it. Not
-	// while pages are being written.
-	void set_user_strings(UserStrings *strings) noexcept { user_strings_ = strings; }
-	// More event classes (events enabled for a restart), appended to the
-	// metadata. Not while pages are being written.
+	// System-call strings from now on (the first call with string arguments
+	// enabled by a restart or while tracing), for the classes added after
+	// it; any time, before those classes are added.
+	void set_user_strings(UserStrings *strings) noexcept
+	{
+		user_strings_.store(strings, std::memory_order_release);
+	}
+	// More event classes (events enabled for a restart or while tracing),
+	// appended to the metadata; any time, before their events are enabled.
 	void add_event_classes(std::span<const EventFormat> formats);
+	// The event classes (tracefs IDs) whose events update the thread table
+	// only, not written (the others are written); any time.
+	void set_unrecorded(std::vector<uint16_t> types);
 
 	// The state dump: lttng_statedump_start, one lttng_statedump_process_state
 	// per thread in /proc, lttng_statedump_end, timestamped by `now`: one
@@ -197,7 +211,8 @@ private:
 	// in idle()), so that a viewer waiting on it is not held; skipped while a
 	// state dump is being written.
 	void statedump_live();
-	void index_classes(); // by_type_ from classes_
+	void index_classes();                  // by_type_ from classes_
+	void add_update(const EventFormat &f); // its entry of updates_
 	// The beginning of a CPU stream's first packet whose first instant is
 	// `ts`: when the trace was made, or `ts` if that is earlier.
 	uint64_t first_begin(uint64_t ts);
@@ -211,11 +226,18 @@ private:
 	PageDecoder decoder_;
 	LostTotal lost_total_;
 	TgidOf tgid_of_;
-	UserStrings *user_strings_;
+	std::atomic<UserStrings *> user_strings_;       // set once, from null, while tracing
 	std::deque<KernelEventClass> classes_;          // stable addresses for by_type_
 	std::vector<const KernelEventClass *> by_type_; // tracefs ID -> class
 	uint32_t statedump_id_ = 0;                     // start; process_state +1, end +2
 	uint32_t next_id_ = 0;                          // of the next class added
+	// by_type_, updates_ and unrecorded_ change (shared by the page writers,
+	// exclusive for a change while tracing).
+	std::shared_mutex classes_mutex_;
+	std::vector<ThreadUpdate> updates_; // tracefs ID -> what it tells the thread table
+	std::vector<bool> unrecorded_;      // tracefs ID -> not written
+	std::vector<KernelContext> contexts_;
+	std::unique_ptr<ThreadTable> threads_; // when a context needs it
 	std::unique_ptr<consumer::PacketSink> sink_;
 	std::vector<Cpu> cpus_;
 	uint32_t num_cpus_;

@@ -337,6 +337,38 @@ void Instance::set_event_pids(std::span<const pid_t> pids, bool follow_children)
 	write_control(file("set_event_pid"), join_pids(pids));
 }
 
+void Instance::change_event_pids(std::span<const pid_t> before, std::span<const pid_t> after) const
+{
+	std::vector<pid_t> added, removed;
+	for (const pid_t p : after)
+		if (std::find(before.begin(), before.end(), p) == before.end())
+			added.push_back(p);
+	for (const pid_t p : before)
+		if (std::find(after.begin(), after.end(), p) == after.end())
+			removed.push_back(p);
+	if (removed.empty()) {
+		if (!added.empty())
+			write_control(file("set_event_pid"), join_pids(added), true);
+		return;
+	}
+	// The kernel's list: pids, one a line (bounded by the file's size).
+	const std::string now = read_control(file("set_event_pid"));
+	std::vector<pid_t> kept;
+	size_t pos = 0;
+	while (pos < now.size()) {
+		size_t end = now.find_first_of(" \n", pos);
+		if (end == std::string::npos)
+			end = now.size();
+		pid_t p = 0;
+		if (std::from_chars(now.data() + pos, now.data() + end, p).ec == std::errc() && p > 0 &&
+		    std::find(removed.begin(), removed.end(), p) == removed.end())
+			kept.push_back(p);
+		pos = end + 1;
+	}
+	kept.insert(kept.end(), added.begin(), added.end());
+	write_control(file("set_event_pid"), join_pids(kept));
+}
+
 void Instance::add_notrace_pids(std::span<const pid_t> tids) const
 {
 	if (!tids.empty())

@@ -126,6 +126,14 @@ public:
 	// Scopes events to these pids (empty: all), and with follow_children
 	// (options/event-fork) to their descendants.
 	void set_event_pids(std::span<const pid_t> pids, bool follow_children) const;
+	// While tracing: from the tracked pids `before` to `after` (both
+	// non-empty lists: changes from or to every process are
+	// set_event_pids()). Added pids are appended; with removed ones, the
+	// list the kernel has now (the descendants it added with event-fork
+	// included) is written back without them, which leaves the list empty,
+	// so every process traced, for the instant between the file's opening
+	// (O_TRUNC) and its write.
+	void change_event_pids(std::span<const pid_t> before, std::span<const pid_t> after) const;
 	// Excludes these thread ids from the trace (the readers' own threads),
 	// keeping those excluded already.
 	void add_notrace_pids(std::span<const pid_t> tids) const;

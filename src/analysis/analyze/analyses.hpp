@@ -56,8 +56,12 @@ private:
 class Syscalls {
 public:
 	void on_switch(int64_t cpu, int64_t next_tid) { pairs_.on_switch(cpu, next_tid); }
-	void on_entry(int64_t ns, int64_t cpu, std::string_view call) { pairs_.on_entry(ns, cpu, call); }
-	void on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret);
+	// `tid`: the event's tid context, if it has one.
+	void on_entry(int64_t ns, int64_t cpu, std::string_view call, std::optional<int64_t> tid = std::nullopt)
+	{
+		pairs_.on_entry(ns, cpu, call, tid);
+	}
+	void on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret, std::optional<int64_t> tid = std::nullopt);
 	Report report(int64_t begin, int64_t end, const TaskTable &tasks);
 
 private:

@@ -3,7 +3,8 @@
 // syscall_entry_NAME / syscall_exit_NAME events of kernel traces (LTTng's
 // names). A call counts for the task running on the exit's CPU when that
 // task entered a call since its last counted exit, under the entry's name
-// (lttng-analyses' rule); its latency runs from that entry to the exit.
+// (lttng-analyses' rule), or for the thread of the events' tid context when
+// the trace has one; its latency runs from that entry to the exit.
 #include "analysis/analyze/analyses.hpp"
 
 #include <algorithm>
@@ -14,9 +15,9 @@ namespace tracery::analysis {
 
 namespace reader = ctf::reader;
 
-void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret)
+void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret, std::optional<int64_t> tid)
 {
-	const SyscallTracker::Call *c = pairs_.on_exit(cpu);
+	const SyscallTracker::Call *c = pairs_.on_exit(cpu, tid);
 	if (!c)
 		return;
 	Calls &calls = per_tid_[{c->tid, c->name}];
@@ -104,6 +105,7 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 Report analyze_syscalls(EventWalk &walk)
 {
 	ClassCache<KernelEvent> cache;
+	ClassCache<FieldRef> tid_context;
 	CpuOf cpu_of;
 	TaskTable tasks;
 	Syscalls calls;
@@ -126,11 +128,13 @@ Report analyze_syscalls(EventWalk &walk)
 			break;
 		case KernelEvent::syscall_entry:
 			++seen;
-			calls.on_entry(it->ns, *cpu, f.call);
+			calls.on_entry(it->ns, *cpu, f.call,
+			               int_field(*it, tid_context.get(*it, [&] { return find_tid_context(*it); })));
 			break;
 		default:
 			++seen;
-			calls.on_exit(it->ns, *cpu, int_field(*it, f.ret));
+			calls.on_exit(it->ns, *cpu, int_field(*it, f.ret),
+			              int_field(*it, tid_context.get(*it, [&] { return find_tid_context(*it); })));
 			break;
 		}
 	});

@@ -82,6 +82,19 @@ TEST(SyscallPairs, TheEntrysThreadCpuAndNameAcrossAMigration)
 	EXPECT_EQ(p.on_exit(1), nullptr); // one exit per entry
 }
 
+TEST(SyscallPairs, ATidContextOutweighsAMissingSwitch)
+{
+	SyscallPairs p;
+	p.on_switch(0, 1); // the last switch recorded on CPU 0; 42 runs there unseen
+	p.on_entry(10, 0, "write", 42);
+	EXPECT_EQ(p.on_exit(0), nullptr); // 1 made no call
+	const SyscallTracker::Call *c = p.on_exit(0, 42);
+	ASSERT_NE(c, nullptr);
+	EXPECT_EQ(c->tid, 42);
+	EXPECT_EQ(c->name, "write");
+	EXPECT_EQ(p.running(0), 1); // the scheduling model is the switches'
+}
+
 TEST(OpenSpans, NestedPerKeyLastInFirstOut)
 {
 	OpenSpans<std::string, int> o;

@@ -32,15 +32,18 @@ const SyscallTracker::Call *SyscallTracker::exit(int64_t tid)
 	return &done_;
 }
 
-void SyscallPairs::on_entry(int64_t ns, int64_t cpu, std::string_view call)
+void SyscallPairs::on_entry(int64_t ns, int64_t cpu, std::string_view call, std::optional<int64_t> tid)
 {
-	if (const auto tid = running_.running(cpu))
+	if (!tid)
+		tid = running_.running(cpu);
+	if (tid)
 		calls_.enter(*tid, ns, cpu, call);
 }
 
-const SyscallTracker::Call *SyscallPairs::on_exit(int64_t cpu)
+const SyscallTracker::Call *SyscallPairs::on_exit(int64_t cpu, std::optional<int64_t> tid)
 {
-	const auto tid = running_.running(cpu);
+	if (!tid)
+		tid = running_.running(cpu);
 	return tid ? calls_.exit(*tid) : nullptr;
 }
 

@@ -10,17 +10,16 @@
 // call open closes nothing. What to do with those is each product's policy:
 //
 // - `analyze syscalls` and the SQL slices (SyscallPairs below): the thread is
-//   the task running on the event's CPU (sched_switch); abandoned calls and
-//   exits without an entry are not counted.
+//   the event's tid context, else the task running on the event's CPU
+//   (sched_switch); abandoned calls and exits without an entry are not
+//   counted.
 // - the timeline exports (export/timeline.cpp): the thread is the event's tid
 //   context, else the task running on its CPU; an abandoned call is ended at
 //   the entry that replaces it, an exit without an entry is an instant.
 //
 // So the two pair the same calls of a thread; they can differ only in which
-// thread an event is given to: an event with a tid context before the first
-// sched_switch of its CPU (the exports place it on that thread, the
-// analyses skip it), and CPU numbers past 65535 (the exports know no such
-// CPU).
+// thread an event is given to: CPU numbers past 65535 (the exports know no
+// such CPU).
 #pragma once
 
 #include <cstdint>
@@ -54,15 +53,19 @@ private:
 };
 
 // lttng-analyses' rule: a call belongs to the thread running on the exit's
-// CPU when it entered one since its last exit, under the entry's name.
+// CPU when it entered one since its last exit, under the entry's name. An
+// event with a tid context (add-context -k -t tid) is that thread's
+// instead: the context is the kernel's own word, where the running task is
+// only known from the sched_switch events the trace holds.
 class SyscallPairs {
 public:
 	void on_switch(int64_t cpu, int64_t next_tid) { running_.on_switch(cpu, next_tid); }
 	// The task running on cpu, when known (not the idle task).
 	std::optional<int64_t> running(int64_t cpu) const { return running_.running(cpu); }
-	void on_entry(int64_t ns, int64_t cpu, std::string_view call);
+	// `tid`: the event's tid context, if it has one.
+	void on_entry(int64_t ns, int64_t cpu, std::string_view call, std::optional<int64_t> tid = std::nullopt);
 	// The call this exit ends, if its task entered one; valid until the next call.
-	const SyscallTracker::Call *on_exit(int64_t cpu);
+	const SyscallTracker::Call *on_exit(int64_t cpu, std::optional<int64_t> tid = std::nullopt);
 
 private:
 	RunningTasks running_;

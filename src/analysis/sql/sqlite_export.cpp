@@ -260,11 +260,11 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 			break;
 		case KernelEvent::syscall_entry:
 			if (cpu)
-				calls.on_entry(it->ns, *cpu, k.call);
+				calls.on_entry(it->ns, *cpu, k.call, int_field(*it, c.tid));
 			break;
 		case KernelEvent::syscall_exit:
 			if (cpu)
-				if (const SyscallTracker::Call *call = calls.on_exit(*cpu))
+				if (const SyscallTracker::Call *call = calls.on_exit(*cpu, int_field(*it, c.tid)))
 					slice(call->entry_ns, it->ns, "syscall", call->name,
 					      Begun{call->entry_ns, call->cpu, tasks.pid(call->tid), call->tid},
 					      int_field(*it, k.ret), {});

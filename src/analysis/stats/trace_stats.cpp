@@ -52,6 +52,7 @@ struct Loss {
 // stream for its counted runs (only in its packet context or its trace's env).
 struct Source {
 	FieldRef cpu, pid, procname;
+	FieldRef tid;                   // kernel events: their tid context (add-context -k -t tid)
 	std::optional<int64_t> env_pid; // a per-process buffer's vpid
 	std::string_view env_procname;
 	bool kernel = false;
@@ -150,6 +151,8 @@ Report trace_stats(EventWalk &walk)
 		std::optional<int64_t> pid = int_field(it, c.pid);
 		if (!pid && c.env_pid)
 			pid = c.env_pid;
+		if (const auto tid = int_field(it, c.tid); !pid && tid) // its process, else itself
+			pid = tasks.pid(*tid).value_or(*tid);
 		if (!pid && c.kernel && cpu) {
 			// the process of the task running on the CPU, found again only
 			// after a task event (which may change either) or on another CPU
@@ -205,6 +208,8 @@ Report trace_stats(EventWalk &walk)
 			ci.procname = find_context_field(*it, "procname");
 			const reader::TraceClass &tc = it->stream->trace().cls;
 			from_env(tc, ci);
+			if (ci.kernel)
+				ci.tid = find_context_field(*it, "tid");
 			if (is_task_event(tc, name)) {
 				ci.task_event = KernelEvent::of(*it);
 				ci.pid = {}; // fields of another task
