@@ -139,8 +139,12 @@ inline constexpr size_t user_contexts_size(UserContextSet set) noexcept
 // The contexts of each domain, for `tracery add-context --list`.
 enum ContextDomain : uint8_t { kUserDomain = 1, kKernelDomain = 2 };
 
-// The kernel domain's block of the table (add-context -k -t NAME): its names.
-inline constexpr std::array<std::string_view, 0> kKernelContextNames{};
+// The kernel domain's block of the table (add-context -k -t NAME): its names,
+// in the order of kernel::KernelContext (kernel/kernel_context.hpp).
+inline constexpr std::array<std::string_view, 13> kKernelContextNames = {
+	"tid",    "pid",     "ppid",   "prio",   "procname",  "pid_ns",  "mnt_ns",
+	"net_ns", "user_ns", "uts_ns", "ipc_ns", "cgroup_ns", "time_ns",
+};
 
 struct ContextListing {
 	std::string_view name;

@@ -12,16 +12,15 @@
 
 #include "base/byte_order.hpp"
 #include "base/utf8.hpp"
+#include "event/context_table.hpp"
 #include "kernel/fields.hpp"
 
 namespace tracery::kernel {
 
 namespace {
 
-constexpr std::array<std::string_view, kKernelContextCount> kNames = {
-	"tid",    "pid",     "ppid",   "prio",   "procname",  "pid_ns",  "mnt_ns",
-	"net_ns", "user_ns", "uts_ns", "ipc_ns", "cgroup_ns", "time_ns",
-};
+constexpr const auto &kNames = event::kKernelContextNames;
+static_assert(kNames.size() == kKernelContextCount);
 constexpr size_t kFirstNs = static_cast<size_t>(KernelContext::pid_ns);
 // /proc/TID/ns/NAME of each namespace context, in the enum's order.
 constexpr std::array<const char *, 8> kNsFiles = {"pid", "mnt", "net", "user", "uts", "ipc", "cgroup", "time"};
