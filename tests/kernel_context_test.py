@@ -2,7 +2,7 @@
 same CPU, with and without `add-context -k -t tid -t pid -t procname`: every `dd` system call is attributed to dd's
 pid and tid in `tracery stats`, `tracery query` and the Perfetto export, and the contexts babeltrace2 prints are
 the shell's and dd's. Kernel events and system calls enabled and disabled while the session traces: their events
-are recorded exactly while they were on, and so are the calls of processes tracked and untracked then. tracefs's global settings are the same after each test as before. Needs
+are recorded exactly while they were on, and so are the calls of processes tracked and untracked then (and of every process again after `track -k --all --pid`). tracefs's global settings are the same after each test as before. Needs
 root and a mounted tracefs (skipped with a message otherwise)."""
 import json
 import os
@@ -204,10 +204,13 @@ class KernelContextTest(KernelMixin, DaemonTestCase):
         t("untrack", "-k", "--pid", str(a.pid), "-s", "pids")
         calls(a, 14)  # not tracked any more
         calls(b, 15)
+        t("track", "-k", "--all", "--pid", "-s", "pids")  # every process again
+        calls(a, 16)
+        calls(b, 17)
         t("stop", "pids")
         rows = self.query(path, "SELECT tid, count(*) AS n FROM events WHERE name = 'syscall_entry_getppid' "
-                                "GROUP BY tid ORDER BY tid")
-        self.assertEqual({r["tid"]: r["n"] for r in rows}, {a.pid: 22, b.pid: 28})
+                                f"AND tid IN ({a.pid}, {b.pid}) GROUP BY tid ORDER BY tid")
+        self.assertEqual({r["tid"]: r["n"] for r in rows}, {a.pid: 38, b.pid: 45})
 
 
 if __name__ == "__main__":

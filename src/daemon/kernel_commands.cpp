@@ -462,9 +462,12 @@ control::TrackingReply Daemon::cmd_kernel_process_attrs(const control::Tracking 
 	if (!every || !pids.pids.empty())
 		cmd_kernel_track(pids, untrack, peer, lock);
 	TraceSession &s = kernel_session_for(req.session, peer);
-	KernelSpec &k = s.edit_kernel_spec();
-	if (every) // track -k --all --pid: every process again
-		k.pids.clear();
+	if (every) { // track -k --all --pid: every process again, at once while tracing
+		const KernelSpec before = s.kernel_spec();
+		s.edit_kernel_spec().pids.clear();
+		apply_while_tracing(s, before);
+	}
+	const KernelSpec &k = s.kernel_spec();
 	return {s.name(), {"kernel", {{"pid", k.pids.empty(), {k.pids.begin(), k.pids.end()}}}, k.follow_children}};
 }
 
