@@ -125,11 +125,15 @@ void add_tracking_options(CLI::App *verb, TrackingArgs &args, bool untrack)
 	verb->add_flag("-a,--all", args.all,
 	               untrack ? "No value of the bare attributes given: no process is traced (until tracked again)"
 	                       : "Every value of the bare attributes given: no longer narrowed by them");
-	if (!untrack)
+	if (!untrack) {
+		// Two flags rather than CLI11's "!--no-..." negation, whose help shows a stray "{false}".
 		verb->add_flag_function(
-			"--follow-children,!--no-follow-children",
-			[&args](int64_t count) { args.follow_children = count > 0; },
-			"With -k --pid: their descendants too (the default), or only them");
+			"--follow-children", [&args](int64_t) { args.follow_children = true; },
+			"With -k --pid: their descendants too (the default)");
+		verb->add_flag_function(
+			"--no-follow-children", [&args](int64_t) { args.follow_children = false; },
+			"With -k --pid: only them, not their descendants");
+	}
 }
 
 control::Tracking tracking_request(const TrackingArgs &args, bool kernel, bool untrack, std::string session)
