@@ -52,6 +52,18 @@ class KernelMixin:
         self.addCleanup(lambda: self.assertEqual(global_settings(self.root), before,
                                                  "a global tracefs setting changed"))
 
+    def busy_cpu(self):
+        """The last CPU, kept busy by a CPU-bound process (killed at cleanup at the latest): (cpu, process).
+        A program pinned there runs on a CPU that is never idle, so that each switch to it is recorded: a kernel
+        may not record the switches away from the idle task (a VM's second CPU recorded none at all, even in a
+        bare tracefs instance), and lttng-analyses knows who runs where only from sched_switch."""
+        cpu = max(os.sched_getaffinity(0))
+        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        self.addCleanup(hog.wait)
+        self.addCleanup(hog.kill)
+        os.sched_setaffinity(hog.pid, {cpu})
+        return cpu, hog
+
     def dump(self, path):
         """The events of the kernel trace at path, as kernel_session_dump.py writes them."""
         r = subprocess.run([sys.executable, DUMP, path], capture_output=True, text=True, timeout=300)
@@ -702,13 +714,8 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         t("enable-channel", "-k", "channel0", "--subbuf-size", subbuf, "--num-subbuf", "4", "-s", "a")
         t("enable-event", "-k", "--syscall", "-a", "-s", "a")
         t("enable-event", "-k", "sched_*", "-s", "a")
-        # The workload and a CPU-bound process share one CPU, which is then never idle: a kernel may not record
-        # the switches away from the idle task (a VM's second CPU recorded none at all, even in a bare tracefs
-        # instance), and a thread switched in unrecorded runs unseen by lttng-analyses, which knows who runs
-        # where only from sched_switch. With the CPU never idle, each switch to a workload thread is recorded.
-        cpu = max(os.sched_getaffinity(0))
-        hog = self.d.spawn([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
-        os.sched_setaffinity(hog.pid, {cpu})
+        # The workload and a CPU-bound process share one CPU, which is then never idle (busy_cpu).
+        cpu, hog = self.busy_cpu()
         p = self.d.spawn([workload, str(GETPIDS), str(ROUNDS)])
         pid = int(read_line(p, "ready")[0])
         os.sched_setaffinity(pid, {cpu})  # its main thread, and the thread it makes later
@@ -809,9 +816,7 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         t("track", "-k", "--pid", str(os.getpid()), "-s", "m")  # the programs below are its children
         # The last CPU, where a call would be misplaced were its cpu_id 0; kept busy, so that each switch to
         # the program is recorded (see test_syscallstats_and_cputop_agree_with_the_trace).
-        cpu = max(os.sched_getaffinity(0))
-        hog = self.d.spawn(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"],
-                           stdin=subprocess.DEVNULL)
+        cpu, hog = self.busy_cpu()
         t("start", "m")
         hello = program("examples", "hello-c")
         p = subprocess.Popen(["taskset", "-c", str(cpu), hello, "lttng-analyses"], stdout=subprocess.PIPE,

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import unittest
 
 from daemontest import DaemonTestCase
@@ -37,14 +36,9 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         t("create", "s", "--output", path)
         t("enable-event", "-k", "--syscall", "openat,open,read,close,execve,connect", "-s", "s")
         t("enable-event", "-k", "sched_switch,sched_process_fork,sched_process_exec", "-s", "s")
-        # The script and a CPU-bound process share one CPU, which is then never idle: lttng-analyses knows who
-        # runs where only from sched_switch, and a kernel may not record the switches away from the idle task
-        # (daemon_kernel_test's LttngAnalysesTest); cat would then run unseen by lttng-iolog.
-        cpu = max(os.sched_getaffinity(0))
-        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
-        self.addCleanup(hog.wait)
-        self.addCleanup(hog.kill)
-        os.sched_setaffinity(hog.pid, {cpu})
+        # The script and a CPU-bound process share one CPU, never idle (KernelMixin.busy_cpu): otherwise cat may
+        # run unseen by lttng-iolog.
+        cpu, _ = self.busy_cpu()
         p = subprocess.Popen(["/bin/sh", "-c", SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.addCleanup(lambda: p.poll() is None and p.kill())
         os.sched_setaffinity(p.pid, {cpu})  # cat and python3 too

@@ -252,33 +252,29 @@ std::string RelayConnection::hello(const Hello &h, std::string *relay_path, int 
 std::string RelayConnection::sync(uint64_t *packets_written, int timeout_ms)
 {
 	const uint64_t token = ++sync_token_;
-	if (std::string why = send_frame(Sync{token}); !why.empty())
-		return why;
-	Frame f;
-	if (std::string why = read_reply(Type::sync_reply, f, timeout_ms); !why.empty())
-		return why;
-	const auto &r = std::get<SyncReply>(f);
-	if (r.token != token)
-		return fail(cat("the relay answered SYNC ", std::to_string(token), " with the token ",
-		                std::to_string(r.token)));
-	if (packets_written)
-		*packets_written = r.packets_written;
-	return {};
+	return exchange_for_sync_reply(Sync{token}, "SYNC", token, packets_written, timeout_ms);
 }
 
 std::string RelayConnection::drop_unwritten(uint64_t token, uint64_t *packets_written, int timeout_ms)
 {
 	sync_token_ = token; // its answer is the one read_reply waits for
-	if (std::string why = send_frame(DropUnwritten{token}); !why.empty())
+	return exchange_for_sync_reply(DropUnwritten{token}, "DROP_UNWRITTEN", token, packets_written, timeout_ms);
+}
+
+std::string RelayConnection::exchange_for_sync_reply(const Frame &request, const char *name, uint64_t token,
+                                                     uint64_t *packets_written, int timeout_ms)
+{
+	if (std::string why = send_frame(request); !why.empty())
 		return why;
 	Frame f;
 	if (std::string why = read_reply(Type::sync_reply, f, timeout_ms); !why.empty())
 		return why;
 	const auto &r = std::get<SyncReply>(f);
 	if (r.token != token)
-		return fail(cat("the relay answered DROP_UNWRITTEN ", std::to_string(token), " with the token ",
+		return fail(cat("the relay answered ", name, " ", std::to_string(token), " with the token ",
 		                std::to_string(r.token)));
-	*packets_written = r.packets_written;
+	if (packets_written)
+		*packets_written = r.packets_written;
 	return {};
 }
 

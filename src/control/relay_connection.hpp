@@ -90,6 +90,10 @@ public:
 
 private:
 	std::string send_frame(const Frame &f);
+	// Sends `request` (SYNC or DROP_UNWRITTEN, `name`) and reads its SYNC_REPLY,
+	// which must carry `token`; its packets_written into *packets_written.
+	std::string exchange_for_sync_reply(const Frame &request, const char *name, uint64_t token,
+	                                    uint64_t *packets_written, int timeout_ms);
 	std::string fail(std::string why);
 	// Reads the relay's frames until one of type `want` (into out), passing
 	// NOTICEs to on_notice; without `want`, until none is waiting.
