@@ -213,21 +213,38 @@ TEST(RelayServer, SlowDiskIsToldAndSyncWaitsForTheWrites)
 	EXPECT_EQ(s.count("ended with BYE, 60 packets"), 1u);
 }
 
+// A sender of a relay of its own whose NOTICEs are kept in order: `open`
+// connects, opens `session` and declares trace 1 ("t") and its stream "c_0".
+struct NoticedSender {
+	explicit NoticedSender(ServerOptions o = {}) : s(std::move(o))
+	{
+		c.on_notice = [this](const cr::Notice &n) { notices.push_back(n); };
+	}
+	void open(const char *session)
+	{
+		ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
+		ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = session},
+		                  &dir),
+		          "");
+		ASSERT_EQ(c.add_trace(1, "t"), "");
+		ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	}
+
+	Server s;
+	cr::RelayConnection c;
+	std::vector<cr::Notice> notices;
+	std::string dir;
+};
+
 // A disk that refuses the session's writes (here files over RLIMIT_FSIZE:
 // EFBIG): the sender is told once (NOTICE write_failed, the path and the
 // error), is not closed, its SYNC waits; once the disk takes the writes
 // again it is told (write_resumed) and every packet is written once.
 TEST(RelayServer, DiskRefusalHoldsTheSenderUntilWritesResume)
 {
-	Server s(ServerOptions{});
-	cr::RelayConnection c;
-	std::vector<cr::Notice> notices;
-	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
-	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
-	std::string dir;
-	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "full"}, &dir), "");
-	ASSERT_EQ(c.add_trace(1, "t"), "");
-	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	NoticedSender sender;
+	ASSERT_NO_FATAL_FAILURE(sender.open("full"));
+	auto &[s, c, notices, dir] = sender;
 	const std::vector<uint8_t> bytes(4096, 7);
 	auto wait_for = [&](cr::NoticeKind kind) {
 		for (int i = 0; i < 300 && (notices.empty() || notices.back().kind != kind); i++)
@@ -275,15 +292,9 @@ TEST(RelayServer, FrameDeadlineWaitsWhileWritesAreBehind)
 		while (!gate)
 			std::this_thread::sleep_for(1ms);
 	};
-	Server s(o);
-	cr::RelayConnection c;
-	std::vector<cr::Notice> notices;
-	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
-	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
-	std::string dir;
-	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "held"}, &dir), "");
-	ASSERT_EQ(c.add_trace(1, "t"), "");
-	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	NoticedSender sender(o);
+	ASSERT_NO_FATAL_FAILURE(sender.open("held"));
+	auto &[s, c, notices, dir] = sender;
 	ASSERT_EQ(c.sync(), "");
 	const std::vector<uint8_t> bytes(4096, 3);
 	const cr::PacketIndex index{.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8};
@@ -319,15 +330,9 @@ TEST(RelayServer, FrameDeadlineWaitsWhileWritesAreBehind)
 // dropped and closes the connection.
 TEST(RelayServer, DropUnwrittenEndsASessionTheDiskRefuses)
 {
-	Server s(ServerOptions{});
-	cr::RelayConnection c;
-	std::vector<cr::Notice> notices;
-	c.on_notice = [&](const cr::Notice &n) { notices.push_back(n); };
-	ASSERT_EQ(c.connect("127.0.0.1", s.server->port()), "");
-	std::string dir;
-	ASSERT_EQ(c.hello({.creation_time_ns = 1, .live_period_ns = 0, .hostname = "h", .session = "drop"}, &dir), "");
-	ASSERT_EQ(c.add_trace(1, "t"), "");
-	ASSERT_EQ(c.add_stream(1, 1, "c_0"), "");
+	NoticedSender sender;
+	ASSERT_NO_FATAL_FAILURE(sender.open("drop"));
+	auto &[s, c, notices, dir] = sender;
 	const std::vector<uint8_t> bytes(4096, 9);
 	const cr::PacketIndex index{.packet_size_bits = 4096 * 8, .content_size_bits = 4096 * 8};
 	{
