@@ -13,12 +13,12 @@
 namespace tracery::filter {
 namespace {
 
-const tracery_field_desc kFields[] = {
+const tracery_field_desc kJitFields[] = {
 	{"a", TRACERY_TYPE_S64, 0, 0, nullptr},
 	{"x", TRACERY_TYPE_DOUBLE, 0, 0, nullptr},
 	{"s", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };
-const tracery_event_desc kEvent = {"test", "jit", kFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+const tracery_event_desc kJitEvent = {"test", "jit", kJitFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
 Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t imm = 0)
 {
@@ -37,7 +37,7 @@ struct Payload {
 std::unique_ptr<Filter> load(const Program &p, Engine e = Engine::jit)
 {
 	std::string why;
-	std::unique_ptr<Filter> f = Filter::load(p, kEvent, e, &why);
+	std::unique_ptr<Filter> f = Filter::load(p, kJitEvent, e, &why);
 	EXPECT_TRUE(f) << why;
 	return f;
 }
@@ -88,7 +88,7 @@ TEST(Jit, DeepMixedStack)
 	p.code.insert(p.code.end(), {pushf(1.5), I(Op::feq), I(Op::ret)});
 	std::string why;
 	VerifiedInfo info;
-	ASSERT_TRUE(verify(p, kEvent, &info, &why)) << why;
+	ASSERT_TRUE(verify(p, kJitEvent, &info, &why)) << why;
 	EXPECT_EQ(info.max_stack, kMaxStack);
 	Payload payload;
 	payload.x = 0.5;
@@ -253,7 +253,7 @@ TEST(Jit, ConcurrentCompileAndRun)
 				const Program p{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(t * 1000 + i), I(Op::eq),
 				                 I(Op::ret)},
 				                {}};
-				const std::unique_ptr<Filter> f = Filter::load(p, kEvent, Engine::jit, nullptr);
+				const std::unique_ptr<Filter> f = Filter::load(p, kJitEvent, Engine::jit, nullptr);
 				Payload payload;
 				payload.a = t * 1000 + i;
 				if (!f || f->engine() != Engine::jit || !f->accepts(payload.args, nullptr))
@@ -271,9 +271,9 @@ TEST(Jit, ConcurrentCompileAndRun)
 TEST(Filter, RefusesWhatDoesNotVerify)
 {
 	std::string why;
-	EXPECT_FALSE(Filter::load(Program{{push(1), push(2), I(Op::ret)}, {}}, kEvent, Engine::jit, &why));
+	EXPECT_FALSE(Filter::load(Program{{push(1), push(2), I(Op::ret)}, {}}, kJitEvent, Engine::jit, &why));
 	EXPECT_EQ(why, "insn 2 (ret): needs exactly one int, stack has int, int");
-	EXPECT_FALSE(Filter::load(Program{}, kEvent, Engine::interpreter, &why));
+	EXPECT_FALSE(Filter::load(Program{}, kJitEvent, Engine::interpreter, &why));
 	EXPECT_EQ(why, "empty program");
 }
 
@@ -299,7 +299,7 @@ TEST(Filter, SaysWhetherItNeedsTheContext)
 TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 {
 	const Program a_is_3{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(3), I(Op::eq), I(Op::ret)}, {}};
-	const auto gate = reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_3, kEvent));
+	const auto gate = reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_3, kJitEvent));
 	ASSERT_NE(gate, nullptr);
 	Payload yes, no;
 	yes.a = 3;
@@ -307,11 +307,11 @@ TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 	EXPECT_NE(gate(yes.args, nullptr), 0);
 	EXPECT_EQ(gate(no.args, nullptr), 0);
 	// Same program, same field types (another descriptor): the same code.
-	const tracery_event_desc twin = {"other", "twin", kFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	const tracery_event_desc twin = {"other", "twin", kJitFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 	EXPECT_EQ(reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_3, twin)), gate);
 	// Another program: other code.
 	const Program a_is_4{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(4), I(Op::eq), I(Op::ret)}, {}};
-	const auto gate4 = reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_4, kEvent));
+	const auto gate4 = reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_4, kJitEvent));
 	ASSERT_NE(gate4, nullptr);
 	EXPECT_NE(gate4, gate);
 	EXPECT_NE(gate4(no.args, nullptr), 0);
@@ -322,7 +322,7 @@ TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 	EXPECT_EQ(gate_for(a_is_3, u8_event), nullptr);
 	// A filter that reads the context cannot be a gate (the emitter has no context to give).
 	const Program vpid{{I(Op::load_context, 0, 0, uint32_t(ContextField::vpid)), I(Op::ret)}, {}};
-	EXPECT_EQ(gate_for(vpid, kEvent), nullptr);
+	EXPECT_EQ(gate_for(vpid, kJitEvent), nullptr);
 }
 
 // An all-scalar event's gate takes the emitter's parameters: each of its
@@ -375,7 +375,7 @@ TEST(Gate, ParameterFormReadsEachTypeFromItsRegister)
 	EXPECT_EQ(fgate(0, 0, 0, 0, 1.5f, 0, 2.25, 0, 0), 0);
 	// A descriptor asking for the parameter form with a non-scalar field gets no gate.
 	const tracery_event_desc with_string = {
-		"test", "jit", kFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_PARAMS};
+		"test", "jit", kJitFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_PARAMS};
 	EXPECT_EQ(gate_for(program(0, TRACERY_TYPE_S64, 3), with_string), nullptr);
 }
 
