@@ -10,10 +10,9 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 import unittest
 
-from daemontest import DaemonTestCase, read_line
+from daemontest import DaemonTestCase
 from tracetest import BUILD_DIR, Trace, program
 
 PTHREAD_HELPER = os.path.join(BUILD_DIR, "src", "preload", "libtracery-preload-pthread.so")

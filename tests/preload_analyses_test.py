@@ -3,7 +3,9 @@ liblttng-ust-dev): `xz -T2` (a Debian program, not written here) under liblttng-
 program built with -finstrument-functions (tests/apps/instrumented_calls.c) under liblttng-ust-cyg-profile.
 The figures are checked against the events themselves, read with babeltrace2 (acquisitions, waits and holds
 per mutex), and the call counts per function against `uftrace report` on the same binary; the call tree and
-the folded stacks against the same events. Skipped when lttng-tools, the helpers, uftrace or xz are missing."""
+the folded stacks against the same events. Their exports: the Perfetto trace (decoded with `protoc --decode`) has
+a slice per call, nested per thread, a wait slice per lock request and a hold slice per acquisition on the lock's
+track; the HTML timeline (in headless Chromium) draws the calls nested on their threads. Skipped when lttng-tools, the helpers, uftrace or xz are missing."""
 import json
 import os
 import random
@@ -13,7 +15,9 @@ import tempfile
 import unittest
 import uuid
 
-from tracetest import BUILD_DIR, Trace, program
+from export_test import HAVE_PROTOC, Structure, decode, one
+from html_test import CHROMIUM, Browser
+from tracetest import Trace, program
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 PTHREAD_WRAPPER = os.path.join(LIBDIR, "liblttng-ust-pthread-wrapper.so.1")
@@ -70,6 +74,25 @@ def tracery(*args):
     if proc.returncode != 0:
         raise AssertionError(f"tracery {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
     return proc.stdout
+
+
+def export(trace, fmt, out):
+    tracery("export", "--format", fmt, "--force", trace, out)
+    return out
+
+
+def perfetto_slices(test, path):
+    """{(track name or tid, slice name): [begins, ends]} of the Perfetto export, checked as export_test checks
+    it (slices nest per track: an end never comes with none open), and the slices left open per track."""
+    s = Structure(test, decode(path))
+    slices = {}
+    for p, e in s.track_events:
+        d = s.tracks[one(e, "track_uuid")]
+        where = one(d, "name") or one(one(d, "thread", {}), "tid")
+        kind = one(e, "type")
+        if kind in (1, 2):
+            slices.setdefault((where, s.names[one(e, "name_iid")]), [0, 0])[kind - 1] += 1
+    return slices, {one(s.tracks[u], "name"): n for u, n in s.open.items() if n}
 
 
 def nearest_rank(values, p):
@@ -176,6 +199,24 @@ class LocksTest(unittest.TestCase):
         self.assertIn("Longest waits", text)
         self.assertIn("contended: held by another thread when requested, or a wait of at least 5000 ns", text)
 
+        if not HAVE_PROTOC:
+            return
+        slices, still_open = perfetto_slices(self, export(out, "perfetto", os.path.join(lttng.tmp, "xz.pftrace")))
+        requests = {}
+        for e in events:
+            if e["name"].endswith("lock_req"):
+                requests[e["context"]["vtid"]] = requests.get(e["context"]["vtid"], 0) + 1
+        # a wait per request on its thread's track, each ended by its acquisition
+        self.assertEqual({tid: n for (tid, name), n in slices.items() if name == "mutex wait"},
+                         {tid: [n, n] for tid, n in requests.items()})
+        # a hold per acquisition on the lock's track; those the trace ends in, still open
+        held = {int(where.split()[1], 16): n for (where, name), n in slices.items() if name == "mutex held"}
+        per_mutex = {}
+        for (pid, mutex), n in acquired.items():
+            per_mutex[mutex] = per_mutex.get(mutex, 0) + n
+        self.assertEqual({m: n[0] for m, n in held.items()}, per_mutex)
+        self.assertEqual(sum(n[0] - n[1] for n in held.values()), sum(still_open.values()))
+
 
 class CallsTest(unittest.TestCase):
     def setUp(self):
@@ -230,7 +271,7 @@ class CallsTest(unittest.TestCase):
         self.assertEqual(sum(r["exclusive_total_ns"] for r in ours.values()), roots)
         self.assertEqual(report["notes"], [])
 
-    def test_tree_and_folded_stacks(self):
+    def test_tree_and_folded_stacks_and_exports(self):
         out = self.lttng.trace("lttng_ust_cyg_profile_fast:*", [self.prog, "3"], CYG_PROFILE_FAST)
         names = self.functions()
         name = lambda addr: names[int(addr, 16)]
@@ -265,6 +306,33 @@ class CallsTest(unittest.TestCase):
         text = tracery("analyze", "calls", "--tree", out)
         self.assertIn("calls  function", text)
         self.assertRegex(text, r"\n +[0-9.]+ +[0-9.]+ +2  0x[0-9a-f]+\n")  # worker, a root called twice
+
+        # the exports: a slice per call, named after its function, on its thread
+        trace = Trace(out)
+        calls = {}
+        for e in trace.events:
+            if e["name"].endswith("func_entry"):
+                key = (e["context"]["vtid"], name(hex(e["payload"]["addr"])))
+                calls[key] = calls.get(key, 0) + 1
+        if HAVE_PROTOC:
+            slices, still_open = perfetto_slices(self, export(out, "perfetto", os.path.join(self.lttng.tmp, "p")))
+            self.assertEqual({(tid, name(f)): n for (tid, f), n in slices.items()},
+                             {k: [n, n] for k, n in calls.items()})
+            self.assertEqual(still_open, {})
+        if CHROMIUM:
+            page = export(out, "html", os.path.join(self.lttng.tmp, "calls.html"))
+            browser = Browser()
+            self.addCleanup(browser.close)
+            browser.open(page)
+            drawn = browser.js("""JSON.stringify(tracery.model.tracks.filter(t => t && t.kind === 2).map(t =>
+                [t.tid, t.depths.map(d => d.start.length)]))""")
+            per_thread = {}
+            for (tid, _), n in calls.items():
+                per_thread[tid] = per_thread.get(tid, 0) + n
+            depths = {tid: d for tid, d in json.loads(drawn)}
+            self.assertEqual({tid: sum(d) for tid, d in depths.items()}, per_thread)
+            # main > fib(12) > ... > fib(1) > leaf: 14 deep
+            self.assertEqual(len(depths[min(depths)]), 14)
 
     def test_a_trace_without_function_events(self):
         out = self.lttng.trace("lttng_ust_pthread:*", [self.prog, "1"], PTHREAD_WRAPPER)
