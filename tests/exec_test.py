@@ -72,9 +72,12 @@ class ExecTest(DaemonTestCase):
 
     def test_named_session(self):
         out = self.session("named", events=("emit:*",), context=("vpid",))
+        idle = self.exec("-s", "named", "--preload", "none", "--", "true")
+        self.assertIn("warning: session 'named' is created: the command's events are not recorded", idle.stderr)
         self.d.tracery("start", "named")
         proc = self.exec("-s", "named", "--preload", "none", "--", self.emitter, "count", "3")
-        self.assertIn("traced in session 'named'", proc.stderr)
+        self.assertIn(f"traced in session 'named' ({out})", proc.stderr)
+        self.assertNotIn("warning", proc.stderr)
         self.assertIn("named", self.sessions())  # not destroyed, still tracing
         self.d.tracery("stop", "named")
         pid = int(re.search(r"ready (\d+)", proc.stdout).group(1))
@@ -86,6 +89,10 @@ class ExecTest(DaemonTestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("unknown helper 'bogus'", bad.stderr)
         self.assertEqual(self.exec("--preload", "none", check=False).returncode, 2)  # no command
+        missing = self.exec("-s", "nosuch", "--preload", "none", "--", "touch", self.out("ran"), check=False)
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("nosuch", missing.stderr)
+        self.assertFalse(os.path.exists(self.out("ran")), "the command ran without its session")
         both = self.exec("-s", "x", "-o", self.out("o"), "--preload", "none", "--", "true", check=False)
         self.assertEqual(both.returncode, 1)
         self.assertIn("give one of them", both.stderr)

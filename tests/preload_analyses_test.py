@@ -50,13 +50,22 @@ class Lttng:
                 subprocess.run(["kill", open(pidfile).read().strip()], timeout=30)
                 break
 
+    def unique_copy(self, path):
+        """A copy of the program under a name of its own, so that the sessions' filter keeps the events of this
+        test's processes only (the session daemon may serve other tests' programs)."""
+        copy = os.path.join(self.tmp, "t" + uuid.uuid4().hex[:10])
+        shutil.copy(path, copy)
+        return copy
+
     def trace(self, events, argv, preload, cwd=None):
-        """Runs argv with the helper preloaded in a session recording events; returns the trace directory."""
+        """Runs argv (a unique_copy) with the helper preloaded in a session recording events of its processes
+        only; returns the trace directory."""
         name = "tracery-" + uuid.uuid4().hex[:12]
         out = os.path.join(self.tmp, name)
         self.lttng("create", name, f"--output={out}")
         try:
-            self.lttng("enable-event", "-u", events, "-s", name)
+            procname = os.path.basename(argv[0])
+            self.lttng("enable-event", "-u", events, "-s", name, "--filter", f'$ctx.procname == "{procname}*"')
             self.lttng("add-context", "-u", "-s", name, "-t", "vpid", "-t", "vtid", "-t", "ip", "-t", "procname")
             self.lttng("start", name)
             env = dict(self.env, LD_PRELOAD=preload)
@@ -118,11 +127,13 @@ class LocksTest(unittest.TestCase):
         with open(data, "w") as f:
             for _ in range(3 * 1024 * 1024 // 64):
                 f.write("".join(rnd.choice("abcdefghij klmnop\n") for _ in range(64)))
+        xz = lttng.unique_copy(xz)
         out = lttng.trace("lttng_ust_pthread:*", [xz, "-T2", "-0", "-k", "-f", data], PTHREAD_WRAPPER)
 
         trace = Trace(out)
-        # xz's process: its threads, and LTTng-UST's own (named "xz-ust")
-        xz_pid = next(e["context"]["vpid"] for e in trace.events if e["context"].get("procname") == "xz")
+        # xz's process: its threads, and LTTng-UST's own (named "NAME-ust")
+        xz_pid = next(e["context"]["vpid"] for e in trace.events
+                      if e["context"].get("procname") == os.path.basename(xz))
         events = [e for e in trace.events if e["context"]["vpid"] == xz_pid]
         self.assertGreater(len(events), 100, "xz made too few lock calls to be a test")
         # the expected figures, from the events, by the rules of src/analysis/analyze/locks.hpp
@@ -220,10 +231,10 @@ class LocksTest(unittest.TestCase):
 
 class CallsTest(unittest.TestCase):
     def setUp(self):
-        self.prog = program("tests", "instrumented-calls")
         if not os.path.exists(CYG_PROFILE):
             self.skipTest(f"{CYG_PROFILE} is missing (apt-get install liblttng-ust-dev)")
         self.lttng = Lttng(self)
+        self.prog = self.lttng.unique_copy(program("tests", "instrumented-calls"))
 
     def functions(self):
         """The program's functions by address (nm: it is built without PIE)."""

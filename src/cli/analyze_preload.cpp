@@ -45,11 +45,11 @@ int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string 
 			throw std::invalid_argument("--folded writes folded stacks, not JSON: give one of them");
 		analysis::CallStats calls = analysis::analyze_calls(walk);
 		if (a.folded) {
-			fputs(calls.folded(name, a.weight == "calls").c_str(), stdout);
+			calls.write_folded(stdout, name, a.weight == "calls");
 			return 0;
 		}
 		if (a.tree && !a.json) {
-			fputs(calls.tree_text(name).c_str(), stdout);
+			calls.write_tree(stdout, name);
 			return 0;
 		}
 		report = calls.report(name, {a.tree});

@@ -3,8 +3,9 @@
 // with -s, used as it is, or a temporary one this verb creates, configures
 // (the helpers' events, the vpid, vtid, procname and ip contexts), starts,
 // stops and destroys around the command, printing on stderr where its trace
-// is. The signals a terminal or a supervisor sends (INT, TERM, HUP, QUIT,
-// USR1, USR2) go to the command; its exit status is the verb's.
+// is. The signals sent to tracery (INT, TERM, HUP, QUIT, USR1, USR2) go on
+// to the command, but a terminal's (^C, ^\, a hangup), which reach the
+// command by themselves; its exit status is the verb's.
 //
 // The helpers are libtracery-preload-NAME.so: in the build tree's
 // src/preload/ when this tracery runs from the build tree (src/cli/), else
@@ -96,11 +97,14 @@ const Helper &helper_named(const std::string &name)
 	               "(comma-separated), or none");
 }
 
-pid_t child_pid = -1;
+// The command's pid while it runs (-1 before and after), for the handler that forwards signals.
+volatile sig_atomic_t child_pid = -1;
 
-void forward(int sig)
+// Sends the signal on to the command, unless the terminal sent it (its foreground group, the command
+// with it, got it already: ^C, ^\, a hangup).
+void forward(int sig, siginfo_t *info, void *)
 {
-	if (child_pid > 0)
+	if (child_pid > 0 && info->si_code != SI_KERNEL)
 		kill(child_pid, sig);
 }
 
@@ -119,21 +123,33 @@ int run(const std::vector<std::string> &command, const std::string &libs)
 	if (!libs.empty())
 		preload += (preload.empty() ? "" : ":") + libs;
 
-	// the signals to forward are handled from before the fork, so none is lost in between
+	// the signals to forward are blocked from before the fork until the command's pid is known: one that
+	// comes in between waits, then goes to the command
+	sigset_t forwarded, old_mask;
+	sigemptyset(&forwarded);
+	for (const int sig : kForwarded)
+		sigaddset(&forwarded, sig);
+	sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
 	struct sigaction sa = {};
-	sa.sa_handler = forward;
+	sa.sa_sigaction = forward;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	struct sigaction old_actions[std::size(kForwarded)];
 	for (size_t i = 0; i < std::size(kForwarded); ++i)
 		sigaction(kForwarded[i], &sa, &old_actions[i]);
 	fflush(nullptr);
 	const pid_t pid = fork();
-	if (pid < 0)
-		throw CliError(std::string("fork: ") + strerror(errno));
+	if (pid < 0) {
+		const int e = errno;
+		for (size_t i = 0; i < std::size(kForwarded); ++i)
+			sigaction(kForwarded[i], &old_actions[i], nullptr);
+		sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+		throw CliError(std::string("fork: ") + strerror(e));
+	}
 	if (pid == 0) {
 		for (size_t i = 0; i < std::size(kForwarded); ++i)
 			sigaction(kForwarded[i], &old_actions[i], nullptr);
+		sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 		if (!preload.empty())
 			setenv("LD_PRELOAD", preload.c_str(), 1);
 		execvp(argv[0], argv.data());
@@ -142,6 +158,7 @@ int run(const std::vector<std::string> &command, const std::string &libs)
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
@@ -271,8 +288,13 @@ int verb_exec(const ExecArgs &a)
 			throw CliError(
 				"-o names a temporary session's trace; -s names an existing session, whose output "
 				"is its own: give one of them");
+		// (a session that does not exist: the daemon's error, before the command runs)
+		const control::StatusReply session = request(control::Status{{a.session}});
+		if (session.state != "started")
+			fprintf(stderr, "tracery: warning: session '%s' is %s: the command's events are not recorded\n",
+			        a.session.c_str(), session.state.c_str());
 		const int status = run(a.command, libs);
-		fprintf(stderr, "tracery: traced in session '%s'\n", a.session.c_str());
+		fprintf(stderr, "tracery: traced in session '%s' (%s)\n", a.session.c_str(), session.output.c_str());
 		return status;
 	}
 	int status = 0;

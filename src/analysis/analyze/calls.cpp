@@ -200,54 +200,53 @@ Report CallStats::report(const AddressNamer &name, const CallOptions &options)
 	return r;
 }
 
-std::string CallStats::tree_text(const AddressNamer &name) const
+void CallStats::write_tree(FILE *out, const AddressNamer &name) const
 {
-	std::string out;
-	char b[64];
 	int64_t pid = -2;
 	std::vector<uint32_t> todo;
 	for (auto it = roots_.rbegin(); it != roots_.rend(); ++it)
 		todo.push_back(it->second);
+	std::string line;
 	while (!todo.empty()) {
 		const Node &n = nodes_[todo.back()];
 		todo.pop_back();
 		if (n.pid != pid) {
+			fprintf(out, "%sprocess %lld\n   total (µs)     self (µs)       calls  function\n",
+			        pid == -2 ? "" : "\n", static_cast<long long>(n.pid));
 			pid = n.pid;
-			out += "\nprocess " + std::to_string(pid) +
-			       "\n   total (µs)     self (µs)       calls  function\n";
 		}
+		char b[64];
 		snprintf(b, sizeof b, "%13.3f %13.3f %11llu  ", static_cast<double>(n.inclusive) / 1000,
 		         static_cast<double>(n.exclusive) / 1000, static_cast<unsigned long long>(n.calls));
-		out += b;
+		line = b;
 		for (uint32_t d = 0; d < n.depth; ++d)
-			out += d + 1 == n.depth ? "+- " : "   ";
-		out += name(n.addr, n.pid);
-		out += '\n';
+			line += d + 1 == n.depth ? "+- " : "   ";
+		line += name(n.addr, n.pid);
+		line += '\n';
+		fputs(line.c_str(), out);
 		for (auto c = n.children.rbegin(); c != n.children.rend(); ++c)
 			todo.push_back(*c);
 	}
-	return out.empty() ? out : out.substr(1);
 }
 
-std::string CallStats::folded(const AddressNamer &name, bool weight_calls) const
+void CallStats::write_folded(FILE *out, const AddressNamer &name, bool weight_calls) const
 {
 	bool several = false;
 	for (const auto &[key, node] : roots_)
 		several |= key.first != roots_.begin()->first.first;
-	std::string out;
+	std::string line;
 	for (uint32_t i = 0; i < nodes_.size(); ++i) {
 		const Node &n = nodes_[i];
 		const int64_t v = weight_calls ? static_cast<int64_t>(n.calls) : n.exclusive;
 		if (v <= 0)
 			continue;
-		if (several)
-			out += "pid " + std::to_string(n.pid) + ";";
-		out += path(i, name);
-		out += ' ';
-		out += std::to_string(v);
-		out += '\n';
+		line = several ? "pid " + std::to_string(n.pid) + ";" : std::string();
+		line += path(i, name);
+		line += ' ';
+		line += std::to_string(v);
+		line += '\n';
+		fputs(line.c_str(), out);
 	}
-	return out;
 }
 
 CallStats analyze_calls(EventWalk &walk)

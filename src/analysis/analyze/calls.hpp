@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,10 +59,11 @@ public:
 	}
 	Report report(const AddressNamer &name, const CallOptions &options);
 	// The call tree drawn as text, per process, as `uftrace graph` does.
-	std::string tree_text(const AddressNamer &name) const;
+	void write_tree(FILE *out, const AddressNamer &name) const;
 	// One line per stack: "f;g;h VALUE" (the process first, "pid N;", when
-	// there are several): its exclusive time in ns (weight_calls: its calls).
-	std::string folded(const AddressNamer &name, bool weight_calls) const;
+	// there are several): its exclusive time in ns (weight_calls: its
+	// calls). Written line by line: the stacks repeat their callers.
+	void write_folded(FILE *out, const AddressNamer &name, bool weight_calls) const;
 
 private:
 	struct Node {
@@ -105,7 +107,7 @@ private:
 	uint64_t lost_ = 0, unmatched_exits_ = 0, skipped_exits_ = 0, too_deep_ = 0, untreed_ = 0;
 };
 
-// The calls of a walk's events (then report(), tree_text() or folded()).
+// The calls of a walk's events (then report(), write_tree() or write_folded()).
 // Throws std::runtime_error when the trace has no function entry or exit
 // event (saying how to record them), ReadError when damaged.
 CallStats analyze_calls(EventWalk &walk);

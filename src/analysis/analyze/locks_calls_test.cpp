@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 using namespace tracery::analysis;
 
 namespace {
@@ -176,6 +179,20 @@ TEST(Locks, TraceCutMidLockIsCountedNotGuessed)
 	EXPECT_TRUE(has_note(r, "1 request(s) still waiting at the end"));
 }
 
+// What write (write_tree or write_folded) writes.
+template <class Write>
+std::string written(Write &&write)
+{
+	char *text = nullptr;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	write(out);
+	fclose(out);
+	std::string s(text, size);
+	free(text);
+	return s;
+}
+
 // Names functions by letter: 0xa -> "a".
 std::string letter(uint64_t addr, int64_t) { return std::string(1, static_cast<char>('a' + addr - 0xa)); }
 
@@ -213,14 +230,16 @@ TEST(Calls, InclusiveExclusiveAndRecursion)
 		order += std::to_string(i64(row[column(t, "depth")])) +
 		         std::get<std::string>(row[column(t, "function")]) + " ";
 	EXPECT_EQ(order, "0a 1b 2b 1c 0b ");
-	EXPECT_EQ(c.folded(letter, false), "a 30\na;b 20\na;b;b 10\na;c 40\nb 5\n");
-	EXPECT_EQ(c.folded(letter, true), "a 1\na;b 1\na;b;b 1\na;c 1\nb 1\n");
-	EXPECT_EQ(c.tree_text(letter), "process 1\n   total (µs)     self (µs)       calls  function\n"
-	                               "        0.100         0.030           1  a\n"
-	                               "        0.030         0.020           1  +- b\n"
-	                               "        0.010         0.010           1     +- b\n"
-	                               "        0.040         0.040           1  +- c\n"
-	                               "        0.005         0.005           1  b\n");
+	EXPECT_EQ(written([&](FILE *out) { c.write_folded(out, letter, false); }),
+	          "a 30\na;b 20\na;b;b 10\na;c 40\nb 5\n");
+	EXPECT_EQ(written([&](FILE *out) { c.write_folded(out, letter, true); }), "a 1\na;b 1\na;b;b 1\na;c 1\nb 1\n");
+	EXPECT_EQ(written([&](FILE *out) { c.write_tree(out, letter); }),
+	          "process 1\n   total (µs)     self (µs)       calls  function\n"
+	          "        0.100         0.030           1  a\n"
+	          "        0.030         0.020           1  +- b\n"
+	          "        0.010         0.010           1     +- b\n"
+	          "        0.040         0.040           1  +- c\n"
+	          "        0.005         0.005           1  b\n");
 }
 
 TEST(Calls, SkippedAndUnmatchedExits)

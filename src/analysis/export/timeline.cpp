@@ -488,12 +488,12 @@ private:
 	// A function's slice name: its address named (hex, or its symbol), up to kMaxFunctionNames of them.
 	uint32_t function_name(uint64_t addr, int64_t pid)
 	{
-		if (const auto f = function_names_.find(addr); f != function_names_.end())
+		if (const auto f = function_names_.find({pid, addr}); f != function_names_.end())
 			return f->second;
 		if (function_names_.size() >= kMaxFunctionNames)
 			return names_.id("function");
 		const uint32_t id = names_.id(options_.address_name(addr, pid));
-		function_names_.emplace(addr, id);
+		function_names_.emplace(std::pair{pid, addr}, id);
 		return id;
 	}
 
@@ -707,7 +707,7 @@ private:
 	OpenSpans<int64_t, OpenSlice> spans_; // per thread: the open slices of its track
 	// per thread and lock (process, thread, lock): its track of holds
 	std::map<std::tuple<int64_t, int64_t, uint64_t>, LockTrack> lock_tracks_;
-	std::unordered_map<uint64_t, uint32_t> function_names_; // per address (and process when symbols name it)
+	std::map<std::pair<int64_t, uint64_t>, uint32_t> function_names_; // per process and address
 	std::set<int64_t> cpu_tracks_;
 	std::unordered_map<const reader::Trace *, size_t> trace_tracks_;
 	std::map<std::pair<int, int64_t>, size_t> counter_tracks_;
