@@ -221,7 +221,7 @@ class AnalyzeTest(unittest.TestCase):
         self.assertIn("--begin is required; see `tracery analyze latency --help`", p.stderr)
         p = tracery("analyze", "cpu-top", self.trace, check=False)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("unknown analysis 'cpu-top': give cputop, syscalls, schedlat, irq or latency", p.stderr)
+        self.assertIn("unknown analysis 'cpu-top': give cputop, syscalls, schedlat, irq, latency, locks or calls", p.stderr)
         # a user trace has no kernel events: each kernel analysis says what to record
         for kind, what in (("cputop", "sched_switch"), ("syscalls", "--syscall"), ("schedlat", "sched_switch"),
                            ("irq", "irq_handler_")):

@@ -1,7 +1,9 @@
 // tracery: the command that controls tracing sessions through the session
 // daemon (traceryd), with lttng's verbs. Argument parsing here; what each
 // verb does is in verbs.cpp.
+#include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
+#include "cli/exec.hpp"
 #include "cli/verbs.hpp"
 
 #include "cli/export_formats.hpp"
@@ -222,7 +224,11 @@ int main(int argc, char **argv)
 	      std::pair{"irq", "Duration of IRQ handlers and soft IRQs (kernel trace with "
 	                       "irq_handler_*, softirq_*)"},
 	      std::pair{"latency", "Time from a begin event to an end event of the same thread "
-	                           "(vtid context) or with the same value of a field (--match)"}}) {
+	                           "(vtid context) or with the same value of a field (--match)"},
+	      std::pair{"locks", "Mutex and rwlock waits and holds, per lock and call site (the pthread "
+	                         "preload helper's lttng_ust_pthread:* events)"},
+	      std::pair{"calls", "Calls, inclusive and self time per function, the call tree, folded stacks "
+	                         "(-finstrument-functions code under the func preload helper)"}}) {
 		auto *k = analyze->add_subcommand(kind, help);
 		k->callback(
 			[&run, &a, kind = std::string(kind)] { run = [&a, kind] { return verb_analyze(a, kind); }; });
@@ -238,6 +244,8 @@ int main(int argc, char **argv)
 				"Pair a begin and an end by an equal value of this field of both (e.g. 'id') instead "
 				"of by thread");
 		}
+		if (std::string(kind) == "locks" || std::string(kind) == "calls")
+			add_preload_analysis_options(k, a, kind);
 	}
 
 	std::string formats_help = "The format:";
@@ -281,6 +289,13 @@ int main(int argc, char **argv)
 	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
 	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
 
+	ExecArgs exec_args;
+	auto *exec = verb("exec",
+	                  "Run a command with the preload helpers, traced: in a temporary session (created, "
+	                  "started, stopped, destroyed around it) or in an existing one (-s); exits with its status",
+	                  [&] { return verb_exec(exec_args); });
+	add_exec_options(exec, exec_args);
+
 	verb("version", "Print the version", [] { return verb_version(); });
 
 	try {
@@ -298,7 +313,7 @@ int main(int argc, char **argv)
 		else if (analysis_named &&
 		         analyze->get_subcommands([&](const CLI::App *c) { return c->get_name() == analysis; }).empty())
 			fprintf(stderr,
-			        "tracery: unknown analysis '%s': give cputop, syscalls, schedlat, irq or latency (see "
+			        "tracery: unknown analysis '%s': give cputop, syscalls, schedlat, irq, latency, locks or calls (see "
 			        "`tracery analyze --help`)\n",
 			        argv[2]);
 		else if (analysis_named)

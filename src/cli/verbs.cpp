@@ -1,6 +1,7 @@
 // The verbs of the tracery command: build the request, show the reply.
 #include "cli/verbs.hpp"
 
+#include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
 #include "cli/current.hpp"
 #include "cli/export_formats.hpp"
@@ -726,6 +727,8 @@ int verb_analyze(const Args &a, const std::string &kind)
 			return print_report(analysis::analyze_schedlat(walk), a.json);
 		if (kind == "irq")
 			return print_report(analysis::analyze_irq(walk), a.json);
+		if (kind == "locks" || kind == "calls")
+			return analyze_preload(walk, a, kind);
 		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
 	});
 }

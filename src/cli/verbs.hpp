@@ -3,6 +3,7 @@
 
 #include "cli/tracking.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct Args {
 	TrackingArgs tracking;                   // track/untrack
 	bool json = false;                       // stats/analyze/query --json
 	std::string span_begin, span_end, match; // analyze latency --begin/--end/--match
+	int64_t contended_ns = 1000;             // analyze locks --contended
+	size_t longest = 10;                     // analyze locks --longest
+	bool tree = false, folded = false;       // analyze calls --tree/--folded
+	std::string weight = "time";             // analyze calls --weight
 	std::string format;                      // export --format
 	std::vector<std::string> spans;          // export/query --span BEGIN,END[,FIELD]
 	std::vector<std::string> counters;       // export --counter EVENT:FIELD
@@ -71,7 +76,7 @@ int verb_view(const Args &a);
 // view --live URL [--from-now] [--relay-key FILE [--relay-ca FILE]] (view_live.cpp)
 int view_live(const Args &a, const analysis::ViewOptions &options);
 int verb_stats(const Args &a);
-// kind: cputop, syscalls, schedlat, irq, latency
+// kind: cputop, syscalls, schedlat, irq, latency, locks, calls
 int verb_analyze(const Args &a, const std::string &kind);
 // TARGET... OUT (targets: the traces, then the output)
 int verb_export(const Args &a);

@@ -62,6 +62,12 @@ public:
 			break;
 		case TrackKind::syscalls:
 			break;
+		case TrackKind::
+			lock: // a row of its own in the process (a tid past any real one), its holds nested there
+			r.tid = kChromeCpuTid * 3 + static_cast<int64_t>(t.uuid & 0xffffff);
+			metadata("thread_name", r.pid, r.tid,
+			         std::string(t.name) + " held by " + std::to_string(t.tid));
+			break;
 		}
 		rows_[t.uuid] = r;
 	}

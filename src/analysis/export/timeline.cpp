@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "analysis/model/kernel_events.hpp"
+#include "analysis/model/preload_events.hpp"
 #include "analysis/model/scheduling.hpp"
 #include "analysis/model/spans.hpp"
 #include "analysis/model/syscalls.hpp"
@@ -73,9 +74,22 @@ struct ClassPlan {
 	FieldRef vpid, vtid, procname;  // user
 	std::optional<int64_t> env_pid; // the trace's env: a per-process buffer's
 	std::string env_procname;
-	uint64_t fixed_track = 0; // the track of every event of the class, when it has no vpid or vtid
-	FieldRef cpu, tid;        // kernel: the CPU it is about, a tid context
+	uint64_t fixed_track = 0;              // the track of every event of the class, when it has no vpid or vtid
+	FieldRef cpu, tid;                     // kernel: the CPU it is about, a tid context
+	PreloadEvent preload;                  // user: a preload helper's lock or function event
+	uint32_t wait_name = 0, held_name = 0; // its slices' names, for a lock event
 };
+
+// A slice open on a thread's track: a --span's (its index), a function call's, a wait's.
+struct OpenSlice {
+	static constexpr int kFunction = -1, kWait = -2;
+	int span;
+	uint32_t name;
+};
+
+// Bounds on what the preload helpers' events add: names of functions, tracks of locks held.
+constexpr size_t kMaxFunctionNames = 65536;
+constexpr size_t kMaxLockTracks = 65536;
 
 // Arithmetic on values of hostile traces: two's complement, never undefined.
 int64_t wrapping_add(int64_t a, int64_t b)
@@ -130,6 +144,11 @@ private:
 	struct Process {
 		bool announced = false;
 		std::string name;
+	};
+	// a lock's track of holds by one thread, and how deep the thread holds it
+	struct LockTrack {
+		uint64_t uuid;
+		uint32_t depth;
 	};
 
 	void check_options()
@@ -214,6 +233,17 @@ private:
 					p.fixed_track = uuid_of(TrackKind::process, *p.env_pid);
 				} else {
 					p.fixed_track = trace_track(it.stream->trace());
+				}
+			}
+			p.preload = PreloadEvent::of(it);
+			if (p.preload.is_lock()) {
+				const bool rw = p.preload.is_rwlock();
+				p.wait_name = names_.id(rw ? "rwlock wait" : "mutex wait");
+				p.held_name = names_.id(rw ? "rwlock held" : "mutex held");
+				if (p.preload.kind == PreloadEvent::cond_wait_begin ||
+				    p.preload.kind == PreloadEvent::cond_wait_end) {
+					p.wait_name = names_.id("condition wait");
+					p.held_name = names_.id("mutex held");
 				}
 			}
 			for (size_t k = 0; k < options_.spans.size(); ++k) {
@@ -421,18 +451,153 @@ private:
 		}
 		thread(*tid, pid ? *pid : *tid, procname);
 		e.track = uuid_of(TrackKind::thread, *tid);
+		if (p.preload.kind != PreloadEvent::other) {
+			preload_event(it, p, e, pid ? *pid : -1, *tid);
+			return;
+		}
 		if (p.span < 0)
 			return;
-		if (p.span_begin) {
-			if (spans_.depth(*tid) < 4096) { // deeper: an instant
-				spans_.begin(*tid, p.span);
+		if (p.span_begin)
+			begin_slice(*tid, {p.span, p.slice_name}, e);
+		else
+			end_slice(*tid, p.span, e);
+	}
+
+	// Begins a slice on the thread's track (deeper than 4096: an instant).
+	void begin_slice(int64_t tid, OpenSlice slice, ExportEvent &e)
+	{
+		if (spans_.depth(tid) >= 4096)
+			return;
+		spans_.begin(tid, slice);
+		e.phase = Phase::begin;
+		e.name = slice.name;
+	}
+
+	// Ends the innermost slice of the thread's track if it is of that kind (else the event is an instant).
+	bool end_slice(int64_t tid, int span, ExportEvent &e)
+	{
+		const OpenSlice *open = spans_.innermost(tid);
+		if (!open || open->span != span)
+			return false;
+		e.phase = Phase::end;
+		e.name = open->name;
+		spans_.end(tid);
+		return true;
+	}
+
+	// A function's slice name: its address named (hex, or its symbol), up to kMaxFunctionNames of them.
+	uint32_t function_name(uint64_t addr, int64_t pid)
+	{
+		if (const auto f = function_names_.find({pid, addr}); f != function_names_.end())
+			return f->second;
+		if (function_names_.size() >= kMaxFunctionNames)
+			return names_.id("function");
+		const uint32_t id = names_.id(options_.address_name(addr, pid));
+		function_names_.emplace(std::pair{pid, addr}, id);
+		return id;
+	}
+
+	// The track of the holds of a lock by a thread, announced when new; 0 beyond kMaxLockTracks.
+	LockTrack *lock_track(int64_t pid, int64_t tid, uint64_t lock, bool rwlock)
+	{
+		const auto key = std::make_tuple(pid, tid, lock);
+		if (const auto l = lock_tracks_.find(key); l != lock_tracks_.end())
+			return &l->second;
+		if (lock_tracks_.size() >= kMaxLockTracks)
+			return nullptr;
+		LockTrack &l = lock_tracks_[key];
+		l = {uuid_of(TrackKind::lock, static_cast<int64_t>(lock_tracks_.size())), 0};
+		TrackInfo ti;
+		ti.uuid = l.uuid;
+		ti.kind = TrackKind::lock;
+		ti.parent = uuid_of(TrackKind::thread, tid);
+		ti.pid = pid;
+		ti.tid = tid;
+		const std::string name = std::string(rwlock ? "rwlock " : "mutex ") + hex_address(lock);
+		ti.name = name;
+		sink_.track(ti);
+		return &l;
+	}
+
+	// A lock taken (begins a hold slice on the lock's track: e becomes it) or released (ends it).
+	void hold(int64_t pid, int64_t tid, uint64_t lock, bool rwlock, bool taken, uint32_t name, ExportEvent &e)
+	{
+		LockTrack *l = lock_track(pid, tid, lock, rwlock);
+		if (!l)
+			return;
+		if (taken) {
+			if (l->depth++ == 0) {
+				e.track = l->uuid;
 				e.phase = Phase::begin;
-				e.name = p.slice_name;
+				e.name = name;
 			}
-		} else if (const int *open = spans_.innermost(*tid); open && *open == p.span) {
-			spans_.end(*tid);
+		} else if (l->depth && --l->depth == 0) {
+			e.track = l->uuid;
 			e.phase = Phase::end;
-			e.name = p.slice_name;
+			e.name = name;
+		}
+	}
+
+	// A preload helper's event: a function's entry or exit begins or ends its slice on the thread's track; a
+	// lock request begins a wait there, its acquisition ends it and begins a hold on the lock's track (the
+	// event given twice), its release ends that; a condition wait ends the hold of its mutex and begins a
+	// wait, its end the reverse.
+	void preload_event(const reader::Item &it, const ClassPlan &p, ExportEvent &e, int64_t pid, int64_t tid)
+	{
+		using K = PreloadEvent;
+		const bool rw = p.preload.is_rwlock();
+		const uint64_t lock = PreloadEvent::address(it, p.preload.lock);
+		const bool ok = int_field(it, p.preload.status).value_or(0) == 0;
+		switch (p.preload.kind) {
+		case K::func_entry:
+			begin_slice(
+				tid,
+				{OpenSlice::kFunction, function_name(PreloadEvent::address(it, p.preload.addr), pid)},
+				e);
+			break;
+		case K::func_exit:
+			end_slice(tid, OpenSlice::kFunction, e);
+			break;
+		case K::mutex_lock_req:
+		case K::rwlock_rdlock_req:
+		case K::rwlock_wrlock_req:
+			begin_slice(tid, {OpenSlice::kWait, p.wait_name}, e);
+			break;
+		case K::mutex_lock_acq:
+		case K::rwlock_rdlock_acq:
+		case K::rwlock_wrlock_acq:
+		case K::cond_wait_end: {
+			ExportEvent first = e;
+			if (end_slice(tid, OpenSlice::kWait, first) && ok) {
+				sink_.event(first);
+				hold(pid, tid, lock, rw, true, p.held_name, e);
+			} else if (ok) {
+				hold(pid, tid, lock, rw, true, p.held_name, e);
+			} else {
+				e = first;
+			}
+			break;
+		}
+		case K::mutex_trylock:
+		case K::rwlock_tryrdlock:
+		case K::rwlock_trywrlock:
+			if (ok)
+				hold(pid, tid, lock, rw, true, p.held_name, e);
+			break;
+		case K::mutex_unlock:
+		case K::rwlock_unlock:
+			hold(pid, tid, lock, rw, false, p.held_name, e);
+			break;
+		case K::cond_wait_begin: {
+			ExportEvent first = e;
+			hold(pid, tid, lock, false, false, p.held_name, first);
+			if (first.phase == Phase::end)
+				sink_.event(first);
+			begin_slice(tid, {OpenSlice::kWait, p.wait_name}, e);
+			break;
+		}
+		default:
+			break;
 		}
 	}
 
@@ -539,7 +704,10 @@ private:
 	std::unordered_map<int64_t, Process> processes_;
 	RunningTasks running_;
 	SyscallTracker syscalls_;
-	OpenSpans<int64_t, int> spans_; // per thread: the open spans' indexes in options.spans
+	OpenSpans<int64_t, OpenSlice> spans_; // per thread: the open slices of its track
+	// per thread and lock (process, thread, lock): its track of holds
+	std::map<std::tuple<int64_t, int64_t, uint64_t>, LockTrack> lock_tracks_;
+	std::map<std::pair<int64_t, uint64_t>, uint32_t> function_names_; // per process and address
 	std::set<int64_t> cpu_tracks_;
 	std::unordered_map<const reader::Trace *, size_t> trace_tracks_;
 	std::map<std::pair<int, int64_t>, size_t> counter_tracks_;

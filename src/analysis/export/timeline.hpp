@@ -18,9 +18,19 @@
 //   marked as a counter gives its event a counter value; every other event
 //   is an instant on its thread's track (the running thread of its CPU for
 //   kernel events), else its CPU's;
+// - the preload helpers' events (model/preload_events.hpp): a function's
+//   entry and exit are the begin and end of its slice on its thread's track
+//   (nested as the calls are; an exit with another slice innermost is an
+//   instant); a lock's request and acquisition, of a wait slice there; its
+//   acquisition (or successful trylock) and release, of a hold slice on a
+//   track of that lock and thread (a child of the thread's, so that holds
+//   released in any order stay nested); a condition wait, of a wait slice,
+//   ending and beginning its mutex's hold. An acquisition, which ends a
+//   wait and begins a hold, and a condition wait's begin and end reach the
+//   sink twice;
 // - the scheduler's sched_switch and sched_waking/sched_wakeup(_new), handed
 //   over with their fields for the CPU tracks.
-// Each event of the traces reaches the sink exactly once. Timestamps are on
+// Each other event of the traces reaches the sink exactly once. Timestamps are on
 // one clock for all traces (ExportClock): CLOCK_MONOTONIC when the traces'
 // clocks are (LTTng's and Tracery's), else ns from the Epoch.
 //
@@ -37,6 +47,7 @@
 #include <vector>
 
 #include "analysis/export/event_fields.hpp"
+#include "analysis/model/preload_events.hpp"
 #include "analysis/read/event_walk.hpp"
 
 namespace tracery::analysis {
@@ -50,6 +61,8 @@ struct ExportOptions {
 		std::string event, field;
 	};
 	std::vector<Counter> counters;
+	// How function addresses are named (the preload helpers' function slices): hex, or symbols.
+	AddressNamer address_name = hex_address;
 
 	// "app:req_begin,app:req_end" → a span; "app:tick:depth" → a counter
 	// (the field after the last ':'). Throws std::invalid_argument.
@@ -63,7 +76,7 @@ struct ExportClock {
 	int64_t realtime_offset_ns = 0; // monotonic: CLOCK_REALTIME - CLOCK_MONOTONIC (the first trace's)
 };
 
-enum class TrackKind : uint8_t { process = 1, thread, syscalls, cpu, counter, trace };
+enum class TrackKind : uint8_t { process = 1, thread, syscalls, cpu, counter, trace, lock };
 
 struct TrackInfo {
 	uint64_t uuid = 0; // never 0

@@ -1,0 +1,27 @@
+// cli/exec.hpp — `tracery exec [-s SESSION] [--preload LIST] [-o DIR] --
+// COMMAND ARGS`: a command run with the preload helpers and traced, as
+// `uftrace record` or `perf trace` run one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace tracery::cli {
+
+struct ExecArgs {
+	std::string session;                          // -s: an existing session (else a temporary one)
+	std::string preload = "libc,pthread,func,dl"; // helpers, or "none"
+	std::string output;                           // -o: the temporary session's trace directory
+	std::vector<std::string> command;             // COMMAND ARGS
+};
+
+// -s, --preload, -o and COMMAND ARGS (everything after the first argument that is not an option, or after --).
+void add_exec_options(CLI::App *exec, ExecArgs &a);
+// The command's exit status (128 + N when signal N ended it), 126/127 when it could not be run.
+int verb_exec(const ExecArgs &a);
+
+} // namespace tracery::cli
