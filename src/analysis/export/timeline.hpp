@@ -50,6 +50,8 @@ struct ExportOptions {
 		std::string event, field;
 	};
 	std::vector<Counter> counters;
+	// The events' addresses resolved, as fields (event_fields.hpp).
+	std::optional<SymbolOptions> symbols;
 
 	// "app:req_begin,app:req_end" → a span; "app:tick:depth" → a counter
 	// (the field after the last ':'). Throws std::invalid_argument.

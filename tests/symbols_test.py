@@ -1,0 +1,161 @@
+"""`tracery view --symbols` against `babeltrace2 --debug-info`, byte for byte,
+on a trace LTTng-UST records of a test program built with -g (and a stripped
+copy of it whose debug file sits under a temporary DIR/.build-id/) run under
+LTTng's pthread helper: the helper records its caller's address as the `ip`
+context, the state dump lists the loaded objects with their build-ids. The
+caller is named with its file and line; the stripped copy's function is
+named only with --debug-info-dir DIR; an address in no object shows empty
+strings, as babeltrace2 shows it. Then the same names in stats, the exports
+and SQL. Skips when lttng-tools, babeltrace2 or gcc is missing."""
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import unittest
+
+from tracetest import program
+
+PROGRAM = r"""
+#include <pthread.h>
+#include <stdio.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int counter;
+
+__attribute__((noinline)) void symbols_caller(int i)
+{
+	pthread_mutex_lock(&lock);
+	counter += i;
+	pthread_mutex_unlock(&lock);
+	counter -= 1;
+}
+
+int main(void)
+{
+	for (int i = 0; i < 3; i++)
+		symbols_caller(i);
+	printf("%d\n", counter);
+	return 0;
+}
+"""
+
+PTHREAD_HELPER = "/usr/lib/x86_64-linux-gnu/liblttng-ust-pthread-wrapper.so.1"
+
+
+def run(argv, **kw):
+    p = subprocess.run(argv, capture_output=True, timeout=300, **kw)
+    if p.returncode != 0:
+        raise AssertionError(f"{argv} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
+    return p
+
+
+def tracery(*args):
+    return run([program("src", "cli", "tracery"), *args])
+
+
+@unittest.skipUnless(shutil.which("babeltrace2") and shutil.which("lttng") and shutil.which("lttng-sessiond")
+                     and shutil.which("gcc") and os.path.exists(PTHREAD_HELPER),
+                     "needs babeltrace2, lttng-tools, gcc and liblttng-ust's pthread helper "
+                     "(apt-get install babeltrace2 lttng-tools liblttng-ust-dev gcc)")
+class SymbolsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tracery-symbols-")
+        tmp = cls.tmp
+        src = os.path.join(tmp, "symbols_prog.c")
+        with open(src, "w") as f:
+            f.write(PROGRAM)
+        cls.source_lines = PROGRAM.splitlines()
+        cls.prog = os.path.join(tmp, "symbols_prog")
+        run(["gcc", "-g", "-O0", "-Wl,--build-id", "-o", cls.prog, src, "-lpthread"])
+        # The stripped copy, its DWARF in DIR/.build-id/xx/rest.debug.
+        cls.stripped = os.path.join(tmp, "symbols_stripped")
+        cls.debug_dir = os.path.join(tmp, "debug")
+        run(["objcopy", "--strip-all", cls.prog, cls.stripped])
+        build_id = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", cls.prog]).stdout.decode()).group(1)
+        os.makedirs(os.path.join(cls.debug_dir, ".build-id", build_id[:2]))
+        run(["objcopy", "--only-keep-debug", cls.prog,
+             os.path.join(cls.debug_dir, ".build-id", build_id[:2], build_id[2:] + ".debug")])
+        # The trace: LTTng's session daemon of this test, both programs under the pthread helper.
+        env = dict(os.environ, LTTNG_HOME=tmp)
+        cls.sessiond = subprocess.run(["lttng-sessiond", "--daemonize"], env=env, timeout=60, capture_output=True)
+        cls.trace = os.path.join(tmp, "trace")
+        lttng = lambda *a: run(["lttng", *a], env=env)
+        try:
+            lttng("create", f"symbols-{os.getpid()}", f"--output={cls.trace}")
+            lttng("enable-event", "-u", "-a")
+            lttng("add-context", "-u", "-t", "vpid", "-t", "vtid", "-t", "ip")
+            lttng("start")
+            for p in (cls.prog, cls.stripped):
+                run([p], env=dict(env, LD_PRELOAD=PTHREAD_HELPER))
+            lttng("stop")
+            lttng("destroy")
+        finally:  # the session daemon this test started, if it did (as root: the global one)
+            for pidfile in (os.path.join(tmp, ".lttng", "lttng-sessiond.pid"), "/var/run/lttng/lttng-sessiond.pid"):
+                if cls.sessiond.returncode == 0 and os.path.exists(pidfile):
+                    subprocess.run(["kill", open(pidfile).read().strip()], timeout=30)
+                    break
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, True)
+
+    def lines_of(self, out, prog, event):
+        """The lines of an event of a program's process (its procname is the file's first 15 bytes)."""
+        pids = set(re.findall(rb"statedump:procname: .*?vpid = (\d+).*?procname = \"" +
+                              re.escape(os.path.basename(prog)[:15].encode()) + b'"', out))
+        self.assertEqual(len(pids), 1, out[:2000])
+        pid = pids.pop()
+        return [l for l in out.splitlines() if b" " + event + b":" in l and b"vpid = " + pid + b"," in l]
+
+    def test_view_equals_babeltrace2_and_names_the_caller_and_its_line(self):
+        ours = tracery("view", "--symbols", self.trace)
+        theirs = run(["babeltrace2", "--debug-info", self.trace])
+        self.assertEqual(ours.stdout.decode().splitlines(), theirs.stdout.decode().splitlines())
+        self.assertEqual(ours.stdout, theirs.stdout)
+        unlocks = [l for l in self.lines_of(ours.stdout, self.prog, b"lttng_ust_pthread:pthread_mutex_unlock")
+                   if b'bin = "symbols_prog+' in l]
+        self.assertEqual(len(unlocks), 3)  # (the others: LTTng-UST's own, in liblttng-ust)
+        # the caller, its line: the statement after the call
+        first = next(i for i, l in enumerate(self.source_lines) if "symbols_caller(int i)" in l) + 1
+        m = re.search(rb'debug_info = \{ bin = "symbols_prog\+0x[0-9a-f]+", func = "symbols_caller\+0x[0-9a-f]+", '
+                      rb'src = "symbols_prog\.c:(\d+)" \}', unlocks[0])
+        self.assertIsNotNone(m, unlocks[0])
+        self.assertIn("counter -= 1", self.source_lines[int(m.group(1)) - 1])
+        self.assertGreater(int(m.group(1)), first)
+        # an address in no object: the state dump's start, before any object is known
+        start = [l for l in ours.stdout.splitlines() if b"lttng_ust_statedump:start:" in l]
+        self.assertTrue(start)
+        for l in start:
+            self.assertIn(b'debug_info = { bin = "", func = "", src = "" }', l)
+
+    def test_stripped_copy_is_named_through_its_build_id_debug_file(self):
+        ours = tracery("view", "--symbols", "--debug-info-dir", self.debug_dir, self.trace)
+        theirs = run(["babeltrace2", "--debug-info", "--debug-info-dir", self.debug_dir, self.trace])
+        self.assertEqual(ours.stdout, theirs.stdout)
+        unlocks = [l for l in self.lines_of(ours.stdout, self.stripped, b"lttng_ust_pthread:pthread_mutex_unlock")
+                   if b'bin = "symbols_stripped+' in l]
+        self.assertEqual(len(unlocks), 3)
+        for l in unlocks:
+            self.assertRegex(l, rb'bin = "symbols_stripped\+0x[0-9a-f]+", func = "symbols_caller\+0x[0-9a-f]+", '
+                                rb'src = "symbols_prog\.c:\d+"')
+        # without the debug directory: the binary and offset only, as babeltrace2
+        plain = tracery("view", "--symbols", self.trace).stdout
+        unlocks = [l for l in self.lines_of(plain, self.stripped, b"lttng_ust_pthread:pthread_mutex_unlock")
+                   if b'bin = "symbols_stripped+' in l]
+        self.assertEqual(len(unlocks), 3)
+        for l in unlocks:
+            self.assertRegex(l, rb'debug_info = \{ bin = "symbols_stripped\+0x[0-9a-f]+", func = "", src = "" \}')
+
+    def test_debug_info_dir_needs_symbols(self):
+        p = subprocess.run([program("src", "cli", "tracery"), "view", "--debug-info-dir", self.debug_dir,
+                            self.trace], capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"--debug-info-dir goes with --symbols", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
