@@ -150,6 +150,42 @@ class SymbolsTest(unittest.TestCase):
         for l in unlocks:
             self.assertRegex(l, rb'debug_info = \{ bin = "symbols_stripped\+0x[0-9a-f]+", func = "", src = "" \}')
 
+    def caller_events(self, out):
+        """The events whose ip is in symbols_caller of the -g program, from view's lines."""
+        return [l for l in out.splitlines()
+                if re.search(rb'debug_info = \{ bin = "symbols_prog\+0x[0-9a-f]+", func = "symbols_caller\+', l)]
+
+    def test_stats_exports_and_sql_name_the_same_functions(self):
+        view = tracery("view", "--symbols", self.trace).stdout
+        callers = self.caller_events(view)
+        self.assertEqual(len(callers), 9)  # lock_req, lock_acq, unlock: 3 times
+        stats = json.loads(tracery("stats", "--symbols", "--json", self.trace).stdout)
+        per_function = {r["function"]: r["count"] for r in stats["per_function"]}
+        self.assertEqual(per_function.get("symbols_caller in symbols_prog"), len(callers))
+        self.assertEqual(per_function.get("symbols_stripped (no function name)"), len(callers))
+        # Chrome JSON: an argument per event, as view names it
+        out = os.path.join(self.tmp, "out.json")
+        tracery("export", "--symbols", "--format", "chrome-json", "--force", self.trace, out)
+        with open(out) as f:
+            doc = json.load(f)
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        named = [e["args"]["debug_info"] for e in events if "debug_info" in e.get("args", {})]
+        in_caller = [d for d in named if d.startswith("symbols_caller+0x") and " in symbols_prog+0x" in d]
+        self.assertEqual(len(in_caller), len(callers))
+        for d in in_caller:
+            self.assertRegex(d, r"^symbols_caller\+0x[0-9a-f]+( \(symbols_prog\.c:\d+\))? in symbols_prog\+0x[0-9a-f]+$")
+        texts = {m.group(1).decode() for l in callers for m in [re.search(rb'func = "([^"]+)"', l)]}
+        self.assertEqual({d.split(" ")[0] for d in in_caller}, texts)
+        # SQL: the table symbols, one row per address of a process
+        rows = json.loads(tracery("query", "--symbols", "--json", self.trace,
+                                  "SELECT bin, func, src, function, line, offset FROM symbols "
+                                  "WHERE function = 'symbols_caller' ORDER BY bin").stdout)
+        self.assertEqual({r["func"] for r in rows if r["bin"].startswith("symbols_prog+")}, texts)
+        for r in rows:
+            self.assertEqual(r["bin"], f"symbols_prog+{r['offset']:#x}")
+            if r["src"] is not None:
+                self.assertEqual(r["src"], f"symbols_prog.c:{r['line']}")
+
     def test_debug_info_dir_needs_symbols(self):
         p = subprocess.run([program("src", "cli", "tracery"), "view", "--debug-info-dir", self.debug_dir,
                             self.trace], capture_output=True, timeout=60)

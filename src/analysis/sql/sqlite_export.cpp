@@ -92,13 +92,16 @@ public:
 			ins_.bind(1, *pid);
 			ins_.bind(2, *address);
 			int col = 3;
+			std::string *text = texts_;
 			for (const std::string *t : {&s->bin, &s->func, &s->src, &s->path, &s->function, &s->file}) {
-				text_.clear();
-				append_utf8(text_, *t);
-				if (text_.empty())
+				text->clear();
+				append_utf8(*text, *t);
+				if (text->empty())
 					ins_.bind_null(col++);
 				else
-					ins_.bind(col++, std::string_view(text_));
+					ins_.bind(col++,
+					          std::string_view(*text)); // (bound, not copied: one string each)
+				++text;
 			}
 			ins_.bind_opt(col++, s->path.empty() ? std::nullopt : std::optional<int64_t>(s->offset));
 			ins_.bind_opt(col, s->file.empty() ? std::nullopt : std::optional<int64_t>(s->line));
@@ -117,7 +120,7 @@ private:
 	SymbolEvents symbols_;
 	Stmt ins_;
 	std::set<std::pair<int64_t, int64_t>> seen_;
-	std::string text_;
+	std::string texts_[6];
 	uint64_t not_kept_ = 0;
 };
 

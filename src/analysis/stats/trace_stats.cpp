@@ -243,6 +243,13 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 		total.add(*it);
 		c.name->add(*it);
 		attribute(*it, c, 1, it->bits, it->seq);
+		if (c.task_event.kind != KernelEvent::other) {
+			running_pid_known = false;
+			tasks.observe(*it, c.task_event);
+			const auto cpu = int_field(*it, c.cpu);
+			if (const auto next = int_field(*it, c.task_event.next_tid); next && cpu)
+				running.on_switch(*cpu, *next);
+		}
 		if (symbols) {
 			symbols->observe(*it);
 			symbols->for_each_address_field(*it, [&](std::string_view field, const FieldRef &ref) {
@@ -251,8 +258,9 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 				const Symbol *s = symbols->at(*it, ref);
 				std::string where = "unknown";
 				if (s && !s->path.empty())
-					where = (s->function.empty() ? "?" : s->function) + " in " +
-					        std::string(file_name_of(s->path));
+					where = s->function.empty()
+					                ? std::string(file_name_of(s->path)) + " (no function name)"
+					                : s->function + " in " + std::string(file_name_of(s->path));
 				if (auto f = functions.find(where); f != functions.end())
 					++f->second;
 				else if (functions.size() < kMaxFunctions)
