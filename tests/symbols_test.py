@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import tempfile
 import unittest
@@ -42,7 +41,43 @@ int main(void)
 }
 """
 
-PTHREAD_HELPER = "/usr/lib/x86_64-linux-gnu/liblttng-ust-pthread-wrapper.so.1"
+# A library a program built with -finstrument-functions loads, calls and unloads twice (the dl helper tells
+# each load and unload, the function helper each entry and exit of the program's functions).
+LIBRARY = r"""
+#include <pthread.h>
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+__attribute__((noinline)) void symbols_lib_work(void)
+{
+	pthread_mutex_lock(&lock);
+	pthread_mutex_unlock(&lock);
+}
+"""
+
+DL_PROGRAM = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+__attribute__((noinline)) static int symbols_leaf(int x) { return x * 2; }
+int main(int argc, char **argv)
+{
+	for (int k = 0; k < 2; k++) {
+		void *h = dlopen(argv[1], RTLD_NOW);
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 1;
+		}
+		((void (*)(void))dlsym(h, "symbols_lib_work"))();
+		dlclose(h);
+	}
+	return symbols_leaf(argc) == 0;
+}
+"""
+
+HELPERS = "/usr/lib/x86_64-linux-gnu/liblttng-ust-"
+PTHREAD_HELPER = HELPERS + "pthread-wrapper.so.1"
+DL_HELPERS = " ".join(HELPERS + h for h in ("pthread-wrapper.so.1", "dl.so.1", "cyg-profile.so.1"))
+
+# Our own members, which babeltrace2 does not add: the function entry and exit events' addresses named.
+OUR_MEMBERS = re.compile(rb', (addr|call_site)_debug_info = \{ bin = "[^"]*", func = "[^"]*", src = "[^"]*" \}')
 
 
 def run(argv, **kw):
@@ -57,7 +92,7 @@ def tracery(*args):
 
 
 @unittest.skipUnless(shutil.which("babeltrace2") and shutil.which("lttng") and shutil.which("lttng-sessiond")
-                     and shutil.which("gcc") and os.path.exists(PTHREAD_HELPER),
+                     and shutil.which("gcc") and all(os.path.exists(h) for h in DL_HELPERS.split()),
                      "needs babeltrace2, lttng-tools, gcc and liblttng-ust's pthread helper "
                      "(apt-get install babeltrace2 lttng-tools liblttng-ust-dev gcc)")
 class SymbolsTest(unittest.TestCase):
@@ -79,7 +114,18 @@ class SymbolsTest(unittest.TestCase):
         os.makedirs(os.path.join(cls.debug_dir, ".build-id", build_id[:2]))
         run(["objcopy", "--only-keep-debug", cls.prog,
              os.path.join(cls.debug_dir, ".build-id", build_id[:2], build_id[2:] + ".debug")])
-        # The trace: LTTng's session daemon of this test, both programs under the pthread helper.
+        with open(os.path.join(tmp, "symbols_lib.c"), "w") as f:
+            f.write(LIBRARY)
+        with open(os.path.join(tmp, "symbols_dl.c"), "w") as f:
+            f.write(DL_PROGRAM)
+        cls.library = os.path.join(tmp, "libsymbols.so")
+        run(["gcc", "-g", "-O0", "-fPIC", "-shared", "-o", cls.library, os.path.join(tmp, "symbols_lib.c"),
+             "-lpthread"])
+        cls.dl_prog = os.path.join(tmp, "symbols_dl")
+        run(["gcc", "-g", "-O0", "-finstrument-functions", "-o", cls.dl_prog, os.path.join(tmp, "symbols_dl.c"),
+             "-ldl"])
+        # The trace: LTTng's session daemon of this test, both programs under the pthread helper, the third
+        # under the pthread, dl and function helpers.
         env = dict(os.environ, LTTNG_HOME=tmp)
         cls.sessiond = subprocess.run(["lttng-sessiond", "--daemonize"], env=env, timeout=60, capture_output=True)
         cls.trace = os.path.join(tmp, "trace")
@@ -91,6 +137,7 @@ class SymbolsTest(unittest.TestCase):
             lttng("start")
             for p in (cls.prog, cls.stripped):
                 run([p], env=dict(env, LD_PRELOAD=PTHREAD_HELPER))
+            run([cls.dl_prog, cls.library], env=dict(env, LD_PRELOAD=DL_HELPERS))
             lttng("stop")
             lttng("destroy")
         finally:  # the session daemon this test started, if it did (as root: the global one)
@@ -114,8 +161,10 @@ class SymbolsTest(unittest.TestCase):
     def test_view_equals_babeltrace2_and_names_the_caller_and_its_line(self):
         ours = tracery("view", "--symbols", self.trace)
         theirs = run(["babeltrace2", "--debug-info", self.trace])
-        self.assertEqual(ours.stdout.decode().splitlines(), theirs.stdout.decode().splitlines())
-        self.assertEqual(ours.stdout, theirs.stdout)
+        # the same bytes but our members of the function entry and exit events
+        self.assertEqual(OUR_MEMBERS.sub(b"", ours.stdout), theirs.stdout)
+        for l in ours.stdout.splitlines():
+            self.assertEqual(bool(OUR_MEMBERS.search(l)), b"lttng_ust_cyg_profile:func_" in l, l)
         unlocks = [l for l in self.lines_of(ours.stdout, self.prog, b"lttng_ust_pthread:pthread_mutex_unlock")
                    if b'bin = "symbols_prog+' in l]
         self.assertEqual(len(unlocks), 3)  # (the others: LTTng-UST's own, in liblttng-ust)
@@ -135,7 +184,7 @@ class SymbolsTest(unittest.TestCase):
     def test_stripped_copy_is_named_through_its_build_id_debug_file(self):
         ours = tracery("view", "--symbols", "--debug-info-dir", self.debug_dir, self.trace)
         theirs = run(["babeltrace2", "--debug-info", "--debug-info-dir", self.debug_dir, self.trace])
-        self.assertEqual(ours.stdout, theirs.stdout)
+        self.assertEqual(OUR_MEMBERS.sub(b"", ours.stdout), theirs.stdout)
         unlocks = [l for l in self.lines_of(ours.stdout, self.stripped, b"lttng_ust_pthread:pthread_mutex_unlock")
                    if b'bin = "symbols_stripped+' in l]
         self.assertEqual(len(unlocks), 3)
@@ -149,6 +198,22 @@ class SymbolsTest(unittest.TestCase):
         self.assertEqual(len(unlocks), 3)
         for l in unlocks:
             self.assertRegex(l, rb'debug_info = \{ bin = "symbols_stripped\+0x[0-9a-f]+", func = "", src = "" \}')
+
+    def test_loaded_library_and_function_entries_are_named(self):
+        out = tracery("view", "--symbols", self.trace).stdout
+        # the library, loaded twice at run time: its caller of the mutex named both times
+        calls = [l for l in self.lines_of(out, self.dl_prog, b"lttng_ust_pthread:pthread_mutex_lock_req")
+                 if b'bin = "libsymbols.so+' in l]
+        self.assertEqual(len(calls), 2)
+        for l in calls:
+            self.assertRegex(l, rb'func = "symbols_lib_work\+0x[0-9a-f]+"')
+        # the function helper's entries: the function and its caller
+        entries = [l for l in self.lines_of(out, self.dl_prog, b"lttng_ust_cyg_profile:func_entry")
+                   if b'addr_debug_info = { bin = "symbols_dl+' in l]
+        self.assertEqual(len(entries), 2)  # main, symbols_leaf
+        leaf = [l for l in entries if b'func = "symbols_leaf+0"' in l]
+        self.assertEqual(len(leaf), 1)
+        self.assertRegex(leaf[0], rb'call_site_debug_info = \{ bin = "symbols_dl\+0x[0-9a-f]+", func = "main\+0x[0-9a-f]+"')
 
     def caller_events(self, out):
         """The events whose ip is in symbols_caller of the -g program, from view's lines."""

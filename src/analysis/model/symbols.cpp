@@ -104,12 +104,11 @@ void SymbolResolver::set_debug_link(int64_t vpid, uint64_t baddr, std::string_vi
 
 void SymbolResolver::unload(int64_t vpid, uint64_t baddr)
 {
+	// (LTTng-UST tells an unload twice, lttng_ust_dl:dlclose and
+	// lttng_ust_lib:unload: one of nothing is no loss)
 	Process *p = process(vpid, false);
-	if (!p || p->by_base.erase(baddr) == 0) {
-		++dropped_.orphans;
-		return;
-	}
-	changed(*p);
+	if (p && p->by_base.erase(baddr) != 0)
+		changed(*p);
 }
 
 ObjectFile &SymbolResolver::file_of(Mapping &m)
@@ -203,9 +202,7 @@ void SymbolResolver::report(FILE *err) const
 		        " events with impossible values ignored (an object past the end of the address space, a build-id or path too long)\n",
 		        dropped_.bad);
 	if (dropped_.orphans)
-		fprintf(err,
-		        "tracery: symbols: %" PRIu64
-		        " events named an object not loaded (build_id, debug_link or unload)\n",
+		fprintf(err, "tracery: symbols: %" PRIu64 " build_id or debug_link events named an object not loaded\n",
 		        dropped_.orphans);
 }
 

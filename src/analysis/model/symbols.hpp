@@ -84,8 +84,10 @@ public:
 	const Symbol *resolve(int64_t vpid, uint64_t ip);
 	void make_room(int64_t vpid, size_t n);
 
-	// Objects and processes not kept for the bounds above, and events that
-	// named no known object (a build_id before its bin_info, ...).
+	// Objects and processes not kept for the bounds above, events with
+	// impossible values, and build_id or debug_link events that named no
+	// loaded object (an unload of none is no loss: LTTng-UST tells each
+	// unload twice).
 	struct Dropped {
 		uint64_t processes = 0, objects = 0, orphans = 0, bad = 0;
 	};
