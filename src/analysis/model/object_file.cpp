@@ -80,7 +80,8 @@ struct ElfHandle {
 	std::string open(const std::string &path)
 	{
 		close();
-		fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+		// (O_NONBLOCK: a trace may name a FIFO, whose open would wait for a writer)
+		fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			return std::strerror(errno);
 		struct stat st {};

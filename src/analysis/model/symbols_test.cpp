@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -188,6 +189,28 @@ TEST(SymbolResolver, HostileEventsAreCountedNotKept)
 	s = r.resolve(9, 0x400010);
 	ASSERT_NE(s, nullptr);
 	EXPECT_EQ(s->bin, "static@0x400010");
+}
+
+TEST(SymbolResolver, AFifoOrADirectoryAtThePathIsNoObjectFile)
+{
+	char dir[] = "/tmp/tracery-symbols-XXXXXX";
+	ASSERT_NE(mkdtemp(dir), nullptr);
+	const std::string fifo = std::string(dir) + "/fifo";
+	ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+	SymbolResolver r;
+	r.load(7, 0x1000, 0x1000, fifo, true);
+	r.load(7, 0x3000, 0x1000, dir, true);
+	const Symbol *s = r.resolve(7, 0x1010); // (no writer: an open that waited would never return)
+	ASSERT_NE(s, nullptr);
+	EXPECT_EQ(s->bin, "fifo+0x10");
+	EXPECT_EQ(s->func, "");
+	s = r.resolve(7, 0x3010);
+	ASSERT_NE(s, nullptr);
+	EXPECT_EQ(s->func, "");
+	ASSERT_EQ(r.problems().size(), 2u);
+	EXPECT_EQ(r.problems()[0], fifo + ": not a regular file");
+	unlink(fifo.c_str());
+	rmdir(dir);
 }
 
 TEST(SymbolResolver, FileNameOf)
