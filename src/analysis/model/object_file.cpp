@@ -390,11 +390,11 @@ bool call_site(Dwarf_Die &cu_die, Dwarf_Die &inl, std::string &file, uint64_t &l
 }
 
 // The source of addr: an inlined call site holding it, else the line table
-// row starting at it, the compile units in order. False on an error, which
-// leaves no source (as in babeltrace2).
+// row starting at it, the compile units in order (file left empty when
+// none). An error reading the DWARF ends the search with no source, as in
+// babeltrace2.
 void dwarf_source(Dwarf *dw, uint64_t addr, std::string &file, uint64_t &line)
 {
-	bool done = false;
 	for_each_cu(dw, [&](Dwarf_Die &cu_die) {
 		Found inl = Found::no;
 		Dwarf_Die site;
@@ -413,12 +413,9 @@ void dwarf_source(Dwarf *dw, uint64_t addr, std::string &file, uint64_t &line)
 				inl = inlined_at(d, addr, site);
 			return has == 0;
 		});
-		if (inl == Found::error) {
-			done = true;
+		if (inl == Found::error)
 			return false;
-		}
 		if (inl == Found::yes) {
-			done = true;
 			if (!call_site(cu_die, site, file, line))
 				file.clear();
 			return false;
@@ -428,21 +425,17 @@ void dwarf_source(Dwarf *dw, uint64_t addr, std::string &file, uint64_t &line)
 			return true;
 		Dwarf_Addr at = 0;
 		const char *name = nullptr;
-		if (dwarf_lineaddr(row, &at) != 0 || !(name = dwarf_linesrc(row, nullptr, nullptr))) {
-			done = true;
+		if (dwarf_lineaddr(row, &at) != 0 || !(name = dwarf_linesrc(row, nullptr, nullptr)))
 			return false;
-		}
 		if (at != addr)
 			return true;
 		int n = 0;
-		done = true;
 		if (dwarf_lineno(row, &n) == 0) {
 			file = name;
 			line = static_cast<uint64_t>(n);
 		}
 		return false;
 	});
-	(void)done;
 }
 
 } // namespace
