@@ -251,6 +251,27 @@ class SymbolsTest(unittest.TestCase):
             if r["src"] is not None:
                 self.assertEqual(r["src"], f"symbols_prog.c:{r['line']}")
 
+    def test_missing_file_shows_nothing_and_is_said(self):
+        hidden = self.stripped + ".away"
+        os.rename(self.stripped, hidden)
+        try:
+            ours = tracery("view", "--symbols", self.trace)
+            theirs = run(["babeltrace2", "--debug-info", self.trace])
+            # its build-id is known: nothing shown for it, as babeltrace2 shows nothing
+            self.assertEqual(OUR_MEMBERS.sub(b"", ours.stdout), theirs.stdout)
+            lines = self.lines_of(ours.stdout, self.stripped, b"lttng_ust_pthread:pthread_mutex_unlock")
+            self.assertEqual(sum(b'bin = "symbols_stripped+' in l for l in lines), 0)
+            self.assertIn(f"tracery: symbols: {self.stripped}: No such file or directory".encode(), ours.stderr)
+            # its debug file found by build-id stands in for it (babeltrace2 shows nothing)
+            named = tracery("view", "--symbols", "--debug-info-dir", self.debug_dir, self.trace).stdout
+            lines = [l for l in self.lines_of(named, self.stripped, b"lttng_ust_pthread:pthread_mutex_unlock")
+                     if b'bin = "symbols_stripped+' in l]
+            self.assertEqual(len(lines), 3)
+            for l in lines:
+                self.assertRegex(l, rb'func = "symbols_caller\+0x[0-9a-f]+", src = "symbols_prog\.c:\d+"')
+        finally:
+            os.rename(hidden, self.stripped)
+
     def test_debug_info_dir_needs_symbols(self):
         p = subprocess.run([program("src", "cli", "tracery"), "view", "--debug-info-dir", self.debug_dir,
                             self.trace], capture_output=True, timeout=60)
