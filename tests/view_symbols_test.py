@@ -272,11 +272,20 @@ class SymbolsTest(unittest.TestCase):
         finally:
             os.rename(hidden, self.stripped)
 
-    def test_debug_info_dir_needs_symbols(self):
+    def test_options_misused_are_refused(self):
         p = subprocess.run([program("src", "cli", "tracery"), "view", "--debug-info-dir", self.debug_dir,
                             self.trace], capture_output=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"--debug-info-dir goes with --symbols", p.stderr)
+        # a database is named when exported: query --symbols on one says so
+        db = os.path.join(self.tmp, "symbols.sqlite")
+        tracery("export", "--symbols", "--format", "sqlite", "--force", self.trace, db)
+        p = subprocess.run([program("src", "cli", "tracery"), "query", "--symbols", db, "SELECT 1"],
+                           capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"export --format sqlite --symbols", p.stderr)
+        rows = json.loads(tracery("query", "--json", db, "SELECT count(*) AS n FROM symbols WHERE func IS NOT NULL").stdout)
+        self.assertGreater(rows[0]["n"], 0)
 
 
 if __name__ == "__main__":

@@ -791,6 +791,9 @@ int verb_query(const Args &a)
 	const Args &targets = split.first;
 	const std::string &sql = split.second;
 	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
+		if (a.symbols || !a.debug_info_dir.empty())
+			throw CliError("--symbols names the addresses of traces as they are loaded: a database holds "
+			               "the table symbols when exported with export --format sqlite --symbols");
 		analysis::sql::Db db(targets.targets[0], SQLITE_OPEN_READONLY);
 		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
