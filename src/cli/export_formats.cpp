@@ -47,6 +47,7 @@ ExportCounts write_sqlite(EventWalk &walk, const std::string &out, const ExportR
 	sql::LoadOptions load;
 	for (const std::string &s : request.spans)
 		load.spans.push_back(sql::parse_span(s));
+	load.symbols = request.symbols;
 	prepare_output(out, request.force);
 	try {
 		sql::Db db(out);
@@ -71,6 +72,7 @@ ExportCounts write_timeline(TimelineWriter write, EventWalk &walk, const std::st
 		options.add_span(s);
 	for (const std::string &c : request.counters)
 		options.add_counter(c);
+	options.symbols = request.symbols;
 	prepare_output(out, request.force);
 	const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,8 @@ struct ExportRequest {
 	std::vector<std::string> counters;
 	// Replace OUT when it exists.
 	bool force = false;
+	// --symbols: the events' addresses resolved.
+	std::optional<analysis::SymbolOptions> symbols;
 };
 
 struct ExportFormat {

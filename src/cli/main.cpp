@@ -27,6 +27,17 @@ void domain_flags(CLI::App *c, Args &a)
 	c->add_flag("-u,--userspace", a.userspace, "User space domain (the default)");
 	c->add_flag("-k,--kernel", a.kernel, "Kernel domain (tracefs; needs root or the daemon's tracing group)");
 }
+// --symbols [--debug-info-dir DIR]: addresses named from the traces' state dumps (docs/symbols.md).
+void symbols_options(CLI::App *c, Args &a)
+{
+	c->add_flag("--symbols", a.symbols,
+	            "Name the addresses of events (ip context, function entry and exit) as binary+offset, "
+	            "function+offset and file:line, from the state dump of loaded objects, their build-ids and "
+	            "DWARF (as babeltrace2 --debug-info)");
+	c->add_option("--debug-info-dir", a.debug_info_dir,
+	              "With --symbols: separate debug files under DIR (DIR/.build-id/xx/rest.debug, and for "
+	              "debug links DIR/PATH) instead of /usr/lib/debug");
+}
 
 } // namespace
 
@@ -194,6 +205,7 @@ int main(int argc, char **argv)
 	view->add_option("--live", a.live_url,
 	                 "Print the events of a live session as they come from a relay: "
 	                 "net://HOST[:PORT]/host/HOSTNAME/SESSION (port 5344 by default), until it ends");
+	symbols_options(view, a);
 	view->add_flag("--from-now", a.from_now, "With --live: only what the session sends from now on");
 	view->add_option("--relay-key", a.view_key,
 	                 "With --live: authenticate with the key of FILE (the key a sender gives, `NAME SECRET`, "
@@ -211,6 +223,7 @@ int main(int argc, char **argv)
 	                   [&] { return verb_stats(a); });
 	stats->add_option("TARGET", a.targets, targets_help);
 	stats->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
+	symbols_options(stats, a);
 
 	auto *analyze = app.add_subcommand("analyze", "Analyses of traces: CPU time, system calls, wake-up latency, "
 	                                              "interrupts (kernel traces), spans between user events");
@@ -264,6 +277,7 @@ int main(int argc, char **argv)
 	                "TARGET... OUT: session names or trace directories (default: the current session), then the "
 	                "file to write")
 		->required();
+	symbols_options(exp, a);
 	exp->add_option("--span", a.spans,
 	                "User spans: BEGIN,END[,FIELD], the events that open and close one, paired per thread "
 	                "(vtid) or, in the sqlite format, by an equal FIELD of both (repeatable)")
@@ -288,6 +302,7 @@ int main(int argc, char **argv)
 		->allow_extra_args(false);
 	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
 	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
+	symbols_options(query, a);
 
 	ExecArgs exec_args;
 	auto *exec = verb("exec",

@@ -659,6 +659,17 @@ int walking(const TraceInputs &traces, const std::string &label, Product &&produ
 	});
 }
 
+// --symbols and --debug-info-dir, as the analysis takes them.
+std::optional<analysis::SymbolOptions> symbol_options(const Args &a)
+{
+	if (!a.symbols) {
+		if (!a.debug_info_dir.empty())
+			throw CliError("--debug-info-dir goes with --symbols");
+		return std::nullopt;
+	}
+	return analysis::SymbolOptions{a.debug_info_dir};
+}
+
 } // namespace
 
 int verb_view(const Args &a)
@@ -669,6 +680,7 @@ int verb_view(const Args &a)
 	options.names = split_commas(a.names);
 	options.fields = split_commas(a.fields);
 	options.filter = a.filter;
+	options.symbols = symbol_options(a);
 	if (!a.live_url.empty()) {
 		if (!a.targets.empty() || !a.begin.empty() || !a.end.empty())
 			throw CliError("--live reads a relay's live session: give it no TARGET, --begin or --end");
@@ -710,10 +722,12 @@ analysis::sql::OutputFormat query_format(const Args &a)
 
 int verb_stats(const Args &a)
 {
+	const auto symbols = symbol_options(a);
 	return walking(
 		trace_inputs(a), "stats",
-		[&](analysis::EventWalk &walk) { return print_report(analysis::trace_stats(walk), a.json); },
-		analysis::stats_reads_fields, analysis::stats_counts);
+		[&](analysis::EventWalk &walk) { return print_report(analysis::trace_stats(walk, symbols), a.json); },
+		symbols ? analysis::stats_reads_fields_with_symbols : analysis::stats_reads_fields,
+		symbols ? analysis::stats_counts_with_symbols : analysis::stats_counts);
 }
 
 int verb_analyze(const Args &a, const std::string &kind)
@@ -764,7 +778,7 @@ int verb_export(const Args &a)
 		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
 		               a.format + " TRACE... OUT)");
 	return walking(trace_inputs(targets), std::string("export ") + f->name, [&](analysis::EventWalk &walk) {
-		const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force});
+		const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force, symbol_options(a)});
 		fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events),
 		        out.c_str());
 		if (n.discarded)
@@ -780,6 +794,9 @@ int verb_query(const Args &a)
 	const Args &targets = split.first;
 	const std::string &sql = split.second;
 	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
+		if (a.symbols || !a.debug_info_dir.empty())
+			throw CliError("--symbols names the addresses of traces as they are loaded: a database holds "
+			               "the table symbols when exported with export --format sqlite --symbols");
 		analysis::sql::Db db(targets.targets[0], SQLITE_OPEN_READONLY);
 		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;
@@ -790,6 +807,7 @@ int verb_query(const Args &a)
 		analysis::sql::LoadOptions load;
 		for (const std::string &s : a.spans)
 			load.spans.push_back(analysis::sql::parse_span(s));
+		load.symbols = symbol_options(a);
 		analysis::sql::load_traces(walk, db, load);
 		analysis::sql::run_query(db, sql, query_format(a), stdout);
 		return 0;

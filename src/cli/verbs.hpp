@@ -56,6 +56,8 @@ struct Args {
 	std::vector<std::string> counters;       // export --counter EVENT:FIELD
 	bool force = false;                      // export --force
 	bool csv = false;                        // query --csv
+	bool symbols = false;                    // view/stats/analyze/export/query --symbols
+	std::string debug_info_dir;              // --debug-info-dir DIR (with --symbols)
 };
 
 // "a,b" "c" -> a, b, c (empty parts dropped).

@@ -51,17 +51,31 @@ void shown_fields(const reader::Item &it, reader::Scope scope, NameTable &names,
 
 } // namespace
 
-void shown_fields(const reader::Item &event, NameTable &names, std::vector<ShownField> &out)
+void shown_fields(const reader::Item &event, NameTable &names, std::vector<ShownField> &out, SymbolEvents *symbols)
 {
 	shown_fields(event, reader::Scope::payload, names, out);
 	shown_fields(event, reader::Scope::event_context, names, out);
 	shown_fields(event, reader::Scope::stream_event_context, names, out);
+	if (symbols)
+		symbols->for_each_address_field(event, [&](std::string_view name, const FieldRef &ref) {
+			ShownField f;
+			f.name = names.id(name == "ip" ? std::string("debug_info") : std::string(name) + "_debug_info");
+			f.type = ShownField::text;
+			f.ref = ref;
+			f.symbols = symbols;
+			out.push_back(f);
+		});
 }
 
 FieldValue field_value_of(const reader::Item &event, const ShownField &field, std::string &scratch)
 {
 	FieldValue r;
 	r.type = field.type;
+	if (field.symbols) {
+		scratch = symbol_text(field.symbols->at(event, field.ref));
+		r.s = scratch;
+		return r;
+	}
 	const std::span<const reader::Value> values = reader::scope_values(event, field.ref.scope);
 	const reader::Value *v;
 	size_t at;

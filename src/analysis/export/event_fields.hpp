@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/model/symbol_events.hpp"
 #include "analysis/read/event_walk.hpp"
 
 namespace tracery::analysis {
@@ -22,6 +23,8 @@ struct ShownField {
 	uint32_t name = 0;
 	Type type = i64;
 	FieldRef ref;
+	// An address resolved (text: symbol_text()) instead of its value.
+	SymbolEvents *symbols = nullptr;
 };
 
 // A field's value in one event (text: valid until the next value()).
@@ -36,7 +39,11 @@ struct FieldValue {
 // The fields of the event's class worth showing, payload first, then its
 // context and its stream's event context (without vpid, vtid, procname, pid,
 // tid, cpu_id; a context field of a payload field's name is not shown).
-void shown_fields(const ctf::reader::Item &event, NameTable &names, std::vector<ShownField> &out);
+// With symbols, the event's addresses resolved follow, as babeltrace2's
+// debug-info names them: "debug_info" (the ip context), "addr_debug_info",
+// "call_site_debug_info" (function entry and exit).
+void shown_fields(const ctf::reader::Item &event, NameTable &names, std::vector<ShownField> &out,
+                  SymbolEvents *symbols = nullptr);
 
 // The value of a shown field of an event (reads the event's decoded values).
 FieldValue field_value_of(const ctf::reader::Item &event, const ShownField &field, std::string &scratch);

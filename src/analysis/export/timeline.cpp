@@ -113,6 +113,8 @@ public:
 		: walk_(walk), options_(options), sink_(sink)
 	{
 		check_options();
+		if (options.symbols)
+			symbols_.emplace(*options.symbols);
 		clock_ = clock_of(walk.set());
 		cat_ust_ = names_.id("ust");
 		cat_kernel_ = names_.id("kernel");
@@ -128,9 +130,13 @@ public:
 				continue;
 			}
 			++counts_.events;
+			if (symbols_)
+				symbols_->observe(*it);
 			one(*it);
 		}
 		sink_.finish();
+		if (symbols_)
+			symbols_->resolver().report(stderr);
 		return counts_;
 	}
 
@@ -209,7 +215,7 @@ private:
 		p.kernel = is_kernel_trace(it.stream->trace().cls);
 		p.name = p.slice_name = names_.id(name);
 		p.category = p.kernel ? cat_kernel_ : cat_ust_;
-		shown_fields(it, names_, p.fields);
+		shown_fields(it, names_, p.fields, symbols_ ? &*symbols_ : nullptr);
 		if (p.kernel) {
 			p.k = KernelEvent::of(it);
 			p.cpu = find_event_cpu(it);
@@ -713,6 +719,7 @@ private:
 	std::map<std::pair<int, int64_t>, size_t> counter_tracks_;
 	const std::vector<ShownField> no_fields_;
 	ExportCounts counts_;
+	std::optional<SymbolEvents> symbols_; // --symbols
 };
 
 } // namespace

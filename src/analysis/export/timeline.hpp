@@ -63,6 +63,8 @@ struct ExportOptions {
 	std::vector<Counter> counters;
 	// How function addresses are named (the preload helpers' function slices): hex, or symbols.
 	AddressNamer address_name = hex_address;
+	// The events' addresses resolved, as fields (event_fields.hpp).
+	std::optional<SymbolOptions> symbols;
 
 	// "app:req_begin,app:req_end" → a span; "app:tick:depth" → a counter
 	// (the field after the last ':'). Throws std::invalid_argument.

@@ -3,6 +3,7 @@
 #include "analysis/sql/sqlite_export.hpp"
 
 #include "analysis/model/kernel_events.hpp"
+#include "analysis/model/symbol_events.hpp"
 #include "analysis/model/syscalls.hpp"
 #include "analysis/model/tasks.hpp"
 #include "analysis/model/trace_env.hpp"
@@ -11,6 +12,7 @@
 #include "analysis/sql/event_tables.hpp"
 
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 namespace tracery::analysis::sql {
@@ -55,6 +57,71 @@ ClassInfo class_info(const reader::Item &it)
 struct Begun {
 	int64_t ns = 0;
 	std::optional<int64_t> cpu, pid, tid;
+};
+
+// The table `symbols`: each address of a process the events carry (ip
+// context, function entry and exit), named when first seen.
+class SymbolTable {
+public:
+	static constexpr size_t kMaxRows = 1 << 22;
+
+	SymbolTable(Db &db, const SymbolOptions &options) : symbols_(options)
+	{
+		db.exec("CREATE TABLE symbols (pid INTEGER NOT NULL, address INTEGER NOT NULL, bin TEXT, func TEXT, "
+		        "src TEXT, path TEXT, function TEXT, file TEXT, offset INTEGER, line INTEGER, "
+		        "PRIMARY KEY (pid, address))");
+		ins_ = Stmt(db, "INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	}
+
+	void event(const reader::Item &it)
+	{
+		symbols_.observe(it);
+		symbols_.for_each_address_field(it, [&](std::string_view, const FieldRef &ref) {
+			const std::optional<int64_t> pid = symbols_.process(it), address = int_field(it, ref);
+			if (!pid || !address || seen_.count({*pid, *address}))
+				return;
+			if (seen_.size() >= kMaxRows) {
+				++not_kept_;
+				return;
+			}
+			seen_.insert({*pid, *address});
+			const Symbol *s = symbols_.at(it, ref);
+			static const Symbol kUnknown;
+			if (!s)
+				s = &kUnknown;
+			ins_.bind(1, *pid);
+			ins_.bind(2, *address);
+			int col = 3;
+			std::string *text = texts_;
+			for (const std::string *t : {&s->bin, &s->func, &s->src, &s->path, &s->function, &s->file}) {
+				text->clear();
+				append_utf8(*text, *t);
+				if (text->empty())
+					ins_.bind_null(col++);
+				else
+					ins_.bind(col++,
+					          std::string_view(*text)); // (bound, not copied: one string each)
+				++text;
+			}
+			ins_.bind_opt(col++, s->path.empty() ? std::nullopt : std::optional<int64_t>(s->offset));
+			ins_.bind_opt(col, s->file.empty() ? std::nullopt : std::optional<int64_t>(s->line));
+			ins_.run();
+		});
+	}
+	void finish()
+	{
+		symbols_.resolver().report(stderr);
+		if (not_kept_)
+			fprintf(stderr, "tracery: symbols: %llu addresses not in the table symbols (more than %zu)\n",
+			        static_cast<unsigned long long>(not_kept_), kMaxRows);
+	}
+
+private:
+	SymbolEvents symbols_;
+	Stmt ins_;
+	std::set<std::pair<int64_t, int64_t>> seen_;
+	std::string texts_[6];
+	uint64_t not_kept_ = 0;
 };
 
 struct SpanState {
@@ -106,6 +173,9 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 			SpanState{SpanEvents(walk.set(), o), {}, o.begin + " to " + o.end}));
 
 	EventTables tables(db, walk.set());
+	std::optional<SymbolTable> symbols;
+	if (options.symbols)
+		symbols.emplace(db, *options.symbols);
 	db.exec("CREATE TABLE streams (id INTEGER PRIMARY KEY, trace TEXT NOT NULL, path TEXT NOT NULL, "
 	        "stream_class INTEGER NOT NULL, instance INTEGER NOT NULL, events INTEGER NOT NULL DEFAULT 0)");
 	db.exec("CREATE TABLE lost (stream INTEGER NOT NULL REFERENCES streams(id), ts INTEGER NOT NULL, "
@@ -221,6 +291,8 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 		}
 		tables.insert(*it, cpu, pid, tid);
 		batches.row();
+		if (symbols)
+			symbols->event(*it);
 
 		for (auto &s : spans) {
 			const SpanEvents::Fields &f = s->events.of(*it);
@@ -275,6 +347,8 @@ uint64_t load_traces(EventWalk &walk, Db &db, const LoadOptions &options)
 		tasks.observe(*it, k);
 	}
 	states.finish(range.last);
+	if (symbols)
+		symbols->finish();
 
 	Stmt up(db, "UPDATE streams SET events = ? WHERE id = ?");
 	for (const auto &[s, v] : streams) {

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/model/spans.hpp"
+#include "analysis/model/symbols.hpp"
 #include "analysis/read/event_walk.hpp"
 #include "analysis/sql/sqlite.hpp"
 
@@ -21,6 +23,9 @@ namespace tracery::analysis::sql {
 struct LoadOptions {
 	// User spans: begin and end events, paired per thread or by a field.
 	std::vector<SpanOptions> spans;
+	// --symbols: the table `symbols`, what each address of the events names
+	// (docs/sql.md).
+	std::optional<SymbolOptions> symbols;
 };
 
 // "BEGIN,END[,FIELD]" (--span): throws std::invalid_argument naming --span

@@ -4,6 +4,7 @@
 
 #include "analysis/model/kernel_events.hpp"
 #include "analysis/model/scheduling.hpp"
+#include "analysis/model/symbol_events.hpp"
 #include "analysis/model/tasks.hpp"
 #include "analysis/model/trace_env.hpp"
 
@@ -122,8 +123,31 @@ bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPl
 	       !is_task_event(trace.cls, event.cls->name);
 }
 
-Report trace_stats(EventWalk &walk)
+bool stats_reads_fields_with_symbols(const reader::Trace &trace, const reader::EventClass &cls)
 {
+	return stats_reads_fields(trace, cls) || symbol_events_fields(cls.name);
+}
+
+bool stats_counts_with_symbols(const reader::Trace &trace, const reader::TracePlans::StreamPlans &stream,
+                               const reader::TracePlans::EventPlans &event)
+{
+	using S = reader::Scope;
+	return stats_counts(trace, stream, event) && !symbol_events_fields(event.cls->name) &&
+	       !find_member(scope_root(stream, &event, S::event_context), "ip") &&
+	       !find_member(scope_root(stream, &event, S::stream_event_context), "ip");
+}
+
+namespace {
+constexpr size_t kMaxFunctions = 1 << 16; // rows of per_function
+} // namespace
+
+Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_options)
+{
+	std::optional<SymbolEvents> symbols;
+	if (symbol_options)
+		symbols.emplace(*symbol_options);
+	std::map<std::string, uint64_t> functions; // with symbols: events per function
+	uint64_t functions_not_kept = 0;
 	std::map<std::string, Count> names;
 	std::map<int64_t, Count> cpus;
 	std::unordered_map<int64_t, Count> processes;
@@ -226,6 +250,25 @@ Report trace_stats(EventWalk &walk)
 			if (const auto next = int_field(*it, c.task_event.next_tid); next && cpu)
 				running.on_switch(*cpu, *next);
 		}
+		if (symbols) {
+			symbols->observe(*it);
+			symbols->for_each_address_field(*it, [&](std::string_view field, const FieldRef &ref) {
+				if (field == "call_site")
+					return;
+				const Symbol *s = symbols->at(*it, ref);
+				std::string where = "unknown";
+				if (s && !s->path.empty())
+					where = s->function.empty()
+					                ? std::string(file_name_of(s->path)) + " (no function name)"
+					                : s->function + " in " + std::string(file_name_of(s->path));
+				if (auto f = functions.find(where); f != functions.end())
+					++f->second;
+				else if (functions.size() < kMaxFunctions)
+					functions.emplace(std::move(where), 1);
+				else
+					++functions_not_kept;
+			});
+		}
 	}
 	// the counted events' names and times
 	for (size_t i = 0; i < walk.set().streams(); ++i) {
@@ -315,6 +358,19 @@ Report trace_stats(EventWalk &walk)
 		lt.rows.push_back({s.first, s.second, static_cast<int64_t>(l.events), static_cast<int64_t>(l.packets)});
 	if (losses.empty())
 		r.notes.push_back("No stream lost events.");
+	if (symbols) {
+		Table &ft = r.add("per_function", "Per function (ip context, function entry address)",
+		                  {{"function", "Function", Format::text}, {"count", "Count", Format::integer}});
+		std::vector<std::pair<std::string, uint64_t>> fv(functions.begin(), functions.end());
+		std::stable_sort(fv.begin(), fv.end(),
+		                 [](const auto &a, const auto &b) { return a.second > b.second; });
+		for (const auto &[name, n] : fv)
+			ft.rows.push_back({name, static_cast<int64_t>(n)});
+		if (functions_not_kept)
+			r.notes.push_back(std::to_string(functions_not_kept) + " events of functions past the first " +
+			                  std::to_string(kMaxFunctions) + " are not in per_function.");
+		symbols->resolver().report(stderr);
+	}
 	return r;
 }
 

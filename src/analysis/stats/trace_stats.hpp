@@ -8,6 +8,9 @@
 // gaps).
 #pragma once
 
+#include <optional>
+
+#include "analysis/model/symbols.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
 
@@ -15,13 +18,18 @@ namespace tracery::analysis {
 
 // Reads every item of the walk (events, losses and, when the walk counts
 // with stats_counts, the runs of counted events), then the tallies of the
-// walk's streams. Throws ctf::reader::ReadError.
-Report trace_stats(EventWalk &walk);
+// walk's streams. With symbols (`--symbols`), also the events per function
+// their addresses name (the ip context; function entry and exit: addr), a
+// table "per_function". Throws ctf::reader::ReadError.
+Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbols = std::nullopt);
 
 // The event classes whose payloads trace_stats reads (a kernel trace's
 // sched_switch, sched_process_fork and state dump): the walk need decode no
 // other's (EventWalk walk(inputs, "stats", stats_reads_fields)).
 bool stats_reads_fields(const ctf::reader::Trace &trace, const ctf::reader::EventClass &cls);
+// The same with symbols: also the events that list the loaded objects and the
+// function entry and exit events (symbol_events_fields, model/symbol_events.hpp).
+bool stats_reads_fields_with_symbols(const ctf::reader::Trace &trace, const ctf::reader::EventClass &cls);
 
 // The event classes trace_stats only counts (TraceSet::count_events_of):
 // those whose CPU and process are not in their own or their stream's event
@@ -29,5 +37,8 @@ bool stats_reads_fields(const ctf::reader::Trace &trace, const ctf::reader::Even
 // task events. EventWalk walk(inputs, "stats", stats_reads_fields, stats_counts).
 bool stats_counts(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
                   const ctf::reader::TracePlans::EventPlans &event);
+// The same with symbols: no class with an ip context or address fields is only counted.
+bool stats_counts_with_symbols(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
+                               const ctf::reader::TracePlans::EventPlans &event);
 
 } // namespace tracery::analysis

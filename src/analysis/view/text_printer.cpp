@@ -160,7 +160,7 @@ void TextPrinter::field(const Field &f)
 
 // "{ a = 1, b = 2 }" of the members shown (at a scope's root, also only
 // those --fields names).
-void TextPrinter::structure(const Field &f, bool root, std::string_view before)
+void TextPrinter::structure(const Field &f, bool root, std::string_view before, const reader::Item *it)
 {
 	o_.put(before);
 	o_.put('{');
@@ -181,6 +181,40 @@ void TextPrinter::structure(const Field &f, bool root, std::string_view before)
 		first = false;
 		field(m);
 	}
+	if (it)
+		debug_info(*it, f.decl().scope());
+	o_.lit(" }");
+}
+
+// ", debug_info = { bin = "...", func = "...", src = "..." }" in the stream
+// event context of an event with an ip, as babeltrace2's debug-info filter
+// adds it; in the payload, one such member per address field.
+void TextPrinter::debug_info(const reader::Item &it, Scope scope)
+{
+	if (scope == Scope::stream_event_context) {
+		o_.lit(", debug_info = ");
+		debug_info_struct(symbols_->ip(it));
+		return;
+	}
+	for (const SymbolEvents::Address &a : symbols_->addresses(it)) {
+		o_.lit(", ");
+		o_.put(a.name);
+		o_.lit("_debug_info = ");
+		debug_info_struct(a.symbol);
+	}
+}
+
+void TextPrinter::debug_info_struct(const Symbol *s)
+{
+	static const Symbol kUnknown;
+	if (!s)
+		s = &kUnknown;
+	o_.lit("{ bin = ");
+	put_quoted_c(o_, s->bin.data(), s->bin.size());
+	o_.lit(", func = ");
+	put_quoted_c(o_, s->func.data(), s->func.size());
+	o_.lit(", src = ");
+	put_quoted_c(o_, s->src.data(), s->src.size());
 	o_.lit(" }");
 }
 
@@ -262,6 +296,10 @@ void TextPrinter::program(const reader::Item &it, bool packet_shown, EventProgra
 		start_line = false;
 		ScopeProgram &sp = prog.scopes.emplace_back();
 		sp.root = root;
+		if (symbols_ && all_fields_)
+			sp.symbols = scope == Scope::stream_event_context ? symbols_->adds_debug_info(it)
+			             : scope == Scope::payload            ? symbols_->has_addresses(it)
+			                                                  : false;
 		sp.direct = true; // members of one value each
 		for (const FieldDecl m : root.members())
 			sp.direct = sp.direct && (m.kind() == FieldKind::integer || m.kind() == FieldKind::floating ||
@@ -304,7 +342,7 @@ void TextPrinter::program(const reader::Item &it, bool packet_shown, EventProgra
 }
 
 // A direct scope's program over its values.
-[[gnu::always_inline]] inline void TextPrinter::run(const ScopeProgram &sp, const Value *values)
+[[gnu::always_inline]] inline void TextPrinter::run(const reader::Item &it, const ScopeProgram &sp, const Value *values)
 {
 	for (const Piece &p : sp.pieces) {
 		const Field f(p.decl, values, p.value);
@@ -325,6 +363,8 @@ void TextPrinter::program(const reader::Item &it, bool packet_shown, EventProgra
 			field(f);
 		}
 	}
+	if (sp.symbols)
+		debug_info(it, sp.root.scope());
 	o_.put(sp.end);
 }
 
@@ -365,9 +405,9 @@ void TextPrinter::event(const reader::Item &it)
 	for (const ScopeProgram &sp : prog.scopes) {
 		const std::span<const Value> values = reader::scope_values(it, sp.root.scope());
 		if (sp.direct)
-			run(sp, values.data());
+			run(it, sp, values.data());
 		else
-			structure(Field(sp.root, values.data(), 0), true, sp.before);
+			structure(Field(sp.root, values.data(), 0), true, sp.before, sp.symbols ? &it : nullptr);
 	}
 	o_.put(prog.end);
 }

@@ -13,6 +13,12 @@
 //   TextPrinter p(out.buf(), fields);        // fields: --fields ({}: all)
 //   p.event(item);                           // one line
 //   p.discarded(item, stderr);               // a WARNING line
+//
+// With symbols (set_symbols; `view --symbols`), babeltrace2's debug-info
+// filter's lines: a `debug_info = { bin, func, src }` member at the end of
+// the stream event context of the events that have an `ip` context, and
+// (Tracery's own) `FIELD_debug_info` members at the end of the payload of
+// the function entry and exit events, for their `addr` and `call_site`.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/model/symbol_events.hpp"
 #include "analysis/output/text_buffer.hpp"
 #include "ctf/reader/fields.hpp"
 
@@ -35,6 +42,10 @@ public:
 		: o_(out), fields_(fields), all_fields_(fields.empty())
 	{
 	}
+
+	// Resolves the events' addresses through symbols (kept; fed by the
+	// caller: SymbolEvents::observe for every event, printed or not).
+	void set_symbols(SymbolEvents *symbols) { symbols_ = symbols; }
 
 	// The line of an event item.
 	void event(const ctf::reader::Item &it);
@@ -60,6 +71,7 @@ private:
 	struct ScopeProgram {
 		ctf::reader::FieldDecl root;
 		bool direct = false;
+		bool symbols = false; // the debug_info members at its end
 		std::vector<Piece> pieces;
 		std::string before, end;
 	};
@@ -90,12 +102,16 @@ private:
 				return true;
 		return false;
 	}
-	void structure(const ctf::reader::Field &f, bool root, std::string_view before = {});
+	// (with `it`: a scope's root, and its debug_info members if it has any)
+	void structure(const ctf::reader::Field &f, bool root, std::string_view before = {},
+	               const ctf::reader::Item *it = nullptr);
 	bool scope_shows(const ctf::reader::FieldDecl &root) const;
 	const EventProgram &head(const ctf::reader::Item &it);
 	void packet(const ctf::reader::Item &it, StreamText &st);
 	void program(const ctf::reader::Item &it, bool packet_shown, EventProgram &prog);
-	void run(const ScopeProgram &sp, const ctf::reader::Value *values);
+	void run(const ctf::reader::Item &it, const ScopeProgram &sp, const ctf::reader::Value *values);
+	void debug_info(const ctf::reader::Item &it, ctf::reader::Scope scope);
+	void debug_info_struct(const Symbol *s);
 
 	TextBuffer &o_;
 	const std::vector<std::string> &fields_;
@@ -107,6 +123,7 @@ private:
 	bool warned_negative_ = false;
 	std::vector<StreamText> streams_;
 	std::unique_ptr<TextBuffer> scratch_; // where packet contexts are formatted
+	SymbolEvents *symbols_ = nullptr;
 };
 
 } // namespace tracery::analysis

@@ -48,6 +48,9 @@ ViewStats view_traces(const std::vector<TraceInput> &inputs, const ViewOptions &
 	set.start();
 	TextWriter out(out_fd);
 	TextPrinter printer(out.buf(), options.fields);
+	std::optional<SymbolEvents> symbols;
+	if (options.symbols)
+		printer.set_symbols(&symbols.emplace(*options.symbols));
 	ViewStats stats;
 	TimeBounds bounds;
 	bool resolved = options.begin.empty() && options.end.empty();
@@ -73,6 +76,8 @@ ViewStats view_traces(const std::vector<TraceInput> &inputs, const ViewOptions &
 			bounds = time_bounds(options.begin, options.end, it->ns);
 			resolved = true;
 		}
+		if (symbols && it->kind == reader::ItemKind::event)
+			symbols->observe(*it); // (every event: the objects of the processes over time)
 		if (bounds.begin && it->ns < *bounds.begin)
 			continue;
 		if (bounds.end && it->ns > *bounds.end)
@@ -95,6 +100,8 @@ ViewStats view_traces(const std::vector<TraceInput> &inputs, const ViewOptions &
 	}
 	out.flush();
 	progress.finish();
+	if (symbols)
+		symbols->resolver().report(err);
 	stats.output_closed = out.closed();
 	return stats;
 }
@@ -105,10 +112,13 @@ struct ItemPrinter::Impl {
 	{
 		if (!options.filter.empty())
 			filter.emplace(options.filter);
+		if (options.symbols)
+			printer.set_symbols(&symbols.emplace(*options.symbols));
 	}
 	ViewOptions options;
 	TextWriter out;
 	TextPrinter printer;
+	std::optional<SymbolEvents> symbols;
 	FILE *err;
 	std::optional<ViewFilter> filter;
 	uint64_t events = 0;
@@ -134,7 +144,11 @@ bool ItemPrinter::print(const reader::Item &it)
 	if (it.kind != reader::ItemKind::event) {
 		m.out.flush();
 		m.printer.discarded(it, m.err);
-	} else if (name_wanted(m.options.names, it.event->cls->name) && (!m.filter || m.filter->accepts(it))) {
+		return !m.out.closed();
+	}
+	if (m.symbols)
+		m.symbols->observe(it);
+	if (name_wanted(m.options.names, it.event->cls->name) && (!m.filter || m.filter->accepts(it))) {
 		m.printer.event(it);
 		++m.events;
 		m.out.maybe_flush();

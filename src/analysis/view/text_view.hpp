@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/model/symbols.hpp"
 #include "analysis/read/trace_scan.hpp"
 
 namespace tracery::ctf::reader {
@@ -36,6 +37,8 @@ struct ViewOptions {
 	// Only events for which this filter expression (view_filter.hpp) is
 	// true; "" for all. A bad expression throws std::invalid_argument.
 	std::string filter;
+	// `--symbols`: the addresses resolved (text_printer.hpp says where).
+	std::optional<SymbolOptions> symbols;
 };
 
 struct ViewStats {
