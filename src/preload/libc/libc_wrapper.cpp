@@ -84,6 +84,50 @@ void *arena_allocate(size_t size, size_t alignment) noexcept
 
 uint64_t address(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
+// The recording halves of the wrappers of the most frequent calls, out of
+// line: while no session enables their event, the wrappers below end in a
+// tail call to libc (a load, a test and a jump more than libc's own call).
+__attribute__((noinline)) void *traced_malloc(void *(*fn)(size_t), size_t size, const void *ip)
+{
+	void *p = fn(size);
+	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, malloc, size, address(p));
+	return p;
+}
+
+__attribute__((noinline)) void traced_free(void (*fn)(void *), void *ptr, const void *ip)
+{
+	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, free, address(ptr));
+	fn(ptr);
+}
+
+__attribute__((noinline)) void *traced_calloc(void *(*fn)(size_t, size_t), size_t nmemb, size_t size, const void *ip)
+{
+	void *p = fn(nmemb, size);
+	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, calloc, nmemb, size, address(p));
+	return p;
+}
+
+// realloc of a block of the arena, or before libc's realloc is known: the
+// block moves out of the arena (into libc's memory once known), which
+// never shrinks nor frees.
+__attribute__((noinline)) void *realloc_from_arena(void *ptr, size_t size)
+{
+	auto *malloc_fn = next_malloc.get();
+	void *p = malloc_fn ? malloc_fn(size) : arena_allocate(size, 0);
+	if (p && ptr) {
+		const size_t old = arena.owns(ptr) ? arena.size_of(ptr) : 0;
+		std::memcpy(p, ptr, old < size ? old : size);
+	}
+	return p;
+}
+
+__attribute__((noinline)) void *traced_realloc(void *(*fn)(void *, size_t), void *ptr, size_t size, const void *ip)
+{
+	void *p = fn ? fn(ptr, size) : realloc_from_arena(ptr, size);
+	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, realloc, address(ptr), size, address(p));
+	return p;
+}
+
 } // namespace
 
 extern "C" {
@@ -93,9 +137,9 @@ __attribute__((visibility("default"))) void *malloc(size_t size)
 	auto *fn = next_malloc.get();
 	if (__builtin_expect(!fn, 0))
 		return arena_allocate(size, 0);
-	void *p = fn(size);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_libc, malloc, size, address(p));
-	return p;
+	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_libc, malloc), 1))
+		return fn(size);
+	return traced_malloc(fn, size, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void free(void *ptr)
@@ -103,11 +147,13 @@ __attribute__((visibility("default"))) void free(void *ptr)
 	if (__builtin_expect(arena.owns(ptr), 0))
 		return;
 	auto *fn = next_free.get();
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_libc, free, address(ptr));
-	if (__builtin_expect(fn != nullptr, 1))
-		fn(ptr);
-	// Else this thread is in a look-up (dlsym freeing its own memory)
-	// before libc's free is known: the block is left allocated.
+	// Null: this thread is in a look-up (dlsym freeing its own memory)
+	// before libc's free is known; the block is left allocated.
+	if (__builtin_expect(!fn, 0))
+		return;
+	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_libc, free), 1))
+		return fn(ptr);
+	traced_free(fn, ptr, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void *calloc(size_t nmemb, size_t size)
@@ -121,29 +167,19 @@ __attribute__((visibility("default"))) void *calloc(size_t nmemb, size_t size)
 		}
 		return arena_allocate(bytes, 0);
 	}
-	void *p = fn(nmemb, size);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_libc, calloc, nmemb, size, address(p));
-	return p;
+	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_libc, calloc), 1))
+		return fn(nmemb, size);
+	return traced_calloc(fn, nmemb, size, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void *realloc(void *ptr, size_t size)
 {
 	auto *fn = next_realloc.get();
-	void *p;
-	if (__builtin_expect(arena.owns(ptr) || !fn, 0)) {
-		// A block of the arena moves out of it (into libc's memory once
-		// known): the arena never shrinks nor frees.
-		auto *malloc_fn = next_malloc.get();
-		p = malloc_fn ? malloc_fn(size) : arena_allocate(size, 0);
-		if (p && ptr) {
-			const size_t old = arena.owns(ptr) ? arena.size_of(ptr) : 0;
-			std::memcpy(p, ptr, old < size ? old : size);
-		}
-	} else {
-		p = fn(ptr, size);
-	}
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_libc, realloc, address(ptr), size, address(p));
-	return p;
+	if (__builtin_expect(arena.owns(ptr), 0))
+		fn = nullptr;
+	if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_libc, realloc), 1))
+		return fn(ptr, size);
+	return traced_realloc(fn, ptr, size, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void *memalign(size_t alignment, size_t size)

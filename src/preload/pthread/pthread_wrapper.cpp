@@ -79,117 +79,103 @@ __attribute__((constructor)) void look_up_at_load()
 
 uint64_t address(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
+// A condition wait, timed or not: begin before libc's call, end after.
+template <class Wait, class... Rest>
+__attribute__((noinline)) int traced_cond_wait(Wait fn, pthread_cond_t *cond, pthread_mutex_t *mutex, const void *ip,
+                                               Rest... rest)
+{
+	TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, pthread_cond_wait_begin, address(cond), address(mutex));
+	const int status = fn(cond, mutex, rest...);
+	TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, pthread_cond_wait_end, address(cond), address(mutex), status);
+	return status;
+}
+
 } // namespace
 
+// Each wrapper calls libc's function in a tail call while no session enables
+// its events (a load, a test and a jump more than libc's own call), and
+// records them out of line (traced_FUNCTION) otherwise.
+
+// A blocking lock of a TYPE *: REQ recorded before libc's call, ACQ with its
+// status after.
+#define TRACERY_PRELOAD_BLOCKING_LOCK(function, type, next, req, acq)                                                 \
+	namespace {                                                                                                   \
+	__attribute__((noinline)) int traced_##function(int (*fn)(type *), type *lock, const void *ip)                \
+	{                                                                                                             \
+		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, req, address(lock));                                      \
+		const int status = fn(lock);                                                                          \
+		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, acq, address(lock), status);                              \
+		return status;                                                                                        \
+	}                                                                                                             \
+	}                                                                                                             \
+	extern "C" __attribute__((visibility("default"))) int function(type *lock)                                    \
+	{                                                                                                             \
+		auto *fn = next.get_or_die();                                                                         \
+		if (__builtin_expect(                                                                                 \
+			    !TRACERY_ENABLED(lttng_ust_pthread, req) && !TRACERY_ENABLED(lttng_ust_pthread, acq), 1)) \
+			return fn(lock);                                                                              \
+		return traced_##function(fn, lock, __builtin_return_address(0));                                      \
+	}
+
+// A call on a TYPE * recorded after libc's, with EVENT_ARGS (of `lock` and
+// `status`).
+#define TRACERY_PRELOAD_CALL(function, type, next, event, ...)                                         \
+	namespace {                                                                                    \
+	__attribute__((noinline)) int traced_##function(int (*fn)(type *), type *lock, const void *ip) \
+	{                                                                                              \
+		const int status = fn(lock);                                                           \
+		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, event, __VA_ARGS__);                       \
+		return status;                                                                         \
+	}                                                                                              \
+	}                                                                                              \
+	extern "C" __attribute__((visibility("default"))) int function(type *lock)                     \
+	{                                                                                              \
+		auto *fn = next.get_or_die();                                                          \
+		if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_pthread, event), 1))                   \
+			return fn(lock);                                                               \
+		return traced_##function(fn, lock, __builtin_return_address(0));                       \
+	}
+
+TRACERY_PRELOAD_BLOCKING_LOCK(pthread_mutex_lock, pthread_mutex_t, next_mutex_lock, pthread_mutex_lock_req,
+                              pthread_mutex_lock_acq)
+TRACERY_PRELOAD_CALL(pthread_mutex_trylock, pthread_mutex_t, next_mutex_trylock, pthread_mutex_trylock, address(lock),
+                     status)
+TRACERY_PRELOAD_CALL(pthread_mutex_unlock, pthread_mutex_t, next_mutex_unlock, pthread_mutex_unlock, address(lock),
+                     status)
+TRACERY_PRELOAD_BLOCKING_LOCK(pthread_rwlock_rdlock, pthread_rwlock_t, next_rwlock_rdlock, pthread_rwlock_rdlock_req,
+                              pthread_rwlock_rdlock_acq)
+TRACERY_PRELOAD_BLOCKING_LOCK(pthread_rwlock_wrlock, pthread_rwlock_t, next_rwlock_wrlock, pthread_rwlock_wrlock_req,
+                              pthread_rwlock_wrlock_acq)
+TRACERY_PRELOAD_CALL(pthread_rwlock_tryrdlock, pthread_rwlock_t, next_rwlock_tryrdlock, pthread_rwlock_tryrdlock,
+                     address(lock), status)
+TRACERY_PRELOAD_CALL(pthread_rwlock_trywrlock, pthread_rwlock_t, next_rwlock_trywrlock, pthread_rwlock_trywrlock,
+                     address(lock), status)
+TRACERY_PRELOAD_CALL(pthread_rwlock_unlock, pthread_rwlock_t, next_rwlock_unlock, pthread_rwlock_unlock, address(lock),
+                     status)
+TRACERY_PRELOAD_CALL(pthread_cond_signal, pthread_cond_t, next_cond_signal, pthread_cond_signal, address(lock))
+TRACERY_PRELOAD_CALL(pthread_cond_broadcast, pthread_cond_t, next_cond_broadcast, pthread_cond_broadcast, address(lock))
+
 extern "C" {
-
-__attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *mutex)
-{
-	auto *fn = next_mutex_lock.get_or_die();
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_mutex_lock_req, address(mutex));
-	const int status = fn(mutex);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_mutex_lock_acq, address(mutex),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_mutex_trylock(pthread_mutex_t *mutex)
-{
-	const int status = next_mutex_trylock.get_or_die()(mutex);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_mutex_trylock, address(mutex),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_mutex_unlock(pthread_mutex_t *mutex)
-{
-	const int status = next_mutex_unlock.get_or_die()(mutex);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_mutex_unlock, address(mutex),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_rwlock_rdlock(pthread_rwlock_t *rwlock)
-{
-	auto *fn = next_rwlock_rdlock.get_or_die();
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_rdlock_req,
-	                     address(rwlock));
-	const int status = fn(rwlock);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_rdlock_acq, address(rwlock),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_rwlock_wrlock(pthread_rwlock_t *rwlock)
-{
-	auto *fn = next_rwlock_wrlock.get_or_die();
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_wrlock_req,
-	                     address(rwlock));
-	const int status = fn(rwlock);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_wrlock_acq, address(rwlock),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_rwlock_tryrdlock(pthread_rwlock_t *rwlock)
-{
-	const int status = next_rwlock_tryrdlock.get_or_die()(rwlock);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_tryrdlock, address(rwlock),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_rwlock_trywrlock(pthread_rwlock_t *rwlock)
-{
-	const int status = next_rwlock_trywrlock.get_or_die()(rwlock);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_trywrlock, address(rwlock),
-	                     status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_rwlock_unlock(pthread_rwlock_t *rwlock)
-{
-	const int status = next_rwlock_unlock.get_or_die()(rwlock);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_rwlock_unlock, address(rwlock),
-	                     status);
-	return status;
-}
 
 __attribute__((visibility("default"))) int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
 	auto *fn = next_cond_wait.get_or_die();
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_cond_wait_begin, address(cond),
-	                     address(mutex));
-	const int status = fn(cond, mutex);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_cond_wait_end, address(cond),
-	                     address(mutex), status);
-	return status;
+	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_pthread, pthread_cond_wait_begin) &&
+	                             !TRACERY_ENABLED(lttng_ust_pthread, pthread_cond_wait_end),
+	                     1))
+		return fn(cond, mutex);
+	return traced_cond_wait(fn, cond, mutex, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                                                   const struct timespec *abstime)
 {
 	auto *fn = next_cond_timedwait.get_or_die();
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_cond_wait_begin, address(cond),
-	                     address(mutex));
-	const int status = fn(cond, mutex, abstime);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_cond_wait_end, address(cond),
-	                     address(mutex), status);
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_cond_signal(pthread_cond_t *cond)
-{
-	const int status = next_cond_signal.get_or_die()(cond);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_cond_signal, address(cond));
-	return status;
-}
-
-__attribute__((visibility("default"))) int pthread_cond_broadcast(pthread_cond_t *cond)
-{
-	const int status = next_cond_broadcast.get_or_die()(cond);
-	TRACERY_PRELOAD_EMIT(__builtin_return_address(0), lttng_ust_pthread, pthread_cond_broadcast, address(cond));
-	return status;
+	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_pthread, pthread_cond_wait_begin) &&
+	                             !TRACERY_ENABLED(lttng_ust_pthread, pthread_cond_wait_end),
+	                     1))
+		return fn(cond, mutex, abstime);
+	return traced_cond_wait(fn, cond, mutex, __builtin_return_address(0), abstime);
 }
 
 } // extern "C"
