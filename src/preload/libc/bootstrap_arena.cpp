@@ -8,10 +8,10 @@ namespace tracery::preload {
 
 void *BootstrapArena::allocate(size_t size, size_t alignment) noexcept
 {
+	if ((alignment & (alignment - 1)) != 0 || alignment > 4096 || size > kBytes)
+		return nullptr;
 	if (alignment < alignof(max_align_t))
 		alignment = alignof(max_align_t);
-	if (alignment > 4096 || (alignment & (alignment - 1)) != 0 || size > kBytes)
-		return nullptr;
 	size_t start = used_.load(std::memory_order_relaxed);
 	for (;;) {
 		// The block's start: aligned, with room for the header before it.

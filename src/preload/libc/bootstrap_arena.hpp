@@ -15,8 +15,9 @@ class BootstrapArena {
 public:
 	static constexpr size_t kBytes = 16 * 1024;
 
-	// A block of `size` bytes aligned to `alignment` (a power of two, at
-	// most 4096), or null once the arena is full.
+	// A block of `size` bytes aligned to `alignment` (0, or a power of two
+	// of at most 4096; at least max_align_t's), or null once the arena is
+	// full or for another alignment.
 	void *allocate(size_t size, size_t alignment) noexcept;
 	bool owns(const void *p) const noexcept
 	{
