@@ -12,6 +12,7 @@ packages=(
   libbpf-dev bpftool
   protobuf-compiler libprotobuf-dev
   libsqlite3-dev sqlite3
+  xz-utils
   libssl-dev openssl
   chromium
   lttng-tools liblttng-ust-dev uftrace

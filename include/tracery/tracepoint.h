@@ -16,6 +16,8 @@
  *
  * While the event is disabled, TRACERY_EMIT is one relaxed byte load and one
  * branch predicted not taken; its arguments are not evaluated.
+ * TRACERY_EMIT_AT(ip, app, request, ...) records `ip` as the event's ip
+ * context (a wrapper's caller) instead of the address of the emit.
  *
  * Field kinds (the macro argument list of TRACERY_EVENT):
  *   TRACERY_U8/U16/U32/U64(name), TRACERY_S8/S16/S32/S64(name)  integers
@@ -77,6 +79,17 @@
 		if (__builtin_expect(__atomic_load_n(&TRACERY__DESC_NAME(prov, name).enabled,   \
 		                                     __ATOMIC_RELAXED), 0))                       \
 			TRACERY__EMIT_NAME(prov, name)(__VA_ARGS__);                              \
+	} while (0)
+
+/* Emits prov:name as TRACERY_EMIT does, recording `ip` (a code address, const
+ * void *) as the event's ip context instead of the address of this emit: a
+ * wrapper passes its caller's, __builtin_return_address(0), so that a trace
+ * names the code that called the wrapped function. */
+#define TRACERY_EMIT_AT(ip, prov, name, ...)                                                      \
+	do {                                                                                      \
+		if (__builtin_expect(__atomic_load_n(&TRACERY__DESC_NAME(prov, name).enabled,   \
+		                                     __ATOMIC_RELAXED), 0))                       \
+			TRACERY__EMIT_AT_NAME(prov, name)((ip), __VA_ARGS__);                     \
 	} while (0)
 
 /* True while prov:name is enabled: guards work done only to build arguments. */

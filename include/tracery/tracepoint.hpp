@@ -230,6 +230,8 @@ struct field<blob> {
 
 // Emits prov:name (declared with TRACERY_CXX_EVENT).
 #define TRACERY_CXX_EMIT(prov, name, ...) TRACERY_EMIT(prov, name, __VA_ARGS__)
+// Emits prov:name recording `ip` as its ip context (TRACERY_EMIT_AT in tracepoint.h).
+#define TRACERY_CXX_EMIT_AT(ip, prov, name, ...) TRACERY_EMIT_AT(ip, prov, name, __VA_ARGS__)
 // clang-format on
 
 #endif // C++20

@@ -300,6 +300,21 @@ void tracery_fire_gate_passed(tracery_event_desc *desc, const tracery_arg *args,
 	run_probes<true>(desc, args, gate);
 }
 
+void tracery_fire_at(tracery_event_desc *desc, const tracery_arg *args, const void *ip)
+{
+	if (__builtin_expect(recording_emit_address(), 0))
+		return run_probes_recording_ip<false>(desc, args, nullptr, ip ? ip : __builtin_return_address(0));
+	run_probes<false>(desc, args, nullptr);
+}
+
+void tracery_fire_gate_passed_at(tracery_event_desc *desc, const tracery_arg *args, tracery_gate_fn gate,
+                                 const void *ip)
+{
+	if (__builtin_expect(recording_emit_address(), 0))
+		return run_probes_recording_ip<true>(desc, args, gate, ip ? ip : __builtin_return_address(0));
+	run_probes<true>(desc, args, gate);
+}
+
 void tracery_register_events(tracery_event_desc *const *begin, tracery_event_desc *const *end)
 {
 	if (!begin || !end)

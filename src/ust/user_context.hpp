@@ -5,9 +5,10 @@
 // When each value is read (the hot path makes no system call but for the
 // perf counters):
 // - ip: the return address of the emitting function's call into libtracery,
-//   kept in a thread-local by tracery_fire while a session records ip (an
-//   event that entered tracery_fire just before such a session attached its
-//   probe may record 0).
+//   or the address TRACERY_EMIT_AT named (tracery_fire_at), kept in a
+//   thread-local by tracery_fire while a session records ip (an event that
+//   entered tracery_fire just before such a session attached its probe may
+//   record 0).
 // - pthread_id: cached with the thread's vtid (thread_context.hpp).
 // - vuid, vgid, the namespaces and the cgroup id: read on the thread's first
 //   event that records one of them (getuid, getgid, stat of

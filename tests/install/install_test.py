@@ -27,6 +27,8 @@ BINDIR = ENV["TRACERY_INSTALL_BINDIR"]
 INCLUDEDIR = ENV["TRACERY_INSTALL_INCLUDEDIR"]
 LIBEXECDIR = ENV["TRACERY_INSTALL_LIBEXECDIR"]
 BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
+# The LD_PRELOAD helpers installed beside libtracery (src/preload/README.md).
+PRELOAD_HELPERS = ("libc", "pthread")
 SANITIZE = ENV.get("TRACERY_SANITIZE", "")
 
 
@@ -97,6 +99,7 @@ class InstalledPackage(unittest.TestCase):
             f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
             "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
             "cmake/Tracery/TraceryTargets.cmake")}
+        expected |= {os.path.join(LIBDIR, f"libtracery-preload-{h}.so") for h in PRELOAD_HELPERS}
         expected |= {os.path.join(BINDIR, p) for p in ("traceryd", "tracery-relayd", "tracery", "tracery-clock-report")}
         if BENCHMARKS:
             expected.add(os.path.join(BINDIR, "tracery-bench"))
@@ -111,6 +114,13 @@ class InstalledPackage(unittest.TestCase):
         lib = os.path.join(self.libdir, "libtracery.so")
         self.assertEqual(os.readlink(lib), "libtracery.so.0")
         self.assertEqual(os.readlink(lib + ".0"), f"libtracery.so.{VERSION}")
+
+    def test_preload_helpers_use_the_installed_libtracery(self):
+        for h in PRELOAD_HELPERS:
+            helper = os.path.join(self.libdir, f"libtracery-preload-{h}.so")
+            ldd = run(["ldd", helper], env=clean_env()).stdout
+            self.assertRegex(ldd, r"libtracery\.so\.0 => " + re.escape(os.path.join(self.libdir, "libtracery.so.0")),
+                             helper)
 
     def test_installed_files_do_not_point_into_the_build_tree(self):
         build = os.path.realpath(BUILD_DIR)

@@ -181,32 +181,48 @@ extern struct tracery_event_desc *const __stop_tracery_events[] __attribute__((w
  * because the array takes the addresses of its parameters: the emitter's own
  * then stay in registers for the gate, instead of going through the stack
  * first. PARAM, ARG and NAME map a field spec to its parameter, tracery_arg
- * initialiser and argument name (the C and the C++ API have their own). */
+ * initialiser and argument name (the C and the C++ API have their own).
+ * TRACERY__EMIT_AT_NAME (TRACERY_EMIT_AT) is the same emitter with one more
+ * parameter first, the address to record as the ip context, handed to the
+ * runtime's _at entry points. */
 #define TRACERY__FIRE_NAME(prov, name) tracery_fire__##prov##__##name
-#define TRACERY__EMITTER_WITH(prov, name, all_scalar, PARAM, ARG, NAME, ...)                        \
-	__attribute__((always_inline, unused)) static inline void TRACERY__FIRE_NAME(prov, name)(    \
-		tracery_gate_fn gate_ TRACERY__MAP(PARAM, __VA_ARGS__))                              \
-	{                                                                                            \
-		struct tracery_event_desc *const desc_ = &TRACERY__DESC_NAME(prov, name);            \
-		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                 \
-		if (!all_scalar && gate_ && !((tracery_args_gate_fn)gate_)(args_, 0))                \
-			return;                                                                      \
-		if (gate_)                                                                           \
-			tracery_fire_gate_passed(desc_, args_, gate_);                               \
-		else                                                                                 \
-			tracery_fire(desc_, args_);                                                  \
-	}                                                                                            \
-	__attribute__((always_inline, unused)) static inline void TRACERY__EMIT_NAME(prov, name)(    \
-		TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                                   \
-	{                                                                                            \
-		const tracery_gate_fn gate_ =                                                        \
-			__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE);     \
-		if (all_scalar && gate_ &&                                                           \
-		    !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)(            \
-			    TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                           \
-			return;                                                                      \
-		TRACERY__FIRE_NAME(prov, name)(gate_ TRACERY__MAP(NAME, __VA_ARGS__));               \
+#define TRACERY__FIRE_AT_NAME(prov, name) tracery_fire_at__##prov##__##name
+#define TRACERY__EMIT_AT_NAME(prov, name) tracery_emit_at__##prov##__##name
+/* One emitter and its packing function. IP_PARAM is () or (const void *ip_,)
+ * (the emitters' first parameter), IP_FIRST the same as an argument, IP_LAST
+ * () or (, ip_) (the runtime's last argument); FIRE and FIRE_GATE_PASSED are
+ * the runtime's entry points. */
+#define TRACERY__EMITTER_ONE(prov, name, emit_fn, fire_fn, IP_PARAM, IP_FIRST, IP_LAST, FIRE,                       \
+                             FIRE_GATE_PASSED, all_scalar, PARAM, ARG, NAME, ...)                                   \
+	__attribute__((always_inline, unused)) static inline void fire_fn(                                          \
+		TRACERY__EXPAND IP_PARAM tracery_gate_fn gate_ TRACERY__MAP(PARAM, __VA_ARGS__))                    \
+	{                                                                                                           \
+		struct tracery_event_desc *const desc_ = &TRACERY__DESC_NAME(prov, name);                           \
+		const struct tracery_arg args_[] = {TRACERY__MAP(ARG, __VA_ARGS__)};                                \
+		if (!all_scalar && gate_ && !((tracery_args_gate_fn)gate_)(args_, 0))                               \
+			return;                                                                                     \
+		if (gate_)                                                                                          \
+			FIRE_GATE_PASSED(desc_, args_, gate_ TRACERY__EXPAND IP_LAST);                              \
+		else                                                                                                \
+			FIRE(desc_, args_ TRACERY__EXPAND IP_LAST);                                                 \
+	}                                                                                                           \
+	__attribute__((always_inline, unused)) static inline void emit_fn(                                          \
+		TRACERY__EXPAND IP_PARAM TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__)))                         \
+	{                                                                                                           \
+		const tracery_gate_fn gate_ =                                                                       \
+			__atomic_load_n(&TRACERY__DESC_NAME(prov, name).gate, __ATOMIC_ACQUIRE);                    \
+		if (all_scalar && gate_ &&                                                                          \
+		    !((int (*)(TRACERY__PARAMS(TRACERY__MAP(PARAM, __VA_ARGS__))))gate_)(                           \
+			    TRACERY__PARAMS(TRACERY__MAP(NAME, __VA_ARGS__))))                                      \
+			return;                                                                                     \
+		fire_fn(TRACERY__EXPAND IP_FIRST gate_ TRACERY__MAP(NAME, __VA_ARGS__));                            \
 	}
+#define TRACERY__EMITTER_WITH(prov, name, all_scalar, PARAM, ARG, NAME, ...)                                        \
+	TRACERY__EMITTER_ONE(prov, name, TRACERY__EMIT_NAME(prov, name), TRACERY__FIRE_NAME(prov, name), (), (), (), \
+	                     tracery_fire, tracery_fire_gate_passed, all_scalar, PARAM, ARG, NAME, __VA_ARGS__)     \
+	TRACERY__EMITTER_ONE(prov, name, TRACERY__EMIT_AT_NAME(prov, name), TRACERY__FIRE_AT_NAME(prov, name),      \
+	                     (const void *ip_,), (ip_,), (, ip_), tracery_fire_at, tracery_fire_gate_passed_at,     \
+	                     all_scalar, PARAM, ARG, NAME, __VA_ARGS__)
 #define TRACERY__EMITTER(prov, name, ...)                                                           \
 	TRACERY__EMITTER_WITH(prov, name, TRACERY__ALL_SCALAR(__VA_ARGS__), TRACERY__PARAM, TRACERY__ARG, \
 	                      TRACERY__NAME, __VA_ARGS__)

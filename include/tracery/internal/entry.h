@@ -34,6 +34,15 @@ TRACERY_API TRACERY__NOPLT void tracery_fire(struct tracery_event_desc *desc, co
 TRACERY_API TRACERY__NOPLT void tracery_fire_gate_passed(struct tracery_event_desc *desc,
                                                          const struct tracery_arg *args, tracery_gate_fn gate);
 
+/* The same two, from TRACERY_EMIT_AT: `ip` is recorded as the event's ip
+ * context in place of the emitting address (a null `ip` records the emitting
+ * address, as tracery_fire does). */
+TRACERY_API TRACERY__NOPLT void tracery_fire_at(struct tracery_event_desc *desc, const struct tracery_arg *args,
+                                                const void *ip);
+TRACERY_API TRACERY__NOPLT void tracery_fire_gate_passed_at(struct tracery_event_desc *desc,
+                                                            const struct tracery_arg *args, tracery_gate_fn gate,
+                                                            const void *ip);
+
 /* Called by per-object constructors/destructors with the object's
  * tracery_events section; events appear/disappear with their object. */
 TRACERY_API void tracery_register_events(struct tracery_event_desc *const *begin,
