@@ -129,7 +129,7 @@ void UserStringsStore::unlink(uint32_t i)
 	Slot &s = slots_[i];
 	(s.older == kNone ? oldest_ : slots_[s.older].newer) = s.newer;
 	(s.newer == kNone ? newest_ : slots_[s.newer].older) = s.older;
-	Thread &t = threads_[s.record.tid];
+	Thread &t = *s.thread;
 	(s.thread_older == kNone ? t.oldest : slots_[s.thread_older].thread_newer) = s.thread_newer;
 	(s.thread_newer == kNone ? t.newest : slots_[s.thread_newer].thread_older) = s.thread_older;
 	free_.push_back(i);
@@ -162,6 +162,7 @@ void UserStringsStore::add(std::span<const uint8_t> bytes, uint64_t now_ns, User
 	if (threads_.size() > kMaxThreads)
 		std::erase_if(threads_, [](const auto &entry) { return entry.second.oldest == kNone; });
 	Thread &t = threads_[s.record.tid];
+	s.thread = &t;
 	s.arrived_ns = now_ns;
 	s.older = newest_;
 	s.newer = kNone;

@@ -112,14 +112,15 @@ public:
 
 private:
 	static constexpr uint32_t kNone = UINT32_MAX;
+	struct Thread {
+		uint32_t oldest = kNone, newest = kNone;
+	};
 	struct Slot {
 		UserStringsRecord record;
 		uint64_t arrived_ns = 0;
+		Thread *thread = nullptr; // in threads_ (whose nodes stay put; only empty ones are erased)
 		uint32_t older = kNone, newer = kNone;               // arrival order
 		uint32_t thread_older = kNone, thread_newer = kNone; // its thread's
-	};
-	struct Thread {
-		uint32_t oldest = kNone, newest = kNone;
 	};
 	void unlink(uint32_t slot); // from both lists, onto the free list
 
