@@ -524,7 +524,13 @@ std::vector<filter::KernelField> filter_fields(const KernelEventClass &c)
 			kind = filter::KernelField::Kind::integer;
 		else if (f.type == CtfField::Type::string)
 			kind = filter::KernelField::Kind::string;
-		out.push_back({f.name, s.format.name, kind, s.format.is_signed, s.bias, s.tgid});
+		filter::KernelField k{f.name, s.format.name, kind, s.format.is_signed, s.bias, s.tgid};
+		// A system call's argument its C type says is signed, in tracefs's
+		// unsigned long: compared as the trace shows it.
+		if (kind == filter::KernelField::Kind::integer && f.is_signed && !s.format.is_signed &&
+		    s.format.size == 8 && s.bias == 0 && !s.tgid)
+			k.signed_bits = static_cast<uint8_t>(8 * f.size);
+		out.push_back(std::move(k));
 	}
 	return out;
 }
