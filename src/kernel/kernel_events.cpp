@@ -346,7 +346,9 @@ std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stre
 			m += "\t\t" + tsdl_integer(f) + " " + n + "[" + std::to_string(f.length) + "];\n";
 			break;
 		case CtfField::Type::sequence: {
-			const std::string length = names.unique(n + "_length");
+			// lttng-modules' ctf_sequence: a field "_NAME_length", which
+			// its metadata writes with the '_' every field name takes.
+			const std::string length = names.unique("_" + n + "_length");
 			m += "\t\tuint32_t " + length + ";\n";
 			m += "\t\t" + tsdl_integer(f) + " " + n + "[" + length + "];\n";
 			break;
