@@ -118,8 +118,8 @@ private:
 	struct Slot {
 		UserStringsRecord record;
 		uint64_t arrived_ns = 0;
-		Thread *thread = nullptr; // in threads_ (whose nodes stay put; only empty ones are erased)
-		uint32_t older = kNone, newer = kNone;               // arrival order
+		Thread *thread = nullptr;              // in threads_ (whose nodes stay put; only empty ones are erased)
+		uint32_t older = kNone, newer = kNone; // arrival order
 		uint32_t thread_older = kNone, thread_newer = kNone; // its thread's
 	};
 	void unlink(uint32_t slot); // from both lists, onto the free list
