@@ -4,14 +4,16 @@
 // both modes alternating and prints the table of docs/performance.md.
 //
 //   kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] [--keep]
-//                       [--strings | --openat]
+//                       [--strings | --openat] [--contexts]
 //
 // --strings: the child makes openat(AT_FDCWD, kMissingPath, O_RDONLY) calls
 // instead (failing with ENOENT), traced as syscalls:sys_enter_openat and
 // sys_exit_openat: Tracery's session reads each call's path with its BPF
 // program (src/kernel/bpf/) and joins it to the entry event, libtracefs
 // reads the pointer as tracefs records it. --openat: the same calls, the
-// pointer only in both modes (the session's user_strings off).
+// pointer only in both modes (the session's user_strings off). --contexts:
+// Tracery's events carry the contexts tid, pid, ppid, prio and procname
+// (`add-context -k`; its thread table's events enabled beside them).
 //
 // Both modes trace syscalls:sys_enter_getpid and sys_exit_getpid (what
 // `tracery enable-event -k --syscall getpid` enables) in a private tracefs
@@ -206,8 +208,9 @@ struct Options {
 	uint64_t buffer_kb = 0; // 0: the kernel's default
 	std::string tmpdir = "/tmp";
 	bool keep = false;
-	bool openat = false;  // openat calls instead of getpid
-	bool strings = false; // their paths read (tracery)
+	bool openat = false;   // openat calls instead of getpid
+	bool strings = false;  // their paths read (tracery)
+	bool contexts = false; // tid, pid, ppid, prio and procname on every event (tracery)
 	const char *syscall() const { return openat ? "openat" : "getpid"; }
 };
 
@@ -245,6 +248,9 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 	Workload workload(opt.calls, opt.openat);
 	kernel::KernelSessionConfig config;
 	config.user_strings = opt.strings;
+	if (opt.contexts)
+		config.contexts = {kernel::KernelContext::tid, kernel::KernelContext::pid, kernel::KernelContext::ppid,
+		                   kernel::KernelContext::prio, kernel::KernelContext::procname};
 	config.session_name = std::string(kLabel);
 	config.output = dir;
 	config.syscalls = {opt.syscall()};
@@ -348,7 +354,7 @@ Result run_libtracefs(const std::string &root, const Options &opt, const std::st
 	std::fprintf(stderr,
 	             "kernel-ingest-bench: %s\n"
 	             "usage: kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] "
-	             "[--keep] [--strings | --openat]\n",
+	             "[--keep] [--strings | --openat] [--contexts]\n",
 	             why);
 	std::exit(2);
 }
@@ -380,6 +386,8 @@ Options parse(int argc, char **argv)
 			opt.strings = opt.openat = true;
 		else if (a == "--openat")
 			opt.openat = true;
+		else if (a == "--contexts")
+			opt.contexts = true;
 		else
 			usage("unknown option");
 	}

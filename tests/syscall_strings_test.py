@@ -88,10 +88,10 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         connects = fields("syscall_entry_connect")
         self.assertEqual(len(connects), 2, connects)
         self.assertRegex(connects[0], r"^\{ fd = \d+, uservaddr = 0x[0-9A-F]+, addrlen = 0x10, family = 2, dport = 9, "
-                                      r"v4addr_length = 4, v4addr = \[ \[0\] = 127, \[1\] = 0, \[2\] = 0, \[3\] = 1 \], "
-                                      r"v6addr_length = 0, v6addr = \[ \], unfetched = 0 \}$")
+                                      r"_v4addr_length = 4, v4addr = \[ \[0\] = 127, \[1\] = 0, \[2\] = 0, \[3\] = 1 \], "
+                                      r"_v6addr_length = 0, v6addr = \[ \], unfetched = 0 \}$")
         self.assertRegex(connects[1], r"^\{ fd = \d+, uservaddr = 0x[0-9A-F]+, addrlen = 0x1C, family = 10, dport = 9, "
-                                      r"v4addr_length = 0, v4addr = \[ \], v6addr_length = 8, v6addr = \[ \[0\] = 0, "
+                                      r"_v4addr_length = 0, v4addr = \[ \], _v6addr_length = 8, v6addr = \[ \[0\] = 0, "
                                       r"\[1\] = 0, \[2\] = 0, \[3\] = 0, \[4\] = 0, \[5\] = 0, \[6\] = 0, \[7\] = 1 \], "
                                       r"unfetched = 0 \}$")
 

@@ -1,7 +1,9 @@
 // filter/kernel_filter.cpp — see kernel_filter.hpp.
 #include "filter/kernel_filter.hpp"
 
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace tracery::filter {
 
@@ -20,6 +22,7 @@ struct Operand {
 	KernelField::Kind kind;
 	bool is_signed;
 	int64_t bias;
+	uint8_t signed_bits = 0;
 };
 
 // a OP b as b OP' a.
@@ -133,7 +136,7 @@ private:
 			if (f.kind == KernelField::Kind::other)
 				refuse(e, "'" + f.name +
 				                  "' is neither a number nor a string: the kernel cannot filter on it");
-			return Operand{f.name, f.tracefs, f.kind, f.is_signed, f.bias};
+			return Operand{f.name, f.tracefs, f.kind, f.is_signed, f.bias, f.signed_bits};
 		}
 		std::string names;
 		for (const KernelField &f : fields_)
@@ -194,6 +197,8 @@ private:
 		const std::optional<int64_t> value = integer(constant);
 		if (!value)
 			refuse(constant, "'" + field.name + "' is a number: compare it with an integer constant");
+		if (field.signed_bits != 0)
+			return signed_argument(e, field, op, constant, *value);
 		int64_t raw = 0;
 		if (__builtin_sub_overflow(*value, field.bias, &raw))
 			refuse(constant, "this constant is out of the range of '" + field.name + "'");
@@ -202,6 +207,68 @@ private:
 			                         "' is unsigned: the kernel compares it with a constant >= " +
 			                         std::to_string(field.bias));
 		return field.tracefs + " " + spelling(op) + " " + std::to_string(raw);
+	}
+
+	// A signed argument (KernelField::signed_bits) compared with `value`:
+	// the values in [min, max] that `op` selects are an interval; its
+	// non-negative part is the same raw numbers either way, its negative
+	// part two raw ranges (zero-extended, sign-extended).
+	std::string signed_argument(const Expr &e, const Operand &field, Operator op, const Expr &constant,
+	                            int64_t value)
+	{
+		const unsigned bits = field.signed_bits < 64 ? field.signed_bits : 64;
+		const int64_t max = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+		const int64_t min = -max - 1;
+		if (value < min || value > max)
+			refuse(constant, "this constant is out of the range of '" + field.name + "' (" +
+			                         std::to_string(min) + " to " + std::to_string(max) + ")");
+		if (op == Operator::ne)
+			return negated(signed_argument(e, field, Operator::eq, constant, value));
+		int64_t lo = min, hi = max;
+		switch (op) {
+		case Operator::eq:
+			lo = hi = value;
+			break;
+		case Operator::lt:
+			hi = value - (value > min ? 1 : 0);
+			if (value == min)
+				refuse(e, "'" + field.name + "' is never less than " + std::to_string(min));
+			break;
+		case Operator::le:
+			hi = value;
+			break;
+		case Operator::gt:
+			if (value == max)
+				refuse(e, "'" + field.name + "' is never greater than " + std::to_string(max));
+			lo = value + 1;
+			break;
+		case Operator::ge:
+			lo = value;
+			break;
+		default:
+			refuse(e, "not a comparison");
+		}
+		std::vector<std::pair<uint64_t, uint64_t>> ranges;
+		if (hi >= 0)
+			ranges.emplace_back(static_cast<uint64_t>(lo > 0 ? lo : 0), static_cast<uint64_t>(hi));
+		if (lo < 0) {
+			const int64_t top = hi < 0 ? hi : -1;
+			if (bits < 64) // zero-extended: value + 2^bits
+				ranges.emplace_back(static_cast<uint64_t>(lo) & ((uint64_t{1} << bits) - 1),
+				                    static_cast<uint64_t>(top) & ((uint64_t{1} << bits) - 1));
+			ranges.emplace_back(static_cast<uint64_t>(lo), static_cast<uint64_t>(top));
+		}
+		std::string out;
+		for (const auto &[a, b] : ranges) {
+			std::string one = a == b   ? field.tracefs + " == " + std::to_string(a)
+			                  : a == 0 ? field.tracefs + " <= " + std::to_string(b)
+			                  : b == UINT64_MAX
+			                          ? field.tracefs + " >= " + std::to_string(a)
+			                          : parenthesized(field.tracefs + " >= " + std::to_string(a), " && ",
+			                                          field.tracefs + " <= " + std::to_string(b));
+			out = out.empty() ? std::move(one) : parenthesized(out, " || ", one);
+		}
+		return out;
 	}
 
 	std::string string_comparison(const Expr &e, const Operand &field, Operator op, const Expr &constant)

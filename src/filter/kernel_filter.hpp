@@ -8,6 +8,10 @@
 // and & (a bit test), strings with == != (exact) and ~ (glob). Translated:
 //
 //   field OP integer, integer OP field     field OP' integer-bias (flipped)
+//   signed argument OP integer             the raw ranges that hold the
+//                                          values OP selects: `dfd == -100`
+//                                          is (dfd == 4294967196 ||
+//                                          dfd == 18446744073709551516)
 //   field & integer, (field & integer) != 0, == 0   field & integer, !(...)
 //   field (integer, as a truth value)      field != -bias
 //   field == "text", != "text"             field == "text", != "text"
@@ -21,7 +25,7 @@
 // part the kernel cannot take, never widened: arithmetic, two fields
 // compared, floats, array elements, $ctx.vpid (the kernel sees threads),
 // fields Tracery computes (a thread's process id), a negative constant
-// for an unsigned field, string globs with ? or [ (the kernel's glob would
+// for an unsigned field, a constant out of a signed argument's range, string globs with ? or [ (the kernel's glob would
 // read them as wildcards) or mixing '*' and "\*", quotes or backslashes in
 // a string (the kernel's filter strings have no escapes).
 #pragma once
@@ -41,9 +45,16 @@ struct KernelField {
 	std::string name;    // as the trace names it
 	std::string tracefs; // the format file's field name
 	enum class Kind : uint8_t { integer, string, other } kind = Kind::integer;
-	bool is_signed = false;
-	int64_t bias = 0;      // trace value = tracefs value + bias
-	bool computed = false; // the trace's value is not the kernel's (a tid's tgid)
+	bool is_signed = false; // as the format file says (how the kernel compares it)
+	int64_t bias = 0;       // trace value = tracefs value + bias
+	bool computed = false;  // the trace's value is not the kernel's (a tid's tgid)
+	// A signed value in an unsigned tracefs field of 8 bytes (a system
+	// call's argument: tracefs declares each an unsigned long, its C type
+	// may say int or long): its bits, 0 if none. The trace's value is the
+	// field's low `signed_bits` bits, sign-extended; the kernel's field
+	// holds them zero- or sign-extended (how the caller's register held
+	// them), and a comparison takes both.
+	uint8_t signed_bits = 0;
 };
 
 // The kernel filter text, or nullopt with *error set (its position in

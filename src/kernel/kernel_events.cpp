@@ -346,7 +346,9 @@ std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stre
 			m += "\t\t" + tsdl_integer(f) + " " + n + "[" + std::to_string(f.length) + "];\n";
 			break;
 		case CtfField::Type::sequence: {
-			const std::string length = names.unique(n + "_length");
+			// lttng-modules' ctf_sequence: a field "_NAME_length", which
+			// its metadata writes with the '_' every field name takes.
+			const std::string length = names.unique("_" + n + "_length");
 			m += "\t\tuint32_t " + length + ";\n";
 			m += "\t\t" + tsdl_integer(f) + " " + n + "[" + length + "];\n";
 			break;
@@ -449,12 +451,15 @@ void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n)
 void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
                     std::vector<uint8_t> &out, UserStrings *strings)
 {
-	std::optional<UserStringsRecord> record;
+	// Per reader thread: its string's memory goes back and forth with the
+	// store's slots, so a joined record allocates nothing.
+	thread_local UserStringsRecord taken;
+	const UserStringsRecord *record = nullptr;
 	int expected = 0; // strings of the class
 	if (c.user_string_args != 0) {
 		expected = cookie_slots(c.user_string_args);
-		if (strings)
-			record = strings->take(payload, c.user_string_args);
+		if (strings && strings->take(payload, c.user_string_args, taken))
+			record = &taken;
 	}
 	for (size_t i = 0; i < c.fields.size(); ++i) {
 		const CtfField &f = c.fields[i];
@@ -521,7 +526,13 @@ std::vector<filter::KernelField> filter_fields(const KernelEventClass &c)
 			kind = filter::KernelField::Kind::integer;
 		else if (f.type == CtfField::Type::string)
 			kind = filter::KernelField::Kind::string;
-		out.push_back({f.name, s.format.name, kind, s.format.is_signed, s.bias, s.tgid});
+		filter::KernelField k{f.name, s.format.name, kind, s.format.is_signed, s.bias, s.tgid};
+		// A system call's argument its C type says is signed, in tracefs's
+		// unsigned long: compared as the trace shows it.
+		if (kind == filter::KernelField::Kind::integer && f.is_signed && !s.format.is_signed &&
+		    s.format.size == 8 && s.bias == 0 && !s.tgid)
+			k.signed_bits = static_cast<uint8_t>(8 * f.size);
+		out.push_back(std::move(k));
 	}
 	return out;
 }

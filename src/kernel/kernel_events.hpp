@@ -55,7 +55,8 @@ struct CtfField {
 };
 
 // "event { name; id; stream_id; fields := struct { ... }; };" Sequences get
-// a uint32_t count field "_NAME_length" before them.
+// a uint32_t count field "_NAME_length" before them, as lttng-modules names
+// it (in TSDL "__NAME_length"; readers print "_NAME_length").
 std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stream_id,
                              std::span<const CtfField> fields);
 

@@ -8,7 +8,11 @@
 #include "kernel/tracefs_testing.hpp"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +62,14 @@ const Translation kTranslations[] = {
 	{"syscalls", "sys_exit_getpid", "ret == +5", "ret == 5"},
 	{"syscalls", "sys_enter_openat", "flags & 64 && mode == 0644", "(flags & 64 && mode == 420)"},
 	{"syscalls", "sys_enter_openat", "dfd == 3", "dfd == 3"},
+	// dfd is an int in an unsigned long: its raw value zero- or sign-extended.
+	{"syscalls", "sys_enter_openat", "dfd == -100", "(dfd == 4294967196 || dfd == 18446744073709551516)"},
+	{"syscalls", "sys_enter_openat", "dfd != -100", "!((dfd == 4294967196 || dfd == 18446744073709551516))"},
+	{"syscalls", "sys_enter_openat", "dfd < 0",
+         "((dfd >= 2147483648 && dfd <= 4294967295) || dfd >= 18446744071562067968)"},
+	{"syscalls", "sys_enter_openat", "dfd >= 3", "(dfd >= 3 && dfd <= 2147483647)"},
+	{"syscalls", "sys_enter_openat", "-1 < dfd", "dfd <= 2147483647"},
+	{"syscalls", "sys_enter_openat", "flags == -1", "(flags == 4294967295 || flags == 18446744073709551615)"},
 };
 
 struct Refused {
@@ -88,8 +100,9 @@ const Refused kRefusals[] = {
 	{"sched", "sched_switch", "prev_tid == 1 << 2", "cannot compute '<<'", 14},
 	{"sched", "sched_switch", "prev_tid ==", "", 11}, // the parser's own error
 	{"sched", "sched_process_fork", "parent_pid == 1", "computed by Tracery", 0},
-	{"syscalls", "sys_enter_openat", "flags == -1", "'flags' is unsigned", 9},
-	{"syscalls", "sys_enter_openat", "dfd == -100", "'dfd' is unsigned", 7}, // as its format says
+	{"syscalls", "sys_enter_openat", "mode == -1", "'mode' is unsigned", 8},               // umode_t
+	{"syscalls", "sys_enter_openat", "dfd == 4294967196", "out of the range of 'dfd'", 7}, // an int
+	{"syscalls", "sys_enter_openat", "dfd > 2147483647", "never greater", 4},
 };
 
 } // namespace
@@ -160,6 +173,48 @@ TEST(KernelFilterRoot, TheKernelTakesEveryTranslation)
 			write_control(file, "0"); // cleared
 			EXPECT_EQ(read_control(file), "none\n");
 		}
+		inst.remove();
+	}
+	EXPECT_EQ(test_support::global_settings(root), before);
+}
+
+// A signed argument compared as its C type says, on the live kernel:
+// `dfd == -100` keeps openat(AT_FDCWD, ...) whether the caller's register
+// held -100 zero-extended (an int) or sign-extended (a long), and not
+// openat(5, ...).
+TEST(KernelFilterRoot, SignedArgumentSelectsAsDeclared)
+{
+	std::string why;
+	const std::string root = test_support::tracefs_for_tests(why);
+	if (root.empty())
+		GTEST_SKIP() << why;
+	const auto before = test_support::global_settings(root);
+	{
+		Instance inst(root, instance_name(::getpid(), "filter-signed"));
+		const EventFormat live =
+			parse_event_format(read_control(root + "/events/syscalls/sys_enter_openat/format"), "syscalls");
+		filter::Error error{"", 0};
+		const std::optional<std::string> text =
+			filter::kernel_filter("dfd == -100", filter_fields(make_event_class(live, 0)), &error);
+		ASSERT_TRUE(text.has_value()) << error.message;
+		write_control(inst.file("events/syscalls/sys_enter_openat/filter"), *text);
+		const pid_t self[] = {::getpid()};
+		inst.set_event_pids(self, false);
+		inst.enable_event({"syscalls", "sys_enter_openat"});
+		inst.set_tracing_on(true);
+		const char *missing = "/nonexistent/tracery-filter-signed";
+		::syscall(SYS_openat, static_cast<int>(AT_FDCWD), missing, O_RDONLY);  // zero-extended
+		::syscall(SYS_openat, static_cast<long>(AT_FDCWD), missing, O_RDONLY); // sign-extended
+		::syscall(SYS_openat, 5, missing, O_RDONLY);
+		inst.set_tracing_on(false);
+		const std::string trace = read_control(inst.file("trace"));
+		// The calls on `missing` (setting tracing_on is an openat too).
+		char pointer[64];
+		std::snprintf(pointer, sizeof pointer, "filename: %#lx,", reinterpret_cast<unsigned long>(missing));
+		size_t calls = 0;
+		for (size_t at = trace.find(pointer); at != std::string::npos; at = trace.find(pointer, at + 1))
+			++calls;
+		EXPECT_EQ(calls, 2u) << trace;
 		inst.remove();
 	}
 	EXPECT_EQ(test_support::global_settings(root), before);

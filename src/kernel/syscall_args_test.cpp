@@ -180,21 +180,33 @@ TEST(UserStrings, StoreJoinsByThreadCallAndPointer)
 	UserStringsStore store;
 	UserStringsCounts counts;
 	const auto add = [&](uint32_t tid, uint64_t ptr, const char *path, uint64_t now = 0) {
-		store.add(*parse_user_strings_record(record_bytes(tid, 257, {0xffffff9c, ptr}, {path})), now, counts);
+		store.add(record_bytes(tid, 257, {0xffffff9c, ptr}, {path}), now, counts);
 	};
 	add(7, 0x1000, "/a");
 	add(8, 0x1000, "/b");
 	add(7, 0x2000, "/c");
 	const uint64_t a1[] = {0xffffff9c, 0x2000};
 	// Thread 7's second call first (its CPU's page read before the first's).
-	std::optional<UserStringsRecord> r = store.take(7, 257, 0b10, a1);
-	ASSERT_TRUE(r.has_value());
-	EXPECT_EQ(r->string(0), "/c");
+	UserStringsRecord r;
+	ASSERT_TRUE(store.take(7, 257, 0b10, a1, r));
+	EXPECT_EQ(r.string(0), "/c");
 	const uint64_t a0[] = {0xffffff9c, 0x1000};
-	EXPECT_FALSE(store.take(7, 2, 0b10, a0).has_value());   // another call
-	EXPECT_FALSE(store.take(9, 257, 0b10, a0).has_value()); // another thread
-	EXPECT_EQ(store.take(7, 257, 0b10, a0)->string(0), "/a");
-	EXPECT_FALSE(store.take(7, 257, 0b10, a0).has_value()); // taken once
+	EXPECT_FALSE(store.take(7, 2, 0b10, a0, r));   // another call
+	EXPECT_FALSE(store.take(9, 257, 0b10, a0, r)); // another thread
+	ASSERT_TRUE(store.take(7, 257, 0b10, a0, r));
+	EXPECT_EQ(r.string(0), "/a");
+	EXPECT_FALSE(store.take(7, 257, 0b10, a0, r)); // taken once
+	EXPECT_EQ(store.pending(), 1u);
+	// A slot reused: a new record of thread 7 in the slot "/c" left.
+	add(7, 0x3000, "/d");
+	const uint64_t a2[] = {0xffffff9c, 0x3000};
+	ASSERT_TRUE(store.take(7, 257, 0b10, a2, r));
+	EXPECT_EQ(r.string(0), "/d");
+	EXPECT_EQ(store.pending(), 1u);
+	std::vector<uint8_t> bad = record_bytes(7, 257, {0xffffff9c, 0x4000}, {"/e"});
+	bad.pop_back();
+	store.add(bad, 0, counts);
+	EXPECT_EQ(counts.malformed, 1u);
 	EXPECT_EQ(store.pending(), 1u);
 	// Aged out: thread 8's record, never joined.
 	store.expire(UserStringsStore::kMaxAgeNs + 1, counts);
@@ -206,10 +218,10 @@ TEST(UserStrings, StoreJoinsByThreadCallAndPointer)
 	EXPECT_EQ(store.pending(), UserStringsStore::kMaxPending);
 	EXPECT_EQ(counts.unjoined, 11u);
 	const uint64_t oldest[] = {0xffffff9c, 0};
-	EXPECT_FALSE(store.take(100, 257, 0b10, oldest).has_value());
+	EXPECT_FALSE(store.take(100, 257, 0b10, oldest, r));
 	const uint64_t newest[] = {0xffffff9c, UserStringsStore::kMaxPending + 9};
-	EXPECT_TRUE(store.take(static_cast<uint32_t>(100 + (UserStringsStore::kMaxPending + 9) % 7), 257, 0b10, newest)
-	                    .has_value());
+	EXPECT_TRUE(
+		store.take(static_cast<uint32_t>(100 + (UserStringsStore::kMaxPending + 9) % 7), 257, 0b10, newest, r));
 }
 
 TEST(SyscallArgs, ConnectAddressAsLttngOverrideRecordsIt)

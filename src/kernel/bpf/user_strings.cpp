@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 #include "base/byte_order.hpp"
@@ -28,11 +28,13 @@ static_assert(kMaxUserStrings == TRACERY_MAX_USER_STRINGS);
 
 namespace {
 
+// For the age bound of 2 s: the coarse clock (a few ms; cheaper than
+// the precise one, read once per record).
 uint64_t steady_ns()
 {
-	return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-					     std::chrono::steady_clock::now().time_since_epoch())
-	                                     .count());
+	timespec ts{};
+	::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 constexpr int kLateRecordMs = 2;
@@ -79,31 +81,28 @@ uint8_t UserStringsRecord::unfetched(int expected) const
 	return mask;
 }
 
-std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8_t> bytes)
+bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord &r)
 {
 	tracery_syscall_record h;
 	if (bytes.size() < sizeof h)
-		return std::nullopt;
+		return false;
 	std::memcpy(&h, bytes.data(), sizeof h);
-	if (h.strings > TRACERY_MAX_USER_STRINGS)
-		return std::nullopt;
-	UserStringsRecord r;
+	if (h.strings > TRACERY_MAX_USER_STRINGS || h.address > h.strings)
+		return false;
 	r.tid = static_cast<uint32_t>(h.tid);
 	r.nr = h.nr;
 	std::memcpy(r.args, h.args, sizeof r.args);
 	r.count = static_cast<uint8_t>(h.strings);
-	if (h.address > h.strings)
-		return std::nullopt;
 	r.address = static_cast<uint8_t>(h.address);
 	size_t total = 0;
 	for (int i = 0; i < kMaxUserStrings; ++i) {
 		r.len[i] = i < r.count ? h.len[i] : 0;
 		if (r.len[i] > (i + 1 == r.address ? TRACERY_MAX_ADDRESS : TRACERY_MAX_USER_STRING))
-			return std::nullopt;
+			return false;
 		total += r.len[i] > 0 ? static_cast<size_t>(r.len[i]) : 0;
 	}
 	if (bytes.size() - sizeof h < total)
-		return std::nullopt;
+		return false;
 	r.data.assign(reinterpret_cast<const char *>(bytes.data() + sizeof h), total);
 	// Each string ends at its NUL, as the program read it.
 	size_t at = 0;
@@ -112,71 +111,96 @@ std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8
 			continue;
 		at += static_cast<size_t>(r.len[i]);
 		if (i + 1 != r.address && r.data[at - 1] != '\0')
-			return std::nullopt;
+			return false;
 	}
+	return true;
+}
+
+std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8_t> bytes)
+{
+	UserStringsRecord r;
+	if (!parse_user_strings_record(bytes, r))
+		return std::nullopt;
 	return r;
 }
 
-void UserStringsStore::add(UserStringsRecord record, uint64_t now_ns, UserStringsCounts &counts)
+void UserStringsStore::unlink(uint32_t i)
+{
+	Slot &s = slots_[i];
+	(s.older == kNone ? oldest_ : slots_[s.older].newer) = s.newer;
+	(s.newer == kNone ? newest_ : slots_[s.newer].older) = s.older;
+	Thread &t = *s.thread;
+	(s.thread_older == kNone ? t.oldest : slots_[s.thread_older].thread_newer) = s.thread_newer;
+	(s.thread_newer == kNone ? t.newest : slots_[s.thread_newer].thread_older) = s.thread_older;
+	free_.push_back(i);
+	--pending_;
+}
+
+void UserStringsStore::add(std::span<const uint8_t> bytes, uint64_t now_ns, UserStringsCounts &counts)
 {
 	expire(now_ns, counts);
-	while (pending_ >= kMaxPending && !order_.empty()) {
-		// The oldest waiting record goes.
-		const auto [seq, tid] = order_.front();
-		order_.pop_front();
-		auto it = by_tid_.find(tid);
-		if (it != by_tid_.end() && !it->second.empty() && it->second.front().record.seq == seq) {
-			it->second.pop_front();
-			--pending_;
-			++counts.unjoined;
-		}
+	if (pending_ >= kMaxPending) { // the oldest waiting record goes
+		unlink(oldest_);
+		++counts.unjoined;
 	}
-	if (by_tid_.size() > kMaxThreads)
-		std::erase_if(by_tid_, [](const auto &entry) { return entry.second.empty(); });
-	record.seq = next_seq_++;
-	order_.emplace_back(record.seq, record.tid);
-	by_tid_[record.tid].push_back({std::move(record), now_ns});
+	uint32_t i;
+	if (!free_.empty()) {
+		i = free_.back();
+		free_.pop_back();
+	} else {
+		i = static_cast<uint32_t>(slots_.size());
+		slots_.emplace_back();
+	}
+	Slot &s = slots_[i];
+	if (!parse_user_strings_record(bytes, s.record)) {
+		free_.push_back(i);
+		++counts.malformed;
+		return;
+	}
+	for (int k = 0; k < s.record.count; ++k)
+		counts.faults += s.record.len[k] <= 0;
+	if (threads_.size() > kMaxThreads)
+		std::erase_if(threads_, [](const auto &entry) { return entry.second.oldest == kNone; });
+	Thread &t = threads_[s.record.tid];
+	s.thread = &t;
+	s.arrived_ns = now_ns;
+	s.older = newest_;
+	s.newer = kNone;
+	(newest_ == kNone ? oldest_ : slots_[newest_].newer) = i;
+	newest_ = i;
+	s.thread_older = t.newest;
+	s.thread_newer = kNone;
+	(t.newest == kNone ? t.oldest : slots_[t.newest].thread_newer) = i;
+	t.newest = i;
 	++pending_;
 }
 
 void UserStringsStore::expire(uint64_t now_ns, UserStringsCounts &counts)
 {
-	while (!order_.empty()) {
-		const auto [seq, tid] = order_.front();
-		auto it = by_tid_.find(tid);
-		const bool live = it != by_tid_.end() && !it->second.empty() && it->second.front().record.seq == seq;
-		if (live && now_ns - it->second.front().arrived_ns < kMaxAgeNs)
-			return;
-		order_.pop_front();
-		if (!live)
-			continue; // taken already, or not the oldest of its thread (taken out of order)
-		it->second.pop_front();
-		--pending_;
+	while (oldest_ != kNone && now_ns - slots_[oldest_].arrived_ns >= kMaxAgeNs) {
+		unlink(oldest_);
 		++counts.unjoined;
 	}
 }
 
-std::optional<UserStringsRecord> UserStringsStore::take(uint32_t tid, int32_t nr, uint64_t args_mask,
-                                                        std::span<const uint64_t> args)
+bool UserStringsStore::take(uint32_t tid, int32_t nr, uint64_t args_mask, std::span<const uint64_t> args,
+                            UserStringsRecord &out)
 {
-	const auto it = by_tid_.find(tid);
-	if (it == by_tid_.end())
-		return std::nullopt;
-	std::deque<Waiting> &waiting = it->second;
-	for (auto w = waiting.begin(); w != waiting.end(); ++w) {
-		bool same = w->record.nr == nr;
-		for (size_t i = 0; same && i < args.size() && i < 6; ++i)
-			same = !(args_mask & (uint64_t{1} << i)) || w->record.args[i] == args[i];
+	const auto it = threads_.find(tid);
+	if (it == threads_.end())
+		return false;
+	for (uint32_t i = it->second.oldest; i != kNone; i = slots_[i].thread_newer) {
+		const UserStringsRecord &r = slots_[i].record;
+		bool same = r.nr == nr;
+		for (size_t k = 0; same && k < args.size() && k < 6; ++k)
+			same = !(args_mask & (uint64_t{1} << k)) || r.args[k] == args[k];
 		if (!same)
 			continue;
-		UserStringsRecord r = std::move(w->record);
-		waiting.erase(w);
-		--pending_;
-		// Its entry in order_ is skipped when it reaches the front; the
-		// thread's queue stays (its memory reused for its next calls).
-		return r;
+		unlink(i); // the slot keeps out's old string, for a later record
+		std::swap(out, slots_[i].record);
+		return true;
 	}
-	return std::nullopt;
+	return false;
 }
 
 UserStrings::UserStrings(uint64_t ring_bytes)
@@ -234,24 +258,17 @@ int UserStrings::on_record(void *self, void *data, size_t size)
 {
 	auto *u = static_cast<UserStrings *>(self);
 	++u->counts_.records;
-	std::optional<UserStringsRecord> r = parse_user_strings_record({static_cast<const uint8_t *>(data), size});
-	if (!r) {
-		++u->counts_.malformed;
-		return 0;
-	}
-	for (int i = 0; i < r->count; ++i)
-		u->counts_.faults += r->len[i] <= 0;
-	u->store_.add(std::move(*r), steady_ns(), u->counts_);
+	u->store_.add({static_cast<const uint8_t *>(data), size}, steady_ns(), u->counts_);
 	return 0;
 }
 
 void UserStrings::poll() { ring_buffer__consume(ring_); }
 
-std::optional<UserStringsRecord> UserStrings::take(std::span<const uint8_t> payload, uint64_t cookie)
+bool UserStrings::take(std::span<const uint8_t> payload, uint64_t cookie, UserStringsRecord &out)
 {
 	constexpr size_t kArgs = 16;
 	if (payload.size() < kArgs)
-		return std::nullopt;
+		return false;
 	const uint32_t tid = base::load_le<uint32_t>(payload.data() + 4);
 	const int32_t nr = static_cast<int32_t>(base::load_le<uint32_t>(payload.data() + 8));
 	uint64_t args[6] = {};
@@ -261,19 +278,19 @@ std::optional<UserStringsRecord> UserStrings::take(std::span<const uint8_t> payl
 	const uint64_t pointers = cookie_pointer_args(cookie);
 	const std::lock_guard lock(mutex_);
 	poll();
-	std::optional<UserStringsRecord> r = store_.take(tid, nr, pointers, {args, n});
+	bool found = store_.take(tid, nr, pointers, {args, n}, out);
 	// The program's record may be submitted a moment after the tracefs
 	// event (which probe the kernel calls first is not certain): waited for
 	// once, at most kLateRecordMs.
-	if (!r && ring_buffer__poll(ring_, kLateRecordMs) > 0) {
-		r = store_.take(tid, nr, pointers, {args, n});
-		counts_.late += r.has_value();
+	if (!found && ring_buffer__poll(ring_, kLateRecordMs) > 0) {
+		found = store_.take(tid, nr, pointers, {args, n}, out);
+		counts_.late += found;
 	}
-	if (r)
+	if (found)
 		++counts_.joined;
 	else
 		++counts_.missing;
-	return r;
+	return found;
 }
 
 UserStringsCounts UserStrings::counts() const

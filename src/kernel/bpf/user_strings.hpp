@@ -26,7 +26,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,7 +63,6 @@ struct UserStringsRecord {
 	uint8_t address = 0;          // 1 + the slot of the socket address, 0 if none
 	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); <= 0: not read
 	std::string data;             // the slots, one after the other
-	uint64_t seq = 0;             // order of arrival
 
 	// Slot i's bytes (a string without its NUL); empty if it was not read.
 	std::string_view string(int i) const;
@@ -72,8 +70,9 @@ struct UserStringsRecord {
 	uint8_t unfetched(int expected) const;
 };
 
-// Parses one ring buffer record. nullopt if it is malformed (shorter than
-// its lengths say).
+// Parses one ring buffer record into `out` (its data's memory reused).
+// False if it is malformed (shorter than its lengths say).
+bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord &out);
 std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8_t> bytes);
 
 struct UserStringsCounts {
@@ -87,33 +86,48 @@ struct UserStringsCounts {
 	uint64_t malformed = 0; // records that did not parse
 };
 
-// The records waiting for their tracefs events, bounded. Not thread-safe.
+// The records waiting for their tracefs events, bounded, in slots reused
+// from record to record: after the first kMaxPending records, adding and
+// taking one allocates nothing (a slot's string keeps its memory, and a
+// taken record's is exchanged with the caller's). Each slot is on two
+// lists, its thread's (oldest first: taken from the front, as a thread's
+// calls are read in order) and the arrival order (for the age and size
+// bounds), both linked through the slots. Not thread-safe.
 class UserStringsStore {
 public:
-	static constexpr uint64_t kMaxPending = 1 << 16;
+	static constexpr uint32_t kMaxPending = 1 << 16;
 	static constexpr uint64_t kMaxAgeNs = 2'000'000'000;
-	// Threads whose (empty) queues are kept; beyond, empty ones go.
+	// Threads whose (empty) lists are kept; beyond, empty ones go.
 	static constexpr size_t kMaxThreads = 4096;
 
-	// `now_ns`: a steady clock reading, for the age bound.
-	void add(UserStringsRecord record, uint64_t now_ns, UserStringsCounts &counts);
+	// Parses `bytes` into a slot, or counts it malformed. `now_ns`: a
+	// steady clock reading, for the age bound.
+	void add(std::span<const uint8_t> bytes, uint64_t now_ns, UserStringsCounts &counts);
 	// The oldest record of thread `tid` for call `nr` whose arguments named
-	// by `args_mask` equal `args`.
-	std::optional<UserStringsRecord> take(uint32_t tid, int32_t nr, uint64_t args_mask,
-	                                      std::span<const uint64_t> args);
+	// by `args_mask` equal `args`, moved into `out` (whose old data's memory
+	// the store keeps); false if there is none.
+	bool take(uint32_t tid, int32_t nr, uint64_t args_mask, std::span<const uint64_t> args, UserStringsRecord &out);
 	void expire(uint64_t now_ns, UserStringsCounts &counts);
 	size_t pending() const noexcept { return pending_; }
 
 private:
-	struct Waiting {
-		UserStringsRecord record;
-		uint64_t arrived_ns;
+	static constexpr uint32_t kNone = UINT32_MAX;
+	struct Thread {
+		uint32_t oldest = kNone, newest = kNone;
 	};
-	// Per thread, oldest first: a thread's calls whose events are not read
-	// yet (thousands when its reader is behind: taken from the front).
-	std::unordered_map<uint32_t, std::deque<Waiting>> by_tid_;
-	std::deque<std::pair<uint64_t, uint32_t>> order_; // (seq, tid), oldest first; taken ones skipped
-	uint64_t next_seq_ = 0;
+	struct Slot {
+		UserStringsRecord record;
+		uint64_t arrived_ns = 0;
+		Thread *thread = nullptr;              // in threads_ (whose nodes stay put; only empty ones are erased)
+		uint32_t older = kNone, newer = kNone; // arrival order
+		uint32_t thread_older = kNone, thread_newer = kNone; // its thread's
+	};
+	void unlink(uint32_t slot); // from both lists, onto the free list
+
+	std::vector<Slot> slots_;
+	std::vector<uint32_t> free_;
+	std::unordered_map<uint32_t, Thread> threads_;
+	uint32_t oldest_ = kNone, newest_ = kNone;
 	size_t pending_ = 0;
 };
 
@@ -135,8 +149,8 @@ public:
 
 	// The record of the call whose tracefs sys_enter payload is `payload`
 	// (common_pid at 4, __syscall_nr at 8, arguments from 16), read as
-	// `cookie` says; nullopt if there is no record (counted). Any thread.
-	std::optional<UserStringsRecord> take(std::span<const uint8_t> payload, uint64_t cookie);
+	// `cookie` says; false if there is no record (counted). Any thread.
+	bool take(std::span<const uint8_t> payload, uint64_t cookie, UserStringsRecord &out);
 
 	UserStringsCounts counts() const;
 
