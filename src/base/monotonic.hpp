@@ -1,5 +1,6 @@
 // base/monotonic.hpp — CLOCK_MONOTONIC in nanoseconds: deadlines and durations
-// of tests and benchmarks, and the trace clock's vDSO backend (clock/).
+// of tests and benchmarks, and the trace clock's vDSO backend (clock/); the
+// nanoseconds of a second.
 #pragma once
 
 #include <time.h>
@@ -7,6 +8,8 @@
 #include <cstdint>
 
 namespace tracery::base {
+
+inline constexpr int64_t kNsPerS = 1000000000;
 
 inline uint64_t monotonic_ns() noexcept
 {

@@ -11,6 +11,7 @@
 #include "filter/filter.hpp"
 #include "filter/glob.hpp"
 #include "filter/interpreter.hpp"
+#include "filter/test_insns.hpp"
 
 namespace tracery::filter {
 namespace {
@@ -82,12 +83,9 @@ struct Payload {
 	}
 };
 
-Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t imm = 0)
-{
-	return Insn{op, type, field, arg, imm};
-}
-Insn push(int64_t v) { return I(Op::push_int, 0, 0, 0, v); }
-Insn pushf(double v) { return I(Op::push_float, 0, 0, 0, std::bit_cast<int64_t>(v)); }
+using test::I;
+using test::push;
+using test::pushf;
 Insn load(const tracery_event_desc &d, uint16_t f)
 {
 	return I(Op::load_field, uint8_t(load_field_type(d.fields[f])), f);

@@ -9,6 +9,7 @@
 
 #include "filter/filter.hpp"
 #include "filter/gate.hpp"
+#include "filter/test_insns.hpp"
 
 namespace tracery::filter {
 namespace {
@@ -20,12 +21,9 @@ const tracery_field_desc kJitFields[] = {
 };
 const tracery_event_desc kJitEvent = {"test", "jit", kJitFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
 
-Insn I(Op op, uint8_t type = 0, uint16_t field = 0, uint32_t arg = 0, int64_t imm = 0)
-{
-	return Insn{op, type, field, arg, imm};
-}
-Insn push(int64_t v) { return I(Op::push_int, 0, 0, 0, v); }
-Insn pushf(double v) { return I(Op::push_float, 0, 0, 0, std::bit_cast<int64_t>(v)); }
+using test::I;
+using test::push;
+using test::pushf;
 
 struct Payload {
 	int64_t a = 0;
@@ -307,7 +305,8 @@ TEST(Gate, SharedPerProgramAndLayoutAndOnlyWithoutContext)
 	EXPECT_NE(gate(yes.args, nullptr), 0);
 	EXPECT_EQ(gate(no.args, nullptr), 0);
 	// Same program, same field types (another descriptor): the same code.
-	const tracery_event_desc twin = {"other", "twin", kJitFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	const tracery_event_desc twin = {"other", "twin",  kJitFields,       3, 0, nullptr,
+	                                 nullptr, nullptr, TRACERY_GATE_ARGS};
 	EXPECT_EQ(reinterpret_cast<tracery_args_gate_fn>(gate_for(a_is_3, twin)), gate);
 	// Another program: other code.
 	const Program a_is_4{{I(Op::load_field, TRACERY_TYPE_S64, 0), push(4), I(Op::eq), I(Op::ret)}, {}};
@@ -374,8 +373,8 @@ TEST(Gate, ParameterFormReadsEachTypeFromItsRegister)
 	EXPECT_NE(fgate(0, 0, 0, 0, 1.5f, 0, 2.5, 0, 0), 0);
 	EXPECT_EQ(fgate(0, 0, 0, 0, 1.5f, 0, 2.25, 0, 0), 0);
 	// A descriptor asking for the parameter form with a non-scalar field gets no gate.
-	const tracery_event_desc with_string = {
-		"test", "jit", kJitFields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_PARAMS};
+	const tracery_event_desc with_string = {"test",  "jit",   kJitFields,         3, 0, nullptr,
+	                                        nullptr, nullptr, TRACERY_GATE_PARAMS};
 	EXPECT_EQ(gate_for(program(0, TRACERY_TYPE_S64, 3), with_string), nullptr);
 }
 

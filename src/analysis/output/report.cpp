@@ -1,6 +1,7 @@
 // analysis/output/report.cpp — reports as text tables and JSON, and distributions
 // of durations (see report.hpp).
 #include "analysis/output/report.hpp"
+#include "base/monotonic.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,7 @@ namespace tracery::analysis {
 
 namespace {
 
-constexpr int64_t kNsPerS = 1000000000;
+using base::kNsPerS;
 
 std::string format_cell(const Cell &c, Format f)
 {

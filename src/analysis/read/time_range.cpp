@@ -1,6 +1,7 @@
 // analysis/read/time_range.cpp — times given by the user, read (see
 // time_range.hpp).
 #include "analysis/read/time_range.hpp"
+#include "base/monotonic.hpp"
 
 #include <charconv>
 #include <cstdio>
@@ -11,7 +12,7 @@ namespace tracery::analysis {
 
 namespace {
 
-constexpr int64_t kNsPerS = 1000000000;
+using base::kNsPerS;
 
 // The ns of the digits after a decimal point (1 to 9 of them, up to end).
 std::optional<uint64_t> fraction_ns(const char *f, const char *end)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/monotonic.hpp"
 #include "ctf/reader/trace_reader.hpp"
 
 namespace tracery::analysis {
@@ -19,7 +20,7 @@ using reader::Value;
 
 namespace {
 
-constexpr int64_t kNsPerS = 1000000000;
+using base::kNsPerS;
 
 uint64_t low_bits(uint64_t v, unsigned bits) { return bits < 64 ? v & ((uint64_t{1} << bits) - 1) : v; }
 
