@@ -73,6 +73,7 @@ RULES = {
     'relay': ['base', 'ctf', 'event', 'control'],
     'analysis': ['base', 'event', 'ctf', 'clock', 'filter'],
     'cli': ['base', 'control', 'analysis', 'filter', 'event'],
+    'preload': [],  # the LD_PRELOAD helpers: instrumented programs, the public headers only
 }
 
 # component -> {sub-component directory: other sub-components it may include}
@@ -125,7 +126,7 @@ PUBLIC_HEADERS = {
     'tracery/internal/event_desc.h': [EVERY_COMPONENT, TESTS, 'tests', 'bench', 'examples'],
     'tracery/internal/entry.h': ['ust'],
     'tracery/internal/probe.h': ['ust', 'tests', 'bench'],  # tests and benchmarks list a program's events
-    'tracery/tracepoint.h': ['ust', TESTS, 'tests', 'bench', 'examples'],
+    'tracery/tracepoint.h': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
     'tracery/tracepoint.hpp': ['ust', TESTS, 'tests', 'bench', 'examples'],
 }
 

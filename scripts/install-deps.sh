@@ -14,6 +14,7 @@ packages=(
   libsqlite3-dev sqlite3
   libssl-dev openssl
   chromium
+  uftrace
 )
 missing=()
 for p in "${packages[@]}"; do
