@@ -104,7 +104,7 @@ class UnderTheDaemon(DaemonTestCase, StateDumpChecks):
 
     def test_nothing_recorded_when_its_events_are_not_enabled(self):
         self.d.start_daemon()
-        path = self.session("s", events=("hello:*",))
+        path = self.session("s", events=("*",))
         self.d.tracery("start")
         self.d.run([program("examples", "hello-c"), "daemon"])
         self.d.tracery("stop")
@@ -114,12 +114,18 @@ class UnderTheDaemon(DaemonTestCase, StateDumpChecks):
 class Daemonless(TraceDirTestCase, StateDumpChecks):
     def test_recorded_at_start(self):
         hello = program("examples", "hello-c")
-        run_traced([hello], self.trace_dir, {"TRACERY_CONTEXT": "vpid,vtid"})
+        run_traced([hello], self.trace_dir,
+                   {"TRACERY_CONTEXT": "vpid,vtid", "TRACERY_EVENTS": "hello:*,lttng_ust_statedump:*"})
         events = Trace(self.trace_dir).events
         pids = {e["context"]["vpid"] for e in events}
         self.assertEqual(len(pids), 1)
         dump = self.check_dump(events, pids.pop(), hello)
         self.assertNotIn(events[0]["context"]["vpid"], {e["context"]["vtid"] for e in dump})
+
+    def test_every_event_means_the_programs(self):
+        # `*` selects the program's events, not the state dump (named only by its provider).
+        run_traced([program("examples", "hello-c")], self.trace_dir, {"TRACERY_EVENTS": "*"})
+        self.assertEqual({e["name"] for e in Trace(self.trace_dir).events}, {"hello:greeting", "hello:step"})
 
 
 if __name__ == "__main__":

@@ -114,12 +114,17 @@ void *statedump_thread_main(void *)
 
 void register_statedump_events() { tracery_register_events(std::begin(all_events), std::end(all_events)); }
 
+bool statedump_enabled()
+{
+	for (const tracery_event_desc *desc : all_events)
+		if (enabled(*desc))
+			return true;
+	return false;
+}
+
 void record_statedump()
 {
-	bool any = false;
-	for (const tracery_event_desc *desc : all_events)
-		any |= enabled(*desc);
-	if (!any)
+	if (!statedump_enabled())
 		return;
 	emit(start_event, nullptr);
 	if (enabled(bin_info_event) || enabled(build_id_event) || enabled(debug_link_event))
@@ -135,6 +140,8 @@ void record_statedump()
 void start_statedump_thread()
 {
 	join_statedump_thread();
+	if (!statedump_enabled())
+		return;
 	statedump_thread_running = base::start_background_thread(statedump_thread, statedump_thread_main, nullptr) == 0;
 }
 

@@ -15,12 +15,16 @@ namespace tracery::ust {
 // the program registers with a session daemon (its hello lists them).
 void register_statedump_events();
 
-// Records the state dump now, on the calling thread, if a session enables at
-// least one of its events; nothing otherwise.
+// Whether a session enables at least one of the state dump's events.
+bool statedump_enabled();
+
+// Records the state dump now, on the calling thread, if statedump_enabled();
+// nothing otherwise.
 void record_statedump();
 
 // Daemonless mode: records the state dump on a thread of its own, so that the
-// program's start does not wait for it. join_statedump_thread() waits for it
+// program's start does not wait for it (no thread while statedump_enabled()
+// is false). join_statedump_thread() waits for it
 // (before the session stops); forget_statedump_thread_after_fork() in a
 // forked child, which does not have it.
 void start_statedump_thread();

@@ -397,8 +397,10 @@ private:
 			tracing = true;
 			// The objects loaded so far, for the new session: recorded by the
 			// control thread (woken if it waits) once this message is handled.
-			statedump_wanted_ = true;
-			wake();
+			if (statedump_enabled()) {
+				statedump_wanted_ = true;
+				wake();
+			}
 		} catch (const std::exception &e) {
 			base::diagnostic("session '%s' cannot trace this program: %s", start.name.c_str(), e.what());
 		}
