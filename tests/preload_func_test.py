@@ -51,7 +51,7 @@ class Helpers(DaemonTestCase):
     def traced_run(self, helper, events, argv):
         path = self.session("s", events=events, context=("vpid", "vtid"))
         self.d.tracery("start")
-        out = self.d.run(argv, extra_env={"LD_PRELOAD": program("src", "preload", *helper)})
+        out = self.d.run(argv, extra_env={"LD_PRELOAD": program("src", "preload", helper)})
         self.d.tracery("stop")
         return out, Trace(path).events
 
@@ -67,7 +67,7 @@ class Helpers(DaemonTestCase):
 
     def test_function_entry_and_exit_with_call_sites(self):
         binary = self.instrumented_program()
-        out, events = self.traced_run(("func", "libtracery-preload-func.so"),
+        out, events = self.traced_run("libtracery-preload-func.so",
                                       ("lttng_ust_cyg_profile:*", "lttng_ust_statedump:*"), [binary, str(N)])
         # leaf's sums and fib(12) = 144, per thread
         self.assertEqual(int(out), sum(sum(range(N * (t + 1))) for t in range(4)) + 4 * 144)
@@ -103,7 +103,7 @@ class Helpers(DaemonTestCase):
 
     def test_fast_variant(self):
         binary = self.instrumented_program()
-        _, events = self.traced_run(("func", "libtracery-preload-func-fast.so"),
+        _, events = self.traced_run("libtracery-preload-func-fast.so",
                                     ("lttng_ust_cyg_profile_fast:*", "lttng_ust_statedump:*"), [binary, str(N)])
         base = self.executable_base(events, binary)
         funcs = elftest.functions(binary)
@@ -131,7 +131,7 @@ class Helpers(DaemonTestCase):
         subprocess.run(["objcopy", "--strip-debug", f"--add-gnu-debuglink={debug_file}", library], check=True,
                        timeout=60)
         host = compile_c(self.out("dl-host"), "-O1", os.path.join(APPS, "dl_host.c"), "-ldl")
-        out, events = self.traced_run(("dl", "libtracery-preload-dl.so"), ("lttng_ust_dl:*",), [host, library])
+        out, events = self.traced_run("libtracery-preload-dl.so", ("lttng_ust_dl:*",), [host, library])
         lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
         self.assertEqual(lines["result"], "13")
         function = int(lines["function"], 16)

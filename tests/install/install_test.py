@@ -97,6 +97,8 @@ class InstalledPackage(unittest.TestCase):
             f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
             "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
             "cmake/Tracery/TraceryTargets.cmake")}
+        # The LD_PRELOAD helpers, beside libtracery.
+        expected |= {os.path.join(LIBDIR, f"libtracery-preload-{h}.so") for h in ("func", "func-fast", "dl")}
         expected |= {os.path.join(BINDIR, p) for p in ("traceryd", "tracery-relayd", "tracery", "tracery-clock-report")}
         if BENCHMARKS:
             expected.add(os.path.join(BINDIR, "tracery-bench"))
