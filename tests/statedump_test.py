@@ -122,6 +122,16 @@ class Daemonless(TraceDirTestCase, StateDumpChecks):
         dump = self.check_dump(events, pids.pop(), hello)
         self.assertNotIn(events[0]["context"]["vpid"], {e["context"]["vtid"] for e in dump})
 
+    def test_forked_child_has_its_own(self):
+        forker = program("tests", "forker")
+        run_traced([forker, "1000"], self.trace_dir,
+                   {"TRACERY_CONTEXT": "vpid,vtid", "TRACERY_EVENTS": "fork:*,lttng_ust_statedump:*"})
+        events = Trace(self.trace_dir).events
+        pids = {e["context"]["vpid"] for e in events if e["name"] == "fork:tick"}
+        self.assertEqual(len(pids), 2)
+        for pid in pids:
+            self.check_dump(events, pid, forker)
+
     def test_every_event_means_the_programs(self):
         # `*` selects the program's events, not the state dump (named only by its provider).
         run_traced([program("examples", "hello-c")], self.trace_dir, {"TRACERY_EVENTS": "*"})

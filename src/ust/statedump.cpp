@@ -152,6 +152,4 @@ void join_statedump_thread()
 	statedump_thread_running = false;
 }
 
-void forget_statedump_thread_after_fork() { statedump_thread_running = false; }
-
 } // namespace tracery::ust

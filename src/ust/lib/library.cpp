@@ -31,6 +31,9 @@ LocalTracer *tracer = nullptr;
 
 void before_fork()
 {
+	// Finished first, holding no lock: the child must not inherit the
+	// loader's lock held by a thread it does not have.
+	join_statedump_thread();
 	daemon_client_before_fork();
 	if (tracer)
 		tracer->before_fork();
@@ -51,7 +54,6 @@ void after_fork_child()
 	after_fork_in_child();
 	reset_context_after_fork();
 	daemon_client_after_fork_child(); // registers the child with the session daemon, if any
-	forget_statedump_thread_after_fork();
 	if (!tracer)
 		return;
 	try {
