@@ -122,15 +122,21 @@ class Helpers(DaemonTestCase):
         self.assertEqual(set(depth.values()), {0})
         self.assertEqual(dict(calls), EXPECTED_CALLS)
 
+    def dl_library(self):
+        return compile_c(self.out("libdltest.so"), "-shared", "-fPIC", "-g", "-Wl,--build-id",
+                         os.path.join(APPS, "dl_library.c"))
+
+    def dl_host(self):
+        return compile_c(self.out("dl-host"), "-O1", os.path.join(APPS, "dl_host.c"), "-ldl")
+
     def test_dlopen_and_dlclose(self):
-        library = compile_c(self.out("libdltest.so"), "-shared", "-fPIC", "-g", "-Wl,--build-id",
-                            os.path.join(APPS, "dl_library.c"))
+        library = self.dl_library()
         # A separate debug file and the link to it, as distributions ship them.
         debug_file = library + ".debug"
         subprocess.run(["objcopy", "--only-keep-debug", library, debug_file], check=True, timeout=60)
         subprocess.run(["objcopy", "--strip-debug", f"--add-gnu-debuglink={debug_file}", library], check=True,
                        timeout=60)
-        host = compile_c(self.out("dl-host"), "-O1", os.path.join(APPS, "dl_host.c"), "-ldl")
+        host = self.dl_host()
         out, events = self.traced_run("libtracery-preload-dl.so", ("lttng_ust_dl:*",), [host, library])
         lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
         self.assertEqual(lines["result"], "13")
@@ -152,6 +158,21 @@ class Helpers(DaemonTestCase):
             crc = zlib.crc32(f.read())
         self.assertEqual(link, {"baddr": opened["baddr"], "crc": crc, "filename": os.path.basename(debug_file)})
         self.assertEqual(closed, {"baddr": opened["baddr"]})
+
+    def test_dlmopen_into_a_new_namespace(self):
+        library = self.dl_library()
+        out, events = self.traced_run("libtracery-preload-dl.so", ("lttng_ust_dl:*",),
+                                      [self.dl_host(), library, "dlmopen"])
+        function = int(dict(line.split(" ", 1) for line in out.splitlines() if " " in line)["function"], 16)
+        self.assertEqual([e["name"] for e in events],
+                         ["lttng_ust_dl:dlmopen", "lttng_ust_dl:build_id", "lttng_ust_dl:dlclose"])
+        opened = events[0]["payload"]
+        self.assertGreater(opened["nsid"], 0)  # not the program's namespace (LM_ID_BASE, 0)
+        self.assertEqual(opened["path"], os.path.realpath(library))
+        self.assertEqual((opened["has_build_id"], opened["has_debug_link"]), (1, 0))
+        self.assertTrue(opened["baddr"] <= function < opened["baddr"] + opened["memsz"])
+        self.assertEqual(events[1]["payload"]["build_id"], elftest.build_id(library))
+        self.assertEqual(events[2]["payload"], {"baddr": opened["baddr"]})
 
 
 if __name__ == "__main__":

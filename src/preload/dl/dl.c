@@ -81,7 +81,10 @@ TRACERY_PRELOAD_EXPORT void *dlmopen(Lmid_t nsid, const char *filename, int flag
 	void *handle = next(nsid, filename, flags);
 	struct loaded_elf elf;
 	if (handle && any_enabled() && loaded_elf_of_handle(handle, &elf) == 0) {
-		TRACERY_EMIT(lttng_ust_dl, dlmopen, elf.baddr, elf.memsz, (int64_t)nsid, flags, elf.path,
+		/* The namespace the object is in: LM_ID_NEWLM (-1) asks for a new one. */
+		Lmid_t in = nsid;
+		dlinfo(handle, RTLD_DI_LMID, &in);
+		TRACERY_EMIT(lttng_ust_dl, dlmopen, elf.baddr, elf.memsz, (int64_t)in, flags, elf.path,
 		             elf.build_id_len != 0, elf.has_debug_link);
 		emit_build_id_and_debug_link(&elf);
 	}

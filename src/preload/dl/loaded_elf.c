@@ -16,12 +16,6 @@
 #define MAX_SECTIONS 8192
 #define MAX_SECTION_NAMES (1u << 20)
 
-struct find_state {
-	const struct link_map *map;
-	struct loaded_elf *elf;
-	int found;
-};
-
 static size_t align_up(size_t n, size_t align) { return (n + align - 1) & ~(align - 1); }
 
 /* The GNU build-id among notes (a PT_NOTE segment's), bounded by size. */
@@ -50,33 +44,30 @@ static void read_build_id(const uint8_t *notes, size_t size, size_t align, struc
 	}
 }
 
-static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+/* Base address, memory size and build-id from the object's program headers
+ * as the loader mapped them (l_addr: the difference between the addresses
+ * they give and the mapped ones). */
+static int read_segments(const ElfW(Phdr) * phdr, int phnum, ElfW(Addr) l_addr, struct loaded_elf *elf)
 {
-	struct find_state *state = data;
-	(void)size;
-	if (info->dlpi_addr != state->map->l_addr || !info->dlpi_name ||
-	    strcmp(info->dlpi_name, state->map->l_name) != 0)
-		return 0;
 	const ElfW(Phdr) *first_load = NULL;
 	uint64_t end = 0;
-	for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+	for (int i = 0; i < phnum; ++i) {
+		const ElfW(Phdr) *ph = &phdr[i];
 		if (ph->p_type == PT_LOAD) {
 			if (!first_load)
 				first_load = ph;
 			if (ph->p_vaddr + ph->p_memsz > end)
 				end = ph->p_vaddr + ph->p_memsz;
-		} else if (ph->p_type == PT_NOTE && !state->elf->build_id_len) {
-			read_build_id((const uint8_t *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz,
-			              ph->p_align == 8 ? 8 : 4, state->elf);
+		} else if (ph->p_type == PT_NOTE && !elf->build_id_len) {
+			read_build_id((const uint8_t *)(l_addr + ph->p_vaddr), ph->p_memsz, ph->p_align == 8 ? 8 : 4,
+			              elf);
 		}
 	}
 	if (!first_load)
-		return 0;
-	state->elf->baddr = info->dlpi_addr + first_load->p_vaddr;
-	state->elf->memsz = end - first_load->p_vaddr;
-	state->found = 1;
-	return 1;
+		return -1;
+	elf->baddr = l_addr + first_load->p_vaddr;
+	elf->memsz = end - first_load->p_vaddr;
+	return 0;
 }
 
 static int read_exactly(int fd, void *buf, size_t size, uint64_t offset)
@@ -135,12 +126,13 @@ out:
 int loaded_elf_of_handle(void *handle, struct loaded_elf *elf)
 {
 	struct link_map *map = NULL;
+	const ElfW(Phdr) *phdr = NULL;
 	memset(elf, 0, sizeof *elf);
 	if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !map->l_name[0])
 		return -1;
-	struct find_state state = {map, elf, 0};
-	dl_iterate_phdr(find_object, &state);
-	if (!state.found)
+	/* Any namespace's object (dl_iterate_phdr lists only the caller's). */
+	const int phnum = dlinfo(handle, RTLD_DI_PHDR, &phdr);
+	if (phnum <= 0 || !phdr || read_segments(phdr, phnum, map->l_addr, elf) != 0)
 		return -1;
 	if (!realpath(map->l_name, elf->path)) {
 		strncpy(elf->path, map->l_name, sizeof elf->path - 1);

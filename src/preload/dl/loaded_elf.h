@@ -1,7 +1,8 @@
 /*
  * preload/dl/loaded_elf.h — what the dl helper records of an object the
  * loader mapped: its base address and memory size (from its program headers
- * in memory), its build-id (from its mapped notes) and its debug link (the
+ * in memory, dlinfo's RTLD_DI_PHDR, glibc 2.36: an object of any link-map
+ * namespace), its build-id (from its mapped notes) and its debug link (the
  * .gnu_debuglink section, read from its file). Every read is bounded; what
  * cannot be read is reported as absent. libtracery's state dump reads the
  * same facts for every object (src/ust/loaded_objects.hpp); this helper may
