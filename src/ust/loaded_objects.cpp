@@ -2,6 +2,7 @@
 // loaded_objects.hpp.
 #include "ust/loaded_objects.hpp"
 
+#include "base/diagnostics.hpp"
 #include "base/fd.hpp"
 
 #include <elf.h>
@@ -155,6 +156,8 @@ std::vector<LoadedObject> loaded_objects()
 {
 	Collected collected;
 	dl_iterate_phdr(collect_object, &collected);
+	if (collected.objects.size() == kMaxLoadedObjects)
+		base::diagnostic("the state dump lists the first %zu loaded objects only", kMaxLoadedObjects);
 	for (LoadedObject &object : collected.objects) {
 		if (object.path.empty() || object.path[0] != '/') {
 			// The vDSO, or a name with no file: as LTTng, no size and no build-id.

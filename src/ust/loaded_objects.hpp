@@ -25,7 +25,8 @@ struct LoadedObject {
 	uint32_t debug_link_crc = 0;
 };
 
-// At most this many objects and this many bytes of a build-id are kept.
+// At most this many objects (the diagnostics say when there were more) and
+// this many bytes of a build-id are kept.
 inline constexpr size_t kMaxLoadedObjects = 4096;
 inline constexpr size_t kMaxBuildIdBytes = 64;
 

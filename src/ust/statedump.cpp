@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <iterator>
+#include <mutex>
 
 namespace tracery::ust {
 namespace {
@@ -100,6 +101,7 @@ void emit_object(const LoadedObject &o)
 	}
 }
 
+std::mutex statedump_thread_mutex; // two threads may fork at once
 pthread_t statedump_thread;
 bool statedump_thread_running = false;
 
@@ -142,11 +144,13 @@ void start_statedump_thread()
 	join_statedump_thread();
 	if (!statedump_enabled())
 		return;
+	std::lock_guard lock(statedump_thread_mutex);
 	statedump_thread_running = base::start_background_thread(statedump_thread, statedump_thread_main, nullptr) == 0;
 }
 
 void join_statedump_thread()
 {
+	std::lock_guard lock(statedump_thread_mutex);
 	if (statedump_thread_running)
 		pthread_join(statedump_thread, nullptr);
 	statedump_thread_running = false;
