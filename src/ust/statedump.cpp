@@ -144,6 +144,13 @@ void start_statedump_thread()
 	join_statedump_thread();
 	if (!statedump_enabled())
 		return;
+	// Finished before fork(), holding no lock: a child must not inherit the
+	// loader's lock held by a thread it does not have. Registered here, after
+	// the clock's and the library's own fork handlers, so that it runs before
+	// them (prepare handlers run in the reverse order): the thread may need
+	// what they lock.
+	static std::once_flag fork_handler_once;
+	std::call_once(fork_handler_once, [] { pthread_atfork(join_statedump_thread, nullptr, nullptr); });
 	std::lock_guard lock(statedump_thread_mutex);
 	statedump_thread_running = base::start_background_thread(statedump_thread, statedump_thread_main, nullptr) == 0;
 }

@@ -25,7 +25,8 @@ void record_statedump();
 // Daemonless mode: records the state dump on a thread of its own, so that the
 // program's start does not wait for it (no thread while statedump_enabled()
 // is false). join_statedump_thread() waits for it: before the session stops,
-// and before fork() (a child must not inherit the loader's lock held by it).
+// and, from a fork handler of its own, before fork() (a child must not
+// inherit the loader's lock held by it).
 void start_statedump_thread();
 void join_statedump_thread();
 

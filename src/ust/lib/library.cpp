@@ -31,9 +31,6 @@ LocalTracer *tracer = nullptr;
 
 void before_fork()
 {
-	// Finished first, holding no lock: the child must not inherit the
-	// loader's lock held by a thread it does not have.
-	join_statedump_thread();
 	daemon_client_before_fork();
 	if (tracer)
 		tracer->before_fork();
