@@ -2,8 +2,8 @@
 #include "daemon/channel.hpp"
 
 #include "consumer/ring_config.hpp"
+#include "event/event_pattern.hpp"
 
-#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,7 +13,7 @@ namespace tracery::daemon {
 namespace {
 bool matches(const std::string &pattern, const std::string &name)
 {
-	return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+	return event::event_pattern_matches(pattern, name);
 }
 bool any_match(const std::vector<std::string> &patterns, const std::string &name)
 {

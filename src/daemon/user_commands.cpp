@@ -6,11 +6,10 @@
 // every session as it was.
 #include "daemon/daemon.hpp"
 
+#include "event/event_pattern.hpp"
 #include "event/schema.hpp"
 #include "filter/compiler.hpp"
 #include "filter/parser.hpp"
-
-#include <fnmatch.h>
 
 #include <algorithm>
 #include <climits>
@@ -79,9 +78,8 @@ void Daemon::check_filter(const std::string &expression, const std::vector<std::
 		for (const auto &[key, schema] : app->events) {
 			const std::string name = event::full_name(schema);
 			if (known.count(key) ||
-			    std::none_of(patterns.begin(), patterns.end(), [&](const std::string &p) {
-				    return fnmatch(p.c_str(), name.c_str(), 0) == 0;
-			    }))
+			    std::none_of(patterns.begin(), patterns.end(),
+			                 [&](const std::string &p) { return event::event_pattern_matches(p, name); }))
 				continue;
 			try {
 				known[key] = std::make_unique<event::OwnedEventDesc>(schema);

@@ -4,12 +4,11 @@
 #include "base/diagnostics.hpp"
 #include "clock/trace_clock.hpp"
 #include "ctf/event_header.hpp"
+#include "event/event_pattern.hpp"
 #include "filter/gate.hpp"
 #include "ust/thread_context.hpp"
 
 #include <tracery/internal/probe.h>
-
-#include <fnmatch.h>
 
 #include <cstdio>
 #include <cstring>
@@ -18,8 +17,7 @@ namespace tracery::ust {
 
 bool pattern_matches(const std::string &pattern, const tracery_event_desc &desc)
 {
-	std::string full = std::string(desc.provider) + ":" + desc.name;
-	return fnmatch(pattern.c_str(), full.c_str(), 0) == 0;
+	return event::event_pattern_matches(pattern, std::string(desc.provider) + ":" + desc.name);
 }
 
 Session::Session(std::unique_ptr<ringbuf::Channel> channel, event::ContextOptions context, clock::TickSource ticks,

@@ -28,7 +28,7 @@ INCLUDEDIR = ENV["TRACERY_INSTALL_INCLUDEDIR"]
 LIBEXECDIR = ENV["TRACERY_INSTALL_LIBEXECDIR"]
 BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
 # The LD_PRELOAD helpers installed beside libtracery (src/preload/README.md).
-PRELOAD_HELPERS = ("libc", "pthread")
+PRELOAD_HELPERS = ("libc", "pthread", "func", "func-fast", "dl")
 SANITIZE = ENV.get("TRACERY_SANITIZE", "")
 
 

@@ -5,6 +5,7 @@
 #include "base/diagnostics.hpp"
 #include "ust/daemon_link/daemon_session.hpp"
 #include "ust/registry.hpp"
+#include "ust/statedump.hpp"
 
 #include "control/messages.hpp"
 #include "control/paths.hpp"
@@ -30,6 +31,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace tracery::ust {
 
@@ -100,9 +102,14 @@ public:
 	// emitting keep writing whole records; the kernel closes the socket once
 	// the process is gone, and only then does the daemon drain the buffers.
 	// (The registry's statics are already destroyed here: no Session::stop.)
+	// A state dump wanted or under way is finished first (at most the
+	// registration timeout), so that a short program's trace still tells
+	// where its objects were loaded.
 	void stop()
 	{
-		std::lock_guard lock(mutex_);
+		std::unique_lock lock(mutex_);
+		cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_),
+		             [&] { return (!statedump_wanted_ || !connected_) && !statedump_running_; });
 		quit_ = true;
 		wake();
 	}
@@ -129,6 +136,7 @@ public:
 		sock_.reset();
 		connected_ = false;
 		pending_.clear();
+		statedump_wanted_ = false; // the child's own sessions will ask for its own
 		mutex_.unlock();
 		busy_.unlock();
 		start();
@@ -313,6 +321,12 @@ private:
 	void serve(std::unique_lock<std::mutex> &busy)
 	{
 		for (;;) {
+			if (take_statedump_request()) {
+				record_statedump(); // here, never on a thread of the program's
+				std::lock_guard lock(mutex_);
+				statedump_running_ = false;
+				cv_.notify_all();
+			}
 			pollfd p[2] = {{sock_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
 			busy.unlock();
 			const int ready = poll(p, 2, -1);
@@ -321,11 +335,24 @@ private:
 				return;
 			if (quitting())
 				return;
+			if (p[1].revents & POLLIN) {
+				uint64_t count;
+				if (read(wake_.get(), &count, sizeof count) < 0) {
+				}
+			}
 			if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			if (!receive_and_handle())
 				return;
 		}
+	}
+
+	// Whether a session started since the last state dump (which clears it).
+	bool take_statedump_request()
+	{
+		std::lock_guard lock(mutex_);
+		statedump_running_ = std::exchange(statedump_wanted_, false);
+		return statedump_running_;
 	}
 
 	void handle(control::Message &msg)
@@ -368,6 +395,12 @@ private:
 			refused = s->take_refusals();
 			sessions_[start.session] = std::move(s);
 			tracing = true;
+			// The objects loaded so far, for the new session: recorded by the
+			// control thread (woken if it waits) once this message is handled.
+			if (statedump_enabled()) {
+				statedump_wanted_ = true;
+				wake();
+			}
 		} catch (const std::exception &e) {
 			base::diagnostic("session '%s' cannot trace this program: %s", start.name.c_str(), e.what());
 		}
@@ -441,11 +474,13 @@ private:
 	base::Fd sock_;
 	bool connected_ = false;
 	bool quit_ = false;
-	bool slow_ = false;      // the daemon let a request time out
-	bool ready_ = false;     // the daemon registered the program on this link
-	bool too_large_ = false; // the hello is over the daemon's limit (said once)
-	std::string refusal_;    // the daemon's last refusal (said once)
-	int retry_ms_ = 1000;    // the wait before connecting again after a refusal
+	bool slow_ = false;              // the daemon let a request time out
+	bool ready_ = false;             // the daemon registered the program on this link
+	bool statedump_wanted_ = false;  // a session started: record_statedump() on the control thread
+	bool statedump_running_ = false; // the control thread records it
+	bool too_large_ = false;         // the hello is over the daemon's limit (said once)
+	std::string refusal_;            // the daemon's last refusal (said once)
+	int retry_ms_ = 1000;            // the wait before connecting again after a refusal
 	int timeout_ms_ = 3000;
 	uint64_t next_req_ = 1;
 	uint64_t link_serial_ = 0;

@@ -6,6 +6,7 @@
 
 #include "base/diagnostics.hpp"
 #include "control/wire.hpp"
+#include "event/event_pattern.hpp"
 #include "event/schema.hpp"
 
 namespace tracery::ust {
@@ -108,8 +109,11 @@ DaemonSession::DaemonSession(const std::vector<control::ChannelRules> &channels,
 			throw std::runtime_error("the daemon asks for timestamps in '" + clock_name +
 			                         "', a unit this program's libtracery does not know (it knows 'tsc' "
 			                         "and 'ns'): update libtracery");
-		t->session = std::make_unique<Session>(std::move(ring), context, clock::tick_source(unit),
-		                                       std::vector<std::string>{"*"}, t->catalog);
+		// Every event: the daemon's ids decide (the state dump's provider
+		// is matched only by its name, event/event_pattern.hpp).
+		const std::vector<std::string> every_event{"*", std::string(event::kStatedumpProvider) + ":*"};
+		t->session = std::make_unique<Session>(std::move(ring), context, clock::tick_source(unit), every_event,
+		                                       t->catalog);
 		tracers_.push_back(std::move(t));
 	}
 }

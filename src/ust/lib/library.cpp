@@ -11,6 +11,7 @@
 #include "ust/local/local_tracer.hpp"
 #include "ust/rcu.hpp"
 #include "ust/registry.hpp"
+#include "ust/statedump.hpp"
 #include "ust/thread_context.hpp"
 
 #include "base/diagnostics.hpp"
@@ -54,6 +55,7 @@ void after_fork_child()
 		return;
 	try {
 		tracer->after_fork_in_child();
+		start_statedump_thread(); // the child's own, under its pid
 	} catch (const std::exception &e) {
 		base::diagnostic("the forked process %d is not traced: %s", getpid(), e.what());
 	}
@@ -69,6 +71,7 @@ __attribute__((constructor(101))) void library_init()
 	// Before any thread exists, where it costs nothing (rcu.hpp).
 	rcu::init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	register_statedump_events(); // before the hello that lists the program's events
 	std::string error;
 	auto config = read_daemonless_config(read_env, &error);
 	if (!config) {
@@ -87,6 +90,7 @@ __attribute__((constructor(101))) void library_init()
 		// cycles or the vdso clock, and one not traced reads no clock.
 		clock::init();
 		tracer = new LocalTracer(std::move(*config));
+		start_statedump_thread();
 	} catch (const std::exception &e) {
 		base::diagnostic("%s; this run is not traced", e.what());
 	}
@@ -95,6 +99,7 @@ __attribute__((constructor(101))) void library_init()
 __attribute__((destructor(101))) void library_fini()
 {
 	daemon_client_stop();
+	join_statedump_thread(); // before its session stops
 	delete tracer;
 	tracer = nullptr;
 }
