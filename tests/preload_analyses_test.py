@@ -3,12 +3,14 @@ liblttng-ust-dev): `xz -T2` (a Debian program, not written here) under liblttng-
 program built with -finstrument-functions (tests/apps/instrumented_calls.c) under liblttng-ust-cyg-profile.
 The figures are checked against the events themselves, read with babeltrace2 (acquisitions, waits and holds
 per mutex), and the call counts per function against `uftrace report` on the same binary; the call tree and
-the folded stacks against the same events. Their exports: the Perfetto trace (decoded with `protoc --decode`) has
+the folded stacks against the same events; with --symbols (the traces record LTTng's state dump), the same
+figures under the functions' names, and the program's lock call site named by its function and line. Their exports: the Perfetto trace (decoded with `protoc --decode`) has
 a slice per call, nested per thread, a wait slice per lock request and a hold slice per acquisition on the lock's
 track; the HTML timeline (in headless Chromium) draws the calls nested on their threads. Skipped when lttng-tools, the helpers, uftrace or xz are missing."""
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +22,8 @@ from html_test import CHROMIUM, Browser
 from tracetest import Trace, program
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# the objects each process loaded, for --symbols
+STATEDUMP = "lttng_ust_statedump:*"
 PTHREAD_WRAPPER = os.path.join(LIBDIR, "liblttng-ust-pthread-wrapper.so.1")
 CYG_PROFILE = os.path.join(LIBDIR, "liblttng-ust-cyg-profile.so.1")
 CYG_PROFILE_FAST = os.path.join(LIBDIR, "liblttng-ust-cyg-profile-fast.so.1")
@@ -200,6 +204,8 @@ class LocksTest(unittest.TestCase):
         self.assertEqual(sum(s["acquisitions"] for s in sites if s["pid"] == xz_pid),
                          sum(acquired.values()))
         self.assertTrue(all(s["call_site"].startswith("0x") for s in sites))
+        # --symbols without the state dump in the trace: nothing names the call sites, hex as without
+        self.assertEqual(json.loads(tracery("analyze", "locks", "--json", "--symbols", out))["per_call_site"], sites)
         # the longest waits, longest first: the longest of all the waits, at its acquisition's time
         longest = report["longest_waits"]
         all_waits = sorted((w for ws in waits.values() for w in ws), reverse=True)
@@ -245,10 +251,14 @@ class CallsTest(unittest.TestCase):
     def test_counts_agree_with_uftrace_and_the_events(self):
         if shutil.which("uftrace") is None:
             self.skipTest("uftrace is not installed (apt-get install uftrace)")
-        out = self.lttng.trace("lttng_ust_cyg_profile:*", [self.prog, "7"], CYG_PROFILE)
+        out = self.lttng.trace("lttng_ust_cyg_profile:*," + STATEDUMP, [self.prog, "7"], CYG_PROFILE)
         names = self.functions()
         report = json.loads(tracery("analyze", "calls", "--json", out))
         ours = {names[int(r["function"], 16)]: r for r in report["per_function"]}
+        # --symbols: the same rows, each function named (the program has them; LTTng's state dump says where)
+        named = json.loads(tracery("analyze", "calls", "--json", "--symbols", out))
+        self.assertEqual(named["per_function"], [dict(r, function=names[int(r["function"], 16)])
+                                                 for r in report["per_function"]])
 
         uf = os.path.join(self.lttng.tmp, "uftrace.data")
         subprocess.run(["uftrace", "record", "-d", uf, self.prog, "7"], check=True, timeout=120, capture_output=True)
@@ -261,6 +271,7 @@ class CallsTest(unittest.TestCase):
         program_functions = {n: c for n, c in theirs.items() if n in names.values()}
         self.assertEqual(set(program_functions), {"main", "worker", "outer", "inner", "fib", "leaf"})
         self.assertEqual({n: r["calls"] for n, r in ours.items()}, program_functions)
+        self.assertEqual({r["function"]: r["calls"] for r in named["per_function"]}, program_functions)
         # and the arithmetic: fib(10) and fib(5) per round in each worker, fib(12) and fib(5) in main
         fib_calls = lambda n: 1 if n < 2 else 1 + fib_calls(n - 1) + fib_calls(n - 2)
         self.assertEqual(ours["fib"]["calls"], 2 * 7 * (fib_calls(10) + fib_calls(5)) + fib_calls(12) + fib_calls(5))
@@ -283,7 +294,7 @@ class CallsTest(unittest.TestCase):
         self.assertEqual(report["notes"], [])
 
     def test_tree_and_folded_stacks_and_exports(self):
-        out = self.lttng.trace("lttng_ust_cyg_profile_fast:*", [self.prog, "3"], CYG_PROFILE_FAST)
+        out = self.lttng.trace("lttng_ust_cyg_profile_fast:*," + STATEDUMP, [self.prog, "3"], CYG_PROFILE_FAST)
         names = self.functions()
         name = lambda addr: names[int(addr, 16)]
         report = json.loads(tracery("analyze", "calls", "--json", "--tree", out))
@@ -306,6 +317,9 @@ class CallsTest(unittest.TestCase):
             for line in lines:
                 stack, value = line.rsplit(" ", 1)
                 folded[";".join(name(f) for f in stack.split(";"))] = int(value)
+            named = tracery("analyze", "calls", "--folded", "--weight", weight, "--symbols", out).splitlines()
+            self.assertEqual(named, [";".join(name(f) for f in stack.split(";")) + " " + value
+                                     for stack, value in (line.rsplit(" ", 1) for line in lines)])
             if weight == "calls":
                 self.assertEqual(folded, {p: r["calls"] for p, r in paths.items()})
                 self.assertEqual(sum(folded.values()), sum(r["calls"] for r in per_function.values()))
@@ -313,10 +327,14 @@ class CallsTest(unittest.TestCase):
                 self.assertEqual(folded, {p: r["exclusive_ns"] for p, r in paths.items() if r["exclusive_ns"] > 0})
                 self.assertEqual(sum(folded.values()), per_function["main"]["inclusive_total_ns"] +
                                  per_function["worker"]["inclusive_total_ns"])
-        # the drawn tree
+        # the tree with --symbols: the same nodes, named; drawn
+        named = json.loads(tracery("analyze", "calls", "--json", "--tree", "--symbols", out))
+        self.assertEqual(named["call_tree"], [dict(r, function=name(r["function"])) for r in tree])
         text = tracery("analyze", "calls", "--tree", out)
         self.assertIn("calls  function", text)
         self.assertRegex(text, r"\n +[0-9.]+ +[0-9.]+ +2  0x[0-9a-f]+\n")  # worker, a root called twice
+        self.assertEqual(tracery("analyze", "calls", "--tree", "--symbols", out),
+                         re.sub(r"0x[0-9a-f]+", lambda m: name(m.group()), text))
 
         # the exports: a slice per call, named after its function, on its thread
         trace = Trace(out)
@@ -330,6 +348,12 @@ class CallsTest(unittest.TestCase):
             self.assertEqual({(tid, name(f)): n for (tid, f), n in slices.items()},
                              {k: [n, n] for k, n in calls.items()})
             self.assertEqual(still_open, {})
+            # --symbols: the slices named by their functions
+            path = os.path.join(self.lttng.tmp, "named")
+            tracery("export", "--format", "perfetto", "--force", "--symbols", out, path)
+            slices, still_open = perfetto_slices(self, path)
+            self.assertEqual(slices, {k: [n, n] for k, n in calls.items()})
+            self.assertEqual(still_open, {})
         if CHROMIUM:
             page = export(out, "html", os.path.join(self.lttng.tmp, "calls.html"))
             browser = Browser()
@@ -341,16 +365,36 @@ class CallsTest(unittest.TestCase):
             for (tid, _), n in calls.items():
                 per_thread[tid] = per_thread.get(tid, 0) + n
             depths = {tid: d for tid, d in json.loads(drawn)}
-            self.assertEqual({tid: sum(d) for tid, d in depths.items()}, per_thread)
+            # (LTTng's listener thread has a track too: its state dump's events)
+            self.assertEqual({tid: sum(d) for tid, d in depths.items() if d}, per_thread)
             # main > fib(12) > ... > fib(1) > leaf: 14 deep
             self.assertEqual(len(depths[min(depths)]), 14)
 
-    def test_a_trace_without_function_events(self):
-        out = self.lttng.trace("lttng_ust_pthread:*", [self.prog, "1"], PTHREAD_WRAPPER)
+    def test_a_lock_call_site_named_and_no_function_events(self):
+        out = self.lttng.trace("lttng_ust_pthread:*," + STATEDUMP, [self.prog, "1"], PTHREAD_WRAPPER)
         proc = subprocess.run([program("src", "cli", "tracery"), "analyze", "calls", out], capture_output=True,
                               text=True, timeout=60)
         self.assertEqual(proc.returncode, 1)
         self.assertIn("has no lttng_ust_cyg_profile(_fast):func_entry/func_exit event", proc.stderr)
+
+        # the workers' mutex (its static address, from nm), locked once by each, at one line of worker
+        nm = subprocess.run(["nm", self.prog], capture_output=True, text=True, check=True).stdout
+        sink_lock = next(int(l.split()[0], 16) for l in nm.splitlines() if l.endswith(" sink_lock"))
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps", "instrumented_calls.c")
+        line = next(n for n, text in enumerate(open(source), 1) if "pthread_mutex_lock(&sink_lock)" in text)
+        report = json.loads(tracery("analyze", "locks", "--json", out))
+        named = json.loads(tracery("analyze", "locks", "--json", "--symbols", out))
+        sites = [s for s in report["per_call_site"] if s["lock"] == hex(sink_lock)]
+        self.assertEqual([s["acquisitions"] for s in sites], [2])
+        named_sites = [s for s in named["per_call_site"] if s["lock"] == hex(sink_lock)]
+        offset = int(sites[0]["call_site"], 16) - next(a for a, n in self.functions().items() if n == "worker")
+        # the line of the return address: the call's, or the next statement's when a row of it starts there
+        self.assertEqual(len(named_sites), 1)
+        self.assertIn(named_sites[0], [dict(sites[0], call_site=f"worker+{offset:#x} (instrumented_calls.c:{n})")
+                                       for n in (line, line + 1)])
+        # the same rows otherwise
+        self.assertEqual(len(named["per_call_site"]), len(report["per_call_site"]))
+        self.assertEqual(named["per_lock"], report["per_lock"])
 
 
 if __name__ == "__main__":

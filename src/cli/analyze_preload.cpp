@@ -34,16 +34,20 @@ void add_preload_analysis_options(CLI::App *analysis, Args &a, const std::string
 		->check(CLI::IsMember({"time", "calls"}));
 }
 
-int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string &kind)
+int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string &kind,
+                    const std::optional<analysis::SymbolOptions> &symbols)
 {
-	const analysis::AddressNamer name = analysis::hex_address;
+	analysis::AddressNames names(symbols);
+	const analysis::AddressNamer name = names.namer();
 	analysis::Report report;
 	if (kind == "locks") {
-		report = analysis::analyze_locks(walk, {a.contended_ns, a.longest}, name);
+		report = analysis::analyze_locks(walk, {a.contended_ns, a.longest}, names);
+		names.report(stderr);
 	} else {
 		if (a.folded && a.json)
 			throw std::invalid_argument("--folded writes folded stacks, not JSON: give one of them");
-		analysis::CallStats calls = analysis::analyze_calls(walk);
+		analysis::CallStats calls = analysis::analyze_calls(walk, names);
+		names.report(stderr);
 		if (a.folded) {
 			calls.write_folded(stdout, name, a.weight == "calls");
 			return 0;

@@ -3,8 +3,10 @@
 // their outputs (tables, JSON, the call tree, folded stacks).
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "analysis/model/symbols.hpp"
 #include "cli/verbs.hpp"
 
 namespace CLI {
@@ -19,7 +21,9 @@ namespace tracery::cli {
 
 // The options of `analyze locks` (kind "locks") or `analyze calls` ("calls") on their subcommand.
 void add_preload_analysis_options(CLI::App *analysis, Args &a, const std::string &kind);
-// The analysis kind over the walk, printed; returns the exit status.
-int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string &kind);
+// The analysis kind over the walk, printed, its addresses named by their
+// symbols when given (--symbols); returns the exit status.
+int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string &kind,
+                    const std::optional<analysis::SymbolOptions> &symbols);
 
 } // namespace tracery::cli

@@ -257,8 +257,10 @@ int main(int argc, char **argv)
 				"Pair a begin and an end by an equal value of this field of both (e.g. 'id') instead "
 				"of by thread");
 		}
-		if (std::string(kind) == "locks" || std::string(kind) == "calls")
+		if (std::string(kind) == "locks" || std::string(kind) == "calls") {
 			add_preload_analysis_options(k, a, kind);
+			symbols_options(k, a);
+		}
 	}
 
 	std::string formats_help = "The format:";

@@ -742,7 +742,7 @@ int verb_analyze(const Args &a, const std::string &kind)
 		if (kind == "irq")
 			return print_report(analysis::analyze_irq(walk), a.json);
 		if (kind == "locks" || kind == "calls")
-			return analyze_preload(walk, a, kind);
+			return analyze_preload(walk, a, kind, symbol_options(a));
 		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
 	});
 }

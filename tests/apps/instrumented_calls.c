@@ -2,12 +2,15 @@
    function tracing helpers record its every call. Two threads and main make
    recursive and nested calls whose counts follow from the arguments, so
    that `tracery analyze calls` can be checked against uftrace's report of
-   the same binary. Usage: instrumented-calls [ROUNDS] (default 20). */
+   the same binary; each worker adds its sum under a mutex, a lock call site
+   in a named function for `tracery analyze locks --symbols`. Usage:
+   instrumented-calls [ROUNDS] (default 20). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static volatile long sink;
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 
 __attribute__((noinline)) static long leaf(long x) { return x * 3 + 1; }
 
@@ -23,7 +26,9 @@ static void *worker(void *arg)
 	long sum = 0;
 	for (long i = 0; i < rounds; ++i)
 		sum += fib(10) + outer(i);
-	sink = sum;
+	pthread_mutex_lock(&sink_lock);
+	sink += sum;
+	pthread_mutex_unlock(&sink_lock);
 	return NULL;
 }
 

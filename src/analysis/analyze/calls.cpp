@@ -249,7 +249,7 @@ void CallStats::write_folded(FILE *out, const AddressNamer &name, bool weight_ca
 	}
 }
 
-CallStats analyze_calls(EventWalk &walk)
+CallStats analyze_calls(EventWalk &walk, AddressNames &names)
 {
 	ClassCache<PreloadEvent> cache;
 	CallStats calls;
@@ -261,13 +261,16 @@ CallStats analyze_calls(EventWalk &walk)
 			continue;
 		}
 		range.see(it->ns);
+		names.observe(*it);
 		const PreloadEvent &p = cache.get(*it, [&] { return PreloadEvent::of(*it); });
 		if (!p.is_call())
 			continue;
 		++seen;
-		if (p.kind == PreloadEvent::func_entry)
-			calls.on_entry(it->ns, p.pid(*it), p.tid(*it), PreloadEvent::address(*it, p.addr));
-		else
+		if (p.kind == PreloadEvent::func_entry) {
+			const uint64_t addr = PreloadEvent::address(*it, p.addr);
+			names.see(p.pid(*it), addr, AddressNames::function);
+			calls.on_entry(it->ns, p.pid(*it), p.tid(*it), addr);
+		} else
 			calls.on_exit(it->ns, p.pid(*it), p.tid(*it),
 			              p.addr ? std::optional<uint64_t>(PreloadEvent::address(*it, p.addr))
 			                     : std::nullopt);

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/model/address_names.hpp"
 #include "analysis/model/preload_events.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
@@ -107,9 +108,10 @@ private:
 	uint64_t lost_ = 0, unmatched_exits_ = 0, skipped_exits_ = 0, too_deep_ = 0, untreed_ = 0;
 };
 
-// The calls of a walk's events (then report(), write_tree() or write_folded()).
+// The calls of a walk's events (then report(), write_tree() or write_folded()
+// with names.namer(): names observes every event and sees each function).
 // Throws std::runtime_error when the trace has no function entry or exit
 // event (saying how to record them), ReadError when damaged.
-CallStats analyze_calls(EventWalk &walk);
+CallStats analyze_calls(EventWalk &walk, AddressNames &names);
 
 } // namespace tracery::analysis

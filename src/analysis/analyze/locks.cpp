@@ -334,7 +334,7 @@ Report LockStats::report(int64_t begin, int64_t end, const AddressNamer &name)
 	return r;
 }
 
-Report analyze_locks(EventWalk &walk, const LockOptions &options, const AddressNamer &name)
+Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &names)
 {
 	ClassCache<PreloadEvent> cache;
 	LockStats stats(options);
@@ -346,11 +346,14 @@ Report analyze_locks(EventWalk &walk, const LockOptions &options, const AddressN
 			continue;
 		}
 		range.see(it->ns);
+		names.observe(*it);
 		const PreloadEvent &p = cache.get(*it, [&] { return PreloadEvent::of(*it); });
 		if (!p.is_lock())
 			continue;
 		++seen;
 		const LockStats::Who who{p.pid(*it), p.tid(*it), PreloadEvent::address(*it, p.ip)};
+		if (who.ip)
+			names.see(who.pid, who.ip, AddressNames::call_site);
 		const uint64_t lock = PreloadEvent::address(*it, p.lock);
 		const int64_t status = int_field(*it, p.status).value_or(0);
 		using K = PreloadEvent;
@@ -402,7 +405,7 @@ Report analyze_locks(EventWalk &walk, const LockOptions &options, const AddressN
 			"with the pthread preload helper (`tracery exec --preload pthread -- PROGRAM`, or "
 			"LD_PRELOAD=libtracery-preload-pthread.so) in a session that enables "
 			"'lttng_ust_pthread:*' with the vpid, vtid and ip contexts");
-	return stats.report(range.first, range.last, name);
+	return stats.report(range.first, range.last, names.namer());
 }
 
 } // namespace tracery::analysis

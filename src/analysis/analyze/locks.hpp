@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/model/address_names.hpp"
 #include "analysis/model/preload_events.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
@@ -132,8 +133,9 @@ private:
 	uint64_t lost_ = 0, no_request_ = 0, unknown_unlocks_ = 0, abandoned_requests_ = 0;
 };
 
-// Over the events of a walk. Throws std::runtime_error when the trace has no
+// Over the events of a walk, the call sites named by names (which observes
+// every event). Throws std::runtime_error when the trace has no
 // lttng_ust_pthread event (saying how to record them), ReadError when damaged.
-Report analyze_locks(EventWalk &walk, const LockOptions &options, const AddressNamer &name = hex_address);
+Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &names);
 
 } // namespace tracery::analysis

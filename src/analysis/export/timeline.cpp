@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "analysis/model/address_names.hpp"
 #include "analysis/model/kernel_events.hpp"
 #include "analysis/model/preload_events.hpp"
 #include "analysis/model/scheduling.hpp"
@@ -491,14 +492,17 @@ private:
 		return true;
 	}
 
-	// A function's slice name: its address named (hex, or its symbol), up to kMaxFunctionNames of them.
+	// A function's slice name: its address named (hex, or its function as at this event), up to
+	// kMaxFunctionNames of them.
 	uint32_t function_name(uint64_t addr, int64_t pid)
 	{
 		if (const auto f = function_names_.find({pid, addr}); f != function_names_.end())
 			return f->second;
 		if (function_names_.size() >= kMaxFunctionNames)
 			return names_.id("function");
-		const uint32_t id = names_.id(options_.address_name(addr, pid));
+		const uint32_t id = names_.id(
+			symbols_ ? address_name(symbols_->resolver().resolve(pid, addr), addr, AddressNames::function)
+				 : hex_address(addr));
 		function_names_.emplace(std::pair{pid, addr}, id);
 		return id;
 	}

@@ -47,7 +47,6 @@
 #include <vector>
 
 #include "analysis/export/event_fields.hpp"
-#include "analysis/model/preload_events.hpp"
 #include "analysis/read/event_walk.hpp"
 
 namespace tracery::analysis {
@@ -61,9 +60,8 @@ struct ExportOptions {
 		std::string event, field;
 	};
 	std::vector<Counter> counters;
-	// How function addresses are named (the preload helpers' function slices): hex, or symbols.
-	AddressNamer address_name = hex_address;
-	// The events' addresses resolved, as fields (event_fields.hpp).
+	// The events' addresses resolved, as fields (event_fields.hpp), and the
+	// function slices of the preload helpers named by their functions (else hex).
 	std::optional<SymbolOptions> symbols;
 
 	// "app:req_begin,app:req_end" → a span; "app:tick:depth" → a counter

@@ -9,7 +9,7 @@
 //
 // And the seam where code addresses get their names: every product names an
 // address through an AddressNamer (the address and its process's vpid), hex
-// unless a symbol resolver is given.
+// or, with symbols, the names AddressNames (address_names.hpp) gives.
 #pragma once
 
 #include <cstdint>

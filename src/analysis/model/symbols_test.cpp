@@ -1,9 +1,12 @@
 // analysis/model/symbols_test.cpp — the symbol resolver fed made-up sequences
 // of loads, build-ids and unloads, resolving addresses of this test program
-// itself (its own file, read through libelf and libdw).
+// itself (its own file, read through libelf and libdw); and the names the
+// analyses give what it resolves (address_names.hpp).
 #include "analysis/model/symbols.hpp"
 
 #include <gtest/gtest.h>
+
+#include "analysis/model/address_names.hpp"
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
@@ -219,6 +222,45 @@ TEST(SymbolResolver, FileNameOf)
 	EXPECT_EQ(file_name_of("prog"), "prog");
 	EXPECT_EQ(file_name_of("/dir/"), "/dir/");
 	EXPECT_EQ(build_id_hex({0x0a, 0xff}), "0aff");
+}
+
+TEST(AddressNames, TheSymbolsPartsOrHex)
+{
+	using S = AddressNames::Style;
+	EXPECT_EQ(address_name(nullptr, 0x401136, S::call_site), "0x401136");
+	Symbol s;
+	EXPECT_EQ(address_name(&s, 0x401136, S::function), "0x401136"); // an object with no file to read
+	s.bin = "prog+0x1136";
+	EXPECT_EQ(address_name(&s, 0x401136, S::function), "prog+0x1136");
+	EXPECT_EQ(address_name(&s, 0x401136, S::call_site), "prog+0x1136");
+	s.func = "worker+0x5e";
+	s.function = "worker";
+	EXPECT_EQ(address_name(&s, 0x401136, S::function), "worker");
+	EXPECT_EQ(address_name(&s, 0x401136, S::call_site), "worker+0x5e");
+	s.src = "prog.c:30";
+	EXPECT_EQ(address_name(&s, 0x401136, S::call_site), "worker+0x5e (prog.c:30)");
+	// without symbols, every address in hex
+	EXPECT_EQ(AddressNames().resolver(), nullptr);
+	AddressNames hex;
+	hex.see(7, 0x401136, S::function);
+	EXPECT_EQ(hex.namer()(0x401136, 7), "0x401136");
+}
+
+TEST(AddressNames, NamedAsWhenFirstSeen)
+{
+	const Self me = self();
+	AddressNames names(SymbolOptions{});
+	ASSERT_NE(names.resolver(), nullptr);
+	names.resolver()->load(7, me.base, me.memsz, me.path, true);
+	names.resolver()->set_build_id(7, me.base, me.build_id);
+	names.see(7, target_address(), AddressNames::function);
+	names.resolver()->unload(7, me.base);
+	names.see(7, target_address(), AddressNames::call_site);     // seen already: named while loaded
+	names.see(7, target_address() + 1, AddressNames::call_site); // first seen once unloaded
+	const AddressNamer name = names.namer();
+	EXPECT_EQ(name(target_address(), 7), "tracery_symbols_test_target");
+	EXPECT_EQ(name(target_address() + 1, 7), hex_address(target_address() + 1));
+	EXPECT_EQ(name(target_address(), 8), hex_address(target_address())); // another process: not seen
 }
 
 } // namespace
