@@ -8,7 +8,6 @@ effect. The window in which a thread that starts matching is not yet listed is m
 kernel_process_filter_test (milliseconds); here the worker's calls follow its change after 0.2 s. tracefs's global
 settings are the same after each test as before. Needs root and a mounted tracefs (skipped otherwise)."""
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from daemon_kernel_test import KernelMixin
 from daemontest import DaemonTestCase
 
 NOBODY = 65534
+UNSHARE = ("unshare", "--user", "--map-user=1000", "--map-group=1000", "--pid", "--fork")  # uid 1000 and pid 1 inside
 WORKER = ("import os, sys\n"
           "print(os.readlink('/proc/self'), flush=True)\n"  # its pid as the daemon sees it
           "for line in sys.stdin:\n"
@@ -99,8 +99,7 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
             self.skipTest("unshare (util-linux) is needed for new namespaces; skipped")
         t, path = self.session("ns")
         root, root_pid = self.worker()
-        inside, inside_pid = self.worker("unshare", "--user", "--map-user=1000", "--map-group=1000", "--pid",
-                                         "--fork")
+        inside, inside_pid = self.worker(*UNSHARE)
         with open(f"/proc/{inside_pid}/status") as f:
             nstgid = [line.split()[1:] for line in f if line.startswith("NStgid:")][0]
         self.assertEqual(nstgid[-1], "1", "the worker is its namespace's init")
@@ -113,13 +112,18 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         t("track", "-k", "--vpid", "1", "-s", "ns")
         self.ask(root, 22)
         self.ask(inside, 23)
+        # A namespace's init forked while tracing: listed from its fork (event-fork is off under --vpid).
+        later, later_pid = self.worker(*UNSHARE)
+        self.ask(later, 26)
         # Nothing at all: untrack every vpid.
         out = t("untrack", "-k", "--all", "--vpid", "-s", "ns").stdout
         self.assertIn("    Virtual process IDs:  none\n", out)
         self.ask(root, 24)
         self.ask(inside, 25)
+        self.ask(later, 27)
         t("stop", "ns")
-        self.assertEqual(self.recorded(path, [root_pid, inside_pid]), {inside_pid: 21 + 23})
+        self.assertEqual(self.recorded(path, [root_pid, inside_pid, later_pid]),
+                         {inside_pid: 21 + 23, later_pid: 26})
 
     def test_bad_requests(self):
         self.d.start_daemon()
