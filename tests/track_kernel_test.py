@@ -90,9 +90,13 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         self.assertIn("tracked process attributes (kernel):\n", status)
         self.assertIn(f"    User IDs:             {NOBODY}\n", status)
         self.assertIn("    Process IDs:          all\n", status)
+        # Every process again: tracefs's empty list, the tracker gone.
+        t("track", "-k", "--all", "--uid", "-s", "uid")
+        self.ask(root, 16)
+        self.ask(nobody, 17)
         t("stop", "uid")
         self.assertEqual(self.recorded(path, [root_pid, nobody_pid, becomes_pid]),
-                         {root_pid: 10, nobody_pid: 13, becomes_pid: 15})
+                         {root_pid: 10 + 16, nobody_pid: 13 + 17, becomes_pid: 15})
 
     def test_by_vuid_and_vpid_in_new_namespaces(self):
         if shutil.which("unshare") is None:
