@@ -8,6 +8,7 @@ effect. The window in which a thread that starts matching is not yet listed is m
 kernel_process_filter_test (milliseconds); here the worker's calls follow its change after 0.2 s. tracefs's global
 settings are the same after each test as before. Needs root and a mounted tracefs (skipped otherwise)."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,14 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         self.assertIn("tracked process attributes (kernel):\n", status)
         self.assertIn(f"    User IDs:             {NOBODY}\n", status)
         self.assertIn("    Process IDs:          all\n", status)
+        m = re.search(r"tracked threads: (\d+) listed; since the start (\d+) joined \(the longest ([\d.]+) ms after "
+                      r"their change\), \d+ left; /proc read (\d+) times, 0 watcher records lost", status)
+        self.assertIsNotNone(m, status)
+        listed, joined, window, scans = int(m[1]), int(m[2]), float(m[3]), int(m[4])
+        self.assertGreaterEqual(listed, 2, "nobody's worker and the one that became nobody")
+        self.assertGreaterEqual(joined, 1, "the one that became nobody")
+        self.assertLess(window, 1000)
+        self.assertEqual(scans, 3, "at the start and at each change of tracking while tracing")
         # Every process again: tracefs's empty list, the tracker gone.
         t("track", "-k", "--all", "--uid", "-s", "uid")
         self.ask(root, 16)

@@ -89,6 +89,9 @@ control::KernelStatus kernel_status(const TraceSession &s)
 			k.write_loss = write_loss_of(trace->write_losses());
 			k.trace = s.local() ? trace->trace_dir() : "kernel/ of the relay's copy";
 		}
+		if (const std::optional<kernel::TrackedProcessesCounts> n = trace->tracked_counts())
+			k.tracked = control::KernelTrackedStatus{n->listed, n->joined, n->left,
+			                                         n->scans,  n->lost,   n->window_max_ns};
 	}
 	return k;
 }
