@@ -73,11 +73,16 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         root, root_pid = self.worker()
         nobody, nobody_pid = self.worker("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
         becomes, becomes_pid = self.worker()
+        leaves, leaves_pid = self.worker()
         out = t("track", "-k", "--uid", "0", "-s", "uid").stdout
         self.assertIn("    User IDs:             0\n", out)
         t("start", "uid")
         self.ask(root, 10)
         self.ask(nobody, 11)  # not user 0
+        self.ask(leaves, 5)
+        self.ask(leaves, "become")  # user 0 no longer: it leaves the list
+        time.sleep(0.2)
+        self.ask(leaves, 6)
         # Tracking changed while tracing: only nobody now.
         t("untrack", "-k", "--uid", "0", "-s", "uid")
         t("track", "-k", "--uid", str(NOBODY), "-s", "uid")
@@ -95,7 +100,7 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
                       r"their change\), \d+ left; /proc read (\d+) times, 0 watcher records lost", status)
         self.assertIsNotNone(m, status)
         listed, joined, window, scans = int(m[1]), int(m[2]), float(m[3]), int(m[4])
-        self.assertGreaterEqual(listed, 2, "nobody's worker and the one that became nobody")
+        self.assertGreaterEqual(listed, 3, "nobody's worker and the two that became nobody")
         self.assertGreaterEqual(joined, 1, "the one that became nobody")
         self.assertLess(window, 1000)
         self.assertEqual(scans, 3, "at the start and at each change of tracking while tracing")
@@ -104,8 +109,8 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         self.ask(root, 16)
         self.ask(nobody, 17)
         t("stop", "uid")
-        self.assertEqual(self.recorded(path, [root_pid, nobody_pid, becomes_pid]),
-                         {root_pid: 10 + 16, nobody_pid: 13 + 17, becomes_pid: 15})
+        self.assertEqual(self.recorded(path, [root_pid, nobody_pid, becomes_pid, leaves_pid]),
+                         {root_pid: 10 + 16, nobody_pid: 13 + 17, becomes_pid: 15, leaves_pid: 5})
 
     def test_by_vuid_and_vpid_in_new_namespaces(self):
         if shutil.which("unshare") is None:

@@ -201,19 +201,10 @@ void KernelSession::scope_processes(const ProcessRules *before)
 {
 	const ProcessRules &rules = config_.processes;
 	if (rules.everyone() || rules.pids_only()) {
-		if (tracked_) { // its thread ends: its id leaves the notrace list (another thread may get it)
-			const pid_t tid = tracked_->thread_id();
+		if (tracked_) { // its thread and the threads it took out leave the notrace list
+			const std::set<pid_t> ids = tracked_->notrace_ids();
 			tracked_.reset();
-			const std::string file = instance_->file("set_event_notrace_pid");
-			const std::string listed = read_control(file), gone = std::to_string(tid);
-			std::string kept;
-			for (size_t pos = 0; pos < listed.size();) {
-				const size_t end = std::min(listed.find('\n', pos), listed.size());
-				if (end > pos && listed.compare(pos, end - pos, gone) != 0)
-					kept.append(listed, pos, end - pos).push_back(' ');
-				pos = end + 1;
-			}
-			write_control(file, kept);
+			drop_notrace_ids(*instance_, ids);
 		}
 		std::vector<pid_t> pids;
 		if (rules.pid)

@@ -115,6 +115,8 @@ void TrackedProcesses::handle(const CredsChange &c, Joining &add, std::set<pid_t
 				listed_.insert(c.tid);
 				add.emplace(c.tid, 0); // the kernel listed it: again, in case a rewrite raced it
 			}
+			if (notraced_.count(c.parent))
+				notraced_.insert(c.tid); // the kernel added it to that list too
 		} else {
 			set(c.tid, matches_now(c.tid));
 		}
@@ -125,7 +127,9 @@ void TrackedProcesses::handle(const CredsChange &c, Joining &add, std::set<pid_t
 		break;
 	case CredsChange::Kind::exit:
 		if (listed_.erase(c.tid) && !rules_.closed_under_fork())
-			remove.insert(c.tid); // without event-fork the kernel keeps it
+			remove.insert(c.tid); // without event-fork the kernel keeps it: not its id's next owner
+		if (rules_.closed_under_fork())
+			notraced_.erase(c.tid); // with event-fork the kernel drops it from both lists
 		add.erase(c.tid);
 		break;
 	}
@@ -136,35 +140,23 @@ void TrackedProcesses::write_changes(const Joining &add, const std::set<pid_t> &
 	if (add.empty() && remove.empty())
 		return;
 	const uint64_t start_ns = base::monotonic_ns();
-	const std::string file = instance_.file("set_event_pid");
-	if (remove.empty()) {
-		std::string text;
-		for (const auto &[tid, since] : add)
-			text.append(std::to_string(tid)).push_back(' ');
-		write_control(file, text, true);
-	} else {
-		// The kernel's list (with the children it added), without `remove`.
-		const std::string now = read_control(file);
-		std::set<pid_t> kept;
-		for (const auto &[tid, since] : add)
-			kept.insert(tid);
-		size_t pos = 0;
-		while (pos < now.size()) {
-			size_t end = now.find_first_of(" \n", pos);
-			if (end == std::string::npos)
-				end = now.size();
-			pid_t p = 0;
-			if (std::from_chars(now.data() + pos, now.data() + end, p).ec == std::errc() && p > 0 &&
-			    !remove.count(p))
-				kept.insert(p);
-			pos = end + 1;
-		}
-		if (kept.size() > 1)
-			kept.erase(kNoTask);
-		if (kept.empty())
-			kept.insert(kNoTask);
-		write_control(file, join(kept));
+	// Leaving: appended to the notrace list (set_event_pid has no removal,
+	// and rewriting it clears it first). Joining again: taken out of it.
+	if (!remove.empty()) {
+		write_control(instance_.file("set_event_notrace_pid"), join(remove), true);
+		notraced_.insert(remove.begin(), remove.end());
 	}
+	std::set<pid_t> readmitted;
+	std::string text;
+	for (const auto &[tid, since] : add) {
+		text.append(std::to_string(tid)).push_back(' ');
+		if (notraced_.erase(tid))
+			readmitted.insert(tid);
+	}
+	if (!text.empty())
+		write_control(instance_.file("set_event_pid"), text, true);
+	if (!readmitted.empty())
+		drop_notrace_ids(instance_, readmitted);
 	const uint64_t end_ns = base::monotonic_ns();
 	counts_.write_max_ns = std::max(counts_.write_max_ns, end_ns - start_ns);
 	for (const auto &[tid, since] : add) {
@@ -178,6 +170,30 @@ void TrackedProcesses::write_changes(const Joining &add, const std::set<pid_t> &
 	counts_.left += remove.size();
 }
 
+void drop_notrace_ids(const Instance &instance, const std::set<pid_t> &ids)
+{
+	const std::string file = instance.file("set_event_notrace_pid");
+	const std::string listed = read_control(file);
+	std::string kept;
+	for (size_t pos = 0; pos < listed.size();) {
+		const size_t end = std::min(listed.find_first_of(" \n", pos), listed.size());
+		pid_t p = 0;
+		if (std::from_chars(listed.data() + pos, listed.data() + end, p).ec == std::errc() && p > 0 &&
+		    !ids.count(p))
+			kept.append(std::to_string(p)).push_back(' ');
+		pos = end + 1;
+	}
+	write_control(file, kept);
+}
+
+std::set<pid_t> TrackedProcesses::notrace_ids() const
+{
+	const std::lock_guard lock(mutex_);
+	std::set<pid_t> ids = notraced_;
+	ids.insert(thread_tid_.load());
+	return ids;
+}
+
 void TrackedProcesses::rescan()
 {
 	const std::vector<pid_t> tids = matching_tasks(rules_, proc_root_);
@@ -185,6 +201,10 @@ void TrackedProcesses::rescan()
 	// event-fork first: a child of a listed thread forked meanwhile is then listed.
 	write_control(instance_.file("options/event-fork"), rules_.closed_under_fork() ? "1" : "0");
 	write_control(instance_.file("set_event_pid"), tids.empty() ? std::to_string(kNoTask) : join(tids));
+	if (!notraced_.empty()) { // the new list holds only the threads that match
+		drop_notrace_ids(instance_, notraced_);
+		notraced_.clear();
+	}
 	++counts_.scans;
 }
 

@@ -16,8 +16,12 @@
 //   exit   the thread leaves the list (the kernel does that itself with
 //          event-fork; without, it is rewritten so that a reused id is
 //          not traced)
-// A thread that joins is appended (one write); one that leaves is taken
-// out of the kernel's list read back (the children the kernel added kept).
+// A thread that joins is appended to set_event_pid (one write); one that
+// leaves is appended to set_event_notrace_pid (the kernel ignores a thread
+// in both), since set_event_pid has no removal and rewriting it clears it
+// first (every process traced meanwhile); one that joins again is taken
+// out of the notrace list (a rewrite of that list, which clears it first:
+// the threads in it traced meanwhile, the rare case).
 // Records the ring buffer lost make the tracker read /proc whole again.
 // The window in which a thread that starts matching is not yet listed
 // (its events not recorded) is from its change to the write: measured per
@@ -66,6 +70,9 @@ struct TrackedProcessesCounts {
 	uint64_t write_max_ns = 0;
 };
 
+// Rewrites the instance's set_event_notrace_pid without `ids`.
+void drop_notrace_ids(const Instance &instance, const std::set<pid_t> &ids);
+
 class TrackedProcesses {
 public:
 	// Watches, scans and writes the instance's list, then keeps it. Throws
@@ -83,6 +90,9 @@ public:
 	TrackedProcessesCounts counts() const;
 	// The tracker thread's id (excluded from the trace by the session).
 	pid_t thread_id() const noexcept { return thread_tid_.load(); }
+	// The ids it put in set_event_notrace_pid, its thread's with them: the
+	// session takes them out when the tracker goes while tracing.
+	std::set<pid_t> notrace_ids() const;
 
 private:
 	static void *run(void *self);
@@ -100,7 +110,8 @@ private:
 	CredsWatcher watcher_;
 	mutable std::mutex mutex_; // rules_, listed_, counts_
 	ProcessRules rules_;
-	std::set<pid_t> listed_; // the threads the kernel's list holds, as far as known
+	std::set<pid_t> listed_;   // the threads the kernel's list holds, as far as known
+	std::set<pid_t> notraced_; // the threads taken out, in set_event_notrace_pid
 	TrackedProcessesCounts counts_;
 	uint64_t lost_seen_ = 0;
 	base::Fd stop_; // eventfd: the thread ends
