@@ -14,8 +14,8 @@
 //          the thread is read from /proc: listed if it matches now, taken
 //          out of the list if it no longer does
 //   exit   the thread leaves the list (the kernel does that itself with
-//          event-fork; without, it is rewritten so that a reused id is
-//          not traced)
+//          event-fork; without, it is taken out as below, so that the
+//          id's next owner is not traced unless it matches)
 // A thread that joins is appended to set_event_pid (one write); one that
 // leaves is appended to set_event_notrace_pid (the kernel ignores a thread
 // in both), since set_event_pid has no removal and rewriting it clears it
