@@ -254,7 +254,7 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 	config.session_name = std::string(kLabel);
 	config.output = dir;
 	config.syscalls = {opt.syscall()};
-	config.pids = {workload.pid()};
+	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(workload.pid())};
 	config.tick_unit = tracery::clock::preferred_tick_unit();
 	config.clock_scale = tracery::clock::tick_scale(config.tick_unit);
 	config.trace_uuid = tracery::ctf::Uuid::random();

@@ -165,10 +165,11 @@ int main(int argc, char **argv)
 	for (bool untrack : {false, true}) {
 		auto *t = verb(untrack ? "untrack" : "track",
 		               untrack ? "Remove processes from those a session traces (--all: none), by process "
-		                         "attribute; while tracing too (the kernel domain: while stopped)"
+		                         "attribute; while tracing too"
 		                       : "Narrow a session's events to processes by attribute (every process until "
-		                         "then; --all: every one again); while tracing too (the kernel domain: while "
-		                         "stopped)",
+		                         "then; --all: every one again; several attributes: all must match); while "
+		                         "tracing too, processes that change their ids joining or leaving (-k: within "
+		                         "milliseconds)",
 		               [&a, untrack] { return verb_track(a, untrack); });
 		domain_flags(t, a);
 		session_option(t, a);

@@ -174,8 +174,17 @@ void print_kernel(const control::KernelStatus &k)
 			printf("      %llu hits (runs of it by any process)\n",
 			       static_cast<unsigned long long>(*p.hits));
 	}
-	printf("    processes: %s%s\n", join(k.pids, "all").c_str(),
-	       k.pids.empty() ? "" : (k.follow_children ? " and their descendants" : " only"));
+	if (!k.pids.empty()) // the rest of the kernel's tracking: below, with the user space's
+		printf("    processes: %s%s\n", join(k.pids, "").c_str(),
+		       k.follow_children ? " and their descendants" : " only");
+	if (k.tracked)
+		printf("    tracked threads: %llu listed; since the start %llu joined (the longest %.1f ms after their "
+		       "change), %llu left; /proc read %llu times, %llu watcher records lost\n",
+		       static_cast<unsigned long long>(k.tracked->listed),
+		       static_cast<unsigned long long>(k.tracked->joined), k.tracked->window_max_ns / 1e6,
+		       static_cast<unsigned long long>(k.tracked->left),
+		       static_cast<unsigned long long>(k.tracked->scans),
+		       static_cast<unsigned long long>(k.tracked->lost));
 	if (k.events && !k.trace) {
 		printf("    %zu kernel events enabled; each `snapshot record` reads the newest the kernel kept since "
 		       "the previous one into its kernel/\n",

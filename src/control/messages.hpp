@@ -494,6 +494,22 @@ struct DomainTracking {
 	bool operator==(const DomainTracking &) const = default;
 };
 
+// While tracing processes tracked by more than pids: the threads listed in
+// tracefs's set_event_pid and their upkeep (kernel/tracked_processes.hpp).
+struct KernelTrackedStatus {
+	uint64_t listed = 0, joined = 0, left = 0;
+	uint64_t scans = 0; // /proc read whole
+	uint64_t lost = 0;  // watcher records lost (then a scan)
+	uint64_t window_max_ns = 0;
+	static constexpr auto kFields = std::tuple{field("listed", &KernelTrackedStatus::listed),
+	                                           field("joined", &KernelTrackedStatus::joined),
+	                                           field("left", &KernelTrackedStatus::left),
+	                                           field("scans", &KernelTrackedStatus::scans),
+	                                           field("lost", &KernelTrackedStatus::lost),
+	                                           field("window_max_ns", &KernelTrackedStatus::window_max_ns)};
+	bool operator==(const KernelTrackedStatus &) const = default;
+};
+
 struct KernelStatus {
 	std::vector<std::string> tracepoints;
 	std::vector<std::string> syscalls;          // ["*"]: every one
@@ -510,6 +526,7 @@ struct KernelStatus {
 	std::optional<uint64_t> written, lost;
 	std::optional<WriteLoss> write_loss; // when writes were refused
 	std::optional<std::string> trace;
+	std::optional<KernelTrackedStatus> tracked; // last: added after the others
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
 		field("syscalls", &KernelStatus::syscalls),
@@ -526,6 +543,7 @@ struct KernelStatus {
 		optional_field("lost", &KernelStatus::lost),
 		optional_field("write_loss", &KernelStatus::write_loss),
 		optional_field("trace", &KernelStatus::trace),
+		optional_field("tracked", &KernelStatus::tracked),
 	};
 	bool operator==(const KernelStatus &) const = default;
 };

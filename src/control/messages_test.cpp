@@ -176,7 +176,8 @@ StatusReply full()
 	               100,
 	               2,
 	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
-	               "/tmp/t/kernel"};
+	               "/tmp/t/kernel",
+	               KernelTrackedStatus{3, 4, 5, 6, 7, 8}};
 	return {"s",
 	        "/tmp/t",
 	        "started",

@@ -120,6 +120,28 @@ void apply_while_tracing(TraceSession &s, const KernelSpec &before)
 	}
 }
 
+// A change of the session's kernel tracking (process_tracking.hpp): every
+// change or none, at once while it traces. Tracking pids (not untracking)
+// sets whether their descendants are followed, by default they are.
+void change_kernel_tracking(TraceSession &s, const std::vector<control::TrackingChange> &changes, bool untrack,
+                            std::optional<bool> follow_children)
+{
+	const bool pids = std::any_of(changes.begin(), changes.end(),
+	                              [](const control::TrackingChange &c) { return c.attribute == "pid"; });
+	if (follow_children && (untrack || !pids))
+		throw CommandError("--follow-children and --no-follow-children go with track -k --pid");
+	const KernelSpec before = s.kernel_spec();
+	KernelSpec &k = s.edit_kernel_spec();
+	try {
+		k.tracking.apply(changes, untrack);
+	} catch (const std::invalid_argument &e) {
+		throw CommandError(e.what());
+	}
+	if (pids && !untrack)
+		k.follow_children = follow_children.value_or(true);
+	apply_while_tracing(s, before);
+}
+
 } // namespace
 
 void Daemon::check_kernel_access(const control::PeerCred &peer) const
@@ -379,23 +401,14 @@ control::KernelTrackingReply Daemon::cmd_kernel_track(const control::KernelTrack
 {
 	TraceSession &s = kernel_session_for(req.session, peer);
 	const std::vector<pid_t> pids = pids_of(req.pids);
-	const KernelSpec before = s.kernel_spec();
-	KernelSpec &k = s.edit_kernel_spec();
-	if (untrack) {
-		for (pid_t p : pids)
-			if (!k.pids.count(p))
-				throw CommandError("pid " + std::to_string(p) + " is not tracked in session '" +
-				                   s.name() + "': see `tracery status`");
-		for (pid_t p : pids)
-			k.pids.erase(p);
-	} else {
-		if (k.pids.size() + pids.size() > kMaxNames)
-			throw CommandError("too many tracked pids: at most " + std::to_string(kMaxNames));
-		k.pids.insert(pids.begin(), pids.end());
-		k.follow_children = req.follow_children.value_or(true);
-	}
-	apply_while_tracing(s, before);
-	return {s.name(), {k.pids.begin(), k.pids.end()}, k.follow_children};
+	change_kernel_tracking(s, {{"pid", false, {pids.begin(), pids.end()}}}, untrack,
+	                       untrack ? std::nullopt : req.follow_children);
+	const KernelSpec &k = s.kernel_spec();
+	control::KernelTrackingReply reply{s.name(), {}, k.follow_children};
+	const kernel::ProcessRules rules = process_rules(k);
+	if (rules.pid)
+		reply.pids.assign(rules.pid->begin(), rules.pid->end());
+	return reply;
 }
 
 control::KernelAddContextReply Daemon::cmd_kernel_context(const control::KernelAddContext &req,
@@ -448,27 +461,11 @@ control::KernelListReply Daemon::cmd_kernel_list(const control::KernelList &, co
 }
 
 control::TrackingReply Daemon::cmd_kernel_process_attrs(const control::Tracking &req, bool untrack,
-                                                        const control::PeerCred &peer, Lock &lock)
+                                                        const control::PeerCred &peer, Lock &)
 {
-	control::KernelTracking pids{req.session, {}, untrack ? std::nullopt : req.follow_children};
-	bool every = false;
-	for (const control::TrackingChange &c : req.changes) {
-		if (c.attribute != "pid" || (c.all && untrack))
-			throw CommandError("the kernel domain tracks processes by --pid only, and `untrack -k --all` "
-			                   "is not supported: untrack the pids one by one");
-		every = every || c.all;
-		pids.pids.insert(pids.pids.end(), c.values.begin(), c.values.end());
-	}
-	if (!every || !pids.pids.empty())
-		cmd_kernel_track(pids, untrack, peer, lock);
 	TraceSession &s = kernel_session_for(req.session, peer);
-	if (every) { // track -k --all --pid: every process again, at once while tracing
-		const KernelSpec before = s.kernel_spec();
-		s.edit_kernel_spec().pids.clear();
-		apply_while_tracing(s, before);
-	}
-	const KernelSpec &k = s.kernel_spec();
-	return {s.name(), {"kernel", {{"pid", k.pids.empty(), {k.pids.begin(), k.pids.end()}}}, k.follow_children}};
+	change_kernel_tracking(s, req.changes, untrack, req.follow_children);
+	return {s.name(), kernel_tracking_status(s.kernel_spec())};
 }
 
 } // namespace tracery::daemon

@@ -9,6 +9,33 @@
 
 namespace tracery::daemon {
 
+kernel::ProcessRules process_rules(const KernelSpec &spec)
+{
+	kernel::ProcessRules r;
+	r.follow_children = spec.follow_children;
+	for (const control::ProcessAttrRule &rule : spec.tracking.status().rules) {
+		kernel::ProcessRules::Values values;
+		if (!rule.all)
+			values.emplace(rule.values.begin(), rule.values.end());
+		for (auto [name, slot] : {std::pair{"pid", &r.pid},
+		                          {"vpid", &r.vpid},
+		                          {"uid", &r.uid},
+		                          {"vuid", &r.vuid},
+		                          {"gid", &r.gid},
+		                          {"vgid", &r.vgid}})
+			if (rule.attribute == name)
+				*slot = values;
+	}
+	return r;
+}
+
+control::DomainTracking kernel_tracking_status(const KernelSpec &spec)
+{
+	control::DomainTracking t = spec.tracking.status();
+	t.follow_children = spec.follow_children;
+	return t;
+}
+
 kernel::KernelSessionConfig KernelDomain::config() const
 {
 	const SessionIdentity &s = session_;
@@ -30,8 +57,7 @@ kernel::KernelSessionConfig KernelDomain::config() const
 	for (const auto &[name, probe] : spec_.probes)
 		c.probes.push_back(
 			{name, probe.is_return, "/proc/self/fd/" + std::to_string(probe.file->get()), probe.sites});
-	c.pids.assign(spec_.pids.begin(), spec_.pids.end());
-	c.follow_children = spec_.follow_children;
+	c.processes = process_rules(spec_);
 	c.subbuf_size = spec_.subbuf_size;
 	c.num_subbuf = spec_.num_subbuf;
 	c.overwrite = spec_.overwrite || s.snapshot; // a snapshot session's buffer is a flight recorder

@@ -7,6 +7,7 @@
 // OUTPUT. That layout is decided at the first start.
 #pragma once
 
+#include "daemon/process_tracking.hpp"
 #include "daemon/session_identity.hpp"
 
 #include "base/fd.hpp"
@@ -33,8 +34,11 @@ struct KernelSpec {
 	std::string channel;                      // enable-channel -k NAME ("": the default, channel0)
 	uint64_t subbuf_size = 0, num_subbuf = 0; // 0: the kernel's default buffer size
 	bool overwrite = false;
-	std::set<pid_t> pids; // empty: every process
-	bool follow_children = true;
+	// track -k: pid, vpid, uid, vuid, gid, vgid, ANDed (every process at first).
+	ProcessTracking tracking{"kernel",
+	                         {ProcessAttr::pid, ProcessAttr::vpid, ProcessAttr::uid, ProcessAttr::vuid,
+	                          ProcessAttr::gid, ProcessAttr::vgid}};
+	bool follow_children = true;                 // the pid attribute: the processes' descendants too
 	std::vector<kernel::KernelContext> contexts; // add-context -k, sorted and unique
 	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
 	// enabled, from the file opened then with the requester's credentials
@@ -51,6 +55,11 @@ struct KernelSpec {
 	bool any_events() const { return all_syscalls || !tracepoints.empty() || !syscalls.empty() || !probes.empty(); }
 	std::string channel_name() const { return channel.empty() ? "channel0" : channel; }
 };
+
+// The spec's tracked attributes as the kernel session takes them, and as
+// `track -k` and `status` show them.
+kernel::ProcessRules process_rules(const KernelSpec &spec);
+control::DomainTracking kernel_tracking_status(const KernelSpec &spec);
 
 class KernelDomain {
 public:

@@ -74,7 +74,9 @@ control::KernelStatus kernel_status(const TraceSession &s)
 	k.subbuf_size = kernel.subbuf_size;
 	k.num_subbuf = kernel.num_subbuf;
 	k.mode = kernel.overwrite || s.snapshot() ? "overwrite" : "discard";
-	k.pids.assign(kernel.pids.begin(), kernel.pids.end());
+	const kernel::ProcessRules processes = process_rules(kernel);
+	if (processes.pid)
+		k.pids.assign(processes.pid->begin(), processes.pid->end());
 	k.follow_children = kernel.follow_children;
 	if (trace) {
 		k.events.emplace();
@@ -87,6 +89,9 @@ control::KernelStatus kernel_status(const TraceSession &s)
 			k.write_loss = write_loss_of(trace->write_losses());
 			k.trace = s.local() ? trace->trace_dir() : "kernel/ of the relay's copy";
 		}
+		if (const std::optional<kernel::TrackedProcessesCounts> n = trace->tracked_counts())
+			k.tracked = control::KernelTrackedStatus{n->listed, n->joined, n->left,
+			                                         n->scans,  n->lost,   n->window_max_ns};
 	}
 	return k;
 }
@@ -105,12 +110,14 @@ control::StatusReply session_status(const TraceSession &s)
 		out.channels.push_back(channel_status(*c));
 	out.snapshots = s.snapshots_taken();
 	const KernelSpec &kernel = s.kernel_spec();
-	if (kernel.any_events() || !kernel.pids.empty() || !kernel.channel.empty() || s.kernel_session())
+	if (kernel.any_events() || !kernel.tracking.everyone() || !kernel.channel.empty() || s.kernel_session())
 		out.kernel = kernel_status(s);
 	if (s.kernel_domain() && !s.snapshot() && s.local())
 		out.user_trace = s.user_dir();
 	out.relay = relay_status(s);
 	out.tracking.push_back(s.user_tracking().status());
+	if (out.kernel)
+		out.tracking.push_back(kernel_tracking_status(kernel));
 	return out;
 }
 

@@ -186,23 +186,57 @@ void KernelSession::reconfigure(const KernelSessionConfig &next)
 	config_.tracepoints = next.tracepoints;
 	config_.syscalls = next.syscalls;
 	config_.all_syscalls = next.all_syscalls;
-	const std::vector<pid_t> pids_before = config_.pids;
-	const bool follow_before = config_.follow_children;
-	config_.pids = next.pids;
-	config_.follow_children = next.follow_children;
+	const ProcessRules processes_before = config_.processes;
+	config_.processes = next.processes;
 	if (!started_)
 		return;
 	prepare_user_strings();
 	apply_events(define_probes());
 	remove_dropped_probes();
-	// The pid list is changed, not written again: the kernel's list holds
-	// the descendants it added too.
-	if (pids_before == config_.pids && follow_before == config_.follow_children)
+	if (processes_before != config_.processes)
+		scope_processes(&processes_before);
+}
+
+void KernelSession::scope_processes(const ProcessRules *before)
+{
+	const ProcessRules &rules = config_.processes;
+	if (rules.everyone() || rules.pids_only()) {
+		if (tracked_) { // its thread and the threads it took out leave the notrace list
+			const std::set<pid_t> ids = tracked_->notrace_ids();
+			tracked_.reset();
+			drop_notrace_ids(*instance_, ids);
+		}
+		std::vector<pid_t> pids;
+		if (rules.pid)
+			for (const uint64_t p : *rules.pid)
+				pids.push_back(static_cast<pid_t>(p));
+		// Between lists of pids, the list is changed, not written again:
+		// the kernel's list holds the descendants it added too.
+		if (before && before->pids_only() && rules.pids_only() &&
+		    before->follow_children == rules.follow_children) {
+			std::vector<pid_t> was;
+			for (const uint64_t p : *before->pid)
+				was.push_back(static_cast<pid_t>(p));
+			instance_->change_event_pids(was, pids);
+		} else {
+			instance_->set_event_pids(pids, rules.follow_children);
+		}
 		return;
-	if (follow_before != config_.follow_children || pids_before.empty() || config_.pids.empty())
-		instance_->set_event_pids(config_.pids, config_.follow_children);
-	else
-		instance_->change_event_pids(pids_before, config_.pids);
+	}
+	if (tracked_) {
+		tracked_->change_rules(rules);
+		return;
+	}
+	tracked_ = std::make_unique<TrackedProcesses>(*instance_, rules, root_);
+	const pid_t self[] = {tracked_->thread_id()};
+	instance_->add_notrace_pids(self);
+}
+
+std::optional<TrackedProcessesCounts> KernelSession::tracked_counts() const
+{
+	if (!tracked_)
+		return std::nullopt;
+	return tracked_->counts();
 }
 
 void KernelSession::create_instance()
@@ -500,7 +534,7 @@ void KernelSession::start()
 		prepare_user_strings();
 		apply_events(define_probes());
 		remove_dropped_probes();
-		instance_->set_event_pids(config_.pids, config_.follow_children);
+		scope_processes(nullptr);
 		if (!config_.snapshot) {
 			if (!trace_) {
 				trace_ = new_trace(consumer::TraceOutput(config_.local ? trace_dir() : "",
@@ -516,6 +550,7 @@ void KernelSession::start()
 			write_statedump(*trace_);
 	} catch (...) {
 		started_ = false;
+		tracked_.reset();
 		try {
 			if (instance_)
 				instance_->set_tracing_on(false);
@@ -543,8 +578,11 @@ void KernelSession::stop()
 		return;
 	started_ = false;
 	instance_->set_tracing_on(false);
+	tracked_.reset();
 	if (readers_)
 		drain(std::move(readers_), *trace_);
+	else
+		instance_->clear_notrace_pids(); // the tracker's thread (drain() clears the readers' too)
 	// A probe enabled costs every process running its site a trap, recorded
 	// or not, and keeps an SDT semaphore set: stopped, the probes are off
 	// (the next start enables them again).

@@ -42,7 +42,9 @@
 #include "kernel/cpu_readers.hpp"
 #include "kernel/kernel_context.hpp"
 #include "kernel/kernel_trace.hpp"
+#include "kernel/process_filter.hpp"
 #include "kernel/tracefs.hpp"
+#include "kernel/tracked_processes.hpp"
 #include "kernel/uprobes.hpp"
 
 namespace tracery::kernel {
@@ -82,8 +84,10 @@ struct KernelSessionConfig {
 	// System calls' string arguments and socket addresses read with BPF
 	// (bpf/user_strings.hpp); false: their pointers, as tracefs has them.
 	bool user_strings = true;
-	std::vector<pid_t> pids; // empty: every process
-	bool follow_children = true;
+	// The processes whose events are recorded (track -k): by pids alone,
+	// tracefs's set_event_pid and event-fork; by other ids too, a
+	// TrackedProcesses keeps set_event_pid true while tracing.
+	ProcessRules processes;
 	// The per-CPU buffer: subbuf_size * num_subbuf bytes (0: the kernel's
 	// default size).
 	uint64_t subbuf_size = 0;
@@ -172,8 +176,8 @@ public:
 	// session costs probed programs nothing). Throws std::runtime_error if a
 	// reader failed (its message), after draining the others. Idempotent.
 	void stop();
-	// The events and tracked pids: the tracepoints, syscalls,
-	// all_syscalls, filters, probes, pids and follow_children of `next`;
+	// The events and tracked processes: the tracepoints, syscalls,
+	// all_syscalls, filters, probes and processes of `next`;
 	// its other fields are ignored (the buffer, clock and contexts are set
 	// once). Stopped: for the next start. Started: at once (new event
 	// classes in the metadata first). Throws std::invalid_argument as the
@@ -214,6 +218,9 @@ public:
 	// what reading them counted.
 	const std::string &user_strings_warning() const noexcept { return user_strings_warning_; }
 	UserStringsCounts user_strings_counts() const;
+	// The tracked processes' upkeep while tracing, if they narrow by more
+	// than pids (tracked_processes.hpp).
+	std::optional<TrackedProcessesCounts> tracked_counts() const;
 
 private:
 	void create_instance();
@@ -246,6 +253,10 @@ private:
 	// already (a restart, a change while tracing), records the strings of
 	// the classes added after it.
 	void prepare_user_strings();
+	// The instance's set_event_pid and event-fork for config_.processes
+	// (`before`: the rules the instance has now, nullptr at a start), and
+	// the tracker when they narrow by more than pids.
+	void scope_processes(const ProcessRules *before);
 
 	std::string root_;
 	KernelSessionConfig config_;
@@ -268,6 +279,7 @@ private:
 	std::string user_strings_warning_;
 	std::unique_ptr<KernelTrace> trace_; // OUTPUT/kernel (not in snapshot sessions)
 	std::unique_ptr<CpuReaders> readers_;
+	std::unique_ptr<TrackedProcesses> tracked_; // while started, when the rules need it
 	bool started_ = false;
 };
 

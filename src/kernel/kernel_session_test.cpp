@@ -234,7 +234,7 @@ TEST_F(KernelSessionRoot, ChildGetpidsAndSwitchesInOneMergedTimeline)
 	config.output = output;
 	config.tracepoints = {"sched:sched_switch"};
 	config.syscalls = {"getpid"};
-	config.pids = {child};
+	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(child)};
 	config.trace_uuid = ctf::Uuid::random();
 	const std::optional<ctf::Uuid> clock_uuid = ctf::Uuid::parse(clock_value(user_clock, "uuid"));
 	ASSERT_TRUE(clock_uuid.has_value());
@@ -380,7 +380,7 @@ TEST_P(KernelSessionLost, WrittenPlusDiscardedIsEveryEvent)
 	config.session_name = GetParam() ? "lost-overwrite" : "lost-discard";
 	config.output = tmpl + "/out";
 	config.syscalls = {"getpid"};
-	config.pids = {child};
+	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(child)};
 	config.subbuf_size = 4096;
 	config.num_subbuf = 1;
 	config.overwrite = GetParam();
@@ -513,7 +513,7 @@ TEST_F(KernelSessionRoot, RestartContinuesTheTraceWithNewEvents)
 	config.session_name = "restart";
 	config.output = tmpl + "/out";
 	config.syscalls = {"getpid"};
-	config.pids = {child.pid()};
+	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(child.pid())};
 	config.trace_uuid = ctf::Uuid::random();
 	{
 		KernelSession session(root, config);
@@ -570,7 +570,7 @@ TEST_F(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
 	config.session_name = "snapshot";
 	config.output = out_dir;
 	config.syscalls = {"close"};
-	config.pids = {child.pid()};
+	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(child.pid())};
 	config.subbuf_size = 4096;
 	config.num_subbuf = 4; // 16 KiB per CPU: 100,000 calls overflow it
 	config.overwrite = true;
