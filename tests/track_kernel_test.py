@@ -5,9 +5,12 @@ start (setpriv), one that becomes nobody while the session traces (setresuid), o
 calls it made while it matched: a second user's calls are not recorded under --uid 0, only they under --uid of
 that user, the worker that becomes that user from its next calls on, and tracking changed while tracing takes
 effect. The window in which a thread that starts matching is not yet listed is measured by
-kernel_process_filter_test (milliseconds); here the worker's calls follow its change after 0.2 s. tracefs's global
+kernel_process_filter_test (milliseconds); here a worker's calls wait until its change shows in the session's
+instance (set_event_pid, set_event_notrace_pid), so a loaded machine cannot make them early. tracefs's global
 settings are the same after each test as before. Needs root and a mounted tracefs (skipped otherwise)."""
+import glob
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -60,6 +63,18 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         p.stdin.flush()
         self.assertEqual(p.stdout.readline(), "done\n")
 
+    def wait_listed(self, tid, list_file):
+        """Waits (10 s at most) until the daemon's instance lists tid in list_file."""
+        deadline = time.monotonic() + 10
+        while True:
+            for f in glob.glob(os.path.join(self.root, "instances", "tracery-*", list_file)):
+                with open(f) as lst:
+                    if str(tid) in lst.read().split():
+                        return
+            if time.monotonic() > deadline:
+                self.fail(f"thread {tid} not in {list_file} after 10 s")
+            time.sleep(0.005)
+
     def recorded(self, path, pids):
         rows = json.loads(self.d.tracery(
             "query", "--json", path, "SELECT tid, count(*) AS n FROM events WHERE name = 'syscall_entry_getppid' "
@@ -81,7 +96,7 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         self.ask(nobody, 11)  # not user 0
         self.ask(leaves, 5)
         self.ask(leaves, "become")  # user 0 no longer: it leaves the list
-        time.sleep(0.2)
+        self.wait_listed(leaves_pid, "set_event_notrace_pid")
         self.ask(leaves, 6)
         # Tracking changed while tracing: only nobody now.
         t("untrack", "-k", "--uid", "0", "-s", "uid")
@@ -90,7 +105,7 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         self.ask(nobody, 13)
         self.ask(becomes, 14)  # root still
         self.ask(becomes, "become")
-        time.sleep(0.2)
+        self.wait_listed(becomes_pid, "set_event_pid")
         self.ask(becomes, 15)
         status = t("status", "uid").stdout
         self.assertIn("tracked process attributes (kernel):\n", status)
@@ -132,6 +147,7 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         self.ask(inside, 23)
         # A namespace's init forked while tracing: listed from its fork (event-fork is off under --vpid).
         later, later_pid = self.worker(*UNSHARE)
+        self.wait_listed(later_pid, "set_event_pid")
         self.ask(later, 26)
         # Nothing at all: untrack every vpid.
         out = t("untrack", "-k", "--all", "--vpid", "-s", "ns").stdout
