@@ -3,7 +3,9 @@ session (created, started, stopped and destroyed around the command; the trace w
 command's events and their vpid, vtid, procname and ip contexts), the command's exit status and a signal's
 (128 + N), a command that cannot be run (127), signals forwarded to it, an existing session (-s) used as it is
 and left; bad arguments. With the pthread helper, when the build has it (build/src/preload/
-libtracery-preload-pthread.so), `xz -T2` traced and `analyze locks` on its trace; skipped clearly otherwise."""
+libtracery-preload-pthread.so), `xz -T2` traced and `analyze locks` on its trace; skipped clearly otherwise. With
+the function and pthread helpers, a -finstrument-functions program's functions and lock call site named through
+the temporary session's own state dump (`analyze calls/locks --symbols`)."""
 import json
 import os
 import re
@@ -16,6 +18,15 @@ from daemontest import DaemonTestCase
 from tracetest import BUILD_DIR, Trace, program
 
 PTHREAD_HELPER = os.path.join(BUILD_DIR, "src", "preload", "libtracery-preload-pthread.so")
+
+
+def fib_calls(n):
+    """Calls of fib(n) in tests/apps/instrumented_calls.c (fib itself, and leaf at each n < 2)."""
+    if n < 2:
+        return 1, 1
+    a, la = fib_calls(n - 1)
+    b, lb = fib_calls(n - 2)
+    return 1 + a + b, la + lb
 
 
 class ExecTest(DaemonTestCase):
@@ -119,6 +130,32 @@ class ExecTest(DaemonTestCase):
                        and e["payload"]["status"] == 0)
         self.assertGreater(acquired, 10)
         self.assertEqual(sum(r["acquisitions"] for r in report["per_lock"]), acquired)
+
+    def test_function_and_pthread_helpers_named_by_our_state_dump(self):
+        """instrumented-calls (-finstrument-functions, -g) under our func and pthread helpers: the temporary
+        session's own state dump names every function with --symbols, with the call counts the program's
+        arguments give, and the workers' mutex call site as a line of worker()."""
+        if os.environ.get("TRACERY_SANITIZE"):
+            self.skipTest("a helper built with sanitizers cannot be preloaded into a program built without")
+        prog = program("tests", "instrumented-calls")
+        out = self.out("calls")
+        rounds = 5
+        self.exec("--preload", "func,pthread", "-o", out, "--", prog, str(rounds))
+        rows = json.loads(self.d.tracery("analyze", "calls", "--json", "--symbols", out).stdout)["per_function"]
+        calls = {r["function"]: r["calls"] for r in rows}
+        fib10, leaf10 = fib_calls(10)
+        fib5, leaf5 = fib_calls(5)
+        fib12, leaf12 = fib_calls(12)
+        # two workers: rounds x (fib(10) + outer(i): inner, two leaves, fib(5)); main: fib(12) + outer(rounds)
+        self.assertEqual(calls, {
+            "main": 1, "worker": 2, "outer": 2 * rounds + 1, "inner": 2 * rounds + 1,
+            "fib": 2 * rounds * (fib10 + fib5) + fib12 + fib5,
+            "leaf": 2 * rounds * (leaf10 + leaf5 + 2) + leaf12 + leaf5 + 2})
+        locks = json.loads(self.d.tracery("analyze", "locks", "--json", "--symbols", out).stdout)
+        sites = {r["call_site"] for r in locks["per_call_site"]}
+        self.assertTrue(sites, locks)
+        for site in sites:
+            self.assertRegex(site, r"^worker\+0x[0-9a-f]+ \(instrumented_calls\.c:\d+\)$")
 
 
 if __name__ == "__main__":
