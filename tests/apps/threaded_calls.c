@@ -3,8 +3,8 @@
  * bench/preload-func-cost, built by them with -finstrument-functions (it
  * links no libtracery: the function helpers trace it from LD_PRELOAD).
  *   threaded-calls N     four threads (the main one and three more); thread
- *                          t calls leaf() N * (t + 1) times and fib(12)
- *                          (recursive: 465 calls) once; prints the sum
+ *                      t calls leaf() N * (t + 1) times and fib(12)
+ *                      (recursive: 465 calls) once; prints the sum
  * Every function here is instrumented: main, worker, leaf, fib.
  */
 #include <pthread.h>
@@ -13,18 +13,18 @@
 
 #define THREADS 4
 
-static volatile long sink;
+static long sink; /* added to by every thread at once: atomically */
 
 static long fib(long n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 
-static void leaf(long i) { sink += i; }
+static void leaf(long i) { __atomic_fetch_add(&sink, i, __ATOMIC_RELAXED); }
 
 static void *worker(void *arg)
 {
 	const long n = (long)arg;
 	for (long i = 0; i < n; i++)
 		leaf(i);
-	sink += fib(12);
+	__atomic_fetch_add(&sink, fib(12), __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -44,6 +44,6 @@ int main(int argc, char **argv)
 	worker((void *)n);
 	for (int t = 1; t < THREADS; t++)
 		pthread_join(threads[t - 1], NULL);
-	printf("%ld\n", sink);
+	printf("%ld\n", __atomic_load_n(&sink, __ATOMIC_RELAXED));
 	return 0;
 }
