@@ -1,6 +1,6 @@
 /*
- * threaded-calls: the program of preload_func_test and
- * bench/preload-func-cost, built by them with -finstrument-functions (it
+ * threaded-calls: the program of preload_func_test and the function section
+ * of bench/preload-helpers, built by them with -finstrument-functions (it
  * links no libtracery: the function helpers trace it from LD_PRELOAD).
  *   threaded-calls N     four threads (the main one and three more); thread
  *                      t calls leaf() N * (t + 1) times and fib(12)
