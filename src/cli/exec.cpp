@@ -174,16 +174,6 @@ int run(const std::vector<std::string> &command, const std::string &libs)
 	return WEXITSTATUS(status);
 }
 
-std::string absolute_dir(const std::string &path)
-{
-	if (path.empty() || path[0] == '/')
-		return path;
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof cwd))
-		throw CliError(std::string("cannot resolve '") + path + "': " + strerror(errno));
-	return std::string(cwd) + "/" + path;
-}
-
 // The temporary session: created, configured and started; stopped and destroyed by its destructor.
 class TemporarySession {
 public:
@@ -195,8 +185,7 @@ public:
 		name_ = name;
 		control::Create create;
 		create.session = name_;
-		create.output =
-			output.empty() ? control::home_dir() + "/tracery-traces/" + name_ : absolute_dir(output);
+		create.output = output.empty() ? control::home_dir() + "/tracery-traces/" + name_ : absolute(output);
 		output_ = request(create).output;
 		try {
 			control::EnableEvent events;

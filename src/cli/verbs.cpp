@@ -73,8 +73,6 @@ std::vector<std::string> split_commas(const std::vector<std::string> &args)
 	return out;
 }
 
-namespace {
-
 std::string absolute(const std::string &path)
 {
 	if (path.empty() || path[0] == '/')
@@ -84,6 +82,8 @@ std::string absolute(const std::string &path)
 		throw CliError(std::string("cannot resolve '") + path + "': " + strerror(errno));
 	return std::string(cwd) + "/" + path;
 }
+
+namespace {
 
 std::string default_output(const std::string &name)
 {
