@@ -16,6 +16,7 @@ packages=(
   libssl-dev openssl
   chromium
   lttng-tools liblttng-ust-dev uftrace
+  default-jdk-headless liblttng-ust-agent-java
 )
 missing=()
 for p in "${packages[@]}"; do
