@@ -8,8 +8,8 @@ import java.util.List;
 
 /** libtracery-java.so: loaded once, from the first place that has it (see {@link #load}). */
 final class Native {
-	/** The most fields an event has (the JNI library's limit, jni/tracery_jni.cpp). */
-	static final int MAX_FIELDS = 64;
+	/** The most fields an event has (TRACERY_EVENT_MAX_FIELDS of tracery/runtime_event.h). */
+	static final int MAX_FIELDS = 16;
 
 	private static final String LIBRARY = "tracery-java";
 

@@ -43,7 +43,7 @@ public final class TraceryEvent {
 	}
 
 	/**
-	 * Defines the event {@code provider:name} with these fields (at most 64).
+	 * Defines the event {@code provider:name} with these fields (at most 16).
 	 *
 	 * @throws IllegalArgumentException the name or a field is refused (libtracery's reason in the message), or
 	 *                                  the event exists with other fields

@@ -3,6 +3,7 @@ package org.tracery.jul;
 
 import java.time.Instant;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.ErrorManager;
 import java.util.logging.Formatter;
 import java.util.logging.Handler;
@@ -49,12 +50,41 @@ public class TraceryLogHandler extends Handler {
 
 	/** Logger name → its TraceryEvent, or REFUSED. */
 	private final ConcurrentHashMap<String, Object> events = new ConcurrentHashMap<>();
+	private final LongAdder lost = new LongAdder();
 
-	/** The event name of a logger: java:LOGGER. */
+	/** The longest event name libtracery takes after "java:" (TRACERY_EVENT_MAX_NAME). */
+	private static final int MAX_NAME = 200;
+
+	/**
+	 * The event name of a logger: java:LOGGER, where the characters libtracery does not take in a name (other
+	 * than A-Z a-z 0-9 _ . $ -) become '_', a name that does not begin with a letter or '_' gets one '_' before
+	 * it, and the name is cut at 200 characters. The root logger is java:root, an anonymous one java:anonymous.
+	 */
 	public static String eventName(String loggerName) {
 		if (loggerName == null)
 			return "java:anonymous";
-		return "java:" + (loggerName.isEmpty() ? "root" : loggerName);
+		if (loggerName.isEmpty())
+			return "java:root";
+		StringBuilder name = new StringBuilder("java:");
+		char first = loggerName.charAt(0);
+		if (!(isAsciiLetter(first) || first == '_'))
+			name.append('_');
+		for (int i = 0; i < loggerName.length() && name.length() < 5 + MAX_NAME; i++) {
+			char c = loggerName.charAt(i);
+			boolean allowed = isAsciiLetter(c) || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$' ||
+					  c == '-';
+			name.append(allowed ? c : '_');
+		}
+		return name.toString();
+	}
+
+	private static boolean isAsciiLetter(char c) {
+		return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+	}
+
+	/** Records not recorded: their logger's event was refused, or their message was too large or unformattable. */
+	public long lostRecords() {
+		return lost.sum();
 	}
 
 	private Object eventOf(String loggerName) {
@@ -78,13 +108,18 @@ public class TraceryLogHandler extends Handler {
 		if (record == null)
 			return;
 		Object event = eventOf(record.getLoggerName());
-		if (event == REFUSED || !((TraceryEvent)event).enabled() || !isLoggable(record))
+		if (event == REFUSED) {
+			lost.increment();
+			return;
+		}
+		if (!((TraceryEvent)event).enabled() || !isLoggable(record))
 			return;
 		Formatter formatter = getFormatter();
 		String msg;
 		try {
 			msg = (formatter != null ? formatter : PLAIN).formatMessage(record);
 		} catch (RuntimeException e) {
+			lost.increment();
 			reportError("tracery: a record's message could not be formatted", e, ErrorManager.FORMAT_FAILURE);
 			return;
 		}
@@ -92,11 +127,16 @@ public class TraceryLogHandler extends Handler {
 		Thread current = Thread.currentThread();
 		String threadName = current.getId() == threadId ? current.getName() : "";
 		Instant instant = record.getInstant();
-		((TraceryEvent)event)
-			.emit(record.getLoggerName() == null ? "" : record.getLoggerName(), record.getLevel().intValue(),
+		try {
+			((TraceryEvent)event)
+				.emit(record.getLoggerName() == null ? "" : record.getLoggerName(), record.getLevel().intValue(),
 			      record.getLevel().getName(), msg, orEmpty(record.getSourceClassName()),
 			      orEmpty(record.getSourceMethodName()), threadId, threadName,
 			      instant.getEpochSecond() * 1_000_000_000L + instant.getNano());
+		} catch (IllegalArgumentException e) {
+			lost.increment();
+			reportError("tracery: a record was not recorded", e, ErrorManager.WRITE_FAILURE);
+		}
 	}
 
 	private static String orEmpty(String s) {
