@@ -1,9 +1,10 @@
 // libtracery-java.so: the native methods of org.tracery.Native (tracery.jar) over the run-time event API
-// (tracery/runtime_event.h). Java strings become UTF-8 here, copied in bounded chunks (GetStringRegion), with no
-// global reference held and every local reference released before the next is made.
+// (tracery/runtime_event.h). The names of a definition become UTF-8 here, copied in bounded chunks
+// (GetStringRegion); an emitted event's strings arrive as UTF-8 already (TraceryEvent writes them into one byte
+// array), pinned only while tracery_event_emit copies them. No global reference is held, and every local
+// reference is released before the next is made.
 #include <jni.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <tracery/runtime_event.h>
@@ -21,9 +22,6 @@ constexpr jint nr_kinds = sizeof kind_types / sizeof kind_types[0];
 
 // Java UTF-16 code units copied per GetStringRegion call.
 constexpr jsize chars_per_chunk = 256;
-// Strings of one event up to this many UTF-8 bytes are converted on the stack, longer ones in a heap buffer of
-// at most TRACERY_EVENT_MAX_PAYLOAD bytes (more would be refused by tracery_event_emit anyway).
-constexpr size_t stack_string_bytes = 2048;
 
 void throw_java(JNIEnv *env, const char *class_name, const char *message)
 {
@@ -40,21 +38,18 @@ public:
 	Utf8Buffer(char *bytes, size_t capacity) : bytes_(bytes), capacity_(capacity) {}
 
 	size_t size() const { return size_; }
-	const char *data() const { return bytes_; }
 	bool full() const { return full_; }
 
-	// Appends s's text: surrogate pairs become one 4-byte character, lone surrogates U+FFFD. False if a JNI
-	// call failed (an exception is pending) or the buffer is full.
-	bool append(JNIEnv *env, jstring s)
+	// Appends the text of s, whose length (GetStringLength) is length: surrogate pairs become one 4-byte
+	// character, lone surrogates U+FFFD. False if the buffer is full. The regions copied lie within the
+	// string, whose length never changes, so GetStringRegion raises nothing.
+	bool append(JNIEnv *env, jstring s, jsize length)
 	{
-		jsize length = env->GetStringLength(s);
 		jchar chunk[chars_per_chunk];
 		uint32_t high = 0; // a high surrogate waiting for its low one
 		for (jsize at = 0; at < length; at += chars_per_chunk) {
 			jsize n = length - at < chars_per_chunk ? length - at : chars_per_chunk;
 			env->GetStringRegion(s, at, n, chunk);
-			if (env->ExceptionCheck())
-				return false;
 			for (jsize i = 0; i < n; i++) {
 				uint32_t c = chunk[i];
 				if (high != 0) {
@@ -130,8 +125,7 @@ bool name_utf8(JNIEnv *env, jstring s, char *out, size_t capacity)
 		return false;
 	}
 	Utf8Buffer buffer(out, capacity - 3);
-	if (!buffer.append(env, s) && env->ExceptionCheck())
-		return false;
+	buffer.append(env, s, env->GetStringLength(s));
 	size_t size = buffer.size();
 	if (buffer.full())
 		out[size++] = '?';
@@ -191,87 +185,56 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_tracery_Native_enabledByte(JNIEnv 
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_tracery_Native_emit(JNIEnv *env, jclass, jlong handle, jlongArray numbers,
-                                                               jobjectArray strings, jint count)
+                                                               jbyteArray text, jint text_length, jint count)
 {
 	struct tracery_runtime_event *event = event_of(handle);
 	const struct tracery_event_desc *desc = &event->desc;
-	if (count < 0 || static_cast<uint32_t>(count) != desc->nr_fields) {
-		throw_java(env, "java/lang/IllegalArgumentException", "tracery: value count differs from the fields'");
+	if (count < 0 || static_cast<uint32_t>(count) != desc->nr_fields || text_length < 0 ||
+	    text_length > env->GetArrayLength(text)) {
+		throw_java(env, "java/lang/IllegalArgumentException", "tracery: values that do not match the event");
 		return;
 	}
-	jlong scalars[TRACERY_EVENT_MAX_FIELDS];
-	env->GetLongArrayRegion(numbers, 0, count, scalars);
-	if (env->ExceptionCheck())
-		return;
-
-	// The strings' UTF-8 goes into one buffer: the worst case is 3 bytes per UTF-16 unit, and no more than
-	// one record may hold.
-	size_t worst = 0;
-	for (jint i = 0; i < count; i++) {
-		if (desc->fields[i].type != TRACERY_TYPE_STRING)
-			continue;
-		auto s = static_cast<jstring>(env->GetObjectArrayElement(strings, i));
-		if (env->ExceptionCheck())
-			return;
-		if (s != nullptr) {
-			worst += 3 * static_cast<size_t>(env->GetStringLength(s));
-			env->DeleteLocalRef(s);
-		}
-	}
-	size_t capacity = worst < TRACERY_EVENT_MAX_PAYLOAD ? worst : TRACERY_EVENT_MAX_PAYLOAD;
-	char stack_bytes[stack_string_bytes];
-	char *bytes = stack_bytes;
-	if (capacity > sizeof stack_bytes) {
-		bytes = static_cast<char *>(malloc(capacity));
-		if (bytes == nullptr) {
-			throw_java(env, "java/lang/OutOfMemoryError", "tracery: no memory for an event's strings");
-			return;
-		}
-	}
-	Utf8Buffer utf8(bytes, capacity);
+	// numbers is org.tracery.TraceryEvent's array of TRACERY_EVENT_MAX_FIELDS elements: the region lies within.
+	jlong numbers_copy[TRACERY_EVENT_MAX_FIELDS];
+	env->GetLongArrayRegion(numbers, 0, count, numbers_copy);
 	struct tracery_value values[TRACERY_EVENT_MAX_FIELDS];
-	bool ok = true;
-	for (jint i = 0; i < count && ok; i++) {
+	for (jint i = 0; i < count; i++) {
 		struct tracery_value &value = values[i];
+		uint64_t number = static_cast<uint64_t>(numbers_copy[i]);
 		value.len = 0;
 		switch (desc->fields[i].type) {
 		case TRACERY_TYPE_DOUBLE:
-			memcpy(&value.v.f64, &scalars[i], sizeof value.v.f64);
+			memcpy(&value.v.f64, &number, sizeof value.v.f64);
 			break;
 		case TRACERY_TYPE_BOOL:
-			value.v.u64 = scalars[i] != 0;
+			value.v.u64 = number != 0;
 			break;
 		case TRACERY_TYPE_STRING: {
-			auto s = static_cast<jstring>(env->GetObjectArrayElement(strings, i));
-			if (env->ExceptionCheck()) {
-				ok = false;
-				break;
+			uint64_t offset = number >> 32, length = number & 0xFFFFFFFF;
+			if (offset + length > static_cast<uint64_t>(text_length)) {
+				throw_java(env, "java/lang/IllegalArgumentException",
+				           "tracery: a string outside its text");
+				return;
 			}
-			size_t start = utf8.size();
-			if (s != nullptr) {
-				ok = utf8.append(env, s);
-				env->DeleteLocalRef(s);
-			}
-			// Offsets for now: the buffer does not move, but pointers are set once it is complete.
-			value.v.u64 = start;
-			value.len = static_cast<uint32_t>(utf8.size() - start);
+			value.v.u64 = offset; // made a pointer once the text is pinned
+			value.len = static_cast<uint32_t>(length);
 			break;
 		}
 		default:
-			value.v.i64 = scalars[i];
+			value.v.i64 = static_cast<int64_t>(number);
 			break;
 		}
 	}
-	if (ok) {
-		for (jint i = 0; i < count; i++)
-			if (desc->fields[i].type == TRACERY_TYPE_STRING)
-				values[i].v.ptr = utf8.data() + values[i].v.u64;
-		if (tracery_event_emit(event, values, static_cast<uint32_t>(count)) != 0)
-			throw_java(env, "java/lang/IllegalArgumentException", tracery_last_error());
-	} else if (utf8.full() && !env->ExceptionCheck()) {
-		throw_java(env, "java/lang/IllegalArgumentException",
-		           "tracery: the event's strings take more than 65536 bytes of UTF-8");
-	}
-	if (bytes != stack_bytes)
-		free(bytes);
+	// The text is pinned for tracery_event_emit alone, which copies at most TRACERY_EVENT_MAX_PAYLOAD bytes
+	// and never blocks: a short critical region.
+	auto *bytes = static_cast<const char *>(env->GetPrimitiveArrayCritical(text, nullptr));
+	if (bytes == nullptr)
+		return; // OutOfMemoryError pending
+	for (jint i = 0; i < count; i++)
+		if (desc->fields[i].type == TRACERY_TYPE_STRING)
+			values[i].v.ptr = bytes + values[i].v.u64;
+	int result = tracery_event_emit(event, values, static_cast<uint32_t>(count));
+	env->ReleasePrimitiveArrayCritical(text, const_cast<char *>(bytes), JNI_ABORT);
+	if (result != 0)
+		throw_java(env, "java/lang/IllegalArgumentException", tracery_last_error());
 }

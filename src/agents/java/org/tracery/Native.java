@@ -74,8 +74,9 @@ final class Native {
 	static native ByteBuffer enabledByte(long handle);
 
 	/**
-	 * Records the event: numbers[i] holds field i's integer, boolean (0 or 1) or double (its raw bits), strings[i]
-	 * its string; count is the event's field count.
+	 * Records the event: numbers[i] holds field i's integer, boolean (0 or 1), double (its raw bits) or string
+	 * (offset in text, high 32 bits, and length, low 32 bits, of its UTF-8); textLength bytes of text are used;
+	 * count is the event's field count. IllegalArgumentException with libtracery's reason if it refuses them.
 	 */
-	static native void emit(long handle, long[] numbers, String[] strings, int count);
+	static native void emit(long handle, long[] numbers, byte[] text, int textLength, int count);
 }

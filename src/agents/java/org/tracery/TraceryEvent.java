@@ -27,10 +27,53 @@ public final class TraceryEvent {
 	/** One byte, libtracery's enabled byte of this event, read in place. */
 	private final ByteBuffer enabledByte;
 
-	/** Each thread's values of the event it emits, in field order, handed to the JNI library. */
+	/**
+	 * Each thread's values of the event it emits, handed to the JNI library: numbers[i] is field i's integer,
+	 * boolean (0 or 1), double (its raw bits) or, for a string, its UTF-8's offset in text (high 32 bits) and
+	 * length (low 32 bits).
+	 */
 	private static final class Values {
+		/** The most UTF-8 bytes the strings of one event may take (TRACERY_EVENT_MAX_PAYLOAD). */
+		static final int MAX_TEXT = 65536;
+
 		final long[] numbers = new long[Native.MAX_FIELDS];
-		final String[] strings = new String[Native.MAX_FIELDS];
+		byte[] text = new byte[256];
+
+		/**
+		 * Writes s's UTF-8 at text[at] (a surrogate pair as one 4-byte character, a lone surrogate as U+FFFD);
+		 * returns where it ends, or -1 if the event's strings would take more than MAX_TEXT bytes.
+		 */
+		int append(String s, int at) {
+			int n = s.length();
+			long needed = at + 3L * n + 4;
+			if (needed > text.length && text.length < MAX_TEXT + 4)
+				text = Arrays.copyOf(text, (int)Math.min(Math.max(needed, 2L * text.length), MAX_TEXT + 4));
+			byte[] out = text;
+			int limit = Math.min(out.length, MAX_TEXT + 4) - 4;
+			for (int i = 0; i < n; i++) {
+				if (at > limit)
+					return -1;
+				char c = s.charAt(i);
+				if (c < 0x80) {
+					out[at++] = (byte)c;
+				} else if (c < 0x800) {
+					out[at++] = (byte)(0xC0 | (c >> 6));
+					out[at++] = (byte)(0x80 | (c & 0x3F));
+				} else if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
+					int code = Character.toCodePoint(c, s.charAt(++i));
+					out[at++] = (byte)(0xF0 | (code >> 18));
+					out[at++] = (byte)(0x80 | ((code >> 12) & 0x3F));
+					out[at++] = (byte)(0x80 | ((code >> 6) & 0x3F));
+					out[at++] = (byte)(0x80 | (code & 0x3F));
+				} else {
+					int code = Character.isSurrogate(c) ? 0xFFFD : c;
+					out[at++] = (byte)(0xE0 | (code >> 12));
+					out[at++] = (byte)(0x80 | ((code >> 6) & 0x3F));
+					out[at++] = (byte)(0x80 | (code & 0x3F));
+				}
+			}
+			return at > MAX_TEXT ? -1 : at;
+		}
 	}
 
 	private static final ThreadLocal<Values> VALUES = ThreadLocal.withInitial(Values::new);
@@ -87,7 +130,9 @@ public final class TraceryEvent {
 		if (values.length != fields.length)
 			throw new IllegalArgumentException(
 				"event " + name + " has " + fields.length + " fields, emit got " + values.length + " values");
+		boolean on = enabled();
 		Values v = VALUES.get();
+		int textLength = 0;
 		for (int i = 0; i < fields.length; i++) {
 			Object value = values[i];
 			switch (fields[i].kind) {
@@ -108,13 +153,19 @@ public final class TraceryEvent {
 				v.numbers[i] = (Boolean)value ? 1 : 0;
 				break;
 			case STRING:
-				v.strings[i] = String.valueOf(value);
+				if (on) {
+					int end = v.append(String.valueOf(value), textLength);
+					if (end < 0)
+						throw new IllegalArgumentException(
+							"event " + name + ": its strings take more than " + Values.MAX_TEXT + " bytes of UTF-8");
+					v.numbers[i] = (long)textLength << 32 | (end - textLength);
+					textLength = end;
+				}
 				break;
 			}
 		}
-		if (enabled())
-			Native.emit(handle, v.numbers, v.strings, fields.length);
-		Arrays.fill(v.strings, 0, fields.length, null);
+		if (on)
+			Native.emit(handle, v.numbers, v.text, textLength, fields.length);
 	}
 
 	private long integer(int i, Object value) {
