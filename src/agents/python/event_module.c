@@ -23,7 +23,7 @@
 #include <tracery/runtime_event.h>
 
 /* The largest number of fields an event may have (the runtime's limit). */
-#define EVENT_MAX_FIELDS TRACERY_RUNTIME_MAX_FIELDS
+#define EVENT_MAX_FIELDS TRACERY_EVENT_MAX_FIELDS
 
 /* ---- Field types ---- */
 
@@ -63,25 +63,9 @@ static FieldTypeObject explicit_types[] = {
 
 /* ---- Events ---- */
 
-/* What a field holds while an event is emitted: its value in the width the record reads. */
-union field_value {
-	uint8_t u8;
-	uint16_t u16;
-	uint32_t u32;
-	uint64_t u64;
-	int8_t s8;
-	int16_t s16;
-	int32_t s32;
-	int64_t s64;
-	float f32;
-	double f64;
-	uint8_t boolean;
-};
-
 typedef struct {
 	PyObject_HEAD;
 	struct tracery_runtime_event *handle; /* lives until the process exits */
-	const volatile uint8_t *enabled;      /* the descriptor's enabled byte */
 	PyObject *name;                       /* "provider:name" */
 	PyObject *field_names;                /* tuple of interned str, in field order */
 	PyObject *enum_classes;               /* tuple: the Enum class of each ENUM field, else None */
@@ -180,18 +164,11 @@ static struct tracery_enum_entry *enum_entries_of(PyObject *cls, PyObject *field
 	return entries;
 }
 
-/* Raises the error tracery_event_define gave (errno) for the event `name`. */
+/* Raises the error of a failed tracery_event_define (errno `error`) for the event `name`. */
 static void raise_define_error(PyObject *name, int error)
 {
-	if (error == EEXIST)
-		PyErr_Format(PyExc_ValueError, "event %R is already defined with other fields", name);
-	else if (error == EINVAL)
-		PyErr_Format(PyExc_ValueError,
-		             "event %R: not a valid event (names are PROVIDER:NAME of letters, digits, '_' "
-		             "and '.'; at most %d fields with distinct names)",
-		             name, EVENT_MAX_FIELDS);
-	else
-		PyErr_Format(PyExc_OSError, "event %R could not be defined: %s", name, strerror(error));
+	PyObject *type = error == ENOMEM ? PyExc_MemoryError : error == ENOSPC ? PyExc_OSError : PyExc_ValueError;
+	PyErr_Format(type, "event %R: %s", name, tracery_last_error());
 }
 
 static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -219,7 +196,7 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 	self->field_names = PyTuple_New(nr_fields);
 	self->enum_classes = PyTuple_New(nr_fields);
 	PyObject *keep = PyList_New(0); /* the strings the descriptors point to, until define returns */
-	struct tracery_runtime_field fields[EVENT_MAX_FIELDS];
+	struct tracery_event_field fields[EVENT_MAX_FIELDS];
 	struct tracery_enum_entry *entries[EVENT_MAX_FIELDS] = {0};
 	Py_ssize_t defined = 0;
 	int ok = self->field_names && self->enum_classes && keep;
@@ -246,15 +223,10 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		if (self->types[i] == TRACERY_TYPE_ENUM) {
 			uint32_t count = 0;
 			entries[i] = enum_entries_of(spec, key, keep, &count);
-			PyObject *enum_name = PyObject_GetAttrString(spec, "__qualname__");
-			const char *enum_name_utf8 = enum_name ? PyUnicode_AsUTF8(enum_name) : NULL;
-			if (!entries[i] || !enum_name_utf8 || PyList_Append(keep, enum_name) < 0) {
-				Py_XDECREF(enum_name);
+			if (!entries[i]) {
 				ok = 0;
 				break;
 			}
-			Py_DECREF(enum_name);
-			fields[i].enum_name = enum_name_utf8;
 			fields[i].enum_entries = entries[i];
 			fields[i].nr_enum_entries = count;
 			enum_class = spec;
@@ -272,7 +244,6 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 			raise_define_error(name, errno);
 			ok = 0;
 		} else {
-			self->enabled = tracery_event_enabled_byte(self->handle);
 			Py_INCREF(name);
 			self->name = name;
 		}
@@ -300,7 +271,7 @@ static void event_dealloc(PyObject *self)
 /* Whether the event is enabled now: one relaxed load. */
 static inline int event_enabled(const EventObject *ev)
 {
-	return __builtin_expect(__atomic_load_n(ev->enabled, __ATOMIC_RELAXED), 0);
+	return tracery_event_enabled(ev->handle);
 }
 
 static PyObject *event_get_enabled(PyObject *self, void *closure)
@@ -315,98 +286,43 @@ static PyObject *event_repr(PyObject *self)
 	return PyUnicode_FromFormat("<tracery.Event %R fields=%R>", ev->name, ev->field_names);
 }
 
-/* An integer argument within [min, max] (signed) or [0, umax] (unsigned). */
-static int signed_value(PyObject *value, long long min, long long max, long long *out, EventObject *ev, uint32_t i)
+/* An integer value for a field of integer type `type`, within its bounds. */
+static int integer_value(PyObject *value, uint8_t type, struct tracery_value *out, EventObject *ev, uint32_t i)
 {
+	PyObject *field = PyTuple_GET_ITEM(ev->field_names, i);
 	if (!PyLong_Check(value)) {
-		PyErr_Format(PyExc_TypeError, "%U: field %R takes an int, not %.100s", ev->name,
-		             PyTuple_GET_ITEM(ev->field_names, i), Py_TYPE(value)->tp_name);
+		PyErr_Format(PyExc_TypeError, "%U: field %R takes an int, not %.100s", ev->name, field,
+		             Py_TYPE(value)->tp_name);
 		return -1;
 	}
+	if (type <= TRACERY_TYPE_U64) {
+		static const unsigned long long max[] = {UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX};
+		unsigned long long u = PyLong_AsUnsignedLongLong(value);
+		int overflow = u == (unsigned long long)-1 && PyErr_Occurred();
+		if (overflow && !PyErr_ExceptionMatches(PyExc_OverflowError))
+			return -1;
+		if (overflow || u > max[type - TRACERY_TYPE_U8]) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_OverflowError, "%U: %R does not fit field %R (0 to %llu)", ev->name, value,
+			             field, max[type - TRACERY_TYPE_U8]);
+			return -1;
+		}
+		out->v.u64 = u;
+		return 0;
+	}
+	static const long long min[] = {INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN};
+	static const long long max[] = {INT8_MAX, INT16_MAX, INT32_MAX, INT64_MAX};
 	int overflow = 0;
 	long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
 	if (v == -1 && PyErr_Occurred())
 		return -1;
-	if (overflow || v < min || v > max) {
-		PyErr_Format(PyExc_OverflowError, "%U: %R does not fit field %R (%lld to %lld)", ev->name, value,
-		             PyTuple_GET_ITEM(ev->field_names, i), min, max);
+	if (overflow || v < min[type - TRACERY_TYPE_S8] || v > max[type - TRACERY_TYPE_S8]) {
+		PyErr_Format(PyExc_OverflowError, "%U: %R does not fit field %R (%lld to %lld)", ev->name, value, field,
+		             min[type - TRACERY_TYPE_S8], max[type - TRACERY_TYPE_S8]);
 		return -1;
 	}
-	*out = v;
+	out->v.i64 = v;
 	return 0;
-}
-
-static int unsigned_value(PyObject *value, unsigned long long max, unsigned long long *out, EventObject *ev,
-                          uint32_t i)
-{
-	if (!PyLong_Check(value)) {
-		PyErr_Format(PyExc_TypeError, "%U: field %R takes an int, not %.100s", ev->name,
-		             PyTuple_GET_ITEM(ev->field_names, i), Py_TYPE(value)->tp_name);
-		return -1;
-	}
-	unsigned long long v = PyLong_AsUnsignedLongLong(value);
-	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-			return -1;
-		PyErr_Clear();
-		v = max + 1ULL; /* reported below; max + 1 wraps only for u64, where any overflow is out of range */
-		if (max == UINT64_MAX)
-			goto out_of_range;
-	}
-	if (v > max)
-		goto out_of_range;
-	*out = v;
-	return 0;
-out_of_range:
-	PyErr_Format(PyExc_OverflowError, "%U: %R does not fit field %R (0 to %llu)", ev->name, value,
-	             PyTuple_GET_ITEM(ev->field_names, i), max);
-	return -1;
-}
-
-/* The bounds of each integer type, by enum tracery_field_type. */
-static const long long signed_min[] = {[TRACERY_TYPE_S8] = INT8_MIN, [TRACERY_TYPE_S16] = INT16_MIN,
-                                       [TRACERY_TYPE_S32] = INT32_MIN, [TRACERY_TYPE_S64] = INT64_MIN};
-static const long long signed_max[] = {[TRACERY_TYPE_S8] = INT8_MAX, [TRACERY_TYPE_S16] = INT16_MAX,
-                                       [TRACERY_TYPE_S32] = INT32_MAX, [TRACERY_TYPE_S64] = INT64_MAX};
-static const unsigned long long unsigned_max[] = {[TRACERY_TYPE_U8] = UINT8_MAX, [TRACERY_TYPE_U16] = UINT16_MAX,
-                                                  [TRACERY_TYPE_U32] = UINT32_MAX,
-                                                  [TRACERY_TYPE_U64] = UINT64_MAX};
-
-/* Stores an integer of type `type` into *slot and points arg at it. */
-static int integer_arg(PyObject *value, uint8_t type, union field_value *slot, struct tracery_arg *arg,
-                       EventObject *ev, uint32_t i)
-{
-	long long s;
-	unsigned long long u;
-	switch (type) {
-	case TRACERY_TYPE_U8:
-	case TRACERY_TYPE_U16:
-	case TRACERY_TYPE_U32:
-	case TRACERY_TYPE_U64:
-		if (unsigned_value(value, unsigned_max[type], &u, ev, i) < 0)
-			return -1;
-		if (type == TRACERY_TYPE_U8)
-			slot->u8 = (uint8_t)u, arg->ptr = &slot->u8;
-		else if (type == TRACERY_TYPE_U16)
-			slot->u16 = (uint16_t)u, arg->ptr = &slot->u16;
-		else if (type == TRACERY_TYPE_U32)
-			slot->u32 = (uint32_t)u, arg->ptr = &slot->u32;
-		else
-			slot->u64 = u, arg->ptr = &slot->u64;
-		return 0;
-	default:
-		if (signed_value(value, signed_min[type], signed_max[type], &s, ev, i) < 0)
-			return -1;
-		if (type == TRACERY_TYPE_S8)
-			slot->s8 = (int8_t)s, arg->ptr = &slot->s8;
-		else if (type == TRACERY_TYPE_S16)
-			slot->s16 = (int16_t)s, arg->ptr = &slot->s16;
-		else if (type == TRACERY_TYPE_S32)
-			slot->s32 = (int32_t)s, arg->ptr = &slot->s32;
-		else
-			slot->s64 = s, arg->ptr = &slot->s64;
-		return 0;
-	}
 }
 
 /* The buffers an emit holds while it records (blob fields). */
@@ -415,39 +331,27 @@ struct held_buffers {
 	uint32_t count;
 };
 
-/* Fills args[i] from `value` for field i (NULL: the field was not given, its zero value). */
-static int field_arg(EventObject *ev, uint32_t i, PyObject *value, union field_value *slot,
-                     struct tracery_arg *arg, struct held_buffers *held)
+/* The value of field i from `value` (NULL: the field was not given, its zero value). */
+static int field_value(EventObject *ev, uint32_t i, PyObject *value, struct tracery_value *out,
+                       struct held_buffers *held)
 {
 	uint8_t type = ev->types[i];
-	arg->len = 0;
-	if (!value) {
-		slot->u64 = 0;
-		arg->ptr = slot;
-		if (type == TRACERY_TYPE_STRING || type == TRACERY_TYPE_BLOB)
-			arg->ptr = "";
-		return 0;
-	}
+	out->v.u64 = 0;
+	out->len = 0;
+	if (!value)
+		return 0; /* 0, 0.0, false; a NULL string records "", a NULL blob of length 0 nothing */
 	switch (type) {
 	case TRACERY_TYPE_BOOL: {
 		int truth = PyObject_IsTrue(value);
 		if (truth < 0)
 			return -1;
-		slot->boolean = (uint8_t)truth;
-		arg->ptr = &slot->boolean;
+		out->v.u64 = (uint64_t)truth;
 		return 0;
 	}
 	case TRACERY_TYPE_FLOAT:
-	case TRACERY_TYPE_DOUBLE: {
-		double d = PyFloat_AsDouble(value);
-		if (d == -1.0 && PyErr_Occurred())
-			return -1;
-		if (type == TRACERY_TYPE_FLOAT)
-			slot->f32 = (float)d, arg->ptr = &slot->f32;
-		else
-			slot->f64 = d, arg->ptr = &slot->f64;
-		return 0;
-	}
+	case TRACERY_TYPE_DOUBLE:
+		out->v.f64 = PyFloat_AsDouble(value);
+		return out->v.f64 == -1.0 && PyErr_Occurred() ? -1 : 0;
 	case TRACERY_TYPE_STRING: {
 		if (!PyUnicode_Check(value)) {
 			PyErr_Format(PyExc_TypeError, "%U: field %R takes a str, not %.100s", ev->name,
@@ -455,20 +359,12 @@ static int field_arg(EventObject *ev, uint32_t i, PyObject *value, union field_v
 			return -1;
 		}
 		Py_ssize_t size;
-		const char *utf8 = PyUnicode_AsUTF8AndSize(value, &size);
+		const char *utf8 = PyUnicode_AsUTF8AndSize(value, &size); /* cached in the str: no copy */
 		if (!utf8)
 			return -1;
-		/* A NUL in the str ends the recorded string (the record is NUL-terminated). */
-		const char *nul = memchr(utf8, '\0', (size_t)size);
-		if (nul)
-			size = nul - utf8;
-		if ((size_t)size > UINT32_MAX) {
-			PyErr_Format(PyExc_ValueError, "%U: field %R: a string of %zd bytes, at most 4 GiB", ev->name,
-			             PyTuple_GET_ITEM(ev->field_names, i), size);
-			return -1;
-		}
-		arg->ptr = utf8;
-		arg->len = (uint32_t)size;
+		/* Longer than a record can hold: the runtime refuses it (EMSGSIZE) with the field's name. */
+		out->v.ptr = utf8;
+		out->len = (size_t)size < TRACERY_VALUE_NUL_TERMINATED ? (uint32_t)size : TRACERY_VALUE_NUL_TERMINATED - 1;
 		return 0;
 	}
 	case TRACERY_TYPE_BLOB: {
@@ -476,29 +372,24 @@ static int field_arg(EventObject *ev, uint32_t i, PyObject *value, union field_v
 		if (PyObject_GetBuffer(value, view, PyBUF_SIMPLE) < 0)
 			return -1;
 		held->count++;
-		if ((size_t)view->len > UINT32_MAX) {
-			PyErr_Format(PyExc_ValueError, "%U: field %R: %zd bytes, at most 4 GiB", ev->name,
-			             PyTuple_GET_ITEM(ev->field_names, i), view->len);
-			return -1;
-		}
-		arg->ptr = view->buf;
-		arg->len = (uint32_t)view->len;
+		out->v.ptr = view->buf;
+		out->len = (size_t)view->len < TRACERY_VALUE_NUL_TERMINATED ? (uint32_t)view->len
+		                                                            : TRACERY_VALUE_NUL_TERMINATED - 1;
 		return 0;
 	}
 	case TRACERY_TYPE_ENUM: {
 		PyObject *enum_class = PyTuple_GET_ITEM(ev->enum_classes, i);
-		if (PyObject_TypeCheck(value, (PyTypeObject *)enum_class)) {
-			PyObject *number = PyObject_GetAttr(value, value_attr);
-			if (!number)
-				return -1;
-			int rc = integer_arg(number, ev->elem_types[i], slot, arg, ev, i);
-			Py_DECREF(number);
-			return rc;
-		}
-		return integer_arg(value, ev->elem_types[i], slot, arg, ev, i);
+		if (!PyObject_TypeCheck(value, (PyTypeObject *)enum_class))
+			return integer_value(value, ev->elem_types[i], out, ev, i);
+		PyObject *number = PyObject_GetAttr(value, value_attr);
+		if (!number)
+			return -1;
+		int rc = integer_value(number, ev->elem_types[i], out, ev, i);
+		Py_DECREF(number);
+		return rc;
 	}
 	default:
-		return integer_arg(value, type, slot, arg, ev, i);
+		return integer_value(value, type, out, ev, i);
 	}
 }
 
@@ -530,32 +421,32 @@ static PyObject *event_emit(PyObject *self, PyObject *const *args, size_t nargsf
 		             ev->nr_fields, nargs);
 		return NULL;
 	}
-	PyObject *values[EVENT_MAX_FIELDS] = {0};
+	PyObject *given[EVENT_MAX_FIELDS] = {0};
 	for (Py_ssize_t i = 0; i < nargs; i++)
-		values[i] = args[i];
+		given[i] = args[i];
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
 	for (Py_ssize_t k = 0; k < nkw; k++) {
 		Py_ssize_t i = field_index(ev, PyTuple_GET_ITEM(kwnames, k));
 		if (i < 0)
 			return NULL;
-		if (values[i]) {
+		if (given[i]) {
 			PyErr_Format(PyExc_TypeError, "%U.emit() got two values for field %R", ev->name,
 			             PyTuple_GET_ITEM(ev->field_names, i));
 			return NULL;
 		}
-		values[i] = args[nargs + k];
+		given[i] = args[nargs + k];
 	}
-	union field_value slots[EVENT_MAX_FIELDS];
-	struct tracery_arg fargs[EVENT_MAX_FIELDS];
+	struct tracery_value values[EVENT_MAX_FIELDS];
 	struct held_buffers held;
 	held.count = 0;
 	PyObject *result = NULL;
 	for (uint32_t i = 0; i < ev->nr_fields; i++)
-		if (field_arg(ev, i, values[i], &slots[i], &fargs[i], &held) < 0)
+		if (field_value(ev, i, given[i], &values[i], &held) < 0)
 			goto out;
-	int rc = tracery_event_emit(ev->handle, fargs, ev->nr_fields);
+	int rc = tracery_event_emit(ev->handle, values, ev->nr_fields);
 	if (rc < 0) {
-		PyErr_Format(PyExc_OSError, "%U.emit(): %s", ev->name, strerror(-rc));
+		PyErr_Format(rc == -ERANGE ? PyExc_OverflowError : PyExc_ValueError, "%U.emit(): %s", ev->name,
+		             tracery_last_error());
 		goto out;
 	}
 	result = Py_None;

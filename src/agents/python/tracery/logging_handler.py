@@ -25,16 +25,25 @@ LOGGING_FIELDS = {
 # logger field still names them): the process's events are never freed, so their number is bounded.
 MAX_LOGGER_EVENTS = 1000
 OTHER_LOGGERS = "_other_loggers"
-# Characters of a logger's name that an event name cannot hold become '_'.
-_NOT_IN_EVENT_NAMES = re.compile(r"[^A-Za-z0-9_.]")
+# Characters of a logger's name that an event name cannot hold become '_'; the name is cut to the longest an
+# event name may be.
+_NOT_IN_EVENT_NAMES = re.compile(r"[^A-Za-z0-9_.$-]")
+_MAX_NAME = 200
+# A message longer than this many characters is cut, ending with how many were cut (so that the event fits the
+# 64 KiB a record's fields may take, whatever the characters).
+MAX_MESSAGE = 8000
 
 _events = {}  # logger name -> Event, shared by every handler (an event is the process's)
 
 
 def logger_event_name(logger_name):
     """The event that records the records of logger_name: 'python:' + the name, its characters other than
-    letters, digits, '_' and '.' replaced by '_'."""
-    return f"{PROVIDER}:{_NOT_IN_EVENT_NAMES.sub('_', logger_name) or '_'}"
+    letters, digits and '_.$-' replaced by '_', with '_' before a first character that is not a letter or '_',
+    cut to 200 characters."""
+    name = _NOT_IN_EVENT_NAMES.sub("_", logger_name)
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        name = "_" + name
+    return f"{PROVIDER}:{name[:_MAX_NAME]}"
 
 
 def _event_of(logger_name):
@@ -70,7 +79,10 @@ class LoggingHandler(logging.Handler):
 
     def _record(self, ev, record):
         try:
-            ev.emit(record.name, record.levelno, record.levelname, self.format(record), record.module or "",
+            msg = self.format(record)
+            if len(msg) > MAX_MESSAGE:
+                msg = f"{msg[:MAX_MESSAGE]}... [{len(msg) - MAX_MESSAGE} characters cut]"
+            ev.emit(record.name, record.levelno, record.levelname, msg, record.module or "",
                     record.funcName or "", record.pathname or "", record.lineno or 0, record.thread or 0,
                     record.threadName or "", record.process or 0)
         except Exception:
