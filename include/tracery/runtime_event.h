@@ -7,7 +7,8 @@
  * emitted with an array of values, one per field:
  *
  *     static const struct tracery_event_field fields[] = {
- *         {"id", TRACERY_TYPE_U64}, {"path", TRACERY_TYPE_STRING},
+ *         {.name = "id", .type = TRACERY_TYPE_U64},
+ *         {.name = "path", .type = TRACERY_TYPE_STRING},
  *     };
  *     struct tracery_runtime_event *ev = tracery_event_define("app", "request", fields, 2);
  *     if (!ev)
@@ -41,14 +42,14 @@ extern "C" {
 
 /* ---- Limits ---- */
 
-#define TRACERY_EVENT_MAX_FIELDS 16          /* fields per event, as the macros */
-#define TRACERY_EVENT_MAX_PROVIDER 64        /* bytes of a provider name */
-#define TRACERY_EVENT_MAX_NAME 200           /* bytes of an event name */
-#define TRACERY_EVENT_MAX_FIELD_NAME 64      /* bytes of a field name */
-#define TRACERY_EVENT_MAX_ENUM_ENTRIES 1024  /* labels of one enumeration */
-#define TRACERY_EVENT_MAX_ENUM_LABEL 255     /* bytes of one label */
-#define TRACERY_EVENT_MAX_PAYLOAD 65536      /* bytes of one record's fields */
-#define TRACERY_EVENT_MAX_DEFINED 65536      /* events defined per process */
+#define TRACERY_EVENT_MAX_FIELDS 16         /* fields per event, as the macros */
+#define TRACERY_EVENT_MAX_PROVIDER 64       /* bytes of a provider name */
+#define TRACERY_EVENT_MAX_NAME 200          /* bytes of an event name */
+#define TRACERY_EVENT_MAX_FIELD_NAME 64     /* bytes of a field name */
+#define TRACERY_EVENT_MAX_ENUM_ENTRIES 1024 /* labels of one enumeration */
+#define TRACERY_EVENT_MAX_ENUM_LABEL 255    /* bytes of one label */
+#define TRACERY_EVENT_MAX_PAYLOAD 65536     /* bytes of one record's fields */
+#define TRACERY_EVENT_MAX_DEFINED 65536     /* events defined per process */
 
 /* ---- Defining ---- */
 
