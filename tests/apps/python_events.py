@@ -5,7 +5,8 @@ pid, threads, the lines of its logging calls) it prints on stdout as `NAME VALUE
 
   typed     50 myapp:request events, then 20 records of logger myapp.db (levels 10 to 50 in turn) and 5 of
             logger other.
-  late      prints "ready PID", waits for a line on stdin, then defines myapp:late and emits 10.
+  late      prints "ready PID", waits for a line on stdin, then defines myapp:late, emits 10, prints "done"
+            and waits for another line before it exits.
   threads   4 threads, each 300 myapp:tick events and 300 records of logger myapp.worker; then a fork child
             emits 100 myapp:tick events of its own (thread 99).
   errors    defines and emits wrong things, printing `error TYPE MESSAGE` for each refusal (run traced).
@@ -84,6 +85,7 @@ def late(tracery):
     for i in range(10):
         ev.emit(n=i, word=f"w{i}")
     print("done", flush=True)
+    sys.stdin.readline()
 
 
 def threads(tracery):
@@ -92,9 +94,10 @@ def threads(tracery):
     worker_log = logging.getLogger("myapp.worker")
     worker_log.setLevel(logging.INFO)
     start = threading.Barrier(THREADS)
+    seen = {}
 
     def work(k):
-        print("thread", k, threading.get_ident(), threading.current_thread().name, flush=True)
+        seen[k] = (threading.get_ident(), threading.current_thread().name)
         start.wait()
         for j in range(TICKS):
             tick.emit(thread=k, seq=j)
@@ -105,6 +108,8 @@ def threads(tracery):
         w.start()
     for w in workers:
         w.join()
+    for k, (ident, name) in sorted(seen.items()):
+        print("thread", k, ident, name, flush=True)
     child = os.fork()
     if child == 0:
         for j in range(CHILD_TICKS):

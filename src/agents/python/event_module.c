@@ -70,7 +70,7 @@ typedef struct {
 	PyObject *field_names;                /* tuple of interned str, in field order */
 	PyObject *enum_classes;               /* tuple: the Enum class of each ENUM field, else None */
 	uint32_t nr_fields;
-	uint8_t types[EVENT_MAX_FIELDS];     /* enum tracery_field_type */
+	uint8_t types[EVENT_MAX_FIELDS];      /* enum tracery_field_type */
 	uint8_t elem_types[EVENT_MAX_FIELDS]; /* ENUM: the integer type */
 } EventObject;
 
@@ -81,15 +81,12 @@ static PyObject *enum_base_class; /* enum.Enum */
 static PyObject *value_attr;      /* "value" */
 
 /* Whether cls is a subclass of enum.Enum. */
-static int is_enum_class(PyObject *cls)
-{
-	return PyType_Check(cls) && PyObject_IsSubclass(cls, enum_base_class) == 1;
-}
+static int is_enum_class(PyObject *cls) { return PyType_Check(cls) && PyObject_IsSubclass(cls, enum_base_class) == 1; }
 
 /* The field type a kwarg of Event() names: int, float, bool, str, bytes, an Enum class, a FieldType. */
 static int field_type_of(PyObject *spec, uint8_t *type, uint8_t *elem_type)
 {
-	*elem_type = TRACERY_TYPE_S64;
+	*elem_type = 0;
 	if (Py_IS_TYPE(spec, &FieldType)) {
 		*type = ((FieldTypeObject *)spec)->type;
 	} else if (spec == (PyObject *)&PyBool_Type) {
@@ -104,6 +101,7 @@ static int field_type_of(PyObject *spec, uint8_t *type, uint8_t *elem_type)
 		*type = TRACERY_TYPE_BLOB;
 	} else if (is_enum_class(spec)) {
 		*type = TRACERY_TYPE_ENUM;
+		*elem_type = TRACERY_TYPE_S64;
 	} else {
 		return -1;
 	}
@@ -164,11 +162,11 @@ static struct tracery_enum_entry *enum_entries_of(PyObject *cls, PyObject *field
 	return entries;
 }
 
-/* Raises the error of a failed tracery_event_define (errno `error`) for the event `name`. */
-static void raise_define_error(PyObject *name, int error)
+/* Raises the error of a failed tracery_event_define (errno `error`), with the runtime's reason. */
+static void raise_define_error(int error)
 {
 	PyObject *type = error == ENOMEM ? PyExc_MemoryError : error == ENOSPC ? PyExc_OSError : PyExc_ValueError;
-	PyErr_Format(type, "event %R: %s", name, tracery_last_error());
+	PyErr_SetString(type, tracery_last_error());
 }
 
 static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -241,7 +239,7 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		provider[provider_len] = '\0';
 		self->handle = tracery_event_define(provider, colon + 1, fields, self->nr_fields);
 		if (!self->handle) {
-			raise_define_error(name, errno);
+			raise_define_error(errno);
 			ok = 0;
 		} else {
 			Py_INCREF(name);
@@ -269,10 +267,7 @@ static void event_dealloc(PyObject *self)
 }
 
 /* Whether the event is enabled now: one relaxed load. */
-static inline int event_enabled(const EventObject *ev)
-{
-	return tracery_event_enabled(ev->handle);
-}
+static inline int event_enabled(const EventObject *ev) { return tracery_event_enabled(ev->handle); }
 
 static PyObject *event_get_enabled(PyObject *self, void *closure)
 {
@@ -364,7 +359,8 @@ static int field_value(EventObject *ev, uint32_t i, PyObject *value, struct trac
 			return -1;
 		/* Longer than a record can hold: the runtime refuses it (EMSGSIZE) with the field's name. */
 		out->v.ptr = utf8;
-		out->len = (size_t)size < TRACERY_VALUE_NUL_TERMINATED ? (uint32_t)size : TRACERY_VALUE_NUL_TERMINATED - 1;
+		out->len =
+			(size_t)size < TRACERY_VALUE_NUL_TERMINATED ? (uint32_t)size : TRACERY_VALUE_NUL_TERMINATED - 1;
 		return 0;
 	}
 	case TRACERY_TYPE_BLOB: {
@@ -403,8 +399,8 @@ static Py_ssize_t field_index(EventObject *ev, PyObject *key)
 	for (uint32_t i = 0; i < ev->nr_fields; i++)
 		if (PyUnicode_Compare(PyTuple_GET_ITEM(ev->field_names, i), key) == 0)
 			return i;
-	PyErr_Format(PyExc_TypeError, "%U.emit() got an unexpected keyword argument %R (its fields: %R)", ev->name,
-	             key, ev->field_names);
+	PyErr_Format(PyExc_TypeError, "%U.emit() got an unexpected keyword argument %R (its fields: %R)", ev->name, key,
+	             ev->field_names);
 	return -1;
 }
 
@@ -417,8 +413,8 @@ static PyObject *event_emit(PyObject *self, PyObject *const *args, size_t nargsf
 		Py_RETURN_NONE;
 	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	if (nargs > (Py_ssize_t)ev->nr_fields) {
-		PyErr_Format(PyExc_TypeError, "%U.emit() takes at most %u values (%zd given)", ev->name,
-		             ev->nr_fields, nargs);
+		PyErr_Format(PyExc_TypeError, "%U.emit() takes at most %u values (%zd given)", ev->name, ev->nr_fields,
+		             nargs);
 		return NULL;
 	}
 	PyObject *given[EVENT_MAX_FIELDS] = {0};
@@ -445,8 +441,7 @@ static PyObject *event_emit(PyObject *self, PyObject *const *args, size_t nargsf
 			goto out;
 	int rc = tracery_event_emit(ev->handle, values, ev->nr_fields);
 	if (rc < 0) {
-		PyErr_Format(rc == -ERANGE ? PyExc_OverflowError : PyExc_ValueError, "%U.emit(): %s", ev->name,
-		             tracery_last_error());
+		PyErr_SetString(rc == -ERANGE ? PyExc_OverflowError : PyExc_ValueError, tracery_last_error());
 		goto out;
 	}
 	result = Py_None;
@@ -459,8 +454,8 @@ out:
 
 static PyMethodDef event_methods[] = {
 	{"emit", (PyCFunction)(void (*)(void))event_emit, METH_FASTCALL | METH_KEYWORDS,
-	 "emit(*values, **values): records the event; fields not given are 0, False, '' or b''.\n"
-	 "While the event is disabled it returns at once without looking at its arguments."},
+         "emit(*values, **values): records the event; fields not given are 0, False, '' or b''.\n"
+         "While the event is disabled it returns at once without looking at its arguments."},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -480,11 +475,11 @@ static PyTypeObject EventType = {
 	.tp_basicsize = sizeof(EventObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Event(name, **fields): an event defined at run time.\n\n"
-	          "name is 'PROVIDER:NAME'; each keyword names a field and its type: int (64-bit signed), "
-	          "float (double), bool, str, bytes (a blob), an Enum class of integer values (an enumeration "
-	          "with its labels), or an explicit width: tracery.u8 ... tracery.s64, tracery.f32, "
-	          "tracery.f64. Defining the same event again gives the same event; other fields raise "
-	          "ValueError.",
+		  "name is 'PROVIDER:NAME'; each keyword names a field and its type: int (64-bit signed), "
+		  "float (double), bool, str, bytes (a blob), an Enum class of integer values (an enumeration "
+		  "with its labels), or an explicit width: tracery.u8 ... tracery.s64, tracery.f32, "
+		  "tracery.f64. Defining the same event again gives the same event; other fields raise "
+		  "ValueError.",
 	.tp_new = event_new,
 	.tp_dealloc = event_dealloc,
 	.tp_repr = event_repr,
@@ -540,7 +535,4 @@ static struct PyModuleDef module_def = {
 	.m_slots = module_slots,
 };
 
-PyMODINIT_FUNC PyInit__tracery(void)
-{
-	return PyModuleDef_Init(&module_def);
-}
+PyMODINIT_FUNC PyInit__tracery(void) { return PyModuleDef_Init(&module_def); }
