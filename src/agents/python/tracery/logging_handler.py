@@ -79,7 +79,10 @@ class LoggingHandler(logging.Handler):
 
     def _record(self, ev, record):
         try:
-            msg = self.format(record)
+            if self.formatter is None and not record.exc_info and not record.stack_info:
+                msg = record.getMessage()  # what the default Formatter makes of such a record, sooner
+            else:
+                msg = self.format(record)
             if len(msg) > MAX_MESSAGE:
                 msg = f"{msg[:MAX_MESSAGE]}... [{len(msg) - MAX_MESSAGE} characters cut]"
             ev.emit(record.name, record.levelno, record.levelname, msg, record.module or "",
