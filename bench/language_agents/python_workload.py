@@ -18,6 +18,7 @@ The operations (--ops, comma-separated; default all the agent has):
   logging_record   logger.info("request %d took %.1f ms", i, 1.5)             (all)
 """
 import argparse
+import importlib
 import logging
 import time
 
@@ -64,7 +65,8 @@ def main():
         root.addHandler(tracery.LoggingHandler())
         request = tracery.Event("bench:request", id=int, path=str, ok=bool, ms=float)
     elif args.agent == "lttngust":
-        import lttngust  # noqa: F401 (registers with lttng-sessiond before the import returns)
+        # Registers with lttng-sessiond before the import returns.
+        importlib.import_module("lttngust")
     else:
         root.addHandler(logging.NullHandler())
     logger = logging.getLogger("bench.agent")
