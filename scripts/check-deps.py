@@ -74,7 +74,7 @@ RULES = {
     'analysis': ['base', 'event', 'ctf', 'clock', 'filter'],
     'cli': ['base', 'control', 'analysis', 'filter', 'event'],
     'preload': [],  # LD_PRELOAD helpers: instrumented programs, the public API only
-    'agents': [],  # language agents (Python, Java): the run-time event API only
+    'agents': [],  # language agents: the run-time event API only
 }
 
 # component -> {sub-component directory: other sub-components it may include}

@@ -30,6 +30,9 @@ BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
 # The LD_PRELOAD helpers installed beside libtracery (src/preload/README.md).
 PRELOAD_HELPERS = ("libc", "pthread", "func", "func-fast", "dl")
 SANITIZE = ENV.get("TRACERY_SANITIZE", "")
+# The Python package's directory relative to the prefix, where it is built (src/agents/python/).
+PYTHON_DIR = ENV.get("TRACERY_PYTHON_INSTALL_DIR", "")
+PYTHON_PACKAGE = ("__init__.py", "logging_handler.py")
 
 
 def run(argv, env=None, cwd=None, timeout=300):
@@ -106,6 +109,10 @@ class InstalledPackage(unittest.TestCase):
             expected |= {os.path.join(LIBEXECDIR, "tracery", p)
                          for p in ("clock_bench", "filter_bench", "enable_check_bench", "ringbuf_benchmark")}
         found = self.installed_files()
+        if PYTHON_DIR:
+            expected |= {os.path.join(PYTHON_DIR, "tracery", f) for f in PYTHON_PACKAGE}
+            expected |= {f for f in found if re.fullmatch(re.escape(PYTHON_DIR) + r"/tracery/_tracery\..*\.so", f)}
+            self.assertTrue(any(f.endswith(".so") and "/tracery/_tracery." in f for f in expected), "no extension")
         # Per-configuration part of the exported targets, and lttng-bench where liblttng-ust is installed.
         optional = {f for f in found if re.fullmatch(re.escape(LIBDIR) + r"/cmake/Tracery/TraceryTargets-\w+\.cmake", f)}
         optional.add(os.path.join(LIBEXECDIR, "tracery", "lttng-bench"))
@@ -121,6 +128,31 @@ class InstalledPackage(unittest.TestCase):
             ldd = run(["ldd", helper], env=clean_env()).stdout
             self.assertRegex(ldd, r"libtracery\.so\.0 => " + re.escape(os.path.join(self.libdir, "libtracery.so.0")),
                              helper)
+
+    def test_python_package_records_with_the_installed_libtracery(self):
+        if not PYTHON_DIR:
+            self.skipTest("the Python package is not built")
+        trace_dir = os.path.join(self.tmp, "python")
+        env = dict(clean_env(), TRACERY_OUTPUT=trace_dir, TRACERY_EVENTS="installed:*,python:*",
+                   PYTHONPATH=os.path.join(self.prefix, PYTHON_DIR))
+        code = ("import logging, tracery\n"
+                "print(tracery.__file__)\n"
+                "tracery.Event('installed:ev', n=int).emit(n=42)\n"
+                "logging.getLogger().addHandler(tracery.LoggingHandler())\n"
+                "logging.getLogger('app').warning('from the prefix')\n")
+        out = run(["/usr/bin/python3", "-c", code], env=env, cwd=self.tmp).stdout
+        self.assertEqual(out.strip(), os.path.join(self.prefix, PYTHON_DIR, "tracery", "__init__.py"))
+        bt = run(["babeltrace2", trace_dir])
+        self.assertEqual(bt.stderr, "", "babeltrace2 warned")
+        self.assertIn("installed:ev: { cpu_id = ", bt.stdout)
+        self.assertIn("{ n = 42 }", bt.stdout)
+        self.assertIn('python:app: { cpu_id = ', bt.stdout)
+        self.assertIn('msg = "from the prefix"', bt.stdout)
+        extension = next(f for f in self.installed_files() if "/tracery/_tracery." in f)
+        ldd = run(["ldd", os.path.join(self.prefix, extension)], env=clean_env()).stdout
+        loaded = re.search(r"libtracery\.so\.0 => (\S+)", ldd)
+        self.assertIsNotNone(loaded, ldd)
+        self.assertEqual(os.path.realpath(loaded[1]), os.path.realpath(os.path.join(self.libdir, "libtracery.so.0")))
 
     def test_installed_files_do_not_point_into_the_build_tree(self):
         build = os.path.realpath(BUILD_DIR)
