@@ -3,13 +3,14 @@
 // JVM, and prints one line per operation, "op NAME ns_per_op X", the CPU time of the thread per operation
 // (ThreadMXBean: the wall time of a loaded machine counts the other processes' turns too), then "emitted N",
 // the records and typed events it emitted in all (warm-up included). The operations:
-//   JUL record       logger.info(message): both agents' handlers ask for the source class and method, which
+//   jul_record       logger.info(message): both agents' handlers ask for the source class and method, which
 //                    JUL finds by walking the stack (LogRecord's caller inference)
-//   JUL logp record  logger.logp(level, class, method, message): the source given, no stack walk
-//   typed event      if (ev.enabled()) ev.emit(id, path, ok, ms) (Tracery only)
-//   isLoggable       logger.isLoggable(Level.INFO), JUL's own level check
+//   jul_logp_record  logger.logp(level, class, method, message): the source given, no stack walk
+//   typed_emit       if (ev.enabled()) ev.emit(id, path, ok, ms) (Tracery only)
+//   is_loggable      logger.isLoggable(Level.INFO), JUL's own level check
+// Each runs WARM_UP iterations (in batches of 1000), then RECORDS timed.
 //
-//     java -cp tracery.jar:java-workload.jar[:lttng-ust-agent-*.jar] JavaWorkload tracery|lttng|none RECORDS [recording]
+//     java -cp tracery.jar:java-workload.jar[:lttng-ust-agent-*.jar] JavaWorkload tracery|lttng|none RECORDS WARM_UP [recording]
 //
 // "recording" (Tracery): waits until a session records the typed event before anything is timed or emitted, so
 // that the trace holds every record of the run.
@@ -32,9 +33,10 @@ public final class JavaWorkload {
 	private static long sink;
 
 	public static void main(String[] args) throws Exception {
-		if (args.length < 2 || args.length > 3 || !List.of("tracery", "lttng", "none").contains(args[0]))
-			throw new IllegalArgumentException("usage: JavaWorkload tracery|lttng|none RECORDS [recording]");
+		if (args.length < 3 || args.length > 4 || !List.of("tracery", "lttng", "none").contains(args[0]))
+			throw new IllegalArgumentException("usage: JavaWorkload tracery|lttng|none RECORDS WARM_UP [recording]");
 		int records = Integer.parseInt(args[1]);
+		int warmUp = Integer.parseInt(args[2]);
 		Handler handler;
 		if (args[0].equals("tracery"))
 			handler = new TraceryLogHandler();
@@ -63,7 +65,7 @@ public final class JavaWorkload {
 								   Field.bool("ok"), Field.float64("ms"))
 					     : null;
 
-		if (typed != null && args.length == 3) {
+		if (typed != null && args.length == 4) {
 			long deadline = System.nanoTime() + 10_000_000_000L;
 			while (!typed.enabled()) {
 				if (System.nanoTime() > deadline)
@@ -94,10 +96,10 @@ public final class JavaWorkload {
 					loggable++;
 			sink += loggable;
 		};
-		long events = time("JUL record", julRecord, records) + time("JUL logp record", julLogp, records);
+		long events = time("jul_record", julRecord, records, warmUp) + time("jul_logp_record", julLogp, records, warmUp);
 		if (typed != null)
-			events += time("typed event", typedEvent, records);
-		time("isLoggable", isLoggable, records);
+			events += time("typed_emit", typedEvent, records, warmUp);
+		time("is_loggable", isLoggable, records, warmUp);
 		System.out.println("emitted " + events);
 		handler.close();
 	}
@@ -108,18 +110,17 @@ public final class JavaWorkload {
 	}
 
 	private static final int BATCH = 1000;
-	private static final int WARM_UP_BATCHES = 200;
 
-	/** Runs op's warm-up batches, then `records` iterations timed; prints the CPU time per iteration, returns
-	 *  the iterations run. */
-	private static long time(String name, Batch op, int records) {
-		for (int b = 0; b < WARM_UP_BATCHES; b++)
-			op.run(BATCH);
+	/** Runs warmUp iterations of op, then `records` timed; prints the CPU time per iteration, returns the
+	 *  iterations run. */
+	private static long time(String name, Batch op, int records, int warmUp) {
+		for (int done = 0; done < warmUp; done += BATCH)
+			op.run(Math.min(BATCH, warmUp - done));
 		long start = THREADS.getCurrentThreadCpuTime();
 		for (int done = 0; done < records; done += BATCH)
 			op.run(Math.min(BATCH, records - done));
 		long elapsed = THREADS.getCurrentThreadCpuTime() - start;
 		System.out.printf("op %s ns_per_op %.2f%n", name, (double)elapsed / records);
-		return (long)WARM_UP_BATCHES * BATCH + records;
+		return (long)warmUp + records;
 	}
 }
