@@ -79,7 +79,8 @@ class JavaAgent(DaemonTestCase):
         trace = Trace(path)
         self.assertEqual(trace.discarded, 0)
         names = [e["name"] for e in trace.events]
-        self.assertEqual(names, ["jtest:request"] * 3 + ["java:com.example.app"] * 3 + ["jtest:late"])
+        self.assertEqual(names, ["jtest:request"] * 3 + ["java:com.example.app"] * 5 + ["java:com.example._n_",
+                                                                                         "jtest:late"])
         self.assertEqual([e["payload"] for e in trace.named("jtest:request")], [
             {"id": 42, "path": "/index.html", "ok": True, "ms": 1.5, "code": -7, "mid": -300, "small": -128},
             {"id": -2**63, "path": "h\u00e9llo \u2713 \U0001d11e lone\ufffd", "ok": False, "ms": -0.25,
@@ -89,6 +90,11 @@ class JavaAgent(DaemonTestCase):
         records = [e["payload"] for e in trace.named("java:com.example.app")]
         for r in records:
             self.assertTrue(start_ns <= r.pop("time_ns") <= end_ns, records)
+        # An exception's stack trace follows the message; a long message is cut.
+        failed = records.pop(3)["msg"].splitlines()
+        self.assertEqual(failed[:3], ["failed", "java.lang.IllegalStateException: boom",
+                                      "\tat JavaAgentProgram.main(JavaAgentProgram.java:56)"])
+        self.assertEqual(records.pop(3)["msg"], "x" * 8000 + "... [1000 characters cut]")
         # The INFO record (800) is below the filter; org.other's logger is not enabled.
         self.assertEqual(records, [
             {"logger": "com.example.app", "level": 900, "level_name": "WARNING", "msg": "disk sda at 93%",
@@ -98,13 +104,15 @@ class JavaAgent(DaemonTestCase):
             {"logger": "com.example.app", "level": 1000, "level_name": "SEVERE", "msg": "from the worker",
              "class": "com.example.Worker", "method": "run", "thread_id": worker_tid, "thread_name": "worker-1"},
         ])
+        accented = trace.named("java:com.example._n_")[0]["payload"]
+        self.assertEqual((accented["logger"], accented["msg"]), ("com.example.\u00fcn\u00ef", "accented"))
         self.assertEqual(trace.named("jtest:late")[0]["payload"], {"what": "after start", "n": 7})
 
         # tracery view shows what babeltrace2 shows.
         view = self.d.tracery("view", path)
         bt2 = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=60, check=True)
         self.assertEqual(view.stdout, bt2.stdout)
-        self.assertEqual(view.stdout.count("\n"), 7)
+        self.assertEqual(view.stdout.count("\n"), 10)
         self.assertIn('msg = "disk sda at 93%"', view.stdout)
 
 

@@ -14,6 +14,7 @@ public final class JavaAgentProgram {
 	/** Kept here: JUL holds its loggers weakly. */
 	private static final Logger APP = Logger.getLogger("com.example.app");
 	private static final Logger OTHER = Logger.getLogger("org.other");
+	private static final Logger ACCENTED = Logger.getLogger("com.example.\u00fcn\u00ef");
 
 	public static void main(String[] args) throws Exception {
 		TraceryEvent request = TraceryEvent.define("jtest:request", Field.int64("id"), Field.string("path"),
@@ -26,7 +27,7 @@ public final class JavaAgentProgram {
 		refusal(() -> request.emit(1L));
 
 		TraceryLogHandler handler = new TraceryLogHandler();
-		for (Logger logger : new Logger[] {APP, OTHER}) {
+		for (Logger logger : new Logger[] {APP, OTHER, ACCENTED}) {
 			logger.setUseParentHandlers(false);
 			logger.addHandler(handler);
 			logger.setLevel(Level.ALL);
@@ -52,6 +53,9 @@ public final class JavaAgentProgram {
 		worker.start();
 		worker.join();
 		OTHER.severe("not enabled");
+		APP.log(Level.SEVERE, "failed", new IllegalStateException("boom"));
+		APP.warning("x".repeat(9000));
+		ACCENTED.warning("accented");
 
 		// Defined after the session started: its pattern enables it at once.
 		TraceryEvent late = TraceryEvent.define("jtest:late", Field.string("what"), Field.int64("n"));
