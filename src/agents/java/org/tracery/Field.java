@@ -17,7 +17,7 @@ public final class Field {
 		FLOAT64(64),
 		/** a boolean: a {@link Boolean} */
 		BOOL(8),
-		/** a UTF-8 string: any {@link CharSequence} (null records as "null") */
+		/** a UTF-8 string: any object, as {@link String#valueOf(Object)} writes it (null: "null") */
 		STRING(0);
 
 		final int bits;

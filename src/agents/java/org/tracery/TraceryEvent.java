@@ -110,7 +110,7 @@ public final class TraceryEvent {
 			kinds[i] = copy[i].kind.ordinal();
 		}
 		long handle = Native.define(name.substring(0, colon), name.substring(colon + 1), names, kinds);
-		return new TraceryEvent(name, copy, handle, Native.enabledByte(handle));
+		return new TraceryEvent(name, copy, handle, Native.enabledByte(handle).asReadOnlyBuffer());
 	}
 
 	/** Whether a session records this event now: one read of libtracery's enabled byte, no JNI call. */
