@@ -128,6 +128,7 @@ PUBLIC_HEADERS = {
     'tracery/internal/probe.h': ['ust', 'tests', 'bench'],  # tests and benchmarks list a program's events
     'tracery/tracepoint.h': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
     'tracery/tracepoint.hpp': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
+    'tracery/runtime_event.h': ['ust', 'agents', TESTS, 'tests', 'bench', 'examples'],
 }
 
 # top-level directory outside src/ -> components it may include (EVERY_COMPONENT: any)
