@@ -1,8 +1,8 @@
 """The Python package (src/agents/python/) end to end: tests/apps/python_events.py's typed events and logging
 records traced through a real traceryd, read back with babeltrace2 (every field of every event checked) and
 `tracery view` (the same text); filters on a Python event's fields and on a logger's level; an event defined
-after the session started; threads and a fork child; refusals of bad definitions and values (daemonless);
-and the refusal to load in a sub-interpreter."""
+after the session started; threads and a fork child; refusals of bad definitions and values, and loggers'
+event names and their bound (daemonless); and the refusal to load in a sub-interpreter."""
 import os
 import subprocess
 import sys
@@ -158,6 +158,7 @@ class PythonAgentAlone(TraceDirTestCase):
             ("TypeError", "got two values for field 'small'"),
             ("TypeError", "takes at most 3 values (4 given)"),
             ("ValueError", "myapp:checked: its values take more than 65536 bytes"),
+            ("TypeError", "myapp:real: field 'x' takes a float, not str"),
         ]
         self.assertEqual(len(errors), len(expected), proc.stdout)
         for line, (kind, text) in zip(errors, expected):
@@ -166,6 +167,20 @@ class PythonAgentAlone(TraceDirTestCase):
         self.assertEqual(printed(proc.stdout, "same"), [["1"]])
         self.assertEqual([e["payload"] for e in Trace(self.trace_dir).events],
                          [{"small": 7, "name": "kept", "n": -128}])
+
+    def test_logger_names_become_event_names_and_their_number_is_bounded(self):
+        proc = run_traced([sys.executable, APP, "names"], self.trace_dir,
+                          dict(package_env(), TRACERY_EVENTS="python:*"))
+        self.assertEqual(printed(proc.stdout, "event_names"),
+                         [["python:a.b", "python:my_app__", "python:_1st", "python:late.one", "python:late.two"]])
+        # The first three loggers have an event each; the records of the others are python:_other_loggers.
+        self.assertEqual([(e["name"], e["payload"]["logger"], e["payload"]["msg"], e["payload"]["level"])
+                          for e in Trace(self.trace_dir).events],
+                         [("python:a.b", "a.b", "from a.b", 30),
+                          ("python:my_app__", "my app/\u00fc", "from my app/\u00fc", 30),
+                          ("python:_1st", "1st", "from 1st", 30),
+                          ("python:_other_loggers", "late.one", "from late.one", 30),
+                          ("python:_other_loggers", "late.two", "from late.two", 30)])
 
     def test_sub_interpreters_are_refused(self):
         code = ("import _xxsubinterpreters as interpreters\n"

@@ -346,7 +346,15 @@ static int field_value(EventObject *ev, uint32_t i, PyObject *value, struct trac
 	case TRACERY_TYPE_FLOAT:
 	case TRACERY_TYPE_DOUBLE:
 		out->v.f64 = PyFloat_AsDouble(value);
-		return out->v.f64 == -1.0 && PyErr_Occurred() ? -1 : 0;
+		if (out->v.f64 == -1.0 && PyErr_Occurred()) {
+			if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+				PyErr_Clear();
+				PyErr_Format(PyExc_TypeError, "%U: field %R takes a float, not %.100s", ev->name,
+				             PyTuple_GET_ITEM(ev->field_names, i), Py_TYPE(value)->tp_name);
+			}
+			return -1;
+		}
+		return 0;
 	case TRACERY_TYPE_STRING: {
 		if (!PyUnicode_Check(value)) {
 			PyErr_Format(PyExc_TypeError, "%U: field %R takes a str, not %.100s", ev->name,
