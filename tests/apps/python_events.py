@@ -133,6 +133,7 @@ def errors(tracery):
 
     refused(lambda: tracery.Event("no-colon", a=int))
     refused(lambda: tracery.Event("bad provider:x", a=int))
+    refused(lambda: tracery.Event("p" * 10_000_000 + ":x", a=int))
     refused(lambda: tracery.Event("myapp:x", a=list))
     refused(lambda: tracery.Event("myapp:x", **{f"f{i}": int for i in range(tracery.MAX_FIELDS + 1)}))
     ev = tracery.Event("myapp:checked", small=tracery.u8, name=str, n=tracery.s8)
@@ -141,6 +142,7 @@ def errors(tracery):
     refused(lambda: ev.emit(small=256))
     refused(lambda: ev.emit(small=-1))
     refused(lambda: ev.emit(n=-129))
+    refused(lambda: ev.emit(n=-10**5000))
     refused(lambda: ev.emit(small="1"))
     refused(lambda: ev.emit(name=b"bytes"))
     refused(lambda: ev.emit(nmae="x"))
