@@ -11,7 +11,7 @@ pid, threads, the lines of its logging calls) it prints on stdout as `NAME VALUE
             emits 100 myapp:tick events of its own (thread 99).
   errors    defines and emits wrong things, printing `error TYPE MESSAGE` for each refusal (run traced).
   names     one WARNING record of each logger of LOGGER_NAMES, with the handler's bound on loggers with an
-            event of their own lowered to 3.
+            event of their own lowered to 3 and a filter of the handler's that drops logger 1st's records.
 """
 import enum
 import logging
@@ -156,7 +156,9 @@ def errors(tracery):
 def names(tracery):
     import tracery.logging_handler
     tracery.logging_handler.MAX_LOGGER_EVENTS = 3
-    logging.getLogger().addHandler(tracery.LoggingHandler())
+    handler = tracery.LoggingHandler()
+    handler.addFilter(lambda record: record.name != "1st")  # the handler's filters apply
+    logging.getLogger().addHandler(handler)
     for name in LOGGER_NAMES:
         logging.getLogger(name).warning("from %s", name)
     print("event_names", *(tracery.logger_event_name(name) for name in LOGGER_NAMES))

@@ -71,7 +71,7 @@ class LoggingHandler(logging.Handler):
         ev = _events.get(record.name) or _event_of(record.name)
         if not ev.enabled:
             return False
-        rv = self.filter(record)
+        rv = self.filter(record) if self.filters else True
         if rv:
             self._record(ev, record)
         return rv
