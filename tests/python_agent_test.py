@@ -1,8 +1,8 @@
 """The Python package (src/agents/python/) end to end: tests/apps/python_events.py's typed events and logging
 records traced through a real traceryd, read back with babeltrace2 (every field of every event checked) and
 `tracery view` (the same text); filters on a Python event's fields and on a logger's level; an event defined
-after the session started; threads and a fork child; refusals of bad definitions and values (daemonless);
-and the refusal to load in a sub-interpreter."""
+after the session started; threads and a fork child; refusals of bad definitions and values, and loggers'
+event names and their bound (daemonless); and the refusal to load in a sub-interpreter."""
 import os
 import subprocess
 import sys
@@ -21,6 +21,10 @@ LOGGING_FIELDS = ["logger", "level", "level_name", "msg", "module", "function", 
 
 
 def package_env():
+    # A sanitizer's runtime must be the first library of a process: an extension built with it (and the
+    # libtracery it loads) cannot be loaded into Debian's python3.
+    if os.environ.get("TRACERY_SANITIZE"):
+        raise unittest.SkipTest("the package is built with sanitizers: Debian's python3 cannot load it")
     if not os.path.exists(os.path.join(PACKAGE_DIR, "tracery", "__init__.py")):
         raise unittest.SkipTest(f"the Python package is not built in {PACKAGE_DIR}")
     return {"PYTHONPATH": PACKAGE_DIR}
@@ -146,18 +150,21 @@ class PythonAgentAlone(TraceDirTestCase):
         expected = [
             ("ValueError", "the name must be PROVIDER:NAME"),
             ("ValueError", "the provider 'bad provider' must begin with a letter or '_'"),
+            ("ValueError", "a provider of 10000000 bytes, at most 64"),
             ("TypeError", "<class 'list'> is not a field type"),
             ("ValueError", "17 fields, at most 16"),
             ("ValueError", "myapp:checked is already defined with other fields"),
-            ("OverflowError", "256 does not fit field 'small' (0 to 255)"),
-            ("OverflowError", "-1 does not fit field 'small' (0 to 255)"),
-            ("OverflowError", "-129 does not fit field 'n' (-128 to 127)"),
+            ("OverflowError", "myapp:checked: the value does not fit field 'small' (0 to 255)"),
+            ("OverflowError", "myapp:checked: the value does not fit field 'small' (0 to 255)"),
+            ("OverflowError", "myapp:checked: the value does not fit field 'n' (-128 to 127)"),
+            ("OverflowError", "myapp:checked: the value does not fit field 'n' (-128 to 127)"),
             ("TypeError", "field 'small' takes an int, not str"),
             ("TypeError", "field 'name' takes a str, not bytes"),
             ("TypeError", "unexpected keyword argument 'nmae'"),
             ("TypeError", "got two values for field 'small'"),
             ("TypeError", "takes at most 3 values (4 given)"),
             ("ValueError", "myapp:checked: its values take more than 65536 bytes"),
+            ("TypeError", "myapp:real: field 'x' takes a float, not str"),
         ]
         self.assertEqual(len(errors), len(expected), proc.stdout)
         for line, (kind, text) in zip(errors, expected):
@@ -166,6 +173,20 @@ class PythonAgentAlone(TraceDirTestCase):
         self.assertEqual(printed(proc.stdout, "same"), [["1"]])
         self.assertEqual([e["payload"] for e in Trace(self.trace_dir).events],
                          [{"small": 7, "name": "kept", "n": -128}])
+
+    def test_logger_names_become_event_names_and_their_number_is_bounded(self):
+        proc = run_traced([sys.executable, APP, "names"], self.trace_dir,
+                          dict(package_env(), TRACERY_EVENTS="python:*"))
+        self.assertEqual(printed(proc.stdout, "event_names"),
+                         [["python:a.b", "python:my_app__", "python:_1st", "python:late.one", "python:late.two"]])
+        # The first three loggers have an event each; the records of the others are python:_other_loggers. The
+        # handler's filter drops the records of logger 1st.
+        self.assertEqual([(e["name"], e["payload"]["logger"], e["payload"]["msg"], e["payload"]["level"])
+                          for e in Trace(self.trace_dir).events],
+                         [("python:a.b", "a.b", "from a.b", 30),
+                          ("python:my_app__", "my app/\u00fc", "from my app/\u00fc", 30),
+                          ("python:_other_loggers", "late.one", "from late.one", 30),
+                          ("python:_other_loggers", "late.two", "from late.two", 30)])
 
     def test_sub_interpreters_are_refused(self):
         code = ("import _xxsubinterpreters as interpreters\n"

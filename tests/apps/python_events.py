@@ -10,6 +10,8 @@ pid, threads, the lines of its logging calls) it prints on stdout as `NAME VALUE
   threads   4 threads, each 300 myapp:tick events and 300 records of logger myapp.worker; then a fork child
             emits 100 myapp:tick events of its own (thread 99).
   errors    defines and emits wrong things, printing `error TYPE MESSAGE` for each refusal (run traced).
+  names     one WARNING record of each logger of LOGGER_NAMES, with the handler's bound on loggers with an
+            event of their own lowered to 3 and a filter of the handler's that drops logger 1st's records.
 """
 import enum
 import logging
@@ -23,6 +25,7 @@ OTHER_RECORDS = 5
 THREADS = 4
 TICKS = 300
 CHILD_TICKS = 100
+LOGGER_NAMES = ("a.b", "my app/\u00fc", "1st", "late.one", "late.two")
 LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
 
 
@@ -130,6 +133,7 @@ def errors(tracery):
 
     refused(lambda: tracery.Event("no-colon", a=int))
     refused(lambda: tracery.Event("bad provider:x", a=int))
+    refused(lambda: tracery.Event("p" * 10_000_000 + ":x", a=int))
     refused(lambda: tracery.Event("myapp:x", a=list))
     refused(lambda: tracery.Event("myapp:x", **{f"f{i}": int for i in range(tracery.MAX_FIELDS + 1)}))
     ev = tracery.Event("myapp:checked", small=tracery.u8, name=str, n=tracery.s8)
@@ -138,18 +142,31 @@ def errors(tracery):
     refused(lambda: ev.emit(small=256))
     refused(lambda: ev.emit(small=-1))
     refused(lambda: ev.emit(n=-129))
+    refused(lambda: ev.emit(n=-10**5000))
     refused(lambda: ev.emit(small="1"))
     refused(lambda: ev.emit(name=b"bytes"))
     refused(lambda: ev.emit(nmae="x"))
     refused(lambda: ev.emit(1, small=2))
     refused(lambda: ev.emit(1, "a", 2, 3))
     refused(lambda: ev.emit(name="x" * 70000))
+    refused(lambda: tracery.Event("myapp:real", x=float).emit(x="1.5"))
     ev.emit(7, "kept", -128)
+
+
+def names(tracery):
+    import tracery.logging_handler
+    tracery.logging_handler.MAX_LOGGER_EVENTS = 3
+    handler = tracery.LoggingHandler()
+    handler.addFilter(lambda record: record.name != "1st")  # the handler's filters apply
+    logging.getLogger().addHandler(handler)
+    for name in LOGGER_NAMES:
+        logging.getLogger(name).warning("from %s", name)
+    print("event_names", *(tracery.logger_event_name(name) for name in LOGGER_NAMES))
 
 
 def main():
     import tracery
-    {"typed": typed, "late": late, "threads": threads, "errors": errors}[sys.argv[1]](tracery)
+    {"typed": typed, "late": late, "threads": threads, "errors": errors, "names": names}[sys.argv[1]](tracery)
     print("pid", os.getpid(), flush=True)
 
 

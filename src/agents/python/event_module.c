@@ -121,7 +121,7 @@ static struct tracery_enum_entry *enum_entries_of(PyObject *cls, PyObject *field
 		return NULL;
 	Py_ssize_t n = PyList_GET_SIZE(items);
 	if (n == 0 || n > UINT32_MAX) {
-		PyErr_Format(PyExc_ValueError, "field %R: the Enum class %R has no member", field, cls);
+		PyErr_Format(PyExc_ValueError, "field %.200R: the Enum class %.200R has no member", field, cls);
 		Py_DECREF(items);
 		return NULL;
 	}
@@ -139,9 +139,10 @@ static struct tracery_enum_entry *enum_entries_of(PyObject *cls, PyObject *field
 		if (!value || !PyLong_Check(value) || (v == -1 && PyErr_Occurred())) {
 			if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
 				PyErr_Clear();
-				PyErr_Format(PyExc_TypeError,
-				             "field %R: the member %U of %R has a value that is not a 64-bit integer",
-				             field, label, cls);
+				PyErr_Format(
+					PyExc_TypeError,
+					"field %.200R: the member %.200U of %.200R has a value that is not a 64-bit integer",
+					field, label, cls);
 			}
 			Py_XDECREF(value);
 			PyMem_Free(entries);
@@ -176,7 +177,8 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		return NULL;
 	Py_ssize_t nr_fields = kwargs ? PyDict_GET_SIZE(kwargs) : 0;
 	if (nr_fields > EVENT_MAX_FIELDS) {
-		PyErr_Format(PyExc_ValueError, "event %R: %zd fields, at most %d", name, nr_fields, EVENT_MAX_FIELDS);
+		PyErr_Format(PyExc_ValueError, "event %.200R: %zd fields, at most %d", name, nr_fields,
+		             EVENT_MAX_FIELDS);
 		return NULL;
 	}
 	const char *full = PyUnicode_AsUTF8(name);
@@ -184,7 +186,13 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		return NULL;
 	const char *colon = strchr(full, ':');
 	if (!colon || colon == full || colon[1] == '\0') {
-		PyErr_Format(PyExc_ValueError, "event %R: the name must be PROVIDER:NAME", name);
+		PyErr_Format(PyExc_ValueError, "event %.200R: the name must be PROVIDER:NAME", name);
+		return NULL;
+	}
+	size_t provider_len = (size_t)(colon - full);
+	if (provider_len > TRACERY_EVENT_MAX_PROVIDER) {
+		PyErr_Format(PyExc_ValueError, "event %.200R: a provider of %zu bytes, at most %d", name, provider_len,
+		             TRACERY_EVENT_MAX_PROVIDER);
 		return NULL;
 	}
 	EventObject *self = (EventObject *)type->tp_alloc(type, 0);
@@ -204,10 +212,11 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		Py_ssize_t i = defined++;
 		memset(&fields[i], 0, sizeof(fields[i]));
 		if (field_type_of(spec, &self->types[i], &self->elem_types[i]) < 0) {
-			PyErr_Format(PyExc_TypeError,
-			             "field %R: %R is not a field type (int, float, bool, str, bytes, an Enum class "
-			             "or tracery.u8 ... tracery.s64, tracery.f32, tracery.f64)",
-			             key, spec);
+			PyErr_Format(
+				PyExc_TypeError,
+				"field %.200R: %.200R is not a field type (int, float, bool, str, bytes, an Enum class "
+				"or tracery.u8 ... tracery.s64, tracery.f32, tracery.f64)",
+				key, spec);
 			ok = 0;
 			break;
 		}
@@ -233,8 +242,7 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		PyTuple_SET_ITEM(self->enum_classes, i, enum_class);
 	}
 	if (ok) {
-		size_t provider_len = (size_t)(colon - full);
-		char provider[provider_len + 1];
+		char provider[TRACERY_EVENT_MAX_PROVIDER + 1];
 		memcpy(provider, full, provider_len);
 		provider[provider_len] = '\0';
 		self->handle = tracery_event_define(provider, colon + 1, fields, self->nr_fields);
@@ -298,7 +306,7 @@ static int integer_value(PyObject *value, uint8_t type, struct tracery_value *ou
 			return -1;
 		if (overflow || u > max[type - TRACERY_TYPE_U8]) {
 			PyErr_Clear();
-			PyErr_Format(PyExc_OverflowError, "%U: %R does not fit field %R (0 to %llu)", ev->name, value,
+			PyErr_Format(PyExc_OverflowError, "%U: the value does not fit field %R (0 to %llu)", ev->name,
 			             field, max[type - TRACERY_TYPE_U8]);
 			return -1;
 		}
@@ -312,7 +320,7 @@ static int integer_value(PyObject *value, uint8_t type, struct tracery_value *ou
 	if (v == -1 && PyErr_Occurred())
 		return -1;
 	if (overflow || v < min[type - TRACERY_TYPE_S8] || v > max[type - TRACERY_TYPE_S8]) {
-		PyErr_Format(PyExc_OverflowError, "%U: %R does not fit field %R (%lld to %lld)", ev->name, value, field,
+		PyErr_Format(PyExc_OverflowError, "%U: the value does not fit field %R (%lld to %lld)", ev->name, field,
 		             min[type - TRACERY_TYPE_S8], max[type - TRACERY_TYPE_S8]);
 		return -1;
 	}
@@ -346,7 +354,15 @@ static int field_value(EventObject *ev, uint32_t i, PyObject *value, struct trac
 	case TRACERY_TYPE_FLOAT:
 	case TRACERY_TYPE_DOUBLE:
 		out->v.f64 = PyFloat_AsDouble(value);
-		return out->v.f64 == -1.0 && PyErr_Occurred() ? -1 : 0;
+		if (out->v.f64 == -1.0 && PyErr_Occurred()) {
+			if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+				PyErr_Clear();
+				PyErr_Format(PyExc_TypeError, "%U: field %R takes a float, not %.100s", ev->name,
+				             PyTuple_GET_ITEM(ev->field_names, i), Py_TYPE(value)->tp_name);
+			}
+			return -1;
+		}
+		return 0;
 	case TRACERY_TYPE_STRING: {
 		if (!PyUnicode_Check(value)) {
 			PyErr_Format(PyExc_TypeError, "%U: field %R takes a str, not %.100s", ev->name,
@@ -399,8 +415,8 @@ static Py_ssize_t field_index(EventObject *ev, PyObject *key)
 	for (uint32_t i = 0; i < ev->nr_fields; i++)
 		if (PyUnicode_Compare(PyTuple_GET_ITEM(ev->field_names, i), key) == 0)
 			return i;
-	PyErr_Format(PyExc_TypeError, "%U.emit() got an unexpected keyword argument %R (its fields: %R)", ev->name, key,
-	             ev->field_names);
+	PyErr_Format(PyExc_TypeError, "%U.emit() got an unexpected keyword argument %.200R (its fields: %R)", ev->name,
+	             key, ev->field_names);
 	return -1;
 }
 

@@ -34,6 +34,7 @@ _MAX_NAME = 200
 MAX_MESSAGE = 8000
 
 _events = {}  # logger name -> Event, shared by every handler (an event is the process's)
+_OTHER_KEY = None  # the key of OTHER_LOGGERS' event in _events (no logger's name)
 
 
 def logger_event_name(logger_name):
@@ -47,12 +48,15 @@ def logger_event_name(logger_name):
 
 
 def _event_of(logger_name):
-    """The Event of a logger, defined on its first record. Without a lock: two threads that define the same
-    event get the same descriptor, and dict operations are atomic."""
+    """The Event of a logger, defined on its first record (OTHER_LOGGERS' once MAX_LOGGER_EVENTS loggers have
+    one). Without a lock: two threads that define the same event get the same descriptor, and dict operations
+    are atomic."""
     ev = _events.get(logger_name)
     if ev is None:
-        name = logger_name if len(_events) < MAX_LOGGER_EVENTS else OTHER_LOGGERS
-        ev = _events.setdefault(logger_name, Event(logger_event_name(name), **LOGGING_FIELDS))
+        if len(_events) >= MAX_LOGGER_EVENTS:
+            return _events.get(_OTHER_KEY) or _events.setdefault(
+                _OTHER_KEY, Event(f"{PROVIDER}:{OTHER_LOGGERS}", **LOGGING_FIELDS))
+        ev = _events.setdefault(logger_name, Event(logger_event_name(logger_name), **LOGGING_FIELDS))
     return ev
 
 
@@ -67,7 +71,7 @@ class LoggingHandler(logging.Handler):
         ev = _events.get(record.name) or _event_of(record.name)
         if not ev.enabled:
             return False
-        rv = self.filter(record)
+        rv = self.filter(record) if self.filters else True
         if rv:
             self._record(ev, record)
         return rv
