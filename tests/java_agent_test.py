@@ -1,6 +1,7 @@
 """The Java agent (src/agents/java/): a Java program's typed events and java.util.logging records traced by
 traceryd and read back with babeltrace2 (every field's value) and `tracery view` (babeltrace2's text, byte for
-byte); a filter on a log record's field; an event defined after the session started; definitions and values
+byte); a filter on a log record's field; an event defined after the session started; four threads emitting
+at once; definitions and values
 refused with the reason. One JVM run does all of it (a JVM starts in about 0.3 s)."""
 import os
 import shutil
@@ -78,7 +79,13 @@ class JavaAgent(DaemonTestCase):
 
         trace = Trace(path)
         self.assertEqual(trace.discarded, 0)
-        names = [e["name"] for e in trace.events]
+        # Four threads' events, each thread's in its order and whole.
+        burst = [e["payload"] for e in trace.named("jtest:burst")]
+        self.assertEqual(sorted((b["thread"], b["i"]) for b in burst), [(t, i) for t in range(4) for i in range(1000)])
+        for t in range(4):
+            mine = [b for b in burst if b["thread"] == t]
+            self.assertEqual(mine, [{"thread": t, "i": i, "s": f"t{t}-{i}"} for i in range(1000)])
+        names = [e["name"] for e in trace.events if e["name"] != "jtest:burst"]
         self.assertEqual(names, ["jtest:request"] * 3 + ["java:com.example.app"] * 5 + ["java:com.example._n_",
                                                                                          "jtest:late"])
         self.assertEqual([e["payload"] for e in trace.named("jtest:request")], [
@@ -112,7 +119,7 @@ class JavaAgent(DaemonTestCase):
         view = self.d.tracery("view", path)
         bt2 = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=60, check=True)
         self.assertEqual(view.stdout, bt2.stdout)
-        self.assertEqual(view.stdout.count("\n"), 10)
+        self.assertEqual(view.stdout.count("\n"), 4010)
         self.assertIn('msg = "disk sda at 93%"', view.stdout)
 
 

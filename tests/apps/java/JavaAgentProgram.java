@@ -61,6 +61,20 @@ public final class JavaAgentProgram {
 		TraceryEvent late = TraceryEvent.define("jtest:late", Field.string("what"), Field.int64("n"));
 		System.out.println("late " + late.enabled());
 		late.emit("after start", 7L);
+		// Four threads at once, each its own sequence.
+		TraceryEvent burst = TraceryEvent.define("jtest:burst", Field.int32("thread"), Field.int32("i"),
+							 Field.string("s"));
+		Thread[] threads = new Thread[4];
+		for (int t = 0; t < threads.length; t++) {
+			int thread = t;
+			threads[t] = new Thread(() -> {
+				for (int i = 0; i < 1000; i++)
+					burst.emit(thread, i, "t" + thread + "-" + i);
+			});
+			threads[t].start();
+		}
+		for (Thread thread : threads)
+			thread.join();
 		System.out.println("lost " + handler.lostRecords());
 		System.out.println("thread " + Thread.currentThread().getId() + " " + worker.getId());
 		System.out.println("done");
