@@ -1,8 +1,8 @@
 """The Java agent (src/agents/java/): a Java program's typed events and java.util.logging records traced by
 traceryd and read back with babeltrace2 (every field's value) and `tracery view` (babeltrace2's text, byte for
 byte); a filter on a log record's field; an event defined after the session started; four threads emitting
-at once; definitions and values
-refused with the reason. One JVM run does all of it (a JVM starts in about 0.3 s)."""
+at once; definitions and values refused with the reason. One JVM run does all of it (a JVM starts in about
+0.3 s)."""
 import os
 import shutil
 import subprocess
