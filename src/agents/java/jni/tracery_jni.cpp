@@ -116,8 +116,8 @@ struct tracery_runtime_event *event_of(jlong handle)
 }
 
 // Writes s's UTF-8 and a NUL to out (capacity bytes: the longest name libtracery accepts plus 3). A longer string
-// is cut and ends in '?', a character no name may hold, so libtracery still refuses it. False with an exception
-// pending if s is null or a JNI call failed.
+// is cut and ends in '?', a character no name may hold, so libtracery still refuses it. False, with a
+// NullPointerException pending, if s is null.
 bool name_utf8(JNIEnv *env, jstring s, char *out, size_t capacity)
 {
 	if (s == nullptr) {
