@@ -74,6 +74,7 @@ RULES = {
     'analysis': ['base', 'event', 'ctf', 'clock', 'filter'],
     'cli': ['base', 'control', 'analysis', 'filter', 'event'],
     'preload': [],  # LD_PRELOAD helpers: instrumented programs, the public API only
+    'agents': [],  # language agents: the run-time event API only
 }
 
 # component -> {sub-component directory: other sub-components it may include}
@@ -128,6 +129,7 @@ PUBLIC_HEADERS = {
     'tracery/internal/probe.h': ['ust', 'tests', 'bench'],  # tests and benchmarks list a program's events
     'tracery/tracepoint.h': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
     'tracery/tracepoint.hpp': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
+    'tracery/runtime_event.h': ['ust', 'agents', TESTS, 'tests', 'bench', 'examples'],
 }
 
 # top-level directory outside src/ -> components it may include (EVERY_COMPONENT: any)

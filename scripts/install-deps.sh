@@ -16,6 +16,8 @@ packages=(
   libssl-dev openssl
   chromium
   lttng-tools liblttng-ust-dev uftrace
+  python3-dev python3-lttngust
+  default-jdk-headless liblttng-ust-agent-java
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -30,6 +30,13 @@ BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
 # The LD_PRELOAD helpers installed beside libtracery (src/preload/README.md).
 PRELOAD_HELPERS = ("libc", "pthread", "func", "func-fast", "dl")
 SANITIZE = ENV.get("TRACERY_SANITIZE", "")
+# The Python package's directory relative to the prefix, where it is built (src/agents/python/).
+PYTHON_DIR = ENV.get("TRACERY_PYTHON_INSTALL_DIR", "")
+PYTHON_PACKAGE = ("__init__.py", "logging_handler.py")
+# The JDK's java where the Java agent is built (src/agents/java/): its jar goes to DATADIR/java, its JNI library
+# beside libtracery.
+JAVA = ENV.get("TRACERY_JAVA", "")
+JAR = os.path.join(ENV.get("TRACERY_INSTALL_DATADIR", "share"), "java", "tracery.jar")
 
 
 def run(argv, env=None, cwd=None, timeout=300):
@@ -93,8 +100,9 @@ class InstalledPackage(unittest.TestCase):
 
     def test_installs_the_headers_library_package_files_and_programs_only(self):
         expected = {os.path.join(INCLUDEDIR, "tracery", f) for f in (
-            "README.md", "tracepoint.h", "tracepoint.hpp", "internal/event_desc.h", "internal/entry.h",
-            "internal/probe.h", "internal/emitter.h")}
+            "README.md", "tracepoint.h", "tracepoint.hpp",
+            "runtime_event.h", "internal/event_desc.h",
+            "internal/entry.h", "internal/probe.h", "internal/emitter.h")}
         expected |= {os.path.join(LIBDIR, f) for f in (
             f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
             "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
@@ -106,6 +114,12 @@ class InstalledPackage(unittest.TestCase):
             expected |= {os.path.join(LIBEXECDIR, "tracery", p)
                          for p in ("clock_bench", "filter_bench", "enable_check_bench", "ringbuf_benchmark")}
         found = self.installed_files()
+        if PYTHON_DIR:
+            expected |= {os.path.join(PYTHON_DIR, "tracery", f) for f in PYTHON_PACKAGE}
+            expected |= {f for f in found if re.fullmatch(re.escape(PYTHON_DIR) + r"/tracery/_tracery\..*\.so", f)}
+            self.assertTrue(any(f.endswith(".so") and "/tracery/_tracery." in f for f in expected), "no extension")
+        if JAVA:
+            expected |= {JAR, os.path.join(LIBDIR, "libtracery-java.so")}
         # Per-configuration part of the exported targets, and lttng-bench where liblttng-ust is installed.
         optional = {f for f in found if re.fullmatch(re.escape(LIBDIR) + r"/cmake/Tracery/TraceryTargets-\w+\.cmake", f)}
         optional.add(os.path.join(LIBEXECDIR, "tracery", "lttng-bench"))
@@ -121,6 +135,67 @@ class InstalledPackage(unittest.TestCase):
             ldd = run(["ldd", helper], env=clean_env()).stdout
             self.assertRegex(ldd, r"libtracery\.so\.0 => " + re.escape(os.path.join(self.libdir, "libtracery.so.0")),
                              helper)
+
+    def test_python_package_records_with_the_installed_libtracery(self):
+        if not PYTHON_DIR:
+            self.skipTest("the Python package is not built")
+        if SANITIZE:
+            self.skipTest("the package is built with sanitizers: Debian's python3 cannot load it")
+        trace_dir = os.path.join(self.tmp, "python")
+        env = dict(clean_env(), TRACERY_OUTPUT=trace_dir, TRACERY_EVENTS="installed:*,python:*",
+                   PYTHONPATH=os.path.join(self.prefix, PYTHON_DIR))
+        code = ("import logging, tracery\n"
+                "print(tracery.__file__)\n"
+                "tracery.Event('installed:ev', n=int).emit(n=42)\n"
+                "logging.getLogger().addHandler(tracery.LoggingHandler())\n"
+                "logging.getLogger('app').warning('from the prefix')\n")
+        out = run(["/usr/bin/python3", "-c", code], env=env, cwd=self.tmp).stdout
+        self.assertEqual(out.strip(), os.path.join(self.prefix, PYTHON_DIR, "tracery", "__init__.py"))
+        bt = run(["babeltrace2", trace_dir])
+        self.assertEqual(bt.stderr, "", "babeltrace2 warned")
+        self.assertIn("installed:ev: { cpu_id = ", bt.stdout)
+        self.assertIn("{ n = 42 }", bt.stdout)
+        self.assertIn('python:app: { cpu_id = ', bt.stdout)
+        self.assertIn('msg = "from the prefix"', bt.stdout)
+        extension = next(f for f in self.installed_files() if "/tracery/_tracery." in f)
+        ldd = run(["ldd", os.path.join(self.prefix, extension)], env=clean_env()).stdout
+        loaded = re.search(r"libtracery\.so\.0 => (\S+)", ldd)
+        self.assertIsNotNone(loaded, ldd)
+        self.assertEqual(os.path.realpath(loaded[1]), os.path.realpath(os.path.join(self.libdir, "libtracery.so.0")))
+
+    def test_java_agent_records_with_the_installed_libtracery(self):
+        if not JAVA:
+            self.skipTest("the Java agent is not built (no JDK)")
+        if SANITIZE:
+            self.skipTest("a sanitizer build: the JVM cannot load a JNI library built with a sanitizer")
+        source = os.path.join(self.tmp, "Installed.java")
+        with open(source, "w") as f:
+            f.write("import java.util.logging.Logger;\n"
+                    "import org.tracery.Field;\n"
+                    "import org.tracery.TraceryEvent;\n"
+                    "import org.tracery.jul.TraceryLogHandler;\n"
+                    "public class Installed {\n"
+                    "  public static void main(String[] args) {\n"
+                    "    TraceryEvent.define(\"installed:java\", Field.int64(\"n\")).emit(42L);\n"
+                    "    Logger logger = Logger.getLogger(\"app\");\n"
+                    "    logger.addHandler(new TraceryLogHandler());\n"
+                    "    logger.warning(\"from the prefix\");\n"
+                    "  }\n"
+                    "}\n")
+        trace_dir = os.path.join(self.tmp, "java")
+        env = dict(clean_env(), TRACERY_OUTPUT=trace_dir, TRACERY_EVENTS="installed:*,java:*")
+        # The jar alone on the class path: it finds the installed JNI library by itself.
+        run([JAVA, "-cp", os.path.join(self.prefix, JAR), source], env=env, cwd=self.tmp)
+        bt = run(["babeltrace2", trace_dir])
+        self.assertEqual(bt.stderr, "", "babeltrace2 warned")
+        self.assertIn("installed:java: { cpu_id = ", bt.stdout)
+        self.assertIn("{ n = 42 }", bt.stdout)
+        self.assertIn("java:app: { cpu_id = ", bt.stdout)
+        self.assertIn('msg = "from the prefix"', bt.stdout)
+        ldd = run(["ldd", os.path.join(self.libdir, "libtracery-java.so")], env=clean_env()).stdout
+        loaded = re.search(r"libtracery\.so\.0 => (\S+)", ldd)
+        self.assertIsNotNone(loaded, ldd)
+        self.assertEqual(os.path.realpath(loaded[1]), os.path.realpath(os.path.join(self.libdir, "libtracery.so.0")))
 
     def test_installed_files_do_not_point_into_the_build_tree(self):
         build = os.path.realpath(BUILD_DIR)

@@ -11,6 +11,7 @@
 #include "ust/local/local_tracer.hpp"
 #include "ust/rcu.hpp"
 #include "ust/registry.hpp"
+#include "ust/runtime_event.hpp"
 #include "ust/statedump.hpp"
 #include "ust/thread_context.hpp"
 
@@ -31,6 +32,7 @@ LocalTracer *tracer = nullptr;
 
 void before_fork()
 {
+	runtime_events_lock_for_fork(); // first: a definition holds it while it takes the others
 	daemon_client_before_fork();
 	if (tracer)
 		tracer->before_fork();
@@ -43,6 +45,7 @@ void after_fork_parent()
 	if (tracer)
 		tracer->after_fork_parent();
 	daemon_client_after_fork_parent();
+	runtime_events_unlock_after_fork();
 }
 
 void after_fork_child()
@@ -51,6 +54,7 @@ void after_fork_child()
 	after_fork_in_child();
 	reset_context_after_fork();
 	daemon_client_after_fork_child(); // registers the child with the session daemon, if any
+	runtime_events_unlock_after_fork();
 	if (!tracer)
 		return;
 	try {
