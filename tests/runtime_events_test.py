@@ -75,6 +75,11 @@ class Daemonless(TraceDirTestCase):
         self.assertEqual(payloads(trace, "rt:late"), [expected_late(n) for n in range(4)])
         self.assertEqual(len(trace.events), 4)
 
+    def test_forked_children_define_while_another_thread_defines(self):
+        run_traced([program("tests", "runtime-events-app"), "fork", "20"], self.trace_dir, timeout=120)
+        trace = Trace(self.trace_dir)
+        self.assertEqual(sorted(e["payload"]["n"] for e in trace.named("rt:child")), list(range(20)))
+
 
 class ThroughDaemon(DaemonTestCase):
     def test_defined_after_start_listed_filtered_and_recorded(self):

@@ -111,12 +111,15 @@ void *ChannelConsumer::thread_main(void *arg)
 		} else {
 			self->channel_.wait_for_data(static_cast<int>((wait_ns + 999'999) / 1'000'000));
 		}
-		busy.lock();
-		self->drain_streams(false);
+		// Not under busy_: a fork's prepare handlers take the clock's lock
+		// before busy_ (before_fork), so resync() waiting for the clock's
+		// lock while holding busy_ would deadlock with a forking thread.
 		if (const uint64_t mono = clock::detail::now_vdso(); mono >= next_resync) {
 			clock::resync();
 			next_resync = mono + clock::resync_interval_ns();
 		}
+		busy.lock();
+		self->drain_streams(false);
 		if (const uint64_t mono = clock::detail::now_vdso(); self->live_period_ns_ && mono >= next_live) {
 			self->live_tick();
 			next_live = mono + self->live_period_ns_;

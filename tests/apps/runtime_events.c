@@ -8,6 +8,11 @@
  *   runtime-events-app wait   prints "ready PID", waits for a line on stdin,
  *                             does what "now" does, prints "defined", waits
  *                             for another line, exits
+ *   runtime-events-app fork N forks N children while a thread defines events
+ *                             rt:t0, rt:t1...; each child defines rt:child and
+ *                             emits it once with n = its index; exits 0 once
+ *                             every child did (a child that inherited a lock
+ *                             taken would hang)
  * The values are functions of the event's index i, which the test computes
  * the same way (see the test's expected_all and expected_late).
  */
@@ -15,9 +20,11 @@
 #include <tracery/runtime_event.h>
 #include <tracery/tracepoint.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TRACERY_EVENT(rt, compiled, TRACERY_U32(n))
@@ -127,6 +134,42 @@ static void run(void)
 		emit_late(late, n);
 }
 
+static volatile int forks_done;
+
+static void *define_while_forking(void *arg)
+{
+	(void)arg;
+	for (int i = 0; !forks_done && i < 100000; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "t%d", i % 1000);
+		define(name, late_fields, 3);
+	}
+	return NULL;
+}
+
+static int fork_children(int n)
+{
+	pthread_t definer;
+	if (pthread_create(&definer, NULL, define_while_forking, NULL) != 0)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		const pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			struct tracery_runtime_event *child = define("child", late_fields, 3);
+			emit_late(child, i);
+			exit(0); /* its destructors write its trace out */
+		}
+		int status;
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			return 1;
+	}
+	forks_done = 1;
+	pthread_join(definer, NULL);
+	return 0;
+}
+
 static void wait_line(void)
 {
 	char line[64];
@@ -150,6 +193,8 @@ int main(int argc, char **argv)
 		wait_line();
 		return 0;
 	}
-	fprintf(stderr, "usage: runtime-events-app now|wait\n");
+	if (argc > 2 && strcmp(argv[1], "fork") == 0)
+		return fork_children(atoi(argv[2]));
+	fprintf(stderr, "usage: runtime-events-app now|wait|fork N\n");
 	return 2;
 }

@@ -96,8 +96,9 @@ class InstalledPackage(unittest.TestCase):
 
     def test_installs_the_headers_library_package_files_and_programs_only(self):
         expected = {os.path.join(INCLUDEDIR, "tracery", f) for f in (
-            "README.md", "tracepoint.h", "tracepoint.hpp", "internal/event_desc.h", "internal/entry.h",
-            "internal/probe.h", "internal/emitter.h")}
+            "README.md", "tracepoint.h", "tracepoint.hpp",
+            "runtime_event.h", "internal/event_desc.h",
+            "internal/entry.h", "internal/probe.h", "internal/emitter.h")}
         expected |= {os.path.join(LIBDIR, f) for f in (
             f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
             "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
