@@ -224,6 +224,10 @@ static PyObject *event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		PyUnicode_InternInPlace(&key);
 		PyTuple_SET_ITEM(self->field_names, i, key);
 		fields[i].name = PyUnicode_AsUTF8(key);
+		if (!fields[i].name) { /* a str that is not UTF-8 (a lone surrogate) */
+			ok = 0;
+			break;
+		}
 		fields[i].type = self->types[i];
 		fields[i].elem_type = self->elem_types[i];
 		PyObject *enum_class = Py_None;
