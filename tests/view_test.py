@@ -18,7 +18,7 @@ import uuid
 
 from ctf_forge import BitWriter, metadata_packets
 from daemontest import DaemonEnv
-from tracetest import program, run_traced
+from tracetest import assert_same_text_but_unfetched, program, run_traced
 
 HAVE_BT2 = shutil.which("babeltrace2") is not None
 
@@ -420,7 +420,7 @@ class DaemonViewTest(unittest.TestCase):
         p.wait(timeout=60)
         t("stop", "k")
         ours = view(path).stdout
-        self.assertEqual(ours, bt2(path).stdout)
+        assert_same_text_but_unfetched(self, bt2(path).stdout, ours)
         self.assertIn(b"sched_switch: { cpu_id = ", ours)
         self.assertIn(b"rt:ints:", ours)
 
