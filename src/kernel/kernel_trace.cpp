@@ -472,8 +472,8 @@ void KernelTrace::set_live_period(std::chrono::nanoseconds period)
 void KernelTrace::idle(uint32_t cpu)
 {
 	Cpu &c = cpus_.at(cpu);
-	close_packet(cpu, c); // the CPU's buffer is empty: what was read goes out
-	if (live_period_.count() == 0)
+	close_packet(cpu, c);                       // the CPU's buffer is empty: what was read goes out
+	if (live_period_.count() == 0 || c.pending) // a refused packet keeps its events
 		return;
 	statedump_live();
 	const auto now = std::chrono::steady_clock::now();
