@@ -428,7 +428,8 @@ int main(int argc, char **argv)
 				"\"reader_cpu_ns\": %llu, \"reader_ns_per_event\": %.2f, \"workload_s\": %.4f, "
 				"\"events_per_s\": %.0f, \"buffer_size_kb\": %llu, \"clock\": \"%s\", "
 				"\"bytes_written\": %llu, \"strings_joined\": %llu, \"strings_missing\": %llu, "
-				"\"strings_lost\": %llu, \"strings_faults\": %llu, \"strings_late\": %llu}\n",
+				"\"strings_lost\": %llu, \"strings_faults\": %llu, \"strings_late\": %llu, "
+				"\"strings_records\": %llu, \"strings_unjoined\": %llu}\n",
 				opt.mode.c_str(), static_cast<unsigned long long>(opt.calls),
 				static_cast<unsigned long long>(expected), static_cast<unsigned long long>(r.events),
 				static_cast<unsigned long long>(r.lost_kernel),
@@ -443,7 +444,9 @@ int main(int argc, char **argv)
 				static_cast<unsigned long long>(r.strings.missing),
 				static_cast<unsigned long long>(r.strings.lost),
 				static_cast<unsigned long long>(r.strings.faults),
-				static_cast<unsigned long long>(r.strings.late));
+				static_cast<unsigned long long>(r.strings.late),
+				static_cast<unsigned long long>(r.strings.records),
+				static_cast<unsigned long long>(r.strings.unjoined));
 		}
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "kernel-ingest-bench: %s\n", e.what());

@@ -1,6 +1,9 @@
 // base/utf8.cpp — UTF-8 validation used to sanitize trace strings (see utf8.hpp).
 #include "base/utf8.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 namespace tracery::base {
 
 namespace {
@@ -37,6 +40,15 @@ size_t sanitize_utf8_in_place(uint8_t *p, size_t n) noexcept
 	size_t replaced = 0;
 	size_t i = 0;
 	while (i < n) {
+		// ASCII, eight bytes at a time (most trace strings are).
+		if (n - i >= 8) {
+			uint64_t word;
+			std::memcpy(&word, p + i, 8);
+			if ((word & 0x8080808080808080u) == 0) {
+				i += 8;
+				continue;
+			}
+		}
 		if (p[i] < 0x80) {
 			++i;
 			continue;

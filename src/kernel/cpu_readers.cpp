@@ -109,7 +109,6 @@ void CpuReaders::run(Cpu &c)
 				std::this_thread::sleep_for(kIdlePause);
 				continue;
 			}
-			on_page_(c.cpu, std::span<const uint8_t>(page.data(), static_cast<size_t>(n)));
 			// Less than half a page of events: the CPU is quiet, let it fill.
 			const uint64_t used =
 				static_cast<size_t>(n) >= layout_.commit_offset + 8
@@ -118,7 +117,9 @@ void CpuReaders::run(Cpu &c)
 			                           : base::load_le<uint32_t>(page.data() + layout_.commit_offset)) &
 						  kCommitSizeMask
 					: 0;
-			if (!last && used < (layout_.page_size - layout_.data_offset) / 2)
+			const bool quiet = !last && used < (layout_.page_size - layout_.data_offset) / 2;
+			on_page_(c.cpu, std::span<const uint8_t>(page.data(), static_cast<size_t>(n)), !quiet);
+			if (quiet)
 				std::this_thread::sleep_for(kIdlePause);
 		}
 	} catch (const std::exception &e) {

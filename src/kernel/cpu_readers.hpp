@@ -35,8 +35,10 @@ namespace tracery::kernel {
 class CpuReaders {
 public:
 	// Called on the CPU's reader thread, one page at a time per CPU
-	// (threads of different CPUs call it concurrently).
-	using OnPage = std::function<void(uint32_t cpu, std::span<const uint8_t> page)>;
+	// (threads of different CPUs call it concurrently). `more`: the reader
+	// reads the CPU again at once (the page was at least half full, or
+	// stop() drains); false when it sleeps next.
+	using OnPage = std::function<void(uint32_t cpu, std::span<const uint8_t> page, bool more)>;
 	// Called on the CPU's reader thread when a read found nothing: the
 	// CPU's buffer held no committed event then (live sessions' beacons).
 	using OnIdle = std::function<void(uint32_t cpu)>;

@@ -57,7 +57,7 @@ TEST(CpuReadersRoot, EveryGetpidOfAChildIsAnEntryExitPair)
 		for (long c = 0; c < ::sysconf(_SC_NPROCESSORS_ONLN); ++c)
 			cpus.push_back(static_cast<uint32_t>(c));
 		const PageDecoder decoder(layout);
-		CpuReaders readers(inst, cpus, layout, [&](uint32_t, std::span<const uint8_t> page) {
+		CpuReaders readers(inst, cpus, layout, [&](uint32_t, std::span<const uint8_t> page, bool) {
 			std::vector<Call> mine;
 			const PageResult r = decoder.decode(page, [&](const RawEvent &e) {
 				const std::span<const uint8_t> payload(e.payload, e.size);

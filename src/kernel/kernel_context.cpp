@@ -33,6 +33,8 @@ void set_comm(ThreadInfo &t, std::span<const uint8_t> bytes)
 		std::min(strnlen(reinterpret_cast<const char *>(bytes.data()), bytes.size()), kKernelProcnameSize - 1);
 	std::memset(t.comm, 0, sizeof t.comm);
 	std::memcpy(t.comm, bytes.data(), n);
+	// Sanitized once here, not at each event that carries it.
+	base::sanitize_utf8_in_place(reinterpret_cast<uint8_t *>(t.comm), n);
 }
 
 int32_t read_i32(const FieldFormat &f, std::span<const uint8_t> payload, int32_t fallback)
@@ -265,9 +267,7 @@ void put_kernel_context(std::vector<uint8_t> &out, std::span<const KernelContext
 			base::store_le<int32_t>(word, t->prio);
 			break;
 		case KernelContext::procname: {
-			const size_t at = out.size();
-			out.insert(out.end(), t->comm, t->comm + kKernelProcnameSize);
-			base::sanitize_utf8_in_place(out.data() + at, strnlen(t->comm, kKernelProcnameSize));
+			out.insert(out.end(), t->comm, t->comm + kKernelProcnameSize); // sanitized by set_comm()
 			continue;
 		}
 		default:

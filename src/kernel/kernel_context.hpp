@@ -81,8 +81,8 @@ struct ThreadInfo {
 	int32_t pid = 0;
 	int32_t ppid = 0;
 	int32_t prio = 0;
-	char comm[kKernelProcnameSize] = {};
-	uint32_t ns[8] = {}; // pid_ns ... time_ns
+	char comm[kKernelProcnameSize] = {}; // NUL-padded, invalid UTF-8 replaced
+	uint32_t ns[8] = {};                 // pid_ns ... time_ns
 };
 
 // One thread's values from /proc (ns only when `with_ns`); false if it is gone.

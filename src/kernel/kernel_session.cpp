@@ -488,7 +488,7 @@ std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 {
 	return std::make_unique<CpuReaders>(
 		*instance_, cpus_, layout_,
-		[this, &trace](uint32_t cpu, std::span<const uint8_t> page) {
+		[this, &trace](uint32_t cpu, std::span<const uint8_t> page, bool more) {
 			// A reader thread writes nothing but the trace: its credentials are
 			// the writer's from its first page on.
 			thread_local bool as_writer = false;
@@ -497,7 +497,7 @@ std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 				::setfsuid(config_.file_uid);
 			}
 			as_writer = true;
-			trace.write_page(cpu, page);
+			trace.write_page(cpu, page, more);
 		},
 		[&trace](uint32_t cpu) { trace.idle(cpu); }, [&trace](uint32_t cpu) { return trace.held(cpu); });
 }

@@ -13,10 +13,12 @@
 // the global tracefs settings are unchanged. A session started again
 // continues its streams with the events it was given meanwhile; snapshots
 // hold the newest events since the previous one. Plus the unit parts: the
-// LTTng event classes of this kernel's formats and the stats parser.
+// LTTng event classes of this kernel's formats, the stats parser, and
+// packets that span pages read back to back.
 #include "kernel/kernel_session.hpp"
 #include "kernel/kernel_events.hpp"
 #include "kernel/kernel_trace.hpp"
+#include "kernel/page_builder_testing.hpp"
 #include "kernel/tracefs_testing.hpp"
 
 #include <gtest/gtest.h>
@@ -31,6 +33,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 using namespace tracery;
@@ -613,4 +616,74 @@ TEST_F(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
 	std::string out, err;
 	EXPECT_EQ(run("babeltrace2 '" + tmpl + "/s3/kernel' >/dev/null", out, err), 0);
 	EXPECT_EQ(err, "");
+}
+
+// Pages read back to back (write_page's `more`) share one packet until a page
+// says events were lost before it (the loss then falls between two
+// packets), a page comes without `more`, or the CPU goes idle; every event
+// keeps its time and fields across the pages of a packet.
+TEST(KernelTracePackets, BusyPagesShareAPacketUntilALossOrAPause)
+{
+	if (std::system("/usr/bin/python3 -c 'import bt2' 2>/dev/null") != 0)
+		GTEST_SKIP() << "python3-bt2 is not installed: cannot read the trace back";
+	char dir[] = "/tmp/tracery-kernel-packets-XXXXXX";
+	ASSERT_NE(::mkdtemp(dir), nullptr);
+	const std::string events = std::string(TRACERY_KERNEL_TESTDATA) + "/events/";
+	const PageLayout layout = make_page_layout(parse_header_page(read_file(events + "header_page")),
+	                                           parse_header_event(read_file(events + "header_event")));
+	const std::vector<EventFormat> formats = {testdata_format("syscalls", "sys_exit_getpid")};
+	ctf::TraceInfo info;
+	info.uuid = ctf::Uuid::random();
+	KernelTrace trace(
+		consumer::TraceOutput(dir, nullptr, ""), "channel0", info, formats, 1, layout,
+		[](uint32_t) { return uint64_t{0}; }, [] { return uint64_t{1000}; });
+	// An exit of getpid returning `ret`, `delta` ticks after the one before.
+	int64_t next_ret = 1;
+	const auto exit_event = [&](test_support::PageBuilder &page, uint32_t delta) {
+		std::vector<uint8_t> rest(16, 0); // __syscall_nr, padding, ret
+		base::store_le<int64_t>(rest.data() + 8, next_ret++);
+		page.event(delta, test_support::PageBuilder::payload(static_cast<uint16_t>(formats[0].id), 42, rest));
+	};
+	test_support::PageBuilder a(10'000), b(20'000), c(30'000), d(40'000), e(50'000);
+	exit_event(a, 0);
+	exit_event(a, 100);
+	exit_event(a, 100);
+	exit_event(b, 0);
+	exit_event(b, 50);
+	exit_event(c, 0);
+	exit_event(d, 0);
+	exit_event(e, 0);
+	trace.write_page(0, a.finish(), true);
+	trace.write_page(0, b.finish(), true);
+	EXPECT_EQ(trace.counts().packets, 0u); // both pages wait in the open packet
+	trace.write_page(0, c.finish(5), true);
+	EXPECT_EQ(trace.counts().packets, 1u); // the loss ended the packet of a and b
+	trace.write_page(0, d.finish(), false);
+	EXPECT_EQ(trace.counts().packets, 2u); // c and d: the reader pauses
+	trace.write_page(0, e.finish(), true);
+	trace.idle(0);
+	EXPECT_EQ(trace.counts().packets, 3u);
+	trace.finish_cpu(0);
+	trace.finish();
+	EXPECT_EQ(trace.counts().events, 8u);
+
+	std::string out, err;
+	ASSERT_EQ(run(std::string("/usr/bin/python3 '") + TRACERY_KERNEL_DUMP + "' '" + dir + "'", out, err), 0) << err;
+	std::vector<std::string> seen;
+	std::optional<int64_t> first_t;
+	std::istringstream lines(out);
+	for (std::string l; std::getline(lines, l);) {
+		const nlohmann::json j = nlohmann::json::parse(l);
+		if (j.contains("discarded")) {
+			seen.push_back("lost " + std::to_string(j["discarded"].get<uint64_t>()));
+			continue;
+		}
+		const int64_t t = j["t"].get<int64_t>();
+		if (!first_t)
+			first_t = t;
+		seen.push_back(std::to_string(j["f"]["ret"].get<int64_t>()) + "@" + std::to_string(t - *first_t));
+	}
+	EXPECT_EQ(seen, (std::vector<std::string>{"1@0", "2@100", "3@200", "4@10000", "5@10050", "lost 5", "6@20000",
+	                                          "7@30000", "8@40000"}));
+	std::filesystem::remove_all(dir);
 }

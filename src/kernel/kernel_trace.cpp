@@ -106,6 +106,16 @@ int32_t lttng_status(char state)
 	}
 }
 
+// Whether the page's commit word says events were lost before it.
+bool lost_before(const PageLayout &layout, std::span<const uint8_t> page)
+{
+	if (page.size() < layout.commit_offset + layout.commit_size)
+		return false;
+	const uint64_t commit = layout.commit_size == 8 ? base::load_le<uint64_t>(page.data() + layout.commit_offset)
+	                                                : base::load_le<uint32_t>(page.data() + layout.commit_offset);
+	return (commit & kCommitMissedEvents) != 0;
+}
+
 void put_header(std::vector<uint8_t> &out, uint32_t id, uint64_t prev, uint64_t ts)
 {
 	const bool compact = ctf::can_use_compact_header(id, prev, ts);
@@ -248,16 +258,23 @@ void KernelTrace::set_unrecorded(std::vector<uint16_t> types)
 			unrecorded_[t] = true;
 }
 
-void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
+void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page, bool more)
 {
 	Cpu &c = cpus_.at(cpu);
 	// Pages come while a packet waits only at the end (the reader drains
 	// the CPU then): this page is decoded and counted, not written.
 	if (c.pending && (std::chrono::steady_clock::now() < c.retry_at || !send(cpu, c, c.pending_info)))
 		return count_unwritten(c, page);
-	c.events.clear();
-	uint64_t begin = 0, prev = 0;
-	bool first = true;
+	// Events lost before this page: the open packet ends before them.
+	if (c.open && lost_before(decoder_.layout(), page)) {
+		close_packet(cpu, c);
+		if (c.pending)
+			return count_unwritten(c, page);
+	}
+	if (!c.open)
+		c.events.clear();
+	uint64_t begin = c.open_begin, prev = c.open_end;
+	bool first = !c.open;
 	KernelTraceCounts n;
 	const std::shared_lock classes(classes_mutex_);
 	std::unique_lock<std::mutex> table;
@@ -308,7 +325,12 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page)
 	}
 	c.last_ts = prev;
 	c.last_live = now;
-	write_packet(cpu, c, begin, prev, n.events);
+	c.open = true;
+	c.open_begin = begin;
+	c.open_end = prev;
+	c.open_events += n.events;
+	if (!more || c.events.size() >= kPacketBytes)
+		close_packet(cpu, c);
 	statedump_live(); // a busy CPU's reader has no idle() turn
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.events += n.events;
@@ -332,6 +354,15 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	info.cpu_id = cpu;
 	c.streams_seen = sink_->streams_started();
 	send(cpu, c, info);
+}
+
+void KernelTrace::close_packet(uint32_t cpu, Cpu &c)
+{
+	if (!c.open)
+		return;
+	c.open = false;
+	write_packet(cpu, c, c.open_begin, c.open_end, c.open_events);
+	c.open_begin = c.open_end = c.open_events = 0;
 }
 
 bool KernelTrace::send(uint32_t cpu, Cpu &c, const ctf::PacketInfo &info)
@@ -440,10 +471,11 @@ void KernelTrace::set_live_period(std::chrono::nanoseconds period)
 
 void KernelTrace::idle(uint32_t cpu)
 {
-	if (live_period_.count() == 0)
+	Cpu &c = cpus_.at(cpu);
+	close_packet(cpu, c);                       // the CPU's buffer is empty: what was read goes out
+	if (live_period_.count() == 0 || c.pending) // a refused packet keeps its events
 		return;
 	statedump_live();
-	Cpu &c = cpus_.at(cpu);
 	const auto now = std::chrono::steady_clock::now();
 	if (now - c.last_live < live_period_)
 		return;
@@ -467,6 +499,7 @@ void KernelTrace::idle(uint32_t cpu)
 void KernelTrace::finish_cpu(uint32_t cpu)
 {
 	Cpu &c = cpus_.at(cpu);
+	close_packet(cpu, c);
 	give_up(cpu, c); // a packet still refused: its events are counted
 	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
 	c.events.clear();

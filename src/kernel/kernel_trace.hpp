@@ -106,9 +106,18 @@ public:
 	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid,
 	            std::vector<KernelContext> contexts = {}, UserStrings *user_strings = nullptr);
 
-	// One page of CPU `cpu` (the readers' callback): one packet. Calls for
-	// different CPUs may run concurrently; for one CPU, in order.
-	void write_page(uint32_t cpu, std::span<const uint8_t> page);
+	// One page of CPU `cpu` (the readers' callback). Calls for different
+	// CPUs may run concurrently; for one CPU, in order. `more`: another page
+	// of the CPU follows at once (the reader is not going to sleep), so the
+	// page's events may stay in the CPU's open packet, which takes pages
+	// until it holds kPacketBytes, a page says events were lost before it
+	// (the loss falls between packets), or a page comes without `more`, or
+	// idle() or finish_cpu() end it: a busy CPU is written in fewer, larger
+	// writes. Without `more`, the page ends the packet (one packet per page
+	// when no call says `more`).
+	void write_page(uint32_t cpu, std::span<const uint8_t> page, bool more = false);
+	// Event bytes at which an open packet is written.
+	static constexpr size_t kPacketBytes = 64 * 1024;
 	// Before each read of CPU `cpu` (the readers' callback, on its thread):
 	// whether a packet of the CPU waits, refused by the sink; it is offered
 	// again when due.
@@ -179,6 +188,10 @@ private:
 		// counters where they are).
 		std::deque<std::atomic<uint64_t>> class_events;
 		std::vector<uint8_t> events; // the packet being built, or the one that waits
+		// The packet being built spans pages (write_page's `more`): its
+		// beginning, its last event's time and its events so far.
+		bool open = false;
+		uint64_t open_begin = 0, open_end = 0, open_events = 0;
 		// A packet the sink refused waits (its fields; its events in
 		// `events`) until retry_at. Guarded by counts_mutex_ where
 		// write_losses() reads them (written by the CPU's writer only): the
@@ -203,6 +216,8 @@ private:
 	void give_up(uint32_t cpu, Cpu &c);
 	void grow_class_counters(); // every CPU's class_events up to next_id_
 	void write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events);
+	// Writes the CPU's open packet, if any.
+	void close_packet(uint32_t cpu, Cpu &c);
 	// A packet of the state dump's stream (statedump_mutex_ held).
 	void write_statedump_packet(uint64_t begin, uint64_t end, std::span<const uint8_t> events, uint64_t count);
 	void finish_statedump(); // finish(), statedump_mutex_ held
