@@ -130,6 +130,9 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
             f.write(b"0123456789 and more than ten bytes")
         t = self.d.tracery
         t("create", "b", "--output", path)
+        refused = t("enable-event", "-k", "--syscall", "read", "--capture-buffers=4097", "-s", "b", check=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--capture-buffers: give 1 to 4096 bytes", refused.stderr)
         t("enable-event", "-k", "--syscall", "read,write,writev,pipe2", "--capture-buffers=16", "-s", "b")
         p = subprocess.Popen(["/bin/sh", "-c", BUFFERS, data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True)
@@ -142,6 +145,8 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         self.assertEqual(p.returncode, 0)
         stop = t("stop", "b").stdout
         self.assertIn("channel0 (kernel): 0 events lost", stop)
+        changed = t("enable-event", "-k", "--syscall", "pread64", "--capture-buffers=32", "-s", "b", check=False)
+        self.assertIn("its buffer capture was set then (16 bytes)", changed.stderr)
         bt = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=300)
         self.assertEqual(bt.returncode, 0, bt.stderr)
         self.assertEqual(bt.stderr, "")
