@@ -3,7 +3,9 @@
 field), `filename = "/etc/hostname"` and the execve path, read from the process's memory by the BPF program
 (src/kernel/bpf/), the same text in `tracery view` and babeltrace2; a NULL path (open(NULL) and openat(NULL)
 through syscall()) is an empty string with its `unfetched` bit set, not the pointer; lttng-iolog names the file
-read. Needs root, tracefs and BPF (skipped with a message otherwise)."""
+read. With `--capture-buffers`, a write's and a writev's bytes at the entry and a read's at the exit (`buf_data`),
+a faulting buffer recorded as a fault; pipe2's fds at the exit as the program got them. Needs root, tracefs and
+BPF (skipped with a message otherwise)."""
 import os
 import re
 import shutil
@@ -23,6 +25,21 @@ SCRIPT = ("read line; /bin/cat /etc/hostname; exec /usr/bin/python3 -c "
           "    s = socket.socket(family)\n"
           "    s.connect_ex(address)\n"
           "    s.close()'")
+
+# Buffers: writes a known string to stdout (and writev's two parts), reads a file's first bytes, writes from a bad
+# pointer (EFAULT), makes a pipe and prints its fds.
+BUFFERS = ("read line; exec /usr/bin/python3 -c '"
+           "import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True)\n"
+           "os.write(1, b\"tracery writes this\\n\")\n"
+           "os.writev(1, [b\"first iovec\\n\", b\"second\\n\"])\n"
+           "fd = os.open(sys.argv[1], os.O_RDONLY); os.read(fd, 10); os.close(fd)\n"
+           "null = os.open(\"/dev/null\", os.O_WRONLY); libc.syscall(1, null, ctypes.c_void_p(8), 5)\n"
+           "r, w = os.pipe2(0); print(\"pipe\", r, w, flush=True)' \"$0\"")
+
+
+def byte_list(text):
+    """The bytes of a printed sequence of uint8: '[ [0] = 116, [1] = 114 ]'."""
+    return bytes(int(v) for v in re.findall(r"\[\d+\] = (\d+)", text))
 
 
 class SyscallStringsTest(KernelMixin, DaemonTestCase):
@@ -98,6 +115,67 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
             # which may come before its exec.
             self.assertRegex(io.stdout, r"read .* (cat|sh) .* /etc/hostname \(fd=\d+\)")
         t("destroy", "s")
+
+    def test_buffers_and_exit_arguments(self):
+        self.d.start_daemon()
+        path = self.out("b")
+        data = self.out("data")
+        with open(data, "wb") as f:
+            f.write(b"0123456789 and more than ten bytes")
+        t = self.d.tracery
+        t("create", "b", "--output", path)
+        refused = t("enable-event", "-k", "--syscall", "read", "--capture-buffers=4097", "-s", "b", check=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--capture-buffers: give 1 to 4096 bytes", refused.stderr)
+        t("enable-event", "-k", "--syscall", "read,write,writev,pipe2", "--capture-buffers=16", "-s", "b")
+        p = subprocess.Popen(["/bin/sh", "-c", BUFFERS, data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        t("track", "-k", "--pid", str(p.pid), "-s", "b")
+        t("start", "b")
+        if "recorded as pointers" in self.d.log():
+            self.skipTest("BPF unavailable here: " + self.d.log())
+        out, _ = p.communicate("go\n", timeout=60)
+        self.assertEqual(p.returncode, 0)
+        stop = t("stop", "b").stdout
+        self.assertIn("channel0 (kernel): 0 events lost", stop)
+        changed = t("enable-event", "-k", "--syscall", "pread64", "--capture-buffers=32", "-s", "b", check=False)
+        self.assertIn("its buffer capture was set then (16 bytes)", changed.stderr)
+        bt = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=300)
+        self.assertEqual(bt.returncode, 0, bt.stderr)
+        self.assertEqual(bt.stderr, "")
+        view = t("view", "b")
+        self.assertEqual(bt.stdout, view.stdout)  # byte-identical
+        lines = view.stdout.splitlines()
+
+        def fields(name):
+            return [line.split(name + ": ", 1)[1].split("}, ", 1)[1] for line in lines if f" {name}: " in line]
+
+        # write's entry: lttng-modules' fields, then the buffer's first bytes (at most 16).
+        writes = fields("syscall_entry_write")
+        stdout_writes = [w for w in writes if w.startswith("{ fd = 1,")]  # the string, then print's pieces
+        self.assertRegex(stdout_writes[0], r"^\{ fd = 1, buf = \d+, count = 20, _buf_data_length = 16, "
+                                           r"buf_data = \[ .* \], unfetched = 0 \}$")
+        self.assertEqual(byte_list(stdout_writes[0]), b"tracery writes this\n"[:16])
+        # writev: its first iovec.
+        writevs = fields("syscall_entry_writev")
+        self.assertEqual(len(writevs), 1, writevs)
+        self.assertEqual(byte_list(writevs[0]), b"first iovec\n", writevs)
+        # The faulting buffer: a fault, no bytes.
+        self.assertTrue(any(re.match(r"\{ fd = \d+, buf = 8, count = 5, _buf_data_length = 0, buf_data = \[ \], "
+                                     r"unfetched = 1 \}$", w) for w in writes), writes)
+        # read's exit: ret, buf (the entry's pointer), what was read: the file's first 10 bytes.
+        reads = [r for r in fields("syscall_exit_read") if r.startswith("{ ret = 10,")]
+        self.assertEqual(len(reads), 1, fields("syscall_exit_read"))
+        self.assertRegex(reads[0], r"^\{ ret = 10, buf = [1-9]\d*, _buf_data_length = 10, buf_data = \[ .* \], "
+                                   r"unfetched = 0 \}$")
+        self.assertEqual(byte_list(reads[0]), b"0123456789")
+        # pipe2's exit: the fds the program printed.
+        pipe_line = [line for line in out.splitlines() if line.startswith("pipe ")]
+        self.assertEqual(len(pipe_line), 1, out)
+        r, w = pipe_line[0].split()[1:]
+        self.assertIn(f"{{ ret = 0, fildes = [ [0] = {r}, [1] = {w} ], unfetched = 0 }}", fields("syscall_exit_pipe2"))
+        t("destroy", "b")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,12 @@ int main(int argc, char **argv)
 			               "With --userspace-probe: what to record, 'name=FETCH:TYPE,...' (e.g. "
 			               "'fd=%di:s32,path=+0(%si):string'; registers %di %si %dx %cx %r8 %r9 ..., types "
 			               "s8..s64 u8..u64 x8..x64 string)");
+			ev->add_flag(
+				"--capture-buffers{256}", a.capture_buffers,
+				"With -k --syscall: also record the first BYTES (default 256, at most 4096) of the "
+				"buffers of write, pwrite64, sendto, writev (its first iovec) at the entry and of "
+				"read, pread64, recvfrom at the exit, as 'buf_data' (a Tracery extension; set for "
+				"the session before its first start)");
 		}
 		ev->add_option("-c,--channel", a.channel, "Channel (default: channel0)");
 		domain_flags(ev, a);

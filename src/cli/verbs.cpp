@@ -354,6 +354,12 @@ int kernel_event(const Args &a, bool disable)
 	req.channel = a.channel;
 	if (!a.filter.empty())
 		req.filter = a.filter;
+	if (a.capture_buffers != 0) {
+		if (!a.syscall)
+			throw CliError("--capture-buffers is for system calls: enable-event -k --syscall read,write "
+			               "--capture-buffers[=BYTES]");
+		req.capture_buffers = a.capture_buffers;
+	}
 	control::KernelEventsReply r;
 	if (disable)
 		r = request(control::KernelDisableEvent{req});

@@ -31,8 +31,9 @@ struct Args {
 	std::string channel;      // -c / enable-channel NAME
 	std::vector<std::string> patterns;
 	std::string filter;
-	std::string userspace_probe; // enable-event -k --userspace-probe=SPEC
-	std::string probe_args;      // --args
+	std::string userspace_probe;  // enable-event -k --userspace-probe=SPEC
+	std::string probe_args;       // --args
+	uint32_t capture_buffers = 0; // enable-event -k --syscall --capture-buffers[=BYTES]
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
 	std::vector<std::string> contexts;

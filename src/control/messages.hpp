@@ -695,6 +695,7 @@ struct KernelEvents {
 	std::optional<std::string> probe;                    // --userspace-probe=SPEC
 	std::optional<std::string> probe_name;               // its event name
 	std::optional<std::string> args;                     // --args
+	std::optional<uint64_t> capture_buffers;             // --capture-buffers[=BYTES] (last: added after the others)
 	static constexpr auto kFields = std::tuple{
 		field("session", &KernelEvents::session),
 		field("channel", &KernelEvents::channel),
@@ -705,6 +706,7 @@ struct KernelEvents {
 		optional_field("probe", &KernelEvents::probe),
 		optional_field("probe_name", &KernelEvents::probe_name),
 		optional_field("args", &KernelEvents::args),
+		optional_field("capture_buffers", &KernelEvents::capture_buffers),
 	};
 	bool operator==(const KernelEvents &) const = default;
 };

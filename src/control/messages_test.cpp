@@ -224,7 +224,7 @@ SnapshotRecordReply full()
 }
 KernelEvents kernel_events()
 {
-	return {"s", "k", "x > 1", {{"irq:*"}}, {{"openat"}}, true, "elf:/bin/true:main", "p", "a"};
+	return {"s", "k", "x > 1", {{"irq:*"}}, {{"openat"}}, true, "elf:/bin/true:main", "p", "a", 256};
 }
 KernelEventsReply kernel_reply()
 {

@@ -264,8 +264,24 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 	std::vector<std::string> not_recorded; // events a filter's rule does not record
 	if (disable && !filter.empty())
 		throw CommandError("disable-event takes no --filter: it disables the events named");
+	if (req.capture_buffers) {
+		const uint64_t bytes = *req.capture_buffers;
+		if (disable)
+			throw CommandError("disable-event takes no --capture-buffers");
+		if (bytes == 0 || bytes > kernel::kMaxBufferCapture)
+			throw CommandError("--capture-buffers: give 1 to " + std::to_string(kernel::kMaxBufferCapture) +
+			                   " bytes");
+		const uint32_t current = s.kernel_spec().capture_buffers;
+		if (s.ever_started() && current != bytes)
+			throw CommandError("session '" + s.name() +
+			                   "' has been started: its buffer capture was set then (" +
+			                   (current == 0 ? std::string("none") : std::to_string(current) + " bytes") +
+			                   "); create a new session to change it");
+	}
 	const KernelSpec before = s.kernel_spec();
 	KernelSpec &k = s.edit_kernel_spec();
+	if (req.capture_buffers)
+		k.capture_buffers = static_cast<uint32_t>(*req.capture_buffers);
 	// The rules of this request, as KernelSessionConfig::filters names them.
 	std::vector<std::string> rules = tracepoints;
 	for (const std::string &c : syscalls)

@@ -71,6 +71,7 @@ kernel::KernelSessionConfig KernelDomain::config() const
 		c.file_gid = s.owner_gid;
 	}
 	c.contexts = spec_.contexts;
+	c.capture_buffers = spec_.capture_buffers;
 	return c;
 }
 

@@ -40,6 +40,7 @@ struct KernelSpec {
 	                          ProcessAttr::gid, ProcessAttr::vgid}};
 	bool follow_children = true;                 // the pid attribute: the processes' descendants too
 	std::vector<kernel::KernelContext> contexts; // add-context -k, sorted and unique
+	uint32_t capture_buffers = 0;                // enable-event -k --capture-buffers (0: none)
 	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
 	// enabled, from the file opened then with the requester's credentials
 	// (held open: the kernel is given that very file, /proc/self/fd/N).

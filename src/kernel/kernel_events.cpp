@@ -190,7 +190,8 @@ CtfField syscall_integer(const FieldFormat &f, std::string_view c_type, bool hex
 // call's instrumentation): family, dport, v4addr (4 bytes) or v6addr (8
 // u16), from the bytes the BPF program copies at `address_arg` (of the
 // length at `length_arg`) into slot `slot`.
-void add_connect_address(KernelEventClass &c, size_t address_arg, size_t length_arg, int8_t slot)
+void add_connect_address(KernelEventClass &c, size_t address_arg, size_t length_arg, int8_t slot,
+                         const char *port = "dport")
 {
 	using Part = FieldSource::AddressPart;
 	if (address_arg >= 6 || length_arg >= 6)
@@ -203,7 +204,7 @@ void add_connect_address(KernelEventClass &c, size_t address_arg, size_t length_
 		c.sources.push_back(s);
 	};
 	add("family", CtfField::Type::integer, 2, Part::family);
-	add("dport", CtfField::Type::integer, 2, Part::dport);
+	add(port, CtfField::Type::integer, 2, Part::dport);
 	add("v4addr", CtfField::Type::sequence, 1, Part::v4addr);
 	add("v6addr", CtfField::Type::sequence, 2, Part::v6addr);
 	c.user_string_args |= address_cookie(address_arg, length_arg);
@@ -247,8 +248,44 @@ void put_address_part(std::vector<uint8_t> &out, FieldSource::AddressPart part, 
 // A system call entry's fields: lttng-modules' when its table has the call
 // and this kernel's format has each of them, else the format's arguments
 // with their C types.
-void add_syscall_entry_fields(KernelEventClass &c, const EventFormat &format, bool user_strings)
+// The bytes of the record's slot `slot` as a field: `buf_data`, a
+// sequence of uint8 (a read or written buffer), or an fd pair.
+void add_slot_bytes(KernelEventClass &c, CtfField field, int8_t slot)
 {
+	c.fields.push_back(std::move(field));
+	FieldSource s;
+	s.user_string = slot;
+	s.slot_bytes = true;
+	c.sources.push_back(s);
+}
+
+void add_buffer_data(KernelEventClass &c, int8_t slot)
+{
+	add_slot_bytes(c, {"buf_data", CtfField::Type::sequence, 1, false}, slot);
+}
+
+void add_unfetched(KernelEventClass &c)
+{
+	c.fields.push_back({"unfetched", CtfField::Type::integer, 1, false});
+	FieldSource mask;
+	mask.unfetched_mask = true;
+	c.sources.push_back(mask);
+}
+
+// The calls whose buffer argument is written out by the call: its
+// argument and the argument of its length (kFixedLength: an iovec array,
+// whose first element is taken).
+struct WrittenBuffer {
+	std::string_view call, buffer, length;
+};
+constexpr WrittenBuffer kWrittenBuffers[] = {
+	{"write", "buf", "count"}, {"pwrite64", "buf", "count"}, {"sendto", "buff", "len"}, {"writev", "vec", ""}};
+// The calls that read into their buffer argument (its index).
+constexpr std::pair<std::string_view, size_t> kReadBuffers[] = {{"read", 1}, {"pread64", 1}, {"recvfrom", 1}};
+
+void add_syscall_entry_fields(KernelEventClass &c, const EventFormat &format, const UserMemory &memory)
+{
+	const bool user_strings = memory.read;
 	std::vector<std::string_view> args; // the format's arguments, in order
 	for (const FieldFormat &f : format.fields)
 		if (f.name != "__syscall_nr")
@@ -270,9 +307,13 @@ void add_syscall_entry_fields(KernelEventClass &c, const EventFormat &format, bo
 		return;
 	}
 	int8_t strings = 0;
+	const bool accept = name == "accept" || name == "accept4";
 	for (const SyscallField &sf : lttng->fields) {
-		if (sf.direction == SyscallField::Direction::out)
-			continue; // recorded at the exit by lttng-modules
+		// recorded at the exit by lttng-modules (accept's address pointer
+		// at the entry, by its override)
+		if (sf.direction == SyscallField::Direction::out &&
+		    !(accept && sf.name == std::string_view("upeer_sockaddr")))
+			continue;
 		const FieldFormat &f = *format.field(sf.name);
 		if (sf.kind == SyscallField::Kind::string && user_strings && strings < kMaxUserStrings) {
 			CtfField field;
@@ -293,12 +334,86 @@ void add_syscall_entry_fields(KernelEventClass &c, const EventFormat &format, bo
 			f.hex = f.hex || f.name == "uservaddr" || f.name == "addrlen"; // as its override has them
 		add_connect_address(c, arg_index("uservaddr"), arg_index("addrlen"), strings);
 	}
-	if (c.user_string_args != 0) {
-		c.fields.push_back({"unfetched", CtfField::Type::integer, 1, false});
-		FieldSource mask;
-		mask.unfetched_mask = true;
-		c.sources.push_back(mask);
+	if (accept)
+		for (CtfField &f : c.fields)
+			f.hex = f.hex || f.name == "upeer_sockaddr" || (name == "accept4" && f.name == "flags");
+	if (user_strings && memory.buffer_bytes > 0)
+		for (const WrittenBuffer &w : kWrittenBuffers) {
+			if (w.call != name)
+				continue;
+			const size_t buffer = arg_index(w.buffer);
+			const bool iovec = w.length.empty();
+			const size_t length = iovec ? kFixedLength : arg_index(w.length);
+			if (buffer >= 6 || length > kFixedLength)
+				break;
+			add_buffer_data(c, static_cast<int8_t>(cookie_slots(c.user_string_args)));
+			c.user_string_args |=
+				buffer_cookie(buffer, length, memory.buffer_bytes) | (iovec ? kCookieIovec : 0);
+		}
+	if (c.user_string_args != 0)
+		add_unfetched(c);
+}
+
+// A system call's exit: tracefs's `ret`, then, when the session reads user
+// memory, lttng-modules' out and inout arguments (lttng-modules' table
+// lists a call's arguments in its order: the kept entry's argument of the
+// same index), with its overrides of pipe, pipe2, socketpair (the fds
+// written) and accept, accept4 (the address written, its length read at
+// the exit), then `buf_data` of a call that read into a buffer.
+void add_syscall_exit_fields(KernelEventClass &c, const EventFormat &format, const UserMemory &memory)
+{
+	for (const FieldFormat &f : format.fields)
+		if (f.name != "__syscall_nr") {
+			c.fields.push_back(ctf_field(f, f.name));
+			c.sources.push_back({f});
+		}
+	const std::string_view name = std::string_view(format.name).substr(std::string_view("sys_exit_").size());
+	const SyscallFields *lttng = lttng_syscall_fields(name);
+	if (!memory.read || !lttng || lttng->fields.size() > 6)
+		return;
+	const bool accept = name == "accept" || name == "accept4";
+	const bool fd_pair = name == "pipe" || name == "pipe2" || name == "socketpair";
+	uint64_t cookie = 0;
+	for (size_t i = 0; i < lttng->fields.size(); ++i) {
+		const SyscallField &sf = lttng->fields[i];
+		if (sf.direction == SyscallField::Direction::in)
+			continue;
+		if (fd_pair) { // ctf_user_array(int, NAME, fildes, 2)
+			add_slot_bytes(
+				c,
+				{name == "socketpair" ? "socket" : "fildes", CtfField::Type::array, 4, true, false, 2},
+				0);
+			cookie |= buffer_cookie(i, kFixedLength, 8);
+			break;
+		}
+		if (accept && sf.name == std::string_view("upeer_sockaddr"))
+			continue; // recorded at the entry
+		CtfField field{sf.name, CtfField::Type::integer, 8, false, sf.kind == SyscallField::Kind::hex};
+		if (accept) // its override: the length itself, read at the exit
+			field.size = 4, field.is_signed = true;
+		else if (const std::optional<CIntegerType> t = c_integer_type(sf.c_type))
+			field.size = t->size, field.is_signed = t->is_signed;
+		c.fields.push_back(field);
+		FieldSource s;
+		s.record_arg = static_cast<int8_t>(i);
+		c.sources.push_back(s);
 	}
+	if (accept) {
+		add_connect_address(c, 1, 2, 0, "sport");
+		cookie |= c.user_string_args | kCookieLengthPointer;
+	}
+	if (memory.buffer_bytes > 0)
+		for (const auto &[call, buffer] : kReadBuffers)
+			if (call == name) {
+				add_buffer_data(c, 0);
+				cookie |=
+					buffer_cookie(buffer, kFixedLength, memory.buffer_bytes) | kCookieLengthReturn;
+			}
+	if (c.fields.size() == 1)
+		return; // nothing read: ret alone
+	c.user_string_args = cookie | kCookieExit;
+	c.exit_record = true;
+	add_unfetched(c);
 }
 
 } // namespace
@@ -359,7 +474,7 @@ std::string event_class_tsdl(const std::string &name, uint32_t id, uint32_t stre
 	return m;
 }
 
-KernelEventClass make_event_class(const EventFormat &format, uint32_t id, bool user_strings)
+KernelEventClass make_event_class(const EventFormat &format, uint32_t id, UserMemory memory)
 {
 	if (format.id > 0xffff)
 		throw FormatError("event " + format.system + ":" + format.name + ": ID " + std::to_string(format.id) +
@@ -384,11 +499,9 @@ KernelEventClass make_event_class(const EventFormat &format, uint32_t id, bool u
 		c.name = std::string(entry ? "syscall_entry_" : "syscall_exit_") +
 		         format.name.substr((entry ? kEnter : kExit).size());
 		if (entry)
-			add_syscall_entry_fields(c, format, user_strings);
+			add_syscall_entry_fields(c, format, memory);
 		else
-			for (const FieldFormat &f : format.fields)
-				if (f.name != "__syscall_nr")
-					add(f, f.name, 0, false);
+			add_syscall_exit_fields(c, format, memory);
 		return c;
 	}
 	if (format.system == "sched")
@@ -458,12 +571,30 @@ void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload,
 	int expected = 0; // strings of the class
 	if (c.user_string_args != 0) {
 		expected = cookie_slots(c.user_string_args);
-		if (strings && strings->take(payload, c.user_string_args, taken))
+		if (strings && (c.exit_record ? strings->take_exit(payload, taken)
+		                              : strings->take(payload, c.user_string_args, taken)))
 			record = &taken;
 	}
 	for (size_t i = 0; i < c.fields.size(); ++i) {
 		const CtfField &f = c.fields[i];
 		const FieldSource &s = c.sources[i];
+		if (s.record_arg >= 0) {
+			put_integer(out, record && s.record_arg < 6 ? record->args[s.record_arg] : 0, f.size);
+			continue;
+		}
+		if (s.slot_bytes) {
+			const std::string_view v = record ? record->string(s.user_string) : std::string_view();
+			const auto *b = reinterpret_cast<const uint8_t *>(v.data());
+			if (f.type == CtfField::Type::sequence) {
+				put_integer(out, v.size(), 4);
+				out.insert(out.end(), b, b + v.size());
+			} else if (const size_t bytes = size_t{f.length} * f.size; v.size() == bytes) {
+				out.insert(out.end(), b, b + bytes);
+			} else {
+				out.resize(out.size() + bytes, 0);
+			}
+			continue;
+		}
 		if (s.address_part != FieldSource::AddressPart::none) {
 			put_address_part(out, s.address_part,
 			                 record ? record->string(s.user_string) : std::string_view());
@@ -475,7 +606,11 @@ void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload,
 			continue;
 		}
 		if (s.unfetched_mask) {
-			put_integer(out, record ? record->unfetched(expected) : (1u << expected) - 1, 1);
+			// No record: every slot, and for an exit its arguments (bit 7).
+			put_integer(out,
+			            record ? record->unfetched(expected)
+			                   : ((1u << expected) - 1) | (c.exit_record ? 0x80 : 0),
+			            1);
 			continue;
 		}
 		switch (f.type) {
@@ -522,7 +657,11 @@ std::vector<filter::KernelField> filter_fields(const KernelEventClass &c)
 		const CtfField &f = c.fields[i];
 		const FieldSource &s = c.sources[i];
 		filter::KernelField::Kind kind = filter::KernelField::Kind::other;
-		if (f.type == CtfField::Type::integer && s.format.kind == FieldKind::scalar)
+		// An exit's argument or bytes the BPF program read: not in tracefs's record.
+		const bool from_bpf = s.record_arg >= 0 || s.slot_bytes;
+		if (from_bpf)
+			kind = filter::KernelField::Kind::other;
+		else if (f.type == CtfField::Type::integer && s.format.kind == FieldKind::scalar)
 			kind = filter::KernelField::Kind::integer;
 		else if (f.type == CtfField::Type::string)
 			kind = filter::KernelField::Kind::string;

@@ -76,6 +76,18 @@ struct FieldSource {
 	// lttng-modules' connect records it.
 	enum class AddressPart : uint8_t { none, family, dport, v4addr, v6addr };
 	AddressPart address_part = AddressPart::none;
+	// The bytes of the record's slot `user_string` (a buffer: a sequence;
+	// an fd pair: an array, zeros if it could not be read).
+	bool slot_bytes = false;
+	// An exit's argument: the value its entry had (the record's args[k]).
+	int8_t record_arg = -1;
+};
+
+// What a session reads of the system calls' user memory with BPF
+// (bpf/user_strings.hpp).
+struct UserMemory {
+	bool read = false;         // strings, socket addresses, the exits' out-arguments
+	uint32_t buffer_bytes = 0; // read/write buffers: at most this many bytes (0: not read)
 };
 
 struct KernelEventClass {
@@ -89,17 +101,27 @@ struct KernelEventClass {
 	// bpf/user_strings.hpp: bit i, argument i is a string; a socket
 	// address); 0 for every other event.
 	uint64_t user_string_args = 0;
+	// user_string_args is an exit's: its record is the exit's.
+	bool exit_record = false;
 
 	std::string tsdl(uint32_t stream_id) const { return event_class_tsdl(name, id, stream_id, fields); }
 };
 
 // The class of a tracepoint with the conventions above. A system call's
 // entry takes lttng-modules' fields and integer types (syscall_args.hpp);
-// with `user_strings` (the session reads them: bpf/user_strings.hpp) its
-// string arguments are strings, followed by an `unfetched` mask, else the
-// pointers' values. Throws FormatError if the format's ID does not fit
-// common_type (16 bits).
-KernelEventClass make_event_class(const EventFormat &format, uint32_t id, bool user_strings = false);
+// when the session reads user memory (`memory.read`: bpf/user_strings.hpp)
+// its string arguments are strings, followed by an `unfetched` mask, else
+// the pointers' values; with `memory.buffer_bytes`, the entries of write,
+// pwrite64, sendto and writev (its first iovec) end with `buf_data`, the
+// buffer's first bytes. A system call's exit has `ret` and, when the
+// session reads user memory, lttng-modules' out and inout arguments (the
+// entry's values; pipe's, pipe2's and socketpair's fd pair and accept's
+// address read at the exit, as lttng-modules' overrides record them), the
+// exits of read, pread64 and recvfrom `buf_data` (what was read) with
+// `memory.buffer_bytes`, and an `unfetched` mask whose bit 7 says the
+// arguments are missing (0). Throws FormatError if the format's ID does not
+// fit common_type (16 bits).
+KernelEventClass make_event_class(const EventFormat &format, uint32_t id, UserMemory memory = {});
 
 // The class's fields as filter::kernel_filter() names them: integers and strings
 // by their trace names, with their tracefs field, bias and whether the

@@ -454,18 +454,34 @@ void KernelSession::prepare_user_strings()
 	constexpr std::string_view kEnter = "sys_enter_";
 	if (!config_.user_strings || !user_strings_warning_.empty())
 		return; // not asked for, or BPF is not available: the pointers' values
+	const UserMemory memory{true, config_.capture_buffers};
 	for (const Tracepoint &tp : events_.events) {
 		if (tp.system != "syscalls" || !tp.name.starts_with(kEnter))
 			continue;
 		const std::string call = tp.name.substr(kEnter.size());
 		if (user_strings_ && user_strings_->attached(call))
 			continue;
-		const uint64_t strings = make_event_class(read_format(root_, tp), 0, true).user_string_args;
-		if (strings == 0)
+		uint64_t entry = make_event_class(read_format(root_, tp), 0, memory).user_string_args;
+		const Tracepoint exit_tp{tp.system, "sys_exit_" + call};
+		const bool has_exit = std::binary_search(events_.events.begin(), events_.events.end(), exit_tp);
+		const uint64_t exit =
+			has_exit ? make_event_class(read_format(root_, exit_tp), 0, memory).user_string_args : 0;
+		if (exit != 0)
+			entry |= kCookieKeep;
+		if (entry == 0)
 			continue;
+		if (config_.snapshot) {
+			// A thread's records of the calls the overwritten buffer lost
+			// would be joined to its later calls: wrong values.
+			user_strings_warning_ =
+				"system-call string arguments, buffers and exit arguments are recorded as "
+				"pointers in snapshot sessions (their BPF records cannot be paired exactly "
+				"with the events an overwritten buffer keeps)";
+			return;
+		}
 		if (!user_strings_) {
 			try {
-				user_strings_ = std::make_unique<UserStrings>(kRingBytes);
+				user_strings_ = std::make_unique<UserStrings>(kRingBytes, config_.capture_buffers);
 			} catch (const std::exception &e) {
 				user_strings_warning_ = std::string("system-call string arguments are recorded as "
 				                                    "pointers: ") +
@@ -473,7 +489,10 @@ void KernelSession::prepare_user_strings()
 				return;
 			}
 		}
-		user_strings_->attach(call, strings);
+		// The entry first: its exits find their arguments kept.
+		user_strings_->attach(call, entry);
+		if (exit != 0)
+			user_strings_->attach_exit(call, exit);
 	}
 	if (trace_)
 		trace_->set_user_strings(user_strings_.get());

@@ -84,6 +84,11 @@ struct KernelSessionConfig {
 	// System calls' string arguments and socket addresses read with BPF
 	// (bpf/user_strings.hpp); false: their pointers, as tracefs has them.
 	bool user_strings = true;
+	// enable-event -k --capture-buffers: the first bytes of the buffers of
+	// read, write and their kin (kernel_events.hpp), at most this many
+	// (kMaxBufferCapture); 0: none. Set by the first start that loads the
+	// BPF program (the event classes are made with it).
+	uint32_t capture_buffers = 0;
 	// The processes whose events are recorded (track -k): by pids alone,
 	// tracefs's set_event_pid and event-fork; by other ids too, a
 	// TrackedProcesses keeps set_event_pid true while tracing.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ctf/event_header.hpp"
+#include "kernel/bpf/user_strings.hpp"
 
 namespace tracery::kernel {
 
@@ -155,6 +156,16 @@ uint64_t parse_lost_total(std::string_view stats)
 	return total;
 }
 
+namespace {
+
+// What the classes read of user memory: what the session's BPF program reads.
+UserMemory user_memory(const UserStrings *strings)
+{
+	return {strings != nullptr, strings ? strings->buffer_bytes() : 0};
+}
+
+} // namespace
+
 KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
                          std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
                          LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of,
@@ -178,7 +189,7 @@ KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, 
 		text.insert(text.rfind("};"), context);
 	for (const EventFormat &f : formats) {
 		classes_.push_back(make_event_class(f, static_cast<uint32_t>(classes_.size()),
-		                                    user_strings_.load(std::memory_order_relaxed) != nullptr));
+		                                    user_memory(user_strings_.load(std::memory_order_relaxed))));
 		text += classes_.back().tsdl(kStreamClass);
 		add_update(f);
 	}
@@ -236,8 +247,8 @@ void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 	{
 		const std::lock_guard lock(counts_mutex_); // events_of() reads classes_
 		for (const EventFormat &f : formats) {
-			classes_.push_back(make_event_class(f, next_id_++,
-			                                    user_strings_.load(std::memory_order_relaxed) != nullptr));
+			classes_.push_back(make_event_class(
+				f, next_id_++, user_memory(user_strings_.load(std::memory_order_relaxed))));
 			text += classes_.back().tsdl(kStreamClass);
 			add_update(f);
 		}

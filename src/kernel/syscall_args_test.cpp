@@ -118,7 +118,7 @@ TEST(SyscallArgs, OpenatEntryAsLttngRecordsIt)
 {
 	const EventFormat format = testdata_format("syscalls", "sys_enter_openat");
 	// Without strings: dfd s32, filename the pointer (u64, base 10), flags s32, mode u16.
-	const KernelEventClass raw = make_event_class(format, 0, false);
+	const KernelEventClass raw = make_event_class(format, 0, UserMemory{});
 	ASSERT_EQ(raw.fields.size(), 4u);
 	EXPECT_EQ(raw.user_string_args, 0u);
 	EXPECT_EQ(raw.fields[0].size, 4);
@@ -136,7 +136,7 @@ TEST(SyscallArgs, OpenatEntryAsLttngRecordsIt)
 	EXPECT_EQ(dfd, -100);
 
 	// With strings: filename a string, then the unfetched mask.
-	const KernelEventClass c = make_event_class(format, 0, true);
+	const KernelEventClass c = make_event_class(format, 0, UserMemory{true});
 	ASSERT_EQ(c.fields.size(), 5u);
 	EXPECT_EQ(c.fields[1].type, CtfField::Type::string);
 	EXPECT_EQ(c.fields[4].name, "unfetched");
@@ -227,7 +227,7 @@ TEST(UserStrings, StoreJoinsByThreadCallAndPointer)
 TEST(SyscallArgs, ConnectAddressAsLttngOverrideRecordsIt)
 {
 	const EventFormat format = testdata_format("syscalls", "sys_enter_connect");
-	const KernelEventClass c = make_event_class(format, 0, true);
+	const KernelEventClass c = make_event_class(format, 0, UserMemory{true});
 	std::vector<std::string> names;
 	for (const CtfField &f : c.fields)
 		names.push_back(f.name);
@@ -251,5 +251,116 @@ TEST(SyscallArgs, ConnectAddressAsLttngOverrideRecordsIt)
 	                                       0, 0, 0, 0, 0, 0, 0,    0,    0, 0, 0, 0, 0,  1};
 	EXPECT_EQ(out, expected);
 	// Without BPF: the override's fields are not there, the pointer is.
-	EXPECT_EQ(make_event_class(format, 0, false).fields.size(), 3u);
+	EXPECT_EQ(make_event_class(format, 0, UserMemory{}).fields.size(), 3u);
+}
+
+TEST(SyscallArgs, WriteBufferCapturedWhenAsked)
+{
+	const EventFormat format = testdata_format("syscalls", "sys_enter_write");
+	EXPECT_EQ(make_event_class(format, 0, UserMemory{true}).user_string_args, 0u); // not asked: no record
+	const KernelEventClass c = make_event_class(format, 0, UserMemory{true, 16});
+	std::vector<std::string> names;
+	for (const CtfField &f : c.fields)
+		names.push_back(f.name);
+	EXPECT_EQ(names, (std::vector<std::string>{"fd", "buf", "count", "buf_data", "unfetched"}));
+	EXPECT_EQ(c.fields[3].type, CtfField::Type::sequence);
+	EXPECT_EQ(c.fields[3].size, 1);
+	EXPECT_EQ(c.user_string_args, buffer_cookie(1, 2, 16));
+	EXPECT_EQ(cookie_pointer_args(c.user_string_args), 0b10u);
+	EXPECT_EQ(cookie_slots(c.user_string_args), 1);
+	// A record with the buffer's bytes (no NUL), joined by thread, call and pointer.
+	tracery_syscall_record h{};
+	h.tid = 7;
+	h.nr = 1;
+	h.args[0] = 1;
+	h.args[1] = 0x1000;
+	h.args[2] = 5;
+	h.strings = 1;
+	h.len[0] = 5;
+	h.buffer = 1;
+	std::vector<uint8_t> bytes(sizeof h + 5);
+	std::memcpy(bytes.data(), &h, sizeof h);
+	std::memcpy(bytes.data() + sizeof h, "hello", 5);
+	const std::optional<UserStringsRecord> r = parse_user_strings_record(bytes);
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->string(0), "hello");
+	EXPECT_EQ(r->unfetched(1), 0);
+	// An empty buffer is read, not a fault; a negative length is a fault.
+	h.len[0] = 0;
+	std::memcpy(bytes.data(), &h, sizeof h);
+	ASSERT_TRUE(parse_user_strings_record(bytes));
+	EXPECT_EQ(parse_user_strings_record(bytes)->unfetched(1), 0);
+	h.len[0] = -14;
+	std::memcpy(bytes.data(), &h, sizeof h);
+	EXPECT_EQ(parse_user_strings_record(bytes)->unfetched(1), 1);
+	// Longer than the largest capture, or the same slot as the address: refused.
+	h.len[0] = 4097;
+	std::vector<uint8_t> long_record(sizeof h + 4097);
+	std::memcpy(long_record.data(), &h, sizeof h);
+	EXPECT_FALSE(parse_user_strings_record(long_record));
+	h.len[0] = 5;
+	h.address = 1;
+	std::memcpy(bytes.data(), &h, sizeof h);
+	EXPECT_FALSE(parse_user_strings_record(bytes));
+	// No record: an empty sequence, its bit set.
+	std::vector<uint8_t> payload(40, 0);
+	const uint64_t args[] = {1, 0x1000, 5};
+	std::memcpy(payload.data() + 16, args, sizeof args);
+	std::vector<uint8_t> out;
+	encode_payload(c, payload, proc_tgid, out, nullptr);
+	const std::vector<uint8_t> expected = {1, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 5,
+	                                       0, 0, 0, 0, 0, 0,    0, 0, 0, 0, 0, 1};
+	EXPECT_EQ(out, expected);
+}
+
+TEST(SyscallArgs, ExitsCarryLttngOutArguments)
+{
+	const auto names_of = [](const KernelEventClass &c) {
+		std::vector<std::string> names;
+		for (const CtfField &f : c.fields)
+			names.push_back(f.name);
+		return names;
+	};
+	// read: ret, the entry's buf pointer, with capture what was read.
+	const EventFormat read = testdata_format("syscalls", "sys_exit_read");
+	EXPECT_EQ(names_of(make_event_class(read, 0, UserMemory{})), (std::vector<std::string>{"ret"}));
+	const KernelEventClass r = make_event_class(read, 0, UserMemory{true, 64});
+	EXPECT_EQ(names_of(r), (std::vector<std::string>{"ret", "buf", "buf_data", "unfetched"}));
+	EXPECT_TRUE(r.exit_record);
+	EXPECT_EQ(r.user_string_args, buffer_cookie(1, kFixedLength, 64) | kCookieLengthReturn | kCookieExit);
+	// pipe2: the fd pair as an array of 2 int32.
+	const KernelEventClass p = make_event_class(testdata_format("syscalls", "sys_exit_pipe2"), 0, UserMemory{true});
+	EXPECT_EQ(names_of(p), (std::vector<std::string>{"ret", "fildes", "unfetched"}));
+	EXPECT_EQ(p.fields[1].type, CtfField::Type::array);
+	EXPECT_EQ(p.fields[1].length, 2u);
+	EXPECT_TRUE(p.fields[1].is_signed);
+	EXPECT_EQ(p.user_string_args, buffer_cookie(0, kFixedLength, 8) | kCookieExit);
+	// No record: ret, zeros, every slot's bit and bit 7.
+	std::vector<uint8_t> payload(24, 0);
+	payload[16] = 0;
+	std::vector<uint8_t> out;
+	encode_payload(p, payload, proc_tgid, out, nullptr);
+	const std::vector<uint8_t> expected = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81};
+	EXPECT_EQ(out, expected);
+	// An exit's record: nr with TRACERY_RECORD_EXIT, the fds as 8 raw bytes.
+	tracery_syscall_record h{};
+	h.tid = 9;
+	h.nr = 293 | TRACERY_RECORD_EXIT;
+	h.strings = 1;
+	h.len[0] = 8;
+	h.buffer = 1;
+	std::vector<uint8_t> bytes(sizeof h + 8);
+	std::memcpy(bytes.data(), &h, sizeof h);
+	const int32_t fds[] = {3, 4};
+	std::memcpy(bytes.data() + sizeof h, fds, sizeof fds);
+	const std::optional<UserStringsRecord> rec = parse_user_strings_record(bytes);
+	ASSERT_TRUE(rec);
+	EXPECT_TRUE(rec->exit);
+	EXPECT_EQ(rec->string(0).size(), 8u);
+	UserStringsStore store;
+	UserStringsCounts counts;
+	store.add(bytes, 0, counts);
+	UserStringsRecord taken;
+	EXPECT_FALSE(store.take(9, 293, 0, {}, taken)); // an entry's number does not take an exit's record
+	EXPECT_TRUE(store.take(9, 293 | TRACERY_RECORD_EXIT, 0, {}, taken));
 }

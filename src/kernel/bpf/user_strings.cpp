@@ -49,15 +49,34 @@ uint64_t address_cookie(size_t address_arg, size_t length_arg)
 	       (uint64_t{length_arg} << TRACERY_COOKIE_ADDRESS_LENGTH_SHIFT);
 }
 
+uint64_t buffer_cookie(size_t buffer_arg, size_t length_arg, uint32_t bound)
+{
+	return (uint64_t{buffer_arg + 1} << TRACERY_COOKIE_BUFFER_SHIFT) |
+	       (uint64_t{length_arg} << TRACERY_COOKIE_BUFFER_LENGTH_SHIFT) |
+	       (uint64_t{std::min(bound, kMaxBufferCapture)} << TRACERY_COOKIE_BUFFER_BYTES_SHIFT);
+}
+
+const uint64_t kCookieIovec = TRACERY_COOKIE_IOVEC, kCookieKeep = TRACERY_COOKIE_KEEP,
+	       kCookieLengthReturn = TRACERY_COOKIE_LENGTH_RETURN, kCookieLengthPointer = TRACERY_COOKIE_LENGTH_POINTER,
+	       kCookieExit = TRACERY_COOKIE_EXIT;
+
 uint64_t cookie_pointer_args(uint64_t cookie)
 {
 	uint64_t args = cookie & TRACERY_COOKIE_STRINGS;
 	if (const uint64_t address = (cookie >> TRACERY_COOKIE_ADDRESS_SHIFT) & 7; address >= 1 && address <= 6)
 		args |= uint64_t{1} << (address - 1);
+	if (const uint64_t buffer = (cookie >> TRACERY_COOKIE_BUFFER_SHIFT) & 7; buffer >= 1 && buffer <= 6)
+		args |= uint64_t{1} << (buffer - 1);
 	return args;
 }
 
-int cookie_slots(uint64_t cookie) { return std::popcount(cookie_pointer_args(cookie)); }
+int cookie_slots(uint64_t cookie)
+{
+	const uint64_t address = (cookie >> TRACERY_COOKIE_ADDRESS_SHIFT) & 7;
+	const uint64_t buffer = (cookie >> TRACERY_COOKIE_BUFFER_SHIFT) & 7;
+	return std::popcount(cookie & TRACERY_COOKIE_STRINGS) + (address >= 1 && address <= 6) +
+	       (buffer >= 1 && buffer <= 6);
+}
 
 std::string_view UserStringsRecord::string(int i) const
 {
@@ -66,7 +85,8 @@ std::string_view UserStringsRecord::string(int i) const
 	size_t at = 0;
 	for (int k = 0; k < i; ++k)
 		at += len[k] > 0 ? static_cast<size_t>(len[k]) : 0;
-	const size_t n = static_cast<size_t>(len[i]) - (i + 1 == address ? 0 : 1); // a string without its NUL
+	const bool raw = i + 1 == address || i + 1 == buffer;
+	const size_t n = static_cast<size_t>(len[i]) - (raw ? 0 : 1); // a string without its NUL
 	if (at > data.size() || n > data.size() - at)
 		return {};
 	return std::string_view(data).substr(at, n);
@@ -76,7 +96,7 @@ uint8_t UserStringsRecord::unfetched(int expected) const
 {
 	uint8_t mask = 0;
 	for (int i = 0; i < expected && i < kMaxUserStrings; ++i)
-		if (i >= count || len[i] <= 0)
+		if (i >= count || len[i] < 0 || (len[i] == 0 && i + 1 != buffer))
 			mask |= static_cast<uint8_t>(1u << i);
 	return mask;
 }
@@ -87,17 +107,23 @@ bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord
 	if (bytes.size() < sizeof h)
 		return false;
 	std::memcpy(&h, bytes.data(), sizeof h);
-	if (h.strings > TRACERY_MAX_USER_STRINGS || h.address > h.strings)
+	if (h.strings > TRACERY_MAX_USER_STRINGS || h.address > h.strings || h.buffer > h.strings ||
+	    (h.buffer != 0 && h.buffer == h.address))
 		return false;
 	r.tid = static_cast<uint32_t>(h.tid);
+	r.exit = (static_cast<unsigned>(h.nr) & TRACERY_RECORD_EXIT) != 0;
 	r.nr = h.nr;
 	std::memcpy(r.args, h.args, sizeof r.args);
 	r.count = static_cast<uint8_t>(h.strings);
 	r.address = static_cast<uint8_t>(h.address);
+	r.buffer = static_cast<uint8_t>(h.buffer);
 	size_t total = 0;
 	for (int i = 0; i < kMaxUserStrings; ++i) {
 		r.len[i] = i < r.count ? h.len[i] : 0;
-		if (r.len[i] > (i + 1 == r.address ? TRACERY_MAX_ADDRESS : TRACERY_MAX_USER_STRING))
+		const int bound = i + 1 == r.address  ? TRACERY_MAX_ADDRESS
+		                  : i + 1 == r.buffer ? TRACERY_MAX_BUFFER
+		                                      : TRACERY_MAX_USER_STRING;
+		if (r.len[i] > bound)
 			return false;
 		total += r.len[i] > 0 ? static_cast<size_t>(r.len[i]) : 0;
 	}
@@ -110,7 +136,7 @@ bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord
 		if (r.len[i] <= 0)
 			continue;
 		at += static_cast<size_t>(r.len[i]);
-		if (i + 1 != r.address && r.data[at - 1] != '\0')
+		if (i + 1 != r.address && i + 1 != r.buffer && r.data[at - 1] != '\0')
 			return false;
 	}
 	return true;
@@ -203,7 +229,8 @@ bool UserStringsStore::take(uint32_t tid, int32_t nr, uint64_t args_mask, std::s
 	return false;
 }
 
-UserStrings::UserStrings(uint64_t ring_bytes)
+UserStrings::UserStrings(uint64_t ring_bytes, uint32_t buffer_bytes)
+	: buffer_bytes_(std::min(buffer_bytes, kMaxBufferCapture))
 {
 	libbpf_set_print(nullptr); // errors are reported by their return values
 	object_ = bpf_object__open_mem(tracery_syscall_strings_object, tracery_syscall_strings_object_size, nullptr);
@@ -239,20 +266,29 @@ UserStrings::~UserStrings()
 
 void UserStrings::attach(const std::string &syscall, uint64_t cookie)
 {
-	if (links_.count(syscall))
+	attach_program("sys_enter_strings", "sys_enter_" + syscall, cookie);
+}
+
+void UserStrings::attach_exit(const std::string &syscall, uint64_t cookie)
+{
+	attach_program("sys_exit_outputs", "sys_exit_" + syscall, cookie | TRACERY_COOKIE_EXIT);
+}
+
+void UserStrings::attach_program(const char *program, const std::string &tp, uint64_t cookie)
+{
+	if (links_.count(tp))
 		return;
-	bpf_program *prog = bpf_object__find_program_by_name(object_, "sys_enter_strings");
+	bpf_program *prog = bpf_object__find_program_by_name(object_, program);
 	bpf_tracepoint_opts opts{};
 	opts.sz = sizeof opts;
 	opts.bpf_cookie = cookie;
-	const std::string tp = "sys_enter_" + syscall;
 	bpf_link *link = prog ? bpf_program__attach_tracepoint_opts(prog, "syscalls", tp.c_str(), &opts) : nullptr;
 	if (!link)
 		throw std::runtime_error("BPF: cannot attach to syscalls:" + tp + ": " + errno_text(errno));
-	links_.emplace(syscall, link);
+	links_.emplace(tp, link);
 }
 
-bool UserStrings::attached(const std::string &syscall) const { return links_.count(syscall) != 0; }
+bool UserStrings::attached(const std::string &syscall) const { return links_.count("sys_enter_" + syscall) != 0; }
 
 int UserStrings::on_record(void *self, void *data, size_t size)
 {
@@ -275,15 +311,29 @@ bool UserStrings::take(std::span<const uint8_t> payload, uint64_t cookie, UserSt
 	const size_t n = std::min<size_t>(6, (payload.size() - kArgs) / 8);
 	for (size_t i = 0; i < n; ++i)
 		args[i] = base::load_le<uint64_t>(payload.data() + kArgs + 8 * i);
-	const uint64_t pointers = cookie_pointer_args(cookie);
+	return take_matching(tid, nr, cookie_pointer_args(cookie), {args, n}, out);
+}
+
+bool UserStrings::take_exit(std::span<const uint8_t> payload, UserStringsRecord &out)
+{
+	if (payload.size() < 12)
+		return false;
+	const uint32_t tid = base::load_le<uint32_t>(payload.data() + 4);
+	const int32_t nr = static_cast<int32_t>(base::load_le<uint32_t>(payload.data() + 8));
+	return take_matching(tid, nr | TRACERY_RECORD_EXIT, 0, {}, out);
+}
+
+bool UserStrings::take_matching(uint32_t tid, int32_t nr, uint64_t pointers, std::span<const uint64_t> args,
+                                UserStringsRecord &out)
+{
 	const std::lock_guard lock(mutex_);
 	poll();
-	bool found = store_.take(tid, nr, pointers, {args, n}, out);
+	bool found = store_.take(tid, nr, pointers, args, out);
 	// The program's record may be submitted a moment after the tracefs
 	// event (which probe the kernel calls first is not certain): waited for
 	// once, at most kLateRecordMs.
 	if (!found && ring_buffer__poll(ring_, kLateRecordMs) > 0) {
-		found = store_.take(tid, nr, pointers, {args, n}, out);
+		found = store_.take(tid, nr, pointers, args, out);
 		counts_.late += found;
 	}
 	if (found)
@@ -300,10 +350,10 @@ UserStringsCounts UserStrings::counts() const
 	const int cpus = libbpf_num_possible_cpus();
 	if (cpus > 0) {
 		std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
-		const uint32_t key = 0;
-		if (bpf_map_lookup_elem(lost_map_, &key, per_cpu.data()) == 0)
-			for (const uint64_t v : per_cpu)
-				c.lost += v;
+		for (uint32_t key = 0; key < 2; ++key)
+			if (bpf_map_lookup_elem(lost_map_, &key, per_cpu.data()) == 0)
+				for (const uint64_t v : per_cpu)
+					(key == 0 ? c.lost : c.unpaired) += v;
 	}
 	return c;
 }

@@ -5,6 +5,11 @@
 // tracefs syscall_entry event takes its call's strings from here when the
 // kernel trace writes it.
 //
+// The exits: an exit's program reads what the call wrote (a buffer read,
+// an fd pair, an accepted address) through the arguments its entry kept
+// (per thread, in a bounded map), into a record joined to the tracefs
+// sys_exit event by thread and call alone.
+//
 // The join: tracefs stays the record of the call (its timestamp, order,
 // pid scoping, filters and lost counts); the BPF record adds the strings.
 // Both are written in the same tracepoint call (the program is attached
@@ -46,8 +51,17 @@ inline constexpr int8_t kMaxUserStrings = 4; // TRACERY_MAX_USER_STRINGS
 
 // The attach cookie of a call (syscall_record.h): bit i, argument i is a
 // string; a socket address at argument `address_arg` whose length is
-// argument `length_arg`.
+// argument `length_arg`; a buffer at argument `buffer_arg` of the length in
+// argument `length_arg` (kFixedLength: the bound), at most `bound` bytes.
 uint64_t address_cookie(size_t address_arg, size_t length_arg);
+inline constexpr size_t kFixedLength = 7; // TRACERY_COOKIE_FIXED_LENGTH
+uint64_t buffer_cookie(size_t buffer_arg, size_t length_arg, uint32_t bound);
+// The cookie's other bits (syscall_record.h): an iovec array, the
+// arguments kept for the exit, an exit's length in its return value or
+// behind a pointer, an exit's record.
+extern const uint64_t kCookieIovec, kCookieKeep, kCookieLengthReturn, kCookieLengthPointer, kCookieExit;
+// The largest buffer capture (TRACERY_MAX_BUFFER).
+inline constexpr uint32_t kMaxBufferCapture = 4096;
 // The arguments a cookie reads through (the pointers records are matched
 // by), and the slots of its records (strings, then the address).
 uint64_t cookie_pointer_args(uint64_t cookie);
@@ -57,14 +71,17 @@ int cookie_slots(uint64_t cookie);
 // (syscall_record.h): its slots.
 struct UserStringsRecord {
 	uint32_t tid = 0;
-	int32_t nr = 0;
+	int32_t nr = 0; // with TRACERY_RECORD_EXIT in an exit's (the store matches both)
 	uint64_t args[6] = {};
 	uint8_t count = 0;            // slots read or tried
 	uint8_t address = 0;          // 1 + the slot of the socket address, 0 if none
-	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); <= 0: not read
+	uint8_t buffer = 0;           // 1 + the slot of a buffer's bytes, 0 if none
+	bool exit = false;            // the record of an exit (its args: its entry's)
+	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); < 0: not read
 	std::string data;             // the slots, one after the other
 
-	// Slot i's bytes (a string without its NUL); empty if it was not read.
+	// Slot i's bytes (a string without its NUL); empty if it was not read
+	// (a buffer's may be empty and read).
 	std::string_view string(int i) const;
 	// Bit i: slot i of `expected` could not be read.
 	uint8_t unfetched(int expected) const;
@@ -84,6 +101,10 @@ struct UserStringsCounts {
 	uint64_t faults = 0;    // strings and addresses the program could not read
 	uint64_t unjoined = 0;  // records dropped unjoined (their events not traced)
 	uint64_t malformed = 0; // records that did not parse
+	// Exits whose entries' arguments the program did not have (its map of
+	// calls in progress full, or the entry made before it was attached):
+	// their events say so in `unfetched`.
+	uint64_t unpaired = 0;
 };
 
 // The records waiting for their tracefs events, bounded, in slots reused
@@ -134,9 +155,11 @@ private:
 class UserStrings {
 public:
 	// Loads the BPF program and its ring buffer of `ring_bytes` (a power of
-	// 2 of at least a page). Throws std::runtime_error saying why BPF is not
-	// available (not root, no BPF, a kernel refusing the program).
-	explicit UserStrings(uint64_t ring_bytes);
+	// 2 of at least a page); `buffer_bytes`: the bound of the read and
+	// written buffers the session captures (0: none). Throws
+	// std::runtime_error saying why BPF is not available (not root, no BPF,
+	// a kernel refusing the program).
+	explicit UserStrings(uint64_t ring_bytes, uint32_t buffer_bytes = 0);
 	~UserStrings();
 	UserStrings(const UserStrings &) = delete;
 	UserStrings &operator=(const UserStrings &) = delete;
@@ -146,21 +169,31 @@ public:
 	// instance enables its events. Throws std::runtime_error.
 	void attach(const std::string &syscall, uint64_t cookie);
 	bool attached(const std::string &syscall) const;
+	// Attaches the exit's program to syscalls:sys_exit_NAME (the entry
+	// attached with kCookieKeep first). Throws std::runtime_error.
+	void attach_exit(const std::string &syscall, uint64_t cookie);
 
 	// The record of the call whose tracefs sys_enter payload is `payload`
 	// (common_pid at 4, __syscall_nr at 8, arguments from 16), read as
 	// `cookie` says; false if there is no record (counted). Any thread.
 	bool take(std::span<const uint8_t> payload, uint64_t cookie, UserStringsRecord &out);
+	// The record of the exit whose tracefs sys_exit payload is `payload`.
+	bool take_exit(std::span<const uint8_t> payload, UserStringsRecord &out);
 
 	UserStringsCounts counts() const;
+	uint32_t buffer_bytes() const noexcept { return buffer_bytes_; }
 
 private:
 	void poll(); // mutex_ held
+	bool take_matching(uint32_t tid, int32_t nr, uint64_t pointers, std::span<const uint64_t> args,
+	                   UserStringsRecord &out);
 	static int on_record(void *self, void *data, size_t size);
+	void attach_program(const char *program, const std::string &tracepoint, uint64_t cookie);
 
 	bpf_object *object_ = nullptr;
 	ring_buffer *ring_ = nullptr;
 	int lost_map_ = -1;
+	uint32_t buffer_bytes_ = 0;
 	std::map<std::string, bpf_link *> links_;
 	mutable std::mutex mutex_;
 	UserStringsStore store_;
