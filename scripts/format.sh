@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Formats tracked C/C++ files as .clang-format says, with clang-format 14:
-# every *.c *.h *.cpp *.hpp file git ls-files lists, or only the files named.
+# every *.c *.h *.cpp *.hpp file git ls-files lists, or only the files named
+# (which must be C or C++ files: any other is refused, formatting nothing).
 # Regions laid out by hand stay as written between `// clang-format off` and
 # `// clang-format on`.
 #
@@ -36,7 +37,15 @@ fi
 
 files=()
 if (($#)); then
-	files=("$@")
+	for f in "$@"; do
+		case $f in
+		*.c | *.h | *.cpp | *.hpp) files+=("$f") ;;
+		*)
+			echo "$name: $f is not a C or C++ file (*.c *.h *.cpp *.hpp): .clang-format is for those only" >&2
+			exit 2
+			;;
+		esac
+	done
 else
 	while IFS= read -r -d '' f; do
 		[[ -f $f ]] && files+=("$f") # skip files deleted in the work tree

@@ -4,7 +4,8 @@ no libtracery, traced through a real traceryd: entry and exit balanced per
 thread, call counts per function equal to uftrace's for the same build, call
 sites in their callers; the dlopen'ed library's base address, size, build-id
 and debug link against readelf, and one of its functions inside the range
-the trace gives."""
+the trace gives; addresses shown in hex, by babeltrace2 and `tracery view`
+alike."""
 import collections
 import os
 import shutil
@@ -57,7 +58,7 @@ class Helpers(DaemonTestCase):
         self.d.start_daemon()
 
     def traced_run(self, helper, events, argv):
-        path = self.session("s", events=events, context=("vpid", "vtid"))
+        path = self.trace_path = self.session("s", events=events, context=("vpid", "vtid"))
         self.d.tracery("start")
         out = self.d.run(argv, extra_env={"LD_PRELOAD": program("src", "preload", helper)})
         self.d.tracery("stop")
@@ -168,6 +169,16 @@ class Helpers(DaemonTestCase):
             crc = zlib.crc32(f.read())
         self.assertEqual(link, {"baddr": opened["baddr"], "crc": crc, "filename": os.path.basename(debug_file)})
         self.assertEqual(closed, {"baddr": opened["baddr"]})
+        # addresses, flags and the build-id shown in hex, as LTTng's helper declares them; tracery view's text
+        # is babeltrace2's, byte for byte
+        theirs = subprocess.run(["babeltrace2", self.trace_path], capture_output=True, check=True, timeout=60).stdout
+        ours = subprocess.run([program("src", "cli", "tracery"), "view", self.trace_path], capture_output=True,
+                              check=True, timeout=60).stdout
+        self.assertEqual(ours, theirs)
+        baddr = f"baddr = 0x{opened['baddr']:X}".encode()
+        self.assertEqual(theirs.count(baddr), 4, theirs)
+        self.assertIn(b", flags = 0x2, ", theirs)
+        self.assertIn(f"build_id = [ [0] = 0x{build_id['build_id'][0]:X}, ".encode(), theirs)
 
     def test_dlmopen_into_a_new_namespace(self):
         library = self.dl_library()

@@ -56,6 +56,11 @@ class RoundTrip(TraceDirTestCase):
         self.assertEqual(got[1]["c"], (2, ["many"]))
         self.assertEqual(got[1]["wide"], (150, ["many"]))
 
+    def test_hex_integers(self):
+        got = [e["payload"] for e in self.trace.named("rt:hex")]
+        self.assertEqual(got, [{"addr": 0x7F3A5C000B70, "flags": -2, "byte": 0},
+                               {"addr": 2**64 - 1, "flags": -I32, "byte": 0xAB}])
+
     def test_context_fields(self):
         for e in self.trace.events:
             self.assertEqual(e["context"]["procname"], "all-types")
@@ -64,7 +69,8 @@ class RoundTrip(TraceDirTestCase):
 
     def test_event_count_and_order(self):
         names = [e["name"] for e in self.trace.events]
-        self.assertEqual(names, ["rt:ints"] * 3 + ["rt:floats"] * 5 + ["rt:text"] * 4 + ["rt:lists"] * 2 + ["rt:color"] * 2)
+        self.assertEqual(names, ["rt:ints"] * 3 + ["rt:floats"] * 5 + ["rt:text"] * 4 + ["rt:lists"] * 2 +
+                         ["rt:color"] * 2 + ["rt:hex"] * 2)
         stamps = [e["ts"] for e in self.trace.events]
         self.assertEqual(stamps, sorted(stamps))
         self.assertEqual(self.trace.discarded, 0)
@@ -73,10 +79,13 @@ class RoundTrip(TraceDirTestCase):
         code, out, err = babeltrace2_text(self.trace_dir)
         self.assertEqual(code, 0, err)
         self.assertEqual(err, "")
-        self.assertEqual(out.count("\n"), 16)
+        self.assertEqual(out.count("\n"), 18)
         self.assertIn('s = "h\u00e9llo w\u00f6rld \u2713"', out)
         self.assertIn("u64 = 18446744073709551615", out)
         self.assertIn("s64 = -9223372036854775808", out)
+        # hex fields as babeltrace2 shows them: upper case, no padding, a negative one in its own width
+        self.assertIn("{ addr = 0x7F3A5C000B70, flags = 0xFFFFFFFE, byte = 0x0 }", out)
+        self.assertIn("{ addr = 0xFFFFFFFFFFFFFFFF, flags = 0x80000000, byte = 0xAB }", out)
 
 
 if __name__ == "__main__":

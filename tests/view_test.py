@@ -216,6 +216,7 @@ class ViewTest(unittest.TestCase):
         self.assertIn('s = "h\u00e9llo w\u00f6rld \u2713"', text)
         self.assertIn('c = ( "many" : container = 2 )', text)
         self.assertIn("bytes = [ [0] = 0x0, [1] = 0xFF", text)
+        self.assertIn("{ addr = 0x7F3A5C000B70, flags = 0xFFFFFFFE, byte = 0x0 }", text)
 
     def test_discarded_events(self):
         out = os.path.join(self.tmp, "disc")

@@ -22,6 +22,8 @@
  * Field kinds (the macro argument list of TRACERY_EVENT):
  *   TRACERY_U8/U16/U32/U64(name), TRACERY_S8/S16/S32/S64(name)  integers
  *   TRACERY_FLOAT(name), TRACERY_DOUBLE(name), TRACERY_BOOL(name)
+ *   TRACERY_HEX(INT, name)           an integer of type INT (U8..S64) that readers
+ *                                    show in hex, as an address: 0x7F3A5C000B70
  *   TRACERY_ENUM(enum, INT, name)    INT is U8..S64, enum made with TRACERY_ENUM_LABELS
  *   TRACERY_STRING(name)             const char *, NUL-terminated (NULL records "")
  *   TRACERY_ARRAY(INT, name, N)      const INT-type *, exactly N elements
@@ -59,6 +61,8 @@
 #define TRACERY_FLOAT(n) (INT, FLOAT, float, n)
 #define TRACERY_DOUBLE(n) (INT, DOUBLE, double, n)
 #define TRACERY_BOOL(n) (INT, BOOL, bool, n)
+/* An integer shown in base 16 (an address): INT is U8..S64. */
+#define TRACERY_HEX(it, n) (HEX, it, TRACERY__CTYPE_##it, n)
 #define TRACERY_ENUM(e, it, n) (ENUM, it, TRACERY__CTYPE_##it, n, e)
 #define TRACERY_STRING(n) (STRING, n)
 #define TRACERY_ARRAY(it, n, count) (ARRAY, it, TRACERY__CTYPE_##it, n, count)

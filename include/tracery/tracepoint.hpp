@@ -12,7 +12,8 @@
 //
 //     TRACERY_CXX_EMIT(db, query, 42, "users", Op::read, keys, {buf, len});
 //
-// Supported types: bool, 8/16/32/64-bit signed and unsigned integers, float,
+// Supported types: bool, 8/16/32/64-bit signed and unsigned integers (shown
+// in hex, as addresses, when declared as tracery::hex<Int>), float,
 // double, enumerations labelled with TRACERY_CXX_ENUM, std::string_view (also
 // takes const char * and std::string; stops at an embedded NUL),
 // std::array<Int, N> (fixed array), std::span<const Int> (sequence) and
@@ -47,6 +48,12 @@ struct blob {
 	const void *data;
 	uint32_t size;
 };
+
+// A field of integer type T that readers show in base 16, as an address
+// (TRACERY_HEX in tracepoint.h): (ptr, tracery::hex<uintptr_t>). It is
+// emitted as a T.
+template <class T>
+struct hex;
 
 // Specialised by TRACERY_CXX_ENUM for each labelled enumeration.
 template <class E>
@@ -95,6 +102,14 @@ struct field<T> {
 		return {name, detail::integer_type<T>(), 0, 0, nullptr};
 	}
 	static tracery_arg arg(const T &v) { return {&v, 0}; }
+};
+
+template <detail::Integer T>
+struct field<hex<T>> : field<T> {
+	static constexpr tracery_field_desc desc(const char *name)
+	{
+		return {name, detail::integer_type<T>(), TRACERY_FIELD_HEX, 0, nullptr};
+	}
 };
 
 template <>

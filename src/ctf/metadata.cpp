@@ -61,6 +61,16 @@ const char *scalar_tsdl_type(unsigned type)
 	}
 }
 
+// The TSDL type of a scalar field: an integer shown in hex (an address)
+// declares its base, as LTTng-UST's ctf_integer_hex does.
+std::string field_tsdl_type(const tracery_field_desc &f)
+{
+	if (!event::is_hex_field(f))
+		return scalar_tsdl_type(f.type);
+	return "integer { size = " + std::to_string(event::scalar_size(f.type) * 8) +
+	       "; align = 8; signed = " + (event::is_signed_integer_type(f.type) ? "true" : "false") + "; base = 16; }";
+}
+
 // "enum : uintN_t { "label" = a ... b, ... }", or the plain integer type if
 // no entry fits the integer type. Entries are clipped to the range of the
 // integer type; for U64, int64 values are read as their uint64 bit pattern.
@@ -311,7 +321,7 @@ std::string MetadataWriter::event_class(uint32_t stream_id, uint32_t event_id, c
 			     length_names[i] + "];\n";
 			break;
 		default:
-			m += std::string(scalar_tsdl_type(f.type)) + " " + name + ";\n";
+			m += field_tsdl_type(f) + " " + name + ";\n";
 			break;
 		}
 	}

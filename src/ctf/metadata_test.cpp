@@ -332,6 +332,30 @@ TEST(Metadata, EventNamesAndFieldNames)
 	EXPECT_CONTAINS(m, " _a_b[__a_b_length];\n");
 }
 
+// An address field (TRACERY_FIELD_HEX) declares base 16, signed or not and of
+// its own size; its neighbours, of the same types without the hint, do not.
+TEST(Metadata, HexFieldsDeclareBase16)
+{
+	const tracery_field_desc f[] = {
+		{"ptr", TRACERY_TYPE_U64, TRACERY_FIELD_HEX, 0, nullptr},   {"size", TRACERY_TYPE_U64, 0, 0, nullptr},
+		{"flags", TRACERY_TYPE_S32, TRACERY_FIELD_HEX, 0, nullptr}, {"status", TRACERY_TYPE_S32, 0, 0, nullptr},
+		{"crc", TRACERY_TYPE_U16, TRACERY_FIELD_HEX, 0, nullptr},
+	};
+	const std::string m = MetadataWriter::event_class(0, 1, event("p", "n", f, 5));
+	EXPECT_CONTAINS(m, "\t\tinteger { size = 64; align = 8; signed = false; base = 16; } _ptr;\n"
+	                   "\t\tuint64_t _size;\n"
+	                   "\t\tinteger { size = 32; align = 8; signed = true; base = 16; } _flags;\n"
+	                   "\t\tint32_t _status;\n"
+	                   "\t\tinteger { size = 16; align = 8; signed = false; base = 16; } _crc;\n");
+	const tracery_field_desc plain[] = {{"ptr", TRACERY_TYPE_U64, 0, 0, nullptr}};
+	EXPECT_NOT_CONTAINS(MetadataWriter::event_class(0, 1, event("p", "n", plain, 1)), "base");
+	// the hint on a type that takes none, or another value, is refused
+	const tracery_field_desc hex_double[] = {{"d", TRACERY_TYPE_DOUBLE, TRACERY_FIELD_HEX, 0, nullptr}};
+	EXPECT_THROW(MetadataWriter::event_class(0, 1, event("p", "n", hex_double, 1)), std::invalid_argument);
+	const tracery_field_desc other_hint[] = {{"x", TRACERY_TYPE_U32, 0x40, 0, nullptr}};
+	EXPECT_THROW(MetadataWriter::event_class(0, 1, event("p", "n", other_hint, 1)), std::invalid_argument);
+}
+
 TEST(Metadata, NoFieldsAndBadDescriptors)
 {
 	EXPECT_CONTAINS(MetadataWriter::event_class(0, 1, event("p", "n", nullptr, 0)), "\tfields := struct {\n\t};\n");

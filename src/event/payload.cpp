@@ -16,11 +16,16 @@ const char *field_desc_error(const tracery_field_desc &f) noexcept
 	case TRACERY_TYPE_S16:
 	case TRACERY_TYPE_S32:
 	case TRACERY_TYPE_S64:
+		if (f.elem_type != 0 && f.elem_type != TRACERY_FIELD_HEX)
+			return "integer field: elem_type is neither 0 nor TRACERY_FIELD_HEX";
+		return nullptr;
 	case TRACERY_TYPE_FLOAT:
 	case TRACERY_TYPE_DOUBLE:
 	case TRACERY_TYPE_BOOL:
 	case TRACERY_TYPE_STRING:
 	case TRACERY_TYPE_BLOB:
+		if (f.elem_type == TRACERY_FIELD_HEX)
+			return "TRACERY_FIELD_HEX on a field that is no integer";
 		return nullptr;
 	case TRACERY_TYPE_ENUM:
 		if (!is_integer_type(f.elem_type))

@@ -63,6 +63,11 @@ inline constexpr bool is_signed_integer_type(unsigned type) noexcept
 {
 	return type >= TRACERY_TYPE_S8 && type <= TRACERY_TYPE_S64;
 }
+// An integer field that readers show in base 16 (TRACERY_FIELD_HEX).
+inline constexpr bool is_hex_field(const tracery_field_desc &f) noexcept
+{
+	return is_integer_type(f.type) && f.elem_type == TRACERY_FIELD_HEX;
+}
 
 // nullptr if the descriptor can be recorded, else why not (static text).
 // Checks types, elem_types, NULL names/field arrays and enum descriptors.

@@ -48,6 +48,8 @@ json schema_of(const tracery_event_desc &d)
 		json jf = {{"name", f.name ? f.name : ""}, {"type", type_name(f.type)}};
 		if (has_elem(f.type))
 			jf["elem"] = type_name(f.elem_type);
+		if (is_hex_field(f))
+			jf["hex"] = true;
 		if (f.type == TRACERY_TYPE_ARRAY)
 			jf["length"] = f.length;
 		if (f.type == TRACERY_TYPE_ENUM && f.enum_desc) {
@@ -82,6 +84,8 @@ std::string fields_summary(const json &schema)
 		out += f.value("name", "") + " " + f.value("type", "");
 		if (f.contains("elem"))
 			out += '<' + f.value("elem", "") + ">";
+		if (f.contains("hex") && f["hex"] == true)
+			out += " hex";
 	}
 	return out;
 }
@@ -110,6 +114,13 @@ OwnedEventDesc::OwnedEventDesc(const json &schema)
 		fd.type = type_code(f["type"], "field");
 		if (has_elem(fd.type))
 			fd.elem_type = type_code(f.value("elem", json()), "element");
+		if (f.contains("hex")) {
+			if (!f["hex"].is_boolean() || (f["hex"].get<bool>() && !is_integer_type(fd.type)))
+				throw std::invalid_argument(
+					"\"hex\" is true or false, and true only for an integer field");
+			if (f["hex"].get<bool>())
+				fd.elem_type = TRACERY_FIELD_HEX;
+		}
 		if (fd.type == TRACERY_TYPE_ARRAY)
 			fd.length = f.value("length", 0u);
 		if (fd.type == TRACERY_TYPE_ENUM) {

@@ -53,5 +53,43 @@ TEST(EventSchema, RejectsBadSchemas)
 	EXPECT_THROW(OwnedEventDesc{many}, std::invalid_argument);
 }
 
+// An integer shown in hex crosses as "hex": true, comes back as
+// TRACERY_FIELD_HEX and makes another version of the event; a schema without
+// the key (an older program's) is decimal; the key is refused on anything
+// but an integer, or when it is no boolean.
+TEST(EventSchema, HexFieldsCrossAndAreChecked)
+{
+	const tracery_field_desc fields[] = {
+		{"ptr", TRACERY_TYPE_U64, TRACERY_FIELD_HEX, 0, nullptr},
+		{"flags", TRACERY_TYPE_S32, TRACERY_FIELD_HEX, 0, nullptr},
+		{"size", TRACERY_TYPE_U64, 0, 0, nullptr},
+	};
+	const tracery_event_desc desc = {"app", "alloc", fields, 3, 0, nullptr, nullptr, nullptr, TRACERY_GATE_ARGS};
+	const nlohmann::json schema = schema_of(desc);
+	EXPECT_EQ(schema["fields"][0]["hex"], true);
+	EXPECT_FALSE(schema["fields"][2].contains("hex"));
+	EXPECT_EQ(fields_summary(schema), "ptr u64 hex, flags s32 hex, size u64");
+	OwnedEventDesc owned(nlohmann::json::parse(schema.dump()));
+	EXPECT_EQ(owned.desc().fields[0].elem_type, TRACERY_FIELD_HEX);
+	EXPECT_EQ(owned.desc().fields[1].elem_type, TRACERY_FIELD_HEX);
+	EXPECT_EQ(owned.desc().fields[2].elem_type, 0);
+	EXPECT_EQ(schema_of(owned.desc()), schema);
+
+	nlohmann::json older = schema;
+	older["fields"][0].erase("hex");
+	older["fields"][1]["hex"] = false;
+	EXPECT_NE(schema_key(older), schema_key(schema));
+	EXPECT_EQ(OwnedEventDesc(older).desc().fields[0].elem_type, 0);
+	EXPECT_EQ(checked_schema(older)["fields"][1].contains("hex"), false);
+
+	for (const nlohmann::json &bad : {nlohmann::json{{"name", "d"}, {"type", "double"}, {"hex", true}},
+	                                  nlohmann::json{{"name", "s"}, {"type", "string"}, {"hex", true}},
+	                                  nlohmann::json{{"name", "x"}, {"type", "u32"}, {"hex", 1}}}) {
+		nlohmann::json s = schema;
+		s["fields"].push_back(bad);
+		EXPECT_THROW(OwnedEventDesc{s}, std::invalid_argument) << bad.dump();
+	}
+}
+
 } // namespace
 } // namespace tracery::event

@@ -19,6 +19,7 @@ TRACERY_CXX_EVENT(cxx, all, (flag, bool), (small, int8_t), (big, uint64_t), (rat
                   (mode, Mode), (name, std::string_view), (fixed, std::array<int32_t, 2>),
                   (values, std::span<const uint16_t>), (raw, tracery::blob))
 TRACERY_CXX_EVENT(cxx, scalars, (n, int32_t), (mode, Mode), (x, double))
+TRACERY_CXX_EVENT(cxx, addresses, (ptr, tracery::hex<uintptr_t>), (flags, tracery::hex<int32_t>), (size, uint64_t))
 
 namespace {
 
@@ -57,6 +58,36 @@ TEST(CxxApi, SchemaComesFromTypes)
 	EXPECT_EQ(d.fields[7].elem_type, TRACERY_TYPE_S32);
 	EXPECT_EQ(d.fields[7].length, 2u);
 	EXPECT_EQ(d.fields[8].elem_type, TRACERY_TYPE_U16);
+}
+
+// tracery::hex<Int> is an integer field of Int's type that readers show in
+// hex, emitted as an Int; a plain integer has no such hint.
+TEST(CxxApi, HexFieldsCarryTheHint)
+{
+	const tracery_event_desc &d = tracery_event__cxx__addresses;
+	ASSERT_EQ(d.nr_fields, 3u);
+	EXPECT_EQ(d.fields[0].type, TRACERY_TYPE_U64);
+	EXPECT_EQ(d.fields[0].elem_type, TRACERY_FIELD_HEX);
+	EXPECT_EQ(d.fields[1].type, TRACERY_TYPE_S32);
+	EXPECT_EQ(d.fields[1].elem_type, TRACERY_FIELD_HEX);
+	EXPECT_EQ(d.fields[2].elem_type, 0);
+	EXPECT_EQ(d.gate_call, TRACERY_GATE_PARAMS);
+
+	struct Seen {
+		uintptr_t ptr = 0;
+		int32_t flags = 0;
+	} seen;
+	const auto probe = [](void *priv, const tracery_event_desc *, const tracery_arg *args) {
+		auto *s = static_cast<Seen *>(priv);
+		s->ptr = *static_cast<const uintptr_t *>(args[0].ptr);
+		s->flags = *static_cast<const int32_t *>(args[1].ptr);
+	};
+	ASSERT_EQ(tracery_probe_attach(&tracery_event__cxx__addresses, probe, &seen), 0);
+	int local = 0;
+	TRACERY_CXX_EMIT(cxx, addresses, reinterpret_cast<uintptr_t>(&local), -2, 64);
+	ASSERT_EQ(tracery_probe_detach(&tracery_event__cxx__addresses, probe, &seen), 0);
+	EXPECT_EQ(seen.ptr, reinterpret_cast<uintptr_t>(&local));
+	EXPECT_EQ(seen.flags, -2);
 }
 
 TEST(CxxApi, ArgumentsReachProbes)

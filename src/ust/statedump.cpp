@@ -1,7 +1,8 @@
 // ust/statedump.cpp — the state dump of loaded objects: see statedump.hpp.
 // The field lists are LTTng-UST 2.13's (lttng-ust-statedump-provider.h):
-// addresses as 64-bit integers, flags as 8-bit ones, the build-id a sequence
-// of bytes, the process name an array of 16 bytes.
+// addresses as 64-bit integers shown in hex, flags as 8-bit ones, the
+// build-id a blob (a sequence of bytes shown in hex), the process name an
+// array of 16 bytes.
 #include "ust/statedump.hpp"
 
 #include "base/background_thread.hpp"
@@ -25,16 +26,19 @@ constexpr char kProvider[] = "lttng_ust_statedump";
 constexpr uint32_t kProcnameLen = 16;
 
 constexpr tracery_field_desc kBinInfoFields[] = {
-	{"baddr", TRACERY_TYPE_U64, 0, 0, nullptr},       {"memsz", TRACERY_TYPE_U64, 0, 0, nullptr},
-	{"path", TRACERY_TYPE_STRING, 0, 0, nullptr},     {"is_pic", TRACERY_TYPE_U8, 0, 0, nullptr},
-	{"has_build_id", TRACERY_TYPE_U8, 0, 0, nullptr}, {"has_debug_link", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"baddr", TRACERY_TYPE_U64, TRACERY_FIELD_HEX, 0, nullptr},
+	{"memsz", TRACERY_TYPE_U64, 0, 0, nullptr},
+	{"path", TRACERY_TYPE_STRING, 0, 0, nullptr},
+	{"is_pic", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"has_build_id", TRACERY_TYPE_U8, 0, 0, nullptr},
+	{"has_debug_link", TRACERY_TYPE_U8, 0, 0, nullptr},
 };
 constexpr tracery_field_desc kBuildIdFields[] = {
-	{"baddr", TRACERY_TYPE_U64, 0, 0, nullptr},
-	{"build_id", TRACERY_TYPE_SEQUENCE, TRACERY_TYPE_U8, 0, nullptr},
+	{"baddr", TRACERY_TYPE_U64, TRACERY_FIELD_HEX, 0, nullptr},
+	{"build_id", TRACERY_TYPE_BLOB, 0, 0, nullptr},
 };
 constexpr tracery_field_desc kDebugLinkFields[] = {
-	{"baddr", TRACERY_TYPE_U64, 0, 0, nullptr},
+	{"baddr", TRACERY_TYPE_U64, TRACERY_FIELD_HEX, 0, nullptr},
 	{"crc", TRACERY_TYPE_U32, 0, 0, nullptr},
 	{"filename", TRACERY_TYPE_STRING, 0, 0, nullptr},
 };

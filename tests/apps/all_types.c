@@ -18,6 +18,7 @@ TRACERY_EVENT(rt, floats, TRACERY_FLOAT(f), TRACERY_DOUBLE(d))
 TRACERY_EVENT(rt, text, TRACERY_STRING(s), TRACERY_BOOL(flag))
 TRACERY_EVENT(rt, lists, TRACERY_ARRAY(S16, arr, 3), TRACERY_SEQUENCE(U32, seq), TRACERY_BLOB(bytes))
 TRACERY_EVENT(rt, color, TRACERY_ENUM(rt_color, U8, c), TRACERY_ENUM(rt_color, S32, wide))
+TRACERY_EVENT(rt, hex, TRACERY_HEX(U64, addr), TRACERY_HEX(S32, flags), TRACERY_HEX(U8, byte))
 
 int main(void)
 {
@@ -45,5 +46,8 @@ int main(void)
 
 	TRACERY_EMIT(rt, color, 0, 1);
 	TRACERY_EMIT(rt, color, 2, 150);
+
+	TRACERY_EMIT(rt, hex, 0x7f3a5c000b70u, -2, 0);
+	TRACERY_EMIT(rt, hex, UINT64_MAX, INT32_MIN, 0xab);
 	return 0;
 }

@@ -43,6 +43,7 @@ extern "C" {
 #define TRACERY__FD(spec) TRACERY__FD_ spec
 #define TRACERY__FD_(kind, ...) TRACERY__FD_##kind(__VA_ARGS__)
 #define TRACERY__FD_INT(t, ct, n) {#n, TRACERY_TYPE_##t, 0, 0, 0},
+#define TRACERY__FD_HEX(t, ct, n) {#n, TRACERY_TYPE_##t, TRACERY_FIELD_HEX, 0, 0},
 #define TRACERY__FD_ENUM(t, ct, n, e) {#n, TRACERY_TYPE_ENUM, TRACERY_TYPE_##t, 0, &e},
 #define TRACERY__FD_STRING(n) {#n, TRACERY_TYPE_STRING, 0, 0, 0},
 #define TRACERY__FD_ARRAY(t, ct, n, c) {#n, TRACERY_TYPE_ARRAY, TRACERY_TYPE_##t, (c), 0},
@@ -53,6 +54,7 @@ extern "C" {
 #define TRACERY__PARAM(spec) TRACERY__PARAM_ spec
 #define TRACERY__PARAM_(kind, ...) TRACERY__PARAM_##kind(__VA_ARGS__)
 #define TRACERY__PARAM_INT(t, ct, n) , ct n
+#define TRACERY__PARAM_HEX TRACERY__PARAM_INT
 #define TRACERY__PARAM_ENUM(t, ct, n, e) , ct n
 #define TRACERY__PARAM_STRING(n) , const char *n
 #define TRACERY__PARAM_ARRAY(t, ct, n, c) , const ct *n
@@ -63,6 +65,7 @@ extern "C" {
 #define TRACERY__NAME(spec) TRACERY__NAME_ spec
 #define TRACERY__NAME_(kind, ...) TRACERY__NAME_##kind(__VA_ARGS__)
 #define TRACERY__NAME_INT(t, ct, n) , n
+#define TRACERY__NAME_HEX TRACERY__NAME_INT
 #define TRACERY__NAME_ENUM(t, ct, n, e) , n
 #define TRACERY__NAME_STRING(n) , n
 #define TRACERY__NAME_ARRAY(t, ct, n, c) , n
@@ -75,6 +78,7 @@ extern "C" {
 #define TRACERY__SCALAR(spec) TRACERY__SCALAR_ spec
 #define TRACERY__SCALAR_(kind, ...) TRACERY__SCALAR_##kind
 #define TRACERY__SCALAR_INT && 1
+#define TRACERY__SCALAR_HEX && 1
 #define TRACERY__SCALAR_ENUM && 1
 #define TRACERY__SCALAR_STRING && 0
 #define TRACERY__SCALAR_ARRAY && 0
@@ -86,6 +90,7 @@ extern "C" {
 #define TRACERY__ARG(spec) TRACERY__ARG_ spec
 #define TRACERY__ARG_(kind, ...) TRACERY__ARG_##kind(__VA_ARGS__)
 #define TRACERY__ARG_INT(t, ct, n) {&n, 0},
+#define TRACERY__ARG_HEX TRACERY__ARG_INT
 #define TRACERY__ARG_ENUM(t, ct, n, e) {&n, 0},
 #define TRACERY__ARG_STRING(n) {n, n ? (uint32_t)strlen(n) : 0},
 #define TRACERY__ARG_ARRAY(t, ct, n, c) {n, (c)},

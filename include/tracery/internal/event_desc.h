@@ -45,11 +45,20 @@ struct tracery_enum_desc {
 
 struct tracery_field_desc {
 	const char *name;
-	uint8_t type;                              /* enum tracery_field_type */
-	uint8_t elem_type;                         /* ENUM, ARRAY, SEQUENCE: an integer type U8..S64 */
-	uint32_t length;                           /* ARRAY: element count */
+	uint8_t type;      /* enum tracery_field_type */
+	uint8_t elem_type; /* ENUM, ARRAY, SEQUENCE: an integer type; U8..S64: 0 or TRACERY_FIELD_HEX */
+	uint32_t length;   /* ARRAY: element count */
 	const struct tracery_enum_desc *enum_desc; /* ENUM only */
 };
+
+/* An integer field (U8..S64) shown in base 16, as an address is: its
+ * elem_type, a byte that integer types had no use for (and that programs
+ * built before this value existed leave 0, decimal), holds TRACERY_FIELD_HEX.
+ * The CTF metadata then declares it with `base = 16`, so that readers print
+ * it as 0x7F3A5C000B70, as LTTng-UST's ctf_integer_hex. It changes nothing
+ * of what is recorded. Other types take no display hint: an array of bytes
+ * to show in hex is a BLOB. */
+#define TRACERY_FIELD_HEX 0x80
 
 /* How an event's emitter calls its gate (see tracery_gate_fn). */
 enum tracery_gate_call {

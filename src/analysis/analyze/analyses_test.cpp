@@ -4,6 +4,7 @@
 // counted for the task on the exit's CPU under the entry's name, wake-up
 // latency from the earliest wake-up, IRQs paired per CPU, spans nested per key.
 #include "analysis/analyze/analyses.hpp"
+#include "analysis/analyze/report_lookup_testing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,42 +12,7 @@ using namespace tracery::analysis;
 
 namespace {
 
-const Table &table(const Report &r, const std::string &key)
-{
-	for (const Table &t : r.tables)
-		if (t.key == key)
-			return t;
-	throw std::runtime_error("no table " + key);
-}
-
-size_t column(const Table &t, const std::string &key)
-{
-	for (size_t i = 0; i < t.columns.size(); ++i)
-		if (t.columns[i].key == key)
-			return i;
-	throw std::runtime_error("no column " + key);
-}
-
-// The cell of column `key` in the row whose first cell is `id`.
-Cell cell(const Report &r, const std::string &tab, int64_t id, const std::string &key)
-{
-	const Table &t = table(r, tab);
-	for (const auto &row : t.rows)
-		if (std::get<int64_t>(row[0]) == id)
-			return row[column(t, key)];
-	throw std::runtime_error("no row " + std::to_string(id) + " in " + tab);
-}
-Cell cell(const Report &r, const std::string &tab, const std::string &id, const std::string &key)
-{
-	const Table &t = table(r, tab);
-	for (const auto &row : t.rows)
-		if (std::get<std::string>(row[0]) == id)
-			return row[column(t, key)];
-	throw std::runtime_error("no row " + id + " in " + tab);
-}
-
-int64_t i64(const Cell &c) { return std::get<int64_t>(c); }
-double dbl(const Cell &c) { return std::get<double>(c); }
+using namespace tracery::analysis::testing;
 
 TEST(CpuTop, FollowsTheSwitchesOfEachCpu)
 {

@@ -6,6 +6,7 @@
 // without entries, the fast variant's exits, the tree and folded stacks.
 #include "analysis/analyze/calls.hpp"
 #include "analysis/analyze/locks.hpp"
+#include "analysis/analyze/report_lookup_testing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,34 +17,7 @@ using namespace tracery::analysis;
 
 namespace {
 
-const Table &table(const Report &r, const std::string &key)
-{
-	for (const Table &t : r.tables)
-		if (t.key == key)
-			return t;
-	throw std::runtime_error("no table " + key);
-}
-
-size_t column(const Table &t, const std::string &key)
-{
-	for (size_t i = 0; i < t.columns.size(); ++i)
-		if (t.columns[i].key == key)
-			return i;
-	throw std::runtime_error("no column " + key);
-}
-
-// The cell of column `key` in the row whose column `by` holds `id`.
-Cell cell(const Report &r, const std::string &tab, const std::string &by, const std::string &id, const std::string &key)
-{
-	const Table &t = table(r, tab);
-	const size_t k = column(t, by);
-	for (const auto &row : t.rows)
-		if (std::get<std::string>(row[k]) == id)
-			return row[column(t, key)];
-	throw std::runtime_error("no row " + id + " in " + tab);
-}
-
-int64_t i64(const Cell &c) { return std::get<int64_t>(c); }
+using namespace tracery::analysis::testing;
 
 bool has_note(const Report &r, const std::string &start)
 {

@@ -20,14 +20,16 @@
 
 #include <dlfcn.h>
 
+/* LTTng-UST's field types: addresses and flags shown in hex, the build-id a
+ * blob (bytes shown in hex, as its ctf_sequence_hex of uint8_t). */
 /* clang-format off */
-TRACERY_EVENT(lttng_ust_dl, dlopen, TRACERY_U64(baddr), TRACERY_U64(memsz), TRACERY_S32(flags),
+TRACERY_EVENT(lttng_ust_dl, dlopen, TRACERY_HEX(U64, baddr), TRACERY_U64(memsz), TRACERY_HEX(S32, flags),
               TRACERY_STRING(path), TRACERY_U8(has_build_id), TRACERY_U8(has_debug_link))
-TRACERY_EVENT(lttng_ust_dl, dlmopen, TRACERY_U64(baddr), TRACERY_U64(memsz), TRACERY_S64(nsid),
-              TRACERY_S32(flags), TRACERY_STRING(path), TRACERY_U8(has_build_id), TRACERY_U8(has_debug_link))
-TRACERY_EVENT(lttng_ust_dl, build_id, TRACERY_U64(baddr), TRACERY_SEQUENCE(U8, build_id))
-TRACERY_EVENT(lttng_ust_dl, debug_link, TRACERY_U64(baddr), TRACERY_U32(crc), TRACERY_STRING(filename))
-TRACERY_EVENT(lttng_ust_dl, dlclose, TRACERY_U64(baddr))
+TRACERY_EVENT(lttng_ust_dl, dlmopen, TRACERY_HEX(U64, baddr), TRACERY_U64(memsz), TRACERY_S64(nsid),
+              TRACERY_HEX(S32, flags), TRACERY_STRING(path), TRACERY_U8(has_build_id), TRACERY_U8(has_debug_link))
+TRACERY_EVENT(lttng_ust_dl, build_id, TRACERY_HEX(U64, baddr), TRACERY_BLOB(build_id))
+TRACERY_EVENT(lttng_ust_dl, debug_link, TRACERY_HEX(U64, baddr), TRACERY_U32(crc), TRACERY_STRING(filename))
+TRACERY_EVENT(lttng_ust_dl, dlclose, TRACERY_HEX(U64, baddr))
 /* clang-format on */
 
 #define TRACERY_PRELOAD_EXPORT __attribute__((visibility("default")))

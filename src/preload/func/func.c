@@ -16,8 +16,8 @@
 #include <tracery/tracepoint.h>
 
 /* clang-format off */
-TRACERY_EVENT(lttng_ust_cyg_profile, func_entry, TRACERY_U64(addr), TRACERY_U64(call_site))
-TRACERY_EVENT(lttng_ust_cyg_profile, func_exit, TRACERY_U64(addr), TRACERY_U64(call_site))
+TRACERY_EVENT(lttng_ust_cyg_profile, func_entry, TRACERY_HEX(U64, addr), TRACERY_HEX(U64, call_site))
+TRACERY_EVENT(lttng_ust_cyg_profile, func_exit, TRACERY_HEX(U64, addr), TRACERY_HEX(U64, call_site))
 /* clang-format on */
 
 #define TRACERY_PRELOAD_EXPORT __attribute__((visibility("default"), no_instrument_function))

@@ -13,7 +13,7 @@
 #define TRACERY_CREATE_EVENTS
 #include <tracery/tracepoint.h>
 
-TRACERY_EVENT(lttng_ust_cyg_profile_fast, func_entry, TRACERY_U64(addr))
+TRACERY_EVENT(lttng_ust_cyg_profile_fast, func_entry, TRACERY_HEX(U64, addr))
 
 static struct tracery_event_desc func_exit_event = {
 	"lttng_ust_cyg_profile_fast", "func_exit", NULL, 0, 0, NULL, NULL, NULL, TRACERY_GATE_ARGS};

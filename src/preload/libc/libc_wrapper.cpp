@@ -26,18 +26,19 @@
 #include <cstdlib>
 #include <cstring>
 
-// Sizes and addresses as 64-bit unsigned integers, signed int results as
-// 32-bit: the types of LTTng-UST's fields (size_t, void * in hex, int).
-TRACERY_EVENT(lttng_ust_libc, malloc, TRACERY_U64(size), TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, free, TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, calloc, TRACERY_U64(nmemb), TRACERY_U64(size), TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, realloc, TRACERY_U64(in_ptr), TRACERY_U64(size), TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, memalign, TRACERY_U64(alignment), TRACERY_U64(size), TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, posix_memalign, TRACERY_U64(out_ptr), TRACERY_U64(alignment), TRACERY_U64(size),
+// Sizes and addresses as 64-bit unsigned integers, the addresses shown in
+// hex, signed int results as 32-bit: the types of LTTng-UST's fields
+// (size_t, void * in hex, int).
+TRACERY_EVENT(lttng_ust_libc, malloc, TRACERY_U64(size), TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, free, TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, calloc, TRACERY_U64(nmemb), TRACERY_U64(size), TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, realloc, TRACERY_HEX(U64, in_ptr), TRACERY_U64(size), TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, memalign, TRACERY_U64(alignment), TRACERY_U64(size), TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, posix_memalign, TRACERY_HEX(U64, out_ptr), TRACERY_U64(alignment), TRACERY_U64(size),
               TRACERY_S32(result))
-TRACERY_EVENT(lttng_ust_libc, aligned_alloc, TRACERY_U64(alignment), TRACERY_U64(size), TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, valloc, TRACERY_U64(size), TRACERY_U64(ptr))
-TRACERY_EVENT(lttng_ust_libc, pvalloc, TRACERY_U64(size), TRACERY_U64(ptr))
+TRACERY_EVENT(lttng_ust_libc, aligned_alloc, TRACERY_U64(alignment), TRACERY_U64(size), TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, valloc, TRACERY_U64(size), TRACERY_HEX(U64, ptr))
+TRACERY_EVENT(lttng_ust_libc, pvalloc, TRACERY_U64(size), TRACERY_HEX(U64, ptr))
 
 namespace {
 

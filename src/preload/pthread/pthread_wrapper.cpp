@@ -17,21 +17,22 @@
 
 #include <cstdint>
 
-TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_lock_req, TRACERY_U64(mutex))
-TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_lock_acq, TRACERY_U64(mutex), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_trylock, TRACERY_U64(mutex), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_unlock, TRACERY_U64(mutex), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_rdlock_req, TRACERY_U64(rwlock))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_rdlock_acq, TRACERY_U64(rwlock), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_wrlock_req, TRACERY_U64(rwlock))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_wrlock_acq, TRACERY_U64(rwlock), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_tryrdlock, TRACERY_U64(rwlock), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_trywrlock, TRACERY_U64(rwlock), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_unlock, TRACERY_U64(rwlock), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_cond_wait_begin, TRACERY_U64(cond), TRACERY_U64(mutex))
-TRACERY_EVENT(lttng_ust_pthread, pthread_cond_wait_end, TRACERY_U64(cond), TRACERY_U64(mutex), TRACERY_S32(status))
-TRACERY_EVENT(lttng_ust_pthread, pthread_cond_signal, TRACERY_U64(cond))
-TRACERY_EVENT(lttng_ust_pthread, pthread_cond_broadcast, TRACERY_U64(cond))
+TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_lock_req, TRACERY_HEX(U64, mutex))
+TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_lock_acq, TRACERY_HEX(U64, mutex), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_trylock, TRACERY_HEX(U64, mutex), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_mutex_unlock, TRACERY_HEX(U64, mutex), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_rdlock_req, TRACERY_HEX(U64, rwlock))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_rdlock_acq, TRACERY_HEX(U64, rwlock), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_wrlock_req, TRACERY_HEX(U64, rwlock))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_wrlock_acq, TRACERY_HEX(U64, rwlock), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_tryrdlock, TRACERY_HEX(U64, rwlock), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_trywrlock, TRACERY_HEX(U64, rwlock), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_rwlock_unlock, TRACERY_HEX(U64, rwlock), TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_cond_wait_begin, TRACERY_HEX(U64, cond), TRACERY_HEX(U64, mutex))
+TRACERY_EVENT(lttng_ust_pthread, pthread_cond_wait_end, TRACERY_HEX(U64, cond), TRACERY_HEX(U64, mutex),
+              TRACERY_S32(status))
+TRACERY_EVENT(lttng_ust_pthread, pthread_cond_signal, TRACERY_HEX(U64, cond))
+TRACERY_EVENT(lttng_ust_pthread, pthread_cond_broadcast, TRACERY_HEX(U64, cond))
 
 namespace {
 
