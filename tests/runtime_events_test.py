@@ -29,7 +29,8 @@ def expected_all(i):
 
 def expected_late(n):
     reals = [n / 4.0, -n * 2.0, 1e300][:min(n, 3)]
-    return {"n": n, "word": "odd" if n % 2 else "even", "_reals_length": len(reals), "reals": reals}
+    return {"n": n, "word": "odd" if n % 2 else "even", "_reals_length": len(reals), "reals": reals,
+            "addr": 0x7f3a5c000b70 + n}
 
 
 def view_matches_babeltrace2(test, path):
@@ -59,7 +60,7 @@ class Daemonless(TraceDirTestCase):
         self.assertEqual(payloads(trace, "rt:late"), [expected_late(n) for n in range(4)])
         text = view_matches_babeltrace2(self, self.trace_dir)
         self.assertIn('level = ( "high" : container = 5 ), text = "abc"', text)
-        self.assertIn("reals = [ [0] = 0.75, [1] = -6, [2] = 1e+300 ]", text)
+        self.assertIn("reals = [ [0] = 0.75, [1] = -6, [2] = 1e+300 ], addr = 0x7F3A5C000B73", text)
 
     def test_filters_bind_to_run_time_fields(self):
         run_traced([program("tests", "runtime-events-app"), "now"], self.trace_dir,
@@ -98,7 +99,7 @@ class ThroughDaemon(DaemonTestCase):
         self.assertIn("rt:all (u8 u8, u16 u16, u32 u32, u64 u64, s8 s8, s16 s16, s32 s32, s64 s64, f32 float, "
                       "f64 double, flag bool, level enum<s16>, text string, triple array<s32>, seq sequence<u16>, "
                       "bytes blob)", listing)
-        self.assertIn("rt:late (n u32, word string, reals sequence<double>)", listing)
+        self.assertIn("rt:late (n u32, word string, reals sequence<double>, addr u64 hex)", listing)
         go(app)
         self.assertEqual(app.wait(timeout=30), 0, app.stderr.read())
         self.d.tracery("stop")

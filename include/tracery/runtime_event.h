@@ -57,7 +57,9 @@ extern "C" {
  *   type       enum tracery_field_type: TRACERY_TYPE_U8 ... TRACERY_TYPE_BLOB
  *   elem_type  ENUM: an integer type U8..S64; ARRAY, SEQUENCE: any scalar
  *              type (U8..S64, FLOAT, DOUBLE, BOOL); otherwise 0
- *   flags      0 (reserved for display hints; anything else is refused)
+ *   flags      0, or TRACERY_EVENT_FIELD_HEX on an integer field (U8..S64):
+ *              shown in base 16, as an address (TRACERY_FIELD_HEX of
+ *              event_desc.h); other bits are refused
  *   length     ARRAY: the element count, 1 or more; otherwise 0
  *   enum_entries, nr_enum_entries
  *              ENUM: 1..TRACERY_EVENT_MAX_ENUM_ENTRIES labelled ranges
@@ -75,6 +77,9 @@ struct tracery_event_field {
 	uint32_t nr_enum_entries;
 };
 
+/* tracery_event_field.flags: the integer is shown in base 16. */
+#define TRACERY_EVENT_FIELD_HEX 0x1
+
 /* A defined event. `desc` is its registered descriptor (read it, never write
  * it); the runtime's own data follows. Never allocate, copy or free one. */
 struct tracery_runtime_event {
@@ -90,7 +95,7 @@ struct tracery_runtime_event {
  *           TRACERY_EVENT_MAX_PROVIDER bytes) or name (1 to
  *           TRACERY_EVENT_MAX_NAME bytes of [A-Za-z0-9_.$-], beginning with
  *           a letter or '_'), too many fields, a bad or repeated field name,
- *           an unknown type or elem_type, non-zero flags, a bad length or
+ *           an unknown type or elem_type, bad flags, a bad length or
  *           enumeration, a fixed part larger than TRACERY_EVENT_MAX_PAYLOAD;
  *   EEXIST  provider:name is already defined (by this API) with other
  *           fields;

@@ -70,8 +70,11 @@ std::string field_error(const tracery_event_field &f, FieldPlan *plan)
 		f.type == TRACERY_TYPE_ENUM || f.type == TRACERY_TYPE_ARRAY || f.type == TRACERY_TYPE_SEQUENCE;
 	if (f.type > TRACERY_TYPE_BLOB)
 		return "unknown type " + std::to_string(f.type);
-	if (f.flags)
-		return "flags must be 0";
+	if (f.flags & ~TRACERY_EVENT_FIELD_HEX)
+		return "flags holds bits other than TRACERY_EVENT_FIELD_HEX";
+	if ((f.flags & TRACERY_EVENT_FIELD_HEX) && !event::is_integer_type(f.type))
+		return std::string("TRACERY_EVENT_FIELD_HEX is for an integer field (u8 to s64), not a ") +
+		       type_name(f.type);
 	if (!has_elem && f.elem_type)
 		return std::string("elem_type must be 0 for a ") + type_name(f.type);
 	if (f.type != TRACERY_TYPE_ARRAY && f.length)
@@ -226,6 +229,8 @@ std::unique_ptr<RuntimeEvent> build_runtime_event(const char *provider, const ch
 		         : p.kind == ValueKind::counted ? 4
 		                                        : p.size; // a string's NUL, a scalar
 		tracery_field_desc fd{ev->strings.emplace_back(f.name).c_str(), f.type, f.elem_type, f.length, nullptr};
+		if (f.flags & TRACERY_EVENT_FIELD_HEX)
+			fd.elem_type = TRACERY_FIELD_HEX;
 		if (f.type == TRACERY_TYPE_ENUM) {
 			auto &entries = ev->enum_entries.emplace_back();
 			for (uint32_t k = 0; k < f.nr_enum_entries; ++k) {

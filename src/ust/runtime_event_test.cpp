@@ -81,7 +81,11 @@ std::vector<BadDefinition> bad_definitions()
 	for (const char *n : kNames)
 		seventeen.push_back(field(n, TRACERY_TYPE_U8));
 	tracery_event_field flagged = u8;
-	flagged.flags = 1;
+	flagged.flags = 2;
+	tracery_event_field hex_string = field("s", TRACERY_TYPE_STRING);
+	hex_string.flags = TRACERY_EVENT_FIELD_HEX;
+	tracery_event_field hex_enum = enum_field("e", TRACERY_TYPE_U8, kColors, 2);
+	hex_enum.flags = TRACERY_EVENT_FIELD_HEX;
 	tracery_event_field string_with_labels = field("s", TRACERY_TYPE_STRING);
 	string_with_labels.enum_entries = kColors;
 	string_with_labels.nr_enum_entries = 2;
@@ -118,7 +122,17 @@ std::vector<BadDefinition> bad_definitions()
 	         {u8, field("y", TRACERY_TYPE_U8), u8},
 	         "p:ev: field 2 ('x'): another field has this name"},
 		{"unknown type", "p", "ev", {field("x", 16)}, "field 0 ('x'): unknown type 16"},
-		{"flags", "p", "ev", {flagged}, "field 0 ('x'): flags must be 0"},
+		{"unknown flags",
+	         "p",
+	         "ev",
+	         {flagged},
+	         "field 0 ('x'): flags holds bits other than TRACERY_EVENT_FIELD_HEX"},
+		{"hex string",
+	         "p",
+	         "ev",
+	         {hex_string},
+	         "TRACERY_EVENT_FIELD_HEX is for an integer field (u8 to s64), not a string"},
+		{"hex enum", "p", "ev", {hex_enum}, "not a enum"},
 		{"elem_type of a scalar",
 	         "p",
 	         "ev",
@@ -220,8 +234,9 @@ TEST(RuntimeEvent, LimitsThemselvesAreAccepted)
 {
 	static const tracery_enum_entry kAllOfU64[] = {{"top", -1, -1}, {"all", 0, -1}};
 	static const tracery_enum_entry kEdgesOfS8[] = {{"min", -128, -128}, {"max", 127, 127}};
-	const std::string provider(TRACERY_EVENT_MAX_PROVIDER, 'p'),
-		name = std::string(TRACERY_EVENT_MAX_NAME, '.').replace(0, 1, "n");
+	const std::string provider(TRACERY_EVENT_MAX_PROVIDER, 'p');
+	std::string name(TRACERY_EVENT_MAX_NAME, '.');
+	name[0] = 'n';
 	const tracery_event_field fields[] = {
 		enum_field("u", TRACERY_TYPE_U64, kAllOfU64, 2), enum_field("s", TRACERY_TYPE_S8, kEdgesOfS8, 2),
 		field("a", TRACERY_TYPE_ARRAY, TRACERY_TYPE_U8, TRACERY_EVENT_MAX_PAYLOAD - 9), // 65536 bytes in all
@@ -232,6 +247,15 @@ TEST(RuntimeEvent, LimitsThemselvesAreAccepted)
 	EXPECT_EQ(ev->desc.nr_fields, 3u);
 	EXPECT_STREQ(ev->desc.fields[0].enum_desc->entries[0].label, "top");
 	EXPECT_EQ(ev->desc.gate_call, TRACERY_GATE_ARGS);
+	tracery_event_field hex = field("addr", TRACERY_TYPE_U64);
+	hex.flags = TRACERY_EVENT_FIELD_HEX;
+	const tracery_runtime_event *with_hex = tracery_event_define("hex", "ev", &hex, 1);
+	ASSERT_NE(with_hex, nullptr) << tracery_last_error();
+	EXPECT_EQ(with_hex->desc.fields[0].elem_type, TRACERY_FIELD_HEX);
+	hex.flags = 0;
+	errno = 0;
+	EXPECT_EQ(tracery_event_define("hex", "ev", &hex, 1), nullptr) << "decimal is other fields";
+	EXPECT_EQ(errno, EEXIST);
 	const tracery_event_field java_like[] = {field("x", TRACERY_TYPE_U8)};
 	EXPECT_NE(tracery_event_define("java", "com.example.Outer$Inner-1", java_like, 1), nullptr);
 	EXPECT_NE(tracery_event_define("python", "_app.db", java_like, 1), nullptr);

@@ -58,6 +58,7 @@ static const struct tracery_event_field late_fields[] = {
 	{.name = "n", .type = TRACERY_TYPE_U32},
 	{.name = "word", .type = TRACERY_TYPE_STRING},
 	{.name = "reals", .type = TRACERY_TYPE_SEQUENCE, .elem_type = TRACERY_TYPE_DOUBLE},
+	{.name = "addr", .type = TRACERY_TYPE_U64, .flags = TRACERY_EVENT_FIELD_HEX},
 };
 
 static struct tracery_runtime_event *define(const char *name, const struct tracery_event_field *fields, uint32_t n)
@@ -113,14 +114,15 @@ static void emit_all(struct tracery_runtime_event *ev, int i)
 static void emit_late(struct tracery_runtime_event *ev, int n)
 {
 	const double reals[3] = {n / 4.0, -n * 2.0, 1e300};
-	struct tracery_value v[3];
+	struct tracery_value v[4];
 	memset(v, 0, sizeof v);
 	v[0].v.u64 = (uint64_t)n;
 	v[1].v.ptr = n % 2 ? "odd" : "even";
 	v[1].len = TRACERY_VALUE_NUL_TERMINATED;
 	v[2].v.ptr = reals;
 	v[2].len = (uint32_t)(n < 3 ? n : 3);
-	emit(ev, v, 3);
+	v[3].v.u64 = 0x7f3a5c000b70u + (uint64_t)n;
+	emit(ev, v, 4);
 }
 
 static void run(void)
@@ -129,7 +131,7 @@ static void run(void)
 	for (int i = 0; i < 3; i++)
 		emit_all(all, i);
 	TRACERY_EMIT(rt, compiled, 7);
-	struct tracery_runtime_event *late = define("late", late_fields, 3);
+	struct tracery_runtime_event *late = define("late", late_fields, 4);
 	for (int n = 0; n < 4; n++)
 		emit_late(late, n);
 }
@@ -142,7 +144,7 @@ static void *define_while_forking(void *arg)
 	for (int i = 0; !forks_done && i < 100000; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "t%d", i % 1000);
-		define(name, late_fields, 3);
+		define(name, late_fields, 4);
 	}
 	return NULL;
 }
@@ -157,7 +159,7 @@ static int fork_children(int n)
 		if (pid < 0)
 			return 1;
 		if (pid == 0) {
-			struct tracery_runtime_event *child = define("child", late_fields, 3);
+			struct tracery_runtime_event *child = define("child", late_fields, 4);
 			emit_late(child, i);
 			exit(0); /* its destructors write its trace out */
 		}
