@@ -571,8 +571,10 @@ void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload,
 	int expected = 0; // strings of the class
 	if (c.user_string_args != 0) {
 		expected = cookie_slots(c.user_string_args);
-		if (strings && (c.exit_record ? strings->take_exit(payload, taken)
-		                              : strings->take(payload, c.user_string_args, taken)))
+		if (strings &&
+		    (c.exit_record ? strings->take_exit(payload, taken)
+		                   : strings->take(payload, c.user_string_args, taken)) &&
+		    !taken.unpaired)
 			record = &taken;
 	}
 	for (size_t i = 0; i < c.fields.size(); ++i) {

@@ -363,4 +363,44 @@ TEST(SyscallArgs, ExitsCarryLttngOutArguments)
 	UserStringsRecord taken;
 	EXPECT_FALSE(store.take(9, 293, 0, {}, taken)); // an entry's number does not take an exit's record
 	EXPECT_TRUE(store.take(9, 293 | TRACERY_RECORD_EXIT, 0, {}, taken));
+	EXPECT_FALSE(taken.unpaired);
+}
+
+// An exit whose entry the program did not see (a call begun before it was
+// attached) has a record marked unpaired: the exit takes it and is written
+// as having none, and the thread's next exit of the same call takes its own.
+TEST(UserStrings, UnpairedExitTakesItsMarkerNotTheNextCallsRecord)
+{
+	tracery_syscall_record h{};
+	h.tid = 9;
+	h.nr = 0 | TRACERY_RECORD_EXIT | TRACERY_RECORD_UNPAIRED;
+	std::vector<uint8_t> marker(sizeof h);
+	std::memcpy(marker.data(), &h, sizeof h);
+	const std::optional<UserStringsRecord> m = parse_user_strings_record(marker);
+	ASSERT_TRUE(m);
+	EXPECT_TRUE(m->exit);
+	EXPECT_TRUE(m->unpaired);
+	EXPECT_EQ(m->nr, 0 | TRACERY_RECORD_EXIT);
+	// the next call's record: read(2) of 3 bytes
+	h.nr = 0 | TRACERY_RECORD_EXIT;
+	h.strings = 1;
+	h.len[0] = 3;
+	h.buffer = 1;
+	std::vector<uint8_t> next(sizeof h + 3);
+	std::memcpy(next.data(), &h, sizeof h);
+	std::memcpy(next.data() + sizeof h, "abc", 3);
+	UserStringsStore store;
+	UserStringsCounts counts;
+	store.add(marker, 0, counts);
+	store.add(next, 0, counts);
+	UserStringsRecord taken;
+	ASSERT_TRUE(store.take(9, 0 | TRACERY_RECORD_EXIT, 0, {}, taken));
+	EXPECT_TRUE(taken.unpaired);
+	ASSERT_TRUE(store.take(9, 0 | TRACERY_RECORD_EXIT, 0, {}, taken));
+	EXPECT_FALSE(taken.unpaired);
+	EXPECT_EQ(taken.string(0), "abc");
+	// A marker never carries slots.
+	h.nr = 0 | TRACERY_RECORD_EXIT | TRACERY_RECORD_UNPAIRED;
+	std::memcpy(next.data(), &h, sizeof h);
+	EXPECT_FALSE(parse_user_strings_record(next));
 }

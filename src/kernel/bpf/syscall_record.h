@@ -6,6 +6,8 @@
  *   u64 tid            the calling thread (global id, as tracefs's common_pid)
  *   s32 nr             the system call's number (tracefs's __syscall_nr);
  *                      with TRACERY_RECORD_EXIT set in an exit's record
+ *                      (and TRACERY_RECORD_UNPAIRED if its entry's
+ *                      arguments were missing)
  *   u32 strings        how many slots follow: the strings (the cookie's
  *                      bits, in order), then the socket address if any,
  *                      then the buffer if any
@@ -30,6 +32,11 @@
 #define TRACERY_MAX_BUFFER 4096      /* the largest buffer capture */
 
 #define TRACERY_RECORD_EXIT 0x40000000 /* in nr: the record of an exit */
+/* in an exit's nr: its entry's arguments were not kept (the call began
+ * before the program was attached, or the map of calls in progress lost
+ * them): no slots, its args 0. Written so that each exit the program sees
+ * has a record, and a later call's record is never taken for this one. */
+#define TRACERY_RECORD_UNPAIRED 0x20000000
 
 /* The attach cookie: bit i (0-5) argument i is a string; bits 8-10, when
  * not 0: 1 + the argument that points to a socket address, whose length

@@ -9,7 +9,8 @@
  * tracefs event of the same call. The attach cookie says what to copy. A
  * record the ring buffer cannot take is counted in `lost[0]`, an exit whose
  * entry's arguments were not kept (the map full: its oldest entry went; or
- * the entry came before the program) in `lost[1]`.
+ * the entry came before the program) in `lost[1]`, and written as a record
+ * marked TRACERY_RECORD_UNPAIRED.
  * Built by CMake with clang's BPF target; no CO-RE: the tracepoint's
  * context is the tracefs record (format: __syscall_nr at 8, arguments from
  * 16), whose layout is the kernel's ABI for syscall events. */
@@ -233,7 +234,14 @@ int sys_exit_outputs(struct sys_exit_context *ctx)
 	const __u32 tid = (__u32)bpf_get_current_pid_tgid();
 	const struct tracery_kept_entry *entry = bpf_map_lookup_elem(&kept, &tid);
 	if (!entry || entry->nr != ctx->nr) {
-		count(1); /* its event says the arguments are missing */
+		/* Its event says the arguments are missing; the record says so
+		 * too, so that the reader, joining exits by thread and call,
+		 * never gives this exit the record of the thread's next call. */
+		count(1);
+		__builtin_memset(&s->record, 0, sizeof(s->record));
+		s->record.tid = tid;
+		s->record.nr = ctx->nr | TRACERY_RECORD_EXIT | TRACERY_RECORD_UNPAIRED;
+		submit(s, 0);
 		return 0;
 	}
 	__builtin_memcpy(s->record.args, entry->args, sizeof(s->record.args));

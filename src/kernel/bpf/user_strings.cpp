@@ -112,7 +112,10 @@ bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord
 		return false;
 	r.tid = static_cast<uint32_t>(h.tid);
 	r.exit = (static_cast<unsigned>(h.nr) & TRACERY_RECORD_EXIT) != 0;
-	r.nr = h.nr;
+	r.unpaired = r.exit && (static_cast<unsigned>(h.nr) & TRACERY_RECORD_UNPAIRED) != 0;
+	r.nr = static_cast<int32_t>(static_cast<unsigned>(h.nr) & ~unsigned{TRACERY_RECORD_UNPAIRED});
+	if (r.unpaired && h.strings != 0)
+		return false;
 	std::memcpy(r.args, h.args, sizeof r.args);
 	r.count = static_cast<uint8_t>(h.strings);
 	r.address = static_cast<uint8_t>(h.address);

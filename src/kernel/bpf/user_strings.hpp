@@ -77,6 +77,7 @@ struct UserStringsRecord {
 	uint8_t address = 0;          // 1 + the slot of the socket address, 0 if none
 	uint8_t buffer = 0;           // 1 + the slot of a buffer's bytes, 0 if none
 	bool exit = false;            // the record of an exit (its args: its entry's)
+	bool unpaired = false;        // an exit's whose entry's arguments were missing: no slots
 	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); < 0: not read
 	std::string data;             // the slots, one after the other
 
