@@ -22,7 +22,7 @@
 // else whatever sends or reads it fails to link.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "event/json.hpp"
 
 #include <concepts>
 #include <cstdint>
