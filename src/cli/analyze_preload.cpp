@@ -1,9 +1,7 @@
 // cli/analyze_preload.cpp — `tracery analyze locks` and `tracery analyze
-// calls` (see analyze_preload.hpp): their options, and which output they
-// print (the report as text or JSON, the call tree drawn, folded stacks).
+// calls` (see analyze_preload.hpp; their options are main.cpp's): which
+// output they print (the report as text or JSON, the call tree drawn, folded stacks).
 #include "cli/analyze_preload.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 
@@ -11,28 +9,6 @@
 #include "analysis/analyze/locks.hpp"
 
 namespace tracery::cli {
-
-void add_preload_analysis_options(CLI::App *analysis, Args &a, const std::string &kind)
-{
-	if (kind == "locks") {
-		analysis->add_option("--contended", a.contended_ns,
-		                     "A wait at least this long (ns) makes an acquisition contended (default 1000); "
-		                     "so does a lock held by another thread when requested")
-			->check(CLI::NonNegativeNumber);
-		analysis->add_option("--longest", a.longest, "How many of the longest waits to list (default 10)")
-			->check(CLI::Range(0, 100000));
-		return;
-	}
-	auto *tree = analysis->add_flag("--tree", a.tree,
-	                                "The call tree per process (text: drawn as `uftrace graph` does; with --json: "
-	                                "a table of its nodes with their depth)");
-	auto *folded = analysis->add_flag("--folded", a.folded,
-	                                  "Folded stacks for flame graphs (flamegraph.pl, speedscope): a line "
-	                                  "'f;g;h VALUE' per stack, its self time in ns (--weight calls: its calls)");
-	folded->excludes(tree);
-	analysis->add_option("--weight", a.weight, "With --folded: time (default) or calls")
-		->check(CLI::IsMember({"time", "calls"}));
-}
 
 int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string &kind,
                     const std::optional<analysis::SymbolOptions> &symbols)

@@ -17,8 +17,6 @@
 #include "control/messages.hpp"
 #include "control/paths.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -243,22 +241,6 @@ private:
 
 } // namespace
 
-void add_exec_options(CLI::App *exec, ExecArgs &a)
-{
-	exec->add_option("-s,--session", a.session,
-	                 "Trace in this existing session, as it is configured (default: a temporary session "
-	                 "that records the helpers' events with the vpid, vtid, procname and ip contexts)");
-	exec->add_option("--preload", a.preload,
-	                 "The helpers to preload, comma-separated: libc, pthread, func, func-fast, dl (default: "
-	                 "libc,pthread,func,dl), or none (then the temporary session records every user event)");
-	exec->add_option("-o,--output", a.output,
-	                 "The temporary session's trace directory (default: ~/tracery-traces/exec-PID-TIME)");
-	exec->add_option("COMMAND", a.command, "The command and its arguments (after -- when they begin with -)")
-		->required();
-	// what follows the command is its own, options included
-	exec->positionals_at_end();
-}
-
 int verb_exec(const ExecArgs &a)
 {
 	if (a.command.empty())
@@ -269,8 +251,11 @@ int verb_exec(const ExecArgs &a)
 			helpers.push_back(&helper_named(name));
 	std::string libs;
 	const std::vector<std::string> dirs = helper_dirs();
-	for (const Helper *h : helpers)
-		libs += (libs.empty() ? "" : ":") + find_helper(*h, dirs);
+	for (const Helper *h : helpers) {
+		if (!libs.empty())
+			libs += ':'; // (appended apart: GCC 12 -O3 warns falsely, -Wrestrict, on ":" + std::string)
+		libs += find_helper(*h, dirs);
+	}
 
 	if (!a.session.empty()) {
 		if (!a.output.empty())

@@ -6,10 +6,6 @@
 #include <string>
 #include <vector>
 
-namespace CLI {
-class App;
-}
-
 namespace tracery::cli {
 
 struct ExecArgs {
@@ -19,8 +15,6 @@ struct ExecArgs {
 	std::vector<std::string> command;             // COMMAND ARGS
 };
 
-// -s, --preload, -o and COMMAND ARGS (everything after the first argument that is not an option, or after --).
-void add_exec_options(CLI::App *exec, ExecArgs &a);
 // The command's exit status (128 + N when signal N ended it), 126/127 when it could not be run.
 int verb_exec(const ExecArgs &a);
 

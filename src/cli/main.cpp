@@ -1,6 +1,8 @@
 // tracery: the command that controls tracing sessions through the session
-// daemon (traceryd), with lttng's verbs. Argument parsing here; what each
-// verb does is in verbs.cpp.
+// daemon (traceryd), with lttng's verbs. Argument parsing here, every verb's
+// options: the one file of the command that includes CLI11, which costs
+// 10 to 15 s of compiling in each file that does (under AddressSanitizer).
+// What each verb does is in verbs.cpp.
 #include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
@@ -37,6 +39,83 @@ void symbols_options(CLI::App *c, Args &a)
 	c->add_option("--debug-info-dir", a.debug_info_dir,
 	              "With --symbols: separate debug files under DIR (DIR/.build-id/xx/rest.debug, and for "
 	              "debug links DIR/PATH) instead of /usr/lib/debug");
+}
+
+// Adds the options of track (untrack: no --follow-children) to `verb`.
+void add_tracking_options(CLI::App *verb, TrackingArgs &args, bool untrack)
+{
+	for (const Attribute &a : kAttributes) {
+		const std::string help = std::string(a.kernel_only ? "With -k: " : "") + a.title +
+		                         (a.kind == Attribute::process
+		                                  ? ", comma-separated"
+		                                  : (a.kind == Attribute::user ? ", or user names, comma-separated"
+		                                                               : ", or group names, comma-separated")) +
+		                         (a.name[0] == 'v' ? " (as the process's own namespaces see them)" : "") +
+		                         "; bare, with --all";
+		const char *name = a.name;
+		verb->add_option_function<std::vector<std::string>>(
+			    // -p as lttng's short option
+			    std::string(a.kind == Attribute::process && a.kernel_only ? "-p,--" : "--") + a.name,
+			    [&args, name](const std::vector<std::string> &values) {
+				    args.given.emplace_back(name, values);
+			    },
+			    help)
+			->expected(0, 1)
+			->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+			->type_name(a.kind == Attribute::process ? "ID[,ID...]" : "ID|NAME[,...]");
+	}
+	verb->add_flag("-a,--all", args.all,
+	               untrack ? "No value of the bare attributes given: no process is traced (until tracked again)"
+	                       : "Every value of the bare attributes given: no longer narrowed by them");
+	if (!untrack) {
+		// Two flags rather than CLI11's "!--no-..." negation, whose help shows a stray "{false}".
+		verb->add_flag_function(
+			"--follow-children", [&args](int64_t) { args.follow_children = true; },
+			"With -k --pid: their descendants too (the default)");
+		verb->add_flag_function(
+			"--no-follow-children", [&args](int64_t) { args.follow_children = false; },
+			"With -k --pid: only them, not their descendants");
+	}
+}
+
+// -s, --preload, -o and COMMAND ARGS (everything after the first argument that is not an option, or after --).
+void add_exec_options(CLI::App *exec, ExecArgs &a)
+{
+	exec->add_option("-s,--session", a.session,
+	                 "Trace in this existing session, as it is configured (default: a temporary session "
+	                 "that records the helpers' events with the vpid, vtid, procname and ip contexts)");
+	exec->add_option("--preload", a.preload,
+	                 "The helpers to preload, comma-separated: libc, pthread, func, func-fast, dl (default: "
+	                 "libc,pthread,func,dl), or none (then the temporary session records every user event)");
+	exec->add_option("-o,--output", a.output,
+	                 "The temporary session's trace directory (default: ~/tracery-traces/exec-PID-TIME)");
+	exec->add_option("COMMAND", a.command, "The command and its arguments (after -- when they begin with -)")
+		->required();
+	// what follows the command is its own, options included
+	exec->positionals_at_end();
+}
+
+// The options of `analyze locks` (kind "locks") or `analyze calls` ("calls") on their subcommand.
+void add_preload_analysis_options(CLI::App *analysis, Args &a, const std::string &kind)
+{
+	if (kind == "locks") {
+		analysis->add_option("--contended", a.contended_ns,
+		                     "A wait at least this long (ns) makes an acquisition contended (default 1000); "
+		                     "so does a lock held by another thread when requested")
+			->check(CLI::NonNegativeNumber);
+		analysis->add_option("--longest", a.longest, "How many of the longest waits to list (default 10)")
+			->check(CLI::Range(0, 100000));
+		return;
+	}
+	auto *tree = analysis->add_flag("--tree", a.tree,
+	                                "The call tree per process (text: drawn as `uftrace graph` does; with --json: "
+	                                "a table of its nodes with their depth)");
+	auto *folded = analysis->add_flag("--folded", a.folded,
+	                                  "Folded stacks for flame graphs (flamegraph.pl, speedscope): a line "
+	                                  "'f;g;h VALUE' per stack, its self time in ns (--weight calls: its calls)");
+	folded->excludes(tree);
+	analysis->add_option("--weight", a.weight, "With --folded: time (default) or calls")
+		->check(CLI::IsMember({"time", "calls"}));
 }
 
 } // namespace

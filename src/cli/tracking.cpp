@@ -1,11 +1,9 @@
-// `track` and `untrack`'s options and request, and the rules shown: see
-// tracking.hpp.
+// `track` and `untrack`'s request and the rules shown: see tracking.hpp
+// (their options are main.cpp's).
 #include "cli/tracking.hpp"
 
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <grp.h>
 #include <pwd.h>
@@ -20,19 +18,6 @@
 namespace tracery::cli {
 
 namespace {
-
-struct Attribute {
-	const char *name;
-	const char *title; // as lttng list shows it
-	bool kernel_only;
-	enum { process, user, group } kind;
-};
-
-constexpr Attribute kAttributes[] = {
-	{"pid", "Process IDs", true, Attribute::process}, {"vpid", "Virtual process IDs", false, Attribute::process},
-	{"uid", "User IDs", true, Attribute::user},       {"vuid", "Virtual user IDs", false, Attribute::user},
-	{"gid", "Group IDs", true, Attribute::group},     {"vgid", "Virtual group IDs", false, Attribute::group},
-};
 
 const Attribute &attribute(const std::string &name)
 {
@@ -99,42 +84,6 @@ std::string values_text(const control::ProcessAttrRule &rule)
 }
 
 } // namespace
-
-void add_tracking_options(CLI::App *verb, TrackingArgs &args, bool untrack)
-{
-	for (const Attribute &a : kAttributes) {
-		const std::string help = std::string(a.kernel_only ? "With -k: " : "") + a.title +
-		                         (a.kind == Attribute::process
-		                                  ? ", comma-separated"
-		                                  : (a.kind == Attribute::user ? ", or user names, comma-separated"
-		                                                               : ", or group names, comma-separated")) +
-		                         (a.name[0] == 'v' ? " (as the process's own namespaces see them)" : "") +
-		                         "; bare, with --all";
-		const char *name = a.name;
-		verb->add_option_function<std::vector<std::string>>(
-			    // -p as lttng's short option
-			    std::string(a.kind == Attribute::process && a.kernel_only ? "-p,--" : "--") + a.name,
-			    [&args, name](const std::vector<std::string> &values) {
-				    args.given.emplace_back(name, values);
-			    },
-			    help)
-			->expected(0, 1)
-			->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-			->type_name(a.kind == Attribute::process ? "ID[,ID...]" : "ID|NAME[,...]");
-	}
-	verb->add_flag("-a,--all", args.all,
-	               untrack ? "No value of the bare attributes given: no process is traced (until tracked again)"
-	                       : "Every value of the bare attributes given: no longer narrowed by them");
-	if (!untrack) {
-		// Two flags rather than CLI11's "!--no-..." negation, whose help shows a stray "{false}".
-		verb->add_flag_function(
-			"--follow-children", [&args](int64_t) { args.follow_children = true; },
-			"With -k --pid: their descendants too (the default)");
-		verb->add_flag_function(
-			"--no-follow-children", [&args](int64_t) { args.follow_children = false; },
-			"With -k --pid: only them, not their descendants");
-	}
-}
 
 control::Tracking tracking_request(const TrackingArgs &args, bool kernel, bool untrack, std::string session)
 {

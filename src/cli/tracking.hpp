@@ -11,11 +11,21 @@
 #include <utility>
 #include <vector>
 
-namespace CLI {
-class App;
-}
-
 namespace tracery::cli {
+
+// The process attributes, each an option of track and untrack.
+struct Attribute {
+	const char *name;
+	const char *title; // as lttng list shows it
+	bool kernel_only;
+	enum { process, user, group } kind;
+};
+
+inline constexpr Attribute kAttributes[] = {
+	{"pid", "Process IDs", true, Attribute::process}, {"vpid", "Virtual process IDs", false, Attribute::process},
+	{"uid", "User IDs", true, Attribute::user},       {"vuid", "Virtual user IDs", false, Attribute::user},
+	{"gid", "Group IDs", true, Attribute::group},     {"vgid", "Virtual group IDs", false, Attribute::group},
+};
 
 struct TrackingArgs {
 	// Each attribute option given: its name ("vpid") and its values as
@@ -24,9 +34,6 @@ struct TrackingArgs {
 	bool all = false;                    // --all
 	std::optional<bool> follow_children; // track -k --pid: --follow-children / --no-follow-children
 };
-
-// Adds the options of track (untrack: no --follow-children) to `verb`.
-void add_tracking_options(CLI::App *verb, TrackingArgs &args, bool untrack);
 
 // The request: ids checked, user and group names resolved here. `kernel`:
 // -k (pid, vpid, uid, vuid, gid, vgid), else user space (vpid, vuid, vgid).

@@ -1,5 +1,5 @@
 // The decoder's errors: see codec.hpp.
-#include "control/codec.hpp"
+#include "control/codec_impl.hpp"
 
 namespace tracery::control::codec_detail {
 

@@ -25,7 +25,7 @@
 
 #include "control/codec.hpp"
 
-#include <nlohmann/json.hpp>
+#include "event/json.hpp"
 
 #include <cstdint>
 #include <map>

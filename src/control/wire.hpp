@@ -13,7 +13,7 @@
 
 #include "base/fd.hpp"
 
-#include <nlohmann/json.hpp>
+#include "event/json.hpp"
 
 #include <sys/types.h>
 

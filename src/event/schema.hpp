@@ -7,7 +7,7 @@
 
 #include <tracery/internal/event_desc.h>
 
-#include <nlohmann/json.hpp>
+#include "event/json.hpp"
 
 #include <deque>
 #include <memory>
