@@ -81,6 +81,14 @@ struct Server {
 		return static_cast<size_t>(std::count_if(lines.begin(), lines.end(),
 		                                         [&](const std::string &l) { return l.find(text) != l.npos; }));
 	}
+	// count(text) once it reaches n, or after 10 s: for lines the server
+	// logs after the client has seen what they are about.
+	size_t count_once(const std::string &text, size_t n)
+	{
+		for (int i = 0; i < 1000 && count(text) < n; i++)
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		return count(text);
+	}
 };
 
 bool connect_to(int fd, uint16_t port)
@@ -609,12 +617,12 @@ TEST(RelayServer, ViewerPortShowsTheSessionsOfTheViewersKey)
 		EXPECT_NE(std::string(e.what()).find("did not authenticate the key alice: "), std::string::npos)
 			<< e.what();
 	}
-	EXPECT_EQ(s.count("authentication refused: a wrong proof for the key alice"), 1u);
+	EXPECT_EQ(s.count_once("authentication refused: a wrong proof for the key alice", 1), 1u);
 	// A plain lttng-live viewer (babeltrace2's first bytes): closed at once, nothing listed.
 	live::LiveClient plain;
 	EXPECT_THROW(plain.connect("127.0.0.1", s.server->viewer_port(), 5000), live::LiveError);
-	EXPECT_EQ(s.count("not an authenticated viewer"), 1u);
-	EXPECT_EQ(s.count("authenticated as key alice"), 2u); // the sender, the first viewer
+	EXPECT_EQ(s.count_once("not an authenticated viewer", 1), 1u);
+	EXPECT_EQ(s.count_once("authenticated as key alice", 2), 2u); // the sender, the first viewer
 	// Frames out of turn, and more than the gate holds before admission: closed, each said.
 	const auto closed_after = [&](const std::vector<uint8_t> &bytes) {
 		const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -627,12 +635,12 @@ TEST(RelayServer, ViewerPortShowsTheSessionsOfTheViewersKey)
 		return closed;
 	};
 	EXPECT_TRUE(closed_after(cr::encode(cr::Hello{.hostname = "h", .session = "s"})));
-	EXPECT_EQ(s.count("HELLO where AUTH_REQUEST was due"), 1u);
+	EXPECT_EQ(s.count_once("HELLO where AUTH_REQUEST was due", 1), 1u);
 	EXPECT_TRUE(closed_after(cr::encode(cr::AuthResponse{})));
-	EXPECT_EQ(s.count("AUTH_RESPONSE before AUTH_REQUEST"), 1u);
+	EXPECT_EQ(s.count_once("AUTH_RESPONSE before AUTH_REQUEST", 1), 1u);
 	const std::vector<uint8_t> big = cr::encode(cr::Metadata{.trace_id = 1, .text = std::string(8000, 'x')});
 	EXPECT_TRUE(closed_after(big));
-	EXPECT_EQ(s.count("more than 4096 bytes before it was authenticated"), 1u);
+	EXPECT_EQ(s.count_once("more than 4096 bytes before it was authenticated", 1), 1u);
 }
 
 } // namespace
