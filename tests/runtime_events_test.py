@@ -4,6 +4,7 @@ rt:late, and emits them beside a compiled event; the traces are read back with
 babeltrace2 (every value checked) and `tracery view` (the same text), in
 daemonless mode and through the session daemon, where the events appear after
 the session started, in `list -u`, and filters bind to their fields."""
+import os
 import subprocess
 import unittest
 
@@ -77,6 +78,11 @@ class Daemonless(TraceDirTestCase):
         self.assertEqual(len(trace.events), 4)
 
     def test_forked_children_define_while_another_thread_defines(self):
+        if "address" in os.environ.get("TRACERY_SANITIZE", ""):
+            # GCC 12's AddressSanitizer does not hold its allocator's locks across fork(): a child forked while
+            # the defining thread allocates inherits a locked allocator, and hangs in its first malloc (seen in
+            # libtracery's fork handler starting the child's consumer thread).
+            self.skipTest("AddressSanitizer's allocator is not fork-safe with another thread allocating")
         run_traced([program("tests", "runtime-events-app"), "fork", "20"], self.trace_dir, timeout=120)
         trace = Trace(self.trace_dir)
         self.assertEqual(sorted(e["payload"]["n"] for e in trace.named("rt:child")), list(range(20)))
