@@ -47,6 +47,22 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         self.check_kernel_prerequisites()
         super().setUp()
 
+    def run_tracked(self, session, script, cpu=None):
+        """Runs `sh -c SCRIPT...` (which waits for a line on its stdin) tracked by `session` (on `cpu`, with its
+        children, if given), starts the session, lets the script go, and returns what it printed; skips the test
+        when the daemon could not load its BPF program."""
+        p = subprocess.Popen(["/bin/sh", "-c", *script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        if cpu is not None:
+            os.sched_setaffinity(p.pid, {cpu})
+        self.d.tracery("track", "-k", "--pid", str(p.pid), "-s", session)
+        self.d.tracery("start", session)
+        if "recorded as pointers" in self.d.log():
+            self.skipTest("BPF unavailable here: " + self.d.log())
+        out, _ = p.communicate("go\n", timeout=60)
+        self.assertEqual(p.returncode, 0)
+        return out
+
     def test_paths_signedness_and_faults(self):
         self.d.start_daemon()
         path = self.out("s")
@@ -57,15 +73,7 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         # The script and a CPU-bound process share one CPU, never idle (KernelMixin.busy_cpu): otherwise cat may
         # run unseen by lttng-iolog.
         cpu, _ = self.busy_cpu()
-        p = subprocess.Popen(["/bin/sh", "-c", SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: p.poll() is None and p.kill())
-        os.sched_setaffinity(p.pid, {cpu})  # cat and python3 too
-        t("track", "-k", "--pid", str(p.pid), "-s", "s")
-        t("start", "s")
-        if "recorded as pointers" in self.d.log():
-            self.skipTest("BPF unavailable here: " + self.d.log())
-        out, _ = p.communicate("go\n", timeout=60)
-        self.assertEqual(p.returncode, 0)
+        out = self.run_tracked("s", [SCRIPT], cpu)
         with open("/etc/hostname") as f:
             self.assertEqual(out, f.read())
         stop = t("stop", "s").stdout
@@ -128,15 +136,7 @@ class SyscallStringsTest(KernelMixin, DaemonTestCase):
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("--capture-buffers: give 1 to 4096 bytes", refused.stderr)
         t("enable-event", "-k", "--syscall", "read,write,writev,pipe2", "--capture-buffers=16", "-s", "b")
-        p = subprocess.Popen(["/bin/sh", "-c", BUFFERS, data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
-        self.addCleanup(lambda: p.poll() is None and p.kill())
-        t("track", "-k", "--pid", str(p.pid), "-s", "b")
-        t("start", "b")
-        if "recorded as pointers" in self.d.log():
-            self.skipTest("BPF unavailable here: " + self.d.log())
-        out, _ = p.communicate("go\n", timeout=60)
-        self.assertEqual(p.returncode, 0)
+        out = self.run_tracked("b", [BUFFERS, data])
         stop = t("stop", "b").stdout
         self.assertIn("channel0 (kernel): 0 events lost", stop)
         changed = t("enable-event", "-k", "--syscall", "pread64", "--capture-buffers=32", "-s", "b", check=False)
