@@ -404,8 +404,10 @@ bool RelayLink::send_next(Lock &lock)
 	Item item = std::move(queue_.front());
 	queue_.pop_front();
 	StreamState &s = streams_.at(item.stream - 1);
-	const bool declare = !s.declared && item.kind != Kind::close;
-	const bool skip = !s.declared && item.kind == Kind::close; // nothing of it on this connection
+	// A stream is declared by its first packet on this connection: a beacon or a close before
+	// that says nothing the relay needs, and would leave it an empty stream.
+	const bool declare = !s.declared && item.kind == Kind::packet;
+	const bool skip = !s.declared && item.kind != Kind::packet;
 	s.declared = s.declared || declare;
 	const uint32_t trace = s.trace;
 	const std::string name = s.name;
