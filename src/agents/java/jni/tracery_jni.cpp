@@ -4,6 +4,7 @@
 // array), pinned only while tracery_event_emit copies them. No global reference is held, and every local
 // reference is released before the next is made.
 #include <jni.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -178,10 +179,17 @@ extern "C" JNIEXPORT jlong JNICALL Java_org_tracery_Native_define(JNIEnv *env, j
 	return static_cast<jlong>(reinterpret_cast<intptr_t>(event));
 }
 
-extern "C" JNIEXPORT jobject JNICALL Java_org_tracery_Native_enabledByte(JNIEnv *env, jclass, jlong handle)
+// The enabled byte is read from Java as the first byte of an aligned 4-byte word (an opaque int read through a
+// VarHandle, the other bytes masked off): the word lies within the descriptor, its other three bytes padding.
+static_assert(offsetof(struct tracery_event_desc, enabled) % 4 == 0 &&
+                      offsetof(struct tracery_event_desc, probes) >= offsetof(struct tracery_event_desc, enabled) + 4,
+              "the enabled byte begins a 4-byte word of its own");
+static_assert(alignof(struct tracery_event_desc) >= 4, "the descriptor is aligned to 4 at least");
+
+extern "C" JNIEXPORT jobject JNICALL Java_org_tracery_Native_enabledWord(JNIEnv *env, jclass, jlong handle)
 {
 	// The descriptor lives until the process exits, so the buffer may outlive nothing it points to.
-	return env->NewDirectByteBuffer(&event_of(handle)->desc.enabled, 1);
+	return env->NewDirectByteBuffer(&event_of(handle)->desc.enabled, 4);
 }
 
 extern "C" JNIEXPORT void JNICALL Java_org_tracery_Native_emit(JNIEnv *env, jclass, jlong handle, jlongArray numbers,

@@ -70,8 +70,8 @@ final class Native {
 	/** A handle of libtracery's event; IllegalArgumentException with libtracery's reason if refused. */
 	static native long define(String provider, String name, String[] fieldNames, int[] fieldKinds);
 
-	/** The event's enabled byte, in place. */
-	static native ByteBuffer enabledByte(long handle);
+	/** The 4 bytes at the event's enabled byte, in place: that byte, then padding; aligned to 4. */
+	static native ByteBuffer enabledWord(long handle);
 
 	/**
 	 * Records the event: numbers[i] holds field i's integer, boolean (0 or 1), double (its raw bits) or string

@@ -1,8 +1,11 @@
-// An event defined at run time: its handle in libtracery, the enabled check that makes no JNI call, and emit.
+// An event defined at run time: its handle in libtracery, the enabled check that makes no JNI call, emit, and
+// the thread's writer that takes the values one by one without boxing them.
 package org.tracery;
 
+import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
@@ -21,68 +24,30 @@ import java.util.List;
  * is refused. Events live until the program exits. Safe to use from any thread.
  */
 public final class TraceryEvent {
+	/** The most UTF-8 bytes the strings of one event may take (TRACERY_EVENT_MAX_PAYLOAD). */
+	static final int MAX_TEXT = 65536;
+
+	/**
+	 * Reads the 4-byte word that begins with libtracery's enabled byte (its other three bytes are the
+	 * descriptor's padding), opaquely: the JIT reads it again on every call, and never hoists it out of a loop.
+	 * Little-endian: the enabled byte is the word's low byte whatever the machine's order.
+	 */
+	private static final VarHandle ENABLED_WORD =
+		MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+
 	private final String name;
 	private final Field[] fields;
 	private final long handle;
-	/** One byte, libtracery's enabled byte of this event, read in place. */
-	private final ByteBuffer enabledByte;
+	/** The 4 bytes at libtracery's enabled byte of this event, read in place. */
+	private final ByteBuffer enabledWord;
 
-	/**
-	 * Each thread's values of the event it emits, handed to the JNI library: numbers[i] is field i's integer,
-	 * boolean (0 or 1), double (its raw bits) or, for a string, its UTF-8's offset in text (high 32 bits) and
-	 * length (low 32 bits).
-	 */
-	private static final class Values {
-		/** The most UTF-8 bytes the strings of one event may take (TRACERY_EVENT_MAX_PAYLOAD). */
-		static final int MAX_TEXT = 65536;
+	private static final ThreadLocal<Writer> WRITERS = ThreadLocal.withInitial(Writer::new);
 
-		final long[] numbers = new long[Native.MAX_FIELDS];
-		byte[] text = new byte[256];
-
-		/**
-		 * Writes s's UTF-8 at text[at] (a surrogate pair as one 4-byte character, a lone surrogate as U+FFFD);
-		 * returns where it ends, or -1 if the event's strings would take more than MAX_TEXT bytes.
-		 */
-		int append(String s, int at) {
-			int n = s.length();
-			long needed = at + 3L * n + 4;
-			if (needed > text.length && text.length < MAX_TEXT + 4)
-				text = Arrays.copyOf(text, (int)Math.min(Math.max(needed, 2L * text.length), MAX_TEXT + 4));
-			byte[] out = text;
-			int limit = Math.min(out.length, MAX_TEXT + 4) - 4;
-			for (int i = 0; i < n; i++) {
-				if (at > limit)
-					return -1;
-				char c = s.charAt(i);
-				if (c < 0x80) {
-					out[at++] = (byte)c;
-				} else if (c < 0x800) {
-					out[at++] = (byte)(0xC0 | (c >> 6));
-					out[at++] = (byte)(0x80 | (c & 0x3F));
-				} else if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
-					int code = Character.toCodePoint(c, s.charAt(++i));
-					out[at++] = (byte)(0xF0 | (code >> 18));
-					out[at++] = (byte)(0x80 | ((code >> 12) & 0x3F));
-					out[at++] = (byte)(0x80 | ((code >> 6) & 0x3F));
-					out[at++] = (byte)(0x80 | (code & 0x3F));
-				} else {
-					int code = Character.isSurrogate(c) ? 0xFFFD : c;
-					out[at++] = (byte)(0xE0 | (code >> 12));
-					out[at++] = (byte)(0x80 | ((code >> 6) & 0x3F));
-					out[at++] = (byte)(0x80 | (code & 0x3F));
-				}
-			}
-			return at > MAX_TEXT ? -1 : at;
-		}
-	}
-
-	private static final ThreadLocal<Values> VALUES = ThreadLocal.withInitial(Values::new);
-
-	private TraceryEvent(String name, Field[] fields, long handle, ByteBuffer enabledByte) {
+	private TraceryEvent(String name, Field[] fields, long handle, ByteBuffer enabledWord) {
 		this.name = name;
 		this.fields = fields;
 		this.handle = handle;
-		this.enabledByte = enabledByte;
+		this.enabledWord = enabledWord;
 	}
 
 	/**
@@ -110,14 +75,12 @@ public final class TraceryEvent {
 			kinds[i] = copy[i].kind.ordinal();
 		}
 		long handle = Native.define(name.substring(0, colon), name.substring(colon + 1), names, kinds);
-		return new TraceryEvent(name, copy, handle, Native.enabledByte(handle).asReadOnlyBuffer());
+		return new TraceryEvent(name, copy, handle, Native.enabledWord(handle).asReadOnlyBuffer());
 	}
 
 	/** Whether a session records this event now: one read of libtracery's enabled byte, no JNI call. */
 	public boolean enabled() {
-		// The fence keeps the JIT from hoisting the read out of a loop (x86: no instruction).
-		VarHandle.acquireFence();
-		return enabledByte.get(0) != 0;
+		return ((int)ENABLED_WORD.getOpaque(enabledWord, 0) & 0xFF) != 0;
 	}
 
 	/**
@@ -131,52 +94,229 @@ public final class TraceryEvent {
 			throw new IllegalArgumentException(
 				"event " + name + " has " + fields.length + " fields, emit got " + values.length + " values");
 		boolean on = enabled();
-		Values v = VALUES.get();
-		int textLength = 0;
+		// A value that is not a String becomes one (its toString, which may emit events of its own) before the
+		// thread's writer is taken.
+		Object[] checked = values;
+		if (on) {
+			for (int i = 0; i < fields.length; i++) {
+				if (fields[i].kind == Field.Kind.STRING && !(values[i] instanceof String)) {
+					if (checked == values)
+						checked = values.clone();
+					checked[i] = String.valueOf(values[i]);
+				}
+			}
+		}
+		Writer w = WRITERS.get().begin(this, on);
 		for (int i = 0; i < fields.length; i++) {
-			Object value = values[i];
+			Object value = checked[i];
 			switch (fields[i].kind) {
 			case INT8:
 			case INT16:
 			case INT32:
 			case INT64:
-				v.numbers[i] = integer(i, value);
+				if (!(value instanceof Long || value instanceof Integer || value instanceof Short ||
+				      value instanceof Byte))
+					throw w.refuse(wrongType(i, value, "a Long, Integer, Short or Byte"));
+				w.integer(((Number)value).longValue());
 				break;
 			case FLOAT64:
 				if (!(value instanceof Number))
-					throw wrongType(i, value, "a Number");
-				v.numbers[i] = Double.doubleToRawLongBits(((Number)value).doubleValue());
+					throw w.refuse(wrongType(i, value, "a Number"));
+				w.float64(((Number)value).doubleValue());
 				break;
 			case BOOL:
 				if (!(value instanceof Boolean))
-					throw wrongType(i, value, "a Boolean");
-				v.numbers[i] = (Boolean)value ? 1 : 0;
+					throw w.refuse(wrongType(i, value, "a Boolean"));
+				w.bool((Boolean)value);
 				break;
 			case STRING:
-				if (on) {
-					int end = v.append(String.valueOf(value), textLength);
-					if (end < 0)
-						throw new IllegalArgumentException(
-							"event " + name + ": its strings take more than " + Values.MAX_TEXT + " bytes of UTF-8");
-					v.numbers[i] = (long)textLength << 32 | (end - textLength);
-					textLength = end;
-				}
+				w.string(on ? (String)value : "");
 				break;
 			}
 		}
-		if (on)
-			Native.emit(handle, v.numbers, v.text, textLength, fields.length);
+		w.emit();
 	}
 
-	private long integer(int i, Object value) {
-		if (!(value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte))
-			throw wrongType(i, value, "a Long, Integer, Short or Byte");
-		long x = ((Number)value).longValue();
-		int bits = fields[i].kind.bits;
-		if (bits < 64 && (x < -(1L << (bits - 1)) || x >= (1L << (bits - 1))))
-			throw new IllegalArgumentException(
-				"field " + fields[i].name + " of event " + name + " is " + fields[i] + ": " + x + " does not fit");
-		return x;
+	/**
+	 * The thread's writer, begun for this event: it takes one value per field, in field order, with no boxing,
+	 * then {@link Writer#emit} records them. While no session records the event (as {@link #enabled} said when
+	 * the writer began) it checks the values and records nothing.
+	 *
+	 * <pre>
+	 * if (ev.enabled())
+	 * 	ev.writer().integer(42).string("/index.html").emit();
+	 * </pre>
+	 */
+	public Writer writer() {
+		return WRITERS.get().begin(this, enabled());
+	}
+
+	/**
+	 * A thread's values of the event it is writing, handed to the JNI library at {@link #emit}: numbers[i] is
+	 * field i's integer, boolean (0 or 1), double (its raw bits) or, for a string, its UTF-8's offset in text
+	 * (high 32 bits) and length (low 32 bits). One per thread, begun again by each {@link TraceryEvent#writer}:
+	 * writing another event on the thread before this one's emit (from a toString, say) ends this one, whose
+	 * next value or emit then throws IllegalStateException; a refused value ends it too. Nothing is recorded
+	 * then.
+	 */
+	public static final class Writer {
+		final long[] numbers = new long[Native.MAX_FIELDS];
+		byte[] text = new byte[256];
+		/** The event being written, null once emitted or refused. */
+		private TraceryEvent event;
+		private int field;
+		private int textLength;
+		private boolean on;
+		/** The current thread's name and its UTF-8, for {@link #threadName}. */
+		private String threadName;
+		private Utf8String threadNameUtf8;
+
+		private Writer() {
+		}
+
+		Writer begin(TraceryEvent ev, boolean enabled) {
+			event = ev;
+			on = enabled;
+			field = 0;
+			textLength = 0;
+			return this;
+		}
+
+		/** The next field, whose kind the caller checks. */
+		private Field next() {
+			TraceryEvent ev = event;
+			if (ev == null)
+				throw noEvent();
+			if (field == ev.fields.length)
+				throw refuse(new IllegalArgumentException("event " + ev.name + " has " + ev.fields.length +
+									  " fields, got more values"));
+			return ev.fields[field];
+		}
+
+		private static IllegalStateException noEvent() {
+			return new IllegalStateException("tracery: no event is being written on this thread (each value and "
+							 + "emit follow TraceryEvent.writer(), with no other event written in between)");
+		}
+
+		IllegalArgumentException refuse(IllegalArgumentException e) {
+			event = null;
+			return e;
+		}
+
+		private IllegalArgumentException notA(Field f, String what) {
+			return refuse(new IllegalArgumentException("field " + f.name + " of event " + event.name + " is " + f +
+								   ", not " + what));
+		}
+
+		/** An integer field's value (int8 ... int64), which must fit its width. */
+		public Writer integer(long x) {
+			Field f = next();
+			int bits = f.kind.bits;
+			if (!f.kind.integral)
+				throw notA(f, "an integer");
+			if (bits < 64 && (x < -(1L << (bits - 1)) || x >= (1L << (bits - 1))))
+				throw refuse(new IllegalArgumentException("field " + f.name + " of event " + event.name + " is " +
+									  f + ": " + x + " does not fit"));
+			numbers[field++] = x;
+			return this;
+		}
+
+		/** A float64 field's value. */
+		public Writer float64(double x) {
+			Field f = next();
+			if (f.kind != Field.Kind.FLOAT64)
+				throw notA(f, "a float64");
+			numbers[field++] = Double.doubleToRawLongBits(x);
+			return this;
+		}
+
+		/** A bool field's value. */
+		public Writer bool(boolean x) {
+			Field f = next();
+			if (f.kind != Field.Kind.BOOL)
+				throw notA(f, "a bool");
+			numbers[field++] = x ? 1 : 0;
+			return this;
+		}
+
+		/** A string field's value (null: "null"), written as UTF-8 while the event is enabled. */
+		public Writer string(String s) {
+			Field f = next();
+			if (f.kind != Field.Kind.STRING)
+				throw notA(f, "a string");
+			if (on) {
+				String value = s == null ? "null" : s;
+				long needed = textLength + 3L * value.length();
+				if (needed > text.length && text.length < MAX_TEXT)
+					text = Arrays.copyOf(text, (int)Math.min(Math.max(needed, 2L * text.length), MAX_TEXT));
+				int end = Utf8String.encode(value, text, textLength, text.length);
+				if (end < 0)
+					throw tooLong();
+				put(end);
+			} else {
+				field++;
+			}
+			return this;
+		}
+
+		/** A string field's value, already UTF-8. */
+		public Writer string(Utf8String s) {
+			Field f = next();
+			if (f.kind != Field.Kind.STRING)
+				throw notA(f, "a string");
+			if (on) {
+				byte[] bytes = s.bytes;
+				int end = textLength + bytes.length;
+				if (end > text.length) {
+					if (end > MAX_TEXT)
+						throw tooLong();
+					text = Arrays.copyOf(text, Math.min(Math.max(end, 2 * text.length), MAX_TEXT));
+				}
+				System.arraycopy(bytes, 0, text, textLength, bytes.length);
+				put(end);
+			} else {
+				field++;
+			}
+			return this;
+		}
+
+		/** A string field's value: the name of the thread writing, its UTF-8 kept while the name stays. */
+		public Writer threadName() {
+			String current = Thread.currentThread().getName();
+			if (current != threadName) {
+				threadNameUtf8 = Utf8String.of(current);
+				threadName = current;
+			}
+			return string(threadNameUtf8);
+		}
+
+		private void put(int end) {
+			numbers[field++] = (long)textLength << 32 | (end - textLength);
+			textLength = end;
+		}
+
+		private IllegalArgumentException tooLong() {
+			return refuse(new IllegalArgumentException("event " + event.name + ": its strings take more than " +
+								   MAX_TEXT + " bytes of UTF-8"));
+		}
+
+		/**
+		 * Records the values written, one per field.
+		 *
+		 * @throws IllegalArgumentException fewer values than fields, or libtracery refused them
+		 * @throws IllegalStateException    no event is being written (see the class's comment)
+		 */
+		public void emit() {
+			TraceryEvent ev = event;
+			if (ev == null)
+				throw noEvent();
+			event = null;
+			if (field != ev.fields.length)
+				throw new IllegalArgumentException("event " + ev.name + " has " + ev.fields.length + " fields, got " +
+								   field + " values");
+			if (on)
+				Native.emit(ev.handle, numbers, text, textLength, field);
+		}
 	}
 
 	private IllegalArgumentException wrongType(int i, Object value, String wanted) {
