@@ -19,6 +19,9 @@ PROGRAM_JAR = os.path.join(BUILD_DIR, "tests", "java-agent-program.jar")
 # log4j 2's jars where tracery.jar has its log4j 2 appender, else empty.
 LOG4J2_CLASSPATH = os.environ.get("TRACERY_LOG4J2_CLASSPATH", "")
 LOG4J2_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps", "java", "log4j2-test.xml")
+# The line of the program that makes the JUL record's exception.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps", "java", "JavaAgentProgram.java")) as f:
+    BOOM_LINE = 1 + next(i for i, line in enumerate(f) if 'new IllegalStateException("boom")' in line)
 
 
 def lines_until(proc, last, timeout=30):
@@ -77,13 +80,17 @@ class JavaAgent(DaemonTestCase):
         self.d.tracery("stop")
 
         # Refused with the reason: libtracery's for the definitions, the agent's for the values.
-        self.assertEqual(len(refusals), 4, refusals)
+        self.assertEqual(len(refusals), 7, refusals)
         for line in refusals:
             self.assertTrue(line.startswith("refused "), refusals)
         self.assertIn("bad provider", refusals[0])
         self.assertIn("jtest:request is already defined with other fields", refusals[1])
         self.assertEqual(refusals[2], "refused field small of event jtest:request is int8 small: 300 does not fit")
         self.assertEqual(refusals[3], "refused event jtest:request has 7 fields, emit got 1 values")
+        # The writer: a value of the wrong kind, too few values, another event written in between.
+        self.assertEqual(refusals[4], "refused field id of event jtest:request is int64 id, not a string")
+        self.assertEqual(refusals[5], "refused event jtest:request has 7 fields, got 1 values")
+        self.assertTrue(refusals[6].startswith("refused tracery: no event is being written on this thread"), refusals)
         self.assertEqual(report["enabled"], "true false")
         self.assertEqual(report["late"], "true")
         self.assertEqual(report["lost"], "0")
@@ -100,7 +107,7 @@ class JavaAgent(DaemonTestCase):
         names = [e["name"] for e in trace.events if e["name"] != "jtest:burst"]
         log4j2_names = ["log4j2:com.example.l4j"] * 3 + ["log4j2:com.example.l4j.noloc", "log4j2:com.example.prog",
                                                          "log4j2:com.example.l4j"]
-        self.assertEqual(names, ["jtest:request"] * 3 + ["java:com.example.app"] * 5 + [
+        self.assertEqual(names, ["jtest:request"] * 4 + ["java:com.example.app"] * 5 + [
             "java:com.example._n_", "jtest:late"] + (
                 log4j2_names if LOG4J2_CLASSPATH else []))
         self.assertEqual([e["payload"] for e in trace.named("jtest:request")], [
@@ -108,6 +115,7 @@ class JavaAgent(DaemonTestCase):
             {"id": -2**63, "path": "h\u00e9llo \u2713 \U0001d11e lone\ufffd", "ok": False, "ms": -0.25,
              "code": 2**31 - 1, "mid": 2**15 - 1, "small": 127},
             {"id": 2**63 - 1, "path": "", "ok": True, "ms": 1e300, "code": 0, "mid": 0, "small": 0},
+            {"id": 7, "path": "/w\u00e9", "ok": True, "ms": 2.5, "code": -1, "mid": -2, "small": -3},
         ])
         records = [e["payload"] for e in trace.named("java:com.example.app")]
         for r in records:
@@ -115,7 +123,7 @@ class JavaAgent(DaemonTestCase):
         # An exception's stack trace follows the message; a long message is cut.
         failed = records.pop(3)["msg"].splitlines()
         self.assertEqual(failed[:3], ["failed", "java.lang.IllegalStateException: boom",
-                                      "\tat JavaAgentProgram.main(JavaAgentProgram.java:61)"])
+                                      f"\tat JavaAgentProgram.main(JavaAgentProgram.java:{BOOM_LINE})"])
         self.assertEqual(records.pop(3)["msg"], "x" * 8000 + "... [1000 characters cut]")
         # The INFO record (800) is below the filter; org.other's logger is not enabled.
         self.assertEqual(records, [
@@ -136,7 +144,7 @@ class JavaAgent(DaemonTestCase):
         view = self.d.tracery("view", path)
         bt2 = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=60, check=True)
         self.assertEqual(view.stdout, bt2.stdout)
-        self.assertEqual(view.stdout.count("\n"), 4010 + (len(log4j2_names) if LOG4J2_CLASSPATH else 0))
+        self.assertEqual(view.stdout.count("\n"), 4011 + (len(log4j2_names) if LOG4J2_CLASSPATH else 0))
         self.assertIn('msg = "disk sda at 93%"', view.stdout)
 
     def test_logger_bound(self):

@@ -9,6 +9,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.tracery.Field;
 import org.tracery.TraceryEvent;
+import org.tracery.Utf8String;
 import org.tracery.jul.TraceryLogHandler;
 
 public final class JavaAgentProgram {
@@ -30,6 +31,13 @@ public final class JavaAgentProgram {
 		refusal(() -> TraceryEvent.define("jtest:request", Field.int32("id")));
 		refusal(() -> request.emit(1L, "/", true, 1.0, 1, 1, 300));
 		refusal(() -> request.emit(1L));
+		refusal(() -> request.writer().string("/"));
+		refusal(() -> request.writer().integer(1).emit());
+		refusal(() -> {
+			TraceryEvent.Writer interrupted = request.writer().integer(1);
+			never.writer().integer(2).emit(); // another event written on the thread meanwhile
+			interrupted.string("/");
+		});
 
 		TraceryLogHandler handler = new TraceryLogHandler();
 		for (Logger logger : new Logger[] {APP, OTHER, ACCENTED}) {
@@ -48,6 +56,8 @@ public final class JavaAgentProgram {
 		request.emit(Long.MIN_VALUE, "h\u00e9llo \u2713 \ud834\udd1e lone\ud800", false, -0.25, Integer.MAX_VALUE,
 			     Short.MAX_VALUE, Byte.MAX_VALUE);
 		request.emit(Long.MAX_VALUE, "", true, 1e300, 0, 0, 0);
+		request.writer().integer(7).string(Utf8String.of("/w\u00e9")).bool(true).float64(2.5).integer(-1).integer(-2)
+			.integer(-3).emit();
 		never.emit(1);
 
 		APP.log(Level.WARNING, "disk {0} at {1}%", new Object[] {"sda", 93});
@@ -107,7 +117,7 @@ public final class JavaAgentProgram {
 		try {
 			r.run();
 			System.out.println("accepted");
-		} catch (IllegalArgumentException e) {
+		} catch (IllegalArgumentException | IllegalStateException e) {
 			System.out.println("refused " + e.getMessage());
 		}
 	}

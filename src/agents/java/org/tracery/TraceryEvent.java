@@ -2,8 +2,11 @@
 // the thread's writer that takes the values one by one without boxing them.
 package org.tracery;
 
+import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -28,26 +31,44 @@ public final class TraceryEvent {
 	static final int MAX_TEXT = 65536;
 
 	/**
-	 * Reads the 4-byte word that begins with libtracery's enabled byte (its other three bytes are the
-	 * descriptor's padding), opaquely: the JIT reads it again on every call, and never hoists it out of a loop.
-	 * Little-endian: the enabled byte is the word's low byte whatever the machine's order.
+	 * sun.misc.Unsafe's getByteVolatile(null, address), bound to the Unsafe instance, where the JDK lets a
+	 * library read memory with it quietly (Java 17 to 22: Java 23 deprecates Unsafe's memory access and 24 warns
+	 * at its first use); else null. Found by reflection: nothing ties the jar to sun.misc at compile time. A
+	 * constant method handle, so the JIT inlines the read itself: a load and a compare, no check.
 	 */
-	private static final VarHandle ENABLED_WORD =
-		MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+	private static final MethodHandle READ_BYTE = byteReader();
+
+	private static MethodHandle byteReader() {
+		if (Runtime.version().feature() > 22)
+			return null;
+		try {
+			Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
+			java.lang.reflect.Field instance = unsafeClass.getDeclaredField("theUnsafe");
+			instance.setAccessible(true);
+			return MethodHandles.lookup()
+				.findVirtual(unsafeClass, "getByteVolatile",
+					     MethodType.methodType(byte.class, Object.class, long.class))
+				.bindTo(instance.get(null));
+		} catch (ReflectiveOperationException | RuntimeException e) {
+			return null;
+		}
+	}
 
 	private final String name;
 	private final Field[] fields;
 	private final long handle;
-	/** The 4 bytes at libtracery's enabled byte of this event, read in place. */
-	private final ByteBuffer enabledWord;
+	/** libtracery's enabled byte of this event, in place: its address, and a buffer over it. */
+	private final long enabledAddress;
+	private final ByteBuffer enabledByte;
 
 	private static final ThreadLocal<Writer> WRITERS = ThreadLocal.withInitial(Writer::new);
 
-	private TraceryEvent(String name, Field[] fields, long handle, ByteBuffer enabledWord) {
+	private TraceryEvent(String name, Field[] fields, long handle) {
 		this.name = name;
 		this.fields = fields;
 		this.handle = handle;
-		this.enabledWord = enabledWord;
+		this.enabledAddress = Native.enabledAddress(handle);
+		this.enabledByte = Native.enabledByte(handle).asReadOnlyBuffer();
 	}
 
 	/**
@@ -75,12 +96,24 @@ public final class TraceryEvent {
 			kinds[i] = copy[i].kind.ordinal();
 		}
 		long handle = Native.define(name.substring(0, colon), name.substring(colon + 1), names, kinds);
-		return new TraceryEvent(name, copy, handle, Native.enabledWord(handle).asReadOnlyBuffer());
+		return new TraceryEvent(name, copy, handle);
 	}
 
-	/** Whether a session records this event now: one read of libtracery's enabled byte, no JNI call. */
+	/**
+	 * Whether a session records this event now: one read of libtracery's enabled byte, no JNI call, never
+	 * hoisted out of a loop by the JIT (a volatile read, or the buffer's read behind an acquire fence; no
+	 * instruction of its own on x86-64).
+	 */
 	public boolean enabled() {
-		return ((int)ENABLED_WORD.getOpaque(enabledWord, 0) & 0xFF) != 0;
+		if (READ_BYTE != null) {
+			try {
+				return (byte)READ_BYTE.invokeExact((Object)null, enabledAddress) != 0;
+			} catch (Throwable e) {
+				throw new AssertionError(e); // a read of memory that lives as long as the process
+			}
+		}
+		VarHandle.acquireFence();
+		return enabledByte.get(0) != 0;
 	}
 
 	/**
@@ -152,16 +185,23 @@ public final class TraceryEvent {
 	}
 
 	/**
-	 * A thread's values of the event it is writing, handed to the JNI library at {@link #emit}: numbers[i] is
-	 * field i's integer, boolean (0 or 1), double (its raw bits) or, for a string, its UTF-8's offset in text
-	 * (high 32 bits) and length (low 32 bits). One per thread, begun again by each {@link TraceryEvent#writer}:
+	 * A thread's values of the event it is writing: numbers[i] is field i's integer, boolean (0 or 1), double
+	 * (its raw bits) or, for a string, its UTF-8's offset in text (high 32 bits) and length (low 32 bits). At
+	 * {@link #emit} they are copied into the thread's native buffer (the numbers, then the text), whose address
+	 * the JNI library reads them at: a call with no JNI call back into Java, no array pinned. One per thread, begun again by each {@link TraceryEvent#writer}:
 	 * writing another event on the thread before this one's emit (from a toString, say) ends this one, whose
 	 * next value or emit then throws IllegalStateException; a refused value ends it too. Nothing is recorded
 	 * then.
 	 */
 	public static final class Writer {
+		/** Bytes of the numbers at the start of the native buffer. */
+		private static final int NUMBERS_BYTES = 8 * Native.MAX_FIELDS;
+
 		final long[] numbers = new long[Native.MAX_FIELDS];
 		byte[] text = new byte[256];
+		/** The native buffer, in the machine's order, and its address. */
+		private ByteBuffer direct;
+		private long directAddress;
 		/** The event being written, null once emitted or refused. */
 		private TraceryEvent event;
 		private int field;
@@ -314,8 +354,20 @@ public final class TraceryEvent {
 			if (field != ev.fields.length)
 				throw new IllegalArgumentException("event " + ev.name + " has " + ev.fields.length + " fields, got " +
 								   field + " values");
-			if (on)
-				Native.emit(ev.handle, numbers, text, textLength, field);
+			if (!on)
+				return;
+			ByteBuffer buffer = direct;
+			if (buffer == null || buffer.capacity() < NUMBERS_BYTES + textLength) {
+				buffer = ByteBuffer.allocateDirect(NUMBERS_BYTES + Math.max(text.length, 256))
+						 .order(ByteOrder.nativeOrder());
+				directAddress = Native.address(buffer);
+				direct = buffer;
+			}
+			for (int i = 0; i < field; i++)
+				buffer.putLong(8 * i, numbers[i]);
+			buffer.put(NUMBERS_BYTES, text, 0, textLength);
+			Native.emit(ev.handle, directAddress, buffer.capacity(), textLength, field);
+			Reference.reachabilityFence(buffer); // its memory is read until emit returns
 		}
 	}
 
