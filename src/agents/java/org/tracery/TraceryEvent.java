@@ -207,6 +207,11 @@ public final class TraceryEvent {
 		private int field;
 		private int textLength;
 		private boolean on;
+		/** Slots of the cache of {@link #recurringString} (a power of 2). */
+		private static final int RECURRING = 32;
+		/** The strings of recurringString and their UTF-8, by the string's hash; found by identity. */
+		private final String[] recurring = new String[RECURRING];
+		private final Utf8String[] recurringUtf8 = new Utf8String[RECURRING];
 		/** The current thread's name and its UTF-8, for {@link #threadName}. */
 		private String threadName;
 		private Utf8String threadNameUtf8;
@@ -318,6 +323,27 @@ public final class TraceryEvent {
 				field++;
 			}
 			return this;
+		}
+
+		/**
+		 * A string field's value that is likely the very String given before (a class or method name, a
+		 * constant message): its UTF-8 is kept in a small cache of the thread, found by the string's identity
+		 * (the slot by its hash, which a String computes once), and encoded again only when another string took
+		 * its slot. No more than {@link #string(String)} for another string: the hash, a comparison.
+		 */
+		public Writer recurringString(String s) {
+			if (s == null || s.length() > 256 || !on)
+				return string(s);
+			int slot = s.hashCode() & (RECURRING - 1);
+			Utf8String utf8;
+			if (recurring[slot] == s) {
+				utf8 = recurringUtf8[slot];
+			} else {
+				utf8 = Utf8String.of(s);
+				recurring[slot] = s;
+				recurringUtf8[slot] = utf8;
+			}
+			return string(utf8);
 		}
 
 		/** A string field's value: the name of the thread writing, its UTF-8 kept while the name stays. */

@@ -119,8 +119,8 @@ public class TraceryLogHandler extends Handler {
 							.integer(level.intValue())
 							.string(levelName)
 							.string(msg)
-							.string(sourceClass)
-							.string(sourceMethod)
+							.recurringString(sourceClass)
+							.recurringString(sourceMethod)
 							.integer(threadId);
 			if (Thread.currentThread().getId() == threadId)
 				w.threadName();

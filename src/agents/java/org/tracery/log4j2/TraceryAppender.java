@@ -183,9 +183,9 @@ public final class TraceryAppender extends AbstractAppender {
 							.integer(log4j1Level(level.intLevel()))
 							.string(levelName)
 							.string(msg)
-							.string(sourceClass)
-							.string(sourceMethod)
-							.string(file)
+							.recurringString(sourceClass)
+							.recurringString(sourceMethod)
+							.recurringString(file)
 							.integer(line)
 							.integer(threadId);
 			if (threadName != null && threadName == Thread.currentThread().getName())
