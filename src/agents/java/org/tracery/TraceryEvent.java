@@ -33,13 +33,14 @@ public final class TraceryEvent {
 	/**
 	 * sun.misc.Unsafe's getByteVolatile(null, address), bound to the Unsafe instance, where the JDK lets a
 	 * library read memory with it quietly (Java 17 to 22: Java 23 deprecates Unsafe's memory access and 24 warns
-	 * at its first use); else null. Found by reflection: nothing ties the jar to sun.misc at compile time. A
-	 * constant method handle, so the JIT inlines the read itself: a load and a compare, no check.
+	 * at its first use) and unless -Dorg.tracery.enabledRead=buffer says not to; else null. Found by reflection:
+	 * nothing ties the jar to sun.misc at compile time. A constant method handle, so the JIT inlines the read
+	 * itself: a load and a compare, no check.
 	 */
 	private static final MethodHandle READ_BYTE = byteReader();
 
 	private static MethodHandle byteReader() {
-		if (Runtime.version().feature() > 22)
+		if (Runtime.version().feature() > 22 || "buffer".equals(System.getProperty("org.tracery.enabledRead")))
 			return null;
 		try {
 			Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
