@@ -73,7 +73,10 @@ public class TraceryLogHandler extends Handler {
 		return EVENTS.eventName(loggerName);
 	}
 
-	/** Records this handler did not record because libtracery refused them (reported to its ErrorManager). */
+	/**
+	 * Records this handler did not record: their message failed to format, or libtracery refused them (each
+	 * reported to its ErrorManager).
+	 */
 	public long lostRecords() {
 		return lost.sum();
 	}

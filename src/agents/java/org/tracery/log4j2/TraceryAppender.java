@@ -138,7 +138,7 @@ public final class TraceryAppender extends AbstractAppender {
 		return (int)Math.max(10000L - 50L * (intLevel - 500), Integer.MIN_VALUE + 1L);
 	}
 
-	/** Log events this appender did not record because libtracery refused them. */
+	/** Log events this appender did not record: their message failed to format, or libtracery refused them. */
 	public long lostRecords() {
 		return lost.sum();
 	}
@@ -162,7 +162,13 @@ public final class TraceryAppender extends AbstractAppender {
 			return;
 		// Everything that may run the program's code (the message's parameters, the exception's) runs before the
 		// thread's writer begins, which no other event may interrupt.
-		String msg = message(logEvent);
+		String msg;
+		try {
+			msg = message(logEvent);
+		} catch (RuntimeException e) {
+			fail("tracery: a log event's message could not be formatted", logEvent, e);
+			return;
+		}
 		Level level = logEvent.getLevel();
 		Utf8String levelName = levelName(level);
 		StackTraceElement source = logEvent.getSource(); // null when the logger's location is off
