@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from daemontest import DaemonTestCase, go, read_line
+from daemontest import DaemonTestCase, UsersTestCase, go, read_line
 from tracetest import Trace, program
 
 APP = program("tests", "request-app")
@@ -111,6 +111,39 @@ class Triggers(DaemonTestCase):
         app.stdin.close()
         self.assertEqual(app.wait(timeout=30), 0)
 
+    def test_actions_start_and_stop_a_session(self):
+        self.d.start_daemon()
+        path = self.session("late", events=("app:request",))
+        self.add_trigger("--condition=event-rule-matches", "--name=app:request", "--filter", "ms > 500",
+                         "--action=start-session", "late", "--rate-policy=once-after:1", "--id=begin")
+        self.add_trigger("--condition=event-rule-matches", "--name=app:request", "--filter", "ms > 800",
+                         "--action=stop-session", "late", "--id=end")
+        app = self.d.spawn([APP, "10,600", "20,30,900", "40"])
+        read_line(app, "ready")
+        go(app)
+        # The request that starts the session is not in it: it happened before.
+        self.wait_for("the start", lambda: "      requests: 1, executed: 1, failed: 0" in self.trigger_status("begin"))
+        go(app)
+        self.wait_for("the stop", lambda: "      requests: 1, executed: 1, failed: 0" in self.trigger_status("end"))
+        go(app)
+        self.assertEqual(read_line(app, "burst"), ["1"])
+        self.assertEqual(read_line(app, "burst"), ["2"])
+        self.assertEqual(read_line(app, "burst"), ["3"])
+        app.stdin.close()
+        self.assertEqual(app.wait(timeout=30), 0)
+        self.assertEqual([e["payload"]["id"] for e in Trace(path).events], [2, 3, 4])
+        # The 900 ms request matched both: `begin` (once-after:1) did not start it again.
+        self.assertIn("      requests: 2, executed: 1, failed: 0", self.trigger_status("begin"))
+        # A session gone: the action fails, said with the reason; the trigger stays.
+        self.d.tracery("destroy", "late")
+        app = self.d.spawn([APP, "900"])
+        read_line(app, "ready")
+        go(app)
+        self.wait_for("the failure", lambda: "      requests: 2, executed: 1, failed: 1, last error: no session named "
+                      "'late'" in "\n".join(self.trigger_status("end")))
+        app.stdin.close()
+        self.assertEqual(app.wait(timeout=30), 0)
+
     def test_a_flood_is_held_to_its_rate_and_every_match_counted(self):
         n = 20000
         self.d.start_daemon()
@@ -170,6 +203,52 @@ class Triggers(DaemonTestCase):
         # Named by the daemon when not named.
         self.assertEqual(self.add_trigger("--condition=event-rule-matches", "--name=a:*", "--action=notify"),
                          "Trigger 'trigger0' added\n")
+
+
+class TriggersOfUsers(UsersTestCase):
+    def test_a_users_triggers_are_its_own(self):
+        self.d.start_daemon("--group", self.group)
+        alice, alice_home, alice_uid = self.add_user("a", in_group=True)
+        bob, bob_home, _ = self.add_user("b", in_group=True)
+
+        def as_user(user, home, *args, check=True):
+            env = dict(self.d.env, HOME=home)
+            return self.d.tracery(*args, user=user, env=env, check=check)
+
+        as_user(alice, alice_home, "add-trigger", "--condition=event-rule-matches", "--name=app:request",
+                "--capture=id", "--action=notify", "--id=mine")
+        # Bob neither sees it nor acts on it, and may have his own of that name.
+        self.assertEqual(as_user(bob, bob_home, "list-triggers").stdout, "No triggers\n")
+        r = as_user(bob, bob_home, "remove-trigger", "mine", check=False)
+        self.assertEqual(r.stderr, "tracery: no trigger named 'mine': see `tracery list-triggers`\n")
+        as_user(bob, bob_home, "add-trigger", "--condition=event-rule-matches", "--name=app:request",
+                "--action=notify", "--id=mine")
+        # Root sees both, with their owners.
+        owners = [line for line in self.d.tracery("list-triggers").stdout.splitlines() if "owner uid" in line]
+        self.assertEqual(len(owners), 2)
+
+        def run_as(user, home, ms):
+            p = self.d.spawn(["runuser", "-p", "-u", user, "--", APP, ms], extra_env={"HOME": home})
+            read_line(p, "ready")
+            go(p)
+            self.assertEqual(read_line(p, "burst"), ["1"])
+            p.stdin.close()
+            self.assertEqual(p.wait(timeout=30), 0)
+
+        run_as(bob, bob_home, "1,2,3")
+        run_as(alice, alice_home, "4")
+
+        def fired(user, home):
+            status = as_user(user, home, "list-triggers").stdout
+            return [line for line in status.splitlines() if line.startswith("  fired:")]
+
+        # Each user's trigger saw only that user's program.
+        self.wait_for("alice's", lambda: fired(alice, alice_home) == ["  fired: 1, notifications dropped: 0"])
+        self.wait_for("bob's", lambda: fired(bob, bob_home) == ["  fired: 3, notifications dropped: 0"])
+        self.assertIn(f"  owner uid: {alice_uid}\n", as_user(alice, alice_home, "list-triggers").stdout)
+
+    def wait_for(self, what, check, timeout=20):
+        return Triggers.wait_for(self, what, check, timeout)
 
 
 if __name__ == "__main__":

@@ -473,6 +473,16 @@ void Server::take_completions()
 			c.busy = false;
 			c.in_hand = 0;
 			recharge(c);
+			if (c.ended && c.app) {
+				// A program that hung up while a message of it was handled:
+				// what it sent before its end (its last notifications) is
+				// still read and handled, then its end closes it.
+				const uint64_t id = c.id;
+				do
+					read_from(c);
+				while (conns_.count(id) && !c.busy);
+				continue;
+			}
 			if (c.ended) {
 				close(c);
 				continue;

@@ -111,6 +111,10 @@ public:
 		std::unique_lock lock(mutex_);
 		cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_),
 		             [&] { return (!statedump_wanted_ || !connected_) && !statedump_running_; });
+		// The notifications of the program's last events, sent from here: the
+		// control thread may not get to them before the process is gone.
+		if (connected_)
+			drain_notifications();
 		quit_ = true;
 		wake();
 	}
@@ -356,6 +360,11 @@ private:
 	void send_notifications()
 	{
 		std::lock_guard lock(mutex_);
+		drain_notifications();
+	}
+	// Caller holds mutex_.
+	void drain_notifications()
+	{
 		triggers_.drain([&](const control::Notification &n) {
 			control::send_message(sock_.get(), control::Kind::program, control::encode(n));
 		});
