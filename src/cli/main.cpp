@@ -401,13 +401,13 @@ int main(int argc, char **argv)
 	add_exec_options(exec, exec_args);
 
 	std::vector<std::string> trigger_args;
-	auto *add_trigger = verb(
+	// Its arguments are read in order, as lttng reads them (cli/triggers.cpp): CLI11 hands them over as extras.
+	auto *add_trigger = app.add_subcommand(
 		"add-trigger",
 		"Add a trigger, as lttng's: --condition=event-rule-matches --type=user --name=PATTERN "
 		"[--filter=EXPR] [--capture=FIELD]... --action=ACTION [SESSION] [--rate-policy=every:N|once-after:N] "
 		"[--action=...]... [--id=NAME]; ACTION: notify, start-session, stop-session, snapshot-session "
-		"(SESSION after each but notify); a --name before --condition names the trigger (docs/triggers.md)",
-		[&] { return verb_add_trigger(trigger_args); });
+		"(SESSION after each but notify); a --name before --condition names the trigger (docs/triggers.md)");
 	add_trigger->allow_extras();
 	add_trigger->callback([&] {
 		trigger_args = add_trigger->remaining();
