@@ -41,7 +41,7 @@ void bad_reply(const control::DecodeError &e)
 	               "): tracery and traceryd are from different releases");
 }
 
-json exchange(const json &req)
+json exchange(const json &req, std::vector<base::Fd> *fds)
 {
 	if (const size_t size = req.dump().size(); size > control::kDaemonLimits.command)
 		throw CliError("the request is " + std::to_string(size) +
@@ -69,6 +69,8 @@ json exchange(const json &req)
 			bad_reply(e);
 		}
 	}
+	if (fds)
+		*fds = std::move(reply.fds);
 	return std::move(reply.body);
 }
 

@@ -6,6 +6,7 @@
 #include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
+#include "cli/triggers.hpp"
 #include "cli/verbs.hpp"
 
 #include "cli/export_formats.hpp"
@@ -398,6 +399,33 @@ int main(int argc, char **argv)
 	                  "started, stopped, destroyed around it) or in an existing one (-s); exits with its status",
 	                  [&] { return verb_exec(exec_args); });
 	add_exec_options(exec, exec_args);
+
+	std::vector<std::string> trigger_args;
+	// Its arguments are read in order, as lttng reads them (cli/triggers.cpp): CLI11 hands them over as extras.
+	auto *add_trigger = app.add_subcommand(
+		"add-trigger",
+		"Add a trigger, as lttng's: --condition=event-rule-matches --type=user --name=PATTERN "
+		"[--filter=EXPR] [--capture=FIELD]... --action=ACTION [SESSION] [--rate-policy=every:N|once-after:N] "
+		"[--action=...]... [--id=NAME]; ACTION: notify, start-session, stop-session, snapshot-session "
+		"(SESSION after each but notify); a --name before --condition names the trigger (docs/triggers.md)");
+	add_trigger->allow_extras();
+	add_trigger->callback([&] {
+		trigger_args = add_trigger->remaining();
+		run = [&] { return verb_add_trigger(trigger_args); };
+	});
+	verb("list-triggers", "List your triggers (root: every user's), their actions and counts",
+	     [] { return verb_list_triggers(); });
+	std::string trigger_name;
+	verb("remove-trigger", "Remove a trigger", [&] { return verb_remove_trigger(trigger_name); })
+		->add_option("NAME", trigger_name, "The trigger's name (list-triggers)")
+		->required();
+	std::vector<std::string> watched;
+	verb("watch",
+	     "Print the notifications of triggers as they come, one JSON object a line (trigger, time, event, pid, "
+	     "captures, dropped), until interrupted",
+	     [&] {
+		     return verb_watch(watched);
+	     })->add_option("TRIGGER", watched, "Triggers to watch (default: all yours, those added later too)");
 
 	verb("version", "Print the version", [] { return verb_version(); });
 

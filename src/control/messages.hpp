@@ -21,6 +21,7 @@
 //   A program's message that is not exactly its struct ends its connection
 //   (the daemon logs why).
 // Event schemas are event/schema.hpp's JSON form, checked by event::checked_schema.
+// Triggers and their notifications have their messages in trigger_messages.hpp.
 #pragma once
 
 #include "control/codec.hpp"

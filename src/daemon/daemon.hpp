@@ -9,6 +9,7 @@
 #include "daemon/app.hpp"
 #include "daemon/trace_journal.hpp"
 #include "daemon/trace_session.hpp"
+#include "daemon/triggers.hpp"
 
 #include "control/messages.hpp"
 #include "control/wire.hpp"
@@ -58,7 +59,9 @@ public:
 	// A request of the tracery command from a peer with these credentials;
 	// the reply is its command's, or control::ErrorReply (one line; a
 	// request that is not exactly its message names the field).
-	nlohmann::json handle_command(const nlohmann::json &request, const control::PeerCred &peer);
+	// reply_fds: where `watch` puts the descriptor its reply carries (none: it is refused).
+	nlohmann::json handle_command(const nlohmann::json &request, const control::PeerCred &peer,
+	                              std::vector<base::Fd> *reply_fds = nullptr);
 
 	// Programs: registration (hello), later messages, end of connection.
 	// A message that is not exactly its struct throws control::DecodeError.
@@ -229,6 +232,19 @@ private:
 	control::KernelAddContextReply cmd_kernel_context(const control::KernelAddContext &, const control::PeerCred &,
 	                                                  Lock &);
 
+	// Triggers (trigger_commands.cpp, triggers.hpp).
+	void start_trigger_actions();
+	// Sends the trigger rules to the programs a change of `owner`'s triggers concerns.
+	void send_trigger_rules(uid_t owner);
+	void run_actions(const std::vector<ActionRun> &runs);
+	control::AddTriggerReply cmd_add_trigger(const control::AddTrigger &, const control::PeerCred &, Lock &);
+	control::ListTriggersReply cmd_list_triggers(const control::ListTriggers &, const control::PeerCred &, Lock &);
+	control::RemoveTriggerReply cmd_remove_trigger(const control::RemoveTrigger &, const control::PeerCred &,
+	                                               Lock &);
+	nlohmann::json cmd_watch(const nlohmann::json &body, const control::PeerCred &peer,
+	                         std::vector<base::Fd> *reply_fds);
+	void take_notification(App &app, const control::Notification &n);
+
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
 	TraceJournal journal_;
@@ -249,6 +265,8 @@ private:
 	std::map<uint64_t, std::set<uint64_t>> members_; // session id -> programs tracing into it
 	uint64_t next_session_id_ = 1;
 	uint64_t next_seq_ = 1;
+	TriggerTable triggers_;
+	std::unique_ptr<ActionRunner> actions_; // stopped first: its actions are commands
 };
 
 } // namespace tracery::daemon
