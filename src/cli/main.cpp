@@ -6,6 +6,7 @@
 #include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
+#include "cli/rotation.hpp"
 #include "cli/verbs.hpp"
 
 #include "cli/export_formats.hpp"
@@ -260,6 +261,8 @@ int main(int argc, char **argv)
 		session_option(t, a);
 		add_tracking_options(t, a.tracking, untrack);
 	}
+
+	add_rotation_verbs(app, run);
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);

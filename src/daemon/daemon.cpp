@@ -103,6 +103,10 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		command<control::Track>(with_flag(&Daemon::cmd_track, false)),
 		command<control::Untrack>(with_flag(&Daemon::cmd_track, true)),
 		command<control::KernelAddContext>(&Daemon::cmd_kernel_context),
+		command<control::Rotate>(&Daemon::cmd_rotate),
+		command<control::EnableRotation>(&Daemon::cmd_enable_rotation),
+		command<control::DisableRotation>(&Daemon::cmd_disable_rotation),
+		command<control::Clear>(&Daemon::cmd_clear),
 	};
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);
@@ -432,6 +436,7 @@ Daemon::Daemon(DaemonOptions options)
 	: options_(std::move(options)), quota_(options_.buffer_quota), journal_(options_.rundir)
 {
 	finisher_ = std::thread([this] { finisher(); });
+	rotator_ = std::thread([this] { rotator(); });
 }
 
 Daemon::~Daemon()
@@ -441,6 +446,8 @@ Daemon::~Daemon()
 		closing_ = true;
 	}
 	retired_.notify_one();
+	rotate_wake_.notify_one();
+	rotator_.join();
 	finisher_.join();
 }
 
