@@ -7,18 +7,10 @@
 
 #include <cstdio>
 #include <limits>
-#include <memory>
 
 namespace tracery::cli {
 
 namespace {
-
-struct RotationArgs {
-	std::string session;
-	bool no_wait = false;
-	std::string timer, size;
-	bool timer_flag = false, size_flag = false; // disable-rotation
-};
 
 std::string schedule_text(const control::RotationStatus &r)
 {
@@ -31,7 +23,9 @@ std::string schedule_text(const control::RotationStatus &r)
 	return out.empty() ? "only when asked (`tracery rotate`)" : out;
 }
 
-int rotate(const RotationArgs &a)
+} // namespace
+
+int verb_rotate(const RotationArgs &a)
 {
 	const control::RotateReply r = request(control::Rotate{session_or_current(a.session), a.no_wait});
 	if (r.archive)
@@ -42,7 +36,7 @@ int rotate(const RotationArgs &a)
 	return 0;
 }
 
-int enable_rotation(const RotationArgs &a)
+int verb_enable_rotation(const RotationArgs &a)
 {
 	control::EnableRotation req{session_or_current(a.session), std::nullopt, std::nullopt};
 	if (!a.timer.empty()) {
@@ -63,23 +57,21 @@ int enable_rotation(const RotationArgs &a)
 	return 0;
 }
 
-int disable_rotation(const RotationArgs &a)
+int verb_disable_rotation(const RotationArgs &a)
 {
 	const control::DisableRotationReply r =
-		request(control::DisableRotation{session_or_current(a.session), a.timer_flag, a.size_flag});
+		request(control::DisableRotation{session_or_current(a.session), a.timer_only, a.size_only});
 	printf("Session '%s' rotates %s\n", r.session.c_str(), schedule_text(r.rotation).c_str());
 	return 0;
 }
 
-int clear(const RotationArgs &a)
+int verb_clear(const RotationArgs &a)
 {
 	const control::ClearReply r = request(control::Clear{{session_or_current(a.session)}});
 	printf("Session '%s' cleared (%llu trace files removed)\n", r.session.c_str(),
 	       static_cast<unsigned long long>(r.files_removed));
 	return 0;
 }
-
-} // namespace
 
 std::optional<uint64_t> parse_rotation_period(std::string_view text)
 {
@@ -116,35 +108,6 @@ void print_rotation(const control::RotationStatus &r, const char *indent)
 	       static_cast<unsigned long long>(r.rotations), r.rotations == 1 ? "" : "s", r.chunk.c_str());
 	if (r.last_archive)
 		printf("%s  last archived chunk: %s\n", indent, r.last_archive->c_str());
-}
-
-void add_rotation_verbs(CLI::App &app, std::function<int()> &run)
-{
-	auto args = std::make_shared<RotationArgs>();
-	const auto verb = [&](const char *name, const char *help, int (*fn)(const RotationArgs &)) {
-		CLI::App *c = app.add_subcommand(name, help);
-		c->callback([&run, args, fn] { run = [args, fn] { return fn(*args); }; });
-		return c;
-	};
-	auto *rot = verb("rotate",
-	                 "Archive the current trace chunk of a session as OUTPUT/archives/BEGIN-END-ID, a trace of its "
-	                 "own, and go on in a new one",
-	                 rotate);
-	rot->add_option("SESSION", args->session, "Session (default: the current one)");
-	rot->add_flag("-n,--no-wait", args->no_wait, "Return at once, without waiting for the archive");
-	auto *en = verb("enable-rotation", "Rotate a session by itself, on a timer and/or once its chunk holds a size",
-	                enable_rotation);
-	en->add_option("-s,--session", args->session, "Session (default: the current one)");
-	en->add_option("--timer", args->timer, "Rotate at least every PERIOD (us, ms, s, m, h; a bare number: us)");
-	en->add_option("--size", args->size, "Rotate once the current chunk holds SIZE bytes (k, M, G suffixes)");
-	auto *dis = verb("disable-rotation", "Stop rotating a session by itself (without options: timer and size)",
-	                 disable_rotation);
-	dis->add_option("-s,--session", args->session, "Session (default: the current one)");
-	dis->add_flag("--timer", args->timer_flag, "Stop the timer only");
-	dis->add_flag("--size", args->size_flag, "Stop the size schedule only");
-	auto *cl = verb("clear", "Drop what a session recorded so far, on disk (its current chunk) and in its buffers",
-	                clear);
-	cl->add_option("SESSION", args->session, "Session (default: the current one)");
 }
 
 } // namespace tracery::cli

@@ -6,18 +6,25 @@
 
 #include "control/messages.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace tracery::cli {
 
-// Adds the four verbs to `app`; the one given sets `run`.
-void add_rotation_verbs(CLI::App &app, std::function<int()> &run);
+// Their arguments (their options are declared in main.cpp).
+struct RotationArgs {
+	std::string session;                        // SESSION, or -s SESSION
+	bool no_wait = false;                       // rotate --no-wait
+	std::string timer, size;                    // enable-rotation --timer, --size
+	bool timer_only = false, size_only = false; // disable-rotation --timer, --size
+};
+
+int verb_rotate(const RotationArgs &a);
+int verb_enable_rotation(const RotationArgs &a);
+int verb_disable_rotation(const RotationArgs &a);
+int verb_clear(const RotationArgs &a);
 
 // --timer's PERIOD: a number with us, ms, s, m or h (a bare number is
 // microseconds, as LTTng's PERIODUS), in ns; nullopt if it is not one.
