@@ -59,6 +59,8 @@ class Rotation(DaemonTestCase):
     def finish(self, emitter):
         emitter.stdin.close()
         self.assertEqual(emitter.wait(timeout=30), 0)
+        emitter.stdout.close()
+        emitter.stderr.close()
 
     def test_rotation_by_size_then_timer_loses_and_repeats_nothing(self):
         per_round, rounds = 2000, 24
@@ -147,6 +149,22 @@ class Rotation(DaemonTestCase):
         self.finish(emitter)
         self.d.tracery("stop")
         self.assertEqual(self.viewed(path), {6: 500})
+
+    def test_overwrite_channel_writes_at_stop_into_the_last_chunk(self):
+        self.d.start_daemon()
+        path = self.session("o", events=("emit:tick",), channel_args=["--overwrite"])
+        self.d.tracery("start")
+        emitter = self.start_emitter(300)
+        self.emit_rounds(emitter, 1, 2)
+        self.d.tracery("rotate")  # its buffers move at once: an overwrite channel is written at stop
+        self.emit_rounds(emitter, 3, 3)
+        self.finish(emitter)
+        self.d.tracery("stop")
+        self.d.tracery("destroy")
+        chunks = self.archives(path)
+        self.assertEqual(len(chunks), 2)
+        self.assertEqual(self.check_alone(chunks[0]), [])
+        self.assertEqual(collections.Counter(self.check_alone(chunks[1])), {1: 300, 2: 300, 3: 300})
 
     def test_refusals(self):
         self.d.start_daemon()

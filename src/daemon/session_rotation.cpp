@@ -38,15 +38,17 @@ namespace {
 constexpr auto kConsumersTimeout = std::chrono::seconds(10);
 constexpr auto kRotatorPeriod = std::chrono::milliseconds(100);
 
-// The consumers asked to rotate, counted down as each does.
+// The consumers asked to rotate, counted down as each does (a consumer
+// without a thread does it in the call, before they are all counted).
 struct Countdown {
 	std::mutex mutex;
 	std::condition_variable done;
-	size_t left = 0;
-	void arrive()
+	int64_t left = 0;
+	void arrive() { add(-1); }
+	void add(int64_t n)
 	{
 		std::lock_guard lock(mutex);
-		if (left > 0 && --left == 0)
+		if ((left += n) == 0)
 			done.notify_all();
 	}
 	bool wait()
@@ -80,16 +82,14 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 	const std::string old_user_dir = s.user_dir();
 	const time_t now = time(nullptr);
 	auto countdown = std::make_shared<Countdown>();
-	size_t asked = 0;
 	{
 		base::FsCreds as_owner(s.owner(), s.owner_gid());
 		const std::string root = chunks.next_root(now);
 		chunks.begin(root, now);
 		try {
 			ctf::make_directories(root, 0700);
-			std::lock_guard count(countdown->mutex);
-			asked = s.rotate_user_trace([countdown] { countdown->arrive(); });
-			countdown->left += asked;
+			const size_t asked = s.rotate_user_trace([countdown] { countdown->arrive(); });
+			countdown->add(static_cast<int64_t>(asked));
 		} catch (const std::system_error &e) {
 			throw CommandError("cannot begin a new trace chunk in '" + root + "': " + e.what() +
 			                   "; free some space or check the output directory");
@@ -266,6 +266,8 @@ void Daemon::rotator()
 	Lock lock(mutex_);
 	while (!closing_) {
 		rotate_wake_.wait_for(lock, kRotatorPeriod);
+		if (closing_)
+			return;
 		std::vector<uint64_t> due;
 		due.swap(to_rotate_);
 		const uint64_t now = base::monotonic_ns();
