@@ -92,6 +92,13 @@ void SessionChunks::begin(std::string root, time_t now)
 	current_ = {current_.id + 1, std::move(root), now};
 }
 
+void SessionChunks::abandon_next()
+{
+	std::error_code ignored;
+	fs::remove_all(current_.root, ignored); // made just now, by the owner's credentials
+	current_ = previous_;
+}
+
 std::string SessionChunks::archive(const Chunk &c, time_t end, bool kernel_layout)
 {
 	const std::string dest =

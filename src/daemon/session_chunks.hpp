@@ -58,6 +58,9 @@ public:
 	// one before stays the previous chunk until archive_previous() or
 	// remove_previous().
 	void begin(std::string root, time_t now);
+	// A chunk begun that could not be made: the previous one is the chunk
+	// being written again, and what was made of the other is removed.
+	void abandon_next();
 
 	// The previous chunk, which ended at `end`, moved into
 	// OUTPUT/archives/BEGIN-END-ID, whose path is returned. Throws

@@ -84,6 +84,12 @@ TEST(SessionChunks, LaterChunksAreRenamedWholeAndClearedOnesRemoved)
 	EXPECT_EQ(names_in(first + "/kernel"), (std::set<std::string>{"metadata", "k_0"}));
 
 	const std::string second_root = chunks.root();
+	chunks.begin(chunks.next_root(250), 250);
+	fs::create_directories(chunks.root());
+	const std::string abandoned = chunks.root();
+	chunks.abandon_next(); // its directory could not be given the metadata, say
+	EXPECT_EQ(chunks.root(), second_root);
+	EXPECT_FALSE(fs::exists(abandoned));
 	write_file(second_root + "/ust/metadata", 1);
 	write_file(second_root + "/ust/c_uid0_0", 5);
 	write_file(second_root + "/kernel/k_0", 7);

@@ -91,6 +91,7 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 			const size_t asked = s.rotate_user_trace([countdown] { countdown->arrive(); });
 			countdown->add(static_cast<int64_t>(asked));
 		} catch (const std::system_error &e) {
+			chunks.abandon_next(); // no consumer was asked yet: the trace stays where it was
 			throw CommandError("cannot begin a new trace chunk in '" + root + "': " + e.what() +
 			                   "; free some space or check the output directory");
 		}
