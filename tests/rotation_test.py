@@ -5,6 +5,7 @@ trace that babeltrace2 reads alone without a word on stderr; all of them togethe
 the session's output directory, hold exactly the events emitted, none lost and none twice (the buffers are
 far larger than a round, so nothing is discarded); after `clear`, only the events emitted later remain."""
 import collections
+import json
 import os
 import re
 import subprocess
@@ -95,6 +96,8 @@ class Rotation(DaemonTestCase):
         expected = collections.Counter({r: per_round for r in range(1, rounds + 1)})
         self.assertEqual(together, expected, "babeltrace2, chunk by chunk")
         self.assertEqual(self.viewed(path), expected, "tracery view of the session's directory")
+        stats = json.loads(self.d.tracery("stats", "--json", path).stdout)
+        self.assertEqual(stats["total"][0]["count"], per_round * rounds, "tracery stats of every chunk")
         # babeltrace2 given the whole directory: the chunks of one trace (one UUID), as LTTng's are read.
         proc = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=120)
         self.assertEqual((proc.returncode, proc.stderr), (0, ""))
