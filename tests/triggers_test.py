@@ -144,6 +144,29 @@ class Triggers(DaemonTestCase):
         app.stdin.close()
         self.assertEqual(app.wait(timeout=30), 0)
 
+    def test_a_slow_request_rotates_the_session(self):
+        """rotate-session: the chunk archived when the slow request fires holds it and those before it."""
+        self.d.start_daemon()
+        path = self.session("rec", events=("app:request",))
+        self.d.tracery("start", "rec")
+        self.add_trigger("--condition=event-rule-matches", "--name=app:request", "--filter", "ms > 500",
+                         "--action=rotate-session", "rec", "--id=cut")
+        app = self.d.spawn([APP, "10,20,900", "30"])
+        read_line(app, "ready")
+        go(app)
+        self.assertEqual(read_line(app, "burst"), ["1"])
+        self.wait_for("the rotation", lambda: glob.glob(os.path.join(path, "archives", "*")))
+        self.assertIn("      requests: 1, executed: 1, failed: 0", self.trigger_status("cut"))
+        go(app)
+        self.assertEqual(read_line(app, "burst"), ["2"])
+        app.stdin.close()
+        self.assertEqual(app.wait(timeout=30), 0)
+        self.d.tracery("destroy", "rec")
+        chunks = sorted(glob.glob(os.path.join(path, "archives", "*")), key=lambda d: int(d.rsplit("-", 1)[1]))
+        self.assertEqual(len(chunks), 2, chunks)
+        self.assertEqual([e["payload"]["id"] for e in Trace(chunks[0]).events], [0, 1, 2])
+        self.assertEqual([e["payload"]["id"] for e in Trace(chunks[1]).events], [3])
+
     def test_a_flood_is_held_to_its_rate_and_every_match_counted(self):
         n = 20000
         self.d.start_daemon()
@@ -177,8 +200,8 @@ class Triggers(DaemonTestCase):
              "bad rate policy 'every:0': the count must be an integer of at least 1"),
             (["--condition=event-rule-matches", "--name=a:b", "--action=snapshot-session"],
              "the snapshot-session action needs the session's name"),
-            (["--condition=event-rule-matches", "--name=a:b", "--action=rotate-session", "s"],
-             "rotation is not available"),
+            (["--condition=event-rule-matches", "--name=a:b", "--action=rotate-session"],
+             "the rotate-session action needs the session's name"),
             (["--condition=event-rule-matches", "--name=a:b", "--filter", "ms >", "--action=notify"],
              "bad filter"),
             (["--condition=event-rule-matches", "--name=a:b", "--capture=$ctx.vpid", "--action=notify"],

@@ -6,6 +6,7 @@
 #include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
+#include "cli/rotation.hpp"
 #include "cli/triggers.hpp"
 #include "cli/verbs.hpp"
 
@@ -261,6 +262,28 @@ int main(int argc, char **argv)
 		session_option(t, a);
 		add_tracking_options(t, a.tracking, untrack);
 	}
+
+	RotationArgs rot;
+	auto *rotate = verb("rotate",
+	                    "Archive the current trace chunk of a session as OUTPUT/archives/BEGIN-END-ID, a trace of "
+	                    "its own, and go on in a new one",
+	                    [&] { return verb_rotate(rot); });
+	rotate->add_option("SESSION", rot.session, "Session (default: the current one)");
+	rotate->add_flag("-n,--no-wait", rot.no_wait, "Return at once, without waiting for the archive");
+	auto *rotation =
+		verb("enable-rotation", "Rotate a session by itself, on a timer and/or once its chunk holds a size",
+	             [&] { return verb_enable_rotation(rot); });
+	rotation->add_option("-s,--session", rot.session, "Session (default: the current one)");
+	rotation->add_option("--timer", rot.timer, "Rotate at least every PERIOD (us, ms, s, m, h; a bare number: us)");
+	rotation->add_option("--size", rot.size, "Rotate once the current chunk holds SIZE bytes (k, M, G suffixes)");
+	rotation = verb("disable-rotation", "Stop rotating a session by itself (without options: timer and size)",
+	                [&] { return verb_disable_rotation(rot); });
+	rotation->add_option("-s,--session", rot.session, "Session (default: the current one)");
+	rotation->add_flag("--timer", rot.timer_only, "Stop the timer only");
+	rotation->add_flag("--size", rot.size_only, "Stop the size schedule only");
+	verb("clear", "Drop what a session recorded so far, on disk (its current chunk) and in its buffers", [&] {
+		return verb_clear(rot);
+	})->add_option("SESSION", rot.session, "Session (default: the current one)");
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);

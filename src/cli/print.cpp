@@ -1,5 +1,6 @@
 // Presentation of the daemon's replies: see print.hpp.
 #include "cli/print.hpp"
+#include "cli/rotation.hpp"
 #include "cli/tracking.hpp"
 
 #include "base/sizes.hpp"
@@ -232,6 +233,8 @@ void print_status(const control::StatusReply &s)
 	print_relay(s.relay, "  ");
 	for (const control::DomainTracking &t : s.tracking)
 		print_tracking(t, "  ");
+	if (s.rotation)
+		print_rotation(*s.rotation, "  ");
 	printf("  programs tracing into it: %s\n", join(s.programs, "none").c_str());
 }
 

@@ -36,6 +36,13 @@ void TraceOutput::append_metadata(std::string_view text)
 		ctf::TraceDir(local_dir_).write_metadata(metadata_->text());
 }
 
+void TraceOutput::continue_in(std::string dir)
+{
+	ctf::make_directories(dir, 0700);
+	ctf::TraceDir(dir).write_metadata(metadata_->text());
+	local_dir_ = std::move(dir);
+}
+
 ChannelConsumer::EventCounter TraceOutput::event_counter(const StreamNames &names) const
 {
 	return consumer::event_counter(metadata_, names);

@@ -41,6 +41,12 @@ public:
 	ChannelConsumer::EventCounter event_counter(const StreamNames &names) const;
 
 	const std::string &local_dir() const { return local_dir_; }
+	// Rotation: the local trace goes on in `dir` (made if missing, given the
+	// whole metadata so far); sinks made from now on write there. Throws
+	// std::system_error, changing nothing.
+	void continue_in(std::string dir);
+	// The whole metadata so far.
+	std::string metadata() const { return metadata_->text(); }
 	// Before anything is written: another local directory ("": none).
 	void set_local_dir(std::string dir) { local_dir_ = std::move(dir); }
 	bool relayed() const { return link_ != nullptr; }

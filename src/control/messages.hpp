@@ -62,6 +62,11 @@ inline constexpr char kKernelAddContext[] = "kernel-add-context";
 // Both domains: which processes a session's events come from.
 inline constexpr char kTrack[] = "track";
 inline constexpr char kUntrack[] = "untrack";
+// Trace chunks: rotation and clear.
+inline constexpr char kRotate[] = "rotate";
+inline constexpr char kEnableRotation[] = "enable-rotation";
+inline constexpr char kDisableRotation[] = "disable-rotation";
+inline constexpr char kClear[] = "clear";
 } // namespace cmd
 
 // The messages between the daemon and a traced program.
@@ -556,6 +561,22 @@ struct BufferQuotaStatus {
 	                   field("used", &BufferQuotaStatus::used)};
 	bool operator==(const BufferQuotaStatus &) const = default;
 };
+// A session's trace chunks (rotate, enable-rotation, clear).
+struct RotationStatus {
+	std::optional<uint64_t> timer_ns;        // rotates at least this often (enable-rotation --timer)
+	std::optional<uint64_t> size_bytes;      // rotates once its current chunk holds this much (--size)
+	uint64_t rotations = 0;                  // done so far
+	std::string chunk;                       // the directory of the chunk being written
+	std::optional<std::string> last_archive; // the newest archived chunk
+	static constexpr auto kFields = std::tuple{
+		optional_field("timer_ns", &RotationStatus::timer_ns),
+		optional_field("size_bytes", &RotationStatus::size_bytes),
+		field("rotations", &RotationStatus::rotations),
+		field("chunk", &RotationStatus::chunk),
+		optional_field("last_archive", &RotationStatus::last_archive),
+	};
+	bool operator==(const RotationStatus &) const = default;
+};
 struct StatusReply {
 	static constexpr Tag tag = reply_to(cmd::kStatus);
 	std::string name;
@@ -570,7 +591,8 @@ struct StatusReply {
 	std::optional<RelayStatus> relay;
 	std::vector<int32_t> programs; // pids tracing into it
 	BufferQuotaStatus buffer_quota;
-	std::vector<DomainTracking> tracking; // each domain's tracked process attributes
+	std::vector<DomainTracking> tracking;   // each domain's tracked process attributes
+	std::optional<RotationStatus> rotation; // a session that may rotate (local, not snapshot)
 	static constexpr auto kFields = std::tuple{
 		field("name", &StatusReply::name),
 		field("output", &StatusReply::output),
@@ -585,6 +607,7 @@ struct StatusReply {
 		field("programs", &StatusReply::programs),
 		field("buffer_quota", &StatusReply::buffer_quota),
 		field("tracking", &StatusReply::tracking),
+		optional_field("rotation", &StatusReply::rotation),
 	};
 	bool operator==(const StatusReply &) const = default;
 };
@@ -989,6 +1012,76 @@ struct StopSession {
 	bool operator==(const StopSession &) const = default;
 };
 
+// ---- Trace chunks: rotation and clear.
+
+// rotate: the current chunk archived as OUTPUT/archives/BEGIN-END-ID.
+struct RotateReply {
+	static constexpr Tag tag = reply_to(cmd::kRotate);
+	std::string session;
+	std::optional<std::string> archive; // its directory; none with --no-wait
+	static constexpr auto kFields =
+		std::tuple{field("session", &RotateReply::session), optional_field("archive", &RotateReply::archive)};
+	bool operator==(const RotateReply &) const = default;
+};
+struct Rotate {
+	static constexpr Tag tag = command(cmd::kRotate);
+	using Reply = RotateReply;
+	std::string session;
+	bool no_wait = false; // reply once the rotation is under way
+	static constexpr auto kFields =
+		std::tuple{field("session", &Rotate::session), field("no_wait", &Rotate::no_wait)};
+	bool operator==(const Rotate &) const = default;
+};
+// enable-rotation and disable-rotation: the schedule as it is now.
+struct RotationScheduleReply {
+	std::string session;
+	RotationStatus rotation;
+	static constexpr auto kFields = std::tuple{field("session", &RotationScheduleReply::session),
+	                                           field("rotation", &RotationScheduleReply::rotation)};
+	bool operator==(const RotationScheduleReply &) const = default;
+};
+struct EnableRotationReply : RotationScheduleReply {
+	static constexpr Tag tag = reply_to(cmd::kEnableRotation);
+};
+struct EnableRotation {
+	static constexpr Tag tag = command(cmd::kEnableRotation);
+	using Reply = EnableRotationReply;
+	std::string session;
+	std::optional<uint64_t> timer_ns;
+	std::optional<uint64_t> size_bytes;
+	static constexpr auto kFields = std::tuple{field("session", &EnableRotation::session),
+	                                           optional_field("timer_ns", &EnableRotation::timer_ns),
+	                                           optional_field("size_bytes", &EnableRotation::size_bytes)};
+	bool operator==(const EnableRotation &) const = default;
+};
+struct DisableRotationReply : RotationScheduleReply {
+	static constexpr Tag tag = reply_to(cmd::kDisableRotation);
+};
+struct DisableRotation {
+	static constexpr Tag tag = command(cmd::kDisableRotation);
+	using Reply = DisableRotationReply;
+	std::string session;
+	bool timer = false; // neither: both
+	bool size = false;
+	static constexpr auto kFields =
+		std::tuple{field("session", &DisableRotation::session), field("timer", &DisableRotation::timer),
+	                   field("size", &DisableRotation::size)};
+	bool operator==(const DisableRotation &) const = default;
+};
+// clear: what the session recorded so far dropped, on disk and in buffers.
+struct ClearReply {
+	static constexpr Tag tag = reply_to(cmd::kClear);
+	std::string session;
+	uint64_t files_removed = 0;
+	static constexpr auto kFields =
+		std::tuple{field("session", &ClearReply::session), field("files_removed", &ClearReply::files_removed)};
+	bool operator==(const ClearReply &) const = default;
+};
+struct Clear : SessionRequest {
+	static constexpr Tag tag = command(cmd::kClear);
+	using Reply = ClearReply;
+};
+
 // Every message, for the tests and the fuzzer.
 using AllMessages =
 	std::tuple<ErrorReply, Create, CreateReply, Destroy, DestroyReply, EnableChannel, EnableChannelReply,
@@ -998,6 +1091,7 @@ using AllMessages =
                    KernelDisableEventReply, KernelEnableChannel, KernelEnableChannelReply, KernelTrack,
                    KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Track, TrackReply,
                    Untrack, UntrackReply, KernelAddContext, KernelAddContextReply, Hello, NewEvents, Ack, Ready,
-                   StartSession, Update, Ids, StopSession>;
+                   StartSession, Update, Ids, StopSession, Rotate, RotateReply, EnableRotation, EnableRotationReply,
+                   DisableRotation, DisableRotationReply, Clear, ClearReply>;
 
 } // namespace tracery::control

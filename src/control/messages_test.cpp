@@ -143,6 +143,10 @@ Status full()
 	return {{"s"}};
 }
 DomainTracking domain_tracking() { return {"kernel", {{"pid", false, {1, 2}}, {"vuid", true, {}}}, true}; }
+RotationStatus rotation_status()
+{
+	return {1'000'000'000, 1 << 20, 3, "/tmp/t/20260101T000000+0000-3", "/tmp/t/archives/x-y-2"};
+}
 template <>
 StatusReply full()
 {
@@ -190,7 +194,8 @@ StatusReply full()
 	        relay(),
 	        {7, 8},
 	        {1000, 1 << 30, 4096},
-	        {domain_tracking()}};
+	        {domain_tracking()},
+	        rotation_status()};
 }
 template <>
 List full()
@@ -369,6 +374,46 @@ template <>
 StopSession full()
 {
 	return {1, 6};
+}
+template <>
+Rotate full()
+{
+	return {"s", true};
+}
+template <>
+RotateReply full()
+{
+	return {"s", "/tmp/t/archives/x-y-0"};
+}
+template <>
+EnableRotation full()
+{
+	return {"s", 1'000'000'000, 1 << 20};
+}
+template <>
+EnableRotationReply full()
+{
+	return {{"s", rotation_status()}};
+}
+template <>
+DisableRotation full()
+{
+	return {"s", true, true};
+}
+template <>
+DisableRotationReply full()
+{
+	return {{"s", rotation_status()}};
+}
+template <>
+Clear full()
+{
+	return {{"s"}};
+}
+template <>
+ClearReply full()
+{
+	return {"s", 4};
 }
 
 template <class T>

@@ -44,8 +44,9 @@ std::optional<control::WriteLoss> write_loss_of(const consumer::WriteLosses &w);
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
-	BufferQuota::Charge charge; // given back last, once the mapping is gone
-	std::string owner;          // whose programs write into it: "uid1000", "pid4242"
+	BufferQuota::Charge charge;  // given back last, once the mapping is gone
+	std::string owner;           // whose programs write into it: "uid1000", "pid4242"
+	consumer::StreamNames names; // of its streams (none in snapshot sessions)
 	std::unique_ptr<ringbuf::Channel> ring;
 	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain

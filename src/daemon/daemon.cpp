@@ -106,6 +106,10 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer, std:
 		command<control::AddTrigger>(&Daemon::cmd_add_trigger),
 		command<control::ListTriggers>(&Daemon::cmd_list_triggers),
 		command<control::RemoveTrigger>(&Daemon::cmd_remove_trigger),
+		command<control::Rotate>(&Daemon::cmd_rotate),
+		command<control::EnableRotation>(&Daemon::cmd_enable_rotation),
+		command<control::DisableRotation>(&Daemon::cmd_disable_rotation),
+		command<control::Clear>(&Daemon::cmd_clear),
 	};
 	const std::string cmd = control::command_of(req);
 	if (cmd == control::cmd::kWatch)
@@ -443,6 +447,7 @@ Daemon::Daemon(DaemonOptions options)
 {
 	finisher_ = std::thread([this] { finisher(); });
 	start_trigger_actions();
+	rotator_ = std::thread([this] { rotator(); });
 }
 
 Daemon::~Daemon()
@@ -453,6 +458,8 @@ Daemon::~Daemon()
 		closing_ = true;
 	}
 	retired_.notify_one();
+	rotate_wake_.notify_one();
+	rotator_.join();
 	finisher_.join();
 }
 

@@ -244,6 +244,27 @@ private:
 	nlohmann::json cmd_watch(const nlohmann::json &body, const control::PeerCred &peer,
 	                         std::vector<base::Fd> *reply_fds);
 	void take_notification(App &app, const control::Notification &n);
+	// Trace chunks: rotation and clear (session_rotation.cpp).
+	control::RotateReply cmd_rotate(const control::Rotate &, const control::PeerCred &, Lock &);
+	control::EnableRotationReply cmd_enable_rotation(const control::EnableRotation &, const control::PeerCred &,
+	                                                 Lock &);
+	control::DisableRotationReply cmd_disable_rotation(const control::DisableRotation &, const control::PeerCred &,
+	                                                   Lock &);
+	control::ClearReply cmd_clear(const control::Clear &, const control::PeerCred &, Lock &);
+	static constexpr uint64_t kMinRotationTimerNs = 100'000'000, kMinRotationSize = 64 << 10;
+	// Ends the chunk being written: a new one begins, its buffers' consumers
+	// move to it (lock released meanwhile, `rotating` set), then the old one
+	// is archived, or with `clear` removed (*removed: its files). Returns the
+	// archive's directory ("" when cleared). Throws CommandError.
+	std::string end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t *removed = nullptr);
+	// Until no rotation of the session `key` is under way (destroy).
+	void wait_rotation(const std::pair<uid_t, std::string> &key, Lock &lock);
+	// destroy: the last chunk of a session that left chunk 0 archived
+	// (removed if it holds no stream file).
+	void archive_last_chunk(TraceSession &s);
+	// The thread that rotates sessions on their schedule, and those rotated
+	// with --no-wait (to_rotate_, by session id).
+	void rotator();
 
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
@@ -256,6 +277,10 @@ private:
 	std::deque<RetiredWork> to_finish_;
 	bool closing_ = false; // the finisher ends once to_finish_ is empty
 	std::thread finisher_;
+	std::condition_variable rotate_wake_; // work for rotator()
+	std::condition_variable rotated_;     // a session's rotation ended
+	std::vector<uint64_t> to_rotate_;
+	std::thread rotator_;
 	// Sessions by (owner, name): each user names its sessions in a space of
 	// its own, so a name says nothing of other users' sessions. session_for()
 	// is how a request's name finds one.

@@ -171,6 +171,7 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 	}
 	control::DestroyReply reply;
 	for (const auto &key : keys) {
+		wait_rotation(key, lock);
 		auto it = sessions_.find(key);
 		// stop_session below lets other requests in: one of them may have
 		// taken a session of the list meanwhile.
@@ -182,6 +183,7 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 		if (it == sessions_.end())
 			continue;
 		it->second->destroy_kernel(); // its tracefs instance (logged if it stays)
+		archive_last_chunk(*it->second);
 		const std::shared_ptr<consumer::RelayLink> relay = it->second->relay_link();
 		sessions_.erase(it);
 		reply.destroyed.push_back(key.second);

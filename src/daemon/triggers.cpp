@@ -83,8 +83,6 @@ void check_action(const control::TriggerAction &a)
 {
 	static const std::set<std::string> session_actions = {"start-session", "stop-session", "snapshot-session",
 	                                                      "rotate-session"};
-	if (a.type == "rotate-session")
-		refuse("rotation is not available in this release: the rotate-session action cannot run");
 	if (a.type == kNotify) {
 		if (a.session)
 			refuse("the notify action takes no session");
