@@ -20,6 +20,9 @@ struct CliError : std::runtime_error {
 // Sends a request's body (a command frame) and returns the reply's body, or
 // throws CliError with the daemon's error.
 nlohmann::json exchange(const nlohmann::json &request);
+// Sends a request's body and returns without waiting for the reply (the
+// daemon carries it out all the same): `destroy --no-wait`.
+void post(const nlohmann::json &request);
 // A reply's body decoded, or CliError naming what did not fit.
 [[noreturn]] void bad_reply(const control::DecodeError &e);
 

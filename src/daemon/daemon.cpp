@@ -103,6 +103,11 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		command<control::Track>(with_flag(&Daemon::cmd_track, false)),
 		command<control::Untrack>(with_flag(&Daemon::cmd_track, true)),
 		command<control::KernelAddContext>(&Daemon::cmd_kernel_context),
+		command<control::Save>(&Daemon::cmd_save),
+		command<control::Load>(&Daemon::cmd_load),
+		command<control::SnapshotAddOutput>(&Daemon::cmd_snapshot_add_output),
+		command<control::SnapshotDelOutput>(&Daemon::cmd_snapshot_del_output),
+		command<control::SnapshotListOutput>(&Daemon::cmd_snapshot_list_output),
 	};
 	const std::string cmd = control::command_of(req);
 	auto it = commands.find(cmd);
