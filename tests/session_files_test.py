@@ -207,7 +207,7 @@ class SessionFiles(DaemonTestCase):
              "user.channels[0].context: unknown context 'nope'"),
             ("bad tracking", changed(["user", "tracking"], [{"attribute": "pid", "all": False, "values": [1]}]),
              "user.tracking: "),
-            ("bad name", changed(["name"], "../x"), "name: bad session name"),
+            ("bad name", changed(["name"], "../x"), "bad session name '../x'"),
             ("relative output", changed(["output"], "rel/dir"), "output: 'rel/dir' is not an absolute path"),
             ("no output", changed(["output"], None), "neither an 'output' nor a 'relay'"),
             ("huge", " " * (600 * 1024) + "{}", "over 512 KiB, too large for a session file"),

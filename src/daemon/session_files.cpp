@@ -173,12 +173,12 @@ control::SaveReply Daemon::cmd_save(const control::Save &req, const control::Pee
 control::LoadReply Daemon::cmd_load(const control::Load &req, const control::PeerCred &peer, Lock &lock)
 {
 	const control::SavedSession &f = req.session;
-	// Each step's error names the file and where in it the value is.
+	// Each step's error names the file (and where in it the value is).
 	auto step = [&](const std::string &where, auto &&work) {
 		try {
 			work();
 		} catch (const std::exception &e) {
-			throw CommandError(req.file + ": " + where + ": " + e.what());
+			throw CommandError(req.file + ": " + (where.empty() ? "" : where + ": ") + e.what());
 		}
 	};
 	control::Create create;
@@ -198,7 +198,7 @@ control::LoadReply Daemon::cmd_load(const control::Load &req, const control::Pee
 		throw CommandError(req.file + ": the session has neither an 'output' nor a 'relay': give one");
 	}
 	control::CreateReply created;
-	step("name", [&] { created = cmd_create(create, peer, lock); });
+	step("", [&] { created = cmd_create(create, peer, lock); }); // its errors name the value
 	try {
 		replay(req, peer, lock);
 		control::LoadReply reply{f.name, created.output, false};
