@@ -74,4 +74,12 @@ json exchange(const json &req, std::vector<base::Fd> *fds)
 	return std::move(reply.body);
 }
 
+void post(const json &req)
+{
+	base::Fd fd = connect_daemon();
+	if (!control::send_message(fd.get(), control::Kind::command, req))
+		throw CliError(std::string("cannot talk to the session daemon: ") + strerror(errno) +
+		               "; restart it with `traceryd --daemonize`");
+}
+
 } // namespace tracery::cli

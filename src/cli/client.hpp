@@ -23,6 +23,9 @@ struct CliError : std::runtime_error {
 // throws CliError with the daemon's error; fds: the descriptors the reply
 // carried (watch's).
 nlohmann::json exchange(const nlohmann::json &request, std::vector<base::Fd> *fds = nullptr);
+// Sends a request's body and returns without waiting for the reply (the
+// daemon carries it out all the same): `destroy --no-wait`.
+void post(const nlohmann::json &request);
 // A reply's body decoded, or CliError naming what did not fit.
 [[noreturn]] void bad_reply(const control::DecodeError &e);
 

@@ -7,6 +7,8 @@
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
 #include "cli/rotation.hpp"
+#include "cli/save_load.hpp"
+#include "cli/snapshot_verbs.hpp"
 #include "cli/triggers.hpp"
 #include "cli/verbs.hpp"
 
@@ -169,6 +171,8 @@ int main(int argc, char **argv)
 	                     [&] { return verb_destroy(a); });
 	destroy->add_option("NAME", a.session, "Session (default: the current one)");
 	destroy->add_flag("-a,--all", a.all, "Destroy all your sessions");
+	destroy->add_flag("--no-wait", a.no_wait,
+	                  "Return at once, while the daemon stops the session and completes its trace");
 
 	auto *chan = verb("enable-channel", "Add a channel to a session (before it starts)",
 	                  [&] { return verb_enable_channel(a); });
@@ -216,6 +220,10 @@ int main(int argc, char **argv)
 		ev->add_option("-c,--channel", a.channel, "Channel (default: channel0)");
 		domain_flags(ev, a);
 		session_option(ev, a);
+		if (!disable)
+			ev->add_option("-x,--exclude", a.exclude,
+			               "With a wildcard pattern (user space): events it does not enable, "
+			               "comma-separated PROVIDER:NAME (* wildcards), e.g. -x 'app:debug_*'");
 		if (!disable)
 			ev->add_option(
 				"--filter", a.filter,
@@ -284,13 +292,65 @@ int main(int argc, char **argv)
 	verb("clear", "Drop what a session recorded so far, on disk (its current chunk) and in its buffers", [&] {
 		return verb_clear(rot);
 	})->add_option("SESSION", rot.session, "Session (default: the current one)");
+	SaveLoadArgs sl;
+	auto *save = verb("save", "Save sessions to files (NAME.json) that `tracery load` makes them again from",
+	                  [&] { return verb_save(sl); });
+	save->add_option("NAME", sl.session, "Session (default: the current one)");
+	save->add_flag("-a,--all", sl.all, "Every session of yours");
+	save->add_option("-o,--output-path", sl.path,
+	                 "Directory of the files (default: ~/.tracery/sessions; root: /etc/tracery/sessions; "
+	                 "$TRACERY_SESSIONS_DIR when set)");
+	save->add_flag("-f,--force", sl.force, "Save over an existing file");
+	auto *load = verb("load",
+	                  "Make sessions again from their files (docs/session-files.md); a session saved while "
+	                  "tracing is started",
+	                  [&] { return verb_load(sl); });
+	load->add_option("NAME", sl.session, "Session to load (default: every session of the files)");
+	load->add_flag("-a,--all", sl.all, "Every session of the files (the default)");
+	load->add_option("-i,--input-path", sl.path,
+	                 "A session file, or a directory of them (default: ~/.tracery/sessions then "
+	                 "/etc/tracery/sessions; $TRACERY_SESSIONS_DIR when set)");
+	load->add_option("--override-url", sl.override_url,
+	                 "Trace to this directory (DIR or file://DIR) or relay (net://HOST[:PORT]) instead");
+	load->add_option("--override-name", sl.override_name, "Name the loaded session so instead");
+	load->add_flag("-f,--force", sl.force, "Replace an existing session of the same name");
+	auto *set_session = verb("set-session", "Make a session the current one (used by verbs given no session)",
+	                         [&] { return verb_set_session(sl.session); });
+	set_session->add_option("NAME", sl.session, "Session")->required();
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);
-	auto *rec =
-		snap->add_subcommand("record", "Write the newest data of a snapshot session's buffers to its output");
-	rec->callback([&] { run = [&] { return verb_snapshot_record(a); }; });
-	session_option(rec, a);
+	SnapshotArgs sa;
+	auto snapshot_verb = [&](const char *name, const char *help, int (*fn)(const SnapshotArgs &)) {
+		CLI::App *c = snap->add_subcommand(name, help);
+		c->callback([&run, &sa, fn] { run = [&sa, fn] { return fn(sa); }; });
+		c->add_option("-s,--session", sa.session, "Session (default: the current one)");
+		return c;
+	};
+	auto *rec = snapshot_verb(
+		"record",
+		"Write the newest data of a snapshot session's buffers to its output (NAME-N-DATE in its snapshot "
+		"output's directory, else snapshot-N-DATE in its output directory)",
+		&verb_snapshot_record);
+	auto *add_output =
+		snapshot_verb("add-output", "Set where a snapshot session's snapshots go (one output per session)",
+	                      &verb_snapshot_add_output);
+	for (CLI::App *c : {rec, add_output}) {
+		c->add_option(
+			"-n,--name", sa.name,
+			"Name of the snapshots (their directories: NAME-N-DATE; default: the output's, snapshot)");
+		c->add_option(
+			"-m,--max-size", sa.max_size,
+			"At most this many bytes of the user space buffers, the newest (k, M, G; shared equally by "
+			"the buffers' streams, at least one sub-buffer each)");
+	}
+	rec->add_option("URL", sa.url, "Write this snapshot to DIR (or file://DIR) instead");
+	add_output->add_option("URL", sa.url, "The snapshots' directory, DIR or file://DIR")->required();
+	snapshot_verb("list-output", "Show a snapshot session's output", &verb_snapshot_list_output);
+	snapshot_verb("del-output", "Remove a snapshot session's output (its snapshots go to its output directory)",
+	              &verb_snapshot_del_output)
+		->add_option("ID", sa.url, "The output's id (list-output) or name")
+		->required();
 
 	auto *view = verb("view",
 	                  "Print the events of sessions' traces or trace directories, merged in time order, as "

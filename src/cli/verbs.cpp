@@ -229,6 +229,16 @@ int verb_destroy(const Args &a)
 		req.all = true;
 	else
 		req.session = session_or_current(a.session);
+	if (a.no_wait) {
+		if (req.session)
+			request(control::Status{{*req.session}}); // it exists: say so now, not never
+		post(control::encode(req));
+		if (req.session)
+			forget_current_session(*req.session);
+		printf("%s being destroyed (its trace is complete once `tracery list` no longer shows it)\n",
+		       req.session ? ("Session '" + *req.session + "'").c_str() : "Your sessions are");
+		return 0;
+	}
 	const control::DestroyReply r = request(req);
 	for (const std::string &n : r.destroyed) {
 		forget_current_session(n);
@@ -392,6 +402,11 @@ int verb_enable_event(const Args &a, bool disable)
 	req.channel = a.channel;
 	if (!a.filter.empty())
 		req.filter = a.filter;
+	if (!a.exclude.empty()) {
+		if (disable)
+			throw CliError("--exclude is for enable-event");
+		req.exclude = split_commas(a.exclude);
+	}
 	control::EventRulesReply r;
 	if (disable)
 		r = request(control::DisableEvent{req});
@@ -526,13 +541,6 @@ int verb_track(const Args &a, bool untrack)
 		untrack ? control::TrackingReply(request(control::Untrack{req})) : request(control::Track{req});
 	printf("Tracking of session '%s' changed\n", r.session.c_str());
 	print_tracking(r.tracking, "  ");
-	return 0;
-}
-
-int verb_snapshot_record(const Args &a)
-{
-	const control::SnapshotRecordReply r = request(control::SnapshotRecord{named_session(a)});
-	printf("Snapshot of session '%s' recorded in %s\n", r.session.c_str(), r.path.c_str());
 	return 0;
 }
 

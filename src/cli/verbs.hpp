@@ -59,6 +59,8 @@ struct Args {
 	bool csv = false;                        // query --csv
 	bool symbols = false;                    // view/stats/analyze/export/query --symbols
 	std::string debug_info_dir;              // --debug-info-dir DIR (with --symbols)
+	std::vector<std::string> exclude;        // enable-event --exclude
+	bool no_wait = false;                    // destroy --no-wait
 };
 
 // "a,b" "c" -> a, b, c (empty parts dropped).
@@ -75,7 +77,6 @@ int verb_start(const Args &a);
 int verb_stop(const Args &a);
 int verb_status(const Args &a);
 int verb_list(const Args &a);
-int verb_snapshot_record(const Args &a);
 int verb_track(const Args &a, bool untrack);
 int verb_view(const Args &a);
 // view --live URL [--from-now] [--relay-key FILE [--relay-ca FILE]] (view_live.cpp)

@@ -498,8 +498,11 @@ void ChannelConsumer::finish()
 		channel_.flush(cpu, now);
 	if (channel_.config().mode == ringbuf::Mode::overwrite) {
 		for (uint32_t cpu = 0; cpu < n; cpu++) {
-			for (const auto &sb : channel_.snapshot(cpu)) {
-				const ringbuf::Channel::SubbufView v = sb.view();
+			const auto subbufs = channel_.snapshot(cpu);
+			const size_t first =
+				keep_newest_ && subbufs.size() > keep_newest_ ? subbufs.size() - keep_newest_ : 0;
+			for (size_t i = first; i < subbufs.size(); i++) {
+				const ringbuf::Channel::SubbufView v = subbufs[i].view();
 				if (held_[cpu] || write(v) == Written::refused) {
 					account_unwritten(v);
 					last_ts_[cpu] = std::max(last_ts_[cpu], v.timestamp_end);

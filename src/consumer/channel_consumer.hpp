@@ -101,6 +101,10 @@ public:
 	// counted (set_event_counter) and released, and the last empty packet
 	// carries it too.
 	void finish();
+	// Before finish() of an overwrite channel (`snapshot record --max-size`):
+	// only the newest `subbufs` complete sub-buffers of each CPU are written
+	// (0: every one); the older ones are left in the buffer, not lost.
+	void keep_newest(size_t subbufs) { keep_newest_ = subbufs; }
 	// What refused writes cost so far; any thread.
 	WriteLosses write_losses() const;
 	// Rotation (the trace goes on in another directory): from a packet
@@ -191,6 +195,7 @@ private:
 	// events counted in sub-buffers never written; and the totals.
 	mutable std::mutex losses_mutex_;
 	std::vector<bool> held_;
+	size_t keep_newest_ = 0; // keep_newest()
 	std::vector<uint64_t> lost_at_hold_, hold_lost_, unwritten_;
 	uint64_t unwritten_uncounted_ = 0;
 	uint32_t streams_held_ = 0;

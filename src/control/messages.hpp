@@ -25,6 +25,7 @@
 #pragma once
 
 #include "control/codec.hpp"
+#include "control/session_file.hpp"
 
 #include "event/json.hpp"
 
@@ -67,6 +68,13 @@ inline constexpr char kRotate[] = "rotate";
 inline constexpr char kEnableRotation[] = "enable-rotation";
 inline constexpr char kDisableRotation[] = "disable-rotation";
 inline constexpr char kClear[] = "clear";
+// Sessions saved to files and loaded from them (session_file.hpp).
+inline constexpr char kSave[] = "save";
+inline constexpr char kLoad[] = "load";
+// A snapshot session's output (as LTTng, one at most).
+inline constexpr char kSnapshotAddOutput[] = "snapshot-add-output";
+inline constexpr char kSnapshotDelOutput[] = "snapshot-del-output";
+inline constexpr char kSnapshotListOutput[] = "snapshot-list-output";
 } // namespace cmd
 
 // The messages between the daemon and a traced program.
@@ -300,12 +308,15 @@ struct EventRules {
 	bool all = false;                  // -a: every event
 	std::string channel;               // "": channel0
 	std::optional<std::string> filter; // enable-event --filter
+	// enable-event --exclude: events the patterns match that the rule leaves out
+	std::optional<std::vector<std::string>> exclude;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EventRules::session),
 		field("patterns", &EventRules::patterns),
 		field("all", &EventRules::all),
 		field("channel", &EventRules::channel),
 		optional_field("filter", &EventRules::filter),
+		optional_field("exclude", &EventRules::exclude),
 	};
 	bool operator==(const EventRules &) const = default;
 };
@@ -681,9 +692,18 @@ struct SnapshotRecordReply {
 		std::tuple{field("session", &SnapshotRecordReply::session), field("path", &SnapshotRecordReply::path)};
 	bool operator==(const SnapshotRecordReply &) const = default;
 };
-struct SnapshotRecord : SessionRequest {
+struct SnapshotRecord {
 	static constexpr Tag tag = command(cmd::kSnapshotRecord);
 	using Reply = SnapshotRecordReply;
+	std::string session;
+	// Each missing: the snapshot output's (snapshot add-output), else the defaults.
+	std::optional<std::string> name;  // --name: the snapshot's directory is NAME-N-DATE ("snapshot")
+	std::optional<uint64_t> max_size; // --max-size: bytes of the user space buffers copied (0: all)
+	std::optional<std::string> path;  // a directory of snapshots instead of the output's (absolute)
+	static constexpr auto kFields = std::tuple{
+		field("session", &SnapshotRecord::session), optional_field("name", &SnapshotRecord::name),
+		optional_field("max_size", &SnapshotRecord::max_size), optional_field("path", &SnapshotRecord::path)};
+	bool operator==(const SnapshotRecord &) const = default;
 };
 
 // ---- The kernel domain's requests.
@@ -898,6 +918,86 @@ struct KernelAddContext {
 	bool operator==(const KernelAddContext &) const = default;
 };
 
+// save: what the sessions named are (session_file.hpp), for the command
+// to write; load: a session made again from what a file says.
+struct SaveReply {
+	static constexpr Tag tag = reply_to(cmd::kSave);
+	std::vector<SavedSession> sessions;
+	static constexpr auto kFields = std::tuple{field("sessions", &SaveReply::sessions)};
+	bool operator==(const SaveReply &) const = default;
+};
+struct Save {
+	static constexpr Tag tag = command(cmd::kSave);
+	using Reply = SaveReply;
+	std::optional<bool> all; // --all (then no session): every session of the user
+	std::optional<std::string> session;
+	static constexpr auto kFields =
+		std::tuple{optional_field("all", &Save::all), optional_field("session", &Save::session)};
+	bool operator==(const Save &) const = default;
+};
+struct LoadReply {
+	static constexpr Tag tag = reply_to(cmd::kLoad);
+	std::string session;
+	std::string output; // where its traces go ("": the relay only)
+	bool started = false;
+	static constexpr auto kFields =
+		std::tuple{field("session", &LoadReply::session), field("output", &LoadReply::output),
+	                   field("started", &LoadReply::started)};
+	bool operator==(const LoadReply &) const = default;
+};
+struct Load {
+	static constexpr Tag tag = command(cmd::kLoad);
+	using Reply = LoadReply;
+	SavedSession session;
+	std::string file;          // where it was read, for the errors
+	std::optional<bool> start; // started even if it was not when saved
+	static constexpr auto kFields = std::tuple{field("session", &Load::session), field("file", &Load::file),
+	                                           optional_field("start", &Load::start)};
+	bool operator==(const Load &) const = default;
+};
+
+// snapshot add-output, del-output, list-output: where `snapshot record`
+// writes (SavedSnapshotOutput: a name, a directory, a maximum size); each
+// reply lists the outputs now, the first one's id 1.
+struct SnapshotOutputsReply {
+	std::string session;
+	std::vector<SavedSnapshotOutput> outputs;
+	static constexpr auto kFields = std::tuple{field("session", &SnapshotOutputsReply::session),
+	                                           field("outputs", &SnapshotOutputsReply::outputs)};
+	bool operator==(const SnapshotOutputsReply &) const = default;
+};
+struct SnapshotAddOutputReply : SnapshotOutputsReply {
+	static constexpr Tag tag = reply_to(cmd::kSnapshotAddOutput);
+};
+struct SnapshotAddOutput {
+	static constexpr Tag tag = command(cmd::kSnapshotAddOutput);
+	using Reply = SnapshotAddOutputReply;
+	std::string session;
+	SavedSnapshotOutput output; // a name "": snapshot-N
+	static constexpr auto kFields =
+		std::tuple{field("session", &SnapshotAddOutput::session), field("output", &SnapshotAddOutput::output)};
+	bool operator==(const SnapshotAddOutput &) const = default;
+};
+struct SnapshotDelOutputReply : SnapshotOutputsReply {
+	static constexpr Tag tag = reply_to(cmd::kSnapshotDelOutput);
+};
+struct SnapshotDelOutput {
+	static constexpr Tag tag = command(cmd::kSnapshotDelOutput);
+	using Reply = SnapshotDelOutputReply;
+	std::string session;
+	std::string output; // its id or its name
+	static constexpr auto kFields =
+		std::tuple{field("session", &SnapshotDelOutput::session), field("output", &SnapshotDelOutput::output)};
+	bool operator==(const SnapshotDelOutput &) const = default;
+};
+struct SnapshotListOutputReply : SnapshotOutputsReply {
+	static constexpr Tag tag = reply_to(cmd::kSnapshotListOutput);
+};
+struct SnapshotListOutput : SessionRequest {
+	static constexpr Tag tag = command(cmd::kSnapshotListOutput);
+	using Reply = SnapshotListOutputReply;
+};
+
 // ---- Between the daemon and a traced program.
 
 struct Hello {
@@ -1092,6 +1192,8 @@ using AllMessages =
                    KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Track, TrackReply,
                    Untrack, UntrackReply, KernelAddContext, KernelAddContextReply, Hello, NewEvents, Ack, Ready,
                    StartSession, Update, Ids, StopSession, Rotate, RotateReply, EnableRotation, EnableRotationReply,
-                   DisableRotation, DisableRotationReply, Clear, ClearReply>;
+                   DisableRotation, DisableRotationReply, Clear, ClearReply, Save, SaveReply, Load, LoadReply,
+                   SnapshotAddOutput, SnapshotAddOutputReply, SnapshotDelOutput, SnapshotDelOutputReply,
+                   SnapshotListOutput, SnapshotListOutputReply>;
 
 } // namespace tracery::control

@@ -79,7 +79,7 @@ EnableChannelReply full()
 {
 	return {"s", "c", 1 << 20};
 }
-EventRules rules() { return {"s", {"app:*", "b:c"}, true, "c", "x > 1"}; }
+EventRules rules() { return {"s", {"app:*", "b:c"}, true, "c", "x > 1", std::vector<std::string>{"app:debug_*"}}; }
 EventRulesReply rules_reply() { return {"s", "c", {"app:*"}, std::vector<ProgramRefusal>{{42, "app:e", "bad"}}}; }
 template <>
 EnableEvent full()
@@ -220,7 +220,7 @@ ListEventsReply full()
 template <>
 SnapshotRecord full()
 {
-	return {{"s"}};
+	return {"s", "before-upgrade", 1 << 20, "/t/snapshots"};
 }
 template <>
 SnapshotRecordReply full()
@@ -414,6 +414,83 @@ template <>
 ClearReply full()
 {
 	return {"s", 4};
+}
+
+SavedSession saved_session()
+{
+	SavedSession s;
+	s.name = "s";
+	s.output = "/t/s";
+	s.relay = SavedRelay{"net://relay.example:5342", 1000000000, true};
+	s.started = true;
+	s.user.channels.push_back(
+		{"c", 4096, 8, true, true, {"vpid"}, {{"app:*", "x > 1", std::vector<std::string>{"app:d"}}}, {"b:*"}});
+	s.user.tracking.push_back({"vpid", false, {1, 2}});
+	s.kernel = SavedKernelDomain{"k",
+	                             4096,
+	                             4,
+	                             false,
+	                             {"tid"},
+	                             {{"sched_switch", "prev_tid == 1"}},
+	                             {{"*", std::nullopt}},
+	                             {{"p", "elf:/bin/true:main", "x=%di:s32", std::nullopt}},
+	                             256,
+	                             {{"pid", false, {7}}},
+	                             false};
+	s.snapshot_outputs.push_back({"o", "/t/snapshots", 1 << 20});
+	return s;
+}
+template <>
+Save full()
+{
+	return {false, "s"};
+}
+template <>
+SaveReply full()
+{
+	return {{saved_session()}};
+}
+template <>
+Load full()
+{
+	return {saved_session(), "/home/u/.tracery/sessions/s.json", true};
+}
+template <>
+LoadReply full()
+{
+	return {"s", "/t/s", true};
+}
+
+SnapshotOutputsReply snapshot_outputs() { return {"s", {{"o", "/t/snapshots", 1 << 20}}}; }
+template <>
+SnapshotAddOutput full()
+{
+	return {"s", {"o", "/t/snapshots", 1 << 20}};
+}
+template <>
+SnapshotAddOutputReply full()
+{
+	return {snapshot_outputs()};
+}
+template <>
+SnapshotDelOutput full()
+{
+	return {"s", "1"};
+}
+template <>
+SnapshotDelOutputReply full()
+{
+	return {snapshot_outputs()};
+}
+template <>
+SnapshotListOutput full()
+{
+	return {{"s"}};
+}
+template <>
+SnapshotListOutputReply full()
+{
+	return {snapshot_outputs()};
 }
 
 template <class T>

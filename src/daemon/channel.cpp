@@ -106,12 +106,18 @@ std::vector<control::Quarantined> Channel::quarantined() const
 	return out;
 }
 
-void Channel::enable(const std::vector<std::string> &patterns, const std::string &filter)
+bool Channel::Rule::matches(const std::string &full_name) const
+{
+	return daemon::matches(pattern, full_name) && !any_match(exclude, full_name);
+}
+
+void Channel::enable(const std::vector<std::string> &patterns, const std::string &filter,
+                     const std::vector<std::string> &exclude)
 {
 	for (const auto &p : patterns) {
 		std::erase(disabled_, p);
-		if (std::find(enabled_.begin(), enabled_.end(), Rule{p, filter}) == enabled_.end())
-			enabled_.push_back({p, filter});
+		if (std::find(enabled_.begin(), enabled_.end(), Rule{p, filter, exclude}) == enabled_.end())
+			enabled_.push_back({p, filter, exclude});
 	}
 }
 
@@ -126,8 +132,7 @@ void Channel::disable(const std::vector<std::string> &patterns)
 
 bool Channel::enabled(const std::string &full_name) const
 {
-	return std::any_of(enabled_.begin(), enabled_.end(),
-	                   [&](const Rule &r) { return matches(r.pattern, full_name); }) &&
+	return std::any_of(enabled_.begin(), enabled_.end(), [&](const Rule &r) { return r.matches(full_name); }) &&
 	       !any_match(disabled_, full_name);
 }
 
@@ -135,7 +140,7 @@ std::vector<std::string> Channel::filters_of(const std::string &full_name) const
 {
 	std::vector<std::string> filters;
 	for (const auto &r : enabled_) {
-		if (!matches(r.pattern, full_name))
+		if (!r.matches(full_name))
 			continue;
 		if (r.filter.empty())
 			return {};

@@ -72,12 +72,17 @@ public:
 	// disabled list and adds the rule (one per pattern and filter);
 	// disabling removes every rule of the pattern if there is one, else
 	// excludes the events it matches.
+	// A rule's exclusions (enable-event --exclude) are names or patterns of
+	// events its pattern matches that it does not enable.
 	struct Rule {
 		std::string pattern;
 		std::string filter;
+		std::vector<std::string> exclude;
 		bool operator==(const Rule &) const = default;
+		bool matches(const std::string &full_name) const;
 	};
-	void enable(const std::vector<std::string> &patterns, const std::string &filter = "");
+	void enable(const std::vector<std::string> &patterns, const std::string &filter = "",
+	            const std::vector<std::string> &exclude = {});
 	void disable(const std::vector<std::string> &patterns);
 	bool enabled(const std::string &full_name) const;
 	// The filters of an enabled event: it is recorded when any accepts it;

@@ -110,6 +110,11 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer, std:
 		command<control::EnableRotation>(&Daemon::cmd_enable_rotation),
 		command<control::DisableRotation>(&Daemon::cmd_disable_rotation),
 		command<control::Clear>(&Daemon::cmd_clear),
+		command<control::Save>(&Daemon::cmd_save),
+		command<control::Load>(&Daemon::cmd_load),
+		command<control::SnapshotAddOutput>(&Daemon::cmd_snapshot_add_output),
+		command<control::SnapshotDelOutput>(&Daemon::cmd_snapshot_del_output),
+		command<control::SnapshotListOutput>(&Daemon::cmd_snapshot_list_output),
 	};
 	const std::string cmd = control::command_of(req);
 	if (cmd == control::cmd::kWatch)

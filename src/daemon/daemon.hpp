@@ -69,6 +69,11 @@ public:
 	void app_message(App &app, const control::Message &msg);
 	void app_gone(App &app);
 
+	// Before serving: loads and starts the sessions saved in the auto/
+	// folder of the sessions directory (control::default_sessions_dir()),
+	// as the daemon's user; each failure logged (session_files.cpp).
+	void load_auto_sessions();
+
 	// Stops every session (their traces are complete on disk) at exit, and
 	// removes the journal of open traces: nothing is left to repair.
 	void shutdown();
@@ -206,6 +211,20 @@ private:
 	// track and untrack (user_tracking.cpp), either domain; the kernel's
 	// attributes are kernel_commands.cpp's.
 	control::TrackingReply cmd_track(const control::Tracking &, bool untrack, const control::PeerCred &, Lock &);
+
+	// Session files (session_files.cpp): what a session is, as saved; a
+	// session made again from it (the requests that made it, in order).
+	control::SavedSession describe(const TraceSession &s) const;
+	control::SaveReply cmd_save(const control::Save &, const control::PeerCred &, Lock &);
+	control::LoadReply cmd_load(const control::Load &, const control::PeerCred &, Lock &);
+	void replay(const control::Load &req, const control::PeerCred &peer, Lock &lock);
+	// snapshot add-output, del-output, list-output (snapshot_outputs.cpp).
+	control::SnapshotAddOutputReply cmd_snapshot_add_output(const control::SnapshotAddOutput &,
+	                                                        const control::PeerCred &, Lock &);
+	control::SnapshotDelOutputReply cmd_snapshot_del_output(const control::SnapshotDelOutput &,
+	                                                        const control::PeerCred &, Lock &);
+	control::SnapshotListOutputReply cmd_snapshot_list_output(const control::SnapshotListOutput &,
+	                                                          const control::PeerCred &, Lock &);
 
 	// The kernel domain (kernel_commands.cpp).
 	// Throws (one line) unless the peer may trace the kernel: root, or a

@@ -121,6 +121,7 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 		throw CommandError(why);
 	SessionRelay relay;
 	relay.url = control::relay::to_string(*u);
+	relay.public_live = public_live;
 	control::relay::ClientSecurity security = relay_security(req);
 	if (live_period_ns) {
 		if (*live_period_ns < kMinLivePeriodNs || *live_period_ns > kMaxLivePeriodNs)
@@ -314,7 +315,7 @@ control::SnapshotRecordReply Daemon::cmd_snapshot(const control::SnapshotRecord 
 	if (!s.ever_started())
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
 	// Copying and writing whole buffers takes a while: not with the lock.
-	const SnapshotPlan plan = s.plan_snapshot();
+	const SnapshotPlan plan = s.plan_snapshot(req);
 	std::string path;
 	without_lock(s, lock, [&] { path = s.write_snapshot(plan); });
 	return {s.name(), path};

@@ -18,8 +18,14 @@ control::ChannelStatus channel_status(const Channel &c)
 	out.mode = s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard";
 	out.buffers = s.per_pid ? "per-pid" : "per-uid";
 	out.context = event::context_names(s.context);
-	for (const auto &r : c.rules())
-		out.enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
+	for (const auto &r : c.rules()) {
+		std::string rule = r.pattern;
+		if (!r.filter.empty())
+			rule += " (filter: " + r.filter + ")";
+		for (size_t i = 0; i < r.exclude.size(); i++)
+			rule += (i ? ", " : " (excluding: ") + r.exclude[i] + (i + 1 == r.exclude.size() ? ")" : "");
+		out.enabled.push_back(std::move(rule));
+	}
 	out.disabled = c.disabled_patterns();
 	for (const auto &[key, id] : c.ids())
 		out.events.push_back({key.substr(0, key.find('#')), id});

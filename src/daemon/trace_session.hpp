@@ -147,10 +147,15 @@ public:
 
 	// `snapshot record` (session_snapshot.hpp): planned with the lock held,
 	// written without it while the session is busy.
-	SnapshotPlan plan_snapshot() { return snapshots_.plan(channels_.all(), user_trace_.snapshot_metadata()); }
+	SnapshotPlan plan_snapshot(const control::SnapshotRecord &req)
+	{
+		return snapshots_.plan(channels_.all(), user_trace_.snapshot_metadata(), req);
+	}
 	// Returns the directory; throws std::runtime_error.
 	std::string write_snapshot(const SnapshotPlan &plan) { return snapshots_.write(plan, kernel_); }
 	uint32_t snapshots_taken() const { return snapshots_.taken(); }
+	SnapshotRecorder &snapshot_outputs() { return snapshots_; }
+	const SnapshotRecorder &snapshot_outputs() const { return snapshots_; }
 
 	// Trace chunks: rotation and clear (session_chunks.hpp).
 	SessionChunks &chunks() { return chunks_; }

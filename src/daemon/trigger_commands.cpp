@@ -36,7 +36,7 @@ json action_request(const ActionRun &run)
 		return control::encode(control::Stop{{run.session}});
 	if (run.type == "rotate-session")
 		return control::encode(control::Rotate{run.session, true}); // the action thread waits for no rotation
-	return control::encode(control::SnapshotRecord{{run.session}});
+	return control::encode(control::SnapshotRecord{run.session, std::nullopt, std::nullopt, std::nullopt});
 }
 
 } // namespace

@@ -31,6 +31,27 @@ std::vector<std::string> patterns_of(const control::EventRules &req)
 	return req.patterns;
 }
 
+// enable-event --exclude, as LTTng has it: events a wildcard pattern
+// matches that the rule leaves out, each PROVIDER:NAME (with * wildcards).
+std::vector<std::string> exclusions_of(const control::EventRules &req, const std::vector<std::string> &patterns)
+{
+	if (!req.exclude || req.exclude->empty())
+		return {};
+	constexpr size_t kMaxExclusions = 256, kMaxName = 256;
+	if (req.exclude->size() > kMaxExclusions)
+		throw CommandError("--exclude: " + std::to_string(req.exclude->size()) + " names, more than " +
+		                   std::to_string(kMaxExclusions) + ": exclude fewer, or with wildcards");
+	for (const std::string &p : patterns)
+		if (p.find('*') == std::string::npos)
+			throw CommandError("--exclude leaves out events a wildcard pattern matches, and '" + p +
+			                   "' has no wildcard: give 'PROVIDER:*' or the like");
+	for (const std::string &e : *req.exclude)
+		if (e.empty() || e.size() > kMaxName || e.find(':') == std::string::npos)
+			throw CommandError("bad --exclude name '" + e.substr(0, kMaxName) +
+			                   "': write PROVIDER:NAME, with * wildcards (e.g. 'app:debug_*')");
+	return *req.exclude;
+}
+
 // A size of the request: a number below 2^32 (the command sends what
 // base::parse_size read), else the default.
 uint32_t size_argument(const std::optional<uint64_t> &size, const char *option, uint32_t fallback)
@@ -110,10 +131,11 @@ control::EventRulesReply Daemon::cmd_event_rules(const control::EventRules &req,
 	const std::string filter = disable ? "" : req.filter.value_or("");
 	if (!filter.empty())
 		check_filter(filter, patterns, peer);
+	const std::vector<std::string> exclude = disable ? std::vector<std::string>() : exclusions_of(req, patterns);
 	if (disable)
 		ch->disable(patterns);
 	else
-		ch->enable(patterns, filter);
+		ch->enable(patterns, filter, exclude);
 	control::EventRulesReply reply{s.name(), ch->spec().name, patterns, std::nullopt};
 	if (s.started())
 		reply.refused = update_members(s, lock); // returns once the programs apply it (bounded)
