@@ -181,6 +181,10 @@ int main(int argc, char **argv)
 	               "Overwrite the oldest data when full (flight recorder) instead of discarding new events");
 	chan->add_flag("--buffers-pid", a.buffers_pid, "One buffer per program instead of one per user");
 	chan->add_flag("--buffers-uid", a.buffers_uid, "One buffer per user, shared by its programs (the default)");
+	chan->add_option("--blocking-timeout", a.blocking_timeout,
+	                 "User space, discard mode: an event that finds the buffer full waits for space up to this "
+	                 "long instead of being dropped: 0 (never, the default), inf, or a duration (500us, 20ms, "
+	                 "2s; no unit: us). Never in a signal handler or libtracery's own threads");
 
 	for (bool disable : {false, true}) {
 		auto *ev = verb(disable ? "disable-event" : "enable-event",

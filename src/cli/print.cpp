@@ -197,6 +197,14 @@ void print_kernel(const control::KernelStatus &k)
 	}
 }
 
+// A blocking channel: its timeout, and what its emitters waited for space.
+void print_blocking(int64_t timeout_us, uint64_t waits, uint64_t wait_us)
+{
+	const std::string timeout = timeout_us < 0 ? "inf" : std::to_string(timeout_us) + " us";
+	printf("    blocking timeout: %s; %llu event%s waited for space, %.3f s in all\n", timeout.c_str(),
+	       static_cast<unsigned long long>(waits), waits == 1 ? "" : "s", static_cast<double>(wait_us) / 1e6);
+}
+
 } // namespace
 
 void print_status(const control::StatusReply &s)
@@ -212,6 +220,8 @@ void print_status(const control::StatusReply &s)
 			events += (events.empty() ? "" : ", ") + e.name + " (id " + std::to_string(e.id) + ")";
 		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
 		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(c.lost), c.lost == 1 ? "" : "s");
+		if (c.blocking_timeout_us)
+			print_blocking(*c.blocking_timeout_us, c.waits.value_or(0), c.wait_us.value_or(0));
 		print_write_loss(c.write_loss, "      ");
 		print_quarantined(c.quarantined, "    ");
 		// Programs this channel does not trace (over their user's buffer quota, or no buffer could be made).

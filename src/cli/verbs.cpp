@@ -2,6 +2,7 @@
 #include "cli/verbs.hpp"
 
 #include "cli/analyze_preload.hpp"
+#include "cli/channel_options.hpp"
 #include "cli/client.hpp"
 #include "cli/current.hpp"
 #include "cli/export_formats.hpp"
@@ -266,6 +267,8 @@ int verb_enable_channel(const Args &a)
 		               "kernel has one buffer per CPU)");
 	if (a.buffers_pid && a.buffers_uid)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
+	if (a.kernel && !a.blocking_timeout.empty())
+		throw CliError("--blocking-timeout is for user space channels: the kernel's writers never wait");
 	if (a.kernel) {
 		const auto r = request(channel_request<control::KernelEnableChannel>(a));
 		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
@@ -275,6 +278,8 @@ int verb_enable_channel(const Args &a)
 	}
 	auto req = channel_request<control::EnableChannel>(a);
 	req.per_pid = a.buffers_pid;
+	if (!a.blocking_timeout.empty())
+		req.blocking_timeout_us = parse_blocking_timeout(a.blocking_timeout);
 	const auto r = request(req);
 	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(), r.session.c_str(),
 	       base::format_size(r.buffer_bytes).c_str());

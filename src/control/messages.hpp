@@ -262,6 +262,9 @@ struct EnableChannel {
 	std::optional<uint64_t> subbuf_size, num_subbuf; // missing: the defaults
 	bool overwrite = false;
 	bool per_pid = false;
+	// --blocking-timeout: how long an emitter that finds no space waits for
+	// it, in microseconds; -1 without limit; missing or 0: never.
+	std::optional<int64_t> blocking_timeout_us;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EnableChannel::session),
 		field("channel", &EnableChannel::channel),
@@ -269,6 +272,7 @@ struct EnableChannel {
 		optional_field("num_subbuf", &EnableChannel::num_subbuf),
 		field("overwrite", &EnableChannel::overwrite),
 		field("per_pid", &EnableChannel::per_pid),
+		optional_field("blocking_timeout_us", &EnableChannel::blocking_timeout_us),
 	};
 	bool operator==(const EnableChannel &) const = default;
 };
@@ -432,6 +436,10 @@ struct ChannelStatus {
 	std::vector<NotTraced> not_traced; // the newest
 	uint64_t not_traced_total = 0;
 	std::vector<Quarantined> quarantined;
+	// A blocking channel: its timeout (EnableChannel's), the records that
+	// waited for space and the microseconds they waited in all.
+	std::optional<int64_t> blocking_timeout_us;
+	std::optional<uint64_t> waits, wait_us;
 	static constexpr auto kFields = std::tuple{
 		field("name", &ChannelStatus::name),
 		field("subbuf_size", &ChannelStatus::subbuf_size),
@@ -448,6 +456,9 @@ struct ChannelStatus {
 		field("not_traced", &ChannelStatus::not_traced),
 		field("not_traced_total", &ChannelStatus::not_traced_total),
 		field("quarantined", &ChannelStatus::quarantined),
+		optional_field("blocking_timeout_us", &ChannelStatus::blocking_timeout_us),
+		optional_field("waits", &ChannelStatus::waits),
+		optional_field("wait_us", &ChannelStatus::wait_us),
 	};
 	bool operator==(const ChannelStatus &) const = default;
 };
@@ -935,6 +946,9 @@ struct ChannelRules {
 	std::optional<bool> buffer;          // false: this channel does not trace the program (no fd)
 	std::optional<ContextFlags> context; // with a buffer
 	std::optional<std::string> clock;    // likewise: what timestamps count (missing: ns)
+	// Likewise: how long an emitter waits for space, in microseconds (-1:
+	// without limit; missing: never).
+	std::optional<int64_t> blocking_timeout_us;
 	static constexpr auto kFields = std::tuple{
 		field("index", &ChannelRules::index),
 		field("ids", &ChannelRules::ids),
@@ -942,6 +956,7 @@ struct ChannelRules {
 		optional_field("buffer", &ChannelRules::buffer),
 		optional_field("context", &ChannelRules::context),
 		optional_field("clock", &ChannelRules::clock),
+		optional_field("blocking_timeout_us", &ChannelRules::blocking_timeout_us),
 	};
 	bool operator==(const ChannelRules &) const = default;
 };

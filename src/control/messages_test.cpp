@@ -72,7 +72,7 @@ DestroyReply full()
 template <>
 EnableChannel full()
 {
-	return {"s", "c", 4096, 8, true, true};
+	return {"s", "c", 4096, 8, true, true, -1};
 }
 template <>
 EnableChannelReply full()
@@ -160,7 +160,10 @@ StatusReply full()
 	                1 << 15,
 	                {{8, 1000, std::nullopt, "over quota"}},
 	                9,
-	                {{"pid7", "bad", {}}}};
+	                {{"pid7", "bad", {}}},
+	                20000,
+	                4,
+	                1500};
 	ProbeStatus p{"p", "elf:/bin/true:main", 1, {"argc (int)"}, "DWARF", 10, 4};
 	KernelStatus k{{"sched_switch"},
 	               {"*"},
@@ -348,7 +351,8 @@ ChannelRules channel_rules()
 	        {{"app:e#1", {"00ff"}}},
 	        false,
 	        ContextFlags{true, false, true, {"ip", "perf:thread:page-fault"}},
-	        "tsc"};
+	        "tsc",
+	        -1};
 }
 template <>
 StartSession full()
@@ -407,7 +411,7 @@ TEST(Messages, BodiesAreTheSameAsBefore)
 	EXPECT_EQ(
 		encode(list).dump(),
 		R"({"ok":true,"sessions":[{"name":"s","output":"/t","owner":1000,"relay":null,"snapshot":false,"state":"created"}]})");
-	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt};
+	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 	EXPECT_EQ(encode(Update{2, 9, {update}}).dump(),
 	          R"({"channels":[{"filters":{},"ids":{"k":3},"index":1}],"seq":9,"session":2,"type":"update"})");
 }

@@ -30,6 +30,12 @@ control::ChannelStatus channel_status(const Channel &c)
 		out.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});
 	out.not_traced_total = c.not_traced_total();
 	out.quarantined = c.quarantined();
+	if (s.blocking_timeout_us != 0) {
+		const Waits w = c.waits();
+		out.blocking_timeout_us = s.blocking_timeout_us;
+		out.waits = w.count;
+		out.wait_us = w.ns / 1000;
+	}
 	return out;
 }
 
