@@ -271,7 +271,7 @@ public:
 	// Sync::rseq: the calling thread runs on `cpu` meanwhile (it is moved there and back, ~tens of microseconds);
 	// if it may not run there (cpuset), an online CPU's buffer is left open and flush returns false.
 	bool flush(uint32_t cpu, uint64_t now) noexcept;
-	uint64_t lost(uint32_t cpu) const noexcept; // cumulative dropped records
+	uint64_t lost(uint32_t cpu) const noexcept;    // cumulative dropped records
 	uint64_t waits(uint32_t cpu) const noexcept;   // records that waited for space (write_waiting), cumulative
 	uint64_t wait_ns(uint32_t cpu) const noexcept; // the nanoseconds they slept, cumulative
 	// Copies out the complete sub-buffers still present, oldest first, skipping any that got overwritten during the
@@ -331,8 +331,8 @@ private:
 	                                     ClockFn clock, FillFn fill, WaitFn may_wait);
 	// What reserve_general found.
 	enum Reserved : int {
-		kFull = -1,    // discard mode, no free sub-buffer, and the caller asked to be told (nothing counted; r.cpu
-			       // names the buffer)
+		// Discard mode, no free sub-buffer, and the caller asked to be told: nothing counted, r.cpu names the buffer.
+		kFull = -1,
 		kDropped = 0,  // dropped and counted
 		kReserved = 1, // r holds the reservation
 	};
@@ -503,7 +503,8 @@ bool Channel::write_general(uint32_t cpu, uint32_t payload_size, bool allow_comp
 				return false;
 			}
 			waited += wait_for_space(attempt);
-			got = reserve_general(cpu, payload_size, allow_compact, static_cast<uint64_t>(clock()), r, true);
+			got = reserve_general(cpu, payload_size, allow_compact, static_cast<uint64_t>(clock()), r,
+			                      true);
 		}
 		count_wait(got == kReserved ? r.cpu : cpu, waited);
 	}

@@ -135,7 +135,7 @@ TEST(RingBufferWaiting, RecordsStillWithoutSpaceAfterTheLimitAreDroppedAndCounte
 	EXPECT_EQ(ch->lost(0), 1u);
 	EXPECT_EQ(ch->waits(0), 1u);
 	EXPECT_GE(ch->wait_ns(0), kLimitNs);
-	EXPECT_GE(asked, 2u); // once before the first sleep, then after each
+	EXPECT_GE(asked, 2u);         // once before the first sleep, then after each
 	constexpr uint64_t kMore = 3; // the same record again (a smaller one might fit in the open sub-buffer)
 	for (uint64_t i = 1; i <= kMore; ++i)
 		EXPECT_FALSE(emit(*ch, 0, 0, seq, [&](uint64_t waited) { return waited < kLimitNs; }));
