@@ -185,6 +185,12 @@ int main(int argc, char **argv)
 	                 "User space, discard mode: an event that finds the buffer full waits for space up to this "
 	                 "long instead of being dropped: 0 (never, the default), inf, or a duration (500us, 20ms, "
 	                 "2s; no unit: us). Never in a signal handler or libtracery's own threads");
+	chan->add_option("--tracefile-size", a.tracefile_size,
+	                 "Write each stream in files of at most SIZE (k/M/G), CHANNEL_CPU_0, CHANNEL_CPU_1, ...; at "
+	                 "least the sub-buffer size; local traces only");
+	chan->add_option("--tracefile-count", a.tracefile_count,
+	                 "With --tracefile-size: keep only the newest N files of each stream (the oldest is deleted), "
+	                 "so that a stream takes at most N x SIZE on disk");
 
 	for (bool disable : {false, true}) {
 		auto *ev = verb(disable ? "disable-event" : "enable-event",

@@ -254,6 +254,10 @@ Request channel_request(const Args &a)
 	if (!a.num_subbuf.empty())
 		req.num_subbuf = parse_size(a.num_subbuf, "--num-subbuf");
 	req.overwrite = a.overwrite;
+	if (!a.tracefile_size.empty())
+		req.tracefile_size = parse_tracefile_size(a.tracefile_size);
+	if (!a.tracefile_count.empty())
+		req.tracefile_count = parse_tracefile_count(a.tracefile_count);
 	return req;
 }
 

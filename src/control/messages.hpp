@@ -265,6 +265,9 @@ struct EnableChannel {
 	// --blocking-timeout: how long an emitter that finds no space waits for
 	// it, in microseconds; -1 without limit; missing or 0: never.
 	std::optional<int64_t> blocking_timeout_us;
+	// --tracefile-size (bytes) and --tracefile-count: each stream in files of
+	// at most that size, the newest that many kept (consumer/file_sink.hpp).
+	std::optional<uint64_t> tracefile_size, tracefile_count;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EnableChannel::session),
 		field("channel", &EnableChannel::channel),
@@ -273,6 +276,8 @@ struct EnableChannel {
 		field("overwrite", &EnableChannel::overwrite),
 		field("per_pid", &EnableChannel::per_pid),
 		optional_field("blocking_timeout_us", &EnableChannel::blocking_timeout_us),
+		optional_field("tracefile_size", &EnableChannel::tracefile_size),
+		optional_field("tracefile_count", &EnableChannel::tracefile_count),
 	};
 	bool operator==(const EnableChannel &) const = default;
 };
@@ -440,6 +445,7 @@ struct ChannelStatus {
 	// waited for space and the microseconds they waited in all.
 	std::optional<int64_t> blocking_timeout_us;
 	std::optional<uint64_t> waits, wait_us;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // EnableChannel's, when given
 	static constexpr auto kFields = std::tuple{
 		field("name", &ChannelStatus::name),
 		field("subbuf_size", &ChannelStatus::subbuf_size),
@@ -459,6 +465,8 @@ struct ChannelStatus {
 		optional_field("blocking_timeout_us", &ChannelStatus::blocking_timeout_us),
 		optional_field("waits", &ChannelStatus::waits),
 		optional_field("wait_us", &ChannelStatus::wait_us),
+		optional_field("tracefile_size", &ChannelStatus::tracefile_size),
+		optional_field("tracefile_count", &ChannelStatus::tracefile_count),
 	};
 	bool operator==(const ChannelStatus &) const = default;
 };
@@ -537,7 +545,8 @@ struct KernelStatus {
 	std::optional<uint64_t> written, lost;
 	std::optional<WriteLoss> write_loss; // when writes were refused
 	std::optional<std::string> trace;
-	std::optional<KernelTrackedStatus> tracked; // last: added after the others
+	std::optional<KernelTrackedStatus> tracked;              // last: added after the others
+	std::optional<uint64_t> tracefile_size, tracefile_count; // KernelEnableChannel's, when given
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
 		field("syscalls", &KernelStatus::syscalls),
@@ -555,6 +564,8 @@ struct KernelStatus {
 		optional_field("write_loss", &KernelStatus::write_loss),
 		optional_field("trace", &KernelStatus::trace),
 		optional_field("tracked", &KernelStatus::tracked),
+		optional_field("tracefile_size", &KernelStatus::tracefile_size),
+		optional_field("tracefile_count", &KernelStatus::tracefile_count),
 	};
 	bool operator==(const KernelStatus &) const = default;
 };
@@ -757,12 +768,15 @@ struct KernelEnableChannel {
 	std::string channel;
 	std::optional<uint64_t> subbuf_size, num_subbuf; // both or neither
 	bool overwrite = false;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // as EnableChannel's
 	static constexpr auto kFields = std::tuple{
 		field("session", &KernelEnableChannel::session),
 		field("channel", &KernelEnableChannel::channel),
 		optional_field("subbuf_size", &KernelEnableChannel::subbuf_size),
 		optional_field("num_subbuf", &KernelEnableChannel::num_subbuf),
 		field("overwrite", &KernelEnableChannel::overwrite),
+		optional_field("tracefile_size", &KernelEnableChannel::tracefile_size),
+		optional_field("tracefile_count", &KernelEnableChannel::tracefile_count),
 	};
 	bool operator==(const KernelEnableChannel &) const = default;
 };

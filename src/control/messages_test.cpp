@@ -72,7 +72,7 @@ DestroyReply full()
 template <>
 EnableChannel full()
 {
-	return {"s", "c", 4096, 8, true, true, -1};
+	return {"s", "c", 4096, 8, true, true, -1, 1 << 20, 3};
 }
 template <>
 EnableChannelReply full()
@@ -163,7 +163,9 @@ StatusReply full()
 	                {{"pid7", "bad", {}}},
 	                20000,
 	                4,
-	                1500};
+	                1500,
+	                1 << 20,
+	                3};
 	ProbeStatus p{"p", "elf:/bin/true:main", 1, {"argc (int)"}, "DWARF", 10, 4};
 	KernelStatus k{{"sched_switch"},
 	               {"*"},
@@ -180,7 +182,9 @@ StatusReply full()
 	               2,
 	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel",
-	               KernelTrackedStatus{3, 4, 5, 6, 7, 8}};
+	               KernelTrackedStatus{3, 4, 5, 6, 7, 8},
+	               1 << 20,
+	               0};
 	return {"s",
 	        "/tmp/t",
 	        "started",
@@ -256,7 +260,7 @@ KernelDisableEventReply full()
 template <>
 KernelEnableChannel full()
 {
-	return {"s", "k", 4096, 4, true};
+	return {"s", "k", 4096, 4, true, 1 << 20, 3};
 }
 template <>
 KernelEnableChannelReply full()

@@ -9,6 +9,7 @@
 
 #include "base/sizes.hpp"
 #include "consumer/channel_consumer.hpp"
+#include "consumer/file_sink.hpp"
 #include "control/messages.hpp"
 #include "event/context.hpp"
 #include "ringbuf/ring_buffer.hpp"
@@ -31,7 +32,8 @@ struct ChannelSpec {
 	ringbuf::Mode mode = ringbuf::Mode::discard;
 	bool per_pid = false;
 	event::ContextOptions context{};
-	int64_t blocking_timeout_us = 0; // --blocking-timeout: 0 never wait, -1 without limit (discard mode only)
+	int64_t blocking_timeout_us = 0;    // --blocking-timeout: 0 never wait, -1 without limit (discard mode only)
+	consumer::TracefileLimit tracefile; // --tracefile-size/--tracefile-count (local files)
 };
 
 // What the emitters of a blocking channel waited for space

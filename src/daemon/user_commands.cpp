@@ -5,6 +5,7 @@
 // error is one line naming the problem and the fix; a failed command leaves
 // every session as it was.
 #include "daemon/daemon.hpp"
+#include "daemon/tracefile_options.hpp"
 
 #include "event/event_pattern.hpp"
 #include "event/schema.hpp"
@@ -71,6 +72,7 @@ control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChan
 	spec.mode = req.overwrite ? ringbuf::Mode::overwrite : ringbuf::Mode::discard;
 	spec.per_pid = req.per_pid;
 	spec.blocking_timeout_us = blocking_timeout_argument(req.blocking_timeout_us, spec.mode);
+	spec.tracefile = tracefile_limit(req.tracefile_size, req.tracefile_count, spec.subbuf_size, s.identity());
 	// Sizes the ring buffer refuses on this machine, or beyond the buffer
 	// quota, are refused here, naming the limit (TraceSession::add_channel).
 	Channel &ch = s.add_channel(spec);
