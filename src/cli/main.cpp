@@ -187,6 +187,16 @@ int main(int argc, char **argv)
 	               "Overwrite the oldest data when full (flight recorder) instead of discarding new events");
 	chan->add_flag("--buffers-pid", a.buffers_pid, "One buffer per program instead of one per user");
 	chan->add_flag("--buffers-uid", a.buffers_uid, "One buffer per user, shared by its programs (the default)");
+	chan->add_option("--blocking-timeout", a.blocking_timeout,
+	                 "User space, discard mode: an event that finds the buffer full waits for space up to this "
+	                 "long instead of being dropped: 0 (never, the default), inf, or a duration (500us, 20ms, "
+	                 "2s; no unit: us). Never in a signal handler or libtracery's own threads");
+	chan->add_option("--tracefile-size", a.tracefile_size,
+	                 "Write each stream in files of at most SIZE (k/M/G), CHANNEL_CPU_0, CHANNEL_CPU_1, ...; at "
+	                 "least the sub-buffer size; local traces only");
+	chan->add_option("--tracefile-count", a.tracefile_count,
+	                 "With --tracefile-size: keep only the newest N files of each stream (the oldest is deleted), "
+	                 "so that a stream takes at most N x SIZE on disk");
 
 	for (bool disable : {false, true}) {
 		auto *ev = verb(disable ? "disable-event" : "enable-event",

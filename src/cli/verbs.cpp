@@ -2,6 +2,7 @@
 #include "cli/verbs.hpp"
 
 #include "cli/analyze_preload.hpp"
+#include "cli/channel_options.hpp"
 #include "cli/client.hpp"
 #include "cli/current.hpp"
 #include "cli/export_formats.hpp"
@@ -263,6 +264,10 @@ Request channel_request(const Args &a)
 	if (!a.num_subbuf.empty())
 		req.num_subbuf = parse_size(a.num_subbuf, "--num-subbuf");
 	req.overwrite = a.overwrite;
+	if (!a.tracefile_size.empty())
+		req.tracefile_size = parse_tracefile_size(a.tracefile_size);
+	if (!a.tracefile_count.empty())
+		req.tracefile_count = parse_tracefile_count(a.tracefile_count);
 	return req;
 }
 
@@ -276,6 +281,8 @@ int verb_enable_channel(const Args &a)
 		               "kernel has one buffer per CPU)");
 	if (a.buffers_pid && a.buffers_uid)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
+	if (a.kernel && !a.blocking_timeout.empty())
+		throw CliError("--blocking-timeout is for user space channels: the kernel's writers never wait");
 	if (a.kernel) {
 		const auto r = request(channel_request<control::KernelEnableChannel>(a));
 		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
@@ -285,6 +292,8 @@ int verb_enable_channel(const Args &a)
 	}
 	auto req = channel_request<control::EnableChannel>(a);
 	req.per_pid = a.buffers_pid;
+	if (!a.blocking_timeout.empty())
+		req.blocking_timeout_us = parse_blocking_timeout(a.blocking_timeout);
 	const auto r = request(req);
 	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(), r.session.c_str(),
 	       base::format_size(r.buffer_bytes).c_str());

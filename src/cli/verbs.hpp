@@ -36,6 +36,8 @@ struct Args {
 	uint32_t capture_buffers = 0; // enable-event -k --syscall --capture-buffers[=BYTES]
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
+	std::string blocking_timeout;                // enable-channel --blocking-timeout
+	std::string tracefile_size, tracefile_count; // enable-channel --tracefile-size/--tracefile-count
 	std::vector<std::string> contexts;
 	bool list_contexts = false;              // add-context --list
 	std::vector<std::string> targets;        // view NAME|DIR...

@@ -276,6 +276,12 @@ struct EnableChannel {
 	std::optional<uint64_t> subbuf_size, num_subbuf; // missing: the defaults
 	bool overwrite = false;
 	bool per_pid = false;
+	// --blocking-timeout: how long an emitter that finds no space waits for
+	// it, in microseconds; -1 without limit; missing or 0: never.
+	std::optional<int64_t> blocking_timeout_us;
+	// --tracefile-size (bytes) and --tracefile-count: each stream in files of
+	// at most that size, the newest that many kept (consumer/file_sink.hpp).
+	std::optional<uint64_t> tracefile_size, tracefile_count;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EnableChannel::session),
 		field("channel", &EnableChannel::channel),
@@ -283,6 +289,9 @@ struct EnableChannel {
 		optional_field("num_subbuf", &EnableChannel::num_subbuf),
 		field("overwrite", &EnableChannel::overwrite),
 		field("per_pid", &EnableChannel::per_pid),
+		optional_field("blocking_timeout_us", &EnableChannel::blocking_timeout_us),
+		optional_field("tracefile_size", &EnableChannel::tracefile_size),
+		optional_field("tracefile_count", &EnableChannel::tracefile_count),
 	};
 	bool operator==(const EnableChannel &) const = default;
 };
@@ -449,6 +458,11 @@ struct ChannelStatus {
 	std::vector<NotTraced> not_traced; // the newest
 	uint64_t not_traced_total = 0;
 	std::vector<Quarantined> quarantined;
+	// A blocking channel: its timeout (EnableChannel's), the records that
+	// waited for space and the microseconds they waited in all.
+	std::optional<int64_t> blocking_timeout_us;
+	std::optional<uint64_t> waits, wait_us;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // EnableChannel's, when given
 	static constexpr auto kFields = std::tuple{
 		field("name", &ChannelStatus::name),
 		field("subbuf_size", &ChannelStatus::subbuf_size),
@@ -465,6 +479,11 @@ struct ChannelStatus {
 		field("not_traced", &ChannelStatus::not_traced),
 		field("not_traced_total", &ChannelStatus::not_traced_total),
 		field("quarantined", &ChannelStatus::quarantined),
+		optional_field("blocking_timeout_us", &ChannelStatus::blocking_timeout_us),
+		optional_field("waits", &ChannelStatus::waits),
+		optional_field("wait_us", &ChannelStatus::wait_us),
+		optional_field("tracefile_size", &ChannelStatus::tracefile_size),
+		optional_field("tracefile_count", &ChannelStatus::tracefile_count),
 	};
 	bool operator==(const ChannelStatus &) const = default;
 };
@@ -543,7 +562,8 @@ struct KernelStatus {
 	std::optional<uint64_t> written, lost;
 	std::optional<WriteLoss> write_loss; // when writes were refused
 	std::optional<std::string> trace;
-	std::optional<KernelTrackedStatus> tracked; // last: added after the others
+	std::optional<KernelTrackedStatus> tracked;              // last: added after the others
+	std::optional<uint64_t> tracefile_size, tracefile_count; // KernelEnableChannel's, when given
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
 		field("syscalls", &KernelStatus::syscalls),
@@ -561,6 +581,8 @@ struct KernelStatus {
 		optional_field("write_loss", &KernelStatus::write_loss),
 		optional_field("trace", &KernelStatus::trace),
 		optional_field("tracked", &KernelStatus::tracked),
+		optional_field("tracefile_size", &KernelStatus::tracefile_size),
+		optional_field("tracefile_count", &KernelStatus::tracefile_count),
 	};
 	bool operator==(const KernelStatus &) const = default;
 };
@@ -790,12 +812,15 @@ struct KernelEnableChannel {
 	std::string channel;
 	std::optional<uint64_t> subbuf_size, num_subbuf; // both or neither
 	bool overwrite = false;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // as EnableChannel's
 	static constexpr auto kFields = std::tuple{
 		field("session", &KernelEnableChannel::session),
 		field("channel", &KernelEnableChannel::channel),
 		optional_field("subbuf_size", &KernelEnableChannel::subbuf_size),
 		optional_field("num_subbuf", &KernelEnableChannel::num_subbuf),
 		field("overwrite", &KernelEnableChannel::overwrite),
+		optional_field("tracefile_size", &KernelEnableChannel::tracefile_size),
+		optional_field("tracefile_count", &KernelEnableChannel::tracefile_count),
 	};
 	bool operator==(const KernelEnableChannel &) const = default;
 };
@@ -1059,6 +1084,9 @@ struct ChannelRules {
 	std::optional<bool> buffer;          // false: this channel does not trace the program (no fd)
 	std::optional<ContextFlags> context; // with a buffer
 	std::optional<std::string> clock;    // likewise: what timestamps count (missing: ns)
+	// Likewise: how long an emitter waits for space, in microseconds (-1:
+	// without limit; missing: never).
+	std::optional<int64_t> blocking_timeout_us;
 	static constexpr auto kFields = std::tuple{
 		field("index", &ChannelRules::index),
 		field("ids", &ChannelRules::ids),
@@ -1066,6 +1094,7 @@ struct ChannelRules {
 		optional_field("buffer", &ChannelRules::buffer),
 		optional_field("context", &ChannelRules::context),
 		optional_field("clock", &ChannelRules::clock),
+		optional_field("blocking_timeout_us", &ChannelRules::blocking_timeout_us),
 	};
 	bool operator==(const ChannelRules &) const = default;
 };

@@ -72,7 +72,7 @@ DestroyReply full()
 template <>
 EnableChannel full()
 {
-	return {"s", "c", 4096, 8, true, true};
+	return {"s", "c", 4096, 8, true, true, -1, 1 << 20, 3};
 }
 template <>
 EnableChannelReply full()
@@ -164,7 +164,12 @@ StatusReply full()
 	                1 << 15,
 	                {{8, 1000, std::nullopt, "over quota"}},
 	                9,
-	                {{"pid7", "bad", {}}}};
+	                {{"pid7", "bad", {}}},
+	                20000,
+	                4,
+	                1500,
+	                1 << 20,
+	                3};
 	ProbeStatus p{"p", "elf:/bin/true:main", 1, {"argc (int)"}, "DWARF", 10, 4};
 	KernelStatus k{{"sched_switch"},
 	               {"*"},
@@ -181,7 +186,9 @@ StatusReply full()
 	               2,
 	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel",
-	               KernelTrackedStatus{3, 4, 5, 6, 7, 8}};
+	               KernelTrackedStatus{3, 4, 5, 6, 7, 8},
+	               1 << 20,
+	               0};
 	return {"s",
 	        "/tmp/t",
 	        "started",
@@ -258,7 +265,7 @@ KernelDisableEventReply full()
 template <>
 KernelEnableChannel full()
 {
-	return {"s", "k", 4096, 4, true};
+	return {"s", "k", 4096, 4, true, 1 << 20, 3};
 }
 template <>
 KernelEnableChannelReply full()
@@ -353,7 +360,8 @@ ChannelRules channel_rules()
 	        {{"app:e#1", {"00ff"}}},
 	        false,
 	        ContextFlags{true, false, true, {"ip", "perf:thread:page-fault"}},
-	        "tsc"};
+	        "tsc",
+	        -1};
 }
 template <>
 StartSession full()
@@ -423,8 +431,17 @@ SavedSession saved_session()
 	s.output = "/t/s";
 	s.relay = SavedRelay{"net://relay.example:5342", 1000000000, true};
 	s.started = true;
-	s.user.channels.push_back(
-		{"c", 4096, 8, true, true, {"vpid"}, {{"app:*", "x > 1", std::vector<std::string>{"app:d"}}}, {"b:*"}});
+	s.user.channels.push_back({"c",
+	                           4096,
+	                           8,
+	                           true,
+	                           true,
+	                           {"vpid"},
+	                           {{"app:*", "x > 1", std::vector<std::string>{"app:d"}}},
+	                           {"b:*"},
+	                           500,
+	                           1 << 20,
+	                           4});
 	s.user.tracking.push_back({"vpid", false, {1, 2}});
 	s.kernel = SavedKernelDomain{"k",
 	                             4096,
@@ -436,7 +453,9 @@ SavedSession saved_session()
 	                             {{"p", "elf:/bin/true:main", "x=%di:s32", std::nullopt}},
 	                             256,
 	                             {{"pid", false, {7}}},
-	                             false};
+	                             false,
+	                             1 << 20,
+	                             2};
 	s.snapshot_outputs.push_back({"o", "/t/snapshots", 1 << 20});
 	return s;
 }
@@ -529,7 +548,7 @@ TEST(Messages, BodiesAreTheSameAsBefore)
 	EXPECT_EQ(
 		encode(list).dump(),
 		R"({"ok":true,"sessions":[{"name":"s","output":"/t","owner":1000,"relay":null,"snapshot":false,"state":"created"}]})");
-	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt};
+	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 	EXPECT_EQ(encode(Update{2, 9, {update}}).dump(),
 	          R"({"channels":[{"filters":{},"ids":{"k":3},"index":1}],"seq":9,"session":2,"type":"update"})");
 }

@@ -46,9 +46,11 @@ struct SavedChannel {
 	uint64_t subbuf_size = 0, num_subbuf = 0;
 	bool overwrite = false;
 	bool per_pid = false;
-	std::vector<std::string> context;   // add-context -u
-	std::vector<SavedEventRule> events; // enabled
-	std::vector<std::string> disabled;  // disable-event -u of patterns no rule enables
+	std::vector<std::string> context;                        // add-context -u
+	std::vector<SavedEventRule> events;                      // enabled
+	std::vector<std::string> disabled;                       // disable-event -u of patterns no rule enables
+	std::optional<int64_t> blocking_timeout_us;              // --blocking-timeout (-1: inf); missing: 0
+	std::optional<uint64_t> tracefile_size, tracefile_count; // --tracefile-size/-count; missing: 0
 	static constexpr auto kFields = std::tuple{
 		field("name", &SavedChannel::name),
 		field("subbuf_size", &SavedChannel::subbuf_size),
@@ -58,6 +60,9 @@ struct SavedChannel {
 		field("context", &SavedChannel::context),
 		field("events", &SavedChannel::events),
 		field("disabled", &SavedChannel::disabled),
+		optional_field("blocking_timeout_us", &SavedChannel::blocking_timeout_us),
+		optional_field("tracefile_size", &SavedChannel::tracefile_size),
+		optional_field("tracefile_count", &SavedChannel::tracefile_count),
 	};
 	bool operator==(const SavedChannel &) const = default;
 };
@@ -112,6 +117,7 @@ struct SavedKernelDomain {
 	uint64_t capture_buffers = 0; // 0: none
 	std::vector<SavedTracking> tracking;
 	bool follow_children = true;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // --tracefile-size/-count; missing: 0
 	static constexpr auto kFields = std::tuple{
 		field("channel", &SavedKernelDomain::channel),
 		field("subbuf_size", &SavedKernelDomain::subbuf_size),
@@ -124,6 +130,8 @@ struct SavedKernelDomain {
 		field("capture_buffers", &SavedKernelDomain::capture_buffers),
 		field("tracking", &SavedKernelDomain::tracking),
 		field("follow_children", &SavedKernelDomain::follow_children),
+		optional_field("tracefile_size", &SavedKernelDomain::tracefile_size),
+		optional_field("tracefile_count", &SavedKernelDomain::tracefile_count),
 	};
 	bool operator==(const SavedKernelDomain &) const = default;
 };

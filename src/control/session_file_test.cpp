@@ -25,7 +25,10 @@ SavedSession example()
 	                           {"vpid", "procname"},
 	                           {{"app:*", std::nullopt, std::vector<std::string>{"app:debug_*"}},
 	                            {"db:query", "ms > 100", std::nullopt}},
-	                           {"app:noisy"}});
+	                           {"app:noisy"},
+	                           -1,
+	                           65536,
+	                           3});
 	s.user.tracking = {{"vpid", true, {}}, {"vuid", false, {1000}}, {"vgid", true, {}}};
 	return s;
 }

@@ -31,6 +31,18 @@ uint64_t Buffer::lost() const
 	return n;
 }
 
+Waits Buffer::waits() const
+{
+	Waits w;
+	if (ring->quarantined())
+		return w;
+	for (uint32_t cpu = 0; cpu < ring->config().num_cpus; cpu++) {
+		w.count += ring->waits(cpu);
+		w.ns += ring->wait_ns(cpu);
+	}
+	return w;
+}
+
 consumer::WriteLosses Buffer::write_losses() const
 {
 	return consumer ? consumer->write_losses() : consumer::WriteLosses{};
@@ -90,6 +102,9 @@ void Channel::note_finished(const Buffer &b)
 			quarantined_done_.pop_front();
 	}
 	lost_done_ += b.lost();
+	const Waits waited = b.waits();
+	waits_done_.count += waited.count;
+	waits_done_.ns += waited.ns;
 	consumer::WriteLosses w = b.write_losses();
 	w.refusing = false; // finished
 	add(write_done_, w);
@@ -156,6 +171,17 @@ uint32_t Channel::id_for(const std::string &key)
 	if (inserted)
 		next_id_++;
 	return it->second;
+}
+
+Waits Channel::waits() const
+{
+	Waits w = waits_done_;
+	for (const auto &[owner, b] : buffers_) {
+		const Waits live = b->waits();
+		w.count += live.count;
+		w.ns += live.ns;
+	}
+	return w;
 }
 
 uint64_t Channel::lost() const

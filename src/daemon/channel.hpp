@@ -9,6 +9,7 @@
 
 #include "base/sizes.hpp"
 #include "consumer/channel_consumer.hpp"
+#include "consumer/file_sink.hpp"
 #include "control/messages.hpp"
 #include "event/context.hpp"
 #include "ringbuf/ring_buffer.hpp"
@@ -31,6 +32,15 @@ struct ChannelSpec {
 	ringbuf::Mode mode = ringbuf::Mode::discard;
 	bool per_pid = false;
 	event::ContextOptions context{};
+	int64_t blocking_timeout_us = 0;    // --blocking-timeout: 0 never wait, -1 without limit (discard mode only)
+	consumer::TracefileLimit tracefile; // --tracefile-size/--tracefile-count (local files)
+};
+
+// What the emitters of a blocking channel waited for space
+// (ringbuf::Channel::waits): how many records waited, for how long in all.
+struct Waits {
+	uint64_t count = 0;
+	uint64_t ns = 0;
 };
 
 // The ring buffers of a channel of these options (consumer/ring_config.hpp):
@@ -57,6 +67,8 @@ struct Buffer {
 	uint64_t lost() const;
 	// What refused writes cost its trace (none without a consumer).
 	consumer::WriteLosses write_losses() const;
+	// What its emitters waited (none once quarantined, as lost()).
+	Waits waits() const;
 };
 
 class Channel {
@@ -117,6 +129,8 @@ public:
 
 	// Events lost in its buffers, live or finished.
 	uint64_t lost() const;
+	// What emitters waited for space in its buffers, live or finished.
+	Waits waits() const;
 	// What refused writes cost its buffers, live or finished; nullopt when
 	// no write was refused.
 	std::optional<control::WriteLoss> write_loss() const;
@@ -156,6 +170,7 @@ private:
 	uint32_t next_id_ = 0;
 	Buffers buffers_;
 	uint64_t lost_done_ = 0;           // events lost in buffers already finished
+	Waits waits_done_;                 // what their emitters waited
 	consumer::WriteLosses write_done_; // and what refused writes cost them
 	std::deque<NotTraced> not_traced_;
 	uint64_t not_traced_total_ = 0;

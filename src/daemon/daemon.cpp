@@ -227,6 +227,8 @@ uint64_t Daemon::join(TraceSession &s, App &app, const std::vector<Buffer *> &bu
 			if (ctx.more >> i & 1)
 				c.context->more.emplace_back(event::kUserContexts[i].name);
 		c.clock = clock::tick_unit_name(s.tick_unit());
+		if (ch->spec().blocking_timeout_us != 0)
+			c.blocking_timeout_us = ch->spec().blocking_timeout_us;
 		fds.push_back(b->ring->fd());
 	}
 	const uint64_t seq = request(app, s, std::move(start), fds);

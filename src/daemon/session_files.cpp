@@ -55,19 +55,29 @@ control::SavedChannel saved_channel(const Channel &ch)
 			{r.pattern, unless_empty(r.filter),
 		         r.exclude.empty() ? std::nullopt : std::optional<std::vector<std::string>>(r.exclude)});
 	out.disabled = ch.disabled_patterns();
+	if (spec.blocking_timeout_us != 0)
+		out.blocking_timeout_us = spec.blocking_timeout_us;
+	if (spec.tracefile.size != 0) {
+		out.tracefile_size = spec.tracefile.size;
+		out.tracefile_count = spec.tracefile.count;
+	}
 	return out;
 }
 
 std::optional<control::SavedKernelDomain> saved_kernel(const KernelSpec &k)
 {
 	if (!k.any_events() && k.channel.empty() && k.contexts.empty() && k.subbuf_size == 0 && !k.overwrite &&
-	    k.tracking.everyone())
+	    k.tracefile.size == 0 && k.tracking.everyone())
 		return std::nullopt;
 	control::SavedKernelDomain out;
 	out.channel = k.channel;
 	out.subbuf_size = k.subbuf_size;
 	out.num_subbuf = k.num_subbuf;
 	out.overwrite = k.overwrite;
+	if (k.tracefile.size != 0) {
+		out.tracefile_size = k.tracefile.size;
+		out.tracefile_count = k.tracefile.count;
+	}
 	for (const kernel::KernelContext c : k.contexts)
 		out.context.emplace_back(kernel::kernel_context_name(c));
 	auto filter_of = [&](const std::string &rule) {
@@ -233,8 +243,9 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 		const control::SavedChannel &c = f.user.channels[i];
 		const std::string at = "user.channels[" + std::to_string(i) + "]";
 		step(at, [&] {
-			cmd_enable_channel({session, c.name, c.subbuf_size, c.num_subbuf, c.overwrite, c.per_pid}, peer,
-			                   lock);
+			cmd_enable_channel({session, c.name, c.subbuf_size, c.num_subbuf, c.overwrite, c.per_pid,
+			                    c.blocking_timeout_us, c.tracefile_size, c.tracefile_count},
+			                   peer, lock);
 		});
 		for (size_t j = 0; j < c.events.size(); j++) {
 			const control::SavedEventRule &e = c.events[j];
@@ -278,8 +289,9 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 	if (!f.kernel)
 		return;
 	const control::SavedKernelDomain &k = *f.kernel;
-	if (!k.channel.empty() || k.subbuf_size || k.num_subbuf || k.overwrite) {
-		control::KernelEnableChannel channel{session, k.channel, std::nullopt, std::nullopt, k.overwrite};
+	if (!k.channel.empty() || k.subbuf_size || k.num_subbuf || k.overwrite || k.tracefile_size) {
+		control::KernelEnableChannel channel{session,     k.channel,        std::nullopt,     std::nullopt,
+		                                     k.overwrite, k.tracefile_size, k.tracefile_count};
 		if (k.subbuf_size || k.num_subbuf) {
 			channel.subbuf_size = k.subbuf_size;
 			channel.num_subbuf = k.num_subbuf;

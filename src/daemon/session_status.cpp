@@ -36,6 +36,16 @@ control::ChannelStatus channel_status(const Channel &c)
 		out.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});
 	out.not_traced_total = c.not_traced_total();
 	out.quarantined = c.quarantined();
+	if (s.tracefile.size) {
+		out.tracefile_size = s.tracefile.size;
+		out.tracefile_count = s.tracefile.count;
+	}
+	if (s.blocking_timeout_us != 0) {
+		const Waits w = c.waits();
+		out.blocking_timeout_us = s.blocking_timeout_us;
+		out.waits = w.count;
+		out.wait_us = w.ns / 1000;
+	}
 	return out;
 }
 
@@ -80,6 +90,10 @@ control::KernelStatus kernel_status(const TraceSession &s)
 	k.subbuf_size = kernel.subbuf_size;
 	k.num_subbuf = kernel.num_subbuf;
 	k.mode = kernel.overwrite || s.snapshot() ? "overwrite" : "discard";
+	if (kernel.tracefile.size) {
+		k.tracefile_size = kernel.tracefile.size;
+		k.tracefile_count = kernel.tracefile.count;
+	}
 	const kernel::ProcessRules processes = process_rules(kernel);
 	if (processes.pid)
 		k.pids.assign(processes.pid->begin(), processes.pid->end());

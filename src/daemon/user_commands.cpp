@@ -5,6 +5,7 @@
 // error is one line naming the problem and the fix; a failed command leaves
 // every session as it was.
 #include "daemon/daemon.hpp"
+#include "daemon/tracefile_options.hpp"
 
 #include "event/event_pattern.hpp"
 #include "event/schema.hpp"
@@ -64,6 +65,21 @@ uint32_t size_argument(const std::optional<uint64_t> &size, const char *option, 
 	return static_cast<uint32_t>(*size);
 }
 
+// --blocking-timeout: -1 (inf) or a number of microseconds; discard mode only, as LTTng has it (an overwrite
+// channel always has space).
+int64_t blocking_timeout_argument(const std::optional<int64_t> &us, ringbuf::Mode mode)
+{
+	if (!us || *us == 0)
+		return 0;
+	if (*us < -1)
+		throw CommandError("bad --blocking-timeout '" + std::to_string(*us) +
+		                   "': give 0, inf or a duration (500us, 20ms, 2s)");
+	if (mode != ringbuf::Mode::discard)
+		throw CommandError("--blocking-timeout is for discard channels: an overwrite channel never lacks "
+		                   "space (drop --overwrite, or the timeout)");
+	return *us;
+}
+
 } // namespace
 
 control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChannel &req, const control::PeerCred &peer,
@@ -76,6 +92,8 @@ control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChan
 	spec.num_subbuf = size_argument(req.num_subbuf, "--num-subbuf", spec.num_subbuf);
 	spec.mode = req.overwrite ? ringbuf::Mode::overwrite : ringbuf::Mode::discard;
 	spec.per_pid = req.per_pid;
+	spec.blocking_timeout_us = blocking_timeout_argument(req.blocking_timeout_us, spec.mode);
+	spec.tracefile = tracefile_limit(req.tracefile_size, req.tracefile_count, spec.subbuf_size, s.identity());
 	// Sizes the ring buffer refuses on this machine, or beyond the buffer
 	// quota, are refused here, naming the limit (TraceSession::add_channel).
 	Channel &ch = s.add_channel(spec);
