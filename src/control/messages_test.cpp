@@ -4,12 +4,14 @@
 // decoder's strictness errors (unknown field, missing field, wrong type,
 // number out of range, wrong tag), each with its exact message.
 #include "control/messages.hpp"
+#include "control/round_trip_testing.hpp"
 
 #include <gtest/gtest.h>
 
 namespace tracery::control {
 namespace {
 
+using message_testing::round_trip;
 using nlohmann::json;
 
 RelayStatus relay()
@@ -510,15 +512,6 @@ template <>
 SnapshotListOutputReply full()
 {
 	return {snapshot_outputs()};
-}
-
-template <class T>
-void round_trip(const T &m)
-{
-	const json body = encode(m);
-	EXPECT_TRUE(is<T>(body)) << body;
-	EXPECT_EQ(decode<T>(body), m) << body;
-	EXPECT_EQ(decode<T>(json::parse(body.dump())), m) << body; // as on the wire
 }
 
 TEST(Messages, EveryMessageRoundTrips)

@@ -2,12 +2,14 @@
 // (trigger_messages.hpp): every one round-trips, empty and with every field
 // set; the decoder is as strict with them as with the others.
 #include "control/trigger_messages.hpp"
+#include "control/round_trip_testing.hpp"
 
 #include <gtest/gtest.h>
 
 namespace tracery::control {
 namespace {
 
+using message_testing::round_trip;
 using nlohmann::json;
 
 TriggerCondition condition()
@@ -72,15 +74,6 @@ template <>
 TriggerFired full()
 {
 	return {"slow", 1700000000123456789, "app:request", 4242, {{"ms", 900}, {"ids", json::array({1, 2})}}, 4};
-}
-
-template <class T>
-void round_trip(const T &m)
-{
-	const json body = encode(m);
-	EXPECT_TRUE(is<T>(body)) << body;
-	EXPECT_EQ(decode<T>(body), m) << body;
-	EXPECT_EQ(decode<T>(json::parse(body.dump())), m) << body; // as on the wire
 }
 
 TEST(TriggerMessages, EveryMessageRoundTrips)
