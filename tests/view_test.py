@@ -461,6 +461,24 @@ class LttngViewTest(unittest.TestCase):
         self.assertGreaterEqual(ours.count(b"bench:ev:"), 1)
         self.assertIn(b", perf_thread_page_fault = ", ours)
 
+        # Per-process buffers: a trace per process, whose name babeltrace2
+        # prints with the program's name and pid after the host's.
+        per_pid = os.path.join(tmp, "per-pid")
+        lttng("create", "p", f"--output={per_pid}")
+        lttng("enable-channel", "-u", "--buffers-pid", "c")
+        lttng("enable-event", "-u", "-a", "-c", "c")
+        lttng("add-context", "-u", "-c", "c", "-t", "vpid", "-t", "vtid", "-t", "procname")
+        lttng("start")
+        pids = [subprocess.Popen([bench, "300", "1", kind], env=env, stdout=subprocess.DEVNULL) for kind in ("ev", "str")]
+        for p in pids:
+            self.assertEqual(p.wait(timeout=120), 0)
+        lttng("stop")
+        lttng("destroy")
+        ours = view(per_pid).stdout
+        self.assertEqual(ours, bt2(per_pid).stdout)
+        for p in pids:
+            self.assertIn(f":lttng-bench:({p.pid}) bench:".encode(), ours)
+
 
 if __name__ == "__main__":
     unittest.main()

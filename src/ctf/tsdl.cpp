@@ -64,22 +64,6 @@ bool is_tsdl_identifier(std::string_view s) noexcept
 	return true;
 }
 
-bool is_tsdl_keyword(std::string_view s) noexcept
-{
-	static constexpr std::array<std::string_view, 27> kKeywords = {
-		"align",   "callsite", "char",    "clock",          "const",  "double",   "enum",
-		"env",     "event",    "float",   "floating_point", "int",    "integer",  "long",
-		"short",   "signed",   "stream",  "string",         "struct", "trace",    "typealias",
-		"typedef", "unsigned", "variant", "void",           "_Bool",  "_Complex",
-	};
-	if (s == "_Imaginary")
-		return true;
-	for (std::string_view k : kKeywords)
-		if (s == k)
-			return true;
-	return false;
-}
-
 bool is_preamble_type_name(std::string_view s) noexcept
 {
 	static constexpr std::array<std::string_view, 11> kTypes = {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "ctf/tsdl_keywords.hpp"
+
 namespace tracery::ctf {
 
 // A TSDL string literal, quotes included: invalid UTF-8 bytes become '?',
@@ -15,8 +17,6 @@ std::string tsdl_string_literal(std::string_view s);
 
 // [A-Za-z_][A-Za-z0-9_]*
 bool is_tsdl_identifier(std::string_view s) noexcept;
-// A TSDL keyword (struct, event, _Bool...), which cannot name anything.
-bool is_tsdl_keyword(std::string_view s) noexcept;
 // A type name the metadata preamble defines (uint32_t, ...).
 bool is_preamble_type_name(std::string_view s) noexcept;
 

@@ -11,6 +11,7 @@ uint64_t EventWalk::open(reader::TraceSet &set, const std::vector<TraceInput> &i
 {
 	for (const TraceInput &in : inputs)
 		set.add_trace(in.dir, in.name_suffix);
+	print_metadata_warnings(set, stderr);
 	if (fields)
 		set.decode_fields_of(std::move(fields));
 	if (counted)

@@ -126,4 +126,12 @@ TraceScan scan_traces(const std::string &dir)
 	return out;
 }
 
+void print_metadata_warnings(const ctf::reader::TraceSet &set, FILE *err)
+{
+	for (const auto &trace : set.traces())
+		for (const ctf::reader::MetadataWarning &w : trace->cls.warnings)
+			fprintf(err, "tracery: warning: %s: metadata line %zu (offset %zu): %s\n",
+			        trace->metadata_path.c_str(), w.line, w.offset, w.what.c_str());
+}
+
 } // namespace tracery::analysis

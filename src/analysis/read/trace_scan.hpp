@@ -10,8 +10,11 @@
 // again, so only then).
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "ctf/reader/trace_reader.hpp"
 
 namespace tracery::analysis {
 
@@ -46,6 +49,11 @@ TraceScan scan_traces(const std::string &dir);
 // packets (ctf/stream_check.hpp), "FILE: at offset N, ...: ... truncate -s N
 // FILE ...", or that cannot be read; in their order.
 std::vector<std::string> check_streams(const std::vector<std::string> &files);
+
+// Writes to err, one line each, what the metadata of the traces opened in
+// set says that the reader ignores (an unknown attribute), as babeltrace2
+// warns of it: "tracery: warning: PATH: metadata line L (offset O): WHAT".
+void print_metadata_warnings(const ctf::reader::TraceSet &set, FILE *err);
 
 inline constexpr int kMaxDepth = 8;
 

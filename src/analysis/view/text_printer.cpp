@@ -280,8 +280,26 @@ void TextPrinter::packet(const reader::Item &it, StreamText &st)
 void TextPrinter::program(const reader::Item &it, bool packet_shown, EventProgram &prog)
 {
 	const reader::Trace &t = it.stream->trace();
-	if (t.has_hostname) {
-		prog.name += t.hostname;
+	// babeltrace2's trace fields: the host name, then a per-process trace's
+	// program name and "(vpid)", joined by ':'.
+	std::string trace_label = t.has_hostname ? t.hostname : std::string();
+	bool labelled = t.has_hostname;
+	const auto add_label = [&](const std::string &part) {
+		if (labelled)
+			trace_label += ':';
+		trace_label += part;
+		labelled = true;
+	};
+	if (const reader::EnvValue *v = t.cls.env_value("procname"); v && std::holds_alternative<std::string>(*v))
+		add_label(std::get<std::string>(*v));
+	if (const reader::EnvValue *v = t.cls.env_value("vpid"); v && std::holds_alternative<int64_t>(*v)) {
+		std::string vpid = "("; // appended apart: GCC 12 -O3 -Wrestrict false positive on "(" + string
+		vpid += std::to_string(std::get<int64_t>(*v));
+		vpid += ')';
+		add_label(vpid);
+	}
+	if (labelled) {
+		prog.name += trace_label;
 		prog.name += ' ';
 	}
 	prog.name += it.event->cls->name;

@@ -11,6 +11,7 @@
 #include "analysis/output/text_writer.hpp"
 #include "analysis/read/progress.hpp"
 #include "analysis/read/time_range.hpp"
+#include "analysis/read/trace_scan.hpp"
 #include "analysis/view/text_printer.hpp"
 #include "analysis/view/view_filter.hpp"
 #include "ctf/reader/read_error.hpp"
@@ -43,6 +44,7 @@ ViewStats view_traces(const std::vector<TraceInput> &inputs, const ViewOptions &
 	reader::TraceSet set;
 	for (const TraceInput &in : inputs)
 		set.add_trace(in.dir, in.name_suffix);
+	print_metadata_warnings(set, err);
 	if (filter)
 		filter->bind(set, [&](const std::string &name) { return name_wanted(options.names, name); });
 	set.start();

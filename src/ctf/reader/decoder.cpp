@@ -2,6 +2,8 @@
 // registers, roles found by CTF's special names) and running them.
 #include "ctf/reader/decoder.hpp"
 
+#include "ctf/reader/tsdl_parser.hpp"
+
 #include <cstring>
 #include <iterator>
 #include <span>
@@ -102,6 +104,8 @@ public:
 private:
 	[[noreturn]] void fail(const std::string &what) const
 	{
+		if (resolving_ && resolving_->line)
+			throw TsdlError(resolving_->line, resolving_->offset, where_ + ": " + what);
 		throw std::runtime_error("metadata: " + where_ + ": " + what);
 	}
 
@@ -270,7 +274,15 @@ private:
 		}
 	}
 
-	// Resolves a sequence length or variant tag path to the op that decodes it.
+	// Resolves a sequence length or variant tag path (ref, of t) to the op
+	// that decodes it; an error names where the metadata declares t.
+	OpRef resolve(const FieldType &t, const std::string &ref)
+	{
+		resolving_ = &t;
+		const OpRef r = resolve(ref);
+		resolving_ = nullptr;
+		return r;
+	}
 	OpRef resolve(const std::string &ref)
 	{
 		for (int s = 0; s < kScopes; ++s) {
@@ -404,7 +416,7 @@ private:
 			op.count = static_cast<uint32_t>(t.members.size());
 			if (t.tag.empty())
 				fail("variant '" + path + "' without a tag");
-			const OpRef tag = resolve(t.tag);
+			const OpRef tag = resolve(t, t.tag);
 			const Op &tag_op = tag.plan->ops[tag.index];
 			if (tag_op.type->kind != TypeKind::enumeration)
 				fail("the tag '" + t.tag + "' of variant '" + path + "' is not an enum");
@@ -446,7 +458,7 @@ private:
 			const FieldType &e = *t.element;
 			const bool seq = t.kind == TypeKind::sequence;
 			if (seq) {
-				const OpRef len = resolve(t.length_ref);
+				const OpRef len = resolve(t, t.length_ref);
 				op.src_reg = register_of(len);
 			} else {
 				if (t.length > UINT32_MAX)
@@ -477,6 +489,7 @@ private:
 	const TraceClass &tc_;
 	Scope scope_ = Scope::packet_header;
 	std::string where_;
+	const FieldType *resolving_ = nullptr; // the sequence or variant whose path resolve() looks for
 	std::vector<std::string> paths_;
 	std::vector<std::pair<std::string, OpRef>> symbols_[kScopes];
 	size_t regs_ = 0;

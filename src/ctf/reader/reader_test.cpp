@@ -93,13 +93,20 @@ TEST(Tsdl, ErrorsNameLineAndOffset)
 		const char *what;
 	};
 	const Case cases[] = {
-		{"trace { byte_order = le; };\nevent { name = x; fields := struct { nosuch a; }; };", 2,
-	         "unknown type 'nosuch'"},
+		{"trace { major = 1; minor = 8; byte_order = le; };\nevent { name = x; fields := struct { nosuch a; }; };",
+	         2, "unknown type 'nosuch'"},
 		{"typealias integer { size = 65; } := x;", 1, "integer size must be 1 to 64 bits"},
-		{"trace { byte_order = le; };\n\n/* never closed", 3, "comment not closed"},
+		{"trace { major = 1; minor = 8; byte_order = le; };\n\n/* never closed", 3, "comment not closed"},
 		{"trace { major = 1; };", 1, "trace block without byte_order"},
-		{"trace { byte_order = le; };\nevent { name = \"a\"; id = 1; stream_id = 4; };", 2,
-	         "which no stream block declares"},
+		{"trace { byte_order = le; };", 1, "trace block without major and minor"},
+		{"trace {\n major = 1; minor = 9; byte_order = le; };", 2, "minor = 9: this reader reads CTF 1.8"},
+		{"typealias integer { size = 8; } := x;\ntypealias integer { size = 16; } := x;", 2,
+	         "'x' is declared twice in the same scope"},
+		{"typealias integer { size = 8; } := x;\nstruct s { x struct; };", 2, "'struct' is a TSDL keyword"},
+		{"typealias integer { size = 4; signed = true; } := x;\nenum e : x { A = -9 };", 2,
+	         "value -9 of 'A' is out of its 4-bit signed integer's range (-8 to 7)"},
+		{"trace { major = 1; minor = 8; byte_order = le; };\nevent { name = \"a\"; id = 1; stream_id = 4; };",
+	         2, "which no stream block declares"},
 		{"typealias floating_point { exp_dig = 5; mant_dig = 11; } := h;", 1, "only 32-bit"},
 		{"typealias integer { size = 8; align = 3; } := x;", 1, "align must be a power of two"},
 		{"env { a = \"unterminated; };", 1, "string literal not closed"},
@@ -114,6 +121,25 @@ TEST(Tsdl, ErrorsNameLineAndOffset)
 			EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << e.what();
 		}
 	}
+}
+
+TEST(Tsdl, UnknownAttributesAreWarningsWithLineAndOffset)
+{
+	const std::string text = "trace { major = 1; minor = 8; byte_order = le; odd = 3; };\n"
+				 "typealias integer { size = 8; color = red; } := u8;\n"
+				 "event { name = e; id = 0; extra := struct { u8 a; }; fields := struct { u8 b; }; };";
+	const TraceClass tc = parse_tsdl(text);
+	ASSERT_EQ(tc.warnings.size(), 3u);
+	EXPECT_EQ(tc.warnings[0].line, 1u);
+	EXPECT_EQ(text.substr(tc.warnings[0].offset, 3), "odd");
+	EXPECT_EQ(tc.warnings[0].what, "unknown attribute 'odd' in the trace block, ignored");
+	EXPECT_EQ(tc.warnings[1].line, 2u);
+	EXPECT_EQ(text.substr(tc.warnings[1].offset, 5), "color");
+	EXPECT_EQ(tc.warnings[2].line, 3u);
+	EXPECT_EQ(text.substr(tc.warnings[2].offset, 5), "extra");
+	EXPECT_EQ(tc.warnings[2].what, "unknown type 'extra' in an event, ignored");
+	// what was read is whole: the integer's size, the event's fields
+	EXPECT_EQ(tc.streams.at(0).events.at(0).fields->members.at(0).type->size, 8u);
 }
 
 TEST(Tsdl, NestingIsBounded)

@@ -76,6 +76,7 @@ struct FieldType {
 	TypePtr element;                    // array, sequence
 	uint64_t length = 0;                // array
 	std::string length_ref;             // sequence: the length field's path as written
+	size_t line = 0, offset = 0;        // sequence, variant: where the metadata names that path
 };
 
 struct Clock {
@@ -110,6 +111,13 @@ struct StreamClass {
 	std::map<uint64_t, EventClass> events;
 };
 
+// What the metadata says that a reader ignores (an unknown attribute, as
+// babeltrace2 warns of), where it says it.
+struct MetadataWarning {
+	size_t line = 0, offset = 0;
+	std::string what;
+};
+
 struct TraceClass {
 	uint32_t major = 0, minor = 0;
 	std::string uuid;        // text form, "" when absent
@@ -118,6 +126,7 @@ struct TraceClass {
 	std::vector<std::pair<std::string, EnvValue>> env;
 	std::vector<Clock> clocks;
 	std::map<uint64_t, StreamClass> streams;
+	std::vector<MetadataWarning> warnings; // in the order of the text
 
 	const EnvValue *env_value(const std::string &key) const
 	{

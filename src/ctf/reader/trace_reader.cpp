@@ -317,6 +317,8 @@ void describe(Trace &t, TraceClass cls)
 	t.cls = std::move(cls);
 	try {
 		t.plans = std::make_unique<TracePlans>(t.cls);
+	} catch (const TsdlError &e) {
+		throw ReadError(t.metadata_path, e.offset(), t.metadata_path + ": metadata " + e.what(), true);
 	} catch (const std::runtime_error &e) {
 		throw ReadError(t.metadata_path, 0, t.metadata_path + ": " + e.what(), true);
 	}

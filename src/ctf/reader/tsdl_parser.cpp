@@ -13,6 +13,7 @@
 
 #include "base/fd.hpp"
 #include "ctf/reader/read_error.hpp"
+#include "ctf/tsdl_keywords.hpp"
 
 namespace tracery::ctf::reader {
 
@@ -247,6 +248,23 @@ private:
 		return peek_;
 	}
 	[[noreturn]] void fail(const std::string &what) const { throw TsdlError(tok_.line, tok_.offset, what); }
+	// What is ignored is said, once, where it stands; bounded like the text.
+	void warn(size_t line, size_t offset, std::string what)
+	{
+		if (out_.warnings.size() < kMaxMetadataWarnings)
+			out_.warnings.push_back({line, offset, std::move(what)});
+	}
+	// KEY = value; of a type or block this reader does not know: said, skipped.
+	void ignore_attribute(const Token &key, const std::string &name, const char *in)
+	{
+		warn(key.line, key.offset, "unknown attribute '" + name + "' in " + in + ", ignored");
+		skip_value();
+	}
+	// KEY := type; in a block where KEY means nothing (the type is parsed).
+	void ignore_type(const std::string &name, const char *in)
+	{
+		warn(block_key_.line, block_key_.offset, "unknown type '" + name + "' in " + in + ", ignored");
+	}
 	std::string describe() const
 	{
 		switch (tok_.kind) {
@@ -310,7 +328,12 @@ private:
 		}
 		return false;
 	}
-	void declare(const std::string &name, TypePtr t) { scopes_.back()[name] = std::move(t); }
+	// A name is declared once in a scope; an inner scope may declare it again.
+	void declare(const std::string &name, TypePtr t, const Token &at)
+	{
+		if (!scopes_.back().emplace(name, std::move(t)).second)
+			throw TsdlError(at.line, at.offset, "'" + name + "' is declared twice in the same scope");
+	}
 
 	// --- values ---
 	int64_t signed_value()
@@ -407,6 +430,7 @@ private:
 		t->kind = TypeKind::integer;
 		bool have_size = false, have_align = false;
 		while (!accept("}")) {
+			const Token at = tok_;
 			const std::string key = ident();
 			expect("=");
 			if (key == "size") {
@@ -433,7 +457,7 @@ private:
 					fail("map must be clock.NAME.value, not " + m);
 				t->mapped_clock = m.substr(6, m.size() - 12);
 			} else {
-				fail("unknown integer attribute '" + key + "'");
+				ignore_attribute(at, key, "an integer");
 			}
 			expect(";");
 		}
@@ -469,6 +493,7 @@ private:
 		t->kind = TypeKind::floating;
 		bool have_align = false;
 		while (!accept("}")) {
+			const Token at = tok_;
 			const std::string key = ident();
 			expect("=");
 			if (key == "exp_dig")
@@ -482,7 +507,7 @@ private:
 			} else if (key == "byte_order")
 				t->byte_order = byte_order_value();
 			else
-				fail("unknown floating_point attribute '" + key + "'");
+				ignore_attribute(at, key, "a floating_point");
 			expect(";");
 		}
 		t->size = t->exp_dig + t->mant_dig;
@@ -501,11 +526,13 @@ private:
 		t->encoding = Encoding::utf8;
 		if (accept("{")) {
 			while (!accept("}")) {
+				const Token at = tok_;
 				const std::string key = ident();
 				expect("=");
-				if (key != "encoding")
-					fail("unknown string attribute '" + key + "'");
-				t->encoding = encoding_value();
+				if (key == "encoding")
+					t->encoding = encoding_value();
+				else
+					ignore_attribute(at, key, "a string");
 				expect(";");
 			}
 		}
@@ -514,6 +541,7 @@ private:
 	TypePtr enum_type()
 	{
 		std::string name;
+		const Token name_at = tok_;
 		if (tok_.kind == Tok::ident)
 			name = ident();
 		TypePtr container;
@@ -540,9 +568,9 @@ private:
 				label = ident();
 			int64_t lo = next, hi = next;
 			if (accept("=")) {
-				lo = hi = signed_value();
+				lo = hi = enum_value(*t, label);
 				if (accept("..."))
-					hi = signed_value();
+					hi = enum_value(*t, label);
 			}
 			if (t->is_signed ? lo > hi : static_cast<uint64_t>(lo) > static_cast<uint64_t>(hi))
 				fail("enum range of '" + label + "' ends before it begins");
@@ -562,8 +590,33 @@ private:
 			}
 		}
 		if (!name.empty())
-			declare("enum " + name, t);
+			declare("enum " + name, t, name_at);
 		return t;
+	}
+	// A value of an enum's label, within what its container integer holds
+	// (stored as int64_t: an unsigned one's bits).
+	int64_t enum_value(const FieldType &container, const std::string &label)
+	{
+		const bool negative = accept("-");
+		if (!negative)
+			accept("+");
+		if (tok_.kind != Tok::integer)
+			fail("expected a number, found " + describe());
+		const uint64_t magnitude = tok_.value;
+		const uint32_t bits = container.size;
+		const uint64_t unsigned_max = bits >= 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1;
+		const uint64_t positive_max = container.is_signed ? unsigned_max >> 1 : unsigned_max;
+		const uint64_t negative_max = container.is_signed ? (unsigned_max >> 1) + 1 : 0;
+		if (negative ? magnitude > negative_max : magnitude > positive_max) {
+			const std::string range = container.is_signed ? "-" + std::to_string(negative_max) + " to " +
+			                                                        std::to_string(positive_max)
+			                                              : "0 to " + std::to_string(positive_max);
+			fail("value " + std::string(negative ? "-" : "") + std::to_string(magnitude) + " of '" + label +
+			     "' is out of its " + std::to_string(bits) + "-bit " +
+			     (container.is_signed ? "signed" : "unsigned") + " integer's range (" + range + ")");
+		}
+		advance();
+		return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
 	}
 	// `enum NAME`, `struct NAME`, `variant NAME` without a body: the type
 	// declared earlier under that name.
@@ -610,6 +663,7 @@ private:
 	TypePtr struct_type()
 	{
 		std::string name;
+		const Token name_at = tok_;
 		if (tok_.kind == Tok::ident)
 			name = ident();
 		if (!is("{"))
@@ -627,14 +681,16 @@ private:
 		for (const Member &m : t->members)
 			t->align = std::max(t->align, m.type->align);
 		if (!name.empty())
-			declare("struct " + name, t);
+			declare("struct " + name, t, name_at);
 		return t;
 	}
 	TypePtr variant_type()
 	{
 		std::string name, tag;
+		const Token name_at = tok_;
 		if (tok_.kind == Tok::ident)
 			name = ident();
+		const Token tag_at = tok_;
 		if (accept("<")) {
 			tag = dotted();
 			expect(">");
@@ -645,18 +701,22 @@ private:
 				return t;
 			auto tagged = std::make_shared<FieldType>(*t);
 			tagged->tag = tag;
+			tagged->line = tag_at.line;
+			tagged->offset = tag_at.offset;
 			return tagged;
 		}
 		advance();
 		auto t = std::make_shared<FieldType>();
 		t->kind = TypeKind::variant;
 		t->tag = tag;
+		t->line = tag_at.line;
+		t->offset = tag_at.offset;
 		t->align = 1;
 		members(t->members);
 		if (t->members.empty())
 			fail("variant without options");
 		if (!name.empty())
-			declare("variant " + name, t);
+			declare("variant " + name, t, name_at);
 		return t;
 	}
 	TypePtr type_specifier()
@@ -699,20 +759,30 @@ private:
 	// NAME followed by [N] or [path] suffixes; the outermost suffix comes first.
 	TypePtr declarator(TypePtr t, std::string &name)
 	{
+		if (tok_.kind == Tok::ident && is_tsdl_keyword(tok_.text))
+			fail("'" + tok_.text + "' is a TSDL keyword: it cannot name a field or a type");
 		name = ident();
-		std::vector<std::pair<uint64_t, std::string>> dims;
+		struct Dimension {
+			uint64_t length = 0;
+			std::string length_ref; // a sequence's
+			Token at;
+		};
+		std::vector<Dimension> dims;
 		while (accept("[")) {
+			const Token at = tok_;
 			if (tok_.kind == Tok::integer)
-				dims.emplace_back(unsigned_value("array length"), "");
+				dims.push_back({unsigned_value("array length"), "", at});
 			else
-				dims.emplace_back(0, dotted());
+				dims.push_back({0, dotted(), at});
 			expect("]");
 		}
 		for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
 			auto a = std::make_shared<FieldType>();
-			a->kind = it->second.empty() ? TypeKind::array : TypeKind::sequence;
-			a->length = it->first;
-			a->length_ref = it->second;
+			a->kind = it->length_ref.empty() ? TypeKind::array : TypeKind::sequence;
+			a->length = it->length;
+			a->length_ref = it->length_ref;
+			a->line = it->at.line;
+			a->offset = it->at.offset;
 			a->align = t->align;
 			a->element = std::move(t);
 			t = std::move(a);
@@ -734,18 +804,20 @@ private:
 		expect("typealias");
 		TypePtr t = type_specifier();
 		expect(":=");
+		const Token at = tok_;
 		const std::string name = alias_name();
 		expect(";");
-		declare(name, t);
+		declare(name, t, at);
 	}
 	void typedef_()
 	{
 		expect("typedef");
 		TypePtr t = type_specifier();
 		std::string name;
+		const Token at = tok_;
 		TypePtr full = declarator(t, name);
 		expect(";");
-		declare(name, full);
+		declare(name, full, at);
 	}
 
 	// --- blocks ---
@@ -766,6 +838,7 @@ private:
 				typedef_();
 				continue;
 			}
+			block_key_ = tok_;
 			const std::string key = dotted();
 			if (accept(":=")) {
 				TypePtr t = type_specifier();
@@ -795,15 +868,23 @@ private:
 			dotted();
 	}
 
+	// The trace block's major or minor: CTF 1.8 only.
+	uint32_t version_part(const char *what, uint32_t wanted)
+	{
+		if (tok_.kind == Tok::integer && tok_.value != wanted)
+			fail(std::string(what) + " = " + std::to_string(tok_.value) +
+			     ": this reader reads CTF 1.8 (major = 1; minor = 8;)");
+		return static_cast<uint32_t>(unsigned_value(what));
+	}
 	void trace_block()
 	{
 		bool have_order = false;
 		block(
 			[&](const std::string &k) {
 				if (k == "major")
-					out_.major = static_cast<uint32_t>(unsigned_value("major"));
+					out_.major = version_part("major", 1);
 				else if (k == "minor")
-					out_.minor = static_cast<uint32_t>(unsigned_value("minor"));
+					out_.minor = version_part("minor", 8);
 				else if (k == "uuid")
 					out_.uuid = string_value("uuid");
 				else if (k == "byte_order") {
@@ -813,16 +894,18 @@ private:
 					out_.big_endian = o == ByteOrder::be;
 					have_order = true;
 				} else
-					skip_value();
+					ignore_attribute(block_key_, k, "the trace block");
 			},
 			[&](const std::string &k, const TypePtr &t) {
 				if (k == "packet.header")
 					out_.packet_header = struct_root("trace packet.header", t);
 				else
-					fail("unknown trace type '" + k + "'");
+					ignore_type(k, "the trace block");
 			});
 		if (!have_order)
 			fail("trace block without byte_order");
+		if (out_.major == 0 || out_.minor == 0)
+			fail("trace block without major and minor (CTF 1.8: major = 1; minor = 8;)");
 	}
 	void env_block()
 	{
@@ -842,7 +925,7 @@ private:
 					}
 				out_.env.emplace_back(k, std::move(v));
 			},
-			[&](const std::string &k, const TypePtr &) { fail("unexpected type in env: '" + k + "'"); });
+			[&](const std::string &k, const TypePtr &) { ignore_type(k, "env"); });
 	}
 	void clock_block()
 	{
@@ -866,9 +949,9 @@ private:
 				else if (k == "absolute")
 					c.absolute = bool_value("absolute");
 				else
-					skip_value();
+					ignore_attribute(block_key_, k, "a clock");
 			},
-			[&](const std::string &k, const TypePtr &) { fail("unexpected type in clock: '" + k + "'"); });
+			[&](const std::string &k, const TypePtr &) { ignore_type(k, "a clock"); });
 		if (c.name.empty())
 			fail("clock without a name");
 		if (c.freq == 0)
@@ -887,7 +970,7 @@ private:
 					s.id = unsigned_value("id");
 					have_id = true;
 				} else
-					skip_value();
+					ignore_attribute(block_key_, k, "a stream");
 			},
 			[&](const std::string &k, const TypePtr &t) {
 				if (k == "packet.context")
@@ -897,7 +980,7 @@ private:
 				else if (k == "event.context")
 					s.event_context = struct_root("stream event.context", t);
 				else
-					fail("unknown stream type '" + k + "'");
+					ignore_type(k, "a stream");
 			});
 		if (!have_id && !out_.streams.empty())
 			fail("a stream block without an id, and not the only one");
@@ -924,7 +1007,7 @@ private:
 				else if (k == "model.emf.uri")
 					e.emf_uri = string_value("model.emf.uri");
 				else
-					skip_value();
+					ignore_attribute(block_key_, k, "an event");
 			},
 			[&](const std::string &k, const TypePtr &t) {
 				if (k == "fields")
@@ -932,7 +1015,7 @@ private:
 				else if (k == "context")
 					e.context = struct_root("event context", t);
 				else
-					fail("unknown event type '" + k + "'");
+					ignore_type(k, "an event");
 			});
 		if (!have_id && !events_.empty())
 			fail("event '" + e.name + "' without an id");
@@ -997,6 +1080,7 @@ private:
 
 	Lexer lex_;
 	Token tok_, peek_;
+	Token block_key_; // the key of the block entry being read
 	bool has_peek_ = false;
 	int depth_ = 0;
 	std::vector<Names> scopes_;

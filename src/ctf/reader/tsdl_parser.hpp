@@ -8,6 +8,12 @@
 // struct (align), variant, arrays and sequences, trace/env/clock/stream/event
 // blocks; callsite blocks are skipped. Errors name the line and the byte
 // offset in the text; nesting and sizes are bounded (hostile input).
+//
+// What the specification makes invalid is refused (a name declared twice in
+// one scope, a keyword naming a field, an enumeration value its integer
+// cannot hold, a version other than 1.8); an attribute or a type this reader
+// does not know is skipped and kept as a warning (TraceClass::warnings), as
+// babeltrace2 warns of it and goes on.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +42,8 @@ private:
 
 // Deepest nesting of types and blocks accepted.
 inline constexpr int kMaxTsdlDepth = 64;
+// Most warnings kept for one metadata text (the rest are not said).
+inline constexpr size_t kMaxMetadataWarnings = 100;
 // Largest metadata accepted (text after unpacking).
 inline constexpr size_t kMaxMetadataSize = size_t{256} << 20;
 
