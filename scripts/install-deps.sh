@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format pyflakes3
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libasmjit-dev
-  babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace
+  babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace python3-barectf
   libtraceevent-dev libtracefs-dev
   libelf-dev libdw-dev zlib1g-dev systemtap-sdt-dev
   libbpf-dev bpftool

@@ -10,6 +10,10 @@ sets, each read by `tracery view` and by babeltrace2.
   offset and the rule broken, and an exit status of 1 (never a signal),
   including where babeltrace2 reads it anyway (an enumeration value out of
   its integer's range).
+
+And a trace written by barectf (python3-barectf: a C tracer generated from a
+YAML description, with tests/apps/barectf_platform.c as its platform),
+printed byte-identical with babeltrace2.
 """
 import os
 import re
@@ -23,6 +27,7 @@ from ctf_forge import BitWriter
 from tracetest import program
 
 HAVE_BT2 = shutil.which("babeltrace2") is not None
+APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
 TRACE_UUID = uuid.UUID("2a6422d0-6cee-11e0-8c08-cb07d7b3a564")
 CLOCK = 'clock { name = "c"; freq = 1000000000; offset_s = 1700000000; };'
 
@@ -258,6 +263,62 @@ class Conformance(unittest.TestCase):
                 start = case.metadata.index(where)
                 self.assertTrue(start <= offset <= start + len(where) + 40,
                                 f"the error points at offset {offset}, not at {where!r} ({start})")
+
+
+BARECTF_CONFIG = """--- !<tag:barectf.org,2020/3/config>
+trace:
+  type:
+    $include: [stdint.yaml, stdreal.yaml, stdmisc.yaml]
+    native-byte-order: little-endian
+    clock-types:
+      default:
+        frequency: 1000000000
+        offset: {seconds: 1700000000}
+        $c-type: uint64_t
+    data-stream-types:
+      default:
+        $is-default: true
+        $default-clock-type-name: default
+        event-record-types:
+          request:
+            payload-field-type:
+              class: structure
+              members:
+                - id: uint32
+                - ms: double
+                - path: string
+                - level: int8
+"""
+
+
+@unittest.skipUnless(HAVE_BT2, "babeltrace2 is not installed (apt-get install babeltrace2)")
+class Barectf(unittest.TestCase):
+    def test_a_barectf_trace_prints_as_babeltrace2_prints_it(self):
+        if shutil.which("barectf") is None or shutil.which("cc") is None:
+            self.skipTest("barectf or a C compiler is missing (apt-get install python3-barectf build-essential)")
+        tmp = tempfile.mkdtemp(prefix="tracery-barectf-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        with open(os.path.join(tmp, "config.yaml"), "w") as f:
+            f.write(BARECTF_CONFIG)
+        trace = os.path.join(tmp, "trace")
+        os.makedirs(trace)
+        subprocess.run(["barectf", "generate", "--code-dir", tmp, "--headers-dir", tmp, "--metadata-dir", trace,
+                        "config.yaml"], cwd=tmp, check=True, timeout=120, capture_output=True)
+        writer = os.path.join(tmp, "writer")
+        subprocess.run(["cc", "-O1", "-I", tmp, "-o", writer, os.path.join(APPS, "barectf_platform.c"),
+                        os.path.join(tmp, "barectf.c")], check=True, timeout=120, capture_output=True)
+        subprocess.run([writer, trace, "300"], check=True, timeout=60)
+        self.assertGreater(os.path.getsize(os.path.join(trace, "stream")), 4 * 512)  # several packets
+        ours = subprocess.run([program("src", "cli", "tracery"), "view", trace], capture_output=True, text=True,
+                              timeout=60)
+        self.assertEqual(ours.returncode, 0, ours.stderr)
+        self.assertEqual(ours.stderr, "")
+        lines = ours.stdout.splitlines()
+        self.assertEqual(len(lines), 300)
+        self.assertIn('request: { id = 7, ms = -1.25, path = "/srv/item/7/with \\"quotes\\" and a tab\\t.", '
+                      'level = -121 }', lines[7])
+        self.assertEqual(ours.stdout, subprocess.run(["babeltrace2", trace], capture_output=True, text=True,
+                                                     timeout=60).stdout)
 
 
 if __name__ == "__main__":
