@@ -227,6 +227,15 @@ class Conformance(unittest.TestCase):
                 self.assertEqual(ours.stdout.count("\n"), len(case.events))
                 self.assertEqual(ours.stdout, theirs.stdout)
 
+    def test_an_empty_stream_file_holds_no_event(self):
+        path = self.trace("empty_stream", VALID["floats"])
+        open(os.path.join(path, "stream_empty"), "wb").close()
+        ours, theirs = self.view(path), self.bt2(path)
+        self.assertEqual(ours.returncode, 0, ours.stderr)
+        self.assertEqual(ours.stdout, theirs.stdout)
+        self.assertEqual(ours.stdout.count("\n"), 1)
+        self.assertIn("stream_empty is empty", ours.stderr)  # said, where babeltrace2 says nothing
+
     def test_unknown_attributes_are_warned_of_and_ignored(self):
         for name, (case, attribute) in WARNED.items():
             with self.subTest(name):
