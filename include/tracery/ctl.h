@@ -18,9 +18,10 @@
  * none is renamed or removed within SONAME libtracery-ctl.so.0.
  *
  * ABI: opaque handles, structs that begin with their size (struct_size:
- * set it to sizeof the struct you built against; a later library reads only
- * that much), symbols versioned TRACERY_CTL_0.1. Calls are thread-safe: each
- * opens its own connection.
+ * set it to sizeof the struct you built against, and zero what you do not
+ * set; a later library reads only that much, an earlier one refuses fields it
+ * does not know unless they are zero), symbols versioned TRACERY_CTL_0.1.
+ * Calls are thread-safe: each opens its own connection.
  */
 #ifndef TRACERY_CTL_H
 #define TRACERY_CTL_H

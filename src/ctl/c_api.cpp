@@ -15,6 +15,9 @@ namespace {
 thread_local std::string tls_message;
 thread_local bool tls_out_of_memory = false;
 
+// More than any later version of a sized struct will hold: a struct_size past it is a mistake.
+constexpr uint32_t kLargestStruct = 4096;
+
 } // namespace
 
 void set_error_message(const char *message) noexcept
@@ -93,12 +96,21 @@ bool is_kernel(int domain)
 	            ": TRACERY_CTL_DOMAIN_USER (0) or TRACERY_CTL_DOMAIN_KERNEL (1)");
 }
 
-void check_struct_size(uint32_t struct_size, size_t first_size, const char *argument)
+void check_struct_size(const void *s, uint32_t struct_size, size_t known_size, const char *argument)
 {
-	if (struct_size < first_size)
+	// The first version of each struct is the one this library knows.
+	if (struct_size < known_size)
 		throw Error(std::string(argument) + "->struct_size is " + std::to_string(struct_size) +
-		            ", less than the " + std::to_string(first_size) +
+		            ", less than the " + std::to_string(known_size) +
 		            " bytes of its first version: set it to sizeof the struct");
+	if (struct_size > kLargestStruct)
+		throw Error(std::string(argument) + "->struct_size is " + std::to_string(struct_size) +
+		            ": no struct of this API is that large; set it to sizeof the struct");
+	const auto *bytes = static_cast<const unsigned char *>(s);
+	for (size_t i = known_size; i < struct_size; i++)
+		if (bytes[i])
+			throw Error(std::string(argument) + " sets fields past the " + std::to_string(known_size) +
+			            " bytes this libtracery-ctl knows: the program needs a later release of it");
 }
 
 void check_flags(uint32_t flags, uint32_t allowed, const char *argument)

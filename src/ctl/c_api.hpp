@@ -31,8 +31,15 @@ std::optional<std::string> optional_text(const char *value, const char *argument
 std::vector<std::string> strings(const char *const *values, size_t count, const char *argument);
 // The domain, or Error.
 bool is_kernel(int domain);
-// A struct's size field: at least the first version's size, or Error.
-void check_struct_size(uint32_t struct_size, size_t first_size, const char *argument);
+// A sized struct: its struct_size at least the first version's size, and the
+// bytes past what this library knows (a caller built against a later one)
+// all zero, as the kernel's extensible structs (openat2, clone3) are; else Error.
+void check_struct_size(const void *s, uint32_t struct_size, size_t known_size, const char *argument);
+template <class Struct>
+void check_struct_size(const Struct &s, const char *argument)
+{
+	check_struct_size(&s, s.struct_size, sizeof(Struct), argument);
+}
 // Flags within allowed, or Error.
 void check_flags(uint32_t flags, uint32_t allowed, const char *argument);
 // PATH made absolute against the current directory (the daemon does not share it).

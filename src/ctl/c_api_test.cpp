@@ -109,6 +109,24 @@ TEST_F(CtlApi, SizedStructsAreChecked)
 	EXPECT_EQ(tracery_ctl_enable_channel("s", TRACERY_CTL_DOMAIN_USER, "c", &channel), TRACERY_CTL_ERROR_INVALID);
 	EXPECT_EQ(message(), "attr->struct_size is 0, less than the " + std::to_string(sizeof channel) +
 	                             " bytes of its first version: set it to sizeof the struct");
+	// A program built against a later release: a struct with a field this library does not know.
+	struct {
+		tracery_ctl_channel_attr known;
+		uint64_t later_field;
+	} later{};
+	later.known.struct_size = sizeof later;
+	EXPECT_EQ(tracery_ctl_enable_channel("s", TRACERY_CTL_DOMAIN_USER, "c", &later.known),
+	          TRACERY_CTL_ERROR_NO_DAEMON)
+		<< "a later field left zero is fine";
+	later.later_field = 1;
+	EXPECT_EQ(tracery_ctl_enable_channel("s", TRACERY_CTL_DOMAIN_USER, "c", &later.known),
+	          TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "attr sets fields past the " + std::to_string(sizeof channel) +
+	                             " bytes this libtracery-ctl knows: the program needs a later release of it");
+	channel.struct_size = 1u << 20;
+	EXPECT_EQ(tracery_ctl_enable_channel("s", TRACERY_CTL_DOMAIN_USER, "c", &channel), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "attr->struct_size is 1048576: no struct of this API is that large; set it to sizeof the "
+	                     "struct");
 	channel.struct_size = sizeof channel;
 	channel.flags = TRACERY_CTL_PER_PID;
 	EXPECT_EQ(tracery_ctl_enable_channel("s", TRACERY_CTL_DOMAIN_KERNEL, "c", &channel), TRACERY_CTL_ERROR_INVALID);

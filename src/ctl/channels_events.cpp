@@ -18,7 +18,7 @@ Request channel_request(const char *session, const char *channel, const tracery_
 	req.channel = required(channel, "channel");
 	if (!attr)
 		return req;
-	check_struct_size(attr->struct_size, sizeof(tracery_ctl_channel_attr), "attr");
+	check_struct_size(*attr, "attr");
 	check_flags(attr->flags, allowed_flags, "attr->flags");
 	req.overwrite = (attr->flags & TRACERY_CTL_OVERWRITE) != 0;
 	if (attr->subbuf_size)

@@ -130,7 +130,7 @@ TRACERY_CTL_API int tracery_ctl_create_session(const char *name, const struct tr
 		req.session = required(name, "name");
 		if (!attr)
 			throw Error("attr is NULL: give an output directory, a relay URL or both");
-		check_struct_size(attr->struct_size, sizeof(tracery_ctl_session_attr), "attr");
+		check_struct_size(*attr, "attr");
 		check_flags(attr->flags, TRACERY_CTL_SNAPSHOT, "attr->flags");
 		req.snapshot = (attr->flags & TRACERY_CTL_SNAPSHOT) != 0;
 		if (const auto output = optional_text(attr->output, "attr->output"))

@@ -58,7 +58,7 @@ control::TriggerCondition condition_of(const tracery_ctl_trigger_condition *c)
 {
 	if (!c)
 		throw Error("condition is NULL");
-	check_struct_size(c->struct_size, sizeof(tracery_ctl_trigger_condition), "condition");
+	check_struct_size(*c, "condition");
 	control::TriggerCondition out;
 	out.type = condition_type(c->type);
 	out.domain = is_kernel(c->domain) ? "kernel" : "user";
@@ -78,7 +78,7 @@ control::TriggerAction action_of(const tracery_ctl_trigger_action *a)
 {
 	if (!a)
 		throw Error("an action is NULL");
-	check_struct_size(a->struct_size, sizeof(tracery_ctl_trigger_action), "actions[]");
+	check_struct_size(*a, "actions[]");
 	control::TriggerAction out;
 	out.type = action_type(a->type);
 	out.session = optional_text(a->session, "actions[]->session");
