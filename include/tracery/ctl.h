@@ -234,7 +234,8 @@ TRACERY_CTL_API int tracery_ctl_list_triggers(char **json);
 typedef struct tracery_ctl_watch tracery_ctl_watch;
 /* Watches the triggers NAMES (COUNT 0: all this user's, those added later too). */
 TRACERY_CTL_API int tracery_ctl_watch_open(const char *const *names, size_t count, tracery_ctl_watch **watch);
-/* A descriptor that polls readable (POLLIN) when a notification is there. */
+/* A descriptor that polls readable (POLLIN) when a notification is there
+ * (TRACERY_CTL_ERROR_INVALID for a NULL watch); the watch owns it. */
 TRACERY_CTL_API int tracery_ctl_watch_fd(const tracery_ctl_watch *watch);
 /* The next notification, without waiting: {"trigger", "time_ns", "event", "pid", "captures", "dropped"};
  * TRACERY_CTL_ERROR_AGAIN when none is there yet, TRACERY_CTL_ERROR_CLOSED when the daemon ended. */
