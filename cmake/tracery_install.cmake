@@ -4,6 +4,8 @@
 #   P/LIBDIR/libtracery.so.0.x.y + links    the runtime, SONAME libtracery.so.0
 #   P/LIBDIR/cmake/Tracery/                 find_package(Tracery): Tracery::tracery
 #   P/LIBDIR/pkgconfig/tracery.pc           pkg-config --cflags --libs tracery
+#   P/LIBDIR/libtracery-ctl.so.0.x.y + links the control library (src/ctl/), SONAME libtracery-ctl.so.0
+#   P/LIBDIR/pkgconfig/tracery-ctl.pc       pkg-config --cflags --libs tracery-ctl
 #   P/bin/                                  traceryd, tracery-relayd, tracery, tracery-clock-report,
 #                                           tracery-bench
 #   P/libexec/tracery/                      the micro-benchmarks
@@ -26,6 +28,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tracery DESTINATION ${CMAKE_INST
 target_include_directories(tracery INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 install(TARGETS tracery EXPORT TraceryTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS tracery-ctl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # ---- Programs ----
 
@@ -66,7 +69,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/TraceryConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/TraceryConfig.cmake ${PROJECT_BINARY_DIR}/TraceryConfigVersion.cmake
   DESTINATION ${TRACERY_CMAKE_DIR})
 
-# ---- pkg-config: tracery.pc ----
+# ---- pkg-config: tracery.pc, tracery-ctl.pc ----
 
 # Written at install time, with the prefix of that install: `cmake --install
 # --prefix P` may install somewhere else than CMAKE_INSTALL_PREFIX, and a .pc
@@ -83,6 +86,9 @@ set(TRACERY_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
 set(TRACERY_PC_LIBDIR [[${tracery_pc_LIBDIR}]])
 set(TRACERY_PC_INCLUDEDIR [[${tracery_pc_INCLUDEDIR}]])
 set(TRACERY_PC_VERSION [[${PROJECT_VERSION}]])
-configure_file([[${PROJECT_SOURCE_DIR}/cmake/tracery.pc.in]] [[${PROJECT_BINARY_DIR}/tracery.pc]] @ONLY)
+foreach(pc tracery tracery-ctl)
+  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/\${pc}.pc.in\" \"${PROJECT_BINARY_DIR}/\${pc}.pc\" @ONLY)
+endforeach()
 ")
-install(FILES ${PROJECT_BINARY_DIR}/tracery.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/tracery.pc ${PROJECT_BINARY_DIR}/tracery-ctl.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -72,7 +72,8 @@ RULES = {
     'daemon': ['base', 'rseq', 'ringbuf', 'clock', 'event', 'ctf', 'filter', 'consumer', 'control', 'kernel'],
     'relay': ['base', 'ctf', 'event', 'control'],
     'analysis': ['base', 'event', 'ctf', 'clock', 'filter'],
-    'cli': ['base', 'control', 'analysis', 'filter', 'event'],
+    'ctl': ['base', 'control', 'event'],  # the control library: the protocol's client and its C API
+    'cli': ['base', 'control', 'ctl', 'analysis', 'filter', 'event'],
     'preload': [],  # LD_PRELOAD helpers: instrumented programs, the public API only
     'agents': [],  # language agents: the run-time event API only
 }
@@ -130,6 +131,7 @@ PUBLIC_HEADERS = {
     'tracery/tracepoint.h': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
     'tracery/tracepoint.hpp': ['ust', 'preload', TESTS, 'tests', 'bench', 'examples'],
     'tracery/runtime_event.h': ['ust', 'agents', TESTS, 'tests', 'bench', 'examples'],
+    'tracery/ctl.h': ['ctl', TESTS, 'tests', 'examples'],
 }
 
 # top-level directory outside src/ -> components it may include (EVERY_COMPONENT: any)

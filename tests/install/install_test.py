@@ -36,7 +36,7 @@ C_SANITIZE_LDFLAGS = f"-fsanitize={SANITIZE}" + (
     " -fsanitize-link-c++-runtime -lstdc++" if "clang" in os.path.basename(ENV.get("TRACERY_C_COMPILER", "")) else "")
 # The Python package's directory relative to the prefix, where it is built (src/agents/python/).
 PYTHON_DIR = ENV.get("TRACERY_PYTHON_INSTALL_DIR", "")
-PYTHON_PACKAGE = ("__init__.py", "logging_handler.py")
+PYTHON_PACKAGE = ("__init__.py", "logging_handler.py", "ctl.py", "_ctl_location.py")
 # The JDK's java where the Java agent is built (src/agents/java/): its jar goes to DATADIR/java, its JNI library
 # beside libtracery.
 JAVA = ENV.get("TRACERY_JAVA", "")
@@ -104,11 +104,12 @@ class InstalledPackage(unittest.TestCase):
 
     def test_installs_the_headers_library_package_files_and_programs_only(self):
         expected = {os.path.join(INCLUDEDIR, "tracery", f) for f in (
-            "README.md", "tracepoint.h", "tracepoint.hpp",
+            "README.md", "tracepoint.h", "tracepoint.hpp", "ctl.h",
             "runtime_event.h", "internal/event_desc.h",
             "internal/entry.h", "internal/probe.h", "internal/emitter.h")}
         expected |= {os.path.join(LIBDIR, f) for f in (
             f"libtracery.so.{VERSION}", "libtracery.so.0", "libtracery.so", "pkgconfig/tracery.pc",
+            f"libtracery-ctl.so.{VERSION}", "libtracery-ctl.so.0", "libtracery-ctl.so", "pkgconfig/tracery-ctl.pc",
             "cmake/Tracery/TraceryConfig.cmake", "cmake/Tracery/TraceryConfigVersion.cmake",
             "cmake/Tracery/TraceryTargets.cmake")}
         expected |= {os.path.join(LIBDIR, f"libtracery-preload-{h}.so") for h in PRELOAD_HELPERS}
@@ -132,6 +133,9 @@ class InstalledPackage(unittest.TestCase):
         lib = os.path.join(self.libdir, "libtracery.so")
         self.assertEqual(os.readlink(lib), "libtracery.so.0")
         self.assertEqual(os.readlink(lib + ".0"), f"libtracery.so.{VERSION}")
+        ctl = os.path.join(self.libdir, "libtracery-ctl.so")
+        self.assertEqual(os.readlink(ctl), "libtracery-ctl.so.0")
+        self.assertEqual(os.readlink(ctl + ".0"), f"libtracery-ctl.so.{VERSION}")
 
     def test_preload_helpers_use_the_installed_libtracery(self):
         for h in PRELOAD_HELPERS:
@@ -230,6 +234,10 @@ class InstalledPackage(unittest.TestCase):
         libs = run(["pkg-config", "--libs", "tracery"], env=env).stdout.split()
         self.assertEqual(cflags, ["-I" + os.path.join(self.prefix, INCLUDEDIR)])
         self.assertEqual(libs, ["-L" + self.libdir, "-ltracery"])
+        self.assertEqual(run(["pkg-config", "--modversion", "tracery-ctl"], env=env).stdout.strip(), VERSION)
+        self.assertEqual(run(["pkg-config", "--cflags", "tracery-ctl"], env=env).stdout.split(), cflags)
+        self.assertEqual(run(["pkg-config", "--libs", "tracery-ctl"], env=env).stdout.split(),
+                         ["-L" + self.libdir, "-ltracery-ctl"])
 
     def test_find_package_consumer(self):
         build = os.path.join(self.tmp, "find_package-build")

@@ -1,5 +1,5 @@
 // One request to the session daemon: see client.hpp.
-#include "cli/client.hpp"
+#include "ctl/client.hpp"
 
 #include "control/messages.hpp"
 #include "control/paths.hpp"
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace tracery::cli {
+namespace tracery::ctl {
 
 using nlohmann::json;
 
@@ -26,28 +26,29 @@ base::Fd connect_daemon()
 			denied = path;
 	}
 	if (!denied.empty())
-		throw CliError(
+		throw Error(
 			"permission denied on " + denied +
-			": only root and members of group 'tracing' may use the system daemon; run your own with "
-			"`traceryd --daemonize`");
-	throw CliError("no session daemon: start one with `traceryd --daemonize`");
+				": only root and members of group 'tracing' may use the system daemon; run your own "
+				"with `traceryd --daemonize`",
+			ErrorKind::permission);
+	throw Error("no session daemon: start one with `traceryd --daemonize`", ErrorKind::no_daemon);
 }
 
 } // namespace
 
 void bad_reply(const control::DecodeError &e)
 {
-	throw CliError(std::string("the session daemon's reply does not fit this command (") + e.what() +
-	               "): tracery and traceryd are from different releases");
+	throw Error(std::string("the session daemon's reply does not fit this command (") + e.what() +
+	                    "): tracery and traceryd are from different releases",
+	            ErrorKind::protocol);
 }
 
 json exchange(const json &req, std::vector<base::Fd> *fds)
 {
 	if (const size_t size = req.dump().size(); size > control::kDaemonLimits.command)
-		throw CliError("the request is " + std::to_string(size) +
-		               " bytes, over the session daemon's limit of " +
-		               std::to_string(control::kDaemonLimits.command) +
-		               " bytes for a command: give fewer or shorter event names or a shorter filter");
+		throw Error("the request is " + std::to_string(size) + " bytes, over the session daemon's limit of " +
+		            std::to_string(control::kDaemonLimits.command) +
+		            " bytes for a command: give fewer or shorter event names or a shorter filter");
 	base::Fd fd = connect_daemon();
 	// A daemon that refuses the request from its header alone (permission)
 	// may close before the body is all sent: its reply is still there to read.
@@ -57,14 +58,16 @@ json exchange(const json &req, std::vector<base::Fd> *fds)
 	std::string why;
 	if (control::recv_message(fd.get(), control::Kind::command, reply, &why) != control::RecvStatus::ok) {
 		if (!sent)
-			throw CliError(std::string("cannot talk to the session daemon: ") + strerror(send_errno) +
-			               "; restart it with `traceryd --daemonize`");
-		throw CliError("the session daemon closed the connection" + (why.empty() ? std::string() : ": " + why) +
-		               "; see its log, or restart it with `traceryd --daemonize`");
+			throw Error(std::string("cannot talk to the session daemon: ") + strerror(send_errno) +
+			                    "; restart it with `traceryd --daemonize`",
+			            ErrorKind::connection);
+		throw Error("the session daemon closed the connection" + (why.empty() ? std::string() : ": " + why) +
+		                    "; see its log, or restart it with `traceryd --daemonize`",
+		            ErrorKind::connection);
 	}
 	if (control::is<control::ErrorReply>(reply.body)) {
 		try {
-			throw CliError(control::decode<control::ErrorReply>(reply.body).error);
+			throw Error(control::decode<control::ErrorReply>(reply.body).error, ErrorKind::refused);
 		} catch (const control::DecodeError &e) {
 			bad_reply(e);
 		}
@@ -78,8 +81,9 @@ void post(const json &req)
 {
 	base::Fd fd = connect_daemon();
 	if (!control::send_message(fd.get(), control::Kind::command, req))
-		throw CliError(std::string("cannot talk to the session daemon: ") + strerror(errno) +
-		               "; restart it with `traceryd --daemonize`");
+		throw Error(std::string("cannot talk to the session daemon: ") + strerror(errno) +
+		                    "; restart it with `traceryd --daemonize`",
+		            ErrorKind::connection);
 }
 
-} // namespace tracery::cli
+} // namespace tracery::ctl
