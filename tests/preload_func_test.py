@@ -1,12 +1,13 @@
 """The function entry/exit helpers (libtracery-preload-func.so, -func-fast.so)
 and the dl helper (libtracery-preload-dl.so) on programs built here that link
 no libtracery, traced through a real traceryd: entry and exit balanced per
-thread, call counts per function equal to uftrace's for the same build, call
-sites in their callers; the dlopen'ed library's base address, size, build-id
-and debug link against readelf, and one of its functions inside the range
-the trace gives; addresses shown in hex, by babeltrace2 and `tracery view`
-alike."""
+thread, call counts per function (in the events and in `analyze calls`) equal
+to uftrace's for the same build, call sites in their callers; the dlopen'ed
+library's base address, size, build-id and debug link against readelf, and
+one of its functions inside the range the trace gives; addresses shown in
+hex, by babeltrace2 and `tracery view` alike."""
 import collections
+import json
 import os
 import shutil
 import subprocess
@@ -107,6 +108,10 @@ class Helpers(DaemonTestCase):
         self.assertEqual(callers["leaf"], {"worker"})
         self.assertEqual(callers["fib"], {"worker", "fib"})
         self.assertEqual(callers["worker"], {"main", None})  # threads start in libc
+        # `analyze calls --symbols` on the trace: the same calls per function, named through the state dump
+        report = json.loads(self.d.tracery("analyze", "calls", "--json", "--symbols", self.trace_path).stdout)
+        self.assertEqual({r["function"]: r["calls"] for r in report["per_function"]}, EXPECTED_CALLS)
+        self.assertEqual(report["notes"], [])
         if shutil.which("uftrace") is None:
             self.skipTest("uftrace is not installed")
         if SANITIZE:

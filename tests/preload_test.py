@@ -1,11 +1,13 @@
 """The LD_PRELOAD helpers (src/preload/) on programs that know nothing of Tracery, traced through a real
 traceryd: xz compressing with two threads under the pthread helper (every lock requested before it is
 acquired, locks and unlocks balanced per thread and per mutex, condition waits releasing and taking their
-mutex back), python3 under the libc helper (every free and realloc names a block allocated before it and
+mutex back, `analyze locks` counting the acquisitions and threads of each mutex the events show), python3 under the libc helper (every free and realloc names a block allocated before it and
 not freed since), tests/apps/alloc_signal_fork.c under the libc helper (allocations in a second thread, in a
 signal handler and in a fork child, all recorded, with the caller in the ip context), and nothing recorded
 nor changed in the programs' output when no session enables the helpers' events."""
+import collections
 import errno
+import json
 import os
 import random
 import shutil
@@ -105,8 +107,8 @@ class PreloadTest(DaemonTestCase):
 
     def traced(self, name, events, argv, helper_name, stdin=None):
         """Runs argv with the helper preloaded, in a session recording events with CONTEXTS: (stdout bytes,
-        FlatTrace)."""
-        path = self.session(name, events=events, channel_args=["--subbuf-size", "1M", "--num-subbuf", "8"],
+        FlatTrace); the trace's path in self.trace_path."""
+        path = self.trace_path = self.session(name, events=events, channel_args=["--subbuf-size", "1M", "--num-subbuf", "8"],
                             context=CONTEXTS)
         self.d.tracery("start", name)
         env = dict(self.d.env, LD_PRELOAD=helper(helper_name))
@@ -138,6 +140,8 @@ class PreloadTest(DaemonTestCase):
         held = {}  # (vtid, mutex) -> times held
         waiting = {}  # vtid -> the mutex it requested and has not acquired yet
         acquisitions = 0
+        per_mutex = collections.Counter()  # mutex -> acquisitions (lock and successful trylock)
+        lockers = collections.defaultdict(set)  # mutex -> the threads that acquired it
         for e in events:
             name, f = e["name"].split(":")[1], e["fields"]
             tid = f["vtid"]
@@ -151,10 +155,14 @@ class PreloadTest(DaemonTestCase):
                 self.assertEqual(f["status"], 0, e)
                 held[key] = held.get(key, 0) + 1
                 acquisitions += 1
+                per_mutex[f["mutex"]] += 1
+                lockers[f["mutex"]].add(tid)
                 continue
             self.assertNotIn(tid, waiting, f"{e} while the thread waits for a mutex")
             if name == "pthread_mutex_trylock" and f["status"] == 0:
                 held[key] = held.get(key, 0) + 1
+                per_mutex[f["mutex"]] += 1
+                lockers[f["mutex"]].add(tid)
             elif name == "pthread_mutex_unlock":
                 self.assertEqual(f["status"], 0, e)
                 self.assertGreater(held.get(key, 0), 0, f"{e}: unlock of a mutex the thread does not hold")
@@ -183,6 +191,15 @@ class PreloadTest(DaemonTestCase):
         # Each lock event names its caller (liblzma or xz), not the helper.
         for e in events:
             self.assertNotEqual(e["fields"]["ip"], 0, e)
+        # `analyze locks` on the trace: the acquisitions and threads of each mutex the events show.
+        report = json.loads(self.d.tracery("analyze", "locks", "--json", self.trace_path).stdout)
+        mutexes = {int(r["lock"], 16): r for r in report["per_lock"]
+                   if r["pid"] == events[0]["fields"]["vpid"] and r["kind"] == "mutex"}
+        self.assertEqual({m: r["acquisitions"] for m, r in mutexes.items() if r["acquisitions"]}, dict(per_mutex))
+        self.assertEqual({m: r["tids"] for m, r in mutexes.items() if r["acquisitions"]},
+                         {m: " ".join(str(t) for t in sorted(tids)) for m, tids in lockers.items()})
+        self.assertEqual(sum(s["acquisitions"] for s in report["per_call_site"]), acquisitions + sum(
+            1 for e in events if e["name"].endswith("pthread_mutex_trylock") and e["fields"]["status"] == 0))
 
     def check_blocks_and_callers(self, events, maps, helper_name):
         """Every event's block follows the rules of LiveBlocks, per process, and its ip is in an executable

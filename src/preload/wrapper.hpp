@@ -99,6 +99,10 @@ public:
 		return look_up();
 	}
 
+	// The function if it is known already, else null, with no look-up: the
+	// test of a wrapper's fast path, whose out-of-line half calls get().
+	__attribute__((always_inline)) Fn known() const noexcept { return fn_.load(std::memory_order_relaxed); }
+
 	// The function; a wrapper with no other way to do its work dies if it
 	// is called during a look-up (dlsym does not call it).
 	__attribute__((always_inline)) Fn get_or_die() noexcept

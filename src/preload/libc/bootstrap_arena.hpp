@@ -21,9 +21,8 @@ public:
 	void *allocate(size_t size, size_t alignment) noexcept;
 	bool owns(const void *p) const noexcept
 	{
-		auto a = reinterpret_cast<uintptr_t>(p);
-		auto base = reinterpret_cast<uintptr_t>(bytes_);
-		return a >= base && a < base + kBytes;
+		// One comparison: an address below the arena wraps to a large offset.
+		return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(bytes_) < kBytes;
 	}
 	// The size asked for the block at p (owns(p) must be true).
 	size_t size_of(const void *p) const noexcept;

@@ -85,24 +85,46 @@ void *arena_allocate(size_t size, size_t alignment) noexcept
 
 uint64_t address(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 
-// The recording halves of the wrappers of the most frequent calls, out of
-// line: while no session enables their event, the wrappers below end in a
-// tail call to libc (a load, a test and a jump more than libc's own call).
-__attribute__((noinline)) void *traced_malloc(void *(*fn)(size_t), size_t size, const void *ip)
+// The out-of-line halves of the wrappers of the most frequent calls: the
+// look-up of libc's function (or the arena while this thread looks it up)
+// and the record. While libc's function is known and no session enables the
+// event, the wrappers below are a load of the function, a load of the
+// event's enabled byte, their tests and a tail jump to libc: no frame, no
+// saved register.
+__attribute__((noinline)) void *traced_malloc(size_t size, const void *ip)
 {
+	auto *fn = next_malloc.get();
+	if (__builtin_expect(!fn, 0))
+		return arena_allocate(size, 0);
 	void *p = fn(size);
 	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, malloc, size, address(p));
 	return p;
 }
 
-__attribute__((noinline)) void traced_free(void (*fn)(void *), void *ptr, const void *ip)
+__attribute__((noinline)) void traced_free(void *ptr, const void *ip)
 {
+	if (__builtin_expect(arena.owns(ptr), 0))
+		return;
+	auto *fn = next_free.get();
+	// Null: this thread is in a look-up (dlsym freeing its own memory)
+	// before libc's free is known; the block is left allocated.
+	if (__builtin_expect(!fn, 0))
+		return;
 	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, free, address(ptr));
 	fn(ptr);
 }
 
-__attribute__((noinline)) void *traced_calloc(void *(*fn)(size_t, size_t), size_t nmemb, size_t size, const void *ip)
+__attribute__((noinline)) void *traced_calloc(size_t nmemb, size_t size, const void *ip)
 {
+	auto *fn = next_calloc.get();
+	if (__builtin_expect(!fn, 0)) {
+		size_t bytes;
+		if (__builtin_mul_overflow(nmemb, size, &bytes)) {
+			errno = ENOMEM;
+			return nullptr;
+		}
+		return arena_allocate(bytes, 0);
+	}
 	void *p = fn(nmemb, size);
 	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, calloc, nmemb, size, address(p));
 	return p;
@@ -122,8 +144,11 @@ __attribute__((noinline)) void *realloc_from_arena(void *ptr, size_t size)
 	return p;
 }
 
-__attribute__((noinline)) void *traced_realloc(void *(*fn)(void *, size_t), void *ptr, size_t size, const void *ip)
+__attribute__((noinline)) void *traced_realloc(void *ptr, size_t size, const void *ip)
 {
+	auto *fn = next_realloc.get();
+	if (__builtin_expect(arena.owns(ptr), 0))
+		fn = nullptr;
 	void *p = fn ? fn(ptr, size) : realloc_from_arena(ptr, size);
 	TRACERY_PRELOAD_EMIT(ip, lttng_ust_libc, realloc, address(ptr), size, address(p));
 	return p;
@@ -135,52 +160,34 @@ extern "C" {
 
 __attribute__((visibility("default"))) void *malloc(size_t size)
 {
-	auto *fn = next_malloc.get();
-	if (__builtin_expect(!fn, 0))
-		return arena_allocate(size, 0);
-	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_libc, malloc), 1))
+	auto *fn = next_malloc.known();
+	if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_libc, malloc), 1))
 		return fn(size);
-	return traced_malloc(fn, size, __builtin_return_address(0));
+	return traced_malloc(size, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void free(void *ptr)
 {
-	if (__builtin_expect(arena.owns(ptr), 0))
-		return;
-	auto *fn = next_free.get();
-	// Null: this thread is in a look-up (dlsym freeing its own memory)
-	// before libc's free is known; the block is left allocated.
-	if (__builtin_expect(!fn, 0))
-		return;
-	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_libc, free), 1))
+	auto *fn = next_free.known();
+	if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_libc, free) && !arena.owns(ptr), 1))
 		return fn(ptr);
-	traced_free(fn, ptr, __builtin_return_address(0));
+	traced_free(ptr, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void *calloc(size_t nmemb, size_t size)
 {
-	auto *fn = next_calloc.get();
-	if (__builtin_expect(!fn, 0)) {
-		size_t bytes;
-		if (__builtin_mul_overflow(nmemb, size, &bytes)) {
-			errno = ENOMEM;
-			return nullptr;
-		}
-		return arena_allocate(bytes, 0);
-	}
-	if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_libc, calloc), 1))
+	auto *fn = next_calloc.known();
+	if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_libc, calloc), 1))
 		return fn(nmemb, size);
-	return traced_calloc(fn, nmemb, size, __builtin_return_address(0));
+	return traced_calloc(nmemb, size, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void *realloc(void *ptr, size_t size)
 {
-	auto *fn = next_realloc.get();
-	if (__builtin_expect(arena.owns(ptr), 0))
-		fn = nullptr;
-	if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_libc, realloc), 1))
+	auto *fn = next_realloc.known();
+	if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_libc, realloc) && !arena.owns(ptr), 1))
 		return fn(ptr, size);
-	return traced_realloc(fn, ptr, size, __builtin_return_address(0));
+	return traced_realloc(ptr, size, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) void *memalign(size_t alignment, size_t size)

@@ -93,48 +93,52 @@ __attribute__((noinline)) int traced_cond_wait(Wait fn, pthread_cond_t *cond, pt
 
 } // namespace
 
-// Each wrapper calls libc's function in a tail call while no session enables
-// its events (a load, a test and a jump more than libc's own call), and
-// records them out of line (traced_FUNCTION) otherwise.
+// Each wrapper calls libc's function in a tail call while it is known and no
+// session enables its events (loads of the function and of the events'
+// enabled bytes, their tests and a jump more than libc's own call: no frame,
+// no saved register), and looks it up and records out of line
+// (traced_FUNCTION) otherwise.
 
 // A blocking lock of a TYPE *: REQ recorded before libc's call, ACQ with its
 // status after.
-#define TRACERY_PRELOAD_BLOCKING_LOCK(function, type, next, req, acq)                                                 \
-	namespace {                                                                                                   \
-	__attribute__((noinline)) int traced_##function(int (*fn)(type *), type *lock, const void *ip)                \
-	{                                                                                                             \
-		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, req, address(lock));                                      \
-		const int status = fn(lock);                                                                          \
-		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, acq, address(lock), status);                              \
-		return status;                                                                                        \
-	}                                                                                                             \
-	}                                                                                                             \
-	extern "C" __attribute__((visibility("default"))) int function(type *lock)                                    \
-	{                                                                                                             \
-		auto *fn = next.get_or_die();                                                                         \
-		if (__builtin_expect(                                                                                 \
-			    !TRACERY_ENABLED(lttng_ust_pthread, req) && !TRACERY_ENABLED(lttng_ust_pthread, acq), 1)) \
-			return fn(lock);                                                                              \
-		return traced_##function(fn, lock, __builtin_return_address(0));                                      \
+#define TRACERY_PRELOAD_BLOCKING_LOCK(function, type, next, req, acq)                    \
+	namespace {                                                                      \
+	__attribute__((noinline)) int traced_##function(type *lock, const void *ip)      \
+	{                                                                                \
+		auto *fn = next.get_or_die();                                            \
+		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, req, address(lock));         \
+		const int status = fn(lock);                                             \
+		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, acq, address(lock), status); \
+		return status;                                                           \
+	}                                                                                \
+	}                                                                                \
+	extern "C" __attribute__((visibility("default"))) int function(type *lock)       \
+	{                                                                                \
+		auto *fn = next.known();                                                 \
+		if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_pthread, req) &&   \
+		                             !TRACERY_ENABLED(lttng_ust_pthread, acq),   \
+		                     1))                                                 \
+			return fn(lock);                                                 \
+		return traced_##function(lock, __builtin_return_address(0));             \
 	}
 
 // A call on a TYPE * recorded after libc's, with EVENT_ARGS (of `lock` and
 // `status`).
-#define TRACERY_PRELOAD_CALL(function, type, next, event, ...)                                         \
-	namespace {                                                                                    \
-	__attribute__((noinline)) int traced_##function(int (*fn)(type *), type *lock, const void *ip) \
-	{                                                                                              \
-		const int status = fn(lock);                                                           \
-		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, event, __VA_ARGS__);                       \
-		return status;                                                                         \
-	}                                                                                              \
-	}                                                                                              \
-	extern "C" __attribute__((visibility("default"))) int function(type *lock)                     \
-	{                                                                                              \
-		auto *fn = next.get_or_die();                                                          \
-		if (__builtin_expect(!TRACERY_ENABLED(lttng_ust_pthread, event), 1))                   \
-			return fn(lock);                                                               \
-		return traced_##function(fn, lock, __builtin_return_address(0));                       \
+#define TRACERY_PRELOAD_CALL(function, type, next, event, ...)                             \
+	namespace {                                                                        \
+	__attribute__((noinline)) int traced_##function(type *lock, const void *ip)        \
+	{                                                                                  \
+		const int status = next.get_or_die()(lock);                                \
+		TRACERY_PRELOAD_EMIT(ip, lttng_ust_pthread, event, __VA_ARGS__);           \
+		return status;                                                             \
+	}                                                                                  \
+	}                                                                                  \
+	extern "C" __attribute__((visibility("default"))) int function(type *lock)         \
+	{                                                                                  \
+		auto *fn = next.known();                                                   \
+		if (__builtin_expect(fn && !TRACERY_ENABLED(lttng_ust_pthread, event), 1)) \
+			return fn(lock);                                                   \
+		return traced_##function(lock, __builtin_return_address(0));               \
 	}
 
 TRACERY_PRELOAD_BLOCKING_LOCK(pthread_mutex_lock, pthread_mutex_t, next_mutex_lock, pthread_mutex_lock_req,
