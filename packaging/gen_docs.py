@@ -248,7 +248,11 @@ def bash_completion(tracery):
 
 # Names the daemon knows, one a line: sessions, events (-k: the kernel's), channels of a session.
 _tracery_sessions() {{ tracery list 2>/dev/null | sed -n 's/^  [0-9][0-9]*) \\([^ ]*\\).*/\\1/p'; }}
-_tracery_events() {{ tracery list "$1" 2>/dev/null | sed -n 's/^      \\([^ ]*\\).*/\\1/p'; }}
+# (-k: tracepoints as SYSTEM:NAME and NAME, as enable-event -k takes them)
+_tracery_events() {{
+  tracery list "$1" 2>/dev/null | sed -n 's/^      \\([^ ]*\\).*/\\1/p' |
+    if [[ $1 == -k ]]; then sed 'p; s/^[^:]*://' | sort -u; else cat; fi
+}}
 _tracery_channels() {{
   tracery status ${{1:+"$1"}} 2>/dev/null | sed -n 's/^  \\(kernel \\)\\{{0,1\\}}channel \\([^:]*\\):.*/\\2/p'
 }}

@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 import unittest
 
-from daemontest import DaemonTestCase
-from tracetest import BUILD_DIR
+from daemontest import DaemonTestCase, go
+from tracetest import BUILD_DIR, program
 
 GENERATED = os.path.join(BUILD_DIR, "packaging", "generated")
 MAN = os.path.join(GENERATED, "man")
@@ -94,7 +94,7 @@ class Completion(DaemonTestCase):
         self.assertEqual(proc.stderr, "")
         return sorted(filter(None, proc.stdout.split("\n")))
 
-    def test_verbs_options_sessions_channels(self):
+    def test_verbs_options_sessions_events_channels(self):
         self.here = self.out("here")
         os.makedirs(os.path.join(self.here, "bench"))
         self.assertEqual(self.complete("tracery", "cre"), ["create"])
@@ -109,6 +109,11 @@ class Completion(DaemonTestCase):
         self.assertEqual(self.complete("tracery", "start", "al"), ["alpha", "alps"])
         self.assertEqual(self.complete("tracery", "status", "-s", "b"), ["beta"])
         self.assertEqual(self.complete("tracery", "enable-event", "-s", "alpha", "-c", "my"), ["mychan"])
+        # the events of running programs (list -u)
+        emitter, _ = self.d.spawn_registered([program("tests", "daemon-emitter"), "count", "1", "wait"])
+        self.assertEqual(self.complete("tracery", "enable-event", "-u", "emit:"), ["emit:other", "emit:tick"])
+        go(emitter)
+        emitter.communicate(timeout=60)
         self.assertEqual(self.complete("tracery", "view", "be"), ["beta"])  # not the directory bench/ here
         self.assertEqual(self.complete("tracery", "view", "./be"), ["./bench"])  # a path, written as one
 
