@@ -72,9 +72,9 @@ class ManPages(unittest.TestCase):
             if len(words) == 1:
                 self.assertIn(f"tracery-{words[0]}(1)", top)
         self.assertIn("TRACERY_NO_AUTOSTART", top)
-        for program, page in [(os.path.join(BUILD_DIR, "src", "daemon", "traceryd"), "traceryd"),
-                              (os.path.join(BUILD_DIR, "src", "relay", "tracery-relayd"), "tracery-relayd")]:
-            help_text = subprocess.run([program, "--help"], capture_output=True, text=True, check=True).stdout
+        for daemon_program, page in [(os.path.join(BUILD_DIR, "src", "daemon", "traceryd"), "traceryd"),
+                                     (os.path.join(BUILD_DIR, "src", "relay", "tracery-relayd"), "tracery-relayd")]:
+            help_text = subprocess.run([daemon_program, "--help"], capture_output=True, text=True, check=True).stdout
             text = man_text(page, MAN)
             for option in help_options(help_text):
                 self.assertIn(option, text, page)

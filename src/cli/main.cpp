@@ -30,12 +30,12 @@ namespace {
 // -s NAME: the session a verb acts on (default: the current one).
 void session_option(CLI::App *c, Args &a)
 {
-	c->add_option("-s,--session", a.session, "Session (default: the current one)");
+	c->add_option("-s,--session", a.session, "Session (default: the current one)")->type_name("NAME");
 }
 // NAME or -s NAME, alike: the session a verb acts on (default: the current one).
 void session_arguments(CLI::App *c, std::string &session, const char *help = "Session (default: the current one)")
 {
-	auto *named = c->add_option("-s,--session", session, help);
+	auto *named = c->add_option("-s,--session", session, help)->type_name("NAME");
 	c->add_option("NAME", session, help)->excludes(named);
 }
 // The traces a reading verb reads: TARGETs (a name is a session unless it holds a '/' or begins
@@ -43,8 +43,10 @@ void session_arguments(CLI::App *c, std::string &session, const char *help = "Se
 void trace_target_options(CLI::App *c, Args &a, const char *positional, const std::string &help)
 {
 	c->add_option(positional, a.targets, help);
-	c->add_option("-s,--session", a.target_sessions, "A session whose trace to read (repeatable)");
-	c->add_option("--path", a.target_paths, "A trace directory to read, whatever its name (repeatable)");
+	c->add_option("-s,--session", a.target_sessions, "A session whose trace to read (repeatable)")
+		->type_name("NAME");
+	c->add_option("--path", a.target_paths, "A trace directory to read, whatever its name (repeatable)")
+		->type_name("DIR");
 }
 // create without a NAME: auto-YYYYMMDD-HHMMSS (local time), as lttng names it.
 std::string auto_session_name()
