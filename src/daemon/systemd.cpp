@@ -7,7 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
