@@ -257,7 +257,7 @@ _tracery_channels() {{
   tracery status ${{1:+"$1"}} 2>/dev/null | sed -n 's/^  \\(kernel \\)\\{{0,1\\}}channel \\([^:]*\\):.*/\\2/p'
 }}
 
-_tracery() {{
+_tracery_complete() {{
   local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}}
   local verb=tracery session="" domain=-u i w
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -292,7 +292,7 @@ _tracery() {{
     file) COMPREPLY=($(compgen -f -- "$cur")) ;;
   esac
 }}
-complete -F _tracery tracery
+complete -F _tracery_complete tracery
 """
 
 
@@ -301,10 +301,14 @@ def zsh_completion():
     return """#compdef tracery
 # zsh completion for tracery: the bash completion (generated from `tracery --dump-cli-json`), run through
 # zsh's bashcompinit, so that both shells complete the same verbs, options, sessions, events and channels.
+# This first call loads it (its `complete` makes it tracery's completion from then on) and hands over.
 autoload -U +X bashcompinit && bashcompinit
-source "${0:A:h}/../../bash-completion/completions/tracery" 2>/dev/null ||
-  source /usr/share/bash-completion/completions/tracery
-_tracery "$@"
+local bash_file
+for bash_file in ${functions_source[_tracery]:A:h}/../../bash-completion/completions/tracery \\
+                 /usr/share/bash-completion/completions/tracery /usr/local/share/bash-completion/completions/tracery; do
+  [[ -r $bash_file ]] && source $bash_file && break
+done
+_bash_complete -F _tracery_complete
 """
 
 

@@ -86,7 +86,7 @@ class ManPages(unittest.TestCase):
 class Completion(DaemonTestCase):
     def complete(self, *words):
         """COMPREPLY for the command line `words`, the last one being completed."""
-        script = ('source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tracery; '
+        script = ('source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tracery_complete; '
                   'printf "%s\\n" "${COMPREPLY[@]}"')
         env = dict(self.d.env, PATH=os.path.join(BUILD_DIR, "src", "cli") + ":" + os.environ["PATH"])
         proc = subprocess.run(["bash", "-c", script, COMPLETION, *words], env=env, cwd=self.here, capture_output=True,
@@ -116,6 +116,22 @@ class Completion(DaemonTestCase):
         emitter.communicate(timeout=60)
         self.assertEqual(self.complete("tracery", "view", "be"), ["beta"])  # not the directory bench/ here
         self.assertEqual(self.complete("tracery", "view", "./be"), ["./bench"])  # a path, written as one
+
+
+    def test_zsh_runs_the_same_completion(self):
+        if shutil.which("zsh") is None:
+            self.skipTest("zsh is not installed")
+        # As zsh's _bash_complete calls it (compgen -F); zsh filters the candidates by the word itself.
+        script = ('autoload -U +X bashcompinit && bashcompinit; compdef() { :; }; source "$1"; '
+                  'COMP_WORDS=(tracery create --out); COMP_CWORD=2; compgen -F _tracery_complete -- --out')
+        proc = subprocess.run(["zsh", "-c", script, "zsh", COMPLETION], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.stderr, "")
+        self.assertIn("--output", proc.stdout.split())
+        self.assertNotIn("--format", proc.stdout.split())  # export's, not create's
+        with open(os.path.join(GENERATED, "completion", "_tracery")) as f:
+            zsh_file = f.read()
+        self.assertTrue(zsh_file.startswith("#compdef tracery\n"))
+        self.assertIn("_bash_complete -F _tracery_complete", zsh_file)
 
 
 class DebianPackages(unittest.TestCase):
