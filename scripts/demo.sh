@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# End-to-end demonstration: installs dependencies, builds, starts a session
-# daemon (traceryd, in a private run directory so no real daemon is touched),
-# traces the sample programs examples/hello.c and examples/hello.cpp with the
-# tracery command, as lttng would, and prints the trace with babeltrace2; then
+# End-to-end demonstration: installs what building needs (the tests' oracles
+# and peers are scripts/test.sh's), builds the programs it runs, traces the
+# sample programs examples/hello.c and examples/hello.cpp with the tracery
+# command, as lttng would (its first `create` starts a session daemon,
+# traceryd, in a private run directory so no real daemon is touched), and
+# prints the trace with `tracery view`, as babeltrace2 prints it; then
 # records hello-c again through a filter; as root, records it with its system
 # calls and context switches in one kernel + user trace (traceryd mounts
 # tracefs if it is not; the script says why when the kernel part cannot run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh build
+scripts/install-deps.sh --build
+TRACERY_TARGETS="traceryd tracery-cli hello-c hello-cxx" scripts/build.sh build
 out=$(mktemp -d /tmp/tracery-demo.XXXXXX)
 export TRACERY_RUNDIR=$out/run
 tracery() {
@@ -29,8 +31,6 @@ trace_hello_c() {
 stop_daemon() { kill "$(cat "$TRACERY_RUNDIR/traceryd.pid" 2>/dev/null)" 2>/dev/null || true; }
 trap stop_daemon EXIT
 
-echo "\$ traceryd --daemonize"
-build/src/daemon/traceryd --daemonize
 tracery create demo --output "$out/trace"
 tracery enable-event -u 'hello:*,shop:*'
 tracery add-context -u -t vtid -t procname

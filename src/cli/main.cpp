@@ -4,6 +4,7 @@
 // 10 to 15 s of compiling in each file that does (under AddressSanitizer).
 // What each verb does is in verbs.cpp.
 #include "cli/analyze_preload.hpp"
+#include "cli/autostart.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
 #include "cli/rotation.hpp"
@@ -12,11 +13,14 @@
 #include "cli/triggers.hpp"
 #include "cli/verbs.hpp"
 
+#include "base/cli_description.hpp"
 #include "cli/export_formats.hpp"
+#include "control/version.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <ctime>
 #include <functional>
 
 using namespace tracery::cli;
@@ -26,7 +30,52 @@ namespace {
 // -s NAME: the session a verb acts on (default: the current one).
 void session_option(CLI::App *c, Args &a)
 {
-	c->add_option("-s,--session", a.session, "Session (default: the current one)");
+	c->add_option("-s,--session", a.session, "Session (default: the current one)")->type_name("NAME");
+}
+// NAME or -s NAME, alike: the session a verb acts on (default: the current one).
+void session_arguments(CLI::App *c, std::string &session, const char *help = "Session (default: the current one)")
+{
+	auto *named = c->add_option("-s,--session", session, help)->type_name("NAME");
+	c->add_option("NAME", session, help)->excludes(named);
+}
+// The traces a reading verb reads: TARGETs (a name is a session unless it holds a '/' or begins
+// with '.'), and -s/--path to say which a name is.
+void trace_target_options(CLI::App *c, Args &a, const char *positional, const std::string &help)
+{
+	c->add_option(positional, a.targets, help);
+	c->add_option("-s,--session", a.target_sessions, "A session whose trace to read (repeatable)")
+		->type_name("NAME");
+	c->add_option("--path", a.target_paths, "A trace directory to read, whatever its name (repeatable)")
+		->type_name("DIR");
+}
+// create without a NAME: auto-YYYYMMDD-HHMMSS (local time), as lttng names it.
+std::string auto_session_name()
+{
+	const time_t now = time(nullptr);
+	tm local{};
+	char name[32];
+	strftime(name, sizeof name, "auto-%Y%m%d-%H%M%S", localtime_r(&now, &local));
+	return name;
+}
+// tracery help VERB [SUBVERB]: the verb's --help, or an error for a verb there is not.
+int print_verb_help(const CLI::App &app, const std::vector<std::string> &words)
+{
+	const CLI::App *verb = &app;
+	std::string path = app.get_name();
+	for (const std::string &w : words) {
+		const auto found = verb->get_subcommands([&](const CLI::App *c) { return c->get_name() == w; });
+		if (found.empty())
+			throw CliError("no verb '" + w + "'" + (verb == &app ? "" : " in `" + path + "`") + "; see `" +
+			               path + " --help`");
+		path += " " + w;
+		verb = found.front();
+	}
+	const std::string parents = path.substr(0, path.rfind(' ') == std::string::npos ? 0 : path.rfind(' '));
+	// (app.help() would show the help of the verb parsed: help's own)
+	fputs(verb == &app ? app.get_formatter()->make_help(&app, path, CLI::AppFormatMode::Normal).c_str()
+	                   : verb->help(parents).c_str(),
+	      stdout);
+	return 0;
 }
 void domain_flags(CLI::App *c, Args &a)
 {
@@ -127,7 +176,10 @@ void add_preload_analysis_options(CLI::App *analysis, Args &a, const std::string
 int main(int argc, char **argv)
 {
 	CLI::App app{"tracery: control tracing sessions of instrumented programs through the session daemon "
-	             "(start one with `traceryd --daemonize`)."};
+	             "(one is started for you when none answers).",
+	             "tracery"};
+	app.set_version_flag("--version", tracery::control::version_line("tracery", TRACERY_VERSION),
+	                     "Print the version and exit");
 	app.require_subcommand(1);
 	Args a;
 	std::function<int()> run;
@@ -140,9 +192,11 @@ int main(int argc, char **argv)
 	CLI::Option *live = nullptr;
 	auto *create = verb("create", "Create a tracing session and make it the current one", [&] {
 		a.live_given = live->count() > 0;
+		if (a.session.empty())
+			a.session = auto_session_name();
 		return verb_create(a);
 	});
-	create->add_option("NAME", a.session, "Session name")->required();
+	create->add_option("NAME", a.session, "Session name (default: auto-YYYYMMDD-HHMMSS)");
 	create->add_option("-o,--output", a.output, "Trace directory (default: ~/tracery-traces/NAME-DATE)");
 	create->add_flag("--snapshot", a.snapshot,
 	                 "Snapshot mode: buffers are only written by `tracery snapshot record`");
@@ -169,7 +223,7 @@ int main(int argc, char **argv)
 
 	auto *destroy = verb("destroy", "Stop and destroy a session (its trace stays on disk)",
 	                     [&] { return verb_destroy(a); });
-	destroy->add_option("NAME", a.session, "Session (default: the current one)");
+	session_arguments(destroy, a.session);
 	destroy->add_flag("-a,--all", a.all, "Destroy all your sessions");
 	destroy->add_flag("--no-wait", a.no_wait,
 	                  "Return at once, while the daemon stops the session and completes its trace");
@@ -254,15 +308,14 @@ int main(int argc, char **argv)
 	     {std::tuple{"start", "Start tracing", &verb_start},
 	      std::tuple{"stop", "Stop tracing; the trace is complete on disk", &verb_stop},
 	      std::tuple{"status", "Show a session: channels, events, lost events", &verb_status}}) {
-		auto *c = verb(name, help, [&a, f = fn] { return f(a); });
-		c->add_option("NAME", a.session, "Session (default: the current one)");
+		session_arguments(verb(name, help, [&a, f = fn] { return f(a); }), a.session);
 	}
 
 	auto *list = verb(
 		"list",
 		"List sessions, a session's details, (-u) the events of running programs, or (-k) the kernel's tracepoints and system calls",
 		[&] { return verb_list(a); });
-	list->add_option("NAME", a.session, "Show this session");
+	session_arguments(list, a.session, "Show this session");
 	list->add_flag("-u,--userspace", a.userspace, "Events of the running instrumented programs, with their pids");
 	list->add_flag("-k,--kernel", a.kernel, "The kernel's tracepoints and system calls");
 	list->add_flag("--syscall", a.syscall, "With -k: only the system calls");
@@ -286,26 +339,27 @@ int main(int argc, char **argv)
 	                    "Archive the current trace chunk of a session as OUTPUT/archives/BEGIN-END-ID, a trace of "
 	                    "its own, and go on in a new one",
 	                    [&] { return verb_rotate(rot); });
-	rotate->add_option("SESSION", rot.session, "Session (default: the current one)");
+	session_arguments(rotate, rot.session);
 	rotate->add_flag("-n,--no-wait", rot.no_wait, "Return at once, without waiting for the archive");
 	auto *rotation =
 		verb("enable-rotation", "Rotate a session by itself, on a timer and/or once its chunk holds a size",
 	             [&] { return verb_enable_rotation(rot); });
-	rotation->add_option("-s,--session", rot.session, "Session (default: the current one)");
+	session_arguments(rotation, rot.session);
 	rotation->add_option("--timer", rot.timer, "Rotate at least every PERIOD (us, ms, s, m, h; a bare number: us)");
 	rotation->add_option("--size", rot.size, "Rotate once the current chunk holds SIZE bytes (k, M, G suffixes)");
 	rotation = verb("disable-rotation", "Stop rotating a session by itself (without options: timer and size)",
 	                [&] { return verb_disable_rotation(rot); });
-	rotation->add_option("-s,--session", rot.session, "Session (default: the current one)");
+	session_arguments(rotation, rot.session);
 	rotation->add_flag("--timer", rot.timer_only, "Stop the timer only");
 	rotation->add_flag("--size", rot.size_only, "Stop the size schedule only");
-	verb("clear", "Drop what a session recorded so far, on disk (its current chunk) and in its buffers", [&] {
-		return verb_clear(rot);
-	})->add_option("SESSION", rot.session, "Session (default: the current one)");
+	session_arguments(verb("clear",
+	                       "Drop what a session recorded so far, on disk (its current chunk) and in its buffers",
+	                       [&] { return verb_clear(rot); }),
+	                  rot.session);
 	SaveLoadArgs sl;
 	auto *save = verb("save", "Save sessions to files (NAME.json) that `tracery load` makes them again from",
 	                  [&] { return verb_save(sl); });
-	save->add_option("NAME", sl.session, "Session (default: the current one)");
+	session_arguments(save, sl.session);
 	save->add_flag("-a,--all", sl.all, "Every session of yours");
 	save->add_option("-o,--output-path", sl.path,
 	                 "Directory of the files (default: ~/.tracery/sessions; root: /etc/tracery/sessions; "
@@ -315,7 +369,7 @@ int main(int argc, char **argv)
 	                  "Make sessions again from their files (docs/session-files.md); a session saved while "
 	                  "tracing is started",
 	                  [&] { return verb_load(sl); });
-	load->add_option("NAME", sl.session, "Session to load (default: every session of the files)");
+	session_arguments(load, sl.session, "Session to load (default: every session of the files)");
 	load->add_flag("-a,--all", sl.all, "Every session of the files (the default)");
 	load->add_option("-i,--input-path", sl.path,
 	                 "A session file, or a directory of them (default: ~/.tracery/sessions then "
@@ -324,9 +378,12 @@ int main(int argc, char **argv)
 	                 "Trace to this directory (DIR or file://DIR) or relay (net://HOST[:PORT]) instead");
 	load->add_option("--override-name", sl.override_name, "Name the loaded session so instead");
 	load->add_flag("-f,--force", sl.force, "Replace an existing session of the same name");
-	auto *set_session = verb("set-session", "Make a session the current one (used by verbs given no session)",
-	                         [&] { return verb_set_session(sl.session); });
-	set_session->add_option("NAME", sl.session, "Session")->required();
+	auto *set_session = verb("set-session", "Make a session the current one (used by verbs given no session)", [&] {
+		if (sl.session.empty())
+			throw CliError("set-session needs the session: NAME or -s NAME");
+		return verb_set_session(sl.session);
+	});
+	session_arguments(set_session, sl.session, "Session");
 
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);
@@ -366,9 +423,10 @@ int main(int argc, char **argv)
 	                  "Print the events of sessions' traces or trace directories, merged in time order, as "
 	                  "babeltrace2 prints them",
 	                  [&] { return verb_view(a); });
-	view->add_option("TARGET", a.targets,
-	                 "Session names or trace directories (default: the current session); a directory may hold "
-	                 "several traces (ust/, kernel/, snapshots)");
+	const char *targets_help =
+		"Session names or trace directories (default: the current session): a name with a '/', or "
+		"beginning with '.', is a directory; a directory may hold several traces (ust/, kernel/, snapshots)";
+	trace_target_options(view, a, "TARGET", targets_help);
 	view->add_option("--begin", a.begin,
 	                 "Only events at or after this time: HH:MM:SS[.N] (local time, on the day of the first "
 	                 "event), 'YYYY-MM-DD HH:MM:SS[.N]', SECONDS.N or NS from the epoch");
@@ -395,13 +453,11 @@ int main(int argc, char **argv)
 	                 "With --live --relay-key: TLS, the relay's certificate checked with the CAs of FILE (PEM) "
 	                 "and the URL's host");
 
-	const char *targets_help = "Session names or trace directories (default: the current session); a directory may "
-				   "hold several traces (ust/, kernel/, snapshots)";
 	auto *stats = verb("stats",
 	                   "Count the events of traces: per event name (count, rate, first and last time, bytes), per "
 	                   "process, per CPU, and the events each stream lost",
 	                   [&] { return verb_stats(a); });
-	stats->add_option("TARGET", a.targets, targets_help);
+	trace_target_options(stats, a, "TARGET", targets_help);
 	stats->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
 	symbols_options(stats, a);
 
@@ -425,7 +481,7 @@ int main(int argc, char **argv)
 		auto *k = analyze->add_subcommand(kind, help);
 		k->callback(
 			[&run, &a, kind = std::string(kind)] { run = [&a, kind] { return verb_analyze(a, kind); }; });
-		k->add_option("TARGET", a.targets, targets_help);
+		trace_target_options(k, a, "TARGET", targets_help);
 		k->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
 		if (std::string(kind) == "latency") {
 			k->add_option("--begin", a.span_begin, "The event that opens a span, e.g. 'app:request_begin'")
@@ -455,10 +511,9 @@ int main(int argc, char **argv)
 	                 "Chrome's trace event JSON, a timeline in HTML",
 	                 [&] { return verb_export(a); });
 	exp->add_option("--format", a.format, formats_help)->required();
-	exp->add_option("ARGS", a.targets,
-	                "TARGET... OUT: session names or trace directories (default: the current session), then the "
-	                "file to write")
-		->required();
+	trace_target_options(exp, a, "ARGS",
+	                     std::string("TARGET... OUT: the traces, then the file to write; TARGET: ") + targets_help);
+	exp->get_option("ARGS")->required();
 	symbols_options(exp, a);
 	exp->add_option("--span", a.spans,
 	                "User spans: BEGIN,END[,FIELD], the events that open and close one, paired per thread "
@@ -475,11 +530,11 @@ int main(int argc, char **argv)
 	                   "Run SQL on traces (loaded into a temporary database) or on a database `tracery export "
 	                   "--format sqlite` wrote; the schema is in docs/sql.md",
 	                   [&] { return verb_query(a); });
-	query->add_option("ARGS", a.targets,
-	                  "TARGET... SQL: session names, trace directories or one database file (default: the "
-	                  "current session), then the SQL statements, e.g. 'SELECT name, count(*) FROM events "
-	                  "GROUP BY name'")
-		->required();
+	trace_target_options(query, a, "ARGS",
+	                     std::string("TARGET... SQL: the traces or one database file, then the SQL statements, "
+	                                 "e.g. 'SELECT name, count(*) FROM events GROUP BY name'; TARGET: ") +
+	                             targets_help);
+	query->get_option("ARGS")->required();
 	query->add_option("--span", a.spans, "User spans for the slices table, as with export (repeatable)")
 		->allow_extra_args(false);
 	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
@@ -520,8 +575,14 @@ int main(int argc, char **argv)
 		     return verb_watch(watched);
 	     })->add_option("TRIGGER", watched, "Triggers to watch (default: all yours, those added later too)");
 
-	verb("version", "Print the version", [] { return verb_version(); });
+	verb("version", "Print the version (as --version)", [] { return verb_version(); });
+	std::vector<std::string> help_words;
+	verb("help", "Show the help of a verb: tracery help VERB (e.g. `tracery help snapshot record`)", [&] {
+		return print_verb_help(app, help_words);
+	})->add_option("VERB", help_words, "The verb (and its sub-verb)");
 
+	if (tracery::base::dump_cli_if_asked(app, argc, argv))
+		return 0;
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {
@@ -550,6 +611,10 @@ int main(int argc, char **argv)
 	try {
 		if (!run)
 			return 2;
+		// The verbs that make sessions or triggers: they start a daemon when none answers.
+		for (const CLI::App *starter : {create, load, exec, add_trigger})
+			if (starter->parsed())
+				ensure_daemon();
 		return run();
 	} catch (const CliError &e) {
 		fprintf(stderr, "tracery: %s\n", e.what());

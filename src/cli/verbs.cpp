@@ -24,6 +24,7 @@
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
 #include "control/tls.hpp"
+#include "control/version.hpp"
 #include "control/wire.hpp"
 #include "event/context_table.hpp"
 #include "filter/parser.hpp"
@@ -561,16 +562,22 @@ struct TraceInputs {
 	std::vector<std::string> check; // analysis::TraceScan::ours
 };
 
-// The traces one TARGET names, after the warnings about it: TARGET is a
-// trace directory when it looks like a path (it has a '/', or a directory of
-// that name exists), else a session name.
-void view_target(const std::string &target, TraceInputs &traces)
+enum class TargetKind { guess, session, path };
+
+// The traces one TARGET names, after the warnings about it. Guessed, TARGET is
+// a trace directory when it has a '/' or begins with '.' (no session name
+// does), else a session name: a directory of the working directory named
+// like a session never hides it (--path names that one).
+void view_target(const std::string &target, TraceInputs &traces, TargetKind kind = TargetKind::guess)
 {
 	std::string path;
 	std::optional<control::StatusReply> session; // when TARGET names one
 	struct stat st;
 	const bool exists = !target.empty() && stat(target.c_str(), &st) == 0;
-	if (target.find('/') != std::string::npos || (exists && S_ISDIR(st.st_mode))) {
+	if (kind == TargetKind::guess)
+		kind = target.find('/') != std::string::npos || target.starts_with('.') ? TargetKind::path
+		                                                                        : TargetKind::session;
+	if (kind == TargetKind::path) {
 		if (!exists)
 			throw CliError(
 				"no trace directory '" + target +
@@ -583,7 +590,14 @@ void view_target(const std::string &target, TraceInputs &traces)
 				"file), or a session name");
 		path = target;
 	} else {
-		session = request(control::Status{{session_or_current(target)}});
+		try {
+			session = request(control::Status{{session_or_current(target)}});
+		} catch (const CliError &e) {
+			if (!exists || !S_ISDIR(st.st_mode))
+				throw;
+			throw CliError(std::string(e.what()) + " (a name is a session: for the directory '" + target +
+			               "', give ./" + target + " or --path " + target + ")");
+		}
 		path = session->output;
 		if (path.empty() && session->relay)
 			throw CliError("session '" + session->name + "' is sent to the relay at " +
@@ -644,10 +658,14 @@ void view_target(const std::string &target, TraceInputs &traces)
 TraceInputs trace_inputs(const Args &a)
 {
 	TraceInputs traces;
-	if (a.targets.empty())
+	if (a.targets.empty() && a.target_sessions.empty() && a.target_paths.empty())
 		view_target("", traces);
 	for (const std::string &t : a.targets)
 		view_target(t, traces);
+	for (const std::string &t : a.target_sessions)
+		view_target(t, traces, TargetKind::session);
+	for (const std::string &t : a.target_paths)
+		view_target(t, traces, TargetKind::path);
 	return traces;
 }
 
@@ -839,7 +857,7 @@ int verb_query(const Args &a)
 
 int verb_version()
 {
-	printf("tracery %s (control protocol %u)\n", TRACERY_VERSION, control::kProtocolVersion);
+	printf("%s\n", control::version_line("tracery", TRACERY_VERSION).c_str());
 	return 0;
 }
 

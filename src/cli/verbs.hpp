@@ -39,30 +39,32 @@ struct Args {
 	std::string blocking_timeout;                // enable-channel --blocking-timeout
 	std::string tracefile_size, tracefile_count; // enable-channel --tracefile-size/--tracefile-count
 	std::vector<std::string> contexts;
-	bool list_contexts = false;              // add-context --list
-	std::vector<std::string> targets;        // view NAME|DIR...
-	std::string begin, end;                  // view --begin/--end
-	std::vector<std::string> names;          // view --names
-	std::vector<std::string> fields;         // view --fields
-	std::string live_url;                    // view --live URL
-	bool from_now = false;                   // view --live --from-now
-	std::string view_key, view_ca;           // view --live --relay-key/--relay-ca
-	TrackingArgs tracking;                   // track/untrack
-	bool json = false;                       // stats/analyze/query --json
-	std::string span_begin, span_end, match; // analyze latency --begin/--end/--match
-	int64_t contended_ns = 1000;             // analyze locks --contended
-	size_t longest = 10;                     // analyze locks --longest
-	bool tree = false, folded = false;       // analyze calls --tree/--folded
-	std::string weight = "time";             // analyze calls --weight
-	std::string format;                      // export --format
-	std::vector<std::string> spans;          // export/query --span BEGIN,END[,FIELD]
-	std::vector<std::string> counters;       // export --counter EVENT:FIELD
-	bool force = false;                      // export --force
-	bool csv = false;                        // query --csv
-	bool symbols = false;                    // view/stats/analyze/export/query --symbols
-	std::string debug_info_dir;              // --debug-info-dir DIR (with --symbols)
-	std::vector<std::string> exclude;        // enable-event --exclude
-	bool no_wait = false;                    // destroy --no-wait
+	bool list_contexts = false;               // add-context --list
+	std::vector<std::string> targets;         // view NAME|DIR...
+	std::vector<std::string> target_sessions; // view -s NAME (a session, whatever its name)
+	std::vector<std::string> target_paths;    // view --path DIR (a directory, whatever its name)
+	std::string begin, end;                   // view --begin/--end
+	std::vector<std::string> names;           // view --names
+	std::vector<std::string> fields;          // view --fields
+	std::string live_url;                     // view --live URL
+	bool from_now = false;                    // view --live --from-now
+	std::string view_key, view_ca;            // view --live --relay-key/--relay-ca
+	TrackingArgs tracking;                    // track/untrack
+	bool json = false;                        // stats/analyze/query --json
+	std::string span_begin, span_end, match;  // analyze latency --begin/--end/--match
+	int64_t contended_ns = 1000;              // analyze locks --contended
+	size_t longest = 10;                      // analyze locks --longest
+	bool tree = false, folded = false;        // analyze calls --tree/--folded
+	std::string weight = "time";              // analyze calls --weight
+	std::string format;                       // export --format
+	std::vector<std::string> spans;           // export/query --span BEGIN,END[,FIELD]
+	std::vector<std::string> counters;        // export --counter EVENT:FIELD
+	bool force = false;                       // export --force
+	bool csv = false;                         // query --csv
+	bool symbols = false;                     // view/stats/analyze/export/query --symbols
+	std::string debug_info_dir;               // --debug-info-dir DIR (with --symbols)
+	std::vector<std::string> exclude;         // enable-event --exclude
+	bool no_wait = false;                     // destroy --no-wait
 };
 
 // "a,b" "c" -> a, b, c (empty parts dropped).

@@ -9,9 +9,11 @@ namespace tracery::daemon {
 
 namespace {
 FILE *g_out = stderr;
+bool g_journal = false;
 Level g_max = Level::info;
 std::mutex g_mutex;
 constexpr const char *kNames[] = {"error", "warn", "info", "debug"};
+constexpr int kJournalPriorities[] = {3, 4, 6, 7}; // LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG
 constexpr size_t kMaxMessage = 2048;
 } // namespace
 
@@ -29,6 +31,14 @@ void log_to(FILE *f, Level max)
 {
 	g_out = f;
 	g_max = max;
+	g_journal = false;
+}
+
+void log_to_journal(Level max)
+{
+	g_out = stderr;
+	g_max = max;
+	g_journal = true;
 }
 
 void log(Level level, const char *fmt, ...)
@@ -55,8 +65,12 @@ void log(Level level, const char *fmt, ...)
 		if (static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f)
 			*c = '?';
 	std::lock_guard lock(g_mutex);
-	fprintf(g_out, "%s.%03ld traceryd %s: %s%s\n", when, ts.tv_nsec / 1000000, kNames[static_cast<int>(level)],
-	        message, static_cast<size_t>(n) > kMaxMessage ? " [cut]" : "");
+	if (g_journal)
+		fprintf(g_out, "<%d>%s: %s%s\n", kJournalPriorities[static_cast<int>(level)],
+		        kNames[static_cast<int>(level)], message, static_cast<size_t>(n) > kMaxMessage ? " [cut]" : "");
+	else
+		fprintf(g_out, "%s.%03ld traceryd %s: %s%s\n", when, ts.tv_nsec / 1000000,
+		        kNames[static_cast<int>(level)], message, static_cast<size_t>(n) > kMaxMessage ? " [cut]" : "");
 	fflush(g_out);
 }
 

@@ -6,12 +6,15 @@
 #include "daemon/log.hpp"
 #include "daemon/quota.hpp"
 #include "daemon/server.hpp"
+#include "daemon/systemd.hpp"
 #include "daemon/trace_repair.hpp"
 
+#include "base/cli_description.hpp"
 #include "base/sizes.hpp"
 
 #include "clock/trace_clock.hpp"
 #include "control/paths.hpp"
+#include "control/version.hpp"
 #include "ctf/trace_dir.hpp"
 #include "kernel/tracefs.hpp"
 #include "kernel/uprobes.hpp"
@@ -196,6 +199,8 @@ int serve(const Args &args)
 	// root under sudo) would let an owner write where only that group may.
 	if (opt.system && ::setgroups(0, nullptr) != 0)
 		throw std::runtime_error(std::string("cannot drop the supplementary groups: ") + strerror(errno));
+	// Socket activation (traceryd.socket): the socket systemd listens on, taken first.
+	base::Fd activated = socket_from_systemd();
 	prepare_rundir(opt.rundir, opt.system);
 	LockFile lock(control::lock_path(opt.rundir));
 	Level level;
@@ -210,7 +215,10 @@ int serve(const Args &args)
 		dup2(fd, 2); // the consumers report write errors on stderr too
 		close(fd);
 	}
-	log_to(stderr, level);
+	if (log_file.empty() && stderr_is_journal())
+		log_to_journal(level);
+	else
+		log_to(stderr, level);
 	// Before serving: the traces a killed predecessor left (trace_repair.hpp).
 	repair_journaled_traces(TraceJournal(opt.rundir));
 	remove_stale_kernel_state();
@@ -233,16 +241,23 @@ int serve(const Args &args)
 	}
 	const std::string sock = control::socket_path(opt.rundir);
 	Daemon daemon(opt);
-	Server server(daemon, control::listen_unix(sock, opt.system ? 0666 : 0600));
+	const bool socket_activated = static_cast<bool>(activated);
+	Server server(daemon,
+	              socket_activated ? std::move(activated) : control::listen_unix(sock, opt.system ? 0666 : 0600));
 	lock.write_pid();
 	// Before `--daemonize` returns: a program started right after finds them tracing.
 	daemon.load_auto_sessions();
-	log(Level::info, "serving %s (pid %d, %s daemon, buffer quota %s per user)", sock.c_str(), getpid(),
-	    opt.system ? "system" : "user", base::format_size(opt.buffer_quota).c_str());
+	log(Level::info, "serving %s (pid %d, %s daemon, buffer quota %s per user%s)", sock.c_str(), getpid(),
+	    opt.system ? "system" : "user", base::format_size(opt.buffer_quota).c_str(),
+	    socket_activated ? ", socket from systemd" : "");
 	report("ok");
+	if (!notify_systemd("READY=1\nMAINPID=" + std::to_string(getpid())))
+		log(Level::warn, "cannot tell systemd that the daemon is ready (NOTIFY_SOCKET): %s", strerror(errno));
 	server.run(sfd.get(), [&] {
 		log(Level::info, "stopping: writing the traces of running sessions");
-		unlink(sock.c_str());
+		notify_systemd("STOPPING=1");
+		if (!socket_activated) // systemd's socket stays for the next start
+			unlink(sock.c_str());
 		daemon.shutdown();
 	});
 	unlink(control::lock_path(opt.rundir).c_str());
@@ -255,7 +270,10 @@ int serve(const Args &args)
 int main(int argc, char **argv)
 {
 	CLI::App app{"traceryd: the Tracery session daemon. It owns the buffers of every tracing session, registers "
-	             "instrumented programs and writes their traces; control it with the `tracery` command."};
+	             "instrumented programs and writes their traces; control it with the `tracery` command.",
+	             "traceryd"};
+	app.set_version_flag("--version", control::version_line("traceryd", TRACERY_VERSION),
+	                     "Print the version and exit");
 	Args args;
 	app.add_flag("-d,--daemonize", args.daemonize, "Run in the background (returns once the daemon serves)");
 	bool foreground = false;
@@ -273,6 +291,8 @@ int main(int argc, char **argv)
 	app.add_option("--buffer-quota", args.buffer_quota,
 	               "Buffer memory each user's sessions and programs may take (k, M, G suffixes; default: a "
 	               "quarter of the machine's memory). Root is subject to it too");
+	if (base::dump_cli_if_asked(app, argc, argv))
+		return 0;
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {

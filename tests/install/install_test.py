@@ -26,6 +26,8 @@ LIBDIR = ENV["TRACERY_INSTALL_LIBDIR"]
 BINDIR = ENV["TRACERY_INSTALL_BINDIR"]
 INCLUDEDIR = ENV["TRACERY_INSTALL_INCLUDEDIR"]
 LIBEXECDIR = ENV["TRACERY_INSTALL_LIBEXECDIR"]
+DATADIR = ENV["TRACERY_INSTALL_DATADIR"]
+MANDIR = ENV["TRACERY_INSTALL_MANDIR"]
 BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
 # The LD_PRELOAD helpers installed beside libtracery (src/preload/README.md).
 PRELOAD_HELPERS = ("libc", "pthread", "func", "func-fast", "dl")
@@ -115,9 +117,16 @@ class InstalledPackage(unittest.TestCase):
         expected |= {os.path.join(LIBDIR, f"libtracery-preload-{h}.so") for h in PRELOAD_HELPERS}
         expected |= {os.path.join(BINDIR, p) for p in ("traceryd", "tracery-relayd", "tracery", "tracery-clock-report")}
         if BENCHMARKS:
-            expected.add(os.path.join(BINDIR, "tracery-bench"))
-            expected |= {os.path.join(LIBEXECDIR, "tracery", p)
-                         for p in ("clock_bench", "filter_bench", "enable_check_bench", "ringbuf_benchmark")}
+            expected |= {os.path.join(LIBEXECDIR, "tracery", p) for p in (
+                "tracery-bench", "clock_bench", "filter_bench", "enable_check_bench", "ringbuf_benchmark")}
+        # The man pages (packaging/gen_docs.py: one per verb), the completion and the systemd units.
+        generated = os.path.join(BUILD_DIR, "packaging", "generated", "man")
+        expected |= {os.path.join(MANDIR, os.path.relpath(os.path.join(root, f), generated))
+                     for root, _, files in os.walk(generated) for f in files}
+        self.assertIn(os.path.join(MANDIR, "man1", "tracery-create.1"), expected)
+        expected |= {os.path.join(DATADIR, "bash-completion", "completions", "tracery"),
+                     os.path.join(DATADIR, "zsh", "vendor-completions", "_tracery"),
+                     "lib/systemd/system/traceryd.service", "lib/systemd/system/traceryd.socket"}
         found = self.installed_files()
         if PYTHON_DIR:
             expected |= {os.path.join(PYTHON_DIR, "tracery", f) for f in PYTHON_PACKAGE}
@@ -221,7 +230,7 @@ class InstalledPackage(unittest.TestCase):
     def test_installed_programs_run(self):
         env = clean_env()
         version = run([os.path.join(self.prefix, BINDIR, "tracery"), "version"], env=env).stdout
-        self.assertRegex(version, rf"^tracery {re.escape(VERSION)} \(control protocol \d+\)\n$")
+        self.assertRegex(version, rf"^tracery {re.escape(VERSION)} \(control protocol \d+, relay protocol \d+\)\n$")
         helptext = run([os.path.join(self.prefix, BINDIR, "traceryd"), "--help"], env=env).stdout
         self.assertIn("session daemon", helptext)
         self.assertIn("Usage:", helptext)
