@@ -149,6 +149,20 @@ class Rotation(Chunks, DaemonTestCase):
         self.d.tracery("destroy")
         self.assertEqual(len(self.archives(path)), 3, "an empty last chunk is removed, not archived")
 
+    def test_shutdown_archives_the_last_chunk(self):
+        self.d.start_daemon()
+        path = self.session("d", events=("emit:tick",))
+        self.d.tracery("start")
+        emitter = self.start_emitter(100)
+        self.emit_rounds(emitter, 1, 1)
+        self.d.tracery("rotate")
+        self.emit_rounds(emitter, 2, 2)
+        self.finish(emitter)
+        self.d.kill_daemon()  # SIGTERM: the sessions are stopped, the last chunk archived as destroy would
+        self.assertEqual(sorted(os.listdir(path)), ["archives"])
+        self.assertEqual([collections.Counter(self.check_alone(c)) for c in self.archives(path)],
+                         [{1: 100}, {2: 100}])
+
     def test_clear_keeps_only_later_events(self):
         self.d.start_daemon()
         path = self.session("c", events=("emit:tick",))
