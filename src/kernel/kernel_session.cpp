@@ -648,13 +648,20 @@ void KernelSession::rotate(const std::string &output)
 	config_.output = output; // where a trace not begun yet begins
 	if (!trace_)
 		return;
+	// Started: the readers drain the buffers, tracing on, and each CPU's
+	// stream ends (stopped, they ended with the stop).
 	std::string reader_error;
-	if (readers_) { // stopped, the streams ended with the stop
+	if (readers_) {
 		const std::vector<pid_t> tids = readers_->tids();
-		readers_->stop(); // tracing on: each reads until its CPU's buffer is empty
+		readers_->stop(); // each reads until its CPU's buffer is empty
 		reader_error = readers_->error();
 		readers_.reset();
-		drop_notrace_ids(*instance_, std::set<pid_t>(tids.begin(), tids.end()));
+		try {
+			drop_notrace_ids(*instance_, std::set<pid_t>(tids.begin(), tids.end()));
+		} catch (const TracefsError &e) {
+			if (reader_error.empty()) // the new readers are needed all the same
+				reader_error = e.what();
+		}
 		base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 		for (const uint32_t cpu : cpus_)
 			trace_->finish_cpu(cpu, false);
