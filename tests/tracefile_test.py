@@ -3,7 +3,8 @@
 a long emission into a channel whose streams are limited to 3 files of
 16 KiB keeps the disk use of every stream under that bound, and the trace
 that is left is read by babeltrace2 without a warning and by tracery view
-alike, its last events there; the options' refusals."""
+alike, its last events there; the same of a kernel channel's streams (root
+and tracefs: skipped otherwise); the options' refusals."""
 import collections
 import os
 import re
@@ -11,6 +12,7 @@ import subprocess
 import unittest
 
 from daemontest import DaemonTestCase
+from kerneltest import KernelMixin
 from tracetest import FlatTrace, program
 
 THREADS = 1  # a thread that finishes first could see its last events overwritten by another's
@@ -72,6 +74,48 @@ class Tracefiles(DaemonTestCase):
         self.d.tracery("create", "snap", "--snapshot", "--output", self.out("snap"))
         proc = self.d.tracery("enable-channel", "-u", "c", "-s", "snap", "--tracefile-size", "1M", check=False)
         self.assertIn("snapshot session", proc.stderr)
+
+
+class KernelTracefiles(KernelMixin, DaemonTestCase):
+    def setUp(self):
+        self.check_kernel_prerequisites()
+        super().setUp()
+
+    def test_kernel_stream_files_stay_under_their_bound(self):
+        mark, closes, size, count = 100_000, 30_000, 64 * 1024, 2
+        self.d.start_daemon()
+        path = self.out("k")
+        t = self.d.tracery
+        t("create", "k", "--output", path)
+        t("enable-channel", "-k", "kch", "--tracefile-size", "64k", "--tracefile-count", str(count))
+        t("enable-event", "-k", "--syscall", "close", "-c", "kch")
+        t("track", "-k", "--pid", str(os.getpid()))
+        t("start")
+        for i in range(closes):  # close() of descriptors no process has: each an entry and an exit event
+            try:
+                os.close(mark + i)
+            except OSError:
+                pass
+        self.assertIn("kch (kernel): 0 events lost", t("stop").stdout)
+        streams = collections.defaultdict(list)
+        for name in os.listdir(os.path.join(path, "kernel")):
+            m = re.fullmatch(r"(kch_\d+|statedump_\d+)_(\d+)", name)
+            if m:
+                streams[m.group(1)].append((int(m.group(2)), os.path.getsize(os.path.join(path, "kernel", name))))
+            else:
+                self.assertIn(name, ("metadata", "index"))
+        # A kernel packet holds up to 64 KiB of events: a file holds its first packet whatever its size.
+        for stream, files in streams.items():
+            self.assertLessEqual(len(files), count, stream)
+            self.assertTrue(all(file_size <= size + 64 * 1024 + 4096 for _, file_size in files), stream)
+        self.assertGreater(max(n for files in streams.values() for n, _ in files), count, "files were deleted")
+        bt = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=120)
+        self.assertEqual((bt.returncode, bt.stderr), (0, ""))
+        seen = [int(m.group(1)) - mark for m in re.finditer(r"syscall_entry_close: .*\{ fd = (\d+) \}", bt.stdout)
+                if int(m.group(1)) >= mark]
+        self.assertEqual(len(seen), len(set(seen)), "no call twice")
+        self.assertLess(len(seen), closes, "the oldest files' calls are gone")
+        self.assertIn(closes - 1, seen, "the last call")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@
 #include "base/sizes.hpp"
 #include "cli/client.hpp"
 #include "cli/current.hpp"
+#include "cli/durations.hpp"
 
 #include <cstdio>
-#include <limits>
 
 namespace tracery::cli {
 
@@ -40,8 +40,8 @@ int verb_enable_rotation(const RotationArgs &a)
 {
 	control::EnableRotation req{session_or_current(a.session), std::nullopt, std::nullopt};
 	if (!a.timer.empty()) {
-		req.timer_ns = parse_rotation_period(a.timer);
-		if (!req.timer_ns)
+		req.timer_ns = parse_duration_ns(a.timer, 1'000); // a bare number: microseconds, as LTTng's PERIODUS
+		if (!req.timer_ns || *req.timer_ns == 0)
 			throw CliError("bad --timer '" + a.timer +
 			               "': give a duration, e.g. --timer=30s or --timer=500ms");
 	}
@@ -71,35 +71,6 @@ int verb_clear(const RotationArgs &a)
 	printf("Session '%s' cleared (%llu trace files removed)\n", r.session.c_str(),
 	       static_cast<unsigned long long>(r.files_removed));
 	return 0;
-}
-
-std::optional<uint64_t> parse_rotation_period(std::string_view text)
-{
-	size_t end = 0;
-	while (end < text.size() && text[end] >= '0' && text[end] <= '9')
-		end++;
-	if (end == 0 || end > 12)
-		return std::nullopt;
-	uint64_t n = 0;
-	for (size_t i = 0; i < end; i++)
-		n = n * 10 + static_cast<uint64_t>(text[i] - '0');
-	const std::string_view unit = text.substr(end);
-	uint64_t scale;
-	if (unit.empty() || unit == "us")
-		scale = 1'000;
-	else if (unit == "ms")
-		scale = 1'000'000;
-	else if (unit == "s")
-		scale = 1'000'000'000;
-	else if (unit == "m" || unit == "min")
-		scale = 60'000'000'000;
-	else if (unit == "h")
-		scale = 3'600'000'000'000;
-	else
-		return std::nullopt;
-	if (n == 0 || n > std::numeric_limits<uint64_t>::max() / scale)
-		return std::nullopt;
-	return n * scale;
 }
 
 void print_rotation(const control::RotationStatus &r, const char *indent)

@@ -6,10 +6,7 @@
 
 #include "control/messages.hpp"
 
-#include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 
 namespace tracery::cli {
 
@@ -25,10 +22,6 @@ int verb_rotate(const RotationArgs &a);
 int verb_enable_rotation(const RotationArgs &a);
 int verb_disable_rotation(const RotationArgs &a);
 int verb_clear(const RotationArgs &a);
-
-// --timer's PERIOD: a number with us, ms, s, m or h (a bare number is
-// microseconds, as LTTng's PERIODUS), in ns; nullopt if it is not one.
-std::optional<uint64_t> parse_rotation_period(std::string_view text);
 
 // What status prints of a session's chunks, one line each.
 void print_rotation(const control::RotationStatus &r, const char *indent);

@@ -5,6 +5,7 @@
 #include "cli/channel_options.hpp"
 #include "cli/client.hpp"
 #include "cli/current.hpp"
+#include "cli/durations.hpp"
 #include "cli/export_formats.hpp"
 #include "cli/print.hpp"
 
@@ -107,36 +108,14 @@ uint64_t parse_size(const std::string &s, const char *option)
 	return *v;
 }
 
-// --live's PERIOD: a number with ms or s (or us), 10ms to 1h; in ns.
+// --live's PERIOD: a duration (a bare number: seconds), 10ms to 1h; in ns.
 uint64_t parse_period(const std::string &s)
 {
-	const auto bad = [&] {
-		return CliError("bad --live period '" + s +
-		                "': give a duration from 10ms to 1h, e.g. --live=500ms or --live=2s");
-	};
-	size_t end = 0;
-	while (end < s.size() && isdigit(static_cast<unsigned char>(s[end])))
-		end++;
-	if (end == 0 || end > 12)
-		throw bad();
-	const uint64_t n = std::stoull(s.substr(0, end));
-	const std::string unit = s.substr(end);
-	uint64_t ns = 0;
-	if (unit == "us")
-		ns = n * 1000;
-	else if (unit == "ms")
-		ns = n * 1000000;
-	else if (unit == "s" || unit.empty())
-		ns = n * 1000000000;
-	else if (unit == "m" || unit == "min")
-		ns = n * 60000000000;
-	else if (unit == "h")
-		ns = n * 3600000000000;
-	else
-		throw bad();
-	if (ns < 10000000 || ns > 3600000000000)
-		throw bad();
-	return ns;
+	const std::optional<uint64_t> ns = parse_duration_ns(s, 1'000'000'000);
+	if (!ns || *ns < 10'000'000 || *ns > 3'600'000'000'000)
+		throw CliError("bad --live period '" + s +
+		               "': give a duration from 10ms to 1h, e.g. --live=500ms or --live=2s");
+	return *ns;
 }
 
 // The session a request names: -s NAME, or the current one.

@@ -511,6 +511,7 @@ std::vector<control::LostCount> Daemon::lost_report(const TraceSession &s) const
 
 control::StopReply Daemon::stop_session(TraceSession &s, Lock &lock)
 {
+	wait_kernel_move(s, lock);
 	s.mark_stopping();
 	std::vector<std::pair<uint64_t, uint64_t>> pending;
 	for (uint64_t id : members_[s.id()]) {
@@ -590,13 +591,23 @@ void Daemon::shutdown()
 {
 	actions_->stop(); // no trigger starts a session from now on
 	Lock lock(mutex_);
-	std::vector<SessionKey> started;
+	// No rotation begins from now on; those under way end first.
+	rotations_over_ = true;
+	to_rotate_.clear();
+	std::vector<SessionKey> keys;
 	for (auto &[key, s] : sessions_)
-		if (s->started())
-			started.push_back(key);
-	for (const auto &key : started) // stop_session lets other requests in: look each up again
+		keys.push_back(key);
+	for (const auto &key : keys)
+		wait_rotation(key, lock);
+	for (const auto &key : keys) // stop_session lets other requests in: look each up again
 		if (auto it = sessions_.find(key); it != sessions_.end() && it->second->started())
 			stop_session(*it->second, lock);
+	// Sessions that rotated: their last chunk archived, as destroy does.
+	for (auto &[key, s] : sessions_)
+		if (s->chunks().moved()) {
+			s->destroy_kernel(); // its streams closed first
+			archive_last_chunk(*s);
+		}
 	// The relays are told that their sessions end (BYE), without the lock.
 	std::vector<std::shared_ptr<consumer::RelayLink>> relays;
 	for (auto &[key, s] : sessions_)

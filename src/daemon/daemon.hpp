@@ -281,6 +281,12 @@ private:
 	// destroy: the last chunk of a session that left chunk 0 archived
 	// (removed if it holds no stream file).
 	void archive_last_chunk(TraceSession &s);
+	// Until a rotation's move of the session's kernel trace is over (the
+	// session stays: destroy waits for the rotation).
+	void wait_kernel_move(TraceSession &s, Lock &lock)
+	{
+		rotated_.wait(lock, [&] { return !s.chunks().moving_kernel; });
+	}
 	// The thread that rotates sessions on their schedule, and those rotated
 	// with --no-wait (to_rotate_, by session id).
 	void rotator();
@@ -299,6 +305,7 @@ private:
 	std::condition_variable rotate_wake_; // work for rotator()
 	std::condition_variable rotated_;     // a session's rotation ended
 	std::vector<uint64_t> to_rotate_;
+	bool rotations_over_ = false; // shutdown: no rotation begins
 	std::thread rotator_;
 	// Sessions by (owner, name): each user names its sessions in a space of
 	// its own, so a name says nothing of other users' sessions. session_for()

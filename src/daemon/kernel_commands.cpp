@@ -160,6 +160,9 @@ TraceSession &Daemon::kernel_session_for(const std::string &name, const control:
 	TraceSession &s = session_for(name, peer);
 	if (s.stopping())
 		throw CommandError("session '" + s.name() + "' is stopping: try again once `tracery stop` returns");
+	if (s.chunks().moving_kernel)
+		throw CommandError("session '" + s.name() +
+		                   "' is moving its kernel trace to a new chunk: try again in a moment");
 	if (s.ever_started() && !s.kernel_domain())
 		throw CommandError("session '" + s.name() +
 		                   "' was started without kernel events, so its user trace is OUTPUT itself and "

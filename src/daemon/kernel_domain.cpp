@@ -45,7 +45,7 @@ kernel::KernelSessionConfig KernelDomain::config() const
 	// (built by appending: GCC 12 at -O3 warns of "u" + std::string here, -Wrestrict)
 	c.instance_label = std::to_string(s.owner);
 	c.instance_label.insert(0, 1, 'u').append(1, '-').append(s.name);
-	c.output = s.output;
+	c.output = chunk_.empty() ? s.output : chunk_;
 	c.local = s.local();
 	c.relay = s.relay.link;
 	c.live_period_ns = s.relay.live_period_ns;
@@ -122,6 +122,22 @@ std::string KernelDomain::stop()
 		return e.what();
 	}
 	return "";
+}
+
+std::string KernelDomain::rotate(const std::string &chunk)
+{
+	std::string error;
+	if (trace_) {
+		try {
+			trace_->rotate(chunk);
+		} catch (const std::exception &e) {
+			log(Level::error, "session %s: kernel rotation: %s", session_.name.c_str(), e.what());
+			error = std::string("kernel: ") + e.what();
+		}
+	}
+	if (!trace_ || trace_->trace_dir() == chunk + "/kernel")
+		chunk_ = chunk;
+	return error;
 }
 
 std::string KernelDomain::destroy()

@@ -93,6 +93,11 @@ public:
 	// kernel trace stays open for the next start (without the daemon's
 	// lock). Returns "" or the one-line error of a failed reader.
 	std::string stop();
+	// Rotation: the kernel trace goes on in CHUNK/kernel, `chunk` the next
+	// trace chunk's directory (as does one begun later), without the
+	// daemon's lock. Returns "" or the one-line error (then
+	// trace()->trace_dir() says whether it moved).
+	std::string rotate(const std::string &chunk);
 	// Destroy: closes the kernel trace and removes the tracefs instance.
 	// Returns "" or why it could not.
 	std::string destroy();
@@ -109,6 +114,7 @@ private:
 	const SessionIdentity &session_;
 	KernelSpec spec_;
 	bool in_layout_ = false;
+	std::string chunk_; // the trace chunk's directory after a rotation ("": the session's output)
 	std::unique_ptr<kernel::KernelSession> trace_;
 };
 

@@ -64,6 +64,23 @@ std::string chunk_time(time_t t)
 	return buf;
 }
 
+bool is_chunk_name(std::string_view name)
+{
+	// YYYYmmddTHHMMSS+HHMM-ID
+	constexpr std::string_view kShape = "dddddddd_dddddd_dddd-";
+	if (name.size() <= kShape.size() || name.size() > kShape.size() + 20)
+		return false;
+	const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+	for (size_t i = 0; i < name.size(); i++) {
+		const char c = name[i];
+		const char want = i < kShape.size() ? kShape[i] : 'd';
+		const bool ok = want == 'd' ? digit(c) : i == 8 ? c == 'T' : i == 15 ? c == '+' || c == '-' : c == want;
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
 SessionChunks::SessionChunks(std::string output, time_t created)
 	: output_(std::move(output)), current_{0, output_, created}, previous_(current_)
 {
@@ -143,10 +160,10 @@ uint64_t SessionChunks::remove(const Chunk &c, bool kernel_layout, bool keep_met
 	return removed;
 }
 
-uint64_t SessionChunks::bytes(bool kernel_layout) const
+uint64_t SessionChunks::bytes_in(const std::vector<std::string> &dirs)
 {
 	uint64_t total = 0;
-	for (const std::string &dir : trace_dirs(current_, kernel_layout))
+	for (const std::string &dir : dirs)
 		for (const fs::path &f : trace_files(dir)) {
 			struct stat st {};
 			if (::lstat(f.c_str(), &st) == 0)

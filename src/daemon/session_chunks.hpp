@@ -25,12 +25,17 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tracery::daemon {
 
 // "20261129T001139+0000": `t` in local time, as LTTng names chunks.
 std::string chunk_time(time_t t);
+
+// Whether `name` is that of a chunk being written, BEGIN-ID (the crash
+// repair looks into them).
+bool is_chunk_name(std::string_view name);
 
 // What makes a session rotate by itself (enable-rotation).
 struct RotationSchedule {
@@ -79,7 +84,10 @@ public:
 		return remove(current_, kernel_layout, keep_metadata);
 	}
 	// The bytes of the chunk being written so far (its regular files).
-	uint64_t bytes(bool kernel_layout) const;
+	uint64_t bytes(bool kernel_layout) const { return bytes_in(dirs(kernel_layout)); }
+	// Its trace directories; the bytes of the regular files in `dirs`.
+	std::vector<std::string> dirs(bool kernel_layout) const { return trace_dirs(current_, kernel_layout); }
+	static uint64_t bytes_in(const std::vector<std::string> &dirs);
 	// Whether a stream file of the chunk being written exists.
 	bool has_streams(bool kernel_layout) const;
 
@@ -90,6 +98,9 @@ public:
 	uint64_t last_rotation_ns = 0;
 	// A rotation or clear is under way (the daemon's lock released).
 	bool rotating = false;
+	// Its first part, the kernel trace's move: start, stop and the kernel
+	// commands wait for it or refuse.
+	bool moving_kernel = false;
 
 	control::RotationStatus status() const;
 

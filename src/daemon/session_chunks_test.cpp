@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace tracery::daemon {
 namespace {
@@ -37,6 +38,18 @@ TEST(SessionChunks, ChunkTimeIsLttngsForm)
 	EXPECT_TRUE(std::regex_match(chunk_time(1'800'000'000), std::regex(R"(\d{8}T\d{6}[+-]\d{4})")))
 		<< chunk_time(1'800'000'000);
 	EXPECT_LT(chunk_time(1'800'000'000), chunk_time(1'800'000'060)) << "names sort in time order";
+}
+
+TEST(SessionChunks, ChunkNamesAreRecognised)
+{
+	const std::string begun = chunk_time(1'800'000'000);
+	EXPECT_TRUE(is_chunk_name(begun + "-1"));
+	EXPECT_TRUE(is_chunk_name("20261129T031500-0130-18446744073709551615"));
+	for (const std::string &bad :
+	     std::vector<std::string>{begun, begun + "-", begun + "-1x", "snapshot-1-20261129-031500",
+	                              "20261129X031500+0000-1", "20261129T031500*0000-1", "2026112T031500+0000-1",
+	                              begun + "-" + begun + "-1", begun + "-123456789012345678901"})
+		EXPECT_FALSE(is_chunk_name(bad)) << bad;
 }
 
 TEST(SessionChunks, FirstChunkIsArchivedOutOfTheOutputIntoUst)

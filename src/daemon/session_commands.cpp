@@ -204,6 +204,7 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 control::StartReply Daemon::cmd_start(const control::Start &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req.session, peer);
+	wait_kernel_move(s, lock);
 	if (s.started())
 		throw CommandError("session '" + s.name() + "' is already started");
 	// What can fail comes first (the kernel's tracing, the buffers of the

@@ -58,6 +58,17 @@ struct Countdown {
 	}
 };
 
+// A session whose chunk may have reached its rotation size: the chunk's
+// directories, read by the rotator without the lock.
+struct SizeCheck {
+	uint64_t session, chunk;
+	uid_t owner;
+	gid_t group;
+	std::vector<std::string> dirs;
+	uint64_t limit;
+	bool full = false;
+};
+
 // The refusals common to rotate, enable-rotation and clear.
 void check_chunks_apply(const TraceSession &s, const char *verb)
 {
@@ -65,10 +76,6 @@ void check_chunks_apply(const TraceSession &s, const char *verb)
 	if (!s.local())
 		throw CommandError("session '" + name + "' has no local trace (it is only sent to a relay): `tracery " +
 		                   verb + "` needs a session created with --output or --local-copy");
-	if (s.kernel_domain() || s.kernel_spec().any_events())
-		throw CommandError("session '" + name + "' traces the kernel: `tracery " + verb +
-		                   "` of sessions with kernel events is not supported yet; stop, destroy and create it "
-		                   "again to begin a new trace");
 }
 
 } // namespace
@@ -76,26 +83,53 @@ void check_chunks_apply(const TraceSession &s, const char *verb)
 std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t *removed)
 {
 	SessionChunks &chunks = s.chunks();
+	if (rotations_over_)
+		throw CommandError("the daemon is shutting down: session '" + s.name() + "' is not rotated");
 	if (chunks.rotating)
 		throw CommandError("session '" + s.name() + "' is being rotated or cleared: try again in a moment");
 	const bool kernel_layout = s.kernel_domain();
 	const std::string old_user_dir = s.user_dir();
 	const time_t now = time(nullptr);
 	auto countdown = std::make_shared<Countdown>();
+	const std::string root = chunks.next_root(now);
 	{
 		base::FsCreds as_owner(s.owner(), s.owner_gid());
-		const std::string root = chunks.next_root(now);
 		chunks.begin(root, now);
 		try {
 			ctf::make_directories(root, 0700);
-			const size_t asked = s.rotate_user_trace([countdown] { countdown->arrive(); });
-			countdown->add(static_cast<int64_t>(asked));
+			s.move_user_trace();
 		} catch (const std::system_error &e) {
 			chunks.abandon_next(); // no consumer was asked yet: the trace stays where it was
 			throw CommandError("cannot begin a new trace chunk in '" + root + "': " + e.what() +
 			                   "; free some space or check the output directory");
 		}
 	}
+	// The kernel trace first (its readers read out what the kernel's buffers
+	// hold, then go on in the new chunk), without the lock: destroy waits for
+	// `rotating`, start, stop and the kernel commands for `moving_kernel`.
+	if (s.kernel_session()) {
+		chunks.rotating = chunks.moving_kernel = true;
+		lock.unlock();
+		const std::string kernel_error = s.rotate_kernel(root); // never throws
+		lock.lock();
+		chunks.moving_kernel = false;
+		rotated_.notify_all();
+		if (s.kernel_session()->trace_dir() != chunks.kernel_dir()) {
+			chunks.rotating = false;
+			rotated_.notify_all();
+			base::FsCreds as_owner(s.owner(), s.owner_gid());
+			chunks.abandon_next();
+			try {
+				s.move_user_trace(); // back where its buffers still write
+			} catch (const std::system_error &e) {
+				log(Level::warn, "session %s: %s", s.name().c_str(), e.what());
+			}
+			throw CommandError("cannot begin a new trace chunk in '" + root + "': " + kernel_error);
+		}
+		if (!kernel_error.empty())
+			log(Level::warn, "session %s: rotated, but %s", s.name().c_str(), kernel_error.c_str());
+	}
+	countdown->add(static_cast<int64_t>(s.rotate_user_buffers([countdown] { countdown->arrive(); })));
 	// The consumers move at their next turn; stop and other commands may
 	// run meanwhile (stop finishes the buffers, which moves them too), not
 	// destroy (it waits for `rotating`), nor another rotation.
@@ -217,7 +251,9 @@ control::ClearReply Daemon::cmd_clear(const control::Clear &req, const control::
 		                   "' is sent to a relay: clear through the relay is not "
 		                   "supported yet");
 	control::ClearReply reply{s.name(), 0};
-	if (s.started()) {
+	// A kernel trace keeps its stream files open while stopped: its clear
+	// begins a new chunk too.
+	if (s.started() || s.kernel_session()) {
 		end_chunk(s, lock, true, &reply.files_removed);
 		return reply;
 	}
@@ -269,9 +305,12 @@ void Daemon::rotator()
 		rotate_wake_.wait_for(lock, kRotatorPeriod);
 		if (closing_)
 			return;
+		if (rotations_over_)
+			continue;
 		std::vector<uint64_t> due;
 		due.swap(to_rotate_);
 		const uint64_t now = base::monotonic_ns();
+		std::vector<SizeCheck> sizes;
 		for (auto &[key, s] : sessions_) {
 			SessionChunks &chunks = s->chunks();
 			if (!chunks.schedule().any())
@@ -282,15 +321,28 @@ void Daemon::rotator()
 				continue;
 			}
 			const RotationSchedule &schedule = chunks.schedule();
-			bool rotate = schedule.timer_ns && now - chunks.last_rotation_ns >= *schedule.timer_ns;
-			if (!rotate && schedule.size_bytes) {
-				// A few directory entries of the owner's, read with the lock
-				// held (as the output directory's checks are).
-				base::FsCreds as_owner(s->owner(), s->owner_gid());
-				rotate = chunks.bytes(s->kernel_domain()) >= *schedule.size_bytes;
-			}
-			if (rotate)
+			if (schedule.timer_ns && now - chunks.last_rotation_ns >= *schedule.timer_ns)
 				due.push_back(s->id());
+			else if (schedule.size_bytes)
+				sizes.push_back({s->id(), chunks.id(), s->owner(), s->owner_gid(),
+				                 chunks.dirs(s->kernel_domain()), *schedule.size_bytes});
+		}
+		// The owners' directories are read without the lock (a directory
+		// the owner controls may make a read wait), the sessions looked up
+		// again after.
+		if (!sizes.empty()) {
+			lock.unlock();
+			for (SizeCheck &c : sizes) {
+				base::FsCreds as_owner(c.owner, c.group);
+				c.full = SessionChunks::bytes_in(c.dirs) >= c.limit;
+			}
+			lock.lock();
+			if (closing_)
+				return;
+			for (const SizeCheck &c : sizes)
+				for (auto &[key, s] : sessions_)
+					if (c.full && s->id() == c.session && s->chunks().id() == c.chunk)
+						due.push_back(c.session);
 		}
 		for (const uint64_t id : due) {
 			// end_chunk lets other commands in: each session is looked up again.

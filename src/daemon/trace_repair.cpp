@@ -1,6 +1,8 @@
 // Repair of the traces a killed daemon was writing: see trace_repair.hpp.
 #include "daemon/trace_repair.hpp"
 
+#include "daemon/session_chunks.hpp"
+
 #include "base/fs_creds.hpp"
 #include "daemon/log.hpp"
 
@@ -160,7 +162,9 @@ void Repair::dir(int dfd, const std::string &shown, Level level)
 			continue; // gone since the listing
 		if (S_ISDIR(es.st_mode)) {
 			const bool domain = name == kUserTraceDir || name == kKernelTraceDir;
-			const bool snapshot = level == Level::top && name.rfind(kSnapshotPrefix, 0) == 0;
+			// A snapshot, or the trace chunk being written (archived ones are whole).
+			const bool snapshot =
+				level == Level::top && (name.rfind(kSnapshotPrefix, 0) == 0 || is_chunk_name(name));
 			if (level == Level::trace || !(domain || snapshot))
 				continue; // not a trace of this session
 			const base::Fd sub(

@@ -33,9 +33,11 @@ struct RepairNote {
 };
 
 // Repairs the stream files of the trace in entry.dir, of its ust/ and
-// kernel/ traces, and of the snapshot directories in it ("snapshot-*", each
-// a trace or, with a kernel domain, ust/ and kernel/). Never throws for what it
-// finds on disk: each problem is a note.
+// kernel/ traces, of the snapshot directories in it ("snapshot-*", each
+// a trace or, with a kernel domain, ust/ and kernel/) and of the trace chunk
+// being written after a rotation (BEGIN-ID/ust, BEGIN-ID/kernel:
+// session_chunks.hpp). Never throws for what it finds on disk: each problem
+// is a note.
 std::vector<RepairNote> repair_trace(const JournalEntry &entry);
 
 // At the daemon's start: repairs every trace in the journal left by a daemon

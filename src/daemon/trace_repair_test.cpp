@@ -242,6 +242,24 @@ TEST_F(TraceRepairTest, TracesOfAKernelSessionsSnapshotAreRepaired)
 	EXPECT_EQ(fs::file_size(snap + "/ust/snapshot-2/chan_uid0_0"), packet(300) + packet(3000) - 100);
 }
 
+TEST_F(TraceRepairTest, TheChunkBeingWrittenIsRepaired)
+{
+	const std::string chunk = trace_ + "/20261129T031500+0000-3";
+	const std::string archived = trace_ + "/archives/20261129T031000+0000-20261129T031500+0000-2";
+	const std::string lookalike = trace_ + "/20261129T031500+0000-x";
+	for (const std::string &dir : {chunk, archived, lookalike}) {
+		make_trace(dir + "/ust", {{100, 1000}});
+		fs::resize_file(dir + "/ust/chan_uid0_0", fs::file_size(dir + "/ust/chan_uid0_0") - 100);
+	}
+	const auto notes = repair_trace(entry(trace_));
+	ASSERT_EQ(notes.size(), 1u);
+	EXPECT_TRUE(notes[0].repaired) << notes[0].text;
+	EXPECT_EQ(fs::file_size(chunk + "/ust/chan_uid0_0"), packet(100));
+	// Archives are renamed once whole; other names are no directory a session writes.
+	EXPECT_EQ(fs::file_size(archived + "/ust/chan_uid0_0"), packet(100) + packet(1000) - 100);
+	EXPECT_EQ(fs::file_size(lookalike + "/ust/chan_uid0_0"), packet(100) + packet(1000) - 100);
+}
+
 TEST_F(TraceRepairTest, RemovedTraceIsNothingToDo) { EXPECT_TRUE(repair_trace(entry(trace_ + "/gone")).empty()); }
 
 TEST_F(TraceRepairTest, JournaledTracesAreRepairedAndTheJournalRemoved)

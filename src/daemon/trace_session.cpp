@@ -44,11 +44,9 @@ void TraceSession::fix_layout()
 	user_trace_.set_local_dir(local() ? user_dir() : "");
 }
 
-size_t TraceSession::rotate_user_trace(const std::function<void()> &done)
-{
-	user_trace_.continue_in(user_dir());
-	return channels_.rotate_buffers(done);
-}
+void TraceSession::move_user_trace() { user_trace_.continue_in(user_dir()); }
+
+size_t TraceSession::rotate_user_buffers(const std::function<void()> &done) { return channels_.rotate_buffers(done); }
 
 std::vector<TraceSession::Retired> TraceSession::program_ended(pid_t pid, uid_t uid)
 {

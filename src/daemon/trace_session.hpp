@@ -98,6 +98,7 @@ public:
 	void apply_kernel() { kernel_.apply(); } // a change of the kernel spec, while tracing
 	std::string stop_kernel() { return kernel_.stop(); }
 	std::string destroy_kernel() { return kernel_.destroy(); }
+	std::string rotate_kernel(const std::string &chunk) { return kernel_.rotate(chunk); }
 	// The kernel trace of the last start, if any (counts).
 	const kernel::KernelSession *kernel_session() const { return kernel_.trace(); }
 
@@ -160,11 +161,14 @@ public:
 	// Trace chunks: rotation and clear (session_chunks.hpp).
 	SessionChunks &chunks() { return chunks_; }
 	const SessionChunks &chunks() const { return chunks_; }
-	// Rotation, lock held: the user trace goes on in the current chunk's
-	// user_dir() (made, given the whole metadata), every buffer's consumer
-	// asked to write there from a packet boundary on, each calling `done`
-	// once it does; returns how many were asked. Throws std::system_error.
-	size_t rotate_user_trace(const std::function<void()> &done);
+	// Rotation, lock held: the user trace's buffers made from now on write
+	// in the current chunk's user_dir() (made, given the whole metadata).
+	// Throws std::system_error.
+	void move_user_trace();
+	// Then every buffer's consumer asked to write there from a packet
+	// boundary on, each calling `done` once it does; returns how many were
+	// asked.
+	size_t rotate_user_buffers(const std::function<void()> &done);
 	// The whole user metadata written so far.
 	std::string user_metadata() { return user_trace_.metadata(); }
 

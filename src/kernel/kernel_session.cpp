@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "base/fs_creds.hpp"
@@ -636,6 +638,48 @@ void KernelSession::snapshot(const std::string &dir)
 		                         std::to_string(w.events) +
 		                         " kernel events not written (a snapshot reads them out of the kernel's "
 		                         "buffer: they are gone)");
+}
+
+void KernelSession::rotate(const std::string &output)
+{
+	if (config_.snapshot)
+		throw std::logic_error("kernel session '" + config_.session_name +
+		                       "': a snapshot session does not rotate");
+	config_.output = output; // where a trace not begun yet begins
+	if (!trace_)
+		return;
+	// Started: the readers drain the buffers, tracing on, and each CPU's
+	// stream ends (stopped, they ended with the stop).
+	std::string reader_error;
+	if (readers_) {
+		const std::vector<pid_t> tids = readers_->tids();
+		readers_->stop(); // each reads until its CPU's buffer is empty
+		reader_error = readers_->error();
+		readers_.reset();
+		try {
+			drop_notrace_ids(*instance_, std::set<pid_t>(tids.begin(), tids.end()));
+		} catch (const TracefsError &e) {
+			if (reader_error.empty()) // the new readers are needed all the same
+				reader_error = e.what();
+		}
+		base::FsCreds as_writer(config_.file_uid, config_.file_gid);
+		for (const uint32_t cpu : cpus_)
+			trace_->finish_cpu(cpu, false);
+		trace_->finish();
+	}
+	std::exception_ptr moving;
+	try {
+		base::FsCreds as_writer(config_.file_uid, config_.file_gid);
+		trace_->continue_in(output + "/kernel");
+	} catch (...) {
+		moving = std::current_exception();
+	}
+	if (started_)
+		readers_ = start_readers(*trace_);
+	if (moving)
+		std::rethrow_exception(moving);
+	if (!reader_error.empty())
+		throw std::runtime_error("kernel session '" + config_.session_name + "': " + reader_error);
 }
 
 void KernelSession::destroy()

@@ -196,13 +196,24 @@ public:
 	// std::runtime_error, TracefsError, std::system_error;
 	// std::logic_error if not a snapshot session or never started.
 	void snapshot(const std::string &dir);
+	// Rotation: the trace goes on in OUTPUT/kernel of another OUTPUT (the
+	// next trace chunk's directory), the one before left a complete trace.
+	// Started: the readers read out what the buffers hold (tracing stays on:
+	// what the kernel records meanwhile waits in its buffer, or is counted
+	// lost in the new chunk), each CPU's stream there ends, and new readers
+	// write into the new directory. Throws std::system_error (the trace
+	// stays where it was), std::runtime_error (a reader failed: its
+	// message, after the move), TracefsError; std::logic_error for a
+	// snapshot session.
+	void rotate(const std::string &output);
 	// Closes the streams and removes the instance. Throws TracefsError.
 	// Idempotent.
 	void destroy();
 
 	bool started() const noexcept { return started_; }
 	const std::vector<Tracepoint> &events() const noexcept { return events_.events; }
-	std::string trace_dir() const { return config_.output + "/kernel"; }
+	// Where the trace is written (or will be: OUTPUT/kernel).
+	std::string trace_dir() const { return trace_ ? trace_->dir() : config_.output + "/kernel"; }
 	std::string instance_path() const { return instance_ ? instance_->path() : ""; }
 	// Counts of the trace written (after stop(): final).
 	KernelTraceCounts counts() const;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <exception>
 #include <fstream>
 #include <sstream>
 
@@ -172,8 +173,9 @@ KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, 
                          std::vector<KernelContext> contexts, UserStrings *user_strings)
 	: out_(std::move(out)), uuid_(info.uuid), now_(std::move(now)), made_(now_()), earliest_(made_),
 	  decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
-	  user_strings_(user_strings), contexts_(std::move(contexts)),
-	  sink_(out_.sink({channel, kStreamClass, 0, info.uuid}, num_cpus)), cpus_(num_cpus), num_cpus_(num_cpus)
+	  user_strings_(user_strings),
+	  contexts_(std::move(contexts)), stream_names_{channel, kStreamClass, 0, info.uuid},
+	  sink_(out_.sink(stream_names_, num_cpus)), cpus_(num_cpus), num_cpus_(num_cpus)
 {
 	if (needs_thread_table(contexts_))
 		threads_ = std::make_unique<ThreadTable>(
@@ -507,14 +509,16 @@ void KernelTrace::idle(uint32_t cpu)
 	c.last_ts = ts;
 }
 
-void KernelTrace::finish_cpu(uint32_t cpu)
+void KernelTrace::finish_cpu(uint32_t cpu, bool at_now)
 {
 	Cpu &c = cpus_.at(cpu);
 	close_packet(cpu, c);
 	give_up(cpu, c); // a packet still refused: its events are counted
 	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
 	c.events.clear();
-	const uint64_t end = std::max(now_(), c.last_ts);
+	if (!at_now && c.seq == 0)
+		return; // its first packet, in a later chunk, begins when the trace was made, as always
+	const uint64_t end = at_now ? std::max(now_(), c.last_ts) : c.last_ts;
 	if (c.seq == 0) { // every CPU has its stream, beginning with the earliest one, at 0 lost
 		write_packet(cpu, c, std::min(earliest_.load(std::memory_order_relaxed), end), end, 0);
 		give_up(cpu, c);
@@ -645,6 +649,20 @@ void KernelTrace::close()
 		}
 	}
 	sink_->close();
+}
+
+void KernelTrace::continue_in(std::string dir)
+{
+	out_.continue_in(std::move(dir));
+	std::exception_ptr closing; // the old streams' deferred error: reported once the new ones exist
+	try {
+		close();
+	} catch (...) {
+		closing = std::current_exception();
+	}
+	sink_ = out_.sink(stream_names_, num_cpus_);
+	if (closing)
+		std::rethrow_exception(closing);
 }
 
 KernelTraceCounts KernelTrace::counts() const

@@ -135,8 +135,12 @@ public:
 	void set_live_period(std::chrono::nanoseconds period);
 	void idle(uint32_t cpu);
 	// After the last page of `cpu`: a packet ending now, with its exact lost
-	// total.
-	void finish_cpu(uint32_t cpu);
+	// total. at_now false (a rotation, tracing on): ending at the CPU's last
+	// event instead, so that the events still in the kernel's buffer keep
+	// their times in the next chunk; a CPU without a packet yet gets none
+	// (a reader of every chunk orders a stream's files by their first
+	// packets' beginnings: no two may begin together).
+	void finish_cpu(uint32_t cpu, bool at_now = true);
 	// After finish_cpu() of every CPU: the state dump's stream (if there is
 	// one yet) ends with theirs, with an empty packet.
 	void finish();
@@ -163,6 +167,15 @@ public:
 	// Closes every stream, the state dump's after finish(). Not while pages
 	// are being written. Throws std::system_error.
 	void close();
+	// Rotation, after finish_cpu() of every CPU and finish(), while no page
+	// is being written: the local trace goes on in `dir` (made, given the
+	// whole metadata), the old directory's streams closed, each a complete
+	// trace. The streams continue there: their packets numbered on, their
+	// lost totals carried (a chunk's first packet claims the total so far,
+	// which a reader of the chunk alone does not report), the state dump's
+	// stream from the next state dump on. Throws std::system_error: if `dir`
+	// cannot be made, nothing changed.
+	void continue_in(std::string dir);
 
 	KernelTraceCounts counts() const;
 	// The events written so far of the classes named `names` (CTF names), in
@@ -253,6 +266,7 @@ private:
 	std::vector<bool> unrecorded_;      // tracefs ID -> not written
 	std::vector<KernelContext> contexts_;
 	std::unique_ptr<ThreadTable> threads_; // when a context needs it
+	consumer::StreamNames stream_names_;   // of the CPU streams
 	std::unique_ptr<consumer::PacketSink> sink_;
 	std::vector<Cpu> cpus_;
 	uint32_t num_cpus_;
