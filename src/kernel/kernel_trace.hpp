@@ -2,7 +2,9 @@
 // (or the relay's copy, or both: consumer/trace_output.hpp): its metadata (LTTng kernel identity, the user trace's clock class, one
 // stream class, the event classes of kernel_events.hpp), one stream file per
 // CPU (CHANNEL_CPU) into which each page the readers deliver becomes one
-// packet, and the state dump's stream (statedump_0). A session started
+// packet, with system calls written whole by BPF a second stream per CPU
+// (CHANNEL_syscalls_CPU, bpf/syscall_events.hpp), and the state dump's
+// stream (statedump_0). A session started
 // again continues the same streams (its new event classes appended to the
 // metadata).
 //

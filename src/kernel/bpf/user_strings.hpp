@@ -5,6 +5,10 @@
 // tracefs syscall_entry event takes its call's strings from here when the
 // kernel trace writes it.
 //
+// Used by the sessions whose calls BPF cannot write whole
+// (syscall_events.hpp: those with the x86-tsc clock, or tracking processes
+// by more than pids).
+//
 // The exits: an exit's program reads what the call wrote (a buffer read,
 // an fd pair, an accepted address) through the arguments its entry kept
 // (per thread, in a bounded map), into a record joined to the tracefs
