@@ -543,8 +543,12 @@ void KernelSession::prepare_user_strings()
 bool KernelSession::write_by_bpf(const Tracepoint &tp, const std::string &filter)
 {
 	constexpr std::string_view kEnter = "sys_enter_", kExit = "sys_exit_";
-	if (!syscall_events_ || tp.system != "syscalls" || !filter.empty())
+	if (!syscall_events_ || tp.system != "syscalls")
 		return false;
+	if (!filter.empty()) { // tracefs's from now on
+		syscall_events_->detach(tp.name);
+		return false;
+	}
 	const bool entry = tp.name.starts_with(kEnter);
 	const std::string call = tp.name.substr(entry ? kEnter.size() : kExit.size());
 	const UserMemory memory{true, syscall_events_->buffer_bytes()};
@@ -559,6 +563,8 @@ bool KernelSession::write_by_bpf(const Tracepoint &tp, const std::string &filter
 	const uint16_t id = static_cast<uint16_t>(formats_.at(tp).id);
 	// The exit reads through the arguments its entry keeps.
 	const uint64_t keep = exit_cookie != 0 ? kCookieKeep : 0;
+	if (!syscall_events_->attached(tp.name) && contains(enabled_, tp))
+		instance_->enable_event(tp, false); // tracefs's until now (it had a filter)
 	if (entry)
 		syscall_events_->attach_entry(call, entry_cookie | keep, id);
 	else
@@ -578,6 +584,7 @@ UserStringsCounts KernelSession::user_strings_counts() const
 
 std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 {
+	constexpr unsigned kPagesPerSyscallRead = 16;
 	// A reader thread writes nothing but the trace: its credentials are
 	// the writer's from its first write on.
 	const auto as_writer = [this] {
@@ -593,7 +600,10 @@ std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 		[as_writer, &trace](uint32_t cpu, std::span<const uint8_t> page, bool more) {
 			as_writer();
 			trace.write_page(cpu, page, more);
-			if (!more) // the CPU's reader pauses: its system calls BPF wrote meanwhile
+			// The system calls BPF wrote meanwhile: when the reader pauses,
+			// and every few pages of a CPU read without a pause.
+			thread_local unsigned pages = 0;
+			if (!more || ++pages % kPagesPerSyscallRead == 0)
 				trace.write_syscall_events(cpu);
 		},
 		[as_writer, &trace](uint32_t cpu) {
