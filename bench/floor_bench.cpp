@@ -71,7 +71,7 @@ void setup()
 
 [[gnu::always_inline]] inline FloorBuffer &this_cpu_buffer()
 {
-	int cpu = rseq::current_cpu();
+	int cpu = tracery::rseq::current_cpu(); // (glibc's struct rseq shares the name)
 	if (cpu < 0) [[unlikely]]
 		cpu = sched_getcpu();
 	return g_buffers[static_cast<uint32_t>(cpu < 0 ? 0 : cpu) % g_num_buffers];

@@ -3,6 +3,10 @@ function(tracery_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main Threads::Threads)
+  # The tests' own code at -O1 in a Release tree: the code under test keeps
+  # -O3, and the tests compile in a quarter less time (messages_test.cpp,
+  # GCC 12: 15.4 CPU seconds at -O3, 11.4 at -O1).
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O1>)
   add_test(NAME ${name} COMMAND ${name})
 endfunction()
 

@@ -17,7 +17,7 @@ packages=(
   chromium
   lttng-tools liblttng-ust-dev uftrace
   python3-dev python3-lttngust
-  default-jdk-headless liblttng-ust-agent-java
+  default-jdk-headless liblttng-ust-agent-java liblog4j2-java
 )
 missing=()
 for p in "${packages[@]}"; do

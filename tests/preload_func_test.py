@@ -22,13 +22,15 @@ N = 300  # leaf() calls of the main thread; thread t makes N * (t + 1)
 EXPECTED_CALLS = {"main": 1, "worker": 4, "leaf": 10 * N, "fib": 4 * 465}
 
 
-# A sanitizer build's helpers and libtracery need the sanitizer's runtime loaded first: in the program.
+# A sanitizer build's helpers and libtracery need the sanitizer's runtime loaded first: in the program, built by
+# the compiler of the build (clang and GCC have run-times of their own).
 SANITIZE = os.environ.get("TRACERY_SANITIZE", "")
+CC = os.environ.get("TRACERY_C_COMPILER", "cc")
 
 
 def compile_c(out, *args):
     flags = [f"-fsanitize={SANITIZE}"] if SANITIZE else []
-    proc = subprocess.run(["cc", *flags, *args, "-o", out], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([CC, *flags, *args, "-o", out], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise AssertionError(f"cc {' '.join(args)} failed: {proc.stderr}")
     return out

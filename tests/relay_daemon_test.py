@@ -231,7 +231,10 @@ class RelayDaemonTest(DaemonTestCase):
         proc = self.d.tracery("stop", "kill", check=False)
         stop = proc.stdout
         self.assertNotEqual(proc.returncode, 0, stop)
-        self.assertIn("events lost, the relay at 127.0.0.1", proc.stderr)
+        # The last refusal's reason: the relay not connected, or, on a loaded machine, the queue still full of
+        # what waited for the new connection.
+        self.assertRegex(proc.stderr, r"events lost, (the relay at 127\.0\.0\.1:\d+ is not connected|"
+                                      r"the queue of packets for the relay at 127\.0\.0\.1:\d+ is full)")
         counts = relay_counts(stop)
         self.assertEqual(counts["confirmed"] + counts["unconfirmed"], counts["sent"], stop)
         self.assertNotIn("warning: relay: the relay", stop)  # everything queued at stop was confirmed

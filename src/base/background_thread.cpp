@@ -5,6 +5,28 @@
 
 namespace tracery::base {
 
+namespace {
+
+// Initial-exec, as the runtime's other thread variables: read without a call, also from a signal handler.
+__thread bool t_background __attribute__((tls_model("initial-exec"))) = false;
+
+struct Start {
+	void *(*body)(void *);
+	void *arg;
+};
+
+void *run_background(void *p)
+{
+	const Start start = *static_cast<Start *>(p);
+	delete static_cast<Start *>(p);
+	t_background = true;
+	return start.body(start.arg);
+}
+
+} // namespace
+
+bool in_background_thread() noexcept { return t_background; }
+
 int start_background_thread(pthread_t &thread, void *(*body)(void *), void *arg)
 {
 	// A new thread inherits its creator's mask: block everything around the
@@ -12,8 +34,11 @@ int start_background_thread(pthread_t &thread, void *(*body)(void *), void *arg)
 	sigset_t all, caller;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &caller);
-	const int rc = pthread_create(&thread, nullptr, body, arg);
+	auto *start = new Start{body, arg};
+	const int rc = pthread_create(&thread, nullptr, run_background, start);
 	pthread_sigmask(SIG_SETMASK, &caller, nullptr);
+	if (rc != 0)
+		delete start;
 	return rc;
 }
 

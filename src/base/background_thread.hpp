@@ -13,4 +13,9 @@ namespace tracery::base {
 // mask is unchanged on return. Returns pthread_create's result.
 int start_background_thread(pthread_t &thread, void *(*body)(void *), void *arg);
 
+// Whether the calling thread was started by start_background_thread: one the
+// program never made, which its events must never hold up (a blocking
+// channel's writer does not wait there). Async-signal-safe.
+bool in_background_thread() noexcept;
+
 } // namespace tracery::base

@@ -41,7 +41,7 @@ void bad_reply(const control::DecodeError &e)
 	               "): tracery and traceryd are from different releases");
 }
 
-json exchange(const json &req)
+json exchange(const json &req, std::vector<base::Fd> *fds)
 {
 	if (const size_t size = req.dump().size(); size > control::kDaemonLimits.command)
 		throw CliError("the request is " + std::to_string(size) +
@@ -69,7 +69,17 @@ json exchange(const json &req)
 			bad_reply(e);
 		}
 	}
+	if (fds)
+		*fds = std::move(reply.fds);
 	return std::move(reply.body);
+}
+
+void post(const json &req)
+{
+	base::Fd fd = connect_daemon();
+	if (!control::send_message(fd.get(), control::Kind::command, req))
+		throw CliError(std::string("cannot talk to the session daemon: ") + strerror(errno) +
+		               "; restart it with `traceryd --daemonize`");
 }
 
 } // namespace tracery::cli

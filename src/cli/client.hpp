@@ -4,12 +4,14 @@
 // printed by main as one line.
 #pragma once
 
+#include "base/fd.hpp"
 #include "control/messages.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tracery::cli {
 
@@ -18,8 +20,12 @@ struct CliError : std::runtime_error {
 };
 
 // Sends a request's body (a command frame) and returns the reply's body, or
-// throws CliError with the daemon's error.
-nlohmann::json exchange(const nlohmann::json &request);
+// throws CliError with the daemon's error; fds: the descriptors the reply
+// carried (watch's).
+nlohmann::json exchange(const nlohmann::json &request, std::vector<base::Fd> *fds = nullptr);
+// Sends a request's body and returns without waiting for the reply (the
+// daemon carries it out all the same): `destroy --no-wait`.
+void post(const nlohmann::json &request);
 // A reply's body decoded, or CliError naming what did not fit.
 [[noreturn]] void bad_reply(const control::DecodeError &e);
 

@@ -6,6 +6,10 @@
 #include "cli/analyze_preload.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
+#include "cli/rotation.hpp"
+#include "cli/save_load.hpp"
+#include "cli/snapshot_verbs.hpp"
+#include "cli/triggers.hpp"
 #include "cli/verbs.hpp"
 
 #include "cli/export_formats.hpp"
@@ -167,6 +171,8 @@ int main(int argc, char **argv)
 	                     [&] { return verb_destroy(a); });
 	destroy->add_option("NAME", a.session, "Session (default: the current one)");
 	destroy->add_flag("-a,--all", a.all, "Destroy all your sessions");
+	destroy->add_flag("--no-wait", a.no_wait,
+	                  "Return at once, while the daemon stops the session and completes its trace");
 
 	auto *chan = verb("enable-channel", "Add a channel to a session (before it starts)",
 	                  [&] { return verb_enable_channel(a); });
@@ -181,6 +187,16 @@ int main(int argc, char **argv)
 	               "Overwrite the oldest data when full (flight recorder) instead of discarding new events");
 	chan->add_flag("--buffers-pid", a.buffers_pid, "One buffer per program instead of one per user");
 	chan->add_flag("--buffers-uid", a.buffers_uid, "One buffer per user, shared by its programs (the default)");
+	chan->add_option("--blocking-timeout", a.blocking_timeout,
+	                 "User space, discard mode: an event that finds the buffer full waits for space up to this "
+	                 "long instead of being dropped: 0 (never, the default), inf, or a duration (500us, 20ms, "
+	                 "2s; no unit: us). Never in a signal handler or libtracery's own threads");
+	chan->add_option("--tracefile-size", a.tracefile_size,
+	                 "Write each stream in files of at most SIZE (k/M/G), CHANNEL_CPU_0, CHANNEL_CPU_1, ...; at "
+	                 "least the sub-buffer size; local traces only");
+	chan->add_option("--tracefile-count", a.tracefile_count,
+	                 "With --tracefile-size: keep only the newest N files of each stream (the oldest is deleted), "
+	                 "so that a stream takes at most N x SIZE on disk");
 
 	for (bool disable : {false, true}) {
 		auto *ev = verb(disable ? "disable-event" : "enable-event",
@@ -214,6 +230,10 @@ int main(int argc, char **argv)
 		ev->add_option("-c,--channel", a.channel, "Channel (default: channel0)");
 		domain_flags(ev, a);
 		session_option(ev, a);
+		if (!disable)
+			ev->add_option("-x,--exclude", a.exclude,
+			               "With a wildcard pattern (user space): events it does not enable, "
+			               "comma-separated PROVIDER:NAME (* wildcards), e.g. -x 'app:debug_*'");
 		if (!disable)
 			ev->add_option(
 				"--filter", a.filter,
@@ -261,12 +281,86 @@ int main(int argc, char **argv)
 		add_tracking_options(t, a.tracking, untrack);
 	}
 
+	RotationArgs rot;
+	auto *rotate = verb("rotate",
+	                    "Archive the current trace chunk of a session as OUTPUT/archives/BEGIN-END-ID, a trace of "
+	                    "its own, and go on in a new one",
+	                    [&] { return verb_rotate(rot); });
+	rotate->add_option("SESSION", rot.session, "Session (default: the current one)");
+	rotate->add_flag("-n,--no-wait", rot.no_wait, "Return at once, without waiting for the archive");
+	auto *rotation =
+		verb("enable-rotation", "Rotate a session by itself, on a timer and/or once its chunk holds a size",
+	             [&] { return verb_enable_rotation(rot); });
+	rotation->add_option("-s,--session", rot.session, "Session (default: the current one)");
+	rotation->add_option("--timer", rot.timer, "Rotate at least every PERIOD (us, ms, s, m, h; a bare number: us)");
+	rotation->add_option("--size", rot.size, "Rotate once the current chunk holds SIZE bytes (k, M, G suffixes)");
+	rotation = verb("disable-rotation", "Stop rotating a session by itself (without options: timer and size)",
+	                [&] { return verb_disable_rotation(rot); });
+	rotation->add_option("-s,--session", rot.session, "Session (default: the current one)");
+	rotation->add_flag("--timer", rot.timer_only, "Stop the timer only");
+	rotation->add_flag("--size", rot.size_only, "Stop the size schedule only");
+	verb("clear", "Drop what a session recorded so far, on disk (its current chunk) and in its buffers", [&] {
+		return verb_clear(rot);
+	})->add_option("SESSION", rot.session, "Session (default: the current one)");
+	SaveLoadArgs sl;
+	auto *save = verb("save", "Save sessions to files (NAME.json) that `tracery load` makes them again from",
+	                  [&] { return verb_save(sl); });
+	save->add_option("NAME", sl.session, "Session (default: the current one)");
+	save->add_flag("-a,--all", sl.all, "Every session of yours");
+	save->add_option("-o,--output-path", sl.path,
+	                 "Directory of the files (default: ~/.tracery/sessions; root: /etc/tracery/sessions; "
+	                 "$TRACERY_SESSIONS_DIR when set)");
+	save->add_flag("-f,--force", sl.force, "Save over an existing file");
+	auto *load = verb("load",
+	                  "Make sessions again from their files (docs/session-files.md); a session saved while "
+	                  "tracing is started",
+	                  [&] { return verb_load(sl); });
+	load->add_option("NAME", sl.session, "Session to load (default: every session of the files)");
+	load->add_flag("-a,--all", sl.all, "Every session of the files (the default)");
+	load->add_option("-i,--input-path", sl.path,
+	                 "A session file, or a directory of them (default: ~/.tracery/sessions then "
+	                 "/etc/tracery/sessions; $TRACERY_SESSIONS_DIR when set)");
+	load->add_option("--override-url", sl.override_url,
+	                 "Trace to this directory (DIR or file://DIR) or relay (net://HOST[:PORT]) instead");
+	load->add_option("--override-name", sl.override_name, "Name the loaded session so instead");
+	load->add_flag("-f,--force", sl.force, "Replace an existing session of the same name");
+	auto *set_session = verb("set-session", "Make a session the current one (used by verbs given no session)",
+	                         [&] { return verb_set_session(sl.session); });
+	set_session->add_option("NAME", sl.session, "Session")->required();
+
 	auto *snap = app.add_subcommand("snapshot", "Snapshot sessions");
 	snap->require_subcommand(1);
-	auto *rec =
-		snap->add_subcommand("record", "Write the newest data of a snapshot session's buffers to its output");
-	rec->callback([&] { run = [&] { return verb_snapshot_record(a); }; });
-	session_option(rec, a);
+	SnapshotArgs sa;
+	auto snapshot_verb = [&](const char *name, const char *help, int (*fn)(const SnapshotArgs &)) {
+		CLI::App *c = snap->add_subcommand(name, help);
+		c->callback([&run, &sa, fn] { run = [&sa, fn] { return fn(sa); }; });
+		c->add_option("-s,--session", sa.session, "Session (default: the current one)");
+		return c;
+	};
+	auto *rec = snapshot_verb(
+		"record",
+		"Write the newest data of a snapshot session's buffers to its output (NAME-N-DATE in its snapshot "
+		"output's directory, else snapshot-N-DATE in its output directory)",
+		&verb_snapshot_record);
+	auto *add_output =
+		snapshot_verb("add-output", "Set where a snapshot session's snapshots go (one output per session)",
+	                      &verb_snapshot_add_output);
+	for (CLI::App *c : {rec, add_output}) {
+		c->add_option(
+			"-n,--name", sa.name,
+			"Name of the snapshots (their directories: NAME-N-DATE; default: the output's, snapshot)");
+		c->add_option(
+			"-m,--max-size", sa.max_size,
+			"At most this many bytes of the user space buffers, the newest (k, M, G; shared equally by "
+			"the buffers' streams, at least one sub-buffer each)");
+	}
+	rec->add_option("URL", sa.url, "Write this snapshot to DIR (or file://DIR) instead");
+	add_output->add_option("URL", sa.url, "The snapshots' directory, DIR or file://DIR")->required();
+	snapshot_verb("list-output", "Show a snapshot session's output", &verb_snapshot_list_output);
+	snapshot_verb("del-output", "Remove a snapshot session's output (its snapshots go to its output directory)",
+	              &verb_snapshot_del_output)
+		->add_option("ID", sa.url, "The output's id (list-output) or name")
+		->required();
 
 	auto *view = verb("view",
 	                  "Print the events of sessions' traces or trace directories, merged in time order, as "
@@ -398,6 +492,33 @@ int main(int argc, char **argv)
 	                  "started, stopped, destroyed around it) or in an existing one (-s); exits with its status",
 	                  [&] { return verb_exec(exec_args); });
 	add_exec_options(exec, exec_args);
+
+	std::vector<std::string> trigger_args;
+	// Its arguments are read in order, as lttng reads them (cli/triggers.cpp): CLI11 hands them over as extras.
+	auto *add_trigger = app.add_subcommand(
+		"add-trigger",
+		"Add a trigger, as lttng's: --condition=event-rule-matches --type=user --name=PATTERN "
+		"[--filter=EXPR] [--capture=FIELD]... --action=ACTION [SESSION] [--rate-policy=every:N|once-after:N] "
+		"[--action=...]... [--id=NAME]; ACTION: notify, start-session, stop-session, snapshot-session "
+		"(SESSION after each but notify); a --name before --condition names the trigger (docs/triggers.md)");
+	add_trigger->allow_extras();
+	add_trigger->callback([&] {
+		trigger_args = add_trigger->remaining();
+		run = [&] { return verb_add_trigger(trigger_args); };
+	});
+	verb("list-triggers", "List your triggers (root: every user's), their actions and counts",
+	     [] { return verb_list_triggers(); });
+	std::string trigger_name;
+	verb("remove-trigger", "Remove a trigger", [&] { return verb_remove_trigger(trigger_name); })
+		->add_option("NAME", trigger_name, "The trigger's name (list-triggers)")
+		->required();
+	std::vector<std::string> watched;
+	verb("watch",
+	     "Print the notifications of triggers as they come, one JSON object a line (trigger, time, event, pid, "
+	     "captures, dropped), until interrupted",
+	     [&] {
+		     return verb_watch(watched);
+	     })->add_option("TRIGGER", watched, "Triggers to watch (default: all yours, those added later too)");
 
 	verb("version", "Print the version", [] { return verb_version(); });
 

@@ -1,5 +1,6 @@
 // Presentation of the daemon's replies: see print.hpp.
 #include "cli/print.hpp"
+#include "cli/rotation.hpp"
 #include "cli/tracking.hpp"
 
 #include "base/sizes.hpp"
@@ -143,11 +144,24 @@ void print_relay(const std::optional<control::RelayStatus> &relay, const char *i
 
 namespace {
 
+// --tracefile-size/--tracefile-count, when given.
+void print_tracefiles(const std::optional<uint64_t> &size, const std::optional<uint64_t> &count)
+{
+	if (!size)
+		return;
+	if (count.value_or(0))
+		printf("    trace files: at most %s each, the newest %llu of each stream kept\n",
+		       base::format_size(*size).c_str(), static_cast<unsigned long long>(*count));
+	else
+		printf("    trace files: at most %s each\n", base::format_size(*size).c_str());
+}
+
 void print_kernel(const control::KernelStatus &k)
 {
 	const uint64_t bytes = k.subbuf_size * k.num_subbuf;
 	printf("  kernel channel %s: %s mode, %s per CPU\n", k.channel.c_str(), k.mode.c_str(),
 	       bytes ? base::format_size(bytes).c_str() : "the kernel's default size");
+	print_tracefiles(k.tracefile_size, k.tracefile_count);
 	// Each rule with its filter: "sched_switch (filter: prev_tid == 1)".
 	const auto with_filters = [&](const std::vector<std::string> &names, const std::string &prefix) {
 		std::vector<std::string> out;
@@ -197,6 +211,14 @@ void print_kernel(const control::KernelStatus &k)
 	}
 }
 
+// A blocking channel: its timeout, and what its emitters waited for space.
+void print_blocking(int64_t timeout_us, uint64_t waits, uint64_t wait_us)
+{
+	const std::string timeout = timeout_us < 0 ? "inf" : std::to_string(timeout_us) + " us";
+	printf("    blocking timeout: %s; %llu event%s waited for space, %.3f s in all\n", timeout.c_str(),
+	       static_cast<unsigned long long>(waits), waits == 1 ? "" : "s", static_cast<double>(wait_us) / 1e6);
+}
+
 } // namespace
 
 void print_status(const control::StatusReply &s)
@@ -212,6 +234,9 @@ void print_status(const control::StatusReply &s)
 			events += (events.empty() ? "" : ", ") + e.name + " (id " + std::to_string(e.id) + ")";
 		printf("    events recorded so far: %s\n", events.empty() ? "none" : events.c_str());
 		printf("    lost: %llu event%s\n", static_cast<unsigned long long>(c.lost), c.lost == 1 ? "" : "s");
+		print_tracefiles(c.tracefile_size, c.tracefile_count);
+		if (c.blocking_timeout_us)
+			print_blocking(*c.blocking_timeout_us, c.waits.value_or(0), c.wait_us.value_or(0));
 		print_write_loss(c.write_loss, "      ");
 		print_quarantined(c.quarantined, "    ");
 		// Programs this channel does not trace (over their user's buffer quota, or no buffer could be made).
@@ -232,6 +257,8 @@ void print_status(const control::StatusReply &s)
 	print_relay(s.relay, "  ");
 	for (const control::DomainTracking &t : s.tracking)
 		print_tracking(t, "  ");
+	if (s.rotation)
+		print_rotation(*s.rotation, "  ");
 	printf("  programs tracing into it: %s\n", join(s.programs, "none").c_str());
 }
 

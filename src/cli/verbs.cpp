@@ -2,6 +2,7 @@
 #include "cli/verbs.hpp"
 
 #include "cli/analyze_preload.hpp"
+#include "cli/channel_options.hpp"
 #include "cli/client.hpp"
 #include "cli/current.hpp"
 #include "cli/export_formats.hpp"
@@ -229,6 +230,16 @@ int verb_destroy(const Args &a)
 		req.all = true;
 	else
 		req.session = session_or_current(a.session);
+	if (a.no_wait) {
+		if (req.session)
+			request(control::Status{{*req.session}}); // it exists: say so now, not never
+		post(control::encode(req));
+		if (req.session)
+			forget_current_session(*req.session);
+		printf("%s being destroyed (its trace is complete once `tracery list` no longer shows it)\n",
+		       req.session ? ("Session '" + *req.session + "'").c_str() : "Your sessions are");
+		return 0;
+	}
 	const control::DestroyReply r = request(req);
 	for (const std::string &n : r.destroyed) {
 		forget_current_session(n);
@@ -253,6 +264,10 @@ Request channel_request(const Args &a)
 	if (!a.num_subbuf.empty())
 		req.num_subbuf = parse_size(a.num_subbuf, "--num-subbuf");
 	req.overwrite = a.overwrite;
+	if (!a.tracefile_size.empty())
+		req.tracefile_size = parse_tracefile_size(a.tracefile_size);
+	if (!a.tracefile_count.empty())
+		req.tracefile_count = parse_tracefile_count(a.tracefile_count);
 	return req;
 }
 
@@ -266,6 +281,8 @@ int verb_enable_channel(const Args &a)
 		               "kernel has one buffer per CPU)");
 	if (a.buffers_pid && a.buffers_uid)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
+	if (a.kernel && !a.blocking_timeout.empty())
+		throw CliError("--blocking-timeout is for user space channels: the kernel's writers never wait");
 	if (a.kernel) {
 		const auto r = request(channel_request<control::KernelEnableChannel>(a));
 		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
@@ -275,6 +292,8 @@ int verb_enable_channel(const Args &a)
 	}
 	auto req = channel_request<control::EnableChannel>(a);
 	req.per_pid = a.buffers_pid;
+	if (!a.blocking_timeout.empty())
+		req.blocking_timeout_us = parse_blocking_timeout(a.blocking_timeout);
 	const auto r = request(req);
 	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(), r.session.c_str(),
 	       base::format_size(r.buffer_bytes).c_str());
@@ -392,6 +411,11 @@ int verb_enable_event(const Args &a, bool disable)
 	req.channel = a.channel;
 	if (!a.filter.empty())
 		req.filter = a.filter;
+	if (!a.exclude.empty()) {
+		if (disable)
+			throw CliError("--exclude is for enable-event");
+		req.exclude = split_commas(a.exclude);
+	}
 	control::EventRulesReply r;
 	if (disable)
 		r = request(control::DisableEvent{req});
@@ -526,13 +550,6 @@ int verb_track(const Args &a, bool untrack)
 		untrack ? control::TrackingReply(request(control::Untrack{req})) : request(control::Track{req});
 	printf("Tracking of session '%s' changed\n", r.session.c_str());
 	print_tracking(r.tracking, "  ");
-	return 0;
-}
-
-int verb_snapshot_record(const Args &a)
-{
-	const control::SnapshotRecordReply r = request(control::SnapshotRecord{named_session(a)});
-	printf("Snapshot of session '%s' recorded in %s\n", r.session.c_str(), r.path.c_str());
 	return 0;
 }
 

@@ -36,6 +36,8 @@ struct Args {
 	uint32_t capture_buffers = 0; // enable-event -k --syscall --capture-buffers[=BYTES]
 	std::string subbuf_size, num_subbuf;
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
+	std::string blocking_timeout;                // enable-channel --blocking-timeout
+	std::string tracefile_size, tracefile_count; // enable-channel --tracefile-size/--tracefile-count
 	std::vector<std::string> contexts;
 	bool list_contexts = false;              // add-context --list
 	std::vector<std::string> targets;        // view NAME|DIR...
@@ -59,6 +61,8 @@ struct Args {
 	bool csv = false;                        // query --csv
 	bool symbols = false;                    // view/stats/analyze/export/query --symbols
 	std::string debug_info_dir;              // --debug-info-dir DIR (with --symbols)
+	std::vector<std::string> exclude;        // enable-event --exclude
+	bool no_wait = false;                    // destroy --no-wait
 };
 
 // "a,b" "c" -> a, b, c (empty parts dropped).
@@ -75,7 +79,6 @@ int verb_start(const Args &a);
 int verb_stop(const Args &a);
 int verb_status(const Args &a);
 int verb_list(const Args &a);
-int verb_snapshot_record(const Args &a);
 int verb_track(const Args &a, bool untrack);
 int verb_view(const Args &a);
 // view --live URL [--from-now] [--relay-key FILE [--relay-ca FILE]] (view_live.cpp)

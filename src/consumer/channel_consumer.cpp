@@ -49,7 +49,17 @@ ChannelConsumer::ChannelConsumer(ringbuf::Channel &channel, std::unique_ptr<Pack
 	created_ts_ = clock::ticks(ticks_);
 }
 
-ChannelConsumer::~ChannelConsumer() { stop_thread(); }
+ChannelConsumer::~ChannelConsumer()
+{
+	stop_thread();
+	std::function<void()> done;
+	{
+		std::lock_guard lock(rotation_mutex_);
+		done = std::move(rotated_);
+	}
+	if (done)
+		done();
+}
 
 void ChannelConsumer::start_thread()
 {
@@ -119,6 +129,8 @@ void *ChannelConsumer::thread_main(void *arg)
 			next_resync = mono + clock::resync_interval_ns();
 		}
 		busy.lock();
+		if (self->rotation_pending_.load(std::memory_order_acquire))
+			self->rotate_pending();
 		self->drain_streams(false);
 		if (const uint64_t mono = clock::detail::now_vdso(); self->live_period_ns_ && mono >= next_live) {
 			self->live_tick();
@@ -248,7 +260,8 @@ ChannelConsumer::Written ChannelConsumer::write(const ringbuf::Channel::SubbufVi
 	// (babeltrace2 would only say that events may have been discarded).
 	// Tried once: a sink that refuses it would refuse what follows too.
 	if (!begun_[v.cpu] && info.events_discarded > 0) {
-		write_between(v.cpu, std::min(created_ts_, v.timestamp_begin));
+		// After a rotation, dated at the end of the stream's previous packet.
+		write_between(v.cpu, std::min(std::max(created_ts_, last_ts_[v.cpu]), v.timestamp_begin));
 		begun_[v.cpu] = true;
 	}
 	info.seq = v.seq + seq_shift_[v.cpu];
@@ -421,17 +434,75 @@ void ChannelConsumer::count_unwritten(uint32_t cpu)
 	lost_at_hold_[cpu] = channel_.lost(cpu);
 }
 
+void ChannelConsumer::rotate(std::unique_ptr<PacketSink> next, std::function<void()> done)
+{
+	std::function<void()> replaced;
+	{
+		std::lock_guard lock(rotation_mutex_);
+		replaced = std::move(rotated_);
+		next_sink_ = std::move(next);
+		rotated_ = std::move(done);
+		rotation_pending_.store(true, std::memory_order_release);
+	}
+	if (replaced)
+		replaced();
+	// A thread that runs takes it at its next turn; a quarantined one may
+	// have ended, and writes nothing more anyway.
+	if (thread_running_ && !channel_.quarantined()) {
+		channel_.wake_consumer();
+		return;
+	}
+	std::lock_guard busy(busy_);
+	rotate_pending();
+}
+
+void ChannelConsumer::rotate_pending()
+{
+	std::unique_ptr<PacketSink> next;
+	std::function<void()> done;
+	{
+		std::lock_guard lock(rotation_mutex_);
+		if (!next_sink_)
+			return;
+		next = std::move(next_sink_);
+		done = std::move(rotated_);
+		rotation_pending_.store(false, std::memory_order_relaxed);
+	}
+	if (channel_.config().mode == ringbuf::Mode::discard) {
+		const uint64_t now = clock::ticks(ticks_);
+		for (uint32_t cpu = 0; cpu < channel_.config().num_cpus; cpu++)
+			channel_.flush(cpu, now);
+		drain_streams(true);
+	}
+	try {
+		sink_->close();
+	} catch (const std::exception &e) {
+		report(std::string("ending the streams of the previous trace chunk failed: ") + e.what());
+	}
+	sink_ = std::move(next);
+	std::fill(begun_.begin(), begun_.end(), false);
+	if (done)
+		done();
+}
+
 void ChannelConsumer::finish()
 {
 	stop_thread();
+	{
+		std::lock_guard busy(busy_);
+		rotate_pending();
+	}
 	const uint32_t n = channel_.config().num_cpus;
 	const uint64_t now = clock::ticks(ticks_);
 	for (uint32_t cpu = 0; cpu < n; cpu++)
 		channel_.flush(cpu, now);
 	if (channel_.config().mode == ringbuf::Mode::overwrite) {
 		for (uint32_t cpu = 0; cpu < n; cpu++) {
-			for (const auto &sb : channel_.snapshot(cpu)) {
-				const ringbuf::Channel::SubbufView v = sb.view();
+			const auto subbufs = channel_.snapshot(cpu);
+			const size_t first =
+				keep_newest_ && subbufs.size() > keep_newest_ ? subbufs.size() - keep_newest_ : 0;
+			for (size_t i = first; i < subbufs.size(); i++) {
+				const ringbuf::Channel::SubbufView v = subbufs[i].view();
 				if (held_[cpu] || write(v) == Written::refused) {
 					account_unwritten(v);
 					last_ts_[cpu] = std::max(last_ts_[cpu], v.timestamp_end);

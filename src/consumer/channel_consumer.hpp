@@ -101,8 +101,24 @@ public:
 	// counted (set_event_counter) and released, and the last empty packet
 	// carries it too.
 	void finish();
+	// Before finish() of an overwrite channel (`snapshot record --max-size`):
+	// only the newest `subbufs` complete sub-buffers of each CPU are written
+	// (0: every one); the older ones are left in the buffer, not lost.
+	void keep_newest(size_t subbufs) { keep_newest_ = subbufs; }
 	// What refused writes cost so far; any thread.
 	WriteLosses write_losses() const;
+	// Rotation (the trace goes on in another directory): from a packet
+	// boundary on, the packets go to `next`. The thread (or finish(), if it
+	// comes first; or at once, without a running thread) closes the partial
+	// sub-buffers, writes everything complete into the current sink, closes
+	// it and writes into `next` from then on; `done` is called once (from
+	// whichever did it, or from the destructor if nothing did), never with
+	// the caller's locks. Events lost after the old sink's last packet are
+	// carried by the first packets of `next` (each stream there begins with
+	// an empty packet that counts those shown before). Any thread; a second
+	// call before the first is done replaces its sink (the first's `done`
+	// is called).
+	void rotate(std::unique_ptr<PacketSink> next, std::function<void()> done);
 	// Around fork(): before_fork waits until the thread is between two
 	// pieces of work (waiting for data), so that it holds no lock of the C
 	// library or of a sanitizer's allocator that the child would inherit
@@ -148,6 +164,8 @@ private:
 	void write_final_lost_packets();
 	void live_tick(); // see set_live_period
 	void report(const std::string &line);
+	// With busy_ held: a rotation asked for, carried out (see rotate).
+	void rotate_pending();
 
 	ringbuf::Channel &channel_;
 	std::unique_ptr<PacketSink> sink_;
@@ -177,6 +195,7 @@ private:
 	// events counted in sub-buffers never written; and the totals.
 	mutable std::mutex losses_mutex_;
 	std::vector<bool> held_;
+	size_t keep_newest_ = 0; // keep_newest()
 	std::vector<uint64_t> lost_at_hold_, hold_lost_, unwritten_;
 	uint64_t unwritten_uncounted_ = 0;
 	uint32_t streams_held_ = 0;
@@ -188,6 +207,11 @@ private:
 	std::mutex busy_;                  // held by the thread except while it waits for data
 	std::binary_semaphore started_{0}; // released by the thread once it runs
 	bool close_reported_ = false;
+	// A rotation asked for and not carried out yet (rotate).
+	std::mutex rotation_mutex_;
+	std::atomic<bool> rotation_pending_{false};
+	std::unique_ptr<PacketSink> next_sink_;
+	std::function<void()> rotated_;
 };
 
 } // namespace tracery::consumer

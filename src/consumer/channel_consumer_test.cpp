@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -513,6 +514,101 @@ std::vector<uint8_t> read_file(const std::string &path)
 {
 	std::ifstream in(path, std::ios::binary);
 	return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+uint64_t bytes_of(const std::vector<RecordingSink::Packet> &packets)
+{
+	uint64_t n = 0;
+	for (const auto &p : packets)
+		n += p.events.size();
+	return n;
+}
+
+TEST(ChannelConsumer, RotationWritesWhatTheBufferHoldsThenGoesOnInTheNextSink)
+{
+	auto ch = small_channel();
+	std::vector<RecordingSink::Packet> before, after;
+	int closed_before = 0, closed_after = 0, done = 0;
+	ChannelConsumer consumer(*ch, std::make_unique<RecordingSink>(before, closed_before), clock::TickSource::ns);
+
+	// A sub-buffer and a half; no thread: the rotation happens in the call.
+	for (uint32_t i = 0; i < 60; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, static_cast<uint8_t>(i)));
+	consumer.rotate(std::make_unique<RecordingSink>(after, closed_after), [&] { done++; });
+	EXPECT_EQ(done, 1);
+	EXPECT_EQ(closed_before, 1);
+	ASSERT_EQ(before.size(), 2u);
+	EXPECT_EQ(bytes_of(before), 6000u) << "the partial sub-buffer is closed and written too";
+	EXPECT_EQ(before[1].events[19 * 100 + 4], 59);
+	EXPECT_TRUE(after.empty());
+
+	for (uint32_t i = 0; i < 30; i++)
+		ASSERT_TRUE(write_record(*ch, 2000 + i, 96, static_cast<uint8_t>(100 + i)));
+	consumer.finish();
+	ASSERT_EQ(after.size(), 1u);
+	EXPECT_EQ(after[0].info.seq, 2u) << "the stream's packets are numbered on";
+	EXPECT_EQ(after[0].events.size(), 3000u);
+	EXPECT_EQ(after[0].events[4], 100);
+	EXPECT_EQ(closed_before, 1);
+	EXPECT_EQ(closed_after, 1);
+	EXPECT_EQ(done, 1);
+}
+
+TEST(ChannelConsumer, ThreadRotatesAtItsNextTurn)
+{
+	auto ch = small_channel();
+	std::vector<RecordingSink::Packet> before, after;
+	int closed_before = 0, closed_after = 0;
+	ChannelConsumer consumer(*ch, std::make_unique<RecordingSink>(before, closed_before), clock::TickSource::ns);
+	consumer.start_thread();
+	for (uint32_t i = 0; i < 50; i++)
+		ASSERT_TRUE(write_record(*ch, 1000 + i, 96, 1));
+	std::mutex m;
+	std::condition_variable cv;
+	bool done = false;
+	consumer.rotate(std::make_unique<RecordingSink>(after, closed_after), [&] {
+		std::lock_guard lock(m);
+		done = true;
+		cv.notify_all();
+	});
+	{
+		std::unique_lock lock(m);
+		ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; }));
+	}
+	EXPECT_EQ(bytes_of(before), 5000u);
+	EXPECT_EQ(closed_before, 1);
+	for (uint32_t i = 0; i < 10; i++)
+		ASSERT_TRUE(write_record(*ch, 2000 + i, 96, 2));
+	consumer.finish();
+	EXPECT_EQ(bytes_of(after), 1000u);
+	EXPECT_EQ(closed_after, 1);
+}
+
+TEST(ChannelConsumer, EventsLostBeforeARotationAreCountedInTheNextSink)
+{
+	auto ch = small_channel();
+	std::vector<RecordingSink::Packet> before, after;
+	int closed_before = 0, closed_after = 0;
+	ChannelConsumer consumer(*ch, std::make_unique<RecordingSink>(before, closed_before), clock::TickSource::ns);
+	// The buffer fills (4 sub-buffers of 40 records), the next 10 records are dropped.
+	for (uint32_t i = 0; i < 170; i++)
+		write_record(*ch, 5000 + i, 96, 1);
+	ASSERT_EQ(ch->lost(0), 10u);
+	consumer.rotate(std::make_unique<RecordingSink>(after, closed_after), {});
+	ASSERT_EQ(before.size(), 4u);
+	EXPECT_EQ(before.back().info.events_discarded, 0u);
+	for (uint32_t i = 0; i < 5; i++)
+		ASSERT_TRUE(write_record(*ch, 6000 + i, 96, 2));
+	consumer.finish();
+	// The next sink's stream begins with an empty packet counting what the
+	// old one showed, dated at its end: a reader of it alone sees the 10.
+	ASSERT_EQ(after.size(), 2u);
+	EXPECT_TRUE(after[0].events.empty());
+	EXPECT_EQ(after[0].info.events_discarded, 0u);
+	EXPECT_EQ(after[0].info.timestamp_begin, before.back().info.timestamp_end);
+	EXPECT_EQ(after[1].info.events_discarded, 10u);
+	EXPECT_EQ(after[1].events.size(), 500u);
+	EXPECT_GT(after[1].info.seq, before.back().info.seq);
 }
 
 TEST(FileSink, OneStreamFilePerCpuCreatedOnItsFirstPacket)

@@ -36,18 +36,26 @@ void TraceOutput::append_metadata(std::string_view text)
 		ctf::TraceDir(local_dir_).write_metadata(metadata_->text());
 }
 
+void TraceOutput::continue_in(std::string dir)
+{
+	ctf::make_directories(dir, 0700);
+	ctf::TraceDir(dir).write_metadata(metadata_->text());
+	local_dir_ = std::move(dir);
+}
+
 ChannelConsumer::EventCounter TraceOutput::event_counter(const StreamNames &names) const
 {
 	return consumer::event_counter(metadata_, names);
 }
 
-std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t num_cpus) const
+std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t num_cpus,
+                                              const TracefileLimit &limit) const
 {
 	std::unique_ptr<PacketSink> relay, local;
 	if (link_)
 		relay = std::make_unique<RelaySink>(link_, trace_, names, num_cpus);
 	if (!local_dir_.empty())
-		local = std::make_unique<FileSink>(local_dir_, names, num_cpus);
+		local = std::make_unique<FileSink>(local_dir_, names, num_cpus, limit);
 	if (relay && local)
 		return std::make_unique<TeeSink>(std::move(local), std::move(relay));
 	return relay ? std::move(relay) : std::move(local);

@@ -7,6 +7,7 @@
 
 #include "consumer/channel_consumer.hpp"
 #include "consumer/event_count.hpp"
+#include "consumer/file_sink.hpp"
 #include "consumer/relay_link.hpp"
 #include "consumer/sink.hpp"
 
@@ -34,13 +35,27 @@ public:
 	// a huge file it would copy).
 	void write_metadata(std::string_view text);
 	void append_metadata(std::string_view text);
-	// The sink of one channel buffer's streams.
-	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus) const;
+	// The sink of one channel buffer's streams; their local files limited as
+	// `limit` says (file_sink.hpp), by default as set_tracefile_limit did.
+	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus) const
+	{
+		return sink(names, num_cpus, tracefile_limit_);
+	}
+	std::unique_ptr<PacketSink> sink(const StreamNames &names, uint32_t num_cpus,
+	                                 const TracefileLimit &limit) const;
+	// The local files of the sinks made from here on, unless sink() says otherwise.
+	void set_tracefile_limit(const TracefileLimit &limit) { tracefile_limit_ = limit; }
 	// What counts the events of their packets that cannot be written, with
 	// the metadata given so far (when it counts); any thread.
 	ChannelConsumer::EventCounter event_counter(const StreamNames &names) const;
 
 	const std::string &local_dir() const { return local_dir_; }
+	// Rotation: the local trace goes on in `dir` (made if missing, given the
+	// whole metadata so far); sinks made from now on write there. Throws
+	// std::system_error, changing nothing.
+	void continue_in(std::string dir);
+	// The whole metadata so far.
+	std::string metadata() const { return metadata_->text(); }
 	// Before anything is written: another local directory ("": none).
 	void set_local_dir(std::string dir) { local_dir_ = std::move(dir); }
 	bool relayed() const { return link_ != nullptr; }
@@ -48,6 +63,7 @@ public:
 private:
 	std::string local_dir_;
 	std::shared_ptr<RelayLink> link_;
+	TracefileLimit tracefile_limit_;
 	uint32_t trace_ = 0; // on link_
 	// All given so far: the local file's text, and the counters'.
 	std::shared_ptr<SharedMetadata> metadata_ = std::make_shared<SharedMetadata>();

@@ -21,9 +21,11 @@
 //   A program's message that is not exactly its struct ends its connection
 //   (the daemon logs why).
 // Event schemas are event/schema.hpp's JSON form, checked by event::checked_schema.
+// Triggers and their notifications have their messages in trigger_messages.hpp.
 #pragma once
 
 #include "control/codec.hpp"
+#include "control/session_file.hpp"
 
 #include "event/json.hpp"
 
@@ -61,6 +63,18 @@ inline constexpr char kKernelAddContext[] = "kernel-add-context";
 // Both domains: which processes a session's events come from.
 inline constexpr char kTrack[] = "track";
 inline constexpr char kUntrack[] = "untrack";
+// Trace chunks: rotation and clear.
+inline constexpr char kRotate[] = "rotate";
+inline constexpr char kEnableRotation[] = "enable-rotation";
+inline constexpr char kDisableRotation[] = "disable-rotation";
+inline constexpr char kClear[] = "clear";
+// Sessions saved to files and loaded from them (session_file.hpp).
+inline constexpr char kSave[] = "save";
+inline constexpr char kLoad[] = "load";
+// A snapshot session's output (as LTTng, one at most).
+inline constexpr char kSnapshotAddOutput[] = "snapshot-add-output";
+inline constexpr char kSnapshotDelOutput[] = "snapshot-del-output";
+inline constexpr char kSnapshotListOutput[] = "snapshot-list-output";
 } // namespace cmd
 
 // The messages between the daemon and a traced program.
@@ -262,6 +276,12 @@ struct EnableChannel {
 	std::optional<uint64_t> subbuf_size, num_subbuf; // missing: the defaults
 	bool overwrite = false;
 	bool per_pid = false;
+	// --blocking-timeout: how long an emitter that finds no space waits for
+	// it, in microseconds; -1 without limit; missing or 0: never.
+	std::optional<int64_t> blocking_timeout_us;
+	// --tracefile-size (bytes) and --tracefile-count: each stream in files of
+	// at most that size, the newest that many kept (consumer/file_sink.hpp).
+	std::optional<uint64_t> tracefile_size, tracefile_count;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EnableChannel::session),
 		field("channel", &EnableChannel::channel),
@@ -269,6 +289,9 @@ struct EnableChannel {
 		optional_field("num_subbuf", &EnableChannel::num_subbuf),
 		field("overwrite", &EnableChannel::overwrite),
 		field("per_pid", &EnableChannel::per_pid),
+		optional_field("blocking_timeout_us", &EnableChannel::blocking_timeout_us),
+		optional_field("tracefile_size", &EnableChannel::tracefile_size),
+		optional_field("tracefile_count", &EnableChannel::tracefile_count),
 	};
 	bool operator==(const EnableChannel &) const = default;
 };
@@ -294,12 +317,15 @@ struct EventRules {
 	bool all = false;                  // -a: every event
 	std::string channel;               // "": channel0
 	std::optional<std::string> filter; // enable-event --filter
+	// enable-event --exclude: events the patterns match that the rule leaves out
+	std::optional<std::vector<std::string>> exclude;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EventRules::session),
 		field("patterns", &EventRules::patterns),
 		field("all", &EventRules::all),
 		field("channel", &EventRules::channel),
 		optional_field("filter", &EventRules::filter),
+		optional_field("exclude", &EventRules::exclude),
 	};
 	bool operator==(const EventRules &) const = default;
 };
@@ -432,6 +458,11 @@ struct ChannelStatus {
 	std::vector<NotTraced> not_traced; // the newest
 	uint64_t not_traced_total = 0;
 	std::vector<Quarantined> quarantined;
+	// A blocking channel: its timeout (EnableChannel's), the records that
+	// waited for space and the microseconds they waited in all.
+	std::optional<int64_t> blocking_timeout_us;
+	std::optional<uint64_t> waits, wait_us;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // EnableChannel's, when given
 	static constexpr auto kFields = std::tuple{
 		field("name", &ChannelStatus::name),
 		field("subbuf_size", &ChannelStatus::subbuf_size),
@@ -448,6 +479,11 @@ struct ChannelStatus {
 		field("not_traced", &ChannelStatus::not_traced),
 		field("not_traced_total", &ChannelStatus::not_traced_total),
 		field("quarantined", &ChannelStatus::quarantined),
+		optional_field("blocking_timeout_us", &ChannelStatus::blocking_timeout_us),
+		optional_field("waits", &ChannelStatus::waits),
+		optional_field("wait_us", &ChannelStatus::wait_us),
+		optional_field("tracefile_size", &ChannelStatus::tracefile_size),
+		optional_field("tracefile_count", &ChannelStatus::tracefile_count),
 	};
 	bool operator==(const ChannelStatus &) const = default;
 };
@@ -526,7 +562,8 @@ struct KernelStatus {
 	std::optional<uint64_t> written, lost;
 	std::optional<WriteLoss> write_loss; // when writes were refused
 	std::optional<std::string> trace;
-	std::optional<KernelTrackedStatus> tracked; // last: added after the others
+	std::optional<KernelTrackedStatus> tracked;              // last: added after the others
+	std::optional<uint64_t> tracefile_size, tracefile_count; // KernelEnableChannel's, when given
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
 		field("syscalls", &KernelStatus::syscalls),
@@ -544,6 +581,8 @@ struct KernelStatus {
 		optional_field("write_loss", &KernelStatus::write_loss),
 		optional_field("trace", &KernelStatus::trace),
 		optional_field("tracked", &KernelStatus::tracked),
+		optional_field("tracefile_size", &KernelStatus::tracefile_size),
+		optional_field("tracefile_count", &KernelStatus::tracefile_count),
 	};
 	bool operator==(const KernelStatus &) const = default;
 };
@@ -554,6 +593,22 @@ struct BufferQuotaStatus {
 		std::tuple{field("uid", &BufferQuotaStatus::uid), field("limit", &BufferQuotaStatus::limit),
 	                   field("used", &BufferQuotaStatus::used)};
 	bool operator==(const BufferQuotaStatus &) const = default;
+};
+// A session's trace chunks (rotate, enable-rotation, clear).
+struct RotationStatus {
+	std::optional<uint64_t> timer_ns;        // rotates at least this often (enable-rotation --timer)
+	std::optional<uint64_t> size_bytes;      // rotates once its current chunk holds this much (--size)
+	uint64_t rotations = 0;                  // done so far
+	std::string chunk;                       // the directory of the chunk being written
+	std::optional<std::string> last_archive; // the newest archived chunk
+	static constexpr auto kFields = std::tuple{
+		optional_field("timer_ns", &RotationStatus::timer_ns),
+		optional_field("size_bytes", &RotationStatus::size_bytes),
+		field("rotations", &RotationStatus::rotations),
+		field("chunk", &RotationStatus::chunk),
+		optional_field("last_archive", &RotationStatus::last_archive),
+	};
+	bool operator==(const RotationStatus &) const = default;
 };
 struct StatusReply {
 	static constexpr Tag tag = reply_to(cmd::kStatus);
@@ -569,7 +624,8 @@ struct StatusReply {
 	std::optional<RelayStatus> relay;
 	std::vector<int32_t> programs; // pids tracing into it
 	BufferQuotaStatus buffer_quota;
-	std::vector<DomainTracking> tracking; // each domain's tracked process attributes
+	std::vector<DomainTracking> tracking;   // each domain's tracked process attributes
+	std::optional<RotationStatus> rotation; // a session that may rotate (local, not snapshot)
 	static constexpr auto kFields = std::tuple{
 		field("name", &StatusReply::name),
 		field("output", &StatusReply::output),
@@ -584,6 +640,7 @@ struct StatusReply {
 		field("programs", &StatusReply::programs),
 		field("buffer_quota", &StatusReply::buffer_quota),
 		field("tracking", &StatusReply::tracking),
+		optional_field("rotation", &StatusReply::rotation),
 	};
 	bool operator==(const StatusReply &) const = default;
 };
@@ -657,9 +714,18 @@ struct SnapshotRecordReply {
 		std::tuple{field("session", &SnapshotRecordReply::session), field("path", &SnapshotRecordReply::path)};
 	bool operator==(const SnapshotRecordReply &) const = default;
 };
-struct SnapshotRecord : SessionRequest {
+struct SnapshotRecord {
 	static constexpr Tag tag = command(cmd::kSnapshotRecord);
 	using Reply = SnapshotRecordReply;
+	std::string session;
+	// Each missing: the snapshot output's (snapshot add-output), else the defaults.
+	std::optional<std::string> name;  // --name: the snapshot's directory is NAME-N-DATE ("snapshot")
+	std::optional<uint64_t> max_size; // --max-size: bytes of the user space buffers copied (0: all)
+	std::optional<std::string> path;  // a directory of snapshots instead of the output's (absolute)
+	static constexpr auto kFields = std::tuple{
+		field("session", &SnapshotRecord::session), optional_field("name", &SnapshotRecord::name),
+		optional_field("max_size", &SnapshotRecord::max_size), optional_field("path", &SnapshotRecord::path)};
+	bool operator==(const SnapshotRecord &) const = default;
 };
 
 // ---- The kernel domain's requests.
@@ -746,12 +812,15 @@ struct KernelEnableChannel {
 	std::string channel;
 	std::optional<uint64_t> subbuf_size, num_subbuf; // both or neither
 	bool overwrite = false;
+	std::optional<uint64_t> tracefile_size, tracefile_count; // as EnableChannel's
 	static constexpr auto kFields = std::tuple{
 		field("session", &KernelEnableChannel::session),
 		field("channel", &KernelEnableChannel::channel),
 		optional_field("subbuf_size", &KernelEnableChannel::subbuf_size),
 		optional_field("num_subbuf", &KernelEnableChannel::num_subbuf),
 		field("overwrite", &KernelEnableChannel::overwrite),
+		optional_field("tracefile_size", &KernelEnableChannel::tracefile_size),
+		optional_field("tracefile_count", &KernelEnableChannel::tracefile_count),
 	};
 	bool operator==(const KernelEnableChannel &) const = default;
 };
@@ -874,6 +943,86 @@ struct KernelAddContext {
 	bool operator==(const KernelAddContext &) const = default;
 };
 
+// save: what the sessions named are (session_file.hpp), for the command
+// to write; load: a session made again from what a file says.
+struct SaveReply {
+	static constexpr Tag tag = reply_to(cmd::kSave);
+	std::vector<SavedSession> sessions;
+	static constexpr auto kFields = std::tuple{field("sessions", &SaveReply::sessions)};
+	bool operator==(const SaveReply &) const = default;
+};
+struct Save {
+	static constexpr Tag tag = command(cmd::kSave);
+	using Reply = SaveReply;
+	std::optional<bool> all; // --all (then no session): every session of the user
+	std::optional<std::string> session;
+	static constexpr auto kFields =
+		std::tuple{optional_field("all", &Save::all), optional_field("session", &Save::session)};
+	bool operator==(const Save &) const = default;
+};
+struct LoadReply {
+	static constexpr Tag tag = reply_to(cmd::kLoad);
+	std::string session;
+	std::string output; // where its traces go ("": the relay only)
+	bool started = false;
+	static constexpr auto kFields =
+		std::tuple{field("session", &LoadReply::session), field("output", &LoadReply::output),
+	                   field("started", &LoadReply::started)};
+	bool operator==(const LoadReply &) const = default;
+};
+struct Load {
+	static constexpr Tag tag = command(cmd::kLoad);
+	using Reply = LoadReply;
+	SavedSession session;
+	std::string file;          // where it was read, for the errors
+	std::optional<bool> start; // started even if it was not when saved
+	static constexpr auto kFields = std::tuple{field("session", &Load::session), field("file", &Load::file),
+	                                           optional_field("start", &Load::start)};
+	bool operator==(const Load &) const = default;
+};
+
+// snapshot add-output, del-output, list-output: where `snapshot record`
+// writes (SavedSnapshotOutput: a name, a directory, a maximum size); each
+// reply lists the outputs now, the first one's id 1.
+struct SnapshotOutputsReply {
+	std::string session;
+	std::vector<SavedSnapshotOutput> outputs;
+	static constexpr auto kFields = std::tuple{field("session", &SnapshotOutputsReply::session),
+	                                           field("outputs", &SnapshotOutputsReply::outputs)};
+	bool operator==(const SnapshotOutputsReply &) const = default;
+};
+struct SnapshotAddOutputReply : SnapshotOutputsReply {
+	static constexpr Tag tag = reply_to(cmd::kSnapshotAddOutput);
+};
+struct SnapshotAddOutput {
+	static constexpr Tag tag = command(cmd::kSnapshotAddOutput);
+	using Reply = SnapshotAddOutputReply;
+	std::string session;
+	SavedSnapshotOutput output; // a name "": snapshot-N
+	static constexpr auto kFields =
+		std::tuple{field("session", &SnapshotAddOutput::session), field("output", &SnapshotAddOutput::output)};
+	bool operator==(const SnapshotAddOutput &) const = default;
+};
+struct SnapshotDelOutputReply : SnapshotOutputsReply {
+	static constexpr Tag tag = reply_to(cmd::kSnapshotDelOutput);
+};
+struct SnapshotDelOutput {
+	static constexpr Tag tag = command(cmd::kSnapshotDelOutput);
+	using Reply = SnapshotDelOutputReply;
+	std::string session;
+	std::string output; // its id or its name
+	static constexpr auto kFields =
+		std::tuple{field("session", &SnapshotDelOutput::session), field("output", &SnapshotDelOutput::output)};
+	bool operator==(const SnapshotDelOutput &) const = default;
+};
+struct SnapshotListOutputReply : SnapshotOutputsReply {
+	static constexpr Tag tag = reply_to(cmd::kSnapshotListOutput);
+};
+struct SnapshotListOutput : SessionRequest {
+	static constexpr Tag tag = command(cmd::kSnapshotListOutput);
+	using Reply = SnapshotListOutputReply;
+};
+
 // ---- Between the daemon and a traced program.
 
 struct Hello {
@@ -935,6 +1084,9 @@ struct ChannelRules {
 	std::optional<bool> buffer;          // false: this channel does not trace the program (no fd)
 	std::optional<ContextFlags> context; // with a buffer
 	std::optional<std::string> clock;    // likewise: what timestamps count (missing: ns)
+	// Likewise: how long an emitter waits for space, in microseconds (-1:
+	// without limit; missing: never).
+	std::optional<int64_t> blocking_timeout_us;
 	static constexpr auto kFields = std::tuple{
 		field("index", &ChannelRules::index),
 		field("ids", &ChannelRules::ids),
@@ -942,6 +1094,7 @@ struct ChannelRules {
 		optional_field("buffer", &ChannelRules::buffer),
 		optional_field("context", &ChannelRules::context),
 		optional_field("clock", &ChannelRules::clock),
+		optional_field("blocking_timeout_us", &ChannelRules::blocking_timeout_us),
 	};
 	bool operator==(const ChannelRules &) const = default;
 };
@@ -988,6 +1141,76 @@ struct StopSession {
 	bool operator==(const StopSession &) const = default;
 };
 
+// ---- Trace chunks: rotation and clear.
+
+// rotate: the current chunk archived as OUTPUT/archives/BEGIN-END-ID.
+struct RotateReply {
+	static constexpr Tag tag = reply_to(cmd::kRotate);
+	std::string session;
+	std::optional<std::string> archive; // its directory; none with --no-wait
+	static constexpr auto kFields =
+		std::tuple{field("session", &RotateReply::session), optional_field("archive", &RotateReply::archive)};
+	bool operator==(const RotateReply &) const = default;
+};
+struct Rotate {
+	static constexpr Tag tag = command(cmd::kRotate);
+	using Reply = RotateReply;
+	std::string session;
+	bool no_wait = false; // reply once the rotation is under way
+	static constexpr auto kFields =
+		std::tuple{field("session", &Rotate::session), field("no_wait", &Rotate::no_wait)};
+	bool operator==(const Rotate &) const = default;
+};
+// enable-rotation and disable-rotation: the schedule as it is now.
+struct RotationScheduleReply {
+	std::string session;
+	RotationStatus rotation;
+	static constexpr auto kFields = std::tuple{field("session", &RotationScheduleReply::session),
+	                                           field("rotation", &RotationScheduleReply::rotation)};
+	bool operator==(const RotationScheduleReply &) const = default;
+};
+struct EnableRotationReply : RotationScheduleReply {
+	static constexpr Tag tag = reply_to(cmd::kEnableRotation);
+};
+struct EnableRotation {
+	static constexpr Tag tag = command(cmd::kEnableRotation);
+	using Reply = EnableRotationReply;
+	std::string session;
+	std::optional<uint64_t> timer_ns;
+	std::optional<uint64_t> size_bytes;
+	static constexpr auto kFields = std::tuple{field("session", &EnableRotation::session),
+	                                           optional_field("timer_ns", &EnableRotation::timer_ns),
+	                                           optional_field("size_bytes", &EnableRotation::size_bytes)};
+	bool operator==(const EnableRotation &) const = default;
+};
+struct DisableRotationReply : RotationScheduleReply {
+	static constexpr Tag tag = reply_to(cmd::kDisableRotation);
+};
+struct DisableRotation {
+	static constexpr Tag tag = command(cmd::kDisableRotation);
+	using Reply = DisableRotationReply;
+	std::string session;
+	bool timer = false; // neither: both
+	bool size = false;
+	static constexpr auto kFields =
+		std::tuple{field("session", &DisableRotation::session), field("timer", &DisableRotation::timer),
+	                   field("size", &DisableRotation::size)};
+	bool operator==(const DisableRotation &) const = default;
+};
+// clear: what the session recorded so far dropped, on disk and in buffers.
+struct ClearReply {
+	static constexpr Tag tag = reply_to(cmd::kClear);
+	std::string session;
+	uint64_t files_removed = 0;
+	static constexpr auto kFields =
+		std::tuple{field("session", &ClearReply::session), field("files_removed", &ClearReply::files_removed)};
+	bool operator==(const ClearReply &) const = default;
+};
+struct Clear : SessionRequest {
+	static constexpr Tag tag = command(cmd::kClear);
+	using Reply = ClearReply;
+};
+
 // Every message, for the tests and the fuzzer.
 using AllMessages =
 	std::tuple<ErrorReply, Create, CreateReply, Destroy, DestroyReply, EnableChannel, EnableChannelReply,
@@ -997,6 +1220,9 @@ using AllMessages =
                    KernelDisableEventReply, KernelEnableChannel, KernelEnableChannelReply, KernelTrack,
                    KernelTrackReply, KernelUntrack, KernelUntrackReply, KernelList, KernelListReply, Track, TrackReply,
                    Untrack, UntrackReply, KernelAddContext, KernelAddContextReply, Hello, NewEvents, Ack, Ready,
-                   StartSession, Update, Ids, StopSession>;
+                   StartSession, Update, Ids, StopSession, Rotate, RotateReply, EnableRotation, EnableRotationReply,
+                   DisableRotation, DisableRotationReply, Clear, ClearReply, Save, SaveReply, Load, LoadReply,
+                   SnapshotAddOutput, SnapshotAddOutputReply, SnapshotDelOutput, SnapshotDelOutputReply,
+                   SnapshotListOutput, SnapshotListOutputReply>;
 
 } // namespace tracery::control

@@ -4,12 +4,14 @@
 // decoder's strictness errors (unknown field, missing field, wrong type,
 // number out of range, wrong tag), each with its exact message.
 #include "control/messages.hpp"
+#include "control/round_trip_testing.hpp"
 
 #include <gtest/gtest.h>
 
 namespace tracery::control {
 namespace {
 
+using message_testing::round_trip;
 using nlohmann::json;
 
 RelayStatus relay()
@@ -72,14 +74,14 @@ DestroyReply full()
 template <>
 EnableChannel full()
 {
-	return {"s", "c", 4096, 8, true, true};
+	return {"s", "c", 4096, 8, true, true, -1, 1 << 20, 3};
 }
 template <>
 EnableChannelReply full()
 {
 	return {"s", "c", 1 << 20};
 }
-EventRules rules() { return {"s", {"app:*", "b:c"}, true, "c", "x > 1"}; }
+EventRules rules() { return {"s", {"app:*", "b:c"}, true, "c", "x > 1", std::vector<std::string>{"app:debug_*"}}; }
 EventRulesReply rules_reply() { return {"s", "c", {"app:*"}, std::vector<ProgramRefusal>{{42, "app:e", "bad"}}}; }
 template <>
 EnableEvent full()
@@ -143,6 +145,10 @@ Status full()
 	return {{"s"}};
 }
 DomainTracking domain_tracking() { return {"kernel", {{"pid", false, {1, 2}}, {"vuid", true, {}}}, true}; }
+RotationStatus rotation_status()
+{
+	return {1'000'000'000, 1 << 20, 3, "/tmp/t/20260101T000000+0000-3", "/tmp/t/archives/x-y-2"};
+}
 template <>
 StatusReply full()
 {
@@ -160,7 +166,12 @@ StatusReply full()
 	                1 << 15,
 	                {{8, 1000, std::nullopt, "over quota"}},
 	                9,
-	                {{"pid7", "bad", {}}}};
+	                {{"pid7", "bad", {}}},
+	                20000,
+	                4,
+	                1500,
+	                1 << 20,
+	                3};
 	ProbeStatus p{"p", "elf:/bin/true:main", 1, {"argc (int)"}, "DWARF", 10, 4};
 	KernelStatus k{{"sched_switch"},
 	               {"*"},
@@ -177,7 +188,9 @@ StatusReply full()
 	               2,
 	               WriteLoss{2, 0, 1, false, "disk full (No space left on device) writing /tmp/t/kernel/k_0"},
 	               "/tmp/t/kernel",
-	               KernelTrackedStatus{3, 4, 5, 6, 7, 8}};
+	               KernelTrackedStatus{3, 4, 5, 6, 7, 8},
+	               1 << 20,
+	               0};
 	return {"s",
 	        "/tmp/t",
 	        "started",
@@ -190,7 +203,8 @@ StatusReply full()
 	        relay(),
 	        {7, 8},
 	        {1000, 1 << 30, 4096},
-	        {domain_tracking()}};
+	        {domain_tracking()},
+	        rotation_status()};
 }
 template <>
 List full()
@@ -215,7 +229,7 @@ ListEventsReply full()
 template <>
 SnapshotRecord full()
 {
-	return {{"s"}};
+	return {"s", "before-upgrade", 1 << 20, "/t/snapshots"};
 }
 template <>
 SnapshotRecordReply full()
@@ -253,7 +267,7 @@ KernelDisableEventReply full()
 template <>
 KernelEnableChannel full()
 {
-	return {"s", "k", 4096, 4, true};
+	return {"s", "k", 4096, 4, true, 1 << 20, 3};
 }
 template <>
 KernelEnableChannelReply full()
@@ -348,7 +362,8 @@ ChannelRules channel_rules()
 	        {{"app:e#1", {"00ff"}}},
 	        false,
 	        ContextFlags{true, false, true, {"ip", "perf:thread:page-fault"}},
-	        "tsc"};
+	        "tsc",
+	        -1};
 }
 template <>
 StartSession full()
@@ -370,14 +385,133 @@ StopSession full()
 {
 	return {1, 6};
 }
-
-template <class T>
-void round_trip(const T &m)
+template <>
+Rotate full()
 {
-	const json body = encode(m);
-	EXPECT_TRUE(is<T>(body)) << body;
-	EXPECT_EQ(decode<T>(body), m) << body;
-	EXPECT_EQ(decode<T>(json::parse(body.dump())), m) << body; // as on the wire
+	return {"s", true};
+}
+template <>
+RotateReply full()
+{
+	return {"s", "/tmp/t/archives/x-y-0"};
+}
+template <>
+EnableRotation full()
+{
+	return {"s", 1'000'000'000, 1 << 20};
+}
+template <>
+EnableRotationReply full()
+{
+	return {{"s", rotation_status()}};
+}
+template <>
+DisableRotation full()
+{
+	return {"s", true, true};
+}
+template <>
+DisableRotationReply full()
+{
+	return {{"s", rotation_status()}};
+}
+template <>
+Clear full()
+{
+	return {{"s"}};
+}
+template <>
+ClearReply full()
+{
+	return {"s", 4};
+}
+
+SavedSession saved_session()
+{
+	SavedSession s;
+	s.name = "s";
+	s.output = "/t/s";
+	s.relay = SavedRelay{"net://relay.example:5342", 1000000000, true};
+	s.started = true;
+	s.user.channels.push_back({"c",
+	                           4096,
+	                           8,
+	                           true,
+	                           true,
+	                           {"vpid"},
+	                           {{"app:*", "x > 1", std::vector<std::string>{"app:d"}}},
+	                           {"b:*"},
+	                           500,
+	                           1 << 20,
+	                           4});
+	s.user.tracking.push_back({"vpid", false, {1, 2}});
+	s.kernel = SavedKernelDomain{"k",
+	                             4096,
+	                             4,
+	                             false,
+	                             {"tid"},
+	                             {{"sched_switch", "prev_tid == 1"}},
+	                             {{"*", std::nullopt}},
+	                             {{"p", "elf:/bin/true:main", "x=%di:s32", std::nullopt}},
+	                             256,
+	                             {{"pid", false, {7}}},
+	                             false,
+	                             1 << 20,
+	                             2};
+	s.snapshot_outputs.push_back({"o", "/t/snapshots", 1 << 20});
+	return s;
+}
+template <>
+Save full()
+{
+	return {false, "s"};
+}
+template <>
+SaveReply full()
+{
+	return {{saved_session()}};
+}
+template <>
+Load full()
+{
+	return {saved_session(), "/home/u/.tracery/sessions/s.json", true};
+}
+template <>
+LoadReply full()
+{
+	return {"s", "/t/s", true};
+}
+
+SnapshotOutputsReply snapshot_outputs() { return {"s", {{"o", "/t/snapshots", 1 << 20}}}; }
+template <>
+SnapshotAddOutput full()
+{
+	return {"s", {"o", "/t/snapshots", 1 << 20}};
+}
+template <>
+SnapshotAddOutputReply full()
+{
+	return {snapshot_outputs()};
+}
+template <>
+SnapshotDelOutput full()
+{
+	return {"s", "1"};
+}
+template <>
+SnapshotDelOutputReply full()
+{
+	return {snapshot_outputs()};
+}
+template <>
+SnapshotListOutput full()
+{
+	return {{"s"}};
+}
+template <>
+SnapshotListOutputReply full()
+{
+	return {snapshot_outputs()};
 }
 
 TEST(Messages, EveryMessageRoundTrips)
@@ -407,7 +541,7 @@ TEST(Messages, BodiesAreTheSameAsBefore)
 	EXPECT_EQ(
 		encode(list).dump(),
 		R"({"ok":true,"sessions":[{"name":"s","output":"/t","owner":1000,"relay":null,"snapshot":false,"state":"created"}]})");
-	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt};
+	ChannelRules update{1, {{"k", 3}}, {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 	EXPECT_EQ(encode(Update{2, 9, {update}}).dump(),
 	          R"({"channels":[{"filters":{},"ids":{"k":3},"index":1}],"seq":9,"session":2,"type":"update"})");
 }

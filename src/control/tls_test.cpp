@@ -15,6 +15,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -287,6 +288,10 @@ TEST_F(Tls, WaitingHelpersMoveMegabytes)
 		client_why = client.handshake_wait(kPatientMs);
 		if (client_why.empty())
 			client_why = client.write_all(sent, kPatientMs);
+		// shutdown() never waits: its alert is lost if the socket is still full of
+		// what the server has not read yet (a loaded machine), so room is waited for.
+		pollfd room{client_fd, POLLOUT, 0};
+		::poll(&room, 1, kPatientMs);
 		client.shutdown();
 	});
 	ASSERT_EQ(server.handshake_wait(kPatientMs), "");

@@ -31,6 +31,18 @@ uint64_t Buffer::lost() const
 	return n;
 }
 
+Waits Buffer::waits() const
+{
+	Waits w;
+	if (ring->quarantined())
+		return w;
+	for (uint32_t cpu = 0; cpu < ring->config().num_cpus; cpu++) {
+		w.count += ring->waits(cpu);
+		w.ns += ring->wait_ns(cpu);
+	}
+	return w;
+}
+
 consumer::WriteLosses Buffer::write_losses() const
 {
 	return consumer ? consumer->write_losses() : consumer::WriteLosses{};
@@ -90,6 +102,9 @@ void Channel::note_finished(const Buffer &b)
 			quarantined_done_.pop_front();
 	}
 	lost_done_ += b.lost();
+	const Waits waited = b.waits();
+	waits_done_.count += waited.count;
+	waits_done_.ns += waited.ns;
 	consumer::WriteLosses w = b.write_losses();
 	w.refusing = false; // finished
 	add(write_done_, w);
@@ -106,12 +121,18 @@ std::vector<control::Quarantined> Channel::quarantined() const
 	return out;
 }
 
-void Channel::enable(const std::vector<std::string> &patterns, const std::string &filter)
+bool Channel::Rule::matches(const std::string &full_name) const
+{
+	return daemon::matches(pattern, full_name) && !any_match(exclude, full_name);
+}
+
+void Channel::enable(const std::vector<std::string> &patterns, const std::string &filter,
+                     const std::vector<std::string> &exclude)
 {
 	for (const auto &p : patterns) {
 		std::erase(disabled_, p);
-		if (std::find(enabled_.begin(), enabled_.end(), Rule{p, filter}) == enabled_.end())
-			enabled_.push_back({p, filter});
+		if (std::find(enabled_.begin(), enabled_.end(), Rule{p, filter, exclude}) == enabled_.end())
+			enabled_.push_back({p, filter, exclude});
 	}
 }
 
@@ -126,8 +147,7 @@ void Channel::disable(const std::vector<std::string> &patterns)
 
 bool Channel::enabled(const std::string &full_name) const
 {
-	return std::any_of(enabled_.begin(), enabled_.end(),
-	                   [&](const Rule &r) { return matches(r.pattern, full_name); }) &&
+	return std::any_of(enabled_.begin(), enabled_.end(), [&](const Rule &r) { return r.matches(full_name); }) &&
 	       !any_match(disabled_, full_name);
 }
 
@@ -135,7 +155,7 @@ std::vector<std::string> Channel::filters_of(const std::string &full_name) const
 {
 	std::vector<std::string> filters;
 	for (const auto &r : enabled_) {
-		if (!matches(r.pattern, full_name))
+		if (!r.matches(full_name))
 			continue;
 		if (r.filter.empty())
 			return {};
@@ -151,6 +171,17 @@ uint32_t Channel::id_for(const std::string &key)
 	if (inserted)
 		next_id_++;
 	return it->second;
+}
+
+Waits Channel::waits() const
+{
+	Waits w = waits_done_;
+	for (const auto &[owner, b] : buffers_) {
+		const Waits live = b->waits();
+		w.count += live.count;
+		w.ns += live.ns;
+	}
+	return w;
 }
 
 uint64_t Channel::lost() const

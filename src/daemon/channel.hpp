@@ -9,6 +9,7 @@
 
 #include "base/sizes.hpp"
 #include "consumer/channel_consumer.hpp"
+#include "consumer/file_sink.hpp"
 #include "control/messages.hpp"
 #include "event/context.hpp"
 #include "ringbuf/ring_buffer.hpp"
@@ -31,6 +32,15 @@ struct ChannelSpec {
 	ringbuf::Mode mode = ringbuf::Mode::discard;
 	bool per_pid = false;
 	event::ContextOptions context{};
+	int64_t blocking_timeout_us = 0;    // --blocking-timeout: 0 never wait, -1 without limit (discard mode only)
+	consumer::TracefileLimit tracefile; // --tracefile-size/--tracefile-count (local files)
+};
+
+// What the emitters of a blocking channel waited for space
+// (ringbuf::Channel::waits): how many records waited, for how long in all.
+struct Waits {
+	uint64_t count = 0;
+	uint64_t ns = 0;
 };
 
 // The ring buffers of a channel of these options (consumer/ring_config.hpp):
@@ -44,8 +54,9 @@ std::optional<control::WriteLoss> write_loss_of(const consumer::WriteLosses &w);
 // One shared-memory ring buffer and the consumer writing it (none in snapshot
 // sessions: their buffers are only copied out by `snapshot record`).
 struct Buffer {
-	BufferQuota::Charge charge; // given back last, once the mapping is gone
-	std::string owner;          // whose programs write into it: "uid1000", "pid4242"
+	BufferQuota::Charge charge;  // given back last, once the mapping is gone
+	std::string owner;           // whose programs write into it: "uid1000", "pid4242"
+	consumer::StreamNames names; // of its streams (none in snapshot sessions)
 	std::unique_ptr<ringbuf::Channel> ring;
 	std::unique_ptr<consumer::ChannelConsumer> consumer;
 	bool producer_died = false; // a program writing into it ended: recover before the last drain
@@ -56,6 +67,8 @@ struct Buffer {
 	uint64_t lost() const;
 	// What refused writes cost its trace (none without a consumer).
 	consumer::WriteLosses write_losses() const;
+	// What its emitters waited (none once quarantined, as lost()).
+	Waits waits() const;
 };
 
 class Channel {
@@ -71,12 +84,17 @@ public:
 	// disabled list and adds the rule (one per pattern and filter);
 	// disabling removes every rule of the pattern if there is one, else
 	// excludes the events it matches.
+	// A rule's exclusions (enable-event --exclude) are names or patterns of
+	// events its pattern matches that it does not enable.
 	struct Rule {
 		std::string pattern;
 		std::string filter;
+		std::vector<std::string> exclude;
 		bool operator==(const Rule &) const = default;
+		bool matches(const std::string &full_name) const;
 	};
-	void enable(const std::vector<std::string> &patterns, const std::string &filter = "");
+	void enable(const std::vector<std::string> &patterns, const std::string &filter = "",
+	            const std::vector<std::string> &exclude = {});
 	void disable(const std::vector<std::string> &patterns);
 	bool enabled(const std::string &full_name) const;
 	// The filters of an enabled event: it is recorded when any accepts it;
@@ -111,6 +129,8 @@ public:
 
 	// Events lost in its buffers, live or finished.
 	uint64_t lost() const;
+	// What emitters waited for space in its buffers, live or finished.
+	Waits waits() const;
 	// What refused writes cost its buffers, live or finished; nullopt when
 	// no write was refused.
 	std::optional<control::WriteLoss> write_loss() const;
@@ -150,6 +170,7 @@ private:
 	uint32_t next_id_ = 0;
 	Buffers buffers_;
 	uint64_t lost_done_ = 0;           // events lost in buffers already finished
+	Waits waits_done_;                 // what their emitters waited
 	consumer::WriteLosses write_done_; // and what refused writes cost them
 	std::deque<NotTraced> not_traced_;
 	uint64_t not_traced_total_ = 0;

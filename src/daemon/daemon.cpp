@@ -79,7 +79,7 @@ std::pair<std::string, Daemon::Command> Daemon::command(Handler handler)
 		}};
 }
 
-json Daemon::handle_command(const json &req, const control::PeerCred &peer)
+json Daemon::handle_command(const json &req, const control::PeerCred &peer, std::vector<base::Fd> *reply_fds)
 {
 	static const std::map<std::string, Command> commands = {
 		command<control::Create>(&Daemon::cmd_create),
@@ -103,8 +103,22 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer)
 		command<control::Track>(with_flag(&Daemon::cmd_track, false)),
 		command<control::Untrack>(with_flag(&Daemon::cmd_track, true)),
 		command<control::KernelAddContext>(&Daemon::cmd_kernel_context),
+		command<control::AddTrigger>(&Daemon::cmd_add_trigger),
+		command<control::ListTriggers>(&Daemon::cmd_list_triggers),
+		command<control::RemoveTrigger>(&Daemon::cmd_remove_trigger),
+		command<control::Rotate>(&Daemon::cmd_rotate),
+		command<control::EnableRotation>(&Daemon::cmd_enable_rotation),
+		command<control::DisableRotation>(&Daemon::cmd_disable_rotation),
+		command<control::Clear>(&Daemon::cmd_clear),
+		command<control::Save>(&Daemon::cmd_save),
+		command<control::Load>(&Daemon::cmd_load),
+		command<control::SnapshotAddOutput>(&Daemon::cmd_snapshot_add_output),
+		command<control::SnapshotDelOutput>(&Daemon::cmd_snapshot_del_output),
+		command<control::SnapshotListOutput>(&Daemon::cmd_snapshot_list_output),
 	};
 	const std::string cmd = control::command_of(req);
+	if (cmd == control::cmd::kWatch)
+		return cmd_watch(req, peer, reply_fds);
 	auto it = commands.find(cmd);
 	if (it == commands.end())
 		return control::encode(control::ErrorReply{"unknown request '" + cmd +
@@ -213,6 +227,8 @@ uint64_t Daemon::join(TraceSession &s, App &app, const std::vector<Buffer *> &bu
 			if (ctx.more >> i & 1)
 				c.context->more.emplace_back(event::kUserContexts[i].name);
 		c.clock = clock::tick_unit_name(s.tick_unit());
+		if (ch->spec().blocking_timeout_us != 0)
+			c.blocking_timeout_us = ch->spec().blocking_timeout_us;
 		fds.push_back(b->ring->fd());
 	}
 	const uint64_t seq = request(app, s, std::move(start), fds);
@@ -365,6 +381,8 @@ void Daemon::app_registered(const std::shared_ptr<App> &app, const json &body)
 		note(*s, refused);
 		join(*s, *app, buffers);
 	}
+	if (control::Triggers rules = triggers_.rules_for(app->cred.uid); !rules.triggers.empty())
+		app->send(control::encode(rules));
 	app->send(control::encode(control::Ready{}));
 }
 
@@ -399,6 +417,8 @@ void Daemon::app_message(App &app, const control::Message &msg)
 			if (s->started() && members_[s->id()].count(app.id))
 				ids.sessions.push_back({s->id(), session_ids(*s, app)});
 		app.send(control::encode(ids));
+	} else if (type == control::msg::kNotification) {
+		take_notification(app, control::decode<control::Notification>(msg.body));
 	} else {
 		Lock lock(mutex_);
 		if (app.told_unknown_type) // once: a program may send many
@@ -420,6 +440,7 @@ void Daemon::app_gone(App &app)
 		members_[s->id()].erase(app.id);
 	}
 	apps_.erase(app.id);
+	triggers_.forget_program(app.id);
 	acks_.notify_all();
 	log(Level::info, "program %d (%s) is gone", app.cred.pid, app.procname.c_str());
 	if (work.empty())
@@ -432,15 +453,20 @@ Daemon::Daemon(DaemonOptions options)
 	: options_(std::move(options)), quota_(options_.buffer_quota), journal_(options_.rundir)
 {
 	finisher_ = std::thread([this] { finisher(); });
+	start_trigger_actions();
+	rotator_ = std::thread([this] { rotator(); });
 }
 
 Daemon::~Daemon()
 {
+	actions_->stop();
 	{
 		Lock lock(mutex_);
 		closing_ = true;
 	}
 	retired_.notify_one();
+	rotate_wake_.notify_one();
+	rotator_.join();
 	finisher_.join();
 }
 
@@ -562,6 +588,7 @@ void Daemon::note_open_traces()
 
 void Daemon::shutdown()
 {
+	actions_->stop(); // no trigger starts a session from now on
 	Lock lock(mutex_);
 	std::vector<SessionKey> started;
 	for (auto &[key, s] : sessions_)

@@ -9,6 +9,7 @@
 #include "daemon/app.hpp"
 #include "daemon/trace_journal.hpp"
 #include "daemon/trace_session.hpp"
+#include "daemon/triggers.hpp"
 
 #include "control/messages.hpp"
 #include "control/wire.hpp"
@@ -58,13 +59,20 @@ public:
 	// A request of the tracery command from a peer with these credentials;
 	// the reply is its command's, or control::ErrorReply (one line; a
 	// request that is not exactly its message names the field).
-	nlohmann::json handle_command(const nlohmann::json &request, const control::PeerCred &peer);
+	// reply_fds: where `watch` puts the descriptor its reply carries (none: it is refused).
+	nlohmann::json handle_command(const nlohmann::json &request, const control::PeerCred &peer,
+	                              std::vector<base::Fd> *reply_fds = nullptr);
 
 	// Programs: registration (hello), later messages, end of connection.
 	// A message that is not exactly its struct throws control::DecodeError.
 	void app_registered(const std::shared_ptr<App> &app, const nlohmann::json &hello);
 	void app_message(App &app, const control::Message &msg);
 	void app_gone(App &app);
+
+	// Before serving: loads and starts the sessions saved in the auto/
+	// folder of the sessions directory (control::default_sessions_dir()),
+	// as the daemon's user; each failure logged (session_files.cpp).
+	void load_auto_sessions();
 
 	// Stops every session (their traces are complete on disk) at exit, and
 	// removes the journal of open traces: nothing is left to repair.
@@ -204,6 +212,20 @@ private:
 	// attributes are kernel_commands.cpp's.
 	control::TrackingReply cmd_track(const control::Tracking &, bool untrack, const control::PeerCred &, Lock &);
 
+	// Session files (session_files.cpp): what a session is, as saved; a
+	// session made again from it (the requests that made it, in order).
+	control::SavedSession describe(const TraceSession &s) const;
+	control::SaveReply cmd_save(const control::Save &, const control::PeerCred &, Lock &);
+	control::LoadReply cmd_load(const control::Load &, const control::PeerCred &, Lock &);
+	void replay(const control::Load &req, const control::PeerCred &peer, Lock &lock);
+	// snapshot add-output, del-output, list-output (snapshot_outputs.cpp).
+	control::SnapshotAddOutputReply cmd_snapshot_add_output(const control::SnapshotAddOutput &,
+	                                                        const control::PeerCred &, Lock &);
+	control::SnapshotDelOutputReply cmd_snapshot_del_output(const control::SnapshotDelOutput &,
+	                                                        const control::PeerCred &, Lock &);
+	control::SnapshotListOutputReply cmd_snapshot_list_output(const control::SnapshotListOutput &,
+	                                                          const control::PeerCred &, Lock &);
+
 	// The kernel domain (kernel_commands.cpp).
 	// Throws (one line) unless the peer may trace the kernel: root, or a
 	// member of the daemon's group.
@@ -229,6 +251,40 @@ private:
 	control::KernelAddContextReply cmd_kernel_context(const control::KernelAddContext &, const control::PeerCred &,
 	                                                  Lock &);
 
+	// Triggers (trigger_commands.cpp, triggers.hpp).
+	void start_trigger_actions();
+	// Sends the trigger rules to the programs a change of `owner`'s triggers concerns.
+	void send_trigger_rules(uid_t owner);
+	void run_actions(const std::vector<ActionRun> &runs);
+	control::AddTriggerReply cmd_add_trigger(const control::AddTrigger &, const control::PeerCred &, Lock &);
+	control::ListTriggersReply cmd_list_triggers(const control::ListTriggers &, const control::PeerCred &, Lock &);
+	control::RemoveTriggerReply cmd_remove_trigger(const control::RemoveTrigger &, const control::PeerCred &,
+	                                               Lock &);
+	nlohmann::json cmd_watch(const nlohmann::json &body, const control::PeerCred &peer,
+	                         std::vector<base::Fd> *reply_fds);
+	void take_notification(App &app, const control::Notification &n);
+	// Trace chunks: rotation and clear (session_rotation.cpp).
+	control::RotateReply cmd_rotate(const control::Rotate &, const control::PeerCred &, Lock &);
+	control::EnableRotationReply cmd_enable_rotation(const control::EnableRotation &, const control::PeerCred &,
+	                                                 Lock &);
+	control::DisableRotationReply cmd_disable_rotation(const control::DisableRotation &, const control::PeerCred &,
+	                                                   Lock &);
+	control::ClearReply cmd_clear(const control::Clear &, const control::PeerCred &, Lock &);
+	static constexpr uint64_t kMinRotationTimerNs = 100'000'000, kMinRotationSize = 64 << 10;
+	// Ends the chunk being written: a new one begins, its buffers' consumers
+	// move to it (lock released meanwhile, `rotating` set), then the old one
+	// is archived, or with `clear` removed (*removed: its files). Returns the
+	// archive's directory ("" when cleared). Throws CommandError.
+	std::string end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t *removed = nullptr);
+	// Until no rotation of the session `key` is under way (destroy).
+	void wait_rotation(const std::pair<uid_t, std::string> &key, Lock &lock);
+	// destroy: the last chunk of a session that left chunk 0 archived
+	// (removed if it holds no stream file).
+	void archive_last_chunk(TraceSession &s);
+	// The thread that rotates sessions on their schedule, and those rotated
+	// with --no-wait (to_rotate_, by session id).
+	void rotator();
+
 	DaemonOptions options_;
 	BufferQuota quota_; // before sessions_: their buffers give their charges back to it
 	TraceJournal journal_;
@@ -240,6 +296,10 @@ private:
 	std::deque<RetiredWork> to_finish_;
 	bool closing_ = false; // the finisher ends once to_finish_ is empty
 	std::thread finisher_;
+	std::condition_variable rotate_wake_; // work for rotator()
+	std::condition_variable rotated_;     // a session's rotation ended
+	std::vector<uint64_t> to_rotate_;
+	std::thread rotator_;
 	// Sessions by (owner, name): each user names its sessions in a space of
 	// its own, so a name says nothing of other users' sessions. session_for()
 	// is how a request's name finds one.
@@ -249,6 +309,8 @@ private:
 	std::map<uint64_t, std::set<uint64_t>> members_; // session id -> programs tracing into it
 	uint64_t next_session_id_ = 1;
 	uint64_t next_seq_ = 1;
+	TriggerTable triggers_;
+	std::unique_ptr<ActionRunner> actions_; // stopped first: its actions are commands
 };
 
 } // namespace tracery::daemon

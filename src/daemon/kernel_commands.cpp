@@ -8,6 +8,7 @@
 // kernel refuses the change); start, stop and destroy
 // (session_commands.cpp, daemon.cpp) run it.
 #include "daemon/daemon.hpp"
+#include "daemon/tracefile_options.hpp"
 
 #include "daemon/log.hpp"
 
@@ -404,8 +405,11 @@ control::KernelEnableChannelReply Daemon::cmd_kernel_channel(const control::Kern
 	if (subbuf * num > kMaxKernelBufferPerCpu)
 		throw CommandError("a kernel buffer of " + base::format_size(subbuf * num) +
 		                   " per CPU is more than 1G: give a smaller --subbuf-size or --num-subbuf");
+	const consumer::TracefileLimit tracefile =
+		tracefile_limit(req.tracefile_size, req.tracefile_count, subbuf ? subbuf : 4096, s.identity());
 	KernelSpec &k = s.edit_kernel_spec();
 	k.channel = name;
+	k.tracefile = tracefile;
 	k.subbuf_size = subbuf;
 	k.num_subbuf = num;
 	k.overwrite = req.overwrite;

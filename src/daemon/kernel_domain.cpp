@@ -60,6 +60,7 @@ kernel::KernelSessionConfig KernelDomain::config() const
 	c.processes = process_rules(spec_);
 	c.subbuf_size = spec_.subbuf_size;
 	c.num_subbuf = spec_.num_subbuf;
+	c.tracefile = spec_.tracefile;
 	c.overwrite = spec_.overwrite || s.snapshot; // a snapshot session's buffer is a flight recorder
 	c.snapshot = s.snapshot;
 	c.trace_uuid = ctf::Uuid::random();

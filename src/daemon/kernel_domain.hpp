@@ -34,6 +34,7 @@ struct KernelSpec {
 	std::string channel;                      // enable-channel -k NAME ("": the default, channel0)
 	uint64_t subbuf_size = 0, num_subbuf = 0; // 0: the kernel's default buffer size
 	bool overwrite = false;
+	consumer::TracefileLimit tracefile; // --tracefile-size/--tracefile-count
 	// track -k: pid, vpid, uid, vuid, gid, vgid, ANDed (every process at first).
 	ProcessTracking tracking{"kernel",
 	                         {ProcessAttr::pid, ProcessAttr::vpid, ProcessAttr::uid, ProcessAttr::vuid,

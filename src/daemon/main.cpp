@@ -235,6 +235,8 @@ int serve(const Args &args)
 	Daemon daemon(opt);
 	Server server(daemon, control::listen_unix(sock, opt.system ? 0666 : 0600));
 	lock.write_pid();
+	// Before `--daemonize` returns: a program started right after finds them tracing.
+	daemon.load_auto_sessions();
 	log(Level::info, "serving %s (pid %d, %s daemon, buffer quota %s per user)", sock.c_str(), getpid(),
 	    opt.system ? "system" : "user", base::format_size(opt.buffer_quota).c_str());
 	report("ok");

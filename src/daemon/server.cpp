@@ -118,7 +118,8 @@ void Server::run(int stop_fd, const std::function<void()> &at_stop)
 				stopper = std::thread([this, &at_stop] {
 					at_stop();
 					stopped_ = true;
-					post({Completion::resume, 0, {}}); // wakes the loop (no connection has id 0)
+					// Wakes the loop (no connection has id 0).
+					post({Completion::resume, 0, {}, {}});
 				});
 				continue;
 			}
@@ -341,7 +342,7 @@ void Server::message_complete(Conn &c)
 		c.app->id = next_app_id_++;
 		c.app->cred = c.peer;
 		c.app->sock = std::move(c.fd);
-		c.app->on_blocked = [this, id = c.id] { post({Completion::writable, id, {}}); };
+		c.app->on_blocked = [this, id = c.id] { post({Completion::writable, id, {}, {}}); };
 		c.stage = Stage::program;
 		c.deadline = Clock::time_point::max(); // programs may be silent for ever
 		programs_.push(c.peer.uid, {ProgramJob::hello, c.id, c.app, std::move(frame)});
@@ -361,7 +362,7 @@ void Server::refuse(Conn &c, const std::string &why)
 	start_reply(c, error_frame(c.kind, why));
 }
 
-void Server::start_reply(Conn &c, std::string frame)
+void Server::start_reply(Conn &c, std::string frame, std::vector<base::Fd> fds)
 {
 	c.stage = Stage::replying;
 	c.busy = false;
@@ -370,6 +371,7 @@ void Server::start_reply(Conn &c, std::string frame)
 	recharge(c);
 	c.out = std::move(frame);
 	c.out_sent = 0;
+	c.out_fds = std::move(fds);
 	c.deadline = Clock::now() + std::chrono::milliseconds(limits_.request_timeout_ms);
 	write_out(c);
 }
@@ -377,8 +379,12 @@ void Server::start_reply(Conn &c, std::string frame)
 void Server::write_out(Conn &c)
 {
 	while (c.out_sent < c.out.size()) {
-		const ssize_t r = send(c.sock(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
-		                       MSG_DONTWAIT | MSG_NOSIGNAL);
+		std::vector<int> fds;
+		if (c.out_sent == 0)
+			for (const auto &fd : c.out_fds)
+				fds.push_back(fd.get());
+		const ssize_t r =
+			control::send_some(c.sock(), std::string_view(c.out).substr(c.out_sent), fds, MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				set_interest(c);
@@ -462,11 +468,21 @@ void Server::take_completions()
 			continue; // closed meanwhile
 		Conn &c = it->second;
 		if (d.what == Completion::reply) {
-			start_reply(c, std::move(d.frame));
+			start_reply(c, std::move(d.frame), std::move(d.fds));
 		} else if (d.what == Completion::resume) {
 			c.busy = false;
 			c.in_hand = 0;
 			recharge(c);
+			if (c.ended && c.app) {
+				// A program that hung up while a message of it was handled:
+				// what it sent before its end (its last notifications) is
+				// still read and handled, then its end closes it.
+				const uint64_t id = c.id;
+				do
+					read_from(c);
+				while (conns_.count(id) && !c.busy);
+				continue;
+			}
 			if (c.ended) {
 				close(c);
 				continue;
@@ -514,7 +530,7 @@ void Server::sweep()
 	}
 }
 
-std::string Server::answer(CommandJob &job)
+std::string Server::answer(CommandJob &job, std::vector<base::Fd> *fds)
 {
 	json reply;
 	control::Message msg;
@@ -523,7 +539,7 @@ std::string Server::answer(CommandJob &job)
 		reply = control::encode(control::ErrorReply{why});
 	} else {
 		try {
-			reply = daemon_.handle_command(msg.body, job.peer);
+			reply = daemon_.handle_command(msg.body, job.peer, fds);
 		} catch (const std::exception &e) {
 			// A field of the wrong JSON type (nlohmann's type_error) outside the
 			// handlers' own error handling: the request is refused, nothing else.
@@ -547,7 +563,9 @@ void Server::command_worker()
 	while (auto job = commands_.pop()) {
 		auto &[uid, j] = *job;
 		try {
-			post({Completion::reply, j.conn, answer(j)});
+			std::vector<base::Fd> fds;
+			std::string frame = answer(j, &fds);
+			post({Completion::reply, j.conn, std::move(frame), std::move(fds)});
 		} catch (const std::exception &e) { // out of memory: unanswered (its peer's hang-up closes it)
 			log(Level::error, "answering pid %d: %s", j.peer.pid, e.what());
 		}
@@ -623,7 +641,7 @@ void Server::program_worker()
 			j.app->shutdown_link();
 		}
 		if (j.what != ProgramJob::gone)
-			post({Completion::resume, j.conn, {}});
+			post({Completion::resume, j.conn, {}, {}});
 		j.app.reset(); // the last reference of a gone program closes its socket here
 		programs_.done(uid);
 	}

@@ -84,6 +84,8 @@ private:
 		size_t charged = 0;  // bytes counted in its user's buffered
 		size_t in_hand = 0;  // of them, the message being handled
 		uint32_t events = 0; // epoll interest
+		// Sent with the reply's first byte (watch's socket).
+		std::vector<base::Fd> out_fds;
 		int sock() const { return app ? app->sock.get() : fd.get(); }
 	};
 	struct UserCount {
@@ -95,7 +97,8 @@ private:
 	struct Completion {
 		enum What { reply, resume, writable } what;
 		uint64_t conn;
-		std::string frame; // reply
+		std::string frame;         // reply
+		std::vector<base::Fd> fds; // with it
 	};
 	struct CommandJob {
 		uint64_t conn;
@@ -119,7 +122,7 @@ private:
 	bool judge(Conn &c);
 	void message_complete(Conn &c);
 	void refuse(Conn &c, const std::string &why);
-	void start_reply(Conn &c, std::string frame);
+	void start_reply(Conn &c, std::string frame, std::vector<base::Fd> fds = {});
 	void write_out(Conn &c);
 	// Watches for reading unless a message is being handled (or a reply
 	// written), for writing while something waits to be sent.
@@ -129,8 +132,8 @@ private:
 	void complete(Completion done);
 	void take_completions();
 	void sweep();
-	// The reply frame to a command.
-	std::string answer(CommandJob &job);
+	// The reply frame to a command, and the descriptors it carries.
+	std::string answer(CommandJob &job, std::vector<base::Fd> *fds);
 	void command_worker();
 	void program_worker();
 	// The programs' thread: one message of a program (its hello first), or its end.

@@ -82,7 +82,8 @@ Buffer *SessionChannels::buffer_for(Channel &ch, uid_t uid, pid_t pid, std::stri
 	if (!session_.snapshot) {
 		base::FsCreds as_owner(session_.owner, session_.owner_gid); // the consumer thread inherits it
 		const consumer::StreamNames names{prefix, ch.index(), next_instance_++ << 16, session_.uuid};
-		auto sink = user_trace_.output().sink(names, b->ring->config().num_cpus);
+		b->names = names;
+		auto sink = user_trace_.output().sink(names, b->ring->config().num_cpus, ch.spec().tracefile);
 		b->consumer = std::make_unique<consumer::ChannelConsumer>(*b->ring, std::move(sink),
 		                                                          clock::tick_source(session_.tick_unit),
 		                                                          buffer_problem_log(session_, ch, owner));
@@ -125,6 +126,21 @@ void SessionChannels::finish(Retired &r) const
 		base::FsCreds as_owner(session_.owner, session_.owner_gid);
 		b.consumer->finish();
 	}
+}
+
+size_t SessionChannels::rotate_buffers(const std::function<void()> &done) const
+{
+	size_t asked = 0;
+	for (const auto &ch : channels_)
+		for (const auto &[key, b] : ch->buffers()) {
+			if (!b->consumer)
+				continue;
+			b->consumer->rotate(
+				user_trace_.output().sink(b->names, b->ring->config().num_cpus, ch->spec().tracefile),
+				done);
+			asked++;
+		}
+	return asked;
 }
 
 void SessionChannels::account(Retired &r)

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -83,6 +84,10 @@ public:
 	void finish(Retired &r) const;
 	// Lock held, after finish().
 	static void account(Retired &r);
+	// Rotation: every buffer's consumer asked to go on in the user trace's
+	// directory as it is now (ChannelConsumer::rotate), each calling `done`
+	// once it did; returns how many were asked. Lock held.
+	size_t rotate_buffers(const std::function<void()> &done) const;
 
 private:
 	// A prefix of stream files no buffer of this session used yet (not reserved).

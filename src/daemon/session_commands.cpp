@@ -121,6 +121,7 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 		throw CommandError(why);
 	SessionRelay relay;
 	relay.url = control::relay::to_string(*u);
+	relay.public_live = public_live;
 	control::relay::ClientSecurity security = relay_security(req);
 	if (live_period_ns) {
 		if (*live_period_ns < kMinLivePeriodNs || *live_period_ns > kMaxLivePeriodNs)
@@ -171,6 +172,7 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 	}
 	control::DestroyReply reply;
 	for (const auto &key : keys) {
+		wait_rotation(key, lock);
 		auto it = sessions_.find(key);
 		// stop_session below lets other requests in: one of them may have
 		// taken a session of the list meanwhile.
@@ -182,6 +184,7 @@ control::DestroyReply Daemon::cmd_destroy(const control::Destroy &req, const con
 		if (it == sessions_.end())
 			continue;
 		it->second->destroy_kernel(); // its tracefs instance (logged if it stays)
+		archive_last_chunk(*it->second);
 		const std::shared_ptr<consumer::RelayLink> relay = it->second->relay_link();
 		sessions_.erase(it);
 		reply.destroyed.push_back(key.second);
@@ -312,7 +315,7 @@ control::SnapshotRecordReply Daemon::cmd_snapshot(const control::SnapshotRecord 
 	if (!s.ever_started())
 		throw CommandError("session '" + s.name() + "' has not been started: `tracery start` it first");
 	// Copying and writing whole buffers takes a while: not with the lock.
-	const SnapshotPlan plan = s.plan_snapshot();
+	const SnapshotPlan plan = s.plan_snapshot(req);
 	std::string path;
 	without_lock(s, lock, [&] { path = s.write_snapshot(plan); });
 	return {s.name(), path};

@@ -24,6 +24,7 @@ struct SessionRelay {
 	std::shared_ptr<consumer::RelayLink> link;
 	std::string url; // HOST:PORT, for status
 	uint64_t live_period_ns = 0;
+	bool public_live = false; // --public-live
 };
 
 struct SessionIdentity {

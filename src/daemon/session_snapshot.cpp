@@ -9,6 +9,7 @@
 #include "consumer/file_sink.hpp"
 #include "ctf/trace_dir.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
@@ -51,11 +52,92 @@ struct RefusedCopies {
 	}
 };
 
+bool valid_output_name(const std::string &n)
+{
+	return !n.empty() && n.size() <= 64 && n[0] != '.' && n[0] != '-' &&
+	       std::all_of(n.begin(), n.end(), [](char c) {
+		       return isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+	       });
+}
+
 } // namespace
 
-SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> &channels, const std::string &metadata)
+void SnapshotRecorder::add_output(control::SavedSnapshotOutput output)
 {
-	SnapshotPlan plan{session_.output + "/snapshot-" + std::to_string(++taken_) + "-" + now_stamp(), metadata, {}};
+	if (!session_.snapshot)
+		throw std::runtime_error("session '" + session_.name +
+		                         "' is not in snapshot mode: create one with `tracery create NAME --snapshot`");
+	if (!outputs_.empty())
+		throw std::runtime_error("session '" + session_.name + "' has a snapshot output already ('" +
+		                         outputs_[0].name + "'): remove it with `tracery snapshot del-output 1` first");
+	if (output.path.empty() || output.path[0] != '/' || output.path.size() > 4096)
+		throw std::runtime_error("a snapshot output is an absolute directory, got '" +
+		                         output.path.substr(0, 4096) + "'");
+	outputs_added_++;
+	if (output.name.empty())
+		output.name = "snapshot-" + std::to_string(outputs_added_);
+	if (!valid_output_name(output.name))
+		throw std::runtime_error("bad snapshot output name '" + output.name.substr(0, 64) +
+		                         "': use letters, digits, '_', '-' and '.' (at most 64)");
+	outputs_.push_back(std::move(output));
+}
+
+void SnapshotRecorder::delete_output(const std::string &id_or_name)
+{
+	for (size_t i = 0; i < outputs_.size(); i++) {
+		if (outputs_[i].name == id_or_name || std::to_string(i + 1) == id_or_name) {
+			outputs_.erase(outputs_.begin() + static_cast<ptrdiff_t>(i));
+			return;
+		}
+	}
+	throw std::runtime_error("session '" + session_.name + "' has no snapshot output '" + id_or_name.substr(0, 64) +
+	                         "': `tracery snapshot list-output` lists them");
+}
+
+namespace {
+
+// --max-size: the newest sub-buffers of each stream that fit in an equal
+// share of it, as LTTng divides it; at least one each.
+void limit_to(const SnapshotPlan &plan, std::vector<size_t> &keep)
+{
+	uint64_t streams = 0, largest = 0;
+	for (const auto &part : plan.parts) {
+		streams += part.buffer->ring->config().num_cpus;
+		largest = std::max<uint64_t>(largest, part.channel->spec().subbuf_size);
+	}
+	if (streams == 0)
+		return;
+	for (const auto &part : plan.parts) {
+		const uint64_t n = plan.max_size / streams / part.channel->spec().subbuf_size;
+		if (n == 0)
+			throw std::runtime_error("--max-size " + std::to_string(plan.max_size) +
+			                         " leaves less than a sub-buffer to each of the " +
+			                         std::to_string(streams) + " streams of the buffers: give at least " +
+			                         std::to_string(streams * largest) + " bytes");
+		keep.push_back(n);
+	}
+}
+
+} // namespace
+
+SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> &channels, const std::string &metadata,
+                                    const control::SnapshotRecord &req)
+{
+	const control::SavedSnapshotOutput *output = outputs_.empty() ? nullptr : &outputs_[0];
+	const std::string base = req.path ? *req.path : output ? output->path : session_.output;
+	const std::string name = req.name ? *req.name : output ? output->name : "snapshot";
+	if (base.empty() || base[0] != '/')
+		throw std::runtime_error("a snapshot is written to an absolute directory, got '" +
+		                         base.substr(0, 4096) + "'");
+	if (!valid_output_name(name))
+		throw std::runtime_error("bad snapshot name '" + name.substr(0, 64) +
+		                         "': use letters, digits, '_', '-' and '.' (at most 64)");
+	SnapshotPlan plan{base + "/" + name + "-" + std::to_string(++taken_) + "-" + now_stamp(),
+	                  metadata,
+	                  req.max_size ? *req.max_size
+	                  : output     ? output->max_size
+	                               : 0,
+	                  {}};
 	for (auto &ch : channels)
 		for (const auto &[owner, b] : ch->buffers())
 			plan.parts.push_back({ch.get(), owner, b.get()});
@@ -65,6 +147,9 @@ SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> 
 std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kernel) const
 {
 	const std::string user_dir = kernel.in_layout() ? plan.dir + "/ust" : plan.dir;
+	std::vector<size_t> keep; // sub-buffers per stream of each part
+	if (plan.max_size)
+		limit_to(plan, keep);
 	RefusedCopies refused;
 	try {
 		base::FsCreds as_owner(session_.owner, session_.owner_gid);
@@ -73,7 +158,8 @@ std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kern
 		ctf::TraceDir td = ctf::TraceDir::create(user_dir, 0700);
 		td.write_metadata(plan.metadata);
 		uint64_t instance = 0;
-		for (const auto &part : plan.parts) {
+		for (size_t i = 0; i < plan.parts.size(); i++) {
+			const auto &part = plan.parts[i];
 			const Channel &ch = *part.channel;
 			const consumer::StreamNames names{ch.spec().name + "_" + part.owner, ch.index(),
 			                                  instance++ << 16, session_.uuid};
@@ -86,6 +172,8 @@ std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kern
 				[&](uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) {
 					return consumer::count_events(plan.metadata, names, cpu, info, events, size);
 				});
+			if (!keep.empty())
+				copier.keep_newest(keep[i]);
 			copier.finish();
 			// The copy is refused (a full disk): the buffers are left as they were.
 			if (const consumer::WriteLosses w = copier.write_losses(); !w.reason.empty())

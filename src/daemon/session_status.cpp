@@ -18,8 +18,14 @@ control::ChannelStatus channel_status(const Channel &c)
 	out.mode = s.mode == ringbuf::Mode::overwrite ? "overwrite" : "discard";
 	out.buffers = s.per_pid ? "per-pid" : "per-uid";
 	out.context = event::context_names(s.context);
-	for (const auto &r : c.rules())
-		out.enabled.push_back(r.filter.empty() ? r.pattern : r.pattern + " (filter: " + r.filter + ")");
+	for (const auto &r : c.rules()) {
+		std::string rule = r.pattern;
+		if (!r.filter.empty())
+			rule += " (filter: " + r.filter + ")";
+		for (size_t i = 0; i < r.exclude.size(); i++)
+			rule += (i ? ", " : " (excluding: ") + r.exclude[i] + (i + 1 == r.exclude.size() ? ")" : "");
+		out.enabled.push_back(std::move(rule));
+	}
 	out.disabled = c.disabled_patterns();
 	for (const auto &[key, id] : c.ids())
 		out.events.push_back({key.substr(0, key.find('#')), id});
@@ -30,6 +36,16 @@ control::ChannelStatus channel_status(const Channel &c)
 		out.not_traced.push_back({n.pid, n.uid, std::nullopt, n.reason});
 	out.not_traced_total = c.not_traced_total();
 	out.quarantined = c.quarantined();
+	if (s.tracefile.size) {
+		out.tracefile_size = s.tracefile.size;
+		out.tracefile_count = s.tracefile.count;
+	}
+	if (s.blocking_timeout_us != 0) {
+		const Waits w = c.waits();
+		out.blocking_timeout_us = s.blocking_timeout_us;
+		out.waits = w.count;
+		out.wait_us = w.ns / 1000;
+	}
 	return out;
 }
 
@@ -74,6 +90,10 @@ control::KernelStatus kernel_status(const TraceSession &s)
 	k.subbuf_size = kernel.subbuf_size;
 	k.num_subbuf = kernel.num_subbuf;
 	k.mode = kernel.overwrite || s.snapshot() ? "overwrite" : "discard";
+	if (kernel.tracefile.size) {
+		k.tracefile_size = kernel.tracefile.size;
+		k.tracefile_count = kernel.tracefile.count;
+	}
 	const kernel::ProcessRules processes = process_rules(kernel);
 	if (processes.pid)
 		k.pids.assign(processes.pid->begin(), processes.pid->end());
@@ -116,6 +136,8 @@ control::StatusReply session_status(const TraceSession &s)
 		out.user_trace = s.user_dir();
 	out.relay = relay_status(s);
 	out.tracking.push_back(s.user_tracking().status());
+	if (s.local() && !s.snapshot())
+		out.rotation = s.chunks().status();
 	if (out.kernel)
 		out.tracking.push_back(kernel_tracking_status(kernel));
 	return out;

@@ -1,6 +1,7 @@
 // A tracing session in the daemon: see trace_session.hpp.
 #include "daemon/trace_session.hpp"
 
+#include <ctime>
 #include <stdexcept>
 
 namespace tracery::daemon {
@@ -9,7 +10,7 @@ TraceSession::TraceSession(uint64_t id, std::string name, uid_t owner, gid_t own
                            bool snapshot, BufferQuota &quota, SessionRelay relay)
 	: identity_{id, std::move(name), owner, owner_gid, std::move(output), snapshot, std::move(relay)},
 	  kernel_(identity_), user_trace_(identity_), channels_(identity_, quota, user_trace_), filters_(identity_),
-	  snapshots_(identity_)
+	  snapshots_(identity_), chunks_(identity_.output, time(nullptr))
 {
 	if (local()) // else only sent to the relay
 		prepare_output_directory(identity_);
@@ -41,6 +42,12 @@ void TraceSession::fix_layout()
 		return;
 	kernel_.decide_layout();
 	user_trace_.set_local_dir(local() ? user_dir() : "");
+}
+
+size_t TraceSession::rotate_user_trace(const std::function<void()> &done)
+{
+	user_trace_.continue_in(user_dir());
+	return channels_.rotate_buffers(done);
 }
 
 std::vector<TraceSession::Retired> TraceSession::program_ended(pid_t pid, uid_t uid)

@@ -20,6 +20,7 @@
 #include "daemon/process_tracking.hpp"
 #include "daemon/quota.hpp"
 #include "daemon/session_channels.hpp"
+#include "daemon/session_chunks.hpp"
 #include "daemon/session_identity.hpp"
 #include "daemon/session_lifecycle.hpp"
 #include "daemon/session_snapshot.hpp"
@@ -29,6 +30,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,8 +89,9 @@ public:
 	KernelSpec &edit_kernel_spec() { return kernel_.edit_spec(); }
 	// Whether its traces are laid out with a kernel trace: OUTPUT/ust and OUTPUT/kernel.
 	bool kernel_domain() const { return kernel_.in_layout(); }
-	// Where the user trace is (OUTPUT or OUTPUT/ust).
-	std::string user_dir() const { return kernel_domain() ? output() + "/ust" : output(); }
+	// Where the user trace is (OUTPUT or OUTPUT/ust, or in the chunk being
+	// written after a rotation: session_chunks.hpp).
+	std::string user_dir() const { return chunks_.user_dir(kernel_domain()); }
 	// Decides the layout (first start only): see kernel_domain().
 	void fix_layout();
 	void start_kernel(const std::string &tracefs_root) { kernel_.start(tracefs_root); }
@@ -144,10 +147,26 @@ public:
 
 	// `snapshot record` (session_snapshot.hpp): planned with the lock held,
 	// written without it while the session is busy.
-	SnapshotPlan plan_snapshot() { return snapshots_.plan(channels_.all(), user_trace_.snapshot_metadata()); }
+	SnapshotPlan plan_snapshot(const control::SnapshotRecord &req)
+	{
+		return snapshots_.plan(channels_.all(), user_trace_.snapshot_metadata(), req);
+	}
 	// Returns the directory; throws std::runtime_error.
 	std::string write_snapshot(const SnapshotPlan &plan) { return snapshots_.write(plan, kernel_); }
 	uint32_t snapshots_taken() const { return snapshots_.taken(); }
+	SnapshotRecorder &snapshot_outputs() { return snapshots_; }
+	const SnapshotRecorder &snapshot_outputs() const { return snapshots_; }
+
+	// Trace chunks: rotation and clear (session_chunks.hpp).
+	SessionChunks &chunks() { return chunks_; }
+	const SessionChunks &chunks() const { return chunks_; }
+	// Rotation, lock held: the user trace goes on in the current chunk's
+	// user_dir() (made, given the whole metadata), every buffer's consumer
+	// asked to write there from a packet boundary on, each calling `done`
+	// once it does; returns how many were asked. Throws std::system_error.
+	size_t rotate_user_trace(const std::function<void()> &done);
+	// The whole user metadata written so far.
+	std::string user_metadata() { return user_trace_.metadata(); }
 
 private:
 	SessionIdentity identity_; // first: every part refers to it
@@ -157,6 +176,7 @@ private:
 	SessionChannels channels_;
 	FilterCache filters_;
 	SnapshotRecorder snapshots_;
+	SessionChunks chunks_;
 	ProcessTracking user_tracking_{"user", {ProcessAttr::vpid, ProcessAttr::vuid, ProcessAttr::vgid}};
 };
 

@@ -5,6 +5,7 @@
 // error is one line naming the problem and the fix; a failed command leaves
 // every session as it was.
 #include "daemon/daemon.hpp"
+#include "daemon/tracefile_options.hpp"
 
 #include "event/event_pattern.hpp"
 #include "event/schema.hpp"
@@ -31,6 +32,27 @@ std::vector<std::string> patterns_of(const control::EventRules &req)
 	return req.patterns;
 }
 
+// enable-event --exclude, as LTTng has it: events a wildcard pattern
+// matches that the rule leaves out, each PROVIDER:NAME (with * wildcards).
+std::vector<std::string> exclusions_of(const control::EventRules &req, const std::vector<std::string> &patterns)
+{
+	if (!req.exclude || req.exclude->empty())
+		return {};
+	constexpr size_t kMaxExclusions = 256, kMaxName = 256;
+	if (req.exclude->size() > kMaxExclusions)
+		throw CommandError("--exclude: " + std::to_string(req.exclude->size()) + " names, more than " +
+		                   std::to_string(kMaxExclusions) + ": exclude fewer, or with wildcards");
+	for (const std::string &p : patterns)
+		if (p.find('*') == std::string::npos)
+			throw CommandError("--exclude leaves out events a wildcard pattern matches, and '" + p +
+			                   "' has no wildcard: give 'PROVIDER:*' or the like");
+	for (const std::string &e : *req.exclude)
+		if (e.empty() || e.size() > kMaxName || e.find(':') == std::string::npos)
+			throw CommandError("bad --exclude name '" + e.substr(0, kMaxName) +
+			                   "': write PROVIDER:NAME, with * wildcards (e.g. 'app:debug_*')");
+	return *req.exclude;
+}
+
 // A size of the request: a number below 2^32 (the command sends what
 // base::parse_size read), else the default.
 uint32_t size_argument(const std::optional<uint64_t> &size, const char *option, uint32_t fallback)
@@ -41,6 +63,21 @@ uint32_t size_argument(const std::optional<uint64_t> &size, const char *option, 
 		throw CommandError(std::string("bad ") + option + " '" + std::to_string(*size) +
 		                   "': give a power of two, optionally with k, M or G");
 	return static_cast<uint32_t>(*size);
+}
+
+// --blocking-timeout: -1 (inf) or a number of microseconds; discard mode only, as LTTng has it (an overwrite
+// channel always has space).
+int64_t blocking_timeout_argument(const std::optional<int64_t> &us, ringbuf::Mode mode)
+{
+	if (!us || *us == 0)
+		return 0;
+	if (*us < -1)
+		throw CommandError("bad --blocking-timeout '" + std::to_string(*us) +
+		                   "': give 0, inf or a duration (500us, 20ms, 2s)");
+	if (mode != ringbuf::Mode::discard)
+		throw CommandError("--blocking-timeout is for discard channels: an overwrite channel never lacks "
+		                   "space (drop --overwrite, or the timeout)");
+	return *us;
 }
 
 } // namespace
@@ -55,6 +92,8 @@ control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChan
 	spec.num_subbuf = size_argument(req.num_subbuf, "--num-subbuf", spec.num_subbuf);
 	spec.mode = req.overwrite ? ringbuf::Mode::overwrite : ringbuf::Mode::discard;
 	spec.per_pid = req.per_pid;
+	spec.blocking_timeout_us = blocking_timeout_argument(req.blocking_timeout_us, spec.mode);
+	spec.tracefile = tracefile_limit(req.tracefile_size, req.tracefile_count, spec.subbuf_size, s.identity());
 	// Sizes the ring buffer refuses on this machine, or beyond the buffer
 	// quota, are refused here, naming the limit (TraceSession::add_channel).
 	Channel &ch = s.add_channel(spec);
@@ -110,10 +149,11 @@ control::EventRulesReply Daemon::cmd_event_rules(const control::EventRules &req,
 	const std::string filter = disable ? "" : req.filter.value_or("");
 	if (!filter.empty())
 		check_filter(filter, patterns, peer);
+	const std::vector<std::string> exclude = disable ? std::vector<std::string>() : exclusions_of(req, patterns);
 	if (disable)
 		ch->disable(patterns);
 	else
-		ch->enable(patterns, filter);
+		ch->enable(patterns, filter, exclude);
 	control::EventRulesReply reply{s.name(), ch->spec().name, patterns, std::nullopt};
 	if (s.started())
 		reply.refused = update_members(s, lock); // returns once the programs apply it (bounded)

@@ -58,6 +58,14 @@ void UserTrace::set_local_dir(std::string dir)
 	local_dir_ = std::move(dir);
 }
 
+void UserTrace::continue_in(std::string dir)
+{
+	if (!metadata_written_)
+		return set_local_dir(std::move(dir));
+	output().continue_in(dir);
+	local_dir_ = std::move(dir);
+}
+
 void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &channels)
 {
 	if (metadata_written_)

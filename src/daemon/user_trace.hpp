@@ -34,6 +34,12 @@ public:
 	consumer::TraceOutput &output();
 	// The layout is decided: the user trace's local directory ("": none).
 	void set_local_dir(std::string dir);
+	// Rotation: the local trace goes on in `dir`, given the whole metadata
+	// (consumer::TraceOutput::continue_in); a session that never started
+	// only notes it. Throws std::system_error.
+	void continue_in(std::string dir);
+	// The whole metadata written so far ("" before the first start).
+	std::string metadata() { return metadata_written_ ? output().metadata() : ""; }
 
 	// At the first start: the metadata file (a snapshot session's is kept
 	// for its snapshots). Throws std::runtime_error.

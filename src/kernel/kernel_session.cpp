@@ -653,9 +653,9 @@ void KernelSession::start()
 		scope_processes(nullptr);
 		if (!config_.snapshot) {
 			if (!trace_) {
-				trace_ = new_trace(consumer::TraceOutput(config_.local ? trace_dir() : "",
-				                                         config_.relay, "kernel"),
-				                   {});
+				consumer::TraceOutput out(config_.local ? trace_dir() : "", config_.relay, "kernel");
+				out.set_tracefile_limit(config_.tracefile);
+				trace_ = new_trace(std::move(out), {});
 				trace_->set_live_period(std::chrono::nanoseconds(config_.live_period_ns));
 			}
 			readers_ = start_readers(*trace_);

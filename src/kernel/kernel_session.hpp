@@ -105,7 +105,8 @@ struct KernelSessionConfig {
 	// default size).
 	uint64_t subbuf_size = 0;
 	uint64_t num_subbuf = 0;
-	bool overwrite = false; // a full buffer overwrites its oldest page (instead of dropping events)
+	bool overwrite = false;             // a full buffer overwrites its oldest page (instead of dropping events)
+	consumer::TracefileLimit tracefile; // the local stream files: consumer/file_sink.hpp
 	// The events' context (add-context -k), sorted and unique: set once,
 	// at the first start (reconfigure() ignores it). Those that need the
 	// thread table have its events enabled too (kernel_context.hpp).

@@ -254,9 +254,9 @@ TEST(RelayServer, DiskRefusalHoldsTheSenderUntilWritesResume)
 	ASSERT_NO_FATAL_FAILURE(sender.open("full"));
 	auto &[s, c, notices, dir] = sender;
 	const std::vector<uint8_t> bytes(4096, 7);
-	auto wait_for = [&](cr::NoticeKind kind) {
-		for (int i = 0; i < 300 && (notices.empty() || notices.back().kind != kind); i++)
-			ASSERT_EQ(c.poll_notices(10), "");
+	auto wait_for = [&sender](cr::NoticeKind kind) { // (clang 14 captures no structured binding)
+		for (int i = 0; i < 300 && (sender.notices.empty() || sender.notices.back().kind != kind); i++)
+			ASSERT_EQ(sender.c.poll_notices(10), "");
 	};
 	{
 		SoftLimit full(RLIMIT_FSIZE, 10000); // two packets fit, the third is refused

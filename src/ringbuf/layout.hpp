@@ -43,7 +43,7 @@ namespace tracery::ringbuf::detail {
 
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr uint64_t kMagic = 0x3146554252595254ull; // "TRYRBUF1" read as little-endian bytes
-inline constexpr uint32_t kVersion = 3;
+inline constexpr uint32_t kVersion = 4;
 
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
 static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
@@ -59,6 +59,10 @@ struct alignas(16) WritePos {
 struct alignas(kCacheLine) BufferHot {
 	WritePos write;
 	uint64_t lost; // records dropped by reserve(), cumulative
+	// Channel::write_waiting, written only by writers that waited for a free sub-buffer: the records that waited
+	// and the nanoseconds they slept in all, cumulative.
+	uint64_t waits;
+	uint64_t wait_ns;
 };
 
 // Consumer-written line, read by writers only when they switch sub-buffers.

@@ -5,6 +5,7 @@
 #include "base/cpu.hpp"
 #include "base/fd.hpp"
 #include "base/futex.hpp"
+#include "base/monotonic.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -313,11 +314,11 @@ Channel::~Channel()
 // ---------------------------------------------------------------------------------------------------------------
 // Producer slow paths. All async-signal-safe: atomics only, plus FUTEX_WAKE when a consumer waits.
 
-bool Channel::reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
-                              Reservation &r) noexcept
+Channel::Reserved Channel::reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
+                                           Reservation &r, bool report_full) noexcept
 {
 	if (cpu >= num_cpus_)
-		return false;
+		return kDropped;
 	BufferHot *hot = hot_(cpu);
 	WritePos cur = detail::load_write_pos(hot->write);
 	for (;;) {
@@ -336,22 +337,26 @@ bool Channel::reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_co
 				                hs,
 				                static_cast<uint32_t>(size),
 				                cpu};
-				return true;
+				return kReserved;
 			}
 			if (rc < 0 && !follow_thread(cpu, hot, cur))
-				return false;
+				return kDropped;
 			continue; // cur now holds the current position
 		}
-		const int rc = reserve_slow(cpu, payload_size, allow_compact, t, cur, r);
+		const int rc = reserve_slow(cpu, payload_size, allow_compact, t, cur, r, report_full);
 		if (rc >= 0)
-			return rc != 0;
+			return rc != 0 ? kReserved : kDropped;
+		if (rc == -3) {
+			r.cpu = cpu;
+			return kFull;
+		}
 		if (rc == -2 && !follow_thread(cpu, hot, cur))
-			return false;
+			return kDropped;
 	}
 }
 
 int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t, WritePos &cur,
-                          Reservation &r) noexcept
+                          Reservation &r, bool report_full) noexcept
 {
 	// Sync::rseq: the drop decisions below are about this CPU's buffer; a thread already elsewhere retargets first.
 	if (rseq_ && rseq::current_cpu() != static_cast<int32_t>(cpu))
@@ -406,6 +411,8 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
 			cur = detail::load_write_pos(hot.write);
 			return -1;
 		}
+		if (report_full && mode_ == Mode::discard)
+			return -3;
 		detail::fetch_add(hot.lost, uint64_t{1}, std::memory_order_relaxed);
 		return 0;
 	}
@@ -439,6 +446,27 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
 	if (last_free)
 		sched_yield();
 	return 1;
+}
+
+uint64_t Channel::wait_for_space(uint32_t attempt) noexcept
+{
+	const long ns = 16'000L << (attempt < 6 ? attempt : 6);
+	const uint64_t start = base::monotonic_ns();
+	const timespec step{0, ns};
+	::clock_nanosleep(CLOCK_MONOTONIC, 0, &step, nullptr); // EINTR: a shorter wait, measured as such
+	return base::monotonic_ns() - start;
+}
+
+void Channel::count_drop(uint32_t cpu) noexcept
+{
+	detail::fetch_add(hot_(cpu)->lost, uint64_t{1}, std::memory_order_relaxed);
+}
+
+void Channel::count_wait(uint32_t cpu, uint64_t ns) noexcept
+{
+	BufferHot &hot = *hot_(cpu);
+	detail::fetch_add(hot.waits, uint64_t{1}, std::memory_order_relaxed);
+	detail::fetch_add(hot.wait_ns, ns, std::memory_order_relaxed);
 }
 
 void Channel::close_subbuf(uint32_t cpu, uint64_t content_end, uint64_t ts) noexcept
@@ -640,6 +668,8 @@ bool Channel::flush(uint32_t cpu, uint64_t now) noexcept
 }
 
 uint64_t Channel::lost(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? load(hot_(cpu)->lost) : 0; }
+uint64_t Channel::waits(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? load(hot_(cpu)->waits) : 0; }
+uint64_t Channel::wait_ns(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? load(hot_(cpu)->wait_ns) : 0; }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Consumer.

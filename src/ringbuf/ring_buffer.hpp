@@ -242,6 +242,16 @@ public:
 	// the commit; every other case runs in write_general, out of line.
 	template <class ClockFn, class FillFn>
 	bool write(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn &&clock, FillFn &&fill);
+	// write() for a writer that may wait for space (a blocking channel). When a discard channel has no free
+	// sub-buffer for the record, may_wait(waited_ns) is asked, with the nanoseconds this record has slept so far:
+	// true, the writer sleeps a moment (wait_for_space) and tries again with a new clock reading; false, the record
+	// is dropped and counted in lost(cpu), as write() does. A record that slept is counted once in waits(cpu), its
+	// sleep in wait_ns(cpu). Overwrite mode never waits. Nothing is held while the writer sleeps (no reservation,
+	// no lock): not async-signal-safe in the sense that matters, since a signal handler that waits while the code
+	// it interrupted holds a reservation in the same buffer waits for itself; the caller's may_wait must refuse it.
+	template <class ClockFn, class FillFn, class WaitFn>
+	bool write_waiting(uint32_t cpu, uint32_t payload_size, bool allow_compact, ClockFn &&clock, FillFn &&fill,
+	                   WaitFn &&may_wait);
 
 	// ---- consumer (may be another process; one consumer per buffer; snapshot may run alongside)
 	// The producers may be hostile or broken programs that write anything into the mapping, so nothing the consumer
@@ -261,7 +271,9 @@ public:
 	// Sync::rseq: the calling thread runs on `cpu` meanwhile (it is moved there and back, ~tens of microseconds);
 	// if it may not run there (cpuset), an online CPU's buffer is left open and flush returns false.
 	bool flush(uint32_t cpu, uint64_t now) noexcept;
-	uint64_t lost(uint32_t cpu) const noexcept; // cumulative dropped records
+	uint64_t lost(uint32_t cpu) const noexcept;    // cumulative dropped records
+	uint64_t waits(uint32_t cpu) const noexcept;   // records that waited for space (write_waiting), cumulative
+	uint64_t wait_ns(uint32_t cpu) const noexcept; // the nanoseconds they slept, cumulative
 	// Copies out the complete sub-buffers still present, oldest first, skipping any that got overwritten during the
 	// copy. Does not consume. Call flush() first to include the newest partial sub-buffer (it is included once the
 	// records in flight in it are committed).
@@ -312,16 +324,32 @@ private:
 	// already read: false if it is not that case or the thread moved meanwhile.
 	[[gnu::always_inline]] bool reserve_common(uint32_t cpu, uint32_t payload_size, bool allow_compact,
 	                                           uint64_t now, Reservation &r) noexcept;
-	// write() past its common case. fill is a copy, so that write()'s own never leaves the registers.
-	template <class FillFn>
+	// write_waiting() past its common case. clock, fill and may_wait are copies, so that the caller's own never
+	// leave the registers.
+	template <class ClockFn, class FillFn, class WaitFn>
 	[[gnu::noinline]] bool write_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
-	                                     FillFn fill);
-	// reserve() past its common case: the full loop, with the clock already read.
-	[[gnu::noinline]] bool reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
-	                                       Reservation &r) noexcept;
-	// reserve_slow: 1 reserved, 0 dropped (counted), -1 try again (cur reloaded), -2 the thread is not on `cpu`.
+	                                     ClockFn clock, FillFn fill, WaitFn may_wait);
+	// What reserve_general found.
+	enum Reserved : int {
+		// Discard mode, no free sub-buffer, and the caller asked to be told: nothing counted, r.cpu names the buffer.
+		kFull = -1,
+		kDropped = 0,  // dropped and counted
+		kReserved = 1, // r holds the reservation
+	};
+	// reserve() past its common case: the full loop, with the clock already read. report_full: a record that finds
+	// no free sub-buffer in discard mode is reported as kFull instead of being dropped.
+	[[gnu::noinline]] Reserved reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact,
+	                                           uint64_t now, Reservation &r, bool report_full = false) noexcept;
+	// reserve_slow: 1 reserved, 0 dropped (counted), -1 try again (cur reloaded), -2 the thread is not on `cpu`,
+	// -3 full (report_full; nothing counted).
 	[[gnu::cold]] int reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t t,
-	                               detail::WritePos &cur, Reservation &r) noexcept;
+	                               detail::WritePos &cur, Reservation &r, bool report_full) noexcept;
+	// Sleeps a moment while a writer waits for a free sub-buffer: 16 us the first time (`attempt` 0), doubling up
+	// to about 1 ms; returns the nanoseconds slept. Async-signal-safe (clock_nanosleep).
+	static uint64_t wait_for_space(uint32_t attempt) noexcept;
+	// Counts a record that found buffer `cpu` full and was dropped, or that waited `ns` for it.
+	void count_drop(uint32_t cpu) noexcept;
+	void count_wait(uint32_t cpu, uint64_t ns) noexcept;
 	// Advances W of buffer `cpu` from cur to next: 1 done, 0 W had changed (cur reloaded), -1 (Sync::rseq) the
 	// thread is not on `cpu` or was interrupted.
 	int update_write_pos(uint32_t cpu, detail::BufferHot &hot, detail::WritePos &cur,
@@ -435,12 +463,19 @@ template <class ClockFn>
 	const uint64_t now = static_cast<uint64_t>(clock());
 	if (__builtin_expect(reserve_common(cpu, payload_size, allow_compact, now, r), 1))
 		return true;
-	return reserve_general(cpu, payload_size, allow_compact, now, r);
+	return reserve_general(cpu, payload_size, allow_compact, now, r) == kReserved;
 }
 
 template <class ClockFn, class FillFn>
 [[gnu::always_inline]] inline bool Channel::write(uint32_t cpu, uint32_t payload_size, bool allow_compact,
                                                   ClockFn &&clock, FillFn &&fill)
+{
+	return write_waiting(cpu, payload_size, allow_compact, clock, fill, [](uint64_t) { return false; });
+}
+
+template <class ClockFn, class FillFn, class WaitFn>
+[[gnu::always_inline]] inline bool Channel::write_waiting(uint32_t cpu, uint32_t payload_size, bool allow_compact,
+                                                          ClockFn &&clock, FillFn &&fill, WaitFn &&may_wait)
 {
 	const uint64_t now = static_cast<uint64_t>(clock());
 	Reservation r;
@@ -449,14 +484,31 @@ template <class ClockFn, class FillFn>
 		commit(r);
 		return true;
 	}
-	return write_general(cpu, payload_size, allow_compact, now, fill);
+	return write_general(cpu, payload_size, allow_compact, now, clock, fill, may_wait);
 }
 
-template <class FillFn>
-bool Channel::write_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now, FillFn fill)
+template <class ClockFn, class FillFn, class WaitFn>
+bool Channel::write_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now, ClockFn clock,
+                            FillFn fill, WaitFn may_wait)
 {
 	Reservation r;
-	if (!reserve_general(cpu, payload_size, allow_compact, now, r))
+	Reserved got = reserve_general(cpu, payload_size, allow_compact, now, r, true);
+	if (got == kFull) {
+		uint64_t waited = 0;
+		for (uint32_t attempt = 0; got == kFull; ++attempt) {
+			if (!may_wait(waited)) {
+				count_drop(r.cpu);
+				if (waited)
+					count_wait(r.cpu, waited);
+				return false;
+			}
+			waited += wait_for_space(attempt);
+			got = reserve_general(cpu, payload_size, allow_compact, static_cast<uint64_t>(clock()), r,
+			                      true);
+		}
+		count_wait(got == kReserved ? r.cpu : cpu, waited);
+	}
+	if (got != kReserved)
 		return false;
 	fill(static_cast<const Reservation &>(r));
 	commit(r);

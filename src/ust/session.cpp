@@ -52,6 +52,7 @@ void Session::start()
 			return;
 		started_ = true;
 	}
+	blocking_.set_stopped(false);
 	add_listener(this); // replays the events registered so far
 }
 
@@ -63,6 +64,7 @@ void Session::stop()
 			return;
 		started_ = false;
 	}
+	blocking_.set_stopped(true); // emitters waiting for space give up: the detaching below waits for them
 	remove_listener(this);
 	std::map<tracery_event_desc *, std::unique_ptr<Binding>> old;
 	{
@@ -204,7 +206,7 @@ void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *
 	if (cpu >= b.num_cpus) [[unlikely]] // a CPU brought online after the channel was made
 		cpu %= b.num_cpus;
 	const clock::TickSource ticks = b.ticks;
-	chan.write(
+	chan.write_waiting(
 		cpu, size, b.id <= ctf::kMaxCompactId, [ticks] { return clock::ticks(ticks); },
 		[&b, args, ctx_size ](const ringbuf::Channel::Reservation &r) __attribute__((always_inline)) {
 			ctf::write_event_header(r.slot, b.id, r.timestamp, r.header_size == ctf::kCompactHeaderSize);
@@ -221,7 +223,8 @@ void Session::record(void *priv, const tracery_event_desc *, const tracery_arg *
 				b.writer(p, args);
 			else
 				b.layout.write_payload(p, args);
-		});
+		},
+		[&b](uint64_t waited_ns) { return b.session->blocking_.may_wait(waited_ns); });
 }
 
 } // namespace tracery::ust

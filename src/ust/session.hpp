@@ -10,6 +10,7 @@
 #include "event/payload.hpp"
 #include "filter/filter.hpp"
 #include "ringbuf/ring_buffer.hpp"
+#include "ust/blocking.hpp"
 #include "ust/payload_writer.hpp"
 #include "ust/registry.hpp"
 #include "ust/user_context.hpp"
@@ -63,6 +64,9 @@ public:
 	void stop();
 
 	ringbuf::Channel &channel() { return *channel_; }
+	// A blocking channel (enable-channel --blocking-timeout): how long an
+	// emitter that finds no space waits for it (blocking.hpp).
+	BlockingPolicy &blocking() { return blocking_; }
 	// After fork: the child records into its own channel. Only valid while
 	// the calling thread is the only one (the fork child handler).
 	std::unique_ptr<ringbuf::Channel> replace_channel_after_fork(std::unique_ptr<ringbuf::Channel> next);
@@ -107,6 +111,7 @@ private:
 	uint32_t num_cpus_;
 	std::vector<std::string> patterns_;
 	EventCatalog &catalog_;
+	BlockingPolicy blocking_;
 	std::mutex mutex_;
 	bool started_ = false;
 	std::map<tracery_event_desc *, std::unique_ptr<Binding>> bindings_;

@@ -30,6 +30,10 @@ BENCHMARKS = ENV.get("TRACERY_BENCHMARKS", "ON") == "ON"
 # The LD_PRELOAD helpers installed beside libtracery (src/preload/README.md).
 PRELOAD_HELPERS = ("libc", "pthread", "func", "func-fast", "dl")
 SANITIZE = ENV.get("TRACERY_SANITIZE", "")
+# clang links the C++ part of the sanitizers' run-time, which libtracery's checks call, into C++ programs only: a C
+# program asks for it.
+C_SANITIZE_LDFLAGS = f"-fsanitize={SANITIZE}" + (
+    " -fsanitize-link-c++-runtime -lstdc++" if "clang" in os.path.basename(ENV.get("TRACERY_C_COMPILER", "")) else "")
 # The Python package's directory relative to the prefix, where it is built (src/agents/python/).
 PYTHON_DIR = ENV.get("TRACERY_PYTHON_INSTALL_DIR", "")
 PYTHON_PACKAGE = ("__init__.py", "logging_handler.py")
@@ -267,7 +271,7 @@ class InstalledPackage(unittest.TestCase):
         if ENV.get("TRACERY_C_COMPILER"):
             make.append(f"CC={ENV['TRACERY_C_COMPILER']}")
         if SANITIZE:
-            make += [f"CFLAGS=-O2 -g -fsanitize={SANITIZE}", f"LDFLAGS=-fsanitize={SANITIZE}"]
+            make += [f"CFLAGS=-O2 -g -fsanitize={SANITIZE}", f"LDFLAGS={C_SANITIZE_LDFLAGS}"]
         run(make, env=env, cwd=build)
         events = self.traced(os.path.join(build, "app"), "pkg_config-trace")
         self.assertEqual(events, [

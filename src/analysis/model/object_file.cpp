@@ -449,7 +449,10 @@ ObjectFile::Names ObjectFile::look_up(uint64_t addr)
 	if (f.dwarf) {
 		n.function = dwarf_function(f.dwarf, addr);
 		dwarf_source(f.dwarf, addr, n.source, n.line);
-		return n;
+		if (!n.function.empty())
+			return n;
+		// No function there in DWARF (clang's objects have no .debug_aranges
+		// to find it by): the symbol table names it.
 	}
 	if (!f.elf.elf)
 		return n;

@@ -6,6 +6,7 @@
 // same message.
 #include "base/fuzz_check.hpp"
 #include "control/messages.hpp"
+#include "control/trigger_messages.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -40,5 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (body.is_discarded())
 		return 0;
 	std::apply([&](auto... m) { (try_decode<decltype(m)>(body), ...); }, control::AllMessages{});
+	std::apply([&](auto... m) { (try_decode<decltype(m)>(body), ...); }, control::TriggerMessages{});
 	return 0;
 }

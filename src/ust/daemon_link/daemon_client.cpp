@@ -4,6 +4,7 @@
 #include "base/background_thread.hpp"
 #include "base/diagnostics.hpp"
 #include "ust/daemon_link/daemon_session.hpp"
+#include "ust/daemon_link/trigger_rules.hpp"
 #include "ust/registry.hpp"
 #include "ust/statedump.hpp"
 
@@ -110,6 +111,10 @@ public:
 		std::unique_lock lock(mutex_);
 		cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_),
 		             [&] { return (!statedump_wanted_ || !connected_) && !statedump_running_; });
+		// The notifications of the program's last events, sent from here: the
+		// control thread may not get to them before the process is gone.
+		if (connected_)
+			drain_notifications();
 		quit_ = true;
 		wake();
 	}
@@ -133,6 +138,7 @@ public:
 		// (its socket stays open in the parent), detach the parent's
 		// sessions, and register as a program of our own.
 		drop_sessions();
+		triggers_.after_fork_child();
 		sock_.reset();
 		connected_ = false;
 		pending_.clear();
@@ -327,9 +333,10 @@ private:
 				statedump_running_ = false;
 				cv_.notify_all();
 			}
-			pollfd p[2] = {{sock_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+			pollfd p[3] = {
+				{sock_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}, {triggers_.wake_fd(), POLLIN, 0}};
 			busy.unlock();
-			const int ready = poll(p, 2, -1);
+			const int ready = poll(p, 3, -1);
 			busy.lock();
 			if (ready < 0 && errno != EINTR)
 				return;
@@ -340,11 +347,27 @@ private:
 				if (read(wake_.get(), &count, sizeof count) < 0) {
 				}
 			}
+			if (p[2].revents & POLLIN)
+				send_notifications();
 			if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			if (!receive_and_handle())
 				return;
 		}
+	}
+
+	// The notifications of the daemon's triggers that the program's events matched.
+	void send_notifications()
+	{
+		std::lock_guard lock(mutex_);
+		drain_notifications();
+	}
+	// Caller holds mutex_.
+	void drain_notifications()
+	{
+		triggers_.drain([&](const control::Notification &n) {
+			control::send_message(sock_.get(), control::Kind::program, control::encode(n));
+		});
 	}
 
 	// Whether a session started since the last state dump (which clears it).
@@ -370,6 +393,8 @@ private:
 				take_ids(control::decode<control::Ids>(msg.body));
 			else if (type == control::msg::kStopSession)
 				stop_session(control::decode<control::StopSession>(msg.body));
+			else if (type == control::msg::kTriggers)
+				triggers_.set(control::decode<control::Triggers>(msg.body));
 			else if (type == control::msg::kReady)
 				registration_done(control::decode<control::Ready>(msg.body));
 			else if (control::is<control::ErrorReply>(
@@ -452,6 +477,7 @@ private:
 		for (auto &[id, s] : sessions_)
 			s->stop();
 		sessions_.clear();
+		triggers_.set({}); // the daemon's: a new link brings its own
 	}
 
 	// Returns whether the daemon had registered the program (ready).
@@ -486,6 +512,7 @@ private:
 	uint64_t link_serial_ = 0;
 	std::set<uint64_t> pending_;
 	std::map<uint64_t, std::unique_ptr<DaemonSession>> sessions_;
+	TriggerRules triggers_;
 };
 
 // Never deleted: the control thread may still run while the process exits.

@@ -2,6 +2,7 @@
 #include "ust/daemon_link/daemon_session.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "base/diagnostics.hpp"
@@ -13,6 +14,15 @@ namespace tracery::ust {
 
 namespace {
 std::string key_of(const tracery_event_desc &desc) { return event::schema_key(event::schema_of(desc)); }
+
+// The daemon's blocking timeout (microseconds, -1 without limit) as BlockingPolicy takes it: any other negative
+// value, or one too large for nanoseconds, waits without limit.
+int64_t blocking_timeout_ns(int64_t us)
+{
+	if (us < 0 || us > INT64_MAX / 1000)
+		return -1;
+	return us * 1000;
+}
 } // namespace
 
 int64_t DaemonCatalog::id_for(const tracery_event_desc &desc)
@@ -114,6 +124,7 @@ DaemonSession::DaemonSession(const std::vector<control::ChannelRules> &channels,
 		const std::vector<std::string> every_event{"*", std::string(event::kStatedumpProvider) + ":*"};
 		t->session = std::make_unique<Session>(std::move(ring), context, clock::tick_source(unit), every_event,
 		                                       t->catalog);
+		t->session->blocking().set_timeout_ns(blocking_timeout_ns(c.blocking_timeout_us.value_or(0)));
 		tracers_.push_back(std::move(t));
 	}
 }

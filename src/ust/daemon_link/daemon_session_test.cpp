@@ -26,7 +26,7 @@ using Filters = std::vector<std::string>;
 ChannelRules rules(uint64_t index, std::map<std::string, uint32_t> ids,
                    std::map<std::string, std::vector<std::string>> filters = {})
 {
-	return {index, std::move(ids), std::move(filters), std::nullopt, std::nullopt, std::nullopt};
+	return {index, std::move(ids), std::move(filters), std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 }
 
 // One channel holding dstest:ev with the given filter bytecode (hex).

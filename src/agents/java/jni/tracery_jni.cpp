@@ -1,8 +1,8 @@
 // libtracery-java.so: the native methods of org.tracery.Native (tracery.jar) over the run-time event API
 // (tracery/runtime_event.h). The names of a definition become UTF-8 here, copied in bounded chunks
-// (GetStringRegion); an emitted event's strings arrive as UTF-8 already (TraceryEvent writes them into one byte
-// array), pinned only while tracery_event_emit copies them. No global reference is held, and every local
-// reference is released before the next is made.
+// (GetStringRegion); an emitted event's values arrive in native memory, the numbers then the strings' UTF-8
+// (TraceryEvent.Writer's direct buffer, whose address Java passes), so emit calls nothing back in the JVM. No
+// global reference is held, and every local reference is released before the next is made.
 #include <jni.h>
 #include <stdint.h>
 #include <string.h>
@@ -184,23 +184,35 @@ extern "C" JNIEXPORT jobject JNICALL Java_org_tracery_Native_enabledByte(JNIEnv 
 	return env->NewDirectByteBuffer(&event_of(handle)->desc.enabled, 1);
 }
 
-extern "C" JNIEXPORT void JNICALL Java_org_tracery_Native_emit(JNIEnv *env, jclass, jlong handle, jlongArray numbers,
-                                                               jbyteArray text, jint text_length, jint count)
+extern "C" JNIEXPORT jlong JNICALL Java_org_tracery_Native_enabledAddress(JNIEnv *, jclass, jlong handle)
+{
+	return static_cast<jlong>(reinterpret_cast<intptr_t>(&event_of(handle)->desc.enabled));
+}
+
+extern "C" JNIEXPORT jlong JNICALL Java_org_tracery_Native_address(JNIEnv *env, jclass, jobject buffer)
+{
+	return static_cast<jlong>(reinterpret_cast<intptr_t>(env->GetDirectBufferAddress(buffer)));
+}
+
+extern "C" JNIEXPORT void JNICALL Java_org_tracery_Native_emit(JNIEnv *env, jclass, jlong handle, jlong address,
+                                                               jint capacity, jint text_length, jint count)
 {
 	struct tracery_runtime_event *event = event_of(handle);
 	const struct tracery_event_desc *desc = &event->desc;
-	if (count < 0 || static_cast<uint32_t>(count) != desc->nr_fields || text_length < 0 ||
-	    text_length > env->GetArrayLength(text)) {
+	constexpr jint numbers_bytes = 8 * TRACERY_EVENT_MAX_FIELDS;
+	if (address == 0 || count < 0 || static_cast<uint32_t>(count) != desc->nr_fields || text_length < 0 ||
+	    capacity < numbers_bytes || text_length > capacity - numbers_bytes) {
 		throw_java(env, "java/lang/IllegalArgumentException", "tracery: values that do not match the event");
 		return;
 	}
-	// numbers is org.tracery.TraceryEvent's array of TRACERY_EVENT_MAX_FIELDS elements: the region lies within.
-	jlong numbers_copy[TRACERY_EVENT_MAX_FIELDS];
-	env->GetLongArrayRegion(numbers, 0, count, numbers_copy);
+	// org.tracery.TraceryEvent.Writer's native buffer: the numbers, then the text.
+	const char *values_memory = reinterpret_cast<const char *>(static_cast<intptr_t>(address));
+	const char *text = values_memory + numbers_bytes;
 	struct tracery_value values[TRACERY_EVENT_MAX_FIELDS];
 	for (jint i = 0; i < count; i++) {
 		struct tracery_value &value = values[i];
-		uint64_t number = static_cast<uint64_t>(numbers_copy[i]);
+		uint64_t number;
+		memcpy(&number, values_memory + 8 * i, sizeof number);
 		value.len = 0;
 		switch (desc->fields[i].type) {
 		case TRACERY_TYPE_DOUBLE:
@@ -216,7 +228,7 @@ extern "C" JNIEXPORT void JNICALL Java_org_tracery_Native_emit(JNIEnv *env, jcla
 				           "tracery: a string outside its text");
 				return;
 			}
-			value.v.u64 = offset; // made a pointer once the text is pinned
+			value.v.ptr = text + offset;
 			value.len = static_cast<uint32_t>(length);
 			break;
 		}
@@ -225,16 +237,6 @@ extern "C" JNIEXPORT void JNICALL Java_org_tracery_Native_emit(JNIEnv *env, jcla
 			break;
 		}
 	}
-	// The text is pinned for tracery_event_emit alone, which copies at most TRACERY_EVENT_MAX_PAYLOAD bytes
-	// and never blocks: a short critical region.
-	auto *bytes = static_cast<const char *>(env->GetPrimitiveArrayCritical(text, nullptr));
-	if (bytes == nullptr)
-		return; // OutOfMemoryError pending
-	for (jint i = 0; i < count; i++)
-		if (desc->fields[i].type == TRACERY_TYPE_STRING)
-			values[i].v.ptr = bytes + values[i].v.u64;
-	int result = tracery_event_emit(event, values, static_cast<uint32_t>(count));
-	env->ReleasePrimitiveArrayCritical(text, const_cast<char *>(bytes), JNI_ABORT);
-	if (result != 0)
+	if (tracery_event_emit(event, values, static_cast<uint32_t>(count)) != 0)
 		throw_java(env, "java/lang/IllegalArgumentException", tracery_last_error());
 }

@@ -6,24 +6,26 @@ public final class Field {
 	/** The kinds of value a field records, and what Java value {@link TraceryEvent#emit} takes for each. */
 	public enum Kind {
 		/** a signed 8-bit integer: any integral {@link Number} that fits */
-		INT8(8),
+		INT8(8, true),
 		/** a signed 16-bit integer: any integral {@link Number} that fits */
-		INT16(16),
+		INT16(16, true),
 		/** a signed 32-bit integer: any integral {@link Number} that fits */
-		INT32(32),
+		INT32(32, true),
 		/** a signed 64-bit integer: any integral {@link Number} */
-		INT64(64),
+		INT64(64, true),
 		/** an IEEE 754 double: any {@link Number} */
-		FLOAT64(64),
+		FLOAT64(64, false),
 		/** a boolean: a {@link Boolean} */
-		BOOL(8),
+		BOOL(8, false),
 		/** a UTF-8 string: any object, as {@link String#valueOf(Object)} writes it (null: "null") */
-		STRING(0);
+		STRING(0, false);
 
 		final int bits;
+		final boolean integral;
 
-		Kind(int bits) {
+		Kind(int bits, boolean integral) {
 			this.bits = bits;
+			this.integral = integral;
 		}
 	}
 

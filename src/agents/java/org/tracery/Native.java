@@ -73,10 +73,17 @@ final class Native {
 	/** The event's enabled byte, in place. */
 	static native ByteBuffer enabledByte(long handle);
 
+	/** The address of the event's enabled byte, which lives until the process exits. */
+	static native long enabledAddress(long handle);
+
+	/** The address of a direct buffer's memory. */
+	static native long address(ByteBuffer buffer);
+
 	/**
-	 * Records the event: numbers[i] holds field i's integer, boolean (0 or 1), double (its raw bits) or string
-	 * (offset in text, high 32 bits, and length, low 32 bits, of its UTF-8); textLength bytes of text are used;
-	 * count is the event's field count. IllegalArgumentException with libtracery's reason if it refuses them.
+	 * Records the event from the values at address, capacity bytes of native memory: count numbers (8 bytes each,
+	 * the machine's order; field i's integer, boolean (0 or 1), double (its raw bits) or string (offset in the
+	 * text, high 32 bits, and length, low 32 bits, of its UTF-8)) in the first 8 * MAX_FIELDS bytes, then
+	 * textLength bytes of text. IllegalArgumentException with libtracery's reason if it refuses them.
 	 */
-	static native void emit(long handle, long[] numbers, byte[] text, int textLength, int count);
+	static native void emit(long handle, long address, int capacity, int textLength, int count);
 }

@@ -4,7 +4,6 @@ package org.tracery.jul;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Instant;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.ErrorManager;
 import java.util.logging.Formatter;
@@ -12,7 +11,9 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import org.tracery.Field;
+import org.tracery.LoggerEvents;
 import org.tracery.TraceryEvent;
+import org.tracery.Utf8String;
 
 /**
  * Records java.util.logging records as Tracery events: one event per logger, {@code java:LOGGER} (see
@@ -33,37 +34,33 @@ import org.tracery.TraceryEvent;
  * </pre>
  *
  * so {@code tracery enable-event -u 'java:com.example.*' --filter 'level >= 900'} records the warnings and worse
- * of com.example's loggers. A record whose event no session records costs a map lookup and one read. The first
- * 1000 loggers of the process get an event each; the records of loggers beyond them are events
- * {@code java:_other_loggers}, whose logger field still names them (a process's events are never freed).
+ * of com.example's loggers. A record whose event no session records costs a look in a small cache and one read.
+ * The first 1000 loggers of the process get an event each; the records of loggers beyond them are events
+ * {@code java:_other_loggers}, whose logger field still names them, counted by {@link #otherLoggerRecords}
+ * (a process's events are never freed).
  */
 public class TraceryLogHandler extends Handler {
 	/** Loggers with an event of their own, in the whole process. */
-	public static final int MAX_LOGGERS = 1000;
+	public static final int MAX_LOGGERS = LoggerEvents.MAX_LOGGERS;
 	/** The event of the records of the loggers beyond MAX_LOGGERS. */
-	public static final String OTHER_LOGGERS = "java:_other_loggers";
+	public static final String OTHER_LOGGERS = "java:" + LoggerEvents.OTHER_LOGGERS;
 	/** Characters of a message recorded. */
 	public static final int MAX_MESSAGE = 8000;
-	/** The longest event name libtracery takes after "java:" (TRACERY_EVENT_MAX_NAME). */
-	private static final int MAX_NAME = 200;
 
-	private static final Field[] FIELDS = {
-		Field.string("logger"), Field.int32("level"),	   Field.string("level_name"),
-		Field.string("msg"),	Field.string("class"),	   Field.string("method"),
-		Field.int64("thread_id"), Field.string("thread_name"), Field.int64("time_ns"),
-	};
+	private static final LoggerEvents EVENTS = new LoggerEvents(
+		"java", Field.string("logger"), Field.int32("level"), Field.string("level_name"), Field.string("msg"),
+		Field.string("class"), Field.string("method"), Field.int64("thread_id"), Field.string("thread_name"),
+		Field.int64("time_ns"));
 
-	/** Formats the message alone (formatMessage) when no formatter is set. */
-	private static final Formatter PLAIN = new Formatter() {
-		@Override
-		public String format(LogRecord record) {
-			return formatMessage(record);
-		}
-	};
-
-	/** Logger name (null: anonymous) → its event, for the whole process; at most MAX_LOGGERS entries. */
-	private static final ConcurrentHashMap<String, TraceryEvent> EVENTS = new ConcurrentHashMap<>();
-	private static final String ANONYMOUS_KEY = "\0anonymous";
+	/** JUL's levels, whose names are encoded once. */
+	private static final Level[] LEVELS = {
+		Level.SEVERE, Level.WARNING, Level.INFO, Level.CONFIG, Level.FINE, Level.FINER, Level.FINEST, Level.ALL,
+		Level.OFF};
+	private static final Utf8String[] LEVEL_NAMES = new Utf8String[LEVELS.length];
+	static {
+		for (int i = 0; i < LEVELS.length; i++)
+			LEVEL_NAMES[i] = Utf8String.of(LEVELS[i].getName());
+	}
 
 	private final LongAdder lost = new LongAdder();
 
@@ -73,58 +70,39 @@ public class TraceryLogHandler extends Handler {
 	 * it, and the name is cut at 200 characters. The root logger is java:root, an anonymous one java:anonymous.
 	 */
 	public static String eventName(String loggerName) {
-		if (loggerName == null)
-			return "java:anonymous";
-		if (loggerName.isEmpty())
-			return "java:root";
-		StringBuilder name = new StringBuilder("java:");
-		char first = loggerName.charAt(0);
-		if (!(isAsciiLetter(first) || first == '_'))
-			name.append('_');
-		for (int i = 0; i < loggerName.length() && name.length() < 5 + MAX_NAME; i++) {
-			char c = loggerName.charAt(i);
-			boolean allowed = isAsciiLetter(c) || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$' ||
-					  c == '-';
-			name.append(allowed ? c : '_');
-		}
-		return name.toString();
+		return EVENTS.eventName(loggerName);
 	}
 
-	private static boolean isAsciiLetter(char c) {
-		return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-	}
-
-	/** Records this handler did not record because libtracery refused them (reported to its ErrorManager). */
+	/**
+	 * Records this handler did not record: their message failed to format, or libtracery refused them (each
+	 * reported to its ErrorManager).
+	 */
 	public long lostRecords() {
 		return lost.sum();
 	}
 
-	/** The event of a logger's records: its own, or java:_other_loggers beyond MAX_LOGGERS. */
-	private static TraceryEvent eventOf(String loggerName) {
-		String key = loggerName == null ? ANONYMOUS_KEY : loggerName;
-		TraceryEvent event = EVENTS.get(key);
-		if (event != null)
-			return event;
-		if (EVENTS.size() >= MAX_LOGGERS)
-			return EVENTS.computeIfAbsent(OTHER_LOGGERS, k -> TraceryEvent.define(OTHER_LOGGERS, FIELDS));
-		// Two threads may both pass the size check: the map may hold a few more than MAX_LOGGERS.
-		return EVENTS.computeIfAbsent(key, k -> TraceryEvent.define(eventName(loggerName), FIELDS));
+	/** Records of loggers beyond the first MAX_LOGGERS, handed to java:_other_loggers, by every handler. */
+	public static long otherLoggerRecords() {
+		return EVENTS.otherLoggerRecords();
 	}
 
 	@Override
 	public void publish(LogRecord record) {
 		if (record == null)
 			return;
-		TraceryEvent event;
+		LoggerEvents.Logger logger;
 		try {
-			event = eventOf(record.getLoggerName());
+			logger = EVENTS.of(record.getLoggerName());
 		} catch (IllegalArgumentException e) {
 			fail("tracery: the records of logger " + record.getLoggerName() + " are not recorded", e,
 			     ErrorManager.GENERIC_FAILURE);
 			return;
 		}
+		TraceryEvent event = logger.event;
 		if (!event.enabled() || !isLoggable(record))
 			return;
+		// Everything that may run the program's code (the message's parameters, a Level's getName) runs before
+		// the thread's writer begins, which no other event may interrupt.
 		String msg;
 		try {
 			msg = message(record);
@@ -132,34 +110,64 @@ public class TraceryLogHandler extends Handler {
 			fail("tracery: a record's message could not be formatted", e, ErrorManager.FORMAT_FAILURE);
 			return;
 		}
-		long threadId = record.getLongThreadID();
-		Thread current = Thread.currentThread();
-		String threadName = current.getId() == threadId ? current.getName() : "";
-		Instant instant = record.getInstant();
 		Level level = record.getLevel();
+		Utf8String levelName = levelName(level);
+		String sourceClass = orEmpty(record.getSourceClassName());
+		String sourceMethod = orEmpty(record.getSourceMethodName());
+		long threadId = record.getLongThreadID();
+		Instant instant = record.getInstant();
 		try {
-			event.emit(record.getLoggerName() == null ? "" : record.getLoggerName(), level.intValue(),
-				   level.getName(), msg, orEmpty(record.getSourceClassName()),
-				   orEmpty(record.getSourceMethodName()), threadId, threadName,
-				   instant.getEpochSecond() * 1_000_000_000L + instant.getNano());
+			TraceryEvent.Writer w = event.writer()
+							.string(logger.name)
+							.integer(level.intValue())
+							.string(levelName)
+							.string(msg)
+							.recurringString(sourceClass)
+							.recurringString(sourceMethod)
+							.integer(threadId);
+			if (Thread.currentThread().getId() == threadId)
+				w.threadName();
+			else
+				w.string("");
+			w.integer(instant.getEpochSecond() * 1_000_000_000L + instant.getNano()).emit();
 		} catch (IllegalArgumentException e) {
 			fail("tracery: a record was not recorded", e, ErrorManager.WRITE_FAILURE);
 		}
 	}
 
+	private static Utf8String levelName(Level level) {
+		for (int i = 0; i < LEVELS.length; i++)
+			if (LEVELS[i] == level)
+				return LEVEL_NAMES[i];
+		return Utf8String.of(level.getName());
+	}
+
 	private String message(LogRecord record) {
 		Formatter formatter = getFormatter();
-		String msg = (formatter != null ? formatter : PLAIN).formatMessage(record);
+		String msg;
+		Object[] parameters = record.getParameters();
+		if (formatter == null && record.getResourceBundle() == null && (parameters == null || parameters.length == 0))
+			msg = record.getMessage(); // what Formatter.formatMessage gives, without its work
+		else
+			msg = (formatter != null ? formatter : PLAIN).formatMessage(record);
 		Throwable thrown = record.getThrown();
 		if (thrown != null) {
 			StringWriter trace = new StringWriter();
 			thrown.printStackTrace(new PrintWriter(trace));
 			msg = msg + "\n" + trace;
 		}
-		if (msg.length() > MAX_MESSAGE)
+		if (msg != null && msg.length() > MAX_MESSAGE)
 			msg = msg.substring(0, MAX_MESSAGE) + "... [" + (msg.length() - MAX_MESSAGE) + " characters cut]";
 		return msg;
 	}
+
+	/** Formats the message alone (formatMessage) when no formatter is set. */
+	private static final Formatter PLAIN = new Formatter() {
+		@Override
+		public String format(LogRecord record) {
+			return formatMessage(record);
+		}
+	};
 
 	private void fail(String what, Exception e, int code) {
 		lost.increment();
