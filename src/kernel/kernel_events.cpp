@@ -564,8 +564,9 @@ void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n)
 void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
                     std::vector<uint8_t> &out, const SyscallSlots *record)
 {
+	// An exit's record may carry its entry's arguments and no slot.
 	const int expected = c.user_string_args != 0 ? cookie_slots(c.user_string_args) : 0; // strings of the class
-	if (expected == 0 || (record && record->unpaired))
+	if (c.user_string_args == 0 || (record && record->unpaired))
 		record = nullptr;
 	for (size_t i = 0; i < c.fields.size(); ++i) {
 		const CtfField &f = c.fields[i];

@@ -366,6 +366,39 @@ TEST(SyscallArgs, ExitsCarryLttngOutArguments)
 	EXPECT_FALSE(taken.slots.unpaired);
 }
 
+// membarrier's exit repeats its entry's arguments (lttng-modules' inout
+// fields) and reads no user memory: a record without slots still gives
+// them, and only its absence sets bit 7.
+TEST(SyscallArgs, ExitArgumentsWithoutSlotsComeFromTheRecord)
+{
+	const KernelEventClass m =
+		make_event_class(testdata_format("syscalls", "sys_exit_membarrier"), 0, UserMemory{true});
+	std::vector<std::string> names;
+	for (const CtfField &f : m.fields)
+		names.push_back(f.name);
+	ASSERT_EQ(names, (std::vector<std::string>{"ret", "cmd", "flags", "cpu_id", "unfetched"}));
+	EXPECT_TRUE(m.exit_record);
+	std::vector<uint8_t> payload(24, 0);
+	payload[16] = 7; // ret
+	tracery_syscall_record h{};
+	h.tid = 9;
+	h.nr = 324 | TRACERY_RECORD_EXIT;
+	h.args[0] = 16; // MEMBARRIER_CMD_PRIVATE_EXPEDITED
+	h.args[2] = 1;  // cpu_id
+	std::vector<uint8_t> bytes(sizeof h);
+	std::memcpy(bytes.data(), &h, sizeof h);
+	std::optional<UserStringsRecord> rec = parse_user_strings_record(bytes);
+	ASSERT_TRUE(rec);
+	std::vector<uint8_t> out;
+	encode_payload(m, payload, proc_tgid, out, &rec->view());
+	const std::vector<uint8_t> with = {7, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+	EXPECT_EQ(out, with);
+	out.clear();
+	encode_payload(m, payload, proc_tgid, out, nullptr);
+	const std::vector<uint8_t> without = {7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80};
+	EXPECT_EQ(out, without);
+}
+
 // An exit whose entry the program did not see (a call begun before it was
 // attached) has a record marked unpaired: the exit takes it and is written
 // as having none, and the thread's next exit of the same call takes its own.
