@@ -4,13 +4,16 @@
 // both modes alternating and prints the table of docs/performance.md.
 //
 //   kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] [--keep]
-//                       [--strings | --openat] [--contexts]
+//                       [--strings | --openat] [--contexts] [--mono] [--join]
 //
 // --strings: the child makes openat(AT_FDCWD, kMissingPath, O_RDONLY) calls
 // instead (failing with ENOENT), traced as syscalls:sys_enter_openat and
 // sys_exit_openat: Tracery's session reads each call's path with its BPF
-// program (src/kernel/bpf/) and joins it to the entry event, libtracefs
-// reads the pointer as tracefs records it. --openat: the same calls, the
+// program (src/kernel/bpf/) which, with the `mono` clock, writes the call's
+// entry and exit events whole (else, and with --join, the path is joined
+// to tracefs's entry event); libtracefs reads the pointer as tracefs
+// records it. --mono: the `mono` trace clock whatever this machine would
+// choose (x86-tsc, where BPF's clock cannot be used). --openat: the same calls, the
 // pointer only in both modes (the session's user_strings off). --contexts:
 // Tracery's events carry the contexts tid, pid, ppid, prio and procname
 // (`add-context -k`; its thread table's events enabled beside them).
@@ -211,6 +214,8 @@ struct Options {
 	bool openat = false;   // openat calls instead of getpid
 	bool strings = false;  // their paths read (tracery)
 	bool contexts = false; // tid, pid, ppid, prio and procname on every event (tracery)
+	bool mono = false;     // the `mono` clock (ns ticks) whatever this machine prefers
+	bool join = false;     // --strings: tracefs's events joined to BPF's records (not written by BPF)
 	const char *syscall() const { return openat ? "openat" : "getpid"; }
 };
 
@@ -223,7 +228,8 @@ struct Result {
 	uint64_t buffer_kb = 0; // the instance's per-CPU buffer
 	uint64_t bytes_written = 0;
 	std::string clock;
-	tracery::kernel::UserStringsCounts strings; // tracery, --strings
+	tracery::kernel::UserStringsCounts strings;   // tracery, --strings, joined
+	tracery::kernel::SyscallEventsCounts written; // tracery, --strings, written by BPF
 };
 
 uint64_t lost_total(const kernel::Instance &inst)
@@ -248,6 +254,7 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 	Workload workload(opt.calls, opt.openat);
 	kernel::KernelSessionConfig config;
 	config.user_strings = opt.strings;
+	config.syscalls_by_bpf = !opt.join;
 	if (opt.contexts)
 		config.contexts = {kernel::KernelContext::tid, kernel::KernelContext::pid, kernel::KernelContext::ppid,
 		                   kernel::KernelContext::prio, kernel::KernelContext::procname};
@@ -255,7 +262,7 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 	config.output = dir;
 	config.syscalls = {opt.syscall()};
 	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(workload.pid())};
-	config.tick_unit = tracery::clock::preferred_tick_unit();
+	config.tick_unit = opt.mono ? tracery::clock::TickUnit::ns : tracery::clock::preferred_tick_unit();
 	config.clock_scale = tracery::clock::tick_scale(config.tick_unit);
 	config.trace_uuid = tracery::ctf::Uuid::random();
 	config.clock_uuid = tracery::ctf::Uuid::random();
@@ -275,6 +282,7 @@ Result run_tracery(const std::string &root, const Options &opt, const std::strin
 	r.lost_kernel = counts.discarded;
 	r.lost_pages = counts.discarded;
 	r.strings = session.user_strings_counts();
+	r.written = session.syscall_events_counts();
 	if (opt.strings && !session.user_strings_warning().empty())
 		throw std::runtime_error(session.user_strings_warning());
 	r.clock = kernel::trace_clock_for(config.tick_unit);
@@ -354,7 +362,7 @@ Result run_libtracefs(const std::string &root, const Options &opt, const std::st
 	std::fprintf(stderr,
 	             "kernel-ingest-bench: %s\n"
 	             "usage: kernel-ingest-bench tracery|libtracefs [--calls N] [--buffer-kb K] [--tmpdir DIR] "
-	             "[--keep] [--strings | --openat] [--contexts]\n",
+	             "[--keep] [--strings | --openat] [--contexts] [--mono] [--join]\n",
 	             why);
 	std::exit(2);
 }
@@ -388,6 +396,10 @@ Options parse(int argc, char **argv)
 			opt.openat = true;
 		else if (a == "--contexts")
 			opt.contexts = true;
+		else if (a == "--mono")
+			opt.mono = true;
+		else if (a == "--join")
+			opt.join = true;
 		else
 			usage("unknown option");
 	}
@@ -429,7 +441,8 @@ int main(int argc, char **argv)
 				"\"events_per_s\": %.0f, \"buffer_size_kb\": %llu, \"clock\": \"%s\", "
 				"\"bytes_written\": %llu, \"strings_joined\": %llu, \"strings_missing\": %llu, "
 				"\"strings_lost\": %llu, \"strings_faults\": %llu, \"strings_late\": %llu, "
-				"\"strings_records\": %llu, \"strings_unjoined\": %llu}\n",
+				"\"strings_records\": %llu, \"strings_unjoined\": %llu, \"bpf_records\": %llu, "
+				"\"bpf_lost\": %llu, \"bpf_faults\": %llu}\n",
 				opt.mode.c_str(), static_cast<unsigned long long>(opt.calls),
 				static_cast<unsigned long long>(expected), static_cast<unsigned long long>(r.events),
 				static_cast<unsigned long long>(r.lost_kernel),
@@ -446,7 +459,10 @@ int main(int argc, char **argv)
 				static_cast<unsigned long long>(r.strings.faults),
 				static_cast<unsigned long long>(r.strings.late),
 				static_cast<unsigned long long>(r.strings.records),
-				static_cast<unsigned long long>(r.strings.unjoined));
+				static_cast<unsigned long long>(r.strings.unjoined),
+				static_cast<unsigned long long>(r.written.records),
+				static_cast<unsigned long long>(r.written.lost),
+				static_cast<unsigned long long>(r.written.faults));
 		}
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "kernel-ingest-bench: %s\n", e.what());

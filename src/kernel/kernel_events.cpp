@@ -562,21 +562,12 @@ void put_string(std::vector<uint8_t> &out, const uint8_t *p, size_t n)
 }
 
 void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
-                    std::vector<uint8_t> &out, UserStrings *strings)
+                    std::vector<uint8_t> &out, const SyscallSlots *record)
 {
-	// Per reader thread: its string's memory goes back and forth with the
-	// store's slots, so a joined record allocates nothing.
-	thread_local UserStringsRecord taken;
-	const UserStringsRecord *record = nullptr;
-	int expected = 0; // strings of the class
-	if (c.user_string_args != 0) {
-		expected = cookie_slots(c.user_string_args);
-		if (strings &&
-		    (c.exit_record ? strings->take_exit(payload, taken)
-		                   : strings->take(payload, c.user_string_args, taken)) &&
-		    !taken.unpaired)
-			record = &taken;
-	}
+	// An exit's record may carry its entry's arguments and no slot.
+	const int expected = c.user_string_args != 0 ? cookie_slots(c.user_string_args) : 0; // strings of the class
+	if (c.user_string_args == 0 || (record && record->unpaired))
+		record = nullptr;
 	for (size_t i = 0; i < c.fields.size(); ++i) {
 		const CtfField &f = c.fields[i];
 		const FieldSource &s = c.sources[i];

@@ -133,13 +133,14 @@ std::vector<filter::KernelField> filter_fields(const KernelEventClass &c);
 using TgidOf = std::function<int32_t(int32_t tid)>;
 int32_t proc_tgid(int32_t tid);
 
-class UserStrings;
+struct SyscallSlots;
 
 // Appends the CTF payload of one event of class `c` to `out`; the strings
-// of a class with user_string_args come from `strings` (none read: empty,
-// their bits set in `unfetched`).
+// of a class with user_string_args come from `record`, what the BPF program
+// read for the call (none, or an exit's record saying its entry's arguments
+// were missing: empty, their bits set in `unfetched`).
 void encode_payload(const KernelEventClass &c, std::span<const uint8_t> payload, const TgidOf &tgid_of,
-                    std::vector<uint8_t> &out, UserStrings *strings = nullptr);
+                    std::vector<uint8_t> &out, const SyscallSlots *record = nullptr);
 
 // Little-endian appends, shared with the state dump.
 void put_integer(std::vector<uint8_t> &out, uint64_t value, unsigned size);

@@ -202,6 +202,25 @@ void KernelSession::reconfigure(const KernelSessionConfig &next)
 void KernelSession::scope_processes(const ProcessRules *before)
 {
 	const ProcessRules &rules = config_.processes;
+	if (syscall_events_) {
+		// The same threads as set_event_pid: the pids, and with event-fork
+		// their children.
+		if (before && before->pid)
+			for (const uint64_t p : *before->pid)
+				syscall_events_->forget_thread(static_cast<uint32_t>(p));
+		syscall_events_->record_listed_only(!rules.everyone());
+		if (rules.pid)
+			for (const uint64_t p : *rules.pid)
+				syscall_events_->set_thread(static_cast<uint32_t>(p), true);
+		if (rules.follow_children && !rules.everyone()) {
+			const EventFormat fork = parse_event_format(
+				read_control(root_ + "/events/sched/sched_process_fork/format"), "sched");
+			const FieldFormat *child = fork.field("child_pid");
+			if (!child)
+				throw TracefsError("tracefs: sched_process_fork has no child_pid", EINVAL);
+			syscall_events_->follow_forks(child->offset);
+		}
+	}
 	if (rules.everyone() || rules.pids_only()) {
 		if (tracked_) { // its thread and the threads it took out leave the notrace list
 			const std::set<pid_t> ids = tracked_->notrace_ids();
@@ -408,9 +427,15 @@ void KernelSession::apply_events(const KernelEvents &probes)
 		trace_->set_unrecorded(unrecorded_types());
 	}
 	for (const Tracepoint &tp : enabled_)
-		if (!contains(wanted, tp))
-			instance_->enable_event(tp, false);
+		if (!contains(wanted, tp)) {
+			if (syscall_events_ && tp.system == "syscalls" && syscall_events_->attached(tp.name))
+				syscall_events_->detach(tp.name);
+			else
+				instance_->enable_event(tp, false);
+		}
 	for (size_t i = 0; i < wanted.size(); ++i) {
+		if (write_by_bpf(wanted[i], filters[i]))
+			continue;
 		if (!filters[i].empty() || contains(filtered_, wanted[i]))
 			instance_->set_event_filter(wanted[i], filters[i]);
 		if (!contains(enabled_, wanted[i]))
@@ -445,7 +470,8 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out,
 			const uint64_t before = cpu < baseline.size() ? baseline[cpu] : 0;
 			return total > before ? total - before : 0;
 		},
-		[source] { return clock::ticks(source); }, proc_tgid, config_.contexts, user_strings_.get());
+		[source] { return clock::ticks(source); }, proc_tgid, config_.contexts, user_strings_.get(),
+		syscall_events_.get());
 	trace->set_unrecorded(unrecorded_types());
 	return trace;
 }
@@ -456,6 +482,22 @@ void KernelSession::prepare_user_strings()
 	constexpr std::string_view kEnter = "sys_enter_";
 	if (!config_.user_strings || !user_strings_warning_.empty())
 		return; // not asked for, or BPF is not available: the pointers' values
+	const bool first = !trace_ && !syscall_events_ && !user_strings_;
+	if (first && config_.syscalls_by_bpf && !config_.snapshot && config_.tick_unit == clock::TickUnit::ns &&
+	    (config_.processes.everyone() || config_.processes.pids_only()) &&
+	    std::any_of(events_.events.begin(), events_.events.end(),
+	                [](const Tracepoint &tp) { return tp.system == "syscalls"; })) {
+		try {
+			syscall_events_ =
+				std::make_unique<SyscallEvents>(cpus_.back() + 1, kRingBytes, config_.capture_buffers);
+		} catch (const std::exception &e) {
+			user_strings_warning_ =
+				std::string("system-call string arguments are recorded as pointers: ") + e.what();
+		}
+		return;
+	}
+	if (syscall_events_)
+		return; // attached as apply_events() enables them
 	const UserMemory memory{true, config_.capture_buffers};
 	for (const Tracepoint &tp : events_.events) {
 		if (tp.system != "syscalls" || !tp.name.starts_with(kEnter))
@@ -500,6 +542,43 @@ void KernelSession::prepare_user_strings()
 		trace_->set_user_strings(user_strings_.get());
 }
 
+bool KernelSession::write_by_bpf(const Tracepoint &tp, const std::string &filter)
+{
+	constexpr std::string_view kEnter = "sys_enter_", kExit = "sys_exit_";
+	if (!syscall_events_ || tp.system != "syscalls")
+		return false;
+	if (!filter.empty()) { // tracefs's from now on
+		syscall_events_->detach(tp.name);
+		return false;
+	}
+	const bool entry = tp.name.starts_with(kEnter);
+	const std::string call = tp.name.substr(entry ? kEnter.size() : kExit.size());
+	const UserMemory memory{true, syscall_events_->buffer_bytes()};
+	const auto cookie = [&](const std::string &name) -> uint64_t {
+		const auto it = formats_.find(Tracepoint{tp.system, name});
+		return it == formats_.end() ? 0 : make_event_class(it->second, 0, memory).user_string_args;
+	};
+	const uint64_t entry_cookie = cookie(std::string(kEnter) + call);
+	const uint64_t exit_cookie = cookie(std::string(kExit) + call);
+	if (entry_cookie == 0 && exit_cookie == 0)
+		return false; // nothing to read: tracefs records it
+	const uint16_t id = static_cast<uint16_t>(formats_.at(tp).id);
+	// The exit reads through the arguments its entry keeps.
+	const uint64_t keep = exit_cookie != 0 ? kCookieKeep : 0;
+	if (!syscall_events_->attached(tp.name) && contains(enabled_, tp))
+		instance_->enable_event(tp, false); // tracefs's until now (it had a filter)
+	if (entry)
+		syscall_events_->attach_entry(call, entry_cookie | keep, id);
+	else
+		syscall_events_->attach_exit(call, exit_cookie | keep, id);
+	return true;
+}
+
+SyscallEventsCounts KernelSession::syscall_events_counts() const
+{
+	return syscall_events_ ? syscall_events_->counts() : SyscallEventsCounts{};
+}
+
 UserStringsCounts KernelSession::user_strings_counts() const
 {
 	return user_strings_ ? user_strings_->counts() : UserStringsCounts{};
@@ -507,20 +586,38 @@ UserStringsCounts KernelSession::user_strings_counts() const
 
 std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 {
-	return std::make_unique<CpuReaders>(
+	constexpr unsigned kPagesPerSyscallRead = 16;
+	// A reader thread writes nothing but the trace: its credentials are
+	// the writer's from its first write on.
+	const auto as_writer = [this] {
+		thread_local bool done = false;
+		if (!done && config_.file_uid != static_cast<uid_t>(-1)) {
+			::setfsgid(config_.file_gid);
+			::setfsuid(config_.file_uid);
+		}
+		done = true;
+	};
+	auto readers = std::make_unique<CpuReaders>(
 		*instance_, cpus_, layout_,
-		[this, &trace](uint32_t cpu, std::span<const uint8_t> page, bool more) {
-			// A reader thread writes nothing but the trace: its credentials are
-			// the writer's from its first page on.
-			thread_local bool as_writer = false;
-			if (!as_writer && config_.file_uid != static_cast<uid_t>(-1)) {
-				::setfsgid(config_.file_gid);
-				::setfsuid(config_.file_uid);
-			}
-			as_writer = true;
+		[as_writer, &trace](uint32_t cpu, std::span<const uint8_t> page, bool more) {
+			as_writer();
 			trace.write_page(cpu, page, more);
+			// The system calls BPF wrote meanwhile: when the reader pauses,
+			// and every few pages of a CPU read without a pause.
+			thread_local unsigned pages = 0;
+			if (!more || ++pages % kPagesPerSyscallRead == 0)
+				trace.write_syscall_events(cpu);
 		},
-		[&trace](uint32_t cpu) { trace.idle(cpu); }, [&trace](uint32_t cpu) { return trace.held(cpu); });
+		[as_writer, &trace](uint32_t cpu) {
+			as_writer();
+			trace.write_syscall_events(cpu);
+			trace.idle(cpu);
+		},
+		[&trace](uint32_t cpu) { return trace.held(cpu); });
+	if (syscall_events_) // the readers' own calls are not recorded
+		for (const pid_t tid : readers->tids())
+			syscall_events_->set_thread(static_cast<uint32_t>(tid), false);
+	return readers;
 }
 
 void KernelSession::drain(std::unique_ptr<CpuReaders> readers, KernelTrace &trace)
@@ -565,6 +662,8 @@ void KernelSession::start()
 			}
 			readers_ = start_readers(*trace_);
 		}
+		if (syscall_events_)
+			syscall_events_->set_recording(true);
 		instance_->set_tracing_on(true);
 		started_ = true;
 		if (trace_)
@@ -599,6 +698,8 @@ void KernelSession::stop()
 		return;
 	started_ = false;
 	instance_->set_tracing_on(false);
+	if (syscall_events_)
+		syscall_events_->set_recording(false);
 	tracked_.reset();
 	if (readers_)
 		drain(std::move(readers_), *trace_);

@@ -38,6 +38,7 @@
 #include "clock/trace_clock.hpp"
 #include "ctf/uuid.hpp"
 #include "filter/kernel_filter.hpp"
+#include "kernel/bpf/syscall_events.hpp"
 #include "kernel/bpf/user_strings.hpp"
 #include "kernel/cpu_readers.hpp"
 #include "kernel/kernel_context.hpp"
@@ -84,6 +85,13 @@ struct KernelSessionConfig {
 	// System calls' string arguments and socket addresses read with BPF
 	// (bpf/user_strings.hpp); false: their pointers, as tracefs has them.
 	bool user_strings = true;
+	// The system calls whose arguments are read in user memory are written
+	// whole by BPF (bpf/syscall_events.hpp), not by tracefs and joined:
+	// decided at the first start, when the session reads user memory, is
+	// not a snapshot session, uses the `mono` clock (BPF's) and tracks
+	// every process or processes by pids. False: tracefs's events joined
+	// to BPF's records (bpf/user_strings.hpp).
+	bool syscalls_by_bpf = true;
 	// enable-event -k --capture-buffers: the first bytes of the buffers of
 	// read, write and their kin (kernel_events.hpp), at most this many
 	// (kMaxBufferCapture); 0: none. Set by the first start that loads the
@@ -235,6 +243,8 @@ public:
 	// what reading them counted.
 	const std::string &user_strings_warning() const noexcept { return user_strings_warning_; }
 	UserStringsCounts user_strings_counts() const;
+	// What writing system calls with BPF counted (config_.syscalls_by_bpf).
+	SyscallEventsCounts syscall_events_counts() const;
 	// The tracked processes' upkeep while tracing, if they narrow by more
 	// than pids (tracked_processes.hpp).
 	std::optional<TrackedProcessesCounts> tracked_counts() const;
@@ -274,6 +284,11 @@ private:
 	// (`before`: the rules the instance has now, nullptr at a start), and
 	// the tracker when they narrow by more than pids.
 	void scope_processes(const ProcessRules *before);
+	// Whether BPF writes the events of `tp` (enabled with `filter`): a
+	// system call whose entry or exit reads user memory, without a filter
+	// (a filter is tracefs's: such an event is tracefs's, its strings
+	// unfetched); then attaches its program if not yet.
+	bool write_by_bpf(const Tracepoint &tp, const std::string &filter);
 
 	std::string root_;
 	KernelSessionConfig config_;
@@ -292,7 +307,8 @@ private:
 	std::optional<Instance> instance_;
 	PageLayout layout_{};
 	std::vector<uint32_t> cpus_;
-	std::unique_ptr<UserStrings> user_strings_; // outlives trace_
+	std::unique_ptr<UserStrings> user_strings_;     // outlives trace_
+	std::unique_ptr<SyscallEvents> syscall_events_; // outlives trace_
 	std::string user_strings_warning_;
 	std::unique_ptr<KernelTrace> trace_; // OUTPUT/kernel (not in snapshot sessions)
 	std::unique_ptr<CpuReaders> readers_;

@@ -2,7 +2,8 @@
 # kernel/kernel_session_dump.py — prints the messages of the traces under
 # DIR as babeltrace2's Python bindings (bt2) read them, merged into one
 # timeline, one JSON object per line, for kernel_session_test.cpp:
-#   {"e": NAME, "d": DOMAIN, "t": NS_FROM_ORIGIN, "cpu": CPU_ID, "f": {FIELD: VALUE}}
+#   {"e": NAME, "d": DOMAIN, "t": NS_FROM_ORIGIN, "cpu": CPU_ID, "f": {FIELD: VALUE},
+#    "c": {CONTEXT FIELD: VALUE}}
 #   {"discarded": COUNT, "d": DOMAIN, "cpu": CPU_ID}
 # DOMAIN is the trace's env.domain; CPU_ID the packet context's (or -1).
 # Usage: kernel_session_dump.py DIR
@@ -40,7 +41,8 @@ def main():
             ev = msg.event
             print(json.dumps({"e": ev.cls.name, "d": domain(ev.stream),
                               "t": msg.default_clock_snapshot.ns_from_origin,
-                              "cpu": cpu(ev.packet), "f": value(ev.payload_field) if ev.payload_field else {}}))
+                              "cpu": cpu(ev.packet), "f": value(ev.payload_field) if ev.payload_field else {},
+                              "c": value(ev.common_context_field) if ev.common_context_field else {}}))
         elif isinstance(msg, bt2._DiscardedEventsMessageConst):
             print(json.dumps({"discarded": msg.count, "d": domain(msg.stream), "cpu": -1}))
 

@@ -24,8 +24,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -687,3 +689,89 @@ TEST(KernelTracePackets, BusyPagesShareAPacketUntilALossOrAPause)
 	                                          "7@30000", "8@40000"}));
 	std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+// A child that, told to go, opens /etc/hostname, calls openat with a NULL
+// path (a fault) and exits.
+pid_t openat_child(int &go)
+{
+	int p[2];
+	if (::pipe(p) != 0)
+		std::abort();
+	const pid_t pid = ::fork();
+	if (pid == 0) {
+		::close(p[1]);
+		char c;
+		// On the stack: a page the child has (a forked child's file-backed
+		// pages are not mapped until touched, and BPF cannot fault one in).
+		char path[] = "/etc/hostname";
+		if (::read(p[0], &c, 1) == 1) {
+			::close(::openat(AT_FDCWD, path, O_RDONLY));
+			::syscall(SYS_openat, AT_FDCWD, nullptr, O_RDONLY);
+		}
+		::_exit(0);
+	}
+	::close(p[0]);
+	go = p[1];
+	return pid;
+}
+
+// openat traced in a `mono` session, its calls written whole by BPF or, the
+// same fields, tracefs's joined to BPF's records: the path, dfd -100, the
+// fault as its unfetched bit, each exit's ret, the contexts; babeltrace2
+// reads the trace without a word.
+void openat_session(const std::string &root, const std::string &tmpl, bool by_bpf)
+{
+	int go = -1;
+	const pid_t child = openat_child(go);
+	KernelSessionConfig config;
+	config.session_name = by_bpf ? "bpf" : "joined";
+	config.output = tmpl + "/" + config.session_name;
+	config.syscalls = {"openat"};
+	config.syscalls_by_bpf = by_bpf;
+	config.contexts = {KernelContext::tid, KernelContext::pid, KernelContext::procname};
+	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(child)};
+	config.trace_uuid = ctf::Uuid::random();
+	KernelSession session(root, config);
+	session.start();
+	ASSERT_EQ(::write(go, "g", 1), 1);
+	::close(go);
+	ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+	session.stop();
+	ASSERT_EQ(session.user_strings_warning(), "");
+	EXPECT_EQ(session.syscall_events_counts().records, by_bpf ? 4u : 0u);
+	session.destroy();
+	EXPECT_EQ(std::filesystem::exists(config.output + "/kernel/channel0_syscalls_0"), by_bpf);
+	std::string out, err;
+	ASSERT_EQ(run(std::string("/usr/bin/python3 '") + TRACERY_KERNEL_DUMP + "' '" + config.output + "/kernel'", out,
+	              err),
+	          0)
+		<< err;
+	std::vector<std::string> calls;
+	std::istringstream lines(out);
+	for (std::string l; std::getline(lines, l);) {
+		const nlohmann::json j = nlohmann::json::parse(l);
+		if (j.contains("discarded") || !std::string(j["e"]).starts_with("syscall_"))
+			continue;
+		EXPECT_EQ(j["c"]["tid"], child) << l;
+		EXPECT_EQ(j["c"]["pid"], child) << l;
+		const bool opened = j["e"] == "syscall_exit_openat" && j["f"]["ret"].get<int64_t>() >= 0;
+		calls.push_back(std::string(j["e"]) + " " + (opened ? std::string("an fd") : j["f"].dump()));
+	}
+	EXPECT_EQ(
+		calls,
+		(std::vector<std::string>{
+			R"(syscall_entry_openat {"dfd":-100,"filename":"/etc/hostname","flags":0,"mode":0,"unfetched":0})",
+			"syscall_exit_openat an fd",
+			R"(syscall_entry_openat {"dfd":-100,"filename":"","flags":0,"mode":0,"unfetched":1})",
+			R"(syscall_exit_openat {"ret":-14})"}));
+	EXPECT_EQ(run("babeltrace2 '" + config.output + "/kernel' >/dev/null", out, err), 0);
+	EXPECT_EQ(err, "");
+}
+
+} // namespace
+
+TEST_F(KernelSessionRoot, OpenatWrittenWholeByBpf) { openat_session(root, tmpl, true); }
+
+TEST_F(KernelSessionRoot, OpenatJoinedToTracefsEvents) { openat_session(root, tmpl, false); }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ctf/event_header.hpp"
+#include "kernel/bpf/syscall_events.hpp"
 #include "kernel/bpf/user_strings.hpp"
 
 namespace tracery::kernel {
@@ -159,10 +160,25 @@ uint64_t parse_lost_total(std::string_view stats)
 
 namespace {
 
-// What the classes read of user memory: what the session's BPF program reads.
-UserMemory user_memory(const UserStrings *strings)
+// What the classes read of user memory: what the session's BPF programs read.
+UserMemory user_memory(const UserStrings *strings, const SyscallEvents *events)
 {
+	if (events)
+		return {true, events->buffer_bytes()};
 	return {strings != nullptr, strings ? strings->buffer_bytes() : 0};
+}
+
+// The BPF record of the call whose tracefs event of class `k` is `payload`,
+// joined by `strings`; null if the class has none or it is not there.
+const SyscallSlots *joined_record(const KernelEventClass &k, std::span<const uint8_t> payload, UserStrings *strings)
+{
+	// Per reader thread: its string's memory goes back and forth with the
+	// store's slots, so a joined record allocates nothing.
+	thread_local UserStringsRecord taken;
+	if (k.user_string_args == 0 || !strings ||
+	    !(k.exit_record ? strings->take_exit(payload, taken) : strings->take(payload, k.user_string_args, taken)))
+		return nullptr;
+	return &taken.view();
 }
 
 } // namespace
@@ -170,12 +186,14 @@ UserMemory user_memory(const UserStrings *strings)
 KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
                          std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
                          LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of,
-                         std::vector<KernelContext> contexts, UserStrings *user_strings)
+                         std::vector<KernelContext> contexts, UserStrings *user_strings, SyscallEvents *syscall_events)
 	: out_(std::move(out)), uuid_(info.uuid), now_(std::move(now)), made_(now_()), earliest_(made_),
 	  decoder_(layout), lost_total_(std::move(lost_total)), tgid_of_(std::move(tgid_of)),
-	  user_strings_(user_strings),
-	  contexts_(std::move(contexts)), stream_names_{channel, kStreamClass, 0, info.uuid},
-	  sink_(out_.sink(stream_names_, num_cpus)), cpus_(num_cpus), num_cpus_(num_cpus)
+	  user_strings_(user_strings), contexts_(std::move(contexts)), stream_names_{channel, kStreamClass, 0, info.uuid},
+	  syscall_stream_names_{channel + "_syscalls", kStreamClass, uint64_t{num_cpus} + 1, info.uuid},
+	  sink_(out_.sink(stream_names_, num_cpus)),
+	  syscalls_sink_(syscall_events ? out_.sink(syscall_stream_names_, num_cpus) : nullptr),
+	  syscall_events_(syscall_events), cpus_(2 * size_t{num_cpus}), num_cpus_(num_cpus)
 {
 	if (needs_thread_table(contexts_))
 		threads_ = std::make_unique<ThreadTable>(
@@ -190,8 +208,9 @@ KernelTrace::KernelTrace(consumer::TraceOutput out, const std::string &channel, 
 	if (const std::string context = kernel_context_tsdl(contexts_); !context.empty())
 		text.insert(text.rfind("};"), context);
 	for (const EventFormat &f : formats) {
-		classes_.push_back(make_event_class(f, static_cast<uint32_t>(classes_.size()),
-		                                    user_memory(user_strings_.load(std::memory_order_relaxed))));
+		classes_.push_back(
+			make_event_class(f, static_cast<uint32_t>(classes_.size()),
+		                         user_memory(user_strings_.load(std::memory_order_relaxed), syscall_events_)));
 		text += classes_.back().tsdl(kStreamClass);
 		add_update(f);
 	}
@@ -250,7 +269,8 @@ void KernelTrace::add_event_classes(std::span<const EventFormat> formats)
 		const std::lock_guard lock(counts_mutex_); // events_of() reads classes_
 		for (const EventFormat &f : formats) {
 			classes_.push_back(make_event_class(
-				f, next_id_++, user_memory(user_strings_.load(std::memory_order_relaxed))));
+				f, next_id_++,
+				user_memory(user_strings_.load(std::memory_order_relaxed), syscall_events_)));
 			text += classes_.back().tsdl(kStreamClass);
 			add_update(f);
 		}
@@ -318,7 +338,8 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page, bool m
 		if (!contexts_.empty()) // the tid is common_pid, at offset 4 of every tracefs payload
 			put_kernel_context(c.events, contexts_, e.size >= 8 ? base::load_le<int32_t>(e.payload + 4) : 0,
 			                   threads_.get());
-		encode_payload(*k, payload, tgid_of_, c.events, user_strings_.load(std::memory_order_acquire));
+		encode_payload(*k, payload, tgid_of_, c.events,
+		               joined_record(*k, payload, user_strings_.load(std::memory_order_acquire)));
 		prev = c.last_ts = ts;
 		++n.events;
 		std::atomic<uint64_t> &of_class = c.class_events[k->id];
@@ -329,7 +350,7 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page, bool m
 		c.lost_in_pages += r.lost;
 	const auto now = std::chrono::steady_clock::now();
 	if ((r.events_lost && !r.lost_count_known) || now - c.last_stats >= kStatsInterval) {
-		c.lost_kernel = lost_total_(cpu);
+		c.lost_kernel = lost_of(cpu);
 		c.last_stats = now;
 	}
 	if (first) { // no event: the packet spans the page's time
@@ -352,6 +373,83 @@ void KernelTrace::write_page(uint32_t cpu, std::span<const uint8_t> page, bool m
 	c.counts.bad_pages += n.bad_pages;
 }
 
+consumer::PacketSink &KernelTrace::sink_of(uint32_t stream) const
+{
+	return stream < num_cpus_ ? *sink_ : *syscalls_sink_;
+}
+
+uint64_t KernelTrace::lost_of(uint32_t stream) const
+{
+	return stream < num_cpus_ ? lost_total_(stream) : syscall_events_->lost(stream - num_cpus_);
+}
+
+void KernelTrace::write_syscall_events(uint32_t cpu)
+{
+	if (!syscall_events_ || cpu >= num_cpus_)
+		return;
+	const uint32_t stream = num_cpus_ + cpu;
+	Cpu &c = cpus_[stream];
+	if (held(stream))
+		return;
+	const std::span<const SyscallEventView> records = syscall_events_->read(cpu);
+	if (records.empty()) {
+		syscall_events_->release(cpu);
+		return;
+	}
+	c.events.clear();
+	uint64_t begin = 0, prev = 0;
+	KernelTraceCounts n;
+	{
+		const std::shared_lock classes(classes_mutex_);
+		std::unique_lock<std::mutex> table;
+		if (threads_)
+			table = std::unique_lock(threads_->mutex());
+		// Each record as the tracefs payload of its event would be (type,
+		// common_pid, __syscall_nr, then the arguments or ret), so that it is
+		// encoded as tracefs's events are, its slots from the record.
+		uint8_t payload[16 + 6 * 8] = {};
+		for (const SyscallEventView &v : records) {
+			const KernelEventClass *k = v.event_id < by_type_.size() ? by_type_[v.event_id] : nullptr;
+			if (!k) {
+				++n.unknown;
+				continue;
+			}
+			const uint64_t ts = std::max(v.timestamp, c.last_ts);
+			if (n.events == 0)
+				begin = prev = c.seq == 0 ? first_begin(ts) : ts;
+			put_header(c.events, k->id, prev, ts);
+			if (!contexts_.empty())
+				put_kernel_context(c.events, contexts_, static_cast<int32_t>(v.call.tid),
+				                   threads_.get());
+			base::store_le<uint16_t>(payload, k->type);
+			base::store_le<uint32_t>(payload + 4, v.call.tid);
+			base::store_le<uint32_t>(payload + 8, static_cast<uint32_t>(v.call.nr) & 0xffff);
+			size_t size = sizeof payload;
+			if (v.call.exit) {
+				base::store_le<uint64_t>(payload + 16, static_cast<uint64_t>(v.ret));
+				size = 24;
+			} else {
+				for (size_t i = 0; i < 6; ++i)
+					base::store_le<uint64_t>(payload + 16 + 8 * i, v.call.args[i]);
+			}
+			encode_payload(*k, {payload, size}, tgid_of_, c.events, &v.call);
+			prev = c.last_ts = ts;
+			++n.events;
+			std::atomic<uint64_t> &of_class = c.class_events[k->id];
+			of_class.store(of_class.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+		}
+	}
+	syscall_events_->release(cpu);
+	const auto now = std::chrono::steady_clock::now();
+	c.lost_kernel = lost_of(stream);
+	c.last_stats = c.last_live = now;
+	if (n.events > 0)
+		write_packet(stream, c, begin, prev, n.events);
+	const std::lock_guard lock(counts_mutex_);
+	c.counts.events += n.events;
+	c.counts.unknown += n.unknown;
+}
+
 uint64_t KernelTrace::lost_so_far(const Cpu &c) { return std::max(c.lost_in_pages, c.lost_kernel) + c.unwritten; }
 
 void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t end, uint64_t events)
@@ -364,8 +462,8 @@ void KernelTrace::write_packet(uint32_t cpu, Cpu &c, uint64_t begin, uint64_t en
 	// to subtract): it says 0, the next packet carries what was lost.
 	info.events_discarded = c.seq == 0 ? 0 : lost_so_far(c);
 	info.seq = c.seq;
-	info.cpu_id = cpu;
-	c.streams_seen = sink_->streams_started();
+	info.cpu_id = cpu % num_cpus_;
+	c.streams_seen = sink_of(cpu).streams_started();
 	send(cpu, c, info);
 }
 
@@ -382,12 +480,13 @@ bool KernelTrace::send(uint32_t cpu, Cpu &c, const ctf::PacketInfo &info)
 {
 	const auto now = std::chrono::steady_clock::now();
 	try {
-		sink_->write_packet(cpu, info, c.events.empty() ? nullptr : c.events.data(), c.events.size());
+		sink_of(cpu).write_packet(cpu % num_cpus_, info, c.events.empty() ? nullptr : c.events.data(),
+		                          c.events.size());
 	} catch (const std::exception &e) {
 		// Kept, and offered again: the CPU's reader reads no more meanwhile
 		// (held), and the kernel counts what its buffer cannot take.
 		c.retry_at = now + kRetryInterval;
-		const uint64_t lost = lost_total_(cpu);
+		const uint64_t lost = lost_of(cpu);
 		const std::lock_guard lock(counts_mutex_);
 		if (!c.pending) {
 			c.pending = true;
@@ -399,7 +498,7 @@ bool KernelTrace::send(uint32_t cpu, Cpu &c, const ctf::PacketInfo &info)
 		return false;
 	}
 	if (c.pending) {
-		c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu)); // the next packet carries it
+		c.lost_kernel = std::max(c.lost_kernel, lost_of(cpu)); // the next packet carries it
 		const std::lock_guard lock(counts_mutex_);
 		c.hold_lost += c.lost_kernel - std::min(c.lost_kernel, c.lost_at_hold);
 		c.hold_lost_now = 0;
@@ -444,7 +543,7 @@ void KernelTrace::give_up(uint32_t cpu, Cpu &c)
 {
 	if (!c.pending || send(cpu, c, c.pending_info))
 		return;
-	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
+	c.lost_kernel = std::max(c.lost_kernel, lost_of(cpu));
 	const std::lock_guard lock(counts_mutex_);
 	c.unwritten += c.pending_info.events;
 	c.hold_lost += c.lost_kernel - std::min(c.lost_kernel, c.lost_at_hold);
@@ -473,7 +572,7 @@ void KernelTrace::set_live_period(std::chrono::nanoseconds period)
 		return;
 	for (uint32_t cpu = 0; cpu < cpus_.size(); cpu++) {
 		Cpu &c = cpus_[cpu];
-		if (c.seq > 0)
+		if (c.seq > 0 || !active(cpu))
 			continue;
 		const uint64_t begin = first_begin(now_());
 		c.events.clear();
@@ -483,6 +582,13 @@ void KernelTrace::set_live_period(std::chrono::nanoseconds period)
 }
 
 void KernelTrace::idle(uint32_t cpu)
+{
+	idle_stream(cpu);
+	if (syscall_events_)
+		idle_stream(num_cpus_ + cpu);
+}
+
+void KernelTrace::idle_stream(uint32_t cpu)
 {
 	Cpu &c = cpus_.at(cpu);
 	close_packet(cpu, c);                       // the CPU's buffer is empty: what was read goes out
@@ -496,13 +602,13 @@ void KernelTrace::idle(uint32_t cpu)
 	if (c.seq == 0)
 		return; // no packet yet: a viewer does not know the stream
 	const uint64_t ts = std::max(now_(), c.last_ts);
-	if (sink_->streams_started() > c.streams_seen) {
+	if (sink_of(cpu).streams_started() > c.streams_seen) {
 		// A stream of the session started since this one's last packet: an
 		// empty packet rather than a beacon (consumer::PacketSink::streams_started).
 		c.events.clear();
 		write_packet(cpu, c, ts, ts, 0);
 	} else {
-		sink_->idle(cpu, ts);
+		sink_of(cpu).idle(cpu % num_cpus_, ts);
 	}
 	// The next packet begins there or later, as the beacon promised a viewer
 	// (an event read later but stamped earlier is raised to it, as always).
@@ -511,10 +617,19 @@ void KernelTrace::idle(uint32_t cpu)
 
 void KernelTrace::finish_cpu(uint32_t cpu, bool at_now)
 {
+	finish_stream(cpu, at_now);
+	if (syscall_events_) {
+		write_syscall_events(cpu); // the records before the stop
+		finish_stream(num_cpus_ + cpu, at_now);
+	}
+}
+
+void KernelTrace::finish_stream(uint32_t cpu, bool at_now)
+{
 	Cpu &c = cpus_.at(cpu);
 	close_packet(cpu, c);
 	give_up(cpu, c); // a packet still refused: its events are counted
-	c.lost_kernel = std::max(c.lost_kernel, lost_total_(cpu));
+	c.lost_kernel = std::max(c.lost_kernel, lost_of(cpu));
 	c.events.clear();
 	if (!at_now && c.seq == 0)
 		return; // its first packet, in a later chunk, begins when the trace was made, as always
@@ -649,6 +764,8 @@ void KernelTrace::close()
 		}
 	}
 	sink_->close();
+	if (syscalls_sink_)
+		syscalls_sink_->close();
 }
 
 void KernelTrace::continue_in(std::string dir)
@@ -661,6 +778,8 @@ void KernelTrace::continue_in(std::string dir)
 		closing = std::current_exception();
 	}
 	sink_ = out_.sink(stream_names_, num_cpus_);
+	if (syscall_events_)
+		syscalls_sink_ = out_.sink(syscall_stream_names_, num_cpus_);
 	if (closing)
 		std::rethrow_exception(closing);
 }

@@ -2,7 +2,9 @@
 // (or the relay's copy, or both: consumer/trace_output.hpp): its metadata (LTTng kernel identity, the user trace's clock class, one
 // stream class, the event classes of kernel_events.hpp), one stream file per
 // CPU (CHANNEL_CPU) into which each page the readers deliver becomes one
-// packet, and the state dump's stream (statedump_0). A session started
+// packet, with system calls written whole by BPF a second stream per CPU
+// (CHANNEL_syscalls_CPU, bpf/syscall_events.hpp), and the state dump's
+// stream (statedump_0). A session started
 // again continues the same streams (its new event classes appended to the
 // metadata).
 //
@@ -72,6 +74,9 @@
 
 namespace tracery::kernel {
 
+class SyscallEvents;
+class UserStrings;
+
 // The kernel's count of events lost on one CPU so far.
 using LostTotal = std::function<uint64_t(uint32_t cpu)>;
 
@@ -104,7 +109,8 @@ public:
 	KernelTrace(consumer::TraceOutput out, const std::string &channel, ctf::TraceInfo info,
 	            std::span<const EventFormat> formats, uint32_t num_cpus, const PageLayout &layout,
 	            LostTotal lost_total, std::function<uint64_t()> now, TgidOf tgid_of = proc_tgid,
-	            std::vector<KernelContext> contexts = {}, UserStrings *user_strings = nullptr);
+	            std::vector<KernelContext> contexts = {}, UserStrings *user_strings = nullptr,
+	            SyscallEvents *syscall_events = nullptr);
 
 	// One page of CPU `cpu` (the readers' callback). Calls for different
 	// CPUs may run concurrently; for one CPU, in order. `more`: another page
@@ -152,6 +158,16 @@ public:
 	{
 		user_strings_.store(strings, std::memory_order_release);
 	}
+	// With `syscall_events` (bpf/syscall_events.hpp): the system-call
+	// events BPF writes whole, each CPU's into a stream of its own beside
+	// the CPU's tracefs stream (CHANNEL_syscalls_CPU: same stream class,
+	// cpu_id the CPU; readers merge streams by time).
+	// Writes what CPU `cpu`'s BPF ring buffer holds as one packet of its
+	// stream (the CPU's reader, after each page that ends a run and when
+	// its tracefs buffer is empty; finish_cpu() drains it). Nothing while a
+	// refused packet of that stream waits: the ring buffer fills and the
+	// program counts what it cannot take.
+	void write_syscall_events(uint32_t cpu);
 	// More event classes (events enabled for a restart or while tracing),
 	// appended to the metadata; any time, before their events are enabled.
 	void add_event_classes(std::span<const EventFormat> formats);
@@ -217,6 +233,13 @@ private:
 		std::chrono::steady_clock::time_point retry_at{};
 		uint64_t lost_at_hold = 0, hold_lost = 0, hold_lost_now = 0, unwritten = 0, not_in_trace = 0;
 	};
+	// The streams: cpus_[i] for i < num_cpus_ is CPU i's tracefs stream,
+	// cpus_[num_cpus_ + i] CPU i's system-call events (when set).
+	consumer::PacketSink &sink_of(uint32_t stream) const;
+	uint64_t lost_of(uint32_t stream) const; // the kernel's count, or the BPF program's
+	bool active(uint32_t stream) const noexcept { return stream < num_cpus_ || syscall_events_; }
+	void finish_stream(uint32_t stream, bool at_now);
+	void idle_stream(uint32_t stream);
 	// Everything lost on the CPU so far (kernel, pages not written).
 	static uint64_t lost_so_far(const Cpu &c);
 	// Writes a packet of the CPU's stream (its events in c.events); false
@@ -266,9 +289,12 @@ private:
 	std::vector<bool> unrecorded_;      // tracefs ID -> not written
 	std::vector<KernelContext> contexts_;
 	std::unique_ptr<ThreadTable> threads_; // when a context needs it
-	consumer::StreamNames stream_names_;   // of the CPU streams
+	consumer::StreamNames stream_names_;          // of the CPU streams
+	consumer::StreamNames syscall_stream_names_;  // of the system-call streams
 	std::unique_ptr<consumer::PacketSink> sink_;
-	std::vector<Cpu> cpus_;
+	std::unique_ptr<consumer::PacketSink> syscalls_sink_; // with syscall_events_
+	SyscallEvents *syscall_events_;
+	std::vector<Cpu> cpus_; // 2 × num_cpus_ streams (see sink_of)
 	uint32_t num_cpus_;
 	// The state dump's stream: written by write_statedump (the session's
 	// thread) and, live, by statedump_live (a CPU reader's): under its mutex.

@@ -151,10 +151,10 @@ TEST(SyscallArgs, OpenatEntryAsLttngRecordsIt)
 TEST(UserStrings, RecordsParsedAsUntrustedBytes)
 {
 	const std::vector<uint8_t> ok = record_bytes(7, 257, {1, 2}, {"/etc/hostname"}, {-14});
-	const std::optional<UserStringsRecord> r = parse_user_strings_record(ok);
+	std::optional<UserStringsRecord> r = parse_user_strings_record(ok);
 	ASSERT_TRUE(r.has_value());
-	EXPECT_EQ(r->tid, 7u);
-	EXPECT_EQ(r->nr, 257);
+	EXPECT_EQ(r->slots.tid, 7u);
+	EXPECT_EQ(r->slots.nr, 257);
 	EXPECT_EQ(r->string(0), "/etc/hostname");
 	EXPECT_EQ(r->string(1), "");
 	EXPECT_EQ(r->unfetched(2), 0b10);
@@ -281,7 +281,7 @@ TEST(SyscallArgs, WriteBufferCapturedWhenAsked)
 	std::vector<uint8_t> bytes(sizeof h + 5);
 	std::memcpy(bytes.data(), &h, sizeof h);
 	std::memcpy(bytes.data() + sizeof h, "hello", 5);
-	const std::optional<UserStringsRecord> r = parse_user_strings_record(bytes);
+	std::optional<UserStringsRecord> r = parse_user_strings_record(bytes);
 	ASSERT_TRUE(r);
 	EXPECT_EQ(r->string(0), "hello");
 	EXPECT_EQ(r->unfetched(1), 0);
@@ -353,9 +353,9 @@ TEST(SyscallArgs, ExitsCarryLttngOutArguments)
 	std::memcpy(bytes.data(), &h, sizeof h);
 	const int32_t fds[] = {3, 4};
 	std::memcpy(bytes.data() + sizeof h, fds, sizeof fds);
-	const std::optional<UserStringsRecord> rec = parse_user_strings_record(bytes);
+	std::optional<UserStringsRecord> rec = parse_user_strings_record(bytes);
 	ASSERT_TRUE(rec);
-	EXPECT_TRUE(rec->exit);
+	EXPECT_TRUE(rec->slots.exit);
 	EXPECT_EQ(rec->string(0).size(), 8u);
 	UserStringsStore store;
 	UserStringsCounts counts;
@@ -363,7 +363,40 @@ TEST(SyscallArgs, ExitsCarryLttngOutArguments)
 	UserStringsRecord taken;
 	EXPECT_FALSE(store.take(9, 293, 0, {}, taken)); // an entry's number does not take an exit's record
 	EXPECT_TRUE(store.take(9, 293 | TRACERY_RECORD_EXIT, 0, {}, taken));
-	EXPECT_FALSE(taken.unpaired);
+	EXPECT_FALSE(taken.slots.unpaired);
+}
+
+// membarrier's exit repeats its entry's arguments (lttng-modules' inout
+// fields) and reads no user memory: a record without slots still gives
+// them, and only its absence sets bit 7.
+TEST(SyscallArgs, ExitArgumentsWithoutSlotsComeFromTheRecord)
+{
+	const KernelEventClass m =
+		make_event_class(testdata_format("syscalls", "sys_exit_membarrier"), 0, UserMemory{true});
+	std::vector<std::string> names;
+	for (const CtfField &f : m.fields)
+		names.push_back(f.name);
+	ASSERT_EQ(names, (std::vector<std::string>{"ret", "cmd", "flags", "cpu_id", "unfetched"}));
+	EXPECT_TRUE(m.exit_record);
+	std::vector<uint8_t> payload(24, 0);
+	payload[16] = 7; // ret
+	tracery_syscall_record h{};
+	h.tid = 9;
+	h.nr = 324 | TRACERY_RECORD_EXIT;
+	h.args[0] = 16; // MEMBARRIER_CMD_PRIVATE_EXPEDITED
+	h.args[2] = 1;  // cpu_id
+	std::vector<uint8_t> bytes(sizeof h);
+	std::memcpy(bytes.data(), &h, sizeof h);
+	std::optional<UserStringsRecord> rec = parse_user_strings_record(bytes);
+	ASSERT_TRUE(rec);
+	std::vector<uint8_t> out;
+	encode_payload(m, payload, proc_tgid, out, &rec->view());
+	const std::vector<uint8_t> with = {7, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+	EXPECT_EQ(out, with);
+	out.clear();
+	encode_payload(m, payload, proc_tgid, out, nullptr);
+	const std::vector<uint8_t> without = {7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80};
+	EXPECT_EQ(out, without);
 }
 
 // An exit whose entry the program did not see (a call begun before it was
@@ -376,11 +409,11 @@ TEST(UserStrings, UnpairedExitTakesItsMarkerNotTheNextCallsRecord)
 	h.nr = 0 | TRACERY_RECORD_EXIT | TRACERY_RECORD_UNPAIRED;
 	std::vector<uint8_t> marker(sizeof h);
 	std::memcpy(marker.data(), &h, sizeof h);
-	const std::optional<UserStringsRecord> m = parse_user_strings_record(marker);
+	std::optional<UserStringsRecord> m = parse_user_strings_record(marker);
 	ASSERT_TRUE(m);
-	EXPECT_TRUE(m->exit);
-	EXPECT_TRUE(m->unpaired);
-	EXPECT_EQ(m->nr, 0 | TRACERY_RECORD_EXIT);
+	EXPECT_TRUE(m->slots.exit);
+	EXPECT_TRUE(m->slots.unpaired);
+	EXPECT_EQ(m->slots.nr, 0 | TRACERY_RECORD_EXIT);
 	// the next call's record: read(2) of 3 bytes
 	h.nr = 0 | TRACERY_RECORD_EXIT;
 	h.strings = 1;
@@ -395,9 +428,9 @@ TEST(UserStrings, UnpairedExitTakesItsMarkerNotTheNextCallsRecord)
 	store.add(next, 0, counts);
 	UserStringsRecord taken;
 	ASSERT_TRUE(store.take(9, 0 | TRACERY_RECORD_EXIT, 0, {}, taken));
-	EXPECT_TRUE(taken.unpaired);
+	EXPECT_TRUE(taken.slots.unpaired);
 	ASSERT_TRUE(store.take(9, 0 | TRACERY_RECORD_EXIT, 0, {}, taken));
-	EXPECT_FALSE(taken.unpaired);
+	EXPECT_FALSE(taken.slots.unpaired);
 	EXPECT_EQ(taken.string(0), "abc");
 	// A marker never carries slots.
 	h.nr = 0 | TRACERY_RECORD_EXIT | TRACERY_RECORD_UNPAIRED;

@@ -73,6 +73,19 @@ struct tracery_syscall_record {
 	unsigned int buffer;
 };
 
+/* The record of syscall_events.bpf.c: one system-call event whole, written
+ * into the ring buffer of the CPU it ran on, followed by its slots' bytes
+ * (as after a tracery_syscall_record). */
+struct tracery_syscall_event {
+	unsigned long long timestamp; /* bpf_ktime_get_ns() after the reservation */
+	unsigned int pid;             /* the thread group's id */
+	unsigned int event_id;        /* the CTF event class (the cookie's bits 48-63) */
+	long long ret;                /* an exit's return value */
+	char comm[16];                /* the task's name */
+	struct tracery_syscall_record call;
+};
+#define TRACERY_COOKIE_EVENT_ID_SHIFT 48
+
 /* What an entry keeps for its exit, by thread. */
 struct tracery_kept_entry {
 	int nr;

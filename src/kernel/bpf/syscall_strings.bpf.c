@@ -19,6 +19,8 @@
 #include <bpf/bpf_helpers.h>
 
 #include "syscall_record.h"
+// after syscall_record.h and bpf_helpers.h, which it uses
+#include "syscall_copy.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -78,99 +80,6 @@ static __always_inline void count(__u32 which)
 		*n += 1;
 }
 
-/* `used` masked for the verifier, which may not know its bound where the
- * compiler does (the empty asm keeps the compiler from dropping the mask). */
-static __always_inline __u32 bounded(__u32 used)
-{
-	asm volatile("" : "+r"(used));
-	return used & 0x3fff;
-}
-
-static __always_inline __u64 argument(const struct scratch *s, __u32 index)
-{
-	__u64 value = 0;
-#pragma unroll
-	for (int i = 0; i < 6; i++)
-		if (i == index)
-			value = s->record.args[i];
-	return value;
-}
-
-/* The socket address and the buffer the cookie names, each into the next
- * slot; `ret`: the call's return value at an exit. Returns the bytes used. */
-static __always_inline __u32 copy_memory(struct scratch *s, __u64 mask, __u32 strings, __u32 used, long ret)
-{
-	const __u32 address = (mask >> TRACERY_COOKIE_ADDRESS_SHIFT) & 7;
-	const __u32 address_length = (mask >> TRACERY_COOKIE_ADDRESS_LENGTH_SHIFT) & 7;
-	s->record.address = 0;
-	s->record.buffer = 0;
-	if (address >= 1 && address <= 6 && address_length < 6 && strings < TRACERY_MAX_USER_STRINGS &&
-	    used <= (TRACERY_MAX_USER_STRINGS - 1) * TRACERY_MAX_USER_STRING) {
-		const __u64 pointer = argument(s, address - 1);
-		__u64 length = argument(s, address_length);
-		long n = 0;
-		if (mask & TRACERY_COOKIE_LENGTH_POINTER) {
-			int value = 0;
-			n = bpf_probe_read_user(&value, sizeof(value), (const void *)length);
-			length = value < 0 ? 0 : (__u64)value;
-#pragma unroll
-			for (int i = 0; i < 6; i++)
-				if (i == address_length)
-					s->record.args[i] = n == 0 ? (__u64)(long)value : 0;
-		}
-		if (length > TRACERY_MAX_ADDRESS)
-			length = TRACERY_MAX_ADDRESS;
-		if (n == 0) {
-			n = -22; /* EINVAL: an empty address */
-			if (length > 0) {
-				n = bpf_probe_read_user(&s->data[bounded(used)], length & 0xff, (const void *)pointer);
-				if (n == 0)
-					n = (long)length;
-			}
-		}
-		s->record.len[strings & 3] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-		s->record.address = strings;
-	}
-	const __u32 buffer = (mask >> TRACERY_COOKIE_BUFFER_SHIFT) & 7;
-	const __u32 buffer_length = (mask >> TRACERY_COOKIE_BUFFER_LENGTH_SHIFT) & 7;
-	__u64 bound = (mask >> TRACERY_COOKIE_BUFFER_BYTES_SHIFT) & 0xffff;
-	if (bound > TRACERY_MAX_BUFFER)
-		bound = TRACERY_MAX_BUFFER;
-	if (buffer >= 1 && buffer <= 6 && strings < TRACERY_MAX_USER_STRINGS &&
-	    used <= (TRACERY_MAX_USER_STRINGS - 1) * TRACERY_MAX_USER_STRING) {
-		__u64 pointer = argument(s, buffer - 1);
-		__u64 length = bound;
-		long n = 0;
-		if (mask & TRACERY_COOKIE_IOVEC) {
-			__u64 iov[2] = {0, 0}; /* struct iovec: base, length */
-			n = bpf_probe_read_user(iov, sizeof(iov), (const void *)pointer);
-			pointer = iov[0];
-			length = iov[1];
-		} else if (mask & TRACERY_COOKIE_LENGTH_RETURN) {
-			length = ret > 0 ? (__u64)ret : 0;
-		} else if (buffer_length < 6) {
-			length = argument(s, buffer_length);
-		}
-		if (length > bound)
-			length = bound;
-		if (n == 0 && length > 0) {
-			n = bpf_probe_read_user(&s->data[bounded(used)], length & 0x1fff, (const void *)pointer);
-			if (n == 0)
-				n = (long)length;
-		}
-		s->record.len[strings & 3] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-		s->record.buffer = strings;
-	}
-	s->record.strings = strings;
-	return used;
-}
-
 static __always_inline void submit(struct scratch *s, __u32 used)
 {
 	const __u64 bytes = sizeof(struct tracery_syscall_record) + used;
@@ -192,7 +101,6 @@ int sys_enter_strings(struct sys_enter_context *ctx)
 	s->record.tid = tid;
 	s->record.nr = ctx->nr;
 	__u32 strings = 0;
-	__u32 used = 0;
 	/* Copied, not read from the context: a call has up to 6 arguments and
 	 * the kernel refuses to attach a program that reads the context beyond
 	 * the event's record (those beyond it are not compared). */
@@ -205,21 +113,8 @@ int sys_enter_strings(struct sys_enter_context *ctx)
 	}
 	if ((mask & ~TRACERY_COOKIE_KEEP) == 0)
 		return 0; /* nothing to copy at the entry */
-#pragma unroll
-	for (int i = 0; i < 6; i++) {
-		if (!(mask & (1u << i)) || strings >= TRACERY_MAX_USER_STRINGS)
-			continue;
-		/* used < 3 * TRACERY_MAX_USER_STRING here: room for one more */
-		if (used > (TRACERY_MAX_USER_STRINGS - 1) * TRACERY_MAX_USER_STRING)
-			break;
-		long n = bpf_probe_read_user_str(&s->data[used], TRACERY_MAX_USER_STRING,
-		                                 (const void *)s->record.args[i]);
-		s->record.len[strings] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-	}
-	submit(s, copy_memory(s, mask, strings, used, 0));
+	const __u32 used = copy_strings(&s->record, s->data, mask, &strings);
+	submit(s, copy_memory(&s->record, s->data, mask, strings, used, 0));
 	return 0;
 }
 
@@ -248,6 +143,6 @@ int sys_exit_outputs(struct sys_exit_context *ctx)
 	bpf_map_delete_elem(&kept, &tid);
 	s->record.tid = tid;
 	s->record.nr = ctx->nr | TRACERY_RECORD_EXIT;
-	submit(s, copy_memory(s, mask, 0, 0, ctx->ret));
+	submit(s, copy_memory(&s->record, s->data, mask, 0, 0, ctx->ret));
 	return 0;
 }

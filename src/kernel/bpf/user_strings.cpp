@@ -78,7 +78,7 @@ int cookie_slots(uint64_t cookie)
 	       (buffer >= 1 && buffer <= 6);
 }
 
-std::string_view UserStringsRecord::string(int i) const
+std::string_view SyscallSlots::string(int i) const
 {
 	if (i < 0 || i >= count || len[i] <= 0)
 		return {};
@@ -89,10 +89,10 @@ std::string_view UserStringsRecord::string(int i) const
 	const size_t n = static_cast<size_t>(len[i]) - (raw ? 0 : 1); // a string without its NUL
 	if (at > data.size() || n > data.size() - at)
 		return {};
-	return std::string_view(data).substr(at, n);
+	return data.substr(at, n);
 }
 
-uint8_t UserStringsRecord::unfetched(int expected) const
+uint8_t SyscallSlots::unfetched(int expected) const
 {
 	uint8_t mask = 0;
 	for (int i = 0; i < expected && i < kMaxUserStrings; ++i)
@@ -101,7 +101,7 @@ uint8_t UserStringsRecord::unfetched(int expected) const
 	return mask;
 }
 
-bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord &r)
+bool parse_syscall_slots(std::span<const uint8_t> bytes, SyscallSlots &r)
 {
 	tracery_syscall_record h;
 	if (bytes.size() < sizeof h)
@@ -132,7 +132,7 @@ bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord
 	}
 	if (bytes.size() - sizeof h < total)
 		return false;
-	r.data.assign(reinterpret_cast<const char *>(bytes.data() + sizeof h), total);
+	r.data = std::string_view(reinterpret_cast<const char *>(bytes.data() + sizeof h), total);
 	// Each string ends at its NUL, as the program read it.
 	size_t at = 0;
 	for (int i = 0; i < r.count; ++i) {
@@ -142,6 +142,15 @@ bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord
 		if (i + 1 != r.address && i + 1 != r.buffer && r.data[at - 1] != '\0')
 			return false;
 	}
+	return true;
+}
+
+bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord &r)
+{
+	if (!parse_syscall_slots(bytes, r.slots))
+		return false;
+	r.data.assign(r.slots.data);
+	r.slots.data = r.data;
 	return true;
 }
 
@@ -186,11 +195,11 @@ void UserStringsStore::add(std::span<const uint8_t> bytes, uint64_t now_ns, User
 		++counts.malformed;
 		return;
 	}
-	for (int k = 0; k < s.record.count; ++k)
-		counts.faults += s.record.len[k] <= 0;
+	for (int k = 0; k < s.record.slots.count; ++k)
+		counts.faults += s.record.slots.len[k] <= 0;
 	if (threads_.size() > kMaxThreads)
 		std::erase_if(threads_, [](const auto &entry) { return entry.second.oldest == kNone; });
-	Thread &t = threads_[s.record.tid];
+	Thread &t = threads_[s.record.slots.tid];
 	s.thread = &t;
 	s.arrived_ns = now_ns;
 	s.older = newest_;
@@ -219,7 +228,7 @@ bool UserStringsStore::take(uint32_t tid, int32_t nr, uint64_t args_mask, std::s
 	if (it == threads_.end())
 		return false;
 	for (uint32_t i = it->second.oldest; i != kNone; i = slots_[i].thread_newer) {
-		const UserStringsRecord &r = slots_[i].record;
+		const SyscallSlots &r = slots_[i].record.slots;
 		bool same = r.nr == nr;
 		for (size_t k = 0; same && k < args.size() && k < 6; ++k)
 			same = !(args_mask & (uint64_t{1} << k)) || r.args[k] == args[k];

@@ -5,6 +5,10 @@
 // tracefs syscall_entry event takes its call's strings from here when the
 // kernel trace writes it.
 //
+// Used by the sessions whose calls BPF cannot write whole
+// (syscall_events.hpp: those with the x86-tsc clock, or tracking processes
+// by more than pids).
+//
 // The exits: an exit's program reads what the call wrote (a buffer read,
 // an fd pair, an accepted address) through the arguments its entry kept
 // (per thread, in a bounded map), into a record joined to the tracefs
@@ -67,11 +71,12 @@ inline constexpr uint32_t kMaxBufferCapture = 4096;
 uint64_t cookie_pointer_args(uint64_t cookie);
 int cookie_slots(uint64_t cookie);
 
-// One call's strings and socket address, as the BPF program read them
-// (syscall_record.h): its slots.
-struct UserStringsRecord {
+// One call's slots (strings, a socket address, a buffer) as a BPF program
+// read them (syscall_record.h), viewed where they are (a ring buffer's
+// memory, or a UserStringsRecord's).
+struct SyscallSlots {
 	uint32_t tid = 0;
-	int32_t nr = 0; // with TRACERY_RECORD_EXIT in an exit's (the store matches both)
+	int32_t nr = 0; // with TRACERY_RECORD_EXIT in an exit's
 	uint64_t args[6] = {};
 	uint8_t count = 0;            // slots read or tried
 	uint8_t address = 0;          // 1 + the slot of the socket address, 0 if none
@@ -79,7 +84,7 @@ struct UserStringsRecord {
 	bool exit = false;            // the record of an exit (its args: its entry's)
 	bool unpaired = false;        // an exit's whose entry's arguments were missing: no slots
 	int32_t len[kMaxUserStrings]; // bytes (a string's with its NUL); < 0: not read
-	std::string data;             // the slots, one after the other
+	std::string_view data;        // the slots, one after the other
 
 	// Slot i's bytes (a string without its NUL); empty if it was not read
 	// (a buffer's may be empty and read).
@@ -88,8 +93,27 @@ struct UserStringsRecord {
 	uint8_t unfetched(int expected) const;
 };
 
+// Parses one record (a tracery_syscall_record and its slots' bytes) into
+// `out`, whose data then views `bytes`. False if it is malformed (shorter
+// than its lengths say, a string without its NUL).
+bool parse_syscall_slots(std::span<const uint8_t> bytes, SyscallSlots &out);
+
+// A record kept (UserStringsStore): its slots' bytes copied.
+struct UserStringsRecord {
+	SyscallSlots slots; // its data views `data` (slots_view())
+	std::string data;
+
+	const SyscallSlots &view()
+	{
+		slots.data = data;
+		return slots;
+	}
+	std::string_view string(int i) { return view().string(i); }
+	uint8_t unfetched(int expected) { return view().unfetched(expected); }
+};
+
 // Parses one ring buffer record into `out` (its data's memory reused).
-// False if it is malformed (shorter than its lengths say).
+// False if it is malformed.
 bool parse_user_strings_record(std::span<const uint8_t> bytes, UserStringsRecord &out);
 std::optional<UserStringsRecord> parse_user_strings_record(std::span<const uint8_t> bytes);
 
