@@ -94,7 +94,9 @@ void Daemon::monitor()
 					next = std::min(next, ch->next_monitor_ns);
 				}
 			}
-			if (sampled) {
+			// A snapshot session's buffers have no consumer (their writers
+			// move the consumed position when they overwrite): no consumed size.
+			if (sampled && !s->snapshot()) {
 				uint64_t consumed = 0;
 				for (const auto &ch : s->channels())
 					consumed += ch->consumed_bytes();
