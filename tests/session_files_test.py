@@ -57,7 +57,7 @@ class SessionFiles(DaemonTestCase):
 
         with open(file) as f:
             doc = json.load(f)
-        self.assertEqual(doc["format"], 1)
+        self.assertEqual(doc["format"], 2)
         self.assertTrue(doc["started"])
         chan = doc["user"]["channels"][1 if doc["user"]["channels"][0]["name"] == "channel0" else 0]
         self.assertEqual((chan["name"], chan["subbuf_size"], chan["num_subbuf"], chan["per_pid"]),
@@ -189,7 +189,7 @@ class SessionFiles(DaemonTestCase):
             ("not JSON", "{\"format\": 1,", "not JSON"),
             ("empty", "", "not JSON"),
             ("an array", "[]", "the body is an array, expected an object"),
-            ("later format", changed(["format"], 99), "format 99 is later than this tracery reads (1)"),
+            ("later format", changed(["format"], 99), "format 99 is later than this tracery reads (2)"),
             ("format 0", changed(["format"], 0), "field 'format' is 0"),
             ("wrong type deep", changed(["user", "channels", 0, "subbuf_size"], "big"),
              "field 'user.channels[0].subbuf_size' is a string"),

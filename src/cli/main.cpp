@@ -251,6 +251,19 @@ int main(int argc, char **argv)
 	chan->add_option("--tracefile-count", a.tracefile_count,
 	                 "With --tracefile-size: keep only the newest N files of each stream (the oldest is deleted), "
 	                 "so that a stream takes at most N x SIZE on disk");
+	chan->add_option("--switch-timer", a.switch_timer,
+	                 "User space: every PERIOD, close each sub-buffer that holds events, so that a slow stream's "
+	                 "events reach the trace, the relay and live viewers within PERIOD (10ms to 24h; no unit: "
+	                 "us). The kernel's readers write what they read whenever a CPU's buffer is empty");
+	chan->add_option("--monitor-timer", a.monitor_timer,
+	                 "User space: sample the buffers' usage every PERIOD for the triggers on it and on the "
+	                 "session's consumed size (default 1s; 0: never)");
+
+	auto *dchan = verb("disable-channel", "Stop recording a channel's events (enable-channel NAME again resumes)",
+	                   [&] { return verb_disable_channel(a); });
+	dchan->add_option("NAME", a.channel, "Channel name")->required();
+	domain_flags(dchan, a);
+	session_option(dchan, a);
 
 	for (bool disable : {false, true}) {
 		auto *ev = verb(disable ? "disable-event" : "enable-event",
@@ -554,8 +567,11 @@ int main(int argc, char **argv)
 		"add-trigger",
 		"Add a trigger, as lttng's: --condition=event-rule-matches --type=user --name=PATTERN "
 		"[--filter=EXPR] [--capture=FIELD]... --action=ACTION [SESSION] [--rate-policy=every:N|once-after:N] "
-		"[--action=...]... [--id=NAME]; ACTION: notify, start-session, stop-session, snapshot-session "
-		"(SESSION after each but notify); a --name before --condition names the trigger (docs/triggers.md)");
+		"[--action=...]... [--id=NAME]; ACTION: notify, start-session, stop-session, snapshot-session, "
+		"rotate-session (SESSION after each but notify); a --name before --condition names the trigger; "
+		"conditions on samples: channel-buffer-usage-ge|le --session=S --channel=C --domain=user "
+		"--threshold-ratio=R|--threshold-size=SIZE, session-consumed-size-ge --session=S "
+		"--threshold-size=SIZE (docs/triggers.md)");
 	add_trigger->allow_extras();
 	add_trigger->callback([&] {
 		trigger_args = add_trigger->remaining();

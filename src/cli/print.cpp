@@ -156,10 +156,24 @@ void print_tracefiles(const std::optional<uint64_t> &size, const std::optional<u
 		printf("    trace files: at most %s each\n", base::format_size(*size).c_str());
 }
 
+// enable-channel --switch-timer and --monitor-timer, when set.
+void print_timers(const std::optional<uint64_t> &switch_us, const std::optional<uint64_t> &monitor_us)
+{
+	const auto period = [](uint64_t us) {
+		return us % 1000000 == 0 ? std::to_string(us / 1000000) + " s"
+		       : us % 1000 == 0  ? std::to_string(us / 1000) + " ms"
+		                         : std::to_string(us) + " us";
+	};
+	if (switch_us || monitor_us)
+		printf("    switch timer: %s; monitor timer: %s\n", switch_us ? period(*switch_us).c_str() : "none",
+		       monitor_us ? period(*monitor_us).c_str() : "none");
+}
+
 void print_kernel(const control::KernelStatus &k)
 {
 	const uint64_t bytes = k.subbuf_size * k.num_subbuf;
-	printf("  kernel channel %s: %s mode, %s per CPU\n", k.channel.c_str(), k.mode.c_str(),
+	printf("  kernel channel %s%s: %s mode, %s per CPU\n", k.channel.c_str(),
+	       k.disabled.value_or(false) ? " [disabled]" : "", k.mode.c_str(),
 	       bytes ? base::format_size(bytes).c_str() : "the kernel's default size");
 	print_tracefiles(k.tracefile_size, k.tracefile_count);
 	// Each rule with its filter: "sched_switch (filter: prev_tid == 1)".
@@ -225,9 +239,11 @@ void print_status(const control::StatusReply &s)
 {
 	printf("%s\n", session_summary(s, "Session '%s'").c_str());
 	for (const auto &c : s.channels) {
-		printf("  channel %s: %s buffers, %s mode, %u x %u bytes per CPU (%s a buffer), context: %s\n",
-		       c.name.c_str(), c.buffers.c_str(), c.mode.c_str(), c.num_subbuf, c.subbuf_size,
-		       base::format_size(c.buffer_bytes).c_str(), join(c.context, "none").c_str());
+		printf("  channel %s%s: %s buffers, %s mode, %u x %u bytes per CPU (%s a buffer), context: %s\n",
+		       c.name.c_str(), c.channel_disabled.value_or(false) ? " [disabled]" : "", c.buffers.c_str(),
+		       c.mode.c_str(), c.num_subbuf, c.subbuf_size, base::format_size(c.buffer_bytes).c_str(),
+		       join(c.context, "none").c_str());
+		print_timers(c.switch_timer_us, c.monitor_timer_us);
 		printf("    enabled: %s; disabled: %s\n", join(c.enabled).c_str(), join(c.disabled).c_str());
 		std::string events;
 		for (const auto &e : c.events)

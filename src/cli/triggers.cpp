@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -71,6 +72,25 @@ void set_policy(control::TriggerAction &a, const std::string &policy)
 		throw CliError("bad rate policy '" + policy + "': give every:N or once-after:N");
 	a.policy = kind;
 	a.count = parse_count(policy.substr(colon + 1), policy);
+}
+
+// --threshold-ratio: from 0 to 1, in hundredths (the daemon compares percents).
+uint32_t parse_ratio(const std::string &text)
+{
+	const auto bad = [&] {
+		return CliError("bad --threshold-ratio '" + text +
+		                "': give a ratio from 0 to 1 in hundredths at most (e.g. 0.75)");
+	};
+	char *end = nullptr;
+	errno = 0;
+	const double r = strtod(text.c_str(), &end);
+	if (text.empty() || *end || errno || !(r >= 0 && r <= 1))
+		throw bad();
+	const double percent = r * 100;
+	const long rounded = lround(percent);
+	if (std::fabs(percent - static_cast<double>(rounded)) > 1e-6)
+		throw bad();
+	return static_cast<uint32_t>(rounded);
 }
 
 std::string policy_text(const control::TriggerAction &a)
@@ -150,6 +170,10 @@ control::AddTrigger parse_add_trigger(const std::vector<std::string> &args)
 			if (!bytes)
 				throw CliError("bad --threshold-size '" + value + "': give a size, e.g. 4M");
 			req.condition.threshold_bytes = *bytes;
+		} else if (r.option("--threshold-ratio", &value)) {
+			req.condition.threshold_percent = parse_ratio(value);
+		} else if (r.option("--domain", &value)) {
+			req.condition.domain = value;
 		} else if (r.option("--threshold-percent", &value)) {
 			const uint64_t n = parse_count(value, value);
 			if (n > 100)
@@ -193,6 +217,13 @@ int verb_list_triggers()
 		if (c.pattern)
 			printf("    rule: %s (type: %s%s%s)\n", c.pattern->c_str(), c.domain.c_str(),
 			       c.filter ? ", filter: " : "", c.filter ? c.filter->c_str() : "");
+		if (c.session)
+			printf("    session: %s%s%s (domain: %s)\n", c.session->c_str(), c.channel ? ", channel: " : "",
+			       c.channel ? c.channel->c_str() : "", c.domain.c_str());
+		if (c.threshold_percent)
+			printf("    threshold: ratio %.2f\n", *c.threshold_percent / 100.0);
+		if (c.threshold_bytes)
+			printf("    threshold: %s\n", base::format_size(*c.threshold_bytes).c_str());
 		if (!c.captures.empty()) {
 			printf("    captures:\n");
 			for (const auto &f : c.captures)

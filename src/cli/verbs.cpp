@@ -263,6 +263,12 @@ int verb_enable_channel(const Args &a)
 		throw CliError("--buffers-pid and --buffers-uid exclude each other: choose one");
 	if (a.kernel && !a.blocking_timeout.empty())
 		throw CliError("--blocking-timeout is for user space channels: the kernel's writers never wait");
+	if (a.kernel && !a.switch_timer.empty())
+		throw CliError("--switch-timer is for user space channels: the kernel's readers write what they read "
+		               "whenever a CPU's buffer is empty, so no event waits for a page to fill");
+	if (a.kernel && !a.monitor_timer.empty())
+		throw CliError("--monitor-timer is for user space channels: the kernel channel's buffer usage is not "
+		               "sampled in this release");
 	if (a.kernel) {
 		const auto r = request(channel_request<control::KernelEnableChannel>(a));
 		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
@@ -274,9 +280,22 @@ int verb_enable_channel(const Args &a)
 	req.per_pid = a.buffers_pid;
 	if (!a.blocking_timeout.empty())
 		req.blocking_timeout_us = parse_blocking_timeout(a.blocking_timeout);
+	if (!a.switch_timer.empty())
+		req.switch_timer_us = parse_duration_us(a.switch_timer, "--switch-timer");
+	if (!a.monitor_timer.empty())
+		req.monitor_timer_us = parse_duration_us(a.monitor_timer, "--monitor-timer");
 	const auto r = request(req);
 	printf("Channel '%s' enabled in session '%s' (%s a buffer)\n", a.channel.c_str(), r.session.c_str(),
 	       base::format_size(r.buffer_bytes).c_str());
+	return 0;
+}
+
+int verb_disable_channel(const Args &a)
+{
+	one_domain(a);
+	const auto r = request(control::DisableChannel{session_or_current(a.session), a.channel, a.kernel});
+	printf("%s channel '%s' disabled in session '%s'\n", a.kernel ? "Kernel" : "User space", r.channel.c_str(),
+	       r.session.c_str());
 	return 0;
 }
 

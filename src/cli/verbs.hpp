@@ -38,6 +38,7 @@ struct Args {
 	bool overwrite = false, buffers_pid = false, buffers_uid = false;
 	std::string blocking_timeout;                // enable-channel --blocking-timeout
 	std::string tracefile_size, tracefile_count; // enable-channel --tracefile-size/--tracefile-count
+	std::string switch_timer, monitor_timer;     // enable-channel --switch-timer/--monitor-timer
 	std::vector<std::string> contexts;
 	bool list_contexts = false;               // add-context --list
 	std::vector<std::string> targets;         // view NAME|DIR...
@@ -75,6 +76,7 @@ std::string absolute(const std::string &path);
 int verb_create(const Args &a);
 int verb_destroy(const Args &a);
 int verb_enable_channel(const Args &a);
+int verb_disable_channel(const Args &a);
 int verb_enable_event(const Args &a, bool disable);
 int verb_add_context(const Args &a);
 int verb_start(const Args &a);

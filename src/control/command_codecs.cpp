@@ -66,5 +66,7 @@ TRACERY_MESSAGE_CODEC(SnapshotDelOutput)
 TRACERY_MESSAGE_CODEC(SnapshotDelOutputReply)
 TRACERY_MESSAGE_CODEC(SnapshotListOutput)
 TRACERY_MESSAGE_CODEC(SnapshotListOutputReply)
+TRACERY_MESSAGE_CODEC(DisableChannel)
+TRACERY_MESSAGE_CODEC(DisableChannelReply)
 
 } // namespace tracery::control

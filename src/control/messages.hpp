@@ -75,6 +75,8 @@ inline constexpr char kLoad[] = "load";
 inline constexpr char kSnapshotAddOutput[] = "snapshot-add-output";
 inline constexpr char kSnapshotDelOutput[] = "snapshot-del-output";
 inline constexpr char kSnapshotListOutput[] = "snapshot-list-output";
+// A channel's events stop (and start again) being recorded.
+inline constexpr char kDisableChannel[] = "disable-channel";
 } // namespace cmd
 
 // The messages between the daemon and a traced program.
@@ -268,6 +270,8 @@ struct EnableChannelReply {
 	                                           field("buffer_bytes", &EnableChannelReply::buffer_bytes)};
 	bool operator==(const EnableChannelReply &) const = default;
 };
+// A channel's monitor timer when enable-channel gives none (LTTng's default).
+inline constexpr uint64_t kDefaultMonitorTimerUs = 1'000'000;
 struct EnableChannel {
 	static constexpr Tag tag = command(cmd::kEnableChannel);
 	using Reply = EnableChannelReply;
@@ -282,6 +286,12 @@ struct EnableChannel {
 	// --tracefile-size (bytes) and --tracefile-count: each stream in files of
 	// at most that size, the newest that many kept (consumer/file_sink.hpp).
 	std::optional<uint64_t> tracefile_size, tracefile_count;
+	// --switch-timer: every period, each sub-buffer holding events is closed
+	// (handed to the consumer, the live view, a snapshot); missing: never.
+	// --monitor-timer: how often the buffers' usage is sampled for the
+	// triggers (channel-buffer-usage-*, session-consumed-size-ge); missing:
+	// the default (kDefaultMonitorTimerUs), 0: never. In microseconds.
+	std::optional<uint64_t> switch_timer_us, monitor_timer_us;
 	static constexpr auto kFields = std::tuple{
 		field("session", &EnableChannel::session),
 		field("channel", &EnableChannel::channel),
@@ -292,6 +302,8 @@ struct EnableChannel {
 		optional_field("blocking_timeout_us", &EnableChannel::blocking_timeout_us),
 		optional_field("tracefile_size", &EnableChannel::tracefile_size),
 		optional_field("tracefile_count", &EnableChannel::tracefile_count),
+		optional_field("switch_timer_us", &EnableChannel::switch_timer_us),
+		optional_field("monitor_timer_us", &EnableChannel::monitor_timer_us),
 	};
 	bool operator==(const EnableChannel &) const = default;
 };
@@ -462,7 +474,9 @@ struct ChannelStatus {
 	// waited for space and the microseconds they waited in all.
 	std::optional<int64_t> blocking_timeout_us;
 	std::optional<uint64_t> waits, wait_us;
-	std::optional<uint64_t> tracefile_size, tracefile_count; // EnableChannel's, when given
+	std::optional<uint64_t> tracefile_size, tracefile_count;   // EnableChannel's, when given
+	std::optional<uint64_t> switch_timer_us, monitor_timer_us; // EnableChannel's, when not 0
+	std::optional<bool> channel_disabled;                      // disable-channel: true while it is
 	static constexpr auto kFields = std::tuple{
 		field("name", &ChannelStatus::name),
 		field("subbuf_size", &ChannelStatus::subbuf_size),
@@ -484,6 +498,9 @@ struct ChannelStatus {
 		optional_field("wait_us", &ChannelStatus::wait_us),
 		optional_field("tracefile_size", &ChannelStatus::tracefile_size),
 		optional_field("tracefile_count", &ChannelStatus::tracefile_count),
+		optional_field("switch_timer_us", &ChannelStatus::switch_timer_us),
+		optional_field("monitor_timer_us", &ChannelStatus::monitor_timer_us),
+		optional_field("channel_disabled", &ChannelStatus::channel_disabled),
 	};
 	bool operator==(const ChannelStatus &) const = default;
 };
@@ -564,6 +581,7 @@ struct KernelStatus {
 	std::optional<std::string> trace;
 	std::optional<KernelTrackedStatus> tracked;              // last: added after the others
 	std::optional<uint64_t> tracefile_size, tracefile_count; // KernelEnableChannel's, when given
+	std::optional<bool> disabled;                            // disable-channel -k: true while it is
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
 		field("syscalls", &KernelStatus::syscalls),
@@ -583,6 +601,7 @@ struct KernelStatus {
 		optional_field("tracked", &KernelStatus::tracked),
 		optional_field("tracefile_size", &KernelStatus::tracefile_size),
 		optional_field("tracefile_count", &KernelStatus::tracefile_count),
+		optional_field("disabled", &KernelStatus::disabled),
 	};
 	bool operator==(const KernelStatus &) const = default;
 };
@@ -1023,6 +1042,29 @@ struct SnapshotListOutput : SessionRequest {
 	using Reply = SnapshotListOutputReply;
 };
 
+// disable-channel: the channel's events are no longer recorded (while the
+// session traces too) until `enable-channel` of its name enables it again.
+// `kernel`: the kernel channel (its events stop: tracing off in its instance).
+struct DisableChannelReply {
+	static constexpr Tag tag = reply_to(cmd::kDisableChannel);
+	std::string session;
+	std::string channel;
+	static constexpr auto kFields = std::tuple{field("session", &DisableChannelReply::session),
+	                                           field("channel", &DisableChannelReply::channel)};
+	bool operator==(const DisableChannelReply &) const = default;
+};
+struct DisableChannel {
+	static constexpr Tag tag = command(cmd::kDisableChannel);
+	using Reply = DisableChannelReply;
+	std::string session;
+	std::string channel;
+	bool kernel = false;
+	static constexpr auto kFields =
+		std::tuple{field("session", &DisableChannel::session), field("channel", &DisableChannel::channel),
+	                   field("kernel", &DisableChannel::kernel)};
+	bool operator==(const DisableChannel &) const = default;
+};
+
 // ---- Between the daemon and a traced program.
 
 struct Hello {
@@ -1223,6 +1265,6 @@ using AllMessages =
                    StartSession, Update, Ids, StopSession, Rotate, RotateReply, EnableRotation, EnableRotationReply,
                    DisableRotation, DisableRotationReply, Clear, ClearReply, Save, SaveReply, Load, LoadReply,
                    SnapshotAddOutput, SnapshotAddOutputReply, SnapshotDelOutput, SnapshotDelOutputReply,
-                   SnapshotListOutput, SnapshotListOutputReply>;
+                   SnapshotListOutput, SnapshotListOutputReply, DisableChannel, DisableChannelReply>;
 
 } // namespace tracery::control

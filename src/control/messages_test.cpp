@@ -74,7 +74,7 @@ DestroyReply full()
 template <>
 EnableChannel full()
 {
-	return {"s", "c", 4096, 8, true, true, -1, 1 << 20, 3};
+	return {"s", "c", 4096, 8, true, true, -1, 1 << 20, 3, 250000, 0};
 }
 template <>
 EnableChannelReply full()
@@ -171,7 +171,10 @@ StatusReply full()
 	                4,
 	                1500,
 	                1 << 20,
-	                3};
+	                3,
+	                250000,
+	                1000000,
+	                true};
 	ProbeStatus p{"p", "elf:/bin/true:main", 1, {"argc (int)"}, "DWARF", 10, 4};
 	KernelStatus k{{"sched_switch"},
 	               {"*"},
@@ -190,7 +193,8 @@ StatusReply full()
 	               "/tmp/t/kernel",
 	               KernelTrackedStatus{3, 4, 5, 6, 7, 8},
 	               1 << 20,
-	               0};
+	               0,
+	               true};
 	return {"s",
 	        "/tmp/t",
 	        "started",
@@ -443,7 +447,10 @@ SavedSession saved_session()
 	                           {"b:*"},
 	                           500,
 	                           1 << 20,
-	                           4});
+	                           4,
+	                           250000,
+	                           0,
+	                           false});
 	s.user.tracking.push_back({"vpid", false, {1, 2}});
 	s.kernel = SavedKernelDomain{"k",
 	                             4096,
@@ -457,8 +464,13 @@ SavedSession saved_session()
 	                             {{"pid", false, {7}}},
 	                             false,
 	                             1 << 20,
-	                             2};
+	                             2,
+	                             false};
 	s.snapshot_outputs.push_back({"o", "/t/snapshots", 1 << 20});
+	s.rotation = SavedRotation{1000000000, 1 << 20};
+	s.triggers = std::vector<SavedTrigger>{{"full",
+	                                        {"channel-buffer-usage-ge", "user", {}, {}, {}, "s", "c", {}, 75},
+	                                        {{"notify", {}, "every", 1}}}};
 	return s;
 }
 template <>
@@ -512,6 +524,16 @@ template <>
 SnapshotListOutputReply full()
 {
 	return {snapshot_outputs()};
+}
+template <>
+DisableChannel full()
+{
+	return {"s", "c", true};
+}
+template <>
+DisableChannelReply full()
+{
+	return {"s", "c"};
 }
 
 TEST(Messages, EveryMessageRoundTrips)

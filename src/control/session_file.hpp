@@ -9,12 +9,13 @@
 // holds is a new format number, with the fields it adds optional (missing in
 // the files of earlier formats). A reader reads every format up to its own
 // and refuses a later one, naming both (it cannot know what the later
-// fields mean), before it reads anything else of the file. Rotation and
-// triggers are not in format 1: they come as optional fields of the session
-// in the format that adds them.
+// fields mean), before it reads anything else of the file. Format 2 adds a
+// channel's timers and on/off state, the rotation schedule and the triggers
+// that name the session.
 #pragma once
 
 #include "control/codec.hpp"
+#include "control/trigger_messages.hpp"
 
 #include <cstdint>
 #include <map>
@@ -24,7 +25,7 @@
 
 namespace tracery::control {
 
-inline constexpr uint32_t kSessionFileFormat = 1;
+inline constexpr uint32_t kSessionFileFormat = 2;
 // The largest session file read (a request carries it whole; kDaemonLimits).
 inline constexpr size_t kMaxSessionFileBytes = 512 * 1024;
 inline constexpr char kSessionFileSuffix[] = ".json";
@@ -51,6 +52,11 @@ struct SavedChannel {
 	std::vector<std::string> disabled;                       // disable-event -u of patterns no rule enables
 	std::optional<int64_t> blocking_timeout_us;              // --blocking-timeout (-1: inf); missing: 0
 	std::optional<uint64_t> tracefile_size, tracefile_count; // --tracefile-size/-count; missing: 0
+	// Format 2: --switch-timer (missing: none) and --monitor-timer (missing:
+	// the default, kDefaultMonitorTimerUs; 0 none) in microseconds;
+	// `enabled` false after disable-channel (missing: true).
+	std::optional<uint64_t> switch_timer_us, monitor_timer_us;
+	std::optional<bool> enabled;
 	static constexpr auto kFields = std::tuple{
 		field("name", &SavedChannel::name),
 		field("subbuf_size", &SavedChannel::subbuf_size),
@@ -63,6 +69,9 @@ struct SavedChannel {
 		optional_field("blocking_timeout_us", &SavedChannel::blocking_timeout_us),
 		optional_field("tracefile_size", &SavedChannel::tracefile_size),
 		optional_field("tracefile_count", &SavedChannel::tracefile_count),
+		optional_field("switch_timer_us", &SavedChannel::switch_timer_us),
+		optional_field("monitor_timer_us", &SavedChannel::monitor_timer_us),
+		optional_field("enabled", &SavedChannel::enabled),
 	};
 	bool operator==(const SavedChannel &) const = default;
 };
@@ -118,6 +127,7 @@ struct SavedKernelDomain {
 	std::vector<SavedTracking> tracking;
 	bool follow_children = true;
 	std::optional<uint64_t> tracefile_size, tracefile_count; // --tracefile-size/-count; missing: 0
+	std::optional<bool> enabled;                             // format 2: false after disable-channel -k
 	static constexpr auto kFields = std::tuple{
 		field("channel", &SavedKernelDomain::channel),
 		field("subbuf_size", &SavedKernelDomain::subbuf_size),
@@ -132,6 +142,7 @@ struct SavedKernelDomain {
 		field("follow_children", &SavedKernelDomain::follow_children),
 		optional_field("tracefile_size", &SavedKernelDomain::tracefile_size),
 		optional_field("tracefile_count", &SavedKernelDomain::tracefile_count),
+		optional_field("enabled", &SavedKernelDomain::enabled),
 	};
 	bool operator==(const SavedKernelDomain &) const = default;
 };
@@ -160,6 +171,27 @@ struct SavedSnapshotOutput {
 	bool operator==(const SavedSnapshotOutput &) const = default;
 };
 
+// Format 2: enable-rotation --timer (nanoseconds) and --size (bytes).
+struct SavedRotation {
+	std::optional<uint64_t> timer_ns;
+	std::optional<uint64_t> size_bytes;
+	static constexpr auto kFields = std::tuple{optional_field("timer_ns", &SavedRotation::timer_ns),
+	                                           optional_field("size_bytes", &SavedRotation::size_bytes)};
+	bool operator==(const SavedRotation &) const = default;
+};
+
+// Format 2: a trigger of the session's owner whose condition or an action
+// names the session (add-trigger; trigger_messages.hpp).
+struct SavedTrigger {
+	std::string name;
+	TriggerCondition condition;
+	std::vector<TriggerAction> actions;
+	static constexpr auto kFields =
+		std::tuple{field("name", &SavedTrigger::name), field("condition", &SavedTrigger::condition),
+	                   field("actions", &SavedTrigger::actions)};
+	bool operator==(const SavedTrigger &) const = default;
+};
+
 // A whole session file.
 struct SavedSession {
 	uint32_t format = kSessionFileFormat;
@@ -171,6 +203,8 @@ struct SavedSession {
 	SavedUserDomain user;
 	std::optional<SavedKernelDomain> kernel;
 	std::vector<SavedSnapshotOutput> snapshot_outputs;
+	std::optional<SavedRotation> rotation;             // format 2
+	std::optional<std::vector<SavedTrigger>> triggers; // format 2
 	static constexpr auto kFields = std::tuple{
 		field("format", &SavedSession::format),
 		field("name", &SavedSession::name),
@@ -181,6 +215,8 @@ struct SavedSession {
 		field("user", &SavedSession::user),
 		optional_field("kernel", &SavedSession::kernel),
 		field("snapshot_outputs", &SavedSession::snapshot_outputs),
+		optional_field("rotation", &SavedSession::rotation),
+		optional_field("triggers", &SavedSession::triggers),
 	};
 	bool operator==(const SavedSession &) const = default;
 };

@@ -28,8 +28,16 @@ SavedSession example()
 	                           {"app:noisy"},
 	                           -1,
 	                           65536,
-	                           3});
+	                           3,
+	                           100000,
+	                           0,
+	                           false});
 	s.user.tracking = {{"vpid", true, {}}, {"vuid", false, {1000}}, {"vgid", true, {}}};
+	s.rotation = SavedRotation{std::nullopt, 1 << 20};
+	s.triggers =
+		std::vector<SavedTrigger>{{"consumed",
+	                                   {"session-consumed-size-ge", "user", {}, {}, {}, "web", {}, 1 << 20, {}},
+	                                   {{"notify", {}, "every", 1}, {"rotate-session", "web", "once-after", 2}}}};
 	return s;
 }
 
@@ -47,7 +55,7 @@ TEST(SessionFile, TextRoundTripsAndIsIndented)
 {
 	const std::string text = session_file_text(example());
 	EXPECT_EQ(parse_session_file(text), example());
-	EXPECT_NE(text.find("\n  \"format\": 1,\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("\n  \"format\": 2,\n"), std::string::npos) << text;
 	// Optional fields not set are not written.
 	EXPECT_EQ(text.find("\"kernel\""), std::string::npos) << text;
 	EXPECT_EQ(text.find("\"relay\""), std::string::npos) << text;
@@ -80,13 +88,30 @@ TEST(SessionFile, BadFilesNameTheJsonPath)
 TEST(SessionFile, LaterFormatsAreRefusedFirst)
 {
 	nlohmann::json j = session_file_json(example());
-	j["format"] = 2;
-	j["rotation"] = {{"size", 1000}}; // a later format's field: not the error
-	EXPECT_EQ(error_of(j.dump()), "session file: format 2 is later than this tracery reads (1): load it with "
+	j["format"] = 3;
+	j["schedule"] = {{"size", 1000}}; // a later format's field: not the error
+	EXPECT_EQ(error_of(j.dump()), "session file: format 3 is later than this tracery reads (2): load it with "
 	                              "a newer tracery");
 	j["format"] = 0;
+	j.erase("schedule");
+	EXPECT_EQ(error_of(j.dump()), "session file: field 'format' is 0, expected 1 to 2");
+}
+
+// A file of format 1 has none of format 2's fields: it reads the same.
+TEST(SessionFile, FormatOneFilesRead)
+{
+	nlohmann::json j = session_file_json(example());
+	j["format"] = 1;
 	j.erase("rotation");
-	EXPECT_EQ(error_of(j.dump()), "session file: field 'format' is 0, expected 1 to 1");
+	j.erase("triggers");
+	for (const char *key : {"switch_timer_us", "monitor_timer_us", "enabled"})
+		j["user"]["channels"][0].erase(key);
+	const SavedSession s = parse_session_file(j.dump());
+	EXPECT_EQ(s.format, 1u);
+	EXPECT_FALSE(s.rotation);
+	EXPECT_FALSE(s.triggers);
+	EXPECT_FALSE(s.user.channels.at(0).enabled);
+	EXPECT_EQ(s.user.channels.at(0).tracefile_size, 65536u);
 }
 
 TEST(SessionFile, NotJsonTooLargeOrNotAnObject)

@@ -31,6 +31,14 @@ uint64_t Buffer::lost() const
 	return n;
 }
 
+uint64_t Buffer::consumed_bytes() const
+{
+	uint64_t n = 0;
+	for (uint32_t cpu = 0; cpu < ring->config().num_cpus; cpu++)
+		n += ring->consumed_bytes(cpu);
+	return n;
+}
+
 Waits Buffer::waits() const
 {
 	Waits w;
@@ -102,6 +110,7 @@ void Channel::note_finished(const Buffer &b)
 			quarantined_done_.pop_front();
 	}
 	lost_done_ += b.lost();
+	consumed_done_ += b.consumed_bytes();
 	const Waits waited = b.waits();
 	waits_done_.count += waited.count;
 	waits_done_.ns += waited.ns;
@@ -189,6 +198,14 @@ uint64_t Channel::lost() const
 	uint64_t n = lost_done_;
 	for (const auto &[owner, b] : buffers_)
 		n += b->lost();
+	return n;
+}
+
+uint64_t Channel::consumed_bytes() const
+{
+	uint64_t n = consumed_done_;
+	for (const auto &[owner, b] : buffers_)
+		n += b->consumed_bytes();
 	return n;
 }
 

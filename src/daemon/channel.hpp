@@ -34,6 +34,10 @@ struct ChannelSpec {
 	event::ContextOptions context{};
 	int64_t blocking_timeout_us = 0;    // --blocking-timeout: 0 never wait, -1 without limit (discard mode only)
 	consumer::TracefileLimit tracefile; // --tracefile-size/--tracefile-count (local files)
+	// --switch-timer and --monitor-timer (channel_monitor.cpp), in
+	// microseconds; 0: none.
+	uint64_t switch_timer_us = 0;
+	uint64_t monitor_timer_us = control::kDefaultMonitorTimerUs;
 };
 
 // What the emitters of a blocking channel waited for space
@@ -69,6 +73,8 @@ struct Buffer {
 	consumer::WriteLosses write_losses() const;
 	// What its emitters waited (none once quarantined, as lost()).
 	Waits waits() const;
+	// The bytes its consumer released (0 once quarantined, as lost()).
+	uint64_t consumed_bytes() const;
 };
 
 class Channel {
@@ -127,8 +133,20 @@ public:
 	// was quarantined, stay counted here.
 	void note_finished(const Buffer &b);
 
+	// disable-channel: its events are not recorded (no program is given
+	// their ids) until enable-channel enables it again.
+	bool disabled() const { return off_; }
+	void set_disabled(bool disabled) { off_ = disabled; }
+
+	// The monitor's timers (channel_monitor.cpp): when each is due next
+	// (CLOCK_MONOTONIC ns; 0: at the next look).
+	uint64_t next_switch_ns = 0, next_monitor_ns = 0;
+
 	// Events lost in its buffers, live or finished.
 	uint64_t lost() const;
+	// The bytes its consumers released from its buffers, live or finished
+	// (ringbuf::Channel::consumed_bytes): what session-consumed-size counts.
+	uint64_t consumed_bytes() const;
 	// What emitters waited for space in its buffers, live or finished.
 	Waits waits() const;
 	// What refused writes cost its buffers, live or finished; nullopt when
@@ -169,7 +187,9 @@ private:
 	std::map<std::string, uint32_t> ids_;
 	uint32_t next_id_ = 0;
 	Buffers buffers_;
+	bool off_ = false;                 // disable-channel
 	uint64_t lost_done_ = 0;           // events lost in buffers already finished
+	uint64_t consumed_done_ = 0;       // bytes released from them
 	Waits waits_done_;                 // what their emitters waited
 	consumer::WriteLosses write_done_; // and what refused writes cost them
 	std::deque<NotTraced> not_traced_;

@@ -115,6 +115,7 @@ json Daemon::handle_command(const json &req, const control::PeerCred &peer, std:
 		command<control::SnapshotAddOutput>(&Daemon::cmd_snapshot_add_output),
 		command<control::SnapshotDelOutput>(&Daemon::cmd_snapshot_del_output),
 		command<control::SnapshotListOutput>(&Daemon::cmd_snapshot_list_output),
+		command<control::DisableChannel>(&Daemon::cmd_disable_channel),
 	};
 	const std::string cmd = control::command_of(req);
 	if (cmd == control::cmd::kWatch)
@@ -167,8 +168,10 @@ std::vector<control::ChannelRules> Daemon::session_ids(TraceSession &s, App &app
 	for (const auto &ch : s.channels()) {
 		control::ChannelRules c;
 		c.index = ch->index();
-		c.ids = s.ids_for(*ch, app.events);
-		c.filters = s.filters_for(*ch, app.events);
+		if (!ch->disabled()) { // disable-channel: no event of it has an id in the program
+			c.ids = s.ids_for(*ch, app.events);
+			c.filters = s.filters_for(*ch, app.events);
+		}
 		chans.push_back(std::move(c));
 	}
 	return chans;
@@ -455,6 +458,7 @@ Daemon::Daemon(DaemonOptions options)
 	finisher_ = std::thread([this] { finisher(); });
 	start_trigger_actions();
 	rotator_ = std::thread([this] { rotator(); });
+	monitor_ = std::thread([this] { monitor(); });
 }
 
 Daemon::~Daemon()
@@ -466,7 +470,9 @@ Daemon::~Daemon()
 	}
 	retired_.notify_one();
 	rotate_wake_.notify_one();
+	monitor_wake_.notify_one();
 	rotator_.join();
+	monitor_.join();
 	finisher_.join();
 }
 

@@ -46,6 +46,12 @@ struct CommandError : std::runtime_error {
 	using std::runtime_error::runtime_error;
 };
 
+// enable-channel --switch-timer and --monitor-timer (channel_monitor.cpp):
+// microseconds, 0 (none) or a period from 10 ms to 24 h; missing:
+// `fallback`. Throws CommandError naming `option`.
+inline constexpr uint64_t kMinChannelTimerUs = 10'000, kMaxChannelTimerUs = uint64_t{24} * 3'600'000'000;
+uint64_t timer_argument(const std::optional<uint64_t> &us, const char *option, uint64_t fallback);
+
 class Daemon {
 public:
 	explicit Daemon(DaemonOptions options);
@@ -218,6 +224,7 @@ private:
 	control::SaveReply cmd_save(const control::Save &, const control::PeerCred &, Lock &);
 	control::LoadReply cmd_load(const control::Load &, const control::PeerCred &, Lock &);
 	void replay(const control::Load &req, const control::PeerCred &peer, Lock &lock);
+	void load_trigger(const control::SavedTrigger &t, const control::PeerCred &peer, Lock &lock);
 	// snapshot add-output, del-output, list-output (snapshot_outputs.cpp).
 	control::SnapshotAddOutputReply cmd_snapshot_add_output(const control::SnapshotAddOutput &,
 	                                                        const control::PeerCred &, Lock &);
@@ -250,6 +257,19 @@ private:
 	                                                const control::PeerCred &, Lock &);
 	control::KernelAddContextReply cmd_kernel_context(const control::KernelAddContext &, const control::PeerCred &,
 	                                                  Lock &);
+
+	// A channel's timers and disable-channel (channel_monitor.cpp).
+	control::DisableChannelReply cmd_disable_channel(const control::DisableChannel &, const control::PeerCred &,
+	                                                 Lock &);
+	control::DisableChannelReply disable_kernel_channel(const control::DisableChannel &, const control::PeerCred &);
+	// enable-channel of a disabled channel's name, with no option: enabled again.
+	control::EnableChannelReply enable_channel_again(TraceSession &s, Channel &ch,
+	                                                 const control::EnableChannel &req, Lock &lock);
+	control::KernelEnableChannelReply enable_kernel_channel_again(TraceSession &s,
+	                                                              const control::KernelEnableChannel &req);
+	// The thread that runs the channels' switch and monitor timers and
+	// evaluates the triggers on their samples.
+	void monitor();
 
 	// Triggers (trigger_commands.cpp, triggers.hpp).
 	void start_trigger_actions();
@@ -307,6 +327,8 @@ private:
 	std::vector<uint64_t> to_rotate_;
 	bool rotations_over_ = false; // shutdown: no rotation begins
 	std::thread rotator_;
+	std::condition_variable monitor_wake_; // monitor() ends (closing_)
+	std::thread monitor_;
 	// Sessions by (owner, name): each user names its sessions in a space of
 	// its own, so a name says nothing of other users' sessions. session_for()
 	// is how a request's name finds one.

@@ -386,6 +386,10 @@ control::KernelEventsReply Daemon::cmd_kernel_event(const control::KernelEvents 
 control::KernelEnableChannelReply Daemon::cmd_kernel_channel(const control::KernelEnableChannel &req,
                                                              const control::PeerCred &peer, Lock &)
 {
+	check_kernel_access(peer);
+	if (TraceSession &d = session_for(req.session, peer);
+	    d.kernel_spec().disabled && req.channel == d.kernel_spec().channel_name())
+		return enable_kernel_channel_again(d, req);
 	TraceSession &s = kernel_session_for(req.session, peer);
 	if (s.ever_started())
 		throw CommandError("session '" + s.name() +

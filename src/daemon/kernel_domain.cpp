@@ -3,7 +3,11 @@
 
 #include "daemon/log.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <stdexcept>
 
@@ -105,10 +109,28 @@ void KernelDomain::start(const std::string &tracefs_root)
 	} catch (const std::exception &e) {
 		throw std::runtime_error(std::string("kernel: ") + e.what());
 	}
+	if (spec_.disabled)
+		set_disabled(true);
 	log(Level::info, "session %s: kernel tracing in %s (%zu tracepoints)", s.name.c_str(),
 	    trace_->instance_path().c_str(), trace_->events().size());
 	if (!trace_->user_strings_warning().empty())
 		log(Level::warn, "session %s: %s", s.name.c_str(), trace_->user_strings_warning().c_str());
+}
+
+void KernelDomain::set_disabled(bool disabled)
+{
+	spec_.disabled = disabled;
+	if (!trace_ || !trace_->started())
+		return;
+	const std::string path = trace_->instance_path() + "/tracing_on";
+	const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+	const bool written = fd >= 0 && write(fd, disabled ? "0" : "1", 1) == 1;
+	const int error = errno;
+	if (fd >= 0)
+		close(fd);
+	if (!written)
+		throw std::runtime_error("kernel: cannot turn tracing " + std::string(disabled ? "off" : "on") +
+		                         " in " + path + ": " + strerror(error));
 }
 
 std::string KernelDomain::stop()

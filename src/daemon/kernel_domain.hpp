@@ -40,6 +40,7 @@ struct KernelSpec {
 	                         {ProcessAttr::pid, ProcessAttr::vpid, ProcessAttr::uid, ProcessAttr::vuid,
 	                          ProcessAttr::gid, ProcessAttr::vgid}};
 	bool follow_children = true;                 // the pid attribute: the processes' descendants too
+	bool disabled = false;                       // disable-channel -k: tracing off in the instance
 	std::vector<kernel::KernelContext> contexts; // add-context -k, sorted and unique
 	uint32_t capture_buffers = 0;                // enable-event -k --capture-buffers (0: none)
 	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when
@@ -98,6 +99,10 @@ public:
 	// daemon's lock. Returns "" or the one-line error (then
 	// trace()->trace_dir() says whether it moved).
 	std::string rotate(const std::string &chunk);
+	// disable-channel -k (`disabled`) and enable-channel -k again: tracing
+	// off (on) in the instance while the session traces; a start leaves it
+	// off while disabled. Throws std::runtime_error (one line).
+	void set_disabled(bool disabled);
 	// Destroy: closes the kernel trace and removes the tracefs instance.
 	// Returns "" or why it could not.
 	std::string destroy();

@@ -61,15 +61,23 @@ control::SavedChannel saved_channel(const Channel &ch)
 		out.tracefile_size = spec.tracefile.size;
 		out.tracefile_count = spec.tracefile.count;
 	}
+	if (spec.switch_timer_us != 0)
+		out.switch_timer_us = spec.switch_timer_us;
+	if (spec.monitor_timer_us != control::kDefaultMonitorTimerUs)
+		out.monitor_timer_us = spec.monitor_timer_us;
+	if (ch.disabled())
+		out.enabled = false;
 	return out;
 }
 
 std::optional<control::SavedKernelDomain> saved_kernel(const KernelSpec &k)
 {
 	if (!k.any_events() && k.channel.empty() && k.contexts.empty() && k.subbuf_size == 0 && !k.overwrite &&
-	    k.tracefile.size == 0 && k.tracking.everyone())
+	    k.tracefile.size == 0 && k.tracking.everyone() && !k.disabled)
 		return std::nullopt;
 	control::SavedKernelDomain out;
+	if (k.disabled)
+		out.enabled = false;
 	out.channel = k.channel;
 	out.subbuf_size = k.subbuf_size;
 	out.num_subbuf = k.num_subbuf;
@@ -164,6 +172,23 @@ control::SavedSession Daemon::describe(const TraceSession &s) const
 	out.user.tracking = saved_tracking(s.user_tracking().status());
 	out.kernel = saved_kernel(s.kernel_spec());
 	out.snapshot_outputs = s.snapshot_outputs().outputs();
+	if (const RotationSchedule &r = s.chunks().schedule(); r.any())
+		out.rotation = control::SavedRotation{r.timer_ns, r.size_bytes};
+	// The owner's triggers that name the session, in their condition or an action.
+	std::vector<control::SavedTrigger> triggers;
+	for (const control::TriggerStatus &t : triggers_.list(s.owner())) {
+		const bool names = t.condition.session == s.name() ||
+		                   std::any_of(t.actions.begin(), t.actions.end(),
+		                               [&](const auto &a) { return a.action.session == s.name(); });
+		if (t.owner != s.owner() || !names)
+			continue;
+		control::SavedTrigger saved{t.name, t.condition, {}};
+		for (const auto &a : t.actions)
+			saved.actions.push_back(a.action);
+		triggers.push_back(std::move(saved));
+	}
+	if (!triggers.empty())
+		out.triggers = std::move(triggers);
 	return out;
 }
 
@@ -244,7 +269,8 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 		const std::string at = "user.channels[" + std::to_string(i) + "]";
 		step(at, [&] {
 			cmd_enable_channel({session, c.name, c.subbuf_size, c.num_subbuf, c.overwrite, c.per_pid,
-			                    c.blocking_timeout_us, c.tracefile_size, c.tracefile_count},
+			                    c.blocking_timeout_us, c.tracefile_size, c.tracefile_count,
+			                    c.switch_timer_us, c.monitor_timer_us},
 			                   peer, lock);
 		});
 		for (size_t j = 0; j < c.events.size(); j++) {
@@ -282,6 +308,17 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 		});
 	};
 	track("user", f.user.tracking, std::nullopt, "user.tracking");
+	for (size_t i = 0; i < f.user.channels.size(); i++)
+		if (!f.user.channels[i].enabled.value_or(true))
+			step("user.channels[" + std::to_string(i) + "].enabled", [&] {
+				cmd_disable_channel({session, f.user.channels[i].name, false}, peer, lock);
+			});
+	if (f.rotation)
+		step("rotation", [&] {
+			cmd_enable_rotation({session, f.rotation->timer_ns, f.rotation->size_bytes}, peer, lock);
+		});
+	for (size_t i = 0; f.triggers && i < f.triggers->size(); i++)
+		step("triggers[" + std::to_string(i) + "]", [&] { load_trigger((*f.triggers)[i], peer, lock); });
 	for (size_t i = 0; i < f.snapshot_outputs.size(); i++)
 		step("snapshot_outputs[" + std::to_string(i) + "]", [&] {
 			cmd_snapshot_add_output({session, f.snapshot_outputs[i]}, peer, lock);
@@ -333,6 +370,29 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 		step("kernel.probes[" + std::to_string(i) + "]", [&] { cmd_kernel_event(e, false, peer, lock); });
 	}
 	track("kernel", k.tracking, k.follow_children, "kernel.tracking");
+	if (!k.enabled.value_or(true))
+		step("kernel.enabled", [&] {
+			cmd_disable_channel({session, k.channel.empty() ? "channel0" : k.channel, true}, peer, lock);
+		});
+}
+
+void Daemon::load_trigger(const control::SavedTrigger &t, const control::PeerCred &peer, Lock &lock)
+{
+	// Triggers outlive sessions: after `destroy`, the trigger a session file
+	// names may be there still. The same one is kept; another of that name
+	// is an error.
+	for (const control::TriggerStatus &have : triggers_.list(peer.uid)) {
+		if (have.owner != peer.uid || have.name != t.name)
+			continue;
+		std::vector<control::TriggerAction> actions;
+		for (const auto &a : have.actions)
+			actions.push_back(a.action);
+		if (have.condition == t.condition && actions == t.actions)
+			return;
+		throw CommandError("you have a trigger named '" + t.name +
+		                   "' that is not this one: remove it first (`tracery remove-trigger " + t.name + "`)");
+	}
+	cmd_add_trigger({t.name, t.condition, t.actions}, peer, lock);
 }
 
 void Daemon::load_auto_sessions()

@@ -40,6 +40,12 @@ control::ChannelStatus channel_status(const Channel &c)
 		out.tracefile_size = s.tracefile.size;
 		out.tracefile_count = s.tracefile.count;
 	}
+	if (s.switch_timer_us)
+		out.switch_timer_us = s.switch_timer_us;
+	if (s.monitor_timer_us)
+		out.monitor_timer_us = s.monitor_timer_us;
+	if (c.disabled())
+		out.channel_disabled = true;
 	if (s.blocking_timeout_us != 0) {
 		const Waits w = c.waits();
 		out.blocking_timeout_us = s.blocking_timeout_us;
@@ -94,6 +100,8 @@ control::KernelStatus kernel_status(const TraceSession &s)
 		k.tracefile_size = kernel.tracefile.size;
 		k.tracefile_count = kernel.tracefile.count;
 	}
+	if (kernel.disabled)
+		k.disabled = true;
 	const kernel::ProcessRules processes = process_rules(kernel);
 	if (processes.pid)
 		k.pids.assign(processes.pid->begin(), processes.pid->end());

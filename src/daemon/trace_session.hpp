@@ -96,6 +96,7 @@ public:
 	void fix_layout();
 	void start_kernel(const std::string &tracefs_root) { kernel_.start(tracefs_root); }
 	void apply_kernel() { kernel_.apply(); } // a change of the kernel spec, while tracing
+	void disable_kernel(bool disabled) { kernel_.set_disabled(disabled); }
 	std::string stop_kernel() { return kernel_.stop(); }
 	std::string destroy_kernel() { return kernel_.destroy(); }
 	std::string rotate_kernel(const std::string &chunk) { return kernel_.rotate(chunk); }

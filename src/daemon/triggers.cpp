@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <stdexcept>
 
 namespace tracery::daemon {
@@ -21,6 +22,9 @@ using nlohmann::json;
 namespace {
 
 constexpr char kEventRuleMatches[] = "event-rule-matches";
+constexpr char kBufferUsageGe[] = "channel-buffer-usage-ge";
+constexpr char kBufferUsageLe[] = "channel-buffer-usage-le";
+constexpr char kConsumedSizeGe[] = "session-consumed-size-ge";
 constexpr char kNotify[] = "notify";
 
 [[noreturn]] void refuse(const std::string &why) { throw std::invalid_argument(why); }
@@ -49,14 +53,44 @@ void check_pattern(const std::string &pattern)
 		       "': give one PROVIDER:NAME of at most 256 characters, '*' wildcards allowed, no spaces or commas");
 }
 
+// channel-buffer-usage-ge/le and session-consumed-size-ge: a session (and
+// a channel) of the trigger's owner, and one threshold.
+void check_sample_condition(const control::TriggerCondition &c)
+{
+	const bool channel = c.type != kConsumedSizeGe;
+	if (c.pattern || c.filter || !c.captures.empty())
+		refuse("a " + c.type + " condition takes no event name, filter or capture");
+	if (!c.session)
+		refuse("the " + c.type + " condition needs the session: --session=NAME");
+	check_name(*c.session, "session name");
+	if (!channel) {
+		if (c.channel || c.threshold_percent)
+			refuse("a session-consumed-size-ge condition takes no channel or ratio: give --threshold-size");
+		if (!c.threshold_bytes)
+			refuse("the session-consumed-size-ge condition needs --threshold-size=SIZE");
+		return;
+	}
+	if (!c.channel)
+		refuse("the " + c.type + " condition needs the channel: --channel=NAME");
+	check_name(*c.channel, "channel name");
+	if (c.domain == "kernel")
+		refuse("the kernel channel's buffer usage is not sampled in this release: give --domain=user");
+	if (c.domain != "user")
+		refuse("unknown domain '" + c.domain + "': give --domain=user");
+	if (c.threshold_bytes.has_value() == c.threshold_percent.has_value())
+		refuse("the " + c.type +
+		       " condition needs one threshold: --threshold-ratio=R or --threshold-size=SIZE");
+	if (c.threshold_percent && *c.threshold_percent > 100)
+		refuse("a buffer usage ratio is at most 1 (100 %)");
+}
+
 void check_condition(const control::TriggerCondition &c)
 {
-	if (c.type != kEventRuleMatches) {
-		if (c.type == "channel-buffer-usage-ge" || c.type == "channel-buffer-usage-le" ||
-		    c.type == "session-consumed-size-ge")
-			refuse("condition " + c.type + " is not available in this release: use event-rule-matches");
-		refuse("unknown condition '" + c.type + "': give event-rule-matches");
-	}
+	if (c.type == kBufferUsageGe || c.type == kBufferUsageLe || c.type == kConsumedSizeGe)
+		return check_sample_condition(c);
+	if (c.type != kEventRuleMatches)
+		refuse("unknown condition '" + c.type + "': give event-rule-matches, " + kBufferUsageGe + ", " +
+		       kBufferUsageLe + " or " + kConsumedSizeGe);
 	if (c.domain == "kernel")
 		refuse("kernel event triggers are not available in this release: give --type=user");
 	if (c.domain != "user")
@@ -236,6 +270,62 @@ std::vector<ActionRun> TriggerTable::notified(uint64_t app, pid_t pid, uid_t uid
 		fired.captures[name] = it == n.captures.end() ? json(nullptr) : sane_capture(it->second);
 	}
 	return fire(*t, std::move(fired));
+}
+
+std::vector<ActionRun> TriggerTable::sampled(Trigger &t, uint64_t session_id, bool met,
+                                             std::map<std::string, json> captures)
+{
+	const bool was_met = t.held_in == session_id;
+	t.held_in = met ? session_id : 0;
+	if (!met || was_met)
+		return {};
+	timespec now{};
+	clock_gettime(CLOCK_REALTIME, &now);
+	const uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1000000000 + static_cast<uint64_t>(now.tv_nsec);
+	return fire(t, {t.name, ns, "", 0, std::move(captures), 0});
+}
+
+std::vector<ActionRun> TriggerTable::channel_sampled(const ChannelSample &sample)
+{
+	std::vector<ActionRun> runs;
+	for (auto &[key, t] : triggers_) {
+		const control::TriggerCondition &c = t.condition;
+		const bool ge = c.type == kBufferUsageGe;
+		if ((!ge && c.type != kBufferUsageLe) || t.owner != sample.owner || c.session != sample.session ||
+		    c.channel != sample.channel || c.domain != sample.domain)
+			continue;
+		// LTTng's rule: the fullest stream against a lower bound, the emptiest against an upper one.
+		const uint64_t usage = ge ? sample.highest_bytes : sample.lowest_bytes;
+		const bool met = c.threshold_bytes
+		                         ? (ge ? usage >= *c.threshold_bytes : usage <= *c.threshold_bytes)
+		                         : (ge ? usage * 100 >= uint64_t{*c.threshold_percent} * sample.stream_bytes
+		                               : usage * 100 <= uint64_t{*c.threshold_percent} * sample.stream_bytes);
+		const double ratio =
+			sample.stream_bytes ? static_cast<double>(usage) / static_cast<double>(sample.stream_bytes) : 0;
+		auto more = sampled(t, sample.session_id, met,
+		                    {{"session", sample.session},
+		                     {"channel", sample.channel},
+		                     {"domain", sample.domain},
+		                     {"buffer_usage_bytes", usage},
+		                     {"buffer_usage_ratio", ratio},
+		                     {"stream_bytes", sample.stream_bytes}});
+		runs.insert(runs.end(), more.begin(), more.end());
+	}
+	return runs;
+}
+
+std::vector<ActionRun> TriggerTable::session_sampled(const SessionSample &sample)
+{
+	std::vector<ActionRun> runs;
+	for (auto &[key, t] : triggers_) {
+		const control::TriggerCondition &c = t.condition;
+		if (c.type != kConsumedSizeGe || t.owner != sample.owner || c.session != sample.session)
+			continue;
+		auto more = sampled(t, sample.session_id, sample.consumed_bytes >= *c.threshold_bytes,
+		                    {{"session", sample.session}, {"consumed_bytes", sample.consumed_bytes}});
+		runs.insert(runs.end(), more.begin(), more.end());
+	}
+	return runs;
 }
 
 std::vector<ActionRun> TriggerTable::fire(Trigger &t, control::TriggerFired fired)

@@ -38,8 +38,32 @@ struct Trigger {
 	std::vector<control::TriggerActionStatus> actions;
 	uint64_t fired = 0;
 	uint64_t dropped = 0;
+	// A condition on samples (a channel's buffer usage, a session's consumed
+	// size): the id of the session whose last sample met it, 0 if none did.
+	// It fires when a sample meets it and the previous one did not (as
+	// LTTng's: on crossing the threshold, again once it went back).
+	uint64_t held_in = 0;
 	// A user event trigger: evaluated in the programs.
 	bool in_programs() const;
+};
+
+// A channel's buffers as one monitor period found them (channel_monitor.cpp):
+// of its streams (a per-CPU buffer of each of its ring buffers), the bytes
+// the fullest and the emptiest hold that their consumer has not taken, and
+// the size of one.
+struct ChannelSample {
+	uid_t owner = 0;
+	uint64_t session_id = 0;
+	std::string session, channel;
+	std::string domain = "user";
+	uint64_t highest_bytes = 0, lowest_bytes = 0, stream_bytes = 0;
+};
+// A session's consumers at the same time: the bytes they took from its buffers so far.
+struct SessionSample {
+	uid_t owner = 0;
+	uint64_t session_id = 0;
+	std::string session;
+	uint64_t consumed_bytes = 0;
 };
 
 // An action whose rate policy let it run (not notify: the table sends those).
@@ -87,6 +111,10 @@ public:
 	// pattern, within the program's rate; the trigger fires (fire()). Returns
 	// the actions to run.
 	std::vector<ActionRun> notified(uint64_t app, pid_t pid, uid_t uid, const control::Notification &n);
+	// A monitor's samples: the triggers on them (of the session's owner, on
+	// that session and channel) fire on crossing. Return the actions to run.
+	std::vector<ActionRun> channel_sampled(const ChannelSample &sample);
+	std::vector<ActionRun> session_sampled(const SessionSample &sample);
 	// A program is gone: its rate is forgotten.
 	void forget_program(uint64_t app) { rates_.erase(app); }
 	// The trigger fired: each action's request counted and its rate policy
@@ -112,6 +140,10 @@ private:
 		std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now();
 	};
 	void deliver(Trigger &t, const control::TriggerFired &fired);
+	// A sample of session `session_id` that meets t's condition (`met`) or
+	// not: fires t with `captures` when it meets it and the previous did not.
+	std::vector<ActionRun> sampled(Trigger &t, uint64_t session_id, bool met,
+	                               std::map<std::string, nlohmann::json> captures);
 	// Drops watchers whose other end is closed.
 	void sweep_watchers();
 

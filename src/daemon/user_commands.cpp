@@ -83,9 +83,11 @@ int64_t blocking_timeout_argument(const std::optional<int64_t> &us, ringbuf::Mod
 } // namespace
 
 control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChannel &req, const control::PeerCred &peer,
-                                                       Lock &)
+                                                       Lock &lock)
 {
 	TraceSession &s = session_for(req.session, peer);
+	if (Channel *existing = s.find_channel(req.channel); existing && existing->disabled())
+		return enable_channel_again(s, *existing, req, lock);
 	ChannelSpec spec;
 	spec.name = req.channel;
 	spec.subbuf_size = size_argument(req.subbuf_size, "--subbuf-size", spec.subbuf_size);
@@ -94,6 +96,9 @@ control::EnableChannelReply Daemon::cmd_enable_channel(const control::EnableChan
 	spec.per_pid = req.per_pid;
 	spec.blocking_timeout_us = blocking_timeout_argument(req.blocking_timeout_us, spec.mode);
 	spec.tracefile = tracefile_limit(req.tracefile_size, req.tracefile_count, spec.subbuf_size, s.identity());
+	spec.switch_timer_us = timer_argument(req.switch_timer_us, "--switch-timer", 0);
+	spec.monitor_timer_us =
+		timer_argument(req.monitor_timer_us, "--monitor-timer", control::kDefaultMonitorTimerUs);
 	// Sizes the ring buffer refuses on this machine, or beyond the buffer
 	// quota, are refused here, naming the limit (TraceSession::add_channel).
 	Channel &ch = s.add_channel(spec);

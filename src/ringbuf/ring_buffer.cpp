@@ -671,6 +671,20 @@ uint64_t Channel::lost(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? l
 uint64_t Channel::waits(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? load(hot_(cpu)->waits) : 0; }
 uint64_t Channel::wait_ns(uint32_t cpu) const noexcept { return cpu < num_cpus_ ? load(hot_(cpu)->wait_ns) : 0; }
 
+uint64_t Channel::unconsumed_bytes(uint32_t cpu) const noexcept
+{
+	if (cpu >= num_cpus_ || quarantined())
+		return 0;
+	const uint64_t consumed = load(cold_(cpu)->consumed, std::memory_order_acquire);
+	const uint64_t written = load(hot_(cpu)->write.offset, std::memory_order_acquire);
+	return written > consumed ? std::min(written - consumed, subbuf_size_ << log2_num_subbuf_) : 0;
+}
+
+uint64_t Channel::consumed_bytes(uint32_t cpu) const noexcept
+{
+	return cpu < num_cpus_ && !quarantined() ? load(cold_(cpu)->consumed, std::memory_order_acquire) : 0;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Consumer.
 

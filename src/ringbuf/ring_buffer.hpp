@@ -274,6 +274,12 @@ public:
 	uint64_t lost(uint32_t cpu) const noexcept;    // cumulative dropped records
 	uint64_t waits(uint32_t cpu) const noexcept;   // records that waited for space (write_waiting), cumulative
 	uint64_t wait_ns(uint32_t cpu) const noexcept; // the nanoseconds they slept, cumulative
+	// A monitor's sample of buffer `cpu` (any thread, any process; racing writers make it a moment's view):
+	// the bytes written into it that its consumer has not released yet, the open sub-buffer's included, at most
+	// the buffer's size (num_subbuf x subbuf_size); and the bytes its consumer released so far (whole
+	// sub-buffers, cumulative). 0 for a quarantined channel, whose positions are not believed.
+	uint64_t unconsumed_bytes(uint32_t cpu) const noexcept;
+	uint64_t consumed_bytes(uint32_t cpu) const noexcept;
 	// Copies out the complete sub-buffers still present, oldest first, skipping any that got overwritten during the
 	// copy. Does not consume. Call flush() first to include the newest partial sub-buffer (it is included once the
 	// records in flight in it are committed).

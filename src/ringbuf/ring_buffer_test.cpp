@@ -351,6 +351,35 @@ TEST(RingBuffer, DiscardModeDropsExactlyWhenFullAndResumes)
 	ASSERT_TRUE(ch->put_subbuf(0, v));
 }
 
+// What a monitor samples: the bytes not yet released (the open sub-buffer's included, never more than the
+// buffer), and the bytes released so far, whole sub-buffers.
+TEST(RingBuffer, UnconsumedAndConsumedBytes)
+{
+	auto ch = Channel::create(ctf_config(Mode::discard, 1, 2, 4096), "usage");
+	FakeClock clk;
+	EXPECT_EQ(ch->unconsumed_bytes(0), 0u);
+	write_raw(*ch, 0, 1000 - kCompactHs, clk);
+	EXPECT_EQ(ch->unconsumed_bytes(0), 1000u);
+	for (int i = 0; i < 8; ++i) { // the rest of sub-buffer 0, then sub-buffer 1, then drops
+		clk.now += 1;
+		Reservation r{};
+		if (ch->reserve(0, 1024 - kCompactHs, true, clk, r))
+			ch->commit(r);
+	}
+	EXPECT_EQ(ch->unconsumed_bytes(0), 8192u) << "a full buffer";
+	EXPECT_GT(ch->lost(0), 0u);
+	EXPECT_EQ(ch->consumed_bytes(0), 0u);
+	SubbufView v{};
+	ASSERT_TRUE(ch->get_subbuf(0, v));
+	ASSERT_TRUE(ch->put_subbuf(0, v));
+	EXPECT_EQ(ch->consumed_bytes(0), 4096u);
+	EXPECT_EQ(ch->unconsumed_bytes(0), 4096u);
+	EXPECT_EQ(ch->unconsumed_bytes(1), 0u) << "no such buffer";
+	ch->quarantine("test");
+	EXPECT_EQ(ch->unconsumed_bytes(0), 0u);
+	EXPECT_EQ(ch->consumed_bytes(0), 0u);
+}
+
 // write(): reserve, fill and commit in one call, on its common path (compact header inside the open sub-buffer)
 // and on the general one (a sub-buffer's first record, extended headers, a switch), and a dropped record that is never
 // filled; the bytes read back are what fill wrote where reserve() would have put them.
