@@ -288,9 +288,9 @@ private:
 	std::vector<ThreadUpdate> updates_; // tracefs ID -> what it tells the thread table
 	std::vector<bool> unrecorded_;      // tracefs ID -> not written
 	std::vector<KernelContext> contexts_;
-	std::unique_ptr<ThreadTable> threads_; // when a context needs it
-	consumer::StreamNames stream_names_;          // of the CPU streams
-	consumer::StreamNames syscall_stream_names_;  // of the system-call streams
+	std::unique_ptr<ThreadTable> threads_;       // when a context needs it
+	consumer::StreamNames stream_names_;         // of the CPU streams
+	consumer::StreamNames syscall_stream_names_; // of the system-call streams
 	std::unique_ptr<consumer::PacketSink> sink_;
 	std::unique_ptr<consumer::PacketSink> syscalls_sink_; // with syscall_events_
 	SyscallEvents *syscall_events_;
