@@ -156,6 +156,14 @@ class AutoStart(DaemonTestCase):
         self.assertEqual(self.d.daemon_pid(), pid)
         self.d.tracery("destroy", "--all")
 
+    def test_verbs_that_need_a_daemon_say_which_verb_starts_one(self):
+        for args in (["start", "s"], ["stop", "s"], ["status", "s"], ["list"], ["destroy", "s"]):
+            proc = self.d.tracery(*args, check=False)
+            self.assertEqual((proc.returncode, proc.stderr),
+                             (1, "tracery: no session daemon: `tracery create` starts one, or start one with "
+                                 "`traceryd --daemonize`\n"), args)
+        self.assertEqual(self.d.daemon_pid(), 0)
+
     def test_no_autostart_when_told(self):
         env = dict(self.d.env, TRACERY_NO_AUTOSTART="1")
         proc = self.d.tracery("create", "s", check=False, env=env)

@@ -31,7 +31,8 @@ base::Fd connect_daemon()
 				": only root and members of group 'tracing' may use the system daemon; run your own "
 				"with `traceryd --daemonize`",
 			ErrorKind::permission);
-	throw Error("no session daemon: start one with `traceryd --daemonize`", ErrorKind::no_daemon);
+	throw Error("no session daemon: `tracery create` starts one, or start one with `traceryd --daemonize`",
+	            ErrorKind::no_daemon);
 }
 
 } // namespace
