@@ -183,6 +183,20 @@ class ControlLibrary(unittest.TestCase):
                                    timeout=60)
             self.assertEqual((again.stdout, again.stderr, d.daemon_pid()), ("setup 0 \n", "", pid), what)
 
+    def test_python_control_does_not_load_the_tracing_library(self):
+        out = self.python(
+            "import json, sys\n"
+            "from tracery import ctl\n"
+            "def loaded():\n"
+            "    with open('/proc/self/maps') as f:\n"
+            "        return sorted({l.split()[-1].rsplit('/', 1)[-1].split('.so')[0] for l in f if 'libtracery' in l})\n"
+            "print('ctl', json.dumps([loaded(), 'tracery._tracery' in sys.modules]))\n"
+            "import tracery\n"
+            "tracery.Event('ctl:lazy', n=int)\n"
+            "print('agent', json.dumps([loaded(), 'tracery._tracery' in sys.modules]))\n")
+        self.assertEqual(out["ctl"], [["libtracery-ctl"], False])
+        self.assertEqual(out["agent"], [["libtracery", "libtracery-ctl"], True])
+
     def python(self, code, *args):
         """Runs CODE with the installed tracery package against the daemon: what it printed, one JSON value a
         line, by the line's first word."""
