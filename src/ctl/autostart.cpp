@@ -73,11 +73,15 @@ int run_daemonize(const std::string &program)
 
 } // namespace
 
+bool autostart_enabled()
+{
+	const char *off = getenv("TRACERY_NO_AUTOSTART");
+	return !off || !*off || std::string(off) == "0";
+}
+
 void ensure_daemon()
 {
-	if (const char *off = getenv("TRACERY_NO_AUTOSTART"); off && *off && std::string(off) != "0")
-		return;
-	if (daemon_answers())
+	if (!autostart_enabled() || daemon_answers())
 		return;
 	const std::string dir = control::default_daemon_dir();
 	const int status = run_daemonize(daemon_program());

@@ -7,8 +7,12 @@
 
 namespace tracery::ctl {
 
+// False when TRACERY_NO_AUTOSTART is set (other than to 0): no daemon is
+// started, and the no-daemon message does not offer `tracery create`.
+bool autostart_enabled();
+
 // Returns at once when a daemon answers in one of control::client_dirs(), or
-// when TRACERY_NO_AUTOSTART is set (other than to 0). Otherwise runs
+// when autostart is not enabled. Otherwise runs
 // `traceryd --daemonize` (beside the program or library this code is in,
 // else from PATH), says so in one line on stderr, and returns once it serves;
 // Error (no_daemon) if it could not start.

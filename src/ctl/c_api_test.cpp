@@ -52,8 +52,9 @@ TEST_F(CtlApi, SetupChecksItsArgumentsBeforeSending)
 
 TEST_F(CtlApi, NoDaemonIsItsOwnCodeWithTheCommandsMessage)
 {
-	const std::string no_daemon =
-		"no session daemon: `tracery create` starts one, or start one with `traceryd --daemonize`";
+	// TRACERY_NO_AUTOSTART is set: the message does not offer `tracery create`.
+	const std::string no_daemon = "no session daemon: start one with `traceryd --daemonize` (TRACERY_NO_AUTOSTART "
+				      "keeps `tracery create` from starting one)";
 	EXPECT_EQ(tracery_ctl_setup("/tmp", "s", 4096, 4, TRACERY_CTL_OVERWRITE), TRACERY_CTL_ERROR_NO_DAEMON);
 	EXPECT_EQ(message(), no_daemon);
 	EXPECT_EQ(tracery_ctl_start("s"), TRACERY_CTL_ERROR_NO_DAEMON);

@@ -35,6 +35,8 @@ EMITTER = program("tests", "daemon-emitter")
 STARTED, STOPPED = 2, 4
 INVALID, NO_DAEMON, REFUSED = -1, -2, -4
 NO_DAEMON_MESSAGE = "no session daemon: `tracery create` starts one, or start one with `traceryd --daemonize`"
+NO_DAEMON_NO_AUTOSTART_MESSAGE = ("no session daemon: start one with `traceryd --daemonize` (TRACERY_NO_AUTOSTART "
+                                  "keeps `tracery create` from starting one)")
 
 
 def run(argv, env=None, cwd=None):
@@ -165,7 +167,7 @@ class ControlLibrary(unittest.TestCase):
             told = subprocess.run([*argv, "call", "setup", "s"], env=dict(env, TRACERY_NO_AUTOSTART="1"),
                                   cwd=d.tmp, capture_output=True, text=True, timeout=60)
             self.assertEqual((told.stdout, told.stderr),
-                             (f"setup {NO_DAEMON} {NO_DAEMON_MESSAGE}\n", ""), what)
+                             (f"setup {NO_DAEMON} {NO_DAEMON_NO_AUTOSTART_MESSAGE}\n", ""), what)
             self.assertEqual(d.daemon_pid(), 0, what)
             proc = subprocess.run([*argv, "call", "setup", "s"], env=env, cwd=d.tmp, capture_output=True, text=True,
                                   timeout=60)
