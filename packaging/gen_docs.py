@@ -25,8 +25,9 @@ COMMAND_ENVIRONMENT = [
     ("TRACERY_RUNDIR", "The session daemon's run directory (its socket and pid file), for the command, the "
      "programs and traceryd alike. Default: /run/tracery for root (the system daemon), $XDG_RUNTIME_DIR/tracery "
      "or else ~/.tracery for other users, who also find the system daemon when theirs does not answer."),
-    ("TRACERY_NO_AUTOSTART", "When set (other than to 0), create, load, exec and add-trigger do not start a "
-     "session daemon when none answers; they fail instead."),
+    ("TRACERY_NO_AUTOSTART", "When set (other than to 0), create, load, exec and add-trigger (and libtracery-ctl's "
+     "setup, session creation and add-trigger) do not start a session daemon when none answers; they fail "
+     "instead."),
     ("TRACERY_SESSIONS_DIR", "Where save writes and load reads session files (default: ~/.tracery/sessions; "
      "root: /etc/tracery/sessions)."),
     ("HOME", "The current session is remembered in ~/.tracery/current; traces go to ~/tracery-traces by default."),

@@ -156,11 +156,21 @@ class AutoStart(DaemonTestCase):
         self.assertEqual(self.d.daemon_pid(), pid)
         self.d.tracery("destroy", "--all")
 
+    def test_verbs_that_need_a_daemon_say_which_verb_starts_one(self):
+        for args in (["start", "s"], ["stop", "s"], ["status", "s"], ["list"], ["list", "-u"], ["destroy", "s"],
+                     ["destroy", "--all"], ["enable-event", "-u", "x", "-s", "s"], ["list-triggers"]):
+            proc = self.d.tracery(*args, check=False)
+            self.assertEqual((proc.returncode, proc.stderr),
+                             (1, "tracery: no session daemon: `tracery create` starts one, or start one with "
+                                 "`traceryd --daemonize`\n"), args)
+        self.assertEqual(self.d.daemon_pid(), 0)
+
     def test_no_autostart_when_told(self):
         env = dict(self.d.env, TRACERY_NO_AUTOSTART="1")
         proc = self.d.tracery("create", "s", check=False, env=env)
-        self.assertEqual(proc.returncode, 1)
-        self.assertIn("no session daemon", proc.stderr)
+        self.assertEqual((proc.returncode, proc.stderr),
+                         (1, "tracery: no session daemon: start one with `traceryd --daemonize` (TRACERY_NO_AUTOSTART "
+                             "keeps `tracery create` from starting one)\n"))
         self.assertEqual(self.d.daemon_pid(), 0)
 
     def test_a_daemon_that_cannot_start_says_why(self):

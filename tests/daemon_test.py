@@ -546,7 +546,8 @@ class BadInput(DaemonTestCase):
         return lines[0]
 
     def test_missing_daemon(self):
-        self.fails("list", expect="no session daemon: start one with `traceryd --daemonize`")
+        self.fails("list", expect="no session daemon: `tracery create` starts one, or start one with "
+                                  "`traceryd --daemonize`")
 
     def test_errors_leave_other_sessions_untouched(self):
         self.d.start_daemon()

@@ -192,7 +192,7 @@ class PythonAgentAlone(TraceDirTestCase):
         code = ("import _xxsubinterpreters as interpreters\n"
                 "interp = interpreters.create()\n"
                 "try:\n"
-                "    interpreters.run_string(interp, 'import tracery')\n"
+                "    interpreters.run_string(interp, 'import tracery\\ntracery.Event')\n"
                 "except interpreters.RunFailedError as e:\n"
                 "    print('refused', e)\n"
                 "import tracery\n"

@@ -4,7 +4,6 @@
 // 10 to 15 s of compiling in each file that does (under AddressSanitizer).
 // What each verb does is in verbs.cpp.
 #include "cli/analyze_preload.hpp"
-#include "cli/autostart.hpp"
 #include "cli/client.hpp"
 #include "cli/exec.hpp"
 #include "cli/rotation.hpp"
@@ -16,6 +15,7 @@
 #include "base/cli_description.hpp"
 #include "cli/export_formats.hpp"
 #include "control/version.hpp"
+#include "ctl/autostart.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -630,7 +630,7 @@ int main(int argc, char **argv)
 		// The verbs that make sessions or triggers: they start a daemon when none answers.
 		for (const CLI::App *starter : {create, load, exec, add_trigger})
 			if (starter->parsed())
-				ensure_daemon();
+				tracery::ctl::ensure_daemon();
 		return run();
 	} catch (const CliError &e) {
 		fprintf(stderr, "tracery: %s\n", e.what());

@@ -3,7 +3,7 @@
 // with TRACERY_CTL_ERROR_INVALID and a message naming it before anything is
 // sent; with no daemon at the run directory, a call that passes its checks
 // fails with TRACERY_CTL_ERROR_NO_DAEMON and the command's message. The
-// calls against a daemon are tested by tests/ctl_test.py.
+// calls against a daemon are tested by tests/install/ctl_test.py.
 #include <tracery/ctl.h>
 
 #include <gtest/gtest.h>
@@ -22,12 +22,15 @@ protected:
 		char dir[] = "/tmp/tracery-ctl-test-XXXXXX";
 		ASSERT_NE(mkdtemp(dir), nullptr);
 		rundir_ = dir;
-		// A run directory where no daemon listens.
+		// A run directory where no daemon listens, and none started there
+		// (ctl_test.py tests the start).
 		ASSERT_EQ(setenv("TRACERY_RUNDIR", rundir_.c_str(), 1), 0);
+		ASSERT_EQ(setenv("TRACERY_NO_AUTOSTART", "1", 1), 0);
 	}
 	void TearDown() override
 	{
 		unsetenv("TRACERY_RUNDIR");
+		unsetenv("TRACERY_NO_AUTOSTART");
 		rmdir(rundir_.c_str());
 	}
 	std::string rundir_;
@@ -49,7 +52,9 @@ TEST_F(CtlApi, SetupChecksItsArgumentsBeforeSending)
 
 TEST_F(CtlApi, NoDaemonIsItsOwnCodeWithTheCommandsMessage)
 {
-	const std::string no_daemon = "no session daemon: start one with `traceryd --daemonize`";
+	// TRACERY_NO_AUTOSTART is set: the message does not offer `tracery create`.
+	const std::string no_daemon = "no session daemon: start one with `traceryd --daemonize` (TRACERY_NO_AUTOSTART "
+				      "keeps `tracery create` from starting one)";
 	EXPECT_EQ(tracery_ctl_setup("/tmp", "s", 4096, 4, TRACERY_CTL_OVERWRITE), TRACERY_CTL_ERROR_NO_DAEMON);
 	EXPECT_EQ(message(), no_daemon);
 	EXPECT_EQ(tracery_ctl_start("s"), TRACERY_CTL_ERROR_NO_DAEMON);

@@ -4,6 +4,7 @@
 #include "control/messages.hpp"
 #include "control/paths.hpp"
 #include "control/wire.hpp"
+#include "ctl/autostart.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -31,7 +32,12 @@ base::Fd connect_daemon()
 				": only root and members of group 'tracing' may use the system daemon; run your own "
 				"with `traceryd --daemonize`",
 			ErrorKind::permission);
-	throw Error("no session daemon: start one with `traceryd --daemonize`", ErrorKind::no_daemon);
+	if (!autostart_enabled())
+		throw Error("no session daemon: start one with `traceryd --daemonize` (TRACERY_NO_AUTOSTART keeps "
+		            "`tracery create` from starting one)",
+		            ErrorKind::no_daemon);
+	throw Error("no session daemon: `tracery create` starts one, or start one with `traceryd --daemonize`",
+	            ErrorKind::no_daemon);
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 // the request the `tracery` verb of the same name sends.
 #include "ctl/c_api.hpp"
 
+#include "ctl/autostart.hpp"
+
 namespace tracery::ctl {
 
 namespace {
@@ -67,6 +69,7 @@ TRACERY_CTL_API int tracery_ctl_setup(const char *root_dir, const char *name, ui
 		events.session = session;
 		events.channel = kSetupChannel;
 		events.all = true;
+		ensure_daemon();
 		request(create);
 		try {
 			request(channel);
@@ -147,6 +150,7 @@ TRACERY_CTL_API int tracery_ctl_create_session(const char *name, const struct tr
 					"attr->live_period_ns is for a session sent to a relay: give attr->url too");
 			req.live_period_ns = attr->live_period_ns;
 		}
+		ensure_daemon();
 		request(req);
 	});
 }

@@ -5,6 +5,7 @@
 #include "ctl/c_api.hpp"
 
 #include "control/trigger_messages.hpp"
+#include "ctl/autostart.hpp"
 
 #include <sys/socket.h>
 #include <cerrno>
@@ -118,6 +119,7 @@ TRACERY_CTL_API int tracery_ctl_add_trigger(const char *name, const struct trace
 			            " is more than a request can carry");
 		for (size_t i = 0; i < action_count; i++)
 			req.actions.push_back(action_of(actions[i]));
+		ensure_daemon();
 		give_string(request(req).name, added_name);
 	});
 }

@@ -5,7 +5,8 @@ pid, threads, the lines of its logging calls) it prints on stdout as `NAME VALUE
 
   typed     50 myapp:request events, then 20 records of logger myapp.db (levels 10 to 50 in turn) and 5 of
             logger other.
-  late      prints "ready PID", waits for a line on stdin, then defines myapp:late, emits 10, prints "done"
+  late      loads the tracing part (its first use of tracery.Event), prints "ready PID", waits for a line on
+            stdin, then defines myapp:late, emits 10, prints "done"
             and waits for another line before it exits.
   threads   4 threads, each 300 myapp:tick events and 300 records of logger myapp.worker; then a fork child
             emits 100 myapp:tick events of its own (thread 99).
@@ -82,9 +83,10 @@ def log_records():
 
 
 def late(tracery):
+    event = tracery.Event  # libtracery loads here: the program registers before the session starts
     print("ready", os.getpid(), flush=True)
     sys.stdin.readline()
-    ev = tracery.Event("myapp:late", n=int, word=str)
+    ev = event("myapp:late", n=int, word=str)
     for i in range(10):
         ev.emit(n=i, word=f"w{i}")
     print("done", flush=True)

@@ -34,6 +34,9 @@ EMITTER = program("tests", "daemon-emitter")
 # enum tracery_ctl_state, enum tracery_ctl_error
 STARTED, STOPPED = 2, 4
 INVALID, NO_DAEMON, REFUSED = -1, -2, -4
+NO_DAEMON_MESSAGE = "no session daemon: `tracery create` starts one, or start one with `traceryd --daemonize`"
+NO_DAEMON_NO_AUTOSTART_MESSAGE = ("no session daemon: start one with `traceryd --daemonize` (TRACERY_NO_AUTOSTART "
+                                  "keeps `tracery create` from starting one)")
 
 
 def run(argv, env=None, cwd=None):
@@ -50,7 +53,7 @@ class ControlLibrary(unittest.TestCase):
             raise unittest.SkipTest("babeltrace2 is not installed")
         cls.tmp = tempfile.mkdtemp(prefix="tracery-ctl-test-")
         try:
-            prefix = os.path.join(cls.tmp, "prefix")
+            prefix = cls.prefix = os.path.join(cls.tmp, "prefix")
             run([CMAKE, "--install", BUILD_DIR, "--prefix", prefix])
             cls.libdir = os.path.join(prefix, LIBDIR)
             cls.python_dir = os.path.join(prefix, PYTHON_DIR) if PYTHON_DIR else ""
@@ -140,10 +143,9 @@ class ControlLibrary(unittest.TestCase):
     def test_errors_come_back_as_codes_with_the_commands_messages(self):
         no_daemon = self.d.tracery("start", "nope", check=False)
         self.assertNotEqual(no_daemon.returncode, 0)
-        self.assertIn("no session daemon: start one with `traceryd --daemonize`", no_daemon.stderr)
+        self.assertEqual(no_daemon.stderr, f"tracery: {NO_DAEMON_MESSAGE}\n")
         for what, argv, extra_env in self.clients():
-            self.assertEqual(self.call(argv, extra_env, "start", "nope"),
-                             (NO_DAEMON, "no session daemon: start one with `traceryd --daemonize`"), what)
+            self.assertEqual(self.call(argv, extra_env, "start", "nope"), (NO_DAEMON, NO_DAEMON_MESSAGE), what)
         self.d.start_daemon()
         for verb, call in (("start", "start"), ("stop", "stop"), ("destroy", "cleanup"), ("status", "state")):
             command = self.d.tracery(verb, "nope", check=False)
@@ -156,6 +158,46 @@ class ControlLibrary(unittest.TestCase):
                 self.assertEqual(command.stderr.strip(), f"tracery: {message}", f"{what} {call}")
         for what, argv, extra_env in self.clients():
             self.assertEqual(self.call(argv, extra_env, "setup-null-root", "s"), (INVALID, "root_dir is NULL"), what)
+
+    def test_setup_starts_a_daemon_when_none_answers(self):
+        for what, argv, extra_env in self.clients():
+            d = DaemonEnv()
+            self.addCleanup(d.cleanup)
+            env = dict(d.env, **extra_env)
+            told = subprocess.run([*argv, "call", "setup", "s"], env=dict(env, TRACERY_NO_AUTOSTART="1"),
+                                  cwd=d.tmp, capture_output=True, text=True, timeout=60)
+            self.assertEqual((told.stdout, told.stderr),
+                             (f"setup {NO_DAEMON} {NO_DAEMON_NO_AUTOSTART_MESSAGE}\n", ""), what)
+            self.assertEqual(d.daemon_pid(), 0, what)
+            proc = subprocess.run([*argv, "call", "setup", "s"], env=env, cwd=d.tmp, capture_output=True, text=True,
+                                  timeout=60)
+            self.assertEqual(proc.stdout, "setup 0 \n", f"{what}: {proc.stderr}")
+            # The command's line, from the library: the daemon is the user's own, its log in the run directory.
+            self.assertRegex(proc.stderr, r"^tracery: no session daemon answered: started one \(traceryd, "
+                             r"(the system daemon|your own); its log: " + re.escape(d.rundir) + r"/traceryd.log\)\n$",
+                             what)
+            pid = d.daemon_pid()
+            self.assertGreater(pid, 0, what)
+            self.assertEqual(os.readlink(f"/proc/{pid}/exe"), os.path.join(self.prefix, "bin", "traceryd"), what)
+            self.assertEqual(d.tracery("status", "s").returncode, 0, what)
+            # A daemon answers now: a second setup starts none and says nothing.
+            again = subprocess.run([*argv, "call", "setup", "t"], env=env, cwd=d.tmp, capture_output=True, text=True,
+                                   timeout=60)
+            self.assertEqual((again.stdout, again.stderr, d.daemon_pid()), ("setup 0 \n", "", pid), what)
+
+    def test_python_control_does_not_load_the_tracing_library(self):
+        out = self.python(
+            "import json, sys\n"
+            "from tracery import ctl\n"
+            "def loaded():\n"
+            "    with open('/proc/self/maps') as f:\n"
+            "        return sorted({l.split()[-1].rsplit('/', 1)[-1].split('.so')[0] for l in f if 'libtracery' in l})\n"
+            "print('ctl', json.dumps([loaded(), 'tracery._tracery' in sys.modules]))\n"
+            "import tracery\n"
+            "tracery.Event('ctl:lazy', n=int)\n"
+            "print('agent', json.dumps([loaded(), 'tracery._tracery' in sys.modules]))\n")
+        self.assertEqual(out["ctl"], [["libtracery-ctl"], False])
+        self.assertEqual(out["agent"], [["libtracery", "libtracery-ctl"], True])
 
     def python(self, code, *args):
         """Runs CODE with the installed tracery package against the daemon: what it printed, one JSON value a

@@ -9,7 +9,8 @@
  *       stop and "dropped N", then cleanup; exits 1 at the first failure,
  *       having printed "CALL failed: CODE MESSAGE"
  *   ctl-client call CALL NAME
- *       one call (setup-null-root, start, stop, state, cleanup) on session
+ *       one call (setup-null-root, setup (in the current
+ *       directory), start, stop, state, cleanup) on session
  *       NAME; prints "CALL CODE MESSAGE" and exits 0
  */
 #include <tracery/ctl.h>
@@ -79,6 +80,8 @@ static int call(const char *what, const char *name)
 	int code, state = 0;
 	if (strcmp(what, "setup-null-root") == 0)
 		code = tracery_ctl_setup(NULL, name, 0, 0, 0);
+	else if (strcmp(what, "setup") == 0)
+		code = tracery_ctl_setup(".", name, 0, 0, 0);
 	else if (strcmp(what, "start") == 0)
 		code = tracery_ctl_start(name);
 	else if (strcmp(what, "stop") == 0)

@@ -36,8 +36,9 @@ def trace(root, name, buf_size, buf_nr, *program):
 
 
 def call(what, name):
-    calls = {"setup-null-root": lambda: ctl.setup(None, name), "start": lambda: ctl.start(name),
-             "stop": lambda: ctl.stop(name), "state": lambda: ctl.state(name), "cleanup": lambda: ctl.cleanup(name)}
+    calls = {"setup-null-root": lambda: ctl.setup(None, name), "setup": lambda: ctl.setup(".", name),
+             "start": lambda: ctl.start(name), "stop": lambda: ctl.stop(name), "state": lambda: ctl.state(name),
+             "cleanup": lambda: ctl.cleanup(name)}
     try:
         calls[what]()
         print(what, 0, "")
