@@ -291,7 +291,7 @@ class SessionVerbs(DaemonTestCase):
         self.assertIn("has a snapshot output already ('before')",
                       t("snapshot", "add-output", self.out("other"), check=False).stderr)
         self.assertIn("snapshots are written to a directory",
-                      t("snapshot", "record", "net://localhost", check=False).stderr)
+                      t("snapshot", "record", "tcp://localhost", check=False).stderr)
         t("start")
         self.emit(n)
 

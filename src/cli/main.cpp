@@ -424,8 +424,12 @@ int main(int argc, char **argv)
 			"At most this many bytes of the user space buffers, the newest (k, M, G; shared equally by "
 			"the buffers' streams, at least one sub-buffer each)");
 	}
-	rec->add_option("URL", sa.url, "Write this snapshot to DIR (or file://DIR) instead");
-	add_output->add_option("URL", sa.url, "The snapshots' directory, DIR or file://DIR")->required();
+	rec->add_option(
+		"URL", sa.url,
+		"Write this snapshot to DIR (or file://DIR), or send it to a relay (net://HOST[:PORT]), instead");
+	add_output
+		->add_option("URL", sa.url, "The snapshots' directory (DIR or file://DIR) or relay (net://HOST[:PORT])")
+		->required();
 	snapshot_verb("list-output", "Show a snapshot session's output", &verb_snapshot_list_output);
 	snapshot_verb("del-output", "Remove a snapshot session's output (its snapshots go to its output directory)",
 	              &verb_snapshot_del_output)

@@ -7,6 +7,8 @@
 
 #include "base/sizes.hpp"
 #include "control/messages.hpp"
+#include "control/relay_protocol.hpp"
+#include "control/relay_url.hpp"
 
 #include <cstdio>
 
@@ -14,12 +16,19 @@ namespace tracery::cli {
 
 namespace {
 
-// DIR or file://DIR, made absolute; a relay is not a snapshot output here.
-std::string snapshot_directory(const std::string &url)
+// DIR or file://DIR, made absolute; or net://HOST[:PORT], a relay, checked.
+std::string snapshot_destination(const std::string &url)
 {
+	if (url.rfind("net://", 0) == 0) {
+		std::string why;
+		if (!control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why, "snapshot URL"))
+			throw CliError(why);
+		return url;
+	}
 	if (url.find("://") != std::string::npos && url.rfind("file://", 0) != 0)
 		throw CliError("'" + url +
-		               "': snapshots are written to a directory (DIR or file://DIR); to a relay, they are not");
+		               "': snapshots are written to a directory (DIR or file://DIR) or sent to a relay "
+		               "(net://HOST[:PORT])");
 	const std::string path = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
 	if (path.empty())
 		throw CliError("no directory given: DIR or file://DIR");
@@ -59,7 +68,7 @@ int verb_snapshot_record(const SnapshotArgs &a)
 	if (!a.name.empty())
 		req.name = a.name;
 	if (!a.url.empty())
-		req.path = snapshot_directory(a.url);
+		req.path = snapshot_destination(a.url);
 	const control::SnapshotRecordReply r = request(req);
 	printf("Snapshot of session '%s' recorded in %s\n", r.session.c_str(), r.path.c_str());
 	return 0;
@@ -68,7 +77,7 @@ int verb_snapshot_record(const SnapshotArgs &a)
 int verb_snapshot_add_output(const SnapshotArgs &a)
 {
 	control::SnapshotAddOutput req{session_or_current(a.session),
-	                               {a.name, snapshot_directory(a.url), max_size(a.max_size).value_or(0)}};
+	                               {a.name, snapshot_destination(a.url), max_size(a.max_size).value_or(0)}};
 	print_outputs(request(req));
 	return 0;
 }

@@ -10,7 +10,7 @@ struct SnapshotArgs {
 	std::string session;  // -s NAME
 	std::string name;     // -n/--name
 	std::string max_size; // -m/--max-size SIZE
-	std::string url;      // record and add-output: DIR or file://DIR; del-output: ID or NAME
+	std::string url;      // record and add-output: DIR, file://DIR or net://HOST[:PORT]; del-output: ID or NAME
 };
 
 int verb_snapshot_record(const SnapshotArgs &a);

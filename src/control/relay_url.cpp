@@ -35,14 +35,16 @@ std::string shown(std::string_view url)
 
 } // namespace
 
-std::optional<RelayUrl> parse_relay_url(std::string_view url, uint16_t default_port, std::string *why)
+std::optional<RelayUrl> parse_relay_url(std::string_view url, uint16_t default_port, std::string *why,
+                                        std::string_view option)
 {
 	const auto refuse = [&](const std::string &what) -> std::optional<RelayUrl> {
-		*why = cat("bad --set-url '", shown(url), "': ", what);
+		*why = cat("bad ", option, " '", shown(url), "': ", what);
 		return std::nullopt;
 	};
 	if (!url.starts_with(kScheme))
-		return refuse(cat("the relay's address starts with net:// (e.g. --set-url net://collector or "
+		return refuse(cat("the relay's address starts with net:// (e.g. ", option,
+		                  " net://collector or "
 		                  "net://192.0.2.7:",
 		                  std::to_string(default_port), ")"));
 	std::string_view rest = url.substr(kScheme.size());

@@ -18,9 +18,10 @@ struct RelayUrl {
 };
 
 // "net://HOST", "net://HOST:PORT", "net://[IPV6]:PORT"; the port defaults to
-// default_port. nullopt and *why (one line naming --set-url and the fix) for
+// default_port. nullopt and *why (one line naming `option` and the fix) for
 // anything else.
-std::optional<RelayUrl> parse_relay_url(std::string_view url, uint16_t default_port, std::string *why);
+std::optional<RelayUrl> parse_relay_url(std::string_view url, uint16_t default_port, std::string *why,
+                                        std::string_view option = "--set-url");
 
 // "HOST:PORT" ("[IPV6]:PORT"), for messages.
 std::string to_string(const RelayUrl &u);

@@ -20,10 +20,7 @@
 
 namespace tracery::daemon {
 
-namespace {
-
-// The host name the relay files the session under: the protocol's name
-// characters only (anything else becomes '-').
+// See session_identity.hpp.
 std::string relay_host_name()
 {
 	char buf[256] = {};
@@ -36,6 +33,8 @@ std::string relay_host_name()
 		h.erase(0, 1);
 	return control::relay::valid_name(h) ? h : "localhost";
 }
+
+namespace {
 
 bool valid_session_name(const std::string &n)
 {

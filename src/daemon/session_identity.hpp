@@ -27,6 +27,10 @@ struct SessionRelay {
 	bool public_live = false; // --public-live
 };
 
+// The host name the relay files this host's sessions under: the protocol's
+// name characters only (anything else becomes '-').
+std::string relay_host_name();
+
 struct SessionIdentity {
 	uint64_t id;
 	std::string name;

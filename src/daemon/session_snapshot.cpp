@@ -70,9 +70,14 @@ void SnapshotRecorder::add_output(control::SavedSnapshotOutput output)
 	if (!outputs_.empty())
 		throw std::runtime_error("session '" + session_.name + "' has a snapshot output already ('" +
 		                         outputs_[0].name + "'): remove it with `tracery snapshot del-output 1` first");
-	if (output.path.empty() || output.path[0] != '/' || output.path.size() > 4096)
-		throw std::runtime_error("a snapshot output is an absolute directory, got '" +
+	if (output.path.rfind("net://", 0) == 0) {
+		std::string why;
+		if (!control::relay::parse_relay_url(output.path, control::relay::kDefaultPort, &why, "snapshot URL"))
+			throw std::runtime_error(why);
+	} else if (output.path.empty() || output.path[0] != '/' || output.path.size() > 4096) {
+		throw std::runtime_error("a snapshot output is an absolute directory or net://HOST[:PORT], got '" +
 		                         output.path.substr(0, 4096) + "'");
+	}
 	outputs_added_++;
 	if (output.name.empty())
 		output.name = "snapshot-" + std::to_string(outputs_added_);
@@ -126,13 +131,23 @@ SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> 
 	const control::SavedSnapshotOutput *output = outputs_.empty() ? nullptr : &outputs_[0];
 	const std::string base = req.path ? *req.path : output ? output->path : session_.output;
 	const std::string name = req.name ? *req.name : output ? output->name : "snapshot";
-	if (base.empty() || base[0] != '/')
-		throw std::runtime_error("a snapshot is written to an absolute directory, got '" +
-		                         base.substr(0, 4096) + "'");
+	std::optional<control::relay::RelayUrl> relay;
+	if (base.rfind("net://", 0) == 0) {
+		std::string why;
+		relay = control::relay::parse_relay_url(base, control::relay::kDefaultPort, &why, "snapshot URL");
+		if (!relay)
+			throw std::runtime_error(why);
+	} else if (base.empty() || base[0] != '/') {
+		throw std::runtime_error(
+			"a snapshot is written to an absolute directory or sent to net://HOST[:PORT], got '" +
+			base.substr(0, 4096) + "'");
+	}
 	if (!valid_output_name(name))
 		throw std::runtime_error("bad snapshot name '" + name.substr(0, 64) +
 		                         "': use letters, digits, '_', '-' and '.' (at most 64)");
-	SnapshotPlan plan{base + "/" + name + "-" + std::to_string(++taken_) + "-" + now_stamp(),
+	const std::string dir_name = name + "-" + std::to_string(++taken_) + "-" + now_stamp();
+	SnapshotPlan plan{relay ? dir_name : base + "/" + dir_name,
+	                  relay,
 	                  metadata,
 	                  req.max_size ? *req.max_size
 	                  : output     ? output->max_size
@@ -144,48 +159,56 @@ SnapshotPlan SnapshotRecorder::plan(const std::vector<std::unique_ptr<Channel>> 
 	return plan;
 }
 
-std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kernel) const
+std::string SnapshotRecorder::copy_buffers(const SnapshotPlan &plan, const SinkMaker &make_sink) const
 {
-	const std::string user_dir = kernel.in_layout() ? plan.dir + "/ust" : plan.dir;
 	std::vector<size_t> keep; // sub-buffers per stream of each part
 	if (plan.max_size)
 		limit_to(plan, keep);
 	RefusedCopies refused;
+	uint64_t instance = 0;
+	for (size_t i = 0; i < plan.parts.size(); i++) {
+		const auto &part = plan.parts[i];
+		const Channel &ch = *part.channel;
+		const consumer::StreamNames names{ch.spec().name + "_" + part.owner, ch.index(), instance++ << 16,
+		                                  session_.uuid};
+		consumer::ChannelConsumer copier(
+			*part.buffer->ring, make_sink(names, part.buffer->ring->config().num_cpus),
+			clock::tick_source(session_.tick_unit), buffer_problem_log(session_, ch, part.owner));
+		copier.set_event_counter(
+			[&](uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) {
+				return consumer::count_events(plan.metadata, names, cpu, info, events, size);
+			});
+		if (!keep.empty())
+			copier.keep_newest(keep[i]);
+		copier.finish();
+		// The copy is refused (a full disk, a full queue): the buffers are left as they were.
+		if (const consumer::WriteLosses w = copier.write_losses(); !w.reason.empty())
+			refused.add(ch.spec().name, w);
+	}
+	return refused.reason.empty() ? "" : refused.reason + "; " + refused.what_was_lost();
+}
+
+std::string SnapshotRecorder::write(const SnapshotPlan &plan, KernelDomain &kernel) const
+{
+	if (plan.relay)
+		return write_to_relay(plan, kernel);
+	const std::string user_dir = kernel.in_layout() ? plan.dir + "/ust" : plan.dir;
+	std::string refused;
 	try {
 		base::FsCreds as_owner(session_.owner, session_.owner_gid);
 		if (kernel.in_layout())
 			ctf::TraceDir::create(plan.dir, 0700);
 		ctf::TraceDir td = ctf::TraceDir::create(user_dir, 0700);
 		td.write_metadata(plan.metadata);
-		uint64_t instance = 0;
-		for (size_t i = 0; i < plan.parts.size(); i++) {
-			const auto &part = plan.parts[i];
-			const Channel &ch = *part.channel;
-			const consumer::StreamNames names{ch.spec().name + "_" + part.owner, ch.index(),
-			                                  instance++ << 16, session_.uuid};
-			auto sink = std::make_unique<consumer::FileSink>(user_dir, names,
-			                                                 part.buffer->ring->config().num_cpus);
-			consumer::ChannelConsumer copier(*part.buffer->ring, std::move(sink),
-			                                 clock::tick_source(session_.tick_unit),
-			                                 buffer_problem_log(session_, ch, part.owner));
-			copier.set_event_counter(
-				[&](uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) {
-					return consumer::count_events(plan.metadata, names, cpu, info, events, size);
-				});
-			if (!keep.empty())
-				copier.keep_newest(keep[i]);
-			copier.finish();
-			// The copy is refused (a full disk): the buffers are left as they were.
-			if (const consumer::WriteLosses w = copier.write_losses(); !w.reason.empty())
-				refused.add(ch.spec().name, w);
-		}
+		refused = copy_buffers(plan, [&](const consumer::StreamNames &names, uint32_t num_cpus) {
+			return std::make_unique<consumer::FileSink>(user_dir, names, num_cpus);
+		});
 	} catch (const std::system_error &e) {
 		throw std::runtime_error("cannot write snapshot '" + plan.dir + "': " + strerror(e.code().value()) +
 		                         "; free some space or check the output directory");
 	}
-	if (!refused.reason.empty())
-		throw std::runtime_error("snapshot '" + plan.dir + "' is incomplete: " + refused.reason + "; " +
-		                         refused.what_was_lost() +
+	if (!refused.empty())
+		throw std::runtime_error("snapshot '" + plan.dir + "' is incomplete: " + refused +
 		                         "; the buffers are intact: free some space and record the snapshot again");
 	kernel.snapshot(plan.dir);
 	return plan.dir;
