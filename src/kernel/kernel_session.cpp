@@ -488,8 +488,13 @@ void KernelSession::prepare_user_strings()
 	    std::any_of(events_.events.begin(), events_.events.end(),
 	                [](const Tracepoint &tp) { return tp.system == "syscalls"; })) {
 		try {
-			syscall_events_ =
-				std::make_unique<SyscallEvents>(cpus_.back() + 1, kRingBytes, config_.capture_buffers);
+			// The channel's buffer per CPU, as the tracefs buffer is sized.
+			const uint64_t channel = config_.subbuf_size * config_.num_subbuf;
+			const uint64_t channel_bytes = channel != 0 ? channel : instance_->buffer_size_kb() * 1024;
+			syscall_events_ = std::make_unique<SyscallEvents>(
+				cpus_.back() + 1,
+				ring_bytes_for_channel(channel_bytes, static_cast<uint64_t>(::sysconf(_SC_PAGESIZE))),
+				config_.capture_buffers);
 		} catch (const std::exception &e) {
 			user_strings_warning_ =
 				std::string("system-call string arguments are recorded as pointers: ") + e.what();
@@ -573,6 +578,8 @@ bool KernelSession::write_by_bpf(const Tracepoint &tp, const std::string &filter
 		syscall_events_->attach_exit(call, exit_cookie | keep, id);
 	return true;
 }
+
+uint64_t KernelSession::syscall_ring_bytes() const { return syscall_events_ ? syscall_events_->ring_bytes() : 0; }
 
 SyscallEventsCounts KernelSession::syscall_events_counts() const
 {

@@ -245,6 +245,9 @@ public:
 	UserStringsCounts user_strings_counts() const;
 	// What writing system calls with BPF counted (config_.syscalls_by_bpf).
 	SyscallEventsCounts syscall_events_counts() const;
+	// The size of each CPU's BPF ring buffer for the system calls BPF writes
+	// whole (ring_bytes_for_channel() of the channel's buffer), 0 if none.
+	uint64_t syscall_ring_bytes() const;
 	// The tracked processes' upkeep while tracing, if they narrow by more
 	// than pids (tracked_processes.hpp).
 	std::optional<TrackedProcessesCounts> tracked_counts() const;

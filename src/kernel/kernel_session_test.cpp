@@ -733,8 +733,13 @@ void openat_session(const std::string &root, const std::string &tmpl, bool by_bp
 	config.contexts = {KernelContext::tid, KernelContext::pid, KernelContext::procname};
 	config.processes.pid = std::set<uint64_t>{static_cast<uint64_t>(child)};
 	config.trace_uuid = ctf::Uuid::random();
+	if (by_bpf) { // 256 KiB per CPU: the rings follow (a BPF record is about 4 tracefs events)
+		config.subbuf_size = 64 << 10;
+		config.num_subbuf = 4;
+	}
 	KernelSession session(root, config);
 	session.start();
+	EXPECT_EQ(session.syscall_ring_bytes(), by_bpf ? uint64_t{1} << 20 : 0u);
 	ASSERT_EQ(::write(go, "g", 1), 1);
 	::close(go);
 	ASSERT_EQ(::waitpid(child, nullptr, 0), child);

@@ -76,6 +76,19 @@ struct Seen {
 	std::string path; // the view's slot 0, copied before release()
 };
 
+TEST(SyscallEvents, RingSizedForTheChannelsBuffer)
+{
+	constexpr uint64_t kPage = 4096, KiB = 1024, MiB = KiB * KiB;
+	EXPECT_EQ(ring_bytes_for_channel(1 * MiB, kPage), 4 * MiB);          // 1 MiB x 4: a power of 2 already
+	EXPECT_EQ(ring_bytes_for_channel(1410 * KiB, kPage), 8 * MiB);       // tracefs's default, x 4, rounded up
+	EXPECT_EQ(ring_bytes_for_channel(3 * MiB + 1, kPage), 16 * MiB);     // x 4 is over 12 MiB
+	EXPECT_EQ(ring_bytes_for_channel(0, kPage), kMinRingBytes);          // the largest record fits
+	EXPECT_EQ(ring_bytes_for_channel(4 * KiB, kPage), kMinRingBytes);    // 16 KiB: below the least
+	EXPECT_EQ(ring_bytes_for_channel(1024 * MiB, kPage), kMaxRingBytes); // 4 GiB: above the most
+	EXPECT_EQ(ring_bytes_for_channel(UINT64_MAX, kPage), kMaxRingBytes); // no overflow
+	EXPECT_EQ(ring_bytes_for_channel(4 * KiB, 1 * MiB), 1 * MiB);        // at least a page
+}
+
 TEST(SyscallEvents, OpenatRecordedWholeForListedThreadsOnly)
 {
 	const uint32_t cpus = static_cast<uint32_t>(::sysconf(_SC_NPROCESSORS_CONF));
@@ -87,6 +100,7 @@ TEST(SyscallEvents, OpenatRecordedWholeForListedThreadsOnly)
 			GTEST_SKIP() << e.what();
 		FAIL() << e.what();
 	}
+	EXPECT_EQ(events->ring_bytes(), uint64_t{1} << 16); // the map the kernel made
 	char comm[16] = {};
 	std::FILE *f = std::fopen("/proc/self/comm", "r");
 	ASSERT_TRUE(f);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -62,6 +63,14 @@ bool parse_syscall_event(std::span<const uint8_t> bytes, SyscallEventView &out)
 	out.ret = h.ret;
 	out.comm = std::string_view(comm, comm_length);
 	return true;
+}
+
+uint64_t ring_bytes_for_channel(uint64_t channel_bytes, uint64_t page)
+{
+	const uint64_t wanted = std::clamp(channel_bytes, kMinRingBytes / kRecordsPerEventBytes,
+	                                   kMaxRingBytes / kRecordsPerEventBytes) *
+	                        kRecordsPerEventBytes;
+	return std::max(std::bit_ceil(wanted), page);
 }
 
 SyscallEvents::SyscallEvents(uint32_t num_cpus, uint64_t ring_bytes, uint32_t buffer_bytes)
@@ -265,6 +274,15 @@ uint64_t SyscallEvents::lost(uint32_t cpu) const
 	if (cpu >= per_cpu.size() || bpf_map_lookup_elem(lost_map_, &key, per_cpu.data()) != 0)
 		return 0;
 	return per_cpu[cpu];
+}
+
+uint64_t SyscallEvents::ring_bytes() const
+{
+	bpf_map_info info{};
+	uint32_t length = sizeof info;
+	if (rings_.empty() || bpf_obj_get_info_by_fd(rings_.front().fd, &info, &length) != 0)
+		throw std::runtime_error("BPF: cannot read the ring buffer's size: " + errno_text(errno));
+	return info.max_entries;
 }
 
 SyscallEventsCounts SyscallEvents::counts() const

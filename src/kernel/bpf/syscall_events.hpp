@@ -47,6 +47,19 @@ struct SyscallEventView {
 // its slots' lengths, a string without its NUL, a name without its NUL).
 bool parse_syscall_event(std::span<const uint8_t> bytes, SyscallEventView &out);
 
+// The size of each CPU's ring buffer for a kernel channel whose buffer is
+// `channel_bytes` per CPU: a record holds the whole event (128 bytes before
+// its strings: the thread's name, pid, six arguments), about
+// kRecordsPerEventBytes times a tracefs system-call event, so the ring
+// holds about as many events as the channel's buffer. Rounded up to a power
+// of 2 of `page` bytes (as the kernel requires), between kMinRingBytes (the
+// largest record fits) and kMaxRingBytes (the daemon's largest channel
+// buffer per CPU).
+constexpr uint64_t kRecordsPerEventBytes = 4;
+constexpr uint64_t kMinRingBytes = uint64_t{64} << 10;
+constexpr uint64_t kMaxRingBytes = uint64_t{1} << 30;
+uint64_t ring_bytes_for_channel(uint64_t channel_bytes, uint64_t page);
+
 struct SyscallEventsCounts {
 	uint64_t records = 0;   // read
 	uint64_t malformed = 0; // read and not parsed
@@ -104,6 +117,9 @@ public:
 	SyscallEventsCounts counts() const;
 	uint32_t num_cpus() const noexcept { return static_cast<uint32_t>(rings_.size()); }
 	uint32_t buffer_bytes() const noexcept { return buffer_bytes_; }
+	// The size of each CPU's ring buffer, as the kernel reports its map.
+	// Throws std::runtime_error.
+	uint64_t ring_bytes() const;
 
 private:
 	void attach(const char *program, const char *system, const std::string &tracepoint, uint64_t cookie);
