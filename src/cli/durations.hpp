@@ -1,4 +1,5 @@
-// Durations on the command line (--live's PERIOD, enable-rotation --timer):
+// Durations on the command line (--live's PERIOD, enable-rotation --timer,
+// enable-channel's timers and --blocking-timeout):
 // one parser, each option with its own unit for a bare number and its own
 // bounds.
 #pragma once
