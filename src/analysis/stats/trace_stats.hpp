@@ -13,6 +13,7 @@
 #include "analysis/model/symbols.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
+#include "analysis/read/narrowing.hpp"
 
 namespace tracery::analysis {
 
@@ -20,8 +21,12 @@ namespace tracery::analysis {
 // with stats_counts, the runs of counted events), then the tallies of the
 // walk's streams. With symbols (`--symbols`), also the events per function
 // their addresses name (the ip context; function entry and exit: addr), a
-// table "per_function". Throws ctf::reader::ReadError.
-Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbols = std::nullopt);
+// table "per_function". Narrowed (narrowing.narrows()), only the events of
+// its time, CPUs, threads and processes are counted, and the walk must count
+// no runs (every event an item, its contexts decoded). Throws
+// ctf::reader::ReadError, std::invalid_argument (--begin/--end unreadable).
+Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbols = std::nullopt,
+                   Narrowing narrowing = {});
 
 // The event classes whose payloads trace_stats reads (a kernel trace's
 // sched_switch, sched_process_fork and state dump): the walk need decode no

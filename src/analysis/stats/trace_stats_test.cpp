@@ -7,7 +7,8 @@
 // stream classes), and on a kernel trace whose processes come from
 // sched_switch and fork payloads while the other events are counted; the
 // same error (file, offset, message) when a packet's content is cut at any
-// byte; and the reader's counting itself (its runs and tallies).
+// byte; the reader's counting itself (its runs and tallies); and stats
+// narrowed to a time, CPUs, processes, threads and names.
 #include "analysis/stats/trace_stats.hpp"
 
 #include <gtest/gtest.h>
@@ -508,6 +509,56 @@ TEST(TraceStats, CountingReaderGivesRunsAndTallies)
 	EXPECT_EQ(tally(*chan, 1), "0 0 0#0 0#0"); // say: given, not counted
 	EXPECT_EQ(tally(*chan, 2), "2 34 1020#6 2020#10");
 	EXPECT_EQ(tally(*tick, 0), "4 52 900#1 3000#11");
+}
+
+// The report as JSON, narrowed (every event an item, as the command walks then).
+std::string narrowed_stats_of(const fs::path &dir, const NarrowOptions &options)
+{
+	EventWalk walk({{dir.string(), ""}}, "stats");
+	return to_json(trace_stats(walk, std::nullopt, Narrowing(options)));
+}
+
+TEST(TraceStats, NarrowedCountsOnlyTheEventsOfItsTimeCpusAndTasks)
+{
+	// per CPU: fork, a read before any switch, switch to the worker (thread
+	// tid + 1 of process tid), two reads, switch to idle, a read
+	const TraceDir t(kernel_metadata());
+	t.stream("chan_0", {kernel_packet(1000, 0, 100)});
+	t.stream("chan_1", {kernel_packet(1003, 1, 200)});
+	const std::string read = "\"syscall_entry_read\"";
+	NarrowOptions o;
+	o.cpus = {1};
+	std::string s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "4");
+	EXPECT_EQ(count_of(s, "cpu", "1"), "7");
+	EXPECT_EQ(count_of(s, "cpu", "0"), "no \"cpu\": 0");
+
+	o = {};
+	o.pids = {100};
+	s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "2"); // the worker's two reads
+	EXPECT_EQ(count_of(s, "name", "\"sched_switch\""), "1");
+	EXPECT_EQ(count_of(s, "pid", "200"), "no \"pid\": 200");
+
+	o = {};
+	o.tids = {201};
+	EXPECT_EQ(count_of(narrowed_stats_of(t.dir, o), "name", read), "2");
+	o = {};
+	o.procnames = {"worker"};
+	s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "4");
+	EXPECT_EQ(count_of(s, "pid", "100"), "3");
+	EXPECT_EQ(count_of(s, "pid", "200"), "3");
+
+	// the clock's offset is 100 s: from CPU 0's first read after its switch
+	// to CPU 1's read before its switch
+	o = {};
+	o.begin = "100000001003";
+	o.end = "100000001004";
+	s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "3");
+	EXPECT_EQ(count_of(s, "name", "\"sched_process_fork\""), "1");
+	EXPECT_NE(s.find("\"begin_ns\": 100000001003"), std::string::npos) << s;
 }
 
 } // namespace
