@@ -45,6 +45,25 @@ struct Count {
 	void add(const reader::Item &it) { add(1, it.bits, it.seq, it.ns, it.seq, it.ns); }
 };
 
+// A kernel trace's system call of one name: its entries and exits paired
+// per thread (one call each), and those left unpaired.
+struct SyscallCounts {
+	Count calls, entries_only, exits_only;
+};
+
+// A thread's system call entered and not yet exited.
+struct OpenCall {
+	SyscallCounts *call = nullptr;
+	uint64_t bits = 0, seq = 0;
+	int64_t ns = 0;
+	bool counted = false; // within the narrowing
+	void unpaired() const
+	{
+		if (counted)
+			call->entries_only.add(1, bits, seq, ns, seq, ns);
+	}
+};
+
 struct Loss {
 	uint64_t events = 0, packets = 0;
 };
@@ -64,6 +83,10 @@ struct ClassInfo : Source {
 	Count *name = nullptr;
 	KernelEvent task_event; // other unless is_task_event: for TaskTable and the CPU's task
 	FieldRef vtid;          // user events: their thread, for --tid
+	// a kernel trace's syscall_entry_NAME and syscall_exit_NAME: their
+	// name's counts (not name's); entry: which of the two
+	SyscallCounts *syscall = nullptr;
+	bool entry = false;
 };
 
 // A map's entry for a key, the last key's found again without a lookup
@@ -96,6 +119,13 @@ bool is_task_event(const reader::TraceClass &tc, const std::string &name)
 	return k == KernelEvent::sched_switch || k == KernelEvent::process_fork || k == KernelEvent::process_statedump;
 }
 
+// A kernel trace's syscall_entry_NAME or syscall_exit_NAME.
+bool is_syscall_event(const reader::TraceClass &tc, const std::string &name)
+{
+	const KernelEvent::Kind k = KernelEvent::kind_of(name);
+	return (k == KernelEvent::syscall_entry || k == KernelEvent::syscall_exit) && is_kernel_trace(tc);
+}
+
 // The source's trace-wide part: its env and domain.
 void from_env(const reader::TraceClass &tc, Source &s)
 {
@@ -121,7 +151,7 @@ bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPl
 		    find_member(scope_root(stream, &event, S::stream_event_context), name))
 			return false;
 	return !find_member(scope_root(stream, &event, S::packet_context), "procname") &&
-	       !is_task_event(trace.cls, event.cls->name);
+	       !is_task_event(trace.cls, event.cls->name) && !is_syscall_event(trace.cls, event.cls->name);
 }
 
 bool stats_reads_fields_with_symbols(const reader::Trace &trace, const reader::EventClass &cls)
@@ -150,6 +180,8 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	std::map<std::string, uint64_t> functions; // with symbols: events per function
 	uint64_t functions_not_kept = 0;
 	std::map<std::string, Count> names;
+	std::map<std::string, SyscallCounts> syscalls;    // by the call's name
+	std::unordered_map<int64_t, OpenCall> open_calls; // by thread
 	std::map<int64_t, Count> cpus;
 	std::unordered_map<int64_t, Count> processes;
 	std::unordered_map<int64_t, std::string> process_names; // the last procname context of each
@@ -251,13 +283,19 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 		const ClassInfo &c = cache.get(*it, [&] {
 			ClassInfo ci;
 			const std::string &name = it->event->cls->name;
-			ci.name = &names[name];
+			const reader::TraceClass &tc = it->stream->trace().cls;
+			if (is_syscall_event(tc, name)) {
+				const KernelEvent k = KernelEvent::of(*it);
+				ci.syscall = &syscalls[std::string(k.call)];
+				ci.entry = k.kind == KernelEvent::syscall_entry;
+			} else {
+				ci.name = &names[name];
+			}
 			ci.cpu = find_context_field(*it, "cpu_id");
 			ci.pid = find_context_field(*it, "vpid");
 			if (!ci.pid)
 				ci.pid = find_context_field(*it, "pid");
 			ci.procname = find_context_field(*it, "procname");
-			const reader::TraceClass &tc = it->stream->trace().cls;
 			from_env(tc, ci);
 			if (ci.kernel)
 				ci.tid = find_context_field(*it, "tid");
@@ -272,8 +310,34 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 		const bool counted = !narrowing.narrows() || narrowed_in(*it, c);
 		if (counted) {
 			total.add(*it);
-			c.name->add(*it);
+			if (c.name)
+				c.name->add(*it);
 			attribute(*it, c, 1, it->bits, it->seq);
+		}
+		if (c.syscall) {
+			// the thread: its tid context, else the task running on its CPU
+			std::optional<int64_t> tid = int_field(*it, c.tid);
+			if (const auto cpu = int_field(*it, c.cpu); !tid && cpu)
+				tid = running.running(*cpu);
+			if (c.entry && tid) {
+				// an entry while a call is open: that one never returned
+				auto [open, added] = open_calls.try_emplace(*tid);
+				if (!added)
+					open->second.unpaired();
+				open->second = {c.syscall, it->bits, it->seq, it->ns, counted};
+			} else if (c.entry) {
+				if (counted)
+					c.syscall->entries_only.add(*it);
+			} else if (const auto open = tid ? open_calls.find(*tid) : open_calls.end();
+			           open != open_calls.end()) {
+				// one call, under its entry's name, counted where it ends
+				const OpenCall &o = open->second;
+				if (counted)
+					o.call->calls.add(1, o.bits + it->bits, o.seq, o.ns, it->seq, it->ns);
+				open_calls.erase(open);
+			} else if (counted) {
+				c.syscall->exits_only.add(*it);
+			}
 		}
 		if (c.task_event.kind != KernelEvent::other) {
 			running_pid_known = false;
@@ -318,6 +382,15 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 			total.add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
 		}
 	}
+	// the system calls: one row per name, and for the unpaired entries and exits
+	for (const auto &[tid, open] : open_calls)
+		open.unpaired();
+	for (const auto &[call, counts] : syscalls)
+		for (const auto &[count, suffix] :
+		     {std::pair{&counts.calls, ""}, std::pair{&counts.entries_only, " (entry without exit)"},
+		      std::pair{&counts.exits_only, " (exit without entry)"}})
+			if (count->events)
+				names.emplace("syscall " + call + suffix, *count);
 	for (const auto &[pid, e] : env_names)
 		process_names.try_emplace(pid, e.second);
 

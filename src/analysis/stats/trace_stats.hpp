@@ -5,7 +5,12 @@
 // buffer's env, else in a kernel trace the task sched_switch put on the
 // event's CPU, by its process when the state dump or a fork told it); and the
 // events and packets each stream lost (events_discarded, packet_seq_num
-// gaps).
+// gaps). A kernel trace's system calls are one row each, `syscall NAME`,
+// their entry and exit paired per thread (the tid context, else the task
+// running on the event's CPU) and counted as one call (its bytes both
+// events', from the entry's time to the exit's), and rows `syscall NAME
+// (entry without exit)` and `syscall NAME (exit without entry)` for the
+// others; the totals, CPUs and processes still count events.
 #pragma once
 
 #include <optional>
