@@ -2,8 +2,8 @@
 events, sizes, times and losses are known exactly (two streams, begin/end spans per thread and by a request id,
 a gap in packet_seq_num, events_discarded growing), and a daemonless trace of a real program whose event counts
 babeltrace2's counter (`-c sink.utils.counter`) gives; the text and JSON forms; the errors of bad arguments and of
-a damaged trace (file and offset). The kernel analyses are checked against lttng-analyses in
-daemon_kernel_test.py."""
+a damaged trace (file and offset); stats narrowed (--begin/--end, --pid/--tid/--procname, --cpu) and --top. The
+kernel analyses are checked against lttng-analyses in daemon_kernel_test.py."""
 import json
 import os
 import re
@@ -163,6 +163,57 @@ class AnalyzeTest(unittest.TestCase):
         text = tracery("stats", self.trace).stdout
         self.assertRegex(text, r"\napp:begin +4 +[0-9.]+ +111 ")
         self.assertIn("Lost events per stream", text)
+
+    def test_stats_narrowed(self):
+        def narrowed(*options):
+            s = json.loads(tracery("stats", "--json", *options, self.trace).stdout)
+            return s["total"][0]["count"], {r["name"]: r["count"] for r in s["per_event"]}, s
+
+        # thread 11 (process 10, "web") has CPU 0's 6 events, thread 21 (process 20, "db") CPU 1's 4
+        for options in (["--pid", "20"], ["--tid", "21"], ["--procname", "db"], ["--cpu", "1"],
+                        ["--pid", "10,20", "--procname", "db,other"]):
+            total, per_event, s = narrowed(*options)
+            self.assertEqual((total, per_event), (4, {"app:begin": 1, "app:tick": 1, "app:end": 2}), options)
+            self.assertEqual([r["pid"] for r in s["per_process"]], [20], options)
+        self.assertEqual(narrowed("--pid", "20", "--cpu", "0")[0], 0)
+        # from 1100 to 1400 ns after the clock's offset: CPU 0's events but its first
+        total, per_event, s = narrowed("--begin", "1700000000.0000011", "--end", "1700000000000001400")
+        self.assertEqual((total, per_event), (5, {"app:begin": 2, "app:end": 2, "app:tick": 1}))
+        self.assertEqual((s["begin_ns"], s["end_ns"]), (1700000000 * 10**9 + 1100, 1700000000 * 10**9 + 1400))
+        # the losses are the streams', whatever the narrowing
+        self.assertEqual(len(s["lost"]), 1)
+        text = tracery("stats", "--procname", "db", self.trace).stdout
+        self.assertRegex(text, r"\napp:end +2 ")
+        self.assertNotIn("web", text)
+
+    def test_top(self):
+        s = json.loads(tracery("stats", "--json", "--top", "1", self.trace).stdout)
+        self.assertEqual([r["count"] for r in s["per_event"]], [4])  # app:begin and app:end have 4, app:tick 2
+        self.assertEqual([(r["pid"], r["count"]) for r in s["per_process"]], [(10, 6)])
+        self.assertEqual([(r["cpu"], r["count"]) for r in s["per_cpu"]], [(0, 6)])
+        self.assertEqual(s["total"][0]["count"], 10)  # totals stay whole
+        self.assertIn("Per event name: the 1 largest by Count (of 3).", s["notes"])
+        self.assertIn("Per process: the 1 largest by Count (of 2).", s["notes"])
+        s = json.loads(tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--top", "1",
+                               "--json", self.trace).stdout)
+        self.assertEqual([(r["pid"], r["count"]) for r in s["per_process"]], [(10, 2)])
+        text = tracery("stats", "--top", "2", "--procname", "db", self.trace).stdout
+        self.assertIn("Per event name: the 2 largest by Count (of 3).", text)
+        self.assertRegex(text, r"\napp:end +2 ")
+        p = tracery("stats", "--top", "0", self.trace, check=False)
+        self.assertEqual(p.returncode, 2)
+
+    def test_narrowing_that_an_analysis_cannot_honour_is_refused(self):
+        p = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--pid", "10", self.trace,
+                    check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("analyze latency cannot be narrowed yet", p.stderr)
+        p = tracery("stats", "--begin", "noon", self.trace, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot read the --begin time 'noon'", p.stderr)
+        p = tracery("stats", "--cpu", "one", self.trace, check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--cpu", p.stderr)
 
     @unittest.skipUnless(HAVE_BT2, "babeltrace2 is not installed")
     def test_stats_counts_as_babeltrace2s_counter(self):

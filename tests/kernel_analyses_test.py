@@ -246,12 +246,13 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         events of two CPUs at the same nanosecond in babeltrace2's order, lttng-analyses in babeltrace 1's, and
         tracery takes each event's CPU from its packet, where lttng-analyses takes a membarrier entry's from its
         argument: tracery's figures must be those the rules give in babeltrace2's order with the packets' CPUs,
-        which are the -mi tools' whenever both ways give the same (nearly always; the test says when not)."""
+        which are the -mi tools' whenever both ways give the same (nearly always; the test says when not); and
+        narrowed to one thread or one CPU, its figures alone."""
         tracery = program("src", "cli", "tracery")
 
-        def analyze(kind):
-            r = subprocess.run([tracery, "analyze", kind, "--json", kernel], capture_output=True, text=True,
-                               timeout=600)
+        def analyze(kind, *narrowing):
+            r = subprocess.run([tracery, "analyze", kind, "--json", *narrowing, kernel], capture_output=True,
+                               text=True, timeout=600)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(r.stderr, "")  # no progress bar when stderr is not a terminal
             return json.loads(r.stdout)
@@ -292,6 +293,15 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
             self.assertEqual(row["migrations"], migrations.get(tid, 0), f"tid {tid}")
         cpus = {row["cpu"]: row for row in ct["per_cpu"]}
         self.assertEqual({cpu: row["busy_ns"] for cpu, row in cpus.items()}, cpu_ns)
+        # Narrowed to the thread of the most calls, then to one CPU: the same figures, of it alone.
+        busiest = max(calls, key=lambda tid: sum(calls[tid].values()))
+        narrowed = analyze("syscalls", "--tid", str(busiest))
+        self.assertEqual({(r["tid"], r["syscall"]): r["count"] for r in narrowed["per_thread"]},
+                         {(busiest, c): n for c, n in calls[busiest].items()})
+        self.assertEqual(analyze("cputop", "--tid", str(busiest))["per_thread"], [threads[busiest]])
+        some_cpu = max(cpu_ns)
+        narrowed = analyze("cputop", "--cpu", str(some_cpu))
+        self.assertEqual([(r["cpu"], r["busy_ns"]) for r in narrowed["per_cpu"]], [(some_cpu, cpu_ns[some_cpu])])
         if same_figures:
             usage = {row[0]["tid"]: (row[1]["value"], row[3]["value"]) for row in top["per-process"]["data"]}
             for tid, row in threads.items():

@@ -22,6 +22,8 @@ int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string 
 	} else {
 		if (a.folded && a.json)
 			throw std::invalid_argument("--folded writes folded stacks, not JSON: give one of them");
+		if (a.top && (a.folded || (a.tree && !a.json)))
+			throw std::invalid_argument("--top cuts tables, not folded stacks or the call tree's text");
 		analysis::CallStats calls = analysis::analyze_calls(walk, names);
 		names.report(stderr);
 		if (a.folded) {
@@ -34,6 +36,8 @@ int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string 
 		}
 		report = calls.report(name, {a.tree});
 	}
+	if (a.top)
+		analysis::keep_top(report, a.top);
 	if (a.json)
 		fputs(analysis::to_json(report).c_str(), stdout);
 	else

@@ -94,6 +94,31 @@ void symbols_options(CLI::App *c, Args &a)
 	              "debug links DIR/PATH) instead of /usr/lib/debug");
 }
 
+// The options that narrow stats and analyses (lttng-analyses' names) and
+// --top; `times`: also --begin/--end (analyze latency has its own).
+void narrowing_options(CLI::App *c, Args &a, bool times)
+{
+	if (times) {
+		c->add_option("--begin", a.narrow.begin,
+		              "Only what happens at or after this time (as `view --begin`: HH:MM:SS[.N], "
+		              "'YYYY-MM-DD HH:MM:SS[.N]', SECONDS.N or NS from the epoch)");
+		c->add_option("--end", a.narrow.end, "Only what happens at or before this time (as --begin)");
+	}
+	// each a list of one argument (PID,PID...), never the targets after it
+	c->add_option("--pid", a.narrow.pids, "Only these processes (PID,...)")
+		->delimiter(',')
+		->allow_extra_args(false);
+	c->add_option("--tid", a.narrow.tids, "Only these threads (TID,...)")->delimiter(',')->allow_extra_args(false);
+	c->add_option("--procname", a.narrow.procnames, "Only the processes and threads of these names (NAME,...)")
+		->delimiter(',')
+		->allow_extra_args(false);
+	c->add_option("--cpu", a.narrow.cpus, "Only what happens on these CPUs (CPU,...)")
+		->delimiter(',')
+		->allow_extra_args(false);
+	c->add_option("--top", a.top, "Only the N largest rows of each table (a note names the column)")
+		->check(CLI::PositiveNumber);
+}
+
 // Adds the options of track (untrack: no --follow-children) to `verb`.
 void add_tracking_options(CLI::App *verb, TrackingArgs &args, bool untrack)
 {
@@ -477,6 +502,7 @@ int main(int argc, char **argv)
 	trace_target_options(stats, a, "TARGET", targets_help);
 	stats->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
 	symbols_options(stats, a);
+	narrowing_options(stats, a, true);
 
 	auto *analyze = app.add_subcommand("analyze", "Analyses of traces: CPU time, system calls, wake-up latency, "
 	                                              "interrupts (kernel traces), spans between user events");
@@ -500,6 +526,7 @@ int main(int argc, char **argv)
 			[&run, &a, kind = std::string(kind)] { run = [&a, kind] { return verb_analyze(a, kind); }; });
 		trace_target_options(k, a, "TARGET", targets_help);
 		k->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
+		narrowing_options(k, a, std::string(kind) != "latency");
 		if (std::string(kind) == "latency") {
 			k->add_option("--begin", a.span_begin, "The event that opens a span, e.g. 'app:request_begin'")
 				->required();

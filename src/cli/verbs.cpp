@@ -741,9 +741,11 @@ int verb_view(const Args &a)
 
 namespace {
 
-int print_report(const analysis::Report &r, bool json)
+int print_report(analysis::Report r, const Args &a)
 {
-	if (json)
+	if (a.top)
+		analysis::keep_top(r, a.top);
+	if (a.json)
 		fputs(analysis::to_json(r).c_str(), stdout);
 	else
 		analysis::print_text(r, stdout);
@@ -764,25 +766,37 @@ int verb_stats(const Args &a)
 	const auto symbols = symbol_options(a);
 	return walking(
 		trace_inputs(a), "stats",
-		[&](analysis::EventWalk &walk) { return print_report(analysis::trace_stats(walk, symbols), a.json); },
-		symbols ? analysis::stats_reads_fields_with_symbols : analysis::stats_reads_fields,
-		symbols ? analysis::stats_counts_with_symbols : analysis::stats_counts);
+		[&](analysis::EventWalk &walk) {
+			return print_report(analysis::trace_stats(walk, symbols, analysis::Narrowing(a.narrow)), a);
+		},
+		// narrowed, every event is looked at: none only counted
+		a.narrow.narrows() ? analysis::EventWalk::FieldsWanted{}
+		: symbols          ? analysis::stats_reads_fields_with_symbols
+				   : analysis::stats_reads_fields,
+		a.narrow.narrows() ? analysis::EventWalk::Counted{}
+		: symbols          ? analysis::stats_counts_with_symbols
+				   : analysis::stats_counts);
 }
 
 int verb_analyze(const Args &a, const std::string &kind)
 {
+	if (a.narrow.narrows() && kind != "cputop" && kind != "syscalls")
+		throw CliError("analyze " + kind +
+		               " cannot be narrowed yet: --begin, --end, --pid, --tid, --procname and "
+		               "--cpu go with stats, analyze cputop and analyze syscalls");
 	return walking(trace_inputs(a), "analyze " + kind, [&](analysis::EventWalk &walk) {
+		const analysis::Narrowing narrowing(a.narrow);
 		if (kind == "cputop")
-			return print_report(analysis::analyze_cputop(walk), a.json);
+			return print_report(analysis::analyze_cputop(walk, narrowing), a);
 		if (kind == "syscalls")
-			return print_report(analysis::analyze_syscalls(walk), a.json);
+			return print_report(analysis::analyze_syscalls(walk, narrowing), a);
 		if (kind == "schedlat")
-			return print_report(analysis::analyze_schedlat(walk), a.json);
+			return print_report(analysis::analyze_schedlat(walk), a);
 		if (kind == "irq")
-			return print_report(analysis::analyze_irq(walk), a.json);
+			return print_report(analysis::analyze_irq(walk), a);
 		if (kind == "locks" || kind == "calls")
 			return analyze_preload(walk, a, kind, symbol_options(a));
-		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a.json);
+		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a);
 	});
 }
 

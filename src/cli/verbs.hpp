@@ -1,6 +1,7 @@
 // The verbs of the tracery command, once their arguments are parsed.
 #pragma once
 
+#include "analysis/read/narrowing.hpp"
 #include "cli/tracking.hpp"
 
 #include <cstdint>
@@ -53,6 +54,8 @@ struct Args {
 	TrackingArgs tracking;                    // track/untrack
 	bool json = false;                        // stats/analyze/query --json
 	std::string span_begin, span_end, match;  // analyze latency --begin/--end/--match
+	analysis::NarrowOptions narrow;           // stats/analyze --begin/--end/--pid/--tid/--procname/--cpu
+	size_t top = 0;                           // stats/analyze --top N (0: every row)
 	int64_t contended_ns = 1000;              // analyze locks --contended
 	size_t longest = 10;                      // analyze locks --longest
 	bool tree = false, folded = false;        // analyze calls --tree/--folded

@@ -27,17 +27,30 @@
 #include "analysis/model/trace_env.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
+#include "analysis/read/narrowing.hpp"
 
 namespace tracery::analysis {
 
 // ---- cputop: CPU time per thread, process and CPU from sched_switch.
+// Narrowed: the time within --begin/--end on the CPUs of --cpu, the threads
+// and processes of --tid/--pid/--procname (a process: its matching threads).
 class CpuTop {
 public:
-	// The first event's time (the range's beginning), before any other call.
-	void begin(int64_t ns) { begin_ = ns; }
+	explicit CpuTop(Narrowing narrowing = {}) : narrowing_(std::move(narrowing)) {}
+	// The first event's time (the range's beginning), before any other call;
+	// throws std::invalid_argument (--begin/--end unreadable).
+	void begin(int64_t ns)
+	{
+		narrowing_.first_event(ns);
+		begin_ = narrowing_.clamp(ns);
+	}
 	void on_switch(int64_t ns, int64_t cpu, int64_t prev_tid, int64_t next_tid);
 	void on_migrate(int64_t tid);
-	void on_cpu(int64_t cpu) { cpus_seen_[cpu]; }
+	void on_cpu(int64_t cpu)
+	{
+		if (narrowing_.cpu_in(cpu))
+			cpus_seen_[cpu];
+	}
 	// end: the last event's time.
 	Report report(int64_t end, const TaskTable &tasks) const;
 
@@ -47,14 +60,20 @@ private:
 		std::optional<int64_t> since;
 		uint64_t migrations = 0;
 	};
+	Narrowing narrowing_;
 	int64_t begin_ = 0;
 	std::map<int64_t, Run> tids_, cpus_;
 	std::map<int64_t, bool> cpus_seen_;
 };
 
 // ---- syscalls: count and latency of system calls per call, thread and process.
+// Narrowed: the calls that exit within --begin/--end on a CPU of --cpu, of
+// the threads and processes of --tid/--pid/--procname.
 class Syscalls {
 public:
+	explicit Syscalls(Narrowing narrowing = {}) : narrowing_(std::move(narrowing)) {}
+	// The first event's time; throws std::invalid_argument (--begin/--end unreadable).
+	void begin(int64_t ns) { narrowing_.first_event(ns); }
 	void on_switch(int64_t cpu, int64_t next_tid) { pairs_.on_switch(cpu, next_tid); }
 	// `tid`: the event's tid context, if it has one.
 	void on_entry(int64_t ns, int64_t cpu, std::string_view call, std::optional<int64_t> tid = std::nullopt)
@@ -69,6 +88,7 @@ private:
 		Distribution d;
 		uint64_t errors = 0; // returned a negative value
 	};
+	Narrowing narrowing_;
 	SyscallPairs pairs_;
 	std::map<std::pair<int64_t, std::string>, Calls> per_tid_;
 };
@@ -131,8 +151,8 @@ private:
 
 // Over the events of a walk. Each throws std::runtime_error when the trace
 // lacks the events it needs (saying which to record), ReadError when damaged.
-Report analyze_cputop(EventWalk &walk);
-Report analyze_syscalls(EventWalk &walk);
+Report analyze_cputop(EventWalk &walk, const Narrowing &narrowing = {});
+Report analyze_syscalls(EventWalk &walk, const Narrowing &narrowing = {});
 Report analyze_schedlat(EventWalk &walk);
 Report analyze_irq(EventWalk &walk);
 

@@ -2,7 +2,8 @@
 // sequences: cputop's rules (a task first seen leaving ran from the start, the
 // idle task, a CPU busy from the start until its first switch), system calls
 // counted for the task on the exit's CPU under the entry's name, wake-up
-// latency from the earliest wake-up, IRQs paired per CPU, spans nested per key.
+// latency from the earliest wake-up, IRQs paired per CPU, spans nested per key;
+// cputop and syscalls narrowed to a time range, CPUs, processes and threads.
 #include "analysis/analyze/analyses.hpp"
 #include "analysis/analyze/report_lookup_testing.hpp"
 
@@ -64,6 +65,143 @@ TEST(CpuTop, ATaskSeenOnlyMigratingHasNoTime)
 	EXPECT_EQ(i64(cell(r, "per_thread", 7, "cpu_ns")), 0);
 	EXPECT_EQ(i64(cell(r, "per_thread", 5, "cpu_ns")), 10);
 	EXPECT_EQ(i64(cell(r, "per_thread", 6, "cpu_ns")), 90);
+}
+
+// Narrowing options, set one by one (designated initializers would have to
+// name every member).
+NarrowOptions between(std::string begin, std::string end)
+{
+	NarrowOptions o;
+	o.begin = std::move(begin);
+	o.end = std::move(end);
+	return o;
+}
+NarrowOptions on_cpus(std::vector<int64_t> cpus)
+{
+	NarrowOptions o;
+	o.cpus = std::move(cpus);
+	return o;
+}
+NarrowOptions of_pids(std::vector<int64_t> pids)
+{
+	NarrowOptions o;
+	o.pids = std::move(pids);
+	return o;
+}
+NarrowOptions of_tids(std::vector<int64_t> tids)
+{
+	NarrowOptions o;
+	o.tids = std::move(tids);
+	return o;
+}
+NarrowOptions named(std::vector<std::string> procnames)
+{
+	NarrowOptions o;
+	o.procnames = std::move(procnames);
+	return o;
+}
+
+// The sequence of FollowsTheSwitchesOfEachCpu, narrowed.
+Report narrowed_cputop(NarrowOptions options)
+{
+	CpuTop top{Narrowing(std::move(options))};
+	TaskTable tasks;
+	tasks.set(101, 100, "worker");
+	tasks.set(100, 100, "main");
+	tasks.set(200, 200, "other");
+	top.begin(1000);
+	top.on_cpu(0);
+	top.on_cpu(1);
+	top.on_switch(1100, 0, 100, 101);
+	top.on_switch(1300, 0, 101, 0);
+	top.on_switch(1200, 1, 0, 100);
+	top.on_switch(1500, 1, 100, 200); // 200 runs on CPU 1 to the end
+	return top.report(2000, tasks);
+}
+
+TEST(CpuTop, NarrowedToATimeRangeCountsTheTimeWithinIt)
+{
+	const Report r = narrowed_cputop(between("1250", "1800"));
+	EXPECT_EQ(r.begin_ns, 1250);
+	EXPECT_EQ(r.end_ns, 1800);
+	// 100: [1250, 1500] on CPU 1; 101: [1250, 1300] on CPU 0; 200: [1500, 1800]
+	EXPECT_EQ(i64(cell(r, "per_thread", 100, "cpu_ns")), 250);
+	EXPECT_EQ(i64(cell(r, "per_thread", 101, "cpu_ns")), 50);
+	EXPECT_EQ(i64(cell(r, "per_thread", 200, "cpu_ns")), 300);
+	EXPECT_DOUBLE_EQ(dbl(cell(r, "per_thread", 200, "usage")), 300.0 / 550);
+	EXPECT_EQ(i64(cell(r, "per_cpu", 0, "busy_ns")), 50);
+	EXPECT_EQ(i64(cell(r, "per_cpu", 1, "busy_ns")), 550);
+}
+
+TEST(CpuTop, NarrowedToACpuCountsOnlyItsTime)
+{
+	const Report r = narrowed_cputop(on_cpus({1}));
+	// on CPU 1: 100 from 1200 to 1500, 200 from 1500 to 2000; 101 never ran there
+	EXPECT_EQ(i64(cell(r, "per_thread", 100, "cpu_ns")), 300);
+	EXPECT_EQ(i64(cell(r, "per_thread", 200, "cpu_ns")), 500);
+	EXPECT_EQ(i64(cell(r, "per_thread", 101, "cpu_ns")), 0);
+	EXPECT_EQ(table(r, "per_cpu").rows.size(), 1u);
+	EXPECT_EQ(i64(table(r, "total").rows[0][0]), 1);
+}
+
+TEST(CpuTop, NarrowedToProcessesReportsOnlyTheirThreads)
+{
+	for (const NarrowOptions &o : {of_pids({100}), named({"main", "worker"})}) {
+		const Report r = narrowed_cputop(o);
+		const Table &t = table(r, "per_thread");
+		ASSERT_EQ(t.rows.size(), 2u);
+		EXPECT_EQ(i64(cell(r, "per_thread", 100, "cpu_ns")), 100 + 300);
+		EXPECT_EQ(i64(cell(r, "per_thread", 101, "cpu_ns")), 200);
+		ASSERT_EQ(table(r, "per_process").rows.size(), 1u);
+		EXPECT_EQ(i64(cell(r, "per_process", 100, "cpu_ns")), 600);
+	}
+	const Report r = narrowed_cputop(of_tids({101}));
+	ASSERT_EQ(table(r, "per_thread").rows.size(), 1u);
+	EXPECT_EQ(i64(cell(r, "per_process", 100, "threads")), 1);
+	EXPECT_EQ(i64(cell(r, "per_process", 100, "cpu_ns")), 200);
+}
+
+TEST(Narrowing, RefusesAnUnreadableTime)
+{
+	CpuTop top{Narrowing(between("noon", ""))};
+	EXPECT_THROW(top.begin(0), std::invalid_argument);
+}
+
+TEST(Syscalls, NarrowedCountsTheCallsThatExitWithinOnTheCpusOfTheTasks)
+{
+	const auto run = [](NarrowOptions options) {
+		Syscalls s{Narrowing(std::move(options))};
+		TaskTable tasks;
+		tasks.set(11, 10, "app");
+		tasks.set(21, 20, "db");
+		s.begin(0);
+		s.on_switch(0, 11);
+		s.on_switch(1, 21);
+		s.on_entry(10, 0, "read");
+		s.on_exit(20, 0, 1); // app read, 10 ns, CPU 0
+		s.on_entry(30, 1, "write");
+		s.on_exit(60, 1, 1); // db write, 30 ns, CPU 1
+		s.on_entry(90, 0, "read");
+		s.on_exit(110, 0, 1); // app read, 20 ns, exits at 110
+		return s.report(0, 200, tasks);
+	};
+	Report r = run(between("50", ""));
+	EXPECT_EQ(r.begin_ns, 50);
+	EXPECT_EQ(i64(cell(r, "per_syscall", "read", "count")), 1);
+	EXPECT_EQ(i64(cell(r, "per_syscall", "read", "max_ns")), 20);
+	EXPECT_EQ(i64(cell(r, "per_syscall", "write", "count")), 1);
+	r = run(between("", "100"));
+	EXPECT_EQ(i64(cell(r, "per_syscall", "read", "count")), 1);
+	EXPECT_EQ(i64(cell(r, "per_syscall", "read", "max_ns")), 10);
+	r = run(on_cpus({1}));
+	ASSERT_EQ(table(r, "per_syscall").rows.size(), 1u);
+	EXPECT_EQ(i64(cell(r, "per_syscall", "write", "count")), 1);
+	for (const NarrowOptions &o : {of_pids({10}), of_tids({11}), named({"app"})}) {
+		r = run(o);
+		ASSERT_EQ(table(r, "per_thread").rows.size(), 1u);
+		EXPECT_EQ(i64(cell(r, "per_syscall", "read", "count")), 2);
+		EXPECT_EQ(table(r, "per_syscall").rows.size(), 1u);
+	}
 }
 
 TEST(Syscalls, CountsForTheTaskOnTheExitsCpuUnderTheEntrysName)

@@ -134,6 +134,7 @@ Report CallStats::report(const AddressNamer &name, const CallOptions &options)
 	                   {"calls", "Calls", Format::integer}});
 	time_columns(ft.columns, "inclusive", "Incl");
 	time_columns(ft.columns, "exclusive", "Self");
+	ft.top_by = "inclusive_total_ns";
 	std::vector<std::pair<const std::pair<int64_t, uint64_t>, Function> *> order;
 	for (auto &e : functions_)
 		order.push_back(&e);
@@ -152,6 +153,7 @@ Report CallStats::report(const AddressNamer &name, const CallOptions &options)
 	                  {{"pid", "PID", Format::integer},
 	                   {"tid", "TID", Format::integer},
 	                   {"calls", "Calls", Format::integer}});
+	tt.top_by = "calls";
 	for (const auto &[who, calls] : thread_calls_)
 		tt.rows.push_back({who.first, who.second, static_cast<int64_t>(calls)});
 

@@ -11,31 +11,37 @@ namespace reader = ctf::reader;
 
 void CpuTop::on_switch(int64_t ns, int64_t cpu, int64_t prev_tid, int64_t next_tid)
 {
-	cpus_seen_[cpu];
-	// A CPU first seen switching was busy since the beginning (its task unknown).
-	auto [c, new_cpu] = cpus_.try_emplace(cpu);
-	if (new_cpu)
-		c->second.since = begin_;
-	if (c->second.since)
-		c->second.ns += ns - *c->second.since;
-	c->second.since = next_tid != 0 ? std::optional<int64_t>(ns) : std::nullopt;
+	// Outside --cpu the tasks still come and go, with no time counted.
+	const bool counted = narrowing_.cpu_in(cpu);
+	ns = narrowing_.clamp(ns);
+	if (counted) {
+		cpus_seen_[cpu];
+		// A CPU first seen switching was busy since the beginning (its task unknown).
+		auto [c, new_cpu] = cpus_.try_emplace(cpu);
+		if (new_cpu)
+			c->second.since = begin_;
+		if (c->second.since)
+			c->second.ns += ns - *c->second.since;
+		c->second.since = next_tid != 0 ? std::optional<int64_t>(ns) : std::nullopt;
+	}
 
 	// A task first seen leaving a CPU ran since the beginning.
 	auto [p, new_prev] = tids_.try_emplace(prev_tid);
-	if (new_prev)
+	if (new_prev && counted)
 		p->second.since = begin_;
 	if (p->second.since) {
 		p->second.ns += ns - *p->second.since;
 		p->second.since.reset();
 	}
 	if (next_tid != 0)
-		tids_[next_tid].since = ns;
+		tids_[next_tid].since = counted ? std::optional<int64_t>(ns) : std::nullopt;
 }
 
 void CpuTop::on_migrate(int64_t tid) { ++tids_[tid].migrations; }
 
 Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 {
+	end = narrowing_.clamp(end);
 	Report r = Report::ranged("cputop", begin_, end);
 	const int64_t duration = end - begin_;
 	const auto ratio = [&](int64_t ns) {
@@ -52,10 +58,12 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	for (const auto &[tid, run] : tids_) {
 		if (tid == 0) // the idle task: not a thread's CPU time
 			continue;
-		const int64_t ns = closed(run);
-		threads.push_back({tid, ns, run.migrations, 1});
 		// a thread whose process the trace does not tell is its own
 		const int64_t pid = tasks.pid(tid).value_or(tid);
+		if (!narrowing_.task_in(tid, pid, tasks.comm(tid)))
+			continue;
+		const int64_t ns = closed(run);
+		threads.push_back({tid, ns, run.migrations, 1});
 		Row &p = processes.try_emplace(pid, Row{pid, 0, 0, 0}).first->second;
 		p.ns += ns;
 		p.migrations += run.migrations;
@@ -71,6 +79,7 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	                  {"cpu_ns", "CPU time", Format::duration},
 	                  {"usage", "Usage", Format::ratio},
 	                  {"migrations", "Migrations", Format::integer}});
+	t.top_by = "cpu_ns";
 	for (const Row &row : threads) {
 		const auto pid = tasks.pid(row.id);
 		t.rows.push_back({row.id, cell_of(pid), tasks.comm(row.id), row.ns, ratio(row.ns),
@@ -87,6 +96,7 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	                   {"threads", "Threads", Format::integer},
 	                   {"cpu_ns", "CPU time", Format::duration},
 	                   {"usage", "Usage", Format::ratio}});
+	pt.top_by = "cpu_ns";
 	for (const Row &row : procs)
 		pt.rows.push_back(
 			{row.id, tasks.comm(row.id), static_cast<int64_t>(row.threads), row.ns, ratio(row.ns)});
@@ -95,6 +105,7 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	                  {{"cpu", "CPU", Format::integer},
 	                   {"busy_ns", "Busy", Format::duration},
 	                   {"usage", "Usage", Format::ratio}});
+	ct.top_by = "busy_ns";
 	int64_t busy = 0;
 	for (const auto &[cpu, run] : cpus_) {
 		const int64_t ns = closed(run);
@@ -110,12 +121,12 @@ Report CpuTop::report(int64_t end, const TaskTable &tasks) const
 	return r;
 }
 
-Report analyze_cputop(EventWalk &walk)
+Report analyze_cputop(EventWalk &walk, const Narrowing &narrowing)
 {
 	ClassCache<KernelEvent> cache;
 	CpuOf cpu_of;
 	TaskTable tasks;
-	CpuTop top;
+	CpuTop top(narrowing);
 	TimeRange range;
 	uint64_t switches = 0;
 	for_each_event(walk, range, [&](const reader::Item &event) {

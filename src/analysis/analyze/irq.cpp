@@ -73,6 +73,7 @@ Report IrqStats::report(int64_t begin, int64_t end)
 		t.columns = {{lines == &hard_ ? "irq" : "vec", lines == &hard_ ? "IRQ" : "Vector", Format::integer},
 		             {"name", "Name", Format::text}};
 		summary_columns(t.columns);
+		t.top_by = "count";
 		for (auto &[id, line] : *lines) {
 			if (!line.d.count())
 				continue;

@@ -255,6 +255,7 @@ Report LockStats::report(int64_t begin, int64_t end, const AddressNamer &name)
 	counts(lt.columns);
 	lt.columns.push_back({"threads", "Threads", Format::integer});
 	lt.columns.push_back({"tids", "TIDs", Format::text});
+	lt.top_by = "wait_total_ns";
 	for (auto *e : by_wait(locks_, [](Lock &l) -> Figures & { return l.f; })) {
 		std::vector<Cell> &row = lt.rows.emplace_back();
 		row = {e->first.first, hex_address(e->first.second), std::string(kind_name(e->second.kind))};
@@ -275,6 +276,7 @@ Report LockStats::report(int64_t begin, int64_t end, const AddressNamer &name)
 		count_cells(e->second, row);
 	}
 
+	st.top_by = "wait_total_ns";
 	Table &wt = r.add("longest_waits", "Longest waits",
 	                  {{"time", "Acquired at", Format::time},
 	                   {"wait_ns", "Wait", Format::duration},

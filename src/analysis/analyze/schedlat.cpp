@@ -38,6 +38,7 @@ Report SchedLat::report(int64_t begin, int64_t end, const TaskTable &tasks)
 		"per_thread", "Wake-up latency per thread",
 		{{"tid", "TID", Format::integer}, {"pid", "PID", Format::integer}, {"comm", "Name", Format::text}});
 	summary_columns(t.columns);
+	t.top_by = "max_ns";
 	std::vector<std::pair<int64_t, Distribution *>> order;
 	for (auto &[tid, d] : per_tid_)
 		order.emplace_back(tid, &d);

@@ -31,6 +31,7 @@ Report Spans::report(int64_t begin, int64_t end, const std::string &title)
 	Table &pt = r.add("per_process", "Per process",
 	                  {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}});
 	summary_columns(pt.columns);
+	pt.top_by = "count";
 	for (auto &[who, d] : per_process_) {
 		std::vector<Cell> &row = pt.rows.emplace_back();
 		row = {cell_of(who.first >= 0 ? std::optional<int64_t>(who.first) : std::nullopt), who.second};

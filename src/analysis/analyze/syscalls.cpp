@@ -18,7 +18,7 @@ namespace reader = ctf::reader;
 void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret, std::optional<int64_t> tid)
 {
 	const SyscallTracker::Call *c = pairs_.on_exit(cpu, tid);
-	if (!c)
+	if (!c || !narrowing_.time_in(ns) || !narrowing_.cpu_in(cpu))
 		return;
 	Calls &calls = per_tid_[{c->tid, c->name}];
 	calls.d.add(ns - c->entry_ns);
@@ -28,7 +28,7 @@ void Syscalls::on_exit(int64_t ns, int64_t cpu, std::optional<int64_t> ret, std:
 
 Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 {
-	Report r = Report::ranged("syscalls", begin, end);
+	Report r = Report::ranged("syscalls", narrowing_.clamp(begin), narrowing_.clamp(end));
 	// per call and per process: the threads' latencies together
 	struct Group {
 		Distribution d;
@@ -41,6 +41,13 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 		g.d.merge(c.d);
 		g.errors += c.errors;
 	};
+	for (auto it = per_tid_.begin(); it != per_tid_.end();) {
+		const int64_t tid = it->first.first;
+		if (narrowing_.task_in(tid, tasks.pid(tid).value_or(tid), tasks.comm(tid)))
+			++it;
+		else
+			it = per_tid_.erase(it);
+	}
 	for (auto &[key, calls] : per_tid_) {
 		merge(per_call[key.second], calls);
 		merge(per_process[{tasks.pid(key.first).value_or(key.first), key.second}], calls);
@@ -73,6 +80,7 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 	ct.key = "per_syscall";
 	ct.title = "System calls";
 	ct.columns = columns({{"syscall", "System call", Format::text}});
+	ct.top_by = "count";
 	for (auto *e : order(per_call))
 		ct.rows.push_back(cells({e->first}, e->second.errors, e->second.d));
 
@@ -82,6 +90,7 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 	pt.columns = columns({{"pid", "PID", Format::integer},
 	                      {"comm", "Name", Format::text},
 	                      {"syscall", "System call", Format::text}});
+	pt.top_by = "count";
 	for (auto *e : order(per_process))
 		pt.rows.push_back(cells({e->first.first, tasks.comm(e->first.first), e->first.second}, e->second.errors,
 		                        e->second.d));
@@ -93,6 +102,7 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 	                      {"pid", "PID", Format::integer},
 	                      {"comm", "Name", Format::text},
 	                      {"syscall", "System call", Format::text}});
+	tt.top_by = "count";
 	for (auto *e : order(per_tid_)) {
 		const auto pid = tasks.pid(e->first.first);
 		tt.rows.push_back(cells({e->first.first, cell_of(pid), tasks.comm(e->first.first), e->first.second},
@@ -102,17 +112,18 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 	return r;
 }
 
-Report analyze_syscalls(EventWalk &walk)
+Report analyze_syscalls(EventWalk &walk, const Narrowing &narrowing)
 {
 	ClassCache<KernelEvent> cache;
 	ClassCache<FieldRef> tid_context;
 	CpuOf cpu_of;
 	TaskTable tasks;
-	Syscalls calls;
+	Syscalls calls(narrowing);
 	TimeRange range;
 	uint64_t seen = 0;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
+		calls.begin(range.first);
 		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
 		tasks.observe(*it, f);
 		if (f.kind != KernelEvent::sched_switch && f.kind != KernelEvent::syscall_entry &&

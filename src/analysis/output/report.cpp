@@ -134,6 +134,36 @@ nlohmann::json json_cell(const Cell &c)
 
 } // namespace
 
+void keep_top(Report &report, size_t n)
+{
+	for (Table &t : report.tables) {
+		if (t.top_by.empty())
+			continue;
+		const size_t k = static_cast<size_t>(std::find_if(t.columns.begin(), t.columns.end(),
+		                                                  [&](const Column &c) { return c.key == t.top_by; }) -
+		                                     t.columns.begin());
+		if (k == t.columns.size())
+			continue;
+		// an empty cell is the smallest; integers and reals compare as numbers
+		const auto value = [k](const std::vector<Cell> &row) -> std::optional<double> {
+			if (k >= row.size())
+				return std::nullopt;
+			if (const auto *i = std::get_if<int64_t>(&row[k]))
+				return static_cast<double>(*i);
+			if (const auto *d = std::get_if<double>(&row[k]))
+				return *d;
+			return std::nullopt;
+		};
+		std::stable_sort(t.rows.begin(), t.rows.end(),
+		                 [&](const auto &a, const auto &b) { return value(a) > value(b); });
+		const size_t had = t.rows.size();
+		if (had > n)
+			t.rows.resize(n);
+		report.notes.push_back((t.title.empty() ? t.key : t.title) + ": the " + std::to_string(t.rows.size()) +
+		                       " largest by " + t.columns[k].title + " (of " + std::to_string(had) + ").");
+	}
+}
+
 void print_text(const Report &report, FILE *out)
 {
 	if (report.has_range) {

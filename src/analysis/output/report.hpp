@@ -3,7 +3,8 @@
 // as aligned text tables (durations in µs, ratios in %, times of day) or as
 // one JSON object for scripts (raw numbers: ns, ratios 0..1, counts); and the
 // distribution of a set of durations (count, min, mean, max, standard
-// deviation, percentiles, log2 histogram) that the latency analyses share.
+// deviation, percentiles, log2 histogram) that the latency analyses share;
+// --top N, the largest rows of each table.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,9 @@ struct Table {
 	std::vector<std::vector<Cell>> rows;
 	// A histogram (columns lo, hi, count): text draws a bar per row.
 	bool histogram = false;
+	// The column whose largest values --top keeps ("" for a table --top
+	// keeps whole: totals, histograms, losses).
+	std::string top_by;
 };
 
 struct Report {
@@ -83,6 +87,11 @@ struct Report {
 		return r;
 	}
 };
+
+// --top N: of each table with a top_by column, the N rows of its largest
+// values (largest first; equal ones in the table's order), and a note per
+// table naming the column and how many rows there were.
+void keep_top(Report &report, size_t n);
 
 void print_text(const Report &report, FILE *out);
 // {"kind": ..., "begin_ns": ..., "end_ns": ..., "duration_ns": ..., TABLE

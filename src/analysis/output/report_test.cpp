@@ -1,5 +1,5 @@
 // analysis/output/report_test.cpp — distributions (nearest-rank percentiles, sample
-// standard deviation, log2 buckets), reports as JSON and text.
+// standard deviation, log2 buckets), reports as JSON and text, --top.
 #include "analysis/output/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -121,6 +121,33 @@ Report sample()
 	t.rows.push_back({std::string("bb"), Cell(), 1.0});
 	r.notes.push_back("a note");
 	return r;
+}
+
+TEST(Report, TopKeepsTheLargestRowsOfTablesThatSayByWhat)
+{
+	Report r;
+	Table &t =
+		r.add("per_thread", "Per thread", {{"tid", "TID", Format::integer}, {"ns", "Time", Format::duration}});
+	t.top_by = "ns";
+	t.rows = {{int64_t{1}, int64_t{5}},
+	          {int64_t{2}, Cell()},
+	          {int64_t{3}, 7.5},
+	          {int64_t{4}, int64_t{5}},
+	          {int64_t{5}, int64_t{9}}};
+	Table &whole = r.add("total", "", {{"n", "N", Format::integer}});
+	whole.rows = {{int64_t{1}}, {int64_t{2}}, {int64_t{3}}};
+	keep_top(r, 3);
+	// 9, 7.5, then the first of the two 5s; the empty cell is the smallest
+	ASSERT_EQ(r.tables[0].rows.size(), 3u);
+	EXPECT_EQ(std::get<int64_t>(r.tables[0].rows[0][0]), 5);
+	EXPECT_EQ(std::get<int64_t>(r.tables[0].rows[1][0]), 3);
+	EXPECT_EQ(std::get<int64_t>(r.tables[0].rows[2][0]), 1);
+	EXPECT_EQ(r.tables[1].rows.size(), 3u);
+	ASSERT_EQ(r.notes.size(), 1u);
+	EXPECT_EQ(r.notes[0], "Per thread: the 3 largest by Time (of 5).");
+	keep_top(r, 10);
+	EXPECT_EQ(r.tables[0].rows.size(), 3u);
+	EXPECT_EQ(r.notes[1], "Per thread: the 3 largest by Time (of 3).");
 }
 
 TEST(Report, Json)

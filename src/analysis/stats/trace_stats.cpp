@@ -45,6 +45,25 @@ struct Count {
 	void add(const reader::Item &it) { add(1, it.bits, it.seq, it.ns, it.seq, it.ns); }
 };
 
+// A kernel trace's system call of one name: its entries and exits paired
+// per thread (one call each), and those left unpaired.
+struct SyscallCounts {
+	Count calls, entries_only, exits_only;
+};
+
+// A thread's system call entered and not yet exited.
+struct OpenCall {
+	SyscallCounts *call = nullptr;
+	uint64_t bits = 0, seq = 0;
+	int64_t ns = 0;
+	bool counted = false; // within the narrowing
+	void unpaired() const
+	{
+		if (counted)
+			call->entries_only.add(1, bits, seq, ns, seq, ns);
+	}
+};
+
 struct Loss {
 	uint64_t events = 0, packets = 0;
 };
@@ -63,6 +82,11 @@ struct Source {
 struct ClassInfo : Source {
 	Count *name = nullptr;
 	KernelEvent task_event; // other unless is_task_event: for TaskTable and the CPU's task
+	FieldRef vtid;          // user events: their thread, for --tid
+	// a kernel trace's syscall_entry_NAME and syscall_exit_NAME: their
+	// name's counts (not name's); entry: which of the two
+	SyscallCounts *syscall = nullptr;
+	bool entry = false;
 };
 
 // A map's entry for a key, the last key's found again without a lookup
@@ -95,6 +119,13 @@ bool is_task_event(const reader::TraceClass &tc, const std::string &name)
 	return k == KernelEvent::sched_switch || k == KernelEvent::process_fork || k == KernelEvent::process_statedump;
 }
 
+// A kernel trace's syscall_entry_NAME or syscall_exit_NAME.
+bool is_syscall_event(const reader::TraceClass &tc, const std::string &name)
+{
+	const KernelEvent::Kind k = KernelEvent::kind_of(name);
+	return (k == KernelEvent::syscall_entry || k == KernelEvent::syscall_exit) && is_kernel_trace(tc);
+}
+
 // The source's trace-wide part: its env and domain.
 void from_env(const reader::TraceClass &tc, Source &s)
 {
@@ -120,7 +151,7 @@ bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPl
 		    find_member(scope_root(stream, &event, S::stream_event_context), name))
 			return false;
 	return !find_member(scope_root(stream, &event, S::packet_context), "procname") &&
-	       !is_task_event(trace.cls, event.cls->name);
+	       !is_task_event(trace.cls, event.cls->name) && !is_syscall_event(trace.cls, event.cls->name);
 }
 
 bool stats_reads_fields_with_symbols(const reader::Trace &trace, const reader::EventClass &cls)
@@ -141,7 +172,7 @@ namespace {
 constexpr size_t kMaxFunctions = 1 << 16; // rows of per_function
 } // namespace
 
-Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_options)
+Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_options, Narrowing narrowing)
 {
 	std::optional<SymbolEvents> symbols;
 	if (symbol_options)
@@ -149,6 +180,8 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	std::map<std::string, uint64_t> functions; // with symbols: events per function
 	uint64_t functions_not_kept = 0;
 	std::map<std::string, Count> names;
+	std::map<std::string, SyscallCounts> syscalls;    // by the call's name
+	std::unordered_map<int64_t, OpenCall> open_calls; // by thread
 	std::map<int64_t, Count> cpus;
 	std::unordered_map<int64_t, Count> processes;
 	std::unordered_map<int64_t, std::string> process_names; // the last procname context of each
@@ -166,29 +199,55 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	ClassCache<ClassInfo> cache;
 	std::vector<std::optional<Source>> stream_sources(walk.set().streams()); // of counted runs
 	Count total;
+	// The process of the item (an event or a counted run) on its CPU.
+	const auto process_of = [&](const reader::Item &it, const Source &c,
+	                            std::optional<int64_t> cpu) -> std::optional<int64_t> {
+		if (const auto pid = int_field(it, c.pid))
+			return pid;
+		if (c.env_pid)
+			return c.env_pid;
+		if (const auto tid = int_field(it, c.tid)) // its process, else itself
+			return tasks.pid(*tid).value_or(*tid);
+		if (!c.kernel || !cpu)
+			return std::nullopt;
+		// the process of the task running on the CPU, found again only
+		// after a task event (which may change either) or on another CPU
+		if (!running_pid_known || *cpu != running_pid_cpu) {
+			running_pid.reset();
+			if (const auto r = running.running(*cpu))
+				running_pid = tasks.pid(*r).value_or(*r);
+			running_pid_cpu = *cpu;
+			running_pid_known = true;
+		}
+		return running_pid;
+	};
+	// Whether an event is of the narrowing's time, CPU, thread and process.
+	const auto narrowed_in = [&](const reader::Item &it, const ClassInfo &c) {
+		narrowing.first_event(it.ns);
+		const auto cpu = int_field(it, c.cpu);
+		if (!narrowing.time_in(it.ns) || !narrowing.cpu_in(cpu))
+			return false;
+		if (!narrowing.options().by_task())
+			return true;
+		std::optional<int64_t> tid = int_field(it, c.kernel ? c.tid : c.vtid);
+		if (!tid && c.kernel && cpu)
+			tid = running.running(*cpu);
+		const auto pid = process_of(it, c, cpu);
+		std::string procname(text_field(it, c.procname));
+		if (procname.empty())
+			procname = !c.env_procname.empty() ? std::string(c.env_procname)
+			           : tid                   ? tasks.comm(*tid)
+			           : pid                   ? tasks.comm(*pid)
+			                                   : std::string();
+		return narrowing.task_in(tid, pid, procname);
+	};
 	// n events (bits) of the item (an event or a counted run) on their CPU
 	// and process, from the first's place seq on.
 	const auto attribute = [&](const reader::Item &it, const Source &c, uint64_t n, uint64_t bits, uint64_t seq) {
 		const auto cpu = int_field(it, c.cpu);
 		if (cpu)
 			cpu_count[*cpu].add(n, bits);
-		std::optional<int64_t> pid = int_field(it, c.pid);
-		if (!pid && c.env_pid)
-			pid = c.env_pid;
-		if (const auto tid = int_field(it, c.tid); !pid && tid) // its process, else itself
-			pid = tasks.pid(*tid).value_or(*tid);
-		if (!pid && c.kernel && cpu) {
-			// the process of the task running on the CPU, found again only
-			// after a task event (which may change either) or on another CPU
-			if (!running_pid_known || *cpu != running_pid_cpu) {
-				running_pid.reset();
-				if (const auto r = running.running(*cpu))
-					running_pid = tasks.pid(*r).value_or(*r);
-				running_pid_cpu = *cpu;
-				running_pid_known = true;
-			}
-			pid = running_pid;
-		}
+		const std::optional<int64_t> pid = process_of(it, c, cpu);
 		if (!pid)
 			return;
 		process_count[*pid].add(n, bits);
@@ -224,25 +283,62 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 		const ClassInfo &c = cache.get(*it, [&] {
 			ClassInfo ci;
 			const std::string &name = it->event->cls->name;
-			ci.name = &names[name];
+			const reader::TraceClass &tc = it->stream->trace().cls;
+			if (is_syscall_event(tc, name)) {
+				const KernelEvent k = KernelEvent::of(*it);
+				ci.syscall = &syscalls[std::string(k.call)];
+				ci.entry = k.kind == KernelEvent::syscall_entry;
+			} else {
+				ci.name = &names[name];
+			}
 			ci.cpu = find_context_field(*it, "cpu_id");
 			ci.pid = find_context_field(*it, "vpid");
 			if (!ci.pid)
 				ci.pid = find_context_field(*it, "pid");
 			ci.procname = find_context_field(*it, "procname");
-			const reader::TraceClass &tc = it->stream->trace().cls;
 			from_env(tc, ci);
 			if (ci.kernel)
 				ci.tid = find_context_field(*it, "tid");
+			else
+				ci.vtid = find_context_field(*it, "vtid");
 			if (is_task_event(tc, name)) {
 				ci.task_event = KernelEvent::of(*it);
 				ci.pid = {}; // fields of another task
 			}
 			return ci;
 		});
-		total.add(*it);
-		c.name->add(*it);
-		attribute(*it, c, 1, it->bits, it->seq);
+		const bool counted = !narrowing.narrows() || narrowed_in(*it, c);
+		if (counted) {
+			total.add(*it);
+			if (c.name)
+				c.name->add(*it);
+			attribute(*it, c, 1, it->bits, it->seq);
+		}
+		if (c.syscall) {
+			// the thread: its tid context, else the task running on its CPU
+			std::optional<int64_t> tid = int_field(*it, c.tid);
+			if (const auto cpu = int_field(*it, c.cpu); !tid && cpu)
+				tid = running.running(*cpu);
+			if (c.entry && tid) {
+				// an entry while a call is open: that one never returned
+				auto [open, added] = open_calls.try_emplace(*tid);
+				if (!added)
+					open->second.unpaired();
+				open->second = {c.syscall, it->bits, it->seq, it->ns, counted};
+			} else if (c.entry) {
+				if (counted)
+					c.syscall->entries_only.add(*it);
+			} else if (const auto open = tid ? open_calls.find(*tid) : open_calls.end();
+			           open != open_calls.end()) {
+				// one call, under its entry's name, counted where it ends
+				const OpenCall &o = open->second;
+				if (counted)
+					o.call->calls.add(1, o.bits + it->bits, o.seq, o.ns, it->seq, it->ns);
+				open_calls.erase(open);
+			} else if (counted) {
+				c.syscall->exits_only.add(*it);
+			}
+		}
 		if (c.task_event.kind != KernelEvent::other) {
 			running_pid_known = false;
 			tasks.observe(*it, c.task_event);
@@ -252,22 +348,25 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 		}
 		if (symbols) {
 			symbols->observe(*it);
-			symbols->for_each_address_field(*it, [&](std::string_view field, const FieldRef &ref) {
-				if (field == "call_site")
-					return;
-				const Symbol *s = symbols->at(*it, ref);
-				std::string where = "unknown";
-				if (s && !s->path.empty())
-					where = s->function.empty()
-					                ? std::string(file_name_of(s->path)) + " (no function name)"
-					                : s->function + " in " + std::string(file_name_of(s->path));
-				if (auto f = functions.find(where); f != functions.end())
-					++f->second;
-				else if (functions.size() < kMaxFunctions)
-					functions.emplace(std::move(where), 1);
-				else
-					++functions_not_kept;
-			});
+			if (counted)
+				symbols->for_each_address_field(*it, [&](std::string_view field, const FieldRef &ref) {
+					if (field == "call_site")
+						return;
+					const Symbol *s = symbols->at(*it, ref);
+					std::string where = "unknown";
+					if (s && !s->path.empty())
+						where = s->function.empty()
+						                ? std::string(file_name_of(s->path)) +
+						                          " (no function name)"
+						                : s->function + " in " +
+						                          std::string(file_name_of(s->path));
+					if (auto f = functions.find(where); f != functions.end())
+						++f->second;
+					else if (functions.size() < kMaxFunctions)
+						functions.emplace(std::move(where), 1);
+					else
+						++functions_not_kept;
+				});
 		}
 	}
 	// the counted events' names and times
@@ -283,6 +382,15 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 			total.add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
 		}
 	}
+	// the system calls: one row per name, and for the unpaired entries and exits
+	for (const auto &[tid, open] : open_calls)
+		open.unpaired();
+	for (const auto &[call, counts] : syscalls)
+		for (const auto &[count, suffix] :
+		     {std::pair{&counts.calls, ""}, std::pair{&counts.entries_only, " (entry without exit)"},
+		      std::pair{&counts.exits_only, " (exit without entry)"}})
+			if (count->events)
+				names.emplace("syscall " + call + suffix, *count);
 	for (const auto &[pid, e] : env_names)
 		process_names.try_emplace(pid, e.second);
 
@@ -318,6 +426,7 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	tt.rows.back().insert(tt.rows.back().begin() + 1, static_cast<int64_t>(walk.set().streams()));
 
 	Table &nt = r.add("per_event", "Per event name", {{"name", "Event", Format::text}});
+	nt.top_by = "count";
 	nt.columns.insert(nt.columns.end(), counts.begin(), counts.end());
 	nt.columns.push_back({"first_ns", "First", Format::time});
 	nt.columns.push_back({"last_ns", "Last", Format::time});
@@ -334,6 +443,7 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	Table &pt = r.add("per_process", "Per process",
 	                  {{"pid", "PID", Format::integer}, {"procname", "Name", Format::text}});
 	pt.columns.insert(pt.columns.end(), counts.begin(), counts.end());
+	pt.top_by = "count";
 	std::vector<std::pair<int64_t, const Count *>> pv;
 	for (const auto &[pid, c] : processes)
 		pv.emplace_back(pid, &c);
@@ -346,6 +456,7 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 
 	Table &ct = r.add("per_cpu", "Per CPU", {{"cpu", "CPU", Format::integer}});
 	ct.columns.insert(ct.columns.end(), counts.begin(), counts.end());
+	ct.top_by = "count";
 	for (const auto &[cpu, c] : cpus)
 		ct.rows.push_back(row({cpu}, c));
 
@@ -361,6 +472,7 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	if (symbols) {
 		Table &ft = r.add("per_function", "Per function (ip context, function entry address)",
 		                  {{"function", "Function", Format::text}, {"count", "Count", Format::integer}});
+		ft.top_by = "count";
 		std::vector<std::pair<std::string, uint64_t>> fv(functions.begin(), functions.end());
 		std::stable_sort(fv.begin(), fv.end(),
 		                 [](const auto &a, const auto &b) { return a.second > b.second; });

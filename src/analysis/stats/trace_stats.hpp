@@ -5,7 +5,12 @@
 // buffer's env, else in a kernel trace the task sched_switch put on the
 // event's CPU, by its process when the state dump or a fork told it); and the
 // events and packets each stream lost (events_discarded, packet_seq_num
-// gaps).
+// gaps). A kernel trace's system calls are one row each, `syscall NAME`,
+// their entry and exit paired per thread (the tid context, else the task
+// running on the event's CPU) and counted as one call (its bytes both
+// events', from the entry's time to the exit's), and rows `syscall NAME
+// (entry without exit)` and `syscall NAME (exit without entry)` for the
+// others; the totals, CPUs and processes still count events.
 #pragma once
 
 #include <optional>
@@ -13,6 +18,7 @@
 #include "analysis/model/symbols.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
+#include "analysis/read/narrowing.hpp"
 
 namespace tracery::analysis {
 
@@ -20,8 +26,12 @@ namespace tracery::analysis {
 // with stats_counts, the runs of counted events), then the tallies of the
 // walk's streams. With symbols (`--symbols`), also the events per function
 // their addresses name (the ip context; function entry and exit: addr), a
-// table "per_function". Throws ctf::reader::ReadError.
-Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbols = std::nullopt);
+// table "per_function". Narrowed (narrowing.narrows()), only the events of
+// its time, CPUs, threads and processes are counted, and the walk must count
+// no runs (every event an item, its contexts decoded). Throws
+// ctf::reader::ReadError, std::invalid_argument (--begin/--end unreadable).
+Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbols = std::nullopt,
+                   Narrowing narrowing = {});
 
 // The event classes whose payloads trace_stats reads (a kernel trace's
 // sched_switch, sched_process_fork and state dump): the walk need decode no

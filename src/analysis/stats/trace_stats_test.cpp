@@ -7,17 +7,22 @@
 // stream classes), and on a kernel trace whose processes come from
 // sched_switch and fork payloads while the other events are counted; the
 // same error (file, offset, message) when a packet's content is cut at any
-// byte; and the reader's counting itself (its runs and tallies).
+// byte; the reader's counting itself (its runs and tallies); system calls
+// paired per thread across CPUs; and stats
+// narrowed to a time, CPUs, processes, threads and names.
 #include "analysis/stats/trace_stats.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ctf/reader/read_error.hpp"
@@ -72,7 +77,8 @@ event { name = "fixed"; id = 1; stream_id = 0; fields := struct { uint64_t a; ui
 }
 
 // A kernel trace: no process context; the task running on each CPU comes
-// from sched_switch, processes from fork.
+// from sched_switch, processes from fork. (kernel_packet's reads have no
+// exit: each is an entry without exit.)
 std::string kernel_metadata()
 {
 	return std::string(kTypes) + R"(env { hostname = "h"; domain = "kernel"; };
@@ -85,6 +91,7 @@ event { name = "sched_switch"; id = 0; stream_id = 0; fields := struct {
 event { name = "sched_process_fork"; id = 1; stream_id = 0; fields := struct {
 	string parent_comm; uint32_t parent_pid; string child_comm; uint32_t child_tid; uint32_t child_pid; }; };
 event { name = "syscall_entry_read"; id = 2; stream_id = 0; fields := struct { uint32_t fd; string path; }; };
+event { name = "syscall_exit_read"; id = 3; stream_id = 0; fields := struct { uint32_t ret; }; };
 )";
 }
 
@@ -325,7 +332,7 @@ TEST(TraceStats, SkippingPayloadsKeepsTheKernelsTasks)
 	// the two reads after each switch count for the worker forked before it
 	EXPECT_EQ(count_of(skipped, "pid", "100"), "3");
 	EXPECT_EQ(count_of(skipped, "pid", "200"), "3");
-	EXPECT_EQ(count_of(skipped, "name", "\"syscall_entry_read\""), "8");
+	EXPECT_EQ(count_of(skipped, "name", "\"syscall read (entry without exit)\""), "8");
 }
 
 TEST(TraceStats, SkippingPayloadsFailsAsDecodingThem)
@@ -445,7 +452,7 @@ TEST(TraceStats, CountingKeepsTheKernelsTasksAcrossCpus)
 	EXPECT_EQ(stats_of(t.dir, Mode::counting), all);
 	EXPECT_EQ(count_of(all, "pid", "100"), "3");
 	EXPECT_EQ(count_of(all, "pid", "400"), "3");
-	EXPECT_EQ(count_of(all, "name", "\"syscall_entry_read\""), "16");
+	EXPECT_EQ(count_of(all, "name", "\"syscall read (entry without exit)\""), "16");
 }
 
 // The reader's counting: runs, tallies and the items between them.
@@ -508,6 +515,96 @@ TEST(TraceStats, CountingReaderGivesRunsAndTallies)
 	EXPECT_EQ(tally(*chan, 1), "0 0 0#0 0#0"); // say: given, not counted
 	EXPECT_EQ(tally(*chan, 2), "2 34 1020#6 2020#10");
 	EXPECT_EQ(tally(*tick, 0), "4 52 900#1 3000#11");
+}
+
+TEST(TraceStats, SystemCallsAreEntriesAndExitsPairedPerThread)
+{
+	// thread 101 (process 100) reads on CPU 0 (1002..1003), enters another read and sleeps; woken on CPU 1 it
+	// returns from it (1004..1007), then an exit without entry, and an entry never exited
+	const TraceDir t(kernel_metadata());
+	Packet a(1000, 1005, 0, 0);
+	a.event(1, 1000).str("sh").put<uint32_t>(1).str("worker").put<uint32_t>(101).put<uint32_t>(100);
+	a.event(0, 1001).str("swapper").put<uint32_t>(0).str("worker").put<uint32_t>(101);
+	a.event(2, 1002).put<uint32_t>(3).str("/a");
+	a.event(3, 1003).put<uint32_t>(1);
+	a.event(2, 1004).put<uint32_t>(3).str("/bc");
+	a.event(0, 1005).str("worker").put<uint32_t>(101).str("swapper").put<uint32_t>(0);
+	Packet b(1006, 1009, 0, 1);
+	b.event(0, 1006).str("swapper").put<uint32_t>(0).str("worker").put<uint32_t>(101);
+	b.event(3, 1007).put<uint32_t>(1);
+	b.event(3, 1008).put<uint32_t>(1);
+	b.event(2, 1009).put<uint32_t>(4).str("");
+	t.stream("chan_0", {a.done()});
+	t.stream("chan_1", {b.done()});
+	const std::string s = stats_of(t.dir, Mode::counting);
+	EXPECT_EQ(s, stats_of(t.dir, Mode::all_fields));
+	const nlohmann::json j = nlohmann::json::parse(s);
+	std::map<std::string, std::tuple<int64_t, int64_t, int64_t>> rows; // name: count, first and last (less 100 s)
+	int64_t bytes = 0;
+	for (const auto &r : j["per_event"]) {
+		rows[r["name"]] = {r["count"], r["first_ns"].get<int64_t>() - 100000000000,
+		                   r["last_ns"].get<int64_t>() - 100000000000};
+		bytes += r["bytes"].get<int64_t>();
+	}
+	using Row = std::tuple<int64_t, int64_t, int64_t>;
+	EXPECT_EQ(rows["syscall read"], Row(2, 1002, 1007));
+	EXPECT_EQ(rows["syscall read (exit without entry)"], Row(1, 1008, 1008));
+	EXPECT_EQ(rows["syscall read (entry without exit)"], Row(1, 1009, 1009));
+	EXPECT_EQ(rows.size(), 5u); // and sched_switch, sched_process_fork
+	// every event in one row: the rows' bytes are the total's, the total still counts events
+	EXPECT_EQ(bytes, j["total"][0]["bytes"].get<int64_t>());
+	EXPECT_EQ(j["total"][0]["count"], 10);
+	EXPECT_EQ(count_of(s, "pid", "100"), "7"); // every event but the fork and the switches to 101
+}
+
+// The report as JSON, narrowed (every event an item, as the command walks then).
+std::string narrowed_stats_of(const fs::path &dir, const NarrowOptions &options)
+{
+	EventWalk walk({{dir.string(), ""}}, "stats");
+	return to_json(trace_stats(walk, std::nullopt, Narrowing(options)));
+}
+
+TEST(TraceStats, NarrowedCountsOnlyTheEventsOfItsTimeCpusAndTasks)
+{
+	// per CPU: fork, a read before any switch, switch to the worker (thread
+	// tid + 1 of process tid), two reads, switch to idle, a read
+	const TraceDir t(kernel_metadata());
+	t.stream("chan_0", {kernel_packet(1000, 0, 100)});
+	t.stream("chan_1", {kernel_packet(1003, 1, 200)});
+	const std::string read = "\"syscall read (entry without exit)\"";
+	NarrowOptions o;
+	o.cpus = {1};
+	std::string s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "4");
+	EXPECT_EQ(count_of(s, "cpu", "1"), "7");
+	EXPECT_EQ(count_of(s, "cpu", "0"), "no \"cpu\": 0");
+
+	o = {};
+	o.pids = {100};
+	s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "2"); // the worker's two reads
+	EXPECT_EQ(count_of(s, "name", "\"sched_switch\""), "1");
+	EXPECT_EQ(count_of(s, "pid", "200"), "no \"pid\": 200");
+
+	o = {};
+	o.tids = {201};
+	EXPECT_EQ(count_of(narrowed_stats_of(t.dir, o), "name", read), "2");
+	o = {};
+	o.procnames = {"worker"};
+	s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "4");
+	EXPECT_EQ(count_of(s, "pid", "100"), "3");
+	EXPECT_EQ(count_of(s, "pid", "200"), "3");
+
+	// the clock's offset is 100 s: from CPU 0's first read after its switch
+	// to CPU 1's read before its switch
+	o = {};
+	o.begin = "100000001003";
+	o.end = "100000001004";
+	s = narrowed_stats_of(t.dir, o);
+	EXPECT_EQ(count_of(s, "name", read), "3");
+	EXPECT_EQ(count_of(s, "name", "\"sched_process_fork\""), "1");
+	EXPECT_NE(s.find("\"begin_ns\": 100000001003"), std::string::npos) << s;
 }
 
 } // namespace
