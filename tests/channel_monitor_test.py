@@ -9,7 +9,6 @@ its timers, its disabled channel, its rotation schedule and its triggers."""
 import json
 import os
 import select
-import subprocess
 import time
 import unittest
 
@@ -42,18 +41,6 @@ class ChannelMonitor(DaemonTestCase):
             if line.startswith("  fired: "):
                 return int(line.split()[1].rstrip(","))
         raise AssertionError(f"no count of {name}")
-
-    def watch(self):
-        p = subprocess.Popen([self.d.cli, "watch"], env=self.d.env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.d.procs.append(p)
-        self.assertIn("Watching", p.stderr.readline())
-        return p
-
-    def notifications(self, watcher):
-        watcher.terminate()
-        out, _ = watcher.communicate(timeout=10)
-        return [json.loads(line) for line in out.splitlines()]
 
     def ids(self, path):
         return [e["payload"]["id"] for e in Trace(path).events if e["name"] == "app:request"]

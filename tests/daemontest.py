@@ -2,6 +2,7 @@
 directory, HOME and XDG_RUNTIME_DIR in a temporary directory, so a test never
 touches a real daemon), the tracery command, instrumented programs, and
 cleanup of all of them even when a test fails."""
+import json
 import os
 import shutil
 import signal
@@ -192,6 +193,20 @@ class DaemonTestCase(unittest.TestCase):
                 args += ["-t", c]
             self.d.tracery(*args)
         return path
+
+    def watch(self, *names):
+        """`tracery watch NAMES` (every trigger without), once connected."""
+        p = subprocess.Popen([self.d.cli, "watch", *names], env=self.d.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.d.procs.append(p)
+        self.assertIn("Watching", p.stderr.readline())
+        return p
+
+    def notifications(self, watcher):
+        """The notifications a watch printed, one JSON object a line, once it is ended."""
+        watcher.terminate()
+        out, _ = watcher.communicate(timeout=10)
+        return [json.loads(line) for line in out.splitlines()]
 
 
 class UsersTestCase(DaemonTestCase):

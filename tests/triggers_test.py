@@ -6,9 +6,7 @@ fields; a once-after:3 trigger fires once, on the third match; a program
 flooding notifications is held to its rate, every one it matched either
 notified or counted as dropped; bad triggers get one line naming the fix."""
 import glob
-import json
 import os
-import subprocess
 import time
 import unittest
 
@@ -40,19 +38,6 @@ class Triggers(DaemonTestCase):
                 return value
             time.sleep(0.05)
         raise AssertionError(f"{what} never came\n--- daemon log ---\n{self.d.log()}")
-
-    def watch(self, *names):
-        """`tracery watch NAMES`, once connected."""
-        p = subprocess.Popen([self.d.cli, "watch", *names], env=self.d.env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.d.procs.append(p)
-        self.assertIn("Watching", p.stderr.readline())
-        return p
-
-    def notifications(self, watcher):
-        watcher.terminate()
-        out, _ = watcher.communicate(timeout=10)
-        return [json.loads(line) for line in out.splitlines()]
 
     def test_flight_recorder_snapshot_on_a_slow_request(self):
         self.d.start_daemon()
