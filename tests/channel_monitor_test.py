@@ -24,15 +24,6 @@ def burst(n, ms=1):
 
 
 class ChannelMonitor(DaemonTestCase):
-    def wait_for(self, what, check, timeout=20):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            value = check()
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"{what} never came\n--- daemon log ---\n{self.d.log()}")
-
     def fired(self, name):
         """How many times list-triggers says the trigger fired."""
         lines = self.d.tracery("list-triggers").stdout.splitlines()

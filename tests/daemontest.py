@@ -194,6 +194,16 @@ class DaemonTestCase(unittest.TestCase):
             self.d.tracery(*args)
         return path
 
+    def wait_for(self, what, check, timeout=20):
+        """check()'s first true value, asked every 50 ms for timeout s; else a failure with the daemon's log."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = check()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"{what} never came\n--- daemon log ---\n{self.d.log()}")
+
     def watch(self, *names):
         """`tracery watch NAMES` (every trigger without), once connected."""
         p = subprocess.Popen([self.d.cli, "watch", *names], env=self.d.env, stdout=subprocess.PIPE,

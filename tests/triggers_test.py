@@ -30,15 +30,6 @@ class Triggers(DaemonTestCase):
                 lines.append(line)
         return lines
 
-    def wait_for(self, what, check, timeout=20):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            value = check()
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"{what} never came\n--- daemon log ---\n{self.d.log()}")
-
     def test_flight_recorder_snapshot_on_a_slow_request(self):
         self.d.start_daemon()
         path = self.session("flight", "--snapshot", events=("app:request",))
