@@ -7,7 +7,8 @@
 # filter expressions translated for the kernel, the SDT note operands and
 # the --args and --userspace-probe texts of dynamic probes.
 # Corpora grow in build-fuzz/corpus/; a failing input is saved in the
-# current directory.
+# current directory. `scripts/fuzz.sh --build-only` builds the targets and
+# runs none (CI builds them beside the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -20,6 +21,7 @@ declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control 
 targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_messages fuzz_relay_frames fuzz_relay_auth fuzz_schema fuzz_stream_check fuzz_tsdl fuzz_packet fuzz_format fuzz_page fuzz_kernel_filter
   fuzz_sdt_args fuzz_probe_args fuzz_live_requests fuzz_live_replies fuzz_session_file)
 ninja -C build-fuzz "${targets[@]}"
+[[ $seconds != --build-only ]] || exit 0
 # One target's run: its log in build-fuzz/TARGET.log, its figures printed.
 run_target() {
   local t=$1
