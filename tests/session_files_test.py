@@ -30,7 +30,7 @@ class SessionFiles(DaemonTestCase):
         t = self.d.tracery
         t("create", name, "--output", path)
         t("enable-channel", "-u", "chan", "-s", name, "--subbuf-size", "8k", "--num-subbuf", "8", "--buffers-pid")
-        t("enable-event", "-u", "emit:*", "-s", name, "-c", "chan", "--exclude", "emit:other")
+        t("enable-event", "-u", "-s", name, "-c", "chan", "--exclude", "emit:other", "emit:*")
         t("enable-event", "-u", "emit:other", "-s", name, "-c", "chan", "--filter", 'tag == "fizz"')
         t("disable-event", "-u", "nothing:*", "-s", name, "-c", "chan")
         t("add-context", "-u", "-s", name, "-c", "chan", "-t", "vpid", "-t", "procname")

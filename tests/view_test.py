@@ -257,6 +257,11 @@ class ViewTest(unittest.TestCase):
         self.assertEqual(len(only), 6)
         fields = lines("--fields", "vtid,hex")
         self.assertEqual(len(fields), len(full))
+        # a list option before the trace takes one argument, never the trace after it
+        before = subprocess.run([program("src", "cli", "tracery"), "view", "--names", "*:empty", "--fields", "vtid,hex",
+                                 path], capture_output=True, timeout=300)
+        self.assertEqual(before.returncode, 0, before.stderr)
+        self.assertEqual(len(before.stdout.decode().splitlines()), 6)
         self.assertTrue(fields[0].endswith("forge:all: { vtid = 100 }, { hex = 0xBEEF }"), fields[0])
         # the first packet's events are at 100..109 ms after the clock's offset (1700000001.5 s)
         begin = str((1700000001 * 1000000000) + 500000000 + 103000000)

@@ -44,9 +44,11 @@ void trace_target_options(CLI::App *c, Args &a, const char *positional, const st
 {
 	c->add_option(positional, a.targets, help);
 	c->add_option("-s,--session", a.target_sessions, "A session whose trace to read (repeatable)")
-		->type_name("NAME");
+		->type_name("NAME")
+		->allow_extra_args(false);
 	c->add_option("--path", a.target_paths, "A trace directory to read, whatever its name (repeatable)")
-		->type_name("DIR");
+		->type_name("DIR")
+		->allow_extra_args(false);
 }
 // create without a NAME: auto-YYYYMMDD-HHMMSS (local time), as lttng names it.
 std::string auto_session_name()
@@ -325,7 +327,8 @@ int main(int argc, char **argv)
 		if (!disable)
 			ev->add_option("-x,--exclude", a.exclude,
 			               "With a wildcard pattern (user space): events it does not enable, "
-			               "comma-separated PROVIDER:NAME (* wildcards), e.g. -x 'app:debug_*'");
+			               "comma-separated PROVIDER:NAME (* wildcards), e.g. -x 'app:debug_*'")
+				->allow_extra_args(false);
 		if (!disable)
 			ev->add_option(
 				"--filter", a.filter,
@@ -473,11 +476,14 @@ int main(int argc, char **argv)
 	                 "Only events at or after this time: HH:MM:SS[.N] (local time, on the day of the first "
 	                 "event), 'YYYY-MM-DD HH:MM:SS[.N]', SECONDS.N or NS from the epoch");
 	view->add_option("--end", a.end, "Only events at or before this time (as --begin)");
+	// each a list of one argument (GLOB,GLOB...), never the targets after it
 	view->add_option("--names", a.names, "Only events whose name matches one of these globs ('sched_*,app:*')")
-		->delimiter(',');
+		->delimiter(',')
+		->allow_extra_args(false);
 	view->add_option("--fields", a.fields,
 	                 "Only these fields of each scope (packet context, contexts, payload), e.g. 'cpu_id,msg'")
-		->delimiter(',');
+		->delimiter(',')
+		->allow_extra_args(false);
 	view->add_option("--filter", a.filter,
 	                 "Only events for which EXPR is true, over payload fields and $ctx.vpid, $ctx.vtid, "
 	                 "$ctx.procname, $ctx.cpu_id, e.g. 'size > 4096 && $ctx.procname == \"db*\"' (see "
