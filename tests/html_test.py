@@ -446,6 +446,7 @@ class SchedHtmlTest(HtmlCase):
         self.assertEqual(origin, 100)
         self.assertEqual(b.js("tracery.activity"), [1000 - origin, 11000 - origin])
         self.assertLess(b.js("tracery.view.t1"), 12000 - origin)
+        b.screenshot(os.path.join(SHOTS, "states.png"))  # as the page opens
 
         # the thread states' colours at known times
         expect = [(11, 2000, RUNNING), (11, 4000, SLEEPING), (11, 5500, RUNNABLE), (11, 7000, RUNNING),
@@ -470,7 +471,6 @@ class SchedHtmlTest(HtmlCase):
         x, y = pos["x"], pos["y"]
         self.assertGreaterEqual(b.js(f"{COUNT}({x - 6}, {y - 7}, {x + 7}, {y + 7}, {list(MARKER)})"), 40)
         self.assertGreater(b.js(f"{COUNT}({x + 8}, {y - 6}, {x + 60}, {y + 6}, null)"), 20, "its label")
-        b.screenshot(os.path.join(SHOTS, "states.png"))
 
         # the panel's time of app:tick as `tracery view` prints it
         text = self.click_event("app:tick")
@@ -494,6 +494,18 @@ class SchedHtmlTest(HtmlCase):
         self.assertGreater(b.js(f"{COUNT}({x - 2}, {lo}, {x + 3}, {hi}, {list(ARROW)})"), (hi - lo) * 1.5,
                            "the wake-up arrow joins db's row to web's")
         b.screenshot(os.path.join(SHOTS, "wakeup.png"))
+
+        # --focus: kworker's process after the user's, before the CPU, unfolded; the other formats refuse it
+        focused = os.path.join(self.tmp, "focus.html")
+        tracery("export", "--format", "html", "--focus", "kworker", trace, focused)
+        b.open(focused)
+        labels = [r["label"] for r in b.js("tracery.rows")]
+        roots = [r["label"] for r in b.js("tracery.rows") if r["kind"] in (1, 4)]
+        self.assertEqual(roots, ["web 10", "db 20", "kworker 30", "CPU 0"])
+        self.assertIn("kworker 30", labels[labels.index("kworker 30") + 1:], "its thread shown")
+        r = tracery("export", "--format", "perfetto", "--focus", "30", trace, os.path.join(self.tmp, "p"), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--focus orders the processes of the html format's timeline", r.stderr)
 
 
 class KernelHtmlTest(HtmlCase):

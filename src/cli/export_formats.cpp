@@ -135,8 +135,9 @@ const std::vector<ExportFormat> &export_formats()
 	         "tracks as perfetto (docs/export.md)",
 	         &write_chrome_json},
 		{"html",
-	         "A timeline in one HTML file that opens from disk in a browser: the same tracks as perfetto, "
-	         "zoom and pan, an event's fields on a click, a search box (docs/export.md)",
+	         "A timeline in one HTML file that opens from disk in a browser: the same tracks as perfetto "
+	         "with thread states and wake-ups, the user's processes first (--focus), zoom and pan, an "
+	         "event's fields on a click, a search box (docs/export.md)",
 	         &write_html},
 	};
 	return formats;
