@@ -4,8 +4,9 @@
  * runs, from sched_switch; wake-ups), processes and their threads (their
  * states from the scheduler's events, user events, spans, system calls),
  * counters. The user's processes come first (those with user events, then
- * those named with --focus), expanded; the others are folded into a header
- * that sums up their threads (how many run, how many events). Zoom and pan
+ * those named with --focus), expanded; the others, the busiest first, are
+ * folded into a header that sums up their threads (how many run, how many
+ * events). Zoom and pan
  * with the wheel, a drag or the keys; "fit" shows the user's processes'
  * activity; a click shows an event's fields with its time as `tracery view`
  * prints it, and on a thread state, the wake-up that made it runnable (an
@@ -216,10 +217,13 @@
     const n = tr.n;
     tr.inst = new Int32Array(0); tr.instT = new Float64Array(0); tr.depths = [];
     tr.segs = null; tr.points = new Int32Array(0); tr.pointT = new Float64Array(0);
-    const st = { start: tr.t, end: new Float64Array(n), state: new Int8Array(n), b: Int32Array.from({ length: n }, (_, i) => i) };
+    const st = { start: tr.t, end: new Float64Array(n), state: new Int8Array(n), b: Int32Array.from({ length: n }, (_, i) => i),
+                 run: new Float64Array(n + 1) };  // run[i]: the time running before interval i
     let last = -Infinity;
     for (let i = 0; i < n; i++) {
       st.state[i] = Number(value(tr, i, 0));
+      const dur = Math.max(0, Number(value(tr, i, 1)));
+      st.run[i + 1] = st.run[i] + (st.state[i] === RUNNING ? dur : 0);
       // kept in order for the binary searches, as addSlice does
       last = Math.max(last, tr.t[i] + Number(value(tr, i, 1)));
       st.end[i] = last;
@@ -295,14 +299,18 @@
       if (tr.kind === KIND_STATE && p) p.stateTrack = tr;  // drawn in its thread's row
       else if (p) p.children.push(tr); else roots.push(tr);
     }
-    // the user's processes first, then the CPUs, then the other processes, folded
+    // the user's processes first, then the CPUs, then the other processes,
+    // folded, the busiest first
+    const ran = tr => (tr.stateTrack ? tr.stateTrack.states.run[tr.stateTrack.n] : 0) +
+      tr.children.reduce((sum, c) => sum + ran(c), 0);
     for (const tr of roots) {
       tr.interest = interest(tr);
+      tr.busy = ran(tr);
       if (!laidOut && tr.children.length) tr.collapsed = tr.interest === 0;
     }
     laidOut = true;
     const rank = tr => (tr.interest ? tr.interest - 1 : tr.kind === KIND_CPU ? 2 : tr.kind === KIND_COUNTER ? 5 : 3);
-    const cmp = (a, b) => rank(a) - rank(b) ||
+    const cmp = (a, b) => rank(a) - rank(b) || (b.busy || 0) - (a.busy || 0) ||
       (a.kind === KIND_CPU ? a.cpu - b.cpu : 0) ||
       (a.kind === KIND_THREAD ? (a.tid === a.pid ? -1 : 0) - (b.tid === b.pid ? -1 : 0) || a.tid - b.tid : 0) ||
       a.pid - b.pid || a.id - b.id;
@@ -516,22 +524,33 @@
     }
   }
 
+  // The time a state track's thread ran before time t: the running time of
+  // the intervals before the one t falls in, and of that one up to t.
+  function ranBefore(d, t) {
+    const i = lowerBound(d.start, t) - 1;
+    if (i < 0) return 0;
+    const own = d.state[i] === RUNNING ? Math.min(t - d.start[i], d.run[i + 1] - d.run[i]) : 0;
+    return d.run[i] + Math.max(0, own);
+  }
+
   // A process header: how many of its threads run (a green area, from their
-  // states) and how many events they have (grey ticks), per pixel column.
+  // states) and how many events they have (grey ticks), per pixel column: a
+  // thread's running time in a column is the difference of ranBefore at its
+  // edges, so that a frame costs the width times log(states) per thread.
   function drawSummary(tr, y) {
     const c = ctx, w = Math.ceil(plotW()), npp = nsPerPx();
     const run = new Float64Array(w), evs = new Float64Array(w);
-    let states = 0;
     const visit = t => {
       if (t.stateTrack) {
-        states++;
         const d = t.stateTrack.states;
-        for (let i = lowerBound(d.end, view.t0); i < d.start.length && d.start[i] <= view.t1; i++) {
-          if (d.state[i] !== RUNNING) continue;
-          const a = Math.max(d.start[i], view.t0), b = Math.min(d.end[i], view.t1);
-          for (let p = Math.floor((a - view.t0) / npp); p < w && p * npp + view.t0 < b; p++) {
-            const lo = Math.max(a, view.t0 + p * npp), hi = Math.min(b, view.t0 + (p + 1) * npp);
-            if (hi > lo && p >= 0) run[p] += (hi - lo) / npp;
+        if (d.start.length && d.run[d.start.length] > 0) {
+          const from = Math.max(0, Math.floor((d.start[0] - view.t0) / npp));
+          const to = Math.min(w, Math.ceil((d.end[d.start.length - 1] - view.t0) / npp));
+          let before = ranBefore(d, view.t0 + from * npp);
+          for (let p = from; p < to; p++) {
+            const after = ranBefore(d, view.t0 + (p + 1) * npp);
+            run[p] += (after - before) / npp;
+            before = after;
           }
         }
       }
@@ -553,7 +572,7 @@
     c.fillStyle = STATES[RUNNING].color;
     for (let p = 0; p < w; p++) {
       if (run[p] <= 0) continue;
-      const bh = Math.max(1, Math.round(h * run[p] / top));
+      const bh = Math.max(3, Math.round(h * run[p] / top));  // a short run stays visible
       c.fillRect(LABEL_W + p, y + 1 + h - bh, 1, bh);
       drawn++;
     }
@@ -563,13 +582,6 @@
       c.fillRect(LABEL_W + p, y + SUMMARY_H - 3, 1, 2);
       drawn++;
     }
-    if (!states) return;
-    c.fillStyle = '#8a92a3';
-    c.font = '10px system-ui, sans-serif';
-    c.textAlign = 'right';
-    if (top >= 1.5) c.fillText('up to ' + Math.round(top * 10) / 10 + ' threads running', view.w - 4, y + SUMMARY_H / 2);
-    c.textAlign = 'left';
-    c.font = '12px system-ui, sans-serif';
   }
 
   const labelWidths = new Map();
