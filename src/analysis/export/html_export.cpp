@@ -5,6 +5,7 @@
 
 #include "analysis/export/output_file.hpp"
 #include "analysis/model/kernel_events.hpp"
+#include "analysis/model/scheduling.hpp"
 #include "analysis/model/thread_states.hpp"
 #include "analysis/output/json_text.hpp"
 
@@ -195,6 +196,10 @@ public:
 		last_ts_ = std::max(last_ts_, e.ts);
 		thread_track(e.prev_tid, e.prev_comm);
 		thread_track(e.next_tid, e.next_comm);
+		// the CPU ran another thread than the one it switches from: that one's switch out was lost
+		if (const auto was = running_.running(e.cpu); was && *was != e.prev_tid)
+			states_.on_lost_switch_out(e.ts, *was);
+		running_.on_switch(e.cpu, e.next_tid);
 		states_.on_switch(e.ts, e.cpu, e.prev_tid, e.prev_state, e.next_tid);
 		Column &c = start_event(cpu_track(e.cpu), e.ts, special(Special::sched_switch));
 		text(c.v, e.prev_comm);
@@ -541,6 +546,7 @@ private:
 	std::string what_;
 	const ExportOptions &options_;
 	ThreadStates states_;
+	RunningTasks running_; // for the switches out the traces lost
 	ClassCache<KernelEvent> kernel_;
 	int64_t last_ts_ = INT64_MIN;                      // the latest event's time: where the states end
 	std::unordered_map<int64_t, uint32_t> thread_ids_; // tid -> its thread's track

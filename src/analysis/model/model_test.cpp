@@ -30,6 +30,28 @@ TEST(ThreadStates, WhatABlockedThreadWaitsIn)
 	EXPECT_EQ(blocked_of(0x40), Blocked::sleeping);         // P (parked)
 }
 
+TEST(ThreadStates, ALostSwitchOutEndsTheRunningInterval)
+{
+	std::vector<ThreadStates::Interval> got;
+	ThreadStates s([&](const ThreadStates::Interval &i) { got.push_back(i); });
+	s.on_switch(100, 0, 0, 0, 5); // 5 runs on CPU 0
+	s.on_lost_switch_out(150, 5); // CPU 0 switches from another thread at 150
+	s.on_lost_switch_out(160, 5); // no state now: nothing
+	s.on_switch(150, 0, 6, 1, 0); // 6 blocked
+	s.on_wakeup(200, 5);          // 5 runnable from 200
+	s.on_lost_switch_out(210, 5); // not running: nothing
+	s.finish(300);
+	ASSERT_EQ(got.size(), 3u);
+	EXPECT_EQ(got[0].tid, 5);
+	EXPECT_EQ(got[0].state, ThreadStates::running);
+	EXPECT_EQ(got[0].dur, 50);
+	EXPECT_EQ(got[1].tid, 5); // runnable 200..300: nothing between 150 and 200
+	EXPECT_EQ(got[1].ts, 200);
+	EXPECT_EQ(got[1].state, ThreadStates::runnable);
+	EXPECT_EQ(got[2].tid, 6);
+	EXPECT_EQ(got[2].state, ThreadStates::blocked);
+}
+
 TEST(ThreadStates, TheWakerAndTheSwitchOutsState)
 {
 	std::vector<ThreadStates::Interval> got;

@@ -102,6 +102,16 @@ void ThreadStates::on_exit(int64_t tid)
 		t->second.exited = true;
 }
 
+void ThreadStates::on_lost_switch_out(int64_t ns, int64_t tid)
+{
+	const auto t = threads_.find(tid);
+	if (t == threads_.end() || t->second.state != running)
+		return;
+	if (ns > t->second.since)
+		emit(tid, t->second, ns);
+	threads_.erase(t);
+}
+
 void ThreadStates::finish(int64_t end_ns)
 {
 	std::vector<std::pair<int64_t, Now>> open(threads_.begin(), threads_.end());

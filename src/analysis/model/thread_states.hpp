@@ -46,6 +46,11 @@ public:
 	void on_switch(int64_t ns, int64_t cpu, int64_t prev_tid, int64_t prev_state, int64_t next_tid);
 	void on_wakeup(int64_t ns, int64_t tid, std::optional<int64_t> waker = std::nullopt);
 	void on_exit(int64_t tid);
+	// A switch out of tid was not recorded (its CPU switched from another
+	// thread, as when a kernel drops events): if it runs, its running
+	// interval ends at ns, and it has no state until an event tells one.
+	// For the timeline; the SQL table keeps the intervals contiguous.
+	void on_lost_switch_out(int64_t ns, int64_t tid);
 	// Ends every thread's current interval at end_ns.
 	void finish(int64_t end_ns);
 
