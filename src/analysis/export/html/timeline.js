@@ -30,7 +30,7 @@
   const TRACK_PAD = 3;
   const STATE_H = 12;    // a thread's states
   const SUMMARY_H = 16;  // a process header's summary of its threads
-  const KIND_PROCESS = 1, KIND_THREAD = 2, KIND_SYSCALLS = 3, KIND_CPU = 4, KIND_COUNTER = 5, KIND_TRACE = 6;
+  const KIND_PROCESS = 1, KIND_THREAD = 2, KIND_SYSCALLS = 3, KIND_CPU = 4, KIND_COUNTER = 5;
   const KIND_STATE = 8;  // a thread's states (the page's own kind: html_export.cpp)
   // Thread states, numbered as html_export.cpp writes them (none after a
   // thread's last switch out); colours after
