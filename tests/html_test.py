@@ -4,8 +4,12 @@ the page loads from disk with every event, draws its tracks (canvas pixels in ea
 shows its fields, the search box finds events by name and by field value, the wheel zooms and a drag pans; a
 screenshot is saved and its path printed. On the hand-forged trace of tests/analyze_test.py (with a thread name
 made hostile: an end of script element and bytes that are not UTF-8) and, as root, on a kernel and user trace
-recorded through the daemon (CPU tracks from sched_switch, system calls, a counter). Skipped, saying so, when
-`chromium` is not installed."""
+recorded through the daemon (CPU tracks from sched_switch, system calls, a counter). On a kernel and a user trace
+forged with known times: the thread states' colours read back from the canvas's pixels at known times, a
+wake-up's arrow, the user's processes first and the others folded, a user event's marker and label at the default
+zoom, "fit" to the user's processes' activity, the panel's time as `tracery view` prints it, the header's count as
+the export reports it. The screenshots are saved to build/html_test/ (docs/images/ keeps copies, linked from
+docs/export.md). Skipped, saying so, when `chromium` is not installed."""
 import base64
 import json
 import os
@@ -16,8 +20,11 @@ import tempfile
 import time
 import unittest
 
+import uuid
+
 import analyze_test
 from analyze_test import forge, tracery
+from ctf_forge import BitWriter
 from daemontest import DaemonEnv
 from export_test import record_kernel_workload
 from tracetest import BUILD_DIR
@@ -175,6 +182,122 @@ INK = """(() => {
 })()"""
 
 
+# A kernel trace (CPU 0) and a user trace on one monotonic clock, times in ns after its offset. Threads: web 11
+# (process 10) and db 21 (process 20) with user events; kworker 30, a kernel thread; the state dump names them.
+OFFSET_S = 1700000000
+SCHED_SWITCH, SCHED_WAKEUP, STATEDUMP = 1, 2, 3
+KERNEL_EVENTS = [
+    (STATEDUMP, 100, (30, 30, 2, "kworker")), (STATEDUMP, 110, (11, 10, 1, "web")),
+    (STATEDUMP, 120, (21, 20, 1, "db")),
+    (SCHED_SWITCH, 1000, ("swapper/0", 0, 20, 0, "web", 11, 20)),   # web runs from 1000
+    (SCHED_SWITCH, 3000, ("web", 11, 20, 1, "db", 21, 20)),          # web sleeps (S), db runs
+    (SCHED_WAKEUP, 5000, ("web", 11, 20, 0)),                        # db wakes web: runnable
+    (SCHED_SWITCH, 6000, ("db", 21, 20, 2, "web", 11, 20)),          # db uninterruptible (D), web runs
+    (SCHED_SWITCH, 9000, ("web", 11, 20, 0, "kworker", 30, 20)),     # web preempted: runnable
+    (SCHED_SWITCH, 10000, ("kworker", 30, 20, 0x80, "web", 11, 20)),  # kworker idle (I), web runs
+    (SCHED_SWITCH, 11000, ("web", 11, 20, 1, "swapper/0", 0, 20)),   # web sleeps to the end
+    (SCHED_SWITCH, 50000, ("swapper/0", 0, 20, 0, "kworker", 30, 20)),  # kworker, long after
+]
+# user events: (id, time, pid, tid, name)
+APP_TICK, APP_BEGIN, APP_END = 1, 2, 3
+USER_EVENTS = [(APP_TICK, 2000, 10, 11, "web"), (APP_TICK, 4000, 20, 21, "db"), (APP_BEGIN, 6500, 10, 11, "web"),
+               (APP_END, 8500, 10, 11, "web")]
+# colours of timeline.js's STATES
+RUNNING, RUNNABLE, SLEEPING, UNINTERRUPTIBLE, IDLE = (46, 125, 50), (156, 204, 101), (213, 221, 232), (239, 108, 0), \
+    (238, 241, 245)
+MARKER = (31, 79, 191)
+ARROW = (194, 24, 91)
+
+SCHED_METADATA = """/* CTF 1.8 */
+typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 32; align = 8; signed = true; } := int32_t;
+typealias integer { size = 64; align = 8; signed = true; } := int64_t;
+typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+trace {
+	major = 1; minor = 8; uuid = "UUID"; byte_order = le;
+	packet.header := struct { uint32_t magic; uint8_t uuid[16]; uint32_t stream_id; };
+};
+env { hostname = "forge"; domain = "DOMAIN"; tracer_name = "forge"; };
+clock { name = "monotonic"; description = "Monotonic Clock"; freq = 1000000000; offset_s = OFFSET; absolute = true; };
+typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := uint64_clock_t;
+stream {
+	id = 0;
+	packet.context := struct {
+		uint64_clock_t timestamp_begin; uint64_clock_t timestamp_end;
+		uint64_t content_size; uint64_t packet_size; uint32_t cpu_id;
+	};
+	event.header := struct { uint32_t id; uint64_clock_t timestamp; };
+	CONTEXT
+};
+"""
+KERNEL_CLASSES = """
+event { name = "sched_switch"; id = 1; stream_id = 0; fields := struct { string _prev_comm; int32_t _prev_tid;
+	int32_t _prev_prio; int64_t _prev_state; string _next_comm; int32_t _next_tid; int32_t _next_prio; }; };
+event { name = "sched_wakeup"; id = 2; stream_id = 0; fields := struct { string _comm; int32_t _tid; int32_t _prio;
+	int32_t _target_cpu; }; };
+event { name = "lttng_statedump_process_state"; id = 3; stream_id = 0; fields := struct { int32_t _tid;
+	int32_t _pid; int32_t _ppid; string _name; }; };
+"""
+USER_CLASSES = """
+event { name = "app:tick"; id = 1; stream_id = 0; fields := struct { uint32_t _n; }; };
+event { name = "app:begin"; id = 2; stream_id = 0; fields := struct { uint32_t _n; }; };
+event { name = "app:end"; id = 3; stream_id = 0; fields := struct { uint32_t _n; }; };
+"""
+
+
+def forge_stream(path, domain, context, classes, events, write_event):
+    """One trace of one stream and one packet (CPU 0); write_event(writer, event) writes an event's context and
+    fields."""
+    u = uuid.uuid4()
+    os.makedirs(path)
+    with open(os.path.join(path, "metadata"), "w") as f:
+        f.write(SCHED_METADATA.replace("UUID", str(u)).replace("DOMAIN", domain).replace("OFFSET", str(OFFSET_S))
+                .replace("CONTEXT", context) + classes)
+
+    def prefix(w, content, size):
+        w.int(0xC1FC1FC1, 32)
+        w.raw(u.bytes)
+        w.int(0, 32)
+        for v in (events[0][1], events[-1][1], content, size):
+            w.int(v, 64)
+        w.int(0, 32)
+    body = BitWriter(False)
+    prefix(body, 0, 0)
+    for e in events:
+        body.int(e[0], 32)
+        body.int(e[1], 64)
+        write_event(body, e)
+    content = body.nbits()
+    final = BitWriter(False)
+    prefix(final, content, content + 64)
+    final.bits += body.bits[final.nbits():] + [0] * 64
+    with open(os.path.join(path, "stream_0"), "wb") as f:
+        f.write(final.to_bytes())
+
+
+def forge_sched(path):
+    """The kernel and user traces of KERNEL_EVENTS and USER_EVENTS under path (kernel/, ust/)."""
+    def kernel_event(w, e):
+        eid, _, f = e
+        kinds = {SCHED_SWITCH: "siiisii", SCHED_WAKEUP: "siii", STATEDUMP: "iiis"}[eid]
+        for j, (kind, v) in enumerate(zip(kinds, f)):
+            if kind == "s":
+                w.string(v)
+            else:
+                w.int(v, 64 if (eid, j) == (SCHED_SWITCH, 3) else 32)  # prev_state: int64_t
+
+    def user_event(w, e):
+        _, _, pid, tid, name = e
+        w.int(pid, 32)
+        w.int(tid, 32)
+        w.string(name)
+        w.int(7, 32)
+    forge_stream(os.path.join(path, "kernel"), "kernel", "", KERNEL_CLASSES, KERNEL_EVENTS, kernel_event)
+    forge_stream(os.path.join(path, "ust"), "ust", "event.context := struct { int32_t _vpid; int32_t _vtid; "
+                 "string _procname; };", USER_CLASSES, USER_EVENTS, user_event)
+
+
 class HtmlCase(unittest.TestCase):
     def setUp(self):
         if not CHROMIUM:
@@ -248,7 +371,7 @@ class ForgedHtmlTest(HtmlCase):
         rows = {r["label"]: r for r in b.js(INK)}
         hostile = HOSTILE.replace("\u00e9", "??") + " 21"
         self.assertIn(hostile, rows, "the hostile thread name shown as it is, its bad bytes as '?'")
-        self.assertIn("process 10", rows)
+        self.assertIn("web 10", rows)  # an unnamed process after its thread
         for label in ("web 11", hostile):
             self.assertGreater(rows[label]["ink"], 20, f"{label}: its events drawn ({rows})")
 
@@ -276,6 +399,115 @@ class ForgedHtmlTest(HtmlCase):
         b.screenshot(os.path.join(SHOTS, "forged.png"))
 
 
+# The colours of the canvas's pixels at CSS px (x, y), as [r, g, b].
+PIXEL = """((x, y) => {
+  const c = document.getElementById('tl-canvas'), dpr = c.width / c.clientWidth;
+  return [...c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data.slice(0, 3)];
+})"""
+# How many pixels of colour rgb (null: dark ones, as text's) lie in the box of CSS px [x0, x1) x [y0, y1).
+COUNT = """((x0, y0, x1, y1, rgb) => {
+  const c = document.getElementById('tl-canvas'), dpr = c.width / c.clientWidth;
+  const d = c.getContext('2d').getImageData(Math.round(x0 * dpr), Math.round(y0 * dpr), Math.round((x1 - x0) * dpr),
+                                            Math.round((y1 - y0) * dpr)).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (rgb ? d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2] : d[i] + d[i + 1] + d[i + 2] < 300) n++;
+  }
+  return n;
+})"""
+
+
+class SchedHtmlTest(HtmlCase):
+    """The forged kernel and user traces of KERNEL_EVENTS and USER_EVENTS: what is drawn where, at known times."""
+
+    def test_thread_states(self):
+        trace = os.path.join(self.tmp, "sched")
+        forge_sched(trace)
+        out = os.path.join(self.tmp, "sched.html")
+        total = len(KERNEL_EVENTS) + len(USER_EVENTS)
+        printed = tracery("export", "--format", "html", "--span", "app:begin,app:end", trace, out).stderr
+        self.assertIn(f"{total} events written to {out}", printed)
+        b = self.b
+        b.open(out)
+        # the header counts what the export reported (thread states and slice ends are not events)
+        self.assertEqual(b.js("document.querySelector('#tl-bar .tl-info').innerText"), f"{total} events")
+
+        # the user's processes first (with user events, expanded), the CPU, then the kernel thread's, folded
+        roots = [r["label"] for r in b.js("tracery.rows") if r["kind"] in (1, 4)]
+        self.assertEqual(roots[:3], ["web 10", "db 20", "CPU 0"], roots)
+        self.assertEqual(roots[3], "kworker 30", roots)
+        labels = [r["label"] for r in b.js("tracery.rows")]
+        self.assertIn("web 11", labels)
+        self.assertNotIn("kworker 30", labels[labels.index("kworker 30") + 1:], "kworker's process is folded")
+
+        # "fit": the user's processes' activity (web running from 1000 to 11000), not the state dump at 100 nor
+        # kworker at 50000
+        origin = b.js("Number(tracery.model.origin)")
+        self.assertEqual(origin, 100)
+        self.assertEqual(b.js("tracery.activity"), [1000 - origin, 11000 - origin])
+        self.assertLess(b.js("tracery.view.t1"), 12000 - origin)
+        b.screenshot(os.path.join(SHOTS, "states.png"))  # as the page opens
+
+        # the thread states' colours at known times
+        expect = [(11, 2000, RUNNING), (11, 4000, SLEEPING), (11, 5500, RUNNABLE), (11, 7000, RUNNING),
+                  (11, 9500, RUNNABLE), (11, 10500, RUNNING), (21, 4000, RUNNING), (21, 7000, UNINTERRUPTIBLE),
+                  (21, 2000, None)]
+        for tid, t, rgb in expect:
+            pos = b.js(f"tracery.stateAt({tid}, {t - origin})")
+            got = tuple(b.js(f"{PIXEL}({pos['x']}, {pos['y']})"))
+            if rgb is None:  # before the first event that tells db's state: nothing drawn
+                self.assertNotIn(got, (RUNNING, RUNNABLE, SLEEPING, UNINTERRUPTIBLE), f"tid {tid} at {t}")
+            else:
+                self.assertEqual(got, rgb, f"tid {tid} at {t}")
+        pos = b.js(f"tracery.stateAt(30, {9800 - origin})")  # kworker's row, its process unfolded
+        self.assertEqual(tuple(b.js(f"{PIXEL}({pos['x']}, {pos['y']})")), RUNNING)
+        pos = b.js(f"tracery.stateAt(30, {10500 - origin})")
+        self.assertEqual(tuple(b.js(f"{PIXEL}({pos['x']}, {pos['y']})")), IDLE)
+
+        # a user instant at the default zoom: a marker (at least a diamond's worth of its colour) and its label
+        b.js("tracery.resetView(), tracery.draw(), 1")
+        pos = json.loads(b.js("JSON.stringify(tracery.locate('app:tick', 0))"))
+        b.js("tracery.resetView(), tracery.draw(), 1")
+        x, y = pos["x"], pos["y"]
+        self.assertGreaterEqual(b.js(f"{COUNT}({x - 6}, {y - 7}, {x + 7}, {y + 7}, {list(MARKER)})"), 40)
+        self.assertGreater(b.js(f"{COUNT}({x + 8}, {y - 6}, {x + 60}, {y + 6}, null)"), 20, "its label")
+
+        # the panel's time of app:tick as `tracery view` prints it
+        text = self.click_event("app:tick")
+        view_line = next(line for line in tracery("view", trace).stdout.splitlines() if "app:tick" in line)
+        stamp = view_line[1:view_line.index("]")]
+        self.assertIn(f"time\t{stamp}\n", text)
+
+        # a click on web's runnable state at 5500: woken by db at 5000, ran at 6000; the arrow from db's row
+        pos = b.js(f"tracery.stateAt(11, {5500 - origin})")
+        left, top = b.canvas_origin()
+        b.click(left + pos["x"], top + pos["y"])
+        b.js("new Promise(r => requestAnimationFrame(() => r(1)))")
+        text = self.details()
+        self.assertTrue(text.startswith("Runnable"), text)
+        self.assertIn("woken\t" + stamp[:-4] + "5000 by db 21", text)
+        self.assertIn("wake-up latency\t1.000 µs", text)
+        db = b.js(f"tracery.stateAt(21, {5000 - origin})")
+        web = b.js(f"tracery.stateAt(11, {5000 - origin})")
+        x = web["x"]
+        lo, hi = sorted((db["y"], web["y"]))
+        self.assertGreater(b.js(f"{COUNT}({x - 2}, {lo}, {x + 3}, {hi}, {list(ARROW)})"), (hi - lo) * 1.5,
+                           "the wake-up arrow joins db's row to web's")
+        b.screenshot(os.path.join(SHOTS, "wakeup.png"))
+
+        # --focus: kworker's process after the user's, before the CPU, unfolded; the other formats refuse it
+        focused = os.path.join(self.tmp, "focus.html")
+        tracery("export", "--format", "html", "--focus", "kworker", trace, focused)
+        b.open(focused)
+        labels = [r["label"] for r in b.js("tracery.rows")]
+        roots = [r["label"] for r in b.js("tracery.rows") if r["kind"] in (1, 4)]
+        self.assertEqual(roots, ["web 10", "db 20", "kworker 30", "CPU 0"])
+        self.assertIn("kworker 30", labels[labels.index("kworker 30") + 1:], "its thread shown")
+        r = tracery("export", "--format", "perfetto", "--focus", "30", trace, os.path.join(self.tmp, "p"), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--focus orders the processes of the html format's timeline", r.stderr)
+
+
 class KernelHtmlTest(HtmlCase):
     """A kernel and user trace of kernel-workload through the daemon (as in export_test.py): getpid calls after a
     kw:before_getpid event each, and round trips between two threads."""
@@ -299,6 +531,7 @@ class KernelHtmlTest(HtmlCase):
         b = self.b
         seconds = b.open(out)
         print(f"kernel+user trace of {total} events: timeline ready in {seconds:.2f} s", flush=True)
+        b.screenshot(os.path.join(SHOTS, "kernel.png"))  # as the page opens
         # every event of the trace once, and a counter value per kw:before_getpid
         counts = json.loads(b.js("""JSON.stringify((() => {
           const m = tracery.model, n = {};
@@ -337,14 +570,18 @@ class KernelHtmlTest(HtmlCase):
         self.assertIn("running", text)
         self.assertIn("next_comm", text)
 
+        # its process first (it has user events), its thread states drawn
+        self.assertRegex(labels[0], rf"^(kernel-workload|kw-ping) {pid}\b")
+        b.js("tracery.resetView(), tracery.view.scrollY = 0, 1")
+        rows = b.js(INK)
+        self.assertGreater(rows[0]["ink"], 100, rows[0])
+
         b.type_search("kw-pong")
         self.assertGreater(b.js("tracery.matches"), 100)  # the switches to it, its user events
         b.js("document.getElementById('tl-search').value = ''")
         b.type_search("getpid")
         self.assertGreaterEqual(b.js("tracery.matches"), 400)  # kw:before_getpid and the calls' begins and ends
         self.check_zoom_and_pan()
-        b.js("tracery.resetView(), tracery.draw(), 1")
-        b.screenshot(os.path.join(SHOTS, "kernel.png"))
 
 
 if __name__ == "__main__":

@@ -38,8 +38,17 @@ void prepare_output(const std::string &out, bool force)
 		throw std::runtime_error("cannot remove '" + out + "' (--force): " + strerror(errno));
 }
 
+// --focus orders the HTML page's tracks; the other formats' viewers order their own.
+void html_only_focus(const ExportRequest &request)
+{
+	if (!request.focus.empty())
+		throw std::invalid_argument("--focus orders the processes of the html format's timeline; "
+		                            "the other formats' viewers order tracks themselves");
+}
+
 ExportCounts write_sqlite(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
+	html_only_focus(request);
 	if (!request.counters.empty())
 		throw std::invalid_argument(
 			"--counter draws a field as a counter track in the timeline formats "
@@ -73,6 +82,7 @@ ExportCounts write_timeline(TimelineWriter write, EventWalk &walk, const std::st
 	for (const std::string &c : request.counters)
 		options.add_counter(c);
 	options.symbols = request.symbols;
+	options.focus = request.focus;
 	prepare_output(out, request.force);
 	const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -91,11 +101,13 @@ ExportCounts write_timeline(TimelineWriter write, EventWalk &walk, const std::st
 
 ExportCounts write_perfetto(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
+	html_only_focus(request);
 	return write_timeline(analysis::export_perfetto, walk, out, request);
 }
 
 ExportCounts write_chrome_json(EventWalk &walk, const std::string &out, const ExportRequest &request)
 {
+	html_only_focus(request);
 	return write_timeline(analysis::export_chrome_json, walk, out, request);
 }
 
@@ -123,8 +135,9 @@ const std::vector<ExportFormat> &export_formats()
 	         "tracks as perfetto (docs/export.md)",
 	         &write_chrome_json},
 		{"html",
-	         "A timeline in one HTML file that opens from disk in a browser: the same tracks as perfetto, "
-	         "zoom and pan, an event's fields on a click, a search box (docs/export.md)",
+	         "A timeline in one HTML file that opens from disk in a browser: the same tracks as perfetto "
+	         "with thread states and wake-ups, the user's processes first (--focus), zoom and pan, an "
+	         "event's fields on a click, a search box (docs/export.md)",
 	         &write_html},
 	};
 	return formats;

@@ -28,6 +28,8 @@ struct ExportRequest {
 	bool force = false;
 	// --symbols: the events' addresses resolved.
 	std::optional<analysis::SymbolOptions> symbols;
+	// html: processes shown first, each a pid or a name (--focus).
+	std::vector<std::string> focus;
 };
 
 struct ExportFormat {

@@ -574,6 +574,10 @@ int main(int argc, char **argv)
 		   "perfetto, chrome-json, html: a field drawn as a counter track, EVENT:FIELD, e.g. 'app:tick:depth' "
 		   "(repeatable)")
 		->allow_extra_args(false);
+	exp->add_option("--focus", a.focus,
+	                "html: a process shown first (after those with user events) and in the view that fits, by "
+	                "pid or name (repeatable)")
+		->allow_extra_args(false);
 	exp->add_flag("--force", a.force, "Replace OUT if it exists");
 
 	auto *query = verb("query",

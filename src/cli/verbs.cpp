@@ -831,7 +831,8 @@ int verb_export(const Args &a)
 		throw CliError("'" + out + "' is a directory: give the file to write last (tracery export --format " +
 		               a.format + " TRACE... OUT)");
 	return walking(trace_inputs(targets), std::string("export ") + f->name, [&](analysis::EventWalk &walk) {
-		const analysis::ExportCounts n = f->write(walk, out, {a.spans, a.counters, a.force, symbol_options(a)});
+		const analysis::ExportCounts n =
+			f->write(walk, out, {a.spans, a.counters, a.force, symbol_options(a), a.focus});
 		fprintf(stderr, "tracery: %llu events written to %s\n", static_cast<unsigned long long>(n.events),
 		        out.c_str());
 		if (n.discarded)

@@ -63,6 +63,7 @@ struct Args {
 	std::string format;                       // export --format
 	std::vector<std::string> spans;           // export/query --span BEGIN,END[,FIELD]
 	std::vector<std::string> counters;        // export --counter EVENT:FIELD
+	std::vector<std::string> focus;           // export --focus PID|NAME (html)
 	bool force = false;                       // export --force
 	bool csv = false;                         // query --csv
 	bool symbols = false;                     // view/stats/analyze/export/query --symbols

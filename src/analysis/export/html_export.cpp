@@ -4,8 +4,13 @@
 #include "analysis/export/html_export.hpp"
 
 #include "analysis/export/output_file.hpp"
+#include "analysis/model/kernel_events.hpp"
+#include "analysis/model/scheduling.hpp"
+#include "analysis/model/thread_states.hpp"
 #include "analysis/output/json_text.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -48,12 +53,56 @@ struct StringHash {
 	size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
-// The scheduler's events and the counters' values: kinds of the sink's own.
-enum Special : uint32_t { sched_switch = 1, sched_waking, sched_wakeup, sched_wakeup_new, counter_int, counter_f64 };
+// The scheduler's events, the counters' values and the thread states: kinds of the sink's own.
+enum Special : uint32_t {
+	sched_switch = 1,
+	sched_waking,
+	sched_wakeup,
+	sched_wakeup_new,
+	counter_int,
+	counter_f64,
+	thread_state
+};
+
+// A thread state as the page draws it (timeline.js knows these numbers);
+// none after a thread's last switch out (dead: nothing to draw).
+enum PageState : int64_t { page_running, page_runnable, page_sleeping, page_uninterruptible, page_stopped, page_idle };
+
+std::optional<int64_t> page_state(const ThreadStates::Interval &i)
+{
+	switch (i.state) {
+	case ThreadStates::running:
+		return page_running;
+	case ThreadStates::runnable:
+		return page_runnable;
+	case ThreadStates::blocked:
+		break;
+	}
+	switch (blocked_of(i.prev_state)) {
+	case Blocked::sleeping:
+		return page_sleeping;
+	case Blocked::uninterruptible:
+		return page_uninterruptible;
+	case Blocked::stopped:
+		return page_stopped;
+	case Blocked::dead:
+		return std::nullopt;
+	case Blocked::idle:
+		break;
+	}
+	return page_idle;
+}
+
+// The page's own track kind: a thread's states (a child of its thread's track).
+constexpr int kStateTrack = 8;
 
 class HtmlSink final : public ExportSink {
 public:
-	HtmlSink(int fd, std::string what) : fd_(fd), what_(std::move(what)) {}
+	HtmlSink(int fd, std::string what, const ExportOptions &options)
+		: fd_(fd), what_(std::move(what)), options_(options),
+		  states_([this](const ThreadStates::Interval &i) { state(i); })
+	{
+	}
 
 	void start(const ExportClock &clock, const NameTable &names) override
 	{
@@ -73,10 +122,20 @@ public:
 
 	void track(const TrackInfo &t) override
 	{
-		const uint32_t id = t.kind == TrackKind::cpu ? cpu_track(t.cpu) : id_of(t.uuid);
+		uint32_t id = 0;
 		if (t.kind == TrackKind::cpu) {
-			ids_[t.uuid] = id;
+			ids_[t.uuid] = cpu_track(t.cpu);
 			return; // announced as "CPU n" already
+		}
+		if (t.kind == TrackKind::thread) {
+			const auto [it, added] = thread_ids_.try_emplace(t.tid, 0);
+			if (added)
+				it->second = id_of(t.uuid);
+			else
+				ids_[t.uuid] = it->second; // the scheduler's events named it first
+			id = it->second;
+		} else {
+			id = id_of(t.uuid);
 		}
 		describe(id, t.kind, t.parent ? static_cast<int64_t>(id_of(t.parent)) : -1, t.pid, t.tid, t.cpu,
 		         t.name);
@@ -84,6 +143,13 @@ public:
 
 	void event(const ExportEvent &e) override
 	{
+		last_ts_ = std::max(last_ts_, e.ts);
+		if (e.category != 0 && (*names_)[e.category] == "kernel") {
+			const KernelEvent &k = kernel_.get(*e.item, [&] { return KernelEvent::of(*e.item); });
+			if (k.kind == KernelEvent::process_exit)
+				if (const auto tid = int_field(*e.item, k.tid))
+					states_.on_exit(*tid);
+		}
 		const uint32_t kind = kind_of({e.name, e.category, static_cast<uint32_t>(e.phase), e.fields}, [&] {
 			KindText k{(*names_)[e.name], (*names_)[e.category], static_cast<int>(e.phase), {}, {}};
 			for (const ShownField &f : *e.fields) {
@@ -127,6 +193,14 @@ public:
 
 	void sched_switch(const SchedSwitchEvent &e) override
 	{
+		last_ts_ = std::max(last_ts_, e.ts);
+		thread_track(e.prev_tid, e.prev_comm);
+		thread_track(e.next_tid, e.next_comm);
+		// the CPU ran another thread than the one it switches from: that one's switch out was lost
+		if (const auto was = running_.running(e.cpu); was && *was != e.prev_tid)
+			states_.on_lost_switch_out(e.ts, *was);
+		running_.on_switch(e.cpu, e.next_tid);
+		states_.on_switch(e.ts, e.cpu, e.prev_tid, e.prev_state, e.next_tid);
 		Column &c = start_event(cpu_track(e.cpu), e.ts, special(Special::sched_switch));
 		text(c.v, e.prev_comm);
 		c.v += ',';
@@ -140,6 +214,10 @@ public:
 
 	void sched_wake(const SchedWakeEvent &e) override
 	{
+		last_ts_ = std::max(last_ts_, e.ts);
+		thread_track(e.tid, e.comm);
+		states_.on_wakeup(e.ts, e.tid,
+		                  e.current_tid > 0 ? std::optional<int64_t>(e.current_tid) : std::nullopt);
 		Column &c = start_event(cpu_track(e.cpu), e.ts,
 		                        special(e.kind == SchedWakeEvent::waking   ? Special::sched_waking
 		                                : e.kind == SchedWakeEvent::wakeup ? Special::sched_wakeup
@@ -153,8 +231,18 @@ public:
 
 	void finish() override
 	{
-		flush(true);
-		out_ = "</body>\n</html>\n";
+		states_.finish(last_ts_);
+		flush();
+	}
+
+	// The last chunk: the counts the export reports, then the end of the page.
+	void close(const ExportCounts &counts)
+	{
+		out_ = "<script type=\"application/json\" class=\"tracery-chunk\">{\"ev\":[],\"end\":true,\"events\":";
+		append_decimal(out_, counts.events);
+		out_ += ",\"discarded\":";
+		append_decimal(out_, counts.discarded);
+		out_ += "}</script>\n</body>\n</html>\n";
 		write_all(fd_, out_.data(), out_.size(), what_);
 		out_.clear();
 	}
@@ -187,6 +275,41 @@ private:
 		std::vector<std::string_view> fields;
 		std::string types;
 	};
+
+	// The track of thread tid: described here when the scheduler's events
+	// name it before the export does (its process unknown: its own).
+	uint32_t thread_track(int64_t tid, std::string_view comm)
+	{
+		const auto [it, added] = thread_ids_.try_emplace(tid, 0);
+		if (added && tid != 0) {
+			it->second = next_track_++;
+			describe(it->second, TrackKind::thread, -1, tid, tid, 0, comm);
+		}
+		return it->second;
+	}
+
+	// An interval of a thread's states, on its state track: [state, duration, CPU or -1, waker or -1].
+	void state(const ThreadStates::Interval &i)
+	{
+		const std::optional<int64_t> drawn = page_state(i);
+		if (!drawn)
+			return;
+		const auto [it, added] = state_ids_.try_emplace(i.tid, 0);
+		if (added) {
+			it->second = next_track_++;
+			const uint32_t thread = thread_track(i.tid, {});
+			tracks_ += '[';
+			for (const int64_t v : {int64_t{it->second}, int64_t{kStateTrack}, int64_t{thread}, int64_t{0},
+			                        i.tid, int64_t{0}}) {
+				append_json_number(tracks_, v);
+				tracks_ += ',';
+			}
+			tracks_ += "\"states\"],";
+		}
+		Column &c = start_event(it->second, i.ts, special(Special::thread_state));
+		integers(c, {*drawn, i.dur, i.cpu.value_or(-1), i.waker.value_or(-1)});
+		end_event(c);
+	}
 
 	uint32_t id_of(uint64_t uuid)
 	{
@@ -317,6 +440,8 @@ private:
 				                "siii"};
 			case Special::counter_int:
 				return KindText{"value", "counter", 0, {"value"}, "i"};
+			case Special::thread_state:
+				return KindText{"thread_state", "state", 0, {"state", "dur", "cpu", "waker"}, "iiii"};
 			case Special::counter_f64:
 				break;
 			}
@@ -348,13 +473,13 @@ private:
 	void maybe_flush()
 	{
 		if (pending_ >= kChunkBytes)
-			flush(false);
+			flush();
 	}
 
 	// Writes the chunk: what it describes, then the columns of each track.
-	void flush(bool last)
+	void flush()
 	{
-		if (!last && touched_.empty())
+		if (touched_.empty() && tracks_.empty() && kinds_json_.empty())
 			return;
 		out_ += "<script type=\"application/json\" class=\"tracery-chunk\">{";
 		if (origin_set_ && !head_written_) {
@@ -363,7 +488,19 @@ private:
 			append_decimal(out_, clock_.id);
 			out_ += ",\"origin\":\"";
 			append_decimal(out_, origin_);
-			out_ += "\"},";
+			out_ += "\"";
+			if (clock_.id == ExportClock::monotonic) {
+				out_ += ",\"realtime\":\"";
+				append_decimal(out_, clock_.realtime_offset_ns);
+				out_ += '"';
+			}
+			out_ += ",\"focus\":[";
+			for (size_t i = 0; i < options_.focus.size(); ++i) {
+				if (i)
+					out_ += ',';
+				append_html_json_string(out_, options_.focus[i]);
+			}
+			out_ += "]},";
 		}
 		const auto list = [this](const char *key, std::string &items) {
 			if (items.empty())
@@ -396,10 +533,7 @@ private:
 			out_ += ']';
 			c.in_chunk = false;
 		}
-		out_ += "]";
-		if (last)
-			out_ += ",\"end\":true";
-		out_ += "}</script>\n";
+		out_ += "]}</script>\n";
 		write_all(fd_, out_.data(), out_.size(), what_);
 		out_.clear();
 		if (out_.capacity() > 2 * kChunkBytes)
@@ -410,6 +544,13 @@ private:
 
 	int fd_;
 	std::string what_;
+	const ExportOptions &options_;
+	ThreadStates states_;
+	RunningTasks running_; // for the switches out the traces lost
+	ClassCache<KernelEvent> kernel_;
+	int64_t last_ts_ = INT64_MIN;                      // the latest event's time: where the states end
+	std::unordered_map<int64_t, uint32_t> thread_ids_; // tid -> its thread's track
+	std::unordered_map<int64_t, uint32_t> state_ids_;  // tid -> its state track
 	const NameTable *names_ = nullptr;
 	ExportClock clock_;
 	std::string out_, scratch_;
@@ -432,8 +573,10 @@ private:
 
 ExportCounts export_html(EventWalk &walk, const ExportOptions &options, int fd, const std::string &what)
 {
-	HtmlSink sink(fd, what);
-	return export_events(walk, options, sink);
+	HtmlSink sink(fd, what, options);
+	const ExportCounts counts = export_events(walk, options, sink);
+	sink.close(counts);
+	return counts;
 }
 
 } // namespace tracery::analysis

@@ -63,6 +63,9 @@ struct ExportOptions {
 	// The events' addresses resolved, as fields (event_fields.hpp), and the
 	// function slices of the preload helpers named by their functions (else hex).
 	std::optional<SymbolOptions> symbols;
+	// html: the processes shown first after those with user events, each a
+	// pid or a name (--focus).
+	std::vector<std::string> focus;
 
 	// "app:req_begin,app:req_end" → a span; "app:tick:depth" → a counter
 	// (the field after the last ':'). Throws std::invalid_argument.

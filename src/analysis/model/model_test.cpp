@@ -2,18 +2,87 @@
 // running task of each CPU, system calls paired per thread (the abandoned
 // call handed back, one exit per entry) and by the running task across a
 // migration, user spans nested per key, the task table's names and the
-// kernel's name of a task after exec.
+// kernel's name of a task after exec, what a blocked thread waits in and who
+// woke a thread (the thread states' intervals: sql/derived_test.cpp).
 #include "analysis/model/kernel_events.hpp"
 #include "analysis/model/scheduling.hpp"
 #include "analysis/model/spans.hpp"
 #include "analysis/model/syscalls.hpp"
 #include "analysis/model/tasks.hpp"
+#include "analysis/model/thread_states.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace tracery::analysis;
 
 namespace {
+
+TEST(ThreadStates, WhatABlockedThreadWaitsIn)
+{
+	EXPECT_EQ(blocked_of(1), Blocked::sleeping);            // S
+	EXPECT_EQ(blocked_of(2), Blocked::uninterruptible);     // D
+	EXPECT_EQ(blocked_of(0x102), Blocked::uninterruptible); // D with a bit above the report's
+	EXPECT_EQ(blocked_of(4), Blocked::stopped);             // T
+	EXPECT_EQ(blocked_of(8), Blocked::stopped);             // t (traced)
+	EXPECT_EQ(blocked_of(0x10), Blocked::dead);             // X
+	EXPECT_EQ(blocked_of(0x20), Blocked::dead);             // Z
+	EXPECT_EQ(blocked_of(0x80), Blocked::idle);             // I
+	EXPECT_EQ(blocked_of(0x40), Blocked::sleeping);         // P (parked)
+}
+
+TEST(ThreadStates, ALostSwitchOutEndsTheRunningInterval)
+{
+	std::vector<ThreadStates::Interval> got;
+	ThreadStates s([&](const ThreadStates::Interval &i) { got.push_back(i); });
+	s.on_switch(100, 0, 0, 0, 5); // 5 runs on CPU 0
+	s.on_lost_switch_out(150, 5); // CPU 0 switches from another thread at 150
+	s.on_lost_switch_out(160, 5); // no state now: nothing
+	s.on_switch(150, 0, 6, 1, 0); // 6 blocked
+	s.on_wakeup(200, 5);          // 5 runnable from 200
+	s.on_lost_switch_out(210, 5); // not running: nothing
+	s.finish(300);
+	ASSERT_EQ(got.size(), 3u);
+	EXPECT_EQ(got[0].tid, 5);
+	EXPECT_EQ(got[0].state, ThreadStates::running);
+	EXPECT_EQ(got[0].dur, 50);
+	EXPECT_EQ(got[1].tid, 5); // runnable 200..300: nothing between 150 and 200
+	EXPECT_EQ(got[1].ts, 200);
+	EXPECT_EQ(got[1].state, ThreadStates::runnable);
+	EXPECT_EQ(got[2].tid, 6);
+	EXPECT_EQ(got[2].state, ThreadStates::blocked);
+}
+
+TEST(ThreadStates, TheWakerAndTheSwitchOutsState)
+{
+	std::vector<ThreadStates::Interval> got;
+	ThreadStates s([&](const ThreadStates::Interval &i) { got.push_back(i); });
+	s.on_switch(100, 0, 0, 0, 5); // 5 runs
+	s.on_switch(150, 0, 5, 2, 6); // 5 blocked (D), 6 runs
+	s.on_wakeup(170, 5, 6);       // 6 wakes 5
+	s.on_wakeup(180, 7);          // 7, never seen, woken by an interrupt: runnable, no waker
+	s.on_switch(200, 0, 6, 1, 5); // 6 blocked (S), 5 runs
+	s.finish(300);
+	ASSERT_EQ(got.size(), 7u);
+	EXPECT_EQ(got[0].tid, 5); // running 100..150
+	EXPECT_EQ(got[1].tid, 5); // blocked 150..170, D
+	EXPECT_EQ(got[1].state, ThreadStates::blocked);
+	EXPECT_EQ(got[1].prev_state, 2);
+	EXPECT_EQ(got[1].dur, 20);
+	EXPECT_EQ(got[2].tid, 6); // running 150..200
+	EXPECT_EQ(got[3].tid, 5); // runnable 170..200, woken by 6
+	EXPECT_EQ(got[3].state, ThreadStates::runnable);
+	EXPECT_EQ(got[3].waker, 6);
+	EXPECT_EQ(got[3].dur, 30);
+	EXPECT_EQ(got[4].tid, 5); // the open ones at finish, by tid: 5 running from 200
+	EXPECT_EQ(got[4].state, ThreadStates::running);
+	EXPECT_EQ(got[4].cpu, 0);
+	EXPECT_EQ(got[5].tid, 6); // 6 blocked (S) from 200
+	EXPECT_EQ(got[5].prev_state, 1);
+	EXPECT_EQ(got[6].tid, 7); // 7 runnable from 180, no waker
+	EXPECT_EQ(got[6].state, ThreadStates::runnable);
+	EXPECT_EQ(got[6].waker, std::nullopt);
+	EXPECT_EQ(got[6].ts, 180);
+}
 
 TEST(RunningTasks, TheLastSwitchOfEachCpuNoneForIdle)
 {

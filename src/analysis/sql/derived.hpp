@@ -1,8 +1,8 @@
 // analysis/sql/derived.hpp — the cores of the SQL export's derived tables,
 // fed plain arguments (what the unit tests drive with made-up sequences):
-// thread states from the scheduler's events, and processes from the threads
-// the task table knows. System calls and user spans are paired by the
-// model's SyscallPairs and OpenSpans (model/syscalls.hpp, model/spans.hpp).
+// processes from the threads the task table knows. Thread states, system
+// calls and user spans come from the model's ThreadStates, SyscallPairs and
+// OpenSpans (model/thread_states.hpp, syscalls.hpp, spans.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,45 +13,12 @@
 #include <vector>
 
 #include "analysis/model/tasks.hpp"
+#include "analysis/model/thread_states.hpp"
 
 namespace tracery::analysis::sql {
 
-// Running, runnable and blocked intervals per thread: sched_switch puts the
-// next thread running on the CPU and the previous one runnable (preempted:
-// prev_state 0, or only the kernel's "preempted" bit 0x100 set) or blocked
-// (any other state); sched_waking / sched_wakeup / sched_wakeup_new make a
-// blocked (or not yet seen) thread runnable. A thread's first interval starts
-// at the first event that tells its state; the last ones end at finish(). A
-// thread that exited (sched_process_exit) has no interval after the switch
-// out that is not a preemption (its last). The idle task (tid 0) is not followed.
-class ThreadStates {
-public:
-	enum State : uint8_t { running, runnable, blocked };
-	static const char *name(State s);
-	struct Interval {
-		int64_t tid = 0;
-		int64_t ts = 0, dur = 0;
-		State state = running;
-		std::optional<int64_t> cpu; // running: the CPU
-	};
-	explicit ThreadStates(std::function<void(const Interval &)> sink) : sink_(std::move(sink)) {}
-	void on_switch(int64_t ns, int64_t cpu, int64_t prev_tid, int64_t prev_state, int64_t next_tid);
-	void on_wakeup(int64_t ns, int64_t tid);
-	void on_exit(int64_t tid);
-	// Ends every thread's current interval at end_ns.
-	void finish(int64_t end_ns);
-
-private:
-	struct Now {
-		State state = running;
-		int64_t since = 0;
-		std::optional<int64_t> cpu;
-		bool exited = false;
-	};
-	void enter(int64_t tid, int64_t ns, State s, std::optional<int64_t> cpu);
-	std::function<void(const Interval &)> sink_;
-	std::unordered_map<int64_t, Now> threads_;
-};
+// Thread states are the model's (model/thread_states.hpp).
+using ThreadStates = analysis::ThreadStates;
 
 // One row per process of the threads the table knows: its name (its main
 // thread's, else one of its threads'), parent, start and end (its main

@@ -1,10 +1,16 @@
 /* timeline.js — the timeline of `tracery export --format html`: reads the
  * JSON chunks the export wrote after this script (src/analysis/export/html_export.hpp
  * describes them), then draws the tracks on a canvas: CPUs (the thread each
- * runs, from sched_switch; wake-ups), processes and their threads (user
- * events, spans, system calls), counters. Zoom and pan with the wheel, a drag
- * or the keys; a click shows an event's fields; the search box finds events
- * by name or field value.
+ * runs, from sched_switch; wake-ups), processes and their threads (their
+ * states from the scheduler's events, user events, spans, system calls),
+ * counters. The user's processes come first (those with user events, then
+ * those named with --focus), expanded; the others, the busiest first, are
+ * folded into a header that sums up their threads (how many run, how many
+ * events). Zoom and pan
+ * with the wheel, a drag or the keys; "fit" shows the user's processes'
+ * activity; a click shows an event's fields with its time as `tracery view`
+ * prints it, and on a thread state, the wake-up that made it runnable (an
+ * arrow from the waker); the search box finds events by name or field value.
  *
  * Stays responsive on millions of events: each track keeps its events' times
  * sorted, and a frame only visits what lands on a pixel: a binary search
@@ -19,16 +25,37 @@
   const LABEL_W = 220;   // the track names' column, in CSS px
   const AXIS_H = 26;     // the time axis
   const ROW_H = 18;      // a slice's depth
-  const INSTANT_H = 14;  // the row of a track's instants
+  const INSTANT_H = 16;  // the row of a track's instants
   const COUNTER_H = 34;
   const TRACK_PAD = 3;
+  const STATE_H = 12;    // a thread's states
+  const SUMMARY_H = 16;  // a process header's summary of its threads
   const KIND_PROCESS = 1, KIND_THREAD = 2, KIND_SYSCALLS = 3, KIND_CPU = 4, KIND_COUNTER = 5;
+  const KIND_STATE = 8;  // a thread's states (the page's own kind: html_export.cpp)
+  // Thread states, numbered as html_export.cpp writes them (none after a
+  // thread's last switch out); colours after
+  // Perfetto's (running dark green, runnable light green, uninterruptible
+  // orange) and Trace Compass's.
+  const STATES = [
+    { name: 'Running', color: '#2e7d32' },
+    { name: 'Runnable', color: '#9ccc65' },
+    { name: 'Sleeping', color: '#d5dde8' },
+    { name: 'Uninterruptible', color: '#ef6c00' },
+    { name: 'Stopped', color: '#8e44ad' },
+    { name: 'Idle', color: '#eef1f5' },
+  ];
+  const RUNNING = 0, RUNNABLE = 1;
+  const MARKER = '#1f4fbf';  // a user event's marker
 
   // ---- the data ----
 
   const model = {
     origin: 0n,      // ns on the export clock of time 0
     clock: 0,
+    realtime: 0n,    // CLOCK_REALTIME - the export clock, ns
+    focus: [],       // --focus: pids and names
+    total: -1,       // the events the export wrote, as it reported them
+    discarded: 0,
     strs: [],
     kinds: [],       // {name, cat, phase, fields, types}
     tracks: [],      // by id
@@ -54,7 +81,10 @@
       if (c.head) {
         model.origin = BigInt(c.head.origin);
         model.clock = c.head.clock;
+        if (c.head.realtime) model.realtime = BigInt(c.head.realtime);
+        if (c.head.focus) model.focus = c.head.focus.map(String);
       }
+      if (c.events !== undefined) { model.total = c.events; model.discarded = c.discarded || 0; }
       if (c.strs) for (const s of c.strs) model.strs.push(s);
       if (c.kinds) {
         for (const k of c.kinds)
@@ -81,9 +111,12 @@
       }
       if (c.end) model.complete = true;
     }
+    if (model.total < 0) model.total = model.events;  // a page cut short
     for (const tr of model.tracks) if (tr) prepare(tr);
     if (model.start > model.end) { model.start = 0; model.end = 1; }
     if (model.end === model.start) model.end = model.start + 1;
+    tidTracks = new Map();
+    for (const tr of model.tracks) if (tr && tr.kind === KIND_THREAD) tidTracks.set(tr.tid, tr);
   }
 
   function lowerBound(a, x, lo, hi) {
@@ -123,6 +156,14 @@
       model.start = Math.min(model.start, t[0]);
       model.end = Math.max(model.end, t[n - 1]);
     }
+    tr.first = Infinity;  // its activity: events after the state dump, running states
+    tr.last = -Infinity;
+    if (tr.kind === KIND_STATE) { prepareStates(tr); return; }
+    const dump = kk => model.kinds[kk] && model.kinds[kk].name.startsWith('lttng_statedump');
+    for (let i = 0; i < n; i++) if (!dump(k[i])) { tr.first = t[i]; break; }
+    for (let i = n - 1; i >= 0; i--) if (!dump(k[i])) { tr.last = t[i]; break; }
+    tr.user = false;  // has user events
+    for (let i = 0; i < n && !tr.user; i++) if (model.kinds[k[i]] && model.kinds[k[i]].cat === 'ust') tr.user = true;
     const inst = [], stack = [], depths = [], segs = [], points = [];
     let lastSwitch = -1;
     for (let i = 0; i < n; i++) {
@@ -171,6 +212,27 @@
     }
   }
 
+  // A state track: an interval per event [state, duration, CPU, waker].
+  function prepareStates(tr) {
+    const n = tr.n;
+    tr.inst = new Int32Array(0); tr.instT = new Float64Array(0); tr.depths = [];
+    tr.segs = null; tr.points = new Int32Array(0); tr.pointT = new Float64Array(0);
+    const st = { start: tr.t, end: new Float64Array(n), state: new Int8Array(n), b: Int32Array.from({ length: n }, (_, i) => i),
+                 run: new Float64Array(n + 1) };  // run[i]: the time running before interval i
+    let last = -Infinity;
+    for (let i = 0; i < n; i++) {
+      st.state[i] = Number(value(tr, i, 0));
+      const dur = Math.max(0, Number(value(tr, i, 1)));
+      st.run[i + 1] = st.run[i] + (st.state[i] === RUNNING ? dur : 0);
+      // kept in order for the binary searches, as addSlice does
+      last = Math.max(last, tr.t[i] + Number(value(tr, i, 1)));
+      st.end[i] = last;
+      if (st.state[i] === RUNNING) { tr.first = Math.min(tr.first, tr.t[i]); tr.last = Math.max(tr.last, st.end[i]); }
+    }
+    tr.states = st;
+    if (n) model.end = Math.max(model.end, st.end[n - 1]);
+  }
+
   function addSlice(depths, d, start, end, b, e) {
     const l = depths[d] || (depths[d] = { start: [], end: [], b: [], e: [] });
     // slices of one depth follow each other: keep it so for the binary searches
@@ -202,14 +264,30 @@
   // ---- the track list ----
 
   let rows = [];  // {track, y, h, label, indent, parts}
+  let tidTracks = new Map();  // tid -> its thread's track
+  let laidOut = false;
 
   function trackHas(tr) {
-    return tr.n > 0 || tr.children.some(trackHas);
+    return tr.n > 0 || !!(tr.stateTrack && tr.stateTrack.n) || tr.children.some(trackHas);
+  }
+
+  function anyTrack(tr, f) {
+    return f(tr) || tr.children.some(c => anyTrack(c, f));
+  }
+
+  // A process (or a root track) the user cares about: 1 with user events,
+  // 2 named with --focus, 0 neither.
+  function interest(tr) {
+    if (anyTrack(tr, c => c.user)) return 1;
+    const names = [String(tr.pid), tr.name];
+    for (const c of tr.children) if (c.kind === KIND_THREAD) names.push(c.name);
+    if (tr.kind !== KIND_CPU && tr.kind !== KIND_COUNTER && model.focus.some(f => names.includes(f))) return 2;
+    return 0;
   }
 
   function layout() {
     const all = model.tracks.filter(Boolean);
-    for (const tr of all) tr.children = [];
+    for (const tr of all) { tr.children = []; tr.stateTrack = null; }
     const roots = [];
     const processes = new Map();
     for (const tr of all) if (tr.kind === KIND_PROCESS) processes.set(tr.pid, tr);
@@ -218,10 +296,22 @@
       const p = tr.parent >= 0 ? model.tracks[tr.parent]
         : tr.kind === KIND_THREAD ? processes.get(tr.pid) : null;
       tr.up = p || null;
-      if (p) p.children.push(tr); else roots.push(tr);
+      if (tr.kind === KIND_STATE && p) p.stateTrack = tr;  // drawn in its thread's row
+      else if (p) p.children.push(tr); else roots.push(tr);
     }
-    const rank = tr => (tr.kind === KIND_CPU ? 0 : tr.kind === KIND_PROCESS ? 1 : tr.kind === KIND_COUNTER ? 3 : 2);
-    const cmp = (a, b) => rank(a) - rank(b) || (a.kind === KIND_CPU ? a.cpu - b.cpu : 0) ||
+    // the user's processes first, then the CPUs, then the other processes,
+    // folded, the busiest first
+    const ran = tr => (tr.stateTrack ? tr.stateTrack.states.run[tr.stateTrack.n] : 0) +
+      tr.children.reduce((sum, c) => sum + ran(c), 0);
+    for (const tr of roots) {
+      tr.interest = interest(tr);
+      tr.busy = ran(tr);
+      if (!laidOut && tr.children.length) tr.collapsed = tr.interest === 0;
+    }
+    laidOut = true;
+    const rank = tr => (tr.interest ? tr.interest - 1 : tr.kind === KIND_CPU ? 2 : tr.kind === KIND_COUNTER ? 5 : 3);
+    const cmp = (a, b) => rank(a) - rank(b) || (b.busy || 0) - (a.busy || 0) ||
+      (a.kind === KIND_CPU ? a.cpu - b.cpu : 0) ||
       (a.kind === KIND_THREAD ? (a.tid === a.pid ? -1 : 0) - (b.tid === b.pid ? -1 : 0) || a.tid - b.tid : 0) ||
       a.pid - b.pid || a.id - b.id;
     rows = [];
@@ -230,6 +320,8 @@
       if (!trackHas(tr)) return;
       const parts = [];
       let h = TRACK_PAD;
+      if (tr.kind === KIND_PROCESS || (indent === 0 && tr.children.length)) { parts.push({ what: 'summary', y: h }); h += SUMMARY_H; }
+      if (tr.stateTrack) { parts.push({ what: 'states', y: h }); h += STATE_H + 2; }
       if (tr.segs) { parts.push({ what: 'segs', y: h }); h += ROW_H; }
       tr.depths.forEach((d, depth) => { parts.push({ what: 'slices', depth: depth, y: h }); h += ROW_H; });
       if (tr.inst.length) { parts.push({ what: 'inst', y: h }); h += INSTANT_H; }
@@ -248,9 +340,11 @@
 
   function labelOf(tr) {
     switch (tr.kind) {
-      case KIND_PROCESS: {  // unnamed: after its main thread, else "process"
-        const main = tr.children.find(c => c.kind === KIND_THREAD && c.tid === tr.pid && c.name);
-        return (tr.name || (main ? main.name : 'process')) + ' ' + tr.pid;
+      case KIND_PROCESS: {  // unnamed: after its main thread, else another, else "process"
+        const main = tr.children.find(c => c.kind === KIND_THREAD && c.tid === tr.pid && c.name) ||
+          tr.children.find(c => c.kind === KIND_THREAD && c.name);
+        const threads = tr.children.filter(c => c.kind === KIND_THREAD).length;
+        return (tr.name || (main ? main.name : 'process')) + ' ' + tr.pid + (threads > 1 ? '  · ' + threads + ' threads' : '');
       }
       case KIND_THREAD: return (tr.name || 'thread') + ' ' + tr.tid;
       case KIND_SYSCALLS: return 'system calls';
@@ -350,7 +444,9 @@
   }
 
   function drawPart(tr, part, y) {
-    if (part.what === 'segs') drawSlices(tr, tr.segs, y, true);
+    if (part.what === 'summary') drawSummary(tr, y);
+    else if (part.what === 'states') drawStates(tr.stateTrack, y);
+    else if (part.what === 'segs') drawSlices(tr, tr.segs, y, true);
     else if (part.what === 'slices') drawSlices(tr, tr.depths[part.depth], y, false);
     else if (part.what === 'inst') drawInstants(tr, y);
     else drawCounter(tr, y);
@@ -393,22 +489,146 @@
     }
   }
 
-  // Instants: per pixel column, the events that fall there, drawn once (the
-  // taller the more of them).
+  // A thread's states: a band per interval in its state's colour; those
+  // under a pixel gathered into one mark per pixel column, in the colour of
+  // the first that runs there, else of the first.
+  function drawStates(st, y) {
+    if (!st) return;
+    const c = ctx, d = st.states, npp = nsPerPx(), W = view.w;
+    let i = lowerBound(d.end, view.t0);
+    const n = d.start.length;
+    while (i < n) {
+      const s0 = d.start[i];
+      if (s0 > view.t1) break;
+      const x0 = xOf(s0), x1 = Math.min(xOf(d.end[i]), W + 1);
+      drawn++;
+      if (x1 - x0 >= 1) {
+        c.fillStyle = STATES[d.state[i]] ? STATES[d.state[i]].color : '#ccc';
+        c.fillRect(x0, y + 1, x1 - x0, STATE_H);
+        if (x1 - x0 > 70 && d.state[i] !== 2 && d.state[i] !== 6) {
+          c.fillStyle = d.state[i] === RUNNING ? '#fff' : '#10131a';
+          c.font = '10px system-ui, sans-serif';
+          c.fillText(STATES[d.state[i]].name, Math.max(x0, LABEL_W) + 3, y + 1 + STATE_H / 2);
+          c.font = '12px system-ui, sans-serif';
+        }
+        i++;
+      } else {
+        const px = Math.floor(x0);
+        const next = lowerBound(d.start, view.t0 + (px + 1 - LABEL_W) * npp, i + 1);
+        let s = d.state[i];
+        for (let j = i; j < next && j < i + 64; j++) if (d.state[j] === RUNNING) { s = RUNNING; break; }
+        c.fillStyle = STATES[s] ? STATES[s].color : '#ccc';
+        c.fillRect(px, y + 1, 1, STATE_H);
+        i = next;
+      }
+    }
+  }
+
+  // The time a state track's thread ran before time t: the running time of
+  // the intervals before the one t falls in, and of that one up to t.
+  function ranBefore(d, t) {
+    const i = lowerBound(d.start, t) - 1;
+    if (i < 0) return 0;
+    const own = d.state[i] === RUNNING ? Math.min(t - d.start[i], d.run[i + 1] - d.run[i]) : 0;
+    return d.run[i] + Math.max(0, own);
+  }
+
+  // A process header: how many of its threads run (a green area, from their
+  // states) and how many events they have (grey ticks), per pixel column: a
+  // thread's running time in a column is the difference of ranBefore at its
+  // edges, so that a frame costs the width times log(states) per thread.
+  function drawSummary(tr, y) {
+    const c = ctx, w = Math.ceil(plotW()), npp = nsPerPx();
+    const run = new Float64Array(w), evs = new Float64Array(w);
+    const visit = t => {
+      if (t.stateTrack) {
+        const d = t.stateTrack.states;
+        if (d.start.length && d.run[d.start.length] > 0) {
+          const from = Math.max(0, Math.floor((d.start[0] - view.t0) / npp));
+          const to = Math.min(w, Math.ceil((d.end[d.start.length - 1] - view.t0) / npp));
+          let before = ranBefore(d, view.t0 + from * npp);
+          for (let p = from; p < to; p++) {
+            const after = ranBefore(d, view.t0 + (p + 1) * npp);
+            run[p] += (after - before) / npp;
+            before = after;
+          }
+        }
+      }
+      if (t.n && t.kind !== KIND_STATE && t.kind !== KIND_COUNTER) {
+        let i = lowerBound(t.t, view.t0);
+        while (i < t.n && t.t[i] <= view.t1) {
+          const p = Math.floor((t.t[i] - view.t0) / npp);
+          const next = lowerBound(t.t, view.t0 + (p + 1) * npp, i + 1);
+          if (p >= 0 && p < w) evs[p] += next - i;
+          i = next;
+        }
+      }
+      for (const ch of t.children) visit(ch);
+    };
+    visit(tr);
+    let top = 1;
+    for (let p = 0; p < w; p++) top = Math.max(top, run[p]);
+    const h = SUMMARY_H - 4;
+    c.fillStyle = STATES[RUNNING].color;
+    for (let p = 0; p < w; p++) {
+      if (run[p] <= 0) continue;
+      const bh = Math.max(3, Math.round(h * run[p] / top));  // a short run stays visible
+      c.fillRect(LABEL_W + p, y + 1 + h - bh, 1, bh);
+      drawn++;
+    }
+    c.fillStyle = 'rgba(60, 70, 90, 0.55)';
+    for (let p = 0; p < w; p++) {
+      if (!evs[p]) continue;
+      c.fillRect(LABEL_W + p, y + SUMMARY_H - 3, 1, 2);
+      drawn++;
+    }
+  }
+
+  const labelWidths = new Map();
+  function labelWidth(name) {
+    let w = labelWidths.get(name);
+    if (w === undefined) { w = ctx.measureText(name).width; labelWidths.set(name, w); }
+    return w;
+  }
+
+  // Instants: per pixel column, the events that fall there. One alone with
+  // room around it is a marker (a diamond, and its name when there is room
+  // up to the next one); a crowd, a bar the taller the more of them.
   function drawInstants(tr, y) {
     const c = ctx, a = tr.instT, npp = nsPerPx();
     let i = lowerBound(a, view.t0);
     const n = a.length;
+    let prevX = -Infinity;
+    c.font = '11px system-ui, sans-serif';
     while (i < n && a[i] <= view.t1) {
       const px = Math.floor(xOf(a[i]));
       const next = lowerBound(a, view.t0 + (px + 1 - LABEL_W) * npp, i + 1);
       const count = next - i;
-      const h = Math.min(INSTANT_H - 2, 5 + 2 * Math.log2(count));
-      c.fillStyle = colorOf(model.kinds[tr.k[tr.inst[i]]].name);
-      c.fillRect(px, y + INSTANT_H - 1 - h, count > 1 ? 1 : 2, h);
+      const nextX = next < n ? xOf(a[next]) : Infinity;
+      const kind = model.kinds[tr.k[tr.inst[i]]];
+      const mid = y + INSTANT_H / 2;
+      if (count === 1 && nextX - px >= 9 && px - prevX >= 9) {
+        const x = xOf(a[i]);
+        c.fillStyle = kind.cat === 'ust' ? MARKER : colorOf(kind.name);
+        c.beginPath();
+        c.moveTo(x, mid - 6); c.lineTo(x + 5, mid); c.lineTo(x, mid + 6); c.lineTo(x - 5, mid);
+        c.closePath();
+        c.fill();
+        const lw = labelWidth(kind.name);
+        if (nextX - x > lw + 16 && x + 8 < view.w) {
+          c.fillStyle = '#1d2330';
+          c.fillText(kind.name, x + 8, mid);
+        }
+      } else {
+        const h = Math.min(INSTANT_H - 2, 7 + 2 * Math.log2(count));
+        c.fillStyle = kind.cat === 'ust' ? MARKER : colorOf(kind.name);
+        c.fillRect(px, mid - h / 2, 2, h);
+      }
       drawn++;
+      prevX = px;
       i = next;
     }
+    c.font = '12px system-ui, sans-serif';
   }
 
   function drawCounter(tr, y) {
@@ -473,14 +693,90 @@
     }
   }
 
+  // The row a track is drawn in: its own, its thread's (a state track), else
+  // that of the nearest folded track above it.
+  function rowOf(tr) {
+    if (tr.kind === KIND_STATE && tr.up) tr = tr.up;
+    for (let t = tr; t; t = t.up) {
+      const row = rows.find(r => r.track === t);
+      if (row) return row;
+    }
+    return null;
+  }
+
+  // The wake-up of a selected state: the runnable interval it is (or the one
+  // before it, for a running one) when a thread woke it.
+  function wakeOf(sel) {
+    if (!sel || !sel.slice || !sel.slice.state) return null;
+    const st = sel.track, d = st.states;
+    let i = sel.i;
+    if (d.state[i] === RUNNING && i > 0 && d.state[i - 1] === RUNNABLE) i--;
+    if (d.state[i] !== RUNNABLE) return null;
+    const waker = Number(value(st, i, 3));
+    return { t: d.start[i], waker: waker, runs: d.state[i + 1] === RUNNING && i + 1 < d.start.length ? d.start[i + 1] : null };
+  }
+
+  // The wake-up arrow: from the waker's row at the wake-up down (or up) to
+  // the woken thread's states, then a dashed line on to when it ran.
+  function drawWake(top) {
+    const w = wakeOf(selected);
+    if (!w) return;
+    const to = rowOf(selected.track);
+    const toPart = to && to.parts.find(p => p.what === 'states');
+    if (!to || !toPart) return;
+    const c = ctx, x = Math.round(xOf(w.t));  // on a pixel edge: a 2 px line of whole pixels
+    const y1 = top + to.y + toPart.y + 1 + STATE_H / 2;
+    const wakerTrack = tidTracks.get(w.waker);
+    const from = wakerTrack ? rowOf(wakerTrack) : null;
+    c.save();
+    c.beginPath();
+    c.rect(LABEL_W, AXIS_H, plotW(), view.h - AXIS_H);
+    c.clip();
+    c.strokeStyle = '#c2185b';
+    c.fillStyle = '#c2185b';
+    c.lineWidth = 2;
+    if (from && from !== to) {
+      const fp = from.parts.find(p => p.what === 'states') || from.parts[0];
+      const y0 = top + from.y + (fp ? fp.y : 0) + 1 + STATE_H / 2;
+      const dir = y1 > y0 ? 1 : -1;
+      c.beginPath();
+      c.arc(x, y0, 3, 0, 2 * Math.PI);
+      c.fill();
+      c.beginPath();
+      c.moveTo(x, y0);
+      c.lineTo(x, y1 - dir * 7);
+      c.stroke();
+      c.beginPath();
+      c.moveTo(x, y1);
+      c.lineTo(x - 5, y1 - dir * 8);
+      c.lineTo(x + 5, y1 - dir * 8);
+      c.closePath();
+      c.fill();
+    } else {
+      c.beginPath();
+      c.arc(x, y1, 4, 0, 2 * Math.PI);
+      c.fill();
+    }
+    if (w.runs !== null) {
+      c.setLineDash([4, 3]);
+      c.beginPath();
+      c.moveTo(x, y1);
+      c.lineTo(xOf(w.runs), y1);
+      c.stroke();
+      c.setLineDash([]);
+    }
+    c.restore();
+  }
+
   function drawSelection(top) {
     if (!selected) return;
-    const row = rows.find(r => r.track === selected.track);
+    drawWake(top);
+    const row = rowOf(selected.track);
     if (!row) return;
     const c = ctx;
     const part = partOf(row, selected);
     const y = top + row.y + (part ? part.y : 0);
-    const h = part && part.what === 'inst' ? INSTANT_H : ROW_H;
+    const h = part && part.what === 'inst' ? INSTANT_H : part && part.what === 'states' ? STATE_H + 2 : ROW_H;
     const t = selected.track.t[selected.i];
     const x0 = xOf(selected.slice ? selected.slice.start : t);
     const x1 = selected.slice ? Math.min(xOf(selected.slice.end), view.w + 2) : x0;
@@ -492,6 +788,7 @@
   }
 
   function partOf(row, sel) {
+    if (sel.slice && sel.slice.state) return row.parts.find(p => p.what === 'states');
     if (sel.slice) return row.parts.find(p => (sel.slice.cpu ? p.what === 'segs' : p.what === 'slices' && p.depth === sel.slice.depth));
     const kind = model.kinds[sel.track.k[sel.i]];
     return row.parts.find(p => p.what === (kind.cat === 'counter' ? 'counter' : 'inst'));
@@ -507,8 +804,17 @@
     const tr = row.track, t = tOf(x), slop = 4 * nsPerPx();
     for (const part of row.parts) {
       const py = yy - row.y - part.y;
-      const ph = part.what === 'inst' ? INSTANT_H : part.what === 'counter' ? COUNTER_H : ROW_H;
-      if (py < 0 || py >= ph) continue;
+      const ph = part.what === 'inst' ? INSTANT_H : part.what === 'counter' ? COUNTER_H
+        : part.what === 'states' ? STATE_H + 2 : part.what === 'summary' ? SUMMARY_H : ROW_H;
+      if (py < 0 || py >= ph || part.what === 'summary') continue;
+      if (part.what === 'states') {
+        const st = tr.stateTrack, d = st.states;
+        const i = lowerBound(d.end, t);
+        if (i < d.start.length && d.start[i] <= t) {
+          return { track: st, i: i, slice: { start: d.start[i], end: d.end[i], b: i, e: -1, state: true } };
+        }
+        continue;
+      }
       if (part.what === 'segs' || part.what === 'slices') {
         const d = part.what === 'segs' ? tr.segs : tr.depths[part.depth];
         let i = lowerBound(d.end, t - slop);
@@ -533,8 +839,18 @@
     redraw();
   }
 
-  function absTime(t) {
-    return (model.origin + BigInt(Math.round(t))).toString();
+  // Time t as `tracery view` prints it: HH:MM:SS.nnnnnnnnn in local time,
+  // or seconds.ns before the Epoch with a '-'.
+  function wallClock(t) {
+    const ns = model.origin + BigInt(Math.round(t)) + model.realtime;
+    if (ns < 0n) {
+      const a = -ns;
+      return '-' + (a / 1000000000n) + '.' + String(a % 1000000000n).padStart(9, '0');
+    }
+    const d = new Date(Number(ns / 1000000000n) * 1000);
+    const two = v => String(v).padStart(2, '0');
+    return two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + '.' +
+      String(ns % 1000000000n).padStart(9, '0');
   }
 
   function showDetails() {
@@ -545,8 +861,9 @@
     }
     const tr = selected.track, i = selected.i, kind = model.kinds[tr.k[i]];
     const sl = selected.slice;
-    const title = sl && sl.cpu ? text(kind, 4, value(tr, i, 4)) + ' (tid ' + value(tr, i, 5) + ') running'
-                               : kind.name;
+    const title = sl && sl.state ? STATES[tr.states.state[i]].name
+      : sl && sl.cpu ? text(kind, 4, value(tr, i, 4)) + ' (tid ' + value(tr, i, 5) + ') running'
+        : kind.name;
     details.appendChild(el('div', 'tl-name', title));
     const table = el('table');
     const add = (k, v) => {
@@ -554,10 +871,24 @@
       r.appendChild(el('td', 'tl-key', k));
       r.appendChild(el('td', '', v));
     };
-    add('track', labelOf(tr) + (tr.up ? ' — ' + labelOf(tr.up) : ''));
-    add('category', kind.cat);
-    add('time', fmtDur(tr.t[i] - model.start) + ' (' + absTime(tr.t[i]) + ' ns)');
+    const owner = tr.kind === KIND_STATE && tr.up ? tr.up : tr;
+    add('track', labelOf(owner) + (owner.up ? ' — ' + labelOf(owner.up) : ''));
+    if (!(sl && sl.state)) add('category', kind.cat);
+    add('time', wallClock(tr.t[i]));
+    add('since start', fmtDur(tr.t[i] - model.start));
     if (sl) add('duration', sl.end === Infinity ? 'to the end of the trace' : fmtDur(sl.end - sl.start));
+    if (sl && sl.state) {
+      const cpu = Number(value(tr, i, 2));
+      if (cpu >= 0) add('CPU', String(cpu));
+      const w = wakeOf(selected);
+      if (w) {
+        const wt = tidTracks.get(w.waker);
+        add('woken', wallClock(w.t) + (w.waker >= 0 ? ' by ' + (wt ? labelOf(wt) : 'tid ' + w.waker) : ''));
+        if (w.runs !== null) add('wake-up latency', fmtDur(w.runs - w.t));
+      }
+      details.appendChild(table);
+      return;
+    }
     for (const [k, v] of fieldsOf(tr, i)) add(k, v);
     if (sl && sl.e >= 0 && !sl.cpu) {
       const fs = fieldsOf(tr, sl.e);
@@ -591,7 +922,7 @@
       const num = /^-?\d+(\.\d+)?$/.test(q) ? Number(q) : NaN;
       outer:
       for (const tr of model.tracks) {
-        if (!tr) continue;
+        if (!tr || tr.kind === KIND_STATE) continue;
         for (let i = 0; i < tr.n; i++) {
           const kk = tr.k[i], kind = model.kinds[kk];
           let hit = kindHit[kk];
@@ -617,7 +948,8 @@
 
   function listMatches(q) {
     results.textContent = '';
-    info.textContent = !q ? model.events.toLocaleString('en') + ' events'
+    info.textContent = !q ? model.total.toLocaleString('en') + ' events' +
+      (model.discarded ? ', ' + model.discarded.toLocaleString('en') + ' lost' : '')
       : (matches.length >= MAX_MATCHES ? 'over ' : '') + matches.length.toLocaleString('en') + ' found';
     matches.slice(0, LISTED).forEach((m, n) => {
       const li = el('li', '', '');
@@ -703,7 +1035,31 @@
     view.scrollY = Math.max(0, view.scrollY);
   }
 
+  // What "fit" shows: the activity of the user's processes (their events,
+  // their threads' running states), else of every track; never the state
+  // dump's events, which tell what was there before the trace began.
+  function activity() {
+    let lo = Infinity, hi = -Infinity;
+    const add = tr => {
+      lo = Math.min(lo, tr.first);
+      hi = Math.max(hi, tr.last);
+      if (tr.stateTrack) add(tr.stateTrack);
+      for (const c of tr.children) add(c);
+    };
+    for (const r of rows) if (r.indent === 0 && r.track.interest) add(r.track);
+    if (lo > hi) for (const tr of model.tracks) if (tr) { lo = Math.min(lo, tr.first); hi = Math.max(hi, tr.last); }
+    if (lo > hi) return [model.start, model.end];
+    if (hi - lo < 1000) { const m = (lo + hi) / 2; lo = m - 500; hi = m + 500; }
+    return [lo, hi];
+  }
+
   function resetView() {
+    const [lo, hi] = activity();
+    const pad = (hi - lo) * 0.03;
+    setRange(lo - pad, hi + pad);
+  }
+
+  function wholeTrace() {
     const pad = (model.end - model.start) * 0.02;
     setRange(model.start - pad, model.end + pad);
   }
@@ -745,7 +1101,8 @@
     button('▶', 'next match (Enter)', () => goTo(current + 1));
     button('+', 'zoom in (W, Ctrl+wheel)', () => zoom(0.5));
     button('−', 'zoom out (S, Ctrl+wheel)', () => zoom(2));
-    button('fit', 'the whole trace (0)', resetView);
+    button('fit', 'the activity of the user\'s processes (0)', resetView);
+    button('all', 'the whole trace (9)', wholeTrace);
     info = el('span', 'tl-info', '');
     bar.appendChild(info);
     const body = el('div');
@@ -757,6 +1114,26 @@
     main.appendChild(canvas);
     const side = el('div');
     side.id = 'tl-side';
+    const legend = el('div');
+    legend.id = 'tl-legend';
+    for (const st of STATES) {
+      const item = el('span', 'tl-key-item', '');
+      const sw = el('span', 'tl-swatch', '');
+      sw.style.background = st.color;
+      item.appendChild(sw);
+      item.appendChild(document.createTextNode(st.name));
+      legend.appendChild(item);
+    }
+    const marker = el('span', 'tl-key-item', '');
+    marker.appendChild(el('span', 'tl-diamond', ''));
+    marker.appendChild(document.createTextNode('user event'));
+    legend.appendChild(marker);
+    const arrow = el('span', 'tl-key-item', '');
+    arrow.appendChild(el('span', 'tl-arrow', '↓'));
+    arrow.appendChild(document.createTextNode('wake-up (click a state)'));
+    legend.appendChild(arrow);
+    side.appendChild(el('h2', '', 'Thread states'));
+    side.appendChild(legend);
     side.appendChild(el('h2', '', 'Selected'));
     details = el('div');
     details.id = 'tl-details';
@@ -766,7 +1143,8 @@
     results.id = 'tl-results';
     side.appendChild(results);
     side.appendChild(el('p', 'tl-muted',
-      'Wheel: scroll the tracks; Ctrl+wheel or W/S: zoom; Shift+wheel, drag or A/D: pan; 0: the whole trace; ' +
+      'Wheel: scroll the tracks; Ctrl+wheel or W/S: zoom; Shift+wheel, drag or A/D: pan; 0: fit the user\'s ' +
+      'processes; 9: the whole trace; ' +
       'click a track\'s name to fold it.'));
     body.appendChild(main);
     body.appendChild(side);
@@ -834,6 +1212,7 @@
       else if (k === 'a') pan(-plotW() / 8);
       else if (k === 'd') pan(plotW() / 8);
       else if (k === '0') resetView();
+      else if (k === '9') wholeTrace();
     });
   }
 
@@ -888,9 +1267,26 @@
       }
       return null;
     },
+    // the CSS px inside the canvas of thread tid's state band at time t (ns after origin), its row shown
+    stateAt(tid, t) {
+      const tr = tidTracks.get(tid);
+      if (!tr || !tr.stateTrack) return null;
+      for (let p = tr.up; p; p = p.up) p.collapsed = false;
+      layout();
+      const row = rows.find(r => r.track === tr);
+      view.scrollY = Math.max(0, row.y - 40);
+      clampScroll();
+      draw();
+      const part = row.parts.find(p => p.what === 'states');
+      // the band's last pixel row: below the states' names
+      return { x: xOf(t), y: AXIS_H - view.scrollY + row.y + part.y + STATE_H };
+    },
+    wallClock: wallClock,
+    get activity() { return activity(); },
     zoom: zoom,
     pan: pan,
     resetView: resetView,
+    wholeTrace: wholeTrace,
   };
   window.tracery = api;
 
