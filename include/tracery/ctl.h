@@ -13,7 +13,8 @@
  *
  * A session daemon is started when none answers, as the command starts one,
  * by the calls that make a session or a trigger (tracery_ctl_setup,
- * tracery_ctl_create_session, tracery_ctl_add_trigger): they run `traceryd
+ * tracery_ctl_create_session, tracery_ctl_load_session,
+ * tracery_ctl_add_trigger): they run `traceryd
  * --daemonize` and say so in one line on stderr (the command's line). With
  * TRACERY_NO_AUTOSTART=1 in the environment they start none and fail with
  * TRACERY_CTL_ERROR_NO_DAEMON, as the other calls do when none answers.
