@@ -3,9 +3,10 @@
 man page for every verb (each option of the verb's --help in it), traceryd(8)
 and tracery-relayd(8), read by man; the bash completion completing a verb, an
 option, and a session name that the daemon knows; the Debian packages of
-`cpack -G DEB`, with the man pages, completion and systemd units where Debian
-expects them, no benchmark in bin/, and the man page found by man in a root
-the packages are unpacked into."""
+`cpack -G DEB`, with the man pages (gzipped), completion, systemd units and
+Python package where Debian expects them, no benchmark in bin/, their
+dependencies resolved as apt resolves them, and, as root, installed with
+`dpkg -i` and used, then purged (DebianPackages says when and why)."""
 import json
 import os
 import re
@@ -134,66 +135,217 @@ class Completion(DaemonTestCase):
         self.assertIn("_bash_complete -F _tracery_complete", zsh_file)
 
 
+# Every package cpack makes, and the paths the tests below look for in them.
+PACKAGES = ("tracery", "libtracery0", "libtracery-dev", "libtracery-ctl0", "tracery-preload", "python3-tracery")
+# Their install components (cmake/tracery_package.cmake): cpack makes only these (not tracery-java, which no test
+# here reads).
+COMPONENTS = ("tracery", "lib", "dev", "ctl", "preload", "python_deb")
+PYTHON_DEB_DIR = "/usr/lib/python3/dist-packages/tracery"
+
+
+def run(*command, **kwargs):
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def dpkg_status(name):
+    """dpkg's status of package NAME ("" when dpkg does not know it)."""
+    proc = run("dpkg-query", "-W", "-f=${db:Status-Abbrev}", name)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 class DebianPackages(unittest.TestCase):
-    def test_packages(self):
+    """The packages of one `cpack -G DEB` run, shared by the tests below (made
+    with zstd, which dpkg reads and which compresses faster than the release's
+    gzip; what is in the packages is the same).
+
+    test_installed_by_dpkg installs them for real, as root: `dpkg -i` checks
+    every Depends field against this system, runs the triggers the packages
+    declare (ldconfig), and the programs, man pages, completion, units, Python
+    package and pkg-config files are then used where Debian keeps them. It
+    runs only when that leaves the machine as it was: none of the packages and
+    none of their files there before, every dependency already installed (else
+    `dpkg -i` would leave them unconfigured, and `apt-get` would pull others
+    in, which removing ours would not remove); `dpkg --purge` then removes
+    them, and the test checks that every file and directory of the packages
+    is as before (no byte-code: Python runs with -B). Otherwise, and always,
+    the dependencies are resolved as apt would against this system
+    (`apt-get install --simulate ./PACKAGE.deb`, which changes nothing), and
+    the packages' contents and fields are read with dpkg-deb. A chroot or
+    `dpkg --root` into an empty directory would prove less: its dpkg knows
+    none of the system's packages, so no Depends field is checked."""
+
+    @classmethod
+    def setUpClass(cls):
         if shutil.which("dpkg-deb") is None or shutil.which("dpkg-shlibdeps") is None:
-            self.skipTest("dpkg-dev is not installed")
+            raise unittest.SkipTest("dpkg-dev is not installed")
         if os.environ.get("TRACERY_SANITIZE"):
-            self.skipTest("packages are made of a release tree, not of a sanitizer one")
-        tmp = tempfile.mkdtemp(prefix="tracery-deb-")
-        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        proc = subprocess.run(["cpack", "-G", "DEB", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"),
-                               "-B", tmp], capture_output=True, text=True, timeout=600)
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        debs = {f.split("_")[0]: os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".deb")}
-        for name in ("tracery", "libtracery0", "libtracery-dev", "libtracery-ctl0", "tracery-preload"):
-            self.assertIn(name, debs)
+            raise unittest.SkipTest("packages are made of a release tree, not of a sanitizer one")
+        cls.tmp = tempfile.mkdtemp(prefix="tracery-deb-")
+        proc = run("cpack", "-G", "DEB", "-D", "CPACK_DEBIAN_COMPRESSION_TYPE=zstd", "-D",
+                   "CPACK_COMPONENTS_ALL=" + ";".join(COMPONENTS), "--config",
+                   os.path.join(BUILD_DIR, "CPackConfig.cmake"), "-B", cls.tmp)
+        if proc.returncode != 0:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise AssertionError("cpack: " + proc.stdout + proc.stderr)
+        cls.debs = {f.split("_")[0]: os.path.join(cls.tmp, f) for f in os.listdir(cls.tmp) if f.endswith(".deb")}
+        cls.root = os.path.join(cls.tmp, "root")  # every package unpacked, as dpkg-deb -x does
+        for deb in cls.debs.values():
+            subprocess.run(["dpkg-deb", "-x", deb, cls.root], check=True, timeout=120)
 
-        def contents(name):
-            out = subprocess.run(["dpkg-deb", "-c", debs[name]], capture_output=True, text=True, check=True).stdout
-            return {line.split()[5].lstrip(".") for line in out.splitlines() if not line.startswith("d")}
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
-        def field(name, key):
-            return subprocess.run(["dpkg-deb", "-f", debs[name], key], capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        tool = contents("tracery")
+    def contents(self, name):
+        """The files (and links) of package NAME."""
+        return self.paths(name)[0]
+
+    def paths(self, name):
+        """The files (and links) and the directories of package NAME."""
+        out = run("dpkg-deb", "-c", self.debs[name], check=True).stdout
+        files, dirs = set(), set()
+        for line in out.splitlines():
+            path = line.split()[5].lstrip(".").rstrip("/")
+            if path:
+                (dirs if line.startswith("d") else files).add(path)
+        return files, dirs
+
+    def field(self, name, key):
+        return run("dpkg-deb", "-f", self.debs[name], key, check=True).stdout.strip()
+
+    def test_contents_and_fields(self):
+        for name in PACKAGES:
+            self.assertIn(name, self.debs)
+        tool = self.contents("tracery")
         for path in ("/usr/bin/tracery", "/usr/bin/traceryd", "/usr/bin/tracery-relayd",
-                     "/usr/share/man/man1/tracery.1", "/usr/share/man/man1/tracery-create.1",
-                     "/usr/share/man/man1/tracery-snapshot-record.1", "/usr/share/man/man8/traceryd.8",
-                     "/usr/share/man/man8/tracery-relayd.8",
+                     "/usr/share/man/man1/tracery.1.gz", "/usr/share/man/man1/tracery-create.1.gz",
+                     "/usr/share/man/man1/tracery-snapshot-record.1.gz", "/usr/share/man/man8/traceryd.8.gz",
+                     "/usr/share/man/man8/tracery-relayd.8.gz",
                      "/usr/share/bash-completion/completions/tracery", "/usr/share/zsh/vendor-completions/_tracery",
                      "/usr/lib/systemd/system/traceryd.service", "/usr/lib/systemd/system/traceryd.socket"):
             self.assertIn(path, tool)
-        self.assertIn("ExecStart=/usr/bin/traceryd ", self.extract(debs["tracery"], tmp,
-                                                                    "usr/lib/systemd/system/traceryd.service"))
-        dev = contents("libtracery-dev")
+        with open(os.path.join(self.root, "usr/lib/systemd/system/traceryd.service")) as f:
+            self.assertIn("ExecStart=/usr/bin/traceryd ", f.read())
+        dev = self.contents("libtracery-dev")
         self.assertIn("/usr/include/tracery/tracepoint.h", dev)
-        self.assertIn("/usr/share/man/man3/tracery.3", dev)
-        self.assertTrue(any(p.endswith("/libtracery.so.0") for p in contents("libtracery0")))
-        self.assertTrue(any(p.endswith("/libtracery-ctl.so.0") for p in contents("libtracery-ctl0")))
+        self.assertIn("/usr/share/man/man3/tracery.3.gz", dev)
+        self.assertIn("/usr/share/man/man3/tracery-ctl.3.gz", dev)
+        # Every man page compressed (Debian's policy), none left plain.
+        everything = set().union(*(self.contents(n) for n in self.debs))
+        pages = [p for p in everything if p.startswith("/usr/share/man/")]
+        self.assertGreater(len(pages), 40)
+        for page in pages:
+            self.assertTrue(page.endswith(".gz"), page)
+            with open(os.path.join(self.root, page.lstrip("/")), "rb") as f:
+                self.assertEqual(f.read(2), b"\x1f\x8b", page)
+        self.assertTrue(any(p.endswith("/libtracery.so.0") for p in self.contents("libtracery0")))
+        self.assertTrue(any(p.endswith("/libtracery-ctl.so.0") for p in self.contents("libtracery-ctl0")))
         self.assertIn("/usr/include/tracery/ctl.h", dev)
         self.assertTrue(any(p.endswith("/pkgconfig/tracery-ctl.pc") for p in dev))
-        self.assertIn("libtracery-ctl0 (= ", field("libtracery-dev", "Depends"))
-        self.assertTrue(any(p.endswith("/libtracery-preload-libc.so") for p in contents("tracery-preload")))
-        everything = set().union(*(contents(n) for n in debs))
+        self.assertTrue(any(p.endswith("/libtracery-preload-libc.so") for p in self.contents("tracery-preload")))
+        # The Python package where Debian's python3 imports from, whatever this tree's prefix.
+        python = self.contents("python3-tracery")
+        for module in ("__init__.py", "ctl.py", "_ctl_location.py"):
+            self.assertIn(f"{PYTHON_DEB_DIR}/{module}", python)
+        self.assertTrue(any(re.fullmatch(re.escape(PYTHON_DEB_DIR) + r"/_tracery\.cpython-.*\.so", p) for p in python))
         self.assertEqual([p for p in everything if "bench" in p], [])  # no benchmark is packaged
-        self.assertIn("libc6", field("tracery", "Depends"))  # dpkg-shlibdeps read the programs
-        self.assertIn("libssl3", field("tracery", "Depends"))
-        self.assertIn("libtracery0", field("tracery-preload", "Depends"))
-        self.assertIn("libtracery0 (= ", field("libtracery-dev", "Depends"))
+        self.assertIn("libc6", self.field("tracery", "Depends"))  # dpkg-shlibdeps read the programs
+        self.assertIn("libssl3", self.field("tracery", "Depends"))
+        self.assertIn("libtracery0", self.field("tracery-preload", "Depends"))
+        self.assertIn("libtracery0 (= ", self.field("libtracery-dev", "Depends"))
+        self.assertIn("libtracery-ctl0 (= ", self.field("libtracery-dev", "Depends"))
+        python_depends = self.field("python3-tracery", "Depends")
+        # the python3 release the extension module was built for (apt's simulation below checks this one's)
+        self.assertRegex(python_depends, r"python3 \(>= 3\.\d+~\), python3 \(<< 3\.\d+\)")
+        self.assertIn("libtracery-ctl0 (= ", python_depends)  # tracery.ctl loads it
         # Unpacked into a root as dpkg would: man finds the verb's page there.
-        root = os.path.join(tmp, "root")
-        for deb in debs.values():
-            subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
         if shutil.which("man"):
-            self.assertIn("tracery create", man_text("tracery-create", os.path.join(root, "usr/share/man")))
+            self.assertIn("tracery create", man_text("tracery-create", os.path.join(self.root, "usr/share/man")))
 
-    @staticmethod
-    def extract(deb, tmp, member):
-        target = os.path.join(tmp, "one")
-        subprocess.run(["dpkg-deb", "-x", deb, target], check=True)
-        with open(os.path.join(target, member)) as f:
-            return f.read()
+    def simulate_install(self):
+        """apt-get's simulation of installing the packages: the packages it would install besides them."""
+        if DebianPackages.simulated is None:
+            DebianPackages.simulated = self.run_simulation()
+        return DebianPackages.simulated
+
+    simulated = None
+
+    def run_simulation(self):
+        proc = run("apt-get", "install", "--simulate", "-o", "Debug::NoLocking=1",
+                   *(os.path.abspath(self.debs[n]) for n in PACKAGES))
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        installed = set(re.findall(r"^Inst (\S+)", proc.stdout, re.M))
+        for name in PACKAGES:
+            self.assertIn(name, installed, proc.stdout)
+        return installed - set(PACKAGES)
+
+    def test_dependencies_resolve_as_apt_resolves_them(self):
+        if shutil.which("apt-get") is None:
+            self.skipTest("apt-get is not installed")
+        self.simulate_install()
+
+    def test_installed_by_dpkg(self):
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            self.skipTest("installing packages takes root and apt-get (the contents are checked without)")
+        present = [n for n in PACKAGES if dpkg_status(n)]
+        if present:
+            self.skipTest(f"already known to dpkg here: {', '.join(present)}; not replaced by a test")
+        others = self.simulate_install()
+        if others:
+            self.skipTest(f"installing the packages would pull in {', '.join(sorted(others))}, "
+                          "which a purge would leave")
+        files, dirs = set(), set()
+        for name in PACKAGES:
+            f, d = self.paths(name)
+            files |= f
+            dirs |= d
+        there = sorted(p for p in files if os.path.lexists(p))
+        if there:
+            self.skipTest(f"files of the packages are on this machine already: {there[:3]}")
+        dirs_before = {d for d in dirs if os.path.isdir(d)}
+        self.addCleanup(self.purge, files, dirs, dirs_before)
+        proc = run("dpkg", "-i", *(self.debs[n] for n in PACKAGES))
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for name in PACKAGES:
+            self.assertEqual(dpkg_status(name), "ii", name)
+        env = {k: v for k, v in os.environ.items() if k not in ("MANPATH", "PYTHONPATH", "PKG_CONFIG_PATH",
+                                                                  "LD_LIBRARY_PATH")}
+        env.update(PATH="/usr/bin:/bin", PYTHONDONTWRITEBYTECODE="1")
+        version = run("/usr/bin/tracery", "--version", env=env)
+        self.assertEqual(version.returncode, 0, version.stderr)
+        self.assertIn(self.field("tracery", "Version"), version.stdout)
+        if shutil.which("man"):
+            self.assertEqual(run("man", "-w", "tracery-create", env=env).stdout.strip(),
+                             "/usr/share/man/man1/tracery-create.1.gz")
+        completion = ('source /usr/share/bash-completion/completions/tracery; COMP_WORDS=(tracery snapshot rec); '
+                      'COMP_CWORD=2; _tracery_complete; printf "%s\\n" "${COMPREPLY[@]}"')
+        self.assertEqual(run("bash", "-c", completion, env=env).stdout.split(), ["record"])
+        if shutil.which("systemd-analyze"):
+            verify = run("systemd-analyze", "verify", "/usr/lib/systemd/system/traceryd.socket",
+                         "/usr/lib/systemd/system/traceryd.service", env=env)
+            self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        # Debian's python3 imports the package, whose tracery.ctl loads the installed libtracery-ctl.
+        rundir = os.path.join(self.tmp, "no-daemon")
+        os.makedirs(rundir, exist_ok=True)
+        script = ("import tracery, tracery.ctl\nprint(tracery.__file__)\ntry:\n    tracery.ctl.list_sessions()\n"
+                  "except tracery.ctl.NoDaemon as e:\n    print('NoDaemon', e)\n")
+        python = run("/usr/bin/python3", "-B", "-c", script, cwd=rundir,
+                     env=dict(env, TRACERY_RUNDIR=rundir, TRACERY_NO_AUTOSTART="1"))
+        self.assertEqual(python.returncode, 0, python.stderr)
+        self.assertEqual(python.stdout.splitlines()[0], f"{PYTHON_DEB_DIR}/__init__.py")
+        self.assertTrue(python.stdout.splitlines()[1].startswith("NoDaemon "), python.stdout)
+        if shutil.which("pkg-config"):
+            self.assertIn("-ltracery-ctl", run("pkg-config", "--libs", "tracery-ctl", env=env).stdout)
+        self.assertIn("libtracery-ctl.so.0 ", run("/sbin/ldconfig", "-p").stdout)  # libtracery-ctl0's trigger ran
+
+    def purge(self, files, dirs, dirs_before):
+        proc = run("dpkg", "--purge", *PACKAGES)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for name in PACKAGES:
+            self.assertEqual(dpkg_status(name), "", name)
+        self.assertEqual(sorted(p for p in files if os.path.lexists(p)), [])  # no file left
+        self.assertEqual({d for d in dirs if os.path.isdir(d)}, dirs_before)  # no directory made or taken
+        self.assertNotIn("libtracery-ctl.so.0 ", run("/sbin/ldconfig", "-p").stdout)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@
  *
  * A session daemon is started when none answers, as the command starts one,
  * by the calls that make a session or a trigger (tracery_ctl_setup,
- * tracery_ctl_create_session, tracery_ctl_add_trigger): they run `traceryd
+ * tracery_ctl_create_session, tracery_ctl_load_session,
+ * tracery_ctl_add_trigger): they run `traceryd
  * --daemonize` and say so in one line on stderr (the command's line). With
  * TRACERY_NO_AUTOSTART=1 in the environment they start none and fail with
  * TRACERY_CTL_ERROR_NO_DAEMON, as the other calls do when none answers.
@@ -27,7 +28,8 @@
  * ABI: opaque handles, structs that begin with their size (struct_size:
  * set it to sizeof the struct you built against, and zero what you do not
  * set; a later library reads only that much, an earlier one refuses fields it
- * does not know unless they are zero), symbols versioned TRACERY_CTL_0.1.
+ * does not know unless they are zero), symbols versioned TRACERY_CTL_0.1, or
+ * TRACERY_CTL_0.2 for the calls of release 0.2 (marked "since 0.2").
  * Calls are thread-safe: each opens its own connection.
  */
 #ifndef TRACERY_CTL_H
@@ -116,6 +118,12 @@ struct tracery_ctl_session_attr {
 	const char *output;   /* the trace's directory (relative: to the current directory); NULL: sent to URL only */
 	const char *url;      /* a relay, net://HOST[:PORT]; NULL: none */
 	uint64_t live_period_ns; /* with URL: a live session, flushed that often (0: not live) */
+	/* Since 0.2, with URL (NULL: none): the key the relay asks for, a keys file holding one key
+	 * (NAME SECRET, readable and writable by its owner only), and the PEM file of the CAs that sign the
+	 * relay's TLS certificate (then the session talks TLS to it), as `tracery create --relay-key`,
+	 * `--relay-ca`; both read by the library with the caller's rights. */
+	const char *relay_key_file;
+	const char *relay_ca_file;
 };
 /* Creates session NAME, whose trace goes to ATTR's output, or URL's relay, or both. */
 TRACERY_CTL_API int tracery_ctl_create_session(const char *name, const struct tracery_ctl_session_attr *attr);
@@ -186,6 +194,39 @@ TRACERY_CTL_API int tracery_ctl_enable_rotation(const char *session, uint64_t ti
 TRACERY_CTL_API int tracery_ctl_disable_rotation(const char *session, uint32_t which);
 /* Drops what the session recorded so far, on disk and in its buffers. */
 TRACERY_CTL_API int tracery_ctl_clear(const char *session);
+
+/* Since 0.2: where tracery_ctl_snapshot_record writes when given no path, as `tracery snapshot add-output`,
+ * `del-output` and `list-output`. Each call's *JSON (may be NULL; to free) lists the outputs now: {"session",
+ * "outputs": [{"name", "path", "max_size"}]}, the first one's id 1. */
+/* Adds an output: URL a directory (DIR, file://DIR; relative: to the current directory) or a relay
+ * (net://HOST[:PORT]), NAME (NULL: snapshot-N), at most MAX_SIZE bytes a snapshot (0: no limit). */
+TRACERY_CTL_API int tracery_ctl_snapshot_add_output(const char *session, const char *url, const char *name,
+                                                    uint64_t max_size, char **json);
+/* Removes the output OUTPUT: its id ("1") or its name. */
+TRACERY_CTL_API int tracery_ctl_snapshot_del_output(const char *session, const char *output, char **json);
+TRACERY_CTL_API int tracery_ctl_snapshot_list_outputs(const char *session, char **json);
+
+/* ---- Since 0.2: userspace probes. */
+
+/* Enables in the kernel domain a dynamic probe on a program's code, recorded as event NAME in CHANNEL (NULL: the
+ * default channel), as `tracery enable-event -k --userspace-probe=SPEC NAME`: SPEC elf:PATH:SYMBOL[+OFFSET] or
+ * sdt:PATH:PROVIDER:NAME (PATH relative: to the current directory); ARGS (NULL: from DWARF) what to record,
+ * 'name=FETCH:TYPE,...'; FILTER (NULL: none). *JSON (may be NULL; to free): {"session", "channel", "events",
+ * "sites", "args_source", "notes"}. */
+TRACERY_CTL_API int tracery_ctl_enable_userspace_probe(const char *session, const char *channel, const char *name,
+                                                       const char *spec, const char *args, const char *filter,
+                                                       char **json);
+
+/* ---- Since 0.2: sessions saved and loaded (docs/session-files.md), as `tracery save` and `load`. */
+
+/* Session NAME as a session file's text (JSON), what `tracery save` writes: *TEXT, to free. */
+TRACERY_CTL_API int tracery_ctl_save_session(const char *name, char **text);
+/* Makes a session again from a session file's TEXT; ORIGIN names where it was read in the errors (NULL: "text");
+ * NAME (NULL: the file's) names the session; FLAGS: TRACERY_CTL_LOAD_START to start it even if it was not
+ * started when saved. *JSON (may be NULL; to free): {"session", "output", "started"}. */
+#define TRACERY_CTL_LOAD_START (1u << 0)
+TRACERY_CTL_API int tracery_ctl_load_session(const char *text, const char *origin, const char *name, uint32_t flags,
+                                             char **json);
 
 /* ---- Triggers and their notifications (docs/triggers.md). */
 

@@ -12,7 +12,7 @@
 #include "cli/triggers.hpp"
 #include "cli/verbs.hpp"
 
-#include "base/cli_description.hpp"
+#include "base/parse_command_line.hpp"
 #include "cli/export_formats.hpp"
 #include "control/version.hpp"
 #include "ctl/autostart.hpp"
@@ -638,13 +638,7 @@ int main(int argc, char **argv)
 		return print_verb_help(app, help_words);
 	})->add_option("VERB", help_words, "The verb (and its sub-verb)");
 
-	if (tracery::base::dump_cli_if_asked(app, argc, argv))
-		return 0;
-	try {
-		app.parse(argc, argv);
-	} catch (const CLI::ParseError &e) {
-		if (e.get_exit_code() == 0)
-			return app.exit(e);
+	const auto status = tracery::base::parse_command_line(app, argc, argv, [&](const CLI::ParseError &e) {
 		bool known = false;
 		for (const CLI::App *c : app.get_subcommands([](const CLI::App *) { return true; }))
 			known |= argc > 1 && c->get_name() == argv[1];
@@ -661,10 +655,11 @@ int main(int argc, char **argv)
 		else if (analysis_named)
 			fprintf(stderr, "tracery: %s; see `tracery analyze %s --help`\n", e.what(), argv[2]);
 		else
-			fprintf(stderr, "tracery: %s; see `tracery%s%s --help`\n", e.what(), argc > 1 ? " " : "",
-			        argc > 1 && argv[1][0] != '-' ? argv[1] : "");
-		return 2;
-	}
+			fprintf(stderr, "tracery: %s; see `tracery%s%s --help`\n", e.what(),
+			        argc > 1 && argv[1][0] != '-' ? " " : "", argc > 1 && argv[1][0] != '-' ? argv[1] : "");
+	});
+	if (status)
+		return *status;
 	try {
 		if (!run)
 			return 2;

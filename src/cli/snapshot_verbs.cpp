@@ -5,35 +5,16 @@
 #include "cli/current.hpp"
 #include "cli/verbs.hpp"
 
+#include "ctl/request_inputs.hpp"
+
 #include "base/sizes.hpp"
 #include "control/messages.hpp"
-#include "control/relay_protocol.hpp"
-#include "control/relay_url.hpp"
 
 #include <cstdio>
 
 namespace tracery::cli {
 
 namespace {
-
-// DIR or file://DIR, made absolute; or net://HOST[:PORT], a relay, checked.
-std::string snapshot_destination(const std::string &url)
-{
-	if (url.rfind("net://", 0) == 0) {
-		std::string why;
-		if (!control::relay::parse_relay_url(url, control::relay::kDefaultPort, &why, "snapshot URL"))
-			throw CliError(why);
-		return url;
-	}
-	if (url.find("://") != std::string::npos && url.rfind("file://", 0) != 0)
-		throw CliError("'" + url +
-		               "': snapshots are written to a directory (DIR or file://DIR) or sent to a relay "
-		               "(net://HOST[:PORT])");
-	const std::string path = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
-	if (path.empty())
-		throw CliError("no directory given: DIR or file://DIR");
-	return absolute(path);
-}
 
 std::optional<uint64_t> max_size(const std::string &text)
 {
@@ -68,7 +49,7 @@ int verb_snapshot_record(const SnapshotArgs &a)
 	if (!a.name.empty())
 		req.name = a.name;
 	if (!a.url.empty())
-		req.path = snapshot_destination(a.url);
+		req.path = ctl::snapshot_destination(a.url);
 	const control::SnapshotRecordReply r = request(req);
 	printf("Snapshot of session '%s' recorded in %s\n", r.session.c_str(), r.path.c_str());
 	return 0;
@@ -77,7 +58,7 @@ int verb_snapshot_record(const SnapshotArgs &a)
 int verb_snapshot_add_output(const SnapshotArgs &a)
 {
 	control::SnapshotAddOutput req{session_or_current(a.session),
-	                               {a.name, snapshot_destination(a.url), max_size(a.max_size).value_or(0)}};
+	                               {a.name, ctl::snapshot_destination(a.url), max_size(a.max_size).value_or(0)}};
 	print_outputs(request(req));
 	return 0;
 }

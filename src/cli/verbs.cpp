@@ -9,6 +9,8 @@
 #include "cli/export_formats.hpp"
 #include "cli/print.hpp"
 
+#include "ctl/request_inputs.hpp"
+
 #include "analysis/analyze/analyses.hpp"
 #include "analysis/read/event_walk.hpp"
 #include "analysis/read/trace_scan.hpp"
@@ -19,12 +21,10 @@
 
 #include "base/cat.hpp"
 #include "base/sizes.hpp"
-#include "control/auth.hpp"
 #include "control/messages.hpp"
 #include "control/paths.hpp"
 #include "control/relay_protocol.hpp"
 #include "control/relay_url.hpp"
-#include "control/tls.hpp"
 #include "control/version.hpp"
 #include "control/wire.hpp"
 #include "event/context_table.hpp"
@@ -123,34 +123,6 @@ control::SessionRequest named_session(const Args &a) { return {session_or_curren
 
 } // namespace
 
-namespace {
-
-// create --relay-key and --relay-ca: the files read here, with the user's
-// rights (the key file refused if others may read it), their contents sent
-// to the daemon.
-void relay_security(const Args &a, control::Create &req)
-{
-	if (!a.relay_key.empty()) {
-		control::auth::Key key;
-		if (std::string why = control::auth::load_key(a.relay_key, &key); !why.empty())
-			throw CliError("--relay-key " + why);
-		req.relay_key_name = key.name;
-		req.relay_key_secret = control::auth::secret_hex(key.secret);
-	}
-	if (!a.relay_ca.empty()) {
-		std::string pem;
-		control::tls::Context check;
-		std::string why = control::tls::Context::read_pem_file(a.relay_ca, &pem);
-		if (why.empty())
-			why = control::tls::Context::client_from_pem(pem, a.relay_ca, &check);
-		if (!why.empty())
-			throw CliError("--relay-ca " + why);
-		req.relay_ca_pem = std::move(pem);
-	}
-}
-
-} // namespace
-
 int verb_create(const Args &a)
 {
 	std::string url = a.url;
@@ -181,7 +153,8 @@ int verb_create(const Args &a)
 				"drop --output");
 		req.url = url;
 		req.local_copy = a.local_copy;
-		relay_security(a, req);
+		// the files read here, with the user's rights, their contents sent to the daemon
+		ctl::add_relay_security(a.relay_key, a.relay_ca, req, "--relay-key", "--relay-ca");
 	} else if (!a.relay_key.empty() || !a.relay_ca.empty()) {
 		throw CliError("--relay-key and --relay-ca are for a session sent to a relay: give --set-url "
 		               "net://HOST[:PORT] too, or drop them");
@@ -319,17 +292,9 @@ int kernel_probe(const Args &a, const std::vector<std::string> &names)
 {
 	if (names.size() != 1 || a.all || a.syscall)
 		throw CliError("--userspace-probe names one event: enable-event -k --userspace-probe=SPEC NAME");
-	std::string spec = a.userspace_probe;
-	const size_t colon = spec.find(':');
-	if (colon != std::string::npos && colon + 1 < spec.size() && spec[colon + 1] != '/') {
-		char cwd[4096];
-		if (!::getcwd(cwd, sizeof cwd))
-			throw CliError(std::string("cannot read the working directory: ") + strerror(errno));
-		spec.insert(colon + 1, std::string(cwd) + "/");
-	}
 	control::KernelEnableEvent req;
 	req.session = session_or_current(a.session);
-	req.probe = spec;
+	req.probe = ctl::absolute_probe_spec(a.userspace_probe);
 	req.probe_name = names[0];
 	req.args = a.probe_args;
 	req.filter = a.filter;

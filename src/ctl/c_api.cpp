@@ -1,9 +1,7 @@
 // The C API's errors and argument checks: see c_api.hpp.
 #include "ctl/c_api.hpp"
 
-#include <unistd.h>
-#include <cerrno>
-#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -96,12 +94,11 @@ bool is_kernel(int domain)
 	            ": TRACERY_CTL_DOMAIN_USER (0) or TRACERY_CTL_DOMAIN_KERNEL (1)");
 }
 
-void check_struct_size(const void *s, uint32_t struct_size, size_t known_size, const char *argument)
+void check_struct_size(const void *s, uint32_t struct_size, size_t first_size, size_t known_size, const char *argument)
 {
-	// The first version of each struct is the one this library knows.
-	if (struct_size < known_size)
+	if (struct_size < first_size)
 		throw Error(std::string(argument) + "->struct_size is " + std::to_string(struct_size) +
-		            ", less than the " + std::to_string(known_size) +
+		            ", less than the " + std::to_string(first_size) +
 		            " bytes of its first version: set it to sizeof the struct");
 	if (struct_size > kLargestStruct)
 		throw Error(std::string(argument) + "->struct_size is " + std::to_string(struct_size) +
@@ -120,16 +117,6 @@ void check_flags(uint32_t flags, uint32_t allowed, const char *argument)
 		snprintf(text, sizeof text, "0x%x", flags & ~allowed);
 		throw Error(std::string(argument) + ": unknown flags " + text);
 	}
-}
-
-std::string absolute_path(const std::string &path)
-{
-	if (path[0] == '/')
-		return path;
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof cwd))
-		throw Error("cannot resolve '" + path + "': " + strerror(errno));
-	return std::string(cwd) + "/" + path;
 }
 
 void give_string(const std::string &text, char **out)

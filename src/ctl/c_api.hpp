@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ctl/client.hpp"
+#include "ctl/request_inputs.hpp"
 
 #include "control/wire.hpp"
 
@@ -31,19 +32,22 @@ std::optional<std::string> optional_text(const char *value, const char *argument
 std::vector<std::string> strings(const char *const *values, size_t count, const char *argument);
 // The domain, or Error.
 bool is_kernel(int domain);
-// A sized struct: its struct_size at least the first version's size, and the
-// bytes past what this library knows (a caller built against a later one)
-// all zero, as the kernel's extensible structs (openat2, clone3) are; else Error.
-void check_struct_size(const void *s, uint32_t struct_size, size_t known_size, const char *argument);
+// A sized struct: its struct_size at least the first version's size
+// (first_size), and the bytes past what this library knows (known_size: a
+// caller built against a later one) all zero, as the kernel's extensible
+// structs (openat2, clone3) are; else Error.
+void check_struct_size(const void *s, uint32_t struct_size, size_t first_size, size_t known_size, const char *argument);
+// A struct that has had one version so far.
 template <class Struct>
 void check_struct_size(const Struct &s, const char *argument)
 {
-	check_struct_size(&s, s.struct_size, sizeof(Struct), argument);
+	check_struct_size(&s, s.struct_size, sizeof(Struct), sizeof(Struct), argument);
 }
+// Whether a struct the caller sized holds the field that ends at field_end
+// (offsetof + sizeof): fields a later version added are read only then.
+inline bool has_field(uint32_t struct_size, size_t field_end) { return struct_size >= field_end; }
 // Flags within allowed, or Error.
 void check_flags(uint32_t flags, uint32_t allowed, const char *argument);
-// PATH made absolute against the current directory (the daemon does not share it).
-std::string absolute_path(const std::string &path);
 // Sets *out (when out is not NULL) to a copy of text the caller frees with tracery_ctl_free.
 void give_string(const std::string &text, char **out);
 // A reply as the C API hands it out: its JSON body without the protocol's

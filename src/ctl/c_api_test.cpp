@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -179,6 +182,89 @@ TEST_F(CtlApi, RotationArgumentsAreChecked)
 	EXPECT_EQ(message(), "which: unknown flags 0x4");
 	EXPECT_EQ(tracery_ctl_snapshot_record("s", "", 0, nullptr), TRACERY_CTL_ERROR_INVALID);
 	EXPECT_EQ(message(), "path is empty");
+}
+
+TEST_F(CtlApi, SessionAttrOfTheFirstReleaseAndTheRelaysFiles)
+{
+	// A program built against 0.1 passes the struct without the relay's files: accepted.
+	tracery_ctl_session_attr session{};
+	session.struct_size = offsetof(tracery_ctl_session_attr, relay_key_file);
+	session.output = "/tmp/t";
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_NO_DAEMON);
+	session.struct_size = 8;
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "attr->struct_size is 8, less than the " +
+	                             std::to_string(offsetof(tracery_ctl_session_attr, relay_key_file)) +
+	                             " bytes of its first version: set it to sizeof the struct");
+
+	session.struct_size = sizeof session;
+	session.relay_key_file = "/nonexistent/key";
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "attr->relay_key_file and attr->relay_ca_file are for a session sent to a relay: give "
+	                     "attr->url too");
+	session.url = "net://127.0.0.1:1";
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message().rfind("attr->relay_key_file ", 0), 0u) << message();
+	EXPECT_NE(message().find("/nonexistent/key"), std::string::npos) << message();
+	// A key others may read is refused before anything is sent, as the command refuses it.
+	const std::string key = rundir_ + "/key";
+	const int fd = open(key.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ASSERT_GE(fd, 0);
+	const std::string line = "laptop 00112233445566778899aabbccddeeff\n";
+	ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+	close(fd);
+	ASSERT_EQ(chmod(key.c_str(), 0644), 0);
+	session.relay_key_file = key.c_str();
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message().rfind("attr->relay_key_file ", 0), 0u) << message();
+	ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_NO_DAEMON) << message();
+	session.relay_ca_file = key.c_str(); // no certificate in it
+	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message().rfind("attr->relay_ca_file ", 0), 0u) << message();
+	unlink(key.c_str());
+}
+
+TEST_F(CtlApi, SnapshotOutputsProbesAndSavedSessionsCheckTheirArguments)
+{
+	char *json = nullptr;
+	EXPECT_EQ(tracery_ctl_snapshot_add_output("s", nullptr, nullptr, 0, &json), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "url is NULL");
+	EXPECT_EQ(tracery_ctl_snapshot_add_output("s", "http://host/x", nullptr, 0, &json), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "'http://host/x': snapshots are written to a directory (DIR or file://DIR) or sent to a "
+	                     "relay (net://HOST[:PORT])");
+	EXPECT_EQ(tracery_ctl_snapshot_add_output("s", "file://", nullptr, 0, &json), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "no directory given: DIR or file://DIR");
+	EXPECT_EQ(tracery_ctl_snapshot_add_output("s", "/tmp/snaps", "", 0, &json), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "name is empty");
+	EXPECT_EQ(tracery_ctl_snapshot_add_output("s", "/tmp/snaps", nullptr, 0, nullptr), TRACERY_CTL_ERROR_NO_DAEMON);
+	EXPECT_EQ(tracery_ctl_snapshot_del_output("s", "", &json), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "output is empty");
+	EXPECT_EQ(tracery_ctl_snapshot_list_outputs("s", nullptr), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "json is NULL");
+	EXPECT_EQ(json, nullptr);
+
+	EXPECT_EQ(tracery_ctl_enable_userspace_probe("s", nullptr, "probe", nullptr, nullptr, nullptr, nullptr),
+	          TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "spec is NULL");
+	EXPECT_EQ(tracery_ctl_enable_userspace_probe("s", "", "probe", "elf:/bin/true:main", nullptr, nullptr, nullptr),
+	          TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "channel is empty");
+	EXPECT_EQ(tracery_ctl_enable_userspace_probe("s", nullptr, "probe", "elf:/bin/true:main", nullptr, nullptr,
+	                                             nullptr),
+	          TRACERY_CTL_ERROR_NO_DAEMON);
+
+	EXPECT_EQ(tracery_ctl_save_session("s", nullptr), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "text is NULL");
+	EXPECT_EQ(tracery_ctl_load_session("{}", nullptr, nullptr, 2, nullptr), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "flags: unknown flags 0x2");
+	EXPECT_EQ(tracery_ctl_load_session("{", "mine.json", nullptr, 0, nullptr), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message().rfind("mine.json: ", 0), 0u) << message();
+	EXPECT_EQ(tracery_ctl_load_session("[]", nullptr, nullptr, 0, nullptr), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message().rfind("text: ", 0), 0u) << message();
+	const std::string huge(600 * 1024, ' ');
+	EXPECT_EQ(tracery_ctl_load_session(huge.c_str(), nullptr, nullptr, 0, nullptr), TRACERY_CTL_ERROR_INVALID);
+	EXPECT_EQ(message(), "text: 614400 bytes, more than the 524288 of a session file");
 }
 
 TEST_F(CtlApi, TheMessageIsPerThreadAndClearedBySuccess)

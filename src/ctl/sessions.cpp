@@ -5,9 +5,14 @@
 
 #include "ctl/autostart.hpp"
 
+#include <cstddef>
+
 namespace tracery::ctl {
 
 namespace {
+
+// struct tracery_ctl_session_attr of release 0.1, before the relay's key and CA files.
+constexpr size_t kSessionAttrFirstSize = offsetof(tracery_ctl_session_attr, relay_key_file);
 
 // The channel tracery_ctl_setup makes (the daemon's default channel's name).
 constexpr char kSetupChannel[] = "channel0";
@@ -133,7 +138,7 @@ TRACERY_CTL_API int tracery_ctl_create_session(const char *name, const struct tr
 		req.session = required(name, "name");
 		if (!attr)
 			throw Error("attr is NULL: give an output directory, a relay URL or both");
-		check_struct_size(*attr, "attr");
+		check_struct_size(attr, attr->struct_size, kSessionAttrFirstSize, sizeof *attr, "attr");
 		check_flags(attr->flags, TRACERY_CTL_SNAPSHOT, "attr->flags");
 		req.snapshot = (attr->flags & TRACERY_CTL_SNAPSHOT) != 0;
 		if (const auto output = optional_text(attr->output, "attr->output"))
@@ -149,6 +154,15 @@ TRACERY_CTL_API int tracery_ctl_create_session(const char *name, const struct tr
 				throw Error(
 					"attr->live_period_ns is for a session sent to a relay: give attr->url too");
 			req.live_period_ns = attr->live_period_ns;
+		}
+		if (has_field(attr->struct_size, offsetof(tracery_ctl_session_attr, relay_ca_file) + sizeof(char *))) {
+			const auto key = optional_text(attr->relay_key_file, "attr->relay_key_file");
+			const auto ca = optional_text(attr->relay_ca_file, "attr->relay_ca_file");
+			if ((key || ca) && !req.url)
+				throw Error("attr->relay_key_file and attr->relay_ca_file are for a session sent to a "
+				            "relay: give attr->url too");
+			add_relay_security(key.value_or(""), ca.value_or(""), req, "attr->relay_key_file",
+			                   "attr->relay_ca_file");
 		}
 		ensure_daemon();
 		request(req);

@@ -9,7 +9,7 @@
 #include "daemon/systemd.hpp"
 #include "daemon/trace_repair.hpp"
 
-#include "base/cli_description.hpp"
+#include "base/parse_command_line.hpp"
 #include "base/sizes.hpp"
 
 #include "clock/trace_clock.hpp"
@@ -291,16 +291,8 @@ int main(int argc, char **argv)
 	app.add_option("--buffer-quota", args.buffer_quota,
 	               "Buffer memory each user's sessions and programs may take (k, M, G suffixes; default: a "
 	               "quarter of the machine's memory). Root is subject to it too");
-	if (base::dump_cli_if_asked(app, argc, argv))
-		return 0;
-	try {
-		app.parse(argc, argv);
-	} catch (const CLI::ParseError &e) {
-		if (e.get_exit_code() == 0)
-			return app.exit(e);
-		fprintf(stderr, "traceryd: %s; see `traceryd --help`\n", e.what());
-		return 2;
-	}
+	if (const auto status = base::parse_command_line(app, argc, argv))
+		return *status;
 	try {
 		// One malloc arena for all threads: they allocate little, and each
 		// further arena would reserve 64 MiB of address space and keep

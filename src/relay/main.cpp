@@ -6,7 +6,7 @@
 //                  [--output DIR] [--daemonize] [--memory-budget SIZE] [--frame-timeout SECONDS]
 //                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
 //                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
-#include "base/cli_description.hpp"
+#include "base/parse_command_line.hpp"
 #include "base/sizes.hpp"
 #include "control/version.hpp"
 #include "relay/relay_server.hpp"
@@ -82,16 +82,8 @@ int main(int argc, char **argv)
 	               "session directories one sender may make per hour (each HELLO, reconnections too)")
 		->capture_default_str()
 		->check(CLI::Range(size_t{1}, size_t{1u << 20}));
-	if (tracery::base::dump_cli_if_asked(app, argc, argv))
-		return 0;
-	try {
-		app.parse(argc, argv);
-	} catch (const CLI::ParseError &e) {
-		if (e.get_exit_code() == 0)
-			return app.exit(e);
-		std::fprintf(stderr, "tracery-relayd: %s; see `tracery-relayd --help`\n", e.what());
-		return 2;
-	}
+	if (const auto status = tracery::base::parse_command_line(app, argc, argv))
+		return *status;
 	const auto budget_bytes = tracery::base::parse_size(budget);
 	if (!budget_bytes || *budget_bytes > SIZE_MAX) {
 		std::fprintf(stderr, "tracery-relayd: --memory-budget %s: not a size (512M, 1G, ...)\n",

@@ -253,6 +253,62 @@ class ControlLibrary(unittest.TestCase):
         self.assertIn("1000", message)
         self.assertEqual(out["after"], [])
 
+    def test_python_snapshot_outputs_saved_sessions_probes_and_relay_files(self):
+        self.d.start_daemon()
+        key = os.path.join(self.d.tmp, "relay.key")
+        with open(key, "w") as f:
+            f.write("laptop 00112233445566778899aabbccddeeff\n")
+        os.chmod(key, 0o644)
+        out = self.python(
+            "import json, os, sys\n"
+            "from tracery import ctl\n"
+            "tmp = sys.argv[1]\n"
+            "os.chdir(tmp)\n"
+            "def refused(f, *args, **kwargs):\n"
+            "    try:\n"
+            "        f(*args, **kwargs)\n"
+            "    except ctl.Error as e:\n"
+            "        return [type(e).__name__, str(e)]\n"
+            "ctl.create_session('snap', os.path.join(tmp, 'snap'), snapshot=True)\n"
+            "print('added', json.dumps(ctl.snapshot_add_output('snap', 'shots', name='disk', max_size=1 << 20)))\n"
+            "print('listed', json.dumps(ctl.snapshot_list_outputs('snap')))\n"
+            "ctl.enable_events('snap', ['emit:*'])\n"
+            "ctl.start('snap')\n"
+            "print('record', json.dumps(ctl.snapshot_record('snap')))\n"
+            "ctl.stop('snap')\n"
+            "text = ctl.save_session('snap')\n"
+            "print('saved', json.dumps(json.loads(text)['name']))\n"
+            "print('deleted', json.dumps(ctl.snapshot_del_output('snap', 1)))\n"
+            "print('loaded', json.dumps(ctl.load_session(text, origin='saved.json', name='again')))\n"
+            "print('again', json.dumps(ctl.snapshot_list_outputs('again')))\n"
+            "print('sessions', json.dumps(sorted((s['name'], s['snapshot']) for s in ctl.list_sessions())))\n"
+            "print('twice', json.dumps(refused(ctl.load_session, text, origin='saved.json', name='again')))\n"
+            "ctl.create_session('probed', os.path.join(tmp, 'probed'))\n"
+            "print('probe', json.dumps(refused(ctl.enable_userspace_probe, 'probed', 'p', 'elf:missing/prog:main')))\n"
+            "url = 'net://127.0.0.1:1'\n"
+            "print('open_key', json.dumps(refused(ctl.create_session, 'r', url=url, relay_key_file=sys.argv[2])))\n"
+            "os.chmod(sys.argv[2], 0o600)\n"
+            "print('no_relay', json.dumps(refused(ctl.create_session, 'r', url=url, relay_key_file=sys.argv[2])))\n",
+            self.d.tmp, key)
+        shots = os.path.join(self.d.tmp, "shots")
+        self.assertEqual(out["added"], [{"name": "disk", "path": shots, "max_size": 1 << 20}])
+        self.assertEqual(out["listed"], out["added"])
+        self.assertTrue(out["record"].startswith(shots + "/"), out["record"])  # the output, not the session's dir
+        self.assertEqual(out["saved"], "snap")
+        self.assertEqual(out["deleted"], [])
+        self.assertEqual((out["loaded"]["session"], out["loaded"]["started"]), ("again", False))
+        self.assertEqual(out["again"], out["added"])  # saved with its output, loaded with it
+        self.assertEqual(out["sessions"], [["again", True], ["snap", True]])  # (before 'probed')
+        self.assertEqual(out["twice"][0], "Refused")
+        self.assertIn("again", out["twice"][1])
+        # the probe's path made absolute against the caller's directory, as the command makes it
+        self.assertIn(os.path.join(self.d.tmp, "missing/prog"), out["probe"][1])
+        self.assertEqual(out["open_key"][0], "InvalidArgument")
+        self.assertTrue(out["open_key"][1].startswith("attr->relay_key_file " + key), out["open_key"])
+        # the key read and sent: the daemon then fails to reach the relay
+        self.assertNotEqual(out["no_relay"][0], "InvalidArgument", out["no_relay"])
+        self.assertIn("127.0.0.1:1", out["no_relay"][1])
+
     def test_python_trigger_notifications(self):
         self.d.start_daemon()
         out = self.python(

@@ -123,7 +123,7 @@ class InstalledPackage(unittest.TestCase):
         generated = os.path.join(BUILD_DIR, "packaging", "generated", "man")
         expected |= {os.path.join(MANDIR, os.path.relpath(os.path.join(root, f), generated))
                      for root, _, files in os.walk(generated) for f in files}
-        self.assertIn(os.path.join(MANDIR, "man1", "tracery-create.1"), expected)
+        self.assertIn(os.path.join(MANDIR, "man1", "tracery-create.1.gz"), expected)  # gzipped, as Debian wants
         expected |= {os.path.join(DATADIR, "bash-completion", "completions", "tracery"),
                      os.path.join(DATADIR, "zsh", "vendor-completions", "_tracery"),
                      "lib/systemd/system/traceryd.service", "lib/systemd/system/traceryd.socket"}

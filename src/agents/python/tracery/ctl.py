@@ -78,7 +78,7 @@ _c_json = ctypes.POINTER(ctypes.c_void_p)
 
 class _SessionAttr(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("output", _c_str), ("url", _c_str),
-                ("live_period_ns", ctypes.c_uint64)]
+                ("live_period_ns", ctypes.c_uint64), ("relay_key_file", _c_str), ("relay_ca_file", _c_str)]
 
 
 class _ChannelAttr(ctypes.Structure):
@@ -130,6 +130,12 @@ _SIGNATURES = {
     "watch_open": [_c_strs, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)],
     "watch_fd": [ctypes.c_void_p],
     "watch_next": [ctypes.c_void_p, _c_json],
+    "snapshot_add_output": [_c_str, _c_str, _c_str, ctypes.c_uint64, _c_json],
+    "snapshot_del_output": [_c_str, _c_str, _c_json],
+    "snapshot_list_outputs": [_c_str, _c_json],
+    "enable_userspace_probe": [_c_str, _c_str, _c_str, _c_str, _c_str, _c_str, _c_json],
+    "save_session": [_c_str, _c_json],
+    "load_session": [_c_str, _c_str, _c_str, ctypes.c_uint32, _c_json],
 }
 _c = {}
 for _name, _args in _SIGNATURES.items():
@@ -245,9 +251,13 @@ def dropped(name):
 # ---- Sessions.
 
 
-def create_session(name, output=None, *, url=None, snapshot=False, live_period_ns=0):
+def create_session(name, output=None, *, url=None, snapshot=False, live_period_ns=0, relay_key_file=None,
+                   relay_ca_file=None):
+    """Session NAME writing into OUTPUT, or sent to the relay at URL (net://HOST[:PORT]), or both; with URL,
+    relay_key_file is the key the relay asks for (a keys file of one key, readable by its owner only) and
+    relay_ca_file the PEM file of the CAs that sign its TLS certificate."""
     attr = _SessionAttr(ctypes.sizeof(_SessionAttr), _SNAPSHOT if snapshot else 0, _text(output), _text(url),
-                        live_period_ns)
+                        live_period_ns, _text(relay_key_file), _text(relay_ca_file))
     _call("create_session", _text(name), ctypes.byref(attr))
 
 
@@ -341,6 +351,48 @@ def disable_rotation(session, *, timer=False, size=False):
 
 def clear(session):
     _call("clear", _text(session))
+
+
+def snapshot_add_output(session, url, *, name=None, max_size=0):
+    """Where snapshot_record writes when given no path: a directory (DIR, file://DIR) or a relay
+    (net://HOST[:PORT]), NAME (None: snapshot-N), at most MAX_SIZE bytes a snapshot (0: no limit). Returns the
+    outputs now: [{"name", "path", "max_size"}, ...], the first one's id 1."""
+    return _returned_json("snapshot_add_output", _text(session), _text(url), _text(name), max_size)["outputs"]
+
+
+def snapshot_del_output(session, output):
+    """Removes the output OUTPUT (its id, "1", or its name); returns the outputs left."""
+    return _returned_json("snapshot_del_output", _text(session), _text(str(output)))["outputs"]
+
+
+def snapshot_list_outputs(session):
+    return _returned_json("snapshot_list_outputs", _text(session))["outputs"]
+
+
+# ---- Userspace probes.
+
+
+def enable_userspace_probe(session, name, spec, *, channel=None, args=None, filter=None):
+    """A kernel probe on a program's code (SPEC elf:PATH:SYMBOL[+OFFSET] or sdt:PATH:PROVIDER:NAME), recorded as
+    event NAME; ARGS (None: from DWARF) what to record, 'name=FETCH:TYPE,...'. Returns {"session", "channel",
+    "events", "sites", "args_source", "notes"}."""
+    return _returned_json("enable_userspace_probe", _text(session), _text(channel), _text(name), _text(spec),
+                          _text(args), _text(filter))
+
+
+# ---- Sessions saved and loaded.
+
+
+def save_session(name):
+    """Session NAME as the text of a session file, what `tracery save` writes."""
+    return _returned_text("save_session", _text(name))
+
+
+def load_session(text, *, origin=None, name=None, start=False):
+    """A session made again from a session file's TEXT (ORIGIN: where it was read, named in errors), named NAME
+    instead of the file's name when given, started if START or it was when saved: {"session", "output",
+    "started"}."""
+    return _returned_json("load_session", _text(text), _text(origin), _text(name), 1 if start else 0)
 
 
 # ---- Triggers and notifications.
