@@ -73,6 +73,12 @@ uint64_t ring_bytes_for_channel(uint64_t channel_bytes, uint64_t page)
 	return std::max(std::bit_ceil(wanted), page);
 }
 
+std::chrono::milliseconds reader_pause_for_ring(uint64_t ring_bytes)
+{
+	constexpr uint64_t kShortest = 2, kLongest = 10;
+	return std::chrono::milliseconds(std::clamp(ring_bytes / kRingBytesPerMs, kShortest, kLongest));
+}
+
 SyscallEvents::SyscallEvents(uint32_t num_cpus, uint64_t ring_bytes, uint32_t buffer_bytes)
 	: page_(static_cast<size_t>(::sysconf(_SC_PAGESIZE))), buffer_bytes_(std::min(buffer_bytes, kMaxBufferCapture))
 {
