@@ -1,11 +1,38 @@
 /* kernel/bpf/syscall_copy.bpf.h — what the BPF programs of
- * syscall_strings.bpf.c and syscall_events.bpf.c share: the copies of a
- * system call's user memory (its string arguments, a socket address, a
- * buffer) into the slots of a record (syscall_record.h), as its attach
- * cookie says. BPF only; include after bpf_helpers.h and syscall_record.h.
+ * syscall_strings.bpf.c and syscall_events.bpf.c share: the system-call
+ * tracepoints' records, the map of the arguments kept for the exits, and
+ * the copies of a system call's user memory (its string arguments, a
+ * socket address, a buffer) into the slots of a record (syscall_record.h),
+ * as its attach cookie says. BPF only; include after bpf_helpers.h and
+ * syscall_record.h.
  */
 #ifndef TRACERY_KERNEL_BPF_SYSCALL_COPY_BPF_H
 #define TRACERY_KERNEL_BPF_SYSCALL_COPY_BPF_H
+
+/* The records of syscalls:sys_enter_NAME and sys_exit_NAME as the
+ * programs see them (the tracepoints' format files). */
+struct sys_enter_context {
+	unsigned long long common; /* common_type, flags, preempt_count, pid */
+	int nr;
+	int pad;
+	unsigned long args[6];
+};
+
+struct sys_exit_context {
+	unsigned long long common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+/* The arguments of the calls in progress whose exits read through them,
+ * by thread; bounded: the least recently used goes first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct tracery_kept_entry);
+} kept SEC(".maps");
 
 /* `used` masked for the verifier, which may not know its bound where the
  * compiler does (the empty asm keeps the compiler from dropping the mask). */

@@ -35,20 +35,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct sys_enter_context {
-	unsigned long long common;
-	int nr;
-	int pad;
-	unsigned long args[6];
-};
-
-struct sys_exit_context {
-	unsigned long long common;
-	int nr;
-	int pad;
-	long ret;
-};
-
 struct scratch {
 	struct tracery_syscall_event event;
 	char data[TRACERY_MAX_USER_STRINGS * TRACERY_MAX_USER_STRING + 0x2000];
@@ -94,13 +80,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } settings SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct tracery_kept_entry);
-} kept SEC(".maps");
 
 static __always_inline void count(__u32 which)
 {

@@ -24,20 +24,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct sys_enter_context {
-	unsigned long long common; /* common_type, flags, preempt_count, pid */
-	int nr;
-	int pad;
-	unsigned long args[6];
-};
-
-struct sys_exit_context {
-	unsigned long long common;
-	int nr;
-	int pad;
-	long ret;
-};
-
 struct scratch {
 	struct tracery_syscall_record record;
 	/* room for a copy at any offset the verifier sees (used & 0x3fff, which
@@ -63,15 +49,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
-
-/* The arguments of the calls in progress whose exits read through them,
- * by thread; bounded: the least recently used goes first. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct tracery_kept_entry);
-} kept SEC(".maps");
 
 static __always_inline void count(__u32 which)
 {
