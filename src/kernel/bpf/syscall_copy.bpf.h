@@ -52,6 +52,17 @@ static __always_inline __u64 argument(const struct tracery_syscall_record *r, __
 	return value;
 }
 
+/* The end of slot `*strings` of `r`, whose copy returned `n` (its bytes,
+ * or < 0 the error): its length set, the bytes used and the slots counted
+ * on. Returns 1 + the slot. */
+static __always_inline __u32 end_slot(struct tracery_syscall_record *r, long n, __u32 *used, __u32 *strings)
+{
+	r->len[*strings & 3] = (int)n;
+	if (n > 0)
+		*used += (__u32)n;
+	return ++*strings;
+}
+
 /* The socket address and the buffer the cookie names, each into the next
  * slot of `r` (its bytes at `data`, which has room for a copy at any
  * offset the verifier sees, used & 0x3fff, of any length it sees,
@@ -88,11 +99,7 @@ static __always_inline __u32 copy_memory(struct tracery_syscall_record *r, char 
 					n = (long)length;
 			}
 		}
-		r->len[strings & 3] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-		r->address = strings;
+		r->address = end_slot(r, n, &used, &strings);
 	}
 	const __u32 buffer = (mask >> TRACERY_COOKIE_BUFFER_SHIFT) & 7;
 	const __u32 buffer_length = (mask >> TRACERY_COOKIE_BUFFER_LENGTH_SHIFT) & 7;
@@ -121,11 +128,7 @@ static __always_inline __u32 copy_memory(struct tracery_syscall_record *r, char 
 			if (n == 0)
 				n = (long)length;
 		}
-		r->len[strings & 3] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-		r->buffer = strings;
+		r->buffer = end_slot(r, n, &used, &strings);
 	}
 	r->strings = strings;
 	return used;

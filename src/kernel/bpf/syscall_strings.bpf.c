@@ -66,11 +66,18 @@ static __always_inline void submit(struct scratch *s, __u32 used)
 		count(0);
 }
 
+/* This CPU's scratch space (the one entry of a per-CPU array: NULL never,
+ * but the verifier wants it checked). */
+static __always_inline struct scratch *this_cpu_scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch_space, &zero);
+}
+
 SEC("tracepoint")
 int sys_enter_strings(struct sys_enter_context *ctx)
 {
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+	struct scratch *s = this_cpu_scratch();
 	if (!s)
 		return 0;
 	const __u64 mask = bpf_get_attach_cookie(ctx);
@@ -98,8 +105,7 @@ int sys_enter_strings(struct sys_enter_context *ctx)
 SEC("tracepoint")
 int sys_exit_outputs(struct sys_exit_context *ctx)
 {
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+	struct scratch *s = this_cpu_scratch();
 	if (!s)
 		return 0;
 	const __u64 mask = bpf_get_attach_cookie(ctx);
