@@ -14,14 +14,14 @@ namespace tracery::kernel {
 
 namespace {
 
-constexpr auto kIdlePause = std::chrono::milliseconds(2);
 constexpr auto kHeldPause = std::chrono::milliseconds(20);
 
 } // namespace
 
 CpuReaders::CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page,
-                       OnIdle on_idle, Held held)
-	: layout_(layout), on_page_(std::move(on_page)), on_idle_(std::move(on_idle)), held_(std::move(held))
+                       OnIdle on_idle, Held held, std::chrono::milliseconds empty_pause)
+	: layout_(layout), on_page_(std::move(on_page)), on_idle_(std::move(on_idle)), held_(std::move(held)),
+	  empty_pause_(empty_pause)
 {
 	cpus_.reserve(cpus.size());
 	for (const uint32_t cpu : cpus)
@@ -106,7 +106,7 @@ void CpuReaders::run(Cpu &c)
 					return;
 				if (on_idle_)
 					on_idle_(c.cpu);
-				std::this_thread::sleep_for(kIdlePause);
+				std::this_thread::sleep_for(empty_pause_);
 				continue;
 			}
 			// Less than half a page of events: the CPU is quiet, let it fill.
@@ -120,7 +120,7 @@ void CpuReaders::run(Cpu &c)
 			const bool quiet = !last && used < (layout_.page_size - layout_.data_offset) / 2;
 			on_page_(c.cpu, std::span<const uint8_t>(page.data(), static_cast<size_t>(n)), !quiet);
 			if (quiet)
-				std::this_thread::sleep_for(kIdlePause);
+				std::this_thread::sleep_for(kQuietPause);
 		}
 	} catch (const std::exception &e) {
 		c.error = "cpu" + std::to_string(c.cpu) + " reader: " + e.what();

@@ -4,11 +4,12 @@
 // A read() of trace_pipe_raw returns one page: a full one, or the events
 // committed so far (a partial page, which the kernel copies out and
 // consumes): each page is whole in itself and decodes alone
-// (page_decoder.hpp). When a read finds nothing (EAGAIN) or a page less than
-// half full, the thread sleeps ~2 ms, so a quiet CPU costs almost nothing
-// and a busy one is read in full pages. The readers' own thread ids are
-// written to the instance's set_event_notrace_pid before any page is read:
-// their reads do not trace themselves.
+// (page_decoder.hpp). When a read finds a page less than half full, the
+// thread sleeps kQuietPause (2 ms), and when it finds nothing (EAGAIN), the
+// caller's empty pause (2 ms unless it says longer), so a quiet CPU costs
+// almost nothing and a busy one is read in full pages. The readers' own
+// thread ids are written to the instance's set_event_notrace_pid before any
+// page is read: their reads do not trace themselves.
 //
 // stop() is for after tracing_on = 0: each thread reads until its CPU has
 // nothing left, then ends, so every page written before the stop is
@@ -18,6 +19,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -34,6 +36,8 @@ namespace tracery::kernel {
 
 class CpuReaders {
 public:
+	static constexpr std::chrono::milliseconds kQuietPause{2};
+
 	// Called on the CPU's reader thread, one page at a time per CPU
 	// (threads of different CPUs call it concurrently). `more`: the reader
 	// reads the CPU again at once (the page was at least half full, or
@@ -51,9 +55,12 @@ public:
 
 	// Opens trace_pipe_raw of each CPU in `cpus`, starts the threads and
 	// excludes their tids from the instance's events. Throws TracefsError
-	// (nothing is left running).
+	// (nothing is left running). `empty_pause`: the sleep after a read that
+	// found nothing and its on_idle (a caller whose on_idle drains another
+	// buffer of the CPU, sized for it, batches more with a longer one: fewer
+	// wake-ups and writes per event).
 	CpuReaders(const Instance &instance, std::vector<uint32_t> cpus, const PageLayout &layout, OnPage on_page,
-	           OnIdle on_idle = {}, Held held = {});
+	           OnIdle on_idle = {}, Held held = {}, std::chrono::milliseconds empty_pause = kQuietPause);
 	~CpuReaders(); // stop()
 	CpuReaders(const CpuReaders &) = delete;
 	CpuReaders &operator=(const CpuReaders &) = delete;
@@ -79,6 +86,7 @@ private:
 	OnPage on_page_;
 	OnIdle on_idle_;
 	Held held_;
+	std::chrono::milliseconds empty_pause_;
 	std::vector<Cpu> cpus_;
 	std::vector<pid_t> tids_;
 	std::atomic<bool> stopping_{false};

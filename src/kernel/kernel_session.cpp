@@ -620,7 +620,8 @@ std::unique_ptr<CpuReaders> KernelSession::start_readers(KernelTrace &trace)
 			trace.write_syscall_events(cpu);
 			trace.idle(cpu);
 		},
-		[&trace](uint32_t cpu) { return trace.held(cpu); });
+		[&trace](uint32_t cpu) { return trace.held(cpu); },
+		syscall_events_ ? reader_pause_for_ring(syscall_events_->ring_bytes()) : CpuReaders::kQuietPause);
 	if (syscall_events_) // the readers' own calls are not recorded
 		for (const pid_t tid : readers->tids())
 			syscall_events_->set_thread(static_cast<uint32_t>(tid), false);

@@ -89,6 +89,18 @@ TEST(SyscallEvents, RingSizedForTheChannelsBuffer)
 	EXPECT_EQ(ring_bytes_for_channel(4 * KiB, 1 * MiB), 1 * MiB);        // at least a page
 }
 
+TEST(SyscallEvents, ReaderPauseHeldByTheRing)
+{
+	using std::chrono::milliseconds;
+	constexpr uint64_t KiB = 1024, MiB = KiB * KiB;
+	EXPECT_EQ(reader_pause_for_ring(kMinRingBytes), milliseconds(2)); // a small ring: as a quiet tracefs CPU
+	EXPECT_EQ(reader_pause_for_ring(1 * MiB), milliseconds(2));
+	EXPECT_EQ(reader_pause_for_ring(3 * MiB), milliseconds(6)); // 3 MiB at 512 KiB a millisecond
+	EXPECT_EQ(reader_pause_for_ring(4 * MiB - 1), milliseconds(7));
+	EXPECT_EQ(reader_pause_for_ring(8 * MiB), milliseconds(10)); // the default ring: the longest
+	EXPECT_EQ(reader_pause_for_ring(kMaxRingBytes), milliseconds(10));
+}
+
 TEST(SyscallEvents, OpenatRecordedWholeForListedThreadsOnly)
 {
 	const uint32_t cpus = static_cast<uint32_t>(::sysconf(_SC_NPROCESSORS_CONF));

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernel/bpf/tracepoint_link.hpp"
 #include "kernel/format.hpp"
 #include "kernel/tracefs.hpp"
 
@@ -89,15 +90,7 @@ void CredsWatcher::release()
 
 void CredsWatcher::attach(const char *program, const char *system, const std::string &name, uint64_t cookie)
 {
-	bpf_program *prog = bpf_object__find_program_by_name(object_, program);
-	bpf_tracepoint_opts opts{};
-	opts.sz = sizeof opts;
-	opts.bpf_cookie = cookie;
-	bpf_link *link = prog ? bpf_program__attach_tracepoint_opts(prog, system, name.c_str(), &opts) : nullptr;
-	if (!link)
-		throw std::runtime_error(std::string("BPF: cannot attach to ") + system + ":" + name + ": " +
-		                         errno_text(errno));
-	links_.push_back(link);
+	links_.push_back(attach_tracepoint(object_, program, system, name, cookie));
 }
 
 int CredsWatcher::fd() const { return ring_buffer__epoll_fd(ring_); }

@@ -1,11 +1,38 @@
 /* kernel/bpf/syscall_copy.bpf.h — what the BPF programs of
- * syscall_strings.bpf.c and syscall_events.bpf.c share: the copies of a
- * system call's user memory (its string arguments, a socket address, a
- * buffer) into the slots of a record (syscall_record.h), as its attach
- * cookie says. BPF only; include after bpf_helpers.h and syscall_record.h.
+ * syscall_strings.bpf.c and syscall_events.bpf.c share: the system-call
+ * tracepoints' records, the map of the arguments kept for the exits, and
+ * the copies of a system call's user memory (its string arguments, a
+ * socket address, a buffer) into the slots of a record (syscall_record.h),
+ * as its attach cookie says. BPF only; include after bpf_helpers.h and
+ * syscall_record.h.
  */
 #ifndef TRACERY_KERNEL_BPF_SYSCALL_COPY_BPF_H
 #define TRACERY_KERNEL_BPF_SYSCALL_COPY_BPF_H
+
+/* The records of syscalls:sys_enter_NAME and sys_exit_NAME as the
+ * programs see them (the tracepoints' format files). */
+struct sys_enter_context {
+	unsigned long long common; /* common_type, flags, preempt_count, pid */
+	int nr;
+	int pad;
+	unsigned long args[6];
+};
+
+struct sys_exit_context {
+	unsigned long long common;
+	int nr;
+	int pad;
+	long ret;
+};
+
+/* The arguments of the calls in progress whose exits read through them,
+ * by thread; bounded: the least recently used goes first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct tracery_kept_entry);
+} kept SEC(".maps");
 
 /* `used` masked for the verifier, which may not know its bound where the
  * compiler does (the empty asm keeps the compiler from dropping the mask). */
@@ -23,6 +50,17 @@ static __always_inline __u64 argument(const struct tracery_syscall_record *r, __
 		if (i == index)
 			value = r->args[i];
 	return value;
+}
+
+/* The end of slot `*strings` of `r`, whose copy returned `n` (its bytes,
+ * or < 0 the error): its length set, the bytes used and the slots counted
+ * on. Returns 1 + the slot. */
+static __always_inline __u32 end_slot(struct tracery_syscall_record *r, long n, __u32 *used, __u32 *strings)
+{
+	r->len[*strings & 3] = (int)n;
+	if (n > 0)
+		*used += (__u32)n;
+	return ++*strings;
 }
 
 /* The socket address and the buffer the cookie names, each into the next
@@ -61,11 +99,7 @@ static __always_inline __u32 copy_memory(struct tracery_syscall_record *r, char 
 					n = (long)length;
 			}
 		}
-		r->len[strings & 3] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-		r->address = strings;
+		r->address = end_slot(r, n, &used, &strings);
 	}
 	const __u32 buffer = (mask >> TRACERY_COOKIE_BUFFER_SHIFT) & 7;
 	const __u32 buffer_length = (mask >> TRACERY_COOKIE_BUFFER_LENGTH_SHIFT) & 7;
@@ -94,11 +128,7 @@ static __always_inline __u32 copy_memory(struct tracery_syscall_record *r, char 
 			if (n == 0)
 				n = (long)length;
 		}
-		r->len[strings & 3] = (int)n;
-		if (n > 0)
-			used += (__u32)n;
-		strings++;
-		r->buffer = strings;
+		r->buffer = end_slot(r, n, &used, &strings);
 	}
 	r->strings = strings;
 	return used;

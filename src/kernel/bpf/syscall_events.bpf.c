@@ -35,20 +35,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct sys_enter_context {
-	unsigned long long common;
-	int nr;
-	int pad;
-	unsigned long args[6];
-};
-
-struct sys_exit_context {
-	unsigned long long common;
-	int nr;
-	int pad;
-	long ret;
-};
-
 struct scratch {
 	struct tracery_syscall_event event;
 	char data[TRACERY_MAX_USER_STRINGS * TRACERY_MAX_USER_STRING + 0x2000];
@@ -94,13 +80,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } settings SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct tracery_kept_entry);
-} kept SEC(".maps");
 
 static __always_inline void count(__u32 which)
 {
@@ -159,14 +138,29 @@ static __always_inline void submit(struct scratch *s, __u32 used)
 	bpf_ringbuf_submit_dynptr(&record, 0);
 }
 
+/* This CPU's scratch space for a call of a thread the session traces, NULL
+ * for another thread's. */
+static __always_inline struct scratch *scratch_if_traced(__u32 tid)
+{
+	if (!traced(tid))
+		return 0;
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch_space, &zero);
+}
+
+/* An exit with no argument of its entry's: its return value alone. */
+static __always_inline void submit_without_arguments(struct scratch *s)
+{
+	__builtin_memset(s->event.call.args, 0, sizeof(s->event.call.args));
+	s->event.call.strings = s->event.call.address = s->event.call.buffer = 0;
+	submit(s, 0);
+}
+
 SEC("tracepoint")
 int sys_enter_event(struct sys_enter_context *ctx)
 {
 	const __u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!traced((__u32)pid_tgid))
-		return 0;
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+	struct scratch *s = scratch_if_traced((__u32)pid_tgid);
 	if (!s)
 		return 0;
 	const __u64 mask = bpf_get_attach_cookie(ctx);
@@ -192,10 +186,7 @@ int sys_exit_event(struct sys_exit_context *ctx)
 {
 	const __u64 pid_tgid = bpf_get_current_pid_tgid();
 	const __u32 tid = (__u32)pid_tgid;
-	if (!traced(tid))
-		return 0;
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+	struct scratch *s = scratch_if_traced(tid);
 	if (!s)
 		return 0;
 	const __u64 mask = bpf_get_attach_cookie(ctx);
@@ -203,18 +194,13 @@ int sys_exit_event(struct sys_exit_context *ctx)
 	s->event.ret = ctx->ret;
 	const struct tracery_kept_entry *entry = bpf_map_lookup_elem(&kept, &tid);
 	if (!(mask & TRACERY_COOKIE_KEEP)) {
-		/* nothing of the entry's needed: ret alone */
-		__builtin_memset(s->event.call.args, 0, sizeof(s->event.call.args));
-		s->event.call.strings = s->event.call.address = s->event.call.buffer = 0;
-		submit(s, 0);
+		submit_without_arguments(s); /* nothing of the entry's needed */
 		return 0;
 	}
 	if (!entry || entry->nr != ctx->nr) {
 		count(1);
-		__builtin_memset(s->event.call.args, 0, sizeof(s->event.call.args));
-		s->event.call.strings = s->event.call.address = s->event.call.buffer = 0;
 		s->event.call.nr |= TRACERY_RECORD_UNPAIRED;
-		submit(s, 0);
+		submit_without_arguments(s);
 		return 0;
 	}
 	__builtin_memcpy(s->event.call.args, entry->args, sizeof(s->event.call.args));

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernel/bpf/tracepoint_link.hpp"
+
 extern "C" {
 #include "kernel/bpf/syscall_record.h"
 }
@@ -71,6 +73,12 @@ uint64_t ring_bytes_for_channel(uint64_t channel_bytes, uint64_t page)
 	                                   kMaxRingBytes / kRecordsPerEventBytes) *
 	                        kRecordsPerEventBytes;
 	return std::max(std::bit_ceil(wanted), page);
+}
+
+std::chrono::milliseconds reader_pause_for_ring(uint64_t ring_bytes)
+{
+	constexpr uint64_t kShortest = 2, kLongest = 10;
+	return std::chrono::milliseconds(std::clamp(ring_bytes / kRingBytesPerMs, kShortest, kLongest));
 }
 
 SyscallEvents::SyscallEvents(uint32_t num_cpus, uint64_t ring_bytes, uint32_t buffer_bytes)
@@ -174,15 +182,7 @@ void SyscallEvents::attach(const char *program, const char *system, const std::s
 {
 	if (links_.count(tracepoint))
 		return;
-	bpf_program *prog = bpf_object__find_program_by_name(object_, program);
-	bpf_tracepoint_opts opts{};
-	opts.sz = sizeof opts;
-	opts.bpf_cookie = cookie;
-	bpf_link *link = prog ? bpf_program__attach_tracepoint_opts(prog, system, tracepoint.c_str(), &opts) : nullptr;
-	if (!link)
-		throw std::runtime_error(std::string("BPF: cannot attach to ") + system + ":" + tracepoint + ": " +
-		                         errno_text(errno));
-	links_.emplace(tracepoint, link);
+	links_.emplace(tracepoint, attach_tracepoint(object_, program, system, tracepoint, cookie));
 }
 
 void SyscallEvents::detach(const std::string &tracepoint)

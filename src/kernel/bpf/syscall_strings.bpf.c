@@ -24,20 +24,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct sys_enter_context {
-	unsigned long long common; /* common_type, flags, preempt_count, pid */
-	int nr;
-	int pad;
-	unsigned long args[6];
-};
-
-struct sys_exit_context {
-	unsigned long long common;
-	int nr;
-	int pad;
-	long ret;
-};
-
 struct scratch {
 	struct tracery_syscall_record record;
 	/* room for a copy at any offset the verifier sees (used & 0x3fff, which
@@ -64,15 +50,6 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-/* The arguments of the calls in progress whose exits read through them,
- * by thread; bounded: the least recently used goes first. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct tracery_kept_entry);
-} kept SEC(".maps");
-
 static __always_inline void count(__u32 which)
 {
 	__u64 *n = bpf_map_lookup_elem(&lost, &which);
@@ -89,11 +66,18 @@ static __always_inline void submit(struct scratch *s, __u32 used)
 		count(0);
 }
 
+/* This CPU's scratch space (the one entry of a per-CPU array: NULL never,
+ * but the verifier wants it checked). */
+static __always_inline struct scratch *this_cpu_scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch_space, &zero);
+}
+
 SEC("tracepoint")
 int sys_enter_strings(struct sys_enter_context *ctx)
 {
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+	struct scratch *s = this_cpu_scratch();
 	if (!s)
 		return 0;
 	const __u64 mask = bpf_get_attach_cookie(ctx);
@@ -121,8 +105,7 @@ int sys_enter_strings(struct sys_enter_context *ctx)
 SEC("tracepoint")
 int sys_exit_outputs(struct sys_exit_context *ctx)
 {
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch_space, &zero);
+	struct scratch *s = this_cpu_scratch();
 	if (!s)
 		return 0;
 	const __u64 mask = bpf_get_attach_cookie(ctx);

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "base/byte_order.hpp"
+#include "kernel/bpf/tracepoint_link.hpp"
 
 extern "C" {
 #include "kernel/bpf/syscall_record.h"
@@ -290,14 +291,7 @@ void UserStrings::attach_program(const char *program, const std::string &tp, uin
 {
 	if (links_.count(tp))
 		return;
-	bpf_program *prog = bpf_object__find_program_by_name(object_, program);
-	bpf_tracepoint_opts opts{};
-	opts.sz = sizeof opts;
-	opts.bpf_cookie = cookie;
-	bpf_link *link = prog ? bpf_program__attach_tracepoint_opts(prog, "syscalls", tp.c_str(), &opts) : nullptr;
-	if (!link)
-		throw std::runtime_error("BPF: cannot attach to syscalls:" + tp + ": " + errno_text(errno));
-	links_.emplace(tp, link);
+	links_.emplace(tp, attach_tracepoint(object_, program, "syscalls", tp, cookie));
 }
 
 bool UserStrings::attached(const std::string &syscall) const { return links_.count("sys_enter_" + syscall) != 0; }
