@@ -123,8 +123,8 @@ void report_options(CLI::App *c, Args &a, bool times, const std::string &sort_de
 	              "min, mean, max, stdev, p50, p90, p99 or a column of --json (default: " +
 	                      sort_default + ")");
 	c->add_option("--top", a.top,
-	              "Only the first N rows of each table, the largest by --sort's column (a note "
-	              "names it)")
+	              "Only the first N rows of each table (in --sort's order, else the largest by the table's main "
+	              "column; a note names it)")
 		->check(CLI::PositiveNumber);
 	c->add_flag("--fixed-units", a.fixed_units,
 	            "Text: every duration in µs with 3 decimals (default: each in ns, µs, ms or s as fits it; "
