@@ -2,8 +2,9 @@
 events, sizes, times and losses are known exactly (two streams, begin/end spans per thread and by a request id,
 a gap in packet_seq_num, events_discarded growing), and a daemonless trace of a real program whose event counts
 babeltrace2's counter (`-c sink.utils.counter`) gives; the text and JSON forms; the errors of bad arguments and of
-a damaged trace (file and offset); stats narrowed (--begin/--end, --pid/--tid/--procname, --cpu) and --top. The
-kernel analyses are checked against lttng-analyses in daemon_kernel_test.py."""
+a damaged trace (file and offset); stats and latency narrowed (--begin/--end or --from/--to, --pid/--tid/--procname,
+--cpu), --sort, --top, durations in the unit that fits them (or --fixed-units), linear histograms (--buckets,
+--bucket-width, --min, --max). The kernel analyses are checked against lttng-analyses in daemon_kernel_test.py."""
 import json
 import os
 import re
@@ -203,11 +204,30 @@ class AnalyzeTest(unittest.TestCase):
         p = tracery("stats", "--top", "0", self.trace, check=False)
         self.assertEqual(p.returncode, 2)
 
+    def test_latency_narrowed(self):
+        def narrowed(*options):
+            s = json.loads(tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--json",
+                                   *options, self.trace).stdout)
+            return s["all"][0]["count"], s["all"][0]["total_ns"], s
+
+        # by thread: 11 (process 10, "web", CPU 0) ends 50 at 1150 and 100 at 1400; 21 (20, "db", CPU 1) 650 at 1700
+        self.assertEqual(narrowed()[:2], (3, 800))
+        for options in (["--pid", "20"], ["--tid", "21"], ["--procname", "db"], ["--cpu", "1"]):
+            count, total, s = narrowed(*options)
+            self.assertEqual((count, total), (1, 650), options)
+            self.assertEqual([r["pid"] for r in s["per_process"]], [20], options)
+        self.assertEqual(narrowed("--pid", "10")[:2], (2, 150))
+        self.assertEqual(narrowed("--pid", "10", "--cpu", "1")[:2], (0, 0))
+        # the spans that end from 1200 to 1500 ns after the clock's offset: 1400's
+        count, total, s = narrowed("--from", "1700000000.0000012", "--to", "1700000000000001500")
+        self.assertEqual((count, total), (1, 100))
+        self.assertEqual((s["begin_ns"], s["end_ns"]), (1700000000 * 10**9 + 1200, 1700000000 * 10**9 + 1500))
+        self.assertEqual(sum(r["count"] for r in s["histogram"]), 1)
+
     def test_narrowing_that_an_analysis_cannot_honour_is_refused(self):
-        p = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--pid", "10", self.trace,
-                    check=False)
+        p = tracery("analyze", "irq", "--pid", "10", self.trace, check=False)
         self.assertEqual(p.returncode, 1)
-        self.assertIn("analyze latency cannot be narrowed yet", p.stderr)
+        self.assertIn("an IRQ runs for no process or thread", p.stderr)
         p = tracery("stats", "--begin", "noon", self.trace, check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("cannot read the --begin time 'noon'", p.stderr)
@@ -257,7 +277,60 @@ class AnalyzeTest(unittest.TestCase):
         text = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match", "req",
                        self.trace).stdout
         self.assertIn("app:begin to app:end", text)
+        # count, min, mean, max in the units that fit them; --fixed-units: all in µs
+        self.assertRegex(text, r"\n +4 +50 ns +437\.5 ns +900 ns ")
+        text = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match", "req",
+                       "--fixed-units", self.trace).stdout
+        self.assertIn("Min (µs)", text)
         self.assertRegex(text, r"\n +4 +0\.050 +0\.438 +0\.900 ")
+
+    def test_sort(self):
+        def latency(*options):
+            return json.loads(tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--json",
+                                      *options, self.trace).stdout)
+
+        # per process: 10 ("web": 50 and 100) and 20 ("db": 650), in process order by default
+        self.assertEqual([r["pid"] for r in latency()["per_process"]], [10, 20])
+        self.assertEqual([r["pid"] for r in latency("--sort", "max")["per_process"]], [20, 10])
+        self.assertEqual([r["pid"] for r in latency("--sort", "count")["per_process"]], [10, 20])
+        self.assertEqual([r["pid"] for r in latency("--sort", "name")["per_process"]], [20, 10])
+        s = latency("--sort", "name", "--top", "1")
+        self.assertEqual([r["pid"] for r in s["per_process"]], [20])
+        self.assertIn("Per process: the 1 first by Name (of 2).", s["notes"])
+        # stats: per process by count (10 has 6 events, 20 has 4), by name ("db" first)
+        s = json.loads(tracery("stats", "--json", "--sort", "name", self.trace).stdout)
+        self.assertEqual([r["pid"] for r in s["per_process"]], [20, 10])
+        self.assertEqual([r["name"] for r in s["per_event"]], ["app:begin", "app:end", "app:tick"])
+        p = tracery("stats", "--sort", "latency", self.trace, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no table of stats has a column 'latency' (--sort): give name or one of", p.stderr)
+
+    def test_linear_histograms(self):
+        def histogram(*options):
+            s = json.loads(tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match",
+                                   "req", "--json", *options, self.trace).stdout)
+            return [(r["lo_ns"], r["hi_ns"], r["count"]) for r in s["histogram"]], s["notes"]
+
+        # req 2: 50, req 1 and 4: 400, req 3: 900. By default log2 buckets.
+        self.assertEqual(histogram()[0], [(32, 64, 1), (64, 128, 0), (128, 256, 0), (256, 512, 2), (512, 1024, 1)])
+        # 2 buckets from 50 to 900: 425 ns wide
+        self.assertEqual(histogram("--buckets", "2")[0], [(50, 475, 3), (475, 900, 1)])
+        self.assertEqual(histogram("--bucket-width", "500", "--min", "0")[0], [(0, 500, 3), (500, 1000, 1)])
+        self.assertEqual(histogram("--bucket-width", "1us", "--min", "0ns")[0], [(0, 1000, 4)])
+        buckets, notes = histogram("--bucket-width", "100", "--min", "100", "--max", "500")
+        self.assertEqual(buckets, [(100, 200, 0), (200, 300, 0), (300, 400, 0), (400, 500, 2)])
+        self.assertIn("app:begin to app:end: 1 value(s) below 100 ns and 1 above 500 ns (--min, --max) not in the "
+                      "histogram", notes)
+        text = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", "--match", "req",
+                       "--buckets", "2", self.trace).stdout
+        self.assertRegex(text, r"\n *50 ns +475 ns +3 +#{40}\n *475 ns +900 ns +1 +#{14}\n")
+        for options, message in ((["--bucket-width", "5 parsecs"], "--bucket-width takes a duration"),
+                                 (["--bucket-width", "1", "--buckets", "2"], "not both"),
+                                 (["--min", "2us", "--max", "1us"], "--min is above --max")):
+            p = tracery("analyze", "latency", "--begin", "app:begin", "--end", "app:end", *options, self.trace,
+                        check=False)
+            self.assertNotEqual(p.returncode, 0, options)
+            self.assertIn(message, p.stderr, options)
 
     def test_bad_arguments_name_themselves(self):
         p = tracery("analyze", "latency", "--begin", "app:nope", "--end", "app:end", self.trace, check=False)

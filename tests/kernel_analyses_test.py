@@ -302,6 +302,7 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
         some_cpu = max(cpu_ns)
         narrowed = analyze("cputop", "--cpu", str(some_cpu))
         self.assertEqual([(r["cpu"], r["busy_ns"]) for r in narrowed["per_cpu"]], [(some_cpu, cpu_ns[some_cpu])])
+        self.check_schedlat(analyze, dump_order, busiest, some_cpu)
         if same_figures:
             usage = {row[0]["tid"]: (row[1]["value"], row[3]["value"]) for row in top["per-process"]["data"]}
             for tid, row in threads.items():
@@ -312,6 +313,45 @@ class LttngAnalysesTest(KernelMixin, DaemonTestCase):
             self.assertEqual(sorted(busy), sorted(cpus))
             for cpu, row in cpus.items():
                 self.assertAlmostEqual(row["usage"], busy[cpu], delta=1e-12, msg=f"CPU {cpu}")
+
+    def check_schedlat(self, analyze, events, tid, cpu):
+        """`tracery analyze schedlat` against its rules applied to the events (from a task's earliest wake-up since
+        it last ran to its sched_switch in; a task woken while still running did not wait), whole and narrowed to a
+        thread, a CPU and a time range."""
+        woken, waits = {}, []  # waits: (tid, cpu, time of the switch in, latency)
+        for m in events:
+            name, f = m["e"], m["f"]
+            if name in ("sched_waking", "sched_wakeup", "sched_wakeup_new") and f["tid"] != 0:
+                woken.setdefault(f["tid"], m["t"])
+            elif name == "sched_switch":
+                woken.pop(f["prev_tid"], None)
+                since = woken.pop(f["next_tid"], None)
+                if since is not None:
+                    waits.append((f["next_tid"], m["cpu"], m["t"], m["t"] - since))
+        self.assertTrue(waits)
+
+        def figures(rows):
+            per = {}
+            for w in rows:
+                n, longest, total = per.get(w[0], (0, 0, 0))
+                per[w[0]] = (n + 1, max(longest, w[3]), total + w[3])
+            return per
+
+        def ours(report):
+            return {r["tid"]: (r["count"], r["max_ns"], r["total_ns"]) for r in report["per_thread"]}
+
+        self.assertEqual(ours(analyze("schedlat")), figures(waits))
+        self.assertEqual(ours(analyze("schedlat", "--cpu", str(cpu))), figures(w for w in waits if w[1] == cpu))
+        mine = [w for w in waits if w[0] == tid]
+        if mine:
+            narrowed = analyze("schedlat", "--tid", str(tid))
+            self.assertEqual(ours(narrowed), figures(mine))
+            self.assertEqual(narrowed["all"][0]["count"], len(mine))
+        # the second half of the waits by time of the switch in: from the middle one on, to the end
+        middle = sorted(w[2] for w in waits)[len(waits) // 2]
+        narrowed = analyze("schedlat", "--begin", str(middle))
+        self.assertEqual(ours(narrowed), figures(w for w in waits if w[2] >= middle))
+        self.assertEqual(narrowed["begin_ns"], middle)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ program built with -finstrument-functions (tests/apps/instrumented_calls.c) unde
 The figures are checked against the events themselves, read with babeltrace2 (acquisitions, waits and holds
 per mutex), and the call counts per function against `uftrace report` on the same binary; the call tree and
 the folded stacks against the same events; with --symbols (the traces record LTTng's state dump), the same
-figures under the functions' names, and the program's lock call site named by its function and line. Their exports: the Perfetto trace (decoded with `protoc --decode`) has
+figures under the functions' names, and the program's lock call site named by its function and line; narrowed to
+one thread (--tid) and to a time (--begin), each analysis's figures of those events alone. Their exports: the Perfetto trace (decoded with `protoc --decode`) has
 a slice per call, nested per thread, a wait slice per lock request and a hold slice per acquisition on the lock's
 track; the HTML timeline (in headless Chromium) draws the calls nested on their threads. Skipped when lttng-tools, the helpers, uftrace or xz are missing."""
 import json
@@ -143,6 +144,7 @@ class LocksTest(unittest.TestCase):
         # the expected figures, from the events, by the rules of src/analysis/analyze/locks.hpp
         acquired, waits, holds, contended, threads = {}, {}, {}, {}, {}
         pending, holders = {}, {}
+        acquired_by, waited_by = {}, {}  # per thread
         for e in events:
             name = e["name"].split(":")[1]
             pid, tid, mutex = e["context"]["vpid"], e["context"]["vtid"], e["payload"]["mutex"]
@@ -156,10 +158,12 @@ class LocksTest(unittest.TestCase):
                 if e["payload"]["status"] != 0:
                     continue
                 acquired[key] = acquired.get(key, 0) + 1
+                acquired_by[tid] = acquired_by.get(tid, 0) + 1
                 threads.setdefault(key, set()).add(tid)
                 if request and request[0] == mutex:
                     wait = e["ts"] - request[1]
                     waits.setdefault(key, []).append(wait)
+                    waited_by[tid] = waited_by.get(tid, 0) + wait
                     contended[key] = contended.get(key, 0) + (request[2] or wait >= 1000)
                 depth, since = held.get(tid, (0, e["ts"]))
                 held[tid] = (depth + 1, since)
@@ -199,6 +203,13 @@ class LocksTest(unittest.TestCase):
                 self.assertEqual(r["hold_total_ns"], sum(h) if h else None)
                 if h:
                     self.assertEqual(r["hold_max_ns"], max(h))
+        # narrowed to the thread of the most acquisitions: its acquisitions and waits alone, though the other
+        # threads' events still say who holds each lock
+        busiest = max(acquired_by, key=acquired_by.get)
+        narrowed = json.loads(tracery("analyze", "locks", "--json", "--tid", str(busiest), out))
+        self.assertEqual(sum(r["acquisitions"] for r in narrowed["per_lock"]), acquired_by[busiest])
+        self.assertEqual(sum(r["wait_total_ns"] or 0 for r in narrowed["per_lock"]), waited_by.get(busiest, 0))
+        self.assertTrue(all(r["tids"] in ("", str(busiest)) for r in narrowed["per_lock"]), narrowed["per_lock"])
         # per call site: the same acquisitions, split by caller
         sites = report["per_call_site"]
         self.assertEqual(sum(s["acquisitions"] for s in sites if s["pid"] == xz_pid),
@@ -283,6 +294,16 @@ class CallsTest(unittest.TestCase):
             if e["name"] == "lttng_ust_cyg_profile:func_entry":
                 entries[e["context"]["vtid"]] = entries.get(e["context"]["vtid"], 0) + 1
         self.assertEqual({r["tid"]: r["calls"] for r in report["per_thread"]}, entries)
+        # narrowed to one worker thread, then to the second half of the exits by time: those calls alone
+        worker = max(t for t in entries if t != next(iter(entries)))
+        exits = [e for e in trace.events if e["name"] == "lttng_ust_cyg_profile:func_exit"]
+        narrowed = json.loads(tracery("analyze", "calls", "--json", "--tid", str(worker), out))
+        self.assertEqual(sum(r["calls"] for r in narrowed["per_function"]),
+                         sum(1 for e in exits if e["context"]["vtid"] == worker))
+        self.assertEqual({r["tid"]: r["calls"] for r in narrowed["per_thread"]}, {worker: entries[worker]})
+        middle = sorted(e["ts"] for e in exits)[len(exits) // 2]
+        narrowed = json.loads(tracery("analyze", "calls", "--json", "--begin", str(middle), out))
+        self.assertEqual(sum(r["calls"] for r in narrowed["per_function"]), sum(1 for e in exits if e["ts"] >= middle))
         main_addr = next(a for a, n in names.items() if n == "main")
         main_events = [e["ts"] for e in trace.events if e["payload"].get("addr") == main_addr]
         self.assertEqual(len(main_events), 2)

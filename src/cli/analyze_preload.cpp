@@ -17,14 +17,15 @@ int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string 
 	const analysis::AddressNamer name = names.namer();
 	analysis::Report report;
 	if (kind == "locks") {
-		report = analysis::analyze_locks(walk, {a.contended_ns, a.longest}, names);
+		report = analysis::analyze_locks(walk, {a.contended_ns, a.longest}, names,
+		                                 analysis::Narrowing(a.narrow));
 		names.report(stderr);
 	} else {
 		if (a.folded && a.json)
 			throw std::invalid_argument("--folded writes folded stacks, not JSON: give one of them");
 		if (a.top && (a.folded || (a.tree && !a.json)))
 			throw std::invalid_argument("--top cuts tables, not folded stacks or the call tree's text");
-		analysis::CallStats calls = analysis::analyze_calls(walk, names);
+		analysis::CallStats calls = analysis::analyze_calls(walk, names, analysis::Narrowing(a.narrow));
 		names.report(stderr);
 		if (a.folded) {
 			calls.write_folded(stdout, name, a.weight == "calls");
@@ -36,13 +37,7 @@ int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string 
 		}
 		report = calls.report(name, {a.tree});
 	}
-	if (a.top)
-		analysis::keep_top(report, a.top);
-	if (a.json)
-		fputs(analysis::to_json(report).c_str(), stdout);
-	else
-		analysis::print_text(report, stdout);
-	return 0;
+	return print_report(std::move(report), a);
 }
 
 } // namespace tracery::cli

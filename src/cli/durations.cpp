@@ -19,6 +19,8 @@ std::optional<uint64_t> parse_duration_ns(std::string_view text, uint64_t bare_u
 	uint64_t scale;
 	if (unit.empty())
 		scale = bare_unit_ns;
+	else if (unit == "ns")
+		scale = 1;
 	else if (unit == "us")
 		scale = 1'000;
 	else if (unit == "ms")

@@ -1,5 +1,5 @@
 // Durations on the command line (--live's PERIOD, enable-rotation --timer,
-// enable-channel's timers and --blocking-timeout):
+// enable-channel's timers and --blocking-timeout, analyze's histograms):
 // one parser, each option with its own unit for a bare number and its own
 // bounds.
 #pragma once
@@ -10,7 +10,7 @@
 
 namespace tracery::cli {
 
-// A whole number of at most 12 digits with us, ms, s, m (or min) or h, or
+// A whole number of at most 12 digits with ns, us, ms, s, m (or min) or h, or
 // bare (then counted in `bare_unit_ns`), in ns; nullopt if it is not one or
 // overflows 64 bits.
 std::optional<uint64_t> parse_duration_ns(std::string_view text, uint64_t bare_unit_ns);

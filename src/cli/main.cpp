@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <map>
 
 using namespace tracery::cli;
 
@@ -96,16 +97,18 @@ void symbols_options(CLI::App *c, Args &a)
 	              "debug links DIR/PATH) instead of /usr/lib/debug");
 }
 
-// The options that narrow stats and analyses (lttng-analyses' names) and
-// --top; `times`: also --begin/--end (analyze latency has its own).
-void narrowing_options(CLI::App *c, Args &a, bool times)
+// The options that narrow stats and analyses (lttng-analyses' names), order
+// and cut their tables (--sort: `sort_default` the default) and print them;
+// `times`: --begin/--end (analyze latency: --from/--to, its --begin/--end
+// naming its events).
+void report_options(CLI::App *c, Args &a, bool times, const std::string &sort_default)
 {
-	if (times) {
-		c->add_option("--begin", a.narrow.begin,
-		              "Only what happens at or after this time (as `view --begin`: HH:MM:SS[.N], "
-		              "'YYYY-MM-DD HH:MM:SS[.N]', SECONDS.N or NS from the epoch)");
-		c->add_option("--end", a.narrow.end, "Only what happens at or before this time (as --begin)");
-	}
+	const std::string time_help = "Only what happens at or after this time (as `view --begin`: HH:MM:SS[.N], "
+				      "'YYYY-MM-DD HH:MM:SS[.N]', SECONDS.N or NS from the epoch)";
+	c->add_option(times ? "--begin" : "--from", a.narrow.begin,
+	              times ? time_help : time_help + "; the spans that end then");
+	c->add_option(times ? "--end" : "--to", a.narrow.end,
+	              std::string("Only what happens at or before this time (as ") + (times ? "--begin)" : "--from)"));
 	// each a list of one argument (PID,PID...), never the targets after it
 	c->add_option("--pid", a.narrow.pids, "Only these processes (PID,...)")
 		->delimiter(',')
@@ -117,8 +120,30 @@ void narrowing_options(CLI::App *c, Args &a, bool times)
 	c->add_option("--cpu", a.narrow.cpus, "Only what happens on these CPUs (CPU,...)")
 		->delimiter(',')
 		->allow_extra_args(false);
-	c->add_option("--top", a.top, "Only the N largest rows of each table (a note names the column)")
+	c->add_option("--sort", a.sort,
+	              "Order each table's rows by this column, largest first (text: A to Z): name, count, total, "
+	              "min, mean, max, stdev, p50, p90, p99 or a column of --json (default: " +
+	                      sort_default + ")");
+	c->add_option("--top", a.top,
+	              "Only the first N rows of each table (in --sort's order, else the largest by the table's main "
+	              "column; a note names it)")
 		->check(CLI::PositiveNumber);
+	c->add_flag("--fixed-units", a.fixed_units,
+	            "Text: every duration in µs with 3 decimals (default: each in ns, µs, ms or s as fits it; "
+	            "--json: always ns)");
+}
+
+// The histograms' buckets (lttng-analyses' linear buckets).
+void histogram_options(CLI::App *c, Args &a)
+{
+	c->add_option("--bucket-width", a.bucket_width,
+	              "Histogram: linear buckets this wide (e.g. 50us, 2ms; bare: ns) from --min (default: log2 "
+	              "buckets)");
+	c->add_option("--buckets", a.buckets, "Histogram: N linear buckets from --min to --max")
+		->check(CLI::Range(1, 10000));
+	c->add_option("--min", a.hist_min,
+	              "Histogram: linear buckets from this duration (default: the smallest value)");
+	c->add_option("--max", a.hist_max, "Histogram: linear buckets to this duration (default: the largest value)");
 }
 
 // Adds the options of track (untrack: no --follow-children) to `verb`.
@@ -508,7 +533,7 @@ int main(int argc, char **argv)
 	trace_target_options(stats, a, "TARGET", targets_help);
 	stats->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
 	symbols_options(stats, a);
-	narrowing_options(stats, a, true);
+	report_options(stats, a, true, "each table's: count");
 
 	auto *analyze = app.add_subcommand("analyze", "Analyses of traces: CPU time, system calls, wake-up latency, "
 	                                              "interrupts (kernel traces), spans between user events");
@@ -532,7 +557,18 @@ int main(int argc, char **argv)
 			[&run, &a, kind = std::string(kind)] { run = [&a, kind] { return verb_analyze(a, kind); }; });
 		trace_target_options(k, a, "TARGET", targets_help);
 		k->add_flag("--json", a.json, "One JSON object on stdout, for scripts");
-		narrowing_options(k, a, std::string(kind) != "latency");
+		static const std::map<std::string, std::string> sort_defaults = {
+			{"cputop", "cpu_ns (CPU time)"},
+			{"syscalls", "count"},
+			{"schedlat", "max"},
+			{"irq", "the IRQ line, the vector"},
+			{"latency", "the process"},
+			{"locks", "wait_total, then acquisitions"},
+			{"calls", "inclusive_total"}};
+		report_options(k, a, std::string(kind) != "latency", sort_defaults.at(kind));
+		if (std::string(kind) == "syscalls" || std::string(kind) == "schedlat" || std::string(kind) == "irq" ||
+		    std::string(kind) == "latency")
+			histogram_options(k, a);
 		if (std::string(kind) == "latency") {
 			k->add_option("--begin", a.span_begin, "The event that opens a span, e.g. 'app:request_begin'")
 				->required();

@@ -706,16 +706,53 @@ int verb_view(const Args &a)
 
 namespace {
 
+// --bucket-width, --buckets, --min and --max; CliError for a duration that is not one.
+analysis::HistogramOptions histogram_options(const Args &a)
+{
+	const auto duration = [](const std::string &text, const char *option) {
+		const auto ns = parse_duration_ns(text, 1);
+		if (!ns || *ns > static_cast<uint64_t>(INT64_MAX))
+			throw CliError(std::string(option) +
+			               " takes a duration: a whole number with ns, us, ms or s (bare: ns), "
+			               "not '" +
+			               text + "'");
+		return static_cast<int64_t>(*ns);
+	};
+	analysis::HistogramOptions h;
+	if (!a.bucket_width.empty()) {
+		h.bucket_width = duration(a.bucket_width, "--bucket-width");
+		if (h.bucket_width == 0)
+			throw CliError("--bucket-width takes a duration above 0");
+	}
+	h.buckets = a.buckets;
+	if (h.bucket_width && h.buckets)
+		throw CliError("give --bucket-width or --buckets, not both");
+	if (!a.hist_min.empty())
+		h.min = duration(a.hist_min, "--min");
+	if (!a.hist_max.empty())
+		h.max = duration(a.hist_max, "--max");
+	if (h.min && h.max && *h.min > *h.max)
+		throw CliError("--min is above --max");
+	return h;
+}
+
+} // namespace
+
 int print_report(analysis::Report r, const Args &a)
 {
+	if (!a.sort.empty())
+		analysis::sort_tables(r, a.sort);
+	analysis::rebucket_histograms(r, histogram_options(a));
 	if (a.top)
 		analysis::keep_top(r, a.top);
 	if (a.json)
 		fputs(analysis::to_json(r).c_str(), stdout);
 	else
-		analysis::print_text(r, stdout);
+		analysis::print_text(r, stdout, {.fixed_units = a.fixed_units});
 	return 0;
 }
+
+namespace {
 
 analysis::sql::OutputFormat query_format(const Args &a)
 {
@@ -745,10 +782,7 @@ int verb_stats(const Args &a)
 
 int verb_analyze(const Args &a, const std::string &kind)
 {
-	if (a.narrow.narrows() && kind != "cputop" && kind != "syscalls")
-		throw CliError("analyze " + kind +
-		               " cannot be narrowed yet: --begin, --end, --pid, --tid, --procname and "
-		               "--cpu go with stats, analyze cputop and analyze syscalls");
+	histogram_options(a); // its errors before the trace is read
 	return walking(trace_inputs(a), "analyze " + kind, [&](analysis::EventWalk &walk) {
 		const analysis::Narrowing narrowing(a.narrow);
 		if (kind == "cputop")
@@ -756,12 +790,12 @@ int verb_analyze(const Args &a, const std::string &kind)
 		if (kind == "syscalls")
 			return print_report(analysis::analyze_syscalls(walk, narrowing), a);
 		if (kind == "schedlat")
-			return print_report(analysis::analyze_schedlat(walk), a);
+			return print_report(analysis::analyze_schedlat(walk, narrowing), a);
 		if (kind == "irq")
-			return print_report(analysis::analyze_irq(walk), a);
+			return print_report(analysis::analyze_irq(walk, narrowing), a);
 		if (kind == "locks" || kind == "calls")
 			return analyze_preload(walk, a, kind, symbol_options(a));
-		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}), a);
+		return print_report(analysis::analyze_latency(walk, {a.span_begin, a.span_end, a.match}, narrowing), a);
 	});
 }
 

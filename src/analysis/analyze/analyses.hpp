@@ -95,22 +95,34 @@ private:
 
 // ---- schedlat: from a task's wake-up (sched_waking, else sched_wakeup or
 // sched_wakeup_new, the earliest since it last ran) to its sched_switch in.
+// Narrowed: the switches in within --begin/--end on a CPU of --cpu, of the
+// threads and processes of --tid/--pid/--procname.
 class SchedLat {
 public:
+	explicit SchedLat(Narrowing narrowing = {}) : narrowing_(std::move(narrowing)) {}
+	// The first event's time; throws std::invalid_argument (--begin/--end unreadable).
+	void begin(int64_t ns) { narrowing_.first_event(ns); }
 	void on_wakeup(int64_t ns, int64_t tid);
-	void on_switch(int64_t ns, int64_t prev_tid, int64_t next_tid);
+	// cpu: the switch's, when known
+	void on_switch(int64_t ns, int64_t prev_tid, int64_t next_tid, std::optional<int64_t> cpu = std::nullopt);
 	Report report(int64_t begin, int64_t end, const TaskTable &tasks);
 
 private:
+	Narrowing narrowing_;
 	std::unordered_map<int64_t, int64_t> woken_; // tid -> wake-up time
 	std::map<int64_t, Distribution> per_tid_;
-	Distribution all_;
 };
 
 // ---- irq: hard IRQ handlers (irq_handler_entry/exit) and soft IRQs
 // (softirq_entry/exit) per CPU: duration per IRQ line and per vector.
+// Narrowed: the handlers that exit within --begin/--end on a CPU of --cpu
+// (an IRQ is no process's: --pid, --tid and --procname are refused).
 class IrqStats {
 public:
+	// Throws std::invalid_argument when the narrowing names processes or threads.
+	explicit IrqStats(Narrowing narrowing = {});
+	// The first event's time; throws std::invalid_argument (--begin/--end unreadable).
+	void begin(int64_t ns) { narrowing_.first_event(ns); }
 	void on_irq_entry(int64_t ns, int64_t cpu, int64_t irq, std::string_view name);
 	void on_irq_exit(int64_t ns, int64_t cpu, int64_t irq);
 	void on_softirq_entry(int64_t ns, int64_t cpu, int64_t vec);
@@ -126,6 +138,8 @@ private:
 		std::string name;
 		Distribution d;
 	};
+	bool counted(int64_t ns, int64_t cpu) const { return narrowing_.time_in(ns) && narrowing_.cpu_in(cpu); }
+	Narrowing narrowing_;
 	bool seen_ = false;
 	std::unordered_map<int64_t, Open> hard_open_, soft_open_; // per CPU
 	std::map<int64_t, Line> hard_, soft_;
@@ -134,15 +148,25 @@ private:
 
 // ---- latency: spans from a begin event to an end event of the same thread
 // (vtid) or with the same value of a field (--match), paired as
-// model/spans.hpp says.
+// model/spans.hpp says. Narrowed: the spans whose end event is within the
+// time range (`analyze latency --from/--to`: its --begin/--end name the
+// events), on a CPU of --cpu, of the threads and processes of
+// --tid/--pid/--procname.
 class Spans {
 public:
-	// key: the thread or the matched value; who: the thread's (or event's) process and name, for the table.
+	explicit Spans(Narrowing narrowing = {}) : narrowing_(std::move(narrowing)) {}
+	// The first event's time; throws std::invalid_argument (the times unreadable).
+	void begin(int64_t ns) { narrowing_.first_event(ns); }
+	// key: the thread or the matched value.
 	void on_begin(int64_t ns, const std::string &key) { open_.begin(key, ns); }
-	void on_end(int64_t ns, const std::string &key, int64_t pid, std::string_view procname);
+	// Who ends it: the process and its name (for the table), the thread and
+	// CPU when known (for the narrowing).
+	void on_end(int64_t ns, const std::string &key, int64_t pid, std::string_view procname,
+	            std::optional<int64_t> tid = std::nullopt, std::optional<int64_t> cpu = std::nullopt);
 	Report report(int64_t begin, int64_t end, const std::string &title);
 
 private:
+	Narrowing narrowing_;
 	OpenSpans<std::string, int64_t> open_;
 	std::map<std::pair<int64_t, std::string>, Distribution> per_process_;
 	Distribution all_;
@@ -153,9 +177,9 @@ private:
 // lacks the events it needs (saying which to record), ReadError when damaged.
 Report analyze_cputop(EventWalk &walk, const Narrowing &narrowing = {});
 Report analyze_syscalls(EventWalk &walk, const Narrowing &narrowing = {});
-Report analyze_schedlat(EventWalk &walk);
-Report analyze_irq(EventWalk &walk);
+Report analyze_schedlat(EventWalk &walk, const Narrowing &narrowing = {});
+Report analyze_irq(EventWalk &walk, const Narrowing &narrowing = {});
 
-Report analyze_latency(EventWalk &walk, const SpanOptions &options);
+Report analyze_latency(EventWalk &walk, const SpanOptions &options, const Narrowing &narrowing = {});
 
 } // namespace tracery::analysis

@@ -3,7 +3,7 @@
 // idle task, a CPU busy from the start until its first switch), system calls
 // counted for the task on the exit's CPU under the entry's name, wake-up
 // latency from the earliest wake-up, IRQs paired per CPU, spans nested per key;
-// cputop and syscalls narrowed to a time range, CPUs, processes and threads.
+// each narrowed to a time range, CPUs, processes and threads.
 #include "analysis/analyze/analyses.hpp"
 #include "analysis/analyze/report_lookup_testing.hpp"
 
@@ -65,40 +65,6 @@ TEST(CpuTop, ATaskSeenOnlyMigratingHasNoTime)
 	EXPECT_EQ(i64(cell(r, "per_thread", 7, "cpu_ns")), 0);
 	EXPECT_EQ(i64(cell(r, "per_thread", 5, "cpu_ns")), 10);
 	EXPECT_EQ(i64(cell(r, "per_thread", 6, "cpu_ns")), 90);
-}
-
-// Narrowing options, set one by one (designated initializers would have to
-// name every member).
-NarrowOptions between(std::string begin, std::string end)
-{
-	NarrowOptions o;
-	o.begin = std::move(begin);
-	o.end = std::move(end);
-	return o;
-}
-NarrowOptions on_cpus(std::vector<int64_t> cpus)
-{
-	NarrowOptions o;
-	o.cpus = std::move(cpus);
-	return o;
-}
-NarrowOptions of_pids(std::vector<int64_t> pids)
-{
-	NarrowOptions o;
-	o.pids = std::move(pids);
-	return o;
-}
-NarrowOptions of_tids(std::vector<int64_t> tids)
-{
-	NarrowOptions o;
-	o.tids = std::move(tids);
-	return o;
-}
-NarrowOptions named(std::vector<std::string> procnames)
-{
-	NarrowOptions o;
-	o.procnames = std::move(procnames);
-	return o;
 }
 
 // The sequence of FollowsTheSwitchesOfEachCpu, narrowed.
@@ -326,6 +292,113 @@ TEST(Spans, PairPerKeyLastInFirstOut)
 	ASSERT_EQ(r.notes.size(), 2u);
 	EXPECT_NE(r.notes[0].find("1 span(s) begun and not ended"), std::string::npos);
 	EXPECT_NE(r.notes[1].find("1 end event(s) without a begin"), std::string::npos);
+}
+
+TEST(SchedLat, NarrowedCountsTheSwitchesInWithinOnTheCpusOfTheTasks)
+{
+	const auto run = [](NarrowOptions options) {
+		SchedLat s{Narrowing(std::move(options))};
+		TaskTable tasks;
+		tasks.set(5, 5, "app");
+		tasks.set(6, 6, "db");
+		s.begin(0);
+		s.on_wakeup(100, 5);
+		s.on_switch(150, 9, 5, 0); // 5 waited 50 for CPU 0
+		s.on_wakeup(200, 6);
+		s.on_switch(230, 5, 6, 1); // 6 waited 30 for CPU 1
+		s.on_wakeup(400, 5);
+		s.on_switch(420, 6, 5, 1); // 5 waited 20 for CPU 1
+		return s.report(0, 1000, tasks);
+	};
+	const auto all = [](const Report &r, const std::string &key) {
+		const Table &t = table(r, "all");
+		return i64(t.rows[0][column(t, key)]);
+	};
+	Report r = run(between("160", ""));
+	EXPECT_EQ(r.begin_ns, 160);
+	EXPECT_EQ(all(r, "count"), 2);
+	EXPECT_EQ(all(r, "max_ns"), 30);
+	EXPECT_EQ(i64(cell(r, "per_thread", 5, "count")), 1);
+	EXPECT_EQ(i64(cell(r, "per_thread", 5, "max_ns")), 20);
+	r = run(on_cpus({0}));
+	EXPECT_EQ(all(r, "count"), 1);
+	EXPECT_EQ(all(r, "max_ns"), 50);
+	EXPECT_EQ(table(r, "per_thread").rows.size(), 1u);
+	for (const NarrowOptions &o : {of_pids({6}), of_tids({6}), named({"db"})}) {
+		r = run(o);
+		ASSERT_EQ(table(r, "per_thread").rows.size(), 1u);
+		EXPECT_EQ(i64(table(r, "per_thread").rows[0][0]), 6);
+		EXPECT_EQ(all(r, "count"), 1);
+		EXPECT_EQ(all(r, "total_ns"), 30);
+		int64_t n = 0;
+		for (const auto &row : table(r, "histogram").rows)
+			n += i64(row[2]);
+		EXPECT_EQ(n, 1);
+	}
+}
+
+TEST(Irq, NarrowedCountsTheHandlersThatExitWithinOnTheCpus)
+{
+	const auto run = [](NarrowOptions options) {
+		IrqStats s{Narrowing(std::move(options))};
+		s.begin(0);
+		s.on_irq_entry(100, 0, 24, "eth0");
+		s.on_irq_entry(105, 1, 24, "eth0");
+		s.on_irq_exit(130, 1, 24); // 25 on CPU 1
+		s.on_irq_exit(140, 0, 24); // 40 on CPU 0
+		s.on_softirq_entry(300, 1, 3);
+		s.on_softirq_exit(307, 1, 3); // 7 on CPU 1
+		return s.report(0, 1000);
+	};
+	Report r = run(on_cpus({1}));
+	EXPECT_EQ(i64(cell(r, "hard", 24, "count")), 1);
+	EXPECT_EQ(i64(cell(r, "hard", 24, "max_ns")), 25);
+	EXPECT_EQ(i64(cell(r, "soft", 3, "count")), 1);
+	r = run(between("", "135"));
+	EXPECT_EQ(r.end_ns, 135);
+	EXPECT_EQ(i64(cell(r, "hard", 24, "count")), 1);
+	EXPECT_EQ(i64(cell(r, "hard", 24, "min_ns")), 25);
+	EXPECT_TRUE(table(r, "soft").rows.empty());
+	// an IRQ is no process's
+	EXPECT_THROW(IrqStats{Narrowing(of_pids({1}))}, std::invalid_argument);
+}
+
+TEST(Spans, NarrowedCountsTheSpansThatEndWithinOnTheCpusOfTheTasks)
+{
+	const auto run = [](NarrowOptions options) {
+		Spans s{Narrowing(std::move(options))};
+		s.begin(0);
+		s.on_begin(10, "11");
+		s.on_end(40, "11", 10, "web", 11, 0); // 30, thread 11 on CPU 0
+		s.on_begin(50, "21");
+		s.on_end(150, "21", 20, "db", 21, 1); // 100, thread 21 on CPU 1
+		s.on_begin(160, "11");
+		s.on_end(170, "11", 10, "web", 11, 1); // 10, thread 11 on CPU 1
+		return s.report(0, 200, "a to b");
+	};
+	const auto all = [](const Report &r, const std::string &key) {
+		const Table &t = table(r, "all");
+		return i64(t.rows[0][column(t, key)]);
+	};
+	Report r = run(of_pids({10}));
+	EXPECT_EQ(all(r, "count"), 2);
+	EXPECT_EQ(all(r, "total_ns"), 40);
+	ASSERT_EQ(table(r, "per_process").rows.size(), 1u);
+	EXPECT_EQ(i64(cell(r, "per_process", 10, "max_ns")), 30);
+	r = run(on_cpus({1}));
+	EXPECT_EQ(all(r, "count"), 2);
+	EXPECT_EQ(all(r, "min_ns"), 10);
+	EXPECT_EQ(all(r, "max_ns"), 100);
+	r = run(between("100", ""));
+	EXPECT_EQ(all(r, "count"), 2);
+	EXPECT_EQ(all(r, "total_ns"), 110);
+	for (const NarrowOptions &o : {of_tids({21}), named({"db"})}) {
+		r = run(o);
+		EXPECT_EQ(all(r, "count"), 1);
+		EXPECT_EQ(all(r, "max_ns"), 100);
+	}
+	// what is left out is no unmatched end
+	EXPECT_TRUE(r.notes.empty());
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // inclusive and exclusive time, the call tree and folded stacks, from the
 // function entry/exit events of the preload helpers (the rules: calls.hpp).
 #include "analysis/analyze/calls.hpp"
+#include "analysis/analyze/user_event_narrowing.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -33,7 +34,8 @@ uint32_t CallStats::child(uint32_t parent, int64_t pid, uint64_t addr)
 void CallStats::on_entry(int64_t ns, int64_t pid, int64_t tid, uint64_t addr)
 {
 	Thread &t = threads_[{pid, tid}];
-	++thread_calls_[{pid, tid}];
+	if (counted_)
+		++thread_calls_[{pid, tid}];
 	if (t.stack.size() >= kMaxDepth) {
 		++t.too_deep;
 		++too_deep_;
@@ -58,15 +60,18 @@ void CallStats::pop(int64_t ns, int64_t pid, Thread &t)
 	const int64_t exclusive = inclusive - f.children;
 	if (!t.stack.empty())
 		t.stack.back().children += inclusive;
+	const auto a = t.active.find(f.addr);
+	const bool outermost = --a->second == 0;
+	if (outermost)
+		t.active.erase(a);
+	if (!counted_)
+		return;
 	Function &fn = functions_[{pid, f.addr}];
 	++fn.calls;
 	fn.inclusive.add(inclusive);
 	fn.exclusive.add(exclusive);
-	const auto a = t.active.find(f.addr);
-	if (--a->second == 0) {
-		t.active.erase(a);
+	if (outermost)
 		fn.total += inclusive;
-	}
 	if (f.node != kNoNode) {
 		Node &n = nodes_[f.node];
 		++n.calls;
@@ -251,9 +256,10 @@ void CallStats::write_folded(FILE *out, const AddressNamer &name, bool weight_ca
 	}
 }
 
-CallStats analyze_calls(EventWalk &walk, AddressNames &names)
+CallStats analyze_calls(EventWalk &walk, AddressNames &names, const Narrowing &narrowing)
 {
 	ClassCache<PreloadEvent> cache;
+	UserEventNarrowing within(narrowing);
 	CallStats calls;
 	TimeRange range;
 	uint64_t seen = 0;
@@ -263,11 +269,13 @@ CallStats analyze_calls(EventWalk &walk, AddressNames &names)
 			continue;
 		}
 		range.see(it->ns);
+		within.first_event(range.first);
 		names.observe(*it);
 		const PreloadEvent &p = cache.get(*it, [&] { return PreloadEvent::of(*it); });
 		if (!p.is_call())
 			continue;
 		++seen;
+		calls.counting(within.counts(*it));
 		if (p.kind == PreloadEvent::func_entry) {
 			const uint64_t addr = PreloadEvent::address(*it, p.addr);
 			names.see(p.pid(*it), addr, AddressNames::function);
@@ -283,7 +291,7 @@ CallStats analyze_calls(EventWalk &walk, AddressNames &names)
 			"the program with -finstrument-functions and run it with the function preload helper (`tracery "
 			"exec --preload func -- PROGRAM`, or LD_PRELOAD=libtracery-preload-func.so) in a session that "
 			"enables 'lttng_ust_cyg_profile*:*' with the vpid and vtid contexts");
-	calls.set_range(range.first, range.last);
+	calls.set_range(narrowing.clamp(range.first), narrowing.clamp(range.last));
 	return calls;
 }
 

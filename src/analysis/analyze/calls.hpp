@@ -19,7 +19,10 @@
 //   counts only its outermost calls (a recursion is not counted twice);
 // - the tree merges the calls of a process's threads by path from the root:
 //   a node per distinct stack, at most kMaxNodes (what is deeper or beyond
-//   is counted); stacks deeper than kMaxDepth are cut there, counted.
+//   is counted); stacks deeper than kMaxDepth are cut there, counted;
+// - narrowed (--begin/--end, --cpu, --pid/--tid/--procname), every event
+//   still moves the stacks and a call counts (its times, its node of the
+//   tree) when its exit is within.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,7 @@
 #include "analysis/model/preload_events.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
+#include "analysis/read/narrowing.hpp"
 
 namespace tracery::analysis {
 
@@ -51,6 +55,9 @@ public:
 	// addr: none for the fast variant's exit (it closes the innermost call)
 	void on_exit(int64_t ns, int64_t pid, int64_t tid, std::optional<uint64_t> addr);
 	void on_lost(uint64_t events) { lost_ += events; }
+	// Whether the calls that the events fed next end count (narrowed: they
+	// are within); the stacks move either way.
+	void counting(bool counted) { counted_ = counted; }
 
 	// The trace's first and last event times, for the report.
 	void set_range(int64_t begin, int64_t end)
@@ -105,6 +112,7 @@ private:
 	std::map<std::tuple<uint32_t, int64_t, uint64_t>, uint32_t> node_of_; // (parent, process, function) -> node
 	std::map<std::pair<int64_t, uint64_t>, uint32_t> roots_;              // (process, function) -> root node
 	int64_t begin_ = 0, end_ = 0;
+	bool counted_ = true;
 	uint64_t lost_ = 0, unmatched_exits_ = 0, skipped_exits_ = 0, too_deep_ = 0, untreed_ = 0;
 };
 
@@ -112,6 +120,6 @@ private:
 // with names.namer(): names observes every event and sees each function).
 // Throws std::runtime_error when the trace has no function entry or exit
 // event (saying how to record them), ReadError when damaged.
-CallStats analyze_calls(EventWalk &walk, AddressNames &names);
+CallStats analyze_calls(EventWalk &walk, AddressNames &names, const Narrowing &narrowing = {});
 
 } // namespace tracery::analysis

@@ -23,6 +23,13 @@ std::string softirq_name(int64_t vec)
 
 } // namespace
 
+IrqStats::IrqStats(Narrowing narrowing) : narrowing_(std::move(narrowing))
+{
+	if (narrowing_.options().by_task())
+		throw std::invalid_argument("an IRQ runs for no process or thread: analyze irq is narrowed by --begin, "
+		                            "--end and --cpu, not --pid, --tid or --procname");
+}
+
 void IrqStats::on_irq_entry(int64_t ns, int64_t cpu, int64_t irq, std::string_view name)
 {
 	seen_ = true;
@@ -38,8 +45,10 @@ void IrqStats::on_irq_exit(int64_t ns, int64_t cpu, int64_t irq)
 	const auto o = hard_open_.find(cpu);
 	if (o == hard_open_.end() || o->second.id != irq)
 		return;
-	hard_[irq].d.add(ns - o->second.ns);
-	hard_all_.add(ns - o->second.ns);
+	if (counted(ns, cpu)) {
+		hard_[irq].d.add(ns - o->second.ns);
+		hard_all_.add(ns - o->second.ns);
+	}
 	hard_open_.erase(o);
 }
 
@@ -55,16 +64,18 @@ void IrqStats::on_softirq_exit(int64_t ns, int64_t cpu, int64_t vec)
 	const auto o = soft_open_.find(cpu);
 	if (o == soft_open_.end() || o->second.id != vec)
 		return;
-	Line &l = soft_[vec];
-	l.name = softirq_name(vec);
-	l.d.add(ns - o->second.ns);
-	soft_all_.add(ns - o->second.ns);
+	if (counted(ns, cpu)) {
+		Line &l = soft_[vec];
+		l.name = softirq_name(vec);
+		l.d.add(ns - o->second.ns);
+		soft_all_.add(ns - o->second.ns);
+	}
 	soft_open_.erase(o);
 }
 
 Report IrqStats::report(int64_t begin, int64_t end)
 {
-	Report r = Report::ranged("irq", begin, end);
+	Report r = Report::ranged("irq", narrowing_.clamp(begin), narrowing_.clamp(end));
 	for (auto [lines, key, title] :
 	     {std::tuple{&hard_, "hard", "Hard IRQ handlers"}, std::tuple{&soft_, "soft", "Soft IRQs"}}) {
 		Table &t = r.tables.emplace_back();
@@ -87,14 +98,15 @@ Report IrqStats::report(int64_t begin, int64_t end)
 	return r;
 }
 
-Report analyze_irq(EventWalk &walk)
+Report analyze_irq(EventWalk &walk, const Narrowing &narrowing)
 {
 	ClassCache<KernelEvent> cache;
 	CpuOf cpu_of;
-	IrqStats irq;
+	IrqStats irq(narrowing);
 	TimeRange range;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
+		irq.begin(range.first);
 		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
 		const bool hard = f.kind == KernelEvent::irq_entry || f.kind == KernelEvent::irq_exit;
 		if (!hard && f.kind != KernelEvent::softirq_entry && f.kind != KernelEvent::softirq_exit)

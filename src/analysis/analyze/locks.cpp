@@ -2,6 +2,7 @@
 // mutexes and rwlocks, condition waits, per lock and per call site, from the
 // pthread preload helper's events (the rules: locks.hpp).
 #include "analysis/analyze/locks.hpp"
+#include "analysis/analyze/user_event_narrowing.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -62,15 +63,17 @@ void LockStats::on_acquire(int64_t ns, Who who, Kind kind, uint64_t lock, bool w
 		waiting_.erase(w);
 	}
 	Lock &l = lock_of(who.pid, lock, kind);
-	Figures &site = sites_[{who.pid, who.ip, lock}];
 	if (status != 0) {
-		++l.f.failed;
-		++site.failed;
+		if (counted_) {
+			++l.f.failed;
+			++sites_[{who.pid, who.ip, lock}].failed;
+		}
 		return;
 	}
-	if (!request) {
+	if (counted_ && !request) {
 		++no_request_;
-	} else {
+	} else if (counted_) {
+		Figures &site = sites_[{who.pid, who.ip, lock}];
 		const int64_t wait = ns - request->ns;
 		const bool contended = request->contended || wait >= options_.contended_ns;
 		for (Figures *f : {&l.f, &site}) {
@@ -79,30 +82,31 @@ void LockStats::on_acquire(int64_t ns, Who who, Kind kind, uint64_t lock, bool w
 		}
 		keep_longest({ns, wait, who.pid, who.tid, request->holder, lock, who.ip});
 	}
-	hold(ns, who, kind, lock, write, true);
+	hold(ns, who, kind, lock, write, counted_);
 }
 
 void LockStats::on_trylock(int64_t ns, Who who, Kind kind, uint64_t lock, bool write, int64_t status)
 {
 	Lock &l = lock_of(who.pid, lock, kind);
 	if (status != 0) {
-		++l.f.try_failures;
-		++sites_[{who.pid, who.ip, lock}].try_failures;
+		if (counted_) {
+			++l.f.try_failures;
+			++sites_[{who.pid, who.ip, lock}].try_failures;
+		}
 		return;
 	}
-	hold(ns, who, kind, lock, write, true);
+	hold(ns, who, kind, lock, write, counted_);
 }
 
 void LockStats::hold(int64_t ns, const Who &who, Kind kind, uint64_t lock, bool write, bool counted)
 {
 	Lock &l = lock_of(who.pid, lock, kind);
-	Figures &site = sites_[{who.pid, who.ip, lock}];
 	std::vector<Holder> &holders = holders_[{who.pid, lock}];
 	const auto mine =
 		std::find_if(holders.begin(), holders.end(), [&](const Holder &h) { return h.tid == who.tid; });
 	if (counted) {
 		++l.f.acquisitions;
-		++site.acquisitions;
+		++sites_[{who.pid, who.ip, lock}].acquisitions;
 		if (l.threads.size() < kThreadsKept || l.threads.count(who.tid))
 			l.threads.insert(who.tid);
 		else
@@ -112,7 +116,7 @@ void LockStats::hold(int64_t ns, const Who &who, Kind kind, uint64_t lock, bool 
 		++mine->depth;
 		if (counted) {
 			++l.f.recursive;
-			++site.recursive;
+			++sites_[{who.pid, who.ip, lock}].recursive;
 		}
 		return;
 	}
@@ -138,8 +142,10 @@ void LockStats::release(int64_t ns, const Who &who, uint64_t lock)
 	}
 	if (--mine->depth == 0) {
 		const int64_t held = ns - mine->since;
-		locks_[{who.pid, lock}].f.hold.add(held);
-		sites_[{who.pid, mine->ip, lock}].hold.add(held);
+		if (counted_) {
+			locks_[{who.pid, lock}].f.hold.add(held);
+			sites_[{who.pid, mine->ip, lock}].hold.add(held);
+		}
 		holders.erase(mine);
 		if (holders.empty())
 			holders_.erase(h);
@@ -160,9 +166,9 @@ void LockStats::on_cond_wait_begin(int64_t ns, Who who, uint64_t cond, uint64_t 
 
 void LockStats::on_cond_wait_end(int64_t ns, Who who, uint64_t cond, uint64_t mutex, int64_t status)
 {
-	Cond &c = conds_[{who.pid, cond}];
 	if (const auto w = cond_waiting_.find({who.pid, who.tid}); w != cond_waiting_.end()) {
-		if (w->second.cond == cond) {
+		if (w->second.cond == cond && counted_) {
+			Cond &c = conds_[{who.pid, cond}];
 			++c.waits;
 			c.wait.add(ns - w->second.ns);
 			c.timeouts += status != 0;
@@ -174,6 +180,8 @@ void LockStats::on_cond_wait_end(int64_t ns, Who who, uint64_t cond, uint64_t mu
 
 void LockStats::on_cond_signal(Who who, uint64_t cond, bool broadcast)
 {
+	if (!counted_)
+		return;
 	Cond &c = conds_[{who.pid, cond}];
 	++(broadcast ? c.broadcasts : c.signals);
 }
@@ -257,6 +265,9 @@ Report LockStats::report(int64_t begin, int64_t end, const AddressNamer &name)
 	lt.columns.push_back({"tids", "TIDs", Format::text});
 	lt.top_by = "wait_total_ns";
 	for (auto *e : by_wait(locks_, [](Lock &l) -> Figures & { return l.f; })) {
+		const Figures &f = e->second.f;
+		if (narrowed_ && !f.acquisitions && !f.try_failures && !f.failed && !f.hold.count())
+			continue; // only the events of others
 		std::vector<Cell> &row = lt.rows.emplace_back();
 		row = {e->first.first, hex_address(e->first.second), std::string(kind_name(e->second.kind))};
 		count_cells(e->second.f, row);
@@ -336,9 +347,10 @@ Report LockStats::report(int64_t begin, int64_t end, const AddressNamer &name)
 	return r;
 }
 
-Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &names)
+Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &names, const Narrowing &narrowing)
 {
 	ClassCache<PreloadEvent> cache;
+	UserEventNarrowing within(narrowing);
 	LockStats stats(options);
 	TimeRange range;
 	uint64_t seen = 0;
@@ -348,11 +360,13 @@ Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &
 			continue;
 		}
 		range.see(it->ns);
+		within.first_event(range.first);
 		names.observe(*it);
 		const PreloadEvent &p = cache.get(*it, [&] { return PreloadEvent::of(*it); });
 		if (!p.is_lock())
 			continue;
 		++seen;
+		stats.counting(within.counts(*it));
 		const LockStats::Who who{p.pid(*it), p.tid(*it), PreloadEvent::address(*it, p.ip)};
 		if (who.ip)
 			names.see(who.pid, who.ip, AddressNames::call_site);
@@ -407,7 +421,7 @@ Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &
 			"with the pthread preload helper (`tracery exec --preload pthread -- PROGRAM`, or "
 			"LD_PRELOAD=libtracery-preload-pthread.so) in a session that enables "
 			"'lttng_ust_pthread:*' with the vpid, vtid and ip contexts");
-	return stats.report(range.first, range.last, names.namer());
+	return stats.report(narrowing.clamp(range.first), narrowing.clamp(range.last), names.namer());
 }
 
 } // namespace tracery::analysis

@@ -21,7 +21,11 @@
 // - what the trace cut off is counted, never guessed: an acquisition whose
 //   request came before the trace's first event has no wait; an unlock of a
 //   lock not known held, a lock still held or waited for at the end, no
-//   hold; events the trace lost are reported.
+//   hold; events the trace lost are reported;
+// - narrowed (--begin/--end, --cpu, --pid/--tid/--procname), every event
+//   still moves the state (who holds, who waits) and what ends at an event
+//   within counts: an acquisition (its wait) or trylock at its event, a
+//   hold at its unlock, a condition wait at its end, a signal at its event.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,7 @@
 #include "analysis/model/preload_events.hpp"
 #include "analysis/output/report.hpp"
 #include "analysis/read/event_walk.hpp"
+#include "analysis/read/narrowing.hpp"
 
 namespace tracery::analysis {
 
@@ -63,6 +68,13 @@ public:
 	void on_cond_signal(Who who, uint64_t cond, bool broadcast);
 	// Events the trace says it lost.
 	void on_lost(uint64_t events) { lost_ += events; }
+	// Whether what the events fed next end counts (narrowed: they are
+	// within); they move the state either way.
+	void counting(bool counted)
+	{
+		counted_ = counted;
+		narrowed_ |= !counted;
+	}
 
 	Report report(int64_t begin, int64_t end, const AddressNamer &name);
 
@@ -123,6 +135,7 @@ private:
 	void keep_longest(const Wait &w);
 
 	LockOptions options_;
+	bool counted_ = true, narrowed_ = false; // narrowed_: some event was not counted
 	std::map<LockKey, Lock> locks_;
 	std::map<SiteKey, Figures> sites_;
 	std::map<LockKey, std::vector<Holder>> holders_;
@@ -136,6 +149,6 @@ private:
 // Over the events of a walk, the call sites named by names (which observes
 // every event). Throws std::runtime_error when the trace has no
 // lttng_ust_pthread event (saying how to record them), ReadError when damaged.
-Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &names);
+Report analyze_locks(EventWalk &walk, const LockOptions &options, AddressNames &names, const Narrowing &narrowing = {});
 
 } // namespace tracery::analysis

@@ -3,7 +3,9 @@
 // holds across recursion, rwlock readers, trylock failures, condition waits,
 // a trace that starts or ends mid-lock; calls' inclusive and exclusive time,
 // recursion counted once in the total, an exit that skips frames, exits
-// without entries, the fast variant's exits, the tree and folded stacks.
+// without entries, the fast variant's exits, the tree and folded stacks;
+// both narrowed (what ends at an event within counts, every event moves the
+// state).
 #include "analysis/analyze/calls.hpp"
 #include "analysis/analyze/locks.hpp"
 #include "analysis/analyze/report_lookup_testing.hpp"
@@ -18,14 +20,6 @@ using namespace tracery::analysis;
 namespace {
 
 using namespace tracery::analysis::testing;
-
-bool has_note(const Report &r, const std::string &start)
-{
-	for (const std::string &n : r.notes)
-		if (n.rfind(start, 0) == 0)
-			return true;
-	return false;
-}
 
 using Who = LockStats::Who;
 constexpr auto kMutex = LockStats::Kind::mutex;
@@ -169,6 +163,60 @@ std::string written(Write &&write)
 
 // Names functions by letter: 0xa -> "a".
 std::string letter(uint64_t addr, int64_t) { return std::string(1, static_cast<char>('a' + addr - 0xa)); }
+
+TEST(Locks, NarrowedCountsWhatEndsAtTheEventsWithin)
+{
+	LockStats s({.contended_ns = 500, .longest = 10});
+	const Who a{1, 11, 0x100}, b{1, 12, 0x200};
+	// narrowed to thread 12 (b): a's events move the state and count nothing
+	const auto as = [&](const Who &who) {
+		s.counting(who.tid == 12);
+		return who;
+	};
+	s.on_request(900, as(a), kMutex, 0x10, true);
+	s.on_acquire(1000, as(a), kMutex, 0x10, true, 0);
+	s.on_request(2000, as(b), kMutex, 0x10, true); // held by a: contended
+	s.on_unlock(4000, as(a), kMutex, 0x10);        // a's hold of 3000: not counted
+	s.on_acquire(4100, as(b), kMutex, 0x10, true, 0);
+	s.on_unlock(4600, as(b), kMutex, 0x10);
+	s.on_trylock(5000, as(a), kMutex, 0x20, true, 0); // a lock only a touches
+	s.on_unlock(5100, as(a), kMutex, 0x20);
+	const Report r = s.report(0, 6000, hex_address);
+	ASSERT_EQ(table(r, "per_lock").rows.size(), 1u);
+	EXPECT_EQ(i64(cell(r, "per_lock", "lock", "0x10", "acquisitions")), 1);
+	EXPECT_EQ(i64(cell(r, "per_lock", "lock", "0x10", "contended")), 1);
+	EXPECT_EQ(i64(cell(r, "per_lock", "lock", "0x10", "wait_total_ns")), 2100);
+	EXPECT_EQ(i64(cell(r, "per_lock", "lock", "0x10", "hold_total_ns")), 500);
+	EXPECT_EQ(std::get<std::string>(cell(r, "per_lock", "lock", "0x10", "tids")), "12");
+	const Table &w = table(r, "longest_waits");
+	ASSERT_EQ(w.rows.size(), 1u);
+	EXPECT_EQ(i64(w.rows[0][column(w, "holder_tid")]), 11);
+	EXPECT_FALSE(has_note(r, "1 acquisition(s) without their request"));
+}
+
+TEST(Calls, NarrowedCountsTheCallsThatExitWithin)
+{
+	CallStats c;
+	// a(0..100) calls b(10..40) on thread 11; b(0..5) on thread 12; from 50 on, thread 11 only
+	const auto at = [&](int64_t ns, int64_t tid) {
+		c.counting(ns >= 50 && tid == 11);
+		return ns;
+	};
+	c.on_entry(at(0, 11), 1, 11, 0xa);
+	c.on_entry(at(10, 11), 1, 11, 0xb);
+	c.on_exit(at(40, 11), 1, 11, 0xb);
+	c.on_entry(at(0, 12), 1, 12, 0xb);
+	c.on_exit(at(5, 12), 1, 12, 0xb);
+	c.on_exit(at(100, 11), 1, 11, 0xa);
+	c.set_range(50, 100);
+	const Report r = c.report(letter, {});
+	ASSERT_EQ(table(r, "per_function").rows.size(), 1u);
+	EXPECT_EQ(i64(cell(r, "per_function", "function", "a", "calls")), 1);
+	EXPECT_EQ(i64(cell(r, "per_function", "function", "a", "inclusive_total_ns")), 100);
+	// b's call, left out, still is not a's own time
+	EXPECT_EQ(i64(cell(r, "per_function", "function", "a", "exclusive_total_ns")), 70);
+	EXPECT_EQ(r.begin_ns, 50);
+}
 
 TEST(Calls, InclusiveExclusiveAndRecursion)
 {

@@ -1,7 +1,8 @@
 // analysis/analyze/report_lookup_testing.hpp — for the analyses' tests: find a
 // report's table by key, a column by key, and a cell by the value of one
 // column in its row (the first column unless named), throwing with what was
-// missing so a failed lookup names itself in the test's output.
+// missing so a failed lookup names itself in the test's output; whether a
+// note begins so; narrowing options made one at a time.
 #pragma once
 
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include <variant>
 
 #include "analysis/output/report.hpp"
+#include "analysis/read/narrowing.hpp"
 
 namespace tracery::analysis::testing {
 
@@ -63,5 +65,48 @@ inline Cell cell(const Report &r, const std::string &tab, const std::string &id,
 
 inline int64_t i64(const Cell &c) { return std::get<int64_t>(c); }
 inline double dbl(const Cell &c) { return std::get<double>(c); }
+
+// Whether a note of the report begins with `start`.
+inline bool has_note(const Report &r, const std::string &start)
+{
+	for (const std::string &n : r.notes)
+		if (n.rfind(start, 0) == 0)
+			return true;
+	return false;
+}
+
+// Narrowing options, set one by one (designated initializers would have to
+// name every member).
+inline NarrowOptions between(std::string begin, std::string end)
+{
+	NarrowOptions o;
+	o.begin = std::move(begin);
+	o.end = std::move(end);
+	return o;
+}
+inline NarrowOptions on_cpus(std::vector<int64_t> cpus)
+{
+	NarrowOptions o;
+	o.cpus = std::move(cpus);
+	return o;
+}
+inline NarrowOptions of_pids(std::vector<int64_t> pids)
+{
+	NarrowOptions o;
+	o.pids = std::move(pids);
+	return o;
+}
+inline NarrowOptions of_tids(std::vector<int64_t> tids)
+{
+	NarrowOptions o;
+	o.tids = std::move(tids);
+	return o;
+}
+inline NarrowOptions named(std::vector<std::string> procnames)
+{
+	NarrowOptions o;
+	o.procnames = std::move(procnames);
+	return o;
+}
 
 } // namespace tracery::analysis::testing

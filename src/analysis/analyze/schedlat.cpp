@@ -16,7 +16,7 @@ void SchedLat::on_wakeup(int64_t ns, int64_t tid)
 		woken_.try_emplace(tid, ns); // a later wake-up of a task already woken does not restart its wait
 }
 
-void SchedLat::on_switch(int64_t ns, int64_t prev_tid, int64_t next_tid)
+void SchedLat::on_switch(int64_t ns, int64_t prev_tid, int64_t next_tid, std::optional<int64_t> cpu)
 {
 	// A task woken while it still ran (before it left the CPU) did not wait.
 	woken_.erase(prev_tid);
@@ -25,14 +25,24 @@ void SchedLat::on_switch(int64_t ns, int64_t prev_tid, int64_t next_tid)
 		return;
 	const int64_t latency = ns - w->second;
 	woken_.erase(w);
-	per_tid_[next_tid].add(latency);
-	all_.add(latency);
+	if (narrowing_.time_in(ns) && narrowing_.cpu_in(cpu))
+		per_tid_[next_tid].add(latency);
 }
 
 Report SchedLat::report(int64_t begin, int64_t end, const TaskTable &tasks)
 {
-	Report r = Report::ranged("schedlat", begin, end);
-	r.tables.push_back(summary_table("all", "Wake-up latency, all tasks", all_));
+	Report r = Report::ranged("schedlat", narrowing_.clamp(begin), narrowing_.clamp(end));
+	Distribution all;
+	for (auto it = per_tid_.begin(); it != per_tid_.end();) {
+		const int64_t tid = it->first;
+		if (narrowing_.task_in(tid, tasks.pid(tid).value_or(tid), tasks.comm(tid))) {
+			all.merge(it->second);
+			++it;
+		} else {
+			it = per_tid_.erase(it);
+		}
+	}
+	r.tables.push_back(summary_table("all", "Wake-up latency, all tasks", all));
 
 	Table &t = r.add(
 		"per_thread", "Wake-up latency per thread",
@@ -54,25 +64,27 @@ Report SchedLat::report(int64_t begin, int64_t end, const TaskTable &tasks)
 		row = {tid, cell_of(pid), tasks.comm(tid)};
 		summary_cells(d->summary(), row);
 	}
-	r.tables.push_back(histogram_table("histogram", "Wake-up latency, all tasks", all_));
+	r.tables.push_back(histogram_table("histogram", "Wake-up latency, all tasks", all));
 	return r;
 }
 
-Report analyze_schedlat(EventWalk &walk)
+Report analyze_schedlat(EventWalk &walk, const Narrowing &narrowing)
 {
 	ClassCache<KernelEvent> cache;
+	CpuOf cpu_of;
 	TaskTable tasks;
-	SchedLat lat;
+	SchedLat lat(narrowing);
 	TimeRange range;
 	uint64_t switches = 0, wakeups = 0;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
+		lat.begin(range.first);
 		const KernelEvent &f = cache.get(*it, [&] { return KernelEvent::of(*it); });
 		tasks.observe(*it, f);
 		if (f.kind == KernelEvent::sched_switch) {
 			const auto prev = int_field(*it, f.prev_tid), next = int_field(*it, f.next_tid);
 			if (prev && next) {
-				lat.on_switch(it->ns, *prev, *next);
+				lat.on_switch(it->ns, *prev, *next, cpu_of(*it));
 				++switches;
 			}
 		} else if (f.kind == KernelEvent::sched_wake) {

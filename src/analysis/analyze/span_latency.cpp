@@ -11,13 +11,17 @@ namespace tracery::analysis {
 
 namespace reader = ctf::reader;
 
-void Spans::on_end(int64_t ns, const std::string &key, int64_t pid, std::string_view procname)
+void Spans::on_end(int64_t ns, const std::string &key, int64_t pid, std::string_view procname,
+                   std::optional<int64_t> tid, std::optional<int64_t> cpu)
 {
 	const auto begun = open_.end(key);
 	if (!begun) {
 		++unmatched_ends_;
 		return;
 	}
+	if (!narrowing_.time_in(ns) || !narrowing_.cpu_in(cpu) ||
+	    !narrowing_.task_in(tid, pid >= 0 ? std::optional<int64_t>(pid) : std::nullopt, procname))
+		return;
 	const int64_t d = ns - *begun;
 	per_process_[{pid, std::string(procname)}].add(d);
 	all_.add(d);
@@ -25,7 +29,7 @@ void Spans::on_end(int64_t ns, const std::string &key, int64_t pid, std::string_
 
 Report Spans::report(int64_t begin, int64_t end, const std::string &title)
 {
-	Report r = Report::ranged("latency", begin, end);
+	Report r = Report::ranged("latency", narrowing_.clamp(begin), narrowing_.clamp(end));
 	r.tables.push_back(summary_table("all", title, all_));
 
 	Table &pt = r.add("per_process", "Per process",
@@ -47,13 +51,16 @@ Report Spans::report(int64_t begin, int64_t end, const std::string &title)
 	return r;
 }
 
-Report analyze_latency(EventWalk &walk, const SpanOptions &options)
+Report analyze_latency(EventWalk &walk, const SpanOptions &options, const Narrowing &narrowing)
 {
 	SpanEvents events(walk.set(), options);
-	Spans spans;
+	Spans spans(narrowing);
+	CpuOf cpu_of;
+	ClassCache<FieldRef> vtid;
 	TimeRange range;
 	for_each_event(walk, range, [&](const reader::Item &event) {
 		const reader::Item *it = &event;
+		spans.begin(range.first);
 		const SpanEvents::Fields &f = events.of(*it);
 		if (f.kind == SpanEvents::Fields::other)
 			return;
@@ -72,7 +79,9 @@ Report analyze_latency(EventWalk &walk, const SpanOptions &options)
 		std::string_view procname = text_field(*it, f.procname);
 		if (procname.empty())
 			procname = env.procname;
-		spans.on_end(it->ns, key, pid, procname);
+		spans.on_end(it->ns, key, pid, procname,
+		             int_field(*it, vtid.get(*it, [&] { return find_context_field(*it, "vtid"); })),
+		             cpu_of(*it));
 	});
 	return spans.report(range.first, range.last, options.begin + " to " + options.end);
 }

@@ -60,7 +60,7 @@ Report Syscalls::report(int64_t begin, int64_t end, const TaskTable &tasks)
 	};
 	const auto cells = [](std::initializer_list<Cell> head, uint64_t errors, Distribution &d) {
 		std::vector<Cell> row;
-		row.reserve(head.size() + 9); // also keeps GCC 12 -O3 from a false -Warray-bounds on growing it
+		row.reserve(head.size() + 10); // also keeps GCC 12 -O3 from a false -Warray-bounds on growing it
 		row.insert(row.end(), head.begin(), head.end());
 		row.emplace_back(static_cast<int64_t>(errors));
 		summary_cells(d.summary(), row);

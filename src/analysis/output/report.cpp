@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <stdexcept>
 
 namespace tracery::analysis {
 
@@ -15,7 +16,7 @@ namespace {
 
 using base::kNsPerS;
 
-std::string format_cell(const Cell &c, Format f)
+std::string format_cell(const Cell &c, Format f, bool fixed_units = false)
 {
 	if (std::holds_alternative<std::monostate>(c))
 		return "-";
@@ -26,6 +27,8 @@ std::string format_cell(const Cell &c, Format f)
 	char b[64];
 	switch (f) {
 	case Format::duration:
+		if (!fixed_units)
+			return human_duration(d);
 		snprintf(b, sizeof b, "%.3f", d / 1000);
 		return b;
 	case Format::ratio:
@@ -55,10 +58,10 @@ std::string format_cell(const Cell &c, Format f)
 	return b;
 }
 
-std::string heading(const Column &c)
+std::string heading(const Column &c, bool fixed_units)
 {
 	std::string h = c.title;
-	if (c.format == Format::duration)
+	if (c.format == Format::duration && fixed_units)
 		h += " (µs)";
 	else if (c.format == Format::ratio)
 		h += " (%)";
@@ -71,7 +74,7 @@ size_t columns_of(const std::string &s)
 	return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xc0) != 0x80; }));
 }
 
-void print_table(const Table &t, FILE *out)
+void print_table(const Table &t, FILE *out, bool fixed_units)
 {
 	if (!t.title.empty())
 		fprintf(out, "%s\n", t.title.c_str());
@@ -79,14 +82,14 @@ void print_table(const Table &t, FILE *out)
 	std::vector<size_t> width;
 	std::vector<std::string> head;
 	for (const Column &c : t.columns) {
-		head.push_back(heading(c));
+		head.push_back(heading(c, fixed_units));
 		width.push_back(columns_of(head.back()));
 	}
 	uint64_t most = 0;
 	for (const auto &row : t.rows) {
 		auto &line = text.emplace_back();
 		for (size_t i = 0; i < row.size() && i < t.columns.size(); ++i) {
-			line.push_back(format_cell(row[i], t.columns[i].format));
+			line.push_back(format_cell(row[i], t.columns[i].format, fixed_units));
 			width[i] = std::max(width[i], columns_of(line.back()));
 		}
 		if (t.histogram && row.size() == 3 && std::holds_alternative<int64_t>(row[2]))
@@ -134,37 +137,123 @@ nlohmann::json json_cell(const Cell &c)
 
 } // namespace
 
+namespace {
+
+// The index of column `key` in t, or t.columns.size().
+size_t column_index(const Table &t, const std::string &key)
+{
+	return static_cast<size_t>(
+		std::find_if(t.columns.begin(), t.columns.end(), [&](const Column &c) { return c.key == key; }) -
+		t.columns.begin());
+}
+
+// A number cell as a double (empty cells and text: none).
+std::optional<double> number(const std::vector<Cell> &row, size_t k)
+{
+	if (k >= row.size())
+		return std::nullopt;
+	if (const auto *i = std::get_if<int64_t>(&row[k]))
+		return static_cast<double>(*i);
+	if (const auto *d = std::get_if<double>(&row[k]))
+		return *d;
+	return std::nullopt;
+}
+
+// Rows by column k: numbers largest first, text A to Z, empty cells last.
+void sort_rows(Table &t, size_t k)
+{
+	const bool text = t.columns[k].format == Format::text;
+	std::stable_sort(t.rows.begin(), t.rows.end(), [&](const auto &a, const auto &b) {
+		if (!text)
+			return number(a, k) > number(b, k); // an empty optional is the smallest
+		const auto *x = k < a.size() ? std::get_if<std::string>(&a[k]) : nullptr;
+		const auto *y = k < b.size() ? std::get_if<std::string>(&b[k]) : nullptr;
+		if (!x || !y)
+			return x && !y;
+		return *x < *y;
+	});
+}
+
+// The column of t that --sort NAME means, or t.columns.size().
+size_t sort_column(const Table &t, const std::string &name)
+{
+	size_t k = column_index(t, name);
+	if (k == t.columns.size())
+		k = column_index(t, name + "_ns");
+	if (k == t.columns.size() && name == "name")
+		k = static_cast<size_t>(std::find_if(t.columns.begin(), t.columns.end(),
+		                                     [](const Column &c) { return c.format == Format::text; }) -
+		                        t.columns.begin());
+	return k;
+}
+
+} // namespace
+
+void sort_tables(Report &report, const std::string &column)
+{
+	bool any = false;
+	std::vector<std::string> keys;
+	for (Table &t : report.tables) {
+		if (t.top_by.empty()) // whole tables: totals, histograms, losses
+			continue;
+		const size_t k = sort_column(t, column);
+		if (k == t.columns.size()) {
+			for (const Column &c : t.columns)
+				if (std::find(keys.begin(), keys.end(), c.key) == keys.end())
+					keys.push_back(c.key);
+			continue;
+		}
+		sort_rows(t, k);
+		t.sorted_by = t.columns[k].key;
+		any = true;
+	}
+	if (!any) {
+		std::string list;
+		for (const std::string &k : keys)
+			list += (list.empty() ? "" : ", ") + k;
+		throw std::invalid_argument("no table of " + report.kind + " has a column '" + column +
+		                            "' (--sort): give name or one of " + list);
+	}
+}
+
 void keep_top(Report &report, size_t n)
 {
 	for (Table &t : report.tables) {
-		if (t.top_by.empty())
-			continue;
-		const size_t k = static_cast<size_t>(std::find_if(t.columns.begin(), t.columns.end(),
-		                                                  [&](const Column &c) { return c.key == t.top_by; }) -
-		                                     t.columns.begin());
+		const bool sorted = !t.sorted_by.empty();
+		const size_t k = column_index(t, sorted ? t.sorted_by : t.top_by);
 		if (k == t.columns.size())
 			continue;
-		// an empty cell is the smallest; integers and reals compare as numbers
-		const auto value = [k](const std::vector<Cell> &row) -> std::optional<double> {
-			if (k >= row.size())
-				return std::nullopt;
-			if (const auto *i = std::get_if<int64_t>(&row[k]))
-				return static_cast<double>(*i);
-			if (const auto *d = std::get_if<double>(&row[k]))
-				return *d;
-			return std::nullopt;
-		};
-		std::stable_sort(t.rows.begin(), t.rows.end(),
-		                 [&](const auto &a, const auto &b) { return value(a) > value(b); });
+		if (!sorted)
+			sort_rows(t, k);
 		const size_t had = t.rows.size();
 		if (had > n)
 			t.rows.resize(n);
 		report.notes.push_back((t.title.empty() ? t.key : t.title) + ": the " + std::to_string(t.rows.size()) +
-		                       " largest by " + t.columns[k].title + " (of " + std::to_string(had) + ").");
+		                       (sorted ? " first by " : " largest by ") + t.columns[k].title + " (of " +
+		                       std::to_string(had) + ").");
 	}
 }
 
-void print_text(const Report &report, FILE *out)
+std::string human_duration(double ns)
+{
+	char b[64];
+	const double a = std::fabs(ns);
+	if (a < 1e3) {
+		if (ns == std::floor(ns))
+			snprintf(b, sizeof b, "%.0f ns", ns);
+		else
+			snprintf(b, sizeof b, "%.1f ns", ns);
+	} else if (a < 1e6) {
+		snprintf(b, sizeof b, "%.3f µs", ns / 1e3);
+	} else if (a < 1e9) {
+		snprintf(b, sizeof b, "%.3f ms", ns / 1e6);
+	} else {
+		snprintf(b, sizeof b, "%.3f s", ns / 1e9);
+	}
+	return b;
+}
+
+void print_text(const Report &report, FILE *out, const TextOptions &options)
 {
 	if (report.has_range) {
 		const Cell b = report.begin_ns, e = report.end_ns;
@@ -173,7 +262,7 @@ void print_text(const Report &report, FILE *out)
 		        static_cast<double>(report.end_ns - report.begin_ns) / 1e9);
 	}
 	for (const Table &t : report.tables)
-		print_table(t, out);
+		print_table(t, out, options.fixed_units);
 	for (const std::string &n : report.notes)
 		fprintf(out, "%s\n", n.c_str());
 	fflush(out);
@@ -357,6 +446,31 @@ std::vector<Distribution::Bucket> Distribution::histogram() const
 	return out;
 }
 
+Distribution::Linear Distribution::linear_histogram(int64_t lo, int64_t hi, int64_t width, size_t n) const
+{
+	Linear out;
+	for (size_t i = 0; i < n; ++i)
+		out.buckets.push_back(
+			{lo + static_cast<int64_t>(i) * width, lo + static_cast<int64_t>(i + 1) * width, 0});
+	const auto place = [&](int64_t v, uint64_t count) {
+		if (v < lo) {
+			out.below += count;
+		} else if (v > hi) {
+			out.above += count;
+		} else {
+			const auto i = static_cast<size_t>((v - lo) / width);
+			out.buckets[std::min(i, n - 1)].count += count;
+		}
+	};
+	for (int64_t v : values_)
+		place(v, 1);
+	for (const auto &[b, count] : buckets_) {
+		const auto [first, w] = bucket_range(b);
+		place(std::clamp(first + (w - 1) / 2, min_, max_), count);
+	}
+	return out;
+}
+
 void summary_columns(std::vector<Column> &columns)
 {
 	columns.push_back({"count", "Count", Format::integer});
@@ -367,6 +481,7 @@ void summary_columns(std::vector<Column> &columns)
 	columns.push_back({"p50_ns", "P50", Format::duration});
 	columns.push_back({"p90_ns", "P90", Format::duration});
 	columns.push_back({"p99_ns", "P99", Format::duration});
+	columns.push_back({"total_ns", "Total", Format::duration});
 }
 
 void summary_cells(const Distribution::Summary &s, std::vector<Cell> &row)
@@ -379,6 +494,7 @@ void summary_cells(const Distribution::Summary &s, std::vector<Cell> &row)
 	row.emplace_back(s.p50);
 	row.emplace_back(s.p90);
 	row.emplace_back(s.p99);
+	row.emplace_back(s.total);
 }
 
 Table summary_table(const std::string &key, const std::string &title, Distribution &d)
@@ -402,7 +518,55 @@ Table histogram_table(const std::string &key, const std::string &title, const Di
 	             {"count", "Count", Format::integer}};
 	for (const auto &b : d.histogram())
 		t.rows.push_back({b.lo, b.hi, static_cast<int64_t>(b.count)});
+	t.values = std::make_shared<const Distribution>(d);
 	return t;
+}
+
+void rebucket_histograms(Report &report, const HistogramOptions &options)
+{
+	if (!options.linear())
+		return;
+	if (options.bucket_width < 0 || (options.bucket_width > 0 && options.buckets > 0))
+		throw std::invalid_argument("give --bucket-width or --buckets, not both");
+	if (options.min && options.max && *options.min > *options.max)
+		throw std::invalid_argument("--min is above --max");
+	for (Table &t : report.tables) {
+		if (!t.histogram || !t.values)
+			continue;
+		t.rows.clear();
+		const Distribution &d = *t.values;
+		if (!d.count())
+			continue;
+		const int64_t lo = options.min.value_or(d.min());
+		const int64_t hi = std::max(options.max.value_or(d.max()), lo);
+		// the span of [lo, hi] in unsigned: lo may be far below 0
+		const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+		int64_t width = options.bucket_width;
+		uint64_t n = options.buckets ? options.buckets : 20; // only --min/--max: lttng-analyses' 20
+		if (width > 0)
+			n = std::max<uint64_t>(
+				span / static_cast<uint64_t>(width) + (span % static_cast<uint64_t>(width) != 0), 1);
+		else
+			width = static_cast<int64_t>(std::max<uint64_t>(span / n + (span % n != 0), 1));
+		if (n > HistogramOptions::kMaxBuckets)
+			throw std::invalid_argument("the histogram of " + t.title + " would have " + std::to_string(n) +
+			                            " buckets of " + human_duration(static_cast<double>(width)) +
+			                            ": at most " + std::to_string(HistogramOptions::kMaxBuckets) +
+			                            " (a wider --bucket-width, or --min/--max)");
+		const Distribution::Linear h = d.linear_histogram(lo, hi, width, static_cast<size_t>(n));
+		for (const auto &b : h.buckets)
+			t.rows.push_back({b.lo, b.hi, static_cast<int64_t>(b.count)});
+		if (h.below || h.above)
+			report.notes.push_back((t.title.empty() ? t.key : t.title) + ": " + std::to_string(h.below) +
+			                       " value(s) below " + human_duration(static_cast<double>(lo)) + " and " +
+			                       std::to_string(h.above) + " above " +
+			                       human_duration(static_cast<double>(hi)) +
+			                       " (--min, --max) not in the histogram");
+		if (!d.exact())
+			report.notes.push_back((t.title.empty() ? t.key : t.title) + ": beyond " +
+			                       std::to_string(Distribution::kExactLimit) +
+			                       " values, each placed by a value within 1/128 of it");
+	}
 }
 
 } // namespace tracery::analysis

@@ -1,5 +1,7 @@
 // analysis/output/report_test.cpp — distributions (nearest-rank percentiles, sample
-// standard deviation, log2 buckets), reports as JSON and text, --top.
+// standard deviation, log2 and linear buckets), reports as JSON and text
+// (durations in the unit that fits, or fixed), --sort, --top, the
+// histograms' --buckets/--bucket-width/--min/--max.
 #include "analysis/output/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <stdexcept>
 
 using namespace tracery::analysis;
 
@@ -163,20 +167,193 @@ TEST(Report, Json)
 	EXPECT_EQ(j["notes"][0], "a note");
 }
 
-TEST(Report, Text)
+std::string text_of(const Report &r, const TextOptions &options = {})
 {
 	char *buf = nullptr;
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
-	print_text(sample(), f);
+	print_text(r, f, options);
 	fclose(f);
 	const std::string text(buf, size);
 	free(buf);
+	return text;
+}
+
+TEST(Report, Text)
+{
+	std::string text = text_of(sample());
 	EXPECT_NE(text.find("(0.000002500 s)"), std::string::npos) << text;
+	// "µs" is two bytes and one column: the heading is as wide as "1.500 µs"
+	EXPECT_NE(text.find("Name      Time  Share (%)\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("a     1.500 µs      25.00\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("bb           -     100.00\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("a note\n"), std::string::npos) << text;
+	text = text_of(sample(), {.fixed_units = true});
 	EXPECT_NE(text.find("Name  Time (µs)  Share (%)\n"), std::string::npos) << text;
 	EXPECT_NE(text.find("a         1.500      25.00\n"), std::string::npos) << text;
 	EXPECT_NE(text.find("bb            -     100.00\n"), std::string::npos) << text;
-	EXPECT_NE(text.find("a note\n"), std::string::npos) << text;
+}
+
+TEST(Report, DurationsInTheUnitThatFitsThem)
+{
+	EXPECT_EQ(human_duration(0), "0 ns");
+	EXPECT_EQ(human_duration(870), "870 ns");
+	EXPECT_EQ(human_duration(437.5), "437.5 ns");
+	EXPECT_EQ(human_duration(999), "999 ns");
+	EXPECT_EQ(human_duration(1000), "1.000 µs");
+	EXPECT_EQ(human_duration(12500), "12.500 µs");
+	EXPECT_EQ(human_duration(2'345'678), "2.346 ms");
+	EXPECT_EQ(human_duration(1'285'306'800), "1.285 s");
+	EXPECT_EQ(human_duration(-1500), "-1.500 µs");
+}
+
+// Rows of (name, count, max_ns), --top by count.
+Report calls_report()
+{
+	Report r;
+	Table &t = r.add("per_call", "Calls",
+	                 {{"name", "Name", Format::text},
+	                  {"count", "Count", Format::integer},
+	                  {"max_ns", "Max", Format::duration}});
+	t.top_by = "count";
+	t.rows = {{std::string("read"), int64_t{3}, int64_t{50}},
+	          {std::string("close"), int64_t{9}, Cell()},
+	          {std::string("write"), int64_t{3}, int64_t{700}},
+	          {std::string("openat"), int64_t{1}, 4.5}};
+	Table &whole = r.add("total", "All", {{"count", "Count", Format::integer}});
+	whole.rows = {{int64_t{16}}};
+	return r;
+}
+
+std::string names_of(const Table &t)
+{
+	std::string s;
+	for (const auto &row : t.rows)
+		s += std::get<std::string>(row[0]) + " ";
+	return s;
+}
+
+TEST(Report, SortOrdersTheRowsOfTablesByTheColumnNamed)
+{
+	Report r = calls_report();
+	sort_tables(r, "max"); // max_ns: largest first, the empty cell last
+	EXPECT_EQ(names_of(r.tables[0]), "write read openat close ");
+	EXPECT_EQ(r.tables[0].sorted_by, "max_ns");
+	EXPECT_TRUE(r.tables[1].sorted_by.empty()); // a whole table stays as it is
+	sort_tables(r, "name");                     // the first text column, A to Z
+	EXPECT_EQ(names_of(r.tables[0]), "close openat read write ");
+	sort_tables(r, "count"); // equal counts keep the order they had (read before write)
+	EXPECT_EQ(names_of(r.tables[0]), "close read write openat ");
+	try {
+		sort_tables(r, "latency");
+		FAIL() << "sorted by a column no table has";
+	} catch (const std::invalid_argument &e) {
+		EXPECT_NE(std::string(e.what()).find("give name or one of name, count, max_ns"), std::string::npos)
+			<< e.what();
+	}
+	// --top after --sort keeps the first rows of the sorted order
+	r = calls_report();
+	sort_tables(r, "name");
+	keep_top(r, 2);
+	EXPECT_EQ(names_of(r.tables[0]), "close openat ");
+	ASSERT_EQ(r.notes.size(), 1u);
+	EXPECT_EQ(r.notes[0], "Calls: the 2 first by Name (of 4).");
+}
+
+// The rows of a histogram table as "lo-hi:count ".
+std::string buckets_of(const Table &t)
+{
+	std::string s;
+	for (const auto &row : t.rows)
+		s += std::to_string(std::get<int64_t>(row[0])) + "-" + std::to_string(std::get<int64_t>(row[1])) + ":" +
+		     std::to_string(std::get<int64_t>(row[2])) + " ";
+	return s;
+}
+
+Report histogram_of(std::initializer_list<int64_t> values)
+{
+	Distribution d;
+	for (int64_t v : values)
+		d.add(v);
+	Report r;
+	r.tables.push_back(histogram_table("histogram", "Latency", d));
+	return r;
+}
+
+TEST(Report, LinearHistograms)
+{
+	const std::initializer_list<int64_t> values = {10, 12, 19, 20, 35, 50};
+	Report r = histogram_of(values);
+	// without options: log2 edges
+	rebucket_histograms(r, {});
+	EXPECT_EQ(buckets_of(r.tables[0]), "8-16:2 16-32:2 32-64:2 ");
+	// 4 buckets from the smallest (10) to the largest (50): 10 wide, the last closed at 50
+	HistogramOptions o;
+	o.buckets = 4;
+	rebucket_histograms(r, o);
+	EXPECT_EQ(buckets_of(r.tables[0]), "10-20:3 20-30:1 30-40:1 40-50:1 ");
+	EXPECT_TRUE(r.notes.empty());
+	// 15 wide from --min 0: [0, 15) [15, 30) [30, 45) [45, 60), 50 in the last
+	r = histogram_of(values);
+	o = {};
+	o.bucket_width = 15;
+	o.min = 0;
+	rebucket_histograms(r, o);
+	EXPECT_EQ(buckets_of(r.tables[0]), "0-15:2 15-30:2 30-45:1 45-60:1 ");
+	// --min and --max leave out what is outside, and say how much
+	r = histogram_of(values);
+	o = {};
+	o.bucket_width = 10;
+	o.min = 15;
+	o.max = 35;
+	rebucket_histograms(r, o);
+	EXPECT_EQ(buckets_of(r.tables[0]), "15-25:2 25-35:1 ");
+	ASSERT_EQ(r.notes.size(), 1u);
+	EXPECT_EQ(r.notes[0], "Latency: 2 value(s) below 15 ns and 1 above 35 ns (--min, --max) not in the histogram");
+	// only --min: 20 buckets (lttng-analyses' default) to the largest value
+	r = histogram_of(values);
+	o = {};
+	o.min = 10;
+	rebucket_histograms(r, o);
+	ASSERT_EQ(r.tables[0].rows.size(), 20u);
+	EXPECT_EQ(buckets_of(r.tables[0]).substr(0, 23), "10-12:1 12-14:1 14-16:0");
+}
+
+TEST(Report, LinearHistogramsOfManyValuesPlaceThemWithin1Of128)
+{
+	Distribution d;
+	for (int64_t v = 0; v < 10000; ++v) // 10000 values: log-linear buckets beyond 4096
+		d.add(1'000'000 + v * 100);
+	Report r;
+	r.tables.push_back(histogram_table("histogram", "Latency", d));
+	HistogramOptions o;
+	o.buckets = 10; // 10 buckets of 99990 ns: 1000 values each, give or take the edges' 1/128
+	rebucket_histograms(r, o);
+	const Table &t = r.tables[0];
+	ASSERT_EQ(t.rows.size(), 10u);
+	int64_t n = 0;
+	for (const auto &row : t.rows) {
+		const int64_t count = std::get<int64_t>(row[2]);
+		n += count;
+		EXPECT_NEAR(count, 1000, 1999990 / 128 / 100 + 1);
+	}
+	EXPECT_EQ(n, 10000);
+	ASSERT_EQ(r.notes.size(), 1u);
+	EXPECT_NE(r.notes[0].find("beyond 4096 values"), std::string::npos);
+}
+
+TEST(Report, HistogramOptionsThatMakeNoHistogramAreRefused)
+{
+	Report r = histogram_of({1, 1'000'000'000});
+	HistogramOptions o;
+	o.bucket_width = 10; // 10^8 buckets
+	EXPECT_THROW(rebucket_histograms(r, o), std::invalid_argument);
+	o.buckets = 5;
+	EXPECT_THROW(rebucket_histograms(r, o), std::invalid_argument);
+	o = {};
+	o.min = 10;
+	o.max = 5;
+	EXPECT_THROW(rebucket_histograms(r, o), std::invalid_argument);
 }
 
 } // namespace

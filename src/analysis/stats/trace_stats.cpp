@@ -181,7 +181,7 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	uint64_t functions_not_kept = 0;
 	std::map<std::string, Count> names;
 	std::map<std::string, SyscallCounts> syscalls;    // by the call's name
-	std::unordered_map<int64_t, OpenCall> open_calls; // by thread
+	std::unordered_map<int64_t, OpenCall> open_calls; // by thread (or CPU)
 	std::map<int64_t, Count> cpus;
 	std::unordered_map<int64_t, Count> processes;
 	std::unordered_map<int64_t, std::string> process_names; // the last procname context of each
@@ -315,10 +315,14 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 			attribute(*it, c, 1, it->bits, it->seq);
 		}
 		if (c.syscall) {
-			// the thread: its tid context, else the task running on its CPU
+			// the thread: its tid context, else the task running on its CPU, else
+			// (no sched_switch yet) the CPU itself, as -1 - CPU: no thread's id
 			std::optional<int64_t> tid = int_field(*it, c.tid);
-			if (const auto cpu = int_field(*it, c.cpu); !tid && cpu)
+			if (const auto cpu = int_field(*it, c.cpu); !tid && cpu) {
 				tid = running.running(*cpu);
+				if (!tid)
+					tid = -1 - *cpu;
+			}
 			if (c.entry && tid) {
 				// an entry while a call is open: that one never returned
 				auto [open, added] = open_calls.try_emplace(*tid);

@@ -7,7 +7,8 @@
 // events and packets each stream lost (events_discarded, packet_seq_num
 // gaps). A kernel trace's system calls are one row each, `syscall NAME`,
 // their entry and exit paired per thread (the tid context, else the task
-// running on the event's CPU) and counted as one call (its bytes both
+// running on the event's CPU, else before any sched_switch of that CPU the
+// CPU: a trace of system calls alone) and counted as one call (its bytes both
 // events', from the entry's time to the exit's), and rows `syscall NAME
 // (entry without exit)` and `syscall NAME (exit without entry)` for the
 // others; the totals, CPUs and processes still count events.

@@ -557,6 +557,24 @@ TEST(TraceStats, SystemCallsAreEntriesAndExitsPairedPerThread)
 	EXPECT_EQ(count_of(s, "pid", "100"), "7"); // every event but the fork and the switches to 101
 }
 
+TEST(TraceStats, SystemCallsWithoutTheSchedulersEventsArePairedPerCpu)
+{
+	// no sched_switch, no tid context: CPU 0 reads (1002..1003) and enters a read; CPU 1 exits a read
+	const TraceDir t(kernel_metadata());
+	Packet a(1002, 1004, 0, 0);
+	a.event(2, 1002).put<uint32_t>(3).str("/a");
+	a.event(3, 1003).put<uint32_t>(1);
+	a.event(2, 1004).put<uint32_t>(3).str("/bc");
+	Packet b(1005, 1005, 0, 1);
+	b.event(3, 1005).put<uint32_t>(1);
+	t.stream("chan_0", {a.done()});
+	t.stream("chan_1", {b.done()});
+	const std::string s = stats_of(t.dir, Mode::counting);
+	EXPECT_EQ(count_of(s, "name", "\"syscall read\""), "1");
+	EXPECT_EQ(count_of(s, "name", "\"syscall read (entry without exit)\""), "1");
+	EXPECT_EQ(count_of(s, "name", "\"syscall read (exit without entry)\""), "1");
+}
+
 // The report as JSON, narrowed (every event an item, as the command walks then).
 std::string narrowed_stats_of(const fs::path &dir, const NarrowOptions &options)
 {

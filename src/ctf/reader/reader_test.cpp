@@ -172,6 +172,17 @@ TEST(MetadataPackets, UnpacksAndNamesDamage)
 		EXPECT_EQ(std::string(e.what()), "m: at offset 47: bad metadata packet magic (not 0x75D11D57)");
 	}
 	EXPECT_THROW(metadata_text(two.substr(0, two.size() - 1), "m"), ReadError);
+	// CTF 2's JSON fragments, in packets or not: refused by name, not as a TSDL syntax error
+	const std::string ctf2 = "\x1e{\"type\": \"preamble\", \"version\": 2}\n";
+	for (const std::string &bytes : {ctf2, packet(ctf2, 0x75D11D57)}) {
+		try {
+			parse_metadata(bytes, "m");
+			ADD_FAILURE();
+		} catch (const ReadError &e) {
+			EXPECT_NE(std::string(e.what()).find("m: CTF 2 metadata (JSON fragments"), std::string::npos)
+				<< e.what();
+		}
+	}
 }
 
 // Event fields of one event class, decoded from bytes.

@@ -1172,6 +1172,13 @@ TraceClass load_metadata(const std::string &path)
 TraceClass parse_metadata(const std::string &bytes, const std::string &path)
 {
 	const std::string text = metadata_text(bytes, path);
+	// The front end by the first byte: a record separator begins CTF 2's JSON fragments (see README.md).
+	if (!text.empty() && text[0] == '\x1e')
+		throw ReadError(
+			path, 0,
+			path + ": CTF 2 metadata (JSON fragments, as LTTng 2.15 writes by default) is not read "
+			       "yet: record the trace as CTF 1.8 (LTTng 2.15: `lttng create --trace-format=ctf-1.8`)",
+			true);
 	try {
 		return parse_tsdl(text);
 	} catch (const TsdlError &e) {
