@@ -5,10 +5,13 @@ that the relay's copy is byte for byte the local copy (--local-copy) and babeltr
 the line (a false marker with a lying length too) is skipped and counted with nothing lost; and that a line pulled
 mid-session loses frames the relay's end counts and reports, after which the sender connects again into a new
 directory: every packet the relay wrote is whole and one of the local copy's, and the packets missing are no
-more than the sender counts as sent and not confirmed."""
+more than the sender counts as sent and not confirmed. With the relay's --auth-keys, a sender without a key is
+refused over the line and one with a key authenticated; TLS over a line is refused."""
 import os
 import re
+import secrets
 import select
+import subprocess
 import threading
 import time
 import tty
@@ -98,11 +101,16 @@ class RelaySerialTest(DaemonTestCase):
         self.cable = Cable()
         self.addCleanup(self.cable.close)
         sender_device, relay_device = self.cable.devices
-        self.relay = Relay(self.d.tmp, args=("--serial", relay_device, "--serial-baud", "921600"))
+        self.relay = Relay(self.d.tmp, args=("--serial", relay_device, "--serial-baud", "921600",
+                                             *self.relay_args(self.d.tmp)))
         self.addCleanup(lambda: self.relay.stop())
         self.relay.wait_log(f"serial line {relay_device} open at 921600 baud, 8N1, no flow control")
         self.url = f"serial://{sender_device}?baud=921600"
         self.d.start_daemon()
+
+    def relay_args(self, tmp):
+        """The relay's options besides the line's."""
+        return ()
 
     def tearDown(self):
         for text in (self.d.log(), self.relay.text()):
@@ -118,9 +126,9 @@ class RelaySerialTest(DaemonTestCase):
         out = self.d.run([program("tests", "daemon-emitter"), "count", str(n)])
         self.assertIn(f"done {n}", out)
 
-    def create(self, name):
+    def create(self, name, *args):
         path = self.out(name)
-        out = self.d.tracery("create", name, "--set-url", self.url, "--local-copy", "--output", path).stdout
+        out = self.d.tracery("create", name, "--set-url", self.url, "--local-copy", "--output", path, *args).stdout
         self.assertIn(f"traces go to the relay at {self.url}", out)
         self.d.tracery("enable-channel", "-u", "chan", "-s", name, "--subbuf-size", "16k", "--num-subbuf", "8")
         self.d.tracery("enable-event", "-u", "emit:*", "-s", name, "-c", "chan")
@@ -230,6 +238,44 @@ class RelaySerialTest(DaemonTestCase):
         r = self.d.tracery("create", "none", "--set-url", "serial:///dev/null-device-absent", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("/dev/null-device-absent: No such file or directory", r.stderr)
+
+
+class RelaySerialAuthTest(RelaySerialTest):
+    """The relay's keys over the line: the challenge-response is in the relay protocol's frames."""
+
+    def relay_args(self, tmp):
+        self.secret = secrets.token_hex(32)
+        self.keys = os.path.join(tmp, "keys")
+        with open(self.keys, "w") as f:
+            f.write(f"bench-board {self.secret}\n")
+        os.chmod(self.keys, 0o600)
+        return ("--auth-keys", self.keys)
+
+    def test_key_over_the_line(self):
+        refused = self.d.tracery("create", "nokey", "--set-url", self.url, check=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("this relay takes authenticated senders only", refused.stderr)
+        ca = os.path.join(self.d.tmp, "ca.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", os.path.join(self.d.tmp, "ca.key"), "-out", ca, "-subj", "/CN=ca", "-days", "1"],
+                       check=True, capture_output=True, timeout=60)
+        tls = self.d.tracery("create", "tls", "--set-url", self.url, "--relay-key", self.keys, "--relay-ca", ca,
+                             check=False)
+        self.assertNotEqual(tls.returncode, 0)
+        self.assertIn("TLS is not used over a serial line", tls.stderr)
+        local = self.create("keyed", "--relay-key", self.keys)
+        self.relay.wait_log("authenticated as key bench-board")
+        self.d.tracery("start", "keyed")
+        self.emit(2_000)
+        self.end("keyed")
+        (copy,) = self.relay.sessions("keyed")
+        self.assert_same_files(local, os.path.join(copy, "ust"))
+
+    # The line's own tests run once, in RelaySerialTest.
+    test_session_over_the_line_is_the_local_copy = None
+    test_noise_is_skipped_and_counted = None
+    test_line_pulled_mid_session_loses_frames_counted = None
+    test_bad_urls_and_options = None
 
 
 if __name__ == "__main__":
