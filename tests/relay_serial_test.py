@@ -2,9 +2,10 @@
 `tracery-relayd --serial DEVICE`. The line is two pseudo-terminals and a thread of the test copying bytes between
 their masters, which can also add noise or drop everything for a while (the cable pulled, then put back). Checks
 that the relay's copy is byte for byte the local copy (--local-copy) and babeltrace2 reads the same; that noise on
-the line (a false marker with a lying length too) is skipped and counted with nothing lost; and that a line pulled
-mid-session loses frames the relay's end counts and reports, after which the sender connects again into a new
-directory: every packet the relay wrote is whole and one of the local copy's, and the packets missing are no
+the line (a false marker with a lying length too) is skipped and counted with nothing lost; that the relay opens
+its line again after it hung up and came back (a USB adapter replugged), its sender connecting again; and that a
+line pulled mid-session loses frames the relay's end counts and reports, after which the sender connects again
+into a new directory: every packet the relay wrote is whole and one of the local copy's, and the packets missing are no
 more than the sender counts as sent and not confirmed. With the relay's --auth-keys, a sender without a key is
 refused over the line and one with a key authenticated; TLS over a line is refused."""
 import os
@@ -28,38 +29,53 @@ MARKER = bytes([0xA5, 0x5A, ord("T"), ord("s")])
 
 class Cable:
     """Two pseudo-terminals joined by a thread: what one's master reads, the other's gets (both ways). The
-    slaves are the two ends' devices (kept open here so that a device outlives its user's close)."""
+    slaves are the two ends' devices (kept open here so that a device outlives its user's close). A side may be
+    unplugged (its pseudo-terminal closed: its device hangs up and goes away) and plugged again as a new one."""
 
     def __init__(self):
-        self.masters, self.slaves, self.devices = [], [], []
-        for _ in range(2):
-            master, slave = os.openpty()
-            tty.setraw(slave)
-            self.masters.append(master)
-            self.slaves.append(slave)
-            self.devices.append(os.ttyname(slave))
+        self.masters, self.slaves, self.devices = [None, None], [None, None], [None, None]
+        for side in range(2):
+            self.plug_new(side)
         self.lock = threading.Lock()
         self.pulled = False
-        self.dropped = 0  # bytes lost while pulled
-        self.carried = 0
+        self.dropped = 0  # bytes lost while pulled or unplugged
         self.stopping = False
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
+    def plug_new(self, side):
+        """A new pseudo-terminal for `side`; its device."""
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        self.masters[side], self.slaves[side], self.devices[side] = master, slave, os.ttyname(slave)
+        return self.devices[side]
+
+    def unplug(self, side):
+        with self.lock:
+            os.close(self.masters[side])
+            os.close(self.slaves[side])
+            self.masters[side] = self.slaves[side] = None
+
     def run(self):
         while not self.stopping:
-            ready, _, _ = select.select(self.masters, [], [], 0.1)
+            with self.lock:
+                fds = [fd for fd in self.masters if fd is not None]
+            try:
+                ready, _, _ = select.select(fds, [], [], 0.1)
+            except (OSError, ValueError):
+                continue  # a side unplugged meanwhile
             for fd in ready:
-                try:
-                    data = os.read(fd, 65536)
-                except OSError:
-                    continue
-                other = self.masters[1 - self.masters.index(fd)]
                 with self.lock:
-                    if self.pulled:
+                    if fd not in self.masters:
+                        continue
+                    try:
+                        data = os.read(fd, 65536)
+                    except OSError:
+                        continue
+                    other = self.masters[1 - self.masters.index(fd)]
+                    if self.pulled or other is None:
                         self.dropped += len(data)
                         continue
-                    self.carried += len(data)
                     os.write(other, data)
 
     def inject(self, side, data):
@@ -79,7 +95,8 @@ class Cable:
         self.stopping = True
         self.thread.join(timeout=5)
         for fd in self.masters + self.slaves:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
 
 
 def packets(path, stream):
@@ -101,10 +118,14 @@ class RelaySerialTest(DaemonTestCase):
         self.cable = Cable()
         self.addCleanup(self.cable.close)
         sender_device, relay_device = self.cable.devices
-        self.relay = Relay(self.d.tmp, args=("--serial", relay_device, "--serial-baud", "921600",
+        # The relay's device by a link, which a replugged line points elsewhere (a USB adapter's device
+        # coming back).
+        self.relay_line = os.path.join(self.d.tmp, "relay-line")
+        os.symlink(relay_device, self.relay_line)
+        self.relay = Relay(self.d.tmp, args=("--serial", self.relay_line, "--serial-baud", "921600",
                                              *self.relay_args(self.d.tmp)))
         self.addCleanup(lambda: self.relay.stop())
-        self.relay.wait_log(f"serial line {relay_device} open at 921600 baud, 8N1, no flow control")
+        self.relay.wait_log(f"serial line {self.relay_line} open at 921600 baud, 8N1, no flow control")
         self.url = f"serial://{sender_device}?baud=921600"
         self.d.start_daemon()
 
@@ -228,6 +249,32 @@ class RelaySerialTest(DaemonTestCase):
         relayed = sum(count_events(os.path.join(c, "ust"))["events"] for c in dirs)
         self.assertLess(relayed, events)
 
+    def test_relay_line_replugged(self):
+        self.create("replug")
+        self.d.tracery("start", "replug")
+        self.emit(2_000)
+        self.wait_for("the first packets confirmed",
+                      lambda: relay_counts(self.d.tracery("status", "replug").stdout).get("confirmed", 0) > 0)
+        self.cable.unplug(1)
+        self.relay.wait_log(f"serial line {self.relay_line}: the line hung up; opening it again")
+        self.relay.wait_log(f"serial line {self.relay_line}: ", "; trying again every 500 ms")
+        new_device = self.cable.plug_new(1)
+        os.symlink(new_device, self.relay_line + ".new")
+        os.replace(self.relay_line + ".new", self.relay_line)
+        self.wait_for("the line opened again", lambda: self.relay.text().count(f"serial line {self.relay_line} open at") == 2)
+        # The sender's next frames belong to a session the relay's end does not hold: RESET, and it connects again.
+        self.emit(2_000)
+        self.wait_for("a second connection", lambda: "2 connections" in self.d.tracery("status", "replug").stdout)
+        self.emit(2_000)
+        stop = self.end("replug")
+        counts = relay_counts(stop)
+        self.assertEqual(counts["confirmed"] + counts["unconfirmed"], counts["sent"], stop)
+        self.assertIn("the relay's end lost frames of this link", self.d.log())
+        dirs = self.relay.sessions("replug")
+        self.assertEqual(len(dirs), 2, dirs)
+        for copy in dirs:
+            self.assertGreater(count_events(os.path.join(copy, "ust"))["events"], 0, copy)
+
     def test_bad_urls_and_options(self):
         for url, want in (("serial://ttyS1", "the device is an absolute path"),
                           ("serial:///dev/ttyS1?baud=1234", "baud '1234' is not one of 9600")):
@@ -276,6 +323,7 @@ class RelaySerialAuthTest(RelaySerialTest):
     test_noise_is_skipped_and_counted = None
     test_line_pulled_mid_session_loses_frames_counted = None
     test_bad_urls_and_options = None
+    test_relay_line_replugged = None
 
 
 if __name__ == "__main__":

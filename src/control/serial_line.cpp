@@ -140,7 +140,9 @@ std::string open_line(const LineSettings &line, base::Fd *out)
 	t.c_cflag &= ~static_cast<tcflag_t>(CSTOPB | CRTSCTS);
 	t.c_cflag |= CLOCAL | CREAD | (line.rtscts ? CRTSCTS : 0);
 	t.c_iflag &= ~static_cast<tcflag_t>(IXON | IXOFF | IXANY);
-	t.c_cc[VMIN] = 0;
+	// A read waits for one byte (VMIN 1): non-blocking, no data is then EAGAIN
+	// and a read of 0 is a hangup (with VMIN 0 it would be 0 as well).
+	t.c_cc[VMIN] = 1;
 	t.c_cc[VTIME] = 0;
 	if (::cfsetispeed(&t, speed->speed) != 0 || ::cfsetospeed(&t, speed->speed) != 0 ||
 	    ::tcsetattr(fd.get(), TCSANOW, &t) != 0)
@@ -191,8 +193,8 @@ std::string LineEnd::read_some()
 				return {};
 			return cat("reading the line: ", std::strerror(errno));
 		}
-		if (n == 0)
-			return {};
+		if (n == 0) // non-blocking: no data is EAGAIN, so this is a hangup (a USB adapter unplugged)
+			return "the line hung up";
 		in.feed({buf, static_cast<size_t>(n)});
 	}
 	return {};

@@ -169,6 +169,17 @@ TEST(SenderLink, ClosedConnectionSendsItsBytesThenClose)
 	EXPECT_EQ(link->finish(), "");
 }
 
+TEST(SenderLink, LineGoneEndsTheSession)
+{
+	Pty pty;
+	std::unique_ptr<SenderLink> link;
+	base::Fd socket;
+	open_link(pty, &link, &socket);
+	pty.relay_end.reset(); // the master closed: the device hangs up
+	EXPECT_TRUE(at_eof(socket.get()));
+	EXPECT_EQ(link->finish(), "serial line " + pty.device + ": the line hung up");
+}
+
 TEST(SenderLink, NobodyAnswering)
 {
 	Pty pty;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -24,7 +25,10 @@ using control::serial::Frame;
 using control::serial::Kind;
 using control::serial::LineEnd;
 
+using Clock = std::chrono::steady_clock;
+
 constexpr int kRelayConnectMs = 2000;
+constexpr auto kResetRepeat = std::chrono::seconds(1);
 
 // One link session: the sender's id, the relay connection that carries it.
 struct Session {
@@ -106,6 +110,8 @@ void SerialReceiver::run()
 std::string SerialReceiver::serve(LineEnd &line)
 {
 	Session s;
+	uint32_t reset_link = 0; // the last session told RESET for its frames, and when
+	Clock::time_point reset_at;
 	const auto end_session = [&](const std::string &how) {
 		if (!s.relay)
 			return;
@@ -169,8 +175,18 @@ std::string SerialReceiver::serve(LineEnd &line)
 				         " opened"));
 				continue;
 			}
-			if (!ours)
-				continue; // an ended session's
+			if (!ours) {
+				// A session this end does not hold (ended here, or begun before the
+				// relay or its line was (re)started): the sender is told, at most
+				// once a second, so that it connects again.
+				if (f.kind == Kind::data &&
+				    (f.link != reset_link || Clock::now() - reset_at >= kResetRepeat)) {
+					line.send(Kind::reset, f.link, 0);
+					reset_link = f.link;
+					reset_at = Clock::now();
+				}
+				continue;
+			}
 			if (f.kind == Kind::data) {
 				if (f.sequence != s.next_in) {
 					const uint32_t lost = f.sequence > s.next_in ? f.sequence - s.next_in : 1;

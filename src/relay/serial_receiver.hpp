@@ -5,7 +5,9 @@
 // connection of its own to the relay's sender port, and carries the bytes of
 // the two over the line (control/serial_line.hpp). A gap in a session's
 // frame numbers ends it (RESET to the sender, which connects again); the
-// relay keeps what it wrote, as for any sender gone. Every session's frames
+// relay keeps what it wrote, as for any sender gone. DATA of a session
+// this end does not hold (the relay or its line restarted) is answered
+// with RESET too, so that its sender connects again. Every session's frames
 // lost, frames corrupted and bytes of noise are logged when it ends.
 #pragma once
 
