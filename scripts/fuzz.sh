@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets with clang into build-fuzz/ and runs each for
 # SECONDS (default 60), as many at once as there are cores: the filter parser+compiler, the bytecode verifier
 # (with both engines on what it accepts), the control socket's framing and
-# bodies, every control message's decoder, the relay protocol's frames and its authentication exchange, the requests of live viewers and the replies `view --live` decodes, session files, the event schemas programs send, the stream-file walk of the
+# bodies, every control message's decoder, the relay protocol's frames and its authentication exchange, the serial line's frames, the requests of live viewers and the replies `view --live` decodes, session files, the event schemas programs send, the stream-file walk of the
 # trace reader, the reader's TSDL metadata parser and packet decoding, the kernel's tracefs format files and ring-buffer pages,
 # filter expressions translated for the kernel, the SDT note operands and
 # the --args and --userspace-probe texts of dynamic probes.
@@ -15,10 +15,10 @@ seconds=${1:-60}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DTRACERY_FUZZ=ON -DTRACERY_WERROR=ON >/dev/null
 # target -> the directory of build-fuzz/src/ it is built in
-declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control [fuzz_messages]=control [fuzz_relay_frames]=control [fuzz_relay_auth]=control [fuzz_schema]=event
+declare -A dirs=([fuzz_compile]=filter [fuzz_verify]=filter [fuzz_wire]=control [fuzz_messages]=control [fuzz_relay_frames]=control [fuzz_relay_auth]=control [fuzz_serial_frames]=control [fuzz_schema]=event
   [fuzz_stream_check]=ctf [fuzz_tsdl]=ctf [fuzz_packet]=ctf [fuzz_format]=kernel [fuzz_page]=kernel [fuzz_kernel_filter]=filter
   [fuzz_sdt_args]=kernel [fuzz_probe_args]=kernel [fuzz_live_requests]=relay [fuzz_live_replies]=control [fuzz_session_file]=control)
-targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_messages fuzz_relay_frames fuzz_relay_auth fuzz_schema fuzz_stream_check fuzz_tsdl fuzz_packet fuzz_format fuzz_page fuzz_kernel_filter
+targets=(fuzz_compile fuzz_verify fuzz_wire fuzz_messages fuzz_relay_frames fuzz_relay_auth fuzz_serial_frames fuzz_schema fuzz_stream_check fuzz_tsdl fuzz_packet fuzz_format fuzz_page fuzz_kernel_filter
   fuzz_sdt_args fuzz_probe_args fuzz_live_requests fuzz_live_replies fuzz_session_file)
 ninja -C build-fuzz "${targets[@]}"
 [[ $seconds != --build-only ]] || exit 0

@@ -253,8 +253,8 @@ int main(int argc, char **argv)
 	create->add_flag("--snapshot", a.snapshot,
 	                 "Snapshot mode: buffers are only written by `tracery snapshot record`");
 	create->add_option("--set-url", a.url,
-	                   "Send the traces to tracery-relayd at net://HOST[:PORT] (default port 5342) instead of "
-	                   "writing them here");
+	                   "Send the traces to tracery-relayd at net://HOST[:PORT] (default port 5342), or over a "
+	                   "serial line at serial:///dev/DEVICE?baud=N, instead of writing them here");
 	create->add_flag("--local-copy", a.local_copy,
 	                 "With --set-url: also write the traces here (to --output or the default directory)");
 	create->add_option("--relay-key", a.relay_key,

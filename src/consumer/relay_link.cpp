@@ -24,6 +24,12 @@ constexpr size_t kSpareBuffers = 32;
 constexpr int kConnectTimeoutMs = 1000;
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 constexpr auto kIdleWait = std::chrono::milliseconds(250);
+
+// The relay as log lines name it: HOST:PORT, or the serial line's URL.
+std::string destination(const RelayLinkConfig &c)
+{
+	return c.serial ? control::serial::to_url(*c.serial) : cat(c.host, ":", std::to_string(c.port));
+}
 } // namespace
 
 RelayLink::RelayLink(RelayLinkConfig config) : config_(std::move(config))
@@ -235,11 +241,10 @@ std::string RelayLink::flush(int timeout_ms)
 			           " events were not sent");
 		}
 	}
-	std::string why = !c.relay_write_error.empty()
-	                          ? cat("the relay's disk refuses writes (", c.relay_write_error, ")")
-	                  : c.connected ? cat("the relay did not confirm in ", std::to_string(timeout_ms), " ms")
-	                                : cat("the relay at ", config_.host, ":", std::to_string(config_.port),
-	                                      " is not connected (", c.error, ")");
+	std::string why =
+		!c.relay_write_error.empty() ? cat("the relay's disk refuses writes (", c.relay_write_error, ")")
+		: c.connected                ? cat("the relay did not confirm in ", std::to_string(timeout_ms), " ms")
+			      : cat("the relay at ", destination(config_), " is not connected (", c.error, ")");
 	uint64_t events = 0, uncounted = 0;
 	for (const Item &item : queue_) {
 		if (item.kind != Kind::packet)
@@ -346,7 +351,7 @@ void RelayLink::disconnected(const std::string &why, bool reconnect)
 	for (StreamState &s : streams_)
 		s.declared = false;
 	if (was && reconnect)
-		log(cat("lost the relay at ", config_.host, ":", std::to_string(config_.port), ": ", why,
+		log(cat("lost the relay at ", destination(config_), ": ", why,
 		        "; connecting again, packets are queued meanwhile (then dropped and counted)"));
 }
 
@@ -354,7 +359,8 @@ bool RelayLink::connect(Lock &lock, int timeout_ms)
 {
 	lock.unlock();
 	std::string path;
-	std::string why = conn_.connect(config_.host, config_.port, timeout_ms, config_.security);
+	std::string why = config_.serial ? conn_.connect_serial(*config_.serial, timeout_ms, config_.security)
+	                                 : conn_.connect(config_.host, config_.port, timeout_ms, config_.security);
 	if (why.empty())
 		why = conn_.hello(config_.hello, &path, timeout_ms);
 	lock.lock();
@@ -368,7 +374,7 @@ bool RelayLink::connect(Lock &lock, int timeout_ms)
 	counts_.relay_path = path;
 	metadata_pending_ = true; // every trace declared again, with its whole metadata
 	if (counts_.connections > 1)
-		log(cat("connected to the relay at ", config_.host, ":", std::to_string(config_.port),
+		log(cat("connected to the relay at ", destination(config_),
 		        " again: the session goes on in its directory ", path));
 	return true;
 }

@@ -49,6 +49,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,9 +59,10 @@ namespace tracery::consumer {
 struct RelayLinkConfig {
 	std::string host;
 	uint16_t port = 0;
-	control::relay::Hello hello;             // hostname, session, creation time, live period
-	size_t queue_bytes = 64 * 1024 * 1024;   // packets waiting to be sent, at most
-	control::relay::ClientSecurity security; // TLS and the key, when the relay asks for them
+	std::optional<control::serial::LineSettings> serial; // set: over this serial line, not host and port
+	control::relay::Hello hello;                         // hostname, session, creation time, live period
+	size_t queue_bytes = 64 * 1024 * 1024;               // packets waiting to be sent, at most
+	control::relay::ClientSecurity security;             // TLS and the key, when the relay asks for them
 	// Lines for the daemon's log (connected, lost, reconnected): from the
 	// sender thread.
 	std::function<void(const std::string &)> log;

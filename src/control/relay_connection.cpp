@@ -64,6 +64,10 @@ std::string send_all(int fd, iovec *&iov, int &count, bool *stalled)
 
 std::string RelayConnection::fail(std::string why)
 {
+	fd_.reset(); // a serial link's thread ends once its socket closes
+	if (serial_)
+		if (const std::string link = serial_->finish(); !link.empty())
+			why = cat(why, " (", link, ")");
 	close();
 	return why;
 }
@@ -72,6 +76,7 @@ void RelayConnection::close()
 {
 	tls_ = tls::Channel();
 	fd_.reset();
+	serial_.reset();
 	in_ = Decoder();
 	relay_behind_ = relay_refused_ = false;
 }
@@ -140,6 +145,21 @@ std::string RelayConnection::connect(const std::string &host, uint16_t port, int
 			                    ? cat(why, " (a relay without --tls-cert closes TLS connections)")
 			                    : why);
 	}
+	if (security.key)
+		return authenticate(*security.key, timeout_ms);
+	return {};
+}
+
+std::string RelayConnection::connect_serial(const serial::LineSettings &line, int timeout_ms,
+                                            const ClientSecurity &security)
+{
+	close();
+	if (security.tls)
+		return "TLS is not used over a serial line (a line joins two machines alone): authenticate with a key";
+	if (std::string why = serial::SenderLink::open(line, timeout_ms, &serial_, &fd_); !why.empty())
+		return why;
+	const timeval send_timeout{kSendTimeoutMs / 1000, 0};
+	::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
 	if (security.key)
 		return authenticate(*security.key, timeout_ms);
 	return {};

@@ -17,12 +17,14 @@
 #include "base/fd.hpp"
 #include "control/auth.hpp"
 #include "control/relay_protocol.hpp"
+#include "control/serial_line.hpp"
 #include "control/tls.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,6 +54,11 @@ public:
 	// each within timeout_ms.
 	std::string connect(const std::string &host, uint16_t port, int timeout_ms = 5000,
 	                    const ClientSecurity &security = {});
+	// The same over a serial line (serial_line.hpp): a link session opened
+	// within timeout_ms, then the key's challenge-response as security says
+	// (TLS is not used over a line).
+	std::string connect_serial(const serial::LineSettings &line, int timeout_ms = 5000,
+	                           const ClientSecurity &security = {});
 	// Sends HELLO and waits (timeout_ms) for the reply; *relay_path: where the
 	// relay writes the session (relative to its output directory).
 	std::string hello(const Hello &h, std::string *relay_path = nullptr, int timeout_ms = 5000);
@@ -110,7 +117,8 @@ private:
 	std::string authenticate(const auth::Key &key, int timeout_ms);
 
 	base::Fd fd_;
-	tls::Channel tls_; // when the connection is TLS
+	tls::Channel tls_;                           // when the connection is TLS
+	std::unique_ptr<serial::SenderLink> serial_; // when it goes over a serial line: fd_ is its socket
 	Decoder in_;
 	uint64_t sync_token_ = 0;
 	// What the relay's NOTICEs said last: it does not read this sender while

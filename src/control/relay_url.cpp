@@ -42,11 +42,19 @@ std::optional<RelayUrl> parse_relay_url(std::string_view url, uint16_t default_p
 		*why = cat("bad ", option, " '", shown(url), "': ", what);
 		return std::nullopt;
 	};
+	if (url.starts_with("serial://")) {
+		RelayUrl u;
+		std::string what;
+		u.serial = serial::parse_serial_url(url, &what);
+		if (!u.serial)
+			return refuse(what);
+		return u;
+	}
 	if (!url.starts_with(kScheme))
 		return refuse(cat("the relay's address starts with net:// (e.g. ", option,
 		                  " net://collector or "
 		                  "net://192.0.2.7:",
-		                  std::to_string(default_port), ")"));
+		                  std::to_string(default_port), "), or serial:// for a serial line"));
 	std::string_view rest = url.substr(kScheme.size());
 	if (const size_t slash = rest.find('/'); slash != std::string_view::npos)
 		return refuse("a path after the host is not supported: give net://HOST[:PORT]");
@@ -106,6 +114,8 @@ std::optional<RelayUrl> parse_relay_url(std::string_view url, uint16_t default_p
 
 std::string to_string(const RelayUrl &u)
 {
+	if (u.serial)
+		return serial::to_url(*u.serial);
 	const bool v6 = u.host.find(':') != std::string::npos;
 	return cat(v6 ? "[" : "", u.host, v6 ? "]" : "", ":", std::to_string(u.port));
 }

@@ -133,6 +133,7 @@ SessionRelay Daemon::open_relay(const std::string &session, const std::string &u
 	consumer::RelayLinkConfig c;
 	c.host = u->host;
 	c.port = u->port;
+	c.serial = u->serial;
 	c.hello.hostname = relay_host_name();
 	c.hello.session = session;
 	c.hello.creation_time_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

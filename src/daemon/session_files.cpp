@@ -164,8 +164,8 @@ control::SavedSession Daemon::describe(const TraceSession &s) const
 	out.output = unless_empty(s.output());
 	if (const SessionRelay &r = s.identity().relay; r.link)
 		out.relay = control::SavedRelay{
-			"net://" + r.url, r.live_period_ns ? std::optional<uint64_t>(r.live_period_ns) : std::nullopt,
-			r.public_live};
+			r.url.starts_with("serial://") ? r.url : "net://" + r.url,
+			r.live_period_ns ? std::optional<uint64_t>(r.live_period_ns) : std::nullopt, r.public_live};
 	out.started = s.started();
 	for (const auto &ch : s.channels())
 		out.user.channels.push_back(saved_channel(*ch));

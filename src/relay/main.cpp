@@ -1,4 +1,4 @@
-// relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP
+// relay/main.cpp — tracery-relayd: receives sessions from traceryd over TCP (or a serial line)
 // (docs/relay-protocol.md), writes them as CTF traces under --output, and
 // serves the live ones to lttng-live viewers: babeltrace2 net:// on --live-port
 // (the sessions marked public), tracery view --live on --viewer-port (authenticated).
@@ -6,10 +6,12 @@
 //                  [--output DIR] [--daemonize] [--memory-budget SIZE] [--frame-timeout SECONDS]
 //                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
 //                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
+//                  [--serial DEVICE [--serial-baud N] [--serial-rtscts]]
 #include "base/parse_command_line.hpp"
 #include "base/sizes.hpp"
 #include "control/version.hpp"
 #include "relay/relay_server.hpp"
+#include "relay/serial_receiver.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -21,7 +23,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
+
+namespace {
+
+// Where the serial line's sessions connect: the sender port's address, or
+// loopback for an any-address one.
+std::string loopback_of(const std::string &listen)
+{
+	if (listen == "0.0.0.0")
+		return "127.0.0.1";
+	if (listen == "::" || listen == "[::]")
+		return "::1";
+	return listen;
+}
+
+} // namespace
 
 int main(int argc, char **argv)
 {
@@ -82,8 +100,33 @@ int main(int argc, char **argv)
 	               "session directories one sender may make per hour (each HELLO, reconnections too)")
 		->capture_default_str()
 		->check(CLI::Range(size_t{1}, size_t{1u << 20}));
+	tracery::control::serial::LineSettings serial;
+	app.add_option("--serial", serial.device,
+	               "also take sessions over this serial line (tracery create --set-url serial://DEVICE): "
+	               "raw 8N1, opened again when it fails");
+	app.add_option("--serial-baud", serial.baud, "the serial line's baud rate")
+		->capture_default_str()
+		->check([](const std::string &v) {
+			return tracery::control::serial::supported_baud(
+				       static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10)))
+		                       ? std::string()
+		                       : std::string("not a baud rate of 9600 to 3000000 that termios knows");
+		});
+	app.add_flag("--serial-rtscts", serial.rtscts, "RTS/CTS hardware flow control on the serial line");
 	if (const auto status = tracery::base::parse_command_line(app, argc, argv))
 		return *status;
+	if (!serial.device.empty()) {
+		if (const std::string why = tracery::control::serial::device_error(serial.device); !why.empty()) {
+			std::fprintf(stderr, "tracery-relayd: --serial %s: %s\n", serial.device.c_str(), why.c_str());
+			return 1;
+		}
+		if (!tls_cert.empty()) {
+			std::fprintf(stderr,
+			             "tracery-relayd: --serial takes senders in clear and --tls-cert refuses them: "
+			             "drop --tls-cert (TLS is not used over a serial line), or run a relay for each\n");
+			return 1;
+		}
+	}
 	const auto budget_bytes = tracery::base::parse_size(budget);
 	if (!budget_bytes || *budget_bytes > SIZE_MAX) {
 		std::fprintf(stderr, "tracery-relayd: --memory-budget %s: not a size (512M, 1G, ...)\n",
@@ -135,6 +178,11 @@ int main(int argc, char **argv)
 			std::perror("daemon");
 			return 1;
 		}
+		// After daemon(): its thread would not survive the fork.
+		std::unique_ptr<tracery::relay::SerialReceiver> serial_receiver;
+		if (!serial.device.empty())
+			serial_receiver = std::make_unique<tracery::relay::SerialReceiver>(
+				serial, loopback_of(opt.listen), server.port(), server.log);
 		server.run(true);
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "tracery-relayd: %s\n", e.what());
