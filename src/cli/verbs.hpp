@@ -65,6 +65,9 @@ struct Args {
 	std::vector<std::string> counters;        // export --counter EVENT:FIELD
 	bool force = false;                       // export --force
 	bool csv = false;                         // query --csv
+	std::string clickhouse_url;               // export --url, query --clickhouse
+	std::string table_prefix;                 // export --table-prefix (clickhouse)
+	std::string cluster;                      // export --cluster (clickhouse)
 	bool symbols = false;                     // view/stats/analyze/export/query --symbols
 	std::string debug_info_dir;               // --debug-info-dir DIR (with --symbols)
 	std::vector<std::string> exclude;         // enable-event --exclude
