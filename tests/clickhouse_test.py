@@ -19,7 +19,7 @@ from analyze_test import forge
 from clickhousetest import SERVER, SKIP, ClickHouse, free_port
 from daemontest import DaemonEnv
 from export_test import run_kernel_workload
-from sql_test import HAVE_BT2, counts_by_name, query, tracery
+from sql_test import HAVE_BT2, counts_by_name, tracery
 from tracetest import Trace
 
 SPANS = ("--span", "app:begin,app:end", "--span", "app:begin,app:end,req")
