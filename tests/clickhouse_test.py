@@ -3,7 +3,7 @@ clickhouse-server started on loopback in a temporary directory (tests/clickhouse
 installed): on the forged trace of analyze_test.py (a foreign CTF trace, losses known), the events per name equal
 `tracery stats` and babeltrace2's, payloads babeltrace2's, streams and lost the SQLite export's; the same queries
 print the same text from SQLite and from ClickHouse; two loads share the tables, told apart by their load; the
-errors: a server that is down, a table with other columns, a refused insert (its rows counted as not delivered);
+errors: a server that is down, one that never answers, a table with other columns, a refused insert (its rows counted as not delivered);
 two servers as the two shards of a Distributed table, whose query returns the sum of both. As root with tracefs, a
 kernel trace recorded through the daemon: counts as stats and babeltrace2, and system-call latency per process
 from `slices` printed identically by `query` on SQLite and on ClickHouse."""
@@ -12,7 +12,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
+import time
 import unittest
 
 from analyze_test import forge
@@ -109,6 +111,18 @@ class ForgedTraceTest(unittest.TestCase):
         q = tracery("query", "--clickhouse", f"http://127.0.0.1:{free_port()}/default", "SELECT 1", check=False)
         self.assertEqual(q.returncode, 1)
         self.assertIn("cannot reach ClickHouse", q.stderr)
+        # a server that accepts the connection and never answers: given up after --timeout
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen()
+            url = f"http://127.0.0.1:{silent.getsockname()[1]}/default"
+            start = time.monotonic()
+            q = tracery("query", "--clickhouse", url, "--timeout", "1", "SELECT 1", check=False)
+            e = tracery("export", "--format", "clickhouse", "--url", url, "--timeout", "1", self.trace, check=False)
+            self.assertLess(time.monotonic() - start, 30)
+        for p in (q, e):
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"ClickHouse at {url} sent nothing for 1 s: no answer", p.stderr)
         # a table of that name with other columns
         self.ch.query("CREATE TABLE x_lost (a Int64) ENGINE = MergeTree() ORDER BY a")
         p = export(self.ch, "--table-prefix", "x_", self.trace, check=False)
@@ -192,6 +206,8 @@ class KernelTraceTest(unittest.TestCase):
         export(self.ch, path)
         ch = {r["name"]: r["n"] for r in ch_query(self.ch, "SELECT name, count(*) AS n FROM events GROUP BY name")}
         self.assertEqual(ch, counts_by_name(db))
+        self.assertEqual(ch_query(self.ch, "SELECT DISTINCT host, session FROM events"),
+                         [{"host": socket.gethostname(), "session": "k"}])
         self.assertEqual(ch, dict(collections.Counter(e["name"] for e in Trace(path).events)))
         self.assertGreaterEqual(ch.get("syscall_exit_getpid", 0), 300)
         latency = ("SELECT pid, name, count(*) AS calls, min(dur) AS lo, max(dur) AS hi, sum(dur) AS total, "

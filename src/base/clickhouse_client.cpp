@@ -2,10 +2,13 @@
 // (see clickhouse_client.hpp).
 #include "base/clickhouse_client.hpp"
 
+#include "base/cat.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <mutex>
 
 namespace tracery::clickhouse {
@@ -47,8 +50,16 @@ std::string percent_decoded(std::string_view s)
 	return r;
 }
 
+using Clock = std::chrono::steady_clock;
+
 struct Received {
 	const std::function<void(std::string_view)> *data = nullptr;
+	// Anything heard or sent (a header, a piece of the body, bytes of ours
+	// going out) moves this; a request with none for the stall time fails.
+	Clock::time_point last_activity = Clock::now();
+	curl_off_t sent = 0;
+	std::chrono::seconds stall{60};
+	bool stalled = false;
 	bool ok = true; // the status, once known
 	std::string error;
 	bool failed_in_callback = false;
@@ -59,6 +70,7 @@ size_t on_body(char *p, size_t size, size_t n, void *user)
 {
 	auto *r = static_cast<Received *>(user);
 	const size_t bytes = size * n;
+	r->last_activity = Clock::now();
 	if (!r->ok) {
 		if (r->error.size() < kMaxErrorText)
 			r->error.append(p, std::min(bytes, kMaxErrorText - r->error.size()));
@@ -78,6 +90,7 @@ size_t on_body(char *p, size_t size, size_t n, void *user)
 size_t on_header(char *p, size_t size, size_t n, void *user)
 {
 	auto *r = static_cast<Received *>(user);
+	r->last_activity = Clock::now(); // the server's progress headers while a statement runs
 	const std::string_view line(p, size * n);
 	// "HTTP/1.1 500 Internal Server Error": ClickHouse's error text follows as the body
 	if (line.rfind("HTTP/", 0) == 0) {
@@ -85,6 +98,21 @@ size_t on_header(char *p, size_t size, size_t n, void *user)
 		r->ok = sp != std::string_view::npos && line.substr(sp + 1, 3) == "200";
 	}
 	return size * n;
+}
+
+int on_progress(void *user, curl_off_t, curl_off_t, curl_off_t, curl_off_t sent)
+{
+	auto *r = static_cast<Received *>(user);
+	const Clock::time_point now = Clock::now();
+	if (sent != r->sent) {
+		r->sent = sent;
+		r->last_activity = now;
+	}
+	if (now - r->last_activity > r->stall) {
+		r->stalled = true;
+		return 1; // aborts the transfer
+	}
+	return 0;
 }
 
 std::string trimmed(std::string s)
@@ -156,7 +184,11 @@ void Client::request(std::string_view query_param, std::string_view body,
 {
 	CURL *c = static_cast<CURL *>(curl_);
 	curl_easy_reset(c);
-	std::string url = endpoint_.url + "?database=" + endpoint_.database;
+	// The server sends a progress header every few seconds while a statement
+	// runs: a long query is not taken for a server that stopped answering.
+	std::string url = endpoint_.url + "?database=" + endpoint_.database +
+	                  "&send_progress_in_http_headers=1&http_headers_progress_interval_ms=" +
+	                  std::to_string(std::max<long>(1, timeouts_.stall_s / 4) * 1000);
 	if (!query_param.empty()) {
 		char *escaped = curl_easy_escape(c, query_param.data(), static_cast<int>(query_param.size()));
 		url += "&query=";
@@ -165,6 +197,7 @@ void Client::request(std::string_view query_param, std::string_view body,
 	}
 	Received r;
 	r.data = data;
+	r.stall = std::chrono::seconds(timeouts_.stall_s);
 	char curl_message[CURL_ERROR_SIZE] = {};
 	curl_easy_setopt(c, CURLOPT_URL, url.c_str());
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -177,8 +210,9 @@ void Client::request(std::string_view query_param, std::string_view body,
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_message);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeouts_.connect_ms);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeouts_.stall_s);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &r);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
 	// no "Expect: 100-continue" round trip before a large body
 	curl_slist *headers = curl_slist_append(nullptr, "Expect:");
@@ -191,9 +225,12 @@ void Client::request(std::string_view query_param, std::string_view body,
 	curl_slist_free_all(headers);
 	if (r.thrown)
 		std::rethrow_exception(r.thrown);
+	if (r.stalled)
+		throw Error(Error::timeout, base::cat("ClickHouse at ", endpoint_.shown, " sent nothing for ",
+		                                      std::to_string(timeouts_.stall_s), " s: no answer"));
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		throw Error(Error::timeout, "ClickHouse at " + endpoint_.shown + " did not answer in time (" +
-		                                    (curl_message[0] ? std::string(curl_message) : "timeout") + ")");
+		throw Error(Error::timeout, base::cat("ClickHouse at ", endpoint_.shown, " did not answer in time (",
+		                                      curl_message[0] ? std::string(curl_message) : "timeout", ")"));
 	if (rc != CURLE_OK)
 		throw Error(Error::unreachable, "cannot reach ClickHouse at " + endpoint_.shown + ": " +
 		                                        (curl_message[0] ? std::string(curl_message)

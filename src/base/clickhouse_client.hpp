@@ -42,8 +42,9 @@ private:
 
 struct Timeouts {
 	long connect_ms = 5000;
-	// A request fails when fewer than 1 byte a second moved for this long
-	// (a server that stopped answering; a slow large insert keeps going).
+	// A request fails when nothing moved for this long, either way (a server
+	// that stopped answering; a slow large insert or a long query, which
+	// sends progress headers, keeps going).
 	long stall_s = 60;
 };
 

@@ -577,6 +577,9 @@ int main(int argc, char **argv)
 	exp->add_option("--cluster", a.cluster,
 	                "clickhouse: a cluster of the server's remote_servers: MergeTree tables NAME_local loaded "
 	                "here, Distributed tables over the cluster's (docs/sql.md)");
+	exp->add_option(
+		"--timeout", a.clickhouse_timeout_s,
+		"clickhouse: give up when the server takes or sends nothing for this many seconds (default 60)");
 
 	auto *query = verb("query",
 	                   "Run SQL on traces (loaded into a temporary database) or on a database `tracery export "
@@ -591,6 +594,8 @@ int main(int argc, char **argv)
 		->allow_extra_args(false);
 	query->add_option("--clickhouse", a.clickhouse_url,
 	                  "Run the SQL on a ClickHouse server, http://HOST:8123/DATABASE (no TARGET)");
+	query->add_option("--timeout", a.clickhouse_timeout_s,
+	                  "--clickhouse: give up when the server sends nothing for this many seconds (default 60)");
 	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
 	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
 	symbols_options(query, a);

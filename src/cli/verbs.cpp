@@ -817,12 +817,21 @@ std::pair<Args, std::string> split_last(const Args &a)
 
 namespace {
 
+clickhouse::Timeouts clickhouse_timeouts(const Args &a)
+{
+	if (a.clickhouse_timeout_s < 1)
+		throw CliError("--timeout: give a number of seconds, at least 1");
+	clickhouse::Timeouts t;
+	t.stall_s = a.clickhouse_timeout_s;
+	return t;
+}
+
 // export --format clickhouse --url URL TRACE...: every argument a trace.
 int export_clickhouse(const Args &a)
 {
 	if (!a.counters.empty() || a.symbols || a.force)
 		throw CliError("--counter, --symbols and --force do not go with --format clickhouse");
-	clickhouse::Client client(clickhouse::parse_url(a.clickhouse_url));
+	clickhouse::Client client(clickhouse::parse_url(a.clickhouse_url), clickhouse_timeouts(a));
 	analysis::sql::ClickHouseOptions options{a.table_prefix, a.cluster, {}};
 	for (const std::string &s : a.spans)
 		options.spans.push_back(analysis::sql::parse_span(s));
@@ -881,7 +890,7 @@ int verb_query(const Args &a)
 		if (!targets.targets.empty() || !a.spans.empty() || a.symbols)
 			throw CliError("query --clickhouse URL 'SQL' runs SQL on the server: give no TARGET, --span or "
 			               "--symbols (load traces with export --format clickhouse)");
-		clickhouse::Client client(clickhouse::parse_url(a.clickhouse_url));
+		clickhouse::Client client(clickhouse::parse_url(a.clickhouse_url), clickhouse_timeouts(a));
 		analysis::sql::run_clickhouse_query(client, sql, query_format(a), stdout);
 		return 0;
 	}

@@ -135,9 +135,11 @@ public:
 		for (const auto &t : set.traces()) {
 			if (host.empty() && t->has_hostname)
 				append_utf8(host, t->hostname);
-			if (const auto *v = t->cls.env_value("trace_name");
-			    session.empty() && v && std::holds_alternative<std::string>(*v))
-				append_utf8(session, std::get<std::string>(*v));
+			// LTTng's and Tracery's kernel traces: trace_name; Tracery's user traces: tracer_session
+			for (const char *key : {"trace_name", "tracer_session"})
+				if (const auto *v = t->cls.env_value(key);
+				    session.empty() && v && std::holds_alternative<std::string>(*v))
+					append_utf8(session, std::get<std::string>(*v));
 		}
 		identity_.clear();
 		append_tsv(identity_, host);
