@@ -62,7 +62,6 @@ struct Received {
 	bool stalled = false;
 	bool ok = true; // the status, once known
 	std::string error;
-	bool failed_in_callback = false;
 	std::exception_ptr thrown;
 };
 
