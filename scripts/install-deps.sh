@@ -10,7 +10,7 @@ build_packages=(
   build-essential cmake ninja-build pkg-config clang
   libcli11-dev nlohmann-json3-dev libasmjit-dev
   libelf-dev libdw-dev zlib1g-dev libbpf-dev
-  protobuf-compiler libprotobuf-dev libsqlite3-dev libssl-dev
+  protobuf-compiler libprotobuf-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev
   # configuring with the tests and benchmarks (the default) finds these small libraries
   libgtest-dev libgmock-dev libbenchmark-dev libtraceevent-dev libtracefs-dev
 )
@@ -19,7 +19,7 @@ test_packages=(
   libclang-rt-14-dev clang-format pyflakes3
   babeltrace2 python3-bt2 python3-lttnganalyses python3-babeltrace python3-barectf
   systemtap-sdt-dev bpftool
-  sqlite3 xz-utils openssl
+  sqlite3 xz-utils openssl clickhouse-server clickhouse-client
   chromium
   lttng-tools liblttng-ust-dev uftrace
   python3-dev python3-lttngust

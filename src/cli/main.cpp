@@ -592,6 +592,9 @@ int main(int argc, char **argv)
 		formats_help += ": ";
 		formats_help += f.help;
 	}
+	formats_help +=
+		"\n  clickhouse: ClickHouse tables over its HTTP interface (--url; TARGET... only, no OUT): the "
+		"sqlite format's rows with host, session and load columns, one events table (docs/sql.md)";
 	auto *exp = verb("export",
 	                 "Write traces to another format: an SQLite database, a Perfetto trace (ui.perfetto.dev), "
 	                 "Chrome's trace event JSON, a timeline in HTML",
@@ -615,6 +618,14 @@ int main(int argc, char **argv)
 	                "pid or name (repeatable)")
 		->allow_extra_args(false);
 	exp->add_flag("--force", a.force, "Replace OUT if it exists");
+	exp->add_option("--url", a.clickhouse_url, "clickhouse: the server and database, http://HOST:8123/DATABASE");
+	exp->add_option("--table-prefix", a.table_prefix, "clickhouse: put before each table's name");
+	exp->add_option("--cluster", a.cluster,
+	                "clickhouse: a cluster of the server's remote_servers: MergeTree tables NAME_local loaded "
+	                "here, Distributed tables over the cluster's (docs/sql.md)");
+	exp->add_option(
+		"--timeout", a.clickhouse_timeout_s,
+		"clickhouse: give up when the server takes or sends nothing for this many seconds (default 60)");
 
 	auto *query = verb("query",
 	                   "Run SQL on traces (loaded into a temporary database) or on a database `tracery export "
@@ -627,6 +638,10 @@ int main(int argc, char **argv)
 	query->get_option("ARGS")->required();
 	query->add_option("--span", a.spans, "User spans for the slices table, as with export (repeatable)")
 		->allow_extra_args(false);
+	query->add_option("--clickhouse", a.clickhouse_url,
+	                  "Run the SQL on a ClickHouse server, http://HOST:8123/DATABASE (no TARGET)");
+	query->add_option("--timeout", a.clickhouse_timeout_s,
+	                  "--clickhouse: give up when the server sends nothing for this many seconds (default 60)");
 	auto *csv = query->add_flag("--csv", a.csv, "CSV output (a header line, RFC 4180)");
 	query->add_flag("--json", a.json, "JSON output: per statement an array of objects")->excludes(csv);
 	symbols_options(query, a);

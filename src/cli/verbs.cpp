@@ -14,6 +14,8 @@
 #include "analysis/analyze/analyses.hpp"
 #include "analysis/read/event_walk.hpp"
 #include "analysis/read/trace_scan.hpp"
+#include "analysis/sql/clickhouse_export.hpp"
+#include "analysis/sql/clickhouse_query.hpp"
 #include "analysis/sql/query.hpp"
 #include "analysis/sql/sqlite_export.hpp"
 #include "analysis/stats/trace_stats.hpp"
@@ -812,8 +814,46 @@ std::pair<Args, std::string> split_last(const Args &a)
 
 } // namespace
 
+namespace {
+
+clickhouse::Timeouts clickhouse_timeouts(const Args &a)
+{
+	if (a.clickhouse_timeout_s < 1)
+		throw CliError("--timeout: give a number of seconds, at least 1");
+	clickhouse::Timeouts t;
+	t.stall_s = a.clickhouse_timeout_s;
+	return t;
+}
+
+// export --format clickhouse --url URL TRACE...: every argument a trace.
+int export_clickhouse(const Args &a)
+{
+	if (!a.counters.empty() || a.symbols || a.force)
+		throw CliError("--counter, --symbols and --force do not go with --format clickhouse");
+	clickhouse::Client client(clickhouse::parse_url(a.clickhouse_url), clickhouse_timeouts(a));
+	analysis::sql::ClickHouseOptions options{a.table_prefix, a.cluster, {}};
+	for (const std::string &s : a.spans)
+		options.spans.push_back(analysis::sql::parse_span(s));
+	return walking(trace_inputs(a), "export clickhouse", [&](analysis::EventWalk &walk) {
+		const analysis::sql::ClickHouseCounts n = analysis::sql::load_into_clickhouse(walk, client, options);
+		fprintf(stderr, "tracery: %llu events (%llu rows in all) sent to %s, load = '%s'\n",
+		        static_cast<unsigned long long>(n.events), static_cast<unsigned long long>(n.rows),
+		        client.endpoint().shown.c_str(), n.load_id.c_str());
+		return 0;
+	});
+}
+
+} // namespace
+
 int verb_export(const Args &a)
 {
+	if (a.format == "clickhouse") {
+		if (a.clickhouse_url.empty())
+			throw CliError("--format clickhouse needs --url http://HOST:8123/DATABASE");
+		return export_clickhouse(a);
+	}
+	if (!a.clickhouse_url.empty() || !a.table_prefix.empty() || !a.cluster.empty())
+		throw CliError("--url, --table-prefix and --cluster go with --format clickhouse");
 	const ExportFormat *f = find_export_format(a.format);
 	if (!f) {
 		std::string names;
@@ -821,7 +861,7 @@ int verb_export(const Args &a)
 			names += names.empty() ? "" : ", ";
 			names += e.name;
 		}
-		throw CliError("unknown format '" + a.format + "' (--format): give one of " + names);
+		throw CliError("unknown format '" + a.format + "' (--format): give one of " + names + ", clickhouse");
 	}
 	const auto split = split_last(a); // (not a structured binding: clang 14 does not let a lambda capture one)
 	const Args &targets = split.first;
@@ -846,6 +886,14 @@ int verb_query(const Args &a)
 	const auto split = split_last(a); // (not a structured binding: the lambda below captures sql)
 	const Args &targets = split.first;
 	const std::string &sql = split.second;
+	if (!a.clickhouse_url.empty()) {
+		if (!targets.targets.empty() || !a.spans.empty() || a.symbols)
+			throw CliError("query --clickhouse URL 'SQL' runs SQL on the server: give no TARGET, --span or "
+			               "--symbols (load traces with export --format clickhouse)");
+		clickhouse::Client client(clickhouse::parse_url(a.clickhouse_url), clickhouse_timeouts(a));
+		analysis::sql::run_clickhouse_query(client, sql, query_format(a), stdout);
+		return 0;
+	}
 	if (targets.targets.size() == 1 && analysis::sql::is_sqlite_file(targets.targets[0])) {
 		if (a.symbols || !a.debug_info_dir.empty())
 			throw CliError("--symbols names the addresses of traces as they are loaded: a database holds "

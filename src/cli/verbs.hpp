@@ -71,6 +71,10 @@ struct Args {
 	std::vector<std::string> focus;               // export --focus PID|NAME (html)
 	bool force = false;                           // export --force
 	bool csv = false;                             // query --csv
+	std::string clickhouse_url;                   // export --url, query --clickhouse
+	std::string table_prefix;                     // export --table-prefix (clickhouse)
+	std::string cluster;                          // export --cluster (clickhouse)
+	long clickhouse_timeout_s = 60;               // export/query --timeout (clickhouse)
 	bool symbols = false;                         // view/stats/analyze/export/query --symbols
 	std::string debug_info_dir;                   // --debug-info-dir DIR (with --symbols)
 	std::vector<std::string> exclude;             // enable-event --exclude

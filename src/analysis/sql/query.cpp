@@ -18,18 +18,6 @@ namespace {
 
 constexpr size_t kRowsPerBlock = 1000;
 
-// As short as reads back the same double.
-std::string real_text(double d)
-{
-	char b[40];
-	for (int digits = 15; digits <= 17; ++digits) {
-		snprintf(b, sizeof b, "%.*g", digits, d);
-		if (strtod(b, nullptr) == d)
-			break;
-	}
-	return b;
-}
-
 std::string blob_text(sqlite3_stmt *st, int i)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -85,144 +73,158 @@ void csv_field(std::string &line, const std::string &s)
 	line += '"';
 }
 
-class Printer {
-public:
-	Printer(sqlite3_stmt *st, OutputFormat f, FILE *out) : st_(st), f_(f), out_(out)
-	{
-		n_ = sqlite3_column_count(st);
-		for (int i = 0; i < n_; ++i) {
-			const char *name = sqlite3_column_name(st, i);
-			std::string s;
-			append_utf8(s, name ? name : "");
-			names_.push_back(s);
-		}
+// A row's cell from SQLite.
+Cell sqlite_cell(sqlite3_stmt *st, int i)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		return {Cell::integer, cell_text(st, i)};
+	case SQLITE_FLOAT: {
+		const double d = sqlite3_column_double(st, i);
+		return {std::isfinite(d) ? Cell::real : Cell::nonfinite, cell_text(st, i)};
 	}
+	case SQLITE_NULL:
+		return {Cell::null, "NULL"};
+	default:
+		return {Cell::string, cell_text(st, i)};
+	}
+}
 
-	void row()
-	{
-		++rows_;
-		switch (f_) {
-		case OutputFormat::text:
-			block_.push_back({});
-			for (int i = 0; i < n_; ++i) {
-				block_.back().push_back(cell_text(st_, i));
-				const int type = sqlite3_column_type(st_, i);
-				if (type != SQLITE_NULL && !typed_[i]) {
-					typed_[i] = true;
-					numeric_[i] = type == SQLITE_INTEGER || type == SQLITE_FLOAT;
-				}
-			}
-			if (block_.size() == kRowsPerBlock)
-				flush_text();
-			return;
-		case OutputFormat::csv: {
-			std::string line;
-			if (rows_ == 1)
-				csv_header(line);
-			for (int i = 0; i < n_; ++i) {
-				if (i)
-					line += ',';
-				if (sqlite3_column_type(st_, i) != SQLITE_NULL)
-					csv_field(line, cell_text(st_, i));
-			}
-			line += "\r\n";
-			fputs(line.c_str(), out_);
-			return;
-		}
-		case OutputFormat::json: {
-			std::string line = rows_ == 1 ? "[{" : ",\n{";
-			for (int i = 0; i < n_; ++i) {
-				if (i)
-					line += ',';
-				append_json_string(line, names_[static_cast<size_t>(i)]);
-				line += ':';
-				switch (sqlite3_column_type(st_, i)) {
-				case SQLITE_INTEGER:
-					line += std::to_string(sqlite3_column_int64(st_, i));
-					break;
-				case SQLITE_FLOAT: {
-					const double d = sqlite3_column_double(st_, i);
-					line += std::isfinite(d) ? real_text(d) : std::string("null");
-					break;
-				}
-				case SQLITE_NULL:
-					line += "null";
-					break;
-				case SQLITE_BLOB:
-					append_json_string(line, blob_text(st_, i));
-					break;
-				default:
-					append_json_string(line, column_text(st_, i));
-				}
-			}
-			line += '}';
-			fputs(line.c_str(), out_);
-			return;
-		}
-		}
+std::vector<std::string> sqlite_names(sqlite3_stmt *st)
+{
+	std::vector<std::string> names;
+	for (int i = 0; i < sqlite3_column_count(st); ++i) {
+		const char *name = sqlite3_column_name(st, i);
+		std::string s;
+		append_utf8(s, name ? name : "");
+		names.push_back(s);
 	}
-
-	// After the last row.
-	void end()
-	{
-		switch (f_) {
-		case OutputFormat::text:
-			flush_text();
-			break;
-		case OutputFormat::csv:
-			if (!rows_ && n_) {
-				std::string line;
-				csv_header(line);
-				fputs(line.c_str(), out_);
-			}
-			break;
-		case OutputFormat::json:
-			fputs(rows_ ? "]\n" : "[]\n", out_);
-			break;
-		}
-		fflush(out_);
-	}
-	uint64_t rows() const { return rows_; }
-
-private:
-	void csv_header(std::string &line)
-	{
-		for (int i = 0; i < n_; ++i) {
-			if (i)
-				line += ',';
-			csv_field(line, names_[static_cast<size_t>(i)]);
-		}
-		line += "\r\n";
-	}
-	void flush_text()
-	{
-		if (block_.empty() && (rows_ || !n_))
-			return;
-		Report r;
-		Table &t = r.tables.emplace_back();
-		for (int i = 0; i < n_; ++i)
-			t.columns.push_back({names_[static_cast<size_t>(i)], names_[static_cast<size_t>(i)],
-			                     numeric_[i] ? Format::integer : Format::text});
-		for (auto &line : block_) {
-			auto &row = t.rows.emplace_back();
-			for (auto &s : line)
-				row.emplace_back(std::move(s));
-		}
-		block_.clear();
-		print_text(r, out_);
-	}
-
-	sqlite3_stmt *st_;
-	OutputFormat f_;
-	FILE *out_;
-	int n_ = 0;
-	std::vector<std::string> names_;
-	std::vector<std::vector<std::string>> block_;
-	std::unordered_map<int, bool> typed_, numeric_;
-	uint64_t rows_ = 0;
-};
+	return names;
+}
 
 } // namespace
+
+std::string real_text(double d)
+{
+	char b[40];
+	for (int digits = 15; digits <= 17; ++digits) {
+		snprintf(b, sizeof b, "%.*g", digits, d);
+		if (strtod(b, nullptr) == d)
+			break;
+	}
+	return b;
+}
+
+RowPrinter::RowPrinter(std::vector<std::string> names, OutputFormat f, FILE *out)
+	: f_(f), out_(out), names_(std::move(names)), typed_(names_.size()), numeric_(names_.size())
+{
+}
+
+void RowPrinter::row(std::vector<Cell> &cells)
+{
+	++rows_;
+	const size_t n = names_.size();
+	switch (f_) {
+	case OutputFormat::text:
+		block_.push_back({});
+		for (size_t i = 0; i < n; ++i) {
+			if (cells[i].kind != Cell::null && !typed_[i]) {
+				typed_[i] = true;
+				numeric_[i] = cells[i].kind == Cell::integer || cells[i].kind == Cell::real ||
+				              cells[i].kind == Cell::nonfinite;
+			}
+			block_.back().push_back(std::move(cells[i].text));
+		}
+		if (block_.size() == kRowsPerBlock)
+			flush_text();
+		return;
+	case OutputFormat::csv: {
+		std::string line;
+		if (rows_ == 1)
+			csv_header(line);
+		for (size_t i = 0; i < n; ++i) {
+			if (i)
+				line += ',';
+			if (cells[i].kind != Cell::null)
+				csv_field(line, cells[i].text);
+		}
+		line += "\r\n";
+		fputs(line.c_str(), out_);
+		return;
+	}
+	case OutputFormat::json: {
+		std::string line = rows_ == 1 ? "[{" : ",\n{";
+		for (size_t i = 0; i < n; ++i) {
+			if (i)
+				line += ',';
+			append_json_string(line, names_[i]);
+			line += ':';
+			switch (cells[i].kind) {
+			case Cell::integer:
+			case Cell::real:
+				line += cells[i].text;
+				break;
+			case Cell::nonfinite:
+			case Cell::null:
+				line += "null";
+				break;
+			case Cell::string:
+				append_json_string(line, cells[i].text);
+			}
+		}
+		line += '}';
+		fputs(line.c_str(), out_);
+		return;
+	}
+	}
+}
+
+void RowPrinter::end()
+{
+	switch (f_) {
+	case OutputFormat::text:
+		flush_text();
+		break;
+	case OutputFormat::csv:
+		if (!rows_ && !names_.empty()) {
+			std::string line;
+			csv_header(line);
+			fputs(line.c_str(), out_);
+		}
+		break;
+	case OutputFormat::json:
+		fputs(rows_ ? "]\n" : "[]\n", out_);
+		break;
+	}
+	fflush(out_);
+}
+
+void RowPrinter::csv_header(std::string &line)
+{
+	for (size_t i = 0; i < names_.size(); ++i) {
+		if (i)
+			line += ',';
+		csv_field(line, names_[i]);
+	}
+	line += "\r\n";
+}
+
+void RowPrinter::flush_text()
+{
+	if (block_.empty() && (rows_ || names_.empty()))
+		return;
+	Report r;
+	Table &t = r.tables.emplace_back();
+	for (size_t i = 0; i < names_.size(); ++i)
+		t.columns.push_back({names_[i], names_[i], numeric_[i] ? Format::integer : Format::text});
+	for (auto &line : block_) {
+		auto &row = t.rows.emplace_back();
+		for (auto &s : line)
+			row.emplace_back(std::move(s));
+	}
+	block_.clear();
+	print_text(r, out_);
+}
 
 uint64_t run_query(Db &db, const std::string &sql, OutputFormat format, FILE *out)
 {
@@ -244,7 +246,8 @@ uint64_t run_query(Db &db, const std::string &sql, OutputFormat format, FILE *ou
 		if (!raw)
 			continue; // a comment or white space
 		const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt *)> st(raw, sqlite3_finalize);
-		std::unique_ptr<Printer> printer;
+		std::unique_ptr<RowPrinter> printer;
+		std::vector<Cell> cells;
 		for (;;) {
 			const int rc = sqlite3_step(raw);
 			if (rc == SQLITE_DONE)
@@ -257,11 +260,14 @@ uint64_t run_query(Db &db, const std::string &sql, OutputFormat format, FILE *ou
 				throw SqlError(msg);
 			}
 			if (!printer)
-				printer = std::make_unique<Printer>(raw, format, out);
-			printer->row();
+				printer = std::make_unique<RowPrinter>(sqlite_names(raw), format, out);
+			cells.clear();
+			for (int i = 0; i < sqlite3_column_count(raw); ++i)
+				cells.push_back(sqlite_cell(raw, i));
+			printer->row(cells);
 		}
 		if (!printer && sqlite3_column_count(raw) > 0)
-			printer = std::make_unique<Printer>(raw, format, out);
+			printer = std::make_unique<RowPrinter>(sqlite_names(raw), format, out);
 		if (printer) {
 			printer->end();
 			rows += printer->rows();

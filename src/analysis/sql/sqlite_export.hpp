@@ -1,4 +1,5 @@
-// analysis/sql/sqlite_export.hpp — traces loaded into an SQLite database
+// analysis/sql/sqlite_export.hpp — traces loaded into an SQLite database, a sink
+// of the schema's rows (trace_rows.hpp)
 // (`tracery export --format sqlite`, and `tracery query`'s database): the
 // per-event tables and the events view (event_tables.hpp), the streams and
 // the events they lost, and the derived tables: slices (system calls and

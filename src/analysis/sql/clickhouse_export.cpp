@@ -1,0 +1,427 @@
+// analysis/sql/clickhouse_export.cpp — the schema's rows sent to ClickHouse
+// (see clickhouse_export.hpp).
+#include "analysis/sql/clickhouse_export.hpp"
+
+#include "analysis/output/json_text.hpp"
+#include "analysis/sql/trace_rows.hpp"
+
+#include <sys/random.h>
+
+#include <variant>
+
+namespace tracery::analysis::sql {
+
+namespace reader = ctf::reader;
+using clickhouse::append_tsv;
+using clickhouse::quote_name;
+using clickhouse::quote_string;
+
+namespace {
+
+// The columns every table starts with: where its rows came from.
+constexpr const char *kIdentity = "host String, session String, load String";
+
+struct TableDef {
+	const char *name;
+	const char *columns; // after the identity columns
+	const char *order;   // the MergeTree sorting key
+};
+
+// The SQLite schema's tables (docs/sql.md), typed for ClickHouse 18.16 and
+// later: Int64 for SQLite's INTEGER, String for TEXT, Nullable where SQLite
+// allows NULL (never in a sorting key).
+constexpr TableDef kTables[] = {
+	{"events",
+         "trace String, ts Int64, name String, cpu Nullable(Int64), pid Nullable(Int64), tid Nullable(Int64), "
+         "context String, payload String",
+         "(host, session, ts)"},
+	{"streams", "id Int64, trace String, path String, stream_class Int64, instance Int64, events Int64",
+         "(host, session, load, id)"},
+	{"lost", "stream Int64, ts Int64, end_ts Nullable(Int64), events Int64, packets Int64", "(host, session, ts)"},
+	{"slices",
+         "id Int64, ts Int64, dur Int64, kind String, name String, cpu Nullable(Int64), pid Nullable(Int64), "
+         "tid Nullable(Int64), ret Nullable(Int64), span_key Nullable(String)",
+         "(host, session, ts)"},
+	{"thread_state", "ts Int64, dur Int64, tid Int64, pid Nullable(Int64), state String, cpu Nullable(Int64)",
+         "(host, session, ts)"},
+	{"threads", "tid Int64, pid Nullable(Int64), name String, start_ts Nullable(Int64), end_ts Nullable(Int64)",
+         "(host, session, load, tid)"},
+	{"processes",
+         "pid Int64, ppid Nullable(Int64), name String, start_ts Nullable(Int64), end_ts Nullable(Int64), threads "
+         "Int64",
+         "(host, session, load, pid)"},
+};
+enum TableIndex { events_table, streams_table, lost_table, slices_table, state_table, threads_table, processes_table };
+constexpr size_t kTableCount = std::size(kTables);
+
+// "a Int64, b Nullable(String)" -> {{"a", "Int64"}, {"b", "Nullable(String)"}}
+std::vector<std::pair<std::string, std::string>> columns_of(std::string_view list)
+{
+	std::vector<std::pair<std::string, std::string>> r;
+	while (!list.empty()) {
+		const size_t comma = list.find(", ");
+		const std::string_view one = list.substr(0, comma);
+		const size_t sp = one.find(' ');
+		r.emplace_back(std::string(one.substr(0, sp)), std::string(one.substr(sp + 1)));
+		list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 2);
+	}
+	return r;
+}
+
+std::string random_id()
+{
+	unsigned char b[16] = {};
+	if (getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b))
+		throw std::runtime_error("getrandom failed: cannot make the load's id");
+	static const char hex[] = "0123456789abcdef";
+	std::string s;
+	for (const unsigned char c : b) {
+		s += hex[c >> 4];
+		s += hex[c & 15];
+	}
+	return s;
+}
+
+void tsv_int(std::string &out, int64_t v)
+{
+	out += '\t';
+	append_decimal(out, v);
+}
+
+void tsv_opt(std::string &out, std::optional<int64_t> v)
+{
+	out += '\t';
+	if (v)
+		append_decimal(out, *v);
+	else
+		out += "\\N";
+}
+
+void tsv_text(std::string &out, std::string_view s)
+{
+	out += '\t';
+	append_tsv(out, s);
+}
+
+// What an event class writes as its context and payload JSON: the members of
+// each scope.
+struct ClassJson {
+	std::vector<reader::FieldDecl> stream_context, context, payload;
+	std::string name; // the event's name, UTF-8, TSV-escaped
+};
+
+void append_members(std::string &out, const std::vector<reader::FieldDecl> &members,
+                    std::span<const reader::Value> values)
+{
+	size_t v = 1;
+	for (const reader::FieldDecl &d : members) {
+		if (v >= values.size())
+			break;
+		if (out.back() != '{')
+			out += ',';
+		append_json_string(out, d.name());
+		out += ':';
+		v = append_json_value(out, d, values, v);
+	}
+}
+
+class ClickHouseSink final : public RowSink {
+public:
+	ClickHouseSink(clickhouse::Client &client, const ClickHouseOptions &options, const reader::TraceSet &set)
+		: client_(client), options_(options)
+	{
+		counts_.load_id = random_id();
+		std::string host, session;
+		for (const auto &t : set.traces()) {
+			if (host.empty() && t->has_hostname)
+				append_utf8(host, t->hostname);
+			// LTTng's and Tracery's kernel traces: trace_name; Tracery's user traces: tracer_session
+			for (const char *key : {"trace_name", "tracer_session"})
+				if (const auto *v = t->cls.env_value(key);
+				    session.empty() && v && std::holds_alternative<std::string>(*v))
+					append_utf8(session, std::get<std::string>(*v));
+		}
+		identity_.clear();
+		append_tsv(identity_, host);
+		identity_ += '\t';
+		append_tsv(identity_, session);
+		identity_ += '\t';
+		identity_ += counts_.load_id;
+		create_tables();
+	}
+
+	void event(const reader::Item &it, std::optional<int64_t> cpu, std::optional<int64_t> pid,
+	           std::optional<int64_t> tid) override
+	{
+		const ClassJson &c = classes_.get(it, [&] {
+			ClassJson j;
+			const auto members = [&](reader::Scope scope, std::vector<reader::FieldDecl> &out) {
+				for (const reader::FieldDecl d : reader::scope_root(it, scope).members())
+					out.push_back(d);
+			};
+			members(reader::Scope::stream_event_context, j.stream_context);
+			members(reader::Scope::event_context, j.context);
+			members(reader::Scope::payload, j.payload);
+			std::string name;
+			append_utf8(name, it.event->cls->name);
+			append_tsv(j.name, name);
+			return j;
+		});
+		std::string &out = begin_row(events_table);
+		out += '\t';
+		const reader::Trace &trace = it.stream->trace();
+		if (&trace != last_trace_) {
+			last_trace_ = &trace;
+			trace_name_.clear();
+			std::string name;
+			append_utf8(name, trace.name);
+			append_tsv(trace_name_, name);
+		}
+		out += trace_name_;
+		tsv_int(out, it.ns);
+		out += '\t';
+		out += c.name;
+		tsv_opt(out, cpu);
+		tsv_opt(out, pid);
+		tsv_opt(out, tid);
+		json_.clear();
+		json_ += '{';
+		append_members(json_, c.stream_context, it.stream_context);
+		append_members(json_, c.context, it.context);
+		json_ += '}';
+		tsv_text(out, json_);
+		json_.clear();
+		json_ += '{';
+		append_members(json_, c.payload, it.fields);
+		json_ += '}';
+		tsv_text(out, json_);
+		end_row(events_table);
+	}
+	void lost(const LostRow &r) override
+	{
+		std::string &out = begin_row(lost_table);
+		tsv_int(out, r.stream);
+		tsv_int(out, r.ts);
+		tsv_opt(out, r.end_ts);
+		tsv_int(out, r.events);
+		tsv_int(out, r.packets);
+		end_row(lost_table);
+	}
+	void slice(const SliceRow &r) override
+	{
+		std::string &out = begin_row(slices_table);
+		tsv_int(out, r.id);
+		tsv_int(out, r.ts);
+		tsv_int(out, r.dur);
+		tsv_text(out, r.kind);
+		tsv_text(out, r.name);
+		tsv_opt(out, r.cpu);
+		tsv_opt(out, r.pid);
+		tsv_opt(out, r.tid);
+		tsv_opt(out, r.ret);
+		if (r.span_key.empty())
+			out += "\t\\N";
+		else
+			tsv_text(out, r.span_key);
+		end_row(slices_table);
+	}
+	void thread_state(const ThreadStateRow &r) override
+	{
+		std::string &out = begin_row(state_table);
+		tsv_int(out, r.ts);
+		tsv_int(out, r.dur);
+		tsv_int(out, r.tid);
+		tsv_opt(out, r.pid);
+		tsv_text(out, r.state);
+		tsv_opt(out, r.cpu);
+		end_row(state_table);
+	}
+	void stream(const StreamRow &r) override
+	{
+		std::string &out = begin_row(streams_table);
+		tsv_int(out, r.id);
+		tsv_text(out, r.trace);
+		tsv_text(out, r.path);
+		tsv_int(out, r.stream_class);
+		tsv_int(out, r.instance);
+		tsv_int(out, static_cast<int64_t>(r.events));
+		end_row(streams_table);
+	}
+	void thread(const ThreadRow &r) override
+	{
+		std::string &out = begin_row(threads_table);
+		tsv_int(out, r.tid);
+		tsv_opt(out, r.pid);
+		tsv_text(out, r.name);
+		tsv_opt(out, r.start_ts);
+		tsv_opt(out, r.end_ts);
+		end_row(threads_table);
+	}
+	void process(const ProcessRow &r) override
+	{
+		std::string &out = begin_row(processes_table);
+		tsv_int(out, r.pid);
+		tsv_opt(out, r.ppid);
+		tsv_text(out, r.name);
+		tsv_opt(out, r.start_ns);
+		tsv_opt(out, r.end_ns);
+		tsv_int(out, r.threads);
+		end_row(processes_table);
+	}
+
+	// Sends what waits.
+	void finish()
+	{
+		for (size_t t = 0; t < kTableCount; ++t)
+			flush(t);
+	}
+	ClickHouseCounts counts() const { return counts_; }
+
+private:
+	struct Batch {
+		std::string rows;
+		uint64_t count = 0;
+	};
+
+	std::string table_name(size_t t, bool local) const
+	{
+		std::string n = options_.table_prefix + kTables[t].name;
+		if (local)
+			n += "_local";
+		return n;
+	}
+
+	// Throws std::invalid_argument when the table exists with other columns.
+	void check_columns(const std::string &table, const std::string &expected_list)
+	{
+		const std::string db = client_.endpoint().database;
+		const std::string have =
+			client_.run("SELECT name, type FROM system.columns WHERE database = " + quote_string(db) +
+		                    " AND table = " + quote_string(table) + " FORMAT TabSeparated");
+		std::string want;
+		for (const auto &[name, type] : columns_of(expected_list)) {
+			want += name;
+			want += '\t';
+			want += type;
+			want += '\n';
+		}
+		if (have == want)
+			return;
+		const auto shown = [](std::string s) {
+			for (char &c : s)
+				c = c == '\t' ? ' ' : c == '\n' ? ',' : c;
+			if (!s.empty())
+				s.pop_back();
+			return s;
+		};
+		throw std::invalid_argument(
+			"ClickHouse table " + db + "." + table + " exists with other columns: it has (" + shown(have) +
+			"), the export writes (" + shown(want) + "); give another --table-prefix, or drop the table");
+	}
+
+	void create_tables()
+	{
+		const std::string db = quote_name(client_.endpoint().database);
+		const bool cluster = !options_.cluster.empty();
+		if (cluster) {
+			const std::string n = client_.run("SELECT count() FROM system.clusters WHERE cluster = " +
+			                                  quote_string(options_.cluster) + " FORMAT TabSeparated");
+			if (n == "0\n")
+				throw std::invalid_argument("--cluster " + options_.cluster + ": ClickHouse at " +
+				                            client_.endpoint().shown +
+				                            " has no such cluster in its remote_servers configuration");
+		}
+		for (size_t t = 0; t < kTableCount; ++t) {
+			const std::string columns = std::string(kIdentity) + ", " + kTables[t].columns;
+			const std::string local = table_name(t, cluster);
+			client_.run("CREATE TABLE IF NOT EXISTS " + db + "." + quote_name(local) + " (" + columns +
+			            ") ENGINE = MergeTree() ORDER BY " + kTables[t].order);
+			check_columns(local, columns);
+			if (cluster) {
+				const std::string dist = table_name(t, false);
+				client_.run("CREATE TABLE IF NOT EXISTS " + db + "." + quote_name(dist) + " (" +
+				            columns + ") ENGINE = Distributed(" + quote_name(options_.cluster) + ", " +
+				            db + ", " + quote_name(local) + ", rand())");
+				check_columns(dist, columns);
+			}
+			std::string &insert = inserts_[t];
+			insert = "INSERT INTO " + db + "." + quote_name(local) + " (";
+			bool first = true;
+			for (const auto &[name, type] : columns_of(columns)) {
+				if (!first)
+					insert += ", ";
+				first = false;
+				insert += name;
+			}
+			insert += ") FORMAT TabSeparated";
+		}
+	}
+
+	std::string &begin_row(size_t t)
+	{
+		std::string &out = batches_[t].rows;
+		out += identity_;
+		return out;
+	}
+	void end_row(size_t t)
+	{
+		Batch &b = batches_[t];
+		b.rows += '\n';
+		++b.count;
+		if (b.rows.size() >= options_.batch_bytes)
+			flush(t);
+	}
+	void flush(size_t t)
+	{
+		Batch &b = batches_[t];
+		if (!b.count)
+			return;
+		try {
+			client_.insert(inserts_[t], b.rows);
+		} catch (const clickhouse::Error &e) {
+			uint64_t waiting = 0;
+			for (const Batch &other : batches_)
+				waiting += other.count;
+			throw clickhouse::Error(
+				e.kind(),
+				std::string(e.what()) + "\nnot delivered: " + std::to_string(waiting) +
+					" rows (a batch of " + std::to_string(b.count) + " for " +
+					table_name(t, false) +
+					" and the batches of the other tables), and whatever the traces hold after them; " +
+					"delivered: " + std::to_string(counts_.events) + " events, " +
+					std::to_string(counts_.rows) + " rows in all, with load = '" + counts_.load_id +
+					"'");
+		}
+		counts_.rows += b.count;
+		if (t == events_table)
+			counts_.events += b.count;
+		b.rows.clear();
+		b.count = 0;
+	}
+
+	clickhouse::Client &client_;
+	const ClickHouseOptions &options_;
+	ClickHouseCounts counts_;
+	std::string identity_; // host, session, load, TSV
+	std::string inserts_[kTableCount];
+	Batch batches_[kTableCount];
+	ClassCache<ClassJson> classes_;
+	const reader::Trace *last_trace_ = nullptr;
+	std::string trace_name_, json_;
+};
+
+} // namespace
+
+ClickHouseCounts load_into_clickhouse(EventWalk &walk, clickhouse::Client &client, const ClickHouseOptions &options)
+{
+	for (const char c : options.table_prefix)
+		if (!(isalnum(static_cast<unsigned char>(c)) || c == '_'))
+			throw std::invalid_argument("--table-prefix '" + options.table_prefix +
+			                            "': letters, digits and _ only");
+	ClickHouseSink sink(client, options, walk.set());
+	walk_rows(walk, options.spans, sink);
+	sink.finish();
+	return sink.counts();
+}
+
+} // namespace tracery::analysis::sql

@@ -1,0 +1,76 @@
+// analysis/sql/trace_rows.hpp — the rows of the SQL schema (docs/sql.md),
+// worked out once from the merged items of the traces and handed to a sink:
+// each event with its cpu, pid and tid, the streams and what they lost, and
+// the derived rows: slices (system calls and user spans, paired by the
+// kernel model, model/syscalls.hpp and model/spans.hpp, as `analyze
+// syscalls` and `analyze latency` pair them), thread states, threads and
+// processes. The SQLite database (sqlite_export.hpp) and ClickHouse's
+// tables (clickhouse_export.hpp) are two sinks of the same rows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/model/spans.hpp"
+#include "analysis/read/event_walk.hpp"
+#include "analysis/sql/derived.hpp"
+
+namespace tracery::analysis::sql {
+
+// Text is valid UTF-8 (the trace's bytes repaired); a view lives for the
+// call only.
+struct StreamRow {
+	int64_t id = 0; // 1, 2, ... in the order the streams first delivered anything
+	std::string_view trace, path;
+	int64_t stream_class = 0, instance = 0;
+	uint64_t events = 0;
+};
+struct LostRow {
+	int64_t stream = 0, ts = 0;
+	std::optional<int64_t> end_ts;
+	int64_t events = 0, packets = 0;
+};
+struct SliceRow {
+	int64_t id = 0; // 1, 2, ... in the order the slices end
+	int64_t ts = 0, dur = 0;
+	std::string_view kind, name;
+	std::optional<int64_t> cpu, pid, tid, ret;
+	std::string_view span_key; // empty: none (NULL)
+};
+struct ThreadStateRow {
+	int64_t ts = 0, dur = 0, tid = 0;
+	std::optional<int64_t> pid;
+	std::string_view state;
+	std::optional<int64_t> cpu;
+};
+struct ThreadRow {
+	int64_t tid = 0;
+	std::optional<int64_t> pid;
+	std::string_view name;
+	std::optional<int64_t> start_ts, end_ts;
+};
+
+// Where the rows go. Events, lost ranges, slices and thread states come
+// during the walk; streams, threads and processes after it.
+class RowSink {
+public:
+	virtual ~RowSink() = default;
+	virtual void event(const ctf::reader::Item &it, std::optional<int64_t> cpu, std::optional<int64_t> pid,
+	                   std::optional<int64_t> tid) = 0;
+	virtual void lost(const LostRow &row) = 0;
+	virtual void slice(const SliceRow &row) = 0;
+	virtual void thread_state(const ThreadStateRow &row) = 0;
+	virtual void stream(const StreamRow &row) = 0;
+	virtual void thread(const ThreadRow &row) = 0;
+	virtual void process(const ProcessRow &row) = 0;
+};
+
+// Walks every item of the walk into sink. Returns the events walked. Throws
+// ReadError (a damaged trace), std::invalid_argument (a span's event or
+// field missing) and whatever the sink throws.
+uint64_t walk_rows(EventWalk &walk, const std::vector<SpanOptions> &spans, RowSink &sink);
+
+} // namespace tracery::analysis::sql
