@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <vector>
 
 namespace tracery::relay {
 
@@ -96,6 +98,8 @@ std::string SessionWriter::apply(const cr::Frame &f, cr::HelloReply *reply)
 		return stream(*m);
 	if (const auto *m = std::get_if<cr::Packet>(&f))
 		return packet(*m);
+	if (const auto *m = std::get_if<cr::ArchiveTrace>(&f))
+		return archive(*m);
 	std::string why;
 	if (const auto *m = std::get_if<cr::Beacon>(&f))
 		return open_stream(m->stream_id, "BEACON", why) ? "" : why; // kept for live; nothing to write yet
@@ -151,6 +155,7 @@ std::string SessionWriter::hello(const cr::Hello &m, cr::HelloReply *reply)
 		if (dir) {
 			session_dir_ = std::move(dir);
 			relative_dir_ = cat(m.hostname, "/", name);
+			live_ = m.live_period_ns != 0;
 			if (reply)
 				*reply = {.accepted = true, .text = relative_dir_};
 			return {};
@@ -165,7 +170,7 @@ std::string SessionWriter::trace(const cr::Trace &m)
 {
 	if (traces_.size() >= kMaxTraces)
 		return "more than 64 traces in a session";
-	if (traces_.count(m.id))
+	if (traces_.count(m.id) || archived_traces_.count(m.id))
 		return cat("TRACE id ", std::to_string(m.id), " used twice");
 	for (const auto &[id, t] : traces_)
 		if (nested(t.path, m.path))
@@ -220,7 +225,7 @@ std::string SessionWriter::stream(const cr::Stream &m)
 {
 	if (streams_.size() >= kMaxStreams)
 		return "more than 4096 streams in a session";
-	if (streams_.count(m.id))
+	if (streams_.count(m.id) || archived_streams_.count(m.id))
 		return cat("STREAM id ", std::to_string(m.id), " used twice");
 	const auto it = traces_.find(m.trace_id);
 	if (it == traces_.end())
@@ -317,6 +322,52 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	s->size += m.bytes.size();
 	s->index_size += kIndexEntrySize;
 	++packets_;
+	return {};
+}
+
+std::string SessionWriter::archive(const cr::ArchiveTrace &m)
+{
+	if (live_)
+		return "ARCHIVE_TRACE in a live session (its viewers read the files it would move)";
+	const auto it = traces_.find(m.trace_id);
+	if (it == traces_.end())
+		return cat("ARCHIVE_TRACE of unknown trace ", std::to_string(m.trace_id));
+	const std::string path = it->second.path;
+	std::vector<uint32_t> streams;
+	for (const auto &[id, st] : streams_) {
+		if (st.trace_id != m.trace_id)
+			continue;
+		if (!st.closed)
+			return cat("ARCHIVE_TRACE of trace ", path, " whose stream ", st.file, " is open");
+		streams.push_back(id);
+	}
+	if (archived_traces_.size() + archived_streams_.size() + streams.size() >= kMaxArchivedIds)
+		return "more than 1048576 traces and streams archived in a session";
+	// SESSION/PATH becomes SESSION/archives/ARCHIVE/LEAF.
+	const std::string leaf = path.substr(path.rfind('/') + 1);
+	const std::string dest = cat("archives/", m.archive);
+	base::Fd archives(make_dir(session_dir_->get(), "archives", false));
+	if (!archives)
+		return failed("archives", "mkdir");
+	base::Fd chunk(make_dir(archives.get(), m.archive, false));
+	if (!chunk)
+		return failed(dest, "mkdir");
+	if (::renameat2(session_dir_->get(), path.c_str(), chunk.get(), leaf.c_str(), RENAME_NOREPLACE) != 0) {
+		if (errno == EEXIST)
+			return cat("ARCHIVE_TRACE of trace ", path, ": ", dest, "/", leaf, " exists already");
+		return failed(cat(path, " to ", dest, "/", leaf), "rename");
+	}
+	// The chunk's directory (the path's parents), empty once its traces moved, goes.
+	for (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0;
+	     slash = path.rfind('/', slash - 1))
+		if (::unlinkat(session_dir_->get(), path.substr(0, slash).c_str(), AT_REMOVEDIR) != 0)
+			break; // another trace of the chunk is still there
+	for (const uint32_t id : streams) {
+		streams_.erase(id);
+		archived_streams_.insert(id);
+	}
+	traces_.erase(it);
+	archived_traces_.insert(m.trace_id);
 	return {};
 }
 
