@@ -102,10 +102,10 @@ void RelayLink::append_metadata(uint32_t trace, std::string_view text)
 	work_.notify_one();
 }
 
-uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name)
+uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name, uint64_t file_size, uint64_t file_count)
 {
 	const std::lock_guard lock(mutex_);
-	streams_.push_back({trace, name, false, false});
+	streams_.push_back({trace, name, false, false, file_size, file_count});
 	return static_cast<uint32_t>(streams_.size()); // ids from 1
 }
 
@@ -470,10 +470,13 @@ bool RelayLink::send_next(Lock &lock)
 	s.declared = s.declared || declare;
 	const uint32_t trace = s.trace;
 	const std::string name = s.name;
+	const uint64_t file_size = s.file_size, file_count = s.file_count;
 	lock.unlock();
 	std::string why;
 	if (declare)
 		why = conn_.add_stream(item.stream, trace, name);
+	if (declare && why.empty() && file_size)
+		why = conn_.stream_files(item.stream, file_size, file_count);
 	if (why.empty() && !skip) {
 		switch (item.kind) {
 		case Kind::packet:

@@ -92,8 +92,10 @@ public:
 	uint32_t add_trace(const std::string &path);
 	// Appends to the trace's metadata (whole TSDL blocks).
 	void append_metadata(uint32_t trace, std::string_view text);
-	// A stream file `name` of a trace; its id.
-	uint32_t add_stream(uint32_t trace, const std::string &name);
+	// A stream file `name` of a trace; its id. file_size: the relay writes it
+	// as a ring of files of that size, the newest file_count kept (0: all)
+	// (--tracefile-size/--tracefile-count: STREAM_FILES); 0: one file.
+	uint32_t add_stream(uint32_t trace, const std::string &name, uint64_t file_size = 0, uint64_t file_count = 0);
 	// Queues a packet of `stream`: the parts are copied one after the other
 	// (the packet's header and context, then its events; event_count of them,
 	// or ctf::kEventsUnknown). Never waits for the network. full: not taken
@@ -191,6 +193,7 @@ private:
 		std::string name;
 		bool declared = false; // on the current connection
 		bool started = false;  // a packet of it was queued
+		uint64_t file_size = 0, file_count = 0;
 	};
 
 	// A packet sent on the current connection, not yet confirmed written.

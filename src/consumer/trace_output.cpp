@@ -63,7 +63,7 @@ std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t
 {
 	std::unique_ptr<PacketSink> relay, local;
 	if (link_)
-		relay = std::make_unique<RelaySink>(link_, trace_, names, num_cpus);
+		relay = std::make_unique<RelaySink>(link_, trace_, names, num_cpus, limit);
 	if (!local_dir_.empty())
 		local = std::make_unique<FileSink>(local_dir_, names, num_cpus, limit);
 	if (relay && local)

@@ -50,8 +50,9 @@ enum class Type : uint16_t {
 	auth_result = 16,
 	drop_unwritten = 17,
 	archive_trace = 18,
+	stream_files = 19,
 };
-inline constexpr uint16_t kLastType = 18;
+inline constexpr uint16_t kLastType = 19;
 
 // HELLO's flags (minor 1 and later; a minor 0 HELLO has none).
 inline constexpr uint32_t kHelloPublicLive = 1; // a live session served on the relay's plain lttng-live port too
@@ -182,9 +183,20 @@ struct ArchiveTrace {
 	bool operator==(const ArchiveTrace &) const = default;
 };
 
-using Frame =
-	std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync, SyncReply,
-                     Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult, DropUnwritten, ArchiveTrace>;
+// enable-channel --tracefile-size/--tracefile-count: the relay writes the
+// stream as files of at most `size` bytes (a file's first packet goes in
+// whatever its size), FILE_0, FILE_1, ..., each with its index, keeping the
+// newest `count` (0: all). Sent after STREAM, before the stream's first packet.
+struct StreamFiles {
+	uint32_t stream_id = 0;
+	uint64_t size = 0; // at least 1
+	uint64_t count = 0;
+	bool operator==(const StreamFiles &) const = default;
+};
+
+using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync,
+                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult, DropUnwritten,
+                           ArchiveTrace, StreamFiles>;
 
 // The frame's type (the header's type field).
 Type type_of(const Frame &f);

@@ -62,7 +62,8 @@ std::vector<Frame> every_message()
 	        AuthResponse{.response = {.client_proof = nonce(3)}},
 	        AuthResult{.result = {.accepted = true, .server_proof = nonce(4)}, .text = ""},
 	        AuthResult{.result = {}, .text = "authentication refused"},
-	        ArchiveTrace{.trace_id = 2, .archive = "20261129T001139+0000-20261129T001239+0000-1"}};
+	        ArchiveTrace{.trace_id = 2, .archive = "20261129T001139+0000-20261129T001239+0000-1"},
+	        StreamFiles{.stream_id = 7, .size = 65536, .count = 3}};
 }
 
 std::vector<Frame> decode_all(const std::vector<uint8_t> &bytes, size_t piece, std::string *error = nullptr)
@@ -158,8 +159,8 @@ TEST(RelayProtocol, HeaderRefusals)
 	b[4] = 2;
 	EXPECT_EQ(error_of(b), "protocol version 2, this relay speaks 1");
 	b = encode(Bye{});
-	b[6] = 18;
-	EXPECT_EQ(error_of(b), "unknown frame type 18");
+	b[6] = static_cast<uint8_t>(kLastType + 1);
+	EXPECT_EQ(error_of(b), "unknown frame type " + std::to_string(kLastType + 1));
 	b[6] = 0;
 	EXPECT_EQ(error_of(b), "unknown frame type 0");
 	// An oversized length is refused from the header alone, before any body.
@@ -298,6 +299,7 @@ TEST(RelayProtocol, NamesAndPaths)
 	          "ARCHIVE_TRACE: the archive's name is not a valid name");
 	EXPECT_EQ(frame_error(ArchiveTrace{.trace_id = 1, .archive = ".."}),
 	          "ARCHIVE_TRACE: the archive's name is not a valid name");
+	EXPECT_EQ(frame_error(StreamFiles{.stream_id = 1, .size = 0, .count = 2}), "STREAM_FILES: a file size of 0");
 }
 
 TEST(RelayProtocol, PacketSizes)

@@ -11,6 +11,7 @@
 #include "control/relay_protocol.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -69,6 +70,10 @@ private:
 		uint64_t size = 0;                      // the stream file's length: the next packet's offset
 		uint64_t index_size = kIndexHeaderSize; // the index file's length
 		bool closed = false;
+		// STREAM_FILES: files of at most file_size bytes, FILE_N (N = file_index
+		// now), the newest file_count kept (0: all); kept: their N, oldest first.
+		uint64_t file_size = 0, file_count = 0, file_index = 0;
+		std::deque<uint64_t> kept;
 	};
 
 	std::string hello(const control::relay::Hello &m, control::relay::HelloReply *reply);
@@ -77,6 +82,10 @@ private:
 	std::string stream(const control::relay::Stream &m);
 	std::string packet(const control::relay::Packet &m);
 	std::string archive(const control::relay::ArchiveTrace &m);
+	std::string stream_files(const control::relay::StreamFiles &m);
+	// A stream with STREAM_FILES whose file is full: the next one begun, the
+	// oldest beyond the count deleted.
+	std::string next_file(StreamState &s);
 	StreamState *open_stream(uint32_t id, const char *what, std::string &why);
 	// Why a write or creation of `path` (in the session) failed, with errno;
 	// notes whether the disk refused it.
