@@ -272,7 +272,7 @@ class RelayDaemonTest(DaemonTestCase):
                 (["--set-url", self.url, "--output", self.out("x")], "--output names the local copy"),
                 (["--live=5us"], "bad --live period '5us'"),
                 (["--set-url", self.url, "--public-live"], "--public-live marks a live session"),
-                (["--set-url", self.url, "--snapshot"], "--set-url does not take --snapshot")):
+                (["--live", "--snapshot"], "--live does not take --snapshot")):
             with self.subTest(args=args):
                 r = self.d.tracery("create", "bad", *args, check=False)
                 self.assertNotEqual(r.returncode, 0)

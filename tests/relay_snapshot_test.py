@@ -2,9 +2,11 @@
 traceryd, to a real tracery-relayd on loopback: the snapshot sent through the relay protocol lands on the relay's
 side as HOSTNAME/SESSION-DATE/NAME-N-DATE, read by babeltrace2 with the same events as a local snapshot of the same
 buffers; an output's snapshots numbered on; a relay that does not answer fails the record, the buffers kept for
-the next one; the URL's errors."""
+the next one; the URL's errors; LTTng's form, `create --snapshot --set-url net://...`, with a key to a relay that
+requires one (`--relay-key`), and the same relay refusing a snapshot without a key."""
 import os
 import re
+import secrets
 import shutil
 import socket
 import unittest
@@ -111,6 +113,42 @@ class RelaySnapshotTest(DaemonTestCase):
                 self.assertNotEqual(r.returncode, 0, (verb, url))
                 self.assertIn(why, r.stderr, (verb, url))
         self.assertIn("has no snapshot output", self.d.tracery("snapshot", "list-output", "-s", "bad").stdout)
+
+
+@unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
+class KeyedRelaySnapshotTest(DaemonTestCase):
+    def test_create_snapshot_set_url_with_a_key(self):
+        keys = os.path.join(self.d.tmp, "keys")
+        with open(keys, "w") as f:
+            f.write(f"host-a {secrets.token_hex(32)}\n")
+        os.chmod(keys, 0o600)
+        relay = Relay(self.d.tmp, name="keyed", args=["--auth-keys", keys])
+        self.addCleanup(relay.stop)
+        url = f"net://127.0.0.1:{relay.port}"
+        self.d.start_daemon()
+        out = self.d.tracery("create", "k", "--snapshot", "--set-url", url, "--relay-key", keys).stdout
+        self.assertIn(f"in snapshot mode; traces go to the relay at {url} by `snapshot record`", out)
+        self.assertIn(f"[1] snapshot-1: {url}", self.d.tracery("snapshot", "list-output", "-s", "k").stdout)
+        self.d.tracery("enable-channel", "-u", "chan", "-s", "k", "--subbuf-size", "16k", "--num-subbuf", "4")
+        self.d.tracery("enable-event", "-u", "emit:tick", "-s", "k", "-c", "chan")
+        self.d.tracery("start", "k")
+        emitter = self.d.spawn(["taskset", "-c", "0", program("tests", "daemon-emitter"), "hold", "20000"])
+        self.assertEqual(read_line(emitter, "done"), ["20000"])
+        self.d.tracery("stop", "k")
+        out = self.d.tracery("snapshot", "record", "-s", "k").stdout
+        m = re.search(rf"recorded in (\S+) on the relay at 127\.0\.0\.1:{relay.port}$", out.strip())
+        self.assertTrue(m, out)
+        relay.wait_log("authenticated as key host-a")
+        values = [e["payload"]["i"] for e in Trace(os.path.join(relay.output, m.group(1))).events]
+        self.assertGreater(len(values), 100)
+        self.assertEqual(values, list(range(20000 - len(values), 20000)), "the newest events, contiguous")
+        # A session without the key: the relay refuses its snapshot, which says so.
+        self.d.tracery("create", "nokey", "--snapshot", "--output", self.out("nokey"))
+        self.d.tracery("enable-event", "-u", "emit:tick", "-s", "nokey")
+        self.d.tracery("start", "nokey")
+        r = self.d.tracery("snapshot", "record", "-s", "nokey", url, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("this relay takes authenticated senders only", r.stderr)
 
 
 if __name__ == "__main__":

@@ -173,6 +173,8 @@ int verb_create(const Args &a)
 			where += cat(", live every ", std::to_string(p / 1000000), " ms",
 			             a.public_live ? ", public (the relay's plain lttng-live port serves it)" : "");
 	}
+	if (a.snapshot && !url.empty())
+		where = cat("the relay at ", url, " by `snapshot record`");
 	printf("Session '%s' created%s; traces go to %s\n", a.session.c_str(), a.snapshot ? " in snapshot mode" : "",
 	       where.c_str());
 	return 0;

@@ -94,7 +94,7 @@ void *RelayLink::thread_main(void *arg)
 uint32_t RelayLink::add_trace(const std::string &path)
 {
 	const std::lock_guard lock(mutex_);
-	traces_.push_back({path, {}, 0, false});
+	traces_.push_back({path, {}, 0, false, false, false, 0, 0});
 	metadata_pending_ = true;
 	work_.notify_one();
 	return static_cast<uint32_t>(traces_.size()); // ids from 1
@@ -108,10 +108,10 @@ void RelayLink::append_metadata(uint32_t trace, std::string_view text)
 	work_.notify_one();
 }
 
-uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name)
+uint32_t RelayLink::add_stream(uint32_t trace, const std::string &name, uint64_t file_size, uint64_t file_count)
 {
 	const std::lock_guard lock(mutex_);
-	streams_.push_back({trace, name, false, false});
+	streams_.push_back({trace, name, false, false, file_size, file_count});
 	return static_cast<uint32_t>(streams_.size()); // ids from 1
 }
 
@@ -139,6 +139,7 @@ RelayLink::Sent RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &i
 		if (counts_.bytes_queued + unconfirmed_bytes_ + size > config_.queue_bytes)
 			return Sent::full;
 		counts_.bytes_queued += size; // reserved: the copy below is made without the lock
+		counts_.bytes_taken += size;
 		counts_.packets_queued++;
 		for (auto it = spare_.begin(); it != spare_.end(); ++it) {
 			if (it->capacity >= size) {
@@ -158,7 +159,7 @@ RelayLink::Sent RelayLink::send_packet(uint32_t stream, const cr::PacketIndex &i
 	bytes.size = size;
 	{
 		const std::lock_guard lock(mutex_);
-		queue_.push_back({Kind::packet, stream, index, 0, event_count, std::move(bytes)});
+		queue_.push_back({Kind::packet, stream, index, 0, event_count, std::move(bytes), {}});
 		if (stream >= 1 && stream <= streams_.size() && !std::exchange(streams_[stream - 1].started, true))
 			streams_started_.fetch_add(1, std::memory_order_release);
 	}
@@ -173,7 +174,7 @@ void RelayLink::beacon(uint32_t stream, uint64_t timestamp)
 		if (stop_ || counts_.bytes_queued + kSmallItem > config_.queue_bytes)
 			return; // the next packet or beacon says more
 		counts_.bytes_queued += kSmallItem;
-		queue_.push_back({Kind::beacon, stream, {}, timestamp, 0, {}});
+		queue_.push_back({Kind::beacon, stream, {}, timestamp, 0, {}, {}});
 	}
 	work_.notify_one();
 }
@@ -185,7 +186,61 @@ void RelayLink::close_stream(uint32_t stream)
 		if (stop_)
 			return;
 		counts_.bytes_queued += kSmallItem; // always queued: one per stream
-		queue_.push_back({Kind::close, stream, {}, 0, 0, {}});
+		queue_.push_back({Kind::close, stream, {}, 0, 0, {}, {}});
+	}
+	work_.notify_one();
+}
+
+uint32_t RelayLink::continue_trace(uint32_t trace, const std::string &path)
+{
+	const std::lock_guard lock(mutex_);
+	const std::string metadata = traces_.at(trace - 1).metadata;
+	traces_.push_back({path, metadata, 0, false, false, false, 0, 0});
+	const auto id = static_cast<uint32_t>(traces_.size());
+	traces_[trace - 1].successor = id;
+	traces_[trace - 1].successor_from = metadata.size();
+	metadata_pending_ = true;
+	work_.notify_one();
+	return id;
+}
+
+void RelayLink::queue_archive(uint32_t trace, const std::string &archive)
+{
+	TraceState &t = traces_.at(trace - 1);
+	if (t.archive_queued)
+		return;
+	t.archive_queued = true;
+	if (t.successor) { // what was added to the trace after the move: event classes its last packets may use
+		const std::string &later = traces_.at(t.successor - 1).metadata;
+		if (later.size() > t.successor_from) {
+			t.metadata += later.substr(t.successor_from);
+			metadata_pending_ = true;
+		}
+	}
+	if (stop_)
+		return;
+	counts_.bytes_queued += kSmallItem; // one per trace and chunk
+	queue_.push_back({Kind::archive, trace, {}, 0, 0, {}, archive});
+}
+
+void RelayLink::archive_superseded(const std::string &archive)
+{
+	{
+		const std::lock_guard lock(mutex_);
+		for (uint32_t id = 1; id <= traces_.size(); ++id)
+			if (traces_[id - 1].successor)
+				queue_archive(id, archive);
+	}
+	work_.notify_one();
+}
+
+void RelayLink::archive_current(const std::string &archive)
+{
+	{
+		const std::lock_guard lock(mutex_);
+		for (uint32_t id = 1; id <= traces_.size(); ++id)
+			if (!traces_[id - 1].successor)
+				queue_archive(id, archive);
 	}
 	work_.notify_one();
 }
@@ -384,6 +439,8 @@ bool RelayLink::send_metadata(Lock &lock)
 	metadata_pending_ = false;
 	for (uint32_t id = 1; id <= traces_.size(); ++id) {
 		TraceState &t = traces_[id - 1];
+		if (t.archived)
+			continue;
 		const bool declare = !t.declared;
 		const std::string path = t.path;
 		const std::string text = t.metadata.substr(t.metadata_sent);
@@ -409,6 +466,8 @@ bool RelayLink::send_next(Lock &lock)
 {
 	Item item = std::move(queue_.front());
 	queue_.pop_front();
+	if (item.kind == Kind::archive)
+		return send_archive(lock, std::move(item));
 	StreamState &s = streams_.at(item.stream - 1);
 	// A stream is declared by its first packet on this connection: a beacon or a close before
 	// that says nothing the relay needs, and would leave it an empty stream.
@@ -417,10 +476,13 @@ bool RelayLink::send_next(Lock &lock)
 	s.declared = s.declared || declare;
 	const uint32_t trace = s.trace;
 	const std::string name = s.name;
+	const uint64_t file_size = s.file_size, file_count = s.file_count;
 	lock.unlock();
 	std::string why;
 	if (declare)
 		why = conn_.add_stream(item.stream, trace, name);
+	if (declare && why.empty() && file_size)
+		why = conn_.stream_files(item.stream, file_size, file_count);
 	if (why.empty() && !skip) {
 		switch (item.kind) {
 		case Kind::packet:
@@ -431,6 +493,8 @@ bool RelayLink::send_next(Lock &lock)
 			break;
 		case Kind::close:
 			why = conn_.close_stream(item.stream);
+			break;
+		case Kind::archive: // send_archive's
 			break;
 		}
 	}
@@ -453,6 +517,26 @@ bool RelayLink::send_next(Lock &lock)
 		}
 		recycle(std::move(item.bytes));
 	}
+	if (!why.empty()) {
+		disconnected(why);
+		return false;
+	}
+	return true;
+}
+
+bool RelayLink::send_archive(Lock &lock, Item item)
+{
+	counts_.bytes_queued -= cost(item);
+	TraceState &t = traces_.at(item.stream - 1);
+	// A trace declared on this connection (all are, with their metadata,
+	// before any item is sent): it moves into the archive on the relay.
+	const bool declared = t.declared;
+	t.archived = true;
+	if (!declared)
+		return true;
+	lock.unlock();
+	const std::string why = conn_.archive_trace(item.stream, item.archive);
+	lock.lock();
 	if (!why.empty()) {
 		disconnected(why);
 		return false;
@@ -597,7 +681,8 @@ void RelayLink::run()
 		    !sync(lock, 0))
 			continue;
 		if (!queue_.empty() && !refused) {
-			send_next(lock);
+			if (!metadata_pending_) // metadata given before an item goes before it
+				send_next(lock);
 			continue;
 		}
 		if (flush_asked_ > flush_synced_) {

@@ -94,8 +94,10 @@ public:
 	uint32_t add_trace(const std::string &path);
 	// Appends to the trace's metadata (whole TSDL blocks).
 	void append_metadata(uint32_t trace, std::string_view text);
-	// A stream file `name` of a trace; its id.
-	uint32_t add_stream(uint32_t trace, const std::string &name);
+	// A stream file `name` of a trace; its id. file_size: the relay writes it
+	// as a ring of files of that size, the newest file_count kept (0: all)
+	// (--tracefile-size/--tracefile-count: STREAM_FILES); 0: one file.
+	uint32_t add_stream(uint32_t trace, const std::string &name, uint64_t file_size = 0, uint64_t file_count = 0);
 	// Queues a packet of `stream`: the parts are copied one after the other
 	// (the packet's header and context, then its events; event_count of them,
 	// or ctf::kEventsUnknown). Never waits for the network. full: not taken
@@ -109,6 +111,17 @@ public:
 	void beacon(uint32_t stream, uint64_t timestamp);
 	// No more packets on the stream (sent after those queued).
 	void close_stream(uint32_t stream);
+	// Rotation: the trace goes on as a new trace at `path` (the next chunk's:
+	// "CHUNK/ust"), given the whole metadata so far; its id. The old one is
+	// superseded: its streams are closed as its buffers move (close_stream).
+	uint32_t continue_trace(uint32_t trace, const std::string &path);
+	// After what is queued, each superseded trace not archived yet is
+	// completed (given the metadata its successor got since) and moved by the
+	// relay into the session's archives/ARCHIVE/ (ARCHIVE_TRACE); it is not
+	// declared on later connections. Call once its streams are closed.
+	void archive_superseded(const std::string &archive);
+	// The same for every trace not archived yet (the session's last chunk, at its end).
+	void archive_current(const std::string &archive);
 	// Streams whose first packet is queued (PacketSink::streams_started): a
 	// packet queued after reading it goes after those streams' first packets.
 	uint64_t streams_started() const { return streams_started_.load(std::memory_order_acquire); }
@@ -140,6 +153,7 @@ public:
 		// events could not be counted are in packets_not_written only.
 		uint64_t packets_not_written = 0, packets_not_written_uncounted = 0, events_not_written = 0;
 		uint64_t packets_queued = 0, bytes_queued = 0;
+		uint64_t bytes_taken = 0; // of the packets queued so far, in all (what rotation by size counts)
 		uint64_t connections = 0; // HELLOs accepted
 		bool connected = false;
 		std::string relay_path; // the relay's directory of the session on the current (last) connection
@@ -156,26 +170,32 @@ private:
 		std::unique_ptr<uint8_t[]> data;
 		size_t capacity = 0, size = 0;
 	};
-	enum class Kind : uint8_t { packet, beacon, close };
+	enum class Kind : uint8_t { packet, beacon, close, archive };
 	struct Item {
 		Kind kind;
-		uint32_t stream;
+		uint32_t stream;                   // archive: the trace
 		control::relay::PacketIndex index; // packet
 		uint64_t timestamp;                // beacon
 		uint64_t events;                   // packet: how many, or ctf::kEventsUnknown
 		Bytes bytes;                       // packet
+		std::string archive;               // archive: its name
 	};
 	struct TraceState {
 		std::string path;
 		std::string metadata;
 		size_t metadata_sent = 0; // on the current connection
 		bool declared = false;    // on the current connection
+		bool archived = false;    // ARCHIVE_TRACE sent: never declared again
+		bool archive_queued = false;
+		uint32_t successor = 0;    // continue_trace's new trace
+		size_t successor_from = 0; // of the successor's metadata, what this one lacks
 	};
 	struct StreamState {
 		uint32_t trace;
 		std::string name;
 		bool declared = false; // on the current connection
 		bool started = false;  // a packet of it was queued
+		uint64_t file_size = 0, file_count = 0;
 	};
 
 	// A packet sent on the current connection, not yet confirmed written.
@@ -204,6 +224,8 @@ private:
 	bool connect(Lock &lock, int timeout_ms);
 	bool send_metadata(Lock &lock); // every trace's part not yet sent
 	bool send_next(Lock &lock);     // the oldest item of the queue
+	bool send_archive(Lock &lock, Item item);
+	void queue_archive(uint32_t trace, const std::string &archive); // lock held
 	bool sync(Lock &lock, uint64_t flush_generation);
 	bool check_replies(Lock &lock, int timeout_ms);
 	bool drop_unwritten(Lock &lock); // DROP_UNWRITTEN, then the connection ends

@@ -7,8 +7,9 @@
 
 namespace tracery::consumer {
 
-RelaySink::RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus)
-	: link_(std::move(link)), trace_(trace), names_(std::move(names)), streams_(num_cpus, 0),
+RelaySink::RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus,
+                     TracefileLimit limit)
+	: link_(std::move(link)), trace_(trace), names_(std::move(names)), limit_(limit), streams_(num_cpus, 0),
 	  dropped_events_(num_cpus, 0)
 {
 }
@@ -19,7 +20,8 @@ uint32_t RelaySink::stream(uint32_t cpu)
 		throw std::out_of_range("stream of CPU " + std::to_string(cpu) + " in a channel of " +
 		                        std::to_string(streams_.size()) + " CPUs");
 	if (streams_[cpu] == 0)
-		streams_[cpu] = link_->add_stream(trace_, names_.file_prefix + "_" + std::to_string(cpu));
+		streams_[cpu] = link_->add_stream(trace_, names_.file_prefix + "_" + std::to_string(cpu), limit_.size,
+		                                  limit_.count);
 	return streams_[cpu];
 }
 

@@ -10,6 +10,7 @@
 // their events_discarded as well, which readers report as discarded events.
 #pragma once
 
+#include "consumer/file_sink.hpp"
 #include "consumer/relay_link.hpp"
 #include "consumer/sink.hpp"
 
@@ -21,7 +22,9 @@ namespace tracery::consumer {
 
 class RelaySink final : public PacketSink {
 public:
-	RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus);
+	// limit: the relay writes each stream as a ring of files (file_sink.hpp's semantics).
+	RelaySink(std::shared_ptr<RelayLink> link, uint32_t trace, StreamNames names, uint32_t num_cpus,
+	          TracefileLimit limit = {});
 
 	void write_packet(uint32_t cpu, const ctf::PacketInfo &info, const void *events, size_t size) override;
 	void idle(uint32_t cpu, uint64_t timestamp) override;
@@ -35,6 +38,7 @@ private:
 	std::shared_ptr<RelayLink> link_;
 	uint32_t trace_;
 	StreamNames names_;
+	TracefileLimit limit_;
 	std::vector<uint32_t> streams_; // per CPU; 0: none yet
 	// Per CPU: the events of its packets the link dropped, where counted
 	// (added to the events_discarded of the packets after them).

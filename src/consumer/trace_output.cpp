@@ -6,6 +6,8 @@
 #include "consumer/tee_sink.hpp"
 #include "ctf/trace_dir.hpp"
 
+#include <filesystem>
+
 namespace tracery::consumer {
 
 TraceOutput::TraceOutput(std::string local_dir, std::shared_ptr<RelayLink> link, const std::string &relay_path)
@@ -13,6 +15,7 @@ TraceOutput::TraceOutput(std::string local_dir, std::shared_ptr<RelayLink> link,
 {
 	if (link_)
 		trace_ = link_->add_trace(relay_path);
+	relay_name_ = relay_path.substr(relay_path.rfind('/') + 1);
 }
 
 void TraceOutput::create_local() const
@@ -38,9 +41,16 @@ void TraceOutput::append_metadata(std::string_view text)
 
 void TraceOutput::continue_in(std::string dir)
 {
-	ctf::make_directories(dir, 0700);
-	ctf::TraceDir(dir).write_metadata(metadata_->text());
-	local_dir_ = std::move(dir);
+	if (!local_dir_.empty() || !link_) {
+		ctf::make_directories(dir, 0700);
+		ctf::TraceDir(dir).write_metadata(metadata_->text());
+	}
+	if (link_) {
+		const std::string parent = std::filesystem::path(dir).parent_path().filename().string();
+		trace_ = link_->continue_trace(trace_, parent + "/" + relay_name_);
+	}
+	if (!local_dir_.empty() || !link_)
+		local_dir_ = std::move(dir);
 }
 
 ChannelConsumer::EventCounter TraceOutput::event_counter(const StreamNames &names) const
@@ -53,7 +63,7 @@ std::unique_ptr<PacketSink> TraceOutput::sink(const StreamNames &names, uint32_t
 {
 	std::unique_ptr<PacketSink> relay, local;
 	if (link_)
-		relay = std::make_unique<RelaySink>(link_, trace_, names, num_cpus);
+		relay = std::make_unique<RelaySink>(link_, trace_, names, num_cpus, limit);
 	if (!local_dir_.empty())
 		local = std::make_unique<FileSink>(local_dir_, names, num_cpus, limit);
 	if (relay && local)

@@ -50,8 +50,11 @@ public:
 	ChannelConsumer::EventCounter event_counter(const StreamNames &names) const;
 
 	const std::string &local_dir() const { return local_dir_; }
-	// Rotation: the local trace goes on in `dir` (made if missing, given the
-	// whole metadata so far); sinks made from now on write there. Throws
+	// Rotation: the local trace, if any, goes on in `dir` (made if missing,
+	// given the whole metadata so far); the relay's, if any, goes on at the
+	// same place in the relay's session: the trace's name in the chunk's
+	// directory, the last component of dir's parent ("CHUNK/ust";
+	// RelayLink::continue_trace). Sinks made from now on write there. Throws
 	// std::system_error, changing nothing.
 	void continue_in(std::string dir);
 	// The whole metadata so far.
@@ -64,7 +67,8 @@ private:
 	std::string local_dir_;
 	std::shared_ptr<RelayLink> link_;
 	TracefileLimit tracefile_limit_;
-	uint32_t trace_ = 0; // on link_
+	uint32_t trace_ = 0;     // on link_
+	std::string relay_name_; // the last component of its relay path: "ust", "kernel"
 	// All given so far: the local file's text, and the counters'.
 	std::shared_ptr<SharedMetadata> metadata_ = std::make_shared<SharedMetadata>();
 };

@@ -411,6 +411,16 @@ std::string RelayConnection::beacon(uint32_t stream_id, uint64_t timestamp)
 
 std::string RelayConnection::close_stream(uint32_t stream_id) { return send_frame(CloseStream{stream_id}); }
 
+std::string RelayConnection::stream_files(uint32_t stream_id, uint64_t size, uint64_t count)
+{
+	return send_frame(StreamFiles{stream_id, size, count});
+}
+
+std::string RelayConnection::archive_trace(uint32_t trace_id, const std::string &archive)
+{
+	return send_frame(ArchiveTrace{trace_id, archive});
+}
+
 std::string RelayConnection::bye()
 {
 	std::string why = send_frame(Bye{});

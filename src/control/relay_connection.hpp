@@ -68,6 +68,10 @@ public:
 	std::string send_packet(uint32_t stream_id, const PacketIndex &index, std::span<const uint8_t> bytes);
 	std::string beacon(uint32_t stream_id, uint64_t timestamp);
 	std::string close_stream(uint32_t stream_id);
+	// The stream (declared, no packet yet) written as a ring of files (StreamFiles).
+	std::string stream_files(uint32_t stream_id, uint64_t size, uint64_t count);
+	// Rotation: the trace (its streams closed) moved into the session's archives/ARCHIVE/.
+	std::string archive_trace(uint32_t trace_id, const std::string &archive);
 	// Sends SYNC and waits (timeout_ms) for the relay's answer: everything
 	// sent before is written; *packets_written: the session's packets on the
 	// relay's disk so far.

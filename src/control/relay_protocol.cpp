@@ -85,7 +85,7 @@ struct Reader {
 bool name_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-	       c == '-';
+	       c == '-' || c == '+';
 }
 
 void put_index(Writer &w, const PacketIndex &i)
@@ -138,9 +138,10 @@ Type type_of(const Frame &f) { return static_cast<Type>(f.index() + 1); }
 const char *type_name(uint16_t type)
 {
 	static const char *const names[] = {
-		"HELLO",        "HELLO_REPLY",    "TRACE",         "METADATA",    "STREAM",        "PACKET",
-		"BEACON",       "CLOSE_STREAM",   "BYE",           "SYNC",        "SYNC_REPLY",    "NOTICE",
-		"AUTH_REQUEST", "AUTH_CHALLENGE", "AUTH_RESPONSE", "AUTH_RESULT", "DROP_UNWRITTEN"};
+		"HELLO",        "HELLO_REPLY",    "TRACE",         "METADATA",    "STREAM",         "PACKET",
+		"BEACON",       "CLOSE_STREAM",   "BYE",           "SYNC",        "SYNC_REPLY",     "NOTICE",
+		"AUTH_REQUEST", "AUTH_CHALLENGE", "AUTH_RESPONSE", "AUTH_RESULT", "DROP_UNWRITTEN", "ARCHIVE_TRACE",
+		"STREAM_FILES"};
 	static_assert(std::size(names) == kLastType);
 	return type >= 1 && type <= kLastType ? names[type - 1] : "unknown";
 }
@@ -207,6 +208,13 @@ void append_frame(std::vector<uint8_t> &out, const Frame &f)
 				w.put(static_cast<uint8_t>(m.result.accepted ? 0 : 1));
 				w.bytes(m.result.server_proof.data(), m.result.server_proof.size());
 				w.str(m.text);
+			} else if constexpr (std::is_same_v<M, ArchiveTrace>) {
+				w.put(m.trace_id);
+				w.str(m.archive);
+			} else if constexpr (std::is_same_v<M, StreamFiles>) {
+				w.put(m.stream_id);
+				w.put(m.size);
+				w.put(m.count);
 			}
 		},
 		f);
@@ -379,6 +387,29 @@ std::string decode_body(uint16_t type, std::span<const uint8_t> body, Frame &out
 		m.token = r.get<uint64_t>();
 		if (!(why = leftover()).empty())
 			return why;
+		out = m;
+		return {};
+	}
+	case Type::archive_trace: {
+		ArchiveTrace m;
+		m.trace_id = r.get<uint32_t>();
+		m.archive = r.str();
+		if (!(why = leftover()).empty())
+			return why;
+		if (!valid_name(m.archive))
+			return "ARCHIVE_TRACE: the archive's name is not a valid name";
+		out = std::move(m);
+		return {};
+	}
+	case Type::stream_files: {
+		StreamFiles m;
+		m.stream_id = r.get<uint32_t>();
+		m.size = r.get<uint64_t>();
+		m.count = r.get<uint64_t>();
+		if (!(why = leftover()).empty())
+			return why;
+		if (m.size == 0)
+			return "STREAM_FILES: a file size of 0";
 		out = m;
 		return {};
 	}

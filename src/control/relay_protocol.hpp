@@ -49,8 +49,10 @@ enum class Type : uint16_t {
 	auth_response = 15,
 	auth_result = 16,
 	drop_unwritten = 17,
+	archive_trace = 18,
+	stream_files = 19,
 };
-inline constexpr uint16_t kLastType = 17;
+inline constexpr uint16_t kLastType = 19;
 
 // HELLO's flags (minor 1 and later; a minor 0 HELLO has none).
 inline constexpr uint32_t kHelloPublicLive = 1; // a live session served on the relay's plain lttng-live port too
@@ -171,8 +173,30 @@ struct DropUnwritten {
 	bool operator==(const DropUnwritten &) const = default;
 };
 
+// Rotation: a trace of the session is complete (every stream of it closed,
+// its metadata whole): the relay moves its directory into the session's
+// archives/ARCHIVE/ (under the last component of its path: `ust`, `kernel`)
+// and forgets it. The traces of one chunk are archived under one name.
+struct ArchiveTrace {
+	uint32_t trace_id = 0;
+	std::string archive; // a name: the chunk's archive, BEGIN-END-ID
+	bool operator==(const ArchiveTrace &) const = default;
+};
+
+// enable-channel --tracefile-size/--tracefile-count: the relay writes the
+// stream as files of at most `size` bytes (a file's first packet goes in
+// whatever its size), FILE_0, FILE_1, ..., each with its index, keeping the
+// newest `count` (0: all). Sent after STREAM, before the stream's first packet.
+struct StreamFiles {
+	uint32_t stream_id = 0;
+	uint64_t size = 0; // at least 1
+	uint64_t count = 0;
+	bool operator==(const StreamFiles &) const = default;
+};
+
 using Frame = std::variant<Hello, HelloReply, Trace, Metadata, Stream, Packet, Beacon, CloseStream, Bye, Sync,
-                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult, DropUnwritten>;
+                           SyncReply, Notice, AuthRequest, AuthChallenge, AuthResponse, AuthResult, DropUnwritten,
+                           ArchiveTrace, StreamFiles>;
 
 // The frame's type (the header's type field).
 Type type_of(const Frame &f);
@@ -195,7 +219,7 @@ void append_packet_head(std::vector<uint8_t> &out, uint32_t stream_id, const Pac
 // Why a PACKET with this index and byte count would be refused, or "".
 std::string packet_error(const PacketIndex &index, size_t byte_count);
 
-// A name: 1-255 bytes of [A-Za-z0-9._-], not starting with '.'.
+// A name: 1-255 bytes of [A-Za-z0-9._+-], not starting with '.'.
 bool valid_name(std::string_view s);
 // 1-16 names joined by '/', at most 1024 bytes.
 bool valid_relative_path(std::string_view s);

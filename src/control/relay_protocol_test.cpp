@@ -61,7 +61,9 @@ std::vector<Frame> every_message()
 	        AuthChallenge{.challenge = {.server_nonce = nonce(2)}},
 	        AuthResponse{.response = {.client_proof = nonce(3)}},
 	        AuthResult{.result = {.accepted = true, .server_proof = nonce(4)}, .text = ""},
-	        AuthResult{.result = {}, .text = "authentication refused"}};
+	        AuthResult{.result = {}, .text = "authentication refused"},
+	        ArchiveTrace{.trace_id = 2, .archive = "20261129T001139+0000-20261129T001239+0000-1"},
+	        StreamFiles{.stream_id = 7, .size = 65536, .count = 3}};
 }
 
 std::vector<Frame> decode_all(const std::vector<uint8_t> &bytes, size_t piece, std::string *error = nullptr)
@@ -157,8 +159,8 @@ TEST(RelayProtocol, HeaderRefusals)
 	b[4] = 2;
 	EXPECT_EQ(error_of(b), "protocol version 2, this relay speaks 1");
 	b = encode(Bye{});
-	b[6] = 18;
-	EXPECT_EQ(error_of(b), "unknown frame type 18");
+	b[6] = static_cast<uint8_t>(kLastType + 1);
+	EXPECT_EQ(error_of(b), "unknown frame type " + std::to_string(kLastType + 1));
 	b[6] = 0;
 	EXPECT_EQ(error_of(b), "unknown frame type 0");
 	// An oversized length is refused from the header alone, before any body.
@@ -291,6 +293,13 @@ TEST(RelayProtocol, NamesAndPaths)
 	EXPECT_EQ(frame_error(Hello{.hostname = "h", .session = ""}), "HELLO: the session name is not a valid name");
 	EXPECT_EQ(frame_error(HelloReply{.accepted = false, .text = std::string(4097, 'x')}),
 	          "HELLO_REPLY: text longer than 4096 bytes");
+	// A chunk's directory, named with its UTC offset as LTTng's are.
+	EXPECT_TRUE(valid_relative_path("20261129T001139+0100-1/ust"));
+	EXPECT_EQ(frame_error(ArchiveTrace{.trace_id = 1, .archive = "a/b"}),
+	          "ARCHIVE_TRACE: the archive's name is not a valid name");
+	EXPECT_EQ(frame_error(ArchiveTrace{.trace_id = 1, .archive = ".."}),
+	          "ARCHIVE_TRACE: the archive's name is not a valid name");
+	EXPECT_EQ(frame_error(StreamFiles{.stream_id = 1, .size = 0, .count = 2}), "STREAM_FILES: a file size of 0");
 }
 
 TEST(RelayProtocol, PacketSizes)

@@ -112,14 +112,25 @@ void SessionChunks::begin(std::string root, time_t now)
 void SessionChunks::abandon_next()
 {
 	std::error_code ignored;
-	fs::remove_all(current_.root, ignored); // made just now, by the owner's credentials
+	if (!output_.empty())                           // a session only sent to a relay makes no directory here
+		fs::remove_all(current_.root, ignored); // made just now, by the owner's credentials
 	current_ = previous_;
+}
+
+std::string SessionChunks::archive_name(const Chunk &c, time_t end)
+{
+	return chunk_time(c.begin) + "-" + chunk_time(end) + "-" + std::to_string(c.id);
+}
+
+void SessionChunks::note_archived(std::string where)
+{
+	rotations_++;
+	last_archive_ = std::move(where);
 }
 
 std::string SessionChunks::archive(const Chunk &c, time_t end, bool kernel_layout)
 {
-	const std::string dest =
-		output_ + "/archives/" + chunk_time(c.begin) + "-" + chunk_time(end) + "-" + std::to_string(c.id);
+	const std::string dest = output_ + "/archives/" + archive_name(c, end);
 	ctf::make_directories(output_ + "/archives", 0700);
 	if (c.id > 0) {
 		rename_or_throw(c.root, dest);
@@ -183,7 +194,10 @@ bool SessionChunks::has_streams(bool kernel_layout) const
 
 control::RotationStatus SessionChunks::status() const
 {
-	return {schedule_.timer_ns, schedule_.size_bytes, rotations_, current_.root, last_archive_};
+	// A session only sent to a relay has no directory here: its chunk is the relay's.
+	const std::string current =
+		output_.empty() ? "chunk " + std::to_string(current_.id) + " of the relay's copy" : current_.root;
+	return {schedule_.timer_ns, schedule_.size_bytes, rotations_, current, last_archive_};
 }
 
 } // namespace tracery::daemon

@@ -67,6 +67,18 @@ public:
 	// being written again, and what was made of the other is removed.
 	void abandon_next();
 
+	// The name of the previous chunk's archive, BEGIN-END-ID, and of the
+	// chunk being written's, were they to end at `end`.
+	std::string previous_archive_name(time_t end) const { return archive_name(previous_, end); }
+	std::string archive_name(time_t end) const { return archive_name(current_, end); }
+	// A chunk archived elsewhere (by the relay, in its copy of a session
+	// that is only sent there): counted, and `where` shown as the last archive.
+	void note_archived(std::string where);
+	// The relay's bytes taken (consumer::RelayLink::Counts::bytes_taken)
+	// when the chunk being written began: a session only sent measures its
+	// chunk with them.
+	uint64_t relay_bytes_begin = 0;
+
 	// The previous chunk, which ended at `end`, moved into
 	// OUTPUT/archives/BEGIN-END-ID, whose path is returned. Throws
 	// std::system_error naming the file.
@@ -111,6 +123,7 @@ private:
 		time_t begin;
 	};
 	static std::string user_dir(const Chunk &c, bool kernel_layout);
+	static std::string archive_name(const Chunk &c, time_t end);
 	// The trace directories of a chunk.
 	static std::vector<std::string> trace_dirs(const Chunk &c, bool kernel_layout);
 	std::string archive(const Chunk &c, time_t end, bool kernel_layout);

@@ -89,10 +89,13 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 	if (local && (output.empty() || output[0] != '/'))
 		throw CommandError("output directory must be an absolute path, got '" + output + "'");
 	SessionRelay relay;
-	if (!url.empty()) {
-		if (snapshot)
-			throw CommandError("--set-url does not take --snapshot: a snapshot session's traces are "
-			                   "written by `snapshot record` into its output directory");
+	if (!url.empty() && snapshot) {
+		// LTTng's form: the URL is where its snapshots go; nothing is connected before one is recorded.
+		if (req.live_period_ns)
+			throw CommandError("--live does not take --snapshot: a snapshot session sends nothing until "
+			                   "`snapshot record`");
+		relay.snapshot_security = relay_security(req);
+	} else if (!url.empty()) {
 		relay = open_relay(name, url, req, lock);
 		// The connection was made without the lock: the name may be taken since.
 		if (sessions_.count({peer.uid, name}))
@@ -104,6 +107,13 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 	                                        std::move(relay));
 	log(Level::info, "uid %u created session %s in %s%s%s", peer.uid, name.c_str(),
 	    output.empty() ? "-" : output.c_str(), relayed ? ", sent to the relay at " : "", relay_url.c_str());
+	if (!url.empty() && snapshot) {
+		try {
+			s->snapshot_outputs().add_output({"", url, 0});
+		} catch (const std::runtime_error &e) {
+			throw CommandError(e.what());
+		}
+	}
 	const control::CreateReply reply{name, output, s->snapshot(), relay_status(*s)};
 	sessions_[{peer.uid, name}] = std::move(s);
 	return reply;

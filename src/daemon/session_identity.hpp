@@ -25,6 +25,10 @@ struct SessionRelay {
 	std::string url; // HOST:PORT, for status
 	uint64_t live_period_ns = 0;
 	bool public_live = false; // --public-live
+	// The key and CAs (--relay-key, --relay-ca) of a snapshot session's
+	// snapshots sent to a relay (`create --snapshot --set-url`, LTTng's form:
+	// no link, the URL its snapshot output).
+	control::relay::ClientSecurity snapshot_security;
 };
 
 // The host name the relay files this host's sessions under: the protocol's

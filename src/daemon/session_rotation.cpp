@@ -69,13 +69,46 @@ struct SizeCheck {
 	bool full = false;
 };
 
-// The refusals common to rotate, enable-rotation and clear.
-void check_chunks_apply(const TraceSession &s, const char *verb)
+// The refusals common to rotate, enable-rotation and clear; through_relay:
+// the verb applies to the relay's copy too (rotation: the relay archives
+// its chunks as they end).
+void check_chunks_apply(const TraceSession &s, const char *verb, bool through_relay)
 {
 	const std::string name = s.name();
-	if (!s.local())
+	if (!s.local() && !(through_relay && s.relay_link()))
 		throw CommandError("session '" + name + "' has no local trace (it is only sent to a relay): `tracery " +
 		                   verb + "` needs a session created with --output or --local-copy");
+	if (s.relay_link() && !through_relay)
+		throw CommandError("session '" + name + "' is sent to a relay: `tracery " + verb +
+		                   "` through the relay is not supported");
+	if (s.relay_link() && s.identity().relay.live_period_ns)
+		throw CommandError("session '" + name +
+		                   "' is live: its viewers read the streams the relay writes, which rotation would "
+		                   "move (LTTng does not rotate live sessions either); create it without --live");
+}
+
+// The bytes of the chunk being written of a session only sent to a relay:
+// those of the packets given to the relay since it began.
+uint64_t relay_chunk_bytes(const TraceSession &s)
+{
+	return s.relay_link()->counts().bytes_taken - s.chunks().relay_bytes_begin;
+}
+
+// Whether the chunk being written has anything of a stream: a stream file
+// here (as the owner), or for a session only sent, a packet for the relay.
+bool chunk_has_streams(const TraceSession &s)
+{
+	if (!s.local())
+		return relay_chunk_bytes(s) > 0;
+	return s.chunks().has_streams(s.kernel_domain());
+}
+
+// Where the relay archived a chunk, for the reply and the log.
+std::string relay_archive(const consumer::RelayLink &link, const std::string &name)
+{
+	const consumer::RelayLink::Counts c = link.counts();
+	return c.relay_path + "/archives/" + name + " on the relay at " + link.config().host + ":" +
+	       std::to_string(link.config().port);
 }
 
 } // namespace
@@ -88,6 +121,8 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 	if (chunks.rotating)
 		throw CommandError("session '" + s.name() + "' is being rotated or cleared: try again in a moment");
 	const bool kernel_layout = s.kernel_domain();
+	const bool local = s.local();
+	const std::shared_ptr<consumer::RelayLink> relay = s.relay_link();
 	const std::string old_user_dir = s.user_dir();
 	const time_t now = time(nullptr);
 	auto countdown = std::make_shared<Countdown>();
@@ -95,8 +130,11 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 	{
 		base::FsCreds as_owner(s.owner(), s.owner_gid());
 		chunks.begin(root, now);
+		if (relay)
+			chunks.relay_bytes_begin = relay->counts().bytes_taken;
 		try {
-			ctf::make_directories(root, 0700);
+			if (local)
+				ctf::make_directories(root, 0700);
 			s.move_user_trace();
 		} catch (const std::system_error &e) {
 			chunks.abandon_next(); // no consumer was asked yet: the trace stays where it was
@@ -145,6 +183,20 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 		log(Level::warn, "session %s: some buffers did not move to the new chunk within %lld s",
 		    s.name().c_str(), static_cast<long long>(kConsumersTimeout.count()));
 	chunks.last_rotation_ns = base::monotonic_ns();
+	// The relay archives the old chunk's traces once their streams, closed
+	// as the buffers moved, are written (the frames go in order); a buffer
+	// that did not move still writes into it, and it stays where it is.
+	std::string relay_where;
+	if (relay && moved) {
+		const std::string name = chunks.previous_archive_name(now);
+		relay->archive_superseded(name);
+		relay_where = relay_archive(*relay, name);
+	}
+	if (!local) {
+		chunks.note_archived(relay_where);
+		log(Level::info, "session %s rotated: %s", s.name().c_str(), relay_where.c_str());
+		return relay_where;
+	}
 	base::FsCreds as_owner(s.owner(), s.owner_gid());
 	try {
 		if (const std::string metadata = s.user_metadata(); !metadata.empty())
@@ -169,17 +221,13 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 control::RotateReply Daemon::cmd_rotate(const control::Rotate &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req.session, peer);
-	check_chunks_apply(s, "rotate");
+	check_chunks_apply(s, "rotate", true);
 	if (s.snapshot())
 		throw CommandError("session '" + s.name() +
 		                   "' is in snapshot mode: its traces are its snapshots (`tracery snapshot record`)");
-	if (s.relay_link())
-		throw CommandError("session '" + s.name() +
-		                   "' is sent to a relay: rotation through the relay is not "
-		                   "supported yet");
 	if (!s.started()) {
 		base::FsCreds as_owner(s.owner(), s.owner_gid());
-		if (!s.chunks().has_streams(s.kernel_domain()))
+		if (!chunk_has_streams(s))
 			throw CommandError("session '" + s.name() + "' recorded nothing since " +
 			                   (s.chunks().moved() ? "its last rotation" : "it was created") +
 			                   ": `tracery start` it first");
@@ -199,10 +247,9 @@ control::EnableRotationReply Daemon::cmd_enable_rotation(const control::EnableRo
                                                          const control::PeerCred &peer, Lock &)
 {
 	TraceSession &s = session_for(req.session, peer);
-	check_chunks_apply(s, "enable-rotation");
-	if (s.snapshot() || s.relay_link())
-		throw CommandError("session '" + s.name() + "' cannot rotate: " +
-		                   (s.snapshot() ? "it is in snapshot mode" : "it is sent to a relay"));
+	check_chunks_apply(s, "enable-rotation", true);
+	if (s.snapshot())
+		throw CommandError("session '" + s.name() + "' cannot rotate: it is in snapshot mode");
 	if (!req.timer_ns && !req.size_bytes)
 		throw CommandError("enable-rotation: give --timer=PERIOD, --size=SIZE or both");
 	if (req.timer_ns && *req.timer_ns < kMinRotationTimerNs)
@@ -241,15 +288,11 @@ control::DisableRotationReply Daemon::cmd_disable_rotation(const control::Disabl
 control::ClearReply Daemon::cmd_clear(const control::Clear &req, const control::PeerCred &peer, Lock &lock)
 {
 	TraceSession &s = session_for(req.session, peer);
-	check_chunks_apply(s, "clear");
+	check_chunks_apply(s, "clear", false);
 	if (s.snapshot())
 		throw CommandError("session '" + s.name() +
 		                   "' is in snapshot mode: clearing its buffers is not "
 		                   "supported; destroy and create it again");
-	if (s.relay_link())
-		throw CommandError("session '" + s.name() +
-		                   "' is sent to a relay: clear through the relay is not "
-		                   "supported yet");
 	control::ClearReply reply{s.name(), 0};
 	// A kernel trace keeps its stream files open while stopped: its clear
 	// begins a new chunk too.
@@ -281,13 +324,23 @@ void Daemon::wait_rotation(const std::pair<uid_t, std::string> &key, Lock &lock)
 void Daemon::archive_last_chunk(TraceSession &s)
 {
 	SessionChunks &chunks = s.chunks();
-	if (!chunks.moved() || !s.local())
+	if (!chunks.moved())
+		return;
+	const time_t end = time(nullptr);
+	if (const std::shared_ptr<consumer::RelayLink> &relay = s.relay_link()) {
+		// Its streams were closed as its buffers finished: the relay archives it, before BYE.
+		const std::string name = chunks.archive_name(end);
+		relay->archive_current(name);
+		log(Level::info, "session %s: its last chunk archived in %s", s.name().c_str(),
+		    relay_archive(*relay, name).c_str());
+	}
+	if (!s.local())
 		return;
 	base::FsCreds as_owner(s.owner(), s.owner_gid());
 	try {
 		if (chunks.has_streams(s.kernel_domain())) {
 			log(Level::info, "session %s: its last chunk archived in %s", s.name().c_str(),
-			    chunks.archive(time(nullptr), s.kernel_domain()).c_str());
+			    chunks.archive(end, s.kernel_domain()).c_str());
 		} else {
 			chunks.remove(s.kernel_domain(), false);
 		}
@@ -323,7 +376,10 @@ void Daemon::rotator()
 			const RotationSchedule &schedule = chunks.schedule();
 			if (schedule.timer_ns && now - chunks.last_rotation_ns >= *schedule.timer_ns)
 				due.push_back(s->id());
-			else if (schedule.size_bytes)
+			else if (schedule.size_bytes && !s->local()) {
+				if (relay_chunk_bytes(*s) >= *schedule.size_bytes)
+					due.push_back(s->id());
+			} else if (schedule.size_bytes)
 				sizes.push_back({s->id(), chunks.id(), s->owner(), s->owner_gid(),
 				                 chunks.dirs(s->kernel_domain()), *schedule.size_bytes});
 		}
@@ -350,8 +406,7 @@ void Daemon::rotator()
 			for (auto &[key, t] : sessions_)
 				if (t->id() == id)
 					s = t.get();
-			if (!s || s->in_use() || s->chunks().rotating ||
-			    (!s->started() && !s->chunks().has_streams(s->kernel_domain())))
+			if (!s || s->in_use() || s->chunks().rotating || (!s->started() && !chunk_has_streams(*s)))
 				continue;
 			try {
 				end_chunk(*s, lock, false);

@@ -144,7 +144,7 @@ control::StatusReply session_status(const TraceSession &s)
 		out.user_trace = s.user_dir();
 	out.relay = relay_status(s);
 	out.tracking.push_back(s.user_tracking().status());
-	if (s.local() && !s.snapshot())
+	if ((s.local() || s.relay_link()) && !s.snapshot())
 		out.rotation = s.chunks().status();
 	if (out.kernel)
 		out.tracking.push_back(kernel_tracking_status(kernel));

@@ -3,7 +3,9 @@
 // protocol, on a connection of its own (a consumer::RelayLink opened for it,
 // ended by BYE once the relay confirmed every packet). The relay files it as
 // any session, under HOSTNAME/SESSION-DATE/ (DATE: when the snapshot was
-// taken), its trace at NAME-N-DATE/ in there, readable alone.
+// taken), its trace at NAME-N-DATE/ in there, readable alone. The
+// connection authenticates and uses TLS as the session's --relay-key and
+// --relay-ca say (`create --snapshot --set-url`).
 #include "daemon/log.hpp"
 #include "daemon/session_snapshot.hpp"
 
@@ -49,6 +51,7 @@ std::string SnapshotRecorder::write_to_relay(const SnapshotPlan &plan, KernelDom
 					      std::chrono::system_clock::now().time_since_epoch())
 	                                      .count());
 	config.queue_bytes = queue_bytes;
+	config.security = session_.relay.snapshot_security;
 	const std::string session = session_.name;
 	config.log = [session](const std::string &line) {
 		log(Level::warn, "session %s: snapshot: %s", session.c_str(), line.c_str());

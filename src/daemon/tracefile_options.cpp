@@ -27,10 +27,10 @@ consumer::TracefileLimit tracefile_limit(const std::optional<uint64_t> &size, co
 		throw CommandError("session '" + session.name +
 		                   "' is a snapshot session: its buffers are written only by "
 		                   "`snapshot record`, each snapshot a trace of its own; leave out --tracefile-size");
-	if (!session.local())
-		throw CommandError(
-			"--tracefile-size and --tracefile-count limit the trace files written here, and session '" +
-			session.name + "' only sends to a relay: create it with --local-copy, or leave them out");
+	if (session.relay.live_period_ns)
+		throw CommandError("session '" + session.name +
+		                   "' is live: its viewers read each stream's one file on the relay; leave out "
+		                   "--tracefile-size, or create the session without --live");
 	return {*size, count.value_or(0)};
 }
 

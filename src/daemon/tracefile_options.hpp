@@ -14,8 +14,9 @@ namespace tracery::daemon {
 // The limit the options give; none when neither is given. min_size: the
 // largest packet the channel writes (its sub-buffer size), below which a
 // file would hold a single packet. Throws CommandError naming the fix: a
-// count without a size, a size below min_size, a session that writes no
-// local trace (the relay keeps one file per stream).
+// count without a size, a size below min_size, a snapshot session, a live
+// session (its relay serves each stream from one file). A session sent to a
+// relay has the relay keep the ring of files (control::relay::StreamFiles).
 consumer::TracefileLimit tracefile_limit(const std::optional<uint64_t> &size, const std::optional<uint64_t> &count,
                                          uint64_t min_size, const SessionIdentity &session);
 

@@ -61,9 +61,10 @@ void UserTrace::set_local_dir(std::string dir)
 void UserTrace::continue_in(std::string dir)
 {
 	if (!metadata_written_)
-		return set_local_dir(std::move(dir));
+		return set_local_dir(session_.local() ? std::move(dir) : "");
 	output().continue_in(dir);
-	local_dir_ = std::move(dir);
+	if (session_.local())
+		local_dir_ = std::move(dir);
 }
 
 void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &channels)

@@ -502,7 +502,8 @@ struct RelayServer::Impl {
 						update_reading(id, c);
 						continue;
 					}
-					if (cr::type_of(r.frame) >= cr::Type::auth_request)
+					if (const cr::Type t = cr::type_of(r.frame);
+					    t >= cr::Type::auth_request && t <= cr::Type::auth_result)
 						return cat(cr::type_name(static_cast<uint16_t>(cr::type_of(r.frame))),
 						           " after HELLO");
 					const size_t charge = frame_charge(r.size);

@@ -14,9 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <vector>
 
 namespace tracery::relay {
 
@@ -43,6 +46,22 @@ int make_dir(int parent, const std::string &name, bool exclusive)
 int create_file(int dir, const std::string &name)
 {
 	return ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
+// A new index file's header: 0 or the errno of the write.
+int write_index_header(int fd)
+{
+	uint8_t header[kIndexHeaderSize];
+	put_be32(header, kIndexMagic);
+	put_be32(header + 4, kIndexMajor);
+	put_be32(header + 8, kIndexMinor);
+	put_be32(header + 12, kIndexEntrySize);
+	return write_all_at(fd, header, sizeof header, 0);
+}
+
+int open_index_dir(int trace_dir)
+{
+	return ::openat(trace_dir, "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 // One path a prefix (by whole components) of the other, or the same.
@@ -96,6 +115,10 @@ std::string SessionWriter::apply(const cr::Frame &f, cr::HelloReply *reply)
 		return stream(*m);
 	if (const auto *m = std::get_if<cr::Packet>(&f))
 		return packet(*m);
+	if (const auto *m = std::get_if<cr::ArchiveTrace>(&f))
+		return archive(*m);
+	if (const auto *m = std::get_if<cr::StreamFiles>(&f))
+		return stream_files(*m);
 	std::string why;
 	if (const auto *m = std::get_if<cr::Beacon>(&f))
 		return open_stream(m->stream_id, "BEACON", why) ? "" : why; // kept for live; nothing to write yet
@@ -151,6 +174,7 @@ std::string SessionWriter::hello(const cr::Hello &m, cr::HelloReply *reply)
 		if (dir) {
 			session_dir_ = std::move(dir);
 			relative_dir_ = cat(m.hostname, "/", name);
+			live_ = m.live_period_ns != 0;
 			if (reply)
 				*reply = {.accepted = true, .text = relative_dir_};
 			return {};
@@ -165,7 +189,7 @@ std::string SessionWriter::trace(const cr::Trace &m)
 {
 	if (traces_.size() >= kMaxTraces)
 		return "more than 64 traces in a session";
-	if (traces_.count(m.id))
+	if (traces_.count(m.id) || archived_traces_.count(m.id))
 		return cat("TRACE id ", std::to_string(m.id), " used twice");
 	for (const auto &[id, t] : traces_)
 		if (nested(t.path, m.path))
@@ -220,7 +244,7 @@ std::string SessionWriter::stream(const cr::Stream &m)
 {
 	if (streams_.size() >= kMaxStreams)
 		return "more than 4096 streams in a session";
-	if (streams_.count(m.id))
+	if (streams_.count(m.id) || archived_streams_.count(m.id))
 		return cat("STREAM id ", std::to_string(m.id), " used twice");
 	const auto it = traces_.find(m.trace_id);
 	if (it == traces_.end())
@@ -235,15 +259,10 @@ std::string SessionWriter::stream(const cr::Stream &m)
 	if (!s.data)
 		return failed(cat(t.path, "/", m.file), "create");
 	const std::string index_name = cat(m.file, ".idx");
-	base::Fd index_dir(::openat(t.dir.get(), "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	base::Fd index_dir(open_index_dir(t.dir.get()));
 	if (index_dir)
 		s.index.reset(create_file(index_dir.get(), index_name));
-	uint8_t header[kIndexHeaderSize];
-	put_be32(header, kIndexMagic);
-	put_be32(header + 4, kIndexMajor);
-	put_be32(header + 8, kIndexMinor);
-	put_be32(header + 12, kIndexEntrySize);
-	const int err = s.index ? write_all_at(s.index.get(), header, sizeof header, 0) : errno;
+	const int err = s.index ? write_index_header(s.index.get()) : errno;
 	if (!s.index || err) {
 		errno = err;
 		std::string why = failed(cat(t.path, "/index/", index_name), s.index ? "write" : "create");
@@ -289,6 +308,9 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	StreamState *s = open_stream(m.stream_id, "PACKET", why);
 	if (!s)
 		return why;
+	if (s->file_size && s->size > 0 && m.bytes.size() > s->file_size - std::min(s->file_size, s->size))
+		if (why = next_file(*s); !why.empty())
+			return why;
 	const std::string &trace_path = traces_.at(s->trace_id).path;
 	if (const int err = write_all_at(s->data.get(), m.bytes.data(), m.bytes.size(), s->size)) {
 		errno = err;
@@ -317,6 +339,121 @@ std::string SessionWriter::packet(const cr::Packet &m)
 	s->size += m.bytes.size();
 	s->index_size += kIndexEntrySize;
 	++packets_;
+	return {};
+}
+
+std::string SessionWriter::archive(const cr::ArchiveTrace &m)
+{
+	if (live_)
+		return "ARCHIVE_TRACE in a live session (its viewers read the files it would move)";
+	const auto it = traces_.find(m.trace_id);
+	if (it == traces_.end())
+		return cat("ARCHIVE_TRACE of unknown trace ", std::to_string(m.trace_id));
+	const std::string path = it->second.path;
+	std::vector<uint32_t> streams;
+	for (const auto &[id, st] : streams_) {
+		if (st.trace_id != m.trace_id)
+			continue;
+		if (!st.closed)
+			return cat("ARCHIVE_TRACE of trace ", path, " whose stream ", st.file, " is open");
+		streams.push_back(id);
+	}
+	if (archived_traces_.size() + archived_streams_.size() + streams.size() >= kMaxArchivedIds)
+		return "more than 1048576 traces and streams archived in a session";
+	// SESSION/PATH becomes SESSION/archives/ARCHIVE/LEAF.
+	const std::string leaf = path.substr(path.rfind('/') + 1);
+	const std::string dest = cat("archives/", m.archive);
+	base::Fd archives(make_dir(session_dir_->get(), "archives", false));
+	if (!archives)
+		return failed("archives", "mkdir");
+	base::Fd chunk(make_dir(archives.get(), m.archive, false));
+	if (!chunk)
+		return failed(dest, "mkdir");
+	if (::renameat2(session_dir_->get(), path.c_str(), chunk.get(), leaf.c_str(), RENAME_NOREPLACE) != 0) {
+		if (errno == EEXIST)
+			return cat("ARCHIVE_TRACE of trace ", path, ": ", dest, "/", leaf, " exists already");
+		return failed(cat(path, " to ", dest, "/", leaf), "rename");
+	}
+	// The chunk's directory (the path's parents), empty once its traces moved, goes.
+	for (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0;
+	     slash = path.rfind('/', slash - 1))
+		if (::unlinkat(session_dir_->get(), path.substr(0, slash).c_str(), AT_REMOVEDIR) != 0)
+			break; // another trace of the chunk is still there
+	for (const uint32_t id : streams) {
+		streams_.erase(id);
+		archived_streams_.insert(id);
+	}
+	traces_.erase(it);
+	archived_traces_.insert(m.trace_id);
+	return {};
+}
+
+std::string SessionWriter::stream_files(const cr::StreamFiles &m)
+{
+	std::string why;
+	StreamState *s = open_stream(m.stream_id, "STREAM_FILES", why);
+	if (!s)
+		return why;
+	if (live_)
+		return "STREAM_FILES in a live session (its viewers read each stream from one file)";
+	if (s->file_size || s->size > 0)
+		return cat("STREAM_FILES of stream ", s->file, " after ", s->file_size ? "another" : "a packet");
+	// FILE (and its index) becomes FILE_0, the first of the ring.
+	const TraceState &t = traces_.at(s->trace_id);
+	const std::string first = cat(s->file, "_0");
+	base::Fd index_dir(open_index_dir(t.dir.get()));
+	if (!index_dir)
+		return failed(cat(t.path, "/index"), "open");
+	if (::renameat2(t.dir.get(), s->file.c_str(), t.dir.get(), first.c_str(), RENAME_NOREPLACE) != 0)
+		return failed(cat(t.path, "/", first), "rename");
+	if (::renameat2(index_dir.get(), cat(s->file, ".idx").c_str(), index_dir.get(), cat(first, ".idx").c_str(),
+	                RENAME_NOREPLACE) != 0) {
+		why = failed(cat(t.path, "/index/", first, ".idx"), "rename");
+		::renameat(t.dir.get(), first.c_str(), t.dir.get(), s->file.c_str()); // as it was: it may come again
+		return why;
+	}
+	s->file_size = m.size;
+	s->file_count = m.count;
+	s->kept = {0};
+	return {};
+}
+
+std::string SessionWriter::next_file(StreamState &s)
+{
+	const TraceState &t = traces_.at(s.trace_id);
+	const uint64_t n = s.file_index + 1;
+	const std::string name = cat(s.file, "_", std::to_string(n));
+	base::Fd index_dir(open_index_dir(t.dir.get()));
+	if (!index_dir)
+		return failed(cat(t.path, "/index"), "open");
+	base::Fd data(create_file(t.dir.get(), name));
+	if (!data)
+		return failed(cat(t.path, "/", name), "create");
+	base::Fd index(create_file(index_dir.get(), cat(name, ".idx")));
+	const int err = index ? write_index_header(index.get()) : errno;
+	if (!index || err) {
+		errno = err;
+		std::string why = failed(cat(t.path, "/index/", name, ".idx"), index ? "write" : "create");
+		// What this packet made goes: it may come again.
+		::unlinkat(t.dir.get(), name.c_str(), 0);
+		if (index)
+			::unlinkat(index_dir.get(), cat(name, ".idx").c_str(), 0);
+		return why;
+	}
+	// The oldest file beyond the count goes, with its index.
+	while (s.file_count && s.kept.size() >= s.file_count) {
+		const std::string old = cat(s.file, "_", std::to_string(s.kept.front()));
+		::unlinkat(t.dir.get(), old.c_str(), 0);
+		::unlinkat(index_dir.get(), cat(old, ".idx").c_str(), 0);
+		s.kept.pop_front();
+	}
+	s.data = std::move(data);
+	s.index = std::move(index);
+	s.size = 0;
+	s.index_size = kIndexHeaderSize;
+	s.file_index = n;
+	if (s.file_count)
+		s.kept.push_back(n);
 	return {};
 }
 

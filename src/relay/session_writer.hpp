@@ -11,8 +11,10 @@
 #include "control/relay_protocol.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace tracery::relay {
@@ -20,6 +22,9 @@ namespace tracery::relay {
 inline constexpr size_t kMaxTraces = 64;
 inline constexpr size_t kMaxStreams = 4096;
 inline constexpr uint64_t kMaxMetadata = 16u * 1024 * 1024;
+// Ids of the traces and streams archived (ARCHIVE_TRACE) in a session, which
+// no frame may use again; the limits above count those not archived.
+inline constexpr size_t kMaxArchivedIds = 1u << 20;
 
 // LTTng's CTF index file (all big-endian): a 16-byte header, then 72-byte entries.
 inline constexpr uint32_t kIndexMagic = 0xC1F1DCC1;
@@ -65,6 +70,10 @@ private:
 		uint64_t size = 0;                      // the stream file's length: the next packet's offset
 		uint64_t index_size = kIndexHeaderSize; // the index file's length
 		bool closed = false;
+		// STREAM_FILES: files of at most file_size bytes, FILE_N (N = file_index
+		// now), the newest file_count kept (0: all); kept: their N, oldest first.
+		uint64_t file_size = 0, file_count = 0, file_index = 0;
+		std::deque<uint64_t> kept;
 	};
 
 	std::string hello(const control::relay::Hello &m, control::relay::HelloReply *reply);
@@ -72,6 +81,11 @@ private:
 	std::string metadata(const control::relay::Metadata &m);
 	std::string stream(const control::relay::Stream &m);
 	std::string packet(const control::relay::Packet &m);
+	std::string archive(const control::relay::ArchiveTrace &m);
+	std::string stream_files(const control::relay::StreamFiles &m);
+	// A stream with STREAM_FILES whose file is full: the next one begun, the
+	// oldest beyond the count deleted.
+	std::string next_file(StreamState &s);
 	StreamState *open_stream(uint32_t id, const char *what, std::string &why);
 	// Why a write or creation of `path` (in the session) failed, with errno;
 	// notes whether the disk refused it.
@@ -81,9 +95,11 @@ private:
 	std::optional<base::Fd> session_dir_;
 	std::string relative_dir_;
 	bool bye_ = false, disk_refused_ = false;
+	bool live_ = false; // HELLO gave a live period: its streams are served as written, never moved
 	uint64_t packets_ = 0, last_packet_offset_ = 0;
 	std::map<uint32_t, TraceState> traces_;
 	std::map<uint32_t, StreamState> streams_;
+	std::set<uint32_t> archived_traces_, archived_streams_;
 };
 
 // Writes all of buf at `offset` in the file: 0, or the errno of the write that failed.
