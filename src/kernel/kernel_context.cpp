@@ -148,7 +148,7 @@ ThreadUpdate ThreadUpdate::of(const EventFormat &format)
 {
 	ThreadUpdate u;
 	const auto take = [&](Kind kind, std::initializer_list<const char *> names) {
-		FieldFormat *slots[] = {&u.a, &u.b, &u.c, &u.d};
+		FieldFormat *slots[] = {&u.a, &u.b, &u.c, &u.d, &u.e};
 		size_t i = 0;
 		for (const char *name : names) {
 			const FieldFormat *f = format.field(name);
@@ -165,7 +165,7 @@ ThreadUpdate ThreadUpdate::of(const EventFormat &format)
 	else if (format.system == "task" && format.name == "task_rename")
 		take(rename, {"pid", "newcomm"});
 	else if (format.system == "sched" && format.name == "sched_switch")
-		take(sched_switch, {"prev_pid", "prev_prio", "next_pid", "next_prio"});
+		take(sched_switch, {"prev_pid", "prev_prio", "next_pid", "next_prio", "prev_comm"});
 	return u;
 }
 
@@ -233,8 +233,23 @@ void ThreadTable::update(const ThreadUpdate &u, std::span<const uint8_t> payload
 			set_comm(slot(pid), field_bytes(u.b, payload));
 		return;
 	case ThreadUpdate::sched_switch: {
-		// Only threads already known: the idle task and threads of no
-		// event keep no entry.
+		// The task switched out is the context of this event: one not seen
+		// yet is entered now, from /proc while it lives, else from the
+		// event itself (its name and priority), so a task that exits before
+		// its reader gets here keeps the name the kernel gave it.
+		if (const int32_t prev = read_i32(u.a, payload, 0); prev > 0 && !threads_.contains(prev)) {
+			ThreadInfo t;
+			if (!read_(prev, with_ns_, t)) {
+				t = ThreadInfo{};
+				t.pid = prev;
+				set_comm(t, field_bytes(u.e, payload));
+			}
+			if (threads_.size() >= kMaxThreads)
+				threads_.clear();
+			threads_.emplace(prev, t);
+		}
+		// The next task only when already known: the idle task and threads
+		// of no event keep no entry.
 		for (const auto &[tid_field, prio_field] : {std::pair{&u.a, &u.b}, std::pair{&u.c, &u.d}}) {
 			const auto it = threads_.find(read_i32(*tid_field, payload, 0));
 			if (it != threads_.end())

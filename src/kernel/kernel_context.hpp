@@ -91,8 +91,9 @@ bool read_proc_thread(int32_t tid, bool with_ns, ThreadInfo &out);
 // What an event of a format tells the table (its fields located once).
 struct ThreadUpdate {
 	enum Kind : uint8_t { none, fork, exec, rename, sched_switch } kind = none;
-	FieldFormat a, b, c, d; // fork: child_pid, child_comm, parent_pid; exec: pid, old_pid, filename;
-				// rename: pid, newcomm; sched_switch: prev_pid, prev_prio, next_pid, next_prio
+	FieldFormat a, b, c, d, e; // fork: child_pid, child_comm, parent_pid; exec: pid, old_pid, filename;
+				   // rename: pid, newcomm; sched_switch: prev_pid, prev_prio, next_pid,
+				   // next_prio, prev_comm
 	static ThreadUpdate of(const EventFormat &format);
 };
 

@@ -2,7 +2,7 @@
 // stream class's TSDL, the bytes of each context, and the thread table fed
 // by a reader standing in for /proc and by payloads built on this kernel's
 // formats (testdata/): fork, exec (a thread's too), sched_switch's
-// priorities; and /proc read for this very thread.
+// priorities and the task it switches out; and /proc read for this very thread.
 #include "kernel/kernel_context.hpp"
 
 #include "base/byte_order.hpp"
@@ -151,6 +151,24 @@ TEST(KernelContext, ForkExecAndSwitchUpdateTheTable)
 	             payload(sw, {{"prev_pid", 200}, {"prev_prio", 139}, {"next_pid", 777}, {"next_prio", 100}}));
 	EXPECT_EQ(table.get(200).prio, 39);
 	EXPECT_EQ(table.size(), 2u); // 777 was not added; 201 moved to 200, 200 kept
+	// A task switched out before any event of its own, gone from /proc by the
+	// time its page is read: entered with the name and priority the event gives.
+	std::vector<uint8_t> gone =
+		payload(sw, {{"prev_pid", 300}, {"prev_prio", 120}, {"next_pid", 200}, {"next_prio", 139}});
+	const char name[16] = "rotate-chunks";
+	std::memcpy(gone.data() + sw.field("prev_comm")->offset, name, sizeof name);
+	table.update(on_switch, gone);
+	EXPECT_EQ(table.size(), 3u);
+	EXPECT_STREQ(table.get(300).comm, "rotate-chunks");
+	EXPECT_EQ(table.get(300).pid, 300);
+	EXPECT_EQ(table.get(300).prio, 20);
+	// One still alive is read from /proc, not from the event.
+	std::vector<uint8_t> alive =
+		payload(sw, {{"prev_pid", 101}, {"prev_prio", 120}, {"next_pid", 200}, {"next_prio", 139}});
+	std::memcpy(alive.data() + sw.field("prev_comm")->offset, name, sizeof name);
+	table.update(on_switch, alive);
+	EXPECT_STREQ(table.get(101).comm, "shell");
+	EXPECT_EQ(table.get(101).pid, 100);
 	// A payload shorter than its fields changes nothing.
 	table.update(on_exec, std::vector<uint8_t>(4, 0));
 	EXPECT_STREQ(table.get(200).comm, "dd");
