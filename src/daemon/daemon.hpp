@@ -273,6 +273,11 @@ private:
 
 	// Triggers (trigger_commands.cpp, triggers.hpp).
 	void start_trigger_actions();
+	// A kernel event trigger's instance (kernel/event_watch.hpp); removes
+	// the trigger and throws CommandError if it cannot be made.
+	void watch_kernel_events(Trigger &t);
+	// Ends every kernel trigger's instance (their readers may need the lock).
+	void stop_kernel_triggers();
 	// Sends the trigger rules to the programs a change of `owner`'s triggers concerns.
 	void send_trigger_rules(uid_t owner);
 	void run_actions(const std::vector<ActionRun> &runs);
