@@ -79,7 +79,9 @@ class KernelTriggers(KernelMixin, DaemonTestCase):
             return names and os.path.join(path, names[0])
         snap = self.wait_for("the trigger's snapshot", snapshot)
         self.wait_for("the snapshot's kernel trace", lambda: os.path.isfile(os.path.join(snap, "kernel", "metadata")))
-        self.wait_for("the action counted", lambda: "executed: 1" in t("list-triggers").stdout)
+        self.wait_for("both actions counted", lambda: t("list-triggers").stdout.count("executed: 1") == 2)
+        bt = subprocess.run(["babeltrace2", snap], capture_output=True, text=True, timeout=300)
+        self.assertEqual((bt.returncode, bt.stderr), (0, ""))
         execs = [m for m in self.dump(snap) if m.get("e") == "sched_process_exec"]
         self.assertIn(marker, [m["f"]["filename"] for m in execs], "the snapshot holds what fired it")
 
@@ -104,6 +106,34 @@ class KernelTriggers(KernelMixin, DaemonTestCase):
         got = self.read_notifications(watcher, 1)
         self.assertEqual(got[0]["captures"]["filename"], markers[2])
         self.assertEqual(self.notifications(watcher), [], "once: nothing after the third")
+
+    def test_kernel_buffer_usage_condition(self):
+        """A snapshot session's kernel buffer (nothing reads it while tracing) sampled every 10 ms: a trigger on
+        its usage fires once the buffer holds the bytes, with what was sampled."""
+        t = self.d.tracery
+        t("create", "fill", "--snapshot", "--output", self.out("fill"))
+        out = t("enable-channel", "-k", "kc", "-s", "fill", "--subbuf-size=4k", "--num-subbuf=16",
+                "--monitor-timer=10ms").stdout
+        self.assertIn("(64 KiB per CPU)", out)
+        t("enable-event", "-k", "sched_process_exec", "-s", "fill", "-c", "kc")
+        t("add-trigger", "--condition=channel-buffer-usage-ge", "--session=fill", "--channel=kc", "--domain=kernel",
+          "--threshold-size=1", "--action=notify", "--id=filled")
+        watcher = self.watch("filled")
+        t("start", "fill")
+        marker = self.marker("ktrig-fill")
+        self.exec_marker(marker)
+        n = self.read_notifications(watcher, 1)[0]
+        c = n["captures"]
+        self.assertEqual((n["trigger"], n["event"], n["pid"]), ("filled", "", 0))
+        # The kernel rounds the 64 KiB asked to its pages: the size is the instance's own.
+        with open(os.path.join(self.root, "instances", f"tracery-{self.daemon}-u0-fill", "buffer_size_kb")) as f:
+            size = int(f.read()) * 1024
+        self.assertGreaterEqual(size, 65536)
+        self.assertEqual((c["session"], c["channel"], c["domain"], c["stream_bytes"]), ("fill", "kc", "kernel", size))
+        # At least the exec's event (its header and payload, the path included).
+        self.assertGreaterEqual(c["buffer_usage_bytes"], len(marker) + 20)
+        self.assertLessEqual(c["buffer_usage_bytes"], size)
+        t("destroy", "fill")
 
     def test_refusals(self):
         t = self.d.tracery

@@ -73,10 +73,8 @@ void check_sample_condition(const control::TriggerCondition &c)
 	if (!c.channel)
 		refuse("the " + c.type + " condition needs the channel: --channel=NAME");
 	check_name(*c.channel, "channel name");
-	if (c.domain == "kernel")
-		refuse("the kernel channel's buffer usage is not sampled in this release: give --domain=user");
-	if (c.domain != "user")
-		refuse("unknown domain '" + c.domain + "': give --domain=user");
+	if (c.domain != "user" && c.domain != "kernel")
+		refuse("unknown domain '" + c.domain + "': give --domain=user or --domain=kernel");
 	if (c.threshold_bytes.has_value() == c.threshold_percent.has_value())
 		refuse("the " + c.type +
 		       " condition needs one threshold: --threshold-ratio=R or --threshold-size=SIZE");
