@@ -243,11 +243,11 @@ int verb_enable_channel(const Args &a)
 	if (a.kernel && !a.switch_timer.empty())
 		throw CliError("--switch-timer is for user space channels: the kernel's readers write what they read "
 		               "whenever a CPU's buffer is empty, so no event waits for a page to fill");
-	if (a.kernel && !a.monitor_timer.empty())
-		throw CliError("--monitor-timer is for user space channels: the kernel channel's buffer usage is not "
-		               "sampled in this release");
 	if (a.kernel) {
-		const auto r = request(channel_request<control::KernelEnableChannel>(a));
+		auto req = channel_request<control::KernelEnableChannel>(a);
+		if (!a.monitor_timer.empty())
+			req.monitor_timer_us = parse_duration_us(a.monitor_timer, "--monitor-timer");
+		const auto r = request(req);
 		printf("Kernel channel '%s' enabled in session '%s' (%s per CPU)\n", a.channel.c_str(),
 		       r.session.c_str(),
 		       r.buffer_bytes ? base::format_size(r.buffer_bytes).c_str() : "the kernel's default buffer size");

@@ -832,6 +832,9 @@ struct KernelEnableChannel {
 	std::optional<uint64_t> subbuf_size, num_subbuf; // both or neither
 	bool overwrite = false;
 	std::optional<uint64_t> tracefile_size, tracefile_count; // as EnableChannel's
+	// --monitor-timer: how often the instance's buffer usage is sampled for
+	// the triggers (µs; 0: never; missing: kDefaultMonitorTimerUs).
+	std::optional<uint64_t> monitor_timer_us;
 	static constexpr auto kFields = std::tuple{
 		field("session", &KernelEnableChannel::session),
 		field("channel", &KernelEnableChannel::channel),
@@ -840,6 +843,7 @@ struct KernelEnableChannel {
 		field("overwrite", &KernelEnableChannel::overwrite),
 		optional_field("tracefile_size", &KernelEnableChannel::tracefile_size),
 		optional_field("tracefile_count", &KernelEnableChannel::tracefile_count),
+		optional_field("monitor_timer_us", &KernelEnableChannel::monitor_timer_us),
 	};
 	bool operator==(const KernelEnableChannel &) const = default;
 };

@@ -271,7 +271,7 @@ KernelDisableEventReply full()
 template <>
 KernelEnableChannel full()
 {
-	return {"s", "k", 4096, 4, true, 1 << 20, 3};
+	return {"s", "k", 4096, 4, true, 1 << 20, 3, 250000};
 }
 template <>
 KernelEnableChannelReply full()

@@ -221,7 +221,7 @@ struct TriggerFired {
 	std::string trigger;
 	uint64_t time_ns = 0;
 	std::string event; // the event that matched; "" for the other conditions
-	int32_t pid = 0;   // the program it happened in (0: the kernel, or the daemon's sampling)
+	int32_t pid = 0;   // the program it happened in (a kernel event: its thread; 0: the daemon's sampling)
 	std::map<std::string, nlohmann::json> captures;
 	// Notifications of this trigger lost so far (by its programs, by the
 	// daemon, on a watcher's full socket): TriggerStatus::dropped.

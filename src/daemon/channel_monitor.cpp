@@ -12,6 +12,7 @@
 #include "base/monotonic.hpp"
 #include "clock/trace_clock.hpp"
 #include "daemon/log.hpp"
+#include "kernel/buffer_usage.hpp"
 
 #include <pthread.h>
 
@@ -45,6 +46,33 @@ ChannelSample sample_of(const TraceSession &s, const Channel &ch)
 }
 
 } // namespace
+
+std::vector<ActionRun> Daemon::sample_kernel(TraceSession &s, uint64_t now, uint64_t *next)
+{
+	KernelSpec &k = s.edit_kernel_spec();
+	const kernel::KernelSession *trace = s.kernel_session();
+	if (!k.monitor_timer_us || k.disabled || !trace || !trace->started() || trace->instance_path().empty())
+		return {};
+	if (now < k.next_monitor_ns) {
+		*next = std::min(*next, k.next_monitor_ns);
+		return {};
+	}
+	k.next_monitor_ns = now + k.monitor_timer_us * 1000;
+	*next = std::min(*next, k.next_monitor_ns);
+	kernel::BufferUsage usage;
+	try {
+		usage = kernel::read_buffer_usage(trace->instance_path());
+	} catch (const std::exception &e) {
+		log(Level::warn, "session %s: the kernel buffer's usage could not be sampled: %s", s.name().c_str(),
+		    e.what());
+		return {};
+	}
+	if (usage.bytes.empty())
+		return {};
+	const auto [lowest, highest] = std::minmax_element(usage.bytes.begin(), usage.bytes.end());
+	return triggers_.channel_sampled(
+		{s.owner(), s.id(), s.name(), k.channel_name(), "kernel", *highest, *lowest, usage.buffer_bytes});
+}
 
 uint64_t timer_argument(const std::optional<uint64_t> &us, const char *option, uint64_t fallback)
 {
@@ -94,6 +122,8 @@ void Daemon::monitor()
 					next = std::min(next, ch->next_monitor_ns);
 				}
 			}
+			if (const auto more = sample_kernel(*s, now, &next); !more.empty())
+				runs.insert(runs.end(), more.begin(), more.end());
 			// A snapshot session's buffers have no consumer (their writers
 			// move the consumed position when they overwrite): no consumed size.
 			if (sampled && !s->snapshot()) {

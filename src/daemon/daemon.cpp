@@ -464,6 +464,7 @@ Daemon::Daemon(DaemonOptions options)
 Daemon::~Daemon()
 {
 	actions_->stop();
+	stop_kernel_triggers();
 	{
 		Lock lock(mutex_);
 		closing_ = true;
@@ -596,6 +597,7 @@ void Daemon::note_open_traces()
 void Daemon::shutdown()
 {
 	actions_->stop(); // no trigger starts a session from now on
+	stop_kernel_triggers();
 	Lock lock(mutex_);
 	// No rotation begins from now on; those under way end first.
 	rotations_over_ = true;

@@ -273,6 +273,14 @@ private:
 
 	// Triggers (trigger_commands.cpp, triggers.hpp).
 	void start_trigger_actions();
+	// A kernel event trigger's instance (kernel/event_watch.hpp); removes
+	// the trigger and throws CommandError if it cannot be made.
+	void watch_kernel_events(Trigger &t);
+	// Ends every kernel trigger's instance (their readers may need the lock).
+	void stop_kernel_triggers();
+	// The monitor's sample of a session's kernel buffer usage, when its
+	// --monitor-timer period is over (*next: when the next one is due).
+	std::vector<ActionRun> sample_kernel(TraceSession &s, uint64_t now, uint64_t *next);
 	// Sends the trigger rules to the programs a change of `owner`'s triggers concerns.
 	void send_trigger_rules(uid_t owner);
 	void run_actions(const std::vector<ActionRun> &runs);

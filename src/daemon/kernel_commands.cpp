@@ -420,6 +420,7 @@ control::KernelEnableChannelReply Daemon::cmd_kernel_channel(const control::Kern
 	k.subbuf_size = subbuf;
 	k.num_subbuf = num;
 	k.overwrite = req.overwrite;
+	k.monitor_timer_us = timer_argument(req.monitor_timer_us, "--monitor-timer", control::kDefaultMonitorTimerUs);
 	return {s.name(), name, k.subbuf_size * k.num_subbuf, k.overwrite};
 }
 

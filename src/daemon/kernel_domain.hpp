@@ -11,6 +11,7 @@
 #include "daemon/session_identity.hpp"
 
 #include "base/fd.hpp"
+#include "control/messages.hpp"
 #include "kernel/kernel_session.hpp"
 
 #include <sys/types.h>
@@ -39,8 +40,12 @@ struct KernelSpec {
 	ProcessTracking tracking{"kernel",
 	                         {ProcessAttr::pid, ProcessAttr::vpid, ProcessAttr::uid, ProcessAttr::vuid,
 	                          ProcessAttr::gid, ProcessAttr::vgid}};
-	bool follow_children = true;                 // the pid attribute: the processes' descendants too
-	bool disabled = false;                       // disable-channel -k: tracing off in the instance
+	bool follow_children = true; // the pid attribute: the processes' descendants too
+	bool disabled = false;       // disable-channel -k: tracing off in the instance
+	// enable-channel -k --monitor-timer: the buffer usage sampled for the
+	// triggers this often (channel_monitor.cpp; 0: never).
+	uint64_t monitor_timer_us = control::kDefaultMonitorTimerUs;
+	uint64_t next_monitor_ns = 0;                // the monitor thread's next sample
 	std::vector<kernel::KernelContext> contexts; // add-context -k, sorted and unique
 	uint32_t capture_buffers = 0;                // enable-event -k --capture-buffers (0: none)
 	// enable-event -k --userspace-probe=SPEC NAME, by NAME: resolved when

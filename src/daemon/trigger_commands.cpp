@@ -70,11 +70,37 @@ void Daemon::run_actions(const std::vector<ActionRun> &runs)
 			triggers_.action_done(run, "too many trigger actions waiting: this one did not run");
 }
 
+// A kernel event trigger's instance: tracery-PID-trigger-ID (so that a
+// later daemon removes it as stale), its matches fired under the daemon's lock.
+void Daemon::watch_kernel_events(Trigger &t)
+{
+	const control::TriggerCondition &c = t.condition;
+	kernel::WatchRule rule{*c.pattern, c.filter.value_or(""), c.captures};
+	const uint64_t id = t.id;
+	try {
+		t.watch = std::make_unique<kernel::EventWatch>(
+			kernel::open_tracefs(true).root, "trigger-" + std::to_string(id), std::move(rule),
+			[this, id](kernel::WatchMatch m) {
+				Lock lock(mutex_);
+				run_actions(triggers_.kernel_matched(id, std::move(m)));
+			});
+	} catch (const std::exception &e) {
+		const std::string why = "cannot watch kernel events '" + *c.pattern + "': " + e.what();
+		triggers_.remove(t);
+		throw CommandError(why);
+	}
+}
+
 control::AddTriggerReply Daemon::cmd_add_trigger(const control::AddTrigger &req, const control::PeerCred &peer, Lock &)
 {
-	if (req.condition.filter && req.condition.pattern)
+	const bool kernel_rule = req.condition.type == "event-rule-matches" && req.condition.domain == "kernel";
+	if (kernel_rule)
+		check_kernel_access(peer);
+	else if (req.condition.filter && req.condition.pattern)
 		check_filter(*req.condition.filter, {*req.condition.pattern}, peer);
-	const Trigger &t = checked([&]() -> const Trigger & { return triggers_.add(peer.uid, peer.gid, req); });
+	Trigger &t = checked([&]() -> Trigger & { return triggers_.add(peer.uid, peer.gid, req); });
+	if (t.in_kernel())
+		watch_kernel_events(t);
 	log(Level::info, "uid %u added trigger '%s'", peer.uid, t.name.c_str());
 	if (t.in_programs())
 		send_trigger_rules(t.owner);
@@ -88,16 +114,32 @@ control::ListTriggersReply Daemon::cmd_list_triggers(const control::ListTriggers
 }
 
 control::RemoveTriggerReply Daemon::cmd_remove_trigger(const control::RemoveTrigger &req, const control::PeerCred &peer,
-                                                       Lock &)
+                                                       Lock &lock)
 {
 	Trigger &t = checked([&]() -> Trigger & { return triggers_.named(peer.uid, req.name); });
 	const bool in_programs = t.in_programs();
 	const uid_t owner = t.owner;
-	triggers_.remove(t);
+	std::unique_ptr<kernel::EventWatch> watch = triggers_.remove(t);
 	log(Level::info, "uid %u removed trigger '%s' of uid %u", peer.uid, req.name.c_str(), owner);
 	if (in_programs)
 		send_trigger_rules(owner);
+	if (watch) {
+		// Its reader may be waiting for the lock to report a match.
+		lock.unlock();
+		watch.reset();
+		lock.lock();
+	}
 	return {req.name};
+}
+
+void Daemon::stop_kernel_triggers()
+{
+	std::vector<std::unique_ptr<kernel::EventWatch>> watches;
+	{
+		Lock lock(mutex_);
+		watches = triggers_.take_watches();
+	}
+	watches.clear();
 }
 
 json Daemon::cmd_watch(const json &body, const control::PeerCred &peer, std::vector<base::Fd> *reply_fds)

@@ -73,10 +73,8 @@ void check_sample_condition(const control::TriggerCondition &c)
 	if (!c.channel)
 		refuse("the " + c.type + " condition needs the channel: --channel=NAME");
 	check_name(*c.channel, "channel name");
-	if (c.domain == "kernel")
-		refuse("the kernel channel's buffer usage is not sampled in this release: give --domain=user");
-	if (c.domain != "user")
-		refuse("unknown domain '" + c.domain + "': give --domain=user");
+	if (c.domain != "user" && c.domain != "kernel")
+		refuse("unknown domain '" + c.domain + "': give --domain=user or --domain=kernel");
 	if (c.threshold_bytes.has_value() == c.threshold_percent.has_value())
 		refuse("the " + c.type +
 		       " condition needs one threshold: --threshold-ratio=R or --threshold-size=SIZE");
@@ -91,10 +89,8 @@ void check_condition(const control::TriggerCondition &c)
 	if (c.type != kEventRuleMatches)
 		refuse("unknown condition '" + c.type + "': give event-rule-matches, " + kBufferUsageGe + ", " +
 		       kBufferUsageLe + " or " + kConsumedSizeGe);
-	if (c.domain == "kernel")
-		refuse("kernel event triggers are not available in this release: give --type=user");
-	if (c.domain != "user")
-		refuse("unknown event rule type '" + c.domain + "': give --type=user");
+	if (c.domain != "user" && c.domain != "kernel")
+		refuse("unknown event rule type '" + c.domain + "': give --type=user or --type=kernel");
 	if (!c.pattern)
 		refuse("the event rule names no event: give --name=PROVIDER:NAME");
 	check_pattern(*c.pattern);
@@ -158,7 +154,9 @@ json sane_capture(const json &v)
 
 bool Trigger::in_programs() const { return condition.type == kEventRuleMatches && condition.domain == "user"; }
 
-const Trigger &TriggerTable::add(uid_t owner, gid_t group, const control::AddTrigger &req)
+bool Trigger::in_kernel() const { return condition.type == kEventRuleMatches && condition.domain == "kernel"; }
+
+Trigger &TriggerTable::add(uid_t owner, gid_t group, const control::AddTrigger &req)
 {
 	check_condition(req.condition);
 	if (req.actions.empty())
@@ -216,7 +214,24 @@ Trigger &TriggerTable::named(uid_t peer, const std::string &name)
 	refuse("no trigger named '" + name + "': see `tracery list-triggers`");
 }
 
-void TriggerTable::remove(const Trigger &t) { triggers_.erase({t.owner, t.name}); }
+std::unique_ptr<kernel::EventWatch> TriggerTable::remove(const Trigger &t)
+{
+	auto it = triggers_.find({t.owner, t.name});
+	if (it == triggers_.end())
+		return nullptr;
+	std::unique_ptr<kernel::EventWatch> watch = std::move(it->second.watch);
+	triggers_.erase(it);
+	return watch;
+}
+
+std::vector<std::unique_ptr<kernel::EventWatch>> TriggerTable::take_watches()
+{
+	std::vector<std::unique_ptr<kernel::EventWatch>> out;
+	for (auto &[key, t] : triggers_)
+		if (t.watch)
+			out.push_back(std::move(t.watch));
+	return out;
+}
 
 std::vector<control::TriggerStatus> TriggerTable::list(uid_t peer) const
 {
@@ -268,6 +283,29 @@ std::vector<ActionRun> TriggerTable::notified(uint64_t app, pid_t pid, uid_t uid
 	for (const auto &name : t->condition.captures) {
 		auto it = n.captures.find(name);
 		fired.captures[name] = it == n.captures.end() ? json(nullptr) : sane_capture(it->second);
+	}
+	return fire(*t, std::move(fired));
+}
+
+std::vector<ActionRun> TriggerTable::kernel_matched(uint64_t trigger, kernel::WatchMatch m)
+{
+	Trigger *t = find(trigger);
+	if (!t || !t->in_kernel())
+		return {};
+	t->dropped += m.dropped;
+	if (m.event.empty())
+		return {}; // drops alone
+	control::TriggerFired fired{t->name, m.time_ns, m.event, m.tid, {}, 0};
+	for (auto &[name, value] : m.captures) {
+		json &out = fired.captures[name];
+		if (const auto *i = std::get_if<int64_t>(&value))
+			out = *i;
+		else if (const auto *u = std::get_if<uint64_t>(&value))
+			out = *u;
+		else if (const auto *s = std::get_if<std::string>(&value))
+			out = std::move(*s);
+		else
+			out = nullptr;
 	}
 	return fire(*t, std::move(fired));
 }

@@ -2,7 +2,10 @@
 // space of that user's, as sessions are), outlives the sessions its actions
 // name, and is evaluated where its events happen: a user event trigger's rule
 // goes to the programs its owner may trace (control::Triggers), which send a
-// control::Notification for each event it matches. TriggerTable holds them
+// control::Notification for each event it matches; a kernel event
+// trigger's rule goes to a tracefs instance of its own
+// (kernel/event_watch.hpp), whose reader thread reports each match
+// (kernel_matched()). TriggerTable holds them
 // (checked when added), applies each action's rate policy when one fires,
 // and sends notifications to the watchers (`tracery watch`): one datagram a
 // notification on a SOCK_SEQPACKET pair whose other end the watcher holds,
@@ -13,6 +16,7 @@
 
 #include "base/fd.hpp"
 #include "control/trigger_messages.hpp"
+#include "kernel/event_watch.hpp"
 
 #include <sys/types.h>
 
@@ -21,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -45,6 +50,10 @@ struct Trigger {
 	uint64_t held_in = 0;
 	// A user event trigger: evaluated in the programs.
 	bool in_programs() const;
+	// A kernel event trigger: evaluated in its own tracefs instance, once
+	// the daemon gave it one (set_watch()).
+	bool in_kernel() const;
+	std::unique_ptr<kernel::EventWatch> watch;
 };
 
 // A channel's buffers as one monitor period found them (channel_monitor.cpp):
@@ -90,12 +99,16 @@ public:
 	// Checks the request (every field; one line naming the fault and the fix
 	// on std::invalid_argument) and adds the trigger; the filter is the
 	// caller's to check against the programs' events.
-	const Trigger &add(uid_t owner, gid_t group, const control::AddTrigger &req);
+	Trigger &add(uid_t owner, gid_t group, const control::AddTrigger &req);
 	// The trigger `peer` names: its own of that name; for root, failing that,
 	// another user's if only one has one of that name. Throws std::invalid_argument.
 	Trigger &named(uid_t peer, const std::string &name);
 	// Removes it (its watchers keep watching, and get nothing more of it).
-	void remove(const Trigger &t);
+	// Returns its kernel instance, if any, for the caller to end without
+	// the daemon's lock (its reader may be waiting for it).
+	std::unique_ptr<kernel::EventWatch> remove(const Trigger &t);
+	// Every kernel instance, taken out (the daemon's end: see remove()).
+	std::vector<std::unique_ptr<kernel::EventWatch>> take_watches();
 	// The peer's triggers (root: every user's).
 	std::vector<control::TriggerStatus> list(uid_t peer) const;
 	Trigger *find(uint64_t id);
@@ -111,6 +124,10 @@ public:
 	// pattern, within the program's rate; the trigger fires (fire()). Returns
 	// the actions to run.
 	std::vector<ActionRun> notified(uint64_t app, pid_t pid, uid_t uid, const control::Notification &n);
+	// A kernel event trigger's match (or drops alone, without an event), as
+	// its instance's reader reported it: the trigger fires. Returns the
+	// actions to run (none if the trigger is gone).
+	std::vector<ActionRun> kernel_matched(uint64_t trigger, kernel::WatchMatch m);
 	// A monitor's samples: the triggers on them (of the session's owner, on
 	// that session and channel) fire on crossing. Return the actions to run.
 	std::vector<ActionRun> channel_sampled(const ChannelSample &sample);
