@@ -88,19 +88,23 @@ void tsv_int(std::string &out, int64_t v)
 	append_decimal(out, v);
 }
 
-void tsv_opt(std::string &out, std::optional<int64_t> v)
-{
-	out += '\t';
-	if (v)
-		append_decimal(out, *v);
-	else
-		out += "\\N";
-}
-
 void tsv_text(std::string &out, std::string_view s)
 {
 	out += '\t';
 	append_tsv(out, s);
+}
+
+// One column of a row (trace_rows.hpp's for_each_column): a number, text, or
+// either or NULL.
+void tsv_value(std::string &out, int64_t v) { tsv_int(out, v); }
+void tsv_value(std::string &out, std::string_view s) { tsv_text(out, s); }
+template <class T>
+void tsv_value(std::string &out, const std::optional<T> &v)
+{
+	if (v)
+		tsv_value(out, *v);
+	else
+		out += "\t\\N";
 }
 
 // What an event class writes as its context and payload JSON: the members of
@@ -181,9 +185,9 @@ public:
 		tsv_int(out, it.ns);
 		out += '\t';
 		out += c.name;
-		tsv_opt(out, cpu);
-		tsv_opt(out, pid);
-		tsv_opt(out, tid);
+		tsv_value(out, cpu);
+		tsv_value(out, pid);
+		tsv_value(out, tid);
 		json_.clear();
 		json_ += '{';
 		append_members(json_, c.stream_context, it.stream_context);
@@ -197,77 +201,12 @@ public:
 		tsv_text(out, json_);
 		end_row(events_table);
 	}
-	void lost(const LostRow &r) override
-	{
-		std::string &out = begin_row(lost_table);
-		tsv_int(out, r.stream);
-		tsv_int(out, r.ts);
-		tsv_opt(out, r.end_ts);
-		tsv_int(out, r.events);
-		tsv_int(out, r.packets);
-		end_row(lost_table);
-	}
-	void slice(const SliceRow &r) override
-	{
-		std::string &out = begin_row(slices_table);
-		tsv_int(out, r.id);
-		tsv_int(out, r.ts);
-		tsv_int(out, r.dur);
-		tsv_text(out, r.kind);
-		tsv_text(out, r.name);
-		tsv_opt(out, r.cpu);
-		tsv_opt(out, r.pid);
-		tsv_opt(out, r.tid);
-		tsv_opt(out, r.ret);
-		if (r.span_key.empty())
-			out += "\t\\N";
-		else
-			tsv_text(out, r.span_key);
-		end_row(slices_table);
-	}
-	void thread_state(const ThreadStateRow &r) override
-	{
-		std::string &out = begin_row(state_table);
-		tsv_int(out, r.ts);
-		tsv_int(out, r.dur);
-		tsv_int(out, r.tid);
-		tsv_opt(out, r.pid);
-		tsv_text(out, r.state);
-		tsv_opt(out, r.cpu);
-		end_row(state_table);
-	}
-	void stream(const StreamRow &r) override
-	{
-		std::string &out = begin_row(streams_table);
-		tsv_int(out, r.id);
-		tsv_text(out, r.trace);
-		tsv_text(out, r.path);
-		tsv_int(out, r.stream_class);
-		tsv_int(out, r.instance);
-		tsv_int(out, static_cast<int64_t>(r.events));
-		end_row(streams_table);
-	}
-	void thread(const ThreadRow &r) override
-	{
-		std::string &out = begin_row(threads_table);
-		tsv_int(out, r.tid);
-		tsv_opt(out, r.pid);
-		tsv_text(out, r.name);
-		tsv_opt(out, r.start_ts);
-		tsv_opt(out, r.end_ts);
-		end_row(threads_table);
-	}
-	void process(const ProcessRow &r) override
-	{
-		std::string &out = begin_row(processes_table);
-		tsv_int(out, r.pid);
-		tsv_opt(out, r.ppid);
-		tsv_text(out, r.name);
-		tsv_opt(out, r.start_ns);
-		tsv_opt(out, r.end_ns);
-		tsv_int(out, r.threads);
-		end_row(processes_table);
-	}
+	void lost(const LostRow &r) override { append(lost_table, r); }
+	void slice(const SliceRow &r) override { append(slices_table, r); }
+	void thread_state(const ThreadStateRow &r) override { append(state_table, r); }
+	void stream(const StreamRow &r) override { append(streams_table, r); }
+	void thread(const ThreadRow &r) override { append(threads_table, r); }
+	void process(const ProcessRow &r) override { append(processes_table, r); }
 
 	// Sends what waits.
 	void finish()
@@ -357,6 +296,14 @@ private:
 		}
 	}
 
+	// One row of table t, a TabSeparated field per column.
+	template <class Row>
+	void append(size_t t, const Row &r)
+	{
+		std::string &out = begin_row(t);
+		for_each_column(r, [&](const auto &value) { tsv_value(out, value); });
+		end_row(t);
+	}
 	std::string &begin_row(size_t t)
 	{
 		std::string &out = batches_[t].rows;

@@ -119,73 +119,20 @@ public:
 		if (symbols_)
 			symbols_->event(it);
 	}
-	void lost(const LostRow &r) override
-	{
-		ins_lost_.bind(1, r.stream);
-		ins_lost_.bind(2, r.ts);
-		ins_lost_.bind_opt(3, r.end_ts);
-		ins_lost_.bind(4, r.events);
-		ins_lost_.bind(5, r.packets);
-		ins_lost_.run();
-	}
+	void lost(const LostRow &r) override { insert(ins_lost_, r); }
 	void slice(const SliceRow &r) override
 	{
-		ins_slice_.bind(1, r.id);
-		ins_slice_.bind(2, r.ts);
-		ins_slice_.bind(3, r.dur);
-		ins_slice_.bind(4, r.kind);
-		ins_slice_.bind(5, r.name);
-		ins_slice_.bind_opt(6, r.cpu);
-		ins_slice_.bind_opt(7, r.pid);
-		ins_slice_.bind_opt(8, r.tid);
-		ins_slice_.bind_opt(9, r.ret);
-		if (r.span_key.empty())
-			ins_slice_.bind_null(10);
-		else
-			ins_slice_.bind(10, r.span_key);
-		ins_slice_.run();
+		insert(ins_slice_, r);
 		batches_.row();
 	}
 	void thread_state(const ThreadStateRow &r) override
 	{
-		ins_state_.bind(1, r.ts);
-		ins_state_.bind(2, r.dur);
-		ins_state_.bind(3, r.tid);
-		ins_state_.bind_opt(4, r.pid);
-		ins_state_.bind(5, r.state);
-		ins_state_.bind_opt(6, r.cpu);
-		ins_state_.run();
+		insert(ins_state_, r);
 		batches_.row();
 	}
-	void stream(const StreamRow &r) override
-	{
-		ins_stream_.bind(1, r.id);
-		ins_stream_.bind(2, r.trace);
-		ins_stream_.bind(3, r.path);
-		ins_stream_.bind(4, r.stream_class);
-		ins_stream_.bind(5, r.instance);
-		ins_stream_.bind(6, static_cast<int64_t>(r.events));
-		ins_stream_.run();
-	}
-	void thread(const ThreadRow &r) override
-	{
-		ins_thread_.bind(1, r.tid);
-		ins_thread_.bind_opt(2, r.pid);
-		ins_thread_.bind(3, r.name);
-		ins_thread_.bind_opt(4, r.start_ts);
-		ins_thread_.bind_opt(5, r.end_ts);
-		ins_thread_.run();
-	}
-	void process(const ProcessRow &r) override
-	{
-		ins_process_.bind(1, r.pid);
-		ins_process_.bind_opt(2, r.ppid);
-		ins_process_.bind(3, std::string_view(r.name));
-		ins_process_.bind_opt(4, r.start_ns);
-		ins_process_.bind_opt(5, r.end_ns);
-		ins_process_.bind(6, r.threads);
-		ins_process_.run();
-	}
+	void stream(const StreamRow &r) override { insert(ins_stream_, r); }
+	void thread(const ThreadRow &r) override { insert(ins_thread_, r); }
+	void process(const ProcessRow &r) override { insert(ins_process_, r); }
 	void finish()
 	{
 		if (symbols_)
@@ -195,6 +142,19 @@ public:
 	}
 
 private:
+	// One row into its table's statement, a parameter per column.
+	template <class Row>
+	static void insert(Stmt &statement, const Row &r)
+	{
+		int parameter = 1;
+		for_each_column(r, [&](const auto &value) {
+			if constexpr (requires { value.has_value(); })
+				statement.bind_opt(parameter++, value);
+			else
+				statement.bind(parameter++, value);
+		});
+		statement.run();
+	}
 	Batches batches_;
 	EventTables tables_;
 	std::optional<SymbolTable> symbols_;

@@ -53,6 +53,41 @@ struct ThreadRow {
 	std::optional<int64_t> start_ts, end_ts;
 };
 
+// Each row's columns in the schema's order (docs/sql.md), for sinks that
+// write every column alike: f(value) per column, a value being an int64_t,
+// a std::string_view or a std::optional of one (empty: NULL).
+template <class F>
+void for_each_column(const StreamRow &r, F &&f)
+{
+	f(r.id), f(r.trace), f(r.path), f(r.stream_class), f(r.instance), f(static_cast<int64_t>(r.events));
+}
+template <class F>
+void for_each_column(const LostRow &r, F &&f)
+{
+	f(r.stream), f(r.ts), f(r.end_ts), f(r.events), f(r.packets);
+}
+template <class F>
+void for_each_column(const SliceRow &r, F &&f)
+{
+	f(r.id), f(r.ts), f(r.dur), f(r.kind), f(r.name), f(r.cpu), f(r.pid), f(r.tid), f(r.ret);
+	f(r.span_key.empty() ? std::optional<std::string_view>() : std::optional<std::string_view>(r.span_key));
+}
+template <class F>
+void for_each_column(const ThreadStateRow &r, F &&f)
+{
+	f(r.ts), f(r.dur), f(r.tid), f(r.pid), f(r.state), f(r.cpu);
+}
+template <class F>
+void for_each_column(const ThreadRow &r, F &&f)
+{
+	f(r.tid), f(r.pid), f(r.name), f(r.start_ts), f(r.end_ts);
+}
+template <class F>
+void for_each_column(const ProcessRow &r, F &&f)
+{
+	f(r.pid), f(r.ppid), f(std::string_view(r.name)), f(r.start_ns), f(r.end_ns), f(r.threads);
+}
+
 // Where the rows go. Events, lost ranges, slices and thread states come
 // during the walk; streams, threads and processes after it.
 class RowSink {
