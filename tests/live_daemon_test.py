@@ -26,7 +26,7 @@ import time
 import unittest
 
 from daemontest import DaemonTestCase, go, read_line
-from relaytest import Relay
+from relaytest import RelayBesideDaemon
 from tracetest import program
 
 PERIOD_MS = 400
@@ -100,20 +100,14 @@ class LiveViewer:
 
 @unittest.skipIf(shutil.which("babeltrace2") is None,
                  "babeltrace2 is not installed: the live viewer of these tests (apt install babeltrace2)")
-class LiveDaemonTest(DaemonTestCase):
+class LiveDaemonTest(RelayBesideDaemon, DaemonTestCase):
     def setUp(self):
         super().setUp()
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) < 2:
             self.skipTest("needs two CPUs (a busy stream beside an idle one)")
         self.cpus = cpus[:2]
-        self.relay = Relay(self.d.tmp)
-        self.addCleanup(lambda: self.relay.stop())
         self.d.start_daemon()
-
-    def tearDown(self):
-        for text in (self.d.log(), self.relay.text()):
-            self.assertFalse([l for l in text.splitlines() if "runtime error" in l or "Sanitizer" in l], text)
 
     def live_session(self, name, *channel_args):
         """A live session (PERIOD_MS) sent to the relay: emit:* with a vpid context, in a channel with

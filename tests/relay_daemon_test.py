@@ -17,7 +17,7 @@ import time
 import unittest
 
 from daemontest import DaemonTestCase, read_line
-from relaytest import Relay
+from relaytest import Relay, RelayBesideDaemon
 from tracetest import Trace, program
 
 
@@ -56,18 +56,7 @@ def payloads(trace):
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
-class RelayDaemonTest(DaemonTestCase):
-    def setUp(self):
-        super().setUp()
-        self.relay = Relay(self.d.tmp)
-        self.addCleanup(lambda: self.relay.stop())
-        self.url = f"net://127.0.0.1:{self.relay.port}"
-
-    def tearDown(self):
-        # Sanitizer builds: reports go to the logs.
-        for text in (self.d.log(), self.relay.text()):
-            self.assertFalse([l for l in text.splitlines() if "runtime error" in l or "Sanitizer" in l], text)
-
+class RelayDaemonTest(RelayBesideDaemon, DaemonTestCase):
     def emit(self, n):
         out = self.d.run([program("tests", "daemon-emitter"), "count", str(n)])
         self.assertIn(f"done {n}", out)

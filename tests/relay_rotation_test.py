@@ -16,23 +16,13 @@ import subprocess
 import unittest
 
 from daemontest import DaemonTestCase
-from relaytest import Relay
+from relaytest import RelayBesideDaemon
 from rotation_test import Chunks
 from tracetest import FlatTrace, program
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
-class RelayRotation(Chunks, DaemonTestCase):
-    def setUp(self):
-        super().setUp()
-        self.relay = Relay(self.d.tmp)
-        self.addCleanup(lambda: self.relay.stop())
-        self.url = f"net://127.0.0.1:{self.relay.port}"
-
-    def tearDown(self):
-        for text in (self.d.log(), self.relay.text()):
-            self.assertFalse([l for l in text.splitlines() if "runtime error" in l or "Sanitizer" in l], text)
-
+class RelayRotation(Chunks, RelayBesideDaemon, DaemonTestCase):
     def sent_session(self, name, *create_args):
         self.d.tracery("create", name, "--set-url", self.url, *create_args)
         self.d.tracery("enable-channel", "-u", "chan", "-s", name, "--subbuf-size", "16k", "--num-subbuf", "8")

@@ -12,7 +12,7 @@ import socket
 import unittest
 
 from daemontest import DaemonTestCase, read_line
-from relaytest import Relay
+from relaytest import Relay, RelayBesideDaemon
 from tracetest import Trace, program
 
 
@@ -21,17 +21,10 @@ def payloads(trace):
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
-class RelaySnapshotTest(DaemonTestCase):
+class RelaySnapshotTest(RelayBesideDaemon, DaemonTestCase):
     def setUp(self):
         super().setUp()
-        self.relay = Relay(self.d.tmp)
-        self.addCleanup(lambda: self.relay.stop())
-        self.url = f"net://127.0.0.1:{self.relay.port}"
         self.d.start_daemon()
-
-    def tearDown(self):
-        for text in (self.d.log(), self.relay.text()):
-            self.assertFalse([l for l in text.splitlines() if "runtime error" in l or "Sanitizer" in l], text)
 
     def recorded_on_relay(self, out):
         """The relay's directory of a snapshot, from `snapshot record`'s line (where it is under the relay's
@@ -116,7 +109,7 @@ class RelaySnapshotTest(DaemonTestCase):
 
 
 @unittest.skipIf(shutil.which("babeltrace2") is None, "babeltrace2 is not installed")
-class KeyedRelaySnapshotTest(DaemonTestCase):
+class KeyedRelaySnapshotTest(RelayBesideDaemon, DaemonTestCase):
     def test_create_snapshot_set_url_with_a_key(self):
         keys = os.path.join(self.d.tmp, "keys")
         with open(keys, "w") as f:

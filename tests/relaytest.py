@@ -3,7 +3,9 @@ tracery-relayd on loopback on ports it picks itself (--port 0 --live-port 0, rea
 port (start_relayd); Relay, one for a test (stopped, restarted, its log and session directories read);
 RelaydTestCase, a relay for a whole test class writing under a temporary directory that also holds the traces the
 test makes (make_traces), its log lines, and before and after each test a check that the relay still runs and
-that its log holds no sanitizer report (TRACERY_SANITIZE builds write them there)."""
+that its log holds no sanitizer report (TRACERY_SANITIZE builds write them there); RelayBesideDaemon, for a
+daemontest.DaemonTestCase, a Relay of each test's own (self.relay, self.url) and the same check of the daemon's and
+the relay's logs after it."""
 import glob
 import os
 import re
@@ -129,3 +131,20 @@ class RelaydTestCase(unittest.TestCase):
                 return lines
             time.sleep(0.05)
         self.fail(f"no log line with {texts!r}:\n" + "\n".join(self.log_lines()))
+
+
+class RelayBesideDaemon:
+    """Mixin before daemontest.DaemonTestCase: a Relay for each test under its daemon's temporary directory
+    (self.relay, its sender URL self.url), and after the test no sanitizer report in the daemon's or the relay's
+    log."""
+
+    def setUp(self):
+        super().setUp()
+        self.relay = Relay(self.d.tmp)
+        self.addCleanup(lambda: self.relay.stop())  # the one running at the end (a test may start another)
+        self.url = f"net://127.0.0.1:{self.relay.port}"
+
+    def tearDown(self):
+        for text in (self.d.log(), self.relay.text()):
+            self.assertFalse([l for l in text.splitlines() if "runtime error" in l or "Sanitizer" in l], text)
+        super().tearDown()
