@@ -284,7 +284,7 @@ std::string stats_of(const fs::path &dir, Mode mode)
 		using tracery::ctf::reader::TraceSet;
 		EventWalk walk({{dir.string(), ""}}, "stats",
 		               mode == Mode::all_fields ? TraceSet::FieldsWanted{} : stats_reads_fields,
-		               mode == Mode::counting ? stats_counts : TraceSet::Counted{});
+		               mode == Mode::counting ? stats_counts : TraceSet::Counted{}, stats_notes);
 		const std::string report = to_json(trace_stats(walk));
 		return walk.stopped() ? std::string("error: ") + walk.stopped()->what() + "\n" + report : report;
 	} catch (const tracery::ctf::reader::ReadError &e) {
