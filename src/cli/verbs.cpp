@@ -657,10 +657,11 @@ int reading(const TraceInputs &traces, Read &&read)
 // status), then the walk's error is thrown, as view's is.
 template <class Product>
 int walking(const TraceInputs &traces, const std::string &label, Product &&product,
-            analysis::EventWalk::FieldsWanted fields = {}, analysis::EventWalk::Counted counted = {})
+            analysis::EventWalk::FieldsWanted fields = {}, analysis::EventWalk::Counted counted = {},
+            analysis::EventWalk::Counted noted = {})
 {
 	return reading(traces, [&](const auto &inputs) {
-		analysis::EventWalk walk(inputs, label, std::move(fields), std::move(counted));
+		analysis::EventWalk walk(inputs, label, std::move(fields), std::move(counted), std::move(noted));
 		const int status = product(walk);
 		walk.throw_if_stopped();
 		return status;
@@ -781,7 +782,8 @@ int verb_stats(const Args &a)
 				   : analysis::stats_reads_fields,
 		a.narrow.narrows() ? analysis::EventWalk::Counted{}
 		: symbols          ? analysis::stats_counts_with_symbols
-				   : analysis::stats_counts);
+				   : analysis::stats_counts,
+		analysis::stats_notes);
 }
 
 int verb_analyze(const Args &a, const std::string &kind)

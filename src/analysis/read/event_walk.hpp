@@ -72,10 +72,12 @@ public:
 
 	// fields: the event classes whose payloads are decoded (default: all;
 	// the others' items have no field values); counted: those whose events
-	// are only counted (TraceSet::count_events_of; default: none). Throws
-	// ctf::reader::ReadError (a trace that cannot be opened).
+	// are only counted (TraceSet::count_events_of; default: none); noted:
+	// of those, the ones listed in their runs' items (TraceSet::note_events_of).
+	// Throws ctf::reader::ReadError (a trace that cannot be opened).
 	EventWalk(const std::vector<TraceInput> &inputs, const std::string &label,
-	          ctf::reader::TraceSet::FieldsWanted fields = {}, ctf::reader::TraceSet::Counted counted = {});
+	          ctf::reader::TraceSet::FieldsWanted fields = {}, ctf::reader::TraceSet::Counted counted = {},
+	          ctf::reader::TraceSet::Counted noted = {});
 	// The next item; null at the end, or where a damaged packet stopped
 	// the walk (stopped()).
 	const ctf::reader::Item *next()
@@ -108,7 +110,8 @@ private:
 
 	// Adds the traces and starts the merge; returns the bytes to read.
 	static uint64_t open(ctf::reader::TraceSet &set, const std::vector<TraceInput> &inputs,
-	                     ctf::reader::TraceSet::FieldsWanted fields, ctf::reader::TraceSet::Counted counted);
+	                     ctf::reader::TraceSet::FieldsWanted fields, ctf::reader::TraceSet::Counted counted,
+	                     ctf::reader::TraceSet::Counted noted);
 
 	ctf::reader::TraceSet set_;
 	Progress progress_;

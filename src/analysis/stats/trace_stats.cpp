@@ -150,8 +150,18 @@ bool stats_counts(const reader::Trace &trace, const reader::TracePlans::StreamPl
 		if (find_member(scope_root(stream, &event, S::event_context), name) ||
 		    find_member(scope_root(stream, &event, S::stream_event_context), name))
 			return false;
+	if (is_syscall_event(trace.cls, event.cls->name) &&
+	    (trace.cls.streams.size() != 1 || find_member(scope_root(stream, &event, S::event_context), "tid") ||
+	     find_member(scope_root(stream, &event, S::stream_event_context), "tid")))
+		return false;
 	return !find_member(scope_root(stream, &event, S::packet_context), "procname") &&
-	       !is_task_event(trace.cls, event.cls->name) && !is_syscall_event(trace.cls, event.cls->name);
+	       !is_task_event(trace.cls, event.cls->name);
+}
+
+bool stats_notes(const reader::Trace &trace, const reader::TracePlans::StreamPlans &,
+                 const reader::TracePlans::EventPlans &event)
+{
+	return is_syscall_event(trace.cls, event.cls->name);
 }
 
 bool stats_reads_fields_with_symbols(const reader::Trace &trace, const reader::EventClass &cls)
@@ -198,6 +208,8 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 	TaskTable tasks;
 	ClassCache<ClassInfo> cache;
 	std::vector<std::optional<Source>> stream_sources(walk.set().streams()); // of counted runs
+	// of noted runs: by stream, by class index, a system call's counts (null: none) and whether an entry
+	std::vector<std::vector<std::pair<SyscallCounts *, bool>>> stream_syscalls(walk.set().streams());
 	Count total;
 	// The process of the item (an event or a counted run) on its CPU.
 	const auto process_of = [&](const reader::Item &it, const Source &c,
@@ -260,6 +272,56 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 				e->second = {seq, c.env_procname};
 		}
 	};
+	// The system calls of a counted run (Item::noted), all of the thread
+	// running on its CPU (or of the CPU), paired in their order; its call
+	// open looked up once.
+	const auto pair_run = [&](const reader::Item &it, const Source &c,
+	                          std::vector<std::pair<SyscallCounts *, bool>> &classes) {
+		const reader::Stream &s = *it.stream;
+		if (classes.empty()) {
+			classes.resize(s.event_classes());
+			for (size_t k = 0; k < classes.size(); ++k)
+				if (const std::string &name = s.event_class(k).name;
+				    is_syscall_event(s.trace().cls, name)) {
+					const KernelEvent::Kind kind = KernelEvent::kind_of(name);
+					const std::string_view prefix =
+						kind == KernelEvent::syscall_entry ? "syscall_entry_" : "syscall_exit_";
+					classes[k] = {&syscalls[name.substr(prefix.size())],
+					              kind == KernelEvent::syscall_entry};
+				}
+		}
+		std::optional<int64_t> tid;
+		if (const auto cpu = int_field(it, c.cpu)) {
+			tid = running.running(*cpu);
+			if (!tid)
+				tid = -1 - *cpu;
+		}
+		const auto found = tid ? open_calls.find(*tid) : open_calls.end();
+		std::optional<OpenCall> open;
+		if (found != open_calls.end())
+			open = found->second;
+		for (const reader::NotedEvent &e : it.noted) {
+			const auto [call, entry] = classes[e.cls];
+			const int64_t ns = s.clock().ns(e.cycles);
+			if (entry && tid) {
+				// an entry while a call is open: that one never returned
+				if (open)
+					open->unpaired();
+				open = OpenCall{call, e.bits, e.seq, ns, true};
+			} else if (entry) {
+				call->entries_only.add(1, e.bits, e.seq, ns, e.seq, ns);
+			} else if (open) {
+				open->call->calls.add(1, open->bits + e.bits, open->seq, open->ns, e.seq, ns);
+				open.reset();
+			} else {
+				call->exits_only.add(1, e.bits, e.seq, ns, e.seq, ns);
+			}
+		}
+		if (open)
+			open_calls.insert_or_assign(*tid, *open);
+		else if (found != open_calls.end())
+			open_calls.erase(found);
+	};
 	while (const reader::Item *it = walk.next()) {
 		if (it->kind == reader::ItemKind::counted) {
 			std::optional<Source> &source = stream_sources[it->stream->index()];
@@ -273,6 +335,8 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 				from_env(it->stream->trace().cls, *source);
 			}
 			attribute(*it, *source, it->count, it->bits, it->seq);
+			if (!it->noted.empty())
+				pair_run(*it, *source, stream_syscalls[it->stream->index()]);
 			continue;
 		}
 		if (it->kind != reader::ItemKind::event) {
@@ -382,7 +446,9 @@ Report trace_stats(EventWalk &walk, const std::optional<SymbolOptions> &symbol_o
 			if (!t.events)
 				continue;
 			const int64_t first = s.clock().ns(t.first_cycles), last = s.clock().ns(t.last_cycles);
-			names[s.event_class(k).name].add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
+			if (!is_syscall_event(s.trace().cls, s.event_class(k).name)) // paired
+				names[s.event_class(k).name].add(t.events, t.bits, t.first_seq, first, t.last_seq,
+				                                 last);
 			total.add(t.events, t.bits, t.first_seq, first, t.last_seq, last);
 		}
 	}

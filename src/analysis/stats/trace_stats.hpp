@@ -45,11 +45,19 @@ bool stats_reads_fields_with_symbols(const ctf::reader::Trace &trace, const ctf:
 // The event classes trace_stats only counts (TraceSet::count_events_of):
 // those whose CPU and process are not in their own or their stream's event
 // context (at most in the packet context or the env), but a kernel trace's
-// task events. EventWalk walk(inputs, "stats", stats_reads_fields, stats_counts).
+// task events, and its system calls when they have a tid context or the
+// trace several stream classes (two streams of one CPU: see stats_notes).
+// EventWalk walk(inputs, "stats", stats_reads_fields, stats_counts, stats_notes).
 bool stats_counts(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
                   const ctf::reader::TracePlans::EventPlans &event);
 // The same with symbols: no class with an ip context or address fields is only counted.
 bool stats_counts_with_symbols(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
                                const ctf::reader::TracePlans::EventPlans &event);
+// The counted classes whose events trace_stats pairs from their runs' items
+// (TraceSet::note_events_of): a kernel trace's system call entries and
+// exits. Each of a run's is of its CPU's thread, so a run pairs in its own
+// order: the walk must note them all when it counts them.
+bool stats_notes(const ctf::reader::Trace &trace, const ctf::reader::TracePlans::StreamPlans &stream,
+                 const ctf::reader::TracePlans::EventPlans &event);
 
 } // namespace tracery::analysis

@@ -284,7 +284,7 @@ std::string stats_of(const fs::path &dir, Mode mode)
 		using tracery::ctf::reader::TraceSet;
 		EventWalk walk({{dir.string(), ""}}, "stats",
 		               mode == Mode::all_fields ? TraceSet::FieldsWanted{} : stats_reads_fields,
-		               mode == Mode::counting ? stats_counts : TraceSet::Counted{});
+		               mode == Mode::counting ? stats_counts : TraceSet::Counted{}, stats_notes);
 		const std::string report = to_json(trace_stats(walk));
 		return walk.stopped() ? std::string("error: ") + walk.stopped()->what() + "\n" + report : report;
 	} catch (const tracery::ctf::reader::ReadError &e) {
@@ -573,6 +573,32 @@ TEST(TraceStats, SystemCallsWithoutTheSchedulersEventsArePairedPerCpu)
 	EXPECT_EQ(count_of(s, "name", "\"syscall read\""), "1");
 	EXPECT_EQ(count_of(s, "name", "\"syscall read (entry without exit)\""), "1");
 	EXPECT_EQ(count_of(s, "name", "\"syscall read (exit without entry)\""), "1");
+}
+
+TEST(TraceStats, SystemCallsCountedInRunsPairAcrossPacketsAndSwitches)
+{
+	// CPU 0: a read, a read entered in one packet and exited in the next, then thread 101 switched in
+	// enters a read, switched out and back in (its call still open) exits it, and enters one more
+	const TraceDir t(kernel_metadata());
+	Packet a(1000, 1003, 0, 0);
+	a.event(2, 1000).put<uint32_t>(3).str("/a");
+	a.event(3, 1001).put<uint32_t>(1);
+	a.event(2, 1002).put<uint32_t>(3).str("/b");
+	Packet b(1004, 1010, 0, 0);
+	b.event(3, 1004).put<uint32_t>(1);
+	b.event(0, 1005).str("swapper").put<uint32_t>(0).str("worker").put<uint32_t>(101);
+	b.event(2, 1006).put<uint32_t>(3).str("/c");
+	b.event(0, 1007).str("worker").put<uint32_t>(101).str("swapper").put<uint32_t>(0);
+	b.event(0, 1008).str("swapper").put<uint32_t>(0).str("worker").put<uint32_t>(101);
+	b.event(3, 1009).put<uint32_t>(1);
+	b.event(2, 1010).put<uint32_t>(4).str("");
+	t.stream("chan_0", {a.done(), b.done()});
+	const std::string s = stats_of(t.dir, Mode::counting);
+	EXPECT_EQ(s, stats_of(t.dir, Mode::all_fields));
+	EXPECT_EQ(count_of(s, "name", "\"syscall read\""), "3");
+	EXPECT_EQ(count_of(s, "name", "\"syscall read (entry without exit)\""), "1");
+	EXPECT_EQ(s.find("exit without entry"), std::string::npos) << s;
+	EXPECT_EQ(count_of(s, "name", "\"sched_switch\""), "3");
 }
 
 // The report as JSON, narrowed (every event an item, as the command walks then).

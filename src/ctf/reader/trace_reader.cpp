@@ -718,6 +718,7 @@ void TraceSet::plan_steps(Stream &s) const
 	for (const TracePlans::EventPlans &e : s.plans_->events) {
 		Stream::ClassStep &step = s.steps_.emplace_back();
 		step.counted = counted_ && counted_(*s.trace_, *s.plans_, e);
+		step.noted = step.counted && noted_ && noted_(*s.trace_, *s.plans_, e);
 		step.fields = !step.counted && (!fields_wanted_ || fields_wanted_(*s.trace_, *e.cls));
 		const Op *root = e.fields.empty() ? nullptr : &e.fields.ops[0];
 		step.simple = s.plans_->event_context.empty() && e.context.empty() &&
@@ -728,7 +729,7 @@ void TraceSet::plan_steps(Stream &s) const
 		step.bits = root && step.simple ? root->bits : 0;
 		if (step.plain)
 			one_string_layout(e.fields, step);
-		step.repeat = step.counted && (step.simple || step.one_string) &&
+		step.repeat = step.counted && !step.noted && (step.simple || step.one_string) &&
 		              s.plans_->event_header.compact_header && e.cls->id < 31;
 	}
 	if (counted_)
@@ -818,6 +819,7 @@ bool TraceSet::count_run(Stream &s)
 	if (!s.run_events_) {
 		s.run_first_seq_ = first_seq;
 		runs_.push_back(&s);
+		s.noted_.clear();
 	}
 	// the current event (its class, clock value and size), and the position after it
 	size_t k = static_cast<size_t>(it.event - sp.events.data());
@@ -925,6 +927,8 @@ bool TraceSet::count_run(Stream &s)
 		t.bits += bits;
 		t.last_cycles = clock;
 		t.last_seq = seq;
+		if (steps[k].noted)
+			s.noted_.push_back({static_cast<uint32_t>(k), seq, bits, clock});
 		if (k == before && steps[k].repeat)
 			same_class(static_cast<uint32_t>(sp.events[k].cls->id), steps[k]);
 		before = k;
@@ -986,6 +990,7 @@ const Item *TraceSet::run_item(Stream &s)
 	it.bits = s.run_bits_;
 	it.seq = s.run_first_seq_;
 	it.packet_context = s.packet_values_;
+	it.noted = s.noted_;
 	s.run_events_ = s.run_bits_ = 0;
 	return &it;
 }

@@ -118,6 +118,14 @@ struct PacketEntry {
 
 class Stream;
 
+// An event of a noted class in a run of counted events (TraceSet::note_events_of).
+struct NotedEvent {
+	uint32_t cls = 0;    // its class's index in its stream (Stream::event_class)
+	uint64_t seq = 0;    // its place (Item::seq)
+	uint64_t bits = 0;   // its size, header included
+	uint64_t cycles = 0; // its clock value
+};
+
 // counted: a run of events of one stream and packet that were counted
 // (TraceSet::count_events_of), all after the items given before it and
 // before those given after it.
@@ -137,6 +145,8 @@ struct Item {
 	std::span<const Value> packet_context, stream_context, context, fields; // counted: packet_context only
 	// discarded events / packets, counted events: how many
 	uint64_t count = 0;
+	// counted: the run's events of noted classes, in order
+	std::span<const NotedEvent> noted;
 	int64_t end_ns = 0;
 	uint64_t begin_cycles = 0, end_cycles = 0;
 	bool has_range = false;
@@ -215,6 +225,7 @@ private:
 	struct ClassStep {
 		bool fields = true;
 		bool counted = false;
+		bool noted = false; // counted, and listed in its run's item (Item::noted)
 		bool simple = false;
 		bool plain = false;
 		bool one_string = false;
@@ -231,6 +242,7 @@ private:
 	// counting
 	std::vector<Tally> tallies_;
 	uint64_t run_events_ = 0, run_bits_ = 0, run_first_seq_ = 0; // counted since its last `counted` item
+	std::vector<NotedEvent> noted_;                              // of the run counted since
 };
 
 class TraceSet {
@@ -273,6 +285,10 @@ public:
 	using Counted =
 		std::function<bool(const Trace &, const TracePlans::StreamPlans &, const TracePlans::EventPlans &)>;
 	void count_events_of(Counted counted) { counted_ = std::move(counted); }
+	// Of the counted classes, those whose events a run's item also lists
+	// (Item::noted: class, place, size and clock value, no values decoded;
+	// at most a packet's events). Before start().
+	void note_events_of(Counted noted) { noted_ = std::move(noted); }
 	const Stream &stream(size_t i) const { return *streams_[i]; }
 
 	// Then: the items of all streams in order. next() returns null at the
@@ -329,7 +345,7 @@ private:
 	std::vector<Stream *> heap_;
 	Stream *last_ = nullptr; // the stream of the item returned last (to advance)
 	FieldsWanted fields_wanted_;
-	Counted counted_;
+	Counted counted_, noted_;
 	uint64_t seq_ = 0;           // the events given or counted
 	std::vector<Stream *> runs_; // counting: the streams with events counted and not yet given as an item
 	std::vector<Stream *> owed_; // counting: their items, owed before held_
