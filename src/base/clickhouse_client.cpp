@@ -1,6 +1,7 @@
 // base/clickhouse_client.cpp — ClickHouse's HTTP interface through libcurl
 // (see clickhouse_client.hpp).
 #include "base/clickhouse_client.hpp"
+#include "base/ascii.hpp"
 
 #include "base/cat.hpp"
 
@@ -17,31 +18,14 @@ namespace {
 
 constexpr size_t kMaxErrorText = 2000;
 
-std::string lower(std::string_view s)
-{
-	std::string r(s);
-	for (char &c : r)
-		if (c >= 'A' && c <= 'Z')
-			c = static_cast<char>(c - 'A' + 'a');
-	return r;
-}
-
 // %XX decoding of the URL's user, password and database.
 std::string percent_decoded(std::string_view s)
 {
 	std::string r;
 	for (size_t i = 0; i < s.size(); ++i) {
-		const auto hex = [](char c) -> int {
-			if (c >= '0' && c <= '9')
-				return c - '0';
-			if (c >= 'a' && c <= 'f')
-				return c - 'a' + 10;
-			if (c >= 'A' && c <= 'F')
-				return c - 'A' + 10;
-			return -1;
-		};
-		if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-			r += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+		if (s[i] == '%' && i + 2 < s.size() && base::hex_digit_value(s[i + 1]) >= 0 &&
+		    base::hex_digit_value(s[i + 2]) >= 0) {
+			r += static_cast<char>(base::hex_digit_value(s[i + 1]) * 16 + base::hex_digit_value(s[i + 2]));
 			i += 2;
 		} else {
 			r += s[i];
@@ -130,8 +114,8 @@ Endpoint parse_url(std::string_view url)
 		                             "; give http://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE "
 		                             "(e.g. http://127.0.0.1:8123/traces)");
 	};
-	if (lower(url.substr(0, 7)) != "http://") {
-		if (lower(url.substr(0, 8)) == "https://")
+	if (base::ascii_lower(url.substr(0, 7)) != "http://") {
+		if (base::ascii_lower(url.substr(0, 8)) == "https://")
 			throw bad(
 				"https is not supported (put a TLS proxy's plain side, or the server, on a trusted network)");
 		throw bad("not an http:// URL");

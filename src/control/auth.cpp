@@ -2,6 +2,7 @@
 // HMAC-SHA-256 and the random nonces from OpenSSL's libcrypto, proofs
 // compared in constant time, keys files read with their permissions checked.
 #include "control/auth.hpp"
+#include "base/ascii.hpp"
 
 #include "base/cat.hpp"
 #include "base/whole_file.hpp"
@@ -36,17 +37,6 @@ std::string openssl_error()
 	ERR_error_string_n(e, buf, sizeof buf);
 	ERR_clear_error();
 	return buf;
-}
-
-int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 bool name_char(char c)
@@ -105,7 +95,7 @@ std::string parse_secret(std::string_view hex, Secret *out)
 		           "openssl rand -hex 32");
 	std::vector<uint8_t> bytes(hex.size() / 2);
 	for (size_t i = 0; i < bytes.size(); i++) {
-		const int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+		const int hi = base::hex_digit_value(hex[2 * i]), lo = base::hex_digit_value(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0) {
 			OPENSSL_cleanse(bytes.data(), bytes.size());
 			return "the secret has a character that is not a hex digit; make one with: openssl rand -hex 32";

@@ -1,5 +1,6 @@
 // ctf/uuid.cpp — UUID generation, formatting and parsing.
 #include "ctf/uuid.hpp"
+#include "base/ascii.hpp"
 
 #include <sys/random.h>
 
@@ -52,15 +53,6 @@ std::optional<Uuid> Uuid::parse(std::string_view text)
 {
 	if (text.size() != 36)
 		return std::nullopt;
-	auto nibble = [](char c) -> int {
-		if (c >= '0' && c <= '9')
-			return c - '0';
-		if (c >= 'a' && c <= 'f')
-			return c - 'a' + 10;
-		if (c >= 'A' && c <= 'F')
-			return c - 'A' + 10;
-		return -1;
-	};
 	Uuid u;
 	size_t pos = 0;
 	for (size_t i = 0; i < 16; ++i) {
@@ -69,7 +61,7 @@ std::optional<Uuid> Uuid::parse(std::string_view text)
 				return std::nullopt;
 			++pos;
 		}
-		const int hi = nibble(text[pos]), lo = nibble(text[pos + 1]);
+		const int hi = base::hex_digit_value(text[pos]), lo = base::hex_digit_value(text[pos + 1]);
 		if (hi < 0 || lo < 0)
 			return std::nullopt;
 		u.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);

@@ -1,6 +1,7 @@
 // analysis/sql/event_tables.cpp — the per-event tables and the events view
 // (see event_tables.hpp).
 #include "analysis/sql/event_tables.hpp"
+#include "base/ascii.hpp"
 
 #include "analysis/output/json_text.hpp"
 
@@ -19,29 +20,20 @@ constexpr int kFixedColumns = 4;
 constexpr size_t kTermsPerSelect = 400;
 constexpr size_t kPairsPerObject = 60;
 
-std::string lower(std::string_view s)
-{
-	std::string r(s);
-	for (char &c : r)
-		if (c >= 'A' && c <= 'Z')
-			c = static_cast<char>(c - 'A' + 'a');
-	return r;
-}
-
 // A name not yet in `taken` (compared as SQLite does, ignoring ASCII case):
 // name, else _name, else name_2, name_3...
 std::string unique_name(const std::string &name, std::set<std::string> &taken)
 {
 	std::string n = name.empty() ? std::string("field") : name;
-	if (taken.count(lower(n))) {
+	if (taken.count(base::ascii_lower(n))) {
 		n.insert(n.begin(), '_');
-		for (int k = 2; taken.count(lower(n)); ++k) {
+		for (int k = 2; taken.count(base::ascii_lower(n)); ++k) {
 			n = name;
 			n += '_';
 			n += std::to_string(k);
 		}
 	}
-	taken.insert(lower(n));
+	taken.insert(base::ascii_lower(n));
 	return n;
 }
 
@@ -80,7 +72,7 @@ bool reserved_table(std::string_view name)
 {
 	static const std::set<std::string> names = {"events",       "event_classes", "streams", "lost",    "slices",
 	                                            "thread_state", "processes",     "threads", "metadata"};
-	const std::string l = lower(name);
+	const std::string l = base::ascii_lower(name);
 	return names.count(l) || l.rfind("sqlite_", 0) == 0;
 }
 
@@ -104,7 +96,7 @@ EventTables::EventTables(Db &db, const reader::TraceSet &set) : db_(db)
 				for (const char *f : kFixed)
 					taken.insert(f);
 				for (const Column &c : tab.columns)
-					taken.insert(lower(c.name));
+					taken.insert(base::ascii_lower(c.name));
 				const auto add = [&](const reader::TypePtr &scope, bool payload) {
 					if (!scope || scope->kind != reader::TypeKind::structure)
 						return;
