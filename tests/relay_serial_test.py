@@ -137,6 +137,15 @@ class RelaySerialTest(DaemonTestCase):
         for text in (self.d.log(), self.relay.text()):
             self.assertFalse([l for l in text.splitlines() if "runtime error" in l or "Sanitizer" in l], text)
 
+    def wait_for(self, what, check, timeout=20):
+        """DaemonTestCase.wait_for, with the relay's log and the sessions' status too when it fails."""
+        try:
+            return super().wait_for(what, check, timeout)
+        except AssertionError as e:
+            status = self.d.tracery("status", check=False)
+            raise AssertionError(f"{e}\n--- relay log ---\n{self.relay.text()}--- status ---\n{status.stdout}"
+                                 f"{status.stderr}") from None
+
     def wait_relay_log(self, pattern):
         deadline = time.time() + 15
         while not re.search(pattern, self.relay.text()):

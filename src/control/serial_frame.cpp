@@ -58,9 +58,35 @@ void FrameDecoder::feed(std::span<const uint8_t> bytes)
 	// Drop what was consumed before the buffer grows.
 	if (start_ > 0 && (start_ == buf_.size() || start_ >= kMaxFrame)) {
 		buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(start_));
+		erased_ += start_;
 		start_ = 0;
 	}
 	buf_.insert(buf_.end(), bytes.begin(), bytes.end());
+}
+
+// A frame head at `f` (at least kFrameHead bytes) that could begin a frame.
+static bool plausible_head(const uint8_t *f)
+{
+	return std::equal(std::begin(kMarker), std::end(kMarker), f) && f[4] >= 1 && f[4] <= kLastKind && f[5] == 0 &&
+	       base::load_le<uint16_t>(f + 14) <= kMaxPayload;
+}
+
+uint64_t FrameDecoder::partial_at() const
+{
+	const size_t left = buf_.size() - start_;
+	if (left < kFrameHead || !plausible_head(buf_.data() + start_))
+		return kNoPartial;
+	const size_t length = base::load_le<uint16_t>(buf_.data() + start_ + 14);
+	return left < kFrameHead + length + kFrameTail ? erased_ + start_ : kNoPartial;
+}
+
+void FrameDecoder::abandon_partial()
+{
+	if (partial_at() == kNoPartial)
+		return;
+	++frames_bad;
+	++bytes_skipped;
+	++start_;
 }
 
 bool FrameDecoder::next(Frame &out)
@@ -86,7 +112,7 @@ bool FrameDecoder::next(Frame &out)
 			return false;
 		const uint8_t kind = f[4];
 		const size_t length = base::load_le<uint16_t>(f + 14);
-		const bool head_ok = kind >= 1 && kind <= kLastKind && f[5] == 0 && length <= kMaxPayload;
+		const bool head_ok = plausible_head(f);
 		if (head_ok && left < kFrameHead + length + kFrameTail)
 			return false;
 		if (!head_ok || crc32({f, kFrameHead + length}) != base::load_le<uint32_t>(f + kFrameHead + length)) {

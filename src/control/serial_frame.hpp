@@ -58,6 +58,17 @@ public:
 	bool next(Frame &out);
 	// Bytes fed but not yet decoded or skipped.
 	size_t pending() const { return buf_.size() - start_; }
+	// Where the frame next() waits the rest of (its head came, whole and
+	// plausible, its body and CRC not yet), counted in bytes fed since the
+	// start; kNoPartial when it waits for no such frame. A line cut mid-frame
+	// leaves one waiting for bytes that never come as its own: the line's end
+	// gives it up when it has waited too long (serial_line).
+	static constexpr uint64_t kNoPartial = UINT64_MAX;
+	uint64_t partial_at() const;
+	// Counts the waiting frame as bad and resumes the search one byte after
+	// its marker, in the bytes that came since (found there again: what the
+	// cut frame's length had claimed).
+	void abandon_partial();
 
 	uint64_t bytes_skipped = 0; // not part of an intact frame
 	uint64_t frames_bad = 0;    // began with a marker but failed their checks
@@ -65,6 +76,7 @@ public:
 private:
 	std::vector<uint8_t> buf_;
 	size_t start_ = 0;
+	uint64_t erased_ = 0; // bytes fed and dropped from buf_'s front
 };
 
 } // namespace tracery::control::serial

@@ -122,6 +122,32 @@ TEST(SerialFrame, BytesLostMidFrameThenNextFrameFound)
 	EXPECT_EQ(d.pending(), 0u);
 }
 
+TEST(SerialFrame, ACutFrameGivenUpLetsWhatFollowsBeRead)
+{
+	// A line cut mid-frame: the head claims 500 bytes, 100 came, then a
+	// HELLO much later. The decoder waits (the HELLO may be the cut frame's
+	// body) until the line's end gives the cut frame up.
+	auto cut = frame_bytes(Kind::data, 1, 7, std::string(500, 'a'));
+	cut.resize(100);
+	const auto hello = frame_bytes(Kind::hello, 2, 0, "\x01");
+	FrameDecoder d;
+	Frame f;
+	EXPECT_EQ(d.partial_at(), FrameDecoder::kNoPartial);
+	d.feed(std::vector<uint8_t>(3, 0x41)); // noise first: the partial frame is counted from the start
+	d.feed(cut);
+	d.feed(hello);
+	EXPECT_FALSE(d.next(f));
+	EXPECT_EQ(d.partial_at(), 3u);
+	d.abandon_partial();
+	ASSERT_TRUE(d.next(f));
+	EXPECT_EQ(f, frame(Kind::hello, 2, 0, "\x01"));
+	EXPECT_EQ(d.frames_bad, 1u);
+	EXPECT_EQ(d.bytes_skipped, 3u + cut.size());
+	EXPECT_EQ(d.partial_at(), FrameDecoder::kNoPartial);
+	d.abandon_partial(); // nothing waits: nothing counted
+	EXPECT_EQ(d.frames_bad, 1u);
+}
+
 TEST(SerialFrame, BadHeadersRefused)
 {
 	for (const auto &[offset, value] : {std::pair<size_t, uint8_t>{4, 0}, {4, kLastKind + 1}, {5, 1}, {15, 0x04}}) {

@@ -180,6 +180,25 @@ std::string LineEnd::write_some()
 	return {};
 }
 
+LineEnd::LineEnd(base::Fd tty, uint32_t baud)
+	: tty_(std::move(tty)),
+	  // 10 bit times a byte (8N1)
+	  partial_limit_(1000 + kMaxFrame * 10 * 1000 / std::max<uint32_t>(baud, 1))
+{
+}
+
+void LineEnd::give_up_stale_partial()
+{
+	const uint64_t at = in.partial_at();
+	if (at != partial_at_) {
+		partial_at_ = at;
+		partial_since_ = Clock::now();
+	} else if (at != FrameDecoder::kNoPartial && Clock::now() - partial_since_ >= partial_limit_) {
+		in.abandon_partial();
+		partial_at_ = FrameDecoder::kNoPartial;
+	}
+}
+
 std::string LineEnd::read_some()
 {
 	uint8_t buf[4096];
@@ -190,13 +209,14 @@ std::string LineEnd::read_some()
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
-				return {};
+				break;
 			return cat("reading the line: ", std::strerror(errno));
 		}
 		if (n == 0) // non-blocking: no data is EAGAIN, so this is a hangup (a USB adapter unplugged)
 			return "the line hung up";
 		in.feed({buf, static_cast<size_t>(n)});
 	}
+	give_up_stale_partial();
 	return {};
 }
 
@@ -222,7 +242,7 @@ std::string SenderLink::open(const LineSettings &line, int timeout_ms, std::uniq
 	base::Fd tty;
 	if (std::string why = open_line(line, &tty); !why.empty())
 		return why;
-	LineEnd end(std::move(tty));
+	LineEnd end(std::move(tty), line.baud);
 	uint32_t id = 0;
 	while (id == 0)
 		if (::getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id))

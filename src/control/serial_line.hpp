@@ -17,6 +17,7 @@
 #include "base/fd.hpp"
 #include "control/serial_frame.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,24 +59,35 @@ public:
 	// The queue a sender stops reading its relay connection at.
 	static constexpr size_t kQueueLimit = 4 * kMaxFrame;
 
-	explicit LineEnd(base::Fd tty) : tty_(std::move(tty)) {}
+	// baud: the line's speed, which bounds how long a frame may take to come
+	// whole (a line cut mid-frame is noticed by that).
+	LineEnd(base::Fd tty, uint32_t baud);
 	int fd() const { return tty_.get(); }
 	void send(Kind kind, uint32_t link, uint32_t sequence, std::span<const uint8_t> payload = {});
 	size_t queued() const { return out_.size() - out_start_; }
 	// Writes what the line takes now: "" or why the line failed.
 	std::string write_some();
 	// Reads what the line has now into `in`: "" or why the line failed
-	// (EIO: hung up or unplugged).
+	// (EIO: hung up or unplugged). A frame whose head came but whose rest has
+	// not come within partial_limit() is given up (counted in `in`), so that
+	// what follows a cut is read: the HELLO of a sender connecting again.
 	std::string read_some();
+	// A second, and what a whole frame takes at the line's speed.
+	std::chrono::milliseconds partial_limit() const { return partial_limit_; }
 	// Waits, at most timeout_ms, until everything queued is written: "" or why not.
 	std::string drain(int timeout_ms);
 
 	FrameDecoder in;
 
 private:
+	void give_up_stale_partial();
+
 	base::Fd tty_;
 	std::vector<uint8_t> out_;
 	size_t out_start_ = 0;
+	std::chrono::milliseconds partial_limit_;
+	uint64_t partial_at_ = FrameDecoder::kNoPartial; // the waiting frame, since when
+	std::chrono::steady_clock::time_point partial_since_;
 };
 
 // The sender's end of one link session: it opens the line, says HELLO and

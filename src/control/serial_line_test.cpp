@@ -30,7 +30,7 @@ struct Pty {
 		device = ::ttyname(slave);
 		slave_.reset(slave); // kept open: the device outlives the sender's close
 		::fcntl(master, F_SETFL, ::fcntl(master, F_GETFL) | O_NONBLOCK);
-		relay_end = std::make_unique<LineEnd>(base::Fd(master));
+		relay_end = std::make_unique<LineEnd>(base::Fd(master), 115200);
 	}
 	// The next frame from the sender (within 5 s).
 	Frame next()
@@ -178,6 +178,34 @@ TEST(SenderLink, LineGoneEndsTheSession)
 	pty.relay_end.reset(); // the master closed: the device hangs up
 	EXPECT_TRUE(at_eof(socket.get()));
 	EXPECT_EQ(link->finish(), "serial line " + pty.device + ": the line hung up");
+}
+
+TEST(SenderLink, ConnectsAgainAfterALineCutMidFrame)
+{
+	// An earlier session's frame cut mid-way (its head claims 1000 bytes, 40
+	// came): the HELLOs of the sender connecting again are taken for its
+	// body until the relay's end gives the cut frame up, then found.
+	Pty pty;
+	{
+		std::vector<uint8_t> cut;
+		encode(Kind::data, 9, 3, std::vector<uint8_t>(1000, 'x'), cut);
+		cut.resize(40);
+		base::Fd earlier(::open(pty.device.c_str(), O_WRONLY | O_NOCTTY));
+		ASSERT_TRUE(earlier);
+		ASSERT_EQ(::write(earlier.get(), cut.data(), cut.size()), static_cast<ssize_t>(cut.size()));
+	}
+	// Read on the relay's end before the sender opens the line (which flushes what is unread).
+	for (int i = 0; i < 100 && pty.relay_end->in.pending() < 40; ++i) {
+		pollfd p{pty.relay_end->fd(), POLLIN, 0};
+		::poll(&p, 1, 50);
+		ASSERT_EQ(pty.relay_end->read_some(), "");
+	}
+	ASSERT_EQ(pty.relay_end->in.pending(), 40u);
+	std::unique_ptr<SenderLink> link;
+	base::Fd socket;
+	open_link(pty, &link, &socket);
+	EXPECT_EQ(pty.relay_end->in.frames_bad, 1u);
+	EXPECT_GT(pty.relay_end->partial_limit().count(), 1000);
 }
 
 TEST(SenderLink, NobodyAnswering)

@@ -95,7 +95,7 @@ void SerialReceiver::run()
 			log_(cat("serial line ", line_.device, " open at ", std::to_string(line_.baud), " baud, 8N1, ",
 			         line_.rtscts ? "RTS/CTS flow control" : "no flow control",
 			         ", sessions to the relay at ", relay_host_, ":", std::to_string(relay_port_)));
-			LineEnd line(std::move(tty));
+			LineEnd line(std::move(tty), line_.baud);
 			const std::string failed = serve(line);
 			if (failed.empty())
 				return; // stopped
