@@ -98,17 +98,17 @@ class ControlLibrary(unittest.TestCase):
             self.assertNotIn("libstdc++", ldd)
             self.assertNotIn("libtracery.so", ldd)
 
-    def trace(self, name, buf_size, buf_nr, count, only=None):
-        """Each client's (or those named in ONLY) session NAME-client around `daemon-emitter count COUNT`:
-        (what, printed, trace)."""
+    def trace(self, name, buf_size, buf_nr, count, only=None, runner=()):
+        """Each client's (or those named in ONLY) session NAME-client around `daemon-emitter count COUNT` (run by
+        RUNNER, a command prefix, if given): (what, printed, trace)."""
         self.d.start_daemon()
         root = os.path.join(self.d.tmp, "traces")
         for what, argv, extra_env in self.clients():
             if only is not None and what not in only:
                 continue
             session = f"{name}-{what}"
-            proc = self.client([*argv, "trace", root, session, str(buf_size), str(buf_nr), EMITTER, "count",
-                                str(count)], extra_env)
+            proc = self.client([*argv, "trace", root, session, str(buf_size), str(buf_nr), *runner, EMITTER,
+                                "count", str(count)], extra_env)
             self.assertEqual(proc.returncode, 0, f"{what}: {proc.stdout}{proc.stderr}\n{self.d.log()}")
             printed = [line.split() for line in proc.stdout.splitlines() if not line.startswith(("ready", "done"))]
             self.assertEqual([p[0] for p in printed], ["state", "state", "dropped"], proc.stdout)
@@ -129,12 +129,17 @@ class ControlLibrary(unittest.TestCase):
             self.assertEqual(len(names), 2 * count, what)
 
     def test_the_dropped_count_is_what_the_trace_misses(self):
-        # Two sub-buffers of a page each per CPU for hundreds of thousands of events: the emitter usually outruns
-        # the consumer, but a consumer woken on the emitter's CPU can preempt it and keep up; each client gets
-        # attempts of growing length until one drops, and every attempt's accounting must hold.
+        # Two sub-buffers of a page each per CPU for hundreds of thousands of events: the emitter outruns the
+        # consumer unless the consumer, woken on the emitter's CPU, preempts it each time a sub-buffer fills
+        # (which a loaded machine's scheduler does). As root the emitter runs at a real-time priority, which the
+        # consumer cannot preempt; otherwise each client gets attempts of growing length until one drops. Every
+        # attempt's accounting must hold.
+        chrt = shutil.which("chrt")
+        runner = (chrt, "--fifo", "1") if os.geteuid() == 0 and chrt else ()
         waiting = {what for what, _, _ in self.clients()}
         for attempt, count in enumerate((200_000, 400_000, 800_000)):
-            for what, dropped, trace in self.trace(f"small{attempt}", 4096, 2, count, only=set(waiting)):
+            for what, dropped, trace in self.trace(f"small{attempt}", 4096, 2, count, only=set(waiting),
+                                                   runner=runner):
                 self.assertEqual(len(trace.events) + trace.discarded, 2 * count, what)
                 self.assertEqual(trace.discarded, dropped, what)
                 if dropped > 0:
