@@ -99,11 +99,11 @@ class RelayClickHouseTest(unittest.TestCase):
         paths = ch_json(self.ch, "SELECT path FROM r_streams WHERE session = 'alpha'")
         for p in paths:
             self.assertTrue(os.path.isfile(os.path.join(dir_a, p["path"])), p["path"])
-        # the events' payloads decoded: each round's two events, pid the emitter's
-        names = ch_json(self.ch, "SELECT name, count() AS n, uniqExact(pid) AS pids FROM r_events "
-                                 "WHERE session = 'beta' GROUP BY name ORDER BY name")
-        self.assertEqual(sum(int(r["n"]) for r in names), 10000)
-        self.assertTrue(all(r["name"].startswith("emit:") and int(r["pids"]) == 1 for r in names), names)
+        # the events' payloads decoded: each round an emit:tick and an emit:other tagged fizz when i % 3 == 0
+        names = ch_json(self.ch, "SELECT name, count() AS n, countIf(visitParamExtractString(payload, 'tag') = "
+                                 "'fizz') AS fizz FROM r_events WHERE session = 'beta' GROUP BY name ORDER BY name")
+        self.assertEqual([(r["name"], int(r["n"]), int(r["fizz"])) for r in names],
+                         [("emit:other", 5000, 1667), ("emit:tick", 5000, 0)])
         relay.stop()
         self.assertRegex(relay.text(), r"ClickHouse sink, in all: 18000 events inserted \(\d+ rows\), 0 events "
                                        r"refused or not taken by the server \(0 rows\), 0 of \d+ packets dropped")

@@ -11,6 +11,9 @@
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -151,20 +154,16 @@ struct ClickHouseSink::Impl {
 	void tally(Decoding &d);
 };
 
-namespace {
-
-class Feed final : public SessionFeed {
+class ClickHouseSink::Feed final : public SessionFeed {
 public:
-	Feed(ClickHouseSink::Impl &impl, std::shared_ptr<Decoding> d) : impl_(impl), d_(std::move(d)) {}
+	Feed(Impl &impl, std::shared_ptr<Decoding> d) : impl_(impl), d_(std::move(d)) {}
 	~Feed() override { impl_.end(d_); }
 	void written(cr::Frame &f) override { impl_.push(d_, f); }
 
 private:
-	ClickHouseSink::Impl &impl_;
+	Impl &impl_;
 	std::shared_ptr<Decoding> d_;
 };
-
-} // namespace
 
 void ClickHouseSink::Impl::run()
 {
@@ -340,7 +339,12 @@ ClickHouseSink::ClickHouseSink(ClickHouseSinkOptions options, std::function<void
 	: impl_(std::make_unique<Impl>(std::move(options), std::move(log)))
 {
 	Impl &s = *impl_;
+	// Its thread takes no signal (the relay's loop handles SIGTERM and SIGINT).
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	s.thread = std::thread([&s] { s.run(); });
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	s.log(cat("ClickHouse sink: inserting into ", s.client.endpoint().shown, " (tables ", s.opt.table_prefix,
 	          "events, ...), a queue of ", base::format_size(s.opt.queue_bytes)));
 }

@@ -68,6 +68,7 @@ public:
 
 private:
 	struct Impl;
+	class Feed;
 	std::unique_ptr<Impl> impl_;
 };
 
