@@ -149,6 +149,10 @@ struct ClickHouseSink::Impl {
 	void take(Job &job);
 	void packet(Decoding &d, const cr::Packet &p);
 	void send(Decoding &d);
+	// The rows waiting, all sessions, at most kBatchesWaiting batches: the
+	// session with the most sends its rows.
+	static constexpr size_t kBatchesWaiting = 8;
+	void bound_waiting();
 	void finish(Decoding &d);
 	// The session's counts since last added, into the totals.
 	void tally(Decoding &d);
@@ -227,7 +231,22 @@ void ClickHouseSink::Impl::take(Job &job)
 			send(d);
 		else if (d.rows->waiting_bytes() && d.first_waiting == Clock::time_point{})
 			d.first_waiting = Clock::now();
+		bound_waiting();
 	}
+}
+
+void ClickHouseSink::Impl::bound_waiting()
+{
+	size_t all = 0, most = 0;
+	Decoding *largest = nullptr;
+	for (const auto &s : open) {
+		const size_t w = s->rows->waiting_bytes();
+		all += w;
+		if (w > most)
+			most = w, largest = s.get();
+	}
+	if (largest && all >= kBatchesWaiting * opt.batch_bytes)
+		send(*largest);
 }
 
 void ClickHouseSink::Impl::packet(Decoding &d, const cr::Packet &p)

@@ -13,10 +13,10 @@
 // dropped from the sink (never from the disk) and counted. One thread
 // decodes the packets (ctf's reader, the session's metadata as it came) and
 // sends each session's rows in batches (batch_bytes, or flush_every after
-// its first row waiting). A batch the server refuses or cannot take is
-// counted, and the log says when inserts start failing and when they work
-// again; each session's end, and the sink's, log what was inserted,
-// refused, dropped and not decoded.
+// its first row waiting; all sessions' rows waiting stay under 8 batches).
+// A batch the server refuses or cannot take is counted, and the log says
+// when inserts start failing and when they work again; each session's end,
+// and the sink's, log what was inserted, refused, dropped and not decoded.
 #pragma once
 
 #include "base/clickhouse_client.hpp"
