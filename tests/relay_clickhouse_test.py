@@ -3,9 +3,11 @@ in a temporary directory (tests/clickhousetest.py; skipped when it is not instal
 each to one relay: each session's events in ClickHouse (told apart by host, session and load) are what its daemon
 emitted, what `tracery stats` counts in the relay's disk copy, and what the streams rows say; a server that goes
 away mid-session: the events after it counted as refused in the relay's log, the relay still serving, the disk copy
-whole; a server that is down when the relay starts: a clear error."""
+whole; a queue too small for any packet: each packet the relay wrote counted as dropped from the sink; a server that
+is down when the relay starts: a clear error."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -127,6 +129,22 @@ class RelayClickHouseTest(unittest.TestCase):
         self.assertEqual(stats_events(s.d, path), 10000)  # the disk copy whole
         relay.stop()
         self.assertRegex(relay.text(), r"in all: 4000 events inserted \(\d+ rows\), 6000 events refused")
+
+    def test_queue_full_counted(self):
+        # A queue of one byte takes no packet: each one the relay writes is dropped from the sink and counted.
+        relay = self.relay("--clickhouse-queue", "1")
+        s = Sender(self, "full", relay)
+        s.emit(1000)
+        path, line = s.end()
+        relay.wait_log("/full-", "ClickHouse sink: its queue is full")
+        written = int(re.search(r"/full-\S*\): ended with BYE, (\d+) packets", relay.text()).group(1))
+        self.assertGreater(written, 0)
+        self.assertIn("0 events inserted", line)
+        self.assertIn(f", {written} packets dropped (the queue full)", line)
+        self.assertEqual(stats_events(s.d, path), 2000)  # the disk copy whole
+        self.assertEqual(self.ch.query("SELECT count() FROM events").strip(), "0")
+        relay.stop()
+        self.assertRegex(relay.text(), rf"in all: 0 events inserted .*, {written} of {written} packets dropped")
 
 
 @unittest.skipUnless(SERVER, SKIP)
