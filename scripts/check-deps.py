@@ -70,7 +70,7 @@ RULES = {
     'ust': ['base', 'rseq', 'ringbuf', 'clock', 'event', 'ctf', 'filter', 'consumer', 'control'],
     'kernel': ['base', 'clock', 'event', 'ctf', 'filter', 'consumer'],
     'daemon': ['base', 'rseq', 'ringbuf', 'clock', 'event', 'ctf', 'filter', 'consumer', 'control', 'kernel'],
-    'relay': ['base', 'ctf', 'event', 'control'],
+    'relay': ['base', 'ctf', 'event', 'control', 'analysis'],  # analysis: --clickhouse's rows (the export's code)
     'analysis': ['base', 'event', 'ctf', 'clock', 'filter'],
     'ctl': ['base', 'control', 'event'],  # the control library: the protocol's client and its C API
     'cli': ['base', 'control', 'ctl', 'analysis', 'filter', 'event'],

@@ -7,9 +7,11 @@
 //                  [--auth-keys FILE] [--tls-cert FILE --tls-key FILE] [--allow-unauthenticated]
 //                  [--max-sessions-per-sender N] [--max-dirs-per-sender N]
 //                  [--serial DEVICE [--serial-baud N] [--serial-rtscts]]
+//                  [--clickhouse URL [--table-prefix P] [--clickhouse-queue SIZE]]
 #include "base/parse_command_line.hpp"
 #include "base/sizes.hpp"
 #include "control/version.hpp"
+#include "relay/clickhouse_sink.hpp"
 #include "relay/relay_server.hpp"
 #include "relay/serial_receiver.hpp"
 
@@ -113,6 +115,18 @@ int main(int argc, char **argv)
 		                       : std::string("not a baud rate of 9600 to 3000000 that termios knows");
 		});
 	app.add_flag("--serial-rtscts", serial.rtscts, "RTS/CTS hardware flow control on the serial line");
+	tracery::relay::ClickHouseSinkOptions clickhouse;
+	std::string clickhouse_queue = "64M";
+	auto *ch = app.add_option("--clickhouse", clickhouse.url,
+	                          "also insert each session's events into ClickHouse as they come "
+	                          "(http://HOST:8123/DATABASE; the tables of tracery export --format clickhouse)");
+	app.add_option("--table-prefix", clickhouse.table_prefix, "with --clickhouse: before each table's name")
+		->needs(ch);
+	app.add_option("--clickhouse-queue", clickhouse_queue,
+	               "with --clickhouse: packets waiting to be inserted, all sessions; beyond, packets are "
+	               "dropped from ClickHouse (not from the disk) and counted")
+		->needs(ch)
+		->capture_default_str();
 	if (const auto status = tracery::base::parse_command_line(app, argc, argv))
 		return *status;
 	if (!serial.device.empty()) {
@@ -134,6 +148,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	opt.memory_budget = static_cast<size_t>(*budget_bytes);
+	const auto queue_bytes = tracery::base::parse_size(clickhouse_queue);
+	if (!queue_bytes || *queue_bytes == 0 || *queue_bytes > SIZE_MAX) {
+		std::fprintf(stderr, "tracery-relayd: --clickhouse-queue %s: not a size (64M, 1G, ...)\n",
+		             clickhouse_queue.c_str());
+		return 1;
+	}
+	clickhouse.queue_bytes = static_cast<size_t>(*queue_bytes);
 	opt.frame_timeout_ms = static_cast<int>(frame_timeout_s * 1000);
 
 	if (!keys_file.empty()) {
@@ -172,13 +193,22 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		::setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	// Made after daemon() (its thread would not survive the fork); it
+	// outlives the server, whose sessions' feeds it serves.
+	std::unique_ptr<tracery::relay::ClickHouseSink> sink;
+	if (!clickhouse.url.empty())
+		opt.feed = [&sink](const tracery::control::relay::Hello &hello, const std::string &dir) {
+			return sink->open(hello, dir);
+		};
 	try {
 		tracery::relay::RelayServer server(opt);
 		if (daemonize && ::daemon(0, 1) != 0) {
 			std::perror("daemon");
 			return 1;
 		}
-		// After daemon(): its thread would not survive the fork.
+		// After daemon(): their threads would not survive the fork.
+		if (!clickhouse.url.empty())
+			sink = std::make_unique<tracery::relay::ClickHouseSink>(clickhouse, server.log);
 		std::unique_ptr<tracery::relay::SerialReceiver> serial_receiver;
 		if (!serial.device.empty())
 			serial_receiver = std::make_unique<tracery::relay::SerialReceiver>(

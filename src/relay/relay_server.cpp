@@ -448,11 +448,15 @@ struct RelayServer::Impl {
 		if (why.empty())
 			why = c.writer.apply(f, &reply);
 		if (why.empty()) {
-			// Its writer thread and eventfd: out of threads or descriptors,
-			// this session is refused, and the others go on.
+			// Its feed, writer thread and eventfd: out of threads or
+			// descriptors, this session is refused, and the others go on.
 			c.relative_dir = c.writer.relative_dir();
 			try {
-				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), *budget, opt.before_write);
+				std::unique_ptr<SessionFeed> feed;
+				if (opt.feed)
+					feed = opt.feed(std::get<cr::Hello>(f), c.relative_dir);
+				c.queue = std::make_unique<WriteQueue>(std::move(c.writer), *budget, opt.before_write,
+				                                       std::move(feed));
 			} catch (const std::exception &e) {
 				why = cat("could not start the session's writer: ", e.what());
 				reply = {};

@@ -20,9 +20,11 @@
 #include "base/fd.hpp"
 #include "control/live_protocol.hpp"
 #include "relay/sender_gate.hpp"
+#include "relay/session_feed.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace tracery::relay {
@@ -60,6 +62,10 @@ struct ServerOptions {
 	SenderPolicy senders;
 	// Runs on a session's writer thread before each frame is written (tests: a slow disk).
 	std::function<void()> before_write;
+	// Where each session's frames go besides the disk (--clickhouse), made at
+	// its HELLO (the session's path under output); empty: nowhere.
+	std::function<std::unique_ptr<SessionFeed>(const control::relay::Hello &, const std::string &relative_dir)>
+		feed;
 };
 
 class RelayServer {

@@ -19,8 +19,9 @@ namespace tracery::relay {
 
 namespace cr = control::relay;
 
-WriteQueue::WriteQueue(SessionWriter writer, MemoryBudget &budget, std::function<void()> before_write)
-	: writer_(std::move(writer)), budget_(budget), before_write_(std::move(before_write)),
+WriteQueue::WriteQueue(SessionWriter writer, MemoryBudget &budget, std::function<void()> before_write,
+                       std::unique_ptr<SessionFeed> feed)
+	: writer_(std::move(writer)), budget_(budget), before_write_(std::move(before_write)), feed_(std::move(feed)),
 	  event_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))
 {
 	if (!event_)
@@ -40,6 +41,7 @@ std::string WriteQueue::finish()
 		cv_.notify_one();
 		thread_.join();
 	}
+	feed_.reset(); // the session is over for it
 	return unwritten_;
 }
 
@@ -202,11 +204,15 @@ void WriteQueue::run()
 		if (auto *p = std::get_if<cr::Packet>(&f)) {
 			w.offset = writer_.last_packet_offset();
 			w.size = p->bytes.size();
-			p->bytes = {};
 		} else if (auto *m = std::get_if<cr::Metadata>(&f)) {
 			w.size = m->text.size();
-			m->text = {};
 		}
+		if (feed_ && why.empty())
+			feed_->written(f);
+		if (auto *p = std::get_if<cr::Packet>(&f))
+			p->bytes = {};
+		else if (auto *m = std::get_if<cr::Metadata>(&f))
+			m->text = {};
 		w.frame = std::move(f);
 		w.packets = writer_.packets();
 

@@ -11,12 +11,14 @@
 // kRetryEvery; the loop is told when the disk starts refusing and when it
 // takes the writes again, once each. At the end (finish) what the disk still
 // refuses is dropped and summed up (packets and bytes per stream); the same
-// when the sender asks for it (drop_unwritten), at once.
+// when the sender asks for it (drop_unwritten), at once. Each frame written
+// is also given to the session's feed, if it has one (session_feed.hpp).
 #pragma once
 
 #include "base/fd.hpp"
 #include "control/relay_protocol.hpp"
 #include "relay/memory_budget.hpp"
+#include "relay/session_feed.hpp"
 #include "relay/session_writer.hpp"
 
 #include <chrono>
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,8 +50,9 @@ public:
 
 	// Starts the thread; `writer` has accepted HELLO; `budget` outlives the
 	// queue. before_write (tests: a slow disk) runs on the thread before each
-	// frame is applied.
-	WriteQueue(SessionWriter writer, MemoryBudget &budget, std::function<void()> before_write = {});
+	// frame is applied. feed: null, or where the frames go once written.
+	WriteQueue(SessionWriter writer, MemoryBudget &budget, std::function<void()> before_write = {},
+	           std::unique_ptr<SessionFeed> feed = nullptr);
 	// Writes what is still queued, then stops the thread (finish()).
 	~WriteQueue();
 	WriteQueue(const WriteQueue &) = delete;
@@ -106,6 +110,7 @@ private:
 	SessionWriter writer_;
 	MemoryBudget &budget_;
 	std::function<void()> before_write_;
+	std::unique_ptr<SessionFeed> feed_; // the thread's
 	base::Fd event_;
 	mutable std::mutex mu_;
 	std::condition_variable cv_;

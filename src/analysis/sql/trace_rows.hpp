@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,6 +102,33 @@ public:
 	virtual void stream(const StreamRow &row) = 0;
 	virtual void thread(const ThreadRow &row) = 0;
 	virtual void process(const ProcessRow &row) = 0;
+};
+
+// The rows of items handed one at a time. In time order (a walk of the
+// traces) every table's rows; with `ordered` false (the items of each
+// stream in order, the streams one after another as their packets come: a
+// relay's) only what does not need the order across streams: each event
+// with its cpu, pid and tid (a kernel event's thread: the last switch on its
+// cpu), what was lost, and the streams at the end.
+class RowWalker {
+public:
+	RowWalker(const ctf::reader::TraceSet &set, const std::vector<SpanOptions> &spans, RowSink &sink,
+	          bool ordered = true);
+	~RowWalker();
+	RowWalker(const RowWalker &) = delete;
+	RowWalker &operator=(const RowWalker &) = delete;
+
+	// Throws std::invalid_argument (a span's event or field missing) and
+	// whatever the sink throws.
+	void item(const ctf::reader::Item &it);
+	// After the last item: the thread states still open, then the streams,
+	// threads and processes (ordered), or the streams.
+	void finish();
+	uint64_t events() const;
+
+private:
+	struct State;
+	std::unique_ptr<State> s_;
 };
 
 // Walks every item of the walk into sink. Returns the events walked. Throws
