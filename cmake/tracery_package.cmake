@@ -36,56 +36,65 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # dpkg-shlibdeps runs in each component's staging directory: libtracery0's is ../lib.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "../lib${CPACK_PACKAGING_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
-set(CPACK_DEBIAN_LIB_PACKAGE_GENERATE_SHLIBS ON) # libtracery0's shlibs file, for other projects' packages
+# The shlibs files of libtracery0 and libtracery-ctl0, for other projects' packages.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# The ELF files stripped (Debian's policy); and the packages that put libraries in the library directory run
+# ldconfig through dpkg's trigger (packaging/debian/triggers).
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(tracery_ldconfig_trigger ${PROJECT_SOURCE_DIR}/packaging/debian/triggers)
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${tracery_ldconfig_trigger})
+set(CPACK_DEBIAN_CTL_PACKAGE_CONTROL_EXTRA ${tracery_ldconfig_trigger})
+set(CPACK_DEBIAN_PRELOAD_PACKAGE_CONTROL_EXTRA ${tracery_ldconfig_trigger})
 set(tracery_lib_depends "libtracery0 (= ${PROJECT_VERSION})")
 
 set(CPACK_COMPONENTS_ALL tracery lib dev preload)
 set(CPACK_DEBIAN_TRACERY_PACKAGE_NAME tracery)
 set(CPACK_DEBIAN_TRACERY_PACKAGE_SECTION utils)
 # Each package's description: its synopsis (under 80 characters), then lines of at most 79 (Debian's policy);
-# the first paragraph of the extended one says what Tracery is.
-set(tracery_about " Tracery records the events of instrumented user-space programs and of
- the Linux kernel into CTF 1.8 traces, which babeltrace2 reads, and reads
- them back: views, statistics, analyses, exports and SQL.
- .")
+# the first paragraph of the extended one says what Tracery is. CPack writes it as the control file wants it
+# (a space before each line of the extended description, " ." for an empty one).
+set(tracery_about "Tracery records the events of instrumented user-space programs and of
+the Linux kernel into CTF 1.8 traces, which babeltrace2 reads, and reads
+them back: views, statistics, analyses, exports and SQL.
+")
 set(CPACK_DEBIAN_TRACERY_DESCRIPTION "Linux tracer: session daemon, relay and command line
 ${tracery_about}
- This package holds the session daemon traceryd, the relay tracery-relayd
- and the tracery command, with their man pages, bash and zsh completion and
- the systemd units of the system-wide daemon.")
+This package holds the session daemon traceryd, the relay tracery-relayd
+and the tracery command, with their man pages, bash and zsh completion and
+the systemd units of the system-wide daemon.")
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libtracery0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_DESCRIPTION "Linux tracer: run-time library of instrumented programs
 ${tracery_about}
- This package holds libtracery.so.0, which programs instrumented with
- Tracery's tracepoints load: it records their enabled events.")
+This package holds libtracery.so.0, which programs instrumented with
+Tracery's tracepoints load: it records their enabled events.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libtracery-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ${tracery_lib_depends})
 set(CPACK_DEBIAN_DEV_DESCRIPTION "Linux tracer: development files of libtracery and libtracery-ctl
 ${tracery_about}
- This package holds the headers for instrumenting C and C++ programs
- (tracery/tracepoint.h) and for controlling sessions (tracery/ctl.h), the
- libraries' links, their pkg-config files and CMake package, and the man
- pages tracery(3) and tracery-ctl(3).")
+This package holds the headers for instrumenting C and C++ programs
+(tracery/tracepoint.h) and for controlling sessions (tracery/ctl.h), the
+libraries' links, their pkg-config files and CMake package, and the man
+pages tracery(3) and tracery-ctl(3).")
 set(CPACK_DEBIAN_PRELOAD_PACKAGE_NAME tracery-preload)
 set(CPACK_DEBIAN_PRELOAD_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PRELOAD_PACKAGE_DEPENDS ${tracery_lib_depends})
 set(CPACK_DEBIAN_PRELOAD_DESCRIPTION "Linux tracer: LD_PRELOAD helpers for programs without tracepoints
 ${tracery_about}
- This package holds the libraries that `tracery exec` preloads into
- unmodified programs: their libc calls, pthread locks and condition waits,
- function entries and exits, and dynamic loading become events.")
+This package holds the libraries that `tracery exec` preloads into
+unmodified programs: their libc calls, pthread locks and condition waits,
+function entries and exits, and dynamic loading become events.")
 list(APPEND CPACK_COMPONENTS_ALL ctl)
 set(CPACK_DEBIAN_CTL_PACKAGE_NAME libtracery-ctl0)
 set(CPACK_DEBIAN_CTL_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_CTL_DESCRIPTION "Linux tracer: control library
 ${tracery_about}
- This package holds libtracery-ctl.so.0, a C library that drives the
- session daemon as the tracery command does: sessions, channels, events,
- contexts, tracking, start and stop, snapshots, rotation, triggers and their
- notifications.")
-set(CPACK_DEBIAN_CTL_PACKAGE_GENERATE_SHLIBS ON)
+This package holds libtracery-ctl.so.0, a C library that drives the
+session daemon as the tracery command does: sessions, channels, events,
+contexts, tracking, start and stop, snapshots, rotation, triggers and their
+notifications.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${CPACK_DEBIAN_DEV_PACKAGE_DEPENDS}, libtracery-ctl0 (= ${PROJECT_VERSION})")
 if(TARGET tracery-python)
   # python3-tracery holds the package where Debian's python3 imports it under /usr: lib/python3/dist-packages,
@@ -116,9 +125,9 @@ if(TARGET tracery-python)
       "python3 (>= 3.${python_minor}~), python3 (<< 3.${python_next_minor}), ${tracery_lib_depends}, libtracery-ctl0 (= ${PROJECT_VERSION})")
   set(CPACK_DEBIAN_PYTHON_DEB_DESCRIPTION "Linux tracer: Python package
 ${tracery_about}
- This package holds the tracery package of Debian's python3: typed events
- and a logging handler whose records become events, and tracery.ctl, the
- control library's Python binding.")
+This package holds the tracery package of Debian's python3: typed events
+and a logging handler whose records become events, and tracery.ctl, the
+control library's Python binding.")
 endif()
 if(TARGET tracery-java)
   list(APPEND CPACK_COMPONENTS_ALL java)
@@ -127,12 +136,13 @@ if(TARGET tracery-java)
   set(CPACK_DEBIAN_JAVA_PACKAGE_DEPENDS ${tracery_lib_depends})
   set(CPACK_DEBIAN_JAVA_DESCRIPTION "Linux tracer: Java agent
 ${tracery_about}
- This package holds tracery.jar and its JNI library: typed events, a
- java.util.logging handler and a log4j 2 appender whose records become
- events.")
+This package holds tracery.jar and its JNI library: typed events, a
+java.util.logging handler and a log4j 2 appender whose records become
+events.")
 endif()
 
-# ---- /usr/share/doc/PACKAGE of every package: copyright, changelog.gz (packaging/gen_package_docs.py)
+# ---- /usr/share/doc/PACKAGE of every package: copyright, changelog.gz (packaging/gen_package_docs.py); lintian
+# overrides
 
 set(package_docs ${PROJECT_BINARY_DIR}/packaging/debian)
 set(package_docs_source ${PROJECT_SOURCE_DIR}/packaging)
@@ -152,6 +162,12 @@ foreach(component IN LISTS CPACK_COMPONENTS_ALL)
   set(package ${CPACK_DEBIAN_${component_var}_PACKAGE_NAME})
   install(FILES ${package_docs}/copyright ${package_docs}/changelog.gz
           DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component} EXCLUDE_FROM_ALL)
+  # The lintian tags a package overrides, each with its reason (packaging/debian/PACKAGE.lintian-overrides).
+  set(overrides ${package_docs_source}/debian/${package}.lintian-overrides)
+  if(EXISTS ${overrides})
+    install(FILES ${overrides} RENAME ${package} DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+            COMPONENT ${component} EXCLUDE_FROM_ALL)
+  endif()
 endforeach()
 # The packages' file times are the changelog's newest entry's (unless SOURCE_DATE_EPOCH says otherwise), read
 # when cpack runs (cmake/tracery_cpack_project.cmake): the same sources make the same packages.
