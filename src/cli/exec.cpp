@@ -186,7 +186,8 @@ public:
 		name_ = name;
 		control::Create create;
 		create.session = name_;
-		create.output = output.empty() ? control::home_dir() + "/tracery-traces/" + name_ : ctl::absolute_path(output);
+		create.output =
+			output.empty() ? control::home_dir() + "/tracery-traces/" + name_ : ctl::absolute_path(output);
 		output_ = request(create).output;
 		try {
 			control::EnableEvent events;
