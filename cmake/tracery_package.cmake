@@ -14,43 +14,87 @@
 # libtracery.so.0, which it finds in libtracery0's staging directory beside
 # the package's own, is named as a dependency on libtracery0 of this release.
 # The man pages are gzipped (packaging/gen_docs.py), as Debian's policy wants.
+# Every package holds /usr/share/doc/PACKAGE/copyright (machine-readable:
+# Tracery's and the compiled-in libraries' licences) and changelog.gz
+# (packaging/debian/changelog, whose newest entry must be of this version),
+# made by packaging/gen_package_docs.py; its files' times are that entry's
+# (or SOURCE_DATE_EPOCH's), so the same sources make the same packages.
+# tests/packaging_test.py runs lintian on them.
 # scripts/package.sh configures a tree for packaging (the prefix /usr, no
 # tests or benchmarks) and runs cpack; `cpack -G DEB` in any build tree makes
 # the same packages.
 set(CPACK_PACKAGE_NAME tracery)
 set(CPACK_PACKAGE_VENDOR "Tracery")
-set(CPACK_PACKAGE_CONTACT "Tracery maintainers <tracery@localhost>")
+# The project has no public address; .example is the domain kept for names that stand for one (RFC 2606).
+set(CPACK_PACKAGE_CONTACT "Tracery maintainers <maintainers@tracery.example>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Linux tracer for user space programs and the kernel, writing CTF traces")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # dpkg-shlibdeps runs in each component's staging directory: libtracery0's is ../lib.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "../lib${CPACK_PACKAGING_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
-set(CPACK_DEBIAN_LIB_PACKAGE_GENERATE_SHLIBS ON) # libtracery0's shlibs file, for other projects' packages
+# The shlibs files of libtracery0 and libtracery-ctl0, for other projects' packages.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# The ELF files stripped (Debian's policy); and the packages that put libraries in the library directory run
+# ldconfig through dpkg's trigger (packaging/debian/triggers).
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(tracery_ldconfig_trigger ${PROJECT_SOURCE_DIR}/packaging/debian/triggers)
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${tracery_ldconfig_trigger})
+set(CPACK_DEBIAN_CTL_PACKAGE_CONTROL_EXTRA ${tracery_ldconfig_trigger})
+set(CPACK_DEBIAN_PRELOAD_PACKAGE_CONTROL_EXTRA ${tracery_ldconfig_trigger})
 set(tracery_lib_depends "libtracery0 (= ${PROJECT_VERSION})")
 
 set(CPACK_COMPONENTS_ALL tracery lib dev preload)
 set(CPACK_DEBIAN_TRACERY_PACKAGE_NAME tracery)
 set(CPACK_DEBIAN_TRACERY_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_TRACERY_DESCRIPTION "Tracery's session daemon, relay and command (man pages, completion, systemd units)")
+# Each package's description: its synopsis (under 80 characters), then lines of at most 79 (Debian's policy);
+# the first paragraph of the extended one says what Tracery is. CPack writes it as the control file wants it
+# (a space before each line of the extended description, " ." for an empty one).
+set(tracery_about "Tracery records the events of instrumented user-space programs and of
+the Linux kernel into CTF 1.8 traces, which babeltrace2 reads, and reads
+them back: views, statistics, analyses, exports and SQL.
+")
+set(CPACK_DEBIAN_TRACERY_DESCRIPTION "Linux tracer: session daemon, relay and command line
+${tracery_about}
+This package holds the session daemon traceryd, the relay tracery-relayd
+and the tracery command, with their man pages, bash and zsh completion and
+the systemd units of the system-wide daemon.")
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libtracery0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_LIB_DESCRIPTION "Tracery's run-time library, which instrumented programs load")
+set(CPACK_DEBIAN_LIB_DESCRIPTION "Linux tracer: run-time library of instrumented programs
+${tracery_about}
+This package holds libtracery.so.0, which programs instrumented with
+Tracery's tracepoints load: it records their enabled events.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libtracery-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ${tracery_lib_depends})
-set(CPACK_DEBIAN_DEV_DESCRIPTION "Tracery's headers and libraries for instrumenting and controlling programs")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "Linux tracer: development files of libtracery and libtracery-ctl
+${tracery_about}
+This package holds the headers for instrumenting C and C++ programs
+(tracery/tracepoint.h) and for controlling sessions (tracery/ctl.h), the
+libraries' links, their pkg-config files and CMake package, and the man
+pages tracery(3) and tracery-ctl(3).")
 set(CPACK_DEBIAN_PRELOAD_PACKAGE_NAME tracery-preload)
+set(CPACK_DEBIAN_PRELOAD_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PRELOAD_PACKAGE_DEPENDS ${tracery_lib_depends})
-set(CPACK_DEBIAN_PRELOAD_DESCRIPTION "Tracery's LD_PRELOAD helpers: libc, pthread, function and dl events of unmodified programs")
+set(CPACK_DEBIAN_PRELOAD_DESCRIPTION "Linux tracer: LD_PRELOAD helpers for programs without tracepoints
+${tracery_about}
+This package holds the libraries that `tracery exec` preloads into
+unmodified programs: their libc calls, pthread locks and condition waits,
+function entries and exits, and dynamic loading become events.")
 list(APPEND CPACK_COMPONENTS_ALL ctl)
 set(CPACK_DEBIAN_CTL_PACKAGE_NAME libtracery-ctl0)
 set(CPACK_DEBIAN_CTL_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_CTL_DESCRIPTION "Tracery's control library: sessions, channels, events, triggers from C")
-set(CPACK_DEBIAN_CTL_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_CTL_DESCRIPTION "Linux tracer: control library
+${tracery_about}
+This package holds libtracery-ctl.so.0, a C library that drives the
+session daemon as the tracery command does: sessions, channels, events,
+contexts, tracking, start and stop, snapshots, rotation, triggers and their
+notifications.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${CPACK_DEBIAN_DEV_PACKAGE_DEPENDS}, libtracery-ctl0 (= ${PROJECT_VERSION})")
 if(TARGET tracery-python)
   # python3-tracery holds the package where Debian's python3 imports it under /usr: lib/python3/dist-packages,
@@ -79,13 +123,55 @@ if(TARGET tracery-python)
   # The extension module is built for this python3 (its ABI tag names 3.X): that release and no other.
   set(CPACK_DEBIAN_PYTHON_DEB_PACKAGE_DEPENDS
       "python3 (>= 3.${python_minor}~), python3 (<< 3.${python_next_minor}), ${tracery_lib_depends}, libtracery-ctl0 (= ${PROJECT_VERSION})")
-  set(CPACK_DEBIAN_PYTHON_DEB_DESCRIPTION "Tracery's Python package: typed events, a logging handler, tracery.ctl")
+  set(CPACK_DEBIAN_PYTHON_DEB_DESCRIPTION "Linux tracer: Python package
+${tracery_about}
+This package holds the tracery package of Debian's python3: typed events
+and a logging handler whose records become events, and tracery.ctl, the
+control library's Python binding.")
 endif()
 if(TARGET tracery-java)
   list(APPEND CPACK_COMPONENTS_ALL java)
   set(CPACK_DEBIAN_JAVA_PACKAGE_NAME tracery-java)
   set(CPACK_DEBIAN_JAVA_PACKAGE_SECTION java)
   set(CPACK_DEBIAN_JAVA_PACKAGE_DEPENDS ${tracery_lib_depends})
-  set(CPACK_DEBIAN_JAVA_DESCRIPTION "Tracery's Java agent (java.util.logging handler, JNI)")
+  set(CPACK_DEBIAN_JAVA_DESCRIPTION "Linux tracer: Java agent
+${tracery_about}
+This package holds tracery.jar and its JNI library: typed events, a
+java.util.logging handler and a log4j 2 appender whose records become
+events.")
 endif()
+
+# ---- /usr/share/doc/PACKAGE of every package: copyright, changelog.gz (packaging/gen_package_docs.py); lintian
+# overrides
+
+set(package_docs ${PROJECT_BINARY_DIR}/packaging/debian)
+set(package_docs_source ${PROJECT_SOURCE_DIR}/packaging)
+add_custom_command(
+  OUTPUT ${package_docs}/copyright ${package_docs}/changelog.gz ${package_docs}/source_date_epoch
+  COMMAND ${TRACERY_PYTHON} ${package_docs_source}/gen_package_docs.py
+          --changelog ${package_docs_source}/debian/changelog --copyright ${package_docs_source}/debian/copyright.in
+          --version ${PROJECT_VERSION} --out ${package_docs}
+  DEPENDS ${package_docs_source}/gen_package_docs.py ${package_docs_source}/gen_docs.py
+          ${package_docs_source}/debian/changelog ${package_docs_source}/debian/copyright.in
+  COMMENT "Debian packages' copyright and changelog.gz"
+  VERBATIM)
+add_custom_target(tracery-package-docs ALL DEPENDS ${package_docs}/copyright ${package_docs}/changelog.gz)
+# Only in the packages (EXCLUDE_FROM_ALL: cpack installs each component by itself, `cmake --install` all of them).
+foreach(component IN LISTS CPACK_COMPONENTS_ALL)
+  string(TOUPPER ${component} component_var)
+  set(package ${CPACK_DEBIAN_${component_var}_PACKAGE_NAME})
+  install(FILES ${package_docs}/copyright ${package_docs}/changelog.gz
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component} EXCLUDE_FROM_ALL)
+  # The lintian tags a package overrides, each with its reason (packaging/debian/PACKAGE.lintian-overrides).
+  set(overrides ${package_docs_source}/debian/${package}.lintian-overrides)
+  if(EXISTS ${overrides})
+    install(FILES ${overrides} RENAME ${package} DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+            COMPONENT ${component} EXCLUDE_FROM_ALL)
+  endif()
+endforeach()
+# The packages' file times are the changelog's newest entry's (unless SOURCE_DATE_EPOCH says otherwise), read
+# when cpack runs (cmake/tracery_cpack_project.cmake): the same sources make the same packages.
+set(CPACK_TRACERY_SOURCE_DATE_EPOCH_FILE ${package_docs}/source_date_epoch)
+set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/tracery_cpack_project.cmake)
+
 include(CPack)

@@ -148,8 +148,8 @@ def write(path, text):
         f.write(text)
 
 
-def write_man(path, text):
-    """A man page, written to PATH.gz as `gzip -9n` would."""
+def write_gzip(path, text):
+    """TEXT written to PATH.gz as `gzip -9n` would (a man page, a changelog)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + ".gz", "wb") as f, gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f,
                                                        mtime=0) as z:
@@ -164,7 +164,7 @@ def man_pages(args, tracery, traceryd, relayd, out):
         verb_pages.append((name, verb))
         subverbs = "\n".join(f".TP\n\\fB{roff(' '.join(words + [v['name']]))}\\fR\n{roff(v['description'])}"
                              for v in verb["verbs"])
-        write_man(f"{out}/man/man1/{name}.1", page(name, 1, version, first_sentence(verb["description"]), [
+        write_gzip(f"{out}/man/man1/{name}.1", page(name, 1, version, first_sentence(verb["description"]), [
             ("SYNOPSIS", usage(words, verb)),
             ("DESCRIPTION", roff(verb["description"])),
             ("VERBS", subverbs),
@@ -173,7 +173,7 @@ def man_pages(args, tracery, traceryd, relayd, out):
                 f", \\fB{roff('-'.join(words + [v['name']]))}\\fR(1)" for v in verb["verbs"]))]))
     verbs = "\n".join(f".TP\n\\fB{roff(v['name'])}\\fR\n{roff(v['description'])} (\\fB{roff('tracery-' + v['name'])}"
                       f"\\fR(1))" for v in tracery["verbs"])
-    write_man(f"{out}/man/man1/tracery.1", page("tracery", 1, version, "control tracing sessions and read traces", [
+    write_gzip(f"{out}/man/man1/tracery.1", page("tracery", 1, version, "control tracing sessions and read traces", [
         ("SYNOPSIS", usage(["tracery"], tracery) + "\n.br\n\\fBtracery help\\fR \\fIVERB\\fR"),
         ("DESCRIPTION", roff(tracery["description"]) + "\n.PP\n" + roff(
             "Each verb has its page, tracery-VERB(1), and its --help (also `tracery help VERB`).")),
@@ -187,7 +187,7 @@ def man_pages(args, tracery, traceryd, relayd, out):
     for name, cli, env, summary in [
             ("traceryd", traceryd, DAEMON_ENVIRONMENT, "the Tracery session daemon"),
             ("tracery-relayd", relayd, [], "the Tracery relay daemon")]:
-        write_man(f"{out}/man/man8/{name}.8", page(name, 8, version, summary, [
+        write_gzip(f"{out}/man/man8/{name}.8", page(name, 8, version, summary, [
             ("SYNOPSIS", usage([name], cli)),
             ("DESCRIPTION", roff(cli["description"])),
             ("OPTIONS", options_section(cli)),
@@ -199,7 +199,7 @@ def man_pages(args, tracery, traceryd, relayd, out):
         with open(os.path.join(args.manual_dir, name + ".in"), encoding="utf-8") as f:
             text = f.read()
         text = text.replace("@VERSION@", version).replace("@LIBRARY_ENVIRONMENT@", library_environment)
-        write_man(f"{out}/man/man3/{name}", text.replace("@CTL_DECLARATIONS@", ctl_declarations(args.ctl_header)))
+        write_gzip(f"{out}/man/man3/{name}", text.replace("@CTL_DECLARATIONS@", ctl_declarations(args.ctl_header)))
     return verb_pages
 
 

@@ -24,7 +24,7 @@ test_packages=(
   lttng-tools liblttng-ust-dev uftrace
   python3-dev python3-lttngust
   default-jdk-headless liblttng-ust-agent-java liblog4j2-java
-  dpkg-dev fakeroot zsh
+  dpkg-dev fakeroot lintian zsh
 )
 case "${1:-}" in
   --build) packages=("${build_packages[@]}") apt_options=(--no-install-recommends) ;;

@@ -4,15 +4,21 @@ man page for every verb (each option of the verb's --help in it), traceryd(8)
 and tracery-relayd(8), read by man; the bash completion completing a verb, an
 option, and a session name that the daemon knows; the Debian packages of
 `cpack -G DEB`, with the man pages (gzipped), completion, systemd units and
-Python package where Debian expects them, no benchmark in bin/, their
-dependencies resolved as apt resolves them, and, as root, installed with
-`dpkg -i` and used, then purged (DebianPackages says when and why)."""
+Python package where Debian expects them, no benchmark in bin/, each with
+its copyright file and changelog, file times of its changelog's date, no
+error from lintian, their dependencies resolved as apt resolves them, and,
+as root, installed with `dpkg -i` and used, then purged (DebianPackages says
+when and why)."""
+import email.utils
+import gzip
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
 from daemontest import DaemonTestCase, go
@@ -141,10 +147,46 @@ PACKAGES = ("tracery", "libtracery0", "libtracery-dev", "libtracery-ctl0", "trac
 # here reads).
 COMPONENTS = ("tracery", "lib", "dev", "ctl", "preload", "python_deb")
 PYTHON_DEB_DIR = "/usr/lib/python3/dist-packages/tracery"
+# Debian's archive section of each.
+SECTIONS = {"tracery": "utils", "libtracery0": "libs", "libtracery-dev": "libdevel", "libtracery-ctl0": "libs",
+            "tracery-preload": "utils", "python3-tracery": "python", "tracery-java": "java"}
 
 
-def run(*command, **kwargs):
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, **kwargs)
+def run(*command, timeout=120, **kwargs):
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+# How long dpkg waits for another process (apt, unattended-upgrades) to release its lock.
+DPKG_LOCK_WAIT = 300
+
+
+def dpkg(*args):
+    """`dpkg ARGS`; while another process holds dpkg's lock (dpkg then fails
+    at once, changing nothing), says so and tries again, for up to
+    DPKG_LOCK_WAIT seconds."""
+    deadline = time.monotonic() + DPKG_LOCK_WAIT
+    said = False
+    while True:
+        proc = run("dpkg", *args)
+        held = re.search(r"dpkg (?:frontend|database) lock (?:was|is) locked by another process with pid (\d+)",
+                         proc.stderr)
+        if proc.returncode == 0 or not held or time.monotonic() > deadline:
+            return proc
+        if not said:
+            try:
+                with open(f"/proc/{held.group(1)}/cmdline", "rb") as f:
+                    holder = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                holder = "gone already"
+            print(f"packaging_test: dpkg {args[0]} waits, up to {DPKG_LOCK_WAIT} s, for dpkg's lock, which process "
+                  f"{held.group(1)} holds ({holder})", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(1)
+
+
+def changelog_time(text):
+    """The time (seconds) of a Debian changelog's newest entry."""
+    return int(email.utils.parsedate_to_datetime(re.search(r"^ -- .+?>  (.+)$", text, re.M).group(1)).timestamp())
 
 
 def dpkg_status(name):
@@ -154,9 +196,7 @@ def dpkg_status(name):
 
 
 class DebianPackages(unittest.TestCase):
-    """The packages of one `cpack -G DEB` run, shared by the tests below (made
-    with zstd, which dpkg reads and which compresses faster than the release's
-    gzip; what is in the packages is the same).
+    """The packages of one `cpack -G DEB` run, shared by the tests below.
 
     test_installed_by_dpkg installs them for real, as root: `dpkg -i` checks
     every Depends field against this system, runs the triggers the packages
@@ -181,9 +221,9 @@ class DebianPackages(unittest.TestCase):
         if os.environ.get("TRACERY_SANITIZE"):
             raise unittest.SkipTest("packages are made of a release tree, not of a sanitizer one")
         cls.tmp = tempfile.mkdtemp(prefix="tracery-deb-")
-        proc = run("cpack", "-G", "DEB", "-D", "CPACK_DEBIAN_COMPRESSION_TYPE=zstd", "-D",
+        proc = run("cpack", "-G", "DEB", "-D",
                    "CPACK_COMPONENTS_ALL=" + ";".join(COMPONENTS), "--config",
-                   os.path.join(BUILD_DIR, "CPackConfig.cmake"), "-B", cls.tmp)
+                   os.path.join(BUILD_DIR, "CPackConfig.cmake"), "-B", cls.tmp, timeout=900)
         if proc.returncode != 0:
             shutil.rmtree(cls.tmp, ignore_errors=True)
             raise AssertionError("cpack: " + proc.stdout + proc.stderr)
@@ -262,6 +302,60 @@ class DebianPackages(unittest.TestCase):
         if shutil.which("man"):
             self.assertIn("tracery create", man_text("tracery-create", os.path.join(self.root, "usr/share/man")))
 
+    def test_control_fields(self):
+        synopses = set()
+        for name in self.debs:
+            self.assertRegex(self.field(name, "Maintainer"), r"^\w[^<>]* <[^@\s<>]+@[\w-]+(\.[\w-]+)+>$", name)
+            self.assertEqual(self.field(name, "Section"), SECTIONS[name], name)
+            self.assertEqual(self.field(name, "Priority"), "optional", name)
+            # A synopsis of its own, then an extended description in lines of at most 80 columns.
+            synopsis, *extended = self.field(name, "Description").split("\n")
+            self.assertLess(len(synopsis), 80, name)
+            self.assertNotIn(synopsis, synopses)
+            synopses.add(synopsis)
+            self.assertGreater(len(extended), 2, name)
+            for line in extended:
+                self.assertRegex(line, r"^ \S", name)
+                self.assertLessEqual(len(line), 80, name)
+            self.assertTrue(extended[0].startswith(" Tracery records the events"), extended[0])
+
+    def test_copyright_changelog_and_file_times(self):
+        for name, deb in self.debs.items():
+            doc = f"/usr/share/doc/{name}"
+            self.assertIn(f"{doc}/copyright", self.contents(name))
+            with open(os.path.join(self.root, doc.lstrip("/"), "copyright"), encoding="utf-8") as f:
+                copyright_text = f.read()
+            self.assertTrue(copyright_text.startswith(
+                "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"), name)
+            # Tracery's own paragraph, and the libraries compiled in with the text of their licences.
+            self.assertIn("Files: *\nCopyright: the Tracery authors\n", copyright_text)
+            for licence in ("BSD-3-clause", "Expat", "Zlib"):
+                self.assertRegex(copyright_text, rf"\nLicense: {licence}\n .*\S", name)
+            # Native packages: the Debian changelog is changelog.gz, compressed as `gzip -9n` does (no name, no
+            # time), its newest entry this package's version.
+            with open(os.path.join(self.root, doc.lstrip("/"), "changelog.gz"), "rb") as f:
+                raw = f.read()
+            self.assertEqual(raw[3] & 0x08, 0, f"{name}: a file name in changelog.gz")
+            self.assertEqual(raw[4:8], b"\0\0\0\0", f"{name}: a time in changelog.gz")
+            changelog = gzip.decompress(raw).decode()
+            self.assertTrue(changelog.startswith(f"tracery ({self.field(name, 'Version')}) "), changelog[:80])
+            # Every file's time is the changelog's (or SOURCE_DATE_EPOCH's, when set): the same sources make the
+            # same packages.
+            when = int(os.environ.get("SOURCE_DATE_EPOCH") or changelog_time(changelog))
+            listing = run("dpkg-deb", "-c", deb, check=True, env=dict(os.environ, TZ="UTC")).stdout
+            stamps = {" ".join(line.split()[3:5]) for line in listing.splitlines()}
+            self.assertEqual(stamps, {time.strftime("%Y-%m-%d %H:%M", time.gmtime(when))}, name)
+
+    def test_lintian_finds_no_error(self):
+        if shutil.which("lintian") is None:
+            self.skipTest("lintian is not installed")
+        # Any tag overridden is in an overrides file the package installs, with the reason beside it.
+        proc = subprocess.run(["lintian", "--fail-on", "error", *sorted(self.debs.values())], capture_output=True,
+                              text=True, timeout=900)
+        errors = [line for line in proc.stdout.splitlines() if line.startswith("E: ")]
+        self.assertEqual(errors, [], proc.stdout)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
     def simulate_install(self):
         """apt-get's simulation of installing the packages: the packages it would install besides them."""
         if DebianPackages.simulated is None:
@@ -304,7 +398,7 @@ class DebianPackages(unittest.TestCase):
             self.skipTest(f"files of the packages are on this machine already: {there[:3]}")
         dirs_before = {d for d in dirs if os.path.isdir(d)}
         self.addCleanup(self.purge, files, dirs, dirs_before)
-        proc = run("dpkg", "-i", *(self.debs[n] for n in PACKAGES))
+        proc = dpkg("-i", *(self.debs[n] for n in PACKAGES))
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         for name in PACKAGES:
             self.assertEqual(dpkg_status(name), "ii", name)
@@ -339,7 +433,7 @@ class DebianPackages(unittest.TestCase):
         self.assertIn("libtracery-ctl.so.0 ", run("/sbin/ldconfig", "-p").stdout)  # libtracery-ctl0's trigger ran
 
     def purge(self, files, dirs, dirs_before):
-        proc = run("dpkg", "--purge", *PACKAGES)
+        proc = dpkg("--purge", *PACKAGES)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         for name in PACKAGES:
             self.assertEqual(dpkg_status(name), "", name)

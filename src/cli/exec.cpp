@@ -14,6 +14,9 @@
 
 #include "cli/client.hpp"
 #include "cli/verbs.hpp"
+
+#include "ctl/request_inputs.hpp"
+
 #include "control/messages.hpp"
 #include "control/paths.hpp"
 
@@ -183,7 +186,8 @@ public:
 		name_ = name;
 		control::Create create;
 		create.session = name_;
-		create.output = output.empty() ? control::home_dir() + "/tracery-traces/" + name_ : absolute(output);
+		create.output =
+			output.empty() ? control::home_dir() + "/tracery-traces/" + name_ : ctl::absolute_path(output);
 		output_ = request(create).output;
 		try {
 			control::EnableEvent events;

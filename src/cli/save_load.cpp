@@ -6,6 +6,8 @@
 #include "cli/current.hpp"
 #include "cli/verbs.hpp"
 
+#include "ctl/request_inputs.hpp"
+
 #include "base/whole_file.hpp"
 #include "control/paths.hpp"
 #include "control/relay_protocol.hpp"
@@ -118,7 +120,7 @@ std::vector<std::pair<std::string, control::SavedSession>> sessions_to_load(cons
 	std::vector<std::string> dirs;
 	std::vector<std::pair<std::string, control::SavedSession>> out;
 	if (!a.path.empty()) {
-		const std::string path = absolute(a.path);
+		const std::string path = ctl::absolute_path(a.path);
 		if (!is_directory(path)) {
 			out.emplace_back(path, read_session_file(path));
 			if (!a.session.empty() && out[0].second.name != a.session)
@@ -177,7 +179,7 @@ void override_url(control::SavedSession &s, const std::string &url)
 	const std::string path = url.rfind("file://", 0) == 0 ? url.substr(7) : url;
 	if (path.empty())
 		throw CliError("--override-url: give a directory, file://DIR or net://HOST[:PORT]");
-	s.output = absolute(path);
+	s.output = ctl::absolute_path(path);
 	s.relay.reset();
 }
 
@@ -198,7 +200,7 @@ int verb_save(const SaveLoadArgs &a)
 		printf("No session to save\n");
 		return 0;
 	}
-	const std::string dir = a.path.empty() ? control::default_sessions_dir() : absolute(a.path);
+	const std::string dir = a.path.empty() ? control::default_sessions_dir() : ctl::absolute_path(a.path);
 	make_directories(dir);
 	for (const control::SavedSession &s : r.sessions) {
 		const std::string path = dir + "/" + s.name + control::kSessionFileSuffix;

@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -76,16 +75,6 @@ std::vector<std::string> split_commas(const std::vector<std::string> &args)
 		}
 	}
 	return out;
-}
-
-std::string absolute(const std::string &path)
-{
-	if (path.empty() || path[0] == '/')
-		return path;
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof cwd))
-		throw CliError(std::string("cannot resolve '") + path + "': " + strerror(errno));
-	return std::string(cwd) + "/" + path;
 }
 
 namespace {
@@ -162,7 +151,7 @@ int verb_create(const Args &a)
 		               "net://HOST[:PORT] too, or drop them");
 	}
 	if (local)
-		req.output = a.output.empty() ? default_output(a.session) : absolute(a.output);
+		req.output = a.output.empty() ? default_output(a.session) : ctl::absolute_path(a.output);
 	const control::CreateReply r = request(req);
 	set_current_session(a.session);
 	std::string where = r.output;

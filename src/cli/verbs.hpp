@@ -83,8 +83,6 @@ struct Args {
 
 // "a,b" "c" -> a, b, c (empty parts dropped).
 std::vector<std::string> split_commas(const std::vector<std::string> &args);
-// path made absolute against the working directory (the daemon does not share it); CliError if that fails.
-std::string absolute(const std::string &path);
 
 int verb_create(const Args &a);
 int verb_destroy(const Args &a);
