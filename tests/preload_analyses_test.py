@@ -401,7 +401,8 @@ class CallsTest(unittest.TestCase):
         nm = subprocess.run(["nm", self.prog], capture_output=True, text=True, check=True).stdout
         sink_lock = next(int(l.split()[0], 16) for l in nm.splitlines() if l.endswith(" sink_lock"))
         source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps", "instrumented_calls.c")
-        line = next(n for n, text in enumerate(open(source), 1) if "pthread_mutex_lock(&sink_lock)" in text)
+        with open(source) as f:
+            line = next(n for n, text in enumerate(f, 1) if "pthread_mutex_lock(&sink_lock)" in text)
         report = json.loads(tracery("analyze", "locks", "--json", out))
         named = json.loads(tracery("analyze", "locks", "--json", "--symbols", out))
         sites = [s for s in report["per_call_site"] if s["lock"] == hex(sink_lock)]
