@@ -14,19 +14,11 @@ import signal
 import subprocess
 import unittest
 
+import instrumented_calls
 from daemontest import DaemonTestCase
 from tracetest import BUILD_DIR, Trace, program
 
 PTHREAD_HELPER = os.path.join(BUILD_DIR, "src", "preload", "libtracery-preload-pthread.so")
-
-
-def fib_calls(n):
-    """Calls of fib(n) in tests/apps/instrumented_calls.c (fib itself, and leaf at each n < 2)."""
-    if n < 2:
-        return 1, 1
-    a, la = fib_calls(n - 1)
-    b, lb = fib_calls(n - 2)
-    return 1 + a + b, la + lb
 
 
 class ExecTest(DaemonTestCase):
@@ -142,15 +134,7 @@ class ExecTest(DaemonTestCase):
         rounds = 5
         self.exec("--preload", "func,pthread", "-o", out, "--", prog, str(rounds))
         rows = json.loads(self.d.tracery("analyze", "calls", "--json", "--symbols", out).stdout)["per_function"]
-        calls = {r["function"]: r["calls"] for r in rows}
-        fib10, leaf10 = fib_calls(10)
-        fib5, leaf5 = fib_calls(5)
-        fib12, leaf12 = fib_calls(12)
-        # two workers: rounds x (fib(10) + outer(i): inner, two leaves, fib(5)); main: fib(12) + outer(rounds)
-        self.assertEqual(calls, {
-            "main": 1, "worker": 2, "outer": 2 * rounds + 1, "inner": 2 * rounds + 1,
-            "fib": 2 * rounds * (fib10 + fib5) + fib12 + fib5,
-            "leaf": 2 * rounds * (leaf10 + leaf5 + 2) + leaf12 + leaf5 + 2})
+        self.assertEqual({r["function"]: r["calls"] for r in rows}, instrumented_calls.calls(rounds))
         locks = json.loads(self.d.tracery("analyze", "locks", "--json", "--symbols", out).stdout)
         sites = {r["call_site"] for r in locks["per_call_site"]}
         self.assertTrue(sites, locks)

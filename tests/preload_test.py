@@ -3,8 +3,9 @@ traceryd: xz compressing with two threads under the pthread helper (every lock r
 acquired, locks and unlocks balanced per thread and per mutex, condition waits releasing and taking their
 mutex back, `analyze locks` counting the acquisitions and threads of each mutex the events show), python3 under the libc helper (every free and realloc names a block allocated before it and
 not freed since), tests/apps/alloc_signal_fork.c under the libc helper (allocations in a second thread, in a
-signal handler and in a fork child, all recorded, with the caller in the ip context), and nothing recorded
-nor changed in the programs' output when no session enables the helpers' events."""
+signal handler and in a fork child, all recorded, with the caller in the ip context), `tracery view` showing
+the xz and alloc-signal-fork traces as babeltrace2 does, byte for byte (addresses in hex), and nothing
+recorded nor changed in the programs' output when no session enables the helpers' events."""
 import collections
 import errno
 import json
@@ -119,6 +120,15 @@ class PreloadTest(DaemonTestCase):
         self.assertEqual((trace.discarded, trace.discarded_packets), (0, 0))
         return proc.stdout, trace
 
+    def assert_view_is_babeltrace2(self):
+        """`tracery view` shows the trace as babeltrace2 does, byte for byte: the addresses the helpers declare
+        hexadecimal (CTF base 16, as LTTng-UST's helpers do) in upper-case hex, the ip context in decimal."""
+        theirs = subprocess.run(["babeltrace2", self.trace_path], capture_output=True, check=True, timeout=120).stdout
+        ours = subprocess.run([program("src", "cli", "tracery"), "view", self.trace_path], capture_output=True,
+                              check=True, timeout=120).stdout
+        self.assertEqual(ours, theirs)
+        return theirs
+
     def test_xz_locks_balanced_under_the_pthread_helper(self):
         if shutil.which("xz") is None:
             self.skipTest("xz is not installed (scripts/install-deps.sh)")
@@ -200,6 +210,9 @@ class PreloadTest(DaemonTestCase):
                          {m: " ".join(str(t) for t in sorted(tids)) for m, tids in lockers.items()})
         self.assertEqual(sum(s["acquisitions"] for s in report["per_call_site"]), acquisitions + sum(
             1 for e in events if e["name"].endswith("pthread_mutex_trylock") and e["fields"]["status"] == 0))
+        text = self.assert_view_is_babeltrace2()
+        mutex = next(iter(per_mutex))
+        self.assertIn(f"{{ mutex = 0x{mutex:X}, status = 0 }}".encode(), text)
 
     def check_blocks_and_callers(self, events, maps, helper_name):
         """Every event's block follows the rules of LiveBlocks, per process, and its ip is in an executable
@@ -288,6 +301,8 @@ class PreloadTest(DaemonTestCase):
         self.assertEqual(allocation_of("handler", "malloc", 200)["fields"]["vtid"], parent)
         self.assertEqual(allocation_of("child", "malloc", 300)["fields"]["vtid"], child)
         self.assertEqual(allocation_of("child-handler", "malloc", 200)["fields"]["vtid"], child)
+        text = self.assert_view_is_babeltrace2()
+        self.assertIn(f"{{ size = 100, ptr = 0x{blocks['main'][1]:X} }}".encode(), text)
 
     def test_events_no_session_enables_are_not_recorded(self):
         # No session at all: the programs do what they do without the helpers.

@@ -12,12 +12,20 @@
  * else are the slow ones, and the median leaves them out where a mean over
  * the whole run would count them. Built with -fno-builtin so that GCC keeps
  * every malloc and free (it may drop a pair whose block is never used).
+ *
+ * A second thread, idle, runs from the start in every run: glibc gives a
+ * process with one thread mutexes without atomic instructions, and takes
+ * them back once any thread starts, a tracer's control thread included
+ * (libtracery's, LTTng-UST's listeners). The program measured is one with
+ * threads, as one whose locks are worth tracing is, so that the rows differ
+ * by the helper alone (docs/performance.md gives the single thread's cost).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -36,6 +44,14 @@ static void mutex_pairs(long n)
 		pthread_mutex_lock(&mutex);
 		pthread_mutex_unlock(&mutex);
 	}
+}
+
+static void *idle(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
 }
 
 static double now_ns(void)
@@ -64,6 +80,11 @@ int main(int argc, char **argv)
 	if (!pairs || n <= 0 || n > (long)BATCH * MAX_BATCHES) {
 		fprintf(stderr, "usage: preload-target malloc|mutex N (N from 1 to %ld)\n", (long)BATCH * MAX_BATCHES);
 		return 2;
+	}
+	pthread_t idler;
+	if (pthread_create(&idler, NULL, idle, NULL) != 0) {
+		fprintf(stderr, "preload-target: pthread_create failed\n");
+		return 1;
 	}
 	static double per_pair[MAX_BATCHES];
 	pairs(n / 10);

@@ -1,9 +1,12 @@
-/* A program built with -finstrument-functions (tests/CMakeLists.txt): the
-   function tracing helpers record its every call. Two threads and main make
-   recursive and nested calls whose counts follow from the arguments, so
-   that `tracery analyze calls` can be checked against uftrace's report of
-   the same binary; each worker adds its sum under a mutex, a lock call site
-   in a named function for `tracery analyze locks --symbols`. Usage:
+/* A program built with -finstrument-functions and linked with no libtracery:
+   the function tracing helpers record its every call from LD_PRELOAD. Two
+   threads and main make recursive and nested calls whose counts follow from
+   the argument (tests/instrumented_calls.py counts them), so that `tracery
+   analyze calls` can be checked against uftrace's report of the same binary
+   and bench/preload-helpers can divide a time by them; each worker adds its
+   sum under a mutex, a lock call site in a named function for `tracery
+   analyze locks --symbols`. Built by tests/CMakeLists.txt (without PIE, -O2),
+   by preload_func_test (PIE, -O0) and by the bench (-O2). Usage:
    instrumented-calls [ROUNDS] (default 20). */
 #include <pthread.h>
 #include <stdio.h>
