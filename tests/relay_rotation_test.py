@@ -30,17 +30,17 @@ from tracetest import FlatTrace, program
 class SentChunks:
     """A session of emit:tick sent to the test's relay, and its end: the relay's one directory of it."""
 
-    def sent_session(self, name, *create_args, start=True, kernel=False):
+    def sent_session(self, name, *create_args, kernel=False, all_syscalls=False):
         self.d.tracery("create", name, "--set-url", self.url, *create_args)
         self.d.tracery("enable-channel", "-u", "chan", "-s", name, "--subbuf-size", "16k", "--num-subbuf", "8")
         self.d.tracery("enable-event", "-u", "emit:tick", "-s", name, "-c", "chan")
         if kernel:
-            self.track_closes(name)
-        if start:
-            self.d.tracery("start", name)
+            self.track_closes(name, all_syscalls)
+        self.d.tracery("start", name)
 
-    def end(self, name):
-        self.d.tracery("stop", name)
+    def end(self, name, stopped=False):
+        if not stopped:
+            self.d.tracery("stop", name)
         self.d.tracery("destroy", name)  # archives the last chunk, then BYE
         self.relay.wait_log(f"/{name}-", "ended with BYE")
         dirs = self.relay.sessions(name)
@@ -273,7 +273,8 @@ class RelayKernelRotation(SentChunks, KernelChunks, KernelMixin, RelayBesideDaem
         path = os.path.join(disk, "kf")
         per_round = 300
         self.d.start_daemon()
-        self.sent_session("kf", "--local-copy", "--output", path, kernel=True)
+        # Every system call: the kernel trace's metadata (a class for each) is much larger than the user trace's.
+        self.sent_session("kf", "--local-copy", "--output", path, kernel=True, all_syscalls=True)
         emitter = self.start_emitter(per_round)
         self.emit_marked_rounds(emitter, 1, 2)
         # The local disk filled so that the user trace's next chunk (its directory and metadata) fits and the
@@ -281,8 +282,9 @@ class RelayKernelRotation(SentChunks, KernelChunks, KernelMixin, RelayBesideDaem
         page = os.statvfs(disk).f_frsize
         user = os.path.getsize(os.path.join(path, "ust", "metadata"))
         kernel = os.path.getsize(os.path.join(path, "kernel", "metadata"))
-        room = (user // page + 3) * page
-        self.assertGreater(kernel, room + 2 * page, "the kernel trace's metadata is the larger by far")
+        # Half the kernel metadata's size to spare for its streams' writes meanwhile.
+        room = (user // page + 1) * page + kernel // 2
+        self.assertGreater(kernel, 16 * user, "the kernel trace's metadata is the larger by far")
         filler = os.path.join(disk, "filler")
         with open(filler, "wb") as f:
             st = os.statvfs(disk)
@@ -293,10 +295,14 @@ class RelayKernelRotation(SentChunks, KernelChunks, KernelMixin, RelayBesideDaem
         self.assertIn("cannot begin a new trace chunk", failed.stderr)
         self.assertIn("kernel: ", failed.stderr)
         self.emit_marked_rounds(emitter, 3, 3)
-        self.assertRegex(self.d.tracery("rotate", "kf").stdout, r"archives/\S+-0 on the relay at ")
+        self.assertIn(os.path.join(path, "archives", ""), self.d.tracery("rotate", "kf").stdout)
         self.emit_marked_rounds(emitter, 4, 4)
         self.finish(emitter)
-        copy = self.end("kf")
+        # The local copy may have lost kernel events its full disk refused, and then says so; the relay's has them.
+        stop = self.d.tracery("stop", "kf", check=False)
+        if stop.returncode != 0:
+            self.assertIn("disk full (No space left on device) writing " + os.path.join(path, "kernel"), stop.stderr)
+        copy = self.end("kf", stopped=True)
         self.assertEqual(sorted(os.listdir(copy)), ["archives"], "nothing of the chunk that failed is left")
         ticks, marks = self.chunk_contents(copy)
         self.assertEqual(ticks, [{1: per_round, 2: per_round, 3: per_round}, {4: per_round}])

@@ -221,9 +221,9 @@ class Rotation(Chunks, DaemonTestCase):
 class KernelChunks(Chunks):
     """Chunks of a session with kernel events: rounds marked by a system call."""
 
-    def track_closes(self, name):
-        """The session records the close() calls of this test and its children."""
-        self.d.tracery("enable-event", "-k", "--syscall", "close", "-s", name)
+    def track_closes(self, name, all_syscalls=False):
+        """The session records the close() calls (or all system calls) of this test and its children."""
+        self.d.tracery("enable-event", "-k", "--syscall", *(["-a"] if all_syscalls else ["close"]), "-s", name)
         self.d.tracery("track", "-k", "--pid", str(os.getpid()), "-s", name)
 
     def emit_marked_rounds(self, emitter, first, last, pause=0.0):
