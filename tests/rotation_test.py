@@ -218,18 +218,13 @@ class Rotation(Chunks, DaemonTestCase):
         self.assertIn("has no rotation schedule", proc.stderr)
 
 
-class KernelRotation(Chunks, KernelMixin, DaemonTestCase):
-    def setUp(self):
-        self.check_kernel_prerequisites()
-        super().setUp()
+class KernelChunks(Chunks):
+    """Chunks of a session with kernel events: rounds marked by a system call."""
 
-    def kernel_session(self, name):
-        """A session of emit:tick (small sub-buffers: written as it goes) and of the close() calls of this test
-        and its children."""
-        path = self.session(name, events=("emit:tick",), channel_args=["--subbuf-size", "16k", "--num-subbuf", "8"])
-        self.d.tracery("enable-event", "-k", "--syscall", "close", "-s", name)
+    def track_closes(self, name, all_syscalls=False):
+        """The session records the close() calls (or all system calls) of this test and its children."""
+        self.d.tracery("enable-event", "-k", "--syscall", *(["-a"] if all_syscalls else ["close"]), "-s", name)
         self.d.tracery("track", "-k", "--pid", str(os.getpid()), "-s", name)
-        return path
 
     def emit_marked_rounds(self, emitter, first, last, pause=0.0):
         """Each round preceded by close(MARK + R), a system call the kernel trace records."""
@@ -240,6 +235,19 @@ class KernelRotation(Chunks, KernelMixin, DaemonTestCase):
 
     def marks(self, text):
         return [int(m.group(1)) - MARK for m in CLOSE.finditer(text) if int(m.group(1)) > MARK]
+
+
+class KernelRotation(KernelChunks, KernelMixin, DaemonTestCase):
+    def setUp(self):
+        self.check_kernel_prerequisites()
+        super().setUp()
+
+    def kernel_session(self, name):
+        """A session of emit:tick (small sub-buffers: written as it goes) and of the close() calls of this test
+        and its children."""
+        path = self.session(name, events=("emit:tick",), channel_args=["--subbuf-size", "16k", "--num-subbuf", "8"])
+        self.track_closes(name)
+        return path
 
     def test_user_and_kernel_traces_rotate_together(self):
         per_round, rounds = 1000, 16

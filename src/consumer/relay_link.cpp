@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 
 namespace tracery::consumer {
@@ -94,7 +95,7 @@ void *RelayLink::thread_main(void *arg)
 uint32_t RelayLink::add_trace(const std::string &path)
 {
 	const std::lock_guard lock(mutex_);
-	traces_.push_back({path, {}, 0, false, false, false, 0, 0});
+	traces_.push_back({path, {}, 0, false, false, false, 0, 0, false, false});
 	metadata_pending_ = true;
 	work_.notify_one();
 	return static_cast<uint32_t>(traces_.size()); // ids from 1
@@ -195,13 +196,30 @@ uint32_t RelayLink::continue_trace(uint32_t trace, const std::string &path)
 {
 	const std::lock_guard lock(mutex_);
 	const std::string metadata = traces_.at(trace - 1).metadata;
-	traces_.push_back({path, metadata, 0, false, false, false, 0, 0});
+	traces_.push_back({path, metadata, 0, false, false, false, 0, 0, true, false});
 	const auto id = static_cast<uint32_t>(traces_.size());
 	traces_[trace - 1].successor = id;
 	traces_[trace - 1].successor_from = metadata.size();
-	metadata_pending_ = true;
-	work_.notify_one();
 	return id;
+}
+
+uint32_t RelayLink::discontinue(uint32_t successor)
+{
+	const std::lock_guard lock(mutex_);
+	TraceState &next = traces_.at(successor - 1);
+	const auto it = std::find_if(traces_.begin(), traces_.end(),
+	                             [&](const TraceState &t) { return t.successor == successor; });
+	if (it == traces_.end())
+		throw std::logic_error("RelayLink::discontinue of a trace that continues none");
+	if (next.metadata.size() > it->successor_from) {
+		it->metadata += next.metadata.substr(it->successor_from);
+		metadata_pending_ = true;
+		work_.notify_one();
+	}
+	it->successor = 0;
+	it->successor_from = 0;
+	next.archived = next.archive_queued = true; // never declared from now on
+	return static_cast<uint32_t>(it - traces_.begin()) + 1;
 }
 
 void RelayLink::queue_archive(uint32_t trace, const std::string &archive)
@@ -210,6 +228,10 @@ void RelayLink::queue_archive(uint32_t trace, const std::string &archive)
 	if (t.archive_queued)
 		return;
 	t.archive_queued = true;
+	if (t.deferred && !t.needed) { // a chunk without packets of it: archived all the same, as locally
+		t.needed = true;
+		metadata_pending_ = true;
+	}
 	if (t.successor) { // what was added to the trace after the move: event classes its last packets may use
 		const std::string &later = traces_.at(t.successor - 1).metadata;
 		if (later.size() > t.successor_from) {
@@ -223,24 +245,16 @@ void RelayLink::queue_archive(uint32_t trace, const std::string &archive)
 	queue_.push_back({Kind::archive, trace, {}, 0, 0, {}, archive});
 }
 
-void RelayLink::archive_superseded(const std::string &archive)
+void RelayLink::archive_chunk(const std::string &chunk, const std::string &archive)
 {
 	{
 		const std::lock_guard lock(mutex_);
-		for (uint32_t id = 1; id <= traces_.size(); ++id)
-			if (traces_[id - 1].successor)
+		for (uint32_t id = 1; id <= traces_.size(); ++id) {
+			const std::string &path = traces_[id - 1].path;
+			const size_t slash = path.find('/');
+			if ((slash == std::string::npos ? std::string() : path.substr(0, slash)) == chunk)
 				queue_archive(id, archive);
-	}
-	work_.notify_one();
-}
-
-void RelayLink::archive_current(const std::string &archive)
-{
-	{
-		const std::lock_guard lock(mutex_);
-		for (uint32_t id = 1; id <= traces_.size(); ++id)
-			if (!traces_[id - 1].successor)
-				queue_archive(id, archive);
+		}
 	}
 	work_.notify_one();
 }
@@ -439,7 +453,7 @@ bool RelayLink::send_metadata(Lock &lock)
 	metadata_pending_ = false;
 	for (uint32_t id = 1; id <= traces_.size(); ++id) {
 		TraceState &t = traces_[id - 1];
-		if (t.archived)
+		if (t.archived || (t.deferred && !t.needed))
 			continue;
 		const bool declare = !t.declared;
 		const std::string path = t.path;
@@ -469,6 +483,20 @@ bool RelayLink::send_next(Lock &lock)
 	if (item.kind == Kind::archive)
 		return send_archive(lock, std::move(item));
 	StreamState &s = streams_.at(item.stream - 1);
+	TraceState &t = traces_.at(s.trace - 1);
+	if (item.kind == Kind::packet && t.archived) { // dropped (its rotation failed), or a packet too late
+		counts_.bytes_queued -= cost(item);
+		counts_.packets_queued--;
+		count_dropped(item.bytes.size, events_of(item.stream, item.events, item.bytes));
+		recycle(std::move(item.bytes));
+		return true;
+	}
+	if (item.kind == Kind::packet && !t.declared) { // a chunk's trace, declared (with its metadata) first
+		t.needed = true;
+		metadata_pending_ = true;
+		queue_.push_front(std::move(item));
+		return true;
+	}
 	// A stream is declared by its first packet on this connection: a beacon or a close before
 	// that says nothing the relay needs, and would leave it an empty stream.
 	const bool declare = !s.declared && item.kind == Kind::packet;

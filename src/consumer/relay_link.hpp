@@ -114,14 +114,23 @@ public:
 	// Rotation: the trace goes on as a new trace at `path` (the next chunk's:
 	// "CHUNK/ust"), given the whole metadata so far; its id. The old one is
 	// superseded: its streams are closed as its buffers move (close_stream).
+	// The new trace is declared to the relay with its first packet, or to be
+	// archived (a chunk with no packet of it).
 	uint32_t continue_trace(uint32_t trace, const std::string &path);
-	// After what is queued, each superseded trace not archived yet is
-	// completed (given the metadata its successor got since) and moved by the
-	// relay into the session's archives/ARCHIVE/ (ARCHIVE_TRACE); it is not
-	// declared on later connections. Call once its streams are closed.
-	void archive_superseded(const std::string &archive);
-	// The same for every trace not archived yet (the session's last chunk, at its end).
-	void archive_current(const std::string &archive);
+	// Undoes continue_trace (a rotation that failed after it): the trace
+	// `successor` is dropped, its predecessor goes on, given the metadata
+	// appended to the successor meanwhile; the predecessor's id. The
+	// successor's packets not sent yet are dropped and counted (a program
+	// that registered meanwhile); unless one was sent, the relay never
+	// heard of it.
+	uint32_t discontinue(uint32_t successor);
+	// After what is queued, each trace of the trace chunk `chunk` (the first
+	// component of its path, "BEGIN-ID"; "" for the session's first chunk,
+	// whose paths have none) not archived yet is completed (given the
+	// metadata its successor got since) and moved by the relay into the
+	// session's archives/ARCHIVE/ (ARCHIVE_TRACE); it is not declared on
+	// later connections. Call once its streams are closed.
+	void archive_chunk(const std::string &chunk, const std::string &archive);
 	// Streams whose first packet is queued (PacketSink::streams_started): a
 	// packet queued after reading it goes after those streams' first packets.
 	uint64_t streams_started() const { return streams_started_.load(std::memory_order_acquire); }
@@ -189,6 +198,9 @@ private:
 		bool archive_queued = false;
 		uint32_t successor = 0;    // continue_trace's new trace
 		size_t successor_from = 0; // of the successor's metadata, what this one lacks
+		// continue_trace's: declared once a packet of it or its archive is
+		// to be sent (needed); never if dropped (discontinue: archived).
+		bool deferred = false, needed = false;
 	};
 	struct StreamState {
 		uint32_t trace;

@@ -8,7 +8,9 @@
 // link drops are counted, with their events when they were counted, which
 // the stream's next packets carry as discarded events; a relay whose disk
 // refuses gets no packets until it takes writes again, and at the end is
-// asked to drop what it did not write, the events of which are counted.
+// asked to drop what it did not write, the events of which are counted; a
+// rotation's traces are declared with their first packet or their archive,
+// never when the rotation failed, and each archive names its chunk's traces.
 #include "consumer/relay_link.hpp"
 #include "consumer/relay_sink.hpp"
 #include "consumer/sink.hpp"
@@ -100,7 +102,10 @@ public:
 	uint64_t write_limit = UINT64_MAX;
 	uint64_t held = 0, drops = 0, after_drop = 0;
 	std::map<uint64_t, std::string> metadata; // by connection (hello count)
-	std::vector<cr::Packet> got;              // the first packets
+	std::vector<std::string> traces;          // "PATH" of each TRACE, "ARCHIVE PATH" of each ARCHIVE_TRACE
+	std::map<uint32_t, std::string> trace_paths;
+	std::map<std::string, std::string> trace_metadata; // by path
+	std::vector<cr::Packet> got;                       // the first packets
 	std::vector<std::string> errors;
 
 private:
@@ -155,6 +160,12 @@ private:
 						return;
 				} else if (const auto *m = std::get_if<cr::Metadata>(&f)) {
 					metadata[hellos] += m->text;
+					trace_metadata[trace_paths[m->trace_id]] += m->text;
+				} else if (const auto *t = std::get_if<cr::Trace>(&f)) {
+					traces.push_back(t->path);
+					trace_paths[t->id] = t->path;
+				} else if (const auto *a = std::get_if<cr::ArchiveTrace>(&f)) {
+					traces.push_back(a->archive + " " + trace_paths[a->trace_id]);
 				} else if (const auto *p = std::get_if<cr::Packet>(&f)) {
 					packets++;
 					written++;
@@ -339,6 +350,50 @@ TEST(RelayLink, ReconnectsWithANewHelloAndTheWholeMetadata)
 	const std::lock_guard lock(relay.mutex);
 	EXPECT_EQ(relay.metadata[1].substr(0, 6), "first;");
 	EXPECT_EQ(relay.metadata[relay.hellos], "first;second;");
+	EXPECT_TRUE(relay.errors.empty());
+}
+
+TEST(RelayLink, ChunkTracesDeclaredWhenUsedNeverWhenTheirRotationFailed)
+{
+	FakeRelay relay;
+	RelayLink link(config(relay.port, 1 << 20));
+	ASSERT_EQ(link.open(2000), "");
+	const uint32_t first = link.add_trace("ust");
+	link.append_metadata(first, "a;");
+	// A rotation that failed after the trace moved: it goes back, given what was added meanwhile.
+	const uint32_t failed = link.continue_trace(first, "T-1/ust");
+	link.append_metadata(failed, "b;");
+	EXPECT_EQ(link.discontinue(failed), first);
+	// The next rotation, to the same path (within the same second): declared with its first packet.
+	const uint32_t next = link.continue_trace(first, "T-1/ust");
+	link.append_metadata(next, "c;");
+	ASSERT_EQ(link.flush(5000), "");
+	const auto traces = [&] {
+		const std::lock_guard lock(relay.mutex);
+		return relay.traces;
+	};
+	EXPECT_EQ(traces(), std::vector<std::string>{"ust"});
+	RelaySink sink(std::shared_ptr<RelayLink>(&link, [](RelayLink *) {}), next, {"chan", 0, 0, {}}, 1);
+	const std::vector<uint8_t> events(100, 1);
+	sink.write_packet(0, ctf::PacketInfo{}, events.data(), events.size());
+	sink.close();
+	link.archive_chunk("", "A-0");
+	ASSERT_EQ(link.flush(5000), "");
+	EXPECT_EQ(traces(), (std::vector<std::string>{"ust", "T-1/ust", "A-0 ust"}));
+	// A chunk without a packet is declared to be archived.
+	link.continue_trace(next, "T-2/ust");
+	link.archive_chunk("T-1", "A-1");
+	ASSERT_EQ(link.flush(5000), "");
+	link.archive_chunk("T-2", "A-2");
+	ASSERT_EQ(link.bye(5000), "");
+	relay.wait_for_bye();
+	const std::lock_guard lock(relay.mutex);
+	EXPECT_EQ(relay.traces,
+	          (std::vector<std::string>{"ust", "T-1/ust", "A-0 ust", "A-1 T-1/ust", "T-2/ust", "A-2 T-2/ust"}));
+	// Each trace whole: the event classes given to its successor before it was archived too.
+	EXPECT_EQ(relay.trace_metadata, (std::map<std::string, std::string>{
+						{"ust", "a;b;c;"}, {"T-1/ust", "a;b;c;"}, {"T-2/ust", "a;b;c;"}}));
+	EXPECT_EQ(relay.packets, 1u);
 	EXPECT_TRUE(relay.errors.empty());
 }
 

@@ -7,6 +7,7 @@
 #include "ctf/trace_dir.hpp"
 
 #include <filesystem>
+#include <utility>
 
 namespace tracery::consumer {
 
@@ -50,7 +51,17 @@ void TraceOutput::continue_in(std::string dir)
 		trace_ = link_->continue_trace(trace_, parent + "/" + relay_name_);
 	}
 	if (!local_dir_.empty() || !link_)
-		local_dir_ = std::move(dir);
+		previous_dir_ = std::exchange(local_dir_, std::move(dir));
+}
+
+void TraceOutput::go_back()
+{
+	if (link_)
+		trace_ = link_->discontinue(trace_);
+	if (!local_dir_.empty() || !link_) {
+		local_dir_ = previous_dir_;
+		ctf::TraceDir(local_dir_).write_metadata(metadata_->text());
+	}
 }
 
 ChannelConsumer::EventCounter TraceOutput::event_counter(const StreamNames &names) const

@@ -57,6 +57,11 @@ public:
 	// RelayLink::continue_trace). Sinks made from now on write there. Throws
 	// std::system_error, changing nothing.
 	void continue_in(std::string dir);
+	// Undoes the last continue_in (a rotation that failed after it): the
+	// trace goes on where it was, given the metadata appended since (the
+	// relay's: RelayLink::discontinue). Throws std::system_error for the
+	// local file; the place is restored all the same.
+	void go_back();
 	// The whole metadata so far.
 	std::string metadata() const { return metadata_->text(); }
 	// Before anything is written: another local directory ("": none).
@@ -65,6 +70,7 @@ public:
 
 private:
 	std::string local_dir_;
+	std::string previous_dir_; // before the last continue_in
 	std::shared_ptr<RelayLink> link_;
 	TracefileLimit tracefile_limit_;
 	uint32_t trace_ = 0;     // on link_

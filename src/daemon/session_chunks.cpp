@@ -122,6 +122,11 @@ std::string SessionChunks::archive_name(const Chunk &c, time_t end)
 	return chunk_time(c.begin) + "-" + chunk_time(end) + "-" + std::to_string(c.id);
 }
 
+std::string SessionChunks::relay_chunk(const Chunk &c)
+{
+	return c.id > 0 ? fs::path(c.root).filename().string() : std::string();
+}
+
 void SessionChunks::note_archived(std::string where)
 {
 	rotations_++;

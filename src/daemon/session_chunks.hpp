@@ -71,6 +71,11 @@ public:
 	// chunk being written's, were they to end at `end`.
 	std::string previous_archive_name(time_t end) const { return archive_name(previous_, end); }
 	std::string archive_name(time_t end) const { return archive_name(current_, end); }
+	// The previous chunk, and the chunk being written, as the paths of their
+	// traces on a relay name them (consumer::RelayLink::archive_chunk):
+	// BEGIN-ID, "" for chunk 0.
+	std::string previous_relay_chunk() const { return relay_chunk(previous_); }
+	std::string relay_chunk() const { return relay_chunk(current_); }
 	// A chunk archived elsewhere (by the relay, in its copy of a session
 	// that is only sent there): counted, and `where` shown as the last archive.
 	void note_archived(std::string where);
@@ -124,6 +129,7 @@ private:
 	};
 	static std::string user_dir(const Chunk &c, bool kernel_layout);
 	static std::string archive_name(const Chunk &c, time_t end);
+	static std::string relay_chunk(const Chunk &c);
 	// The trace directories of a chunk.
 	static std::vector<std::string> trace_dirs(const Chunk &c, bool kernel_layout);
 	std::string archive(const Chunk &c, time_t end, bool kernel_layout);

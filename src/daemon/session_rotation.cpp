@@ -25,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <system_error>
 
@@ -44,17 +45,37 @@ struct Countdown {
 	std::mutex mutex;
 	std::condition_variable done;
 	int64_t left = 0;
+	std::function<void()> then_; // once they all did, after wait() gave up
 	void arrive() { add(-1); }
 	void add(int64_t n)
 	{
-		std::lock_guard lock(mutex);
-		if ((left += n) == 0)
+		std::function<void()> late;
+		{
+			std::lock_guard lock(mutex);
+			if ((left += n) != 0)
+				return;
 			done.notify_all();
+			late = std::move(then_);
+		}
+		if (late) // on the thread of the last consumer that moved, which holds no lock of the daemon's
+			late();
 	}
 	bool wait()
 	{
 		std::unique_lock lock(mutex);
 		return done.wait_for(lock, kConsumersTimeout, [&] { return left == 0; });
+	}
+	// f runs once every consumer moved: now if they all did.
+	void then(std::function<void()> f)
+	{
+		{
+			std::lock_guard lock(mutex);
+			if (left != 0) {
+				then_ = std::move(f);
+				return;
+			}
+		}
+		f();
 	}
 };
 
@@ -158,7 +179,7 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 			base::FsCreds as_owner(s.owner(), s.owner_gid());
 			chunks.abandon_next();
 			try {
-				s.move_user_trace(); // back where its buffers still write
+				s.move_user_trace_back(); // where its buffers still write
 			} catch (const std::system_error &e) {
 				log(Level::warn, "session %s: %s", s.name().c_str(), e.what());
 			}
@@ -180,17 +201,23 @@ std::string Daemon::end_chunk(TraceSession &s, Lock &lock, bool clear, uint64_t 
 	chunks.rotating = false;
 	rotated_.notify_all();
 	if (!moved)
-		log(Level::warn, "session %s: some buffers did not move to the new chunk within %lld s",
-		    s.name().c_str(), static_cast<long long>(kConsumersTimeout.count()));
+		log(Level::warn, "session %s: some buffers did not move to the new chunk within %lld s%s",
+		    s.name().c_str(), static_cast<long long>(kConsumersTimeout.count()),
+		    relay ? "; the relay archives the chunk once they do" : "");
 	chunks.last_rotation_ns = base::monotonic_ns();
 	// The relay archives the old chunk's traces once their streams, closed
-	// as the buffers moved, are written (the frames go in order); a buffer
-	// that did not move still writes into it, and it stays where it is.
+	// as the buffers moved, are written (the frames go in order): now, or
+	// once the last buffer that still writes into it moves.
 	std::string relay_where;
-	if (relay && moved) {
+	if (relay) {
 		const std::string name = chunks.previous_archive_name(now);
-		relay->archive_superseded(name);
 		relay_where = relay_archive(*relay, name);
+		countdown->then([relay, chunk = chunks.previous_relay_chunk(), name, session = s.name(), moved] {
+			relay->archive_chunk(chunk, name);
+			if (!moved)
+				log(Level::info, "session %s: its buffers moved: the relay archives %s",
+				    session.c_str(), name.c_str());
+		});
 	}
 	if (!local) {
 		chunks.note_archived(relay_where);
@@ -330,7 +357,7 @@ void Daemon::archive_last_chunk(TraceSession &s)
 	if (const std::shared_ptr<consumer::RelayLink> &relay = s.relay_link()) {
 		// Its streams were closed as its buffers finished: the relay archives it, before BYE.
 		const std::string name = chunks.archive_name(end);
-		relay->archive_current(name);
+		relay->archive_chunk(chunks.relay_chunk(), name);
 		log(Level::info, "session %s: its last chunk archived in %s", s.name().c_str(),
 		    relay_archive(*relay, name).c_str());
 	}

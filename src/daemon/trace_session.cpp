@@ -46,6 +46,8 @@ void TraceSession::fix_layout()
 
 void TraceSession::move_user_trace() { user_trace_.continue_in(user_dir()); }
 
+void TraceSession::move_user_trace_back() { user_trace_.go_back(user_dir()); }
+
 size_t TraceSession::rotate_user_buffers(const std::function<void()> &done) { return channels_.rotate_buffers(done); }
 
 std::vector<TraceSession::Retired> TraceSession::program_ended(pid_t pid, uid_t uid)

@@ -166,6 +166,9 @@ public:
 	// in the current chunk's user_dir() (made, given the whole metadata).
 	// Throws std::system_error.
 	void move_user_trace();
+	// A rotation that failed after move_user_trace, its chunk abandoned:
+	// the user trace goes on where it was (UserTrace::go_back).
+	void move_user_trace_back();
 	// Then every buffer's consumer asked to write there from a packet
 	// boundary on, each calling `done` once it does; returns how many were
 	// asked.

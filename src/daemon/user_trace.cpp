@@ -67,6 +67,15 @@ void UserTrace::continue_in(std::string dir)
 		local_dir_ = std::move(dir);
 }
 
+void UserTrace::go_back(std::string dir)
+{
+	if (!metadata_written_)
+		return set_local_dir(session_.local() ? std::move(dir) : "");
+	if (session_.local())
+		local_dir_ = std::move(dir);
+	output().go_back();
+}
+
 void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &channels)
 {
 	if (metadata_written_)

@@ -38,6 +38,9 @@ public:
 	// (consumer::TraceOutput::continue_in); a session that never started
 	// only notes it. Throws std::system_error.
 	void continue_in(std::string dir);
+	// A rotation that failed after continue_in: the trace goes on in `dir`,
+	// where it was (consumer::TraceOutput::go_back). Throws std::system_error.
+	void go_back(std::string dir);
 	// The whole metadata written so far ("" before the first start).
 	std::string metadata() { return metadata_written_ ? output().metadata() : ""; }
 

@@ -754,9 +754,10 @@ void KernelSession::rotate(const std::string &output)
 	if (config_.snapshot)
 		throw std::logic_error("kernel session '" + config_.session_name +
 		                       "': a snapshot session does not rotate");
-	config_.output = output; // where a trace not begun yet begins
-	if (!trace_)
+	if (!trace_) {
+		config_.output = output; // where a trace not begun yet begins
 		return;
+	}
 	// Started: the readers drain the buffers, tracing on, and each CPU's
 	// stream ends (stopped, they ended with the stop).
 	std::string reader_error;
@@ -779,7 +780,10 @@ void KernelSession::rotate(const std::string &output)
 	std::exception_ptr moving;
 	try {
 		base::FsCreds as_writer(config_.file_uid, config_.file_gid);
-		trace_->continue_in(output + "/kernel");
+		if (const std::string closing = trace_->continue_in(output + "/kernel");
+		    !closing.empty() && reader_error.empty())
+			reader_error = closing;
+		config_.output = output;
 	} catch (...) {
 		moving = std::current_exception();
 	}

@@ -210,9 +210,10 @@ public:
 	// what the kernel records meanwhile waits in its buffer, or is counted
 	// lost in the new chunk), each CPU's stream there ends, and new readers
 	// write into the new directory. Throws std::system_error (the trace
-	// stays where it was), std::runtime_error (a reader failed: its
-	// message, after the move), TracefsError; std::logic_error for a
-	// snapshot session.
+	// stays where it was), std::runtime_error (a reader failed, or the old
+	// streams could not be closed: its message, after the move),
+	// TracefsError; std::logic_error for a snapshot session. trace_dir()
+	// says where the trace is.
 	void rotate(const std::string &output);
 	// Closes the streams and removes the instance. Throws TracefsError.
 	// Idempotent.
@@ -220,8 +221,10 @@ public:
 
 	bool started() const noexcept { return started_; }
 	const std::vector<Tracepoint> &events() const noexcept { return events_.events; }
-	// Where the trace is written (or will be: OUTPUT/kernel).
-	std::string trace_dir() const { return trace_ ? trace_->dir() : config_.output + "/kernel"; }
+	// Where the trace is written, or will be (OUTPUT/kernel of the trace
+	// chunk it is in, whether or not it is kept locally: a trace only sent
+	// to a relay is there on the relay's copy).
+	std::string trace_dir() const { return config_.output + "/kernel"; }
 	std::string instance_path() const { return instance_ ? instance_->path() : ""; }
 	// Counts of the trace written (after stop(): final).
 	KernelTraceCounts counts() const;

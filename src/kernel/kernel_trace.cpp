@@ -769,20 +769,19 @@ void KernelTrace::close()
 		syscalls_sink_->close();
 }
 
-void KernelTrace::continue_in(std::string dir)
+std::string KernelTrace::continue_in(std::string dir)
 {
 	out_.continue_in(std::move(dir));
-	std::exception_ptr closing; // the old streams' deferred error: reported once the new ones exist
+	std::string closing; // the old streams' deferred error: reported once the new ones exist
 	try {
 		close();
-	} catch (...) {
-		closing = std::current_exception();
+	} catch (const std::exception &e) {
+		closing = e.what();
 	}
 	sink_ = out_.sink(stream_names_, num_cpus_);
 	if (syscall_events_)
 		syscalls_sink_ = out_.sink(syscall_stream_names_, num_cpus_);
-	if (closing)
-		std::rethrow_exception(closing);
+	return closing;
 }
 
 KernelTraceCounts KernelTrace::counts() const

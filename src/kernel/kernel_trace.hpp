@@ -190,8 +190,9 @@ public:
 	// lost totals carried (a chunk's first packet claims the total so far,
 	// which a reader of the chunk alone does not report), the state dump's
 	// stream from the next state dump on. Throws std::system_error: if `dir`
-	// cannot be made, nothing changed.
-	void continue_in(std::string dir);
+	// cannot be made, nothing changed. Returns "" or, once moved, why the
+	// old streams could not be closed.
+	std::string continue_in(std::string dir);
 
 	KernelTraceCounts counts() const;
 	// The events written so far of the classes named `names` (CTF names), in
