@@ -648,7 +648,7 @@ class KernelHtmlTest(HtmlCase):
         tracery("export", "--format", "html", path, out)
         self.b.open(out)
         roots = [r["label"] for r in self.b.js("tracery.rows") if r["kind"] in (1, 4)]
-        self.assertRegex(roots[0], rf"^(kernel-workload|kw-ping) {pid}$", roots)
+        self.assertRegex(roots[0], rf"^(kernel-workload|kw-ping) {pid}\b", roots)
         self.assertTrue(roots[1].startswith("CPU "), roots)
 
 
