@@ -26,7 +26,7 @@ import analyze_test
 from analyze_test import forge, tracery
 from ctf_forge import BitWriter
 from daemontest import DaemonEnv
-from export_test import record_kernel_workload
+from export_test import record_kernel_workload, run_kernel_workload
 from tracetest import BUILD_DIR
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -246,14 +246,15 @@ event { name = "app:end"; id = 3; stream_id = 0; fields := struct { uint32_t _n;
 """
 
 
-def forge_stream(path, domain, context, classes, events, write_event):
+def forge_stream(path, domain, context, classes, events, write_event, env=""):
     """One trace of one stream and one packet (CPU 0); write_event(writer, event) writes an event's context and
-    fields."""
+    fields; env: more entries of its env."""
     u = uuid.uuid4()
     os.makedirs(path)
     with open(os.path.join(path, "metadata"), "w") as f:
         f.write(SCHED_METADATA.replace("UUID", str(u)).replace("DOMAIN", domain).replace("OFFSET", str(OFFSET_S))
-                .replace("CONTEXT", context) + classes)
+                .replace("CONTEXT", context).replace('tracer_name = "forge";', 'tracer_name = "forge"; ' + env)
+                + classes)
 
     def prefix(w, content, size):
         w.int(0xC1FC1FC1, 32)
@@ -276,17 +277,19 @@ def forge_stream(path, domain, context, classes, events, write_event):
         f.write(final.to_bytes())
 
 
+def kernel_event(w, e):
+    """Writes the fields of a kernel event of KERNEL_CLASSES."""
+    eid, _, f = e
+    kinds = {SCHED_SWITCH: "siiisii", SCHED_WAKEUP: "siii", STATEDUMP: "iiis"}[eid]
+    for j, (kind, v) in enumerate(zip(kinds, f)):
+        if kind == "s":
+            w.string(v)
+        else:
+            w.int(v, 64 if (eid, j) == (SCHED_SWITCH, 3) else 32)  # prev_state: int64_t
+
+
 def forge_sched(path):
     """The kernel and user traces of KERNEL_EVENTS and USER_EVENTS under path (kernel/, ust/)."""
-    def kernel_event(w, e):
-        eid, _, f = e
-        kinds = {SCHED_SWITCH: "siiisii", SCHED_WAKEUP: "siii", STATEDUMP: "iiis"}[eid]
-        for j, (kind, v) in enumerate(zip(kinds, f)):
-            if kind == "s":
-                w.string(v)
-            else:
-                w.int(v, 64 if (eid, j) == (SCHED_SWITCH, 3) else 32)  # prev_state: int64_t
-
     def user_event(w, e):
         _, _, pid, tid, name = e
         w.int(pid, 32)
@@ -508,6 +511,51 @@ class SchedHtmlTest(HtmlCase):
         self.assertIn("--focus orders the processes of the html format's timeline", r.stderr)
 
 
+# A kernel trace alone (CPU 0): busy 50 runs longest, kworker 30 for 500 ns, cron 40 for 1000 ns.
+TRACKED_EVENTS = [
+    (STATEDUMP, 100, (30, 30, 2, "kworker")), (STATEDUMP, 110, (40, 40, 1, "cron")),
+    (STATEDUMP, 120, (50, 50, 1, "busy")),
+    (SCHED_SWITCH, 1000, ("swapper/0", 0, 20, 0, "busy", 50, 20)),
+    (SCHED_SWITCH, 9000, ("busy", 50, 20, 0, "kworker", 30, 20)),
+    (SCHED_SWITCH, 9500, ("kworker", 30, 20, 0x80, "cron", 40, 20)),
+    (SCHED_SWITCH, 10500, ("cron", 40, 20, 1, "busy", 50, 20)),
+    (SCHED_SWITCH, 20000, ("busy", 50, 20, 0, "swapper/0", 0, 20)),
+]
+
+
+class TrackedHtmlTest(HtmlCase):
+    """The processes a session tracked, which the trace's env names (tracery_tracked_pid), come first, after those
+    named with --focus."""
+
+    def roots(self, env, *options):
+        trace = os.path.join(self.tmp, f"tracked-{len(os.listdir(self.tmp))}")
+        forge_stream(os.path.join(trace, "kernel"), "kernel", "", KERNEL_CLASSES, TRACKED_EVENTS, kernel_event, env)
+        out = trace + ".html"
+        tracery("export", "--format", "html", *options, trace, out)
+        self.b.open(out)
+        rows = self.b.js("tracery.rows")
+        labels = [r["label"] for r in rows]
+        return [r["label"] for r in rows if r["kind"] in (1, 4)], labels
+
+    def test_tracked_processes_first(self):
+        # without the env: the CPU, then the processes folded, the busiest first
+        roots, _ = self.roots("")
+        self.assertEqual(roots, ["CPU 0", "busy 50", "cron 40", "kworker 30"])
+        # tracked: before the CPU, unfolded, the busiest first; "fit" shows their activity
+        roots, labels = self.roots('tracery_tracked_pid = "30,40";')
+        self.assertEqual(roots, ["cron 40", "kworker 30", "CPU 0", "busy 50"])
+        self.assertIn("kworker 30", labels[labels.index("kworker 30") + 1:], "its thread shown")
+        self.assertNotIn("busy 50", labels[labels.index("busy 50") + 1:], "busy's process folded")
+        origin = self.b.js("Number(tracery.model.origin)")
+        self.assertEqual(self.b.js("tracery.activity"), [9000 - origin, 10500 - origin])
+        # --focus before them
+        roots, _ = self.roots('tracery_tracked_pid = "30,40";', "--focus", "kworker")
+        self.assertEqual(roots, ["kworker 30", "cron 40", "CPU 0", "busy 50"])
+        # a value that is not a pid is skipped
+        roots, _ = self.roots('tracery_tracked_pid = "x,40,-3";')
+        self.assertEqual(roots, ["cron 40", "CPU 0", "busy 50", "kworker 30"])
+
+
 class KernelHtmlTest(HtmlCase):
     """A kernel and user trace of kernel-workload through the daemon (as in export_test.py): getpid calls after a
     kw:before_getpid event each, and round trips between two threads."""
@@ -582,6 +630,26 @@ class KernelHtmlTest(HtmlCase):
         b.type_search("getpid")
         self.assertGreaterEqual(b.js("tracery.matches"), 400)  # kw:before_getpid and the calls' begins and ends
         self.check_zoom_and_pan()
+
+    def test_a_tracked_process_first(self):
+        """A kernel trace alone (no user events) of the workload tracked by pid: the trace's env names it,
+        babeltrace2 reads the trace without a word on stderr, and the timeline shows its process first."""
+        path = os.path.join(self.d.tmp, "t")
+        self.d.tracery("create", "t", "--output", path)
+        self.d.tracery("enable-event", "-k", "sched_switch,sched_waking,sched_wakeup", "-s", "t")
+        self.d.tracery("enable-event", "-k", "--syscall", "getpid", "-s", "t")
+        pid = run_kernel_workload(self.d, "t", 50, track=True)
+        with open(os.path.join(path, "kernel", "metadata")) as f:
+            self.assertIn(f'\ttracery_tracked_pid = "{pid}";\n', f.read())
+        r = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=120)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertIn("syscall_entry_getpid", r.stdout)
+        out = os.path.join(self.d.tmp, "t.html")
+        tracery("export", "--format", "html", path, out)
+        self.b.open(out)
+        roots = [r["label"] for r in self.b.js("tracery.rows") if r["kind"] in (1, 4)]
+        self.assertRegex(roots[0], rf"^(kernel-workload|kw-ping) {pid}\b", roots)
+        self.assertTrue(roots[1].startswith("CPU "), roots)
 
 
 if __name__ == "__main__":

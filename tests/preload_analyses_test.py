@@ -31,6 +31,18 @@ CYG_PROFILE = os.path.join(LIBDIR, "liblttng-ust-cyg-profile.so.1")
 CYG_PROFILE_FAST = os.path.join(LIBDIR, "liblttng-ust-cyg-profile-fast.so.1")
 
 
+def duration_text(ns, fixed):
+    """A duration as the text tables print it: in the unit that fits it, or (fixed) in µs."""
+    if fixed:
+        return f"{ns / 1e3:.3f}"
+    if ns < 1e3:
+        return f"{ns} ns"
+    for limit, unit, scale in ((1e6, "µs", 1e3), (1e9, "ms", 1e6)):
+        if ns < limit:
+            return f"{ns / scale:.3f} {unit}"
+    return f"{ns / 1e9:.3f} s"
+
+
 class Lttng:
     """An LTTng session daemon (the one running, else one started here and stopped at the end) and sessions
     with unique names, so that tests running at the same time do not meet."""
@@ -303,6 +315,15 @@ class CallsTest(unittest.TestCase):
         middle = sorted(e["ts"] for e in exits)[len(exits) // 2]
         narrowed = json.loads(tracery("analyze", "calls", "--json", "--begin", str(middle), out))
         self.assertEqual(sum(r["calls"] for r in narrowed["per_function"]), sum(1 for e in exits if e["ts"] >= middle))
+        # per thread too, the calls whose exits are within (not the entries: some calls began before `middle`)
+        exits_after = {}
+        for e in exits:
+            if e["ts"] >= middle:
+                exits_after[e["context"]["vtid"]] = exits_after.get(e["context"]["vtid"], 0) + 1
+        self.assertEqual({r["tid"]: r["calls"] for r in narrowed["per_thread"]}, exits_after)
+        self.assertNotEqual(exits_after, {t: sum(1 for e in trace.events if e["ts"] >= middle and
+                                                 e["name"] == "lttng_ust_cyg_profile:func_entry" and
+                                                 e["context"]["vtid"] == t) for t in exits_after})
         main_addr = next(a for a, n in names.items() if n == "main")
         main_events = [e["ts"] for e in trace.events if e["payload"].get("addr") == main_addr]
         self.assertEqual(len(main_events), 2)
@@ -352,7 +373,18 @@ class CallsTest(unittest.TestCase):
         self.assertEqual(named["call_tree"], [dict(r, function=name(r["function"])) for r in tree])
         text = tracery("analyze", "calls", "--tree", out)
         self.assertIn("calls  function", text)
-        self.assertRegex(text, r"\n +[0-9.]+ +[0-9.]+ +2  0x[0-9a-f]+\n")  # worker, a root called twice
+        # drawn in the order of the table, each duration in the unit that fits it (--fixed-units: all in µs)
+        for fixed in (False, True):
+            drawn = tracery("analyze", "calls", "--tree", *(["--fixed-units"] if fixed else []), out)
+            lines = [line for line in drawn.splitlines() if re.search(r"  (\+- )?0x[0-9a-f]+$", line)]
+            self.assertEqual(len(lines), len(tree))
+            for line, r in zip(lines, tree):
+                unit = r"[0-9]+\.[0-9]{3}" if fixed else r"[0-9.]+ (?:ns|µs|ms|s)"
+                m = re.match(rf"^ *({unit}) +({unit}) +([0-9]+)  ", line)
+                self.assertTrue(m, line)
+                self.assertEqual((m.group(1), m.group(2), int(m.group(3))),
+                                 (duration_text(r["inclusive_ns"], fixed), duration_text(r["exclusive_ns"], fixed),
+                                  r["calls"]), line)
         self.assertEqual(tracery("analyze", "calls", "--tree", "--symbols", out),
                          re.sub(r"0x[0-9a-f]+", lambda m: name(m.group()), text))
 

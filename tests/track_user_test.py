@@ -1,6 +1,6 @@
 """`tracery track -u` and `untrack -u` (--vpid, --vuid, --vgid, --all) against
 a real traceryd: a session narrowed to one user's programs or to one program
-records no other's events; tracking changed while a session traces applies at
+records no other's events, and its trace's env names the program tracked; tracking changed while a session traces applies at
 once to programs already registered; the rules show in `tracery status`; bad
 requests get one line naming the fix. Another user's programs need root (a
 system daemon and a user made with useradd); the rest runs as anyone."""
@@ -99,6 +99,19 @@ class TrackPrograms(DaemonTestCase):
                     self.assertEqual(p.wait(timeout=60), 0)
                 self.d.tracery("stop", name)
                 self.assertEqual(by_vpid(path), {pid_a: 100})
+                # the trace's env names the tracked program; babeltrace2 reads it without a word on stderr; the
+                # HTML timeline is told
+                metadata = [os.path.join(d, "metadata") for d, _, files in os.walk(path) if "metadata" in files]
+                self.assertTrue(metadata)
+                for m in metadata:
+                    with open(m) as f:
+                        self.assertIn(f'\ttracery_tracked_vpid = "{pid_a}";\n', f.read())
+                r = subprocess.run(["babeltrace2", path], capture_output=True, text=True, timeout=60)
+                self.assertEqual((r.returncode, r.stderr), (0, ""))
+                page = os.path.join(self.d.tmp, name + ".html")
+                self.d.tracery("export", "--format", "html", path, page)
+                with open(page) as f:
+                    self.assertIn(f'"tracked":[{pid_a}]', f.read())
 
     def test_tracking_changed_while_tracing(self):
         """A program's events appear only while it is tracked: untrack --all first (no program), then track

@@ -32,7 +32,7 @@ int analyze_preload(analysis::EventWalk &walk, const Args &a, const std::string 
 			return 0;
 		}
 		if (a.tree && !a.json) {
-			calls.write_tree(stdout, name);
+			calls.write_tree(stdout, name, {.fixed_units = a.fixed_units});
 			return 0;
 		}
 		report = calls.report(name, {a.tree});

@@ -153,6 +153,17 @@ std::vector<EnvEntry> tracery_identity()
 	};
 }
 
+EnvEntry tracked_processes_entry(const std::string &attribute, const std::set<uint64_t> &values)
+{
+	std::string list;
+	for (uint64_t v : values) {
+		if (!list.empty())
+			list += ',';
+		list += std::to_string(v);
+	}
+	return {kTrackedEnvPrefix + attribute, list};
+}
+
 MetadataWriter::MetadataWriter(TraceInfo info) : info_(std::move(info))
 {
 	std::set<std::string, std::less<>> seen;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -34,6 +35,13 @@ struct EnvEntry {
 // "tracery", tracer_major/minor/patch of this build (tracery_identity()); a
 // kernel trace: the LTTng kernel identity (kernel/kernel_events.hpp).
 std::vector<EnvEntry> tracery_identity();
+
+// The processes a session tracked (`track --pid`, `--vpid`), one env entry
+// per attribute: tracery_tracked_pid = "1234,5678" (in increasing order;
+// readers such as babeltrace2 keep it as any other env entry). Written with
+// the rest of the env when the trace begins.
+inline constexpr const char *kTrackedEnvPrefix = "tracery_tracked_";
+EnvEntry tracked_processes_entry(const std::string &attribute, const std::set<uint64_t> &values);
 
 struct TraceInfo {
 	Uuid uuid;       // trace UUID, also in every packet header

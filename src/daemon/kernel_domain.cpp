@@ -62,6 +62,7 @@ kernel::KernelSessionConfig KernelDomain::config() const
 		c.probes.push_back(
 			{name, probe.is_return, "/proc/self/fd/" + std::to_string(probe.file->get()), probe.sites});
 	c.processes = process_rules(spec_);
+	c.env = spec_.tracking.tracked_env();
 	c.subbuf_size = spec_.subbuf_size;
 	c.num_subbuf = spec_.num_subbuf;
 	c.tracefile = spec_.tracefile;

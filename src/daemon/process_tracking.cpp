@@ -57,6 +57,15 @@ const char *attr_name(ProcessAttr a)
 	return "?";
 }
 
+std::vector<ctf::EnvEntry> ProcessTracking::tracked_env() const
+{
+	std::vector<ctf::EnvEntry> env;
+	for (const Set &s : sets_)
+		if ((s.attr == ProcessAttr::pid || s.attr == ProcessAttr::vpid) && !s.all && !s.values.empty())
+			env.push_back(ctf::tracked_processes_entry(attr_name(s.attr), s.values));
+	return env;
+}
+
 ProcessTracking::ProcessTracking(std::string domain, std::vector<ProcessAttr> attrs) : domain_(std::move(domain))
 {
 	for (ProcessAttr a : attrs)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "control/messages.hpp"
+#include "ctf/metadata.hpp"
 
 #include <cstdint>
 #include <set>
@@ -41,6 +42,10 @@ public:
 	// Whether every process is traced (no rule narrows it).
 	bool everyone() const;
 	control::DomainTracking status() const;
+	// The trace's env entries naming the processes tracked by pid or vpid
+	// (ctf::tracked_processes_entry), one per attribute that narrows to
+	// some; none when every process is traced.
+	std::vector<ctf::EnvEntry> tracked_env() const;
 
 	static constexpr size_t kMaxValues = 4096;
 

@@ -117,7 +117,7 @@ public:
 	const std::vector<std::unique_ptr<Channel>> &channels() const { return channels_.all(); }
 
 	// At the first start: the metadata file (user_trace.hpp). Throws std::runtime_error.
-	void write_metadata() { user_trace_.write_metadata(channels_.all()); }
+	void write_metadata() { user_trace_.write_metadata(channels_.all(), user_tracking_.tracked_env()); }
 	// The ids in `ch` of the given events (schema key -> schema) that are
 	// enabled in it, giving ids (and writing metadata) to new ones.
 	std::map<std::string, uint32_t> ids_for(Channel &ch, const std::map<std::string, nlohmann::json> &events)

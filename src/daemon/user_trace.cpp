@@ -38,7 +38,7 @@ ctf::TraceInfo trace_info(const SessionIdentity &session)
 } // namespace
 
 UserTrace::UserTrace(const SessionIdentity &session)
-	: session_(session), local_dir_(session.output), writer_(trace_info(session))
+	: session_(session), local_dir_(session.output), info_(trace_info(session))
 {
 }
 
@@ -76,11 +76,14 @@ void UserTrace::go_back(std::string dir)
 	output().go_back();
 }
 
-void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &channels)
+void UserTrace::write_metadata(const std::vector<std::unique_ptr<Channel>> &channels,
+                               const std::vector<ctf::EnvEntry> &tracked)
 {
 	if (metadata_written_)
 		return;
-	std::string text = writer_.preamble();
+	ctf::TraceInfo info = info_;
+	info.env.insert(info.env.end(), tracked.begin(), tracked.end());
+	std::string text = ctf::MetadataWriter(std::move(info)).preamble();
 	for (const auto &c : channels)
 		text += ctf::MetadataWriter::stream_class(c->index(), c->spec().context);
 	text += held_; // event classes given before

@@ -45,8 +45,10 @@ public:
 	std::string metadata() { return metadata_written_ ? output().metadata() : ""; }
 
 	// At the first start: the metadata file (a snapshot session's is kept
-	// for its snapshots). Throws std::runtime_error.
-	void write_metadata(const std::vector<std::unique_ptr<Channel>> &channels);
+	// for its snapshots), its env naming the processes tracked then
+	// (`tracked`: ProcessTracking::tracked_env()). Throws std::runtime_error.
+	void write_metadata(const std::vector<std::unique_ptr<Channel>> &channels,
+	                    const std::vector<ctf::EnvEntry> &tracked = {});
 	bool metadata_written() const { return metadata_written_; }
 	// A snapshot session's whole metadata so far, which each snapshot writes.
 	const std::string &snapshot_metadata() const { return held_; }
@@ -59,7 +61,7 @@ private:
 	const SessionIdentity &session_;
 	std::string local_dir_;
 	std::optional<consumer::TraceOutput> output_;
-	ctf::MetadataWriter writer_;
+	ctf::TraceInfo info_; // the metadata's, without the processes tracked
 	// The metadata no TraceOutput keeps: a snapshot session's, all of it;
 	// another session's event classes given before its first start (none in
 	// practice).

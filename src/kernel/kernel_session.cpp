@@ -456,6 +456,7 @@ std::unique_ptr<KernelTrace> KernelSession::new_trace(consumer::TraceOutput out,
 	info.hostname = host_name();
 	info.clock_scale = config_.clock_scale;
 	info.env.push_back({"trace_name", config_.session_name});
+	info.env.insert(info.env.end(), config_.env.begin(), config_.env.end());
 	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	std::vector<EventFormat> formats;
 	for (const auto &[tp, format] : formats_)

@@ -36,6 +36,7 @@
 
 #include "base/tick_scale.hpp"
 #include "clock/trace_clock.hpp"
+#include "ctf/metadata.hpp"
 #include "ctf/uuid.hpp"
 #include "filter/kernel_filter.hpp"
 #include "kernel/bpf/syscall_events.hpp"
@@ -101,6 +102,9 @@ struct KernelSessionConfig {
 	// tracefs's set_event_pid and event-fork; by other ids too, a
 	// TrackedProcesses keeps set_event_pid true while tracing.
 	ProcessRules processes;
+	// Env entries of the trace after trace_name (the processes tracked:
+	// ctf::tracked_processes_entry).
+	std::vector<ctf::EnvEntry> env;
 	// The per-CPU buffer: subbuf_size * num_subbuf bytes (0: the kernel's
 	// default size).
 	uint64_t subbuf_size = 0;

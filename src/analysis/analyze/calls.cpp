@@ -34,8 +34,6 @@ uint32_t CallStats::child(uint32_t parent, int64_t pid, uint64_t addr)
 void CallStats::on_entry(int64_t ns, int64_t pid, int64_t tid, uint64_t addr)
 {
 	Thread &t = threads_[{pid, tid}];
-	if (counted_)
-		++thread_calls_[{pid, tid}];
 	if (t.stack.size() >= kMaxDepth) {
 		++t.too_deep;
 		++too_deep_;
@@ -52,7 +50,7 @@ void CallStats::on_entry(int64_t ns, int64_t pid, int64_t tid, uint64_t addr)
 	++t.active[addr];
 }
 
-void CallStats::pop(int64_t ns, int64_t pid, Thread &t)
+void CallStats::pop(int64_t ns, int64_t pid, int64_t tid, Thread &t)
 {
 	const Frame f = t.stack.back();
 	t.stack.pop_back();
@@ -66,6 +64,7 @@ void CallStats::pop(int64_t ns, int64_t pid, Thread &t)
 		t.active.erase(a);
 	if (!counted_)
 		return;
+	++thread_calls_[{pid, tid}];
 	Function &fn = functions_[{pid, f.addr}];
 	++fn.calls;
 	fn.inclusive.add(inclusive);
@@ -99,10 +98,10 @@ void CallStats::on_exit(int64_t ns, int64_t pid, int64_t tid, std::optional<uint
 		}
 		while (t.stack.back().addr != *addr) {
 			++skipped_exits_;
-			pop(ns, pid, t);
+			pop(ns, pid, tid, t);
 		}
 	}
-	pop(ns, pid, t);
+	pop(ns, pid, tid, t);
 }
 
 std::string CallStats::path(uint32_t node, const AddressNamer &name) const
@@ -207,8 +206,23 @@ Report CallStats::report(const AddressNamer &name, const CallOptions &options)
 	return r;
 }
 
-void CallStats::write_tree(FILE *out, const AddressNamer &name) const
+void CallStats::write_tree(FILE *out, const AddressNamer &name, const TextOptions &options) const
 {
+	// the durations' columns as wide as their widest text (at least 13, the width of fixed units)
+	size_t width = 13;
+	for (const Node &n : nodes_)
+		for (int64_t ns : {n.inclusive, n.exclusive})
+			width = std::max(width, display_width(duration_text(static_cast<double>(ns), options)));
+	const auto right = [&](std::string &line, const std::string &text) {
+		line.append(width - std::min(width, display_width(text)), ' ');
+		line += text;
+		line += ' ';
+	};
+	std::string heading;
+	right(heading, duration_heading("total", options));
+	right(heading, duration_heading("self", options));
+	heading += "      calls  function\n";
+
 	int64_t pid = -2;
 	std::vector<uint32_t> todo;
 	for (auto it = roots_.rbegin(); it != roots_.rend(); ++it)
@@ -218,14 +232,16 @@ void CallStats::write_tree(FILE *out, const AddressNamer &name) const
 		const Node &n = nodes_[todo.back()];
 		todo.pop_back();
 		if (n.pid != pid) {
-			fprintf(out, "%sprocess %lld\n   total (µs)     self (µs)       calls  function\n",
-			        pid == -2 ? "" : "\n", static_cast<long long>(n.pid));
+			fprintf(out, "%sprocess %lld\n%s", pid == -2 ? "" : "\n", static_cast<long long>(n.pid),
+			        heading.c_str());
 			pid = n.pid;
 		}
-		char b[64];
-		snprintf(b, sizeof b, "%13.3f %13.3f %11llu  ", static_cast<double>(n.inclusive) / 1000,
-		         static_cast<double>(n.exclusive) / 1000, static_cast<unsigned long long>(n.calls));
-		line = b;
+		line.clear();
+		right(line, duration_text(static_cast<double>(n.inclusive), options));
+		right(line, duration_text(static_cast<double>(n.exclusive), options));
+		char b[32];
+		snprintf(b, sizeof b, "%11llu  ", static_cast<unsigned long long>(n.calls));
+		line += b;
 		for (uint32_t d = 0; d < n.depth; ++d)
 			line += d + 1 == n.depth ? "+- " : "   ";
 		line += name(n.addr, n.pid);

@@ -22,7 +22,7 @@
 //   is counted); stacks deeper than kMaxDepth are cut there, counted;
 // - narrowed (--begin/--end, --cpu, --pid/--tid/--procname), every event
 //   still moves the stacks and a call counts (its times, its node of the
-//   tree) when its exit is within.
+//   tree, its thread's calls) when its exit is within.
 #pragma once
 
 #include <cstdint>
@@ -66,8 +66,9 @@ public:
 		end_ = end;
 	}
 	Report report(const AddressNamer &name, const CallOptions &options);
-	// The call tree drawn as text, per process, as `uftrace graph` does.
-	void write_tree(FILE *out, const AddressNamer &name) const;
+	// The call tree drawn as text, per process, as `uftrace graph` does;
+	// durations as the tables show them (options.fixed_units: in µs).
+	void write_tree(FILE *out, const AddressNamer &name, const TextOptions &options = {}) const;
 	// One line per stack: "f;g;h VALUE" (the process first, "pid N;", when
 	// there are several): its exclusive time in ns (weight_calls: its
 	// calls). Written line by line: the stacks repeat their callers.
@@ -101,13 +102,13 @@ private:
 	};
 
 	uint32_t child(uint32_t parent, int64_t pid, uint64_t addr);
-	void pop(int64_t ns, int64_t pid, Thread &t);
+	void pop(int64_t ns, int64_t pid, int64_t tid, Thread &t);
 	// The path of a node from its root ("a;b;c").
 	std::string path(uint32_t node, const AddressNamer &name) const;
 
 	std::map<std::pair<int64_t, int64_t>, Thread> threads_;
 	std::map<std::pair<int64_t, uint64_t>, Function> functions_;
-	std::map<std::pair<int64_t, int64_t>, uint64_t> thread_calls_;
+	std::map<std::pair<int64_t, int64_t>, uint64_t> thread_calls_; // the calls timed per thread
 	std::vector<Node> nodes_;
 	std::map<std::tuple<uint32_t, int64_t, uint64_t>, uint32_t> node_of_; // (parent, process, function) -> node
 	std::map<std::pair<int64_t, uint64_t>, uint32_t> roots_;              // (process, function) -> root node

@@ -216,6 +216,33 @@ TEST(Calls, NarrowedCountsTheCallsThatExitWithin)
 	// b's call, left out, still is not a's own time
 	EXPECT_EQ(i64(cell(r, "per_function", "function", "a", "exclusive_total_ns")), 70);
 	EXPECT_EQ(r.begin_ns, 50);
+	// per thread, the calls counted where their durations are: a's, whose entry was before 50
+	const Table &threads = table(r, "per_thread");
+	ASSERT_EQ(threads.rows.size(), 1u);
+	EXPECT_EQ(i64(threads.rows[0][column(threads, "tid")]), 11);
+	EXPECT_EQ(i64(threads.rows[0][column(threads, "calls")]), 1);
+}
+
+TEST(Calls, NarrowedToAnEndCountsNoCallThatExitsAfter)
+{
+	CallStats c;
+	// until 50: a(0..100) on thread 11 enters within and exits after; b(10..40) and c(20..30) end within
+	const auto at = [&](int64_t ns) {
+		c.counting(ns <= 50);
+		return ns;
+	};
+	c.on_entry(at(0), 1, 11, 0xa);
+	c.on_entry(at(10), 1, 11, 0xb);
+	c.on_exit(at(40), 1, 11, 0xb);
+	c.on_entry(at(20), 1, 12, 0xc);
+	c.on_exit(at(30), 1, 12, 0xc);
+	c.on_exit(at(100), 1, 11, 0xa);
+	c.set_range(0, 50);
+	const Report r = c.report(letter, {});
+	EXPECT_EQ(table(r, "per_function").rows.size(), 2u);
+	EXPECT_EQ(i64(find_cell(r, "per_thread", "tid", int64_t{11}, "calls")),
+	          1); // b; a's entry is within, its exit not
+	EXPECT_EQ(i64(find_cell(r, "per_thread", "tid", int64_t{12}, "calls")), 1);
 }
 
 TEST(Calls, InclusiveExclusiveAndRecursion)
@@ -255,13 +282,38 @@ TEST(Calls, InclusiveExclusiveAndRecursion)
 	EXPECT_EQ(written([&](FILE *out) { c.write_folded(out, letter, false); }),
 	          "a 30\na;b 20\na;b;b 10\na;c 40\nb 5\n");
 	EXPECT_EQ(written([&](FILE *out) { c.write_folded(out, letter, true); }), "a 1\na;b 1\na;b;b 1\na;c 1\nb 1\n");
-	EXPECT_EQ(written([&](FILE *out) { c.write_tree(out, letter); }),
+	EXPECT_EQ(written([&](FILE *out) { c.write_tree(out, letter, {.fixed_units = true}); }),
 	          "process 1\n   total (µs)     self (µs)       calls  function\n"
 	          "        0.100         0.030           1  a\n"
 	          "        0.030         0.020           1  +- b\n"
 	          "        0.010         0.010           1     +- b\n"
 	          "        0.040         0.040           1  +- c\n"
 	          "        0.005         0.005           1  b\n");
+	EXPECT_EQ(written([&](FILE *out) { c.write_tree(out, letter); }),
+	          "process 1\n        total          self       calls  function\n"
+	          "       100 ns         30 ns           1  a\n"
+	          "        30 ns         20 ns           1  +- b\n"
+	          "        10 ns         10 ns           1     +- b\n"
+	          "        40 ns         40 ns           1  +- c\n"
+	          "         5 ns          5 ns           1  b\n");
+}
+
+TEST(Calls, TreeDurationsInTheUnitThatFitsThem)
+{
+	CallStats c;
+	// a: 1.285 s, calling b: 12.5 µs; each column as wide as its widest text
+	c.on_entry(0, 7, 7, 0xa);
+	c.on_entry(1000, 7, 7, 0xb);
+	c.on_exit(13500, 7, 7, 0xb);
+	c.on_exit(1285000000, 7, 7, 0xa);
+	EXPECT_EQ(written([&](FILE *out) { c.write_tree(out, letter); }),
+	          "process 7\n        total          self       calls  function\n"
+	          "      1.285 s       1.285 s           1  a\n"
+	          "    12.500 µs     12.500 µs           1  +- b\n");
+	EXPECT_EQ(written([&](FILE *out) { c.write_tree(out, letter, {.fixed_units = true}); }),
+	          "process 7\n   total (µs)     self (µs)       calls  function\n"
+	          "  1285000.000   1284987.500           1  a\n"
+	          "       12.500        12.500           1  +- b\n");
 }
 
 TEST(Calls, SkippedAndUnmatchedExits)

@@ -7,6 +7,7 @@
 #include "analysis/model/kernel_events.hpp"
 #include "analysis/model/scheduling.hpp"
 #include "analysis/model/thread_states.hpp"
+#include "analysis/model/trace_env.hpp"
 #include "analysis/output/json_text.hpp"
 
 #include <algorithm>
@@ -98,8 +99,8 @@ constexpr int kStateTrack = 8;
 
 class HtmlSink final : public ExportSink {
 public:
-	HtmlSink(int fd, std::string what, const ExportOptions &options)
-		: fd_(fd), what_(std::move(what)), options_(options),
+	HtmlSink(int fd, std::string what, const ExportOptions &options, std::vector<int64_t> tracked)
+		: fd_(fd), what_(std::move(what)), options_(options), tracked_(std::move(tracked)),
 		  states_([this](const ThreadStates::Interval &i) { state(i); })
 	{
 	}
@@ -500,6 +501,12 @@ private:
 					out_ += ',';
 				append_html_json_string(out_, options_.focus[i]);
 			}
+			out_ += "],\"tracked\":[";
+			for (size_t i = 0; i < tracked_.size(); ++i) {
+				if (i)
+					out_ += ',';
+				append_decimal(out_, tracked_[i]);
+			}
 			out_ += "]},";
 		}
 		const auto list = [this](const char *key, std::string &items) {
@@ -545,6 +552,7 @@ private:
 	int fd_;
 	std::string what_;
 	const ExportOptions &options_;
+	std::vector<int64_t> tracked_; // the processes the traces' sessions tracked
 	ThreadStates states_;
 	RunningTasks running_; // for the switches out the traces lost
 	ClassCache<KernelEvent> kernel_;
@@ -573,7 +581,11 @@ private:
 
 ExportCounts export_html(EventWalk &walk, const ExportOptions &options, int fd, const std::string &what)
 {
-	HtmlSink sink(fd, what, options);
+	std::vector<int64_t> tracked;
+	for (const auto &trace : walk.set().traces())
+		for (const int64_t pid : tracked_processes(trace->cls))
+			tracked.push_back(pid);
+	HtmlSink sink(fd, what, options, std::move(tracked));
 	const ExportCounts counts = export_events(walk, options, sink);
 	sink.close(counts);
 	return counts;

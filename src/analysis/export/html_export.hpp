@@ -10,10 +10,12 @@
 // the binary at build time), then the data: <script type="application/json">
 // chunks written as the walk goes (memory does not grow with the trace),
 // each a JSON object of
-//   "head":   {"clock": id, "origin": "ns", "realtime": "ns", "focus": [..]}
-//             in the first chunk with events (times are ns after origin, on
-//             the export clock; realtime, when that clock is CLOCK_MONOTONIC:
-//             CLOCK_REALTIME minus it; focus: --focus's pids and names);
+//   "head":   {"clock": id, "origin": "ns", "realtime": "ns", "focus": [..],
+//             "tracked": [..]} in the first chunk with events (times are ns
+//             after origin, on the export clock; realtime, when that clock is
+//             CLOCK_MONOTONIC: CLOCK_REALTIME minus it; focus: --focus's pids
+//             and names; tracked: the pids the traces' sessions tracked, from
+//             their env: model/trace_env.hpp);
 //   "strs":   strings interned from here on (field values; up to a bound);
 //   "kinds":  [name, category, phase (0 instant, 1 begin, 2 end),
 //              [field names], "types" (a letter per field: i u f s e j)],

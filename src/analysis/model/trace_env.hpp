@@ -1,12 +1,14 @@
 // analysis/model/trace_env.hpp — what a trace's env says of its events'
 // process: a per-process buffer's trace (LTTng-UST's, Tracery's) names its
 // process (vpid, procname), the process of its events that carry no vpid or
-// procname context.
+// procname context; and which processes the session tracked (`track
+// --pid`/`--vpid`: tracery_tracked_pid, tracery_tracked_vpid).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "ctf/reader/trace_class.hpp"
 
@@ -18,5 +20,10 @@ struct EnvProcess {
 };
 
 EnvProcess env_process(const ctf::reader::TraceClass &trace);
+
+// The pids and vpids the trace's env says its session tracked, in the
+// env's order (values that are not pids skipped; at most kMaxTracked).
+inline constexpr size_t kMaxTracked = 8192;
+std::vector<int64_t> tracked_processes(const ctf::reader::TraceClass &trace);
 
 } // namespace tracery::analysis

@@ -27,10 +27,7 @@ std::string format_cell(const Cell &c, Format f, bool fixed_units = false)
 	char b[64];
 	switch (f) {
 	case Format::duration:
-		if (!fixed_units)
-			return human_duration(d);
-		snprintf(b, sizeof b, "%.3f", d / 1000);
-		return b;
+		return duration_text(d, {.fixed_units = fixed_units});
 	case Format::ratio:
 		snprintf(b, sizeof b, "%.2f", d * 100);
 		return b;
@@ -60,18 +57,11 @@ std::string format_cell(const Cell &c, Format f, bool fixed_units = false)
 
 std::string heading(const Column &c, bool fixed_units)
 {
-	std::string h = c.title;
-	if (c.format == Format::duration && fixed_units)
-		h += " (µs)";
-	else if (c.format == Format::ratio)
-		h += " (%)";
-	return h;
-}
-
-// Display width: UTF-8 continuation bytes take no column.
-size_t columns_of(const std::string &s)
-{
-	return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xc0) != 0x80; }));
+	if (c.format == Format::duration)
+		return duration_heading(c.title, {.fixed_units = fixed_units});
+	if (c.format == Format::ratio)
+		return c.title + " (%)";
+	return c.title;
 }
 
 void print_table(const Table &t, FILE *out, bool fixed_units)
@@ -83,14 +73,14 @@ void print_table(const Table &t, FILE *out, bool fixed_units)
 	std::vector<std::string> head;
 	for (const Column &c : t.columns) {
 		head.push_back(heading(c, fixed_units));
-		width.push_back(columns_of(head.back()));
+		width.push_back(display_width(head.back()));
 	}
 	uint64_t most = 0;
 	for (const auto &row : t.rows) {
 		auto &line = text.emplace_back();
 		for (size_t i = 0; i < row.size() && i < t.columns.size(); ++i) {
 			line.push_back(format_cell(row[i], t.columns[i].format, fixed_units));
-			width[i] = std::max(width[i], columns_of(line.back()));
+			width[i] = std::max(width[i], display_width(line.back()));
 		}
 		if (t.histogram && row.size() == 3 && std::holds_alternative<int64_t>(row[2]))
 			most = std::max(most, static_cast<uint64_t>(std::get<int64_t>(row[2])));
@@ -99,7 +89,7 @@ void print_table(const Table &t, FILE *out, bool fixed_units)
 		std::string line;
 		for (size_t i = 0; i < cells.size(); ++i) {
 			const std::string &s = cells[i];
-			const size_t pad = width[i] - columns_of(s);
+			const size_t pad = width[i] - display_width(s);
 			if (i)
 				line += "  ";
 			if (t.columns[i].format == Format::text) {
@@ -251,6 +241,25 @@ std::string human_duration(double ns)
 		snprintf(b, sizeof b, "%.3f s", ns / 1e9);
 	}
 	return b;
+}
+
+std::string duration_text(double ns, const TextOptions &options)
+{
+	if (!options.fixed_units)
+		return human_duration(ns);
+	char b[64];
+	snprintf(b, sizeof b, "%.3f", ns / 1000);
+	return b;
+}
+
+std::string duration_heading(const std::string &title, const TextOptions &options)
+{
+	return options.fixed_units ? title + " (µs)" : title;
+}
+
+size_t display_width(const std::string &s)
+{
+	return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xc0) != 0x80; }));
 }
 
 void print_text(const Report &report, FILE *out, const TextOptions &options)

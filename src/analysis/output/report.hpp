@@ -135,6 +135,12 @@ struct TextOptions {
 void print_text(const Report &report, FILE *out, const TextOptions &options = {});
 // A duration in the unit that fits it: "870 ns", "12.500 µs", "1.285 s".
 std::string human_duration(double ns);
+// A duration as the text tables show it (options.fixed_units: µs with 3
+// decimals, no unit), and a duration column's heading ("Incl" or "Incl (µs)").
+std::string duration_text(double ns, const TextOptions &options);
+std::string duration_heading(const std::string &title, const TextOptions &options);
+// The columns a UTF-8 text takes on a terminal (continuation bytes take none).
+size_t display_width(const std::string &s);
 // {"kind": ..., "begin_ns": ..., "end_ns": ..., "duration_ns": ..., TABLE
 // KEY: [{COLUMN KEY: value, ...}, ...], ..., "notes": [...]}
 std::string to_json(const Report &report);

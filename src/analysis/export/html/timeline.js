@@ -4,7 +4,8 @@
  * runs, from sched_switch; wake-ups), processes and their threads (their
  * states from the scheduler's events, user events, spans, system calls),
  * counters. The user's processes come first (those with user events, then
- * those named with --focus), expanded; the others, the busiest first, are
+ * those named with --focus, then those the session tracked), expanded; the
+ * others, the busiest first, are
  * folded into a header that sums up their threads (how many run, how many
  * events). Zoom and pan
  * with the wheel, a drag or the keys; "fit" shows the user's processes'
@@ -54,6 +55,7 @@
     clock: 0,
     realtime: 0n,    // CLOCK_REALTIME - the export clock, ns
     focus: [],       // --focus: pids and names
+    tracked: [],     // the pids the traces' sessions tracked (track --pid)
     total: -1,       // the events the export wrote, as it reported them
     discarded: 0,
     strs: [],
@@ -83,6 +85,7 @@
         model.clock = c.head.clock;
         if (c.head.realtime) model.realtime = BigInt(c.head.realtime);
         if (c.head.focus) model.focus = c.head.focus.map(String);
+        if (c.head.tracked) model.tracked = c.head.tracked.map(Number);
       }
       if (c.events !== undefined) { model.total = c.events; model.discarded = c.discarded || 0; }
       if (c.strs) for (const s of c.strs) model.strs.push(s);
@@ -276,12 +279,14 @@
   }
 
   // A process (or a root track) the user cares about: 1 with user events,
-  // 2 named with --focus, 0 neither.
+  // 2 named with --focus, 3 tracked by its session, 0 none of those.
   function interest(tr) {
     if (anyTrack(tr, c => c.user)) return 1;
+    if (tr.kind === KIND_CPU || tr.kind === KIND_COUNTER) return 0;
     const names = [String(tr.pid), tr.name];
     for (const c of tr.children) if (c.kind === KIND_THREAD) names.push(c.name);
-    if (tr.kind !== KIND_CPU && tr.kind !== KIND_COUNTER && model.focus.some(f => names.includes(f))) return 2;
+    if (model.focus.some(f => names.includes(f))) return 2;
+    if (model.tracked.includes(tr.pid)) return 3;
     return 0;
   }
 
@@ -309,7 +314,7 @@
       if (!laidOut && tr.children.length) tr.collapsed = tr.interest === 0;
     }
     laidOut = true;
-    const rank = tr => (tr.interest ? tr.interest - 1 : tr.kind === KIND_CPU ? 2 : tr.kind === KIND_COUNTER ? 5 : 3);
+    const rank = tr => (tr.interest ? tr.interest - 1 : tr.kind === KIND_CPU ? 3 : tr.kind === KIND_COUNTER ? 6 : 4);
     const cmp = (a, b) => rank(a) - rank(b) || (b.busy || 0) - (a.busy || 0) ||
       (a.kind === KIND_CPU ? a.cpu - b.cpu : 0) ||
       (a.kind === KIND_THREAD ? (a.tid === a.pid ? -1 : 0) - (b.tid === b.pid ? -1 : 0) || a.tid - b.tid : 0) ||
