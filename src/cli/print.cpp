@@ -168,7 +168,8 @@ std::string timer_period(uint64_t us)
 void print_timers(const std::optional<uint64_t> &switch_us, const std::optional<uint64_t> &monitor_us)
 {
 	if (switch_us || monitor_us)
-		printf("    switch timer: %s; monitor timer: %s\n", switch_us ? timer_period(*switch_us).c_str() : "none",
+		printf("    switch timer: %s; monitor timer: %s\n",
+		       switch_us ? timer_period(*switch_us).c_str() : "none",
 		       monitor_us ? timer_period(*monitor_us).c_str() : "none");
 }
 

@@ -331,8 +331,9 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 	const control::SavedKernelDomain &k = *f.kernel;
 	if (!k.channel.empty() || k.subbuf_size || k.num_subbuf || k.overwrite || k.tracefile_size ||
 	    k.monitor_timer_us) {
-		control::KernelEnableChannel channel{session,     k.channel,        std::nullopt,      std::nullopt,
-		                                     k.overwrite, k.tracefile_size, k.tracefile_count, k.monitor_timer_us};
+		control::KernelEnableChannel channel{session,           k.channel,         std::nullopt,
+		                                     std::nullopt,      k.overwrite,       k.tracefile_size,
+		                                     k.tracefile_count, k.monitor_timer_us};
 		if (k.subbuf_size || k.num_subbuf) {
 			channel.subbuf_size = k.subbuf_size;
 			channel.num_subbuf = k.num_subbuf;
