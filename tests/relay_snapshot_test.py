@@ -218,8 +218,9 @@ class KernelRelaySnapshotTest(KernelMixin, RelayBesideDaemon, DaemonTestCase):
         self.assertEqual(bt.returncode, 0, bt.stderr)
         self.assertEqual(bt.stderr, "")
         self.assertEqual(bt.stdout.count("kw:before_getpid:"), GETPIDS)
-        events = [m for m in self.dump(sent) if "e" in m]
-        self.assertEqual([m for m in self.dump(sent) if "discarded" in m], [])
+        dumped = self.dump(sent)
+        self.assertEqual([m for m in dumped if "discarded" in m], [])
+        events = [m for m in dumped if "e" in m]
         loop = [m["e"] for m in events if m["e"] in ("kw:before_getpid", "syscall_entry_getpid")]
         first = loop.index("kw:before_getpid")
         self.assertEqual(loop[first:first + 2 * GETPIDS], ["kw:before_getpid", "syscall_entry_getpid"] * GETPIDS)
