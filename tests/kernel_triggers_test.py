@@ -1,18 +1,20 @@
 """Kernel event triggers against a real traceryd (root): a trigger on sched_process_exec with a filter fires for
 the programs it names only, `tracery watch` prints the captured fields, its snapshot-session action writes a
 kernel snapshot holding the exec; the trigger has a tracefs instance of its own, outlives the session it acts on,
-and its instance goes with it; once-after:3 fires once, on the third match; a filter the kernel cannot evaluate
-is refused. tracefs's global settings are compared before and after each test."""
+and its instance goes with it; once-after:3 fires once, on the third match; a kernel channel's buffer usage and what
+its readers wrote counted in the session's consumed size; a filter the kernel cannot evaluate is refused. tracefs's global settings are compared before and after each test."""
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
 import time
 import unittest
 
-from daemontest import DaemonTestCase
-from kerneltest import KernelMixin, our_instances
+from daemontest import DaemonTestCase, go, read_line
+from kerneltest import GETPIDS, KernelMixin, our_instances
+from tracetest import program
 
 
 class KernelTriggers(KernelMixin, DaemonTestCase):
@@ -134,6 +136,37 @@ class KernelTriggers(KernelMixin, DaemonTestCase):
         self.assertGreaterEqual(c["buffer_usage_bytes"], len(marker) + 20)
         self.assertLessEqual(c["buffer_usage_bytes"], size)
         t("destroy", "fill")
+
+    def test_session_consumed_size_counts_the_kernel_channel(self):
+        """A session whose only channel is the kernel's: session-consumed-size-ge fires once its readers have
+        written the threshold into the kernel trace; the bytes sampled are at most what its stream files hold
+        once stopped."""
+        t = self.d.tracery
+        path = self.out("consume")
+        t("create", "consume", "--output", path)
+        t("enable-channel", "-k", "kc", "-s", "consume", "--monitor-timer=10ms")
+        t("enable-event", "-k", "--syscall", "getpid", "-s", "consume", "-c", "kc")
+        calls = 4 * GETPIDS
+        p, pid = self.d.spawn_registered([program("tests", "kernel-workload"), str(calls), "0"])
+        t("track", "-k", "--pid", str(pid), "-s", "consume")
+        t("add-trigger", "--condition=session-consumed-size-ge", "--session=consume", "--threshold-size=4k",
+          "--action=notify", "--id=kconsumed")
+        watcher = self.watch("kconsumed")
+        t("start", "consume")
+        go(p)
+        read_line(p, "done")
+        p.wait(timeout=30)
+        n = self.read_notifications(watcher, 1)[0]
+        t("stop", "consume")
+        self.assertEqual((n["trigger"], n["event"], n["pid"]), ("kconsumed", "", 0))
+        c = n["captures"]
+        self.assertEqual(c["session"], "consume")
+        self.assertGreaterEqual(c["consumed_bytes"], 4096)
+        kernel = os.path.join(path, "kernel")
+        written = sum(os.path.getsize(os.path.join(kernel, f)) for f in os.listdir(kernel)
+                      if re.fullmatch(r"kc_(syscalls_)?\d+", f))
+        self.assertLessEqual(c["consumed_bytes"], written)
+        t("destroy", "consume")
 
     def test_refusals(self):
         t = self.d.tracery

@@ -57,7 +57,7 @@ class SessionFiles(DaemonTestCase):
 
         with open(file) as f:
             doc = json.load(f)
-        self.assertEqual(doc["format"], 2)
+        self.assertEqual(doc["format"], 3)
         self.assertTrue(doc["started"])
         chan = doc["user"]["channels"][1 if doc["user"]["channels"][0]["name"] == "channel0" else 0]
         self.assertEqual((chan["name"], chan["subbuf_size"], chan["num_subbuf"], chan["per_pid"]),
@@ -108,14 +108,15 @@ class SessionFiles(DaemonTestCase):
         self.d.start_daemon()
         t = self.d.tracery
         t("create", "k", "--output", self.out("k"))
-        t("enable-channel", "-k", "kchan", "--subbuf-size", "64k", "--num-subbuf", "4")
+        t("enable-channel", "-k", "kchan", "--subbuf-size", "64k", "--num-subbuf", "4", "--monitor-timer", "250ms")
         t("enable-event", "-k", "sched_switch", "--filter", "prev_prio < 200")
         t("enable-event", "-k", "--syscall", "openat,close", "--capture-buffers=128")
         t("add-context", "-k", "-t", "tid", "-t", "procname")
         t("track", "-k", "--pid", "1", "--no-follow-children")
         t("track", "-u", "--vuid", "0")
         before = t("status", "k").stdout
-        for shown in ("sched_switch", "prev_prio < 200", "openat", "kchan", "Virtual user IDs:     0"):
+        for shown in ("sched_switch", "prev_prio < 200", "openat", "kchan", "Virtual user IDs:     0",
+                      "    monitor timer: 250 ms\n"):
             self.assertIn(shown, before)
         t("save", "k")
         t("destroy", "k")
@@ -131,6 +132,22 @@ class SessionFiles(DaemonTestCase):
         self.assertEqual(kernel["tracepoints"], [{"name": "sched_switch", "filter": "prev_prio < 200"}])
         self.assertEqual(kernel["syscalls"], [{"name": "close"}, {"name": "openat"}])
         self.assertEqual((kernel["capture_buffers"], kernel["follow_children"]), (128, False))
+        self.assertEqual(kernel["monitor_timer_us"], 250_000)
+        # A kernel channel without the timer (0: none) is saved as such too; the default (1 s) is not written.
+        t("create", "quiet", "--output", self.out("quiet"))
+        t("enable-channel", "-k", "qchan", "--monitor-timer", "0", "-s", "quiet")
+        t("enable-event", "-k", "sched_switch", "-s", "quiet")
+        self.assertIn("    monitor timer: none\n", t("status", "quiet").stdout)
+        t("create", "usual", "--output", self.out("usual"))
+        t("enable-event", "-k", "sched_switch", "-s", "usual")
+        self.assertIn("    monitor timer: 1 s\n", t("status", "usual").stdout)
+        t("save", "--all", "--output-path", self.out("timers"))
+        for name, timer in (("quiet", 0), ("usual", None)):
+            with open(self.out(f"timers/{name}.json")) as f:
+                self.assertEqual(json.load(f)["kernel"].get("monitor_timer_us"), timer, name)
+        t("destroy", "quiet")
+        t("load", "quiet", "--input-path", self.out("timers"))
+        self.assertIn("    monitor timer: none\n", t("status", "quiet").stdout)
 
     def test_a_session_in_auto_traces_a_program_started_right_after_the_daemon(self):
         self.d.start_daemon()
@@ -189,7 +206,7 @@ class SessionFiles(DaemonTestCase):
             ("not JSON", "{\"format\": 1,", "not JSON"),
             ("empty", "", "not JSON"),
             ("an array", "[]", "the body is an array, expected an object"),
-            ("later format", changed(["format"], 99), "format 99 is later than this tracery reads (2)"),
+            ("later format", changed(["format"], 99), "format 99 is later than this tracery reads (3)"),
             ("format 0", changed(["format"], 0), "field 'format' is 0"),
             ("wrong type deep", changed(["user", "channels", 0, "subbuf_size"], "big"),
              "field 'user.channels[0].subbuf_size' is a string"),

@@ -118,10 +118,11 @@ struct tracery_ctl_session_attr {
 	const char *output;   /* the trace's directory (relative: to the current directory); NULL: sent to URL only */
 	const char *url;      /* a relay, net://HOST[:PORT]; NULL: none */
 	uint64_t live_period_ns; /* with URL: a live session, flushed that often (0: not live) */
-	/* Since 0.2, with URL (NULL: none): the key the relay asks for, a keys file holding one key
-	 * (NAME SECRET, readable and writable by its owner only), and the PEM file of the CAs that sign the
-	 * relay's TLS certificate (then the session talks TLS to it), as `tracery create --relay-key`,
-	 * `--relay-ca`; both read by the library with the caller's rights. */
+	/* Since 0.2, with URL or TRACERY_CTL_SNAPSHOT (its snapshots sent to a relay) (NULL: none): the key
+	 * the relay asks for, a keys file holding one key (NAME SECRET, readable and writable by its owner
+	 * only), and the PEM file of the CAs that sign the relay's TLS certificate (then the session talks
+	 * TLS to it), as `tracery create --relay-key`, `--relay-ca`; both read by the library with the
+	 * caller's rights. */
 	const char *relay_key_file;
 	const char *relay_ca_file;
 };

@@ -258,11 +258,12 @@ int main(int argc, char **argv)
 	create->add_flag("--local-copy", a.local_copy,
 	                 "With --set-url: also write the traces here (to --output or the default directory)");
 	create->add_option("--relay-key", a.relay_key,
-	                   "With --set-url: authenticate to the relay with the key of FILE (one line `NAME SECRET`, "
-	                   "the secret in hex, as in the relay's --auth-keys; mode 600)");
+	                   "With --set-url, or --snapshot (its snapshots sent to a relay, also by `snapshot "
+	                   "add-output` and `snapshot record`): authenticate to the relay with the key of FILE (one "
+	                   "line `NAME SECRET`, the secret in hex, as in the relay's --auth-keys; mode 600)");
 	create->add_option("--relay-ca", a.relay_ca,
-	                   "With --set-url: TLS to the relay, its certificate signed by a CA of FILE (PEM) and "
-	                   "naming the URL's host");
+	                   "With --set-url, or --snapshot: TLS to the relay, its certificate signed by a CA of FILE "
+	                   "(PEM) and naming the URL's host");
 	live = create->add_option(
 			     "--live", a.live,
 			     "Live session: partial sub-buffers sent every PERIOD (default 1s; e.g. --live=500ms), "

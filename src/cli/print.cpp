@@ -156,17 +156,21 @@ void print_tracefiles(const std::optional<uint64_t> &size, const std::optional<u
 		printf("    trace files: at most %s each\n", base::format_size(*size).c_str());
 }
 
+// A timer's period: "1 s", "250 ms", "1500 us".
+std::string timer_period(uint64_t us)
+{
+	return us % 1000000 == 0 ? std::to_string(us / 1000000) + " s"
+	       : us % 1000 == 0  ? std::to_string(us / 1000) + " ms"
+	                         : std::to_string(us) + " us";
+}
+
 // enable-channel --switch-timer and --monitor-timer, when set.
 void print_timers(const std::optional<uint64_t> &switch_us, const std::optional<uint64_t> &monitor_us)
 {
-	const auto period = [](uint64_t us) {
-		return us % 1000000 == 0 ? std::to_string(us / 1000000) + " s"
-		       : us % 1000 == 0  ? std::to_string(us / 1000) + " ms"
-		                         : std::to_string(us) + " us";
-	};
 	if (switch_us || monitor_us)
-		printf("    switch timer: %s; monitor timer: %s\n", switch_us ? period(*switch_us).c_str() : "none",
-		       monitor_us ? period(*monitor_us).c_str() : "none");
+		printf("    switch timer: %s; monitor timer: %s\n",
+		       switch_us ? timer_period(*switch_us).c_str() : "none",
+		       monitor_us ? timer_period(*monitor_us).c_str() : "none");
 }
 
 void print_kernel(const control::KernelStatus &k)
@@ -176,6 +180,8 @@ void print_kernel(const control::KernelStatus &k)
 	       k.disabled.value_or(false) ? " [disabled]" : "", k.mode.c_str(),
 	       bytes ? base::format_size(bytes).c_str() : "the kernel's default size");
 	print_tracefiles(k.tracefile_size, k.tracefile_count);
+	// enable-channel -k --monitor-timer (a kernel channel has no switch timer).
+	printf("    monitor timer: %s\n", k.monitor_timer_us ? timer_period(*k.monitor_timer_us).c_str() : "none");
 	// Each rule with its filter: "sched_switch (filter: prev_tid == 1)".
 	const auto with_filters = [&](const std::vector<std::string> &names, const std::string &prefix) {
 		std::vector<std::string> out;

@@ -147,8 +147,12 @@ int verb_create(const Args &a)
 		// the files read here, with the user's rights, their contents sent to the daemon
 		ctl::add_relay_security(a.relay_key, a.relay_ca, req, "--relay-key", "--relay-ca");
 	} else if (!a.relay_key.empty() || !a.relay_ca.empty()) {
-		throw CliError("--relay-key and --relay-ca are for a session sent to a relay: give --set-url "
-		               "net://HOST[:PORT] too, or drop them");
+		if (!a.snapshot)
+			throw CliError("--relay-key and --relay-ca are for a session sent to a relay, or the snapshots "
+			               "of a snapshot session: give --set-url net://HOST[:PORT] or --snapshot too, or "
+			               "drop them");
+		// The key of the snapshots it sends to a relay (`snapshot add-output net://...`).
+		ctl::add_relay_security(a.relay_key, a.relay_ca, req, "--relay-key", "--relay-ca");
 	}
 	if (local)
 		req.output = a.output.empty() ? default_output(a.session) : ctl::absolute_path(a.output);

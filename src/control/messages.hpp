@@ -582,6 +582,7 @@ struct KernelStatus {
 	std::optional<KernelTrackedStatus> tracked;              // last: added after the others
 	std::optional<uint64_t> tracefile_size, tracefile_count; // KernelEnableChannel's, when given
 	std::optional<bool> disabled;                            // disable-channel -k: true while it is
+	std::optional<uint64_t> monitor_timer_us;                // KernelEnableChannel's, when not 0
 	static constexpr auto kFields = std::tuple{
 		field("tracepoints", &KernelStatus::tracepoints),
 		field("syscalls", &KernelStatus::syscalls),
@@ -602,6 +603,7 @@ struct KernelStatus {
 		optional_field("tracefile_size", &KernelStatus::tracefile_size),
 		optional_field("tracefile_count", &KernelStatus::tracefile_count),
 		optional_field("disabled", &KernelStatus::disabled),
+		optional_field("monitor_timer_us", &KernelStatus::monitor_timer_us),
 	};
 	bool operator==(const KernelStatus &) const = default;
 };

@@ -194,7 +194,8 @@ StatusReply full()
 	               KernelTrackedStatus{3, 4, 5, 6, 7, 8},
 	               1 << 20,
 	               0,
-	               true};
+	               true,
+	               250000};
 	return {"s",
 	        "/tmp/t",
 	        "started",
@@ -465,7 +466,8 @@ SavedSession saved_session()
 	                             false,
 	                             1 << 20,
 	                             2,
-	                             false};
+	                             false,
+	                             0};
 	s.snapshot_outputs.push_back({"o", "/t/snapshots", 1 << 20});
 	s.rotation = SavedRotation{1000000000, 1 << 20};
 	s.triggers = std::vector<SavedTrigger>{{"full",

@@ -11,7 +11,7 @@
 // and refuses a later one, naming both (it cannot know what the later
 // fields mean), before it reads anything else of the file. Format 2 adds a
 // channel's timers and on/off state, the rotation schedule and the triggers
-// that name the session.
+// that name the session; format 3 the kernel channel's monitor timer.
 #pragma once
 
 #include "control/codec.hpp"
@@ -25,7 +25,7 @@
 
 namespace tracery::control {
 
-inline constexpr uint32_t kSessionFileFormat = 2;
+inline constexpr uint32_t kSessionFileFormat = 3;
 // The largest session file read (a request carries it whole; kDaemonLimits).
 inline constexpr size_t kMaxSessionFileBytes = 512 * 1024;
 inline constexpr char kSessionFileSuffix[] = ".json";
@@ -128,6 +128,9 @@ struct SavedKernelDomain {
 	bool follow_children = true;
 	std::optional<uint64_t> tracefile_size, tracefile_count; // --tracefile-size/-count; missing: 0
 	std::optional<bool> enabled;                             // format 2: false after disable-channel -k
+	// Format 3: --monitor-timer in microseconds (missing: the default,
+	// kDefaultMonitorTimerUs; 0: none).
+	std::optional<uint64_t> monitor_timer_us;
 	static constexpr auto kFields = std::tuple{
 		field("channel", &SavedKernelDomain::channel),
 		field("subbuf_size", &SavedKernelDomain::subbuf_size),
@@ -143,6 +146,7 @@ struct SavedKernelDomain {
 		optional_field("tracefile_size", &SavedKernelDomain::tracefile_size),
 		optional_field("tracefile_count", &SavedKernelDomain::tracefile_count),
 		optional_field("enabled", &SavedKernelDomain::enabled),
+		optional_field("monitor_timer_us", &SavedKernelDomain::monitor_timer_us),
 	};
 	bool operator==(const SavedKernelDomain &) const = default;
 };

@@ -55,7 +55,7 @@ TEST(SessionFile, TextRoundTripsAndIsIndented)
 {
 	const std::string text = session_file_text(example());
 	EXPECT_EQ(parse_session_file(text), example());
-	EXPECT_NE(text.find("\n  \"format\": 2,\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("\n  \"format\": 3,\n"), std::string::npos) << text;
 	// Optional fields not set are not written.
 	EXPECT_EQ(text.find("\"kernel\""), std::string::npos) << text;
 	EXPECT_EQ(text.find("\"relay\""), std::string::npos) << text;
@@ -88,13 +88,13 @@ TEST(SessionFile, BadFilesNameTheJsonPath)
 TEST(SessionFile, LaterFormatsAreRefusedFirst)
 {
 	nlohmann::json j = session_file_json(example());
-	j["format"] = 3;
+	j["format"] = 4;
 	j["schedule"] = {{"size", 1000}}; // a later format's field: not the error
-	EXPECT_EQ(error_of(j.dump()), "session file: format 3 is later than this tracery reads (2): load it with "
+	EXPECT_EQ(error_of(j.dump()), "session file: format 4 is later than this tracery reads (3): load it with "
 	                              "a newer tracery");
 	j["format"] = 0;
 	j.erase("schedule");
-	EXPECT_EQ(error_of(j.dump()), "session file: field 'format' is 0, expected 1 to 2");
+	EXPECT_EQ(error_of(j.dump()), "session file: field 'format' is 0, expected 1 to 3");
 }
 
 // A file of format 1 has none of format 2's fields: it reads the same.
@@ -112,6 +112,27 @@ TEST(SessionFile, FormatOneFilesRead)
 	EXPECT_FALSE(s.triggers);
 	EXPECT_FALSE(s.user.channels.at(0).enabled);
 	EXPECT_EQ(s.user.channels.at(0).tracefile_size, 65536u);
+}
+
+// Format 3: the kernel channel's monitor timer, written when set; a file of
+// format 2, without it, reads as the default.
+TEST(SessionFile, KernelMonitorTimer)
+{
+	SavedSession s = example();
+	s.kernel = SavedKernelDomain{};
+	s.kernel->channel = "kchan";
+	s.kernel->monitor_timer_us = 0;
+	const std::string text = session_file_text(s);
+	EXPECT_NE(text.find("\"monitor_timer_us\": 0"), std::string::npos) << text;
+	EXPECT_EQ(parse_session_file(text), s);
+	nlohmann::json j = session_file_json(s);
+	j["format"] = 2;
+	j["kernel"].erase("monitor_timer_us");
+	const SavedSession two = parse_session_file(j.dump());
+	EXPECT_EQ(two.format, 2u);
+	ASSERT_TRUE(two.kernel);
+	EXPECT_FALSE(two.kernel->monitor_timer_us);
+	EXPECT_EQ(two.kernel->channel, "kchan");
 }
 
 TEST(SessionFile, NotJsonTooLargeOrNotAnObject)

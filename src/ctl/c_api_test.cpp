@@ -200,8 +200,8 @@ TEST_F(CtlApi, SessionAttrOfTheFirstReleaseAndTheRelaysFiles)
 	session.struct_size = sizeof session;
 	session.relay_key_file = "/nonexistent/key";
 	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
-	EXPECT_EQ(message(), "attr->relay_key_file and attr->relay_ca_file are for a session sent to a relay: give "
-	                     "attr->url too");
+	EXPECT_EQ(message(), "attr->relay_key_file and attr->relay_ca_file are for a session sent to a relay, or the "
+	                     "snapshots of a snapshot session: give attr->url or TRACERY_CTL_SNAPSHOT too");
 	session.url = "net://127.0.0.1:1";
 	EXPECT_EQ(tracery_ctl_create_session("s", &session), TRACERY_CTL_ERROR_INVALID);
 	EXPECT_EQ(message().rfind("attr->relay_key_file ", 0), 0u) << message();

@@ -158,9 +158,10 @@ TRACERY_CTL_API int tracery_ctl_create_session(const char *name, const struct tr
 		if (has_field(attr->struct_size, offsetof(tracery_ctl_session_attr, relay_ca_file) + sizeof(char *))) {
 			const auto key = optional_text(attr->relay_key_file, "attr->relay_key_file");
 			const auto ca = optional_text(attr->relay_ca_file, "attr->relay_ca_file");
-			if ((key || ca) && !req.url)
+			if ((key || ca) && !req.url && !req.snapshot)
 				throw Error("attr->relay_key_file and attr->relay_ca_file are for a session sent to a "
-				            "relay: give attr->url too");
+				            "relay, or the snapshots of a snapshot session: give attr->url or "
+				            "TRACERY_CTL_SNAPSHOT too");
 			add_relay_security(key.value_or(""), ca.value_or(""), req, "attr->relay_key_file",
 			                   "attr->relay_ca_file");
 		}

@@ -47,7 +47,7 @@ ChannelSample sample_of(const TraceSession &s, const Channel &ch)
 
 } // namespace
 
-std::vector<ActionRun> Daemon::sample_kernel(TraceSession &s, uint64_t now, uint64_t *next)
+std::vector<ActionRun> Daemon::sample_kernel(TraceSession &s, uint64_t now, uint64_t *next, bool *sampled)
 {
 	KernelSpec &k = s.edit_kernel_spec();
 	const kernel::KernelSession *trace = s.kernel_session();
@@ -69,6 +69,7 @@ std::vector<ActionRun> Daemon::sample_kernel(TraceSession &s, uint64_t now, uint
 	}
 	if (usage.bytes.empty())
 		return {};
+	*sampled = true;
 	const auto [lowest, highest] = std::minmax_element(usage.bytes.begin(), usage.bytes.end());
 	return triggers_.channel_sampled(
 		{s.owner(), s.id(), s.name(), k.channel_name(), "kernel", *highest, *lowest, usage.buffer_bytes});
@@ -122,7 +123,7 @@ void Daemon::monitor()
 					next = std::min(next, ch->next_monitor_ns);
 				}
 			}
-			if (const auto more = sample_kernel(*s, now, &next); !more.empty())
+			if (const auto more = sample_kernel(*s, now, &next, &sampled); !more.empty())
 				runs.insert(runs.end(), more.begin(), more.end());
 			// A snapshot session's buffers have no consumer (their writers
 			// move the consumed position when they overwrite): no consumed size.
@@ -130,6 +131,9 @@ void Daemon::monitor()
 				uint64_t consumed = 0;
 				for (const auto &ch : s->channels())
 					consumed += ch->consumed_bytes();
+				// The kernel's: what its readers wrote of its buffer.
+				if (const kernel::KernelSession *k = s->kernel_session())
+					consumed += k->counts().bytes;
 				const auto more = triggers_.session_sampled({s->owner(), s->id(), s->name(), consumed});
 				runs.insert(runs.end(), more.begin(), more.end());
 			}

@@ -279,8 +279,9 @@ private:
 	// Ends every kernel trigger's instance (their readers may need the lock).
 	void stop_kernel_triggers();
 	// The monitor's sample of a session's kernel buffer usage, when its
-	// --monitor-timer period is over (*next: when the next one is due).
-	std::vector<ActionRun> sample_kernel(TraceSession &s, uint64_t now, uint64_t *next);
+	// --monitor-timer period is over (*next: when the next one is due;
+	// *sampled set when it took one).
+	std::vector<ActionRun> sample_kernel(TraceSession &s, uint64_t now, uint64_t *next, bool *sampled);
 	// Sends the trigger rules to the programs a change of `owner`'s triggers concerns.
 	void send_trigger_rules(uid_t owner);
 	void run_actions(const std::vector<ActionRun> &runs);

@@ -178,16 +178,19 @@ std::string KernelDomain::destroy()
 	return error;
 }
 
-void KernelDomain::snapshot(const std::string &dir)
+void KernelDomain::snapshot(const std::string &dir, const std::shared_ptr<consumer::RelayLink> &relay)
 {
 	if (!trace_)
 		return;
 	// Its own credentials: tracefs is the daemon's, the files the owner's.
 	try {
-		trace_->snapshot(dir);
+		trace_->snapshot(relay ? consumer::TraceOutput("", relay, dir + "/kernel")
+		                       : consumer::TraceOutput(dir + "/kernel", nullptr, ""));
 	} catch (const std::exception &e) {
 		throw std::runtime_error("cannot write the kernel part of snapshot '" + dir + "': " + e.what());
 	}
 }
+
+uint64_t KernelDomain::snapshot_bytes() const { return trace_ ? trace_->buffer_bytes() : 0; }
 
 } // namespace tracery::daemon

@@ -112,9 +112,12 @@ public:
 	// Returns "" or why it could not.
 	std::string destroy();
 	// `snapshot record`: the kernel part of snapshot directory `dir`, read
-	// out of the tracefs buffer (none without a kernel trace). Throws
-	// std::runtime_error (one line).
-	void snapshot(const std::string &dir);
+	// out of the tracefs buffer (none without a kernel trace): DIR/kernel, or
+	// with `relay`, sent to it as DIR/kernel of its session (DIR relative).
+	// Throws std::runtime_error (one line).
+	void snapshot(const std::string &dir, const std::shared_ptr<consumer::RelayLink> &relay = nullptr);
+	// What a snapshot's kernel part reads out, at most: the kernel buffers' bytes.
+	uint64_t snapshot_bytes() const;
 
 	// The kernel trace of the last start, if any (counts).
 	const kernel::KernelSession *trace() const { return trace_.get(); }

@@ -89,8 +89,10 @@ control::CreateReply Daemon::cmd_create(const control::Create &req, const contro
 	if (local && (output.empty() || output[0] != '/'))
 		throw CommandError("output directory must be an absolute path, got '" + output + "'");
 	SessionRelay relay;
-	if (!url.empty() && snapshot) {
-		// LTTng's form: the URL is where its snapshots go; nothing is connected before one is recorded.
+	if (snapshot) {
+		// LTTng's form, with a URL: the URL is where its snapshots go; nothing is connected before one
+		// is recorded. The key and CAs are those of every snapshot it sends to a relay (to its
+		// output's URL, `snapshot add-output`'s, `snapshot record`'s).
 		if (req.live_period_ns)
 			throw CommandError("--live does not take --snapshot: a snapshot session sends nothing until "
 			                   "`snapshot record`");

@@ -73,11 +73,14 @@ control::SavedChannel saved_channel(const Channel &ch)
 std::optional<control::SavedKernelDomain> saved_kernel(const KernelSpec &k)
 {
 	if (!k.any_events() && k.channel.empty() && k.contexts.empty() && k.subbuf_size == 0 && !k.overwrite &&
-	    k.tracefile.size == 0 && k.tracking.everyone() && !k.disabled)
+	    k.tracefile.size == 0 && k.tracking.everyone() && !k.disabled &&
+	    k.monitor_timer_us == control::kDefaultMonitorTimerUs)
 		return std::nullopt;
 	control::SavedKernelDomain out;
 	if (k.disabled)
 		out.enabled = false;
+	if (k.monitor_timer_us != control::kDefaultMonitorTimerUs)
+		out.monitor_timer_us = k.monitor_timer_us;
 	out.channel = k.channel;
 	out.subbuf_size = k.subbuf_size;
 	out.num_subbuf = k.num_subbuf;
@@ -326,9 +329,11 @@ void Daemon::replay(const control::Load &req, const control::PeerCred &peer, Loc
 	if (!f.kernel)
 		return;
 	const control::SavedKernelDomain &k = *f.kernel;
-	if (!k.channel.empty() || k.subbuf_size || k.num_subbuf || k.overwrite || k.tracefile_size) {
-		control::KernelEnableChannel channel{session,     k.channel,        std::nullopt,      std::nullopt,
-		                                     k.overwrite, k.tracefile_size, k.tracefile_count, std::nullopt};
+	if (!k.channel.empty() || k.subbuf_size || k.num_subbuf || k.overwrite || k.tracefile_size ||
+	    k.monitor_timer_us) {
+		control::KernelEnableChannel channel{session,           k.channel,         std::nullopt,
+		                                     std::nullopt,      k.overwrite,       k.tracefile_size,
+		                                     k.tracefile_count, k.monitor_timer_us};
 		if (k.subbuf_size || k.num_subbuf) {
 			channel.subbuf_size = k.subbuf_size;
 			channel.num_subbuf = k.num_subbuf;

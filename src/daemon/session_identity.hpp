@@ -26,8 +26,9 @@ struct SessionRelay {
 	uint64_t live_period_ns = 0;
 	bool public_live = false; // --public-live
 	// The key and CAs (--relay-key, --relay-ca) of a snapshot session's
-	// snapshots sent to a relay (`create --snapshot --set-url`, LTTng's form:
-	// no link, the URL its snapshot output).
+	// snapshots sent to a relay: to its snapshot output's URL (`create
+	// --snapshot --set-url`, LTTng's form: no link; `snapshot add-output`),
+	// or `snapshot record`'s.
 	control::relay::ClientSecurity snapshot_security;
 };
 

@@ -102,6 +102,8 @@ control::KernelStatus kernel_status(const TraceSession &s)
 	}
 	if (kernel.disabled)
 		k.disabled = true;
+	if (kernel.monitor_timer_us)
+		k.monitor_timer_us = kernel.monitor_timer_us;
 	const kernel::ProcessRules processes = process_rules(kernel);
 	if (processes.pid)
 		k.pids.assign(processes.pid->begin(), processes.pid->end());

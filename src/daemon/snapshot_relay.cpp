@@ -3,9 +3,11 @@
 // protocol, on a connection of its own (a consumer::RelayLink opened for it,
 // ended by BYE once the relay confirmed every packet). The relay files it as
 // any session, under HOSTNAME/SESSION-DATE/ (DATE: when the snapshot was
-// taken), its trace at NAME-N-DATE/ in there, readable alone. The
+// taken), its trace at NAME-N-DATE/ in there, readable alone; with a kernel
+// domain, NAME-N-DATE/ust and NAME-N-DATE/kernel, as in a local snapshot
+// (the kernel part read out of tracefs into the same connection). The
 // connection authenticates and uses TLS as the session's --relay-key and
-// --relay-ca say (`create --snapshot --set-url`).
+// --relay-ca say (`create --snapshot [--set-url URL]`), whichever output it goes to.
 #include "daemon/log.hpp"
 #include "daemon/session_snapshot.hpp"
 
@@ -30,13 +32,8 @@ constexpr size_t kQueueMargin = 64u << 20;
 std::string SnapshotRecorder::write_to_relay(const SnapshotPlan &plan, KernelDomain &kernel) const
 {
 	const std::string where = "the relay at " + control::relay::to_string(*plan.relay);
-	if (kernel.in_layout())
-		throw std::runtime_error(
-			"session '" + session_.name +
-			"' has a kernel domain: its snapshots are written to a directory, not sent to " + where +
-			"; give DIR or file://DIR");
 	// The whole copy fits in the queue: the copiers never wait for the relay.
-	size_t queue_bytes = kQueueMargin;
+	size_t queue_bytes = kQueueMargin + kernel.snapshot_bytes();
 	for (const auto &part : plan.parts) {
 		const ringbuf::Config &c = part.buffer->ring->config();
 		queue_bytes += size_t{c.num_cpus} * c.num_subbuf * c.subbuf_size;
@@ -60,21 +57,35 @@ std::string SnapshotRecorder::write_to_relay(const SnapshotPlan &plan, KernelDom
 	if (const std::string why = link->open(kConnectTimeoutMs); !why.empty())
 		throw std::runtime_error("cannot reach " + where + " (" + why +
 		                         "): start tracery-relayd there, or fix the snapshot's net://HOST[:PORT]");
-	consumer::TraceOutput output("", link, plan.dir);
+	consumer::TraceOutput output("", link, kernel.in_layout() ? plan.dir + "/ust" : plan.dir);
 	output.write_metadata(plan.metadata);
 	const std::string refused = copy_buffers(plan, [&](const consumer::StreamNames &names, uint32_t num_cpus) {
 		return output.sink(names, num_cpus);
 	});
-	const std::string unconfirmed = link->bye(kSendTimeoutMs);
+	// The kernel part once the user part is whole: reading it consumes the kernel's buffers.
+	const bool kernel_read = kernel.in_layout() && refused.empty();
+	std::string problems = refused;
+	const auto add = [&problems](const std::string &problem) {
+		if (!problem.empty())
+			problems += (problems.empty() ? "" : "; ") + problem;
+	};
+	if (kernel_read) {
+		try {
+			kernel.snapshot(plan.dir, link);
+		} catch (const std::runtime_error &e) {
+			add(e.what());
+		}
+	}
+	add(link->bye(kSendTimeoutMs));
 	const consumer::RelayLink::Counts counts = link->counts();
+	if (counts.packets_dropped > 0)
+		add(std::to_string(counts.packets_dropped) + " packets not sent");
 	const std::string dir = counts.relay_path + "/" + plan.dir;
-	if (!refused.empty() || !unconfirmed.empty() || counts.packets_dropped > 0)
-		throw std::runtime_error("snapshot " + dir + " sent to " + where +
-		                         " is incomplete: " + (refused.empty() ? "" : refused + "; ") + unconfirmed +
-		                         (counts.packets_dropped
-		                                  ? "; " + std::to_string(counts.packets_dropped) + " packets not sent"
-		                                  : "") +
-		                         "; the buffers are intact: record the snapshot again");
+	if (!problems.empty())
+		throw std::runtime_error("snapshot " + dir + " sent to " + where + " is incomplete: " + problems +
+		                         (kernel_read ? "; the user space buffers are intact (the kernel's were read "
+		                                        "out): record the snapshot again"
+		                                      : "; the buffers are intact: record the snapshot again"));
 	return dir + " on " + where;
 }
 

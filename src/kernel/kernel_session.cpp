@@ -727,7 +727,7 @@ void KernelSession::stop()
 	}
 }
 
-void KernelSession::snapshot(const std::string &dir)
+void KernelSession::snapshot(consumer::TraceOutput out)
 {
 	if (!config_.snapshot || !instance_)
 		throw std::logic_error("kernel session '" + config_.session_name +
@@ -737,17 +737,23 @@ void KernelSession::snapshot(const std::string &dir)
 	std::vector<uint64_t> baseline(cpus_.back() + 1, 0);
 	for (const uint32_t cpu : cpus_)
 		baseline[cpu] = parse_lost_total(instance_->cpu_stats(cpu));
-	std::unique_ptr<KernelTrace> trace =
-		new_trace(consumer::TraceOutput(dir + "/kernel", nullptr, ""), std::move(baseline));
+	std::unique_ptr<KernelTrace> trace = new_trace(std::move(out), std::move(baseline));
 	drain(start_readers(*trace), *trace); // stopped at once: each reads what there is
 	write_statedump(*trace);
 	base::FsCreds as_writer(config_.file_uid, config_.file_gid);
 	trace->close();
 	if (const consumer::WriteLosses w = trace->write_losses(); !w.reason.empty())
-		throw std::runtime_error("the kernel part of snapshot '" + dir + "' is incomplete: " + w.reason + "; " +
-		                         std::to_string(w.events) +
+		throw std::runtime_error("incomplete: " + w.reason + "; " + std::to_string(w.events) +
 		                         " kernel events not written (a snapshot reads them out of the kernel's "
 		                         "buffer: they are gone)");
+}
+
+uint64_t KernelSession::buffer_bytes() const
+{
+	if (!instance_)
+		return 0;
+	const uint64_t per_cpu = config_.subbuf_size * config_.num_subbuf;
+	return (per_cpu != 0 ? per_cpu : instance_->buffer_size_kb() * 1024) * cpus_.size();
 }
 
 void KernelSession::rotate(const std::string &output)

@@ -19,7 +19,7 @@
 //
 // Snapshot sessions (config.snapshot, with overwrite): nothing is read while tracing; the
 // kernel buffer keeps its newest pages, and snapshot() reads them out into
-// DIR/kernel, a trace of its own. Reading a tracefs buffer consumes it, and
+// DIR/kernel (or the relay's copy of it), a trace of its own. Reading a tracefs buffer consumes it, and
 // this kernel has no tracefs snapshot buffer (CONFIG_TRACER_SNAPSHOT): a
 // kernel snapshot holds the newest events the buffer kept since the
 // previous snapshot (or since the start).
@@ -204,10 +204,14 @@ public:
 	// reconfigure again to the previous configuration).
 	void reconfigure(const KernelSessionConfig &next);
 	// Snapshot sessions, while started or stopped: the newest pages of every
-	// CPU into DIR/kernel (a new trace, state dump included). Throws
-	// std::runtime_error, TracefsError, std::system_error;
-	// std::logic_error if not a snapshot session or never started.
-	void snapshot(const std::string &dir);
+	// CPU into `out` (a new trace, state dump included: SNAPSHOT/kernel, or
+	// the relay's copy of it). Throws std::runtime_error, TracefsError,
+	// std::system_error; std::logic_error if not a snapshot session or never
+	// started.
+	void snapshot(consumer::TraceOutput out);
+	// The bytes of the instance's buffers, all CPUs (0 before the first start):
+	// what a snapshot reads out, at most.
+	uint64_t buffer_bytes() const;
 	// Rotation: the trace goes on in OUTPUT/kernel of another OUTPUT (the
 	// next trace chunk's directory), the one before left a complete trace.
 	// Started: the readers read out what the buffers hold (tracing stays on:

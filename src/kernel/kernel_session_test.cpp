@@ -584,14 +584,17 @@ TEST_F(KernelSessionRoot, SnapshotsHoldTheNewestEventsSinceThePreviousOne)
 	constexpr int64_t kFirst = 1'000'000, kCalls = 100'000;
 	{
 		KernelSession session(root, config);
-		EXPECT_THROW(session.snapshot(tmpl + "/early"), std::logic_error);
+		const auto snapshot = [&](const std::string &dir) {
+			session.snapshot(consumer::TraceOutput(dir + "/kernel", nullptr, ""));
+		};
+		EXPECT_THROW(snapshot(tmpl + "/early"), std::logic_error);
 		session.start();
 		child.calls(kFirst, kCalls);
-		session.snapshot(tmpl + "/s1");
-		session.snapshot(tmpl + "/s2");
+		snapshot(tmpl + "/s1");
+		snapshot(tmpl + "/s2");
 		child.calls(5000, 10);
 		session.stop();
-		session.snapshot(tmpl + "/s3"); // stopped: what the buffer holds
+		snapshot(tmpl + "/s3"); // stopped: what the buffer holds
 		EXPECT_EQ(session.counts().events, 0u) << "a snapshot session writes no trace of its own";
 		session.destroy();
 	}

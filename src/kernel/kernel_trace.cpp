@@ -510,6 +510,7 @@ bool KernelTrace::send(uint32_t cpu, Cpu &c, const ctf::PacketInfo &info)
 	const std::lock_guard lock(counts_mutex_);
 	c.counts.discarded = info.events_discarded;
 	++c.counts.packets;
+	c.counts.bytes += ctf::kPacketPrefixSize + c.events.size();
 	return true;
 }
 
@@ -795,6 +796,7 @@ KernelTraceCounts KernelTrace::counts() const
 		total.malformed += c.counts.malformed;
 		total.bad_pages += c.counts.bad_pages;
 		total.packets += c.counts.packets;
+		total.bytes += c.counts.bytes;
 	}
 	total.statedump = statedump_events_;
 	return total;

@@ -93,6 +93,7 @@ struct KernelTraceCounts {
 	uint64_t malformed = 0; // shorter than their format (skipped)
 	uint64_t bad_pages = 0; // pages whose decoding stopped at an error
 	uint64_t packets = 0;
+	uint64_t bytes = 0;     // of the CPU streams' packets written, headers included
 	uint64_t statedump = 0; // lttng_statedump_process_state events
 };
 
