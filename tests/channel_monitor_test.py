@@ -195,7 +195,7 @@ class ChannelMonitor(DaemonTestCase):
         self.d.tracery("save", "kept", "--output-path", files)
         with open(os.path.join(files, "kept.json")) as f:
             saved = json.load(f)
-        self.assertEqual(saved["format"], 2)
+        self.assertEqual(saved["format"], 3)
         chan = saved["user"]["channels"][0]
         self.assertEqual((chan["switch_timer_us"], chan["monitor_timer_us"], chan["enabled"]),
                          (250000, 50000, False))
