@@ -4,6 +4,7 @@ touches a real daemon), the tracery command, instrumented programs, and
 cleanup of all of them even when a test fails."""
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -172,6 +173,7 @@ class DaemonTestCase(unittest.TestCase):
             self.skipTest("babeltrace2 is not installed")
         self.d = DaemonEnv()
         self.addCleanup(self.d.cleanup)
+        self.pending = {}  # per watcher: what it printed after its last whole line (read_notifications)
 
     def out(self, name):
         return os.path.join(self.d.tmp, name)
@@ -212,10 +214,28 @@ class DaemonTestCase(unittest.TestCase):
         self.assertIn("Watching", p.stderr.readline())
         return p
 
+    def read_notifications(self, watcher, count, timeout=20):
+        """The watcher's next `count` notifications, read from its descriptor (fails rather than hangs)."""
+        pending = self.pending.setdefault(watcher.pid, [b""])
+        got = []
+        deadline = time.time() + timeout
+        while len(got) < count:
+            while b"\n" not in pending[0]:
+                ready, _, _ = select.select([watcher.stdout], [], [], max(0, deadline - time.time()))
+                chunk = os.read(watcher.stdout.fileno(), 65536) if ready else b""
+                if not chunk:
+                    raise AssertionError(f"{len(got)} of {count} notifications\n{self.d.log()}")
+                pending[0] += chunk
+            line, pending[0] = pending[0].split(b"\n", 1)
+            got.append(json.loads(line))
+        return got
+
     def notifications(self, watcher):
-        """The notifications a watch printed, one JSON object a line, once it is ended."""
+        """The notifications a watch printed, one JSON object a line, once it is ended (after those
+        read_notifications() took)."""
         watcher.terminate()
         out, _ = watcher.communicate(timeout=10)
+        out = self.pending.pop(watcher.pid, [b""])[0].decode() + out
         return [json.loads(line) for line in out.splitlines()]
 
 

@@ -3,10 +3,8 @@ the programs it names only, `tracery watch` prints the captured fields, its snap
 kernel snapshot holding the exec; the trigger has a tracefs instance of its own, outlives the session it acts on,
 and its instance goes with it; once-after:3 fires once, on the third match; a kernel channel's buffer usage and what
 its readers wrote counted in the session's consumed size; a filter the kernel cannot evaluate is refused. tracefs's global settings are compared before and after each test."""
-import json
 import os
 import re
-import select
 import shutil
 import subprocess
 import time
@@ -22,7 +20,6 @@ class KernelTriggers(KernelMixin, DaemonTestCase):
         self.check_kernel_prerequisites()
         super().setUp()
         self.daemon = self.d.start_daemon()
-        self.pending = {}
 
     def marker(self, name):
         """A copy of /bin/true named NAME in the test's directory: its exec is what the triggers look for."""
@@ -32,22 +29,6 @@ class KernelTriggers(KernelMixin, DaemonTestCase):
 
     def exec_marker(self, path):
         self.assertEqual(subprocess.run([path]).returncode, 0)
-
-    def read_notifications(self, watcher, count, timeout=20):
-        """The watcher's next `count` notifications, read from its descriptor (fails rather than hangs)."""
-        pending = self.pending.setdefault(watcher.pid, [b""])
-        got = []
-        deadline = time.time() + timeout
-        while len(got) < count:
-            while b"\n" not in pending[0]:
-                ready, _, _ = select.select([watcher.stdout], [], [], max(0, deadline - time.time()))
-                chunk = os.read(watcher.stdout.fileno(), 65536) if ready else b""
-                if not chunk:
-                    raise AssertionError(f"{len(got)} of {count} notifications\n{self.d.log()}")
-                pending[0] += chunk
-            line, pending[0] = pending[0].split(b"\n", 1)
-            got.append(json.loads(line))
-        return got
 
     def test_exec_trigger_notifies_and_snapshots(self):
         t = self.d.tracery
