@@ -293,7 +293,11 @@ class RelayKernelRotation(SentChunks, KernelChunks, KernelMixin, RelayBesideDaem
         os.unlink(filler)
         self.assertNotEqual(failed.returncode, 0)
         self.assertIn("cannot begin a new trace chunk", failed.stderr)
-        self.assertIn("kernel: ", failed.stderr)
+        if "kernel: " not in failed.stderr:
+            # The kernel streams' writes took the room left for the user trace's metadata before the rotation
+            # came (seen under AddressSanitizer): the failure this test is about did not happen.
+            self.assertIn("/ust/", failed.stderr)
+            self.skipTest("the disk filled before the user trace moved: " + failed.stderr.strip())
         self.emit_marked_rounds(emitter, 3, 3)
         self.assertIn(os.path.join(path, "archives", ""), self.d.tracery("rotate", "kf").stdout)
         self.emit_marked_rounds(emitter, 4, 4)
