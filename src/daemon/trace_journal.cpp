@@ -1,6 +1,7 @@
 // The daemon's journal of the traces it writes: see trace_journal.hpp.
 #include "daemon/trace_journal.hpp"
 
+#include "base/ascii.hpp"
 #include "base/fd.hpp"
 
 #include <fcntl.h>
@@ -33,17 +34,6 @@ void escape_into(std::string &out, std::string_view path)
 	}
 }
 
-int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 // False if `in` has a bad escape or decodes to a NUL.
 bool unescape(std::string_view in, std::string &out)
 {
@@ -54,7 +44,7 @@ bool unescape(std::string_view in, std::string &out)
 		}
 		if (i + 2 >= in.size())
 			return false;
-		const int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
+		const int hi = base::hex_digit_value(in[i + 1]), lo = base::hex_digit_value(in[i + 2]);
 		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 			return false;
 		out += static_cast<char>(hi << 4 | lo);
