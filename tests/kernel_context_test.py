@@ -6,6 +6,7 @@ are recorded exactly while they were on, and so are the calls of processes track
 root and a mounted tracefs (skipped with a message otherwise)."""
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -104,8 +105,43 @@ class KernelContextTest(KernelMixin, DaemonTestCase):
         self.assertEqual(slices.get(("write", dd, dd)), per_name["syscall_entry_write"], slices)
         self.assertEqual(slices.get(("read", dd, dd)), per_name["syscall_entry_read"], slices)
 
+    def switch_rule(self, path, dd):
+        """dd's one-byte writes counted under the thread their CPU's last recorded sched_switch put there
+        (lttng-analyses' rule), from the events as babeltrace2 reads them: ({tid: writes}, the line of the
+        last switch before the first write given to another thread, if any)."""
+        bt = subprocess.run(["babeltrace2", os.path.join(path, "kernel")], capture_output=True, text=True,
+                            timeout=300)
+        self.assertEqual((bt.returncode, bt.stderr), (0, ""))
+        on_cpu, last_switch, per_tid, first_elsewhere = {}, {}, {}, None
+        for line in bt.stdout.splitlines():
+            cpu = re.search(r"\{ cpu_id = (\d+) \}", line)
+            if not cpu:
+                continue
+            if "sched_switch:" in line:
+                on_cpu[cpu.group(1)] = int(re.search(r"next_tid = (\d+)", line).group(1))
+                last_switch[cpu.group(1)] = line
+            elif "syscall_entry_write:" in line and "fd = 1, buf" in line and "count = 1 }" in line:
+                tid = on_cpu.get(cpu.group(1))
+                per_tid[tid] = per_tid.get(tid, 0) + 1
+                if first_elsewhere is None and tid != dd:
+                    first_elsewhere = last_switch.get(cpu.group(1), "no switch on that CPU yet")
+        return per_tid, first_elsewhere
+
     def test_dd_beside_a_hog_without_contexts(self):
         t, path, shell, dd = self.run_dd("plain", contexts=False)
+        # The thread is the one the trace's own switches name: checked against babeltrace2's events first.
+        expected, elsewhere = self.switch_rule(path, dd)
+        rows = self.query(path, "SELECT tid, count(*) AS n FROM events WHERE name = 'syscall_entry_write' "
+                                "AND json_extract(payload, '$.fd') = 1 AND json_extract(payload, '$.count') = 1 "
+                                "GROUP BY tid")
+        self.assertEqual({r["tid"]: r["n"] for r in rows}, expected)
+        if expected != {dd: WRITES}:
+            # A switch into dd the kernel did not record (src/kernel/README.md, "The missing switch"): the
+            # trace gives those writes to another thread, and so must every reader that follows its switches.
+            self.skipTest(f"the kernel recorded no switch into dd ({dd}) before {WRITES - expected.get(dd, 0)} "
+                          f"of its {WRITES} writes (by the trace's switches: {expected}; the last switch before "
+                          f"the first: {elsewhere}); their attribution follows the trace, checked; the rest "
+                          "needs every switch")
         self.check_attribution(t, path, shell, dd)
 
     def test_dd_beside_a_hog_with_contexts(self):
