@@ -27,16 +27,25 @@ void *run_background(void *p)
 
 bool in_background_thread() noexcept { return t_background; }
 
+AllSignalsBlocked::AllSignalsBlocked()
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &caller_);
+}
+
+AllSignalsBlocked::~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &caller_, nullptr); }
+
 int start_background_thread(pthread_t &thread, void *(*body)(void *), void *arg)
 {
 	// A new thread inherits its creator's mask: block everything around the
 	// creation so there is no window in which the new thread takes a signal.
-	sigset_t all, caller;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &caller);
 	auto *start = new Start{body, arg};
-	const int rc = pthread_create(&thread, nullptr, run_background, start);
-	pthread_sigmask(SIG_SETMASK, &caller, nullptr);
+	int rc;
+	{
+		const AllSignalsBlocked blocked;
+		rc = pthread_create(&thread, nullptr, run_background, start);
+	}
 	if (rc != 0)
 		delete start;
 	return rc;

@@ -6,13 +6,11 @@
 #include "analysis/output/json_text.hpp"
 #include "analysis/sql/clickhouse_export.hpp"
 #include "analysis/sql/trace_rows.hpp"
+#include "base/background_thread.hpp"
 #include "base/cat.hpp"
 #include "base/sizes.hpp"
 #include "ctf/reader/read_error.hpp"
 #include "ctf/reader/trace_reader.hpp"
-
-#include <pthread.h>
-#include <signal.h>
 
 #include <condition_variable>
 #include <deque>
@@ -359,11 +357,7 @@ ClickHouseSink::ClickHouseSink(ClickHouseSinkOptions options, std::function<void
 {
 	Impl &s = *impl_;
 	// Its thread takes no signal (the relay's loop handles SIGTERM and SIGINT).
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	s.thread = std::thread([&s] { s.run(); });
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	s.thread = base::signal_free_thread([&s] { s.run(); });
 	s.log(cat("ClickHouse sink: inserting into ", s.client.endpoint().shown, " (tables ", s.opt.table_prefix,
 	          "events, ...), a queue of ", base::format_size(s.opt.queue_bytes)));
 }

@@ -1,6 +1,7 @@
 // relay/serial_receiver.cpp — see serial_receiver.hpp.
 #include "relay/serial_receiver.hpp"
 
+#include "base/background_thread.hpp"
 #include "base/cat.hpp"
 #include "control/relay_connection.hpp"
 
@@ -69,7 +70,8 @@ SerialReceiver::SerialReceiver(control::serial::LineSettings line, std::string r
 {
 	if (!stop_)
 		throw std::runtime_error(cat("eventfd: ", std::strerror(errno)));
-	thread_ = std::thread([this] { run(); });
+	// Its thread takes no signal (the relay's loop handles SIGTERM and SIGINT).
+	thread_ = base::signal_free_thread([this] { run(); });
 }
 
 SerialReceiver::~SerialReceiver()
