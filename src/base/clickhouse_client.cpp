@@ -24,20 +24,17 @@ constexpr size_t kMaxErrorText = 2000;
 // Kerberos, LDAP, SSH...) whose loading cost every run of the tracery
 // command about 20 ms and 5 MiB at start (`tracery view` included), when
 // only the ClickHouse export, `tracery query --clickhouse` and a relay's
-// sink use it. The header's declarations give the types.
+// sink use it. The list names each once: the member, its type (the
+// header's declaration) and the symbol looked up all come from it.
+// clang-format off
+#define TRACERY_CURL_FUNCTIONS(X) \
+	X(global_init) X(easy_init) X(easy_cleanup) X(easy_reset) X(easy_escape) X(free) \
+	X(easy_setopt) X(easy_perform) X(easy_strerror) X(easy_getinfo) X(slist_append) X(slist_free_all)
+// clang-format on
 struct Curl {
-	decltype(&curl_global_init) global_init;
-	decltype(&curl_easy_init) easy_init;
-	decltype(&curl_easy_cleanup) easy_cleanup;
-	decltype(&curl_easy_reset) easy_reset;
-	decltype(&curl_easy_escape) easy_escape;
-	decltype(&curl_free) free;
-	decltype(&curl_easy_setopt) easy_setopt;
-	decltype(&curl_easy_perform) easy_perform;
-	decltype(&curl_easy_strerror) easy_strerror;
-	decltype(&curl_easy_getinfo) easy_getinfo;
-	decltype(&curl_slist_append) slist_append;
-	decltype(&curl_slist_free_all) slist_free_all;
+#define TRACERY_CURL_MEMBER(f) decltype(&curl_##f) f;
+	TRACERY_CURL_FUNCTIONS(TRACERY_CURL_MEMBER)
+#undef TRACERY_CURL_MEMBER
 };
 
 // Loads libcurl once (the OpenSSL build's soname, then the GnuTLS one's),
@@ -64,23 +61,15 @@ const Curl &curl()
 				throw Error(Error::unreachable, base::cat("ClickHouse: the libcurl loaded has no ",
 				                                          name, " (too old a libcurl)"));
 		};
-		bind(c.global_init, "curl_global_init");
-		bind(c.easy_init, "curl_easy_init");
-		bind(c.easy_cleanup, "curl_easy_cleanup");
-		bind(c.easy_reset, "curl_easy_reset");
-		bind(c.easy_escape, "curl_easy_escape");
-		bind(c.free, "curl_free");
-		bind(c.easy_setopt, "curl_easy_setopt");
-		bind(c.easy_perform, "curl_easy_perform");
-		bind(c.easy_strerror, "curl_easy_strerror");
-		bind(c.easy_getinfo, "curl_easy_getinfo");
-		bind(c.slist_append, "curl_slist_append");
-		bind(c.slist_free_all, "curl_slist_free_all");
+#define TRACERY_CURL_BIND(f) bind(c.f, "curl_" #f);
+		TRACERY_CURL_FUNCTIONS(TRACERY_CURL_BIND)
+#undef TRACERY_CURL_BIND
 		c.global_init(CURL_GLOBAL_DEFAULT);
 		return c;
 	}();
 	return loaded;
 }
+#undef TRACERY_CURL_FUNCTIONS
 
 // %XX decoding of the URL's user, password and database.
 std::string percent_decoded(std::string_view s)
