@@ -63,6 +63,18 @@ ${tracery_about}
 This package holds the session daemon traceryd, the relay tracery-relayd
 and the tracery command, with their man pages, bash and zsh completion and
 the systemd units of the system-wide daemon.")
+# libcurl is loaded with dlopen (src/base/clickhouse_client.cpp), which dpkg-shlibdeps cannot see: the package
+# that holds the libcurl.so.4 found here is named as a dependency (Debian 12: libcurl4; libcurl4t64 on later ones).
+find_library(tracery_libcurl NAMES libcurl.so.4 libcurl-gnutls.so.4)
+set(tracery_curl_package libcurl4)
+if(tracery_libcurl)
+  file(REAL_PATH ${tracery_libcurl} tracery_libcurl_file)
+  execute_process(COMMAND dpkg-query -S ${tracery_libcurl_file} OUTPUT_VARIABLE tracery_curl_owner ERROR_QUIET)
+  if(tracery_curl_owner MATCHES "^([a-z0-9][a-z0-9.+-]*)[:,]")
+    set(tracery_curl_package ${CMAKE_MATCH_1})
+  endif()
+endif()
+set(CPACK_DEBIAN_TRACERY_PACKAGE_DEPENDS ${tracery_curl_package})
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libtracery0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_DESCRIPTION "Linux tracer: run-time library of instrumented programs

@@ -291,6 +291,7 @@ class DebianPackages(unittest.TestCase):
         self.assertEqual([p for p in everything if "bench" in p], [])  # no benchmark is packaged
         self.assertIn("libc6", self.field("tracery", "Depends"))  # dpkg-shlibdeps read the programs
         self.assertIn("libssl3", self.field("tracery", "Depends"))
+        self.assertIn("libcurl", self.field("tracery", "Depends"))  # loaded with dlopen, named by CMake
         self.assertIn("libtracery0", self.field("tracery-preload", "Depends"))
         self.assertIn("libtracery0 (= ", self.field("libtracery-dev", "Depends"))
         self.assertIn("libtracery-ctl0 (= ", self.field("libtracery-dev", "Depends"))

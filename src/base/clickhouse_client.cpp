@@ -6,17 +6,70 @@
 #include "base/cat.hpp"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <mutex>
+#include <type_traits>
 
 namespace tracery::clickhouse {
 
 namespace {
 
 constexpr size_t kMaxErrorText = 2000;
+
+// libcurl's functions, from the library loaded when the first client is
+// made rather than linked: libcurl needs some thirty libraries (TLS,
+// Kerberos, LDAP, SSH...) whose loading cost every run of the tracery
+// command about 20 ms and 5 MiB at start (`tracery view` included), when
+// only the ClickHouse export, `tracery query --clickhouse` and a relay's
+// sink use it. The list names each once: the member, its type (the
+// header's declaration) and the symbol looked up all come from it.
+// clang-format off
+#define TRACERY_CURL_FUNCTIONS(X) \
+	X(global_init) X(easy_init) X(easy_cleanup) X(easy_reset) X(easy_escape) X(free) \
+	X(easy_setopt) X(easy_perform) X(easy_strerror) X(easy_getinfo) X(slist_append) X(slist_free_all)
+// clang-format on
+struct Curl {
+#define TRACERY_CURL_MEMBER(f) decltype(&curl_##f) f;
+	TRACERY_CURL_FUNCTIONS(TRACERY_CURL_MEMBER)
+#undef TRACERY_CURL_MEMBER
+};
+
+// Loads libcurl once (the OpenSSL build's soname, then the GnuTLS one's),
+// and runs its global initialization. Throws Error when it cannot.
+const Curl &curl()
+{
+	static const Curl loaded = [] {
+		void *lib = nullptr;
+		std::string why;
+		for (const char *soname : {"libcurl.so.4", "libcurl-gnutls.so.4"}) {
+			lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+			if (lib)
+				break;
+			const char *e = dlerror();
+			why += base::cat(why.empty() ? "" : "; ", e ? e : soname);
+		}
+		if (!lib)
+			throw Error(Error::unreachable, "ClickHouse: cannot load libcurl (" + why +
+			                                        "): install it (Debian: the package libcurl4)");
+		Curl c{};
+		auto bind = [&](auto &fn, const char *name) {
+			fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+			if (!fn)
+				throw Error(Error::unreachable, base::cat("ClickHouse: the libcurl loaded has no ",
+				                                          name, " (too old a libcurl)"));
+		};
+#define TRACERY_CURL_BIND(f) bind(c.f, "curl_" #f);
+		TRACERY_CURL_FUNCTIONS(TRACERY_CURL_BIND)
+#undef TRACERY_CURL_BIND
+		c.global_init(CURL_GLOBAL_DEFAULT);
+		return c;
+	}();
+	return loaded;
+}
+#undef TRACERY_CURL_FUNCTIONS
 
 // %XX decoding of the URL's user, password and database.
 std::string percent_decoded(std::string_view s)
@@ -153,59 +206,58 @@ Endpoint parse_url(std::string_view url)
 
 Client::Client(Endpoint endpoint, Timeouts timeouts) : endpoint_(std::move(endpoint)), timeouts_(timeouts)
 {
-	static std::once_flag once;
-	std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-	curl_ = curl_easy_init();
+	curl_ = curl().easy_init();
 	if (!curl_)
 		throw Error(Error::unreachable, "ClickHouse: libcurl could not make a handle");
 }
 
-Client::~Client() { curl_easy_cleanup(static_cast<CURL *>(curl_)); }
+Client::~Client() { curl().easy_cleanup(static_cast<CURL *>(curl_)); }
 
 void Client::request(std::string_view query_param, std::string_view body,
                      const std::function<void(std::string_view)> *data)
 {
+	const Curl &lib = curl();
 	CURL *c = static_cast<CURL *>(curl_);
-	curl_easy_reset(c);
+	lib.easy_reset(c);
 	// The server sends a progress header every few seconds while a statement
 	// runs: a long query is not taken for a server that stopped answering.
 	std::string url = endpoint_.url + "?database=" + endpoint_.database +
 	                  "&send_progress_in_http_headers=1&http_headers_progress_interval_ms=" +
 	                  std::to_string(std::max<long>(1, timeouts_.stall_s / 4) * 1000);
 	if (!query_param.empty()) {
-		char *escaped = curl_easy_escape(c, query_param.data(), static_cast<int>(query_param.size()));
+		char *escaped = lib.easy_escape(c, query_param.data(), static_cast<int>(query_param.size()));
 		url += "&query=";
 		url += escaped ? escaped : "";
-		curl_free(escaped);
+		lib.free(escaped);
 	}
 	Received r;
 	r.data = data;
 	r.stall = std::chrono::seconds(timeouts_.stall_s);
 	char curl_message[CURL_ERROR_SIZE] = {};
-	curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_message);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeouts_.connect_ms);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &r);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+	lib.easy_setopt(c, CURLOPT_URL, url.c_str());
+	lib.easy_setopt(c, CURLOPT_POST, 1L);
+	lib.easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+	lib.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+	lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	lib.easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	lib.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	lib.easy_setopt(c, CURLOPT_HEADERDATA, &r);
+	lib.easy_setopt(c, CURLOPT_ERRORBUFFER, curl_message);
+	lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeouts_.connect_ms);
+	lib.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	lib.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	lib.easy_setopt(c, CURLOPT_XFERINFODATA, &r);
+	lib.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
 	// no "Expect: 100-continue" round trip before a large body
-	curl_slist *headers = curl_slist_append(nullptr, "Expect:");
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_slist *headers = lib.slist_append(nullptr, "Expect:");
+	lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	if (!endpoint_.user.empty()) {
-		curl_easy_setopt(c, CURLOPT_USERNAME, endpoint_.user.c_str());
-		curl_easy_setopt(c, CURLOPT_PASSWORD, endpoint_.password.c_str());
+		lib.easy_setopt(c, CURLOPT_USERNAME, endpoint_.user.c_str());
+		lib.easy_setopt(c, CURLOPT_PASSWORD, endpoint_.password.c_str());
 	}
-	const CURLcode rc = curl_easy_perform(c);
-	curl_slist_free_all(headers);
+	const CURLcode rc = lib.easy_perform(c);
+	lib.slist_free_all(headers);
 	if (r.thrown)
 		std::rethrow_exception(r.thrown);
 	if (r.stalled)
@@ -215,12 +267,12 @@ void Client::request(std::string_view query_param, std::string_view body,
 		throw Error(Error::timeout, base::cat("ClickHouse at ", endpoint_.shown, " did not answer in time (",
 		                                      curl_message[0] ? std::string(curl_message) : "timeout", ")"));
 	if (rc != CURLE_OK)
-		throw Error(Error::unreachable, "cannot reach ClickHouse at " + endpoint_.shown + ": " +
-		                                        (curl_message[0] ? std::string(curl_message)
-		                                                         : std::string(curl_easy_strerror(rc))) +
-		                                        " (is clickhouse-server running, and is that its HTTP port?)");
+		throw Error(Error::unreachable,
+		            "cannot reach ClickHouse at " + endpoint_.shown + ": " +
+		                    (curl_message[0] ? std::string(curl_message) : std::string(lib.easy_strerror(rc))) +
+		                    " (is clickhouse-server running, and is that its HTTP port?)");
 	long status = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200)
 		throw Error(Error::refused, "ClickHouse at " + endpoint_.shown + " refused the statement (HTTP " +
 		                                    std::to_string(status) + "): " + trimmed(r.error));

@@ -5,7 +5,7 @@
 // not answer in time, and ClickHouse's own error text for a refused
 // statement. Knows nothing of traces: the SQL export, `tracery query
 // --clickhouse` and a relay's sink share it (library tracery_clickhouse,
-// the only part of base that links libcurl).
+// the only part of base that uses libcurl, loaded at the first client).
 #pragma once
 
 #include <cstdint>

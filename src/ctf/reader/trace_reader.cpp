@@ -127,7 +127,9 @@ public:
 	// The bytes [from, to) are about to be read: their pages, and those up to
 	// kPopulate bytes from `from`, are mapped in one call (MADV_POPULATE_READ)
 	// rather than by a page fault every few pages (small packets touch every
-	// page). Where the kernel cannot, the faults map them as before.
+	// page). Where the kernel cannot, the faults map them as before. 256 KiB
+	// takes as few faults as 1 MiB did, and 1.5 MiB less peak RSS for two
+	// streams.
 	void populate(uint64_t from, uint64_t to) const
 	{
 		if (to <= populated || from >= size)
@@ -147,7 +149,7 @@ public:
 	mutable uint64_t populated = 0; // bytes [.., populated) were mapped (populate)
 	static constexpr uint64_t kReleaseBatch = uint64_t{1} << 20;
 	static constexpr uint64_t kFolioMax = uint64_t{2} << 20;
-	static constexpr uint64_t kPopulate = uint64_t{1} << 20;
+	static constexpr uint64_t kPopulate = uint64_t{1} << 18;
 };
 
 namespace {
