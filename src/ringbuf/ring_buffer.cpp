@@ -304,6 +304,7 @@ Channel::Channel(int fd, void *map, std::size_t map_size, const Config &config)
 	compact_hs_ = config_.compact_header_size;
 	extended_hs_ = config_.extended_header_size;
 	mode_ = config_.mode;
+	prefetch_ = mode_ == Mode::discard && (subbuf_size_ << log2_num_subbuf_) <= detail::kPrefetchMaxBuffer;
 	rseq_ = config_.sync == Sync::rseq;
 }
 
