@@ -433,7 +433,7 @@ private:
 	uint32_t compact_hs_;
 	uint32_t extended_hs_;
 	Mode mode_;
-	bool rseq_; // config_.sync == Sync::rseq
+	bool rseq_;     // config_.sync == Sync::rseq
 	bool prefetch_; // discard mode and a buffer of at most kPrefetchMaxBuffer bytes: reserve prefetches ahead
 	std::atomic<bool> quarantined_{false};
 	mutable std::mutex fault_mutex_;
