@@ -275,7 +275,9 @@ std::unique_ptr<Channel> Channel::attach(int fd_in)
 	if (file_size < l.total_size)
 		attach_fail("file size " + std::to_string(file_size) + " is smaller than the channel size " +
 		            std::to_string(l.total_size));
-	void *map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+	// MAP_POPULATE, as in create(): the creator's pages are this process's page faults otherwise, one per page
+	// that its writers reach first (the pages exist, the mapping's page table does not).
+	void *map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
 	if (map == MAP_FAILED)
 		throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
 	return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, c));
@@ -302,6 +304,7 @@ Channel::Channel(int fd, void *map, std::size_t map_size, const Config &config)
 	compact_hs_ = config_.compact_header_size;
 	extended_hs_ = config_.extended_header_size;
 	mode_ = config_.mode;
+	prefetch_ = mode_ == Mode::discard && (subbuf_size_ << log2_num_subbuf_) <= detail::kPrefetchMaxBuffer;
 	rseq_ = config_.sync == Sync::rseq;
 }
 

@@ -37,8 +37,8 @@
 //       thread that finds itself on another CPU than the one it chose retargets to the buffer of the CPU it is
 //       on. A thread without rseq (see rseq.hpp) cannot write an rseq channel: its records are dropped and
 //       counted. Reserve + commit take about 40 % less time (docs/performance.md).
-//  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode, a prefetch for write 1 KiB
-//    ahead: kPrefetchAhead), commit = a plain compare and store of P (and a load to see whether the sub-buffer
+//  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode with buffers of at most 4 MiB,
+//    a prefetch for write 1 KiB ahead: kPrefetchAhead), commit = a plain compare and store of P (and a load to see whether the sub-buffer
 //    is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
 //    common case is inlined into the caller; the general loop (clamping, extended headers, retries, a thread that
 //    moved), switching sub-buffers, out-of-order commits and waking a waiting consumer are out of line.
@@ -118,6 +118,13 @@ inline bool compare_exchange(T &v, T expected, T desired, std::memory_order mo) 
 // not wrapped: past the end of the buffer it names the next buffer or no mapping at all, which a prefetch
 // tolerates (it never faults), and the wrong line asked for once per buffer pass costs less than wrapping always.
 inline constexpr uint64_t kPrefetchAhead = 1024;
+// ...and only while a CPU's buffer is at most this big. The consumer read a line one lap of the buffer before the
+// writer comes back to it; after more than a core's share of the last-level cache (4 MiB on the AMD EPYC of the
+// measurements) its copy is gone and the line comes from memory, where the prefetch no longer saves the wait for
+// ownership and costs time of its own: with 8 sub-buffers of 2 MiB per CPU, the function helpers' bench
+// (three threads on two CPUs) took about 20 ns more per call with it than without, in overwrite mode too
+// (docs/performance.md, "Function entry and exit helpers").
+inline constexpr uint64_t kPrefetchMaxBuffer = uint64_t{4} << 20;
 
 // A hint, never a fault: asks for the line holding p in the exclusive state (prefetchw; x86-64 CPUs without the
 // PRFCHW feature execute it as a no-op).
@@ -426,7 +433,8 @@ private:
 	uint32_t compact_hs_;
 	uint32_t extended_hs_;
 	Mode mode_;
-	bool rseq_; // config_.sync == Sync::rseq
+	bool rseq_;     // config_.sync == Sync::rseq
+	bool prefetch_; // discard mode and a buffer of at most kPrefetchMaxBuffer bytes: reserve prefetches ahead
 	std::atomic<bool> quarantined_{false};
 	mutable std::mutex fault_mutex_;
 	std::string fault_; // set once, before quarantined_
@@ -452,7 +460,7 @@ private:
 	if (__builtin_expect(update_write_pos(cpu, *hot, cur, detail::WritePos{cur.offset + size, now}) <= 0, 0))
 		return false;
 	r.slot = data_(cpu) + (cur.offset & buffer_mask_);
-	if (mode_ == Mode::discard)
+	if (prefetch_)
 		detail::prefetch_for_write(r.slot + detail::kPrefetchAhead);
 	r.timestamp = now;
 	r.offset = cur.offset;

@@ -5,6 +5,7 @@
 #include "ringbuf/ring_buffer.hpp"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -792,6 +793,33 @@ TEST(RingBuffer, AttachSeesSameDataFromAnotherMapping)
 	ASSERT_TRUE(ch->get_subbuf(0, v));
 	EXPECT_EQ(v.content_size, r.size);
 	EXPECT_EQ(v.data[0], r.slot[0]);
+}
+
+// A traced program attaches its daemon's channel: its writers must not take a page fault per page inside their
+// records, so attach() fills the mapping's page table at once, as create() does. /proc/self/pagemap says which
+// pages of this process are in its page table (bit 63, "present", readable without privileges).
+TEST(RingBuffer, AttachFillsThePageTable)
+{
+	const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pagemap < 0)
+		GTEST_SKIP() << "/proc/self/pagemap cannot be read here: the page table is not visible";
+	constexpr uint32_t kDataBytes = 4 * 256 * 1024;
+	auto ch = Channel::create(ctf_config(Mode::discard, 1, 4, kDataBytes / 4), "attach-populated");
+	auto other = Channel::attach(::dup(ch->fd()));
+	FakeClock clk;
+	const Reservation first = write_raw(*other, 0, 8, clk); // at offset 0: the start of the data
+	ASSERT_EQ(first.offset, 0u);
+	const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+	const uintptr_t start = reinterpret_cast<uintptr_t>(first.slot);
+	uint32_t absent = 0;
+	for (uintptr_t a = start; a < start + kDataBytes; a += page) {
+		uint64_t entry = 0;
+		ASSERT_EQ(::pread(pagemap, &entry, sizeof entry, static_cast<off_t>(a / page * sizeof entry)),
+		          static_cast<ssize_t>(sizeof entry));
+		absent += (entry >> 63) == 0;
+	}
+	::close(pagemap);
+	EXPECT_EQ(absent, 0u) << "of " << kDataBytes / page << " pages of data, none written but the first";
 }
 
 void expect_attach_error(int fd, const char *needle)
