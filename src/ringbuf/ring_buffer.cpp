@@ -234,7 +234,7 @@ std::unique_ptr<Channel> Channel::create(const Config &config, const char *name)
 		}
 	}
 	store(h->magic, detail::kMagic, std::memory_order_release); // last: the header is complete
-	return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, config));
+	return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, config, true));
 }
 
 std::unique_ptr<Channel> Channel::attach(int fd_in)
@@ -275,15 +275,14 @@ std::unique_ptr<Channel> Channel::attach(int fd_in)
 	if (file_size < l.total_size)
 		attach_fail("file size " + std::to_string(file_size) + " is smaller than the channel size " +
 		            std::to_string(l.total_size));
-	// MAP_POPULATE, as in create(): the creator's pages are this process's page faults otherwise, one per page
-	// that its writers reach first (the pages exist, the mapping's page table does not).
-	void *map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+	// Not populated here: a traced program attaches at its start (its switches fill the page table, Channel()).
+	void *map = ::mmap(nullptr, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
 	if (map == MAP_FAILED)
 		throw std::system_error(errno, std::generic_category(), "tracery::ringbuf: mmap");
-	return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, c));
+	return std::unique_ptr<Channel>(new Channel(fd.release(), map, l.total_size, c, false));
 }
 
-Channel::Channel(int fd, void *map, std::size_t map_size, const Config &config)
+Channel::Channel(int fd, void *map, std::size_t map_size, const Config &config, bool populated)
 	: fd_(fd), map_(map), map_size_(map_size), config_(config)
 {
 	const Layout l = compute_layout(config_);
@@ -306,6 +305,21 @@ Channel::Channel(int fd, void *map, std::size_t map_size, const Config &config)
 	mode_ = config_.mode;
 	prefetch_ = mode_ == Mode::discard && (subbuf_size_ << log2_num_subbuf_) <= detail::kPrefetchMaxBuffer;
 	rseq_ = config_.sync == Sync::rseq;
+	unpopulated_ = std::make_unique<std::atomic<uint32_t>[]>(num_cpus_);
+	for (uint32_t cpu = 0; cpu < num_cpus_; ++cpu)
+		unpopulated_[cpu].store(populated ? 0 : config_.num_subbuf, std::memory_order_relaxed);
+}
+
+void Channel::populate_opened_subbuf(uint32_t cpu, uint8_t *slot) noexcept
+{
+	// Relaxed: two switches racing here (threads of this process on one CPU's buffer without rseq) at worst fill
+	// one slot twice or leave one to page faults.
+	const uint32_t left = unpopulated_[cpu].load(std::memory_order_relaxed);
+	if (left == 0)
+		return;
+	unpopulated_[cpu].store(left - 1, std::memory_order_relaxed);
+	if (left != config_.num_subbuf)                                   // not the process's first switch there
+		(void)::madvise(slot, subbuf_size_, MADV_POPULATE_WRITE); // Linux < 5.14: EINVAL, page faults as before
 }
 
 Channel::~Channel()
@@ -442,6 +456,7 @@ int Channel::reserve_slow(uint32_t cpu, uint32_t payload_size, bool allow_compac
 	if (sb_off != 0)
 		commit_padding(cpu, cur.offset, S - sb_off); // may complete the old sub-buffer
 	r = Reservation{data_(cpu) + (ns & buffer_mask_), t, ns, hs, static_cast<uint32_t>(size), cpu};
+	populate_opened_subbuf(cpu, r.slot);
 	// The record took the last free sub-buffer: the next switch would drop. Give the CPU to whatever else may run
 	// here, which is often the consumer: woken, it may otherwise wait for this thread's whole time slice (3-5 ms
 	// measured), longer than an emitter at full speed takes to fill a default buffer (docs/performance.md). Once

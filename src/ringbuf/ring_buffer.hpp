@@ -41,7 +41,10 @@
 //    a prefetch for write 1 KiB ahead: kPrefetchAhead), commit = a plain compare and store of P (and a load to see whether the sub-buffer
 //    is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
 //    common case is inlined into the caller; the general loop (clamping, extended headers, retries, a thread that
-//    moved), switching sub-buffers, out-of-order commits and waking a waiting consumer are out of line.
+//    moved), switching sub-buffers, out-of-order commits and waking a waiting consumer are out of line. A switch
+//    of a process that attached the channel fills the opened sub-buffer's page table (one madvise, at most
+//    num_subbuf - 1 times per CPU and process: unpopulated_), so that its writers take no page fault inside a
+//    record.
 //  * Discard mode: a writer never enters a sub-buffer the consumer has not released (the record is dropped and
 //    counted); a writer that opens the last free one yields the CPU (sched_yield), often to the consumer.
 //    Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward, but drops
@@ -332,7 +335,11 @@ public:
 
 private:
 	// `config` was validated; the layout is recomputed from it, never read back from the (shared, writable) mapping.
-	Channel(int fd, void *map, std::size_t map_size, const Config &config);
+	// populated: the mapping's page table is full (create()'s MAP_POPULATE); otherwise switches fill it.
+	Channel(int fd, void *map, std::size_t map_size, const Config &config, bool populated);
+	// At a switch of this process into sub-buffer slot `slot` of `cpu`'s buffer: fills its page table for the
+	// slot, from the second switch on, until every slot of the buffer was opened once (see unpopulated_).
+	void populate_opened_subbuf(uint32_t cpu, uint8_t *slot) noexcept;
 	// The common case of reserve() (no clamp, compact header, strictly inside the open sub-buffer), with the clock
 	// already read: false if it is not that case or the thread moved meanwhile.
 	[[gnu::always_inline]] bool reserve_common(uint32_t cpu, uint32_t payload_size, bool allow_compact,
@@ -435,6 +442,13 @@ private:
 	Mode mode_;
 	bool rseq_;     // config_.sync == Sync::rseq
 	bool prefetch_; // discard mode and a buffer of at most kPrefetchMaxBuffer bytes: reserve prefetches ahead
+	// Per CPU, how many more of this process's switches on that buffer fill the opened sub-buffer's page-table
+	// entries (MADV_POPULATE_WRITE, one call per sub-buffer) before its writers store there. An attached mapping
+	// (a traced program's) starts with an empty page table: without this, its writers take a minor fault on the
+	// first store to each page, inside a record (25 to 45 ns per call of the function helpers' bench,
+	// docs/performance.md), ten times what the call costs per page. The first switch is left out, so that a
+	// program writing less than a sub-buffer pays nothing at start; process-local, as page tables are.
+	std::unique_ptr<std::atomic<uint32_t>[]> unpopulated_;
 	std::atomic<bool> quarantined_{false};
 	mutable std::mutex fault_mutex_;
 	std::string fault_; // set once, before quarantined_

@@ -796,30 +796,49 @@ TEST(RingBuffer, AttachSeesSameDataFromAnotherMapping)
 }
 
 // A traced program attaches its daemon's channel: its writers must not take a page fault per page inside their
-// records, so attach() fills the mapping's page table at once, as create() does. /proc/self/pagemap says which
-// pages of this process are in its page table (bit 63, "present", readable without privileges).
-TEST(RingBuffer, AttachFillsThePageTable)
+// records, so its switches into sub-buffers fill their page-table entries, from its second switch on (a program
+// writing less than a sub-buffer pays nothing). /proc/self/pagemap says which pages of this process are in its page
+// table (bit 63, "present", readable without privileges).
+TEST(RingBuffer, SwitchesFillAnAttachedMappingsPageTable)
 {
 	const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pagemap < 0)
 		GTEST_SKIP() << "/proc/self/pagemap cannot be read here: the page table is not visible";
-	constexpr uint32_t kDataBytes = 4 * 256 * 1024;
-	auto ch = Channel::create(ctf_config(Mode::discard, 1, 4, kDataBytes / 4), "attach-populated");
+	constexpr uint32_t kSubbuf = 256 * 1024;
+	auto ch = Channel::create(ctf_config(Mode::discard, 1, 4, kSubbuf), "attach-populated");
 	auto other = Channel::attach(::dup(ch->fd()));
 	FakeClock clk;
-	const Reservation first = write_raw(*other, 0, 8, clk); // at offset 0: the start of the data
-	ASSERT_EQ(first.offset, 0u);
+	// Records reserved and committed without writing their payload: one small one in sub-buffer 0, then one
+	// that fills most of each of sub-buffers 1 to 3, each opening it.
+	const auto reserve = [&](uint32_t payload) {
+		Reservation r{};
+		EXPECT_TRUE(other->reserve(0, payload, true, clk, r));
+		other->commit(r);
+		return r;
+	};
+	const Reservation first = reserve(8);
+	ASSERT_EQ(first.offset, 0u); // the start of the data
 	const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-	const uintptr_t start = reinterpret_cast<uintptr_t>(first.slot);
-	uint32_t absent = 0;
-	for (uintptr_t a = start; a < start + kDataBytes; a += page) {
-		uint64_t entry = 0;
-		ASSERT_EQ(::pread(pagemap, &entry, sizeof entry, static_cast<off_t>(a / page * sizeof entry)),
-		          static_cast<ssize_t>(sizeof entry));
-		absent += (entry >> 63) == 0;
-	}
+	const auto absent = [&](uint32_t subbuf) {
+		uint32_t n = 0;
+		const uintptr_t start = reinterpret_cast<uintptr_t>(first.slot) + uintptr_t{subbuf} * kSubbuf;
+		for (uintptr_t a = start; a < start + kSubbuf; a += page) {
+			uint64_t entry = 0;
+			EXPECT_EQ(::pread(pagemap, &entry, sizeof entry, static_cast<off_t>(a / page * sizeof entry)),
+			          static_cast<ssize_t>(sizeof entry));
+			n += (entry >> 63) == 0;
+		}
+		return n;
+	};
+	const uint32_t pages = kSubbuf / page;
+	EXPECT_EQ(absent(1), pages) << "attach() populated the mapping";
+	for (uint32_t k = 1; k < 4; ++k)
+		EXPECT_EQ(reserve(kSubbuf - 8).offset, uint64_t{k} * kSubbuf);
+	EXPECT_GT(absent(0), pages / 2) << "the process's first switch filled its sub-buffer";
+	for (uint32_t k = 1; k < 4; ++k)
+		EXPECT_EQ(absent(k), 0u) << "of the " << pages << " pages of sub-buffer " << k
+					 << ", opened by a switch";
 	::close(pagemap);
-	EXPECT_EQ(absent, 0u) << "of " << kDataBytes / page << " pages of data, none written but the first";
 }
 
 void expect_attach_error(int fd, const char *needle)
