@@ -79,6 +79,14 @@ PROGRAMS = {
 def build(build_dir, names=("tracery-bench", "lttng-bench", "traceryd", "tracery")):
     """Builds the programs names (keys of PROGRAMS) in build_dir; returns name -> path."""
     log(f"building {', '.join(names)} in {build_dir}")
+    # A tree configured otherwise (the test suite's Release tree) is not reconfigured: that would rebuild all of it.
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if os.path.exists(cache):
+        with open(cache) as f:
+            kind = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", f.read(), re.M)
+        if kind and kind.group(1) != "RelWithDebInfo":
+            raise Fail(f"{build_dir} is a {kind.group(1)} build tree; the benchmarks build RelWithDebInfo: "
+                       "give --build a directory of their own (the default)")
     run(["cmake", "-S", REPO, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
          "-DTRACERY_WERROR=ON"],
         what="cmake configure")
