@@ -47,11 +47,13 @@ public:
 		setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		return fd;
 	}
-	// The reply to `list`.
+	// The reply to `list` (an ErrorReply saying why if it could not be sent: a connection refused at accept
+	// may be closed before the command goes out).
 	json list() const
 	{
 		base::Fd fd = connect();
-		EXPECT_TRUE(control::send_message(fd.get(), control::Kind::command, control::encode(control::List{})));
+		if (!control::send_message(fd.get(), control::Kind::command, control::encode(control::List{})))
+			return control::encode(control::ErrorReply{std::string("send: ") + strerror(errno)});
 		return reply(fd.get(), control::Kind::command);
 	}
 	// A message received (an ErrorReply saying why if none came).
