@@ -329,7 +329,8 @@ Channel::~Channel()
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Producer slow paths. All async-signal-safe: atomics only, plus FUTEX_WAKE when a consumer waits.
+// Producer slow paths. All async-signal-safe: atomics only, plus FUTEX_WAKE when a consumer waits, sched_yield
+// when a writer takes the last free sub-buffer and madvise when an attaching process opens a sub-buffer first.
 
 Channel::Reserved Channel::reserve_general(uint32_t cpu, uint32_t payload_size, bool allow_compact, uint64_t now,
                                            Reservation &r, bool report_full) noexcept

@@ -37,9 +37,9 @@
 //       thread that finds itself on another CPU than the one it chose retargets to the buffer of the CPU it is
 //       on. A thread without rseq (see rseq.hpp) cannot write an rseq channel: its records are dropped and
 //       counted. Reserve + commit take about 40 % less time (docs/performance.md).
-//  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode with buffers of at most 4 MiB,
-//    a prefetch for write 1 KiB ahead: kPrefetchAhead), commit = a plain compare and store of P (and a load to see whether the sub-buffer
-//    is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
+//  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode with buffers of at most
+//    4 MiB, a prefetch for write 1 KiB ahead: kPrefetchAhead), commit = a plain compare and store of P (and a
+//    load to see whether the sub-buffer is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
 //    common case is inlined into the caller; the general loop (clamping, extended headers, retries, a thread that
 //    moved), switching sub-buffers, out-of-order commits and waking a waiting consumer are out of line. A switch
 //    of a process that attached the channel fills the opened sub-buffer's page table (one madvise, at most
