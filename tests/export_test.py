@@ -262,7 +262,8 @@ def record_kernel_workload(d):
 
 def run_kernel_workload(d, session, calls, timeout=30, track=False):
     """Runs kernel-workload (calls getpid calls, 100 round trips) while session records; returns its pid.
-    track: the session's kernel events only of the workload (a busy machine's others make a large trace)."""
+    track: the session's kernel events only of the workload (a busy machine's others make a large trace), each
+    with its thread."""
     p, pid = d.spawn_registered([program("tests", "kernel-workload"), str(calls), "100"])
     # The workload and a CPU-bound process share one CPU, which is then never idle: a kernel may not record
     # the switches away from the idle task, and a thread switched in unrecorded is not known to run there, so
@@ -272,7 +273,10 @@ def run_kernel_workload(d, session, calls, timeout=30, track=False):
     os.sched_setaffinity(hog.pid, {cpu})
     os.sched_setaffinity(pid, {cpu})  # its main thread, and the thread it makes later
     if track:
+        # A tracked session records a switch only when a tracked task is one of its two: the thread each event
+        # comes with is the one certain attribution (src/kernel/README.md, "The missing switch")
         d.tracery("track", "-k", "--pid", str(pid), "-s", session)
+        d.tracery("add-context", "-k", "-t", "tid", "-s", session)
     d.tracery("start", session)
     go(p)
     read_line(p, "done")
