@@ -34,6 +34,33 @@ WORKER = ("import os, sys\n"
           "            os.getppid()\n"
           "    print('done', flush=True)\n")
 
+# A process with a second thread and a child process, both made before it is tracked; on a line from stdin, its
+# main thread calls getppid() 5 times, its second thread 7 times, its child 9 times.
+THREADED = ("import os, subprocess, sys, threading\n"
+            "go, done = threading.Event(), threading.Event()\n"
+            "def second():\n"
+            "    go.wait()\n"
+            "    for _ in range(7):\n"
+            "        os.getppid()\n"
+            "    done.set()\n"
+            "thread = threading.Thread(target=second)\n"
+            "thread.start()\n"
+            "child = subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdin=subprocess.PIPE,\n"
+            "                         stdout=subprocess.PIPE, text=True)\n"
+            "print(os.getpid(), thread.native_id, child.stdout.readline().strip(), flush=True)\n"
+            "sys.stdin.readline()\n"
+            "for _ in range(5):\n"
+            "    os.getppid()\n"
+            "go.set()\n"
+            "done.wait()\n"
+            "child.stdin.write('9\\n')\n"
+            "child.stdin.flush()\n"
+            "child.stdout.readline()\n"
+            "thread.join()\n"
+            "child.stdin.close()\n"
+            "child.wait()\n"
+            "print('done', flush=True)\n")
+
 
 class TrackKernelTest(KernelMixin, DaemonTestCase):
     def setUp(self):
@@ -126,6 +153,31 @@ class TrackKernelTest(KernelMixin, DaemonTestCase):
         t("stop", "uid")
         self.assertEqual(self.recorded(path, [root_pid, nobody_pid, becomes_pid, leaves_pid]),
                          {root_pid: 10 + 16, nobody_pid: 13 + 17, becomes_pid: 15, leaves_pid: 5})
+
+    def test_by_pid_the_threads_and_children_it_had_already(self):
+        """tracefs filters by thread: a process tracked by pid is every thread it has (as LTTng's pid tracker is a
+        process's), and with its descendants those it has already, not only those it forks later."""
+        self.d.start_daemon()
+        for follow, name in ((True, "family"), (False, "alone")):
+            path = self.out(name)
+            t = self.d.tracery
+            t("create", name, "--output", path)
+            t("enable-event", "-k", "--syscall", "getppid", "-s", name)
+            t("add-context", "-k", "-t", "tid", "-s", name)
+            p = subprocess.Popen([sys.executable, "-c", THREADED, WORKER], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            self.addCleanup(p.wait, timeout=30)
+            main, second, child = map(int, p.stdout.readline().split())
+            t("track", "-k", "--pid", str(main), *(() if follow else ("--no-follow-children",)), "-s", name)
+            t("start", name)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            self.assertEqual(p.stdout.readline(), "done\n")
+            p.stdin.close()
+            p.stdout.close()
+            t("stop", name)
+            self.assertEqual(self.recorded(path, [main, second, child]),
+                             {main: 5, second: 7, **({child: 9} if follow else {})}, name)
 
     def test_by_vuid_and_vpid_in_new_namespaces(self):
         if shutil.which("unshare") is None:

@@ -203,15 +203,7 @@ void KernelSession::scope_processes(const ProcessRules *before)
 {
 	const ProcessRules &rules = config_.processes;
 	if (syscall_events_) {
-		// The same threads as set_event_pid: the pids, and with event-fork
-		// their children.
-		if (before && before->pid)
-			for (const uint64_t p : *before->pid)
-				syscall_events_->forget_thread(static_cast<uint32_t>(p));
 		syscall_events_->record_listed_only(!rules.everyone());
-		if (rules.pid)
-			for (const uint64_t p : *rules.pid)
-				syscall_events_->set_thread(static_cast<uint32_t>(p), true);
 		if (rules.follow_children && !rules.everyone()) {
 			const EventFormat fork = parse_event_format(
 				read_control(root_ + "/events/sched/sched_process_fork/format"), "sched");
@@ -221,36 +213,67 @@ void KernelSession::scope_processes(const ProcessRules *before)
 			syscall_events_->follow_forks(child->offset);
 		}
 	}
+	std::vector<pid_t> threads;
 	if (rules.everyone() || rules.pids_only()) {
 		if (tracked_) { // its thread and the threads it took out leave the notrace list
 			const std::set<pid_t> ids = tracked_->notrace_ids();
 			tracked_.reset();
 			drop_notrace_ids(*instance_, ids);
 		}
-		std::vector<pid_t> pids;
+		threads = list_process_threads(before);
+	} else {
+		if (tracked_)
+			tracked_->change_rules(rules);
+		else {
+			tracked_ = std::make_unique<TrackedProcesses>(*instance_, rules, root_);
+			const pid_t self[] = {tracked_->thread_id()};
+			instance_->add_notrace_pids(self);
+		}
 		if (rules.pid)
 			for (const uint64_t p : *rules.pid)
-				pids.push_back(static_cast<pid_t>(p));
-		// Between lists of pids, the list is changed, not written again:
-		// the kernel's list holds the descendants it added too.
-		if (before && before->pids_only() && rules.pids_only() &&
-		    before->follow_children == rules.follow_children) {
-			std::vector<pid_t> was;
-			for (const uint64_t p : *before->pid)
-				was.push_back(static_cast<pid_t>(p));
-			instance_->change_event_pids(was, pids);
-		} else {
-			instance_->set_event_pids(pids, rules.follow_children);
-		}
-		return;
+				threads.push_back(static_cast<pid_t>(p));
+		std::sort(threads.begin(), threads.end());
 	}
-	if (tracked_) {
-		tracked_->change_rules(rules);
-		return;
+	if (syscall_events_) { // the same threads as set_event_pid
+		for (const pid_t t : threads)
+			syscall_events_->set_thread(static_cast<uint32_t>(t), true);
+		for (const pid_t t : listed_threads_)
+			if (!std::binary_search(threads.begin(), threads.end(), t))
+				syscall_events_->forget_thread(static_cast<uint32_t>(t));
 	}
-	tracked_ = std::make_unique<TrackedProcesses>(*instance_, rules, root_);
-	const pid_t self[] = {tracked_->thread_id()};
-	instance_->add_notrace_pids(self);
+	listed_threads_ = std::move(threads);
+}
+
+std::vector<pid_t> KernelSession::list_process_threads(const ProcessRules *before)
+{
+	constexpr int kRereadings = 8; // each finds the threads forked since the last
+	const ProcessRules &rules = config_.processes;
+	if (rules.everyone()) {
+		instance_->set_event_pids({}, false);
+		return {};
+	}
+	std::vector<pid_t> threads = listed_process_tasks(rules, "/proc");
+	// Between lists of pids, the list is changed, not written again: the
+	// kernel's list holds the descendants it added too.
+	if (before && before->pids_only() && before->follow_children == rules.follow_children)
+		instance_->change_event_pids(listed_threads_, threads);
+	else
+		instance_->set_event_pids(threads, rules.follow_children);
+	for (int i = 0; i < kRereadings; ++i) {
+		std::vector<pid_t> listed = instance_->event_pids();
+		std::sort(listed.begin(), listed.end());
+		std::vector<pid_t> missing;
+		for (const pid_t t : listed_process_tasks(rules, "/proc"))
+			if (!std::binary_search(listed.begin(), listed.end(), t))
+				missing.push_back(t);
+		if (missing.empty())
+			break;
+		instance_->add_event_pids(missing);
+		threads.insert(threads.end(), missing.begin(), missing.end());
+	}
+	std::sort(threads.begin(), threads.end());
+	threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+	return threads;
 }
 
 std::optional<TrackedProcessesCounts> KernelSession::tracked_counts() const

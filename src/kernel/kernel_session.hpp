@@ -298,6 +298,11 @@ private:
 	// (`before`: the rules the instance has now, nullptr at a start), and
 	// the tracker when they narrow by more than pids.
 	void scope_processes(const ProcessRules *before);
+	// For rules that narrow by pids alone: lists the threads they select now
+	// (listed_process_tasks()), then reads /proc again until no thread is
+	// missing (one forked between the reading and the write, by a thread not
+	// listed yet, would be). Returns the threads listed.
+	std::vector<pid_t> list_process_threads(const ProcessRules *before);
 	// Whether BPF writes the events of `tp` (enabled with `filter`): a
 	// system call whose entry or exit reads user memory, without a filter
 	// (a filter is tracefs's: such an event is tracefs's, its strings
@@ -327,6 +332,9 @@ private:
 	std::unique_ptr<KernelTrace> trace_; // OUTPUT/kernel (not in snapshot sessions)
 	std::unique_ptr<CpuReaders> readers_;
 	std::unique_ptr<TrackedProcesses> tracked_; // while started, when the rules need it
+	// The threads scope_processes() listed (set_event_pid, and the system-call
+	// programs' map), sorted; not those the kernel added at forks.
+	std::vector<pid_t> listed_threads_;
 	bool started_ = false;
 };
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <memory>
 #include <string_view>
 
@@ -197,6 +198,18 @@ std::vector<pid_t> matching_tasks(const ProcessRules &rules, const std::string &
 				out.push_back(tid);
 		}
 	}
+	std::sort(out.begin(), out.end());
+	out.erase(std::unique(out.begin(), out.end()), out.end());
+	return out;
+}
+
+std::vector<pid_t> listed_process_tasks(const ProcessRules &rules, const std::string &proc_root)
+{
+	std::vector<pid_t> out = matching_tasks(rules, proc_root);
+	if (rules.pid)
+		for (const uint64_t p : *rules.pid)
+			if (p > 0 && p <= static_cast<uint64_t>(std::numeric_limits<pid_t>::max()))
+				out.push_back(static_cast<pid_t>(p));
 	std::sort(out.begin(), out.end());
 	out.erase(std::unique(out.begin(), out.end()), out.end());
 	return out;

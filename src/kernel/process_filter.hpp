@@ -72,4 +72,12 @@ bool task_matches(const ProcessRules &rules, const TaskIds &ids, const std::stri
 // Every thread under `proc_root` that `rules` select, sorted.
 std::vector<pid_t> matching_tasks(const ProcessRules &rules, const std::string &proc_root);
 
+// What set_event_pid must list for rules where only pid narrows
+// (pids_only()): matching_tasks() (every thread of each listed process, and
+// with follow_children of its descendants: tracefs filters by thread id, and
+// event-fork adds only the children forked after a thread is listed) and the
+// listed pids themselves (a process listed before it exists is traced when
+// it does), sorted.
+std::vector<pid_t> listed_process_tasks(const ProcessRules &rules, const std::string &proc_root);
+
 } // namespace tracery::kernel

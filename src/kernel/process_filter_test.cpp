@@ -198,6 +198,16 @@ TEST_F(FixtureProc, PidsWithOrWithoutTheirDescendants)
 	EXPECT_EQ(select(r), (std::vector<pid_t>{310}));
 }
 
+TEST_F(FixtureProc, ListedProcessesWithAllTheirThreads)
+{
+	ProcessRules r;
+	r.pid = values({100, 4000});
+	EXPECT_EQ(listed_process_tasks(r, root()), (std::vector<pid_t>{100, 101, 200, 4000}))
+		<< "the shell's second thread and its child, and a pid that has no process yet";
+	r.follow_children = false;
+	EXPECT_EQ(listed_process_tasks(r, root()), (std::vector<pid_t>{100, 101, 4000}));
+}
+
 TEST(ProcessFilter, ReadsThisProcess)
 {
 	const std::optional<TaskIds> ids = read_task_ids("/proc/self");

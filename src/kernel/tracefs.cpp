@@ -346,27 +346,39 @@ void Instance::change_event_pids(std::span<const pid_t> before, std::span<const 
 	for (const pid_t p : before)
 		if (std::find(after.begin(), after.end(), p) == after.end())
 			removed.push_back(p);
-	if (removed.empty()) {
-		if (!added.empty())
-			write_control(file("set_event_pid"), join_pids(added), true);
-		return;
-	}
-	// The kernel's list: pids, one a line (bounded by the file's size).
-	const std::string now = read_control(file("set_event_pid"));
+	if (removed.empty())
+		return add_event_pids(added);
 	std::vector<pid_t> kept;
+	for (const pid_t p : event_pids())
+		if (std::find(removed.begin(), removed.end(), p) == removed.end() &&
+		    std::find(added.begin(), added.end(), p) == added.end())
+			kept.push_back(p);
+	kept.insert(kept.end(), added.begin(), added.end());
+	write_control(file("set_event_pid"), join_pids(kept));
+}
+
+std::vector<pid_t> Instance::event_pids() const
+{
+	// pids, one a line (bounded by the file's size)
+	const std::string now = read_control(file("set_event_pid"));
+	std::vector<pid_t> out;
 	size_t pos = 0;
 	while (pos < now.size()) {
 		size_t end = now.find_first_of(" \n", pos);
 		if (end == std::string::npos)
 			end = now.size();
 		pid_t p = 0;
-		if (std::from_chars(now.data() + pos, now.data() + end, p).ec == std::errc() && p > 0 &&
-		    std::find(removed.begin(), removed.end(), p) == removed.end())
-			kept.push_back(p);
+		if (std::from_chars(now.data() + pos, now.data() + end, p).ec == std::errc() && p > 0)
+			out.push_back(p);
 		pos = end + 1;
 	}
-	kept.insert(kept.end(), added.begin(), added.end());
-	write_control(file("set_event_pid"), join_pids(kept));
+	return out;
+}
+
+void Instance::add_event_pids(std::span<const pid_t> pids) const
+{
+	if (!pids.empty())
+		write_control(file("set_event_pid"), join_pids(pids), true);
 }
 
 void Instance::add_notrace_pids(std::span<const pid_t> tids) const

@@ -134,6 +134,10 @@ public:
 	// so every process traced, for the instant between the file's opening
 	// (O_TRUNC) and its write.
 	void change_event_pids(std::span<const pid_t> before, std::span<const pid_t> after) const;
+	// The pids set_event_pid lists now (those the kernel added with
+	// event-fork included), and appending to that list.
+	std::vector<pid_t> event_pids() const;
+	void add_event_pids(std::span<const pid_t> pids) const;
 	// Excludes these thread ids from the trace (the readers' own threads),
 	// keeping those excluded already.
 	void add_notrace_pids(std::span<const pid_t> tids) const;
