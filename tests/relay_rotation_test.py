@@ -273,8 +273,8 @@ class RelayKernelRotation(SentChunks, KernelChunks, KernelMixin, RelayBesideDaem
         path = os.path.join(disk, "kf")
         per_round = 300
         self.d.start_daemon()
-        # The failing `tracery rotate`, started before the session tracks this test and its children: its own
-        # system calls (many under AddressSanitizer) must not fill the room left below.
+        # The failing `tracery rotate`, made ready now: a child of this test, which the session does not trace
+        # (track_closes), so that its system calls (many under AddressSanitizer) do not fill the room left below.
         rotate = self.d.spawn(["bash", "-c", 'read -r go && exec "$0" "$@"', self.d.cli, "rotate", "kf"])
         # Every system call: the kernel trace's metadata (a class for each) is much larger than the user trace's.
         self.sent_session("kf", "--local-copy", "--output", path, kernel=True, all_syscalls=True)

@@ -222,9 +222,10 @@ class KernelChunks(Chunks):
     """Chunks of a session with kernel events: rounds marked by a system call."""
 
     def track_closes(self, name, all_syscalls=False):
-        """The session records the close() calls (or all system calls) of this test and its children."""
+        """The session records the close() calls (or all system calls) of this test's own threads: not of its
+        children (the relay, the emitter, a `tracery` command), whose calls would only fill the trace."""
         self.d.tracery("enable-event", "-k", "--syscall", *(["-a"] if all_syscalls else ["close"]), "-s", name)
-        self.d.tracery("track", "-k", "--pid", str(os.getpid()), "-s", name)
+        self.d.tracery("track", "-k", "--pid", str(os.getpid()), "--no-follow-children", "-s", name)
 
     def emit_marked_rounds(self, emitter, first, last, pause=0.0):
         """Each round preceded by close(MARK + R), a system call the kernel trace records."""
