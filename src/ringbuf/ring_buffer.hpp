@@ -39,12 +39,12 @@
 //       counted. Reserve + commit take about 40 % less time (docs/performance.md).
 //  * Common path: reserve = one CAS or compare-and-store on W (and, in discard mode with buffers of at most
 //    4 MiB, a prefetch for write 1 KiB ahead: kPrefetchAhead), commit = a plain compare and store of P (and a
-//    load to see whether the sub-buffer is complete). No syscall, lock, allocation or TLS; reserve/commit are async-signal-safe and reentrant. That
-//    common case is inlined into the caller; the general loop (clamping, extended headers, retries, a thread that
-//    moved), switching sub-buffers, out-of-order commits and waking a waiting consumer are out of line. A switch
-//    of a process that attached the channel fills the opened sub-buffer's page table (one madvise, at most
-//    num_subbuf - 1 times per CPU and process: unpopulated_), so that its writers take no page fault inside a
-//    record.
+//    load to see whether the sub-buffer is complete). No syscall, lock, allocation or TLS; reserve/commit are
+//    async-signal-safe and reentrant. That common case is inlined into the caller; the general loop (clamping,
+//    extended headers, retries, a thread that moved), switching sub-buffers, out-of-order commits and waking a
+//    waiting consumer are out of line. A switch of a process that attached the channel fills the opened
+//    sub-buffer's page table (one madvise, at most num_subbuf - 1 times per CPU and process: unpopulated_), so
+//    that its writers take no page fault inside a record.
 //  * Discard mode: a writer never enters a sub-buffer the consumer has not released (the record is dropped and
 //    counted); a writer that opens the last free one yields the CPU (sched_yield), often to the consumer.
 //    Overwrite mode: a writer entering an unconsumed sub-buffer pushes the consumer position forward, but drops
